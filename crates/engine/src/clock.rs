@@ -1,0 +1,131 @@
+//! CLOCK_MONOTONIC nanoseconds, the one time base of audiolat.
+//!
+//! Every timestamp audiolat stores is CLOCK_MONOTONIC in nanoseconds. Clocks that are
+//! not monotonic (CLOCK_REALTIME, used by kernel packet timestamps and wall-clock
+//! labels) are converted at the edge with [`realtime_to_monotonic_ns`].
+//!
+//! All functions here are real-time safe: one system call, no allocation.
+
+/// Nanoseconds per second.
+pub const NS_PER_SEC: u64 = 1_000_000_000;
+
+fn read(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock ids used here always exist
+    // on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * NS_PER_SEC + ts.tv_nsec as u64
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    read(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME now, in nanoseconds since the Unix epoch.
+#[inline]
+pub fn realtime_ns() -> u64 {
+    read(libc::CLOCK_REALTIME)
+}
+
+/// Maps a CLOCK_REALTIME timestamp (ns) to CLOCK_MONOTONIC (ns).
+///
+/// The offset between the clocks is read as the midpoint of two monotonic reads around
+/// one realtime read, so its error is at most half of that bracket (well under a
+/// microsecond). Call it near the time being converted: NTP may slew CLOCK_REALTIME.
+pub fn realtime_to_monotonic_ns(realtime_ns_value: u64) -> u64 {
+    let before = monotonic_ns();
+    let real = realtime_ns();
+    let after = monotonic_ns();
+    let mono_mid = before + (after - before) / 2;
+    let offset = real as i128 - mono_mid as i128;
+    (realtime_ns_value as i128 - offset).max(0) as u64
+}
+
+/// The resolution the kernel reports for CLOCK_MONOTONIC, in nanoseconds
+/// (1 with high-resolution timers, a jiffy without).
+pub fn monotonic_resolution_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer; CLOCK_MONOTONIC exists.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * NS_PER_SEC + ts.tv_nsec as u64
+}
+
+/// Converts nanoseconds to a `timespec`.
+#[inline]
+pub fn timespec_from_ns(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / NS_PER_SEC) as libc::time_t,
+        tv_nsec: (ns % NS_PER_SEC) as libc::c_long,
+    }
+}
+
+/// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (clock_nanosleep with
+/// TIMER_ABSTIME), restarting after signals. Returns at once if the deadline has passed.
+/// Real-time safe.
+#[inline]
+pub fn sleep_until_ns(deadline_ns: u64) {
+    let ts = timespec_from_ns(deadline_ns);
+    loop {
+        // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_never_goes_back() {
+        let mut last = monotonic_ns();
+        for _ in 0..10_000 {
+            let now = monotonic_ns();
+            assert!(now >= last);
+            last = now;
+        }
+    }
+
+    #[test]
+    fn sleep_until_reaches_its_deadline() {
+        let start = monotonic_ns();
+        let deadline = start + 2_000_000;
+        sleep_until_ns(deadline);
+        assert!(monotonic_ns() >= deadline);
+        // A deadline in the past returns at once.
+        sleep_until_ns(start);
+    }
+
+    #[test]
+    fn realtime_maps_to_monotonic_now() {
+        let mono = monotonic_ns();
+        let mapped = realtime_to_monotonic_ns(realtime_ns());
+        // Both are "now": they agree far better than a millisecond, unless the machine
+        // stalls between the reads; allow for a hypervisor stall.
+        assert!((mapped as i128 - mono as i128).abs() < 50_000_000);
+    }
+
+    #[test]
+    fn timespec_round_trip() {
+        let ts = timespec_from_ns(3 * NS_PER_SEC + 17);
+        assert_eq!(ts.tv_sec, 3);
+        assert_eq!(ts.tv_nsec, 17);
+    }
+}

@@ -1,0 +1,38 @@
+//! # engine: audiolat's real-time runtime
+//!
+//! This crate is the part of audiolat that runs next to, or on, a real-time thread.
+//! It promises:
+//!
+//! - **No hidden work on the hot path.** [`clock::monotonic_ns`] and
+//!   [`clock::sleep_until_ns`] are single system calls; they do not allocate, lock,
+//!   log or print, so a measuring loop may call them every cycle.
+//! - **Set-up reports what was granted, never what was hoped for.** Every function in
+//!   [`rt`] that changes the scheduling, memory or power state of the process returns a
+//!   grant that was read back from the kernel afterwards. When the kernel refuses
+//!   (no `CAP_SYS_NICE`, `RLIMIT_RTPRIO` of 0, a full SCHED_DEADLINE admission budget)
+//!   the caller still gets a grant, marked not real-time, and can run anyway and flag its
+//!   results: a measurement is never silently taken at the wrong priority.
+//! - **Set-up happens before the loop.** Memory locking, stack prefaulting and
+//!   `/dev/cpu_dma_latency` are process-wide and done once; scheduling policy and
+//!   affinity are applied by the thread to itself before its first cycle.
+//!
+//! The crate depends on nothing but `libc`: no storage, no reporting, no logging.
+//!
+//! ```no_run
+//! use engine::rt::{Policy, ProcessRt, ThreadRt};
+//! let process = ProcessRt::setup(true, Some(0)); // mlockall, hold cpu_dma_latency at 0
+//! let handle = std::thread::spawn(|| {
+//!     let grant = ThreadRt::apply(&Policy::Fifo { priority: 80 }, None, 256 * 1024);
+//!     if !grant.is_realtime() {
+//!         // run anyway, and flag the results "not real-time"
+//!     }
+//!     let now = engine::clock::monotonic_ns();
+//!     engine::clock::sleep_until_ns(now + 1_000_000);
+//! });
+//! handle.join().unwrap();
+//! drop(process); // releases cpu_dma_latency
+//! ```
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod rt;

@@ -1,0 +1,899 @@
+//! Real-time set-up: scheduling policy, memory locking, stack prefault, CPU affinity and
+//! `/dev/cpu_dma_latency`.
+//!
+//! Each operation returns what the kernel *granted*, read back after the request. None of
+//! them panics or aborts when refused: the refusal is part of the grant, so a probe can
+//! run anyway and mark its results "not real-time".
+//!
+//! Process-wide state ([`ProcessRt`]) is set up once, on any thread, before the
+//! measuring thread starts, and held for the run. Per-thread state ([`ThreadRt`]) is
+//! applied by the measuring thread to itself before its first cycle.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+
+/// A Linux scheduling policy with its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// SCHED_OTHER (CFS/EEVDF) at a nice value (-20..=19).
+    Other {
+        /// Nice value, -20 (most favoured) to 19.
+        nice: i32,
+    },
+    /// SCHED_BATCH at a nice value: CPU-bound, never preempts on wake-up.
+    Batch {
+        /// Nice value, -20 to 19.
+        nice: i32,
+    },
+    /// SCHED_IDLE: runs only when nothing else wants the CPU.
+    Idle,
+    /// SCHED_FIFO at a static priority (1..=99).
+    Fifo {
+        /// Static priority, 1 (lowest) to 99.
+        priority: u32,
+    },
+    /// SCHED_RR at a static priority (1..=99).
+    RoundRobin {
+        /// Static priority, 1 (lowest) to 99.
+        priority: u32,
+    },
+    /// SCHED_DEADLINE (EDF with constant-bandwidth servers):
+    /// `runtime_ns <= deadline_ns <= period_ns`.
+    Deadline {
+        /// CPU time reserved per period.
+        runtime_ns: u64,
+        /// Relative deadline of each job.
+        deadline_ns: u64,
+        /// Reservation period.
+        period_ns: u64,
+    },
+}
+
+const SCHED_DEADLINE: u32 = 6;
+
+/// The kernel's `struct sched_attr` (SCHED_ATTR_SIZE_VER0, 48 bytes).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+
+impl Policy {
+    /// The policy's name as audiolat's command line spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Policy::Other { .. } => "other",
+            Policy::Batch { .. } => "batch",
+            Policy::Idle => "idle",
+            Policy::Fifo { .. } => "fifo",
+            Policy::RoundRobin { .. } => "rr",
+            Policy::Deadline { .. } => "deadline",
+        }
+    }
+
+    /// The kernel's name for the policy.
+    pub fn kernel_name(&self) -> &'static str {
+        match self {
+            Policy::Other { .. } => "SCHED_OTHER",
+            Policy::Batch { .. } => "SCHED_BATCH",
+            Policy::Idle => "SCHED_IDLE",
+            Policy::Fifo { .. } => "SCHED_FIFO",
+            Policy::RoundRobin { .. } => "SCHED_RR",
+            Policy::Deadline { .. } => "SCHED_DEADLINE",
+        }
+    }
+
+    /// True for the real-time classes: FIFO, RR and DEADLINE.
+    pub fn is_realtime(&self) -> bool {
+        matches!(
+            self,
+            Policy::Fifo { .. } | Policy::RoundRobin { .. } | Policy::Deadline { .. }
+        )
+    }
+
+    /// The static priority (FIFO/RR), or 0.
+    pub fn priority(&self) -> u32 {
+        match self {
+            Policy::Fifo { priority } | Policy::RoundRobin { priority } => *priority,
+            _ => 0,
+        }
+    }
+
+    /// Checks the parameters against the kernel's limits, before anything is started.
+    pub fn validate(&self) -> Result<(), RtError> {
+        match *self {
+            Policy::Fifo { priority } | Policy::RoundRobin { priority } => {
+                let (min, max) = priority_range(self);
+                if priority < min || priority > max {
+                    return Err(RtError::PriorityOutOfRange {
+                        policy: self.kernel_name(),
+                        priority: priority as i64,
+                        min,
+                        max,
+                    });
+                }
+            }
+            Policy::Other { nice } | Policy::Batch { nice } => {
+                if !(-20..=19).contains(&nice) {
+                    return Err(RtError::NiceOutOfRange { nice });
+                }
+            }
+            Policy::Idle => {}
+            Policy::Deadline {
+                runtime_ns,
+                deadline_ns,
+                period_ns,
+            } => {
+                if runtime_ns < 1024 || runtime_ns > deadline_ns || deadline_ns > period_ns {
+                    return Err(RtError::BadDeadline {
+                        reason: format!(
+                            "need 1024 ns <= runtime <= deadline <= period, got runtime {runtime_ns} ns, \
+                             deadline {deadline_ns} ns, period {period_ns} ns"
+                        ),
+                    });
+                }
+                let min_us = read_u64("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
+                let max_us =
+                    read_u64("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(1 << 22);
+                if period_ns < min_us * 1000 || period_ns > max_us * 1000 {
+                    return Err(RtError::BadDeadline {
+                        reason: format!(
+                            "period {period_ns} ns is outside the kernel's range {min_us}..{max_us} us \
+                             (kernel.sched_deadline_period_min_us / _max_us)"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn to_attr(self) -> SchedAttr {
+        let mut attr = SchedAttr {
+            size: std::mem::size_of::<SchedAttr>() as u32,
+            ..SchedAttr::default()
+        };
+        match self {
+            Policy::Other { nice } => {
+                attr.sched_policy = libc::SCHED_OTHER as u32;
+                attr.sched_nice = nice;
+            }
+            Policy::Batch { nice } => {
+                attr.sched_policy = libc::SCHED_BATCH as u32;
+                attr.sched_nice = nice;
+            }
+            Policy::Idle => attr.sched_policy = libc::SCHED_IDLE as u32,
+            Policy::Fifo { priority } => {
+                attr.sched_policy = libc::SCHED_FIFO as u32;
+                attr.sched_priority = priority;
+            }
+            Policy::RoundRobin { priority } => {
+                attr.sched_policy = libc::SCHED_RR as u32;
+                attr.sched_priority = priority;
+            }
+            Policy::Deadline {
+                runtime_ns,
+                deadline_ns,
+                period_ns,
+            } => {
+                attr.sched_policy = SCHED_DEADLINE;
+                attr.sched_runtime = runtime_ns;
+                attr.sched_deadline = deadline_ns;
+                attr.sched_period = period_ns;
+            }
+        }
+        attr
+    }
+
+    fn from_attr(attr: &SchedAttr) -> Policy {
+        match attr.sched_policy {
+            p if p == libc::SCHED_FIFO as u32 => Policy::Fifo {
+                priority: attr.sched_priority,
+            },
+            p if p == libc::SCHED_RR as u32 => Policy::RoundRobin {
+                priority: attr.sched_priority,
+            },
+            p if p == libc::SCHED_BATCH as u32 => Policy::Batch {
+                nice: attr.sched_nice,
+            },
+            p if p == libc::SCHED_IDLE as u32 => Policy::Idle,
+            SCHED_DEADLINE => Policy::Deadline {
+                runtime_ns: attr.sched_runtime,
+                deadline_ns: attr.sched_deadline,
+                period_ns: attr.sched_period,
+            },
+            _ => Policy::Other {
+                nice: attr.sched_nice,
+            },
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Policy::Other { nice } | Policy::Batch { nice } => {
+                write!(f, "{} nice {}", self.kernel_name(), nice)
+            }
+            Policy::Idle => write!(f, "SCHED_IDLE"),
+            Policy::Fifo { priority } | Policy::RoundRobin { priority } => {
+                write!(f, "{} {}", self.kernel_name(), priority)
+            }
+            Policy::Deadline {
+                runtime_ns,
+                deadline_ns,
+                period_ns,
+            } => write!(
+                f,
+                "SCHED_DEADLINE runtime {runtime_ns} ns / deadline {deadline_ns} ns / period {period_ns} ns"
+            ),
+        }
+    }
+}
+
+/// The static priority range the kernel accepts for a policy (1..=99 for FIFO/RR).
+pub fn priority_range(policy: &Policy) -> (u32, u32) {
+    let id = match policy {
+        Policy::Fifo { .. } => libc::SCHED_FIFO,
+        Policy::RoundRobin { .. } => libc::SCHED_RR,
+        _ => return (0, 0),
+    };
+    // SAFETY: plain queries with a valid policy id.
+    let (min, max) = unsafe { (libc::sched_get_priority_min(id), libc::sched_get_priority_max(id)) };
+    (min.max(0) as u32, max.max(0) as u32)
+}
+
+/// Why a real-time request was refused or is invalid. Messages name the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RtError {
+    /// A FIFO/RR priority outside the kernel's range.
+    #[error("priority {priority} is out of range for {policy}: use {min}..{max}")]
+    PriorityOutOfRange {
+        /// Kernel policy name.
+        policy: &'static str,
+        /// The priority asked for.
+        priority: i64,
+        /// Lowest accepted.
+        min: u32,
+        /// Highest accepted.
+        max: u32,
+    },
+    /// A nice value outside -20..=19.
+    #[error("nice {nice} is out of range: use -20..19")]
+    NiceOutOfRange {
+        /// The nice value asked for.
+        nice: i32,
+    },
+    /// Inconsistent SCHED_DEADLINE parameters.
+    #[error("bad SCHED_DEADLINE parameters: {reason}")]
+    BadDeadline {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A CPU that does not exist or is offline.
+    #[error("CPU {cpu} is not online (online CPUs: {online}); pick one of those")]
+    NoSuchCpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The online CPU list, as the kernel prints it.
+        online: String,
+    },
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Os {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// What the kernel granted for a scheduling request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedGrant {
+    /// The policy asked for.
+    pub requested: Policy,
+    /// The policy the thread has now, read back from the kernel.
+    pub granted: Policy,
+    /// Why the request was refused, with the fix, if it was.
+    pub refusal: Option<String>,
+}
+
+impl SchedGrant {
+    /// True when the thread now runs in a real-time class.
+    pub fn is_realtime(&self) -> bool {
+        self.granted.is_realtime()
+    }
+
+    /// True when the thread got exactly what was asked for.
+    pub fn is_exact(&self) -> bool {
+        self.refusal.is_none() && self.requested == self.granted
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// The calling thread's scheduling policy, read from the kernel (`sched_getattr`).
+pub fn current_thread_policy() -> Policy {
+    let mut attr = SchedAttr::default();
+    // SAFETY: `attr` is a writable sched_attr of the size passed; pid 0 is this thread.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            &mut attr as *mut SchedAttr,
+            std::mem::size_of::<SchedAttr>() as u32,
+            0u32,
+        )
+    };
+    if rc != 0 {
+        // Kernels before 3.14 have no sched_getattr; fall back to the POSIX calls.
+        // SAFETY: plain queries about this thread.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: valid out pointer.
+        unsafe { libc::sched_getparam(0, &mut param) };
+        attr.sched_policy = policy.max(0) as u32;
+        attr.sched_priority = param.sched_priority.max(0) as u32;
+    }
+    Policy::from_attr(&attr)
+}
+
+/// Sets the calling thread's scheduling policy (`sched_setattr`) and reads back what it
+/// got. Never fails: a refusal is described in the grant, with the fix.
+pub fn set_current_thread_policy(policy: &Policy) -> SchedGrant {
+    let refusal = match policy.validate() {
+        Err(e) => Some(e.to_string()),
+        Ok(()) => {
+            let attr = policy.to_attr();
+            // SAFETY: `attr` is a valid, initialised sched_attr; pid 0 is this thread.
+            let rc = unsafe {
+                libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0u32)
+            };
+            if rc == 0 {
+                None
+            } else {
+                Some(explain_sched_refusal(policy, errno()))
+            }
+        }
+    };
+    SchedGrant {
+        requested: *policy,
+        granted: current_thread_policy(),
+        refusal,
+    }
+}
+
+fn explain_sched_refusal(policy: &Policy, err: i32) -> String {
+    let os = std::io::Error::from_raw_os_error(err);
+    match (policy, err) {
+        (Policy::Deadline { .. }, libc::EBUSY) => format!(
+            "{}: admission control refused the bandwidth ({os}); lower the runtime or raise \
+             kernel.sched_rt_runtime_us",
+            policy.kernel_name()
+        ),
+        (Policy::Deadline { .. }, libc::EPERM) => format!(
+            "{}: not permitted ({os}); it needs root (CAP_SYS_NICE) and a CPU affinity that spans \
+             the whole root domain (do not combine it with --cpu)",
+            policy.kernel_name()
+        ),
+        (_, libc::EPERM) => {
+            let rtprio = rlimit(libc::RLIMIT_RTPRIO).soft;
+            format!(
+                "{} {}: not permitted ({os}); RLIMIT_RTPRIO is {} and the process lacks CAP_SYS_NICE. \
+                 Fix: add your user to the 'audio' group with '@audio - rtprio 95' in \
+                 /etc/security/limits.d/audio.conf, log in again, or run as root",
+                policy.kernel_name(),
+                policy.priority(),
+                rtprio.map_or("unlimited".to_string(), |v| v.to_string())
+            )
+        }
+        _ => format!("{}: {os}", policy.kernel_name()),
+    }
+}
+
+/// Tries a policy on a short-lived thread and reports the grant, leaving the caller's
+/// threads untouched. This is how `doctor` tells whether SCHED_FIFO can really be had.
+pub fn probe_policy(policy: Policy) -> SchedGrant {
+    std::thread::spawn(move || set_current_thread_policy(&policy))
+        .join()
+        .unwrap_or(SchedGrant {
+            requested: policy,
+            granted: Policy::Other { nice: 0 },
+            refusal: Some("probe thread panicked".into()),
+        })
+}
+
+/// A soft and hard resource limit; `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rlimit {
+    /// The limit in force.
+    pub soft: Option<u64>,
+    /// The ceiling the soft limit may be raised to without privilege.
+    pub hard: Option<u64>,
+}
+
+/// Reads a resource limit (`RLIMIT_RTPRIO`, `RLIMIT_MEMLOCK`, ...).
+pub fn rlimit(resource: libc::__rlimit_resource_t) -> Rlimit {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::getrlimit(resource, &mut lim) };
+    let conv = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
+    Rlimit {
+        soft: conv(lim.rlim_cur),
+        hard: conv(lim.rlim_max),
+    }
+}
+
+/// Linux capability numbers audiolat cares about.
+pub mod cap {
+    /// CAP_IPC_LOCK: lock memory beyond RLIMIT_MEMLOCK.
+    pub const IPC_LOCK: u32 = 14;
+    /// CAP_SYS_NICE: real-time priorities beyond RLIMIT_RTPRIO, SCHED_DEADLINE.
+    pub const SYS_NICE: u32 = 23;
+    /// CAP_SYS_ADMIN: cpusets, namespaces.
+    pub const SYS_ADMIN: u32 = 21;
+    /// CAP_NET_ADMIN: traffic control, veth.
+    pub const NET_ADMIN: u32 = 12;
+}
+
+/// True when the process holds the capability in its effective set.
+pub fn has_capability(cap: u32) -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1u64 << cap) != 0)
+}
+
+/// What `mlockall` granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryLockGrant {
+    /// Pages mapped now are locked.
+    pub current: bool,
+    /// Pages mapped later are locked too.
+    pub future: bool,
+    /// Why less than both was granted.
+    pub refusal: Option<String>,
+}
+
+impl MemoryLockGrant {
+    /// Nothing was asked for.
+    pub fn not_requested() -> Self {
+        MemoryLockGrant {
+            current: false,
+            future: false,
+            refusal: Some("not requested".into()),
+        }
+    }
+}
+
+/// Locks the process's memory (`mlockall`).
+///
+/// `MCL_FUTURE` is only asked for when the process may lock without limit
+/// (`CAP_IPC_LOCK` or an unlimited `RLIMIT_MEMLOCK`): with a small limit it would make
+/// later allocations fail. Otherwise only the pages mapped now are locked, and the grant
+/// says so.
+pub fn lock_memory() -> MemoryLockGrant {
+    let memlock = rlimit(libc::RLIMIT_MEMLOCK);
+    let unlimited = memlock.soft.is_none() || has_capability(cap::IPC_LOCK);
+    let flags = if unlimited {
+        libc::MCL_CURRENT | libc::MCL_FUTURE
+    } else {
+        libc::MCL_CURRENT
+    };
+    // SAFETY: mlockall has no memory-safety preconditions.
+    let rc = unsafe { libc::mlockall(flags) };
+    if rc == 0 {
+        MemoryLockGrant {
+            current: true,
+            future: unlimited,
+            refusal: (!unlimited).then(|| {
+                format!(
+                    "only memory mapped now is locked: RLIMIT_MEMLOCK is {} KiB; raise it \
+                     ('@audio - memlock unlimited' in /etc/security/limits.d/audio.conf)",
+                    memlock.soft.unwrap_or(0) / 1024
+                )
+            }),
+        }
+    } else {
+        MemoryLockGrant {
+            current: false,
+            future: false,
+            refusal: Some(format!(
+                "mlockall failed ({}); RLIMIT_MEMLOCK is {} KiB: raise it \
+                 ('@audio - memlock unlimited' in /etc/security/limits.d/audio.conf) or run as root",
+                std::io::Error::last_os_error(),
+                memlock.soft.map_or("unlimited".into(), |v| (v / 1024).to_string())
+            )),
+        }
+    }
+}
+
+/// Touches `bytes` of the calling thread's stack so that its pages are resident (and,
+/// after `mlockall`, locked) before the real-time loop: a first touch in the loop would
+/// be a page fault. The thread's stack must be larger than `bytes`.
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 16 * 1024;
+    #[inline(never)]
+    fn touch(depth: usize) {
+        let mut chunk = [0u8; CHUNK];
+        std::hint::black_box(&mut chunk);
+        if depth > 1 {
+            touch(depth - 1);
+        }
+        std::hint::black_box(&chunk);
+    }
+    if bytes > 0 {
+        touch(bytes.div_ceil(CHUNK));
+    }
+}
+
+/// The CPUs the calling thread may run on.
+pub fn current_thread_affinity() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer of the size passed; pid 0 is this thread.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: index below CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// The online CPUs, from `/sys/devices/system/cpu/online`.
+pub fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n).collect()
+        })
+}
+
+/// Parses a kernel CPU list such as `0-3,6,8-9`.
+pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    if list.trim().is_empty() {
+        return Ok(cpus);
+    }
+    for part in list.split(',') {
+        let part = part.trim();
+        let bad = || format!("bad CPU list '{list}': use numbers and ranges like 0-3,6");
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a.trim().parse().map_err(|_| bad())?;
+            let b: usize = b.trim().parse().map_err(|_| bad())?;
+            if a > b {
+                return Err(bad());
+            }
+            cpus.extend(a..=b);
+        } else {
+            cpus.push(part.parse().map_err(|_| bad())?);
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Formats CPUs as a kernel CPU list (`0-3,6`).
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Pins the calling thread to `cpus` and returns the affinity read back.
+pub fn set_current_thread_affinity(cpus: &[usize]) -> Result<Vec<usize>, RtError> {
+    let online = online_cpus();
+    if let Some(&cpu) = cpus.iter().find(|c| !online.contains(c)) {
+        return Err(RtError::NoSuchCpu {
+            cpu,
+            online: format_cpu_list(&online),
+        });
+    }
+    // SAFETY: zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: cpu < CPU_SETSIZE because it is online.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: valid set of the size passed; pid 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(RtError::Os {
+            what: format!("sched_setaffinity to CPUs {}", format_cpu_list(cpus)),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(current_thread_affinity())
+}
+
+/// The CPU the calling thread is running on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    (cpu >= 0).then_some(cpu as usize)
+}
+
+/// What `/dev/cpu_dma_latency` granted.
+#[derive(Debug)]
+pub struct DmaLatencyGrant {
+    file: Option<File>,
+    /// The value asked for, in microseconds.
+    pub requested_us: i32,
+    /// The system-wide PM QoS target read back while held, in microseconds.
+    pub granted_us: Option<i32>,
+    /// Why it could not be held.
+    pub refusal: Option<String>,
+}
+
+impl DmaLatencyGrant {
+    /// True while the request is held.
+    pub fn is_held(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Holds `/dev/cpu_dma_latency` open at `us` microseconds, which keeps the CPUs out
+    /// of deep idle states (their exit latency would add to every wake-up) until the
+    /// grant is dropped.
+    pub fn hold(us: i32) -> DmaLatencyGrant {
+        let path = "/dev/cpu_dma_latency";
+        let opened = OpenOptions::new().read(true).write(true).open(path);
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) => {
+                return DmaLatencyGrant {
+                    file: None,
+                    requested_us: us,
+                    granted_us: None,
+                    refusal: Some(format!(
+                        "{path}: {e}; deep CPU idle states stay allowed (run as root to hold it)"
+                    )),
+                }
+            }
+        };
+        if let Err(e) = file.write_all(&us.to_ne_bytes()) {
+            return DmaLatencyGrant {
+                file: None,
+                requested_us: us,
+                granted_us: None,
+                refusal: Some(format!("{path}: write failed: {e}")),
+            };
+        }
+        let mut buf = [0u8; 4];
+        let granted = File::open(path)
+            .and_then(|mut f| f.read_exact(&mut buf))
+            .ok()
+            .map(|_| i32::from_ne_bytes(buf));
+        DmaLatencyGrant {
+            file: Some(file),
+            requested_us: us,
+            granted_us: granted,
+            refusal: None,
+        }
+    }
+}
+
+/// Process-wide real-time state, held for the duration of a run.
+#[derive(Debug)]
+pub struct ProcessRt {
+    /// What `mlockall` granted.
+    pub memory: MemoryLockGrant,
+    /// The `/dev/cpu_dma_latency` request, if one was made.
+    pub dma_latency: Option<DmaLatencyGrant>,
+}
+
+impl ProcessRt {
+    /// Locks memory (when `lock`) and holds `/dev/cpu_dma_latency` at `dma_latency_us`
+    /// (when given). Released on drop.
+    pub fn setup(lock: bool, dma_latency_us: Option<i32>) -> ProcessRt {
+        let memory = if lock {
+            lock_memory()
+        } else {
+            MemoryLockGrant::not_requested()
+        };
+        ProcessRt {
+            memory,
+            dma_latency: dma_latency_us.map(DmaLatencyGrant::hold),
+        }
+    }
+}
+
+impl Drop for ProcessRt {
+    fn drop(&mut self) {
+        if self.memory.current {
+            // SAFETY: no preconditions.
+            unsafe { libc::munlockall() };
+        }
+        // The DmaLatencyGrant's file closes itself, which drops the PM QoS request.
+    }
+}
+
+/// What a thread got when it set itself up for real-time work.
+#[derive(Debug, Clone)]
+pub struct ThreadRt {
+    /// Scheduling policy requested and granted.
+    pub sched: SchedGrant,
+    /// CPUs requested, if any.
+    pub cpus_requested: Option<Vec<usize>>,
+    /// CPUs the thread may run on now.
+    pub cpus_granted: Vec<usize>,
+    /// Why pinning failed, if it did.
+    pub affinity_refusal: Option<String>,
+    /// Bytes of stack touched before the loop.
+    pub stack_prefaulted: usize,
+    /// The thread's kernel id.
+    pub tid: i32,
+}
+
+impl ThreadRt {
+    /// Pins the calling thread (when `cpus` is given), sets its policy, and prefaults
+    /// `prefault_bytes` of its stack. Affinity comes first: SCHED_DEADLINE refuses a
+    /// thread whose affinity is narrower than its root domain, and the grant says so.
+    pub fn apply(policy: &Policy, cpus: Option<&[usize]>, prefault_bytes: usize) -> ThreadRt {
+        let affinity_refusal = cpus.and_then(|c| set_current_thread_affinity(c).err().map(|e| e.to_string()));
+        let sched = set_current_thread_policy(policy);
+        prefault_stack(prefault_bytes);
+        ThreadRt {
+            sched,
+            cpus_requested: cpus.map(<[usize]>::to_vec),
+            cpus_granted: current_thread_affinity(),
+            affinity_refusal,
+            stack_prefaulted: prefault_bytes,
+            // SAFETY: gettid has no preconditions.
+            tid: unsafe { libc::gettid() },
+        }
+    }
+
+    /// True when the thread runs in a real-time class and got the CPUs it asked for.
+    pub fn is_realtime(&self) -> bool {
+        self.sched.is_realtime()
+    }
+}
+
+fn read_u64(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_priority_is_range_checked() {
+        assert!(Policy::Fifo { priority: 0 }.validate().is_err());
+        assert!(Policy::Fifo { priority: 100 }.validate().is_err());
+        assert!(Policy::Fifo { priority: 80 }.validate().is_ok());
+        let msg = Policy::RoundRobin { priority: 120 }.validate().unwrap_err().to_string();
+        assert!(msg.contains("1..99"), "{msg}");
+    }
+
+    #[test]
+    fn deadline_parameters_are_ordered() {
+        let bad = Policy::Deadline {
+            runtime_ns: 2_000_000,
+            deadline_ns: 1_000_000,
+            period_ns: 1_000_000,
+        };
+        assert!(bad.validate().is_err());
+        let good = Policy::Deadline {
+            runtime_ns: 200_000,
+            deadline_ns: 1_000_000,
+            period_ns: 1_000_000,
+        };
+        assert!(good.validate().is_ok());
+    }
+
+    #[test]
+    fn attr_round_trip() {
+        for p in [
+            Policy::Other { nice: 5 },
+            Policy::Batch { nice: -3 },
+            Policy::Idle,
+            Policy::Fifo { priority: 42 },
+            Policy::RoundRobin { priority: 7 },
+            Policy::Deadline {
+                runtime_ns: 1,
+                deadline_ns: 2,
+                period_ns: 3,
+            },
+        ] {
+            assert_eq!(Policy::from_attr(&p.to_attr()), p);
+        }
+    }
+
+    #[test]
+    fn cpu_lists_round_trip() {
+        assert_eq!(parse_cpu_list("0-3,6,8-9").unwrap(), vec![0, 1, 2, 3, 6, 8, 9]);
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+        assert_eq!(parse_cpu_list("").unwrap(), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn policy_grant_is_read_back() {
+        // Whatever this machine allows, the grant must describe the thread's real state.
+        let grant = probe_policy(Policy::Fifo { priority: 10 });
+        if grant.refusal.is_none() {
+            assert_eq!(grant.granted, Policy::Fifo { priority: 10 });
+            assert!(grant.is_realtime());
+        } else {
+            assert!(!grant.is_realtime());
+            assert!(grant.refusal.unwrap().contains("SCHED_FIFO"));
+        }
+    }
+
+    #[test]
+    fn other_policy_is_always_granted() {
+        let grant = probe_policy(Policy::Other { nice: 0 });
+        assert!(grant.is_exact(), "{grant:?}");
+        assert!(!grant.is_realtime());
+    }
+
+    #[test]
+    fn pinning_to_an_offline_cpu_is_refused_with_the_online_list() {
+        let err = std::thread::spawn(|| set_current_thread_affinity(&[4095]))
+            .join()
+            .unwrap()
+            .unwrap_err();
+        assert!(err.to_string().contains("online CPUs"), "{err}");
+    }
+
+    #[test]
+    fn pinning_reads_back_the_cpu() {
+        let online = online_cpus();
+        let cpu = *online.last().unwrap();
+        let got = std::thread::spawn(move || set_current_thread_affinity(&[cpu]))
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, vec![cpu]);
+    }
+
+    #[test]
+    fn prefault_runs_within_a_sized_stack() {
+        std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(|| prefault_stack(512 * 1024))
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}

@@ -1,0 +1,459 @@
+//! Fixed-bound latency histograms.
+//!
+//! [`LatencyHistogram`] wraps an HdrHistogram with a fixed upper bound chosen before the
+//! run. Its contract, edges included:
+//!
+//! - [`LatencyHistogram::new`] allocates; [`LatencyHistogram::record`] never does, never
+//!   locks and never panics, so a real-time thread may call it every cycle.
+//! - Values up to the bound are kept with 3 significant digits (1 ns resolution below
+//!   2 µs, better than 0.1 % above).
+//! - Values above the bound are **not clamped**: they are counted as overflows, and the
+//!   exact count, sum, minimum and maximum include them. Percentiles whose rank falls
+//!   among the overflows report the bound and set [`Summary::clamped`]: they are at
+//!   least that large. Nothing is hidden.
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// The statistics audiolat reports for every metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Summary {
+    /// Number of samples, overflows included.
+    pub count: u64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Arithmetic mean of all samples.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub stdev: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// Largest sample (exact, overflows included).
+    pub max: f64,
+    /// True when a percentile's rank fell among overflows and it reports the bound.
+    pub clamped: bool,
+}
+
+/// Errors building or decoding a histogram.
+#[derive(Debug, thiserror::Error)]
+pub enum HistError {
+    /// The bound cannot be represented.
+    #[error("histogram bound {0} ns is not usable: use a bound between 2 ns and 2^62 ns")]
+    BadBound(u64),
+    /// A stored histogram could not be decoded.
+    #[error("stored histogram is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// A fixed-bound HDR histogram of nanosecond values with exact overflow accounting.
+#[derive(Debug, Clone)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    bound: u64,
+    overflows: u64,
+    count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    sum_sq: u128,
+}
+
+/// Significant digits kept by every audiolat histogram.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+impl LatencyHistogram {
+    /// A histogram for values in `0..=bound_ns`. Allocates (a few hundred KiB for a
+    /// bound of seconds); do it before the real-time loop.
+    pub fn new(bound_ns: u64) -> Result<Self, HistError> {
+        if bound_ns < 2 || bound_ns > (1u64 << 62) {
+            return Err(HistError::BadBound(bound_ns));
+        }
+        let hist = Histogram::new_with_bounds(1, bound_ns, SIGNIFICANT_DIGITS)
+            .map_err(|_| HistError::BadBound(bound_ns))?;
+        Ok(LatencyHistogram {
+            hist,
+            bound: bound_ns,
+            overflows: 0,
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+        })
+    }
+
+    /// Records one value. Returns false when it was above the bound (an overflow, still
+    /// counted in count, sum, min and max). Real-time safe: no allocation, no panic.
+    #[inline]
+    pub fn record(&mut self, value: u64) -> bool {
+        self.count += 1;
+        self.sum += value as u128;
+        self.sum_sq += value as u128 * value as u128;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+        if value <= self.bound && self.hist.record(value).is_ok() {
+            true
+        } else {
+            self.overflows += 1;
+            false
+        }
+    }
+
+    /// The upper bound fixed at creation.
+    pub fn bound(&self) -> u64 {
+        self.bound
+    }
+
+    /// Samples recorded, overflows included.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Samples above the bound.
+    pub fn overflows(&self) -> u64 {
+        self.overflows
+    }
+
+    /// Largest sample, or 0 when empty.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Smallest sample, or 0 when empty.
+    pub fn min(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.min
+        }
+    }
+
+    /// Exact mean of all samples, or 0 when empty.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// The underlying HDR histogram (values within the bound only).
+    pub fn hdr(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// The value at percentile `q` (0..=100) over all samples. When the rank falls among
+    /// overflows the bound is returned together with `true`.
+    pub fn percentile(&self, q: f64) -> (u64, bool) {
+        if self.count == 0 {
+            return (0, false);
+        }
+        let in_range = self.hist.len();
+        let rank = ((q / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        if rank > in_range {
+            if q >= 100.0 {
+                return (self.max, false);
+            }
+            return (self.bound, true);
+        }
+        let quantile = rank as f64 / in_range as f64;
+        (self.hist.value_at_quantile(quantile.min(1.0)), false)
+    }
+
+    /// All the reported statistics.
+    pub fn summary(&self) -> Summary {
+        if self.count == 0 {
+            return Summary::default();
+        }
+        let mean = self.mean();
+        let var = (self.sum_sq as f64 / self.count as f64 - mean * mean).max(0.0);
+        let mut clamped = false;
+        let mut p = |q| {
+            let (v, c) = self.percentile(q);
+            clamped |= c;
+            v as f64
+        };
+        Summary {
+            count: self.count,
+            min: self.min() as f64,
+            mean,
+            stdev: var.sqrt(),
+            p50: p(50.0),
+            p90: p(90.0),
+            p99: p(99.0),
+            p999: p(99.9),
+            p9999: p(99.99),
+            max: self.max as f64,
+            clamped,
+        }
+    }
+
+    /// Adds another histogram's samples (bounds may differ; values above this one's bound
+    /// become overflows).
+    pub fn add(&mut self, other: &LatencyHistogram) {
+        for v in other.hist.iter_recorded() {
+            let value = v.value_iterated_to();
+            let n = v.count_at_value();
+            if value <= self.bound {
+                let _ = self.hist.record_n(value, n);
+            } else {
+                self.overflows += n;
+            }
+        }
+        self.overflows += other.overflows;
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        if other.count > 0 {
+            self.min = self.min.min(other.min);
+            self.max = self.max.max(other.max);
+        }
+    }
+
+    /// A copy corrected for coordinated omission: every sample larger than
+    /// `expected_interval_ns` also stands for the samples that could not be taken while
+    /// it was late (value − interval, value − 2·interval, ...). `extra_overflow_values`
+    /// are overflowed samples whose values were kept, so they are corrected too.
+    /// Runs off the real-time thread; allocates.
+    pub fn corrected_for_omission(
+        &self,
+        expected_interval_ns: u64,
+        extra_overflow_values: &[u64],
+    ) -> LatencyHistogram {
+        let mut out = LatencyHistogram::new(self.bound).expect("bound already validated");
+        let record_with_fill = |out: &mut LatencyHistogram, value: u64, n: u64| {
+            for _ in 0..n {
+                out.record(value);
+            }
+            if expected_interval_ns == 0 {
+                return;
+            }
+            let mut missing = value;
+            while missing > expected_interval_ns {
+                missing -= expected_interval_ns;
+                for _ in 0..n {
+                    out.record(missing);
+                }
+            }
+        };
+        for v in self.hist.iter_recorded() {
+            let value = self.hist.lowest_equivalent(v.value_iterated_to());
+            record_with_fill(&mut out, value, v.count_at_value());
+        }
+        for &v in extra_overflow_values {
+            record_with_fill(&mut out, v, 1);
+        }
+        // Overflows whose values were not kept are carried over uncorrected.
+        let kept = extra_overflow_values.len() as u64;
+        for _ in kept..self.overflows {
+            out.record(self.bound.saturating_add(1));
+        }
+        // The exact maximum survives the correction (buckets were replayed at their
+        // lowest equivalent value).
+        if self.count > 0 {
+            out.max = self.max;
+        }
+        out
+    }
+
+    /// Counts per bucket of `bucket_ns` width from 0 to the bound: what a linear
+    /// histogram (cyclictest's, in µs) would show. Each HDR bucket is attributed to the
+    /// linear bucket of its lowest equivalent value, so above ~2 ms (where HDR buckets
+    /// are wider than 1 µs) a count may land one bucket low.
+    pub fn linear_buckets(&self, bucket_ns: u64) -> Vec<u64> {
+        let n = (self.bound / bucket_ns) as usize + 1;
+        let mut out = vec![0u64; n];
+        for v in self.hist.iter_recorded() {
+            let low = self.hist.lowest_equivalent(v.value_iterated_to());
+            let i = ((low / bucket_ns) as usize).min(n - 1);
+            out[i] += v.count_at_value();
+        }
+        out
+    }
+
+    /// Serialises to HdrHistogram's V2 format (values within the bound), plus the exact
+    /// side statistics needed to rebuild this type.
+    pub fn to_stored(&self) -> StoredHistogram {
+        let mut v2 = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.hist, &mut v2)
+            .expect("serialising to a Vec cannot fail");
+        StoredHistogram {
+            v2,
+            bound: self.bound,
+            overflows: self.overflows,
+            count: self.count,
+            min: self.min(),
+            max: self.max,
+            sum: self.sum,
+            sum_sq: self.sum_sq,
+        }
+    }
+
+    /// Rebuilds a histogram from its stored form.
+    pub fn from_stored(stored: &StoredHistogram) -> Result<Self, HistError> {
+        let hist: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut stored.v2.as_slice())
+            .map_err(|e| HistError::Corrupt(format!("{e:?}")))?;
+        let mut out = LatencyHistogram::new(stored.bound)?;
+        out.hist
+            .add(&hist)
+            .map_err(|e| HistError::Corrupt(format!("{e:?}")))?;
+        out.overflows = stored.overflows;
+        out.count = stored.count;
+        out.min = if stored.count == 0 { u64::MAX } else { stored.min };
+        out.max = stored.max;
+        out.sum = stored.sum;
+        out.sum_sq = stored.sum_sq;
+        Ok(out)
+    }
+}
+
+/// A histogram as stored: the V2 bytes and the exact statistics beside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredHistogram {
+    /// HdrHistogram V2 serialisation of the in-bound values.
+    pub v2: Vec<u8>,
+    /// The bound (ns).
+    pub bound: u64,
+    /// Samples above the bound.
+    pub overflows: u64,
+    /// All samples.
+    pub count: u64,
+    /// Exact minimum.
+    pub min: u64,
+    /// Exact maximum.
+    pub max: u64,
+    /// Exact sum.
+    pub sum: u128,
+    /// Exact sum of squares.
+    pub sum_sq: u128,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_statistics_include_overflows() {
+        let mut h = LatencyHistogram::new(1_000).unwrap();
+        for v in [100, 200, 300, 5_000] {
+            h.record(v);
+        }
+        assert_eq!(h.count(), 4);
+        assert_eq!(h.overflows(), 1);
+        assert_eq!(h.max(), 5_000);
+        assert_eq!(h.min(), 100);
+        assert_eq!(h.mean(), 1_400.0);
+        let s = h.summary();
+        assert_eq!(s.p50, 200.0);
+        // p99's rank (4 of 4) is the overflow: the bound is reported, and flagged.
+        assert_eq!(s.p99, 1_000.0);
+        assert!(s.clamped);
+        assert_eq!(s.max, 5_000.0);
+    }
+
+    #[test]
+    fn percentiles_match_a_sorted_list() {
+        let mut h = LatencyHistogram::new(10_000_000).unwrap();
+        let values: Vec<u64> = (1..=1000).map(|i| i * 997 % 1500 + 1).collect();
+        for &v in &values {
+            h.record(v);
+        }
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        let (p50, _) = h.percentile(50.0);
+        assert_eq!(p50, sorted[499]);
+        let (p99, _) = h.percentile(99.0);
+        assert_eq!(p99, sorted[989]);
+        assert!(!h.summary().clamped);
+    }
+
+    #[test]
+    fn stored_form_round_trips() {
+        let mut h = LatencyHistogram::new(100_000_000).unwrap();
+        for i in 0..10_000u64 {
+            h.record(i * 37 % 90_000 + 5);
+        }
+        h.record(200_000_000);
+        let back = LatencyHistogram::from_stored(&h.to_stored()).unwrap();
+        assert_eq!(back.summary(), h.summary());
+        assert_eq!(back.overflows(), 1);
+    }
+
+    #[test]
+    fn corrupt_bytes_are_an_error_not_a_panic() {
+        let mut stored = LatencyHistogram::new(1000).unwrap().to_stored();
+        stored.v2 = vec![1, 2, 3, 4, 5];
+        assert!(LatencyHistogram::from_stored(&stored).is_err());
+    }
+
+    #[test]
+    fn omission_correction_fills_skipped_periods() {
+        let mut h = LatencyHistogram::new(1_000_000).unwrap();
+        h.record(10);
+        h.record(3_500); // late by 3.5 intervals of 1000: stands for 2500, 1500, 500 too
+        let c = h.corrected_for_omission(1_000, &[]);
+        assert_eq!(c.count(), 5);
+        assert_eq!(c.max(), 3_500);
+        assert_eq!(c.percentile(50.0).0, 1_500);
+    }
+
+    #[test]
+    fn linear_buckets_count_everything_in_range() {
+        let mut h = LatencyHistogram::new(5_000).unwrap();
+        for v in [0, 999, 1_000, 1_999, 4_999] {
+            h.record(v);
+        }
+        let b = h.linear_buckets(1_000);
+        assert_eq!(b.len(), 6);
+        assert_eq!(b[0], 2);
+        assert_eq!(b[1], 2);
+        assert_eq!(b[4], 1);
+        assert_eq!(b.iter().sum::<u64>(), 5);
+    }
+
+    #[test]
+    fn merging_keeps_exact_extremes() {
+        let mut a = LatencyHistogram::new(1000).unwrap();
+        let mut b = LatencyHistogram::new(1000).unwrap();
+        a.record(10);
+        b.record(5);
+        b.record(50_000);
+        a.add(&b);
+        assert_eq!(a.count(), 3);
+        assert_eq!(a.min(), 5);
+        assert_eq!(a.max(), 50_000);
+        assert_eq!(a.overflows(), 1);
+    }
+
+    #[test]
+    fn bad_bounds_are_refused() {
+        assert!(LatencyHistogram::new(0).is_err());
+        assert!(LatencyHistogram::new(1).is_err());
+    }
+
+    #[test]
+    fn recording_does_not_allocate() {
+        let mut h = LatencyHistogram::new(100_000_000).unwrap();
+        assert_no_alloc::assert_no_alloc(|| {
+            for i in 0..100_000u64 {
+                h.record(i * 7919 % 150_000_000);
+            }
+        });
+        assert!(h.overflows() > 0);
+    }
+}
+
+#[cfg(all(test, debug_assertions))]
+#[global_allocator]
+static ALLOCATOR: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisabler;

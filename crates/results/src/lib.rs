@@ -1,0 +1,41 @@
+//! # results: what audiolat measured, kept
+//!
+//! This crate owns audiolat's data model (runs, measurements, events, series; see
+//! ARCHITECTURE.md), the fixed-bound HDR histograms every probe records into, the SQLite
+//! store and the exports.
+//!
+//! Promises:
+//!
+//! - [`LatencyHistogram::record`] is real-time safe (no allocation, lock or panic) and
+//!   never clamps: values above the bound are counted as overflows and kept in the exact
+//!   count, mean, minimum and maximum.
+//! - The store writes a run as it goes: a run row at the start, events and
+//!   measurements as they come, the status at the end. An interrupted run keeps what it
+//!   measured; a run whose process vanished is marked `interrupted` on the next open.
+//! - Histograms are stored in HdrHistogram's V2 serialised form, readable by any
+//!   HdrHistogram implementation.
+//! - The schema is versioned (`PRAGMA user_version`) and migrated forward on open.
+//!
+//! The store is behind the `sqlite` feature (on by default); real-time crates depend on
+//! this crate without it, for the model and histogram types only.
+//!
+//! ```
+//! use results::LatencyHistogram;
+//! let mut h = LatencyHistogram::new(100_000_000).unwrap(); // bound: 100 ms, in ns
+//! h.record(15_000);
+//! h.record(250_000_000); // above the bound: an overflow, still in max and mean
+//! assert_eq!(h.overflows(), 1);
+//! assert_eq!(h.max(), 250_000_000);
+//! ```
+#![deny(missing_docs)]
+
+pub mod export;
+pub mod hist;
+pub mod model;
+#[cfg(feature = "sqlite")]
+pub mod store;
+
+pub use hist::{LatencyHistogram, Summary};
+pub use model::{Event, Machine, Measurement, RunInfo, RunStatus, Series, ToolInfo};
+#[cfg(feature = "sqlite")]
+pub use store::{RunFilter, Store, StoreError};

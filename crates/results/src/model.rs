@@ -1,0 +1,289 @@
+//! The results model: runs, measurements, events and series (see ARCHITECTURE.md).
+//!
+//! A **run** is one probe executed in one configuration: where (machine), what (tool
+//! version, command line, configuration, load), the real-time settings requested and
+//! granted, validity flags and a status. A run has **measurements** (one metric each,
+//! with a histogram and its summary), **events** (things that happened at a monotonic
+//! time: an overflow, a would-be under-run, a steal spike) and **series** (small raw
+//! tables, such as latency against time).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::hist::{LatencyHistogram, Summary};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Still running (or its process died without closing it).
+    Running,
+    /// Ran to its end.
+    Complete,
+    /// Stopped early (Ctrl-C, a server that died): what was measured is kept.
+    Interrupted,
+    /// Could not measure.
+    Failed,
+}
+
+impl RunStatus {
+    /// The stored spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Parses the stored spelling.
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        Some(match s {
+            "running" => RunStatus::Running,
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            "failed" => RunStatus::Failed,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The machine a run was made on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Machine {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v` (build string, names PREEMPT / PREEMPT_RT / PREEMPT_DYNAMIC).
+    pub kernel_version: String,
+    /// Preemption model in force (e.g. `PREEMPT_DYNAMIC (full)`, `PREEMPT_RT`).
+    pub preemption: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpus_online: usize,
+    /// Hypervisor, when virtualised.
+    pub virtualization: Option<String>,
+    /// Current clocksource.
+    pub clocksource: String,
+}
+
+/// The tool that made a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ToolInfo {
+    /// audiolat's version.
+    pub version: String,
+    /// Git commit it was built from, or `unknown`.
+    pub git_commit: String,
+    /// Cargo profile and optimisation level (e.g. `release (opt-level 3)`).
+    pub build_profile: String,
+}
+
+/// What is known about a run when it starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Probe name (`jitter`, `doctor`, ...).
+    pub probe: String,
+    /// The group (e.g. one `audiolat suite`) this run belongs to.
+    pub group_id: Option<i64>,
+    /// Where.
+    pub machine: Machine,
+    /// With what.
+    pub tool: ToolInfo,
+    /// The command line as typed.
+    pub command_line: String,
+    /// The probe's configuration.
+    pub config: Value,
+    /// The load scenario: spec, commands, tool versions.
+    pub load: Value,
+    /// Real-time settings asked for.
+    pub qos_requested: Value,
+}
+
+/// One metric of a run.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// Probe that measured it.
+    pub probe: String,
+    /// Metric name, e.g. `wakeup_latency`.
+    pub metric: String,
+    /// Unit of the values (`ns`).
+    pub unit: String,
+    /// How it was measured and against which clock.
+    pub method: String,
+    /// Summary statistics.
+    pub summary: Summary,
+    /// The histogram behind the summary, when there is one.
+    pub histogram: Option<LatencyHistogram>,
+    /// Deadline the values are judged against, if any.
+    pub deadline: Option<f64>,
+    /// Values that missed the deadline.
+    pub misses: Option<u64>,
+    /// Anything else worth keeping (JSON object).
+    pub detail: Value,
+}
+
+impl Measurement {
+    /// A measurement summarised from its histogram.
+    pub fn from_histogram(
+        probe: &str,
+        metric: &str,
+        method: &str,
+        histogram: LatencyHistogram,
+    ) -> Measurement {
+        Measurement {
+            probe: probe.to_string(),
+            metric: metric.to_string(),
+            unit: "ns".to_string(),
+            method: method.to_string(),
+            summary: histogram.summary(),
+            histogram: Some(histogram),
+            deadline: None,
+            misses: None,
+            detail: Value::Object(Default::default()),
+        }
+    }
+
+    /// Samples above the histogram's bound.
+    pub fn overflows(&self) -> u64 {
+        self.histogram.as_ref().map_or(0, LatencyHistogram::overflows)
+    }
+}
+
+/// Something that happened during a run, at a CLOCK_MONOTONIC time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// CLOCK_MONOTONIC ns.
+    pub mono_ns: u64,
+    /// Kind: `overflow`, `underrun`, `steal`, `load_exit`, `interrupted`, ...
+    pub kind: String,
+    /// Details (JSON object).
+    pub detail: Value,
+}
+
+/// A small table of raw values (e.g. latency per block of cycles against time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Name, e.g. `wakeup_latency_by_block`.
+    pub name: String,
+    /// Unit of the values.
+    pub unit: String,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows of values.
+    pub rows: Vec<Vec<f64>>,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    /// Run id.
+    pub id: i64,
+    /// Group id.
+    pub group_id: Option<i64>,
+    /// Probe.
+    pub probe: String,
+    /// Status.
+    pub status: RunStatus,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// End, RFC 3339 UTC.
+    pub ended_at: Option<String>,
+    /// Duration in seconds (monotonic).
+    pub duration_s: Option<f64>,
+    /// Process id that made the run.
+    pub pid: i64,
+    /// Machine.
+    pub machine: Machine,
+    /// Tool.
+    pub tool: ToolInfo,
+    /// Command line.
+    pub command_line: String,
+    /// Probe configuration.
+    pub config: Value,
+    /// Load scenario.
+    pub load: Value,
+    /// Real-time settings asked for.
+    pub qos_requested: Value,
+    /// Real-time settings granted.
+    pub qos_granted: Value,
+    /// Validity flags.
+    pub flags: Value,
+    /// Probe-specific results.
+    pub result: Value,
+    /// Why it failed or was interrupted.
+    pub error: Option<String>,
+}
+
+/// A measurement as stored.
+#[derive(Debug, Clone)]
+pub struct MeasurementRecord {
+    /// Measurement id.
+    pub id: i64,
+    /// Run id.
+    pub run_id: i64,
+    /// The measurement.
+    pub measurement: Measurement,
+}
+
+/// Formats a `SystemTime` as RFC 3339 UTC with milliseconds.
+pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
+    let d = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(951_782_400_123); // leap day 2000
+        assert_eq!(rfc3339_utc(t), "2000-02-29T00:00:00.123Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_316_400);
+        assert_eq!(rfc3339_utc(t), "2026-11-22T03:00:00.000Z");
+    }
+
+    #[test]
+    fn status_spellings_round_trip() {
+        for s in [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::Interrupted,
+            RunStatus::Failed,
+        ] {
+            assert_eq!(RunStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(RunStatus::parse("bogus"), None);
+    }
+}

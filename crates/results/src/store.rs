@@ -1,0 +1,834 @@
+//! The SQLite store.
+//!
+//! One file (default `./audiolat.db`) holds every run. A run row is written when the run
+//! starts (status `running`), events and measurements as they are produced, and the
+//! status when it ends, so an interrupted run keeps what it measured. A run whose process
+//! died without closing it is marked `interrupted` the next time the store is opened on
+//! the same host.
+//!
+//! The schema is versioned with `PRAGMA user_version`; [`Store::open`] migrates older
+//! files forward and refuses files from a newer audiolat.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+
+use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
+use crate::model::{
+    rfc3339_utc, Event, Machine, Measurement, MeasurementRecord, RunInfo, RunRecord, RunStatus,
+    Series, ToolInfo,
+};
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE run_group (
+    id            INTEGER PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    started_at    TEXT NOT NULL,
+    command_line  TEXT NOT NULL,
+    detail        TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE run (
+    id              INTEGER PRIMARY KEY,
+    group_id        INTEGER REFERENCES run_group(id),
+    probe           TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('running','complete','interrupted','failed')),
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT,
+    started_mono_ns INTEGER NOT NULL,
+    ended_mono_ns   INTEGER,
+    pid             INTEGER NOT NULL,
+    hostname        TEXT NOT NULL,
+    machine         TEXT NOT NULL,
+    tool_version    TEXT NOT NULL,
+    git_commit      TEXT NOT NULL,
+    build_profile   TEXT NOT NULL,
+    command_line    TEXT NOT NULL,
+    config          TEXT NOT NULL,
+    load            TEXT NOT NULL,
+    qos_requested   TEXT NOT NULL,
+    qos_granted     TEXT NOT NULL DEFAULT '{}',
+    flags           TEXT NOT NULL DEFAULT '{}',
+    result          TEXT NOT NULL DEFAULT '{}',
+    error           TEXT
+);
+CREATE INDEX run_by_group ON run(group_id);
+CREATE TABLE measurement (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    probe           TEXT NOT NULL,
+    metric          TEXT NOT NULL,
+    unit            TEXT NOT NULL,
+    method          TEXT NOT NULL,
+    count           INTEGER NOT NULL,
+    min             REAL NOT NULL,
+    mean            REAL NOT NULL,
+    stdev           REAL NOT NULL,
+    p50             REAL NOT NULL,
+    p90             REAL NOT NULL,
+    p99             REAL NOT NULL,
+    p999            REAL NOT NULL,
+    p9999           REAL NOT NULL,
+    max             REAL NOT NULL,
+    clamped         INTEGER NOT NULL DEFAULT 0,
+    overflows       INTEGER NOT NULL DEFAULT 0,
+    deadline        REAL,
+    misses          INTEGER,
+    histogram       BLOB,
+    histogram_bound INTEGER,
+    histogram_exact TEXT,
+    detail          TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX measurement_by_run ON measurement(run_id);
+CREATE TABLE event (
+    id       INTEGER PRIMARY KEY,
+    run_id   INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    mono_ns  INTEGER NOT NULL,
+    kind     TEXT NOT NULL,
+    detail   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX event_by_run ON event(run_id);
+CREATE TABLE series (
+    id       INTEGER PRIMARY KEY,
+    run_id   INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    name     TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    columns  TEXT NOT NULL,
+    rows     TEXT NOT NULL
+);
+CREATE INDEX series_by_run ON series(run_id);
+"#;
+
+/// Errors of the store. Messages say what the user can do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file cannot be opened or created.
+    #[error("cannot use results database {path}: {reason}; {fix}")]
+    Open {
+        /// The path.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+        /// What to do.
+        fix: String,
+    },
+    /// No database at the path, for commands that only read.
+    #[error("no results database at {0}: run a probe first (e.g. `audiolat jitter`) or point --db at one")]
+    Missing(PathBuf),
+    /// A newer audiolat wrote this file.
+    #[error("results database {path} has schema version {found}, newer than this audiolat's {SCHEMA_VERSION}: upgrade audiolat")]
+    TooNew {
+        /// The path.
+        path: PathBuf,
+        /// Version found.
+        found: i64,
+    },
+    /// No such run.
+    #[error("no run with id {0}: `audiolat runs` lists them")]
+    NoSuchRun(i64),
+    /// A stored value could not be decoded.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// SQLite failed.
+    #[error("SQLite: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only this probe.
+    pub probe: Option<String>,
+    /// Only this group.
+    pub group_id: Option<i64>,
+    /// Only this status.
+    pub status: Option<RunStatus>,
+    /// At most this many, newest first.
+    pub limit: Option<usize>,
+}
+
+/// A handle on the results database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+fn json_text(v: &Value) -> String {
+    serde_json::to_string(v).expect("JSON values always serialise")
+}
+
+fn parse_json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or(Value::Null)
+}
+
+fn now_mono_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer; CLOCK_MONOTONIC exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it to the current
+    /// schema. Fails with a message naming the fix when the path cannot be written.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |reason: String, fix: &str| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+            fix: fix.to_string(),
+        };
+        if path.is_dir() {
+            return Err(open_err(
+                "it is a directory".into(),
+                "give a file path, e.g. --db ./audiolat.db",
+            ));
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(open_err(
+                format!("directory {} does not exist", parent.display()),
+                "create it or pass --db with a path in an existing directory",
+            ));
+        }
+        let probe_path = if path.exists() { path } else { parent };
+        if !writable(probe_path) {
+            return Err(open_err(
+                format!("{} is not writable", probe_path.display()),
+                "pass --db with a path you can write, or fix its permissions",
+            ));
+        }
+        let conn = Connection::open(path).map_err(|e| {
+            open_err(
+                e.to_string(),
+                "pass --db with a path to a writable SQLite file",
+            )
+        })?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.configure()?;
+        store.migrate()?;
+        store.recover_stale_runs()?;
+        Ok(store)
+    }
+
+    /// Opens an existing database for reading and writing; a missing file is an error
+    /// (commands that only read must not create one).
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        Store::open(path)
+    }
+
+    /// The file this store is backed by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn configure(&self) -> Result<(), StoreError> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL lets `audiolat runs` read while a probe writes.
+        let _: String = self
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| StoreError::Open {
+                path: self.path.clone(),
+                reason: format!("not a usable SQLite database ({e})"),
+                fix: "pass --db with a new file name".into(),
+            })?;
+        self.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        Ok(())
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        if version < 1 {
+            self.conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V1} PRAGMA user_version = 1; COMMIT;"
+            ))?;
+        }
+        // Later schema versions add `if version < N { ... }` steps here.
+        Ok(())
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    /// Marks runs left `running` by processes of this host that no longer exist as
+    /// `interrupted`. Returns how many.
+    pub fn recover_stale_runs(&self) -> Result<usize, StoreError> {
+        let host = hostname();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, pid FROM run WHERE status = 'running' AND hostname = ?1")?;
+        let stale: Vec<(i64, i64)> = stmt
+            .query_map([&host], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut n = 0;
+        for (id, pid) in stale {
+            if !process_alive(pid) {
+                self.conn.execute(
+                    "UPDATE run SET status = 'interrupted', error = ?2 WHERE id = ?1",
+                    params![id, format!("process {pid} ended without closing the run")],
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Starts a group of runs (one `audiolat suite`, later one plan).
+    pub fn create_group(
+        &self,
+        kind: &str,
+        command_line: &str,
+        detail: &Value,
+    ) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO run_group (kind, started_at, command_line, detail) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                kind,
+                rfc3339_utc(std::time::SystemTime::now()),
+                command_line,
+                json_text(detail)
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records the start of a run (status `running`) and returns its id.
+    pub fn begin_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO run (group_id, probe, status, started_at, started_mono_ns, pid, hostname,
+                machine, tool_version, git_commit, build_profile, command_line, config, load,
+                qos_requested)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                info.group_id,
+                info.probe,
+                rfc3339_utc(std::time::SystemTime::now()),
+                now_mono_ns(),
+                std::process::id(),
+                info.machine.hostname,
+                json_text(&serde_json::to_value(&info.machine).expect("machine serialises")),
+                info.tool.version,
+                info.tool.git_commit,
+                info.tool.build_profile,
+                info.command_line,
+                json_text(&info.config),
+                json_text(&info.load),
+                json_text(&info.qos_requested),
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Updates fields known only once the run is under way.
+    pub fn update_run(
+        &self,
+        run_id: i64,
+        load: Option<&Value>,
+        qos_granted: Option<&Value>,
+    ) -> Result<(), StoreError> {
+        if let Some(load) = load {
+            self.conn.execute(
+                "UPDATE run SET load = ?2 WHERE id = ?1",
+                params![run_id, json_text(load)],
+            )?;
+        }
+        if let Some(q) = qos_granted {
+            self.conn.execute(
+                "UPDATE run SET qos_granted = ?2 WHERE id = ?1",
+                params![run_id, json_text(q)],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stores a measurement.
+    pub fn add_measurement(&self, run_id: i64, m: &Measurement) -> Result<i64, StoreError> {
+        let stored = m.histogram.as_ref().map(LatencyHistogram::to_stored);
+        let exact = stored.as_ref().map(|s| {
+            json_text(&serde_json::json!({
+                "count": s.count, "min": s.min, "max": s.max,
+                "sum": s.sum.to_string(), "sum_sq": s.sum_sq.to_string(),
+            }))
+        });
+        let s = &m.summary;
+        self.conn.execute(
+            "INSERT INTO measurement (run_id, probe, metric, unit, method, count, min, mean, stdev,
+                p50, p90, p99, p999, p9999, max, clamped, overflows, deadline, misses, histogram,
+                histogram_bound, histogram_exact, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                ?18, ?19, ?20, ?21, ?22, ?23)",
+            params![
+                run_id,
+                m.probe,
+                m.metric,
+                m.unit,
+                m.method,
+                s.count as i64,
+                s.min,
+                s.mean,
+                s.stdev,
+                s.p50,
+                s.p90,
+                s.p99,
+                s.p999,
+                s.p9999,
+                s.max,
+                s.clamped,
+                m.overflows() as i64,
+                m.deadline,
+                m.misses.map(|v| v as i64),
+                stored.as_ref().map(|s| s.v2.clone()),
+                stored.as_ref().map(|s| s.bound as i64),
+                exact,
+                json_text(&m.detail),
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores events in one transaction.
+    pub fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO event (run_id, mono_ns, kind, detail) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for e in events {
+                stmt.execute(params![run_id, e.mono_ns as i64, e.kind, json_text(&e.detail)])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores a series.
+    pub fn add_series(&self, run_id: i64, series: &Series) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO series (run_id, name, unit, columns, rows) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                run_id,
+                series.name,
+                series.unit,
+                json_text(&serde_json::to_value(&series.columns).expect("strings serialise")),
+                json_text(&serde_json::to_value(&series.rows).expect("numbers serialise")),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Closes a run with its status, validity flags, probe result and error.
+    pub fn finish_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        flags: &Value,
+        result: &Value,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run SET status = ?2, ended_at = ?3, ended_mono_ns = ?4, flags = ?5, result = ?6,
+                error = ?7 WHERE id = ?1",
+            params![
+                run_id,
+                status.as_str(),
+                rfc3339_utc(std::time::SystemTime::now()),
+                now_mono_ns(),
+                json_text(flags),
+                json_text(result),
+                error
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Lists runs, newest first.
+    pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
+        let mut sql = format!("SELECT {RUN_COLUMNS} FROM run WHERE 1=1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(p) = &filter.probe {
+            args.push(p.clone().into());
+            sql.push_str(&format!(" AND probe = ?{}", args.len()));
+        }
+        if let Some(g) = filter.group_id {
+            args.push(g.into());
+            sql.push_str(&format!(" AND group_id = ?{}", args.len()));
+        }
+        if let Some(s) = filter.status {
+            args.push(s.as_str().to_string().into());
+            sql.push_str(&format!(" AND status = ?{}", args.len()));
+        }
+        sql.push_str(" ORDER BY id DESC");
+        if let Some(l) = filter.limit {
+            sql.push_str(&format!(" LIMIT {l}"));
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), run_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One run.
+    pub fn run(&self, run_id: i64) -> Result<RunRecord, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM run WHERE id = ?1"),
+                [run_id],
+                run_from_row,
+            )
+            .optional()?
+            .ok_or(StoreError::NoSuchRun(run_id))
+    }
+
+    /// The most recent run id, if any.
+    pub fn last_run_id(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM run", [], |r| r.get(0))?)
+    }
+
+    /// A run's measurements, in the order stored.
+    pub fn measurements(&self, run_id: i64) -> Result<Vec<MeasurementRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, run_id, probe, metric, unit, method, count, min, mean, stdev, p50, p90, p99,
+                p999, p9999, max, clamped, deadline, misses, histogram, histogram_bound,
+                histogram_exact, detail, overflows
+             FROM measurement WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            let blob: Option<Vec<u8>> = r.get(19)?;
+            let bound: Option<i64> = r.get(20)?;
+            let exact: Option<String> = r.get(21)?;
+            let summary = Summary {
+                count: r.get::<_, i64>(6)? as u64,
+                min: r.get(7)?,
+                mean: r.get(8)?,
+                stdev: r.get(9)?,
+                p50: r.get(10)?,
+                p90: r.get(11)?,
+                p99: r.get(12)?,
+                p999: r.get(13)?,
+                p9999: r.get(14)?,
+                max: r.get(15)?,
+                clamped: r.get(16)?,
+            };
+            let overflows: i64 = r.get(23)?;
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                Measurement {
+                    probe: r.get(2)?,
+                    metric: r.get(3)?,
+                    unit: r.get(4)?,
+                    method: r.get(5)?,
+                    summary,
+                    histogram: None,
+                    deadline: r.get(17)?,
+                    misses: r.get::<_, Option<i64>>(18)?.map(|v| v as u64),
+                    detail: parse_json(&r.get::<_, String>(22)?),
+                },
+                blob.zip(bound).map(|(b, bound)| (b, bound, exact, overflows)),
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, run_id, mut m, hist) = row?;
+            if let Some((v2, bound, exact, overflows)) = hist {
+                let exact = exact.map(|e| parse_json(&e)).unwrap_or(Value::Null);
+                let num = |k: &str| exact[k].as_u64().unwrap_or(0);
+                let big = |k: &str| {
+                    exact[k]
+                        .as_str()
+                        .and_then(|s| s.parse::<u128>().ok())
+                        .unwrap_or(0)
+                };
+                let stored = StoredHistogram {
+                    v2,
+                    bound: bound as u64,
+                    overflows: overflows as u64,
+                    count: num("count"),
+                    min: num("min"),
+                    max: num("max"),
+                    sum: big("sum"),
+                    sum_sq: big("sum_sq"),
+                };
+                m.histogram = Some(
+                    LatencyHistogram::from_stored(&stored)
+                        .map_err(|e| StoreError::Corrupt(format!("measurement {id}: {e}")))?,
+                );
+            }
+            out.push(MeasurementRecord {
+                id,
+                run_id,
+                measurement: m,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A run's events in time order; at most `limit` when given.
+    pub fn events(&self, run_id: i64, limit: Option<usize>) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 ORDER BY mono_ns, id {}",
+            limit.map_or(String::new(), |l| format!("LIMIT {l}"))
+        ))?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(Event {
+                mono_ns: r.get::<_, i64>(0)? as u64,
+                kind: r.get(1)?,
+                detail: parse_json(&r.get::<_, String>(2)?),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Number of events of each kind in a run.
+    pub fn event_counts(&self, run_id: i64) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT kind, count(*) FROM event WHERE run_id = ?1 GROUP BY kind ORDER BY kind",
+        )?;
+        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A run's series.
+    pub fn series(&self, run_id: i64) -> Result<Vec<Series>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, unit, columns, rows FROM series WHERE run_id = ?1 ORDER BY id")?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (name, unit, columns, data) = row?;
+            out.push(Series {
+                name,
+                unit,
+                columns: serde_json::from_str(&columns)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                rows: serde_json::from_str(&data).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+const RUN_COLUMNS: &str = "id, group_id, probe, status, started_at, ended_at, started_mono_ns,
+    ended_mono_ns, pid, machine, tool_version, git_commit, build_profile, command_line, config,
+    load, qos_requested, qos_granted, flags, result, error";
+
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let status: String = r.get(3)?;
+    let started: i64 = r.get(6)?;
+    let ended: Option<i64> = r.get(7)?;
+    let machine: Machine = serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default();
+    Ok(RunRecord {
+        id: r.get(0)?,
+        group_id: r.get(1)?,
+        probe: r.get(2)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        started_at: r.get(4)?,
+        ended_at: r.get(5)?,
+        duration_s: ended.map(|e| (e - started) as f64 / 1e9),
+        pid: r.get(8)?,
+        machine,
+        tool: ToolInfo {
+            version: r.get(10)?,
+            git_commit: r.get(11)?,
+            build_profile: r.get(12)?,
+        },
+        command_line: r.get(13)?,
+        config: parse_json(&r.get::<_, String>(14)?),
+        load: parse_json(&r.get::<_, String>(15)?),
+        qos_requested: parse_json(&r.get::<_, String>(16)?),
+        qos_granted: parse_json(&r.get::<_, String>(17)?),
+        flags: parse_json(&r.get::<_, String>(18)?),
+        result: parse_json(&r.get::<_, String>(19)?),
+        error: r.get(20)?,
+    })
+}
+
+fn writable(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+fn process_alive(pid: i64) -> bool {
+    if pid <= 0 || pid > i32::MAX as i64 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid as i32, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// This host's name, as stored in runs.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn info(probe: &str) -> RunInfo {
+        RunInfo {
+            probe: probe.into(),
+            group_id: None,
+            machine: Machine {
+                hostname: hostname(),
+                ..Machine::default()
+            },
+            tool: ToolInfo::default(),
+            command_line: "audiolat test".into(),
+            config: json!({"rate_hz": 2048}),
+            load: json!({"spec": "none"}),
+            qos_requested: json!({"policy": "fifo"}),
+        }
+    }
+
+    #[test]
+    fn a_run_round_trips_with_its_histogram() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("a.db")).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let id = store.begin_run(&info("jitter")).unwrap();
+        let mut h = LatencyHistogram::new(1_000_000).unwrap();
+        for v in [1_000, 2_000, 3_000, 5_000_000] {
+            h.record(v);
+        }
+        let m = Measurement::from_histogram("jitter", "wakeup_latency", "test", h.clone());
+        store.add_measurement(id, &m).unwrap();
+        store
+            .add_events(
+                id,
+                &[Event {
+                    mono_ns: 5,
+                    kind: "overflow".into(),
+                    detail: json!({"cycle": 3}),
+                }],
+            )
+            .unwrap();
+        store
+            .add_series(
+                id,
+                &Series {
+                    name: "s".into(),
+                    unit: "ns".into(),
+                    columns: vec!["t".into(), "v".into()],
+                    rows: vec![vec![0.0, 1.0]],
+                },
+            )
+            .unwrap();
+        store
+            .finish_run(id, RunStatus::Interrupted, &json!({"realtime": true}), &json!({}), None)
+            .unwrap();
+
+        let run = store.run(id).unwrap();
+        assert_eq!(run.status, RunStatus::Interrupted);
+        assert_eq!(run.config["rate_hz"], 2048);
+        assert!(run.duration_s.unwrap() >= 0.0);
+        let ms = store.measurements(id).unwrap();
+        assert_eq!(ms.len(), 1);
+        let back = ms[0].measurement.histogram.as_ref().unwrap();
+        assert_eq!(back.summary(), h.summary());
+        assert_eq!(back.overflows(), 1);
+        assert_eq!(store.events(id, None).unwrap()[0].detail["cycle"], 3);
+        assert_eq!(store.event_counts(id).unwrap(), vec![("overflow".into(), 1)]);
+        assert_eq!(store.series(id).unwrap()[0].rows, vec![vec![0.0, 1.0]]);
+        assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn unwritable_and_missing_paths_are_clear_errors() {
+        let err = Store::open(Path::new("/nonexistent-dir/x.db")).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let err = Store::open(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
+        let err = Store::open_existing(&dir.path().join("none.db")).unwrap_err();
+        assert!(matches!(err, StoreError::Missing(_)));
+        assert!(!dir.path().join("none.db").exists());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.db");
+        drop(Store::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 99;")
+            .unwrap();
+        assert!(matches!(Store::open(&path), Err(StoreError::TooNew { .. })));
+    }
+
+    #[test]
+    fn runs_of_dead_processes_become_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = Store::open(&path).unwrap();
+        let id = store.begin_run(&info("jitter")).unwrap();
+        // Pretend the run belongs to a process that no longer exists.
+        store
+            .conn
+            .execute("UPDATE run SET pid = ?2 WHERE id = ?1", params![id, i32::MAX as i64 - 1])
+            .unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        let run = store.run(id).unwrap();
+        assert_eq!(run.status, RunStatus::Interrupted);
+        assert!(run.error.unwrap().contains("without closing"));
+    }
+
+    #[test]
+    fn unknown_run_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("u.db")).unwrap();
+        let err = store.run(42).unwrap_err();
+        assert!(err.to_string().contains("audiolat runs"));
+    }
+}
