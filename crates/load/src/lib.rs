@@ -1,1 +1,768 @@
-//! placeholder
+//! # load: background load scenarios that always clean up
+//!
+//! A probe measured on an idle machine says little; the studies audiolat reproduces
+//! measured under CPU load (latencytest's 10 % and 80 %, MacMillan's unbounded load),
+//! disk load, `top -d 0.1` (BeagleBone) and the EP benchmark (Tessellation). This crate
+//! starts such loads as child processes and stops them.
+//!
+//! Promises:
+//!
+//! - **Nothing is started unless everything can be.** Every tool a spec needs is looked
+//!   up first; a missing one is a [`LoadError::MissingTool`] naming the Debian package.
+//! - **Each load runs in its own process group**, so a terminal's Ctrl-C reaches
+//!   audiolat (which stops the run cleanly) and not the loads, and a stop reaches every
+//!   worker a tool forked. audiolat becomes a child subreaper, so orphaned workers are
+//!   reaped, not left as zombies.
+//! - **Loads are always stopped**: by [`RunningLoad::stop`], by `Drop` on error and
+//!   panic paths, and by `PR_SET_PDEATHSIG` if audiolat itself is killed.
+//! - **What ran is recorded**: [`RunningLoad::describe`] gives the exact command lines,
+//!   tool versions and process ids for the run's record.
+//! - Every load process carries `AUDIOLAT_LOAD_TAG` in its environment, so a test (or a
+//!   worried user) can find any that survived.
+//!
+//! ```no_run
+//! use load::{LoadContext, LoadSpec};
+//! let spec: LoadSpec = "cpu:80+io".parse().unwrap();
+//! let ctx = LoadContext::new(std::env::temp_dir(), "example".into());
+//! let running = load::start(&spec, &ctx).unwrap();   // MissingTool names the package
+//! // ... measure ...
+//! let report = running.stop();                       // every process group gone
+//! # let _ = report;
+//! ```
+#![deny(missing_docs)]
+
+pub mod ep;
+pub mod spec;
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub use spec::{LoadItem, LoadSpec, SpecError};
+
+/// The environment variable every load process carries.
+pub const TAG_ENV: &str = "AUDIOLAT_LOAD_TAG";
+
+/// Why a load could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A tool the load needs is not installed.
+    #[error("{tool} not found in PATH: install the {package} package (apt install {package})")]
+    MissingTool {
+        /// Program name.
+        tool: &'static str,
+        /// Debian package that provides it.
+        package: &'static str,
+    },
+    /// The EP load re-runs audiolat itself and could not find its executable.
+    #[error("the ep load needs audiolat's own executable, which could not be found")]
+    NoSelfExe,
+    /// The scratch directory for the disk load is unusable.
+    #[error("disk load scratch directory {0} is not a writable directory: pass one with --scratch-dir")]
+    BadScratch(PathBuf),
+    /// A load failed to start.
+    #[error("could not start load `{command}`: {source}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A load exited as soon as it was started.
+    #[error("load `{command}` exited at start ({status}): {stderr}")]
+    ExitedAtStart {
+        /// The command line.
+        command: String,
+        /// How it ended.
+        status: String,
+        /// The end of what it printed.
+        stderr: String,
+    },
+}
+
+/// Where and how loads run.
+#[derive(Debug, Clone)]
+pub struct LoadContext {
+    /// audiolat's executable, re-run with `__load ep` for the EP load.
+    pub self_exe: Option<PathBuf>,
+    /// Directory for the disk load's files (must be on the disk to be measured).
+    pub scratch_dir: PathBuf,
+    /// Value of `AUDIOLAT_LOAD_TAG` for this run's processes.
+    pub tag: String,
+    /// Workers per CPU-wide load (default: online CPUs).
+    pub cpus: usize,
+}
+
+impl LoadContext {
+    /// A context with the current executable, one worker per online CPU.
+    pub fn new(scratch_dir: PathBuf, tag: String) -> LoadContext {
+        LoadContext {
+            self_exe: std::env::current_exe().ok(),
+            scratch_dir,
+            tag,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// A tool a load runs, and the package it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tool {
+    /// Program name.
+    pub name: &'static str,
+    /// Debian package.
+    pub package: &'static str,
+}
+
+/// stress-ng.
+pub const STRESS_NG: Tool = Tool {
+    name: "stress-ng",
+    package: "stress-ng",
+};
+/// top.
+pub const TOP: Tool = Tool {
+    name: "top",
+    package: "procps",
+};
+/// hackbench.
+pub const HACKBENCH: Tool = Tool {
+    name: "hackbench",
+    package: "rt-tests",
+};
+
+/// Finds a program in `PATH` (and the sbin directories, which a user's PATH may lack).
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first line a tool prints for its version, or its Debian package's version.
+pub fn tool_version(tool: &Tool, program: &Path) -> String {
+    let flag = match tool.name {
+        "stress-ng" => Some("--version"),
+        "top" => Some("-v"),
+        _ => None,
+    };
+    if let Some(flag) = flag {
+        if let Ok(out) = Command::new(program).arg(flag).stdin(Stdio::null()).output() {
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
+                return line.to_string();
+            }
+        }
+    }
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Version}", tool.package])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| format!("{} {}", tool.package, String::from_utf8_lossy(&o.stdout).trim()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// One process of a load, as planned.
+#[derive(Debug, Clone)]
+pub struct LoadCommand {
+    /// The spec item it implements.
+    pub item: LoadItem,
+    /// Program to run.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The tool's version.
+    pub version: String,
+    /// Discard stdout (top writes its screens there).
+    pub discard_stdout: bool,
+}
+
+impl LoadCommand {
+    /// The command line, shell-quoted.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .map(|a| shell_quote(&a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+%@".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+fn require(tool: &Tool) -> Result<PathBuf, LoadError> {
+    find_in_path(tool.name).ok_or(LoadError::MissingTool {
+        tool: tool.name,
+        package: tool.package,
+    })
+}
+
+/// Turns a spec into the commands that implement it, checking every tool first.
+pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, LoadError> {
+    let cpus = ctx.cpus.max(1).to_string();
+    let mut out = Vec::new();
+    for item in &spec.items {
+        let (tool, args, discard_stdout): (Option<Tool>, Vec<String>, bool) = match item {
+            LoadItem::Cpu { percent } => (
+                Some(STRESS_NG),
+                vec![
+                    "--cpu".into(),
+                    cpus.clone(),
+                    "--cpu-load".into(),
+                    percent.unwrap_or(100).to_string(),
+                    "--cpu-method".into(),
+                    "matrixprod".into(),
+                    "--timeout".into(),
+                    "0".into(),
+                ],
+                false,
+            ),
+            LoadItem::Io => {
+                if !ctx.scratch_dir.is_dir() || !writable_dir(&ctx.scratch_dir) {
+                    return Err(LoadError::BadScratch(ctx.scratch_dir.clone()));
+                }
+                (
+                    Some(STRESS_NG),
+                    vec![
+                        "--hdd".into(),
+                        "1".into(),
+                        "--hdd-bytes".into(),
+                        "256M".into(),
+                        "--temp-path".into(),
+                        ctx.scratch_dir.display().to_string(),
+                        "--timeout".into(),
+                        "0".into(),
+                    ],
+                    false,
+                )
+            }
+            LoadItem::Mem => (
+                Some(STRESS_NG),
+                vec![
+                    "--stream".into(),
+                    cpus.clone(),
+                    "--timeout".into(),
+                    "0".into(),
+                ],
+                false,
+            ),
+            LoadItem::Top => (Some(TOP), vec!["-b".into(), "-d".into(), "0.1".into()], true),
+            LoadItem::Hackbench => (
+                Some(HACKBENCH),
+                vec!["-g".into(), "4".into(), "-l".into(), "1000000000".into()],
+                true,
+            ),
+            LoadItem::Ep { threads } => (
+                None,
+                vec![
+                    "__load".into(),
+                    "ep".into(),
+                    "--threads".into(),
+                    threads.map_or(cpus.clone(), |t| t.to_string()),
+                ],
+                false,
+            ),
+        };
+        let (program, version) = match tool {
+            Some(tool) => {
+                let program = require(&tool)?;
+                let version = tool_version(&tool, &program);
+                (program, version)
+            }
+            None => (
+                ctx.self_exe.clone().ok_or(LoadError::NoSelfExe)?,
+                format!(
+                    "audiolat {} built-in NPB EP kernel (class S, verified each pass)",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ),
+        };
+        out.push(LoadCommand {
+            item: *item,
+            program,
+            args,
+            version,
+            discard_stdout,
+        });
+    }
+    Ok(out)
+}
+
+fn writable_dir(p: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// How a load process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadExit {
+    /// The spec item.
+    pub item: String,
+    /// Process id (= process group id).
+    pub pid: i32,
+    /// `exit N` or `signal N`.
+    pub status: String,
+    /// True when it ended before it was asked to.
+    pub early: bool,
+    /// The end of its stderr.
+    pub stderr_tail: String,
+}
+
+struct LoadProcess {
+    cmd: LoadCommand,
+    pid: i32,
+    exit: Option<LoadExit>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl LoadProcess {
+    fn stderr_tail(&self) -> String {
+        let buf = self.stderr.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&buf).trim().to_string()
+    }
+}
+
+/// Loads that are running. Stopped by [`RunningLoad::stop`] or on drop.
+pub struct RunningLoad {
+    spec: LoadSpec,
+    procs: Vec<LoadProcess>,
+    tag: String,
+}
+
+impl std::fmt::Debug for RunningLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningLoad")
+            .field("spec", &self.spec.to_string())
+            .field("pids", &self.pids())
+            .finish()
+    }
+}
+
+/// What happened to the loads, for the run's record.
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    /// One entry per process.
+    pub exits: Vec<LoadExit>,
+}
+
+impl LoadReport {
+    /// As JSON.
+    pub fn to_json(&self) -> Value {
+        Value::Array(
+            self.exits
+                .iter()
+                .map(|e| {
+                    json!({"item": e.item, "pid": e.pid, "status": e.status, "early": e.early,
+                           "stderr_tail": e.stderr_tail})
+                })
+                .collect(),
+        )
+    }
+}
+
+const STDERR_KEEP: usize = 4096;
+
+/// Starts every process of a load. If any fails to start, or exits within its first
+/// quarter second, the others are stopped and the error says why.
+pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadError> {
+    let commands = plan(spec, ctx)?;
+    become_subreaper();
+    let mut running = RunningLoad {
+        spec: spec.clone(),
+        procs: Vec::new(),
+        tag: ctx.tag.clone(),
+    };
+    for cmd in commands {
+        let mut command = Command::new(&cmd.program);
+        command
+            .args(&cmd.args)
+            .env(TAG_ENV, &ctx.tag)
+            .stdin(Stdio::null())
+            .stdout(if cmd.discard_stdout {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().map_err(|source| LoadError::Spawn {
+            command: cmd.command_line(),
+            source,
+        })?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        for stream in [
+            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let sink = Arc::clone(&stderr);
+            std::thread::spawn(move || drain_tail(stream, &sink));
+        }
+        running.procs.push(LoadProcess {
+            pid: child.id() as i32,
+            cmd,
+            exit: None,
+            stderr,
+        });
+        // The process is reaped by pid through waitpid; `child` must not wait too.
+        drop(child);
+    }
+    std::thread::sleep(Duration::from_millis(250));
+    if let Some(exit) = running.poll_exits().into_iter().next() {
+        let command = running
+            .procs
+            .iter()
+            .find(|p| p.pid == exit.pid)
+            .map(|p| p.cmd.command_line())
+            .unwrap_or_default();
+        drop(running);
+        return Err(LoadError::ExitedAtStart {
+            command,
+            status: exit.status,
+            stderr: exit.stderr_tail,
+        });
+    }
+    Ok(running)
+}
+
+fn drain_tail(mut stream: Box<dyn Read + Send>, sink: &Mutex<Vec<u8>>) {
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        if let Ok(mut buf) = sink.lock() {
+            buf.extend_from_slice(&chunk[..n]);
+            if buf.len() > STDERR_KEEP {
+                let cut = buf.len() - STDERR_KEEP;
+                buf.drain(..cut);
+            }
+        }
+    }
+}
+
+fn become_subreaper() {
+    // SAFETY: plain prctl; makes orphaned descendants ours to reap.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+fn describe_status(status: i32) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("status {status}")
+    }
+}
+
+/// Reaps every child in process group `pgid` that has ended; returns the leader's status
+/// if it was among them.
+fn reap_group(pgid: i32) -> Option<i32> {
+    let mut leader = None;
+    loop {
+        let mut status = 0;
+        // SAFETY: valid out pointer; WNOHANG never blocks.
+        let pid = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return leader;
+        }
+        if pid == pgid {
+            leader = Some(status);
+        }
+    }
+}
+
+fn group_exists(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+impl RunningLoad {
+    /// Process ids (each the id of its process group).
+    pub fn pids(&self) -> Vec<i32> {
+        self.procs.iter().map(|p| p.pid).collect()
+    }
+
+    /// The tag in the processes' environment.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The spec, commands, versions and process ids, for the run's record.
+    pub fn describe(&self) -> Value {
+        describe(&self.spec, self.procs.iter().map(|p| (&p.cmd, Some(p.pid))))
+    }
+
+    /// Loads that ended since the last call (a load dying mid-run is worth an event).
+    pub fn poll_exits(&mut self) -> Vec<LoadExit> {
+        let mut out = Vec::new();
+        for p in &mut self.procs {
+            if p.exit.is_some() {
+                continue;
+            }
+            if let Some(status) = reap_group(p.pid) {
+                let exit = LoadExit {
+                    item: p.cmd.item.to_string(),
+                    pid: p.pid,
+                    status: describe_status(status),
+                    early: true,
+                    stderr_tail: p.stderr_tail(),
+                };
+                p.exit = Some(exit.clone());
+                out.push(exit);
+            }
+        }
+        out
+    }
+
+    /// Stops every load: SIGTERM to each process group, SIGKILL after two seconds,
+    /// and waits until no process of any group is left.
+    pub fn stop(mut self) -> LoadReport {
+        self.stop_all()
+    }
+
+    fn stop_all(&mut self) -> LoadReport {
+        for p in &self.procs {
+            // SAFETY: signalling our own child's process group.
+            unsafe { libc::kill(-p.pid, libc::SIGTERM) };
+        }
+        let start = Instant::now();
+        let mut killed = false;
+        loop {
+            let mut alive = false;
+            for p in &mut self.procs {
+                if let Some(status) = reap_group(p.pid) {
+                    if p.exit.is_none() {
+                        p.exit = Some(LoadExit {
+                            item: p.cmd.item.to_string(),
+                            pid: p.pid,
+                            status: describe_status(status),
+                            early: false,
+                            stderr_tail: String::new(),
+                        });
+                    }
+                }
+                alive |= group_exists(p.pid);
+            }
+            if !alive {
+                break;
+            }
+            if !killed && start.elapsed() > Duration::from_secs(2) {
+                for p in &self.procs {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(-p.pid, libc::SIGKILL) };
+                }
+                killed = true;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                break; // unkillable (D state); reported below as still present
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let exits = self
+            .procs
+            .iter_mut()
+            .map(|p| {
+                let mut e = p.exit.clone().unwrap_or(LoadExit {
+                    item: p.cmd.item.to_string(),
+                    pid: p.pid,
+                    status: "still running after SIGKILL".into(),
+                    early: false,
+                    stderr_tail: String::new(),
+                });
+                if e.stderr_tail.is_empty() && e.early {
+                    e.stderr_tail = p.stderr_tail();
+                }
+                e
+            })
+            .collect();
+        self.procs.clear();
+        LoadReport { exits }
+    }
+}
+
+impl Drop for RunningLoad {
+    fn drop(&mut self) {
+        if !self.procs.is_empty() {
+            self.stop_all();
+        }
+    }
+}
+
+/// Describes a planned or running load as JSON.
+pub fn describe<'a>(
+    spec: &LoadSpec,
+    commands: impl Iterator<Item = (&'a LoadCommand, Option<i32>)>,
+) -> Value {
+    json!({
+        "spec": spec.to_string(),
+        "processes": commands
+            .map(|(c, pid)| json!({
+                "item": c.item.to_string(),
+                "command": c.command_line(),
+                "version": c.version,
+                "pid": pid,
+            }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// Pids of live processes whose environment carries `AUDIOLAT_LOAD_TAG=tag`.
+pub fn tagged_processes(tag: &str) -> Vec<i32> {
+    let needle = format!("{TAG_ENV}={tag}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Zombies have exited; they are not load left running.
+            let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next());
+            state != Some("Z")
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|kv| kv == needle.as_bytes())
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(tag: &str) -> LoadContext {
+        LoadContext::new(std::env::temp_dir(), tag.into())
+    }
+
+    #[test]
+    fn missing_tool_names_the_package() {
+        let err = require(&Tool {
+            name: "surely-not-a-real-tool",
+            package: "some-package",
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "surely-not-a-real-tool not found in PATH: install the some-package package (apt install some-package)"
+        );
+    }
+
+    #[test]
+    fn plans_exact_command_lines() {
+        if find_in_path("stress-ng").is_none() {
+            eprintln!("skipped: stress-ng is not installed (apt install stress-ng)");
+            return;
+        }
+        let mut c = ctx("plan");
+        c.cpus = 2;
+        let cmds = plan(&"cpu:80".parse().unwrap(), &c).unwrap();
+        assert_eq!(cmds.len(), 1);
+        assert!(cmds[0]
+            .command_line()
+            .ends_with("stress-ng --cpu 2 --cpu-load 80 --cpu-method matrixprod --timeout 0"));
+        assert!(cmds[0].version.contains("stress-ng"), "{}", cmds[0].version);
+    }
+
+    #[test]
+    fn top_load_runs_in_its_own_group_and_is_stopped() {
+        if find_in_path("top").is_none() {
+            eprintln!("skipped: top is not installed (apt install procps)");
+            return;
+        }
+        let tag = format!("unit-top-{}", std::process::id());
+        let running = start(&"top".parse().unwrap(), &ctx(&tag)).unwrap();
+        let pid = running.pids()[0];
+        // SAFETY: querying a child's process group.
+        assert_eq!(unsafe { libc::getpgid(pid) }, pid);
+        assert_eq!(tagged_processes(&tag), vec![pid]);
+        let desc = running.describe();
+        assert_eq!(desc["spec"], "top");
+        assert!(desc["processes"][0]["command"].as_str().unwrap().contains("-d 0.1"));
+        let report = running.stop();
+        assert!(!report.exits[0].early);
+        assert!(tagged_processes(&tag).is_empty());
+    }
+
+    #[test]
+    fn drop_stops_loads_too() {
+        if find_in_path("top").is_none() {
+            eprintln!("skipped: top is not installed (apt install procps)");
+            return;
+        }
+        let tag = format!("unit-drop-{}", std::process::id());
+        {
+            let _running = start(&"top".parse().unwrap(), &ctx(&tag)).unwrap();
+            assert_eq!(tagged_processes(&tag).len(), 1);
+        }
+        assert!(tagged_processes(&tag).is_empty());
+    }
+
+    #[test]
+    fn a_load_that_dies_at_start_is_an_error_with_its_output() {
+        let c = LoadContext {
+            self_exe: Some(PathBuf::from("/bin/false")),
+            ..ctx("early")
+        };
+        let err = start(&"ep".parse().unwrap(), &c).unwrap_err();
+        assert!(matches!(err, LoadError::ExitedAtStart { .. }), "{err}");
+        assert!(err.to_string().contains("exit 1"), "{err}");
+    }
+
+    #[test]
+    fn bad_scratch_dir_is_refused_before_starting() {
+        if find_in_path("stress-ng").is_none() {
+            eprintln!("skipped: stress-ng is not installed (apt install stress-ng)");
+            return;
+        }
+        let c = LoadContext {
+            scratch_dir: PathBuf::from("/nonexistent/scratch"),
+            ..ctx("scratch")
+        };
+        let err = plan(&"io".parse().unwrap(), &c).unwrap_err();
+        assert!(err.to_string().contains("--scratch-dir"), "{err}");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("abc-1.0"), "abc-1.0");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

@@ -1,0 +1,187 @@
+//! Load specifications: `none`, `cpu[:percent]`, `io`, `top`, `mem`, `ep[:threads]`,
+//! `hackbench`, and combinations joined with `+` (`cpu:80+io`).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One component of a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadItem {
+    /// stress-ng CPU workers on every online CPU, each busy `percent` of the time
+    /// (unbounded when `None`).
+    Cpu {
+        /// Duty cycle, 1..=100.
+        percent: Option<u8>,
+    },
+    /// stress-ng disk workers writing and reading files (the studies' disk load).
+    Io,
+    /// `top -b -d 0.1`: the BeagleBone study's background process.
+    Top,
+    /// stress-ng STREAM workers: memory bandwidth.
+    Mem,
+    /// The NPB EP kernel on best-effort threads (default: one per online CPU).
+    Ep {
+        /// Threads.
+        threads: Option<usize>,
+    },
+    /// rt-tests' hackbench: scheduler and socket stress.
+    Hackbench,
+}
+
+impl LoadItem {
+    /// The item's name in a spec.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoadItem::Cpu { .. } => "cpu",
+            LoadItem::Io => "io",
+            LoadItem::Top => "top",
+            LoadItem::Mem => "mem",
+            LoadItem::Ep { .. } => "ep",
+            LoadItem::Hackbench => "hackbench",
+        }
+    }
+}
+
+impl fmt::Display for LoadItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadItem::Cpu { percent: Some(p) } => write!(f, "cpu:{p}"),
+            LoadItem::Ep { threads: Some(t) } => write!(f, "ep:{t}"),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// A whole load: zero or more items, all running at once.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoadSpec {
+    /// The items; empty means no load.
+    pub items: Vec<LoadItem>,
+}
+
+impl LoadSpec {
+    /// No load.
+    pub fn none() -> LoadSpec {
+        LoadSpec::default()
+    }
+
+    /// True when there is nothing to run.
+    pub fn is_none(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+impl fmt::Display for LoadSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.items.is_empty() {
+            return f.write_str("none");
+        }
+        let parts: Vec<String> = self.items.iter().map(ToString::to_string).collect();
+        f.write_str(&parts.join("+"))
+    }
+}
+
+/// A spec that does not parse; the message lists what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}; loads are none, cpu[:percent], io, top, mem, ep[:threads], hackbench, or combinations like cpu:80+io")]
+pub struct SpecError(pub String);
+
+impl FromStr for LoadSpec {
+    type Err = SpecError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(SpecError("empty load".into()));
+        }
+        if s == "none" {
+            return Ok(LoadSpec::none());
+        }
+        let mut items: Vec<LoadItem> = Vec::new();
+        for part in s.split('+') {
+            let part = part.trim();
+            let (name, arg) = match part.split_once(':') {
+                Some((n, a)) => (n, Some(a)),
+                None => (part, None),
+            };
+            let no_arg = |item: LoadItem| match arg {
+                None => Ok(item),
+                Some(a) => Err(SpecError(format!("load '{name}' takes no argument (got ':{a}')"))),
+            };
+            let item = match name {
+                "cpu" => LoadItem::Cpu {
+                    percent: match arg {
+                        None => None,
+                        Some(a) => Some(
+                            a.parse::<u8>()
+                                .ok()
+                                .filter(|p| (1..=100).contains(p))
+                                .ok_or_else(|| {
+                                    SpecError(format!("cpu load percent '{a}' must be 1..100"))
+                                })?,
+                        ),
+                    },
+                },
+                "io" => no_arg(LoadItem::Io)?,
+                "top" => no_arg(LoadItem::Top)?,
+                "mem" => no_arg(LoadItem::Mem)?,
+                "hackbench" => no_arg(LoadItem::Hackbench)?,
+                "ep" => LoadItem::Ep {
+                    threads: match arg {
+                        None => None,
+                        Some(a) => Some(
+                            a.parse::<usize>()
+                                .ok()
+                                .filter(|t| (1..=1024).contains(t))
+                                .ok_or_else(|| {
+                                    SpecError(format!("ep threads '{a}' must be 1..1024"))
+                                })?,
+                        ),
+                    },
+                },
+                "none" => return Err(SpecError("'none' cannot be combined with other loads".into())),
+                "" => return Err(SpecError(format!("empty item in load '{s}'"))),
+                other => return Err(SpecError(format!("unknown load '{other}'"))),
+            };
+            if items.iter().any(|i| i.name() == item.name()) {
+                return Err(SpecError(format!("load '{}' given twice", item.name())));
+            }
+            items.push(item);
+        }
+        Ok(LoadSpec { items })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form() {
+        assert!("none".parse::<LoadSpec>().unwrap().is_none());
+        let s: LoadSpec = "cpu:80+io+top+mem+ep:2+hackbench".parse().unwrap();
+        assert_eq!(
+            s.items,
+            vec![
+                LoadItem::Cpu { percent: Some(80) },
+                LoadItem::Io,
+                LoadItem::Top,
+                LoadItem::Mem,
+                LoadItem::Ep { threads: Some(2) },
+                LoadItem::Hackbench
+            ]
+        );
+        assert_eq!(s.to_string(), "cpu:80+io+top+mem+ep:2+hackbench");
+        assert_eq!("cpu".parse::<LoadSpec>().unwrap().to_string(), "cpu");
+    }
+
+    #[test]
+    fn rejects_bad_specs_with_the_accepted_forms() {
+        for bad in ["", "gpu", "cpu:0", "cpu:101", "cpu:x", "io:3", "none+cpu", "cpu+cpu", "cpu+", "ep:0"] {
+            let err = bad.parse::<LoadSpec>().unwrap_err().to_string();
+            assert!(err.contains("cpu[:percent]"), "{bad}: {err}");
+        }
+        let err = "gpu".parse::<LoadSpec>().unwrap_err().to_string();
+        assert!(err.starts_with("unknown load 'gpu'"), "{err}");
+    }
+}
