@@ -140,7 +140,8 @@ impl Policy {
                         ),
                     });
                 }
-                let min_us = read_u64("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
+                let min_us =
+                    read_u64("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
                 let max_us =
                     read_u64("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(1 << 22);
                 if period_ns < min_us * 1000 || period_ns > max_us * 1000 {
@@ -247,7 +248,12 @@ pub fn priority_range(policy: &Policy) -> (u32, u32) {
         _ => return (0, 0),
     };
     // SAFETY: plain queries with a valid policy id.
-    let (min, max) = unsafe { (libc::sched_get_priority_min(id), libc::sched_get_priority_max(id)) };
+    let (min, max) = unsafe {
+        (
+            libc::sched_get_priority_min(id),
+            libc::sched_get_priority_max(id),
+        )
+    };
     (min.max(0) as u32, max.max(0) as u32)
 }
 
@@ -548,7 +554,8 @@ pub fn current_thread_affinity() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: valid out pointer of the size passed; pid 0 is this thread.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return Vec::new();
     }
@@ -767,7 +774,8 @@ impl ThreadRt {
     /// `prefault_bytes` of its stack. Affinity comes first: SCHED_DEADLINE refuses a
     /// thread whose affinity is narrower than its root domain, and the grant says so.
     pub fn apply(policy: &Policy, cpus: Option<&[usize]>, prefault_bytes: usize) -> ThreadRt {
-        let affinity_refusal = cpus.and_then(|c| set_current_thread_affinity(c).err().map(|e| e.to_string()));
+        let affinity_refusal =
+            cpus.and_then(|c| set_current_thread_affinity(c).err().map(|e| e.to_string()));
         let sched = set_current_thread_policy(policy);
         prefault_stack(prefault_bytes);
         ThreadRt {
@@ -800,7 +808,10 @@ mod tests {
         assert!(Policy::Fifo { priority: 0 }.validate().is_err());
         assert!(Policy::Fifo { priority: 100 }.validate().is_err());
         assert!(Policy::Fifo { priority: 80 }.validate().is_ok());
-        let msg = Policy::RoundRobin { priority: 120 }.validate().unwrap_err().to_string();
+        let msg = Policy::RoundRobin { priority: 120 }
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("1..99"), "{msg}");
     }
 
@@ -840,7 +851,10 @@ mod tests {
 
     #[test]
     fn cpu_lists_round_trip() {
-        assert_eq!(parse_cpu_list("0-3,6,8-9").unwrap(), vec![0, 1, 2, 3, 6, 8, 9]);
+        assert_eq!(
+            parse_cpu_list("0-3,6,8-9").unwrap(),
+            vec![0, 1, 2, 3, 6, 8, 9]
+        );
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("x").is_err());

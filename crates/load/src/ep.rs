@@ -247,7 +247,10 @@ mod tests {
         assert!(CLASS_S.verify(&r), "sums {} {}", r.sx, r.sy);
         // NPB 3.3 class S output: 13176389 pairs and these annulus counts.
         assert_eq!(r.pairs, 13_176_389);
-        assert_eq!(&r.q[..6], &[6_140_517, 5_865_300, 1_100_361, 68_546, 1_648, 17]);
+        assert_eq!(
+            &r.q[..6],
+            &[6_140_517, 5_865_300, 1_100_361, 68_546, 1_648, 17]
+        );
     }
 
     #[test]

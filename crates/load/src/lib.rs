@@ -63,7 +63,9 @@ pub enum LoadError {
     #[error("the ep load needs audiolat's own executable, which could not be found")]
     NoSelfExe,
     /// The scratch directory for the disk load is unusable.
-    #[error("disk load scratch directory {0} is not a writable directory: pass one with --scratch-dir")]
+    #[error(
+        "disk load scratch directory {0} is not a writable directory: pass one with --scratch-dir"
+    )]
     BadScratch(PathBuf),
     /// A load failed to start.
     #[error("could not start load `{command}`: {source}")]
@@ -134,6 +136,26 @@ pub const HACKBENCH: Tool = Tool {
     name: "hackbench",
     package: "rt-tests",
 };
+/// cyclictest, the reference for the jitter probe.
+pub const CYCLICTEST: Tool = Tool {
+    name: "cyclictest",
+    package: "rt-tests",
+};
+/// jackd, for the embedded JACK server.
+pub const JACKD: Tool = Tool {
+    name: "jackd",
+    package: "jackd2",
+};
+/// tc, for bandwidth reservation.
+pub const TC: Tool = Tool {
+    name: "tc",
+    package: "iproute2",
+};
+/// ip, for network namespaces.
+pub const IP: Tool = Tool {
+    name: "ip",
+    package: "iproute2",
+};
 
 /// Finds a program in `PATH` (and the sbin directories, which a user's PATH may lack).
 pub fn find_in_path(name: &str) -> Option<PathBuf> {
@@ -152,12 +174,16 @@ fn is_executable(p: &Path) -> bool {
 /// The first line a tool prints for its version, or its Debian package's version.
 pub fn tool_version(tool: &Tool, program: &Path) -> String {
     let flag = match tool.name {
-        "stress-ng" => Some("--version"),
-        "top" => Some("-v"),
+        "stress-ng" | "jackd" => Some("--version"),
+        "top" | "ip" | "tc" => Some("-V"),
         _ => None,
     };
     if let Some(flag) = flag {
-        if let Ok(out) = Command::new(program).arg(flag).stdin(Stdio::null()).output() {
+        if let Ok(out) = Command::new(program)
+            .arg(flag)
+            .stdin(Stdio::null())
+            .output()
+        {
             let text = String::from_utf8_lossy(&out.stdout).to_string()
                 + &String::from_utf8_lossy(&out.stderr);
             if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
@@ -170,7 +196,13 @@ pub fn tool_version(tool: &Tool, program: &Path) -> String {
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map(|o| format!("{} {}", tool.package, String::from_utf8_lossy(&o.stdout).trim()))
+        .map(|o| {
+            format!(
+                "{} {}",
+                tool.package,
+                String::from_utf8_lossy(&o.stdout).trim()
+            )
+        })
         .unwrap_or_else(|| "unknown".into())
 }
 
@@ -269,7 +301,11 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
                 ],
                 false,
             ),
-            LoadItem::Top => (Some(TOP), vec!["-b".into(), "-d".into(), "0.1".into()], true),
+            LoadItem::Top => (
+                Some(TOP),
+                vec!["-b".into(), "-d".into(), "0.1".into()],
+                true,
+            ),
             LoadItem::Hackbench => (
                 Some(HACKBENCH),
                 vec!["-g".into(), "4".into(), "-l".into(), "1000000000".into()],
@@ -424,8 +460,14 @@ pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadErro
         })?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
         for stream in [
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -653,12 +695,13 @@ pub fn tagged_processes(tag: &str) -> Vec<i32> {
         .filter(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             // Zombies have exited; they are not load left running.
-            let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|s| s.split_whitespace().next());
             state != Some("Z")
-                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                    env.split(|b| *b == 0)
-                        .any(|kv| kv == needle.as_bytes())
-                })
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
         })
         .collect()
 }
@@ -714,7 +757,10 @@ mod tests {
         assert_eq!(tagged_processes(&tag), vec![pid]);
         let desc = running.describe();
         assert_eq!(desc["spec"], "top");
-        assert!(desc["processes"][0]["command"].as_str().unwrap().contains("-d 0.1"));
+        assert!(desc["processes"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("-d 0.1"));
         let report = running.stop();
         assert!(!report.exits[0].early);
         assert!(tagged_processes(&tag).is_empty());

@@ -106,7 +106,9 @@ impl FromStr for LoadSpec {
             };
             let no_arg = |item: LoadItem| match arg {
                 None => Ok(item),
-                Some(a) => Err(SpecError(format!("load '{name}' takes no argument (got ':{a}')"))),
+                Some(a) => Err(SpecError(format!(
+                    "load '{name}' takes no argument (got ':{a}')"
+                ))),
             };
             let item = match name {
                 "cpu" => LoadItem::Cpu {
@@ -139,7 +141,11 @@ impl FromStr for LoadSpec {
                         ),
                     },
                 },
-                "none" => return Err(SpecError("'none' cannot be combined with other loads".into())),
+                "none" => {
+                    return Err(SpecError(
+                        "'none' cannot be combined with other loads".into(),
+                    ))
+                }
                 "" => return Err(SpecError(format!("empty item in load '{s}'"))),
                 other => return Err(SpecError(format!("unknown load '{other}'"))),
             };
@@ -177,7 +183,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_specs_with_the_accepted_forms() {
-        for bad in ["", "gpu", "cpu:0", "cpu:101", "cpu:x", "io:3", "none+cpu", "cpu+cpu", "cpu+", "ep:0"] {
+        for bad in [
+            "", "gpu", "cpu:0", "cpu:101", "cpu:x", "io:3", "none+cpu", "cpu+cpu", "cpu+", "ep:0",
+        ] {
             let err = bad.parse::<LoadSpec>().unwrap_err().to_string();
             assert!(err.contains("cpu[:percent]"), "{bad}: {err}");
         }

@@ -1,1 +1,37 @@
-//! placeholder
+//! # probes: turning a configuration into measurements
+//!
+//! Each probe takes a validated configuration, sets up the real-time runtime
+//! ([`engine::rt`]), measures, and returns an outcome that converts to the results model
+//! (measurements, events, series, validity flags). Probes never print: the binary does.
+//!
+//! - [`jitter`]: periodic wake-up latency (latencytest, cyclictest) and latencytest's
+//!   audio-fragment deadline model.
+//! - [`doctor`]: the machine's set-up, finding by finding.
+//! - [`machine`]: facts stored with every run.
+//! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
+//!   from the kernel's.
+//! - [`busy`]: a calibrated amount of DSP-like work.
+//!
+//! Real-time contract: the measuring loops ([`jitter::JitterLoop::run`]) allocate,
+//! lock and print nothing; debug-build tests run them under `assert_no_alloc`.
+//!
+//! ```no_run
+//! use std::sync::atomic::AtomicBool;
+//! use std::time::Duration;
+//! use probes::jitter::{self, JitterConfig, RunLength};
+//! let config = JitterConfig::new(488_281, RunLength::Duration(Duration::from_secs(5)));
+//! let stop = AtomicBool::new(false);
+//! let outcome = jitter::run(&config, &stop, |_live| {}).unwrap();
+//! println!("p99 {} ns, real-time: {}", outcome.latency.percentile(99.0).0, outcome.realtime());
+//! ```
+#![deny(missing_docs)]
+
+pub mod busy;
+pub mod doctor;
+pub mod jitter;
+pub mod machine;
+pub mod steal;
+
+#[cfg(all(test, debug_assertions))]
+#[global_allocator]
+static ALLOCATOR: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisabler;

@@ -151,7 +151,11 @@ pub fn cyclictest_histogram(h: &LatencyHistogram, overflow_cycles: &[u64]) -> St
         let _ = write!(out, " {c:05}");
     }
     if (overflow_cycles.len() as u64) < beyond {
-        let _ = write!(out, " # {:05} others", beyond - overflow_cycles.len() as u64);
+        let _ = write!(
+            out,
+            " # {:05} others",
+            beyond - overflow_cycles.len() as u64
+        );
     }
     out.push('\n');
     out

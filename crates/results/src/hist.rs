@@ -310,7 +310,11 @@ impl LatencyHistogram {
             .map_err(|e| HistError::Corrupt(format!("{e:?}")))?;
         out.overflows = stored.overflows;
         out.count = stored.count;
-        out.min = if stored.count == 0 { u64::MAX } else { stored.min };
+        out.min = if stored.count == 0 {
+            u64::MAX
+        } else {
+            stored.min
+        };
         out.max = stored.max;
         out.sum = stored.sum;
         out.sum_sq = stored.sum_sq;
@@ -442,15 +446,23 @@ mod tests {
         assert!(LatencyHistogram::new(1).is_err());
     }
 
+    #[cfg(debug_assertions)]
     #[test]
     fn recording_does_not_allocate() {
+        use assert_no_alloc::{assert_no_alloc, reset_violation_count, violation_count};
         let mut h = LatencyHistogram::new(100_000_000).unwrap();
-        assert_no_alloc::assert_no_alloc(|| {
+        reset_violation_count();
+        assert_no_alloc(|| {
             for i in 0..100_000u64 {
                 h.record(i * 7919 % 150_000_000);
             }
         });
+        assert_eq!(violation_count(), 0);
         assert!(h.overflows() > 0);
+        // The guard is armed: an allocation is seen.
+        assert_no_alloc(|| drop(std::hint::black_box(vec![0u8; 8])));
+        assert!(violation_count() > 0);
+        reset_violation_count();
     }
 }
 

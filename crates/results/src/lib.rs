@@ -36,6 +36,8 @@ pub mod model;
 pub mod store;
 
 pub use hist::{LatencyHistogram, Summary};
-pub use model::{Event, Machine, Measurement, RunInfo, RunStatus, Series, ToolInfo};
+pub use model::{
+    Event, Finding, Machine, Measurement, RunInfo, RunStatus, Series, ToolInfo, Verdict,
+};
 #[cfg(feature = "sqlite")]
 pub use store::{RunFilter, Store, StoreError};

@@ -154,7 +154,9 @@ impl Measurement {
 
     /// Samples above the histogram's bound.
     pub fn overflows(&self) -> u64 {
-        self.histogram.as_ref().map_or(0, LatencyHistogram::overflows)
+        self.histogram
+            .as_ref()
+            .map_or(0, LatencyHistogram::overflows)
     }
 }
 
@@ -232,6 +234,44 @@ pub struct MeasurementRecord {
     pub run_id: i64,
     /// The measurement.
     pub measurement: Measurement,
+}
+
+/// A doctor verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Fine for real-time audio.
+    Ok,
+    /// Works, but costs latency or reliability.
+    Warn,
+    /// Stands in the way of real-time audio.
+    Fail,
+}
+
+impl Verdict {
+    /// `ok`, `warn` or `fail`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Warn => "warn",
+            Verdict::Fail => "fail",
+        }
+    }
+}
+
+/// One finding of `audiolat doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable identifier, e.g. `kernel.preemption`.
+    pub check: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What was observed.
+    pub value: String,
+    /// Why it matters (empty when it does not).
+    pub detail: String,
+    /// What to do about it (empty when nothing needs doing).
+    pub fix: String,
 }
 
 /// Formats a `SystemTime` as RFC 3339 UTC with milliseconds.

@@ -427,7 +427,12 @@ impl Store {
                 "INSERT INTO event (run_id, mono_ns, kind, detail) VALUES (?1, ?2, ?3, ?4)",
             )?;
             for e in events {
-                stmt.execute(params![run_id, e.mono_ns as i64, e.kind, json_text(&e.detail)])?;
+                stmt.execute(params![
+                    run_id,
+                    e.mono_ns as i64,
+                    e.kind,
+                    json_text(&e.detail)
+                ])?;
             }
         }
         tx.commit()?;
@@ -558,7 +563,8 @@ impl Store {
                     misses: r.get::<_, Option<i64>>(18)?.map(|v| v as u64),
                     detail: parse_json(&r.get::<_, String>(22)?),
                 },
-                blob.zip(bound).map(|(b, bound)| (b, bound, exact, overflows)),
+                blob.zip(bound)
+                    .map(|(b, bound)| (b, bound, exact, overflows)),
             ))
         })?;
         let mut out = Vec::new();
@@ -624,9 +630,9 @@ impl Store {
 
     /// A run's series.
     pub fn series(&self, run_id: i64) -> Result<Vec<Series>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name, unit, columns, rows FROM series WHERE run_id = ?1 ORDER BY id")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT name, unit, columns, rows FROM series WHERE run_id = ?1 ORDER BY id",
+        )?;
         let rows = stmt.query_map([run_id], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -643,7 +649,8 @@ impl Store {
                 unit,
                 columns: serde_json::from_str(&columns)
                     .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-                rows: serde_json::from_str(&data).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                rows: serde_json::from_str(&data)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             });
         }
         Ok(out)
@@ -764,7 +771,13 @@ mod tests {
             )
             .unwrap();
         store
-            .finish_run(id, RunStatus::Interrupted, &json!({"realtime": true}), &json!({}), None)
+            .finish_run(
+                id,
+                RunStatus::Interrupted,
+                &json!({"realtime": true}),
+                &json!({}),
+                None,
+            )
             .unwrap();
 
         let run = store.run(id).unwrap();
@@ -777,7 +790,10 @@ mod tests {
         assert_eq!(back.summary(), h.summary());
         assert_eq!(back.overflows(), 1);
         assert_eq!(store.events(id, None).unwrap()[0].detail["cycle"], 3);
-        assert_eq!(store.event_counts(id).unwrap(), vec![("overflow".into(), 1)]);
+        assert_eq!(
+            store.event_counts(id).unwrap(),
+            vec![("overflow".into(), 1)]
+        );
         assert_eq!(store.series(id).unwrap()[0].rows, vec![vec![0.0, 1.0]]);
         assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 1);
     }
@@ -815,7 +831,10 @@ mod tests {
         // Pretend the run belongs to a process that no longer exists.
         store
             .conn
-            .execute("UPDATE run SET pid = ?2 WHERE id = ?1", params![id, i32::MAX as i64 - 1])
+            .execute(
+                "UPDATE run SET pid = ?2 WHERE id = ?1",
+                params![id, i32::MAX as i64 - 1],
+            )
             .unwrap();
         drop(store);
         let store = Store::open(&path).unwrap();

@@ -1,0 +1,1444 @@
+//! The jitter probe: periodic wake-up latency, as latencytest (1999) and cyclictest
+//! measure it, and latencytest's audio-fragment deadline model.
+//!
+//! A real-time thread wakes on absolute CLOCK_MONOTONIC deadlines
+//! `start + k · period` and records, for every cycle, the wake-up latency
+//! (`now − deadline`) and the interval since the previous wake-up, into fixed-bound
+//! histograms. Three wake-up mechanisms are offered:
+//!
+//! - `nanosleep`: `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, cyclictest's
+//!   default. A cycle that ends after the next deadline skips the deadlines already past
+//!   (counted as skipped), as cyclictest does.
+//! - `timerfd`: a periodic `timerfd` armed on the absolute start time; `read` returns the
+//!   expirations since the last read, and all but the first are counted as skipped.
+//! - `signal`: a periodic POSIX timer delivering a real-time signal to this thread,
+//!   received with `sigwaitinfo`; overruns come from `timer_getoverrun`. This is the
+//!   modern form of latencytest's RTC + SIGIO.
+//!
+//! With `busy_percent`, every cycle also performs a calibrated amount of computation
+//! ([`crate::busy`]). With a [`FragmentModel`] (N fragments of F frames at R Hz) the
+//! period is F/R and the loop is latencytest's audio model: a cycle whose work ends later
+//! than (N − 1) periods after its deadline would have under-run the sound card; it is
+//! counted with its time, and the loop re-synchronises to the next period boundary as a
+//! driver restarting after an xrun would. In this mode no deadline is skipped: a late
+//! cycle makes the next ones late too, as it would a real buffer.
+//!
+//! The loop itself ([`JitterLoop::run`]) only reads the clock, does arithmetic and writes
+//! to memory allocated beforehand: no allocation, lock, print or system call other than
+//! the wake-up and the clock. A debug-build test proves it with `assert_no_alloc`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::clock::monotonic_ns;
+use engine::rt::{Policy, ProcessRt, ThreadRt};
+use results::{Event, LatencyHistogram, Measurement, Series};
+use serde_json::{json, Value};
+
+use crate::busy::BusyWork;
+use crate::steal::{StealSampler, StealTimeline};
+
+/// How the thread is woken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeMode {
+    /// clock_nanosleep(TIMER_ABSTIME).
+    Nanosleep,
+    /// A periodic timerfd.
+    Timerfd,
+    /// A periodic POSIX timer delivering a signal, received with sigwaitinfo.
+    Signal,
+}
+
+impl WakeMode {
+    /// Name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WakeMode::Nanosleep => "nanosleep",
+            WakeMode::Timerfd => "timerfd",
+            WakeMode::Signal => "signal",
+        }
+    }
+
+    /// How the wake-up is obtained, for the measurement's method.
+    pub fn mechanism(&self) -> &'static str {
+        match self {
+            WakeMode::Nanosleep => "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)",
+            WakeMode::Timerfd => "periodic timerfd (CLOCK_MONOTONIC, absolute start), read()",
+            WakeMode::Signal => {
+                "periodic POSIX timer (CLOCK_MONOTONIC) signalling the thread (SIGEV_THREAD_ID), sigwaitinfo()"
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for WakeMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "nanosleep" => Ok(WakeMode::Nanosleep),
+            "timerfd" => Ok(WakeMode::Timerfd),
+            "signal" => Ok(WakeMode::Signal),
+            other => Err(format!(
+                "unknown wake-up mode '{other}': use nanosleep, timerfd or signal"
+            )),
+        }
+    }
+}
+
+/// latencytest's audio model: `fragments` buffers of `frames` frames at `sample_rate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentModel {
+    /// Fragments in the buffer (N ≥ 2).
+    pub fragments: u32,
+    /// Frames per fragment.
+    pub frames: u32,
+    /// Sample rate (Hz).
+    pub sample_rate: u32,
+}
+
+impl FragmentModel {
+    /// One fragment's duration, rounded to the nanosecond.
+    pub fn period_ns(&self) -> u64 {
+        ((self.frames as u128 * 1_000_000_000 + self.sample_rate as u128 / 2)
+            / self.sample_rate as u128) as u64
+    }
+
+    /// Time a cycle may take after its deadline before the buffer runs dry:
+    /// (N − 1) periods.
+    pub fn headroom_ns(&self) -> u64 {
+        (self.fragments as u64 - 1) * self.period_ns()
+    }
+}
+
+/// How long to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunLength {
+    /// For this long.
+    Duration(Duration),
+    /// For this many cycles.
+    Loops(u64),
+}
+
+/// Everything the jitter probe needs to know.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JitterConfig {
+    /// Wake-up mechanism.
+    pub mode: WakeMode,
+    /// Period (ns). With a fragment model, the fragment's duration.
+    pub period_ns: u64,
+    /// latencytest's audio model, when asked for.
+    pub fragments: Option<FragmentModel>,
+    /// Share of each period spent computing (0..100).
+    pub busy_percent: f64,
+    /// Scheduling policy of the measuring thread.
+    pub policy: Policy,
+    /// CPUs to pin the measuring thread to.
+    pub cpus: Option<Vec<usize>>,
+    /// How long to run.
+    pub length: RunLength,
+    /// Histogram bound (ns); larger values are overflows.
+    pub hist_bound_ns: u64,
+    /// Lock memory (mlockall).
+    pub lock_memory: bool,
+    /// Hold /dev/cpu_dma_latency at 0 µs.
+    pub dma_latency: bool,
+    /// Length of one point of the latency-against-time series (ns).
+    pub block_ns: u64,
+}
+
+/// Smallest period accepted (20 µs, 50 kHz).
+pub const MIN_PERIOD_NS: u64 = 20_000;
+/// Largest period accepted (10 s).
+pub const MAX_PERIOD_NS: u64 = 10_000_000_000;
+/// Overflows and under-runs kept with their cycle numbers (all are counted).
+pub const MAX_RECORDS: usize = 4096;
+/// Largest wake-ups kept with their cycle numbers.
+pub const TOP_OUTLIERS: usize = 32;
+/// Points kept in the latency-against-time series.
+pub const MAX_BLOCKS: usize = 1_000_000;
+
+/// Why a jitter run could not be made. Messages name the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum JitterError {
+    /// The configuration is impossible.
+    #[error("{0}")]
+    Invalid(String),
+    /// A timer could not be set up.
+    #[error("{what}: {source}")]
+    Timer {
+        /// What failed.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The measuring thread panicked.
+    #[error("the measuring thread panicked: {0}")]
+    Panicked(String),
+}
+
+impl JitterConfig {
+    /// A configuration with latencytest's defaults: 2048 Hz, nanosleep, SCHED_FIFO 80.
+    pub fn new(period_ns: u64, length: RunLength) -> JitterConfig {
+        JitterConfig {
+            mode: WakeMode::Nanosleep,
+            period_ns,
+            fragments: None,
+            busy_percent: 0.0,
+            policy: Policy::Fifo { priority: 80 },
+            cpus: None,
+            length,
+            hist_bound_ns: 100_000_000,
+            lock_memory: true,
+            dma_latency: true,
+            block_ns: 100_000_000,
+        }
+    }
+
+    /// Checks the configuration before anything is started.
+    pub fn validate(&self) -> Result<(), JitterError> {
+        let bad = |m: String| Err(JitterError::Invalid(m));
+        if self.period_ns < MIN_PERIOD_NS || self.period_ns > MAX_PERIOD_NS {
+            return bad(format!(
+                "period {} ns is out of range: use a rate of 0.1..50000 Hz (an interval of 20us..10s)",
+                self.period_ns
+            ));
+        }
+        if !(0.0..100.0).contains(&self.busy_percent) {
+            return bad(format!(
+                "--busy {} is out of range: use 0..99 (percent of each period)",
+                self.busy_percent
+            ));
+        }
+        if let Some(f) = &self.fragments {
+            if f.fragments < 2 {
+                return bad(format!(
+                    "--fragments {} leaves no headroom: use 2 or more (latencytest used 3)",
+                    f.fragments
+                ));
+            }
+            if f.frames == 0 {
+                return bad("--frames must be at least 1".into());
+            }
+            if !(1_000..=768_000).contains(&f.sample_rate) {
+                return bad(format!(
+                    "sample rate {} Hz is out of range: use 1000..768000",
+                    f.sample_rate
+                ));
+            }
+        }
+        if self.hist_bound_ns < 1_000 || self.hist_bound_ns > 60_000_000_000 {
+            return bad(format!(
+                "histogram bound {} ns is out of range: use 1us..60s",
+                self.hist_bound_ns
+            ));
+        }
+        self.policy
+            .validate()
+            .map_err(|e| JitterError::Invalid(e.to_string()))?;
+        if matches!(self.policy, Policy::Deadline { .. }) && self.cpus.is_some() {
+            return bad(
+                "SCHED_DEADLINE cannot be combined with --cpu: the kernel requires a deadline \
+                 thread's affinity to span its whole root domain; drop --cpu"
+                    .into(),
+            );
+        }
+        if let Some(cpus) = &self.cpus {
+            let online = engine::rt::online_cpus();
+            if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+                return bad(format!(
+                    "CPU {c} is not online (online CPUs: {}); pick one of those",
+                    engine::rt::format_cpu_list(&online)
+                ));
+            }
+            if cpus.is_empty() {
+                return bad("--cpu needs at least one CPU".into());
+            }
+        }
+        match self.length {
+            RunLength::Duration(d) if d.is_zero() => bad("--duration must be positive".into()),
+            RunLength::Loops(0) => bad("--loops must be positive".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Cycles the run is planned for.
+    pub fn planned_cycles(&self) -> u64 {
+        match self.length {
+            RunLength::Loops(n) => n,
+            RunLength::Duration(d) => (d.as_nanos() as u64).div_ceil(self.period_ns),
+        }
+    }
+
+    /// The configuration as stored with the run.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "mode": self.mode.name(),
+            "period_ns": self.period_ns,
+            "rate_hz": 1e9 / self.period_ns as f64,
+            "fragments": self.fragments.map(|f| json!({
+                "fragments": f.fragments, "frames": f.frames, "sample_rate": f.sample_rate,
+                "period_ns": f.period_ns(), "headroom_ns": f.headroom_ns(),
+            })),
+            "busy_percent": self.busy_percent,
+            "policy": self.policy.to_string(),
+            "cpus": self.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
+            "duration_s": match self.length { RunLength::Duration(d) => Some(d.as_secs_f64()), _ => None },
+            "loops": match self.length { RunLength::Loops(n) => Some(n), _ => None },
+            "histogram_bound_ns": self.hist_bound_ns,
+            "lock_memory": self.lock_memory,
+            "dma_latency": self.dma_latency,
+        })
+    }
+}
+
+/// One remarkable cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CycleRecord {
+    /// Cycle number (0-based, counting processed cycles).
+    pub cycle: u64,
+    /// The cycle's intended deadline, CLOCK_MONOTONIC ns.
+    pub deadline_ns: u64,
+    /// The value: wake-up latency, or completion time for under-runs (ns).
+    pub value_ns: u64,
+    /// CPU the thread was on.
+    pub cpu: u32,
+}
+
+/// Latency statistics of one block of cycles (a point of the latency-against-time
+/// series).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Block {
+    /// Deadline of the block's first cycle, relative to the start (ns).
+    pub offset_ns: u64,
+    /// Cycles in the block.
+    pub cycles: u32,
+    /// Smallest wake-up latency.
+    pub min_ns: u64,
+    /// Sum of wake-up latencies.
+    pub sum_ns: u64,
+    /// Largest wake-up latency.
+    pub max_ns: u64,
+    /// Largest completion time (fragment model), else 0.
+    pub completion_max_ns: u64,
+}
+
+/// Counters the measuring thread publishes for a live status line.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Cycles done.
+    pub cycles: AtomicU64,
+    /// Last wake-up latency (ns).
+    pub last_ns: AtomicU64,
+    /// Largest wake-up latency so far (ns).
+    pub max_ns: AtomicU64,
+    /// Overflows so far.
+    pub overflows: AtomicU64,
+    /// Would-be under-runs so far.
+    pub underruns: AtomicU64,
+}
+
+/// A copy of [`Live`] at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LiveSnapshot {
+    /// Cycles done.
+    pub cycles: u64,
+    /// Cycles planned.
+    pub planned: u64,
+    /// Last wake-up latency (ns).
+    pub last_ns: u64,
+    /// Largest wake-up latency so far (ns).
+    pub max_ns: u64,
+    /// Overflows so far.
+    pub overflows: u64,
+    /// Would-be under-runs so far.
+    pub underruns: u64,
+}
+
+enum Waiter {
+    Nanosleep,
+    Timerfd {
+        fd: i32,
+    },
+    Signal {
+        timer: libc::timer_t,
+        set: libc::sigset_t,
+    },
+}
+
+fn timer_signal() -> i32 {
+    libc::SIGRTMIN() + 1
+}
+
+fn itimerspec(start_ns: u64, period_ns: u64) -> libc::itimerspec {
+    libc::itimerspec {
+        it_interval: engine::clock::timespec_from_ns(period_ns),
+        it_value: engine::clock::timespec_from_ns(start_ns),
+    }
+}
+
+impl Waiter {
+    fn new(mode: WakeMode) -> Result<Waiter, JitterError> {
+        match mode {
+            WakeMode::Nanosleep => Ok(Waiter::Nanosleep),
+            WakeMode::Timerfd => {
+                // SAFETY: plain syscall.
+                let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(JitterError::Timer {
+                        what: "timerfd_create",
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                Ok(Waiter::Timerfd { fd })
+            }
+            WakeMode::Signal => {
+                // SAFETY: sigset_t is plain data; the calls initialise and fill it.
+                let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+                // SAFETY: valid set pointer; blocking the timer's signal in this thread
+                // so that sigwaitinfo receives it instead of a handler.
+                unsafe {
+                    libc::sigemptyset(&mut set);
+                    libc::sigaddset(&mut set, timer_signal());
+                    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                }
+                // SAFETY: sigevent is plain data.
+                let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+                sev.sigev_notify = libc::SIGEV_THREAD_ID;
+                sev.sigev_signo = timer_signal();
+                // SAFETY: gettid has no preconditions.
+                sev.sigev_notify_thread_id = unsafe { libc::gettid() };
+                let mut timer: libc::timer_t = std::ptr::null_mut();
+                // SAFETY: valid sigevent and out pointer.
+                let rc = unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut timer) };
+                if rc != 0 {
+                    return Err(JitterError::Timer {
+                        what: "timer_create",
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                Ok(Waiter::Signal { timer, set })
+            }
+        }
+    }
+
+    /// Arms the periodic timer with its first expiry at `start_ns`.
+    fn arm(&mut self, start_ns: u64, period_ns: u64) -> Result<(), JitterError> {
+        let spec = itimerspec(start_ns, period_ns);
+        match self {
+            Waiter::Nanosleep => Ok(()),
+            Waiter::Timerfd { fd } => {
+                // SAFETY: valid fd and itimerspec.
+                let rc = unsafe {
+                    libc::timerfd_settime(*fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+                };
+                if rc != 0 {
+                    return Err(JitterError::Timer {
+                        what: "timerfd_settime",
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                Ok(())
+            }
+            Waiter::Signal { timer, set } => {
+                // SAFETY: valid timer and itimerspec.
+                let rc = unsafe {
+                    libc::timer_settime(*timer, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
+                };
+                if rc != 0 {
+                    return Err(JitterError::Timer {
+                        what: "timer_settime",
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                // Discard a signal left pending by an earlier arming.
+                let zero = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: valid set and timeout; a null info pointer is allowed.
+                while unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &zero) } > 0 {}
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits for the deadline; returns how many timer expirations were consumed (≥ 1).
+    #[inline]
+    fn wait(&mut self, deadline_ns: u64) -> u64 {
+        match self {
+            Waiter::Nanosleep => {
+                engine::clock::sleep_until_ns(deadline_ns);
+                1
+            }
+            Waiter::Timerfd { fd } => {
+                let mut expirations: u64 = 0;
+                loop {
+                    // SAFETY: reading 8 bytes into a u64 from a timerfd.
+                    let n = unsafe {
+                        libc::read(
+                            *fd,
+                            (&mut expirations as *mut u64).cast(),
+                            std::mem::size_of::<u64>(),
+                        )
+                    };
+                    if n == 8 {
+                        return expirations.max(1);
+                    }
+                    if n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
+                    {
+                        // Cannot happen with a valid armed timerfd; fall back to sleeping.
+                        engine::clock::sleep_until_ns(deadline_ns);
+                        return 1;
+                    }
+                }
+            }
+            Waiter::Signal { timer, set } => loop {
+                // SAFETY: valid set; a null info pointer is allowed.
+                let sig = unsafe { libc::sigwaitinfo(set, std::ptr::null_mut()) };
+                if sig == timer_signal() {
+                    // SAFETY: valid timer id.
+                    let overrun = unsafe { libc::timer_getoverrun(*timer) }.max(0) as u64;
+                    return 1 + overrun;
+                }
+            },
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        match self {
+            Waiter::Nanosleep => {}
+            // SAFETY: closing our own fd.
+            Waiter::Timerfd { fd } => unsafe {
+                libc::close(*fd);
+            },
+            // SAFETY: deleting our own timer.
+            Waiter::Signal { timer, .. } => unsafe {
+                libc::timer_delete(*timer);
+            },
+        }
+    }
+}
+
+/// The measuring loop with everything it writes to, allocated beforehand.
+pub struct JitterLoop {
+    mode: WakeMode,
+    period_ns: u64,
+    fragments: Option<FragmentModel>,
+    waiter: Waiter,
+    busy: Option<BusyWork>,
+    busy_iterations: u64,
+    latency: LatencyHistogram,
+    interval: LatencyHistogram,
+    completion: Option<LatencyHistogram>,
+    overflows: Vec<CycleRecord>,
+    underruns: Vec<CycleRecord>,
+    underrun_count: u64,
+    outliers: [CycleRecord; TOP_OUTLIERS],
+    outlier_len: usize,
+    outlier_min: u64,
+    blocks: Vec<Block>,
+    blocks_dropped: u64,
+    block_cycles: u32,
+    skipped: u64,
+    cycles: u64,
+    live: Arc<Live>,
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// It ran its planned length.
+    Complete,
+    /// The stop flag was raised.
+    Interrupted,
+}
+
+impl JitterLoop {
+    /// Allocates everything the loop will write to and creates its timer. Call on the
+    /// measuring thread (the signal mode directs its timer at the calling thread).
+    pub fn prepare(
+        config: &JitterConfig,
+        busy: Option<BusyWork>,
+        live: Arc<Live>,
+    ) -> Result<JitterLoop, JitterError> {
+        config.validate()?;
+        let bound = config.hist_bound_ns;
+        let hist =
+            |b: u64| LatencyHistogram::new(b).map_err(|e| JitterError::Invalid(e.to_string()));
+        let block_cycles = (config.block_ns / config.period_ns).clamp(1, u32::MAX as u64) as u32;
+        let blocks_planned =
+            (config.planned_cycles() / block_cycles as u64 + 2).min(MAX_BLOCKS as u64);
+        let busy_iterations = busy.map_or(0, |b| {
+            b.iterations_for_ns((config.period_ns as f64 * config.busy_percent / 100.0) as u64)
+        });
+        Ok(JitterLoop {
+            mode: config.mode,
+            period_ns: config.period_ns,
+            fragments: config.fragments,
+            waiter: Waiter::new(config.mode)?,
+            busy,
+            busy_iterations,
+            latency: hist(bound)?,
+            interval: hist(bound + config.period_ns)?,
+            completion: match config.fragments {
+                Some(_) => Some(hist(bound + config.period_ns)?),
+                None => None,
+            },
+            overflows: Vec::with_capacity(MAX_RECORDS),
+            underruns: Vec::with_capacity(MAX_RECORDS),
+            underrun_count: 0,
+            outliers: [CycleRecord::default(); TOP_OUTLIERS],
+            outlier_len: 0,
+            outlier_min: 0,
+            blocks: Vec::with_capacity(blocks_planned as usize),
+            blocks_dropped: 0,
+            block_cycles,
+            skipped: 0,
+            cycles: 0,
+            live,
+        })
+    }
+
+    #[inline]
+    fn note_outlier(&mut self, rec: CycleRecord) {
+        if self.outlier_len == TOP_OUTLIERS && rec.value_ns <= self.outlier_min {
+            return;
+        }
+        if self.outlier_len < TOP_OUTLIERS {
+            self.outliers[self.outlier_len] = rec;
+            self.outlier_len += 1;
+        } else {
+            // Replace the smallest.
+            let mut idx = 0;
+            for i in 1..TOP_OUTLIERS {
+                if self.outliers[i].value_ns < self.outliers[idx].value_ns {
+                    idx = i;
+                }
+            }
+            self.outliers[idx] = rec;
+        }
+        if self.outlier_len == TOP_OUTLIERS {
+            self.outlier_min = self.outliers.iter().map(|o| o.value_ns).min().unwrap_or(0);
+        }
+    }
+
+    #[inline]
+    fn push_block(&mut self, block: Block) {
+        if block.cycles == 0 {
+            return;
+        }
+        if self.blocks.len() < self.blocks.capacity() {
+            self.blocks.push(block);
+        } else {
+            self.blocks_dropped += 1;
+        }
+    }
+
+    /// Runs cycles from deadline `start_ns` until `length` is done or `stop` is raised.
+    /// Real-time safe: allocates nothing, takes no lock, prints nothing.
+    pub fn run(
+        &mut self,
+        start_ns: u64,
+        length: RunLength,
+        stop: &AtomicBool,
+    ) -> Result<LoopEnd, JitterError> {
+        self.waiter.arm(start_ns, self.period_ns)?;
+        let period = self.period_ns;
+        let end_ns = match length {
+            RunLength::Duration(d) => Some(start_ns + d.as_nanos() as u64),
+            RunLength::Loops(_) => None,
+        };
+        let max_cycles = match length {
+            RunLength::Loops(n) => n,
+            RunLength::Duration(_) => u64::MAX,
+        };
+        let headroom = self.fragments.map(|f| f.headroom_ns());
+        let mut k: u64 = 0; // index of the next deadline
+        let mut backlog: u64 = 0; // expirations consumed but not yet processed
+        let mut prev_wake: Option<u64> = None;
+        let mut block = Block::default();
+        let live = Arc::clone(&self.live);
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                self.push_block(block);
+                return Ok(LoopEnd::Interrupted);
+            }
+            let deadline = start_ns + k * period;
+            if self.cycles >= max_cycles || end_ns.is_some_and(|e| deadline >= e) {
+                self.push_block(block);
+                return Ok(LoopEnd::Complete);
+            }
+            let consumed = if backlog > 0 {
+                backlog -= 1;
+                1
+            } else {
+                self.waiter.wait(deadline)
+            };
+            let now = monotonic_ns();
+            let latency = now.saturating_sub(deadline);
+            let cycle = self.cycles;
+            self.cycles += 1;
+
+            let in_bound = self.latency.record(latency);
+            if !in_bound {
+                if self.overflows.len() < MAX_RECORDS {
+                    self.overflows.push(CycleRecord {
+                        cycle,
+                        deadline_ns: deadline,
+                        value_ns: latency,
+                        cpu: engine::rt::current_cpu().unwrap_or(0) as u32,
+                    });
+                }
+                live.overflows.fetch_add(1, Ordering::Relaxed);
+            }
+            if self.outlier_len < TOP_OUTLIERS || latency > self.outlier_min {
+                self.note_outlier(CycleRecord {
+                    cycle,
+                    deadline_ns: deadline,
+                    value_ns: latency,
+                    cpu: engine::rt::current_cpu().unwrap_or(0) as u32,
+                });
+            }
+            if let Some(prev) = prev_wake {
+                self.interval.record(now.saturating_sub(prev));
+            }
+            prev_wake = Some(now);
+
+            if let Some(busy) = &mut self.busy {
+                busy.run(self.busy_iterations);
+            }
+
+            // Series block.
+            if block.cycles == 0 {
+                block = Block {
+                    offset_ns: deadline - start_ns,
+                    min_ns: latency,
+                    ..Block::default()
+                };
+            }
+            block.cycles += 1;
+            block.min_ns = block.min_ns.min(latency);
+            block.max_ns = block.max_ns.max(latency);
+            block.sum_ns += latency;
+
+            live.cycles.store(self.cycles, Ordering::Relaxed);
+            live.last_ns.store(latency, Ordering::Relaxed);
+            live.max_ns.fetch_max(latency, Ordering::Relaxed);
+
+            match headroom {
+                Some(headroom) => {
+                    let done = monotonic_ns();
+                    let completion = done.saturating_sub(deadline);
+                    if let Some(h) = &mut self.completion {
+                        h.record(completion);
+                    }
+                    block.completion_max_ns = block.completion_max_ns.max(completion);
+                    if completion > headroom {
+                        self.underrun_count += 1;
+                        if self.underruns.len() < MAX_RECORDS {
+                            self.underruns.push(CycleRecord {
+                                cycle,
+                                deadline_ns: deadline,
+                                value_ns: completion,
+                                cpu: engine::rt::current_cpu().unwrap_or(0) as u32,
+                            });
+                        }
+                        live.underruns.fetch_add(1, Ordering::Relaxed);
+                        // Re-synchronise to the next boundary, as a driver restarting
+                        // after an xrun would.
+                        let next = (done - start_ns).div_ceil(period);
+                        self.skipped += next.saturating_sub(k + 1);
+                        k = next;
+                        backlog = 0;
+                        if !matches!(self.waiter, Waiter::Nanosleep) {
+                            self.waiter.arm(start_ns + k * period, period)?;
+                        }
+                    } else {
+                        // Every fragment must be produced: catch up, skip nothing.
+                        k += 1;
+                        backlog += consumed - 1;
+                    }
+                }
+                None => {
+                    if matches!(self.mode, WakeMode::Nanosleep) {
+                        k += 1;
+                        let after = monotonic_ns();
+                        while start_ns + k * period < after {
+                            k += 1;
+                            self.skipped += 1;
+                        }
+                    } else {
+                        self.skipped += consumed - 1;
+                        k += consumed;
+                    }
+                }
+            }
+
+            if block.cycles >= self.block_cycles {
+                self.push_block(block);
+                block = Block::default();
+            }
+        }
+    }
+}
+
+/// What a finished loop recorded, without its timer (which belongs to the measuring
+/// thread).
+#[derive(Debug)]
+pub struct LoopResults {
+    /// Cycles processed.
+    pub cycles: u64,
+    /// Deadlines skipped.
+    pub skipped: u64,
+    /// Wake-up latency.
+    pub latency: LatencyHistogram,
+    /// Interval between wake-ups.
+    pub interval: LatencyHistogram,
+    /// Completion time (fragment model).
+    pub completion: Option<LatencyHistogram>,
+    /// Overflows with cycle numbers.
+    pub overflows: Vec<CycleRecord>,
+    /// Would-be under-runs with cycle numbers.
+    pub underruns: Vec<CycleRecord>,
+    /// All would-be under-runs.
+    pub underrun_count: u64,
+    /// Largest wake-ups, largest first.
+    pub outliers: Vec<CycleRecord>,
+    /// Latency against time.
+    pub blocks: Vec<Block>,
+    /// Blocks not kept.
+    pub blocks_dropped: u64,
+    /// Busy iterations per cycle.
+    pub busy_iterations: u64,
+}
+
+impl JitterLoop {
+    /// Ends the loop: deletes its timer and hands over what it recorded.
+    pub fn into_results(self) -> LoopResults {
+        let mut outliers: Vec<CycleRecord> = self.outliers[..self.outlier_len].to_vec();
+        outliers.sort_by(|a, b| b.value_ns.cmp(&a.value_ns));
+        LoopResults {
+            cycles: self.cycles,
+            skipped: self.skipped,
+            latency: self.latency,
+            interval: self.interval,
+            completion: self.completion,
+            overflows: self.overflows,
+            underruns: self.underruns,
+            underrun_count: self.underrun_count,
+            outliers,
+            blocks: self.blocks,
+            blocks_dropped: self.blocks_dropped,
+            busy_iterations: self.busy_iterations,
+        }
+    }
+}
+
+/// Everything a jitter run measured.
+#[derive(Debug)]
+pub struct JitterOutcome {
+    /// The configuration.
+    pub config: JitterConfig,
+    /// How it ended.
+    pub end: LoopEnd,
+    /// Deadline of cycle 0 (CLOCK_MONOTONIC ns).
+    pub start_ns: u64,
+    /// When the loop returned.
+    pub end_ns: u64,
+    /// Cycles processed.
+    pub cycles: u64,
+    /// Deadlines skipped because a cycle ended after them.
+    pub skipped: u64,
+    /// Wake-up latency.
+    pub latency: LatencyHistogram,
+    /// Interval between consecutive wake-ups.
+    pub interval: LatencyHistogram,
+    /// Completion time (fragment model).
+    pub completion: Option<LatencyHistogram>,
+    /// Overflows with cycle numbers (first [`MAX_RECORDS`]).
+    pub overflows: Vec<CycleRecord>,
+    /// Would-be under-runs with cycle numbers (first [`MAX_RECORDS`]).
+    pub underruns: Vec<CycleRecord>,
+    /// All would-be under-runs.
+    pub underrun_count: u64,
+    /// The largest wake-ups, largest first.
+    pub outliers: Vec<CycleRecord>,
+    /// Latency against time.
+    pub blocks: Vec<Block>,
+    /// Blocks not kept (series full).
+    pub blocks_dropped: u64,
+    /// The busy kernel's calibration and per-cycle work.
+    pub busy: Option<(BusyWork, u64)>,
+    /// What the measuring thread got.
+    pub thread: ThreadRt,
+    /// Memory lock granted.
+    pub memory: engine::rt::MemoryLockGrant,
+    /// /dev/cpu_dma_latency granted.
+    pub dma_latency: Option<(bool, Option<i32>, Option<String>)>,
+    /// Host steal through the run.
+    pub steal: StealTimeline,
+}
+
+/// Runs the jitter probe: sets up the process and a measuring thread, samples host
+/// steal beside it, and calls `tick` about ten times a second on the calling thread
+/// with a live snapshot (for a status line). Raising `stop` ends the run early; what
+/// was measured is returned with [`LoopEnd::Interrupted`].
+pub fn run(
+    config: &JitterConfig,
+    stop: &AtomicBool,
+    mut tick: impl FnMut(&LiveSnapshot),
+) -> Result<JitterOutcome, JitterError> {
+    config.validate()?;
+    let process = ProcessRt::setup(config.lock_memory, config.dma_latency.then_some(0));
+    let steal = StealSampler::start(Duration::from_millis(10));
+    let live = Arc::new(Live::default());
+    let planned = config.planned_cycles();
+    const PREFAULT: usize = 256 * 1024;
+
+    let outcome = std::thread::scope(|s| {
+        let cfg = config.clone();
+        let thread_live = Arc::clone(&live);
+        let handle = std::thread::Builder::new()
+            .name("audiolat-jitter".into())
+            .stack_size(PREFAULT + (1 << 20))
+            .spawn_scoped(s, move || -> Result<_, JitterError> {
+                block_termination_signals();
+                let thread = ThreadRt::apply(&cfg.policy, cfg.cpus.as_deref(), PREFAULT);
+                let busy = (cfg.busy_percent > 0.0).then(|| BusyWork::calibrate(20_000, 25));
+                let mut lp = JitterLoop::prepare(&cfg, busy, thread_live)?;
+                // First deadline a little ahead, so set-up cannot make cycle 0 late.
+                let start_ns = monotonic_ns() + 10_000_000;
+                let end = lp.run(start_ns, cfg.length, stop)?;
+                let end_ns = monotonic_ns();
+                Ok((lp.into_results(), thread, start_ns, end_ns, end, busy))
+            })
+            .map_err(|e| JitterError::Timer {
+                what: "spawning the measuring thread",
+                source: e,
+            })?;
+        while !handle.is_finished() {
+            std::thread::sleep(Duration::from_millis(100));
+            tick(&LiveSnapshot {
+                cycles: live.cycles.load(Ordering::Relaxed),
+                planned,
+                last_ns: live.last_ns.load(Ordering::Relaxed),
+                max_ns: live.max_ns.load(Ordering::Relaxed),
+                overflows: live.overflows.load(Ordering::Relaxed),
+                underruns: live.underruns.load(Ordering::Relaxed),
+            });
+        }
+        handle.join().map_err(|p| {
+            JitterError::Panicked(
+                p.downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into()),
+            )
+        })?
+    });
+    let steal = steal.finish();
+    let (lp, thread, start_ns, end_ns, end, busy) = outcome?;
+    Ok(JitterOutcome {
+        config: config.clone(),
+        end,
+        start_ns,
+        end_ns,
+        cycles: lp.cycles,
+        skipped: lp.skipped,
+        busy: busy.map(|b| (b, lp.busy_iterations)),
+        latency: lp.latency,
+        interval: lp.interval,
+        completion: lp.completion,
+        overflows: lp.overflows,
+        underruns: lp.underruns,
+        underrun_count: lp.underrun_count,
+        outliers: lp.outliers,
+        blocks: lp.blocks,
+        blocks_dropped: lp.blocks_dropped,
+        thread,
+        memory: process.memory.clone(),
+        dma_latency: process
+            .dma_latency
+            .as_ref()
+            .map(|d| (d.is_held(), d.granted_us, d.refusal.clone())),
+        steal,
+    })
+}
+
+/// Keeps SIGINT and SIGTERM away from the measuring thread, so the handler runs on
+/// another thread and the loop only sees the stop flag.
+fn block_termination_signals() {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// An outlier with the host steal around it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttributedOutlier {
+    /// The cycle.
+    pub record: CycleRecord,
+    /// Steal on the thread's CPU in the window around it (ns).
+    pub steal_ns: u64,
+}
+
+impl JitterOutcome {
+    /// True when the thread ran at a real-time policy.
+    pub fn realtime(&self) -> bool {
+        self.thread.is_realtime()
+    }
+
+    /// Steal around a cycle: on the CPU it ran on, from its deadline to its deadline plus
+    /// its value (widened by a `/proc/stat` tick each side).
+    pub fn steal_around(&self, rec: &CycleRecord) -> u64 {
+        self.steal.steal_ns_in(
+            Some(&[rec.cpu as usize]),
+            rec.deadline_ns,
+            rec.deadline_ns + rec.value_ns,
+        )
+    }
+
+    /// The largest wake-ups with the steal around each.
+    pub fn attributed_outliers(&self) -> Vec<AttributedOutlier> {
+        self.outliers
+            .iter()
+            .map(|r| AttributedOutlier {
+                record: *r,
+                steal_ns: self.steal_around(r),
+            })
+            .collect()
+    }
+
+    /// CPUs the thread could run on.
+    fn cpus(&self) -> Vec<usize> {
+        self.thread.cpus_granted.clone()
+    }
+
+    /// The measurements to store.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let mode = self.config.mode;
+        let mut out = Vec::new();
+        let mut lat =
+            Measurement::from_histogram(
+                "jitter",
+                "wakeup_latency",
+                &format!(
+                "{}: CLOCK_MONOTONIC time on waking minus the absolute deadline start + k*period \
+                 (cyclictest's method); deadlines already past are skipped{}",
+                mode.mechanism(),
+                if self.config.fragments.is_some() { " only after an under-run" } else { "" }
+            ),
+                self.latency.clone(),
+            );
+        lat.detail = json!({"skipped_deadlines": self.skipped, "period_ns": self.config.period_ns});
+        out.push(lat);
+        let overflow_values: Vec<u64> = self.overflows.iter().map(|o| o.value_ns).collect();
+        let mut co = Measurement::from_histogram(
+            "jitter",
+            "wakeup_latency_co_corrected",
+            "wakeup_latency corrected for coordinated omission off the real-time thread: a wake-up \
+             late by L also stands for the skipped deadlines, at L - period, L - 2*period, ...",
+            self.latency
+                .corrected_for_omission(self.config.period_ns, &overflow_values),
+        );
+        co.detail = json!({"expected_interval_ns": self.config.period_ns});
+        out.push(co);
+        let mut iv = Measurement::from_histogram(
+            "jitter",
+            "wakeup_interval",
+            "CLOCK_MONOTONIC time between consecutive wake-ups (nominally one period)",
+            self.interval.clone(),
+        );
+        iv.detail = json!({"nominal_ns": self.config.period_ns});
+        out.push(iv);
+        if let (Some(c), Some(f)) = (&self.completion, &self.config.fragments) {
+            let mut m = Measurement::from_histogram(
+                "jitter",
+                "fragment_completion",
+                &format!(
+                    "fragment model {}x{} frames at {} Hz: time from a fragment's deadline to the \
+                     end of its work; above (fragments-1)*period the card would have under-run",
+                    f.fragments, f.frames, f.sample_rate
+                ),
+                c.clone(),
+            );
+            m.deadline = Some(f.headroom_ns() as f64);
+            m.misses = Some(self.underrun_count);
+            out.push(m);
+        }
+        out
+    }
+
+    /// Overflows, would-be under-runs and steal spikes, as events.
+    pub fn events(&self) -> Vec<Event> {
+        let mut out = Vec::new();
+        for o in &self.overflows {
+            out.push(Event {
+                mono_ns: o.deadline_ns,
+                kind: "overflow".into(),
+                detail: json!({"cycle": o.cycle, "latency_ns": o.value_ns, "cpu": o.cpu,
+                               "steal_ns_around": self.steal_around(o)}),
+            });
+        }
+        for u in &self.underruns {
+            out.push(Event {
+                mono_ns: u.deadline_ns,
+                kind: "underrun".into(),
+                detail: json!({"cycle": u.cycle, "completion_ns": u.value_ns, "cpu": u.cpu,
+                               "headroom_ns": self.config.fragments.map(|f| f.headroom_ns()),
+                               "steal_ns_around": self.steal_around(u)}),
+            });
+        }
+        let cpus = self.cpus();
+        for (t, ns) in self.steal.spikes(Some(&cpus)) {
+            out.push(Event {
+                mono_ns: t,
+                kind: "steal".into(),
+                detail: json!({"steal_ns": ns, "cpus": engine::rt::format_cpu_list(&cpus)}),
+            });
+        }
+        out.sort_by_key(|e| e.mono_ns);
+        out
+    }
+
+    /// Latency against time, one row per block.
+    pub fn series(&self) -> Series {
+        let frag = self.config.fragments.is_some();
+        let mut columns = vec!["t_s", "cycles", "min_ns", "mean_ns", "max_ns"];
+        if frag {
+            columns.push("completion_max_ns");
+        }
+        Series {
+            name: "wakeup_latency_by_block".into(),
+            unit: "ns".into(),
+            columns: columns.into_iter().map(String::from).collect(),
+            rows: self
+                .blocks
+                .iter()
+                .map(|b| {
+                    let mut row = vec![
+                        b.offset_ns as f64 / 1e9,
+                        b.cycles as f64,
+                        b.min_ns as f64,
+                        b.sum_ns as f64 / b.cycles.max(1) as f64,
+                        b.max_ns as f64,
+                    ];
+                    if frag {
+                        row.push(b.completion_max_ns as f64);
+                    }
+                    row
+                })
+                .collect(),
+        }
+    }
+
+    /// Host steal during the run on the thread's CPUs: (ns, percent of the run).
+    pub fn steal_summary(&self) -> (u64, f64) {
+        let cpus = self.cpus();
+        let ns = self.steal.total_ns(Some(&cpus));
+        let span = self.steal.span_ns().max(1) * cpus.len().max(1) as u64;
+        (ns, 100.0 * ns as f64 / span as f64)
+    }
+
+    /// The real-time settings granted, as stored with the run.
+    pub fn qos_granted(&self) -> Value {
+        let t = &self.thread;
+        json!({
+            "policy": t.sched.granted.to_string(),
+            "policy_refusal": t.sched.refusal,
+            "cpus": engine::rt::format_cpu_list(&t.cpus_granted),
+            "affinity_refusal": t.affinity_refusal,
+            "memory_locked": {"current": self.memory.current, "future": self.memory.future,
+                              "refusal": self.memory.refusal},
+            "cpu_dma_latency": self.dma_latency.as_ref().map(|(held, us, refusal)| json!({
+                "held": held, "value_us": us, "refusal": refusal})),
+            "stack_prefaulted_bytes": t.stack_prefaulted,
+            "tid": t.tid,
+        })
+    }
+
+    /// Validity flags: what a reader must know before trusting the numbers.
+    pub fn flags(&self) -> Value {
+        let (steal_ns, steal_pct) = self.steal_summary();
+        let attributed = self.attributed_outliers();
+        let with_steal = attributed.iter().filter(|a| a.steal_ns > 0).count();
+        json!({
+            "realtime": self.realtime(),
+            "policy_as_requested": self.thread.sched.is_exact(),
+            "affinity_as_requested": self.thread.affinity_refusal.is_none(),
+            "memory_locked": self.memory.current,
+            "cpu_dma_latency_held": self.dma_latency.as_ref().is_some_and(|d| d.0),
+            "interrupted": self.end == LoopEnd::Interrupted,
+            "host_steal_ns": steal_ns,
+            "host_steal_percent": steal_pct,
+            "outliers_with_host_steal": with_steal,
+            "outliers_examined": attributed.len(),
+            "histogram_overflows": self.latency.overflows(),
+            "percentiles_clamped": self.latency.summary().clamped,
+        })
+    }
+
+    /// Probe-specific results: counts, calibration, outliers with steal.
+    pub fn result_json(&self) -> Value {
+        let (steal_ns, steal_pct) = self.steal_summary();
+        json!({
+            "cycles": self.cycles,
+            "planned_cycles": self.config.planned_cycles(),
+            "skipped_deadlines": self.skipped,
+            "overflows": self.latency.overflows(),
+            "overflow_cycles": self.overflows.iter().map(|o| o.cycle).collect::<Vec<_>>(),
+            "underruns": self.underrun_count,
+            "underrun_cycles": self.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
+            "run_ns": self.end_ns.saturating_sub(self.start_ns),
+            "busy": self.busy.map(|(b, iters)| json!({
+                "percent": self.config.busy_percent,
+                "ns_per_iteration": b.ns_per_iteration,
+                "iterations_per_cycle": iters,
+                "calibrated_ns_per_cycle": b.ns_per_iteration * iters as f64,
+            })),
+            "steal": {"ns": steal_ns, "percent": steal_pct, "samples": self.steal.samples.len(),
+                      "tick_ns": self.steal.tick_ns},
+            "outliers": self.attributed_outliers().iter().map(|a| json!({
+                "cycle": a.record.cycle, "latency_ns": a.record.value_ns, "cpu": a.record.cpu,
+                "t_s": a.record.deadline_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+                "steal_ns_around": a.steal_ns,
+            })).collect::<Vec<_>>(),
+            "series_blocks_dropped": self.blocks_dropped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(mode: WakeMode, period_ns: u64, loops: u64) -> JitterConfig {
+        JitterConfig {
+            mode,
+            policy: Policy::Other { nice: 0 },
+            lock_memory: false,
+            dma_latency: false,
+            ..JitterConfig::new(period_ns, RunLength::Loops(loops))
+        }
+    }
+
+    #[test]
+    fn fragment_model_arithmetic() {
+        // latencytest's "3x128" were bytes of 16-bit stereo: 32 frames, 0.73 ms.
+        let f = FragmentModel {
+            fragments: 3,
+            frames: 32,
+            sample_rate: 44_100,
+        };
+        assert_eq!(f.period_ns(), 725_624);
+        assert_eq!(f.headroom_ns(), 2 * 725_624);
+    }
+
+    #[test]
+    fn validation_names_the_fix() {
+        let mut c = cfg(WakeMode::Nanosleep, 1_000, 10);
+        assert!(c.validate().unwrap_err().to_string().contains("rate"));
+        c.period_ns = 1_000_000;
+        c.busy_percent = 100.0;
+        assert!(c.validate().unwrap_err().to_string().contains("--busy"));
+        c.busy_percent = 10.0;
+        c.policy = Policy::Fifo { priority: 200 };
+        assert!(c.validate().unwrap_err().to_string().contains("1..99"));
+        c.policy = Policy::Deadline {
+            runtime_ns: 100_000,
+            deadline_ns: 1_000_000,
+            period_ns: 1_000_000,
+        };
+        c.cpus = Some(vec![0]);
+        assert!(c.validate().unwrap_err().to_string().contains("--cpu"));
+        c.cpus = None;
+        c.fragments = Some(FragmentModel {
+            fragments: 1,
+            frames: 32,
+            sample_rate: 44_100,
+        });
+        assert!(c.validate().unwrap_err().to_string().contains("headroom"));
+    }
+
+    #[test]
+    fn every_mode_measures_plausible_latencies() {
+        for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
+            let stop = AtomicBool::new(false);
+            let out = run(&cfg(mode, 1_000_000, 200), &stop, |_| {}).unwrap();
+            assert_eq!(out.end, LoopEnd::Complete, "{mode:?}");
+            assert_eq!(out.cycles, 200, "{mode:?}");
+            let s = out.latency.summary();
+            assert_eq!(s.count, 200);
+            // A wake-up is never early, and its median is far below a period.
+            assert!(s.min >= 0.0 && s.p50 < 1_000_000.0, "{mode:?}: {s:?}");
+            // Intervals centre on the period.
+            let iv = out.interval.summary();
+            assert!((iv.p50 - 1_000_000.0).abs() < 200_000.0, "{mode:?}: {iv:?}");
+            assert!(!out.blocks.is_empty());
+        }
+    }
+
+    #[test]
+    fn stop_flag_interrupts_and_keeps_samples() {
+        let stop = AtomicBool::new(false);
+        let c = JitterConfig {
+            length: RunLength::Duration(Duration::from_secs(30)),
+            ..cfg(WakeMode::Nanosleep, 1_000_000, 1)
+        };
+        let mut ticks = 0;
+        let out = run(&c, &stop, |snap| {
+            ticks += 1;
+            if snap.cycles > 50 {
+                stop.store(true, Ordering::Relaxed);
+            }
+        })
+        .unwrap();
+        assert_eq!(out.end, LoopEnd::Interrupted);
+        assert!(out.cycles > 50 && out.cycles < 30_000);
+        assert_eq!(out.latency.count(), out.cycles);
+        assert!(ticks > 0);
+    }
+
+    #[test]
+    fn an_impossible_fragment_budget_counts_underruns() {
+        // 90 % busy with 2 fragments of 0.5 ms: any wake-up later than ~50 µs plus
+        // calibration error under-runs; make it certain with a 60 µs period and 2
+        // fragments, where the work alone (54 µs) nearly fills the headroom, and a
+        // histogram bound of 1 µs so overflows are recorded too.
+        let c = JitterConfig {
+            fragments: Some(FragmentModel {
+                fragments: 2,
+                frames: 3,
+                sample_rate: 48_000,
+            }),
+            busy_percent: 99.0,
+            hist_bound_ns: 1_000,
+            ..cfg(WakeMode::Nanosleep, 62_500, 400)
+        };
+        let stop = AtomicBool::new(false);
+        let out = run(&c, &stop, |_| {}).unwrap();
+        assert_eq!(out.cycles, 400);
+        let completion = out.completion.as_ref().unwrap();
+        assert_eq!(completion.count(), 400);
+        // Completion is at least the work's calibrated time in the median.
+        assert!(completion.summary().p50 >= 0.5 * 62_500.0);
+        assert_eq!(
+            out.underruns.len() as u64,
+            out.underrun_count.min(MAX_RECORDS as u64)
+        );
+        assert!(out.latency.overflows() > 0);
+        assert!(!out.overflows.is_empty());
+        let m = out.measurements();
+        assert_eq!(m.last().unwrap().metric, "fragment_completion");
+        assert_eq!(m.last().unwrap().misses, Some(out.underrun_count));
+    }
+
+    #[test]
+    fn outliers_are_the_largest_wakeups() {
+        let stop = AtomicBool::new(false);
+        let out = run(&cfg(WakeMode::Nanosleep, 500_000, 300), &stop, |_| {}).unwrap();
+        assert_eq!(out.outliers.len(), TOP_OUTLIERS);
+        assert_eq!(out.outliers[0].value_ns, out.latency.max());
+        assert!(out
+            .outliers
+            .windows(2)
+            .all(|w| w[0].value_ns >= w[1].value_ns));
+        let p50 = out.latency.percentile(50.0).0;
+        assert!(out.outliers.last().unwrap().value_ns >= p50);
+    }
+}
+
+/// The loop, run under `assert_no_alloc`: every allocation or deallocation on the
+/// measuring path is counted by the guard allocator, and the tests assert the count is
+/// zero. Only in debug builds, where the guard is armed; a control test proves it is.
+#[cfg(all(test, debug_assertions))]
+mod no_alloc {
+    use super::*;
+    use assert_no_alloc::{assert_no_alloc, reset_violation_count, violation_count};
+
+    fn run_guarded(config: JitterConfig) -> JitterLoop {
+        let busy = (config.busy_percent > 0.0).then(|| BusyWork::calibrate(10_000, 3));
+        let mut lp = JitterLoop::prepare(&config, busy, Arc::new(Live::default())).unwrap();
+        let stop = AtomicBool::new(false);
+        let start = monotonic_ns() + 1_000_000;
+        reset_violation_count();
+        let end = assert_no_alloc(|| lp.run(start, config.length, &stop));
+        assert_eq!(violation_count(), 0, "the jitter loop allocated");
+        assert_eq!(end.unwrap(), LoopEnd::Complete);
+        lp
+    }
+
+    #[test]
+    fn the_guard_is_armed() {
+        reset_violation_count();
+        assert_no_alloc(|| {
+            let v = std::hint::black_box(vec![1u8; 64]);
+            drop(v);
+        });
+        assert!(
+            violation_count() > 0,
+            "assert_no_alloc did not see an allocation"
+        );
+        reset_violation_count();
+    }
+
+    fn base(mode: WakeMode) -> JitterConfig {
+        JitterConfig {
+            mode,
+            policy: Policy::Other { nice: 0 },
+            lock_memory: false,
+            dma_latency: false,
+            // A 2 µs bound makes most samples overflow, so the overflow path runs too;
+            // small blocks make the series path run many times.
+            hist_bound_ns: 2_000,
+            block_ns: 1_000_000,
+            ..JitterConfig::new(250_000, RunLength::Loops(400))
+        }
+    }
+
+    #[test]
+    fn the_jitter_loop_does_not_allocate_in_any_mode() {
+        for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
+            let lp = run_guarded(base(mode));
+            assert_eq!(lp.cycles, 400);
+            assert!(
+                lp.latency.overflows() > 0,
+                "{mode:?}: the overflow path must be exercised"
+            );
+            assert!(lp.blocks.len() > 10);
+        }
+    }
+
+    #[test]
+    fn the_fragment_loop_does_not_allocate_even_when_it_underruns() {
+        for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
+            let config = JitterConfig {
+                fragments: Some(FragmentModel {
+                    fragments: 2,
+                    frames: 3,
+                    sample_rate: 48_000,
+                }),
+                busy_percent: 99.0,
+                ..base(mode)
+            };
+            let config = JitterConfig {
+                period_ns: config.fragments.unwrap().period_ns(),
+                ..config
+            };
+            let lp = run_guarded(config);
+            assert_eq!(lp.cycles, 400);
+            assert_eq!(lp.completion.as_ref().unwrap().count(), 400);
+            // Work of 99 % of a period plus any wake-up latency exceeds one period of
+            // headroom: the under-run and re-synchronisation path must be exercised.
+            assert!(lp.underrun_count > 0, "{mode:?}");
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Facts about the machine, stored with every run and checked by `doctor`.
+
+use results::Machine;
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// `uname` fields: (release, version).
+pub fn uname() -> (String, String) {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer.
+    unsafe { libc::uname(&mut u) };
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).to_string()
+    };
+    (field(&u.release), field(&u.version))
+}
+
+/// How the running kernel preempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Preemption {
+    /// PREEMPT_RT: fully preemptible, threaded interrupts.
+    Rt,
+    /// A PREEMPT_DYNAMIC kernel, with its mode when it could be read
+    /// (`none`, `voluntary`, `full`, `lazy`).
+    Dynamic(Option<String>),
+    /// CONFIG_PREEMPT (full) without dynamic switching.
+    Full,
+    /// CONFIG_PREEMPT_VOLUNTARY.
+    Voluntary,
+    /// CONFIG_PREEMPT_NONE (server).
+    None,
+    /// Could not tell.
+    Unknown,
+}
+
+impl Preemption {
+    /// The effective mode: `rt`, `full`, `lazy`, `voluntary`, `none` or `unknown`.
+    pub fn effective(&self) -> &str {
+        match self {
+            Preemption::Rt => "rt",
+            Preemption::Dynamic(Some(m)) => m,
+            Preemption::Dynamic(None) | Preemption::Unknown => "unknown",
+            Preemption::Full => "full",
+            Preemption::Voluntary => "voluntary",
+            Preemption::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Preemption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Preemption::Rt => f.write_str("PREEMPT_RT"),
+            Preemption::Dynamic(Some(m)) => write!(f, "PREEMPT_DYNAMIC ({m})"),
+            Preemption::Dynamic(None) => f.write_str("PREEMPT_DYNAMIC (mode unknown)"),
+            Preemption::Full => f.write_str("PREEMPT (full)"),
+            Preemption::Voluntary => f.write_str("PREEMPT_VOLUNTARY"),
+            Preemption::None => f.write_str("PREEMPT_NONE"),
+            Preemption::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
+/// The mode in brackets in `/sys/kernel/debug/sched/preempt` ("none voluntary (full) lazy").
+pub fn parse_bracketed_mode(text: &str) -> Option<String> {
+    let start = text.find('(')?;
+    let end = text[start..].find(')')? + start;
+    Some(text[start + 1..end].to_string())
+}
+
+fn kernel_config_value(key: &str) -> Option<String> {
+    let (release, _) = uname();
+    let text = std::fs::read_to_string(format!("/boot/config-{release}")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+}
+
+/// Detects the preemption model from `/sys/kernel/realtime`, debugfs, the kernel
+/// command line, `uname -v` and `/boot/config-*`, in that order of authority.
+pub fn preemption() -> Preemption {
+    let (_, version) = uname();
+    if read_trim("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
+        return Preemption::Rt;
+    }
+    let dynamic = version.contains("PREEMPT_DYNAMIC")
+        || kernel_config_value("CONFIG_PREEMPT_DYNAMIC").as_deref() == Some("y");
+    if dynamic {
+        if let Some(mode) =
+            read_trim("/sys/kernel/debug/sched/preempt").and_then(|t| parse_bracketed_mode(&t))
+        {
+            return Preemption::Dynamic(Some(mode));
+        }
+        let cmdline = read_trim("/proc/cmdline").unwrap_or_default();
+        if let Some(mode) = cmdline
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("preempt="))
+        {
+            return Preemption::Dynamic(Some(mode.to_string()));
+        }
+        // Without debugfs or preempt=, the build default applies.
+        for (key, mode) in [
+            ("CONFIG_PREEMPT", "full"),
+            ("CONFIG_PREEMPT_LAZY", "lazy"),
+            ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+            ("CONFIG_PREEMPT_NONE", "none"),
+        ] {
+            if kernel_config_value(key).as_deref() == Some("y") {
+                return Preemption::Dynamic(Some(mode.to_string()));
+            }
+        }
+        return Preemption::Dynamic(None);
+    }
+    if version.contains("PREEMPT") {
+        return Preemption::Full;
+    }
+    match (
+        kernel_config_value("CONFIG_PREEMPT_VOLUNTARY").as_deref(),
+        kernel_config_value("CONFIG_PREEMPT_NONE").as_deref(),
+    ) {
+        (Some("y"), _) => Preemption::Voluntary,
+        (_, Some("y")) => Preemption::None,
+        _ => Preemption::Unknown,
+    }
+}
+
+/// The CPU model name.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "model name" | "Model" | "cpu model").then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The hypervisor's CPUID vendor signature (x86 leaf 0x40000000), if any.
+#[cfg(target_arch = "x86_64")]
+fn cpuid_hypervisor() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    #[allow(unused_unsafe)]
+    // SAFETY: CPUID exists on every x86_64 CPU; leaf 1 is always valid.
+    let leaf1 = unsafe { __cpuid(1) };
+    if leaf1.ecx & (1 << 31) == 0 {
+        return None;
+    }
+    #[allow(unused_unsafe)]
+    // SAFETY: the hypervisor bit is set, so leaf 0x40000000 is defined.
+    let r = unsafe { __cpuid(0x4000_0000) };
+    let mut sig = Vec::with_capacity(12);
+    for reg in [r.ebx, r.ecx, r.edx] {
+        sig.extend_from_slice(&reg.to_le_bytes());
+    }
+    let sig = String::from_utf8_lossy(&sig)
+        .trim_matches(char::from(0))
+        .to_string();
+    Some(match sig.as_str() {
+        "KVMKVMKVM" => "KVM".into(),
+        "Microsoft Hv" => "Hyper-V".into(),
+        "VMwareVMware" => "VMware".into(),
+        "XenVMMXenVMM" => "Xen".into(),
+        "TCGTCGTCGTCG" => "QEMU (TCG)".into(),
+        "ACRNACRNACRN" => "ACRN".into(),
+        "VBoxVBoxVBox" => "VirtualBox".into(),
+        "" => "unknown hypervisor".into(),
+        other => other.to_string(),
+    })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_hypervisor() -> Option<String> {
+    None
+}
+
+/// The hypervisor this machine runs under, if it is virtual.
+pub fn virtualization() -> Option<String> {
+    if let Some(hv) = cpuid_hypervisor() {
+        let product = read_trim("/sys/class/dmi/id/product_name").unwrap_or_default();
+        let vendor = read_trim("/sys/class/dmi/id/sys_vendor").unwrap_or_default();
+        let extra = [vendor, product]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Some(if extra.is_empty() {
+            hv
+        } else {
+            format!("{hv} ({extra})")
+        });
+    }
+    if let Some(t) = read_trim("/sys/hypervisor/type") {
+        return Some(t);
+    }
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    flags
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+        .then(|| "unknown hypervisor".to_string())
+}
+
+/// The current clocksource (`tsc`, `kvm-clock`, `hpet`, ...).
+pub fn clocksource() -> String {
+    read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Everything stored about the machine with a run.
+pub fn machine() -> Machine {
+    let (kernel_release, kernel_version) = uname();
+    Machine {
+        hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+        kernel_release,
+        kernel_version,
+        preemption: preemption().to_string(),
+        cpu_model: cpu_model(),
+        cpus_online: engine::rt::online_cpus().len(),
+        virtualization: virtualization(),
+        clocksource: clocksource(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracketed_mode() {
+        assert_eq!(
+            parse_bracketed_mode("none voluntary (full) lazy").as_deref(),
+            Some("full")
+        );
+        assert_eq!(parse_bracketed_mode("nothing"), None);
+    }
+
+    #[test]
+    fn machine_facts_are_filled() {
+        let m = machine();
+        assert!(!m.kernel_release.is_empty());
+        assert!(m.cpus_online >= 1);
+        assert!(!m.cpu_model.is_empty());
+        assert_ne!(m.preemption, "");
+    }
+}
