@@ -1,1 +1,497 @@
-fn main() {}
+//! audiolat: a real-time audio latency test bench for Linux.
+//!
+//! This binary parses the command line, runs probes as stored runs, and prints. It is
+//! the one place where errors become exit codes:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done |
+//! | 1 | a run failed while measuring (what was measured is kept, status `failed`) |
+//! | 2 | refused before anything started: bad input, missing tool, unusable database |
+//! | 130 | interrupted by Ctrl-C / SIGTERM (the run is stored as `interrupted`) |
+
+mod cli;
+mod runner;
+mod views;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::error::ErrorKind;
+use clap::Parser;
+use results::model::RunRecord;
+use results::{RunFilter, RunStatus, Store, StoreError};
+use serde_json::json;
+
+use cli::{Cli, Command, ExportFormat, RunRef, UsageError};
+use runner::{Context, LiveLine};
+
+const EXIT_FAILED: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+const EXIT_INTERRUPTED: u8 = 130;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    let stop = install_signal_handlers();
+    match dispatch(cli, stop) {
+        Ok(code) => code,
+        Err(e) => {
+            let usage = e.downcast_ref::<UsageError>().is_some()
+                || e.chain().any(|c| {
+                    matches!(
+                        c.downcast_ref::<StoreError>(),
+                        Some(
+                            StoreError::Open { .. }
+                                | StoreError::Missing(_)
+                                | StoreError::TooNew { .. }
+                                | StoreError::NoSuchRun(_)
+                        )
+                    )
+                });
+            let msg = format!("{e:#}").replace('\n', " ");
+            eprintln!("audiolat: error: {msg}");
+            ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILED })
+        }
+    }
+}
+
+/// clap's errors, on one line with the way out; help and version as clap prints them.
+fn clap_error(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(EXIT_USAGE)
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            let tip = rendered
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("tip: "))
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default();
+            let sub = std::env::args()
+                .skip(1)
+                .find(|a| {
+                    ["doctor", "jitter", "suite", "runs", "show", "export"].contains(&a.as_str())
+                })
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            eprintln!("audiolat: error: {first}{tip}; see 'audiolat{sub} --help'");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// First SIGINT/SIGTERM raises the stop flag (runs end cleanly, loads are stopped,
+/// results kept); a second one exits at once.
+fn install_signal_handlers() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    stop
+}
+
+fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 0 {
+                "audiolat".to_string()
+            } else {
+                load::shell_quote(&a)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let ctx = Context {
+        db_path: cli.db.clone(),
+        command_line: command_line(),
+        tool: runner::tool_info(),
+        stop,
+    };
+    match cli.command {
+        Command::Doctor(a) => {
+            let report = probes::doctor::run(a.steal_window);
+            if a.json {
+                print_json(&views::doctor_json(&report))?;
+            } else {
+                print!("{}", views::doctor_text(&report));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Jitter(a) => jitter(&ctx, &a),
+        Command::Suite(a) => suite(&ctx, &a),
+        Command::Runs(a) => runs(&ctx, &a),
+        Command::Show(a) => show(&ctx, &a),
+        Command::Export(a) => export(&ctx, &a),
+        Command::Load(a) => load_worker(&ctx, &a),
+    }
+}
+
+fn print_json(v: &serde_json::Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn check_output_path(path: &std::path::Path, flag: &str) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if path.is_dir() || !parent.is_dir() {
+        return Err(UsageError(format!(
+            "{flag} {}: not a file in an existing directory; give a writable file path",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
+    // Everything is checked before the database is opened: bad input writes nothing.
+    let config = cli::jitter_config(a)?;
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    runner::check_load(&a.load, &scratch)?;
+    if let Some(p) = &a.histfile {
+        check_output_path(p, "--histfile")?;
+    }
+    let store = Store::open(&ctx.db_path)?;
+    let live = LiveLine::new("jitter", a.quiet || a.json, config.period_ns);
+    let run = runner::jitter_run(ctx, &store, None, &config, &a.load, &scratch, &live)?;
+    if let Some(path) = &a.histfile {
+        let overflow_cycles: Vec<u64> = run.outcome.overflows.iter().map(|o| o.cycle).collect();
+        std::fs::write(
+            path,
+            results::export::cyclictest_histogram(&run.outcome.latency, &overflow_cycles),
+        )
+        .with_context(|| format!("writing --histfile {}", path.display()))?;
+    }
+    if a.json {
+        print_json(&views::jitter_json(&run))?;
+    } else {
+        print!("{}", views::jitter_text(&run, &ctx.db_path));
+    }
+    Ok(match run.status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+struct SuiteEntry {
+    label: String,
+    run_id: Option<i64>,
+    status: String,
+    headline: Option<results::Measurement>,
+    underruns: Option<u64>,
+    flags: serde_json::Value,
+    note: String,
+}
+
+fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    let store = Store::open(&ctx.db_path)?;
+    let group = store.create_group(
+        "suite",
+        &ctx.command_line,
+        &json!({"each_s": a.each.as_secs_f64()}),
+    )?;
+    let quiet = a.quiet || a.json;
+    if !quiet {
+        eprintln!(
+            "audiolat suite: group {group}; doctor, then each probe for {:.0} s",
+            a.each.as_secs_f64()
+        );
+    }
+    let report = probes::doctor::run(std::time::Duration::from_secs(1));
+    let doctor_id = runner::doctor_run(ctx, &store, Some(group), &report)?;
+    let (ok, warn, fail) = report.counts();
+    let mut entries = vec![SuiteEntry {
+        label: "doctor".into(),
+        run_id: Some(doctor_id),
+        status: "complete".into(),
+        headline: None,
+        underruns: None,
+        flags: json!({}),
+        note: format!("{ok} ok, {warn} warn, {fail} fail"),
+    }];
+    let mut failed = false;
+    for (label, config, load) in runner::suite_plan(a.each) {
+        if ctx.stopped() {
+            entries.push(SuiteEntry {
+                label: label.into(),
+                run_id: None,
+                status: "not run".into(),
+                headline: None,
+                underruns: None,
+                flags: json!({}),
+                note: "interrupted".into(),
+            });
+            continue;
+        }
+        if let Err(e) = runner::check_load(&load, &scratch) {
+            entries.push(SuiteEntry {
+                label: label.into(),
+                run_id: None,
+                status: "skipped".into(),
+                headline: None,
+                underruns: None,
+                flags: json!({}),
+                note: e.to_string(),
+            });
+            continue;
+        }
+        let live = LiveLine::new(label, quiet, config.period_ns);
+        match runner::jitter_run(ctx, &store, Some(group), &config, &load, &scratch, &live) {
+            Ok(run) => {
+                let headline = run
+                    .measurements
+                    .iter()
+                    .find(|m| m.metric == "fragment_completion")
+                    .or(run.measurements.first())
+                    .cloned();
+                entries.push(SuiteEntry {
+                    label: label.into(),
+                    run_id: Some(run.run_id),
+                    status: run.status.to_string(),
+                    headline,
+                    underruns: config.fragments.map(|_| run.outcome.underrun_count),
+                    flags: run.flags.clone(),
+                    note: String::new(),
+                });
+            }
+            Err(e) => {
+                failed = true;
+                entries.push(SuiteEntry {
+                    label: label.into(),
+                    run_id: None,
+                    status: "failed".into(),
+                    headline: None,
+                    underruns: None,
+                    flags: json!({}),
+                    note: format!("{e:#}"),
+                });
+            }
+        }
+    }
+    if a.json {
+        print_json(&json!({
+            "group_id": group,
+            "doctor": views::doctor_json(&report),
+            "runs": entries.iter().map(|e| json!({
+                "label": e.label, "run_id": e.run_id, "status": e.status,
+                "metric": e.headline.as_ref().map(|m| m.metric.clone()),
+                "summary": e.headline.as_ref().map(|m| results::export::summary_json(&m.summary)),
+                "underruns": e.underruns, "flags": e.flags, "note": e.note,
+            })).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        print!("{}", suite_text(group, &entries, &ctx.db_path));
+    }
+    Ok(if ctx.stopped() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if failed {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Path) -> String {
+    use report::terminal::{fmt_value, Table};
+    let mut t = Table::new(&[
+        "run",
+        "scenario",
+        "status",
+        "metric",
+        "p50",
+        "p99",
+        "max",
+        "under-runs",
+        "rt",
+        "steal",
+    ]);
+    for e in entries {
+        let (metric, p50, p99, max) = match &e.headline {
+            Some(m) => (
+                m.metric.clone(),
+                fmt_value(m.summary.p50, &m.unit),
+                fmt_value(m.summary.p99, &m.unit),
+                fmt_value(m.summary.max, &m.unit),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        t.row(vec![
+            e.run_id.map_or("-".into(), |i| i.to_string()),
+            e.label.clone(),
+            e.status.clone(),
+            metric,
+            p50,
+            p99,
+            max,
+            e.underruns.map_or("-".into(), |u| u.to_string()),
+            match e.flags["realtime"].as_bool() {
+                Some(true) => "yes".into(),
+                Some(false) => "NO".into(),
+                None => "-".into(),
+            },
+            e.flags["host_steal_percent"]
+                .as_f64()
+                .map_or("-".into(), |p| format!("{p:.1}%")),
+        ]);
+    }
+    let mut out = format!("\naudiolat suite, group {group}\n\n");
+    out.push_str(&t.render());
+    for e in entries.iter().filter(|e| !e.note.is_empty()) {
+        out.push_str(&format!("{}: {}\n", e.label, e.note));
+    }
+    out.push_str(&format!(
+        "\nstored in {}; `audiolat runs --group {group}` lists the runs, `audiolat show <run>` shows one\n",
+        db.display()
+    ));
+    out
+}
+
+fn resolve(store: &Store, r: RunRef) -> Result<RunRecord> {
+    let id = match r {
+        RunRef::Id(id) => id,
+        RunRef::Last => store.last_run_id()?.ok_or_else(|| {
+            UsageError("no runs stored yet: run a probe first (e.g. audiolat jitter)".into())
+        })?,
+    };
+    Ok(store.run(id)?)
+}
+
+fn runs(ctx: &Context, a: &cli::RunsArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&ctx.db_path)?;
+    let list = store.list_runs(&RunFilter {
+        probe: a.probe.clone(),
+        group_id: a.group,
+        status: a.status,
+        limit: Some(a.limit),
+    })?;
+    let mut rows = Vec::new();
+    for r in list {
+        let h = views::headline(&store, &r)?;
+        rows.push((r, h));
+    }
+    if a.json {
+        print_json(&json!(rows
+            .iter()
+            .map(|(r, h)| json!({
+                "id": r.id, "group_id": r.group_id, "probe": r.probe, "status": r.status,
+                "started_at": r.started_at, "duration_s": r.duration_s, "flags": r.flags,
+                "metric": h.as_ref().map(|m| m.metric.clone()),
+                "summary": h.as_ref().map(|m| results::export::summary_json(&m.summary)),
+            }))
+            .collect::<Vec<_>>()))?;
+    } else if rows.is_empty() {
+        println!("no runs match");
+    } else {
+        print!("{}", report::terminal::runs_table(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&ctx.db_path)?;
+    let run = resolve(&store, a.run)?;
+    let measurements = store.measurements(run.id)?;
+    if a.json {
+        let events = store.events(run.id, None)?;
+        let series = store.series(run.id)?;
+        print_json(&results::export::run_json(
+            &run,
+            &measurements,
+            &events,
+            &series,
+        ))?;
+    } else {
+        let counts = store.event_counts(run.id)?;
+        let events = store.events(run.id, Some(a.events))?;
+        print!(
+            "{}",
+            views::show_text(&run, &measurements, &counts, &events)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.output {
+        check_output_path(p, "--output")?;
+    }
+    let store = Store::open_existing(&ctx.db_path)?;
+    let run = resolve(&store, a.run)?;
+    let measurements = store.measurements(run.id)?;
+    let text = match a.format {
+        ExportFormat::Json => {
+            let events = store.events(run.id, None)?;
+            let series = store.series(run.id)?;
+            serde_json::to_string_pretty(&results::export::run_json(
+                &run,
+                &measurements,
+                &events,
+                &series,
+            ))? + "\n"
+        }
+        ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
+        ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),
+        ExportFormat::Cyclictest => {
+            let h = measurements
+                .iter()
+                .find_map(|m| m.measurement.histogram.as_ref())
+                .ok_or_else(|| UsageError(format!("run {} has no histogram to export", run.id)))?;
+            let cycles: Vec<u64> = run.result["overflow_cycles"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+                .unwrap_or_default();
+            results::export::cyclictest_histogram(h, &cycles)
+        }
+    };
+    match &a.output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load_worker(ctx: &Context, a: &cli::LoadWorkerArgs) -> Result<ExitCode> {
+    match a.kind.as_str() {
+        "ep" => {
+            let passes = std::sync::atomic::AtomicU64::new(0);
+            let failures = std::sync::atomic::AtomicU64::new(0);
+            load::ep::run_until(a.threads, &ctx.stop, &passes, &failures);
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(UsageError(format!("unknown built-in load '{other}': only ep")).into()),
+    }
+}

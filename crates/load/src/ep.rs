@@ -36,6 +36,7 @@ pub struct EpClass {
 }
 
 /// Class S: 2^24 pairs.
+#[allow(clippy::excessive_precision)] // NPB's published digits, as printed
 pub const CLASS_S: EpClass = EpClass {
     name: 'S',
     m: 24,
@@ -43,6 +44,7 @@ pub const CLASS_S: EpClass = EpClass {
     sy: -6.958_407_078_382_297e3,
 };
 /// Class W: 2^25 pairs.
+#[allow(clippy::excessive_precision)] // NPB's published digits, as printed
 pub const CLASS_W: EpClass = EpClass {
     name: 'W',
     m: 25,
@@ -50,6 +52,7 @@ pub const CLASS_W: EpClass = EpClass {
     sy: -6.320_053_679_109_499e3,
 };
 /// Class A: 2^28 pairs.
+#[allow(clippy::excessive_precision)] // NPB's published digits, as printed
 pub const CLASS_A: EpClass = EpClass {
     name: 'A',
     m: 28,

@@ -136,7 +136,7 @@ fn check_preemption(p: &Preemption) -> Finding {
             Verdict::Warn,
             p.to_string(),
             "long kernel paths delay a waking real-time thread until a preemption point",
-            if matches!(p, Preemption::Dynamic(_)) {
+            if matches!(p, Preemption::Dynamic(..)) {
                 "boot with preempt=full on the kernel command line, or use a PREEMPT_RT kernel"
             } else {
                 "use a kernel built with PREEMPT or PREEMPT_RT (Debian: linux-image-rt-amd64)"

@@ -819,7 +819,7 @@ impl JitterLoop {
     /// Ends the loop: deletes its timer and hands over what it recorded.
     pub fn into_results(self) -> LoopResults {
         let mut outliers: Vec<CycleRecord> = self.outliers[..self.outlier_len].to_vec();
-        outliers.sort_by(|a, b| b.value_ns.cmp(&a.value_ns));
+        outliers.sort_by_key(|o| std::cmp::Reverse(o.value_ns));
         LoopResults {
             cycles: self.cycles,
             skipped: self.skipped,
@@ -1017,6 +1017,35 @@ impl JitterOutcome {
             .collect()
     }
 
+    /// The share of windows placed evenly through the run, each as wide as one of the
+    /// outliers' windows and on its CPU, that saw host steal: what "had steal around it"
+    /// means by chance alone. Compare the outliers' share with it.
+    pub fn steal_baseline_fraction(&self) -> f64 {
+        const POSITIONS: u64 = 64;
+        let (start, end) = (self.start_ns, self.end_ns.max(self.start_ns + 1));
+        let mut hits = 0u64;
+        let mut total = 0u64;
+        for o in &self.outliers {
+            let width = o.value_ns.min(end - start);
+            for i in 0..POSITIONS {
+                let t = start + (end - start - width) * i / (POSITIONS - 1);
+                total += 1;
+                if self
+                    .steal
+                    .steal_ns_in(Some(&[o.cpu as usize]), t, t + width)
+                    > 0
+                {
+                    hits += 1;
+                }
+            }
+        }
+        if total == 0 {
+            0.0
+        } else {
+            hits as f64 / total as f64
+        }
+    }
+
     /// CPUs the thread could run on.
     fn cpus(&self) -> Vec<usize> {
         self.thread.cpus_granted.clone()
@@ -1181,6 +1210,7 @@ impl JitterOutcome {
             "host_steal_percent": steal_pct,
             "outliers_with_host_steal": with_steal,
             "outliers_examined": attributed.len(),
+            "random_windows_with_host_steal_percent": 100.0 * self.steal_baseline_fraction(),
             "histogram_overflows": self.latency.overflows(),
             "percentiles_clamped": self.latency.summary().clamped,
         })

@@ -31,8 +31,8 @@ pub enum Preemption {
     /// PREEMPT_RT: fully preemptible, threaded interrupts.
     Rt,
     /// A PREEMPT_DYNAMIC kernel, with its mode when it could be read
-    /// (`none`, `voluntary`, `full`, `lazy`).
-    Dynamic(Option<String>),
+    /// (`none`, `voluntary`, `full`, `lazy`) and where the mode was read from.
+    Dynamic(Option<String>, &'static str),
     /// CONFIG_PREEMPT (full) without dynamic switching.
     Full,
     /// CONFIG_PREEMPT_VOLUNTARY.
@@ -48,8 +48,8 @@ impl Preemption {
     pub fn effective(&self) -> &str {
         match self {
             Preemption::Rt => "rt",
-            Preemption::Dynamic(Some(m)) => m,
-            Preemption::Dynamic(None) | Preemption::Unknown => "unknown",
+            Preemption::Dynamic(Some(m), _) => m,
+            Preemption::Dynamic(None, _) | Preemption::Unknown => "unknown",
             Preemption::Full => "full",
             Preemption::Voluntary => "voluntary",
             Preemption::None => "none",
@@ -61,8 +61,8 @@ impl std::fmt::Display for Preemption {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Preemption::Rt => f.write_str("PREEMPT_RT"),
-            Preemption::Dynamic(Some(m)) => write!(f, "PREEMPT_DYNAMIC ({m})"),
-            Preemption::Dynamic(None) => f.write_str("PREEMPT_DYNAMIC (mode unknown)"),
+            Preemption::Dynamic(Some(m), source) => write!(f, "PREEMPT_DYNAMIC ({m}, {source})"),
+            Preemption::Dynamic(None, _) => f.write_str("PREEMPT_DYNAMIC (mode unknown)"),
             Preemption::Full => f.write_str("PREEMPT (full)"),
             Preemption::Voluntary => f.write_str("PREEMPT_VOLUNTARY"),
             Preemption::None => f.write_str("PREEMPT_NONE"),
@@ -78,15 +78,29 @@ pub fn parse_bracketed_mode(text: &str) -> Option<String> {
     Some(text[start + 1..end].to_string())
 }
 
-fn kernel_config_value(key: &str) -> Option<String> {
+/// The running kernel's build configuration, from `/boot/config-<release>` or
+/// `/proc/config.gz`.
+pub fn kernel_config() -> Option<String> {
     let (release, _) = uname();
-    let text = std::fs::read_to_string(format!("/boot/config-{release}")).ok()?;
+    if let Ok(text) = std::fs::read_to_string(format!("/boot/config-{release}")) {
+        return Some(text);
+    }
+    let gz = std::fs::File::open("/proc/config.gz").ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut text).ok()?;
+    Some(text)
+}
+
+fn kernel_config_value(key: &str) -> Option<String> {
+    let text = kernel_config()?;
+    let prefix = format!("{key}=");
     text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
 }
 
 /// Detects the preemption model from `/sys/kernel/realtime`, debugfs, the kernel
-/// command line, `uname -v` and `/boot/config-*`, in that order of authority.
+/// command line, `uname -v` and the kernel's build configuration, in that order of
+/// authority. A PREEMPT_DYNAMIC kernel without `preempt=` runs in its build default.
 pub fn preemption() -> Preemption {
     let (_, version) = uname();
     if read_trim("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
@@ -98,14 +112,14 @@ pub fn preemption() -> Preemption {
         if let Some(mode) =
             read_trim("/sys/kernel/debug/sched/preempt").and_then(|t| parse_bracketed_mode(&t))
         {
-            return Preemption::Dynamic(Some(mode));
+            return Preemption::Dynamic(Some(mode), "debugfs");
         }
         let cmdline = read_trim("/proc/cmdline").unwrap_or_default();
         if let Some(mode) = cmdline
             .split_whitespace()
             .find_map(|w| w.strip_prefix("preempt="))
         {
-            return Preemption::Dynamic(Some(mode.to_string()));
+            return Preemption::Dynamic(Some(mode.to_string()), "preempt= on the command line");
         }
         // Without debugfs or preempt=, the build default applies.
         for (key, mode) in [
@@ -115,10 +129,10 @@ pub fn preemption() -> Preemption {
             ("CONFIG_PREEMPT_NONE", "none"),
         ] {
             if kernel_config_value(key).as_deref() == Some("y") {
-                return Preemption::Dynamic(Some(mode.to_string()));
+                return Preemption::Dynamic(Some(mode.to_string()), "build default");
             }
         }
-        return Preemption::Dynamic(None);
+        return Preemption::Dynamic(None, "");
     }
     if version.contains("PREEMPT") {
         return Preemption::Full;

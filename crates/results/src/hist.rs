@@ -74,7 +74,7 @@ impl LatencyHistogram {
     /// A histogram for values in `0..=bound_ns`. Allocates (a few hundred KiB for a
     /// bound of seconds); do it before the real-time loop.
     pub fn new(bound_ns: u64) -> Result<Self, HistError> {
-        if bound_ns < 2 || bound_ns > (1u64 << 62) {
+        if !(2..=(1u64 << 62)).contains(&bound_ns) {
             return Err(HistError::BadBound(bound_ns));
         }
         let hist = Histogram::new_with_bounds(1, bound_ns, SIGNIFICANT_DIGITS)

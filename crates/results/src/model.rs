@@ -201,6 +201,8 @@ pub struct RunRecord {
     pub ended_at: Option<String>,
     /// Duration in seconds (monotonic).
     pub duration_s: Option<f64>,
+    /// CLOCK_MONOTONIC at the start (events' times are on this clock).
+    pub started_mono_ns: u64,
     /// Process id that made the run.
     pub pid: i64,
     /// Machine.

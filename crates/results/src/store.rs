@@ -674,6 +674,7 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         started_at: r.get(4)?,
         ended_at: r.get(5)?,
         duration_s: ended.map(|e| (e - started) as f64 / 1e9),
+        started_mono_ns: started.max(0) as u64,
         pid: r.get(8)?,
         machine,
         tool: ToolInfo {

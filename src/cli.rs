@@ -1,0 +1,542 @@
+//! The command line, in two stages: what the user typed ([`Cli`], parsed by clap), then
+//! the validated objects built from it ([`jitter_config`]). Nothing here has side
+//! effects, so bad input is refused before anything is started or written.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use engine::rt::Policy;
+use load::LoadSpec;
+use probes::jitter::{FragmentModel, JitterConfig, RunLength, WakeMode};
+
+/// A usage error: refused before anything started. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "audiolat",
+    version,
+    about = "Real-time audio latency test bench for Linux",
+    long_about = "audiolat measures how responsive a Linux machine is for real-time audio: \
+                  wake-up jitter, event-to-audio and round-trip latency, network-audio deadlines. \
+                  Every run is stored in SQLite (--db, default ./audiolat.db).",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Results database (SQLite); created when a probe first writes to it.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        default_value = "audiolat.db"
+    )]
+    pub db: PathBuf,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check this machine's set-up for real-time audio (verdict and fix per finding).
+    Doctor(DoctorArgs),
+    /// Periodic wake-up latency and audio-fragment deadlines (latencytest, cyclictest).
+    Jitter(JitterArgs),
+    /// Run doctor and every probe with short defaults, stored as one group of runs.
+    Suite(SuiteArgs),
+    /// List stored runs, newest first.
+    Runs(RunsArgs),
+    /// Print one stored run.
+    Show(ShowArgs),
+    /// Export a stored run.
+    Export(ExportArgs),
+    /// Run a built-in load in this process (used by --load ep).
+    #[command(name = "__load", hide = true)]
+    Load(LoadWorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// How long to sample host steal time.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub steal_window: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyName {
+    /// SCHED_FIFO (real-time, default)
+    Fifo,
+    /// SCHED_RR (real-time, round robin)
+    Rr,
+    /// SCHED_OTHER (not real-time)
+    Other,
+    /// SCHED_BATCH (not real-time)
+    Batch,
+    /// SCHED_IDLE (not real-time)
+    Idle,
+    /// SCHED_DEADLINE (EDF reservation)
+    Deadline,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JitterArgs {
+    /// Wake-up rate in Hz (default 2048, latencytest's RTC rate). With --frames it is the
+    /// sample rate instead (default 44100).
+    #[arg(long, value_name = "HZ", allow_hyphen_values = true, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Wake-up interval instead of a rate (e.g. 1ms, 500us; a bare number is in us, as
+    /// cyclictest -i).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_micros,
+          conflicts_with_all = ["rate", "frames"])]
+    pub interval: Option<Duration>,
+    /// How the thread is woken.
+    #[arg(long, value_name = "MODE", default_value = "nanosleep", value_parser = parse_mode)]
+    pub mode: WakeMode,
+    /// Percent of each period spent computing (latencytest's CPU load inside the audio
+    /// thread, e.g. 80).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0, allow_hyphen_values = true,
+          value_parser = parse_percent)]
+    pub busy: f64,
+    /// Audio fragment model: fragments in the buffer (latencytest used 3).
+    #[arg(long, value_name = "N", requires = "frames", allow_hyphen_values = true,
+          value_parser = parse_count_u32)]
+    pub fragments: Option<u32>,
+    /// Audio fragment model: frames per fragment (latencytest's "128" bytes were 32 frames).
+    #[arg(long, value_name = "F", requires = "fragments", allow_hyphen_values = true,
+          value_parser = parse_count_u32)]
+    pub frames: Option<u32>,
+    /// Scheduling policy of the measuring thread.
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
+    pub policy: PolicyName,
+    /// Real-time priority for fifo/rr (1..99).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    pub priority: Option<i64>,
+    /// SCHED_DEADLINE runtime per period (default: busy share + 10% of the period).
+    #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
+    pub dl_runtime: Option<Duration>,
+    /// SCHED_DEADLINE relative deadline (default: the period).
+    #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
+    pub dl_deadline: Option<Duration>,
+    /// Pin the measuring thread to these CPUs (e.g. 1 or 0-3,6).
+    #[arg(long, value_name = "CPUS")]
+    pub cpu: Option<String>,
+    /// How long to run (e.g. 10s, 2m).
+    #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_seconds,
+          conflicts_with = "loops")]
+    pub duration: Option<Duration>,
+    /// Run this many cycles instead of a duration.
+    #[arg(long, short = 'l', value_name = "N", allow_hyphen_values = true, value_parser = parse_count_u64)]
+    pub loops: Option<u64>,
+    /// Histogram bound: wake-ups later than this are overflows, counted with their cycle
+    /// numbers (e.g. 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_micros)]
+    pub hist_bound: Duration,
+    /// Also write the histogram in cyclictest's -h text format to this file.
+    #[arg(long, value_name = "PATH")]
+    pub histfile: Option<PathBuf>,
+    /// Background load: none, cpu[:percent], io, top, mem, ep[:threads], hackbench, or
+    /// combinations like cpu:80+io.
+    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = parse_load)]
+    pub load: LoadSpec,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Do not lock memory (mlockall).
+    #[arg(long)]
+    pub no_mlock: bool,
+    /// Do not hold /dev/cpu_dma_latency at 0.
+    #[arg(long)]
+    pub no_dma_latency: bool,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// Seconds per probe run.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub each: Duration,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs of this probe.
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Only runs with this status (running, complete, interrupted, failed).
+    #[arg(long, value_parser = parse_status)]
+    pub status: Option<results::RunStatus>,
+    /// Only runs of this group (e.g. one suite).
+    #[arg(long)]
+    pub group: Option<i64>,
+    /// At most this many.
+    #[arg(long, short = 'n', default_value_t = 20)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A run id, or `last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    Id(i64),
+    Last,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Run id, or `last`.
+    #[arg(value_parser = parse_run_ref)]
+    pub run: RunRef,
+    /// Events to list.
+    #[arg(long, default_value_t = 10)]
+    pub events: usize,
+    /// Print JSON (the same document as `export --format json`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// The whole run: metadata, measurements with histogram buckets, events, series.
+    Json,
+    /// One row per measurement with its summary.
+    Csv,
+    /// HdrHistogram interval log (one tagged histogram per measurement).
+    Hdr,
+    /// cyclictest's -h histogram text (first histogram of the run).
+    Cyclictest,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Run id, or `last`.
+    #[arg(value_parser = parse_run_ref)]
+    pub run: RunRef,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value = "json")]
+    pub format: ExportFormat,
+    /// Write here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadWorkerArgs {
+    /// The load to run (only `ep`).
+    pub kind: String,
+    /// Threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+fn parse_f64(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("'{s}' is not a number"))
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if v <= 0.0 {
+        return Err("the rate must be a positive number of Hz (e.g. --rate 2048)".into());
+    }
+    Ok(v)
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if !(0.0..100.0).contains(&v) {
+        return Err("use a percentage from 0 to 99 (e.g. --busy 80)".into());
+    }
+    Ok(v)
+}
+
+fn parse_i64(s: &str) -> Result<i64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number"))
+}
+
+fn parse_count_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if v >= 1 && v <= u64::MAX as i128 => Ok(v as u64),
+        Ok(_) => Err("use a whole number of at least 1".into()),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+fn parse_count_u32(s: &str) -> Result<u32, String> {
+    let v = parse_count_u64(s)?;
+    u32::try_from(v).map_err(|_| "too large".into())
+}
+
+/// Parses a duration with a unit (ns, us, ms, s, m, h); a bare number is in `default_unit`.
+pub fn parse_duration(s: &str, default_unit: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("'{s}' is not a duration: use e.g. 10s, 500ms, 250us"))?;
+    let unit = if unit.is_empty() {
+        default_unit
+    } else {
+        unit.trim()
+    };
+    let scale = match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("unknown unit '{other}': use ns, us, ms, s, m or h")),
+    };
+    let secs = value * scale;
+    if secs <= 0.0 {
+        return Err("a duration must be positive".into());
+    }
+    if secs > 1e9 {
+        return Err("that duration is too long".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "s")
+}
+
+fn parse_micros(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "us")
+}
+
+fn parse_mode(s: &str) -> Result<WakeMode, String> {
+    s.parse()
+}
+
+fn parse_policy_name(s: &str) -> Result<PolicyName, String> {
+    PolicyName::from_str(s, true)
+        .map_err(|_| format!("unknown policy '{s}': use fifo, rr, other, batch, idle or deadline"))
+}
+
+fn parse_load(s: &str) -> Result<LoadSpec, String> {
+    s.parse::<LoadSpec>().map_err(|e| e.to_string())
+}
+
+fn parse_status(s: &str) -> Result<results::RunStatus, String> {
+    results::RunStatus::parse(s).ok_or_else(|| {
+        format!("unknown status '{s}': use running, complete, interrupted or failed")
+    })
+}
+
+fn parse_run_ref(s: &str) -> Result<RunRef, String> {
+    if s == "last" {
+        return Ok(RunRef::Last);
+    }
+    s.parse::<i64>()
+        .ok()
+        .filter(|v| *v > 0)
+        .map(RunRef::Id)
+        .ok_or_else(|| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
+}
+
+/// Builds the scheduling policy from the flags.
+pub fn policy(
+    name: PolicyName,
+    priority: Option<i64>,
+    period_ns: u64,
+    busy_percent: f64,
+    dl_runtime: Option<Duration>,
+    dl_deadline: Option<Duration>,
+) -> Result<Policy, UsageError> {
+    let prio = |default: i64| -> Result<u32, UsageError> {
+        let p = priority.unwrap_or(default);
+        if !(1..=99).contains(&p) {
+            return Err(UsageError(format!(
+                "--priority {p} is out of range for {}: use 1..99",
+                if name == PolicyName::Rr {
+                    "SCHED_RR"
+                } else {
+                    "SCHED_FIFO"
+                }
+            )));
+        }
+        Ok(p as u32)
+    };
+    let no_prio = |what: &str| -> Result<(), UsageError> {
+        match priority {
+            Some(p) => Err(UsageError(format!(
+                "--priority {p} has no meaning for {what}: use --policy fifo or rr to set a priority"
+            ))),
+            None => Ok(()),
+        }
+    };
+    if name != PolicyName::Deadline && (dl_runtime.is_some() || dl_deadline.is_some()) {
+        return Err(UsageError(
+            "--dl-runtime and --dl-deadline need --policy deadline".into(),
+        ));
+    }
+    let policy = match name {
+        PolicyName::Fifo => Policy::Fifo {
+            priority: prio(80)?,
+        },
+        PolicyName::Rr => Policy::RoundRobin {
+            priority: prio(80)?,
+        },
+        PolicyName::Other => {
+            no_prio("SCHED_OTHER")?;
+            Policy::Other { nice: 0 }
+        }
+        PolicyName::Batch => {
+            no_prio("SCHED_BATCH")?;
+            Policy::Batch { nice: 0 }
+        }
+        PolicyName::Idle => {
+            no_prio("SCHED_IDLE")?;
+            Policy::Idle
+        }
+        PolicyName::Deadline => {
+            no_prio("SCHED_DEADLINE")?;
+            let default_runtime = ((period_ns as f64 * (busy_percent / 100.0 + 0.1))
+                .min(period_ns as f64 * 0.95)) as u64;
+            let runtime_ns =
+                dl_runtime.map_or(default_runtime.max(20_000), |d| d.as_nanos() as u64);
+            let deadline_ns = dl_deadline.map_or(period_ns, |d| d.as_nanos() as u64);
+            Policy::Deadline {
+                runtime_ns,
+                deadline_ns,
+                period_ns,
+            }
+        }
+    };
+    policy.validate().map_err(|e| UsageError(e.to_string()))?;
+    Ok(policy)
+}
+
+/// Builds and validates the jitter configuration from the flags.
+pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
+    let (period_ns, fragments) = match (a.fragments, a.frames) {
+        (Some(fragments), Some(frames)) => {
+            let rate = a.rate.unwrap_or(44_100.0);
+            if rate.fract() != 0.0 || !(1_000.0..=768_000.0).contains(&rate) {
+                return Err(UsageError(format!(
+                    "--rate {rate} is not a sample rate: with --frames, --rate is the sample rate in Hz (1000..768000, e.g. 44100)"
+                )));
+            }
+            let f = FragmentModel {
+                fragments,
+                frames,
+                sample_rate: rate as u32,
+            };
+            (f.period_ns(), Some(f))
+        }
+        _ => {
+            let period_ns = match (a.interval, a.rate) {
+                (Some(i), _) => i.as_nanos() as u64,
+                (None, rate) => (1e9 / rate.unwrap_or(2048.0)).round() as u64,
+            };
+            (period_ns, None)
+        }
+    };
+    let cpus = match &a.cpu {
+        None => None,
+        Some(list) => Some(engine::rt::parse_cpu_list(list).map_err(UsageError)?),
+    };
+    let length = match (a.loops, a.duration) {
+        (Some(n), _) => RunLength::Loops(n),
+        (None, d) => RunLength::Duration(d.unwrap_or(Duration::from_secs(10))),
+    };
+    let config = JitterConfig {
+        mode: a.mode,
+        period_ns,
+        fragments,
+        busy_percent: a.busy,
+        policy: policy(
+            a.policy,
+            a.priority,
+            period_ns,
+            a.busy,
+            a.dl_runtime,
+            a.dl_deadline,
+        )?,
+        cpus,
+        length,
+        hist_bound_ns: a.hist_bound.as_nanos().min(u64::MAX as u128) as u64,
+        lock_memory: !a.no_mlock,
+        dma_latency: !a.no_dma_latency,
+        block_ns: 100_000_000,
+    };
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s", "s").unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            parse_duration("500ms", "s").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            parse_duration("488", "us").unwrap(),
+            Duration::from_micros(488)
+        );
+        assert_eq!(
+            parse_duration("1.5m", "s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert!(parse_duration("-1s", "s").is_err());
+        assert!(parse_duration("0", "s").is_err());
+        assert!(parse_duration("10 parsecs", "s").is_err());
+        assert!(parse_duration("abc", "s").is_err());
+    }
+
+    #[test]
+    fn rate_and_priority_validation() {
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("-5").is_err());
+        assert_eq!(parse_rate("2048").unwrap(), 2048.0);
+        assert!(policy(PolicyName::Fifo, Some(0), 1_000_000, 0.0, None, None).is_err());
+        assert!(policy(PolicyName::Fifo, Some(100), 1_000_000, 0.0, None, None).is_err());
+        assert!(policy(PolicyName::Other, Some(10), 1_000_000, 0.0, None, None).is_err());
+        assert_eq!(
+            policy(PolicyName::Deadline, None, 1_000_000, 50.0, None, None).unwrap(),
+            Policy::Deadline {
+                runtime_ns: 600_000,
+                deadline_ns: 1_000_000,
+                period_ns: 1_000_000
+            }
+        );
+    }
+}

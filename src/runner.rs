@@ -1,0 +1,316 @@
+//! Runs probes as stored runs: record the run, start its load, measure, stop the load on
+//! every path, store what was measured with its validity flags, close the run.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use load::{LoadContext, LoadSpec};
+use probes::jitter::{self, JitterConfig, JitterOutcome, LiveSnapshot, LoopEnd};
+use results::{Event, Measurement, RunInfo, RunStatus, Store, ToolInfo};
+use serde_json::{json, Value};
+
+use crate::cli::UsageError;
+
+/// What every run shares: the tool, the command line, the stop flag.
+pub struct Context {
+    /// Database path (for messages and the io load's default directory).
+    pub db_path: PathBuf,
+    /// The command line as typed.
+    pub command_line: String,
+    /// audiolat's version and build.
+    pub tool: ToolInfo,
+    /// Raised by SIGINT / SIGTERM.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Context {
+    /// True once Ctrl-C (or SIGTERM) was received.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Where the io load writes unless told otherwise: beside the database.
+    pub fn default_scratch(&self) -> PathBuf {
+        match self.db_path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+}
+
+/// The tool's own description, from the build.
+pub fn tool_info() -> ToolInfo {
+    ToolInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: env!("AUDIOLAT_GIT_COMMIT").to_string(),
+        build_profile: env!("AUDIOLAT_BUILD_PROFILE").to_string(),
+    }
+}
+
+/// The load context for a run.
+pub fn load_context(scratch: &Path) -> LoadContext {
+    let nanos = engine::clock::realtime_ns();
+    LoadContext {
+        self_exe: std::env::current_exe().ok(),
+        scratch_dir: scratch.to_path_buf(),
+        tag: format!("audiolat-{}-{nanos}", std::process::id()),
+        cpus: engine::rt::online_cpus().len(),
+    }
+}
+
+/// Checks that a load can start here (every tool installed, scratch directory usable)
+/// without starting it. A problem is a usage error: nothing has been written yet.
+pub fn check_load(spec: &LoadSpec, scratch: &Path) -> Result<()> {
+    load::plan(spec, &load_context(scratch)).map_err(|e| UsageError(e.to_string()))?;
+    Ok(())
+}
+
+/// A jitter run, stored.
+pub struct JitterRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub outcome: JitterOutcome,
+    /// The stored measurements.
+    pub measurements: Vec<Measurement>,
+    /// The load as run, with exits.
+    pub load: Value,
+    /// Validity flags as stored.
+    pub flags: Value,
+}
+
+/// A one-line live status on stderr, when stderr is a terminal.
+pub struct LiveLine {
+    enabled: bool,
+    label: String,
+    period_ns: u64,
+}
+
+impl LiveLine {
+    /// A status line for `label`, shown only on a terminal and unless `quiet`.
+    pub fn new(label: &str, quiet: bool, period_ns: u64) -> LiveLine {
+        LiveLine {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            label: label.to_string(),
+            period_ns,
+        }
+    }
+
+    fn show(&self, s: &LiveSnapshot) {
+        if !self.enabled {
+            return;
+        }
+        let secs = s.cycles as f64 * self.period_ns as f64 / 1e9;
+        let total = s.planned as f64 * self.period_ns as f64 / 1e9;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[K{}  {:.1}/{:.1} s  cycles {}  last {}  max {}  overflows {}  underruns {}",
+            self.label,
+            secs,
+            total,
+            s.cycles,
+            report::terminal::fmt_ns(s.last_ns as f64),
+            report::terminal::fmt_ns(s.max_ns as f64),
+            s.overflows,
+            s.underruns
+        );
+        let _ = err.flush();
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// Runs the jitter probe as a stored run. `group` ties it to a suite.
+pub fn jitter_run(
+    ctx: &Context,
+    store: &Store,
+    group: Option<i64>,
+    config: &JitterConfig,
+    load_spec: &LoadSpec,
+    scratch: &Path,
+    live: &LiveLine,
+) -> Result<JitterRun> {
+    let lctx = load_context(scratch);
+    let planned = load::plan(load_spec, &lctx).map_err(|e| UsageError(e.to_string()))?;
+    let mut config_json = config.to_json();
+    config_json["load"] = json!(load_spec.to_string());
+    let info = RunInfo {
+        probe: "jitter".into(),
+        group_id: group,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: config_json,
+        load: load::describe(load_spec, planned.iter().map(|c| (c, None))),
+        qos_requested: json!({
+            "policy": config.policy.to_string(),
+            "cpus": config.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
+            "lock_memory": config.lock_memory,
+            "cpu_dma_latency_us": config.dma_latency.then_some(0),
+        }),
+    };
+    let run_id = store.begin_run(&info)?;
+    match measure_jitter(ctx, store, run_id, config, load_spec, &lctx, live) {
+        Ok(run) => Ok(run),
+        Err(e) => {
+            live.clear();
+            let msg = format!("{e:#}");
+            let _ = store.finish_run(
+                run_id,
+                RunStatus::Failed,
+                &json!({}),
+                &json!({}),
+                Some(&msg),
+            );
+            Err(e.context(format!("run {run_id} failed")))
+        }
+    }
+}
+
+fn measure_jitter(
+    ctx: &Context,
+    store: &Store,
+    run_id: i64,
+    config: &JitterConfig,
+    load_spec: &LoadSpec,
+    lctx: &LoadContext,
+    live: &LiveLine,
+) -> Result<JitterRun> {
+    let mut running = if load_spec.is_none() {
+        None
+    } else {
+        Some(load::start(load_spec, lctx).context("starting the load")?)
+    };
+    if let Some(r) = &running {
+        store.update_run(run_id, Some(&r.describe()), None)?;
+    }
+    let mut load_events: Vec<Event> = Vec::new();
+    let outcome = jitter::run(config, &ctx.stop, |snap| {
+        live.show(snap);
+        if let Some(r) = running.as_mut() {
+            for exit in r.poll_exits() {
+                load_events.push(Event {
+                    mono_ns: engine::clock::monotonic_ns(),
+                    kind: "load_exit".into(),
+                    detail: json!({"item": exit.item, "pid": exit.pid, "status": exit.status,
+                                   "stderr_tail": exit.stderr_tail}),
+                });
+            }
+        }
+    });
+    live.clear();
+    // Stop the load before anything else can fail.
+    let load_json = match running.take() {
+        Some(r) => {
+            let mut desc = r.describe();
+            desc["exits"] = r.stop().to_json();
+            desc
+        }
+        None => load::describe(load_spec, std::iter::empty()),
+    };
+    let outcome = outcome?;
+    let measurements = outcome.measurements();
+    for m in &measurements {
+        store.add_measurement(run_id, m)?;
+    }
+    let mut events = outcome.events();
+    events.extend(load_events.iter().cloned());
+    store.add_events(run_id, &events)?;
+    store.add_series(run_id, &outcome.series())?;
+    store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
+    let mut flags = outcome.flags();
+    flags["load_exited_early"] = json!(!load_events.is_empty());
+    let status = match outcome.end {
+        LoopEnd::Complete => RunStatus::Complete,
+        LoopEnd::Interrupted => RunStatus::Interrupted,
+    };
+    let error = (status == RunStatus::Interrupted)
+        .then_some("interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept");
+    store.finish_run(run_id, status, &flags, &outcome.result_json(), error)?;
+    Ok(JitterRun {
+        run_id,
+        status,
+        outcome,
+        measurements,
+        load: load_json,
+        flags,
+    })
+}
+
+/// Stores a doctor report as a run of probe `doctor`.
+pub fn doctor_run(
+    ctx: &Context,
+    store: &Store,
+    group: Option<i64>,
+    report: &probes::doctor::DoctorReport,
+) -> Result<i64> {
+    let info = RunInfo {
+        probe: "doctor".into(),
+        group_id: group,
+        machine: report.machine.clone(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: json!({}),
+        load: json!({"spec": "none", "processes": []}),
+        qos_requested: json!({}),
+    };
+    let run_id = store.begin_run(&info)?;
+    let (ok, warn, fail) = report.counts();
+    store.finish_run(
+        run_id,
+        RunStatus::Complete,
+        &json!({}),
+        &json!({"findings": report.findings, "counts": {"ok": ok, "warn": warn, "fail": fail}}),
+        None,
+    )?;
+    Ok(run_id)
+}
+
+/// A suite's scenarios: (label, config, load).
+pub fn suite_plan(each: Duration) -> Vec<(&'static str, JitterConfig, LoadSpec)> {
+    use probes::jitter::{FragmentModel, RunLength};
+    let length = RunLength::Duration(each);
+    let latencytest = FragmentModel {
+        fragments: 3,
+        frames: 32,
+        sample_rate: 44_100,
+    };
+    let fragments = |load: &str| {
+        (
+            JitterConfig {
+                fragments: Some(latencytest),
+                busy_percent: 80.0,
+                ..JitterConfig::new(latencytest.period_ns(), length)
+            },
+            load.parse::<LoadSpec>().expect("built-in load spec"),
+        )
+    };
+    let (cpu_cfg, cpu_load) = fragments("cpu");
+    let (io_cfg, io_load) = fragments("io");
+    vec![
+        (
+            "wake-up jitter, 2048 Hz, idle",
+            JitterConfig::new((1e9f64 / 2048.0).round() as u64, length),
+            LoadSpec::none(),
+        ),
+        (
+            "3x32-frame fragments, 80% busy, CPU load",
+            cpu_cfg,
+            cpu_load,
+        ),
+        ("3x32-frame fragments, 80% busy, disk load", io_cfg, io_load),
+    ]
+}
