@@ -74,11 +74,14 @@ fn clap_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = e.render().to_string();
-            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-            let first = lines
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
+            // The first paragraph is the error (clap continues lists on indented lines).
+            let first = rendered
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let first = first.trim_start_matches("error: ");
             let tip = rendered
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("tip: "))

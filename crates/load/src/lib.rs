@@ -566,9 +566,11 @@ impl RunningLoad {
         &self.tag
     }
 
-    /// The spec, commands, versions and process ids, for the run's record.
+    /// The spec, commands, versions, process ids and tag, for the run's record.
     pub fn describe(&self) -> Value {
-        describe(&self.spec, self.procs.iter().map(|p| (&p.cmd, Some(p.pid))))
+        let mut v = describe(&self.spec, self.procs.iter().map(|p| (&p.cmd, Some(p.pid))));
+        v["tag"] = json!(self.tag);
+        v
     }
 
     /// Loads that ended since the last call (a load dying mid-run is worth an event).

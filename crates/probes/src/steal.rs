@@ -149,13 +149,25 @@ pub struct StealSampler {
 }
 
 impl StealSampler {
-    /// Starts sampling every `interval`.
-    pub fn start(interval: Duration) -> StealSampler {
+    /// Starts sampling every `interval`. When `avoid` names the measuring thread's
+    /// CPUs and others are online, the sampler is kept off them.
+    pub fn start(interval: Duration, avoid: Option<&[usize]>) -> StealSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let elsewhere: Option<Vec<usize>> = avoid.map(|avoid| {
+            engine::rt::online_cpus()
+                .into_iter()
+                .filter(|c| !avoid.contains(c))
+                .collect()
+        });
         let handle = std::thread::Builder::new()
             .name("steal-sampler".into())
             .spawn(move || {
+                if let Some(cpus) = elsewhere.filter(|c| !c.is_empty()) {
+                    // Best effort: sampling on the measured CPU is still correct, only
+                    // slightly intrusive.
+                    let _ = engine::rt::set_current_thread_affinity(&cpus);
+                }
                 let mut timeline = StealTimeline {
                     samples: Vec::with_capacity(4096),
                     tick_ns: 1_000_000_000 / user_hz(),
@@ -261,7 +273,7 @@ mod tests {
 
     #[test]
     fn sampler_returns_a_timeline() {
-        let s = StealSampler::start(Duration::from_millis(5));
+        let s = StealSampler::start(Duration::from_millis(5), Some(&[0]));
         std::thread::sleep(Duration::from_millis(40));
         let t = s.finish();
         assert!(t.samples.len() >= 2, "{t:?}");

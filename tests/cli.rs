@@ -1,0 +1,553 @@
+//! The audiolat command line, end to end: the binary cargo built, real tools
+//! (cyclictest, stress-ng), a real SQLite file per test.
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use results::export::parse_cyclictest_histogram;
+use results::{RunFilter, RunStatus, Store};
+use serde_json::Value;
+use util::{machine_lock, require_tool, run, run_json, spawn, tempdir, wait_timeout};
+
+#[test]
+fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
+    let dir = tempdir();
+    let db = dir.path().join("bad.db");
+    let cases: &[(&[&str], &str)] = &[
+        (&["jitter", "--rate", "0"], "positive number of Hz"),
+        (&["jitter", "--rate", "-5"], "positive number of Hz"),
+        (&["jitter", "--rate", "fast"], "not a number"),
+        (&["jitter", "--priority", "0"], "use 1..99"),
+        (&["jitter", "--priority", "100"], "use 1..99"),
+        (&["jitter", "--priority", "-3"], "use 1..99"),
+        (
+            &["jitter", "--policy", "other", "--priority", "5"],
+            "--policy fifo or rr",
+        ),
+        (&["jitter", "--load", "gpu"], "unknown load 'gpu'"),
+        (&["jitter", "--load", "cpu:150"], "must be 1..100"),
+        (&["jitter", "--policy", "bogus"], "unknown policy 'bogus'"),
+        (&["jitter", "--mode", "rtc"], "unknown wake-up mode"),
+        (&["jitter", "--busy", "100"], "0 to 99"),
+        (&["jitter", "--interval", "1us"], "out of range"),
+        (
+            &["jitter", "--fragments", "1", "--frames", "32"],
+            "headroom",
+        ),
+        (&["jitter", "--fragments", "3"], "--frames"),
+        (&["jitter", "--cpu", "4095"], "not online"),
+        (&["jitter", "--duration", "0"], "positive"),
+        (&["jitter", "--loops", "0"], "at least 1"),
+        (
+            &["jitter", "--histfile", "/nonexistent-dir/h.txt"],
+            "writable file path",
+        ),
+        (&["jitter", "--frobnicate"], "unexpected argument"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, expect) in cases {
+        let out = run(&db, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: not one line: {:?}", out.stderr);
+        assert!(
+            lines[0].starts_with("audiolat: error: "),
+            "{args:?}: {}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains(expect),
+            "{args:?}: {:?} lacks {expect:?}",
+            lines[0]
+        );
+        // Every message says what to do: a valid range, a form to use, or where to look.
+        assert!(
+            ["use ", "see '", "e.g.", "give ", "pick "]
+                .iter()
+                .any(|w| lines[0].contains(w)),
+            "{args:?}: no fix in {:?}",
+            lines[0]
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert!(!db.exists(), "{args:?} created the database");
+    }
+}
+
+#[test]
+fn an_unwritable_database_is_refused_before_anything_runs() {
+    for db in ["/nonexistent-dir/x.db", "/proc/audiolat-test.db"] {
+        let out = run(std::path::Path::new(db), &["jitter", "--loops", "10"]);
+        assert_eq!(out.code, 2, "{db}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{db}: {}", out.stderr);
+        assert!(out.stderr.contains("--db"), "{db}: {}", out.stderr);
+        assert!(out.stdout.is_empty());
+        assert!(!std::path::Path::new(db).exists());
+    }
+    // The same for a directory given as the database.
+    let dir = tempdir();
+    let out = run(dir.path(), &["jitter", "--loops", "10"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("directory"), "{}", out.stderr);
+}
+
+#[test]
+fn reading_commands_do_not_create_a_database() {
+    let dir = tempdir();
+    let db = dir.path().join("none.db");
+    for args in [&["runs"][..], &["show", "last"], &["export", "1"]] {
+        let out = run(&db, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains("no results database"), "{}", out.stderr);
+        assert!(!db.exists());
+    }
+}
+
+#[test]
+fn a_jitter_run_is_stored_listed_shown_and_exported() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("a.db");
+    let hist = dir.path().join("hist.txt");
+    let v = run_json(
+        &db,
+        &[
+            "jitter",
+            "--loops",
+            "400",
+            "--interval",
+            "1ms",
+            "--mode",
+            "timerfd",
+            "--json",
+            "--hist-bound",
+            "20ms",
+            "--histfile",
+            hist.to_str().unwrap(),
+        ],
+    );
+    let id = v["run_id"].as_i64().unwrap();
+    assert_eq!(v["status"], "complete");
+    let metrics: Vec<&str> = v["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        metrics,
+        [
+            "wakeup_latency",
+            "wakeup_latency_co_corrected",
+            "wakeup_interval"
+        ]
+    );
+    assert_eq!(v["measurements"][0]["summary"]["count"], 400);
+    assert!(v["measurements"][0]["method"]
+        .as_str()
+        .unwrap()
+        .contains("timerfd"));
+    // The realtime flag says what the kernel granted, whatever that was.
+    let fifo = engine::rt::probe_policy(engine::rt::Policy::Fifo { priority: 80 });
+    assert_eq!(v["flags"]["realtime"], Value::Bool(fifo.refusal.is_none()));
+    assert!(v["flags"]["host_steal_percent"].is_number());
+
+    // --histfile is cyclictest's format, every sample accounted for.
+    let h = parse_cyclictest_histogram(&std::fs::read_to_string(&hist).unwrap());
+    assert_eq!(h.buckets.len(), 20_000);
+    assert_eq!(h.total + h.overflows, 400);
+
+    // The store has it all, as written.
+    let store = Store::open_existing(&db).unwrap();
+    let r = store.run(id).unwrap();
+    assert_eq!(r.status, RunStatus::Complete);
+    assert_eq!(r.probe, "jitter");
+    assert!(r.command_line.contains("--mode timerfd"));
+    assert!(!r.tool.git_commit.is_empty());
+    let ms = store.measurements(id).unwrap();
+    assert_eq!(ms[0].measurement.histogram.as_ref().unwrap().count(), 400);
+    assert_eq!(store.series(id).unwrap()[0].name, "wakeup_latency_by_block");
+
+    let runs = run_json(&db, &["runs", "--json"]);
+    assert_eq!(runs[0]["id"], id);
+    assert_eq!(runs[0]["metric"], "wakeup_latency");
+
+    let shown = run(&db, &["show", &id.to_string()]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    for want in [
+        "jitter complete",
+        "wakeup_latency",
+        "p99.99",
+        "command    audiolat",
+    ] {
+        assert!(
+            shown.stdout.contains(want),
+            "show lacks {want:?}:\n{}",
+            shown.stdout
+        );
+    }
+    let last = run(&db, &["show", "last"]);
+    assert_eq!(last.stdout, shown.stdout);
+
+    let csv = run(&db, &["export", &id.to_string(), "--format", "csv"]);
+    assert_eq!(csv.code, 0);
+    let lines: Vec<&str> = csv.stdout.lines().collect();
+    assert!(lines[0].starts_with("run_id,probe,metric,unit,count,min,mean"));
+    assert_eq!(lines.len(), 4);
+    assert!(lines[1].contains(",wakeup_latency,ns,400,"));
+
+    let json = run_json(&db, &["export", "last", "--format", "json"]);
+    assert_eq!(json["run"]["id"], id);
+    let buckets = json["measurements"][0]["histogram"]["value_count"]
+        .as_array()
+        .unwrap();
+    let total: u64 = buckets.iter().map(|b| b[1].as_u64().unwrap()).sum();
+    assert_eq!(
+        total + json["measurements"][0]["overflows"].as_u64().unwrap(),
+        400
+    );
+
+    let hdr = run(&db, &["export", "last", "--format", "hdr"]);
+    assert!(hdr.stdout.contains("Tag=wakeup_latency,"), "{}", hdr.stdout);
+
+    let out = dir.path().join("c.txt");
+    let cy = run(
+        &db,
+        &[
+            "export",
+            "last",
+            "--format",
+            "cyclictest",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(cy.code, 0, "{}", cy.stderr);
+    let h2 = parse_cyclictest_histogram(&std::fs::read_to_string(out).unwrap());
+    assert_eq!(h2.total + h2.overflows, 400);
+}
+
+#[test]
+fn the_fragment_model_counts_would_be_underruns_against_its_headroom() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("f.db");
+    let v = run_json(
+        &db,
+        &[
+            "jitter",
+            "--fragments",
+            "3",
+            "--frames",
+            "32",
+            "--rate",
+            "44100",
+            "--busy",
+            "50",
+            "--loops",
+            "500",
+            "--json",
+        ],
+    );
+    let m = v["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "fragment_completion")
+        .expect("fragment_completion measured");
+    // latencytest's 3 x 128 bytes: 32 frames at 44.1 kHz, two periods of headroom.
+    assert_eq!(m["deadline"], 2.0 * 725_624.0);
+    assert_eq!(m["misses"], v["result"]["underruns"]);
+    assert_eq!(m["summary"]["count"], 500);
+    // The work is half a period: completion can never be shorter than the calibrated
+    // work in the median.
+    let calibrated = v["result"]["busy"]["calibrated_ns_per_cycle"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (calibrated - 362_812.0).abs() < 362_812.0 * 0.05,
+        "{calibrated}"
+    );
+    assert!(m["summary"]["p50"].as_f64().unwrap() >= 0.8 * calibrated);
+}
+
+/// Reads the run a background audiolat is making once its load has started.
+fn wait_for_load(db: &std::path::Path) -> (i64, Vec<i32>, String) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(store) = Store::open_existing(db) {
+            if let Some(r) = store
+                .list_runs(&RunFilter::default())
+                .unwrap()
+                .into_iter()
+                .next()
+            {
+                let pids: Vec<i32> = r.load["processes"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p["pid"].as_i64())
+                            .map(|p| p as i32)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let (false, Some(tag)) = (pids.is_empty(), r.load["tag"].as_str()) {
+                    return (r.id, pids, tag.to_string());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the run's load never appeared in the database");
+}
+
+#[test]
+fn ctrl_c_stops_the_load_and_keeps_the_run_as_interrupted() {
+    let _m = machine_lock();
+    require_tool("stress-ng", "stress-ng");
+    let dir = tempdir();
+    let db = dir.path().join("c.db");
+    let mut child = spawn(
+        &db,
+        &["jitter", "--duration", "120s", "--load", "cpu", "-q"],
+    );
+    let (id, pids, tag) = wait_for_load(&db);
+    assert!(
+        !load::tagged_processes(&tag).is_empty(),
+        "the load is running"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "exit status {status:?}");
+
+    // No load process left: neither the process groups nor anything carrying the tag.
+    for pid in pids {
+        // SAFETY: signal 0 only checks for existence.
+        let alive = unsafe { libc::kill(-pid, 0) } == 0;
+        assert!(!alive, "load process group {pid} survived Ctrl-C");
+    }
+    assert!(
+        load::tagged_processes(&tag).is_empty(),
+        "tagged load processes survived"
+    );
+
+    let store = Store::open_existing(&db).unwrap();
+    let r = store.run(id).unwrap();
+    assert_eq!(r.status, RunStatus::Interrupted);
+    assert!(r.error.unwrap().contains("interrupted"));
+    assert_eq!(r.flags["interrupted"], Value::Bool(true));
+    let ms = store.measurements(id).unwrap();
+    let lat = &ms[0].measurement;
+    assert_eq!(lat.metric, "wakeup_latency");
+    // About two seconds at 2048 Hz were measured, and kept.
+    assert!(
+        lat.summary.count > 1000,
+        "{} samples kept",
+        lat.summary.count
+    );
+    assert_eq!(lat.histogram.as_ref().unwrap().count(), lat.summary.count);
+    assert!(r.load["exits"].as_array().is_some_and(|e| !e.is_empty()));
+}
+
+#[test]
+fn the_ep_load_runs_as_its_own_process_and_is_recorded() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("ep.db");
+    let v = run_json(
+        &db,
+        &[
+            "jitter",
+            "--loops",
+            "300",
+            "--interval",
+            "1ms",
+            "--load",
+            "ep:1",
+            "--json",
+        ],
+    );
+    let p = &v["load"]["processes"][0];
+    assert!(
+        p["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("__load ep --threads 1"),
+        "{p}"
+    );
+    assert!(p["version"].as_str().unwrap().contains("NPB EP"));
+    let exit = &v["load"]["exits"][0];
+    assert_eq!(exit["early"], Value::Bool(false), "{exit}");
+    assert!(load::tagged_processes(v["load"]["tag"].as_str().unwrap()).is_empty());
+}
+
+#[test]
+fn doctor_json_has_every_finding_with_verdicts() {
+    let v = run_json(
+        std::path::Path::new("unused.db"),
+        &["doctor", "--json", "--steal-window", "100ms"],
+    );
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.len() >= 20);
+    for f in findings {
+        assert!(
+            ["ok", "warn", "fail"].contains(&f["verdict"].as_str().unwrap()),
+            "{f}"
+        );
+    }
+    let n = |k: &str| v["counts"][k].as_u64().unwrap();
+    assert_eq!((n("ok") + n("warn") + n("fail")) as usize, findings.len());
+    assert!(v["machine"]["kernel_release"].is_string());
+    assert!(
+        !std::path::Path::new("unused.db").exists(),
+        "doctor must not write a database"
+    );
+}
+
+#[test]
+fn the_suite_runs_doctor_and_every_probe_as_one_group() {
+    let _m = machine_lock();
+    require_tool("stress-ng", "stress-ng");
+    let dir = tempdir();
+    let db = dir.path().join("s.db");
+    let v = run_json(&db, &["suite", "--each", "2s", "--json"]);
+    let group = v["group_id"].as_i64().unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{v}");
+    assert_eq!(runs[0]["label"], "doctor");
+    for r in runs {
+        assert_eq!(r["status"], "complete", "{r}");
+    }
+    let listed = run_json(&db, &["runs", "--group", &group.to_string(), "--json"]);
+    let probes: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["probe"].as_str().unwrap())
+        .collect();
+    assert_eq!(probes, ["jitter", "jitter", "jitter", "doctor"]);
+    // The loaded runs recorded their load's exact commands and versions.
+    let store = Store::open_existing(&db).unwrap();
+    let loaded = store
+        .list_runs(&RunFilter {
+            group_id: Some(group),
+            ..RunFilter::default()
+        })
+        .unwrap();
+    let specs: Vec<&str> = loaded
+        .iter()
+        .filter_map(|r| r.load["spec"].as_str())
+        .collect();
+    assert_eq!(specs, ["io", "cpu", "none", "none"]);
+    let cpu = &loaded[1].load["processes"][0];
+    assert!(cpu["command"].as_str().unwrap().contains("stress-ng --cpu"));
+    assert!(cpu["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("stress-ng, version"));
+}
+
+/// Pooled cyclictest-format histograms: µs bucket -> count, plus overflows.
+#[derive(Default)]
+struct Pool {
+    buckets: BTreeMap<u64, u64>,
+    overflows: u64,
+}
+
+impl Pool {
+    fn add(&mut self, text: &str) {
+        let h = parse_cyclictest_histogram(text);
+        for (us, n) in h.buckets {
+            *self.buckets.entry(us).or_default() += n;
+        }
+        self.overflows += h.overflows;
+    }
+
+    fn percentile_us(&self, q: f64) -> u64 {
+        let n: u64 = self.buckets.values().sum::<u64>() + self.overflows;
+        let rank = ((q / 100.0) * n as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (&us, &c) in &self.buckets {
+            seen += c;
+            if seen >= rank {
+                return us;
+            }
+        }
+        u64::MAX
+    }
+}
+
+/// The acceptance test against the reference: audiolat jitter and cyclictest (rt-tests)
+/// under the same conditions (SCHED_FIFO 80, 1 ms period, clock_nanosleep on absolute
+/// deadlines, memory locked, cpu_dma_latency held at 0), alternating in short rounds so
+/// both see the same slices of this machine's (hypervisor's) noise, histograms pooled.
+///
+/// Tolerance, stated: the pooled medians agree within 5 µs + 25 %, and the pooled 99th
+/// percentiles within a factor of 2.5 (+ 100 µs) either way. Here the host steals the
+/// CPU for milliseconds, so the 99th percentile is set by the host and moves by tens of
+/// percent between rounds; pooling ten interleaved rounds per tool keeps the two within
+/// about 30 % of each other, well inside the bound. The probe must not measure worse
+/// than the reference: neither statistic may exceed cyclictest's by more than the
+/// tolerance.
+#[test]
+fn jitter_agrees_with_cyclictest() {
+    let _m = machine_lock();
+    require_tool("cyclictest", "rt-tests");
+    let fifo = engine::rt::probe_policy(engine::rt::Policy::Fifo { priority: 80 })
+        .refusal
+        .is_none();
+    let (cy_prio, policy) = if fifo { ("80", "fifo") } else { ("0", "other") };
+    let dir = tempdir();
+    let db = dir.path().join("cmp.db");
+    let hist = dir.path().join("a.txt");
+    let mut ours = Pool::default();
+    let mut reference = Pool::default();
+    for _ in 0..10 {
+        let cy = std::process::Command::new(load::find_in_path("cyclictest").unwrap())
+            .args([
+                "-m", "-p", cy_prio, "-i", "1000", "-l", "1500", "-q", "-h", "50000",
+            ])
+            .output()
+            .expect("running cyclictest");
+        assert!(
+            cy.status.success(),
+            "cyclictest: {}",
+            String::from_utf8_lossy(&cy.stderr)
+        );
+        reference.add(&String::from_utf8_lossy(&cy.stdout));
+        let out = run(
+            &db,
+            &[
+                "jitter",
+                "--loops",
+                "1500",
+                "--interval",
+                "1000us",
+                "--policy",
+                policy,
+                "--hist-bound",
+                "50ms",
+                "--histfile",
+                hist.to_str().unwrap(),
+                "-q",
+            ],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        ours.add(&std::fs::read_to_string(&hist).unwrap());
+    }
+    let (a50, c50) = (ours.percentile_us(50.0), reference.percentile_us(50.0));
+    let (a99, c99) = (ours.percentile_us(99.0), reference.percentile_us(99.0));
+    eprintln!("pooled p50: audiolat {a50} us, cyclictest {c50} us; p99: audiolat {a99} us, cyclictest {c99} us");
+    let median_tol = 5.0 + 0.25 * c50 as f64;
+    assert!(
+        (a50 as f64 - c50 as f64).abs() <= median_tol,
+        "medians disagree: audiolat {a50} us, cyclictest {c50} us (tolerance {median_tol:.0} us)"
+    );
+    assert!(
+        a99 as f64 <= 2.5 * c99 as f64 + 100.0 && c99 as f64 <= 2.5 * a99 as f64 + 100.0,
+        "99th percentiles disagree: audiolat {a99} us, cyclictest {c99} us"
+    );
+}

@@ -1,0 +1,108 @@
+//! Fixtures for the CLI tests: run the built binary, hold the machine, require tools.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The audiolat binary cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_audiolat"))
+}
+
+/// What a finished command printed.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs audiolat with `--db db` and `args`.
+pub fn run(db: &Path, args: &[&str]) -> Output {
+    let out = Command::new(bin())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running audiolat");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs audiolat and parses its standard output as JSON; panics with stderr otherwise.
+pub fn run_json(db: &Path, args: &[&str]) -> serde_json::Value {
+    let out = run(db, args);
+    assert!(
+        out.code == 0,
+        "audiolat {args:?} exited {}: {}",
+        out.code,
+        out.stderr
+    );
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", out.stdout))
+}
+
+/// Starts audiolat in the background.
+pub fn spawn(db: &Path, args: &[&str]) -> Child {
+    Command::new(bin())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting audiolat")
+}
+
+/// Waits for a child, killing it after `timeout`.
+pub fn wait_timeout(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("waiting") {
+            return status;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("audiolat did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Exclusive use of the machine for tests that measure or load it. A file lock, so it
+/// also holds across processes (cargo nextest).
+pub struct MachineLock(std::fs::File);
+
+pub fn machine_lock() -> MachineLock {
+    let path = std::env::temp_dir().join("audiolat-tests.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("lock file");
+    // SAFETY: flock on a valid fd; blocks until the lock is ours.
+    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    MachineLock(f)
+}
+
+/// Panics with the install command when a tool the test needs is missing: the README's
+/// test command installs every one of them.
+pub fn require_tool(name: &str, package: &str) {
+    assert!(
+        load::find_in_path(name).is_some(),
+        "{name} is not installed: apt install {package} (the README's test command does)"
+    );
+}
+
+/// A fresh temporary directory.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}
