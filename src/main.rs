@@ -341,7 +341,8 @@ fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Path) -> Strin
         "under-runs",
         "rt",
         "steal",
-    ]);
+    ])
+    .left_align(&[1, 2, 3, 8]);
     for e in entries {
         let (metric, p50, p99, max) = match &e.headline {
             Some(m) => (

@@ -130,7 +130,20 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
             o.skipped
         );
     }
-    let notes = flag_notes(&run.flags);
+    let mut notes = flag_notes(&run.flags);
+    for refusal in [
+        &o.thread.sched.refusal,
+        &o.thread.affinity_refusal,
+        &o.memory.refusal,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        notes.push(format!("refused: {refusal}"));
+    }
+    if let Some((false, _, Some(why))) = &o.dma_latency {
+        notes.push(format!("refused: {why}"));
+    }
     if !notes.is_empty() {
         let _ = writeln!(out);
         for n in notes {

@@ -551,3 +551,145 @@ fn jitter_agrees_with_cyclictest() {
         "99th percentiles disagree: audiolat {a99} us, cyclictest {c99} us"
     );
 }
+
+#[test]
+fn every_load_kind_starts_is_recorded_and_is_gone_afterwards() {
+    let _m = machine_lock();
+    require_tool("stress-ng", "stress-ng");
+    require_tool("hackbench", "rt-tests");
+    let dir = tempdir();
+    let db = dir.path().join("loads.db");
+    let v = run_json(
+        &db,
+        &[
+            "jitter",
+            "--loops",
+            "1000",
+            "--interval",
+            "1ms",
+            "--load",
+            "cpu:10+io+top+mem+ep:1+hackbench",
+            "--scratch-dir",
+            dir.path().to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let procs = v["load"]["processes"].as_array().unwrap();
+    let items: Vec<&str> = procs.iter().map(|p| p["item"].as_str().unwrap()).collect();
+    assert_eq!(items, ["cpu:10", "io", "top", "mem", "ep:1", "hackbench"]);
+    for p in procs {
+        assert!(p["pid"].as_i64().unwrap() > 0, "{p}");
+        assert_ne!(p["version"], "unknown", "{p}");
+    }
+    for e in v["load"]["exits"].as_array().unwrap() {
+        assert_eq!(
+            e["early"],
+            Value::Bool(false),
+            "a load died during the run: {e}"
+        );
+    }
+    assert_eq!(v["flags"]["load_exited_early"], Value::Bool(false));
+    assert!(load::tagged_processes(v["load"]["tag"].as_str().unwrap()).is_empty());
+    // The disk load cleaned up after itself.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("stress-ng"))
+        .collect();
+    assert!(left.is_empty(), "stress-ng left {left:?}");
+}
+
+#[test]
+fn a_missing_load_tool_is_refused_naming_its_package() {
+    let dir = tempdir();
+    let db = dir.path().join("m.db");
+    // A PATH without the tools: stress-ng and hackbench live in /usr/bin, which is only
+    // searched through PATH.
+    for (load, package) in [
+        ("cpu", "stress-ng"),
+        ("hackbench", "rt-tests"),
+        ("top", "procps"),
+    ] {
+        let out = std::process::Command::new(util::bin())
+            .env("PATH", dir.path())
+            .args([
+                "--db",
+                db.to_str().unwrap(),
+                "jitter",
+                "--loops",
+                "10",
+                "--load",
+                load,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{load}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "install the {package} package (apt install {package})"
+            )),
+            "{load}: {stderr}"
+        );
+        assert!(!db.exists(), "{load}: a refused run wrote the database");
+    }
+}
+
+#[test]
+fn refused_real_time_priority_still_measures_and_is_flagged() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("nrt.db");
+    // As root, drop CAP_SYS_NICE from the bounding set and RLIMIT_RTPRIO to 0, so the
+    // kernel refuses SCHED_FIFO as it would for an ordinary user.
+    // SAFETY: getuid has no preconditions.
+    let root = unsafe { libc::getuid() } == 0;
+    let mut cmd = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            "--bounding-set=-sys_nice",
+            "--inh-caps=-sys_nice",
+            "prlimit",
+            "--rtprio=0",
+        ]);
+        c.arg(util::bin());
+        c
+    } else {
+        std::process::Command::new(util::bin())
+    };
+    let out = cmd
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "jitter",
+            "--loops",
+            "300",
+            "--interval",
+            "1ms",
+            "--json",
+        ])
+        .output()
+        .expect("running audiolat under setpriv (util-linux)");
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    if !root && v["flags"]["realtime"] == Value::Bool(true) {
+        eprintln!("skipped: this user may use SCHED_FIFO, so a refusal cannot be shown");
+        return;
+    }
+    assert_eq!(v["status"], "complete");
+    assert_eq!(v["measurements"][0]["summary"]["count"], 300);
+    assert_eq!(v["flags"]["realtime"], Value::Bool(false));
+    assert_eq!(v["qos_granted"]["policy"], "SCHED_OTHER nice 0");
+    let refusal = v["qos_granted"]["policy_refusal"].as_str().unwrap();
+    assert!(
+        refusal.contains("rtprio 95"),
+        "the refusal names the fix: {refusal}"
+    );
+    let store = Store::open_existing(&db).unwrap();
+    let r = store.run(v["run_id"].as_i64().unwrap()).unwrap();
+    assert_eq!(r.flags["realtime"], Value::Bool(false));
+    let shown = run(&db, &["show", "last"]);
+    assert!(shown.stdout.contains("NOT REAL-TIME"), "{}", shown.stdout);
+}

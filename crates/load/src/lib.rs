@@ -157,11 +157,12 @@ pub const IP: Tool = Tool {
     package: "iproute2",
 };
 
-/// Finds a program in `PATH` (and the sbin directories, which a user's PATH may lack).
+/// Finds a program in `PATH`, then in the sbin directories (where `tc` and `ip` live),
+/// which an ordinary user's PATH may lack.
 pub fn find_in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
         .map(|d| d.join(name))
         .find(|p| is_executable(p))
 }

@@ -28,20 +28,34 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
     }
 }
 
-/// A plain text table with aligned columns: left for the first, right for the rest.
+/// A plain text table with aligned columns: text columns to the left, numbers to the
+/// right.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    left: Vec<bool>,
 }
 
 impl Table {
-    /// A table with these column headings.
+    /// A table with these column headings; the first column is left-aligned, the rest
+    /// right-aligned.
     pub fn new(header: &[&str]) -> Table {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            left: (0..header.len()).map(|i| i == 0).collect(),
         }
+    }
+
+    /// Left-aligns these columns (text) as well.
+    pub fn left_align(mut self, columns: &[usize]) -> Table {
+        for &c in columns {
+            if let Some(l) = self.left.get_mut(c) {
+                *l = true;
+            }
+        }
+        self
     }
 
     /// Adds a row.
@@ -67,7 +81,7 @@ impl Table {
                     line.push_str("  ");
                 }
                 let pad = width[i] - c.chars().count();
-                if i == 0 {
+                if self.left[i] {
                     line.push_str(c);
                     line.push_str(&" ".repeat(pad));
                 } else {
@@ -283,7 +297,8 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
 pub fn runs_table(runs: &[(RunRecord, Option<Measurement>)]) -> String {
     let mut t = Table::new(&[
         "id", "started", "probe", "status", "secs", "rt", "metric", "p50", "p99", "max",
-    ]);
+    ])
+    .left_align(&[1, 2, 3, 5, 6]);
     for (r, m) in runs {
         let rt = match r.flags["realtime"].as_bool() {
             Some(true) => "yes",
