@@ -188,10 +188,16 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
     let live = LiveLine::new("jitter", a.quiet || a.json, config.period_ns);
     let run = runner::jitter_run(ctx, &store, None, &config, &a.load, &scratch, &live)?;
     if let Some(path) = &a.histfile {
-        let overflow_cycles: Vec<u64> = run.outcome.overflows.iter().map(|o| o.cycle).collect();
+        let overflow_cycles: Vec<u64> = run
+            .outcome
+            .recorded
+            .overflows
+            .iter()
+            .map(|o| o.cycle)
+            .collect();
         std::fs::write(
             path,
-            results::export::cyclictest_histogram(&run.outcome.latency, &overflow_cycles),
+            results::export::cyclictest_histogram(&run.outcome.recorded.latency, &overflow_cycles),
         )
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
@@ -286,7 +292,9 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                     run_id: Some(run.run_id),
                     status: run.status.to_string(),
                     headline,
-                    underruns: config.fragments.map(|_| run.outcome.underrun_count),
+                    underruns: config
+                        .fragments
+                        .map(|_| run.outcome.recorded.underrun_count),
                     flags: run.flags.clone(),
                     note: String::new(),
                 });
@@ -329,7 +337,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
 }
 
 fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Path) -> String {
-    use report::terminal::{fmt_value, Table};
+    use report::terminal::Table;
     let mut t = Table::new(&[
         "run",
         "scenario",
@@ -344,15 +352,7 @@ fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Path) -> Strin
     ])
     .left_align(&[1, 2, 3, 8]);
     for e in entries {
-        let (metric, p50, p99, max) = match &e.headline {
-            Some(m) => (
-                m.metric.clone(),
-                fmt_value(m.summary.p50, &m.unit),
-                fmt_value(m.summary.p99, &m.unit),
-                fmt_value(m.summary.max, &m.unit),
-            ),
-            None => ("-".into(), "-".into(), "-".into(), "-".into()),
-        };
+        let [metric, p50, p99, max] = report::terminal::headline_cells(e.headline.as_ref());
         t.row(vec![
             e.run_id.map_or("-".into(), |i| i.to_string()),
             e.label.clone(),

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use probes::doctor::DoctorReport;
 use probes::jitter::JitterOutcome;
-use report::terminal::{doctor_table, flag_notes, fmt_ns, histogram, summary_table};
+use report::terminal::{doctor_table, flag_notes, fmt_ns, histogram, machine_line, summary_table};
 use results::export;
 use results::model::{MeasurementRecord, RunRecord};
 use results::{Event, Measurement, Store};
@@ -15,19 +15,7 @@ use crate::runner::JitterRun;
 
 /// Doctor as text.
 pub fn doctor_text(r: &DoctorReport) -> String {
-    let m = &r.machine;
-    let mut out = format!(
-        "{}: Linux {} ({}), {} x {}, {}, clocksource {}\n\n",
-        m.hostname,
-        m.kernel_release,
-        m.preemption,
-        m.cpus_online,
-        m.cpu_model,
-        m.virtualization
-            .as_deref()
-            .map_or("bare metal".to_string(), |v| format!("virtual: {v}")),
-        m.clocksource
-    );
+    let mut out = format!("{}\n\n", machine_line(&r.machine));
     out.push_str(&doctor_table(&r.findings));
     out
 }
@@ -78,23 +66,23 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
         "jitter run {}: {} after {} cycles in {:.1} s",
         run.run_id,
         run.status,
-        o.cycles,
+        o.recorded.cycles,
         o.end_ns.saturating_sub(o.start_ns) as f64 / 1e9
     );
     let _ = writeln!(out, "{}\n", config_line(o, load));
     out.push_str(&summary_table(&run.measurements));
     let _ = writeln!(out, "\nwake-up latency");
-    out.push_str(&histogram(&o.latency, 40));
-    if let (Some(f), Some(c)) = (&o.config.fragments, &o.completion) {
+    out.push_str(&histogram(&o.recorded.latency, 40));
+    if let (Some(f), Some(c)) = (&o.config.fragments, &o.recorded.completion) {
         let _ = writeln!(
             out,
             "\nfragment model: headroom {} ((fragments-1) x period); {} would-be under-runs in {} fragments; worst completion {}",
             fmt_ns(f.headroom_ns() as f64),
-            o.underrun_count,
-            o.cycles,
+            o.recorded.underrun_count,
+            o.recorded.cycles,
             fmt_ns(c.max() as f64)
         );
-        for u in o.underruns.iter().take(5) {
+        for u in o.recorded.underruns.iter().take(5) {
             let _ = writeln!(
                 out,
                 "  under-run at cycle {} ({:.3} s): work ended {} after its deadline",
@@ -123,11 +111,11 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
             }
         );
     }
-    if o.skipped > 0 {
+    if o.recorded.skipped > 0 {
         let _ = writeln!(
             out,
             "\n{} deadlines skipped (a cycle ended after them); see wakeup_latency_co_corrected",
-            o.skipped
+            o.recorded.skipped
         );
     }
     let mut notes = flag_notes(&run.flags);
@@ -196,21 +184,6 @@ pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>> {
         .map(|m| m.measurement))
 }
 
-fn machine_line(r: &RunRecord) -> String {
-    let m = &r.machine;
-    format!(
-        "{}: Linux {} ({}), {} x {}, {}",
-        m.hostname,
-        m.kernel_release,
-        m.preemption,
-        m.cpus_online,
-        m.cpu_model,
-        m.virtualization
-            .as_deref()
-            .map_or("bare metal".to_string(), |v| format!("virtual: {v}"))
-    )
-}
-
 /// One stored run as text.
 pub fn show_text(
     run: &RunRecord,
@@ -230,7 +203,7 @@ pub fn show_text(
         run.duration_s
             .map_or(String::new(), |d| format!(", {d:.1} s"))
     );
-    let _ = writeln!(out, "  machine    {}", machine_line(run));
+    let _ = writeln!(out, "  machine    {}", machine_line(&run.machine));
     let _ = writeln!(
         out,
         "  tool       audiolat {} (commit {}, {})",

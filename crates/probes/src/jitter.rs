@@ -853,35 +853,15 @@ pub struct JitterOutcome {
     pub start_ns: u64,
     /// When the loop returned.
     pub end_ns: u64,
-    /// Cycles processed.
-    pub cycles: u64,
-    /// Deadlines skipped because a cycle ended after them.
-    pub skipped: u64,
-    /// Wake-up latency.
-    pub latency: LatencyHistogram,
-    /// Interval between consecutive wake-ups.
-    pub interval: LatencyHistogram,
-    /// Completion time (fragment model).
-    pub completion: Option<LatencyHistogram>,
-    /// Overflows with cycle numbers (first [`MAX_RECORDS`]).
-    pub overflows: Vec<CycleRecord>,
-    /// Would-be under-runs with cycle numbers (first [`MAX_RECORDS`]).
-    pub underruns: Vec<CycleRecord>,
-    /// All would-be under-runs.
-    pub underrun_count: u64,
-    /// The largest wake-ups, largest first.
-    pub outliers: Vec<CycleRecord>,
-    /// Latency against time.
-    pub blocks: Vec<Block>,
-    /// Blocks not kept (series full).
-    pub blocks_dropped: u64,
-    /// The busy kernel's calibration and per-cycle work.
-    pub busy: Option<(BusyWork, u64)>,
+    /// What the loop recorded: histograms, remarkable cycles, the series.
+    pub recorded: LoopResults,
+    /// The busy kernel's calibration, when there was work.
+    pub busy: Option<BusyWork>,
     /// What the measuring thread got.
     pub thread: ThreadRt,
     /// Memory lock granted.
     pub memory: engine::rt::MemoryLockGrant,
-    /// /dev/cpu_dma_latency granted.
+    /// /dev/cpu_dma_latency granted: (held, value read back, refusal).
     pub dma_latency: Option<(bool, Option<i32>, Option<String>)>,
     /// Host steal through the run.
     pub steal: StealTimeline,
@@ -945,24 +925,14 @@ pub fn run(
         })?
     });
     let steal = steal.finish();
-    let (lp, thread, start_ns, end_ns, end, busy) = outcome?;
+    let (recorded, thread, start_ns, end_ns, end, busy) = outcome?;
     Ok(JitterOutcome {
         config: config.clone(),
         end,
         start_ns,
         end_ns,
-        cycles: lp.cycles,
-        skipped: lp.skipped,
-        busy: busy.map(|b| (b, lp.busy_iterations)),
-        latency: lp.latency,
-        interval: lp.interval,
-        completion: lp.completion,
-        overflows: lp.overflows,
-        underruns: lp.underruns,
-        underrun_count: lp.underrun_count,
-        outliers: lp.outliers,
-        blocks: lp.blocks,
-        blocks_dropped: lp.blocks_dropped,
+        recorded,
+        busy,
         thread,
         memory: process.memory.clone(),
         dma_latency: process
@@ -1013,7 +983,8 @@ impl JitterOutcome {
 
     /// The largest wake-ups with the steal around each.
     pub fn attributed_outliers(&self) -> Vec<AttributedOutlier> {
-        self.outliers
+        self.recorded
+            .outliers
             .iter()
             .map(|r| AttributedOutlier {
                 record: *r,
@@ -1030,7 +1001,7 @@ impl JitterOutcome {
         let (start, end) = (self.start_ns, self.end_ns.max(self.start_ns + 1));
         let mut hits = 0u64;
         let mut total = 0u64;
-        for o in &self.outliers {
+        for o in &self.recorded.outliers {
             let width = o.value_ns.min(end - start);
             for i in 0..POSITIONS {
                 let t = start + (end - start - width) * i / (POSITIONS - 1);
@@ -1070,17 +1041,19 @@ impl JitterOutcome {
                 mode.mechanism(),
                 if self.config.fragments.is_some() { " only after an under-run" } else { "" }
             ),
-                self.latency.clone(),
+                self.recorded.latency.clone(),
             );
-        lat.detail = json!({"skipped_deadlines": self.skipped, "period_ns": self.config.period_ns});
+        lat.detail =
+            json!({"skipped_deadlines": self.recorded.skipped, "period_ns": self.config.period_ns});
         out.push(lat);
-        let overflow_values: Vec<u64> = self.overflows.iter().map(|o| o.value_ns).collect();
+        let overflow_values: Vec<u64> =
+            self.recorded.overflows.iter().map(|o| o.value_ns).collect();
         let mut co = Measurement::from_histogram(
             "jitter",
             "wakeup_latency_co_corrected",
             "wakeup_latency corrected for coordinated omission off the real-time thread: a wake-up \
              late by L also stands for the skipped deadlines, at L - period, L - 2*period, ...",
-            self.latency
+            self.recorded.latency
                 .corrected_for_omission(self.config.period_ns, &overflow_values),
         );
         co.detail = json!({"expected_interval_ns": self.config.period_ns});
@@ -1089,11 +1062,11 @@ impl JitterOutcome {
             "jitter",
             "wakeup_interval",
             "CLOCK_MONOTONIC time between consecutive wake-ups (nominally one period)",
-            self.interval.clone(),
+            self.recorded.interval.clone(),
         );
         iv.detail = json!({"nominal_ns": self.config.period_ns});
         out.push(iv);
-        if let (Some(c), Some(f)) = (&self.completion, &self.config.fragments) {
+        if let (Some(c), Some(f)) = (&self.recorded.completion, &self.config.fragments) {
             let mut m = Measurement::from_histogram(
                 "jitter",
                 "fragment_completion",
@@ -1105,7 +1078,7 @@ impl JitterOutcome {
                 c.clone(),
             );
             m.deadline = Some(f.headroom_ns() as f64);
-            m.misses = Some(self.underrun_count);
+            m.misses = Some(self.recorded.underrun_count);
             out.push(m);
         }
         out
@@ -1114,7 +1087,7 @@ impl JitterOutcome {
     /// Overflows, would-be under-runs and steal spikes, as events.
     pub fn events(&self) -> Vec<Event> {
         let mut out = Vec::new();
-        for o in &self.overflows {
+        for o in &self.recorded.overflows {
             out.push(Event {
                 mono_ns: o.deadline_ns,
                 kind: "overflow".into(),
@@ -1122,7 +1095,7 @@ impl JitterOutcome {
                                "steal_ns_around": self.steal_around(o)}),
             });
         }
-        for u in &self.underruns {
+        for u in &self.recorded.underruns {
             out.push(Event {
                 mono_ns: u.deadline_ns,
                 kind: "underrun".into(),
@@ -1155,6 +1128,7 @@ impl JitterOutcome {
             unit: "ns".into(),
             columns: columns.into_iter().map(String::from).collect(),
             rows: self
+                .recorded
                 .blocks
                 .iter()
                 .map(|b| {
@@ -1216,8 +1190,8 @@ impl JitterOutcome {
             "outliers_with_host_steal": with_steal,
             "outliers_examined": attributed.len(),
             "random_windows_with_host_steal_percent": 100.0 * self.steal_baseline_fraction(),
-            "histogram_overflows": self.latency.overflows(),
-            "percentiles_clamped": self.latency.summary().clamped,
+            "histogram_overflows": self.recorded.latency.overflows(),
+            "percentiles_clamped": self.recorded.latency.summary().clamped,
         })
     }
 
@@ -1225,20 +1199,23 @@ impl JitterOutcome {
     pub fn result_json(&self) -> Value {
         let (steal_ns, steal_pct) = self.steal_summary();
         json!({
-            "cycles": self.cycles,
+            "cycles": self.recorded.cycles,
             "planned_cycles": self.config.planned_cycles(),
-            "skipped_deadlines": self.skipped,
-            "overflows": self.latency.overflows(),
-            "overflow_cycles": self.overflows.iter().map(|o| o.cycle).collect::<Vec<_>>(),
-            "underruns": self.underrun_count,
-            "underrun_cycles": self.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
+            "skipped_deadlines": self.recorded.skipped,
+            "overflows": self.recorded.latency.overflows(),
+            "overflow_cycles": self.recorded.overflows.iter().map(|o| o.cycle).collect::<Vec<_>>(),
+            "underruns": self.recorded.underrun_count,
+            "underrun_cycles": self.recorded.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
-            "busy": self.busy.map(|(b, iters)| json!({
-                "percent": self.config.busy_percent,
-                "ns_per_iteration": b.ns_per_iteration,
-                "iterations_per_cycle": iters,
-                "calibrated_ns_per_cycle": b.ns_per_iteration * iters as f64,
-            })),
+            "busy": self.busy.map(|b| {
+                let iters = self.recorded.busy_iterations;
+                json!({
+                    "percent": self.config.busy_percent,
+                    "ns_per_iteration": b.ns_per_iteration,
+                    "iterations_per_cycle": iters,
+                    "calibrated_ns_per_cycle": b.ns_per_iteration * iters as f64,
+                })
+            }),
             "steal": {"ns": steal_ns, "percent": steal_pct, "samples": self.steal.samples.len(),
                       "tick_ns": self.steal.tick_ns},
             "outliers": self.attributed_outliers().iter().map(|a| json!({
@@ -1246,7 +1223,7 @@ impl JitterOutcome {
                 "t_s": a.record.deadline_ns.saturating_sub(self.start_ns) as f64 / 1e9,
                 "steal_ns_around": a.steal_ns,
             })).collect::<Vec<_>>(),
-            "series_blocks_dropped": self.blocks_dropped,
+            "series_blocks_dropped": self.recorded.blocks_dropped,
         })
     }
 }
@@ -1309,15 +1286,15 @@ mod tests {
             let stop = AtomicBool::new(false);
             let out = run(&cfg(mode, 1_000_000, 200), &stop, |_| {}).unwrap();
             assert_eq!(out.end, LoopEnd::Complete, "{mode:?}");
-            assert_eq!(out.cycles, 200, "{mode:?}");
-            let s = out.latency.summary();
+            assert_eq!(out.recorded.cycles, 200, "{mode:?}");
+            let s = out.recorded.latency.summary();
             assert_eq!(s.count, 200);
             // A wake-up is never early, and its median is far below a period.
             assert!(s.min >= 0.0 && s.p50 < 1_000_000.0, "{mode:?}: {s:?}");
             // Intervals centre on the period.
-            let iv = out.interval.summary();
+            let iv = out.recorded.interval.summary();
             assert!((iv.p50 - 1_000_000.0).abs() < 200_000.0, "{mode:?}: {iv:?}");
-            assert!(!out.blocks.is_empty());
+            assert!(!out.recorded.blocks.is_empty());
         }
     }
 
@@ -1337,8 +1314,8 @@ mod tests {
         })
         .unwrap();
         assert_eq!(out.end, LoopEnd::Interrupted);
-        assert!(out.cycles > 50 && out.cycles < 30_000);
-        assert_eq!(out.latency.count(), out.cycles);
+        assert!(out.recorded.cycles > 50 && out.recorded.cycles < 30_000);
+        assert_eq!(out.recorded.latency.count(), out.recorded.cycles);
         assert!(ticks > 0);
     }
 
@@ -1360,34 +1337,38 @@ mod tests {
         };
         let stop = AtomicBool::new(false);
         let out = run(&c, &stop, |_| {}).unwrap();
-        assert_eq!(out.cycles, 400);
-        let completion = out.completion.as_ref().unwrap();
+        assert_eq!(out.recorded.cycles, 400);
+        let completion = out.recorded.completion.as_ref().unwrap();
         assert_eq!(completion.count(), 400);
         // Completion is at least the work's calibrated time in the median.
         assert!(completion.summary().p50 >= 0.5 * 62_500.0);
         assert_eq!(
-            out.underruns.len() as u64,
-            out.underrun_count.min(MAX_RECORDS as u64)
+            out.recorded.underruns.len() as u64,
+            out.recorded.underrun_count.min(MAX_RECORDS as u64)
         );
-        assert!(out.latency.overflows() > 0);
-        assert!(!out.overflows.is_empty());
+        assert!(out.recorded.latency.overflows() > 0);
+        assert!(!out.recorded.overflows.is_empty());
         let m = out.measurements();
         assert_eq!(m.last().unwrap().metric, "fragment_completion");
-        assert_eq!(m.last().unwrap().misses, Some(out.underrun_count));
+        assert_eq!(m.last().unwrap().misses, Some(out.recorded.underrun_count));
     }
 
     #[test]
     fn outliers_are_the_largest_wakeups() {
         let stop = AtomicBool::new(false);
         let out = run(&cfg(WakeMode::Nanosleep, 500_000, 300), &stop, |_| {}).unwrap();
-        assert_eq!(out.outliers.len(), TOP_OUTLIERS);
-        assert_eq!(out.outliers[0].value_ns, out.latency.max());
+        assert_eq!(out.recorded.outliers.len(), TOP_OUTLIERS);
+        assert_eq!(
+            out.recorded.outliers[0].value_ns,
+            out.recorded.latency.max()
+        );
         assert!(out
+            .recorded
             .outliers
             .windows(2)
             .all(|w| w[0].value_ns >= w[1].value_ns));
-        let p50 = out.latency.percentile(50.0).0;
-        assert!(out.outliers.last().unwrap().value_ns >= p50);
+        let p50 = out.recorded.latency.percentile(50.0).0;
+        assert!(out.recorded.outliers.last().unwrap().value_ns >= p50);
     }
 }
 

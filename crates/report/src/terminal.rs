@@ -293,6 +293,35 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
     notes
 }
 
+/// A run's headline figure as table cells: metric, p50, p99, max (`-` when none).
+pub fn headline_cells(m: Option<&Measurement>) -> [String; 4] {
+    match m {
+        Some(m) => [
+            m.metric.clone(),
+            fmt_value(m.summary.p50, &m.unit),
+            fmt_value(m.summary.p99, &m.unit),
+            fmt_value(m.summary.max, &m.unit),
+        ],
+        None => ["-".into(), "-".into(), "-".into(), "-".into()],
+    }
+}
+
+/// A machine in one line: host, kernel, preemption, CPUs, virtualisation.
+pub fn machine_line(m: &results::Machine) -> String {
+    format!(
+        "{}: Linux {} ({}), {} x {}, {}, clocksource {}",
+        m.hostname,
+        m.kernel_release,
+        m.preemption,
+        m.cpus_online,
+        m.cpu_model,
+        m.virtualization
+            .as_deref()
+            .map_or("bare metal".to_string(), |v| format!("virtual: {v}")),
+        m.clocksource
+    )
+}
+
 /// One line per run: id, start, probe, status, duration, real-time, the headline figure.
 pub fn runs_table(runs: &[(RunRecord, Option<Measurement>)]) -> String {
     let mut t = Table::new(&[
@@ -305,15 +334,7 @@ pub fn runs_table(runs: &[(RunRecord, Option<Measurement>)]) -> String {
             Some(false) => "NO",
             None => "-",
         };
-        let (metric, p50, p99, max) = match m {
-            Some(m) => (
-                m.metric.clone(),
-                fmt_value(m.summary.p50, &m.unit),
-                fmt_value(m.summary.p99, &m.unit),
-                fmt_value(m.summary.max, &m.unit),
-            ),
-            None => ("-".into(), "-".into(), "-".into(), "-".into()),
-        };
+        let [metric, p50, p99, max] = headline_cells(m.as_ref());
         t.row(vec![
             r.id.to_string(),
             r.started_at
