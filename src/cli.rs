@@ -491,7 +491,7 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         hist_bound_ns: a.hist_bound.as_nanos().min(u64::MAX as u128) as u64,
         lock_memory: !a.no_mlock,
         dma_latency: !a.no_dma_latency,
-        block_ns: 100_000_000,
+        ..JitterConfig::new(period_ns, length)
     };
     config.validate().map_err(|e| UsageError(e.to_string()))?;
     Ok(config)

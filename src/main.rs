@@ -197,7 +197,10 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
             .collect();
         std::fs::write(
             path,
-            results::export::cyclictest_histogram(&run.outcome.recorded.latency, &overflow_cycles),
+            results::export::cyclictest_histogram(
+                &run.outcome.recorded.histograms.latency,
+                &overflow_cycles,
+            ),
         )
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }

@@ -198,8 +198,25 @@ fn measure_jitter(
         store.update_run(run_id, Some(&r.describe()), None)?;
     }
     let mut load_events: Vec<Event> = Vec::new();
-    let outcome = jitter::run(config, &ctx.stop, |snap| {
-        live.show(snap);
+    let mut checkpoint_error: Option<String> = None;
+    let outcome = jitter::run(config, &ctx.stop, |progress| {
+        live.show(&progress.live);
+        // The run is written as it goes: a checkpoint replaces the measurements so far.
+        if let Some(cp) = progress.checkpoint {
+            let partial = jitter::measurements(
+                config,
+                cp.histograms,
+                cp.skipped,
+                cp.underruns,
+                &[],
+                Some(progress.live.cycles),
+            );
+            for m in &partial {
+                if let Err(e) = store.replace_measurement(run_id, m) {
+                    checkpoint_error.get_or_insert(e.to_string());
+                }
+            }
+        }
         if let Some(r) = running.as_mut() {
             for exit in r.poll_exits() {
                 load_events.push(Event {
@@ -224,7 +241,7 @@ fn measure_jitter(
     let outcome = outcome?;
     let measurements = outcome.measurements();
     for m in &measurements {
-        store.add_measurement(run_id, m)?;
+        store.replace_measurement(run_id, m)?;
     }
     let mut events = outcome.events();
     events.extend(load_events.iter().cloned());
@@ -233,6 +250,9 @@ fn measure_jitter(
     store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
+    if let Some(e) = checkpoint_error {
+        flags["checkpoint_error"] = json!(e);
+    }
     let status = match outcome.end {
         LoopEnd::Complete => RunStatus::Complete,
         LoopEnd::Interrupted => RunStatus::Interrupted,

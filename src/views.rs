@@ -72,8 +72,8 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
     let _ = writeln!(out, "{}\n", config_line(o, load));
     out.push_str(&summary_table(&run.measurements));
     let _ = writeln!(out, "\nwake-up latency");
-    out.push_str(&histogram(&o.recorded.latency, 40));
-    if let (Some(f), Some(c)) = (&o.config.fragments, &o.recorded.completion) {
+    out.push_str(&histogram(&o.recorded.histograms.latency, 40));
+    if let (Some(f), Some(c)) = (&o.config.fragments, &o.recorded.histograms.completion) {
         let _ = writeln!(
             out,
             "\nfragment model: headroom {} ((fragments-1) x period); {} would-be under-runs in {} fragments; worst completion {}",

@@ -693,3 +693,58 @@ fn refused_real_time_priority_still_measures_and_is_flagged() {
     let shown = run(&db, &["show", "last"]);
     assert!(shown.stdout.contains("NOT REAL-TIME"), "{}", shown.stdout);
 }
+
+#[test]
+fn a_killed_run_keeps_its_last_checkpoint() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("k.db");
+    let mut child = spawn(&db, &["jitter", "--duration", "120s", "-q"]);
+    // Wait for the first checkpoint (every 5 s) to reach the database.
+    let start = std::time::Instant::now();
+    let (id, count) = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no checkpoint was stored"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(store) = Store::open_existing(&db) else {
+            continue;
+        };
+        let Some(r) = store
+            .list_runs(&RunFilter::default())
+            .unwrap()
+            .into_iter()
+            .next()
+        else {
+            continue;
+        };
+        let ms = store.measurements(r.id).unwrap();
+        if let Some(m) = ms.iter().find(|m| m.measurement.metric == "wakeup_latency") {
+            assert_eq!(m.measurement.detail["partial"], Value::Bool(true));
+            break (r.id, m.measurement.summary.count);
+        }
+    };
+    assert!(count > 0);
+    // SIGKILL: no chance to clean up or write anything more.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = Store::open_existing(&db).unwrap();
+    let r = store.run(id).unwrap();
+    assert_eq!(
+        r.status,
+        RunStatus::Interrupted,
+        "a vanished run is marked interrupted"
+    );
+    assert!(r.error.unwrap().contains("without closing"));
+    let ms = store.measurements(id).unwrap();
+    let lat = ms
+        .iter()
+        .find(|m| m.measurement.metric == "wakeup_latency")
+        .unwrap();
+    assert!(lat.measurement.summary.count >= count);
+    assert_eq!(
+        lat.measurement.histogram.as_ref().unwrap().count(),
+        lat.measurement.summary.count
+    );
+}

@@ -145,6 +145,8 @@ pub struct JitterConfig {
     pub dma_latency: bool,
     /// Length of one point of the latency-against-time series (ns).
     pub block_ns: u64,
+    /// How often the run's histograms so far are offered for storing (ns).
+    pub checkpoint_ns: u64,
 }
 
 /// Smallest period accepted (20 µs, 50 kHz).
@@ -197,6 +199,7 @@ impl JitterConfig {
             lock_memory: true,
             dma_latency: true,
             block_ns: 100_000_000,
+            checkpoint_ns: 5_000_000_000,
         }
     }
 
@@ -341,6 +344,8 @@ pub struct Live {
     pub overflows: AtomicU64,
     /// Would-be under-runs so far.
     pub underruns: AtomicU64,
+    /// Deadlines skipped so far.
+    pub skipped: AtomicU64,
 }
 
 /// A copy of [`Live`] at one instant.
@@ -358,6 +363,8 @@ pub struct LiveSnapshot {
     pub overflows: u64,
     /// Would-be under-runs so far.
     pub underruns: u64,
+    /// Deadlines skipped so far.
+    pub skipped: u64,
 }
 
 enum Waiter {
@@ -527,6 +534,70 @@ impl Drop for Waiter {
     }
 }
 
+/// The histograms of one stretch of a run. The measuring thread fills one set while the
+/// controlling thread merges the sets it was handed into the run's totals and stores
+/// them as a checkpoint, so a run is written as it goes (HdrHistogram's interval
+/// recorder pattern, over pre-sized lock-free rings).
+#[derive(Debug, Clone)]
+pub struct IntervalHistograms {
+    /// Wake-up latency.
+    pub latency: LatencyHistogram,
+    /// Interval between wake-ups.
+    pub interval: LatencyHistogram,
+    /// Completion time (fragment model).
+    pub completion: Option<LatencyHistogram>,
+}
+
+impl IntervalHistograms {
+    /// Empty histograms sized for `config`. Allocates.
+    pub fn new(config: &JitterConfig) -> Result<IntervalHistograms, JitterError> {
+        let hist =
+            |b: u64| LatencyHistogram::new(b).map_err(|e| JitterError::Invalid(e.to_string()));
+        let wide = config.hist_bound_ns + config.period_ns;
+        Ok(IntervalHistograms {
+            latency: hist(config.hist_bound_ns)?,
+            interval: hist(wide)?,
+            completion: match config.fragments {
+                Some(_) => Some(hist(wide)?),
+                None => None,
+            },
+        })
+    }
+
+    /// Adds another set's samples to this one.
+    pub fn add(&mut self, other: &IntervalHistograms) {
+        self.latency.add(&other.latency);
+        self.interval.add(&other.interval);
+        if let (Some(a), Some(b)) = (&mut self.completion, &other.completion) {
+            a.add(b);
+        }
+    }
+
+    /// Empties every histogram, keeping its memory.
+    pub fn reset(&mut self) {
+        self.latency.reset();
+        self.interval.reset();
+        if let Some(c) = &mut self.completion {
+            c.reset();
+        }
+    }
+}
+
+/// Sets of interval histograms in circulation between the two threads: one being
+/// filled, the rest empty or waiting to be merged. The rings hold them all, so a hand-off
+/// never fails and never allocates.
+const HANDOFF_POOL: usize = 4;
+
+/// The measuring thread's ends of the hand-off rings.
+pub struct Handoff {
+    /// Empty sets, from the controlling thread.
+    pub spare: rtrb::Consumer<IntervalHistograms>,
+    /// Filled sets, to the controlling thread.
+    pub full: rtrb::Producer<IntervalHistograms>,
+    /// Cycles per interval.
+    pub cycles_per_interval: u64,
+}
+
 /// The measuring loop with everything it writes to, allocated beforehand.
 pub struct JitterLoop {
     mode: WakeMode,
@@ -535,9 +606,9 @@ pub struct JitterLoop {
     waiter: Waiter,
     busy: Option<BusyWork>,
     busy_iterations: u64,
-    latency: LatencyHistogram,
-    interval: LatencyHistogram,
-    completion: Option<LatencyHistogram>,
+    current: IntervalHistograms,
+    handoff: Option<Handoff>,
+    cycles_in_interval: u64,
     overflows: Vec<CycleRecord>,
     underruns: Vec<CycleRecord>,
     underrun_count: u64,
@@ -564,15 +635,15 @@ pub enum LoopEnd {
 impl JitterLoop {
     /// Allocates everything the loop will write to and creates its timer. Call on the
     /// measuring thread (the signal mode directs its timer at the calling thread).
+    /// With a `handoff`, filled interval histograms are passed to the controlling
+    /// thread as the run goes; without one, everything stays in one set.
     pub fn prepare(
         config: &JitterConfig,
         busy: Option<BusyWork>,
         live: Arc<Live>,
+        handoff: Option<Handoff>,
     ) -> Result<JitterLoop, JitterError> {
         config.validate()?;
-        let bound = config.hist_bound_ns;
-        let hist =
-            |b: u64| LatencyHistogram::new(b).map_err(|e| JitterError::Invalid(e.to_string()));
         let block_cycles = (config.block_ns / config.period_ns).clamp(1, u32::MAX as u64) as u32;
         let blocks_planned =
             (config.planned_cycles() / block_cycles as u64 + 2).min(MAX_BLOCKS as u64);
@@ -586,12 +657,9 @@ impl JitterLoop {
             waiter: Waiter::new(config.mode)?,
             busy,
             busy_iterations,
-            latency: hist(bound)?,
-            interval: hist(bound + config.period_ns)?,
-            completion: match config.fragments {
-                Some(_) => Some(hist(bound + config.period_ns)?),
-                None => None,
-            },
+            current: IntervalHistograms::new(config)?,
+            handoff,
+            cycles_in_interval: 0,
             overflows: Vec::with_capacity(MAX_RECORDS),
             underruns: Vec::with_capacity(MAX_RECORDS),
             underrun_count: 0,
@@ -687,7 +755,7 @@ impl JitterLoop {
             let cycle = self.cycles;
             self.cycles += 1;
 
-            let in_bound = self.latency.record(latency);
+            let in_bound = self.current.latency.record(latency);
             if !in_bound {
                 if self.overflows.len() < MAX_RECORDS {
                     self.overflows.push(CycleRecord {
@@ -708,7 +776,7 @@ impl JitterLoop {
                 });
             }
             if let Some(prev) = prev_wake {
-                self.interval.record(now.saturating_sub(prev));
+                self.current.interval.record(now.saturating_sub(prev));
             }
             prev_wake = Some(now);
 
@@ -730,6 +798,7 @@ impl JitterLoop {
             block.sum_ns += latency;
 
             live.cycles.store(self.cycles, Ordering::Relaxed);
+            live.skipped.store(self.skipped, Ordering::Relaxed);
             live.last_ns.store(latency, Ordering::Relaxed);
             live.max_ns.fetch_max(latency, Ordering::Relaxed);
 
@@ -737,7 +806,7 @@ impl JitterLoop {
                 Some(headroom) => {
                     let done = monotonic_ns();
                     let completion = done.saturating_sub(deadline);
-                    if let Some(h) = &mut self.completion {
+                    if let Some(h) = &mut self.current.completion {
                         h.record(completion);
                     }
                     block.completion_max_ns = block.completion_max_ns.max(completion);
@@ -786,6 +855,29 @@ impl JitterLoop {
                 self.push_block(block);
                 block = Block::default();
             }
+            self.hand_off();
+        }
+    }
+
+    /// At the end of an interval, swaps the filled histograms for empty ones from the
+    /// controlling thread. Real-time safe: two wait-free ring operations and a swap.
+    /// When no empty set is waiting (the controller is starved), recording continues in
+    /// the current set: nothing is lost, the interval is just longer.
+    #[inline]
+    fn hand_off(&mut self) {
+        self.cycles_in_interval += 1;
+        let Some(h) = &mut self.handoff else {
+            return;
+        };
+        if self.cycles_in_interval < h.cycles_per_interval {
+            return;
+        }
+        if let Ok(fresh) = h.spare.pop() {
+            let filled = std::mem::replace(&mut self.current, fresh);
+            // Cannot fail: the ring has room for every set in circulation.
+            let pushed = h.full.push(filled);
+            debug_assert!(pushed.is_ok(), "hand-off ring sized below the pool");
+            self.cycles_in_interval = 0;
         }
     }
 }
@@ -798,12 +890,9 @@ pub struct LoopResults {
     pub cycles: u64,
     /// Deadlines skipped.
     pub skipped: u64,
-    /// Wake-up latency.
-    pub latency: LatencyHistogram,
-    /// Interval between wake-ups.
-    pub interval: LatencyHistogram,
-    /// Completion time (fragment model).
-    pub completion: Option<LatencyHistogram>,
+    /// Wake-up latency, interval and completion histograms (the run's totals once
+    /// [`run`] has merged the intervals).
+    pub histograms: IntervalHistograms,
     /// Overflows with cycle numbers.
     pub overflows: Vec<CycleRecord>,
     /// Would-be under-runs with cycle numbers.
@@ -828,9 +917,7 @@ impl JitterLoop {
         LoopResults {
             cycles: self.cycles,
             skipped: self.skipped,
-            latency: self.latency,
-            interval: self.interval,
-            completion: self.completion,
+            histograms: self.current,
             overflows: self.overflows,
             underruns: self.underruns,
             underrun_count: self.underrun_count,
@@ -867,14 +954,35 @@ pub struct JitterOutcome {
     pub steal: StealTimeline,
 }
 
+/// The run's histograms so far, offered for storing while the run goes on.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpoint<'a> {
+    /// Totals of every interval handed over so far.
+    pub histograms: &'a IntervalHistograms,
+    /// Deadlines skipped so far.
+    pub skipped: u64,
+    /// Would-be under-runs so far.
+    pub underruns: u64,
+}
+
+/// What the controlling thread reports about ten times a second.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Counters for a status line.
+    pub live: LiveSnapshot,
+    /// Every [`JitterConfig::checkpoint_ns`], the histograms so far.
+    pub checkpoint: Option<Checkpoint<'a>>,
+}
+
 /// Runs the jitter probe: sets up the process and a measuring thread, samples host
-/// steal beside it, and calls `tick` about ten times a second on the calling thread
-/// with a live snapshot (for a status line). Raising `stop` ends the run early; what
-/// was measured is returned with [`LoopEnd::Interrupted`].
+/// steal beside it, and calls `progress` about ten times a second on the calling thread
+/// with a live snapshot and, every [`JitterConfig::checkpoint_ns`], a checkpoint of the
+/// histograms so far (so the caller can store the run as it goes). Raising `stop` ends
+/// the run early; what was measured is returned with [`LoopEnd::Interrupted`].
 pub fn run(
     config: &JitterConfig,
     stop: &AtomicBool,
-    mut tick: impl FnMut(&LiveSnapshot),
+    mut progress: impl FnMut(Progress<'_>),
 ) -> Result<JitterOutcome, JitterError> {
     config.validate()?;
     let process = ProcessRt::setup(config.lock_memory, config.dma_latency.then_some(0));
@@ -882,6 +990,21 @@ pub fn run(
     let live = Arc::new(Live::default());
     let planned = config.planned_cycles();
     const PREFAULT: usize = 256 * 1024;
+
+    // Interval histograms circulate between the threads through two rings that can
+    // hold every set, so neither side ever waits, allocates or fails to hand over.
+    let (mut spare_tx, spare_rx) = rtrb::RingBuffer::new(HANDOFF_POOL);
+    let (full_tx, mut full_rx) = rtrb::RingBuffer::<IntervalHistograms>::new(HANDOFF_POOL);
+    for _ in 0..HANDOFF_POOL - 1 {
+        let _ = spare_tx.push(IntervalHistograms::new(config)?);
+    }
+    let mut total = IntervalHistograms::new(config)?;
+    let interval_ns = (config.checkpoint_ns / 2).clamp(1, 1_000_000_000);
+    let handoff = Handoff {
+        spare: spare_rx,
+        full: full_tx,
+        cycles_per_interval: (interval_ns / config.period_ns).max(1),
+    };
 
     let outcome = std::thread::scope(|s| {
         let cfg = config.clone();
@@ -893,7 +1016,7 @@ pub fn run(
                 block_termination_signals();
                 let thread = ThreadRt::apply(&cfg.policy, cfg.cpus.as_deref(), PREFAULT);
                 let busy = (cfg.busy_percent > 0.0).then(|| BusyWork::calibrate(20_000, 25));
-                let mut lp = JitterLoop::prepare(&cfg, busy, thread_live)?;
+                let mut lp = JitterLoop::prepare(&cfg, busy, thread_live, Some(handoff))?;
                 // First deadline a little ahead, so set-up cannot make cycle 0 late.
                 let start_ns = monotonic_ns() + 10_000_000;
                 let end = lp.run(start_ns, cfg.length, stop)?;
@@ -904,15 +1027,37 @@ pub fn run(
                 what: "spawning the measuring thread",
                 source: e,
             })?;
+        let mut last_checkpoint = std::time::Instant::now();
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
-            tick(&LiveSnapshot {
+            let mut merged = false;
+            while let Ok(mut filled) = full_rx.pop() {
+                total.add(&filled);
+                filled.reset();
+                let _ = spare_tx.push(filled);
+                merged = true;
+            }
+            let due =
+                merged && last_checkpoint.elapsed() >= Duration::from_nanos(config.checkpoint_ns);
+            if due {
+                last_checkpoint = std::time::Instant::now();
+            }
+            let snapshot = LiveSnapshot {
                 cycles: live.cycles.load(Ordering::Relaxed),
                 planned,
                 last_ns: live.last_ns.load(Ordering::Relaxed),
                 max_ns: live.max_ns.load(Ordering::Relaxed),
                 overflows: live.overflows.load(Ordering::Relaxed),
                 underruns: live.underruns.load(Ordering::Relaxed),
+                skipped: live.skipped.load(Ordering::Relaxed),
+            };
+            progress(Progress {
+                live: snapshot,
+                checkpoint: due.then_some(Checkpoint {
+                    histograms: &total,
+                    skipped: snapshot.skipped,
+                    underruns: snapshot.underruns,
+                }),
             });
         }
         handle.join().map_err(|p| {
@@ -925,7 +1070,13 @@ pub fn run(
         })?
     });
     let steal = steal.finish();
-    let (recorded, thread, start_ns, end_ns, end, busy) = outcome?;
+    let (mut recorded, thread, start_ns, end_ns, end, busy) = outcome?;
+    // The run's totals: every interval handed over, and the one in progress at the end.
+    while let Ok(filled) = full_rx.pop() {
+        total.add(&filled);
+    }
+    total.add(&recorded.histograms);
+    recorded.histograms = total;
     Ok(JitterOutcome {
         config: config.clone(),
         end,
@@ -941,6 +1092,78 @@ pub fn run(
             .map(|d| (d.is_held(), d.granted_us, d.refusal.clone())),
         steal,
     })
+}
+
+/// The measurements of a jitter run from its histograms. `partial` marks a checkpoint
+/// taken while the run goes on (with the cycles it covers); overflowed values not yet
+/// known are carried uncorrected by the coordinated-omission correction.
+pub fn measurements(
+    config: &JitterConfig,
+    h: &IntervalHistograms,
+    skipped: u64,
+    underruns: u64,
+    overflow_values: &[u64],
+    partial: Option<u64>,
+) -> Vec<Measurement> {
+    let mode = config.mode;
+    let mut out = Vec::new();
+    let mut lat = Measurement::from_histogram(
+        "jitter",
+        "wakeup_latency",
+        &format!(
+            "{}: CLOCK_MONOTONIC time on waking minus the absolute deadline start + k*period \
+             (cyclictest's method); deadlines already past are skipped{}",
+            mode.mechanism(),
+            if config.fragments.is_some() {
+                " only after an under-run"
+            } else {
+                ""
+            }
+        ),
+        h.latency.clone(),
+    );
+    lat.detail = json!({"skipped_deadlines": skipped, "period_ns": config.period_ns});
+    out.push(lat);
+    let mut co = Measurement::from_histogram(
+        "jitter",
+        "wakeup_latency_co_corrected",
+        "wakeup_latency corrected for coordinated omission off the real-time thread: a wake-up \
+         late by L also stands for the skipped deadlines, at L - period, L - 2*period, ...",
+        h.latency
+            .corrected_for_omission(config.period_ns, overflow_values),
+    );
+    co.detail = json!({"expected_interval_ns": config.period_ns});
+    out.push(co);
+    let mut iv = Measurement::from_histogram(
+        "jitter",
+        "wakeup_interval",
+        "CLOCK_MONOTONIC time between consecutive wake-ups (nominally one period)",
+        h.interval.clone(),
+    );
+    iv.detail = json!({"nominal_ns": config.period_ns});
+    out.push(iv);
+    if let (Some(c), Some(f)) = (&h.completion, &config.fragments) {
+        let mut m = Measurement::from_histogram(
+            "jitter",
+            "fragment_completion",
+            &format!(
+                "fragment model {}x{} frames at {} Hz: time from a fragment's deadline to the \
+                 end of its work; above (fragments-1)*period the card would have under-run",
+                f.fragments, f.frames, f.sample_rate
+            ),
+            c.clone(),
+        );
+        m.deadline = Some(f.headroom_ns() as f64);
+        m.misses = Some(underruns);
+        out.push(m);
+    }
+    if let Some(cycles) = partial {
+        for m in &mut out {
+            m.detail["partial"] = json!(true);
+            m.detail["cycles_so_far"] = json!(cycles);
+        }
+    }
+    out
 }
 
 /// Keeps SIGINT and SIGTERM away from the measuring thread, so the handler runs on
@@ -1029,59 +1252,16 @@ impl JitterOutcome {
 
     /// The measurements to store.
     pub fn measurements(&self) -> Vec<Measurement> {
-        let mode = self.config.mode;
-        let mut out = Vec::new();
-        let mut lat =
-            Measurement::from_histogram(
-                "jitter",
-                "wakeup_latency",
-                &format!(
-                "{}: CLOCK_MONOTONIC time on waking minus the absolute deadline start + k*period \
-                 (cyclictest's method); deadlines already past are skipped{}",
-                mode.mechanism(),
-                if self.config.fragments.is_some() { " only after an under-run" } else { "" }
-            ),
-                self.recorded.latency.clone(),
-            );
-        lat.detail =
-            json!({"skipped_deadlines": self.recorded.skipped, "period_ns": self.config.period_ns});
-        out.push(lat);
         let overflow_values: Vec<u64> =
             self.recorded.overflows.iter().map(|o| o.value_ns).collect();
-        let mut co = Measurement::from_histogram(
-            "jitter",
-            "wakeup_latency_co_corrected",
-            "wakeup_latency corrected for coordinated omission off the real-time thread: a wake-up \
-             late by L also stands for the skipped deadlines, at L - period, L - 2*period, ...",
-            self.recorded.latency
-                .corrected_for_omission(self.config.period_ns, &overflow_values),
-        );
-        co.detail = json!({"expected_interval_ns": self.config.period_ns});
-        out.push(co);
-        let mut iv = Measurement::from_histogram(
-            "jitter",
-            "wakeup_interval",
-            "CLOCK_MONOTONIC time between consecutive wake-ups (nominally one period)",
-            self.recorded.interval.clone(),
-        );
-        iv.detail = json!({"nominal_ns": self.config.period_ns});
-        out.push(iv);
-        if let (Some(c), Some(f)) = (&self.recorded.completion, &self.config.fragments) {
-            let mut m = Measurement::from_histogram(
-                "jitter",
-                "fragment_completion",
-                &format!(
-                    "fragment model {}x{} frames at {} Hz: time from a fragment's deadline to the \
-                     end of its work; above (fragments-1)*period the card would have under-run",
-                    f.fragments, f.frames, f.sample_rate
-                ),
-                c.clone(),
-            );
-            m.deadline = Some(f.headroom_ns() as f64);
-            m.misses = Some(self.recorded.underrun_count);
-            out.push(m);
-        }
-        out
+        measurements(
+            &self.config,
+            &self.recorded.histograms,
+            self.recorded.skipped,
+            self.recorded.underrun_count,
+            &overflow_values,
+            None,
+        )
     }
 
     /// Overflows, would-be under-runs and steal spikes, as events.
@@ -1190,8 +1370,8 @@ impl JitterOutcome {
             "outliers_with_host_steal": with_steal,
             "outliers_examined": attributed.len(),
             "random_windows_with_host_steal_percent": 100.0 * self.steal_baseline_fraction(),
-            "histogram_overflows": self.recorded.latency.overflows(),
-            "percentiles_clamped": self.recorded.latency.summary().clamped,
+            "histogram_overflows": self.recorded.histograms.latency.overflows(),
+            "percentiles_clamped": self.recorded.histograms.latency.summary().clamped,
         })
     }
 
@@ -1202,7 +1382,7 @@ impl JitterOutcome {
             "cycles": self.recorded.cycles,
             "planned_cycles": self.config.planned_cycles(),
             "skipped_deadlines": self.recorded.skipped,
-            "overflows": self.recorded.latency.overflows(),
+            "overflows": self.recorded.histograms.latency.overflows(),
             "overflow_cycles": self.recorded.overflows.iter().map(|o| o.cycle).collect::<Vec<_>>(),
             "underruns": self.recorded.underrun_count,
             "underrun_cycles": self.recorded.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
@@ -1287,12 +1467,12 @@ mod tests {
             let out = run(&cfg(mode, 1_000_000, 200), &stop, |_| {}).unwrap();
             assert_eq!(out.end, LoopEnd::Complete, "{mode:?}");
             assert_eq!(out.recorded.cycles, 200, "{mode:?}");
-            let s = out.recorded.latency.summary();
+            let s = out.recorded.histograms.latency.summary();
             assert_eq!(s.count, 200);
             // A wake-up is never early, and its median is far below a period.
             assert!(s.min >= 0.0 && s.p50 < 1_000_000.0, "{mode:?}: {s:?}");
             // Intervals centre on the period.
-            let iv = out.recorded.interval.summary();
+            let iv = out.recorded.histograms.interval.summary();
             assert!((iv.p50 - 1_000_000.0).abs() < 200_000.0, "{mode:?}: {iv:?}");
             assert!(!out.recorded.blocks.is_empty());
         }
@@ -1306,16 +1486,16 @@ mod tests {
             ..cfg(WakeMode::Nanosleep, 1_000_000, 1)
         };
         let mut ticks = 0;
-        let out = run(&c, &stop, |snap| {
+        let out = run(&c, &stop, |p| {
             ticks += 1;
-            if snap.cycles > 50 {
+            if p.live.cycles > 50 {
                 stop.store(true, Ordering::Relaxed);
             }
         })
         .unwrap();
         assert_eq!(out.end, LoopEnd::Interrupted);
         assert!(out.recorded.cycles > 50 && out.recorded.cycles < 30_000);
-        assert_eq!(out.recorded.latency.count(), out.recorded.cycles);
+        assert_eq!(out.recorded.histograms.latency.count(), out.recorded.cycles);
         assert!(ticks > 0);
     }
 
@@ -1338,7 +1518,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let out = run(&c, &stop, |_| {}).unwrap();
         assert_eq!(out.recorded.cycles, 400);
-        let completion = out.recorded.completion.as_ref().unwrap();
+        let completion = out.recorded.histograms.completion.as_ref().unwrap();
         assert_eq!(completion.count(), 400);
         // Completion is at least the work's calibrated time in the median.
         assert!(completion.summary().p50 >= 0.5 * 62_500.0);
@@ -1346,11 +1526,36 @@ mod tests {
             out.recorded.underruns.len() as u64,
             out.recorded.underrun_count.min(MAX_RECORDS as u64)
         );
-        assert!(out.recorded.latency.overflows() > 0);
+        assert!(out.recorded.histograms.latency.overflows() > 0);
         assert!(!out.recorded.overflows.is_empty());
         let m = out.measurements();
         assert_eq!(m.last().unwrap().metric, "fragment_completion");
         assert_eq!(m.last().unwrap().misses, Some(out.recorded.underrun_count));
+    }
+
+    #[test]
+    fn checkpoints_grow_and_the_totals_count_every_cycle() {
+        let c = JitterConfig {
+            checkpoint_ns: 300_000_000,
+            ..cfg(WakeMode::Nanosleep, 1_000_000, 1_500)
+        };
+        let stop = AtomicBool::new(false);
+        let mut seen: Vec<u64> = Vec::new();
+        let out = run(&c, &stop, |p| {
+            if let Some(cp) = p.checkpoint {
+                seen.push(cp.histograms.latency.count());
+                let ms = measurements(&c, cp.histograms, cp.skipped, cp.underruns, &[], Some(1));
+                assert_eq!(ms[0].detail["partial"], json!(true));
+            }
+        })
+        .unwrap();
+        assert!(seen.len() >= 2, "checkpoints: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        assert!(*seen.last().unwrap() <= 1_500);
+        let h = &out.recorded.histograms;
+        assert_eq!(h.latency.count(), 1_500);
+        assert_eq!(h.interval.count(), 1_499);
+        assert_eq!(out.measurements()[0].summary.count, 1_500);
     }
 
     #[test]
@@ -1360,14 +1565,14 @@ mod tests {
         assert_eq!(out.recorded.outliers.len(), TOP_OUTLIERS);
         assert_eq!(
             out.recorded.outliers[0].value_ns,
-            out.recorded.latency.max()
+            out.recorded.histograms.latency.max()
         );
         assert!(out
             .recorded
             .outliers
             .windows(2)
             .all(|w| w[0].value_ns >= w[1].value_ns));
-        let p50 = out.recorded.latency.percentile(50.0).0;
+        let p50 = out.recorded.histograms.latency.percentile(50.0).0;
         assert!(out.recorded.outliers.last().unwrap().value_ns >= p50);
     }
 }
@@ -1380,16 +1585,40 @@ mod no_alloc {
     use super::*;
     use assert_no_alloc::{assert_no_alloc, reset_violation_count, violation_count};
 
-    fn run_guarded(config: JitterConfig) -> JitterLoop {
+    /// Runs the loop under the guard with hand-off rings, so the hand-off path runs
+    /// too (three hand-offs, then a starved controller). Returns the loop and the count
+    /// of samples that were handed over.
+    fn run_guarded(config: JitterConfig) -> (JitterLoop, u64) {
         let busy = (config.busy_percent > 0.0).then(|| BusyWork::calibrate(10_000, 3));
-        let mut lp = JitterLoop::prepare(&config, busy, Arc::new(Live::default())).unwrap();
+        let (mut spare_tx, spare_rx) = rtrb::RingBuffer::new(HANDOFF_POOL);
+        let (full_tx, mut full_rx) = rtrb::RingBuffer::new(HANDOFF_POOL);
+        for _ in 0..HANDOFF_POOL - 1 {
+            spare_tx
+                .push(IntervalHistograms::new(&config).unwrap())
+                .unwrap();
+        }
+        let handoff = Handoff {
+            spare: spare_rx,
+            full: full_tx,
+            cycles_per_interval: 50,
+        };
+        let mut lp =
+            JitterLoop::prepare(&config, busy, Arc::new(Live::default()), Some(handoff)).unwrap();
         let stop = AtomicBool::new(false);
         let start = monotonic_ns() + 1_000_000;
         reset_violation_count();
         let end = assert_no_alloc(|| lp.run(start, config.length, &stop));
         assert_eq!(violation_count(), 0, "the jitter loop allocated");
         assert_eq!(end.unwrap(), LoopEnd::Complete);
-        lp
+        let mut handed = 0;
+        let mut sets = 0;
+        while let Ok(h) = full_rx.pop() {
+            handed += h.latency.count();
+            sets += 1;
+        }
+        assert_eq!(sets, HANDOFF_POOL - 1, "every spare set was used");
+        assert_eq!(handed, 50 * (HANDOFF_POOL as u64 - 1));
+        (lp, handed)
     }
 
     #[test]
@@ -1423,10 +1652,15 @@ mod no_alloc {
     #[test]
     fn the_jitter_loop_does_not_allocate_in_any_mode() {
         for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
-            let lp = run_guarded(base(mode));
+            let (lp, handed) = run_guarded(base(mode));
             assert_eq!(lp.cycles, 400);
+            assert_eq!(
+                handed + lp.current.latency.count(),
+                400,
+                "{mode:?}: samples lost"
+            );
             assert!(
-                lp.latency.overflows() > 0,
+                handed > 0 && lp.current.latency.overflows() > 0,
                 "{mode:?}: the overflow path must be exercised"
             );
             assert!(lp.blocks.len() > 10);
@@ -1449,9 +1683,12 @@ mod no_alloc {
                 period_ns: config.fragments.unwrap().period_ns(),
                 ..config
             };
-            let lp = run_guarded(config);
+            let (lp, handed) = run_guarded(config);
             assert_eq!(lp.cycles, 400);
-            assert_eq!(lp.completion.as_ref().unwrap().count(), 400);
+            assert_eq!(
+                handed + lp.current.completion.as_ref().unwrap().count(),
+                400
+            );
             // Work of 99 % of a period plus any wake-up latency exceeds one period of
             // headroom: the under-run and re-synchronisation path must be exercised.
             assert!(lp.underrun_count > 0, "{mode:?}");

@@ -22,7 +22,7 @@
 //! let config = JitterConfig::new(488_281, RunLength::Duration(Duration::from_secs(5)));
 //! let stop = AtomicBool::new(false);
 //! let outcome = jitter::run(&config, &stop, |_live| {}).unwrap();
-//! println!("p99 {} ns, real-time: {}", outcome.recorded.latency.percentile(99.0).0, outcome.realtime());
+//! println!("p99 {} ns, real-time: {}", outcome.recorded.histograms.latency.percentile(99.0).0, outcome.realtime());
 //! ```
 #![deny(missing_docs)]
 

@@ -108,6 +108,17 @@ impl LatencyHistogram {
         }
     }
 
+    /// Empties the histogram, keeping its memory and bound.
+    pub fn reset(&mut self) {
+        self.hist.reset();
+        self.overflows = 0;
+        self.count = 0;
+        self.min = u64::MAX;
+        self.max = 0;
+        self.sum = 0;
+        self.sum_sq = 0;
+    }
+
     /// The upper bound fixed at creation.
     pub fn bound(&self) -> u64 {
         self.bound
@@ -438,6 +449,20 @@ mod tests {
         assert_eq!(a.min(), 5);
         assert_eq!(a.max(), 50_000);
         assert_eq!(a.overflows(), 1);
+    }
+
+    #[test]
+    fn reset_empties_everything() {
+        let mut h = LatencyHistogram::new(1000).unwrap();
+        h.record(10);
+        h.record(5000);
+        h.reset();
+        assert_eq!(h.count(), 0);
+        assert_eq!(h.overflows(), 0);
+        assert_eq!(h.summary(), Summary::default());
+        h.record(7);
+        assert_eq!(h.min(), 7);
+        assert_eq!(h.max(), 7);
     }
 
     #[test]

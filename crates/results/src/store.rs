@@ -419,6 +419,19 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Stores a measurement in place of any earlier one of the same metric in the run:
+    /// how a run's checkpoints are kept up to date while it goes on.
+    pub fn replace_measurement(&self, run_id: i64, m: &Measurement) -> Result<i64, StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "DELETE FROM measurement WHERE run_id = ?1 AND metric = ?2",
+            params![run_id, m.metric],
+        )?;
+        let id = self.add_measurement(run_id, m)?;
+        tx.commit()?;
+        Ok(id)
+    }
+
     /// Stores events in one transaction.
     pub fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
@@ -797,6 +810,15 @@ mod tests {
         );
         assert_eq!(store.series(id).unwrap()[0].rows, vec![vec![0.0, 1.0]]);
         assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 1);
+
+        // A later checkpoint of the same metric replaces the earlier one.
+        let mut h2 = h.clone();
+        h2.record(4_000);
+        let m2 = Measurement::from_histogram("jitter", "wakeup_latency", "test", h2);
+        store.replace_measurement(id, &m2).unwrap();
+        let ms = store.measurements(id).unwrap();
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].measurement.summary.count, 5);
     }
 
     #[test]
