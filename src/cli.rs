@@ -98,8 +98,8 @@ pub struct JitterArgs {
     /// How the thread is woken.
     #[arg(long, value_name = "MODE", default_value = "nanosleep", value_parser = parse_mode)]
     pub mode: WakeMode,
-    /// Percent of each period spent computing (latencytest's CPU load inside the audio
-    /// thread, e.g. 80).
+    /// Percent of each period spent computing, 0 to below 100 (latencytest's CPU load
+    /// inside the audio thread, e.g. 80).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0, allow_hyphen_values = true,
           value_parser = parse_percent)]
     pub busy: f64,
@@ -124,7 +124,7 @@ pub struct JitterArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
     pub dl_deadline: Option<Duration>,
     /// Pin the measuring thread to these CPUs (e.g. 1 or 0-3,6).
-    #[arg(long, value_name = "CPUS")]
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub cpu: Option<String>,
     /// How long to run (e.g. 10s, 2m).
     #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_seconds,
@@ -269,7 +269,7 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 fn parse_percent(s: &str) -> Result<f64, String> {
     let v = parse_f64(s)?;
     if !(0.0..100.0).contains(&v) {
-        return Err("use a percentage from 0 to 99 (e.g. --busy 80)".into());
+        return Err("use a percentage from 0 up to, not including, 100 (e.g. --busy 80)".into());
     }
     Ok(v)
 }

@@ -230,6 +230,15 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
         .scratch_dir
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
+    // Refuse what can be refused before anything is written; a probe whose tool is
+    // missing is skipped, by name, later ("every probe that can run here").
+    if !scratch.is_dir() {
+        return Err(UsageError(format!(
+            "--scratch-dir {}: not a directory; give an existing directory on the disk to load",
+            scratch.display()
+        ))
+        .into());
+    }
     let store = Store::open(&ctx.db_path)?;
     let group = store.create_group(
         "suite",
@@ -316,9 +325,18 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             }
         }
     }
+    let group_status = if ctx.stopped() {
+        RunStatus::Interrupted
+    } else if failed {
+        RunStatus::Failed
+    } else {
+        RunStatus::Complete
+    };
+    store.finish_group(group, group_status)?;
     if a.json {
         print_json(&json!({
             "group_id": group,
+            "status": group_status,
             "doctor": views::doctor_json(&report),
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,

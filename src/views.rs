@@ -94,21 +94,25 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
     }
     let _ = writeln!(
         out,
-        "\nlargest wake-ups (host steal on that CPU around each):"
+        "\nlargest wake-ups (host steal on that CPU in the sampled window around each):"
     );
     for a in o.attributed_outliers().iter().take(5) {
+        let steal = if a.steal_ns > 0 {
+            format!(
+                "{} in {}",
+                fmt_ns(a.steal_ns as f64),
+                fmt_ns(a.window_ns as f64)
+            )
+        } else {
+            format!("none in {}", fmt_ns(a.window_ns as f64))
+        };
         let _ = writeln!(
             out,
-            "  cycle {:>8} at {:>8.3} s on cpu{}: {:>9}   steal {}",
+            "  cycle {:>8} at {:>8.3} s on cpu{}: {:>9}   steal {steal}",
             a.record.cycle,
             a.record.deadline_ns.saturating_sub(o.start_ns) as f64 / 1e9,
             a.record.cpu,
             fmt_ns(a.record.value_ns as f64),
-            if a.steal_ns > 0 {
-                fmt_ns(a.steal_ns as f64)
-            } else {
-                "none".into()
-            }
         );
     }
     if o.recorded.skipped > 0 {

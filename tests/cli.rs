@@ -15,39 +15,116 @@ use util::{machine_lock, require_tool, run, run_json, spawn, tempdir, wait_timeo
 fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
     let dir = tempdir();
     let db = dir.path().join("bad.db");
-    let cases: &[(&[&str], &str)] = &[
-        (&["jitter", "--rate", "0"], "positive number of Hz"),
-        (&["jitter", "--rate", "-5"], "positive number of Hz"),
-        (&["jitter", "--rate", "fast"], "not a number"),
-        (&["jitter", "--priority", "0"], "use 1..99"),
-        (&["jitter", "--priority", "100"], "use 1..99"),
-        (&["jitter", "--priority", "-3"], "use 1..99"),
+    // (arguments, what the message names, the fix it gives)
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["jitter", "--rate", "0"],
+            "positive number of Hz",
+            "e.g. --rate 2048",
+        ),
+        (
+            &["jitter", "--rate", "-5"],
+            "positive number of Hz",
+            "e.g. --rate 2048",
+        ),
+        (
+            &["jitter", "--rate", "fast"],
+            "'fast' is not a number",
+            "see 'audiolat jitter --help'",
+        ),
+        (
+            &["jitter", "--priority", "0"],
+            "out of range for SCHED_FIFO",
+            "use 1..99",
+        ),
+        (
+            &["jitter", "--priority", "100"],
+            "out of range for SCHED_FIFO",
+            "use 1..99",
+        ),
+        (
+            &["jitter", "--priority", "-3"],
+            "out of range for SCHED_FIFO",
+            "use 1..99",
+        ),
         (
             &["jitter", "--policy", "other", "--priority", "5"],
-            "--policy fifo or rr",
+            "no meaning for SCHED_OTHER",
+            "use --policy fifo or rr",
         ),
-        (&["jitter", "--load", "gpu"], "unknown load 'gpu'"),
-        (&["jitter", "--load", "cpu:150"], "must be 1..100"),
-        (&["jitter", "--policy", "bogus"], "unknown policy 'bogus'"),
-        (&["jitter", "--mode", "rtc"], "unknown wake-up mode"),
-        (&["jitter", "--busy", "100"], "0 to 99"),
-        (&["jitter", "--interval", "1us"], "out of range"),
+        (
+            &["jitter", "--load", "gpu"],
+            "unknown load 'gpu'",
+            "loads are none, cpu[:percent]",
+        ),
+        (
+            &["jitter", "--load", "cpu:150"],
+            "must be 1..100",
+            "loads are none, cpu[:percent]",
+        ),
+        (
+            &["jitter", "--policy", "bogus"],
+            "unknown policy 'bogus'",
+            "use fifo, rr, other, batch, idle or deadline",
+        ),
+        (
+            &["jitter", "--mode", "rtc"],
+            "unknown wake-up mode 'rtc'",
+            "use nanosleep, timerfd or signal",
+        ),
+        (&["jitter", "--busy", "100"], "--busy", "not including, 100"),
+        (
+            &["jitter", "--interval", "1us"],
+            "out of range",
+            "use a rate of 0.1..50000 Hz",
+        ),
         (
             &["jitter", "--fragments", "1", "--frames", "32"],
-            "headroom",
+            "no headroom",
+            "use 2 or more",
         ),
-        (&["jitter", "--fragments", "3"], "--frames"),
-        (&["jitter", "--cpu", "4095"], "not online"),
-        (&["jitter", "--duration", "0"], "positive"),
-        (&["jitter", "--loops", "0"], "at least 1"),
+        (
+            &["jitter", "--fragments", "3"],
+            "not provided: --frames",
+            "see 'audiolat jitter --help'",
+        ),
+        (
+            &["jitter", "--cpu", "4095"],
+            "CPU 4095 is not online",
+            "pick one of those",
+        ),
+        (
+            &["jitter", "--duration", "0"],
+            "must be positive",
+            "see 'audiolat jitter --help'",
+        ),
+        (
+            &["jitter", "--loops", "0"],
+            "--loops",
+            "use a whole number of at least 1",
+        ),
         (
             &["jitter", "--histfile", "/nonexistent-dir/h.txt"],
-            "writable file path",
+            "not a file in an existing directory",
+            "give a writable file path",
         ),
-        (&["jitter", "--frobnicate"], "unexpected argument"),
-        (&["frobnicate"], "unrecognized subcommand"),
+        (
+            &["jitter", "--frobnicate"],
+            "unexpected argument '--frobnicate'",
+            "see 'audiolat jitter --help'",
+        ),
+        (
+            &["frobnicate"],
+            "unrecognized subcommand 'frobnicate'",
+            "see 'audiolat --help'",
+        ),
+        (
+            &["suite", "--scratch-dir", "/nonexistent-dir"],
+            "not a directory",
+            "give an existing directory",
+        ),
     ];
-    for (args, expect) in cases {
+    for (args, names, fix) in cases {
         let out = run(&db, args);
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
         let lines: Vec<&str> = out.stderr.lines().collect();
@@ -58,16 +135,13 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
             lines[0]
         );
         assert!(
-            lines[0].contains(expect),
-            "{args:?}: {:?} lacks {expect:?}",
+            lines[0].contains(names),
+            "{args:?}: {:?} does not name {names:?}",
             lines[0]
         );
-        // Every message says what to do: a valid range, a form to use, or where to look.
         assert!(
-            ["use ", "see '", "e.g.", "give ", "pick "]
-                .iter()
-                .any(|w| lines[0].contains(w)),
-            "{args:?}: no fix in {:?}",
+            lines[0].contains(fix),
+            "{args:?}: {:?} lacks the fix {fix:?}",
             lines[0]
         );
         assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
@@ -77,13 +151,21 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
 
 #[test]
 fn an_unwritable_database_is_refused_before_anything_runs() {
-    for db in ["/nonexistent-dir/x.db", "/proc/audiolat-test.db"] {
+    for db in [
+        "/nonexistent-dir/x.db",
+        "/proc/audiolat-test.db",
+        "/dev/null",
+    ] {
         let out = run(std::path::Path::new(db), &["jitter", "--loops", "10"]);
         assert_eq!(out.code, 2, "{db}: {out:?}");
         assert_eq!(out.stderr.lines().count(), 1, "{db}: {}", out.stderr);
         assert!(out.stderr.contains("--db"), "{db}: {}", out.stderr);
         assert!(out.stdout.is_empty());
-        assert!(!std::path::Path::new(db).exists());
+        for written in [db.to_string(), format!("{db}-journal"), format!("{db}-wal")] {
+            if written != "/dev/null" {
+                assert!(!std::path::Path::new(&written).exists(), "{written} was written");
+            }
+        }
     }
     // The same for a directory given as the database.
     let dir = tempdir();
@@ -482,33 +564,43 @@ impl Pool {
 
 /// The acceptance test against the reference: audiolat jitter and cyclictest (rt-tests)
 /// under the same conditions (SCHED_FIFO 80, 1 ms period, clock_nanosleep on absolute
-/// deadlines, memory locked, cpu_dma_latency held at 0), alternating in short rounds so
-/// both see the same slices of this machine's (hypervisor's) noise, histograms pooled.
+/// deadlines, memory locked, cpu_dma_latency held at 0), in ten short rounds that
+/// alternate which tool goes first, so both see the same slices of this machine's
+/// (hypervisor's) noise.
 ///
-/// Tolerance, stated: the pooled medians agree within 5 µs + 25 %, and the pooled 99th
-/// percentiles within a factor of 2.5 (+ 100 µs) either way. Here the host steals the
-/// CPU for milliseconds, so the 99th percentile is set by the host and moves by tens of
-/// percent between rounds; pooling ten interleaved rounds per tool keeps the two within
-/// about 30 % of each other, well inside the bound. The probe must not measure worse
-/// than the reference: neither statistic may exceed cyclictest's by more than the
-/// tolerance.
+/// Tolerances, stated:
+/// - agreement: the pooled medians within 5 µs + 25 %, and the pooled 99th percentiles
+///   within a factor of 2.5 (+ 100 µs) either way. On this VM the host steals the CPU for
+///   milliseconds and the 99th percentile moves by tens of percent between rounds, up
+///   to a factor of two between single rounds; pooling ten rounds keeps the two tools
+///   within about 30 % of each other.
+/// - not worse because of its own overhead: in the median round, audiolat's 99th
+///   percentile exceeds cyclictest's from the same round by at most 25 µs + 50 % of it,
+///   and its pooled median by at most 5 µs + 25 %. A median over paired rounds is
+///   robust to the few rounds a burst of steal lands in; a probe with real overhead on
+///   the wake-up path would exceed it in most rounds.
 #[test]
 fn jitter_agrees_with_cyclictest() {
     let _m = machine_lock();
     require_tool("cyclictest", "rt-tests");
-    let fifo = engine::rt::probe_policy(engine::rt::Policy::Fifo { priority: 80 })
+    if engine::rt::probe_policy(engine::rt::Policy::Fifo { priority: 80 })
         .refusal
-        .is_none();
-    let (cy_prio, policy) = if fifo { ("80", "fifo") } else { ("0", "other") };
+        .is_some()
+    {
+        // cyclictest itself refuses to run without real-time priority.
+        eprintln!(
+            "skipped: SCHED_FIFO is refused here and cyclictest cannot run; run the tests as root"
+        );
+        return;
+    }
     let dir = tempdir();
     let db = dir.path().join("cmp.db");
     let hist = dir.path().join("a.txt");
-    let mut ours = Pool::default();
-    let mut reference = Pool::default();
-    for _ in 0..10 {
-        let cy = std::process::Command::new(load::find_in_path("cyclictest").unwrap())
+    let cyclictest = load::find_in_path("cyclictest").unwrap();
+    let run_reference = || {
+        let cy = std::process::Command::new(&cyclictest)
             .args([
-                "-m", "-p", cy_prio, "-i", "1000", "-l", "1500", "-q", "-h", "50000",
+                "-m", "-p", "80", "-i", "1000", "-l", "1500", "-q", "-h", "50000",
             ])
             .output()
             .expect("running cyclictest");
@@ -517,7 +609,9 @@ fn jitter_agrees_with_cyclictest() {
             "cyclictest: {}",
             String::from_utf8_lossy(&cy.stderr)
         );
-        reference.add(&String::from_utf8_lossy(&cy.stdout));
+        String::from_utf8_lossy(&cy.stdout).into_owned()
+    };
+    let run_ours = || {
         let out = run(
             &db,
             &[
@@ -526,8 +620,6 @@ fn jitter_agrees_with_cyclictest() {
                 "1500",
                 "--interval",
                 "1000us",
-                "--policy",
-                policy,
                 "--hist-bound",
                 "50ms",
                 "--histfile",
@@ -536,19 +628,59 @@ fn jitter_agrees_with_cyclictest() {
             ],
         );
         assert_eq!(out.code, 0, "{}", out.stderr);
-        ours.add(&std::fs::read_to_string(&hist).unwrap());
+        std::fs::read_to_string(&hist).unwrap()
+    };
+    let mut ours = Pool::default();
+    let mut reference = Pool::default();
+    let mut excess_p99 = Vec::new();
+    let mut reference_p99 = Vec::new();
+    for round in 0..10 {
+        let (a, c) = if round % 2 == 0 {
+            let c = run_reference();
+            (run_ours(), c)
+        } else {
+            let a = run_ours();
+            (a, run_reference())
+        };
+        let (mut pa, mut pc) = (Pool::default(), Pool::default());
+        pa.add(&a);
+        pc.add(&c);
+        excess_p99.push(pa.percentile_us(99.0) as f64 - pc.percentile_us(99.0) as f64);
+        reference_p99.push(pc.percentile_us(99.0) as f64);
+        ours.add(&a);
+        reference.add(&c);
     }
-    let (a50, c50) = (ours.percentile_us(50.0), reference.percentile_us(50.0));
-    let (a99, c99) = (ours.percentile_us(99.0), reference.percentile_us(99.0));
-    eprintln!("pooled p50: audiolat {a50} us, cyclictest {c50} us; p99: audiolat {a99} us, cyclictest {c99} us");
-    let median_tol = 5.0 + 0.25 * c50 as f64;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    let (a50, c50) = (
+        ours.percentile_us(50.0) as f64,
+        reference.percentile_us(50.0) as f64,
+    );
+    let (a99, c99) = (
+        ours.percentile_us(99.0) as f64,
+        reference.percentile_us(99.0) as f64,
+    );
+    let excess = median(&mut excess_p99);
+    let round_c99 = median(&mut reference_p99);
+    eprintln!(
+        "pooled p50: audiolat {a50} us, cyclictest {c50} us; pooled p99: audiolat {a99} us, \
+         cyclictest {c99} us; median per-round p99 excess {excess} us (cyclictest's median round p99 {round_c99} us)"
+    );
+    let median_tol = 5.0 + 0.25 * c50;
     assert!(
-        (a50 as f64 - c50 as f64).abs() <= median_tol,
+        (a50 - c50).abs() <= median_tol,
         "medians disagree: audiolat {a50} us, cyclictest {c50} us (tolerance {median_tol:.0} us)"
     );
     assert!(
-        a99 as f64 <= 2.5 * c99 as f64 + 100.0 && c99 as f64 <= 2.5 * a99 as f64 + 100.0,
+        a99 <= 2.5 * c99 + 100.0 && c99 <= 2.5 * a99 + 100.0,
         "99th percentiles disagree: audiolat {a99} us, cyclictest {c99} us"
+    );
+    assert!(
+        excess <= 25.0 + 0.5 * round_c99,
+        "audiolat measures worse than cyclictest: its 99th percentile exceeds the reference's by \
+         {excess} us in the median round (cyclictest's {round_c99} us)"
     );
 }
 

@@ -89,6 +89,25 @@ pub fn sleep_until_ns(deadline_ns: u64) {
     }
 }
 
+/// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns`, unless a signal handler runs
+/// first: returns true when the deadline was reached (or had passed), false when a
+/// signal interrupted the sleep. This is how a controlling thread stops a measuring
+/// thread that sleeps for a long period. Real-time safe.
+#[inline]
+pub fn sleep_until_ns_interruptible(deadline_ns: u64) -> bool {
+    let ts = timespec_from_ns(deadline_ns);
+    // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+    let rc = unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+    rc != libc::EINTR
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

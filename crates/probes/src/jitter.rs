@@ -214,7 +214,7 @@ impl JitterConfig {
         }
         if !(0.0..100.0).contains(&self.busy_percent) {
             return bad(format!(
-                "--busy {} is out of range: use 0..99 (percent of each period)",
+                "--busy {} is out of range: use 0 up to, not including, 100 (percent of each period)",
                 self.busy_percent
             ));
         }
@@ -475,47 +475,69 @@ impl Waiter {
         }
     }
 
-    /// Waits for the deadline; returns how many timer expirations were consumed (≥ 1).
+    /// Waits for the deadline; returns how many timer expirations were consumed (≥ 1),
+    /// or `None` when [`wake_signal`] interrupted the wait.
     #[inline]
-    fn wait(&mut self, deadline_ns: u64) -> u64 {
+    fn wait(&mut self, deadline_ns: u64) -> Option<u64> {
         match self {
             Waiter::Nanosleep => {
-                engine::clock::sleep_until_ns(deadline_ns);
-                1
+                engine::clock::sleep_until_ns_interruptible(deadline_ns).then_some(1)
             }
             Waiter::Timerfd { fd } => {
                 let mut expirations: u64 = 0;
-                loop {
-                    // SAFETY: reading 8 bytes into a u64 from a timerfd.
-                    let n = unsafe {
-                        libc::read(
-                            *fd,
-                            (&mut expirations as *mut u64).cast(),
-                            std::mem::size_of::<u64>(),
-                        )
-                    };
-                    if n == 8 {
-                        return expirations.max(1);
-                    }
-                    if n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
-                    {
-                        // Cannot happen with a valid armed timerfd; fall back to sleeping.
-                        engine::clock::sleep_until_ns(deadline_ns);
-                        return 1;
-                    }
+                // SAFETY: reading 8 bytes into a u64 from a timerfd.
+                let n = unsafe {
+                    libc::read(
+                        *fd,
+                        (&mut expirations as *mut u64).cast(),
+                        std::mem::size_of::<u64>(),
+                    )
+                };
+                if n == 8 {
+                    Some(expirations.max(1))
+                } else {
+                    // EINTR: the wake signal (a valid armed timerfd has no other error).
+                    None
                 }
             }
-            Waiter::Signal { timer, set } => loop {
+            Waiter::Signal { timer, set } => {
                 // SAFETY: valid set; a null info pointer is allowed.
                 let sig = unsafe { libc::sigwaitinfo(set, std::ptr::null_mut()) };
                 if sig == timer_signal() {
                     // SAFETY: valid timer id.
                     let overrun = unsafe { libc::timer_getoverrun(*timer) }.max(0) as u64;
-                    return 1 + overrun;
+                    Some(1 + overrun)
+                } else {
+                    None
                 }
-            },
+            }
         }
     }
+}
+
+/// The signal a controlling thread sends to interrupt the measuring thread's wait when
+/// the run is stopped, so that Ctrl-C takes effect at once even with a long period.
+pub fn wake_signal() -> i32 {
+    libc::SIGRTMIN() + 2
+}
+
+extern "C" fn on_wake_signal(_: libc::c_int) {}
+
+/// Installs a do-nothing handler for [`wake_signal`] without SA_RESTART, so the signal
+/// makes the measuring thread's sleep return EINTR.
+fn install_wake_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: sigaction is plain data; the handler is async-signal-safe (it does
+        // nothing).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_wake_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            libc::sigaction(wake_signal(), &sa, std::ptr::null_mut());
+        }
+    });
 }
 
 impl Drop for Waiter {
@@ -748,7 +770,12 @@ impl JitterLoop {
                 backlog -= 1;
                 1
             } else {
-                self.waiter.wait(deadline)
+                match self.waiter.wait(deadline) {
+                    Some(n) => n,
+                    // Interrupted by the wake signal: nothing woke on time, so nothing
+                    // is recorded; the top of the loop sees the stop flag.
+                    None => continue,
+                }
             };
             let now = monotonic_ns();
             let latency = now.saturating_sub(deadline);
@@ -1006,13 +1033,18 @@ pub fn run(
         cycles_per_interval: (interval_ns / config.period_ns).max(1),
     };
 
+    install_wake_handler();
+    let rt_pthread = Arc::new(AtomicU64::new(0));
     let outcome = std::thread::scope(|s| {
         let cfg = config.clone();
         let thread_live = Arc::clone(&live);
+        let thread_id = Arc::clone(&rt_pthread);
         let handle = std::thread::Builder::new()
             .name("audiolat-jitter".into())
             .stack_size(PREFAULT + (1 << 20))
             .spawn_scoped(s, move || -> Result<_, JitterError> {
+                // SAFETY: pthread_self has no preconditions.
+                thread_id.store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
                 block_termination_signals();
                 let thread = ThreadRt::apply(&cfg.policy, cfg.cpus.as_deref(), PREFAULT);
                 let busy = (cfg.busy_percent > 0.0).then(|| BusyWork::calibrate(20_000, 25));
@@ -1028,8 +1060,18 @@ pub fn run(
                 source: e,
             })?;
         let mut last_checkpoint = std::time::Instant::now();
+        let mut woken = false;
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
+            if stop.load(Ordering::Relaxed) && !woken {
+                let id = rt_pthread.load(Ordering::Acquire);
+                if id != 0 {
+                    // SAFETY: the thread has not been joined, so its id is valid; the
+                    // signal only interrupts its wait.
+                    unsafe { libc::pthread_kill(id as libc::pthread_t, wake_signal()) };
+                    woken = true;
+                }
+            }
             let mut merged = false;
             while let Ok(mut filled) = full_rx.pop() {
                 total.add(&filled);
@@ -1186,6 +1228,8 @@ pub struct AttributedOutlier {
     pub record: CycleRecord,
     /// Steal on the thread's CPU in the window around it (ns).
     pub steal_ns: u64,
+    /// Length of that window (ns): the steal samples place steal no more precisely.
+    pub window_ns: u64,
 }
 
 impl JitterOutcome {
@@ -1194,10 +1238,10 @@ impl JitterOutcome {
         self.thread.is_realtime()
     }
 
-    /// Steal around a cycle: on the CPU it ran on, from its deadline to its deadline plus
-    /// its value (widened by a `/proc/stat` tick each side).
-    pub fn steal_around(&self, rec: &CycleRecord) -> u64 {
-        self.steal.steal_ns_in(
+    /// Steal around a cycle, on the CPU it ran on, from its deadline to its deadline plus
+    /// its value, as the steal samples can place it: (steal ns, window ns).
+    pub fn steal_around(&self, rec: &CycleRecord) -> (u64, u64) {
+        self.steal.steal_window(
             Some(&[rec.cpu as usize]),
             rec.deadline_ns,
             rec.deadline_ns + rec.value_ns,
@@ -1209,9 +1253,13 @@ impl JitterOutcome {
         self.recorded
             .outliers
             .iter()
-            .map(|r| AttributedOutlier {
-                record: *r,
-                steal_ns: self.steal_around(r),
+            .map(|r| {
+                let (steal_ns, window_ns) = self.steal_around(r);
+                AttributedOutlier {
+                    record: *r,
+                    steal_ns,
+                    window_ns,
+                }
             })
             .collect()
     }
@@ -1272,7 +1320,8 @@ impl JitterOutcome {
                 mono_ns: o.deadline_ns,
                 kind: "overflow".into(),
                 detail: json!({"cycle": o.cycle, "latency_ns": o.value_ns, "cpu": o.cpu,
-                               "steal_ns_around": self.steal_around(o)}),
+                               "steal_ns_around": self.steal_around(o).0,
+                               "steal_window_ns": self.steal_around(o).1}),
             });
         }
         for u in &self.recorded.underruns {
@@ -1281,7 +1330,8 @@ impl JitterOutcome {
                 kind: "underrun".into(),
                 detail: json!({"cycle": u.cycle, "completion_ns": u.value_ns, "cpu": u.cpu,
                                "headroom_ns": self.config.fragments.map(|f| f.headroom_ns()),
-                               "steal_ns_around": self.steal_around(u)}),
+                               "steal_ns_around": self.steal_around(u).0,
+                               "steal_window_ns": self.steal_around(u).1}),
             });
         }
         let cpus = self.cpus();
@@ -1371,7 +1421,7 @@ impl JitterOutcome {
             "outliers_examined": attributed.len(),
             "random_windows_with_host_steal_percent": 100.0 * self.steal_baseline_fraction(),
             "histogram_overflows": self.recorded.histograms.latency.overflows(),
-            "percentiles_clamped": self.recorded.histograms.latency.summary().clamped,
+            "percentiles_clamped": self.recorded.histograms.latency.summary().clamped_at.is_some(),
         })
     }
 
@@ -1402,6 +1452,7 @@ impl JitterOutcome {
                 "cycle": a.record.cycle, "latency_ns": a.record.value_ns, "cpu": a.record.cpu,
                 "t_s": a.record.deadline_ns.saturating_sub(self.start_ns) as f64 / 1e9,
                 "steal_ns_around": a.steal_ns,
+                "steal_window_ns": a.window_ns,
             })).collect::<Vec<_>>(),
             "series_blocks_dropped": self.recorded.blocks_dropped,
         })
@@ -1497,6 +1548,30 @@ mod tests {
         assert!(out.recorded.cycles > 50 && out.recorded.cycles < 30_000);
         assert_eq!(out.recorded.histograms.latency.count(), out.recorded.cycles);
         assert!(ticks > 0);
+    }
+
+    #[test]
+    fn stopping_interrupts_a_long_wait_in_every_mode() {
+        for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
+            let stop = AtomicBool::new(false);
+            let c = JitterConfig {
+                length: RunLength::Duration(Duration::from_secs(60)),
+                ..cfg(mode, 5_000_000_000, 1)
+            };
+            let mut ticks = 0;
+            let out = run(&c, &stop, |_| {
+                ticks += 1;
+                if ticks == 5 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            })
+            .unwrap();
+            assert_eq!(out.end, LoopEnd::Interrupted, "{mode:?}");
+            // Cycle 0 (10 ms after start) was measured; the stop came long before the
+            // next deadline and ended the wait for it without recording anything.
+            assert_eq!(out.recorded.cycles, 1, "{mode:?}");
+            assert!(out.end_ns < out.start_ns + 5_000_000_000, "{mode:?}");
+        }
     }
 
     #[test]

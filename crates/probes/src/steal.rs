@@ -111,6 +111,13 @@ impl StealTimeline {
 
     /// Steal (ns) on `cpus` that the samples place within `[from_ns - tick, to_ns + tick]`.
     pub fn steal_ns_in(&self, cpus: Option<&[usize]>, from_ns: u64, to_ns: u64) -> u64 {
+        self.steal_window(cpus, from_ns, to_ns).0
+    }
+
+    /// Steal (ns) on `cpus` between the last sample before `from_ns - tick` and the
+    /// first after `to_ns + tick`, with the length of that window (ns): the samples
+    /// cannot place steal more precisely than that.
+    pub fn steal_window(&self, cpus: Option<&[usize]>, from_ns: u64, to_ns: u64) -> (u64, u64) {
         let from = from_ns.saturating_sub(self.tick_ns);
         let to = to_ns.saturating_add(self.tick_ns);
         let before = self
@@ -125,8 +132,11 @@ impl StealTimeline {
             .find(|s| s.mono_ns >= to)
             .or(self.samples.last());
         match (before, after) {
-            (Some(a), Some(b)) => Self::cpu_sum(b, cpus).saturating_sub(Self::cpu_sum(a, cpus)),
-            _ => 0,
+            (Some(a), Some(b)) => (
+                Self::cpu_sum(b, cpus).saturating_sub(Self::cpu_sum(a, cpus)),
+                b.mono_ns.saturating_sub(a.mono_ns),
+            ),
+            _ => (0, 0),
         }
     }
 
@@ -268,6 +278,7 @@ mod tests {
         // A window around t=150..190 (widened by a tick) sees CPU 0's steal.
         assert_eq!(t.steal_ns_in(Some(&[0]), 150, 190), 10);
         assert_eq!(t.steal_ns_in(Some(&[1]), 150, 190), 0);
+        assert_eq!(t.steal_window(Some(&[0]), 150, 190), (10, 100));
         assert_eq!(t.spikes(None), vec![(100, 10), (200, 20)]);
     }
 

@@ -113,8 +113,9 @@ pub const SUMMARY_COLUMNS: [&str; 11] = [
 
 fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<String> {
     let v = |x: f64| fmt_value(x, unit);
-    let clamp = |x: f64| {
-        if s.clamped && x > 0.0 {
+    // A percentile whose rank fell among the overflows is "at least the bound".
+    let p = |x: f64| {
+        if s.is_clamped(x) {
             format!(">={}", v(x))
         } else {
             v(x)
@@ -125,11 +126,11 @@ fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<Str
         s.count.to_string(),
         v(s.min),
         v(s.mean),
-        v(s.p50),
-        v(s.p90),
-        clamp(s.p99),
-        clamp(s.p999),
-        clamp(s.p9999),
+        p(s.p50),
+        p(s.p90),
+        p(s.p99),
+        p(s.p999),
+        p(s.p9999),
         v(s.max),
         overflows.to_string(),
     ]

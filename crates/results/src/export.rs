@@ -16,7 +16,7 @@ pub fn summary_json(s: &Summary) -> Value {
     json!({
         "count": s.count, "min": s.min, "mean": s.mean, "stdev": s.stdev,
         "p50": s.p50, "p90": s.p90, "p99": s.p99, "p99.9": s.p999, "p99.99": s.p9999,
-        "max": s.max, "percentiles_clamped_at_bound": s.clamped,
+        "max": s.max, "percentiles_clamped_at": s.clamped_at,
     })
 }
 

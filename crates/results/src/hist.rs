@@ -39,8 +39,16 @@ pub struct Summary {
     pub p9999: f64,
     /// Largest sample (exact, overflows included).
     pub max: f64,
-    /// True when a percentile's rank fell among overflows and it reports the bound.
-    pub clamped: bool,
+    /// When some percentile's rank fell among the overflows, the histogram's bound:
+    /// every percentile at this value means "at least this".
+    pub clamped_at: Option<f64>,
+}
+
+impl Summary {
+    /// True when percentile value `v` stands for "at least the bound".
+    pub fn is_clamped(&self, v: f64) -> bool {
+        self.clamped_at.is_some_and(|b| v >= b)
+    }
 }
 
 /// Errors building or decoding a histogram.
@@ -177,7 +185,8 @@ impl LatencyHistogram {
             return (self.bound, true);
         }
         let quantile = rank as f64 / in_range as f64;
-        (self.hist.value_at_quantile(quantile.min(1.0)), false)
+        let v = self.hist.value_at_quantile(quantile.min(1.0));
+        (v.clamp(self.min(), self.max), false)
     }
 
     /// All the reported statistics.
@@ -193,18 +202,19 @@ impl LatencyHistogram {
             clamped |= c;
             v as f64
         };
+        let (p50, p90, p99, p999, p9999) = (p(50.0), p(90.0), p(99.0), p(99.9), p(99.99));
         Summary {
             count: self.count,
             min: self.min() as f64,
             mean,
             stdev: var.sqrt(),
-            p50: p(50.0),
-            p90: p(90.0),
-            p99: p(99.0),
-            p999: p(99.9),
-            p9999: p(99.99),
+            p50,
+            p90,
+            p99,
+            p999,
+            p9999,
             max: self.max as f64,
-            clamped,
+            clamped_at: clamped.then_some(self.bound as f64),
         }
     }
 
@@ -371,9 +381,11 @@ mod tests {
         assert_eq!(h.mean(), 1_400.0);
         let s = h.summary();
         assert_eq!(s.p50, 200.0);
-        // p99's rank (4 of 4) is the overflow: the bound is reported, and flagged.
+        // p99's rank (4 of 4) is the overflow: the bound is reported, and flagged; p50
+        // is not.
         assert_eq!(s.p99, 1_000.0);
-        assert!(s.clamped);
+        assert!(s.is_clamped(s.p99));
+        assert!(!s.is_clamped(s.p50));
         assert_eq!(s.max, 5_000.0);
     }
 
@@ -390,7 +402,20 @@ mod tests {
         assert_eq!(p50, sorted[499]);
         let (p99, _) = h.percentile(99.0);
         assert_eq!(p99, sorted[989]);
-        assert!(!h.summary().clamped);
+        assert_eq!(h.summary().clamped_at, None);
+    }
+
+    #[test]
+    fn percentiles_stay_within_the_exact_extremes() {
+        // 9041784 lies in an HDR bucket whose top is higher; p99.99 must not exceed it.
+        let mut h = LatencyHistogram::new(100_000_000).unwrap();
+        for _ in 0..100 {
+            h.record(20_000);
+        }
+        h.record(9_041_784);
+        let s = h.summary();
+        assert_eq!(s.max, 9_041_784.0);
+        assert!(s.p9999 <= s.max && s.p50 >= s.min, "{s:?}");
     }
 
     #[test]

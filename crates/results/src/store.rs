@@ -27,7 +27,10 @@ const SCHEMA_V1: &str = r#"
 CREATE TABLE run_group (
     id            INTEGER PRIMARY KEY,
     kind          TEXT NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'running'
+                  CHECK (status IN ('running','complete','interrupted','failed')),
     started_at    TEXT NOT NULL,
+    ended_at      TEXT,
     command_line  TEXT NOT NULL,
     detail        TEXT NOT NULL DEFAULT '{}'
 );
@@ -195,6 +198,12 @@ impl Store {
                 "give a file path, e.g. --db ./audiolat.db",
             ));
         }
+        if path.exists() && !path.is_file() {
+            return Err(open_err(
+                "it is not a regular file".into(),
+                "give a path to a file, e.g. --db ./audiolat.db",
+            ));
+        }
         let parent = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -325,6 +334,33 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Closes a group of runs with its status.
+    pub fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run_group SET status = ?2, ended_at = ?3 WHERE id = ?1",
+            params![
+                group_id,
+                status.as_str(),
+                rfc3339_utc(std::time::SystemTime::now())
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A group's kind and status.
+    pub fn group_status(&self, group_id: i64) -> Result<(String, RunStatus), StoreError> {
+        let (kind, status): (String, String) = self
+            .conn
+            .query_row(
+                "SELECT kind, status FROM run_group WHERE id = ?1",
+                [group_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::Corrupt(format!("no group {group_id}")))?;
+        Ok((kind, RunStatus::parse(&status).unwrap_or(RunStatus::Failed)))
+    }
+
     /// Records the start of a run (status `running`) and returns its id.
     pub fn begin_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
         self.conn.execute(
@@ -406,7 +442,7 @@ impl Store {
                 s.p999,
                 s.p9999,
                 s.max,
-                s.clamped,
+                s.clamped_at.is_some(),
                 m.overflows() as i64,
                 m.deadline,
                 m.misses.map(|v| v as i64),
@@ -548,6 +584,7 @@ impl Store {
             let blob: Option<Vec<u8>> = r.get(19)?;
             let bound: Option<i64> = r.get(20)?;
             let exact: Option<String> = r.get(21)?;
+            let clamped: bool = r.get(16)?;
             let summary = Summary {
                 count: r.get::<_, i64>(6)? as u64,
                 min: r.get(7)?,
@@ -559,7 +596,7 @@ impl Store {
                 p999: r.get(13)?,
                 p9999: r.get(14)?,
                 max: r.get(15)?,
-                clamped: r.get(16)?,
+                clamped_at: bound.filter(|_| clamped).map(|b| b as f64),
             };
             let overflows: i64 = r.get(23)?;
             Ok((
@@ -822,12 +859,29 @@ mod tests {
     }
 
     #[test]
+    fn groups_are_closed_with_a_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let g = store
+            .create_group("suite", "audiolat suite", &json!({}))
+            .unwrap();
+        assert_eq!(store.group_status(g).unwrap().1, RunStatus::Running);
+        store.finish_group(g, RunStatus::Interrupted).unwrap();
+        assert_eq!(
+            store.group_status(g).unwrap(),
+            ("suite".into(), RunStatus::Interrupted)
+        );
+    }
+
+    #[test]
     fn unwritable_and_missing_paths_are_clear_errors() {
         let err = Store::open(Path::new("/nonexistent-dir/x.db")).unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");
         let dir = tempfile::tempdir().unwrap();
         let err = Store::open(dir.path()).unwrap_err();
         assert!(err.to_string().contains("directory"), "{err}");
+        let err = Store::open(Path::new("/dev/null")).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
         let err = Store::open_existing(&dir.path().join("none.db")).unwrap_err();
         assert!(matches!(err, StoreError::Missing(_)));
         assert!(!dir.path().join("none.db").exists());
