@@ -56,6 +56,18 @@ pub enum Command {
     /// Run a built-in load in this process (used by --load ep).
     #[command(name = "__load", hide = true)]
     Load(LoadWorkerArgs),
+    /// Run a load under supervision (how every load is started).
+    #[command(name = "__supervise", hide = true)]
+    Supervise(SuperviseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Args)]

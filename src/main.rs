@@ -38,6 +38,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
+    if let Command::Supervise(a) = &cli.command {
+        // A load's supervisor handles its own signals; see load::supervise.
+        return ExitCode::from(load::supervise(&a.program, &a.args).clamp(0, 255) as u8);
+    }
     let stop = install_signal_handlers();
     match dispatch(cli, stop) {
         Ok(code) => code,
@@ -148,6 +152,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Show(a) => show(&ctx, &a),
         Command::Export(a) => export(&ctx, &a),
         Command::Load(a) => load_worker(&ctx, &a),
+        Command::Supervise(_) => unreachable!("handled before the signal handlers"),
     }
 }
 

@@ -54,8 +54,10 @@ pub fn tool_info() -> ToolInfo {
 /// The load context for a run.
 pub fn load_context(scratch: &Path) -> LoadContext {
     let nanos = engine::clock::realtime_ns();
+    let self_exe = std::env::current_exe().ok();
     LoadContext {
-        self_exe: std::env::current_exe().ok(),
+        supervisor: self_exe.clone(),
+        self_exe,
         scratch_dir: scratch.to_path_buf(),
         tag: format!("audiolat-{}-{nanos}", std::process::id()),
         cpus: engine::rt::online_cpus().len(),

@@ -163,7 +163,10 @@ fn an_unwritable_database_is_refused_before_anything_runs() {
         assert!(out.stdout.is_empty());
         for written in [db.to_string(), format!("{db}-journal"), format!("{db}-wal")] {
             if written != "/dev/null" {
-                assert!(!std::path::Path::new(&written).exists(), "{written} was written");
+                assert!(
+                    !std::path::Path::new(&written).exists(),
+                    "{written} was written"
+                );
             }
         }
     }
@@ -879,4 +882,57 @@ fn a_killed_run_keeps_its_last_checkpoint() {
         lat.measurement.histogram.as_ref().unwrap().count(),
         lat.measurement.summary.count
     );
+}
+
+/// Polls until no live process carries the tag, or panics after `timeout`.
+fn assert_tag_gone(tag: &str, timeout: Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let left = load::tagged_processes(tag);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "load processes left behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn loads_die_with_audiolat_even_when_it_is_killed_outright() {
+    let _m = machine_lock();
+    require_tool("stress-ng", "stress-ng");
+    require_tool("hackbench", "rt-tests");
+    let dir = tempdir();
+    // hackbench forks 160 workers and stress-ng its own: none may outlive audiolat.
+    for (name, how) in [
+        ("sigkill", &[libc::SIGKILL][..]),
+        ("double-ctrl-c", &[libc::SIGINT, libc::SIGINT][..]),
+    ] {
+        let db = dir.path().join(format!("{name}.db"));
+        let mut child = spawn(
+            &db,
+            &[
+                "jitter",
+                "--duration",
+                "120s",
+                "--load",
+                "hackbench+cpu",
+                "-q",
+            ],
+        );
+        let (_, _, tag) = wait_for_load(&db);
+        assert!(
+            load::tagged_processes(&tag).len() > 100,
+            "{name}: hackbench's workers are running"
+        );
+        for &sig in how {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, sig) };
+        }
+        wait_timeout(&mut child, Duration::from_secs(30));
+        assert_tag_gone(&tag, Duration::from_secs(15));
+    }
 }

@@ -14,7 +14,9 @@
 //!   worker a tool forked. audiolat becomes a child subreaper, so orphaned workers are
 //!   reaped, not left as zombies.
 //! - **Loads are always stopped**: by [`RunningLoad::stop`], by `Drop` on error and
-//!   panic paths, and by `PR_SET_PDEATHSIG` if audiolat itself is killed.
+//!   panic paths, and, when audiolat itself dies (even by SIGKILL), by a supervisor
+//!   ([`supervise`], `LoadContext::supervisor`) that leads each load's process group,
+//!   gets `PR_SET_PDEATHSIG` and takes the whole group down, forked workers included.
 //! - **What ran is recorded**: [`RunningLoad::describe`] gives the exact command lines,
 //!   tool versions and process ids for the run's record.
 //! - Every load process carries `AUDIOLAT_LOAD_TAG` in its environment, so a test (or a
@@ -47,6 +49,122 @@ pub use spec::{LoadItem, LoadSpec, SpecError};
 
 /// The environment variable every load process carries.
 pub const TAG_ENV: &str = "AUDIOLAT_LOAD_TAG";
+/// The argument that makes the supervisor executable run [`supervise`].
+pub const SUPERVISE_ARG: &str = "__supervise";
+/// The pid the supervisor must have as its parent (it exits at once if not).
+pub const SUPERVISOR_PARENT_ENV: &str = "AUDIOLAT_SUPERVISOR_PARENT";
+
+fn signal_set(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Kills every other process of the calling process's group.
+fn kill_rest_of_group() {
+    // SAFETY: plain queries.
+    let (me, pgid) = unsafe { (libc::getpid(), libc::getpgrp()) };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+        // SAFETY: plain query; signalling members of our own group.
+        if pid != me && unsafe { libc::getpgid(pid) } == pgid {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Runs `program` as a load under supervision and returns the exit code to leave
+/// with. Meant to be the whole of a short-lived process that audiolat starts as the
+/// leader of a load's process group:
+///
+/// - it asks the kernel for SIGTERM when audiolat dies (`PR_SET_PDEATHSIG`), and exits
+///   at once if audiolat is already gone;
+/// - on SIGTERM, SIGINT or SIGHUP it passes SIGTERM to the group, gives the tool two
+///   seconds, then SIGKILLs every process left in the group, forked workers included;
+/// - when the tool exits on its own it exits with the tool's status
+///   (128 + signal when the tool was killed).
+pub fn supervise(program: &Path, args: &[String]) -> i32 {
+    let watched = signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD]);
+    // SAFETY: blocking signals in this (single) thread so sigwaitinfo receives them.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &watched, std::ptr::null_mut()) };
+    // SAFETY: plain prctl.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+    let expected: Option<i32> = std::env::var(SUPERVISOR_PARENT_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    // SAFETY: plain query.
+    if expected.is_some_and(|p| p != unsafe { libc::getppid() }) {
+        return 1; // audiolat died before the death signal was armed
+    }
+    let mut command = Command::new(program);
+    command.args(args);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let all = signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD]);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &all, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("audiolat: cannot start {}: {e}", program.display());
+            return 127;
+        }
+    };
+    let child_pid = child.id() as i32;
+    let status_code = |status: i32| {
+        if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        }
+    };
+    let reap = || {
+        let mut status = 0;
+        // SAFETY: valid out pointer; WNOHANG never blocks.
+        (unsafe { libc::waitpid(child_pid, &mut status, libc::WNOHANG) } == child_pid)
+            .then(|| status_code(status))
+    };
+    loop {
+        // SAFETY: valid set; a null info pointer is allowed.
+        let sig = unsafe { libc::sigwaitinfo(&watched, std::ptr::null_mut()) };
+        if sig == libc::SIGCHLD {
+            if let Some(code) = reap() {
+                return code;
+            }
+            continue;
+        }
+        if sig < 0 {
+            continue;
+        }
+        // Asked to stop, or audiolat died: the whole group goes.
+        // SAFETY: signalling our own process group (we block SIGTERM ourselves).
+        unsafe { libc::kill(0, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut code = None;
+        while Instant::now() < deadline {
+            if let Some(c) = reap() {
+                code = Some(c);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_rest_of_group();
+        // SAFETY: the tool may still be there if it ignored SIGTERM.
+        unsafe { libc::kill(child_pid, libc::SIGKILL) };
+        return code.or_else(reap).unwrap_or(128 + libc::SIGKILL);
+    }
+}
 
 /// Why a load could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +216,11 @@ pub struct LoadContext {
     pub tag: String,
     /// Workers per CPU-wide load (default: online CPUs).
     pub cpus: usize,
+    /// An executable that runs [`supervise`] as `<exe> __supervise <program> <args>`:
+    /// each load then runs under a small supervisor that takes its whole process group
+    /// down when audiolat dies, even by SIGKILL (a tool's forked workers do not inherit
+    /// `PR_SET_PDEATHSIG`). Without one, loads are started directly.
+    pub supervisor: Option<PathBuf>,
 }
 
 impl LoadContext {
@@ -108,6 +231,7 @@ impl LoadContext {
             scratch_dir,
             tag,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            supervisor: None,
         }
     }
 }
@@ -436,9 +560,22 @@ pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadErro
         tag: ctx.tag.clone(),
     };
     for cmd in commands {
-        let mut command = Command::new(&cmd.program);
+        let mut command = match &ctx.supervisor {
+            Some(exe) => {
+                let mut c = Command::new(exe);
+                c.arg(SUPERVISE_ARG)
+                    .arg(&cmd.program)
+                    .args(&cmd.args)
+                    .env(SUPERVISOR_PARENT_ENV, std::process::id().to_string());
+                c
+            }
+            None => {
+                let mut c = Command::new(&cmd.program);
+                c.args(&cmd.args);
+                c
+            }
+        };
         command
-            .args(&cmd.args)
             .env(TAG_ENV, &ctx.tag)
             .stdin(Stdio::null())
             .stdout(if cmd.discard_stdout {
