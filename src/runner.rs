@@ -204,19 +204,10 @@ fn measure_jitter(
     let outcome = jitter::run(config, &ctx.stop, |progress| {
         live.show(&progress.live);
         // The run is written as it goes: a checkpoint replaces the measurements so far.
-        if let Some(cp) = progress.checkpoint {
-            let partial = jitter::measurements(
-                config,
-                cp.histograms,
-                cp.skipped,
-                cp.underruns,
-                &[],
-                Some(progress.live.cycles),
-            );
-            for m in &partial {
-                if let Err(e) = store.replace_measurement(run_id, m) {
-                    checkpoint_error.get_or_insert(e.to_string());
-                }
+        if let Some(totals) = progress.checkpoint {
+            let partial = jitter::measurements(config, totals, &[], true);
+            if let Err(e) = store.replace_measurements(run_id, &partial) {
+                checkpoint_error.get_or_insert(e.to_string());
             }
         }
         if let Some(r) = running.as_mut() {
@@ -224,7 +215,7 @@ fn measure_jitter(
                 load_events.push(Event {
                     mono_ns: engine::clock::monotonic_ns(),
                     kind: "load_exit".into(),
-                    detail: json!({"item": exit.item, "pid": exit.pid, "status": exit.status,
+                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
                                    "stderr_tail": exit.stderr_tail}),
                 });
             }
@@ -242,9 +233,7 @@ fn measure_jitter(
     };
     let outcome = outcome?;
     let measurements = outcome.measurements();
-    for m in &measurements {
-        store.replace_measurement(run_id, m)?;
-    }
+    store.replace_measurements(run_id, &measurements)?;
     let mut events = outcome.events();
     events.extend(load_events.iter().cloned());
     store.add_events(run_id, &events)?;

@@ -372,7 +372,7 @@ fn wait_for_load(db: &std::path::Path) -> (i64, Vec<i32>, String) {
                     .as_array()
                     .map(|a| {
                         a.iter()
-                            .filter_map(|p| p["pid"].as_i64())
+                            .filter_map(|p| p["pgid"].as_i64())
                             .map(|p| p as i32)
                             .collect()
                     })
@@ -713,7 +713,7 @@ fn every_load_kind_starts_is_recorded_and_is_gone_afterwards() {
     let items: Vec<&str> = procs.iter().map(|p| p["item"].as_str().unwrap()).collect();
     assert_eq!(items, ["cpu:10", "io", "top", "mem", "ep:1", "hackbench"]);
     for p in procs {
-        assert!(p["pid"].as_i64().unwrap() > 0, "{p}");
+        assert!(p["pgid"].as_i64().unwrap() > 0, "{p}");
         assert_ne!(p["version"], "unknown", "{p}");
     }
     for e in v["load"]["exits"].as_array().unwrap() {
@@ -935,4 +935,54 @@ fn loads_die_with_audiolat_even_when_it_is_killed_outright() {
         wait_timeout(&mut child, Duration::from_secs(30));
         assert_tag_gone(&tag, Duration::from_secs(15));
     }
+}
+
+#[test]
+fn a_load_that_dies_mid_run_is_recorded_and_its_workers_go_with_it() {
+    let _m = machine_lock();
+    require_tool("hackbench", "rt-tests");
+    let dir = tempdir();
+    let db = dir.path().join("d.db");
+    let child = spawn(
+        &db,
+        &[
+            "jitter",
+            "--duration",
+            "6s",
+            "--load",
+            "hackbench",
+            "--json",
+        ],
+    );
+    let (_, pgids, tag) = wait_for_load(&db);
+    // hackbench's main process is the supervisor's child; kill it as a crash would.
+    let main = load::tagged_processes(&tag)
+        .into_iter()
+        .find(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next().map(str::to_string))
+                .and_then(|rest| rest.split_whitespace().nth(1).map(str::to_string))
+                .is_some_and(|ppid| ppid == pgids[0].to_string())
+        })
+        .expect("hackbench's main process");
+    // SAFETY: signalling a process of our own test's load.
+    unsafe { libc::kill(main, libc::SIGKILL) };
+    // Its 160 workers go with it, while the run goes on.
+    assert_tag_gone(&tag, Duration::from_secs(5));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let exit = &v["load"]["exits"][0];
+    assert_eq!(exit["early"], Value::Bool(true), "{exit}");
+    assert_eq!(
+        exit["status"], "signal 9",
+        "the tool's own ending is recorded: {exit}"
+    );
+    assert_eq!(v["flags"]["load_exited_early"], Value::Bool(true));
 }

@@ -568,6 +568,12 @@ pub struct IntervalHistograms {
     pub interval: LatencyHistogram,
     /// Completion time (fragment model).
     pub completion: Option<LatencyHistogram>,
+    /// Cycles in the interval.
+    pub cycles: u64,
+    /// Deadlines skipped in the interval.
+    pub skipped: u64,
+    /// Would-be under-runs in the interval.
+    pub underruns: u64,
 }
 
 impl IntervalHistograms {
@@ -583,6 +589,9 @@ impl IntervalHistograms {
                 Some(_) => Some(hist(wide)?),
                 None => None,
             },
+            cycles: 0,
+            skipped: 0,
+            underruns: 0,
         })
     }
 
@@ -593,6 +602,9 @@ impl IntervalHistograms {
         if let (Some(a), Some(b)) = (&mut self.completion, &other.completion) {
             a.add(b);
         }
+        self.cycles += other.cycles;
+        self.skipped += other.skipped;
+        self.underruns += other.underruns;
     }
 
     /// Empties every histogram, keeping its memory.
@@ -602,6 +614,9 @@ impl IntervalHistograms {
         if let Some(c) = &mut self.completion {
             c.reset();
         }
+        self.cycles = 0;
+        self.skipped = 0;
+        self.underruns = 0;
     }
 }
 
@@ -631,6 +646,8 @@ pub struct JitterLoop {
     current: IntervalHistograms,
     handoff: Option<Handoff>,
     cycles_in_interval: u64,
+    /// (cycles, skipped, under-runs) when the current interval began.
+    interval_mark: (u64, u64, u64),
     overflows: Vec<CycleRecord>,
     underruns: Vec<CycleRecord>,
     underrun_count: u64,
@@ -682,6 +699,7 @@ impl JitterLoop {
             current: IntervalHistograms::new(config)?,
             handoff,
             cycles_in_interval: 0,
+            interval_mark: (0, 0, 0),
             overflows: Vec::with_capacity(MAX_RECORDS),
             underruns: Vec::with_capacity(MAX_RECORDS),
             underrun_count: 0,
@@ -893,19 +911,20 @@ impl JitterLoop {
     #[inline]
     fn hand_off(&mut self) {
         self.cycles_in_interval += 1;
-        let Some(h) = &mut self.handoff else {
+        let Some(mut h) = self.handoff.take() else {
             return;
         };
-        if self.cycles_in_interval < h.cycles_per_interval {
-            return;
+        if self.cycles_in_interval >= h.cycles_per_interval {
+            if let Ok(fresh) = h.spare.pop() {
+                self.close_interval();
+                let filled = std::mem::replace(&mut self.current, fresh);
+                // Cannot fail: the ring has room for every set in circulation.
+                let pushed = h.full.push(filled);
+                debug_assert!(pushed.is_ok(), "hand-off ring sized below the pool");
+                self.cycles_in_interval = 0;
+            }
         }
-        if let Ok(fresh) = h.spare.pop() {
-            let filled = std::mem::replace(&mut self.current, fresh);
-            // Cannot fail: the ring has room for every set in circulation.
-            let pushed = h.full.push(filled);
-            debug_assert!(pushed.is_ok(), "hand-off ring sized below the pool");
-            self.cycles_in_interval = 0;
-        }
+        self.handoff = Some(h);
     }
 }
 
@@ -937,8 +956,19 @@ pub struct LoopResults {
 }
 
 impl JitterLoop {
+    /// Writes the counts of the interval that ends now into its histogram set.
+    #[inline]
+    fn close_interval(&mut self) {
+        let (cycles, skipped, underruns) = self.interval_mark;
+        self.current.cycles = self.cycles - cycles;
+        self.current.skipped = self.skipped - skipped;
+        self.current.underruns = self.underrun_count - underruns;
+        self.interval_mark = (self.cycles, self.skipped, self.underrun_count);
+    }
+
     /// Ends the loop: deletes its timer and hands over what it recorded.
-    pub fn into_results(self) -> LoopResults {
+    pub fn into_results(mut self) -> LoopResults {
+        self.close_interval();
         let mut outliers: Vec<CycleRecord> = self.outliers[..self.outlier_len].to_vec();
         outliers.sort_by_key(|o| std::cmp::Reverse(o.value_ns));
         LoopResults {
@@ -981,24 +1011,14 @@ pub struct JitterOutcome {
     pub steal: StealTimeline,
 }
 
-/// The run's histograms so far, offered for storing while the run goes on.
-#[derive(Debug, Clone, Copy)]
-pub struct Checkpoint<'a> {
-    /// Totals of every interval handed over so far.
-    pub histograms: &'a IntervalHistograms,
-    /// Deadlines skipped so far.
-    pub skipped: u64,
-    /// Would-be under-runs so far.
-    pub underruns: u64,
-}
-
 /// What the controlling thread reports about ten times a second.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress<'a> {
     /// Counters for a status line.
     pub live: LiveSnapshot,
-    /// Every [`JitterConfig::checkpoint_ns`], the histograms so far.
-    pub checkpoint: Option<Checkpoint<'a>>,
+    /// Every [`JitterConfig::checkpoint_ns`], the run's histograms and counts so far
+    /// (every interval handed over), for storing while the run goes on.
+    pub checkpoint: Option<&'a IntervalHistograms>,
 }
 
 /// Runs the jitter probe: sets up the process and a measuring thread, samples host
@@ -1060,16 +1080,16 @@ pub fn run(
                 source: e,
             })?;
         let mut last_checkpoint = std::time::Instant::now();
-        let mut woken = false;
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
-            if stop.load(Ordering::Relaxed) && !woken {
+            if stop.load(Ordering::Relaxed) {
+                // Repeated until the thread ends: a signal that lands between its stop
+                // check and its wait would otherwise be lost for a whole period.
                 let id = rt_pthread.load(Ordering::Acquire);
-                if id != 0 {
+                if id != 0 && !handle.is_finished() {
                     // SAFETY: the thread has not been joined, so its id is valid; the
                     // signal only interrupts its wait.
                     unsafe { libc::pthread_kill(id as libc::pthread_t, wake_signal()) };
-                    woken = true;
                 }
             }
             let mut merged = false;
@@ -1095,11 +1115,7 @@ pub fn run(
             };
             progress(Progress {
                 live: snapshot,
-                checkpoint: due.then_some(Checkpoint {
-                    histograms: &total,
-                    skipped: snapshot.skipped,
-                    underruns: snapshot.underruns,
-                }),
+                checkpoint: due.then_some(&total),
             });
         }
         handle.join().map_err(|p| {
@@ -1136,17 +1152,16 @@ pub fn run(
     })
 }
 
-/// The measurements of a jitter run from its histograms. `partial` marks a checkpoint
-/// taken while the run goes on (with the cycles it covers); overflowed values not yet
-/// known are carried uncorrected by the coordinated-omission correction.
+/// The measurements of a jitter run from its histograms and counts. `partial` marks a
+/// checkpoint taken while the run goes on; overflowed values not passed in are carried
+/// uncorrected by the coordinated-omission correction.
 pub fn measurements(
     config: &JitterConfig,
     h: &IntervalHistograms,
-    skipped: u64,
-    underruns: u64,
     overflow_values: &[u64],
-    partial: Option<u64>,
+    partial: bool,
 ) -> Vec<Measurement> {
+    let (skipped, underruns) = (h.skipped, h.underruns);
     let mode = config.mode;
     let mut out = Vec::new();
     let mut lat = Measurement::from_histogram(
@@ -1199,10 +1214,10 @@ pub fn measurements(
         m.misses = Some(underruns);
         out.push(m);
     }
-    if let Some(cycles) = partial {
+    if partial {
         for m in &mut out {
             m.detail["partial"] = json!(true);
-            m.detail["cycles_so_far"] = json!(cycles);
+            m.detail["cycles_so_far"] = json!(h.cycles);
         }
     }
     out
@@ -1305,10 +1320,8 @@ impl JitterOutcome {
         measurements(
             &self.config,
             &self.recorded.histograms,
-            self.recorded.skipped,
-            self.recorded.underrun_count,
             &overflow_values,
-            None,
+            false,
         )
     }
 
@@ -1618,9 +1631,15 @@ mod tests {
         let mut seen: Vec<u64> = Vec::new();
         let out = run(&c, &stop, |p| {
             if let Some(cp) = p.checkpoint {
-                seen.push(cp.histograms.latency.count());
-                let ms = measurements(&c, cp.histograms, cp.skipped, cp.underruns, &[], Some(1));
+                seen.push(cp.latency.count());
+                assert_eq!(
+                    cp.cycles,
+                    cp.latency.count(),
+                    "counts from the same intervals"
+                );
+                let ms = measurements(&c, cp, &[], true);
                 assert_eq!(ms[0].detail["partial"], json!(true));
+                assert_eq!(ms[0].detail["cycles_so_far"], json!(cp.cycles));
             }
         })
         .unwrap();
@@ -1628,6 +1647,8 @@ mod tests {
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
         assert!(*seen.last().unwrap() <= 1_500);
         let h = &out.recorded.histograms;
+        assert_eq!(h.cycles, 1_500);
+        assert_eq!(h.skipped, out.recorded.skipped);
         assert_eq!(h.latency.count(), 1_500);
         assert_eq!(h.interval.count(), 1_499);
         assert_eq!(out.measurements()[0].summary.count, 1_500);

@@ -113,14 +113,7 @@ pub const SUMMARY_COLUMNS: [&str; 11] = [
 
 fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<String> {
     let v = |x: f64| fmt_value(x, unit);
-    // A percentile whose rank fell among the overflows is "at least the bound".
-    let p = |x: f64| {
-        if s.is_clamped(x) {
-            format!(">={}", v(x))
-        } else {
-            v(x)
-        }
-    };
+    let p = |x: f64| fmt_percentile(s, x, unit);
     vec![
         name.to_string(),
         s.count.to_string(),
@@ -294,13 +287,22 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
     notes
 }
 
+/// A percentile in its unit, marked `>=` when its rank fell among the overflows.
+pub fn fmt_percentile(s: &Summary, v: f64, unit: &str) -> String {
+    if s.is_clamped(v) {
+        format!(">={}", fmt_value(v, unit))
+    } else {
+        fmt_value(v, unit)
+    }
+}
+
 /// A run's headline figure as table cells: metric, p50, p99, max (`-` when none).
 pub fn headline_cells(m: Option<&Measurement>) -> [String; 4] {
     match m {
         Some(m) => [
             m.metric.clone(),
-            fmt_value(m.summary.p50, &m.unit),
-            fmt_value(m.summary.p99, &m.unit),
+            fmt_percentile(&m.summary, m.summary.p50, &m.unit),
+            fmt_percentile(&m.summary, m.summary.p99, &m.unit),
             fmt_value(m.summary.max, &m.unit),
         ],
         None => ["-".into(), "-".into(), "-".into(), "-".into()],

@@ -186,7 +186,10 @@ impl LatencyHistogram {
         }
         let quantile = rank as f64 / in_range as f64;
         let v = self.hist.value_at_quantile(quantile.min(1.0));
-        (v.clamp(self.min(), self.max), false)
+        // A bucket's top may lie above the largest sample in it, or above the bound:
+        // an in-range percentile never leaves [min, min(max, bound)].
+        let top = self.max.min(self.bound).max(self.min());
+        (v.clamp(self.min(), top), false)
     }
 
     /// All the reported statistics.
@@ -218,16 +221,21 @@ impl LatencyHistogram {
         }
     }
 
-    /// Adds another histogram's samples (bounds may differ; values above this one's bound
-    /// become overflows).
+    /// Adds another histogram's samples. With equal bounds (the case for the interval
+    /// histograms of one run) the buckets are added exactly; otherwise each bucket is
+    /// replayed at its lowest equivalent value, and those above this one's bound become
+    /// overflows. Not for the real-time thread (it may allocate when the bounds differ).
     pub fn add(&mut self, other: &LatencyHistogram) {
-        for v in other.hist.iter_recorded() {
-            let value = v.value_iterated_to();
-            let n = v.count_at_value();
-            if value <= self.bound {
-                let _ = self.hist.record_n(value, n);
-            } else {
-                self.overflows += n;
+        let same_layout = other.bound == self.bound && self.hist.add(&other.hist).is_ok();
+        if !same_layout {
+            for v in other.hist.iter_recorded() {
+                let value = other.hist.lowest_equivalent(v.value_iterated_to());
+                let n = v.count_at_value();
+                if value <= self.bound {
+                    let _ = self.hist.record_n(value, n);
+                } else {
+                    self.overflows += n;
+                }
             }
         }
         self.overflows += other.overflows;
@@ -403,6 +411,34 @@ mod tests {
         let (p99, _) = h.percentile(99.0);
         assert_eq!(p99, sorted[989]);
         assert_eq!(h.summary().clamped_at, None);
+    }
+
+    #[test]
+    fn merging_equal_bounds_is_exact_up_to_the_bound() {
+        // A sample just under the bound stays in range after a merge.
+        let mut a = LatencyHistogram::new(100_000_000).unwrap();
+        let mut b = LatencyHistogram::new(100_000_000).unwrap();
+        b.record(99_990_000);
+        a.add(&b);
+        assert_eq!(a.overflows(), 0);
+        let s = a.summary();
+        assert_eq!(s.clamped_at, None);
+        assert!(s.p99 <= s.max, "{s:?}");
+    }
+
+    #[test]
+    fn percentiles_stay_ordered_and_under_the_bound_with_overflows() {
+        let mut h = LatencyHistogram::new(100_000_000).unwrap();
+        for _ in 0..98 {
+            h.record(20_000);
+        }
+        h.record(99_999_000);
+        h.record(200_000_000);
+        let s = h.summary();
+        assert!(s.p99 <= 100_000_000.0, "{s:?}");
+        assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999 && s.p999 <= s.p9999);
+        assert!(!s.is_clamped(s.p50));
+        assert!(s.is_clamped(s.p999));
     }
 
     #[test]

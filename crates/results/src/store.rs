@@ -455,17 +455,20 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Stores a measurement in place of any earlier one of the same metric in the run:
-    /// how a run's checkpoints are kept up to date while it goes on.
-    pub fn replace_measurement(&self, run_id: i64, m: &Measurement) -> Result<i64, StoreError> {
+    /// Stores measurements in place of any earlier ones of the same metrics in the run,
+    /// in one transaction: how a run's checkpoints are kept up to date while it goes on
+    /// (a reader, or a crash, sees one checkpoint whole, never a mix of two).
+    pub fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
-        tx.execute(
-            "DELETE FROM measurement WHERE run_id = ?1 AND metric = ?2",
-            params![run_id, m.metric],
-        )?;
-        let id = self.add_measurement(run_id, m)?;
+        for m in ms {
+            tx.execute(
+                "DELETE FROM measurement WHERE run_id = ?1 AND metric = ?2",
+                params![run_id, m.metric],
+            )?;
+            self.add_measurement(run_id, m)?;
+        }
         tx.commit()?;
-        Ok(id)
+        Ok(())
     }
 
     /// Stores events in one transaction.
@@ -852,7 +855,7 @@ mod tests {
         let mut h2 = h.clone();
         h2.record(4_000);
         let m2 = Measurement::from_histogram("jitter", "wakeup_latency", "test", h2);
-        store.replace_measurement(id, &m2).unwrap();
+        store.replace_measurements(id, &[m2]).unwrap();
         let ms = store.measurements(id).unwrap();
         assert_eq!(ms.len(), 1);
         assert_eq!(ms[0].measurement.summary.count, 5);
