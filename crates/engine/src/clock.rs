@@ -72,21 +72,7 @@ pub fn timespec_from_ns(ns: u64) -> libc::timespec {
 /// Real-time safe.
 #[inline]
 pub fn sleep_until_ns(deadline_ns: u64) {
-    let ts = timespec_from_ns(deadline_ns);
-    loop {
-        // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR {
-            return;
-        }
-    }
+    while !sleep_until_ns_interruptible(deadline_ns) {}
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns`, unless a signal handler runs
