@@ -110,36 +110,32 @@ impl FromStr for LoadSpec {
                     "load '{name}' takes no argument (got ':{a}')"
                 ))),
             };
+            // An optional numeric argument within `range`.
+            let number = |what: &str, range: std::ops::RangeInclusive<usize>| {
+                arg.map(|a| {
+                    a.parse::<usize>()
+                        .ok()
+                        .filter(|v| range.contains(v))
+                        .ok_or_else(|| {
+                            SpecError(format!(
+                                "{what} '{a}' must be {}..{}",
+                                range.start(),
+                                range.end()
+                            ))
+                        })
+                })
+                .transpose()
+            };
             let item = match name {
                 "cpu" => LoadItem::Cpu {
-                    percent: match arg {
-                        None => None,
-                        Some(a) => Some(
-                            a.parse::<u8>()
-                                .ok()
-                                .filter(|p| (1..=100).contains(p))
-                                .ok_or_else(|| {
-                                    SpecError(format!("cpu load percent '{a}' must be 1..100"))
-                                })?,
-                        ),
-                    },
+                    percent: number("cpu load percent", 1..=100)?.map(|p| p as u8),
                 },
                 "io" => no_arg(LoadItem::Io)?,
                 "top" => no_arg(LoadItem::Top)?,
                 "mem" => no_arg(LoadItem::Mem)?,
                 "hackbench" => no_arg(LoadItem::Hackbench)?,
                 "ep" => LoadItem::Ep {
-                    threads: match arg {
-                        None => None,
-                        Some(a) => Some(
-                            a.parse::<usize>()
-                                .ok()
-                                .filter(|t| (1..=1024).contains(t))
-                                .ok_or_else(|| {
-                                    SpecError(format!("ep threads '{a}' must be 1..1024"))
-                                })?,
-                        ),
-                    },
+                    threads: number("ep threads", 1..=1024)?,
                 },
                 "none" => {
                     return Err(SpecError(

@@ -662,6 +662,20 @@ pub struct JitterLoop {
     live: Arc<Live>,
 }
 
+/// Keeps a remarkable cycle, with the CPU it ran on, while there is room (the vector
+/// was sized to [`MAX_RECORDS`] beforehand, so this never allocates).
+#[inline]
+fn keep_record(records: &mut Vec<CycleRecord>, cycle: u64, deadline_ns: u64, value_ns: u64) {
+    if records.len() < MAX_RECORDS {
+        records.push(CycleRecord {
+            cycle,
+            deadline_ns,
+            value_ns,
+            cpu: engine::rt::current_cpu().unwrap_or(0) as u32,
+        });
+    }
+}
+
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoopEnd {
@@ -802,14 +816,7 @@ impl JitterLoop {
 
             let in_bound = self.current.latency.record(latency);
             if !in_bound {
-                if self.overflows.len() < MAX_RECORDS {
-                    self.overflows.push(CycleRecord {
-                        cycle,
-                        deadline_ns: deadline,
-                        value_ns: latency,
-                        cpu: engine::rt::current_cpu().unwrap_or(0) as u32,
-                    });
-                }
+                keep_record(&mut self.overflows, cycle, deadline, latency);
                 live.overflows.fetch_add(1, Ordering::Relaxed);
             }
             if self.outlier_len < TOP_OUTLIERS || latency > self.outlier_min {
@@ -857,14 +864,7 @@ impl JitterLoop {
                     block.completion_max_ns = block.completion_max_ns.max(completion);
                     if completion > headroom {
                         self.underrun_count += 1;
-                        if self.underruns.len() < MAX_RECORDS {
-                            self.underruns.push(CycleRecord {
-                                cycle,
-                                deadline_ns: deadline,
-                                value_ns: completion,
-                                cpu: engine::rt::current_cpu().unwrap_or(0) as u32,
-                            });
-                        }
+                        keep_record(&mut self.underruns, cycle, deadline, completion);
                         live.underruns.fetch_add(1, Ordering::Relaxed);
                         // Re-synchronise to the next boundary, as a driver restarting
                         // after an xrun would.
