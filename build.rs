@@ -21,7 +21,20 @@ fn main() {
         commit
     };
     println!("cargo:rustc-env=AUDIOLAT_GIT_COMMIT={commit}");
-    let profile = std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into());
+    // PROFILE only says "debug" or "release"; the profile's own directory under target/
+    // names custom profiles (opt1, opt2, opt3): OUT_DIR is target/<dir>/build/<pkg>/out.
+    let profile = std::env::var("OUT_DIR")
+        .ok()
+        .and_then(|out| {
+            let p = std::path::PathBuf::from(out);
+            p.ancestors()
+                .nth(3)
+                .and_then(|d| d.file_name())
+                .map(|d| d.to_string_lossy().into_owned())
+        })
+        .map(|d| if d == "debug" { "dev".to_string() } else { d })
+        .or_else(|| std::env::var("PROFILE").ok())
+        .unwrap_or_else(|| "unknown".into());
     let opt = std::env::var("OPT_LEVEL").unwrap_or_else(|_| "?".into());
     println!("cargo:rustc-env=AUDIOLAT_BUILD_PROFILE={profile} (opt-level {opt})");
     for path in [".git/HEAD", ".git/index", ".git/refs/heads"] {

@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use dsp::WorkloadKind;
+use engine::gpio::GpioSpec;
+use engine::jack_server::ServerMode;
 use engine::rt::Policy;
 use load::LoadSpec;
+use probes::event::{NotePolicy, TriggerSource};
 use probes::jitter::{FragmentModel, JitterConfig, RunLength, WakeMode};
 
 /// A usage error: refused before anything started. Exit code 2.
@@ -45,6 +49,10 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Periodic wake-up latency and audio-fragment deadlines (latencytest, cyclictest).
     Jitter(JitterArgs),
+    /// Event-to-audio latency: a trigger starts a tone; time to its first sample at the DAC.
+    Event(EventArgs),
+    /// DSP capacity: ns per sample of every workload and how many voices fit in a period.
+    Bench(BenchArgs),
     /// Run doctor and every probe with short defaults, stored as one group of runs.
     Suite(SuiteArgs),
     /// List stored runs, newest first.
@@ -171,6 +179,168 @@ pub struct JitterArgs {
     /// No live status line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EventArgs {
+    /// What triggers a note: timer (random instants), key (a key press on this terminal;
+    /// q ends), midi (note-ons on audiolat's JACK MIDI input).
+    #[arg(long, value_name = "SOURCE", default_value = "timer", value_parser = parse_trigger)]
+    pub trigger: TriggerSource,
+    /// When a note starts: asap (next cycle, offset 0) or fixed (trigger time + one
+    /// period: constant latency). A comma list runs each.
+    #[arg(long, value_name = "POLICY[,POLICY]", default_value = "asap", value_parser = parse_note_policies)]
+    pub policy: ListOf<NotePolicy>,
+    /// Triggers per run.
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 100, allow_hyphen_values = true,
+          value_parser = parse_count_u64)]
+    pub triggers: u64,
+    /// Synth workload: sine, poly (three harmonics) or bank:N (N oscillators). A comma list
+    /// sweeps them.
+    #[arg(long, value_name = "W[,W]", default_value = "sine", value_parser = parse_workloads)]
+    pub workload: ListOf<WorkloadKind>,
+    /// Background load (as for jitter; e.g. top is the study's "Mon+bgdproc."). A comma
+    /// list sweeps them.
+    #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]
+    pub load: ListOf<LoadSpec>,
+    /// Frames per period (JACK: a power of two, 16-8192). A comma list sweeps them, one
+    /// private server per period. Default: the running server's, or 128.
+    #[arg(long, value_name = "FRAMES[,FRAMES]", value_parser = parse_periods)]
+    pub period: Option<ListOf<u32>>,
+    /// Sample rate (default: the running server's, or 44100).
+    #[arg(long, value_name = "HZ", allow_hyphen_values = true, value_parser = parse_count_u32)]
+    pub rate: Option<u32>,
+    /// Repeat every configuration this many times.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true,
+          value_parser = parse_count_u32)]
+    pub repeat: u32,
+    /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
+    /// running one or an error), dummy (always a private one).
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_server_mode)]
+    pub server: ServerMode,
+    /// JACK server name: the one to use (external/auto), or the private one's (dummy).
+    #[arg(long, value_name = "NAME")]
+    pub server_name: Option<String>,
+    /// Playback ports to connect to (default: the first two physical playback ports).
+    #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
+    pub playback: Vec<String>,
+    /// Capture port that carries the output back (a cable on real hardware): the onset is
+    /// also found in it and the measured latency shown beside the model's.
+    #[arg(long, value_name = "PORT")]
+    pub loopback: Option<String>,
+    /// With --trigger midi: connect audiolat's MIDI input to this port.
+    #[arg(long, value_name = "PORT")]
+    pub midi_port: Option<String>,
+    /// Also raise this GPIO line at every trigger, for an oscilloscope (CHIP:LINE, e.g.
+    /// gpiochip0:17).
+    #[arg(long, value_name = "CHIP:LINE", value_parser = parse_gpio)]
+    pub gpio: Option<GpioSpec>,
+    /// Length of each note.
+    #[arg(long, value_name = "DURATION", default_value = "30ms", value_parser = parse_millis)]
+    pub note: Duration,
+    /// Least time between timer triggers (a random fraction of a period is added).
+    #[arg(long, value_name = "DURATION", default_value = "60ms", value_parser = parse_millis)]
+    pub spacing: Duration,
+    /// Tone frequency in Hz.
+    #[arg(long, value_name = "HZ", default_value_t = 440.0, value_parser = parse_rate)]
+    pub frequency: f64,
+    /// Background-load scratch directory for io (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Do not lock memory (mlockall).
+    #[arg(long)]
+    pub no_mlock: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Sample rate the period is timed at.
+    #[arg(long, value_name = "HZ", default_value_t = 44_100, value_parser = parse_count_u32)]
+    pub rate: u32,
+    /// Frames per period.
+    #[arg(long, value_name = "FRAMES", default_value_t = 128, value_parser = parse_count_u32)]
+    pub period: u32,
+    /// Share of the period the DSP may use when counting voices (e.g. 50%).
+    #[arg(long, value_name = "PERCENT", default_value = "50", value_parser = parse_load_target)]
+    pub target: f64,
+    /// Time spent on each kernel.
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_millis)]
+    pub each: Duration,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A comma-separated list of values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListOf<T>(pub Vec<T>);
+
+fn parse_list<T>(
+    s: &str,
+    what: &str,
+    f: impl Fn(&str) -> Result<T, String>,
+) -> Result<ListOf<T>, String> {
+    let items: Vec<&str> = s.split(',').map(str::trim).collect();
+    if items.iter().any(|i| i.is_empty()) {
+        return Err(format!("'{s}': an empty item in the {what} list"));
+    }
+    items
+        .into_iter()
+        .map(f)
+        .collect::<Result<Vec<_>, _>>()
+        .map(ListOf)
+}
+
+fn parse_trigger(s: &str) -> Result<TriggerSource, String> {
+    s.parse()
+}
+
+fn parse_note_policies(s: &str) -> Result<ListOf<NotePolicy>, String> {
+    parse_list(s, "policy", |i| i.parse())
+}
+
+fn parse_workloads(s: &str) -> Result<ListOf<WorkloadKind>, String> {
+    parse_list(s, "workload", |i| i.parse())
+}
+
+fn parse_loads(s: &str) -> Result<ListOf<LoadSpec>, String> {
+    parse_list(s, "load", parse_load)
+}
+
+fn parse_periods(s: &str) -> Result<ListOf<u32>, String> {
+    parse_list(s, "period", |i| {
+        let v = parse_count_u32(i)?;
+        engine::jack_server::validate_period(v).map_err(|e| e.to_string())?;
+        Ok(v)
+    })
+}
+
+fn parse_server_mode(s: &str) -> Result<ServerMode, String> {
+    s.parse()
+}
+
+fn parse_gpio(s: &str) -> Result<GpioSpec, String> {
+    s.parse::<GpioSpec>().map_err(|e| e.to_string())
+}
+
+fn parse_millis(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "ms")
+}
+
+fn parse_load_target(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s.trim_end_matches('%'))?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(
+            "use a percentage of the period above 0 and at most 100 (e.g. --target 50)".into(),
+        );
+    }
+    Ok(v)
 }
 
 #[derive(Debug, Args)]

@@ -94,7 +94,10 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let sub = std::env::args()
                 .skip(1)
                 .find(|a| {
-                    ["doctor", "jitter", "suite", "runs", "show", "export"].contains(&a.as_str())
+                    [
+                        "doctor", "jitter", "event", "bench", "suite", "runs", "show", "export",
+                    ]
+                    .contains(&a.as_str())
                 })
                 .map(|s| format!(" {s}"))
                 .unwrap_or_default();
@@ -147,6 +150,8 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Jitter(a) => jitter(&ctx, &a),
+        Command::Event(a) => event(&ctx, &a),
+        Command::Bench(a) => bench(&a),
         Command::Suite(a) => suite(&ctx, &a),
         Command::Runs(a) => runs(&ctx, &a),
         Command::Show(a) => show(&ctx, &a),
@@ -218,6 +223,184 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// The JACK server request for `--server`, `--server-name`, `--rate` and one period.
+fn server_request(
+    mode: engine::jack_server::ServerMode,
+    name: Option<String>,
+    rate: Option<u32>,
+    period: Option<u32>,
+) -> engine::jack_server::ServerRequest {
+    engine::jack_server::ServerRequest {
+        mode,
+        name,
+        rate_hz: rate,
+        period_frames: period,
+        jackd: load::find_in_path(load::JACKD.name),
+        start_timeout: std::time::Duration::from_secs(10),
+    }
+}
+
+/// Connects to (or starts) the JACK server; failures here happen before anything is
+/// written, so they are usage errors with the fix in the message.
+fn connect_server(
+    req: &engine::jack_server::ServerRequest,
+) -> Result<engine::jack_server::JackServer> {
+    engine::jack_server::JackServer::connect(req).map_err(|e| UsageError(e.to_string()).into())
+}
+
+/// The event cells of one period, in sweep order.
+fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
+    use probes::event::EventConfig;
+    let mut cells = Vec::new();
+    for policy in &a.policy.0 {
+        for workload in &a.workload.0 {
+            for load in &a.load.0 {
+                for repeat in 1..=a.repeat {
+                    let mut config = EventConfig::new(a.trigger, *policy);
+                    config.triggers = a.triggers;
+                    config.workload = *workload;
+                    config.frequency_hz = a.frequency as f32;
+                    config.note_ms = a.note.as_secs_f64() * 1e3;
+                    config.spacing_ms = a.spacing.as_secs_f64() * 1e3;
+                    config.gpio = a.gpio.clone();
+                    config.lock_memory = !a.no_mlock;
+                    config.seed ^= repeat as u64;
+                    config.validate().map_err(|e| UsageError(e.to_string()))?;
+                    cells.push(runner::EventCell {
+                        config,
+                        load: load.clone(),
+                        repeat,
+                        jack: engine::jack_backend::JackConfig {
+                            playback: a.playback.clone(),
+                            capture: a.loopback.clone(),
+                            midi: (a.trigger == probes::event::TriggerSource::Midi)
+                                .then(|| a.midi_port.clone().unwrap_or_default()),
+                            ..Default::default()
+                        },
+                    });
+                }
+            }
+        }
+    }
+    Ok(cells)
+}
+
+fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
+    use engine::jack_server::ServerMode;
+    // Everything that can be refused is refused before the database is opened.
+    let cells = event_cells(a)?;
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    for load in &a.load.0 {
+        runner::check_load(load, &scratch)?;
+    }
+    if a.midi_port.is_some() && a.trigger != probes::event::TriggerSource::Midi {
+        return Err(UsageError("--midi-port needs --trigger midi".into()).into());
+    }
+    if let Some(spec) = &a.gpio {
+        // Open and release the line once now, so a missing chip is refused up front.
+        engine::gpio::GpioLine::open(spec, "audiolat").map_err(|e| UsageError(e.to_string()))?;
+    }
+    let periods: Vec<Option<u32>> = match &a.period {
+        Some(list) => list.0.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    let first_req = server_request(a.server, a.server_name.clone(), a.rate, periods[0]);
+    first_req
+        .validate()
+        .map_err(|e| UsageError(e.to_string()))?;
+    let first_server = connect_server(&first_req)?;
+    if periods.len() > 1 && !first_server.info().private {
+        return Err(UsageError(format!(
+            "--period with several values needs a private server (each period is a new jackd -d dummy), but `{}` is an external server: use --server dummy, or one --period",
+            first_server.name()
+        ))
+        .into());
+    }
+    let mut server = Some(first_server);
+    let store = Store::open(&ctx.db_path)?;
+    let group = store.create_group(
+        "event",
+        &ctx.command_line,
+        &json!({"periods": a.period.as_ref().map(|p| p.0.clone()), "server": a.server.to_string()}),
+    )?;
+    let quiet = a.quiet || a.json;
+    let mut runs: Vec<runner::EventRun> = Vec::new();
+    let mut failure: Option<String> = None;
+    'periods: for (i, period) in periods.iter().enumerate() {
+        if i > 0 {
+            // Each period is a new private server: stop the last one before the next
+            // takes its name.
+            server = None;
+            let req = server_request(ServerMode::Dummy, a.server_name.clone(), a.rate, *period);
+            match engine::jack_server::JackServer::connect(&req) {
+                Ok(s) => server = Some(s),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let Some(server) = server.as_mut() else {
+            break;
+        };
+        for cell in &cells {
+            if ctx.stopped() {
+                break 'periods;
+            }
+            let run = runner::event_run(ctx, &store, Some(group), server, cell, &scratch, quiet)?;
+            let stop_sweep = run.error.is_some();
+            if let Some(e) = &run.error {
+                failure = Some(e.clone());
+            }
+            runs.push(run);
+            if stop_sweep {
+                break 'periods;
+            }
+        }
+    }
+    drop(server);
+    let status = if failure.is_some() {
+        RunStatus::Failed
+    } else if ctx.stopped() || runs.iter().any(|r| r.status == RunStatus::Interrupted) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    store.finish_group(group, status)?;
+    if a.json {
+        print_json(&views::event_json(group, &runs))?;
+    } else {
+        print!("{}", views::event_text(group, &runs, &ctx.db_path));
+    }
+    if let Some(f) = failure {
+        eprintln!("audiolat: error: {f}");
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    Ok(match status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn bench(a: &cli::BenchArgs) -> Result<ExitCode> {
+    let config = dsp::bench::BenchConfig {
+        sample_rate_hz: a.rate,
+        period_frames: a.period as usize,
+        load_target: a.target / 100.0,
+        seconds_per_kernel: a.each.as_secs_f64(),
+    };
+    let report = dsp::bench::run(&config);
+    if a.json {
+        print_json(&views::bench_json(&report))?;
+    } else {
+        print!("{}", views::bench_text(&report));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 struct SuiteEntry {
@@ -327,6 +510,98 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                     flags: json!({}),
                     note: format!("{e:#}"),
                 });
+            }
+        }
+    }
+    // Event-to-audio latency on JACK: a running server, else a private jackd -d dummy.
+    let event_label = "event latency, sine, asap";
+    if ctx.stopped() {
+        entries.push(SuiteEntry {
+            label: event_label.into(),
+            run_id: None,
+            status: "not run".into(),
+            headline: None,
+            underruns: None,
+            flags: json!({}),
+            note: "interrupted".into(),
+        });
+    } else {
+        let req = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
+        match engine::jack_server::JackServer::connect(&req) {
+            Err(e) => entries.push(SuiteEntry {
+                label: event_label.into(),
+                run_id: None,
+                status: "skipped".into(),
+                headline: None,
+                underruns: None,
+                flags: json!({}),
+                note: e.to_string(),
+            }),
+            Ok(mut server) => {
+                let mut config = probes::event::EventConfig::new(
+                    probes::event::TriggerSource::Timer,
+                    probes::event::NotePolicy::Asap,
+                );
+                let budget_ms = (a.each.as_secs_f64() * 1e3 - config.warmup_ms).max(0.0);
+                config.triggers = ((budget_ms / (config.spacing_ms + 3.0)) as u64).max(10);
+                let cell = runner::EventCell {
+                    config,
+                    load: load::LoadSpec::none(),
+                    repeat: 1,
+                    jack: engine::jack_backend::JackConfig::default(),
+                };
+                match runner::event_run(
+                    ctx,
+                    &store,
+                    Some(group),
+                    &mut server,
+                    &cell,
+                    &scratch,
+                    quiet,
+                ) {
+                    Ok(run) => {
+                        if run.error.is_some() {
+                            failed = true;
+                        }
+                        let headline = store
+                            .measurements(run.run_id)?
+                            .into_iter()
+                            .map(|m| m.measurement)
+                            .find(|m| m.metric == "event_latency");
+                        entries.push(SuiteEntry {
+                            label: event_label.into(),
+                            run_id: Some(run.run_id),
+                            status: run.status.to_string(),
+                            headline,
+                            underruns: Some(
+                                run.outcome.xruns.0
+                                    + run.outcome.xruns.1
+                                    + run.outcome.gaps.0
+                                    + run.outcome.gaps.1,
+                            ),
+                            flags: run.flags.clone(),
+                            note: run.error.clone().unwrap_or_else(|| {
+                                format!(
+                                    "model: half a period + {} frames playback latency = {}",
+                                    run.outcome.info.playback_latency_frames,
+                                    report::terminal::fmt_ns(run.outcome.model_latency_ns())
+                                )
+                            }),
+                        });
+                    }
+                    Err(e) => {
+                        failed = true;
+                        entries.push(SuiteEntry {
+                            label: event_label.into(),
+                            run_id: None,
+                            status: "failed".into(),
+                            headline: None,
+                            underruns: None,
+                            flags: json!({}),
+                            note: format!("{e:#}"),
+                        });
+                    }
+                }
             }
         }
     }

@@ -325,3 +325,223 @@ pub fn suite_plan(each: Duration) -> Vec<(&'static str, JitterConfig, LoadSpec)>
         ("3x32-frame fragments, 80% busy, disk load", io_cfg, io_load),
     ]
 }
+
+/// One event-probe configuration of a sweep.
+#[derive(Debug, Clone)]
+pub struct EventCell {
+    /// Probe configuration.
+    pub config: probes::event::EventConfig,
+    /// Background load.
+    pub load: LoadSpec,
+    /// Repetition number, from 1.
+    pub repeat: u32,
+    /// How the stream is opened.
+    pub jack: engine::jack_backend::JackConfig,
+}
+
+/// An event run, stored.
+pub struct EventRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub outcome: probes::event::EventOutcome,
+    /// The load's label.
+    pub load: String,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// Set when the run could not finish: the reason, for the user.
+    pub error: Option<String>,
+}
+
+/// Runs one event cell on `server` as a stored run.
+pub fn event_run(
+    ctx: &Context,
+    store: &Store,
+    group: Option<i64>,
+    server: &mut engine::jack_server::JackServer,
+    cell: &EventCell,
+    scratch: &Path,
+    quiet: bool,
+) -> Result<EventRun> {
+    use engine::audio::Backend;
+    let lctx = load_context(scratch);
+    let planned = load::plan(&cell.load, &lctx).map_err(|e| UsageError(e.to_string()))?;
+    let mut stream = engine::jack_backend::JackStream::open(server.info(), cell.jack.clone())?;
+    let sinfo = stream.info().clone();
+    let mut config_json = cell.config.to_json();
+    config_json["load"] = json!(cell.load.to_string());
+    config_json["repeat"] = json!(cell.repeat);
+    config_json["backend"] = json!(sinfo.backend);
+    config_json["period_frames"] = json!(sinfo.period_frames);
+    config_json["rate_hz"] = json!(sinfo.sample_rate_hz);
+    config_json["playback_latency_frames"] = json!(sinfo.playback_latency_frames);
+    config_json["server"] = json!({
+        "name": sinfo.server.name, "private": sinfo.server.private,
+        "command_line": sinfo.server.command_line, "version": sinfo.server.version,
+    });
+    let info = RunInfo {
+        probe: "event".into(),
+        group_id: group,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: config_json,
+        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
+        qos_requested: json!({
+            "trigger_thread": cell.config.trigger_policy.to_string(),
+            "lock_memory": cell.config.lock_memory,
+            "audio_thread": "the JACK server's client thread (its -P/-R settings)",
+        }),
+    };
+    let run_id = store.begin_run(&info)?;
+    let mut running = if cell.load.is_none() {
+        None
+    } else {
+        match load::start(&cell.load, &lctx).context("starting the load") {
+            Ok(r) => Some(r),
+            Err(e) => {
+                let msg = format!("{e:#}");
+                let _ = store.finish_run(
+                    run_id,
+                    RunStatus::Failed,
+                    &json!({}),
+                    &json!({}),
+                    Some(&msg),
+                );
+                return Err(e);
+            }
+        }
+    };
+    if let Some(r) = &running {
+        store.update_run(run_id, Some(&r.describe()), None)?;
+    }
+    let live = !quiet && std::io::stderr().is_terminal();
+    let mut store_error: Option<String> = None;
+    let mut load_events: Vec<Event> = Vec::new();
+    let total = cell.config.triggers;
+    let label = format!(
+        "event {} {} period {} {}",
+        cell.config.workload, cell.load, sinfo.period_frames, cell.config.policy
+    );
+    let result = probes::event::run(&mut stream, &cell.config, &ctx.stop, |p| {
+        // Written as it goes: trigger rows and under-runs are stored every ~50 ms.
+        if !p.rows.is_empty() {
+            if let Err(e) = store.add_triggers(run_id, p.rows) {
+                store_error.get_or_insert(e.to_string());
+            }
+        }
+        if !p.events.is_empty() {
+            if let Err(e) = store.add_events(run_id, p.events) {
+                store_error.get_or_insert(e.to_string());
+            }
+        }
+        if let Some(r) = running.as_mut() {
+            for exit in r.poll_exits() {
+                load_events.push(Event {
+                    mono_ns: engine::clock::monotonic_ns(),
+                    kind: "load_exit".into(),
+                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
+                                   "stderr_tail": exit.stderr_tail}),
+                });
+            }
+        }
+        if live {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[K{label}  triggers {}/{total}  cycles {}  under-runs {}",
+                p.measured, p.cycles, p.underruns
+            );
+            let _ = err.flush();
+        }
+        match server.exited() {
+            Some(how) => Err(format!(
+                "the private JACK server `{}` exited ({how})",
+                server.name()
+            )),
+            None => Ok(()),
+        }
+    });
+    if live {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K");
+        let _ = err.flush();
+    }
+    drop(stream);
+    let load_json = match running.take() {
+        Some(r) => {
+            let mut desc = r.describe();
+            desc["exits"] = r.stop().to_json();
+            desc
+        }
+        None => load::describe(&cell.load, std::iter::empty()),
+    };
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            let msg = e.to_string();
+            let _ = store.finish_run(
+                run_id,
+                RunStatus::Failed,
+                &json!({}),
+                &json!({}),
+                Some(&msg),
+            );
+            return Err(anyhow::Error::new(e).context(format!("run {run_id} failed")));
+        }
+    };
+    store.replace_measurements(run_id, &outcome.measurements())?;
+    if !load_events.is_empty() {
+        store.add_events(run_id, &load_events)?;
+    }
+    store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
+    let mut flags = outcome.flags();
+    flags["load_exited_early"] = json!(!load_events.is_empty());
+    if let Some(e) = &store_error {
+        flags["store_error"] = json!(e);
+    }
+    use probes::event::EventEnd;
+    let measured = outcome.rows.len();
+    let (status, error) = match &outcome.end {
+        EventEnd::Complete => (RunStatus::Complete, None),
+        EventEnd::Interrupted => (
+            RunStatus::Interrupted,
+            Some(if ctx.stopped() {
+                "interrupted by a signal (Ctrl-C or SIGTERM); the measured triggers are kept".to_string()
+            } else {
+                "the trigger input ended before every trigger was measured".to_string()
+            }),
+        ),
+        EventEnd::ServerGone(reason) => (
+            RunStatus::Interrupted,
+            Some(format!(
+                "the JACK server went away mid-run ({reason}); {measured} triggers measured before that are kept in run {run_id}"
+            )),
+        ),
+        EventEnd::Panicked(p) => (
+            RunStatus::Failed,
+            Some(format!("the audio callback panicked ({p}); {measured} triggers kept in run {run_id}")),
+        ),
+    };
+    store.finish_run(
+        run_id,
+        status,
+        &flags,
+        &outcome.result_json(),
+        error.as_deref(),
+    )?;
+    let error = match &outcome.end {
+        EventEnd::ServerGone(_) | EventEnd::Panicked(_) => error,
+        _ => None,
+    };
+    Ok(EventRun {
+        run_id,
+        status,
+        outcome,
+        load: cell.load.to_string(),
+        flags,
+        error,
+    })
+}

@@ -281,3 +281,282 @@ pub fn show_text(
     }
     out
 }
+
+fn ms(ns: f64) -> String {
+    format!("{:.2}", ns / 1e6)
+}
+
+/// The event runs of one sweep as text: one row per run, then the study's table
+/// (mean latency per configuration), then how to read it.
+pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::Path) -> String {
+    use report::terminal::Table;
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return format!("\nno event runs were made (group {group})\n");
+    };
+    let info = &first.outcome.info;
+    let server = &info.server;
+    let _ = writeln!(
+        out,
+        "\nevent latency: {} trigger -> first sample at the DAC, {} backend ({} model), {} Hz",
+        first.outcome.config.source, info.backend, info.model, info.sample_rate_hz
+    );
+    let _ = writeln!(
+        out,
+        "server `{}`{}{}",
+        server.name,
+        if server.private {
+            format!(
+                " (private: {})",
+                server.command_line.as_deref().unwrap_or("?")
+            )
+        } else {
+            " (external)".into()
+        },
+        server
+            .version
+            .as_deref()
+            .map(|v| format!(", {v}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
+    let loopback = runs
+        .iter()
+        .any(|r| r.outcome.rows.iter().any(|t| t.measured_ns.is_some()));
+    let mut head = vec![
+        "run",
+        "period",
+        "buffer",
+        "workload",
+        "load",
+        "policy",
+        "n",
+        "mean ms",
+        "min",
+        "max",
+        "stdev",
+        "model",
+        "wait",
+        "late cb",
+        "under-runs",
+        "rt",
+        "steal",
+    ];
+    if loopback {
+        head.insert(12, "loopback");
+    }
+    let mut t = Table::new(&head).left_align(&[3, 4, 5]);
+    for r in runs {
+        let o = &r.outcome;
+        let l = o.latency();
+        let wait = probes::event::Stats::of(o.rows.iter().map(|t| t.wait_ns as f64));
+        let cb = probes::event::Stats::of(o.rows.iter().map(|t| t.lateness_ns as f64));
+        let mut row = vec![
+            r.run_id.to_string(),
+            o.info.period_frames.to_string(),
+            o.info.playback_latency_frames.to_string(),
+            o.config.workload.to_string(),
+            r.load.clone(),
+            o.config.policy.to_string(),
+            l.count.to_string(),
+            ms(l.mean),
+            ms(l.min),
+            ms(l.max),
+            ms(l.stdev),
+            ms(o.model_latency_ns()),
+            ms(wait.mean),
+            fmt_ns(cb.mean),
+            format!("{}/{}", o.xruns.0 + o.gaps.0, o.xruns.1 + o.gaps.1),
+            if o.realtime() {
+                "yes".into()
+            } else {
+                "NO".into()
+            },
+            r.flags["host_steal_percent"]
+                .as_f64()
+                .map_or("-".into(), |p| format!("{p:.1}%")),
+        ];
+        if loopback {
+            let m = o.measured();
+            row.insert(12, if m.count > 0 { ms(m.mean) } else { "-".into() });
+        }
+        t.row(row);
+    }
+    out.push_str(&t.render());
+    // The study's shape: rows are (buffer, period), columns the scenarios.
+    let mut columns: Vec<String> = Vec::new();
+    let mut rows: Vec<(u32, u32)> = Vec::new();
+    let column = |r: &crate::runner::EventRun| {
+        let mut c = r.outcome.config.workload.to_string();
+        if r.load != "none" {
+            c.push('+');
+            c.push_str(&r.load);
+        }
+        let policies: std::collections::BTreeSet<String> = runs
+            .iter()
+            .map(|r| r.outcome.config.policy.to_string())
+            .collect();
+        if policies.len() > 1 {
+            c = format!("{c} {}", r.outcome.config.policy);
+        }
+        c
+    };
+    for r in runs {
+        let c = column(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+        let k = (
+            r.outcome.info.playback_latency_frames,
+            r.outcome.info.period_frames,
+        );
+        if !rows.contains(&k) {
+            rows.push(k);
+        }
+    }
+    if runs.len() > 1 {
+        let mut head: Vec<&str> = vec!["buffer", "period"];
+        head.extend(columns.iter().map(String::as_str));
+        let mut t = Table::new(&head);
+        for (buffer, period) in &rows {
+            let mut cells = vec![buffer.to_string(), period.to_string()];
+            for c in &columns {
+                let values: Vec<f64> = runs
+                    .iter()
+                    .filter(|r| {
+                        r.outcome.info.playback_latency_frames == *buffer
+                            && r.outcome.info.period_frames == *period
+                            && column(r) == *c
+                    })
+                    .flat_map(|r| r.outcome.rows.iter().map(|t| t.latency_ns as f64))
+                    .collect();
+                cells.push(if values.is_empty() {
+                    "-".into()
+                } else {
+                    format!(
+                        "{:.1}",
+                        values.iter().sum::<f64>() / values.len() as f64 / 1e6
+                    )
+                });
+            }
+            t.row(cells);
+        }
+        let _ = writeln!(
+            out,
+            "\naverage latency (ms), as in the BeagleBone study's Figures 4-7:"
+        );
+        out.push_str(&t.render());
+    }
+    let _ = writeln!(
+        out,
+        "\nlatency = wait (trigger -> the note's frame in the stream) + buffer (the playback latency the ports report)."
+    );
+    let _ = writeln!(
+        out,
+        "model: asap = half a period + buffer on average (up to a period of jitter); fixed = one period + buffer, exactly."
+    );
+    let _ = writeln!(
+        out,
+        "late cb = mean lateness of the callback that rendered the note after its cycle's start; under-runs = at start/steady (xruns + skipped cycles)."
+    );
+    for r in runs {
+        if let Some(e) = &r.error {
+            let _ = writeln!(out, "run {}: {e}", r.run_id);
+        }
+        let late = r.outcome.late();
+        if late > 0 {
+            let _ = writeln!(
+                out,
+                "run {}: {late} triggers reached the audio thread after their frame had passed (started at offset 0)",
+                r.run_id
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run>` every trigger",
+        db.display()
+    );
+    out
+}
+
+/// The event runs of one sweep as JSON.
+pub fn event_json(group: i64, runs: &[crate::runner::EventRun]) -> Value {
+    json!({
+        "group_id": group,
+        "runs": runs.iter().map(|r| json!({
+            "run_id": r.run_id,
+            "status": r.status,
+            "load": r.load,
+            "config": r.outcome.config.to_json(),
+            "result": r.outcome.result_json(),
+            "flags": r.flags,
+            "error": r.error,
+            "triggers": r.outcome.rows,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `audiolat bench` as text.
+pub fn bench_text(r: &dsp::bench::BenchReport) -> String {
+    use report::terminal::Table;
+    let mut t = Table::new(&[
+        "kernel",
+        "voices",
+        "ns/sample",
+        "ns/voice-sample",
+        "ns/period",
+        "vs f32::sin",
+    ])
+    .left_align(&[0]);
+    for k in std::iter::once(&r.reference).chain(r.kernels.iter()) {
+        t.row(vec![
+            k.name.clone(),
+            k.voices.to_string(),
+            format!("{:.2}", k.ns_per_sample),
+            format!("{:.2}", k.ns_per_voice_sample),
+            format!("{:.0}", k.ns_per_period),
+            format!("{:.2}x", k.ratio_to_reference),
+        ]);
+    }
+    let mut out = format!(
+        "\nDSP capacity at {} Hz, {} frames per period ({}), median of repeated rounds\n\n",
+        r.config.sample_rate_hz,
+        r.config.period_frames,
+        fmt_ns(r.period_ns)
+    );
+    out.push_str(&t.render());
+    let _ = writeln!(
+        out,
+        "\nvoice capacity: {} wavetable voices (bank:{}) fit in {:.0}% of a period ({} of {})",
+        r.voice_capacity,
+        r.voice_capacity,
+        r.config.load_target * 100.0,
+        fmt_ns(r.capacity_ns_per_period),
+        fmt_ns(r.period_ns * r.config.load_target)
+    );
+    let _ = writeln!(
+        out,
+        "the reference is a naive oscillator calling f32::sin per sample, timed in the same run; a ratio below 1 is faster"
+    );
+    out
+}
+
+/// `audiolat bench` as JSON.
+pub fn bench_json(r: &dsp::bench::BenchReport) -> Value {
+    let k = |k: &dsp::bench::KernelTiming| {
+        json!({"name": k.name, "voices": k.voices, "ns_per_sample": k.ns_per_sample,
+               "ns_per_period": k.ns_per_period, "ns_per_voice_sample": k.ns_per_voice_sample,
+               "ratio_to_reference": k.ratio_to_reference})
+    };
+    json!({
+        "sample_rate_hz": r.config.sample_rate_hz,
+        "period_frames": r.config.period_frames,
+        "load_target": r.config.load_target,
+        "period_ns": r.period_ns,
+        "reference": k(&r.reference),
+        "kernels": r.kernels.iter().map(k).collect::<Vec<_>>(),
+        "voice_capacity": r.voice_capacity,
+        "capacity_ns_per_period": r.capacity_ns_per_period,
+    })
+}

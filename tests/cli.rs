@@ -496,12 +496,14 @@ fn doctor_json_has_every_finding_with_verdicts() {
 fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     let _m = machine_lock();
     require_tool("stress-ng", "stress-ng");
+    require_tool("jackd", "jackd2");
     let dir = tempdir();
     let db = dir.path().join("s.db");
     let v = run_json(&db, &["suite", "--each", "2s", "--json"]);
     let group = v["group_id"].as_i64().unwrap();
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 4, "{v}");
+    assert_eq!(runs.len(), 5, "{v}");
+    assert_eq!(runs[4]["metric"], "event_latency", "{v}");
     assert_eq!(runs[0]["label"], "doctor");
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");
@@ -513,7 +515,7 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .iter()
         .map(|r| r["probe"].as_str().unwrap())
         .collect();
-    assert_eq!(probes, ["jitter", "jitter", "jitter", "doctor"]);
+    assert_eq!(probes, ["event", "jitter", "jitter", "jitter", "doctor"]);
     // The loaded runs recorded their load's exact commands and versions.
     let store = Store::open_existing(&db).unwrap();
     let loaded = store
@@ -526,8 +528,8 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .iter()
         .filter_map(|r| r.load["spec"].as_str())
         .collect();
-    assert_eq!(specs, ["io", "cpu", "none", "none"]);
-    let cpu = &loaded[1].load["processes"][0];
+    assert_eq!(specs, ["none", "io", "cpu", "none", "none"]);
+    let cpu = &loaded[2].load["processes"][0];
     assert!(cpu["command"].as_str().unwrap().contains("stress-ng --cpu"));
     assert!(cpu["version"]
         .as_str()
@@ -985,4 +987,409 @@ fn a_load_that_dies_mid_run_is_recorded_and_its_workers_go_with_it() {
         "the tool's own ending is recorded: {exit}"
     );
     assert_eq!(v["flags"]["load_exited_early"], Value::Bool(true));
+}
+
+/// jackd processes serving a server name, from /proc (so a test can kill the private
+/// server audiolat started, and check none is left).
+fn jackd_pids(server_name: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.first().is_some_and(|a| a.ends_with("jackd"))
+            && args.windows(2).any(|w| w[0] == "-n" && w[1] == server_name)
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// A server name per test. Stable, not per process: jackd keeps a registry of at most
+/// eight servers, and the entry of one that was killed outright is only reclaimed by the
+/// next server of the same name.
+fn unique_server(tag: &str) -> String {
+    format!("audiolat-test-{tag}")
+}
+
+/// The acceptance test against JACK's timing model, on a private `jackd -d dummy`:
+/// - fixed: every trigger's latency is one period plus the playback latency the ports
+///   report, to within one frame (triggers that reached the audio thread after their
+///   frame had passed are flagged `late` and counted; there must be few);
+/// - asap: the mean latency is half a period plus the playback latency, within a quarter
+///   of a period. The wait is uniform over the period, so 100 triggers put the mean
+///   within about 3 % of a period of the model; the rest of the margin is for callbacks
+///   that the host's steal makes late (they shorten the wait of the triggers that land
+///   in them).
+#[test]
+fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("e.db");
+    let name = unique_server("model");
+    let v = run_json(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--rate",
+            "48000",
+            "--period",
+            "256",
+            "--policy",
+            "fixed,asap",
+            "--triggers",
+            "100",
+            "--spacing",
+            "30ms",
+            "--note",
+            "15ms",
+            "--json",
+        ],
+    );
+    assert!(
+        jackd_pids(&name).is_empty(),
+        "the private jackd was stopped"
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{v}");
+    let frame_ns = 1e9 / 48_000.0;
+    let period_ns = 256.0 * frame_ns;
+    for r in runs {
+        assert_eq!(r["status"], "complete", "{r}");
+        let result = &r["result"];
+        assert_eq!(result["period_frames"], 256);
+        assert_eq!(result["rate_hz"], 48_000);
+        assert_eq!(result["server"]["private"], true);
+        assert!(result["server"]["command_line"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("-n {name} -d dummy -r 48000 -p 256")));
+        let playback = result["playback_latency_frames"].as_f64().unwrap();
+        assert!(
+            playback >= 256.0,
+            "dummy reports at least its buffer: {result}"
+        );
+        let triggers = r["triggers"].as_array().unwrap();
+        assert_eq!(triggers.len(), 100);
+        let latencies: Vec<f64> = triggers
+            .iter()
+            .map(|t| t["latency_ns"].as_f64().unwrap())
+            .collect();
+        let buffer_ns = playback * frame_ns;
+        match r["config"]["policy"].as_str().unwrap() {
+            "fixed" => {
+                let late = triggers.iter().filter(|t| t["late"] == true).count();
+                assert!(late <= 5, "{late} of 100 triggers were late");
+                for t in triggers.iter().filter(|t| t["late"] == false) {
+                    let l = t["latency_ns"].as_f64().unwrap();
+                    assert!(
+                        (l - (period_ns + buffer_ns)).abs() <= frame_ns,
+                        "fixed latency {l} ns vs one period + playback latency {} ns",
+                        period_ns + buffer_ns
+                    );
+                }
+            }
+            "asap" => {
+                let mean = latencies.iter().sum::<f64>() / latencies.len() as f64;
+                let model = period_ns / 2.0 + buffer_ns;
+                assert!(
+                    (mean - model).abs() <= period_ns / 4.0,
+                    "asap mean {mean} ns vs half a period + playback latency {model} ns"
+                );
+                // The quantisation is sampled: notes land across the whole period.
+                let min = latencies.iter().cloned().fold(f64::MAX, f64::min);
+                let max = latencies.iter().cloned().fold(f64::MIN, f64::max);
+                assert!(max - min > period_ns / 2.0, "spread {} ns", max - min);
+            }
+            other => panic!("policy {other}"),
+        }
+        // Every trigger is stored with its decomposition: wait + buffer = latency.
+        let store = Store::open_existing(&db).unwrap();
+        let rows = store.triggers(r["run_id"].as_i64().unwrap()).unwrap();
+        assert_eq!(rows.len(), 100);
+        for row in &rows {
+            assert_eq!(row.latency_ns, row.wait_ns + row.buffer_ns, "{row:?}");
+            assert_eq!(row.source, "timer");
+        }
+    }
+}
+
+#[test]
+fn the_jack_server_dying_mid_run_keeps_the_triggers_and_marks_the_run_interrupted() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("k.db");
+    let name = unique_server("kill");
+    let mut child = spawn(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--triggers",
+            "1000",
+            "--spacing",
+            "30ms",
+            "--note",
+            "10ms",
+            "-q",
+        ],
+    );
+    // Wait until some triggers are stored, then kill the server.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let run_id = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no triggers were stored"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(store) = Store::open_existing(&db) else {
+            continue;
+        };
+        if let Ok(Some(id)) = store.last_run_id() {
+            if store.triggers(id).map(|t| t.len()).unwrap_or(0) >= 10 {
+                break id;
+            }
+        }
+    };
+    let pids = jackd_pids(&name);
+    assert_eq!(pids.len(), 1, "one private jackd: {pids:?}");
+    // SAFETY: killing the jackd this test's audiolat started.
+    unsafe { libc::kill(pids[0], libc::SIGKILL) };
+    let status = wait_timeout(&mut child, Duration::from_secs(30));
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let error_line = stderr.lines().last().unwrap_or_default();
+    assert!(
+        error_line.contains("JACK server")
+            && error_line.contains("triggers measured before that are kept"),
+        "{stderr}"
+    );
+    let store = Store::open_existing(&db).unwrap();
+    let r = store.run(run_id).unwrap();
+    assert_eq!(r.status, RunStatus::Interrupted);
+    let kept = store.triggers(run_id).unwrap().len();
+    assert!(kept >= 10, "{kept} triggers kept");
+    assert!(kept < 1000);
+    let ms = store.measurements(run_id).unwrap();
+    assert_eq!(ms[0].measurement.metric, "event_latency");
+    assert_eq!(ms[0].measurement.summary.count as usize, kept);
+    assert!(jackd_pids(&name).is_empty());
+}
+
+#[test]
+fn event_setup_errors_are_one_line_with_the_fix() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("x.db");
+    let one_line = |out: &util::Output, needle: &str| {
+        assert_eq!(out.code, 2, "{needle}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+        assert!(!db.exists(), "a refused run wrote the database");
+    };
+    // A period JACK does not run.
+    let out = run(&db, &["event", "--period", "100"]);
+    one_line(&out, "powers of two");
+    // A busy server name: a private server is already running under it.
+    let name = unique_server("busy");
+    let mut jackd = std::process::Command::new("jackd")
+        .args(["-n", &name, "-d", "dummy", "-r", "44100", "-p", "128"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut out;
+    loop {
+        out = run(
+            &db,
+            &[
+                "event",
+                "--server",
+                "dummy",
+                "--server-name",
+                &name,
+                "--triggers",
+                "1",
+            ],
+        );
+        if out.stderr.contains("already running") || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    one_line(&out, "already running");
+    assert!(out.stderr.contains("--server external"));
+    // The same server as an external one, with the wrong period.
+    let out = run(
+        &db,
+        &[
+            "event",
+            "--server",
+            "external",
+            "--server-name",
+            &name,
+            "--period",
+            "256",
+        ],
+    );
+    one_line(&out, "--period 256");
+    // SAFETY: a clean stop (SIGTERM) of the jackd this test started.
+    unsafe { libc::kill(jackd.id() as i32, libc::SIGTERM) };
+    let _ = jackd.wait();
+    // No server to use.
+    let out = run(
+        &db,
+        &[
+            "event",
+            "--server",
+            "external",
+            "--server-name",
+            &unique_server("none"),
+        ],
+    );
+    one_line(&out, "no JACK server named");
+    // No jackd installed: a PATH without it.
+    let out = std::process::Command::new(util::bin())
+        .env("PATH", dir.path())
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "event",
+            "--server",
+            "dummy",
+            "--triggers",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let out = util::Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    one_line(&out, "install the jackd2 package");
+    // No GPIO chip on this machine.
+    let out = run(&db, &["event", "--gpio", "gpiochip9:3"]);
+    one_line(&out, "gpiochip9");
+    // Workload and trigger typos.
+    one_line(
+        &run(&db, &["event", "--workload", "saw"]),
+        "sine, poly or bank:N",
+    );
+    one_line(
+        &run(&db, &["event", "--trigger", "pedal"]),
+        "timer, key or midi",
+    );
+}
+
+#[test]
+fn event_sweeps_workloads_and_loads_like_the_study_and_key_presses_trigger() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    require_tool("top", "procps");
+    let dir = tempdir();
+    let db = dir.path().join("s.db");
+    let out = run(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &unique_server("sweep"),
+            "--period",
+            "64,128",
+            "--workload",
+            "sine,poly",
+            "--load",
+            "none,top",
+            "--triggers",
+            "8",
+            "--spacing",
+            "30ms",
+            "--note",
+            "10ms",
+            "-q",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("average latency (ms), as in the BeagleBone study"),
+        "{}",
+        out.stdout
+    );
+    for column in ["sine", "sine+top", "poly", "poly+top"] {
+        assert!(out.stdout.contains(column), "{column}: {}", out.stdout);
+    }
+    let store = Store::open_existing(&db).unwrap();
+    let runs = store
+        .list_runs(&RunFilter {
+            probe: Some("event".into()),
+            ..RunFilter::default()
+        })
+        .unwrap();
+    assert_eq!(runs.len(), 8);
+    assert!(runs.iter().all(|r| r.status == RunStatus::Complete));
+    assert!(runs.iter().all(|r| r.tool.build_profile.starts_with("dev")));
+
+    // Key presses: every byte on stdin is a key press, `q` ends.
+    let mut child = std::process::Command::new(util::bin())
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "event",
+            "--trigger",
+            "key",
+            "--server",
+            "dummy",
+            "--triggers",
+            "5",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    for _ in 0..5 {
+        use std::io::Write;
+        stdin.write_all(b" ").unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = wait_timeout(&mut child, Duration::from_secs(30));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let triggers = v["runs"][0]["triggers"].as_array().unwrap();
+    assert_eq!(triggers.len(), 5);
+    assert!(triggers.iter().all(|t| t["source"] == "key"));
 }

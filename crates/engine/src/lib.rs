@@ -34,5 +34,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod audio;
 pub mod clock;
+pub mod gpio;
+pub mod jack_backend;
+pub mod jack_server;
 pub mod rt;

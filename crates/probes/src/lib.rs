@@ -6,6 +6,8 @@
 //!
 //! - [`jitter`]: periodic wake-up latency (latencytest, cyclictest) and latencytest's
 //!   audio-fragment deadline model.
+//! - [`event`]: event-to-audio latency, from a trigger to the first sample at the DAC,
+//!   on an [`engine::audio::Backend`] (the BeagleBone Black study).
 //! - [`doctor`]: the machine's set-up, finding by finding.
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
@@ -28,6 +30,7 @@
 
 pub mod busy;
 pub mod doctor;
+pub mod event;
 pub mod jitter;
 pub mod machine;
 pub mod steal;

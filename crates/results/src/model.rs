@@ -329,3 +329,41 @@ mod tests {
         assert_eq!(RunStatus::parse("bogus"), None);
     }
 }
+
+/// One trigger of the `event` probe: when it happened, where its note landed in the
+/// stream, and the latency the backend's timing model gives (and a loopback capture
+/// measured, when there was one). Times are CLOCK_MONOTONIC ns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TriggerRow {
+    /// Trigger number in the run, from 0.
+    pub seq: u64,
+    /// `timer`, `key` or `midi`.
+    pub source: String,
+    /// When the trigger happened.
+    pub trigger_ns: u64,
+    /// Stream position of the note's first frame.
+    pub note_frame: u64,
+    /// Frame offset of the note inside its cycle.
+    pub offset_frames: u32,
+    /// Number of the cycle that rendered the note.
+    pub cycle: u64,
+    /// When the note's first frame reaches the DAC, by the timing model.
+    pub dac_ns: u64,
+    /// `dac_ns - trigger_ns`.
+    pub latency_ns: i64,
+    /// From the trigger to the note's frame position in the stream (the wait for the next
+    /// cycle plus the frame offset): `latency_ns - buffer_ns`.
+    pub wait_ns: i64,
+    /// How late the callback that rendered the note started after its cycle's nominal
+    /// start (scheduling lateness; already inside `wait_ns`'s cycle, not added to it).
+    pub lateness_ns: i64,
+    /// The playback latency the backend reports, in ns.
+    pub buffer_ns: i64,
+    /// Fixed policy only: the trigger reached the audio thread after its frame had
+    /// passed, so the note started at offset 0 of the first cycle that saw it.
+    pub late: bool,
+    /// Latency measured from the loopback capture's onset, when there is one.
+    pub measured_ns: Option<i64>,
+    /// Under-runs (server xruns plus skipped cycles) seen before this trigger's note.
+    pub underruns_before: u64,
+}

@@ -17,11 +17,34 @@ use serde_json::Value;
 use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
 use crate::model::{
     rfc3339_utc, Event, Machine, Measurement, MeasurementRecord, RunInfo, RunRecord, RunStatus,
-    Series, ToolInfo,
+    Series, ToolInfo, TriggerRow,
 };
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Version 2: the `event` probe's per-trigger rows.
+const SCHEMA_V2: &str = r#"
+CREATE TABLE trigger (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    source          TEXT NOT NULL,
+    trigger_ns      INTEGER NOT NULL,
+    note_frame      INTEGER NOT NULL,
+    offset_frames   INTEGER NOT NULL,
+    cycle           INTEGER NOT NULL,
+    dac_ns          INTEGER NOT NULL,
+    latency_ns      INTEGER NOT NULL,
+    wait_ns         INTEGER NOT NULL,
+    lateness_ns     INTEGER NOT NULL,
+    buffer_ns       INTEGER NOT NULL,
+    late            INTEGER NOT NULL,
+    measured_ns     INTEGER,
+    underruns_before INTEGER NOT NULL
+);
+CREATE INDEX trigger_by_run ON trigger(run_id);
+"#;
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE run_group (
@@ -281,6 +304,11 @@ impl Store {
                 "BEGIN; {SCHEMA_V1} PRAGMA user_version = 1; COMMIT;"
             ))?;
         }
+        if version < 2 {
+            self.conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V2} PRAGMA user_version = 2; COMMIT;"
+            ))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         Ok(())
     }
@@ -489,6 +517,68 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Stores trigger rows in one transaction.
+    pub fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trigger (run_id, seq, source, trigger_ns, note_frame, offset_frames,
+                    cycle, dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, measured_ns,
+                    underruns_before)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )?;
+            for t in rows {
+                stmt.execute(params![
+                    run_id,
+                    t.seq as i64,
+                    t.source,
+                    t.trigger_ns as i64,
+                    t.note_frame as i64,
+                    t.offset_frames,
+                    t.cycle as i64,
+                    t.dac_ns as i64,
+                    t.latency_ns,
+                    t.wait_ns,
+                    t.lateness_ns,
+                    t.buffer_ns,
+                    t.late,
+                    t.measured_ns,
+                    t.underruns_before as i64,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A run's trigger rows, in trigger order.
+    pub fn triggers(&self, run_id: i64) -> Result<Vec<TriggerRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns,
+                wait_ns, lateness_ns, buffer_ns, late, measured_ns, underruns_before
+             FROM trigger WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(TriggerRow {
+                seq: r.get::<_, i64>(0)? as u64,
+                source: r.get(1)?,
+                trigger_ns: r.get::<_, i64>(2)? as u64,
+                note_frame: r.get::<_, i64>(3)? as u64,
+                offset_frames: r.get(4)?,
+                cycle: r.get::<_, i64>(5)? as u64,
+                dac_ns: r.get::<_, i64>(6)? as u64,
+                latency_ns: r.get(7)?,
+                wait_ns: r.get(8)?,
+                lateness_ns: r.get(9)?,
+                buffer_ns: r.get(10)?,
+                late: r.get(11)?,
+                measured_ns: r.get(12)?,
+                underruns_before: r.get::<_, i64>(13)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Stores a series.
@@ -789,6 +879,36 @@ mod tests {
             load: json!({"spec": "none"}),
             qos_requested: json!({"policy": "fifo"}),
         }
+    }
+
+    #[test]
+    fn a_version_1_file_gains_the_trigger_table_and_triggers_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V1} PRAGMA user_version = 1; COMMIT;"
+            ))
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 2);
+        let id = store.begin_run(&info("event")).unwrap();
+        let rows: Vec<TriggerRow> = (0..3)
+            .map(|i| TriggerRow {
+                seq: i,
+                source: "timer".into(),
+                trigger_ns: 1_000 + i,
+                latency_ns: 8_000_000 + i as i64,
+                measured_ns: (i == 1).then_some(8_100_000),
+                late: i == 2,
+                ..TriggerRow::default()
+            })
+            .collect();
+        store.add_triggers(id, &rows[..2]).unwrap();
+        store.add_triggers(id, &rows[2..]).unwrap();
+        assert_eq!(store.triggers(id).unwrap(), rows);
     }
 
     #[test]

@@ -1,0 +1,315 @@
+//! The backend-neutral audio stream: what a probe's [`Processor`] sees every cycle, and the
+//! [`Backend`] trait that JACK (pull) and, later, ALSA (push) implement.
+//!
+//! # Two models, one processor
+//!
+//! - **Pull** (JACK): the server's thread calls the backend's callback once per period; the
+//!   backend calls [`Processor::process`] from it.
+//! - **Push** (ALSA): the backend owns a write loop on its own real-time thread that waits
+//!   for room in the device buffer, calls [`Processor::process`] and writes the period.
+//!
+//! Either way the processor gets a [`Cycle`] (the cycle's frame position, its nominal
+//! start time from the backend's clock and the time the callback really started) and an
+//! [`Io`] with the period's buffers. The *timing model* that turns a frame into the time it
+//! reaches the DAC is the same for both: the cycle's nominal start, plus the frame's
+//! offset in the cycle, plus the playback latency the backend reports
+//! ([`StreamInfo::playback_latency_frames`]).
+//!
+//! # Accounting
+//!
+//! The engine, not the probe, measures each cycle on the audio thread: callback start
+//! against the cycle's nominal start (wake-up lateness) and the time spent in
+//! [`Processor::process`] (DSP load). One [`CycleRecord`] per cycle goes into a pre-sized
+//! `rtrb` ring that a non-real-time thread drains ([`Backend::cycles`]); when the reader
+//! falls behind, records are counted as dropped, never allocated. Under-runs (xruns) are
+//! reported by the backend with their time ([`Backend::take_xruns`]).
+
+use std::fmt;
+
+/// Why an audio stream or server could not be set up. Every message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum AudioError {
+    /// `jackd` is not installed and a private server was needed.
+    #[error("jackd not found: install the jackd2 package (apt install jackd2), or run a JACK server yourself and use --server external")]
+    NoJackd,
+    /// libjack could not be loaded.
+    #[error("libjack could not be loaded ({0}): install the libjack-jackd2-0 package (it comes with jackd2) or pipewire-jack")]
+    NoLibjack(String),
+    /// The requested period is not one a JACK server runs.
+    #[error("--period {0}: JACK runs periods that are powers of two from 16 to 8192 frames; try 64, 128 or 256")]
+    BadPeriod(u32),
+    /// The requested rate is outside what audiolat accepts.
+    #[error("--rate {0}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000")]
+    BadRate(u32),
+    /// A bad server name.
+    #[error("--server-name `{0}`: use letters, digits, '-', '_' or '.', at most 60 characters")]
+    BadServerName(String),
+    /// A server already runs under the name a private server would take.
+    #[error("a JACK server named `{0}` is already running: choose another --server-name, or use that server with --server external --server-name {0}")]
+    ServerBusy(String),
+    /// No server answers where one was required.
+    #[error("no JACK server named `{0}` answers: start one (e.g. jackd -d alsa), or use --server auto or --server dummy for a private one")]
+    NoServer(String),
+    /// The private server did not come up.
+    #[error("the private JACK server `{name}` did not start ({why}); jackd said: {output}")]
+    ServerStart {
+        /// Server name.
+        name: String,
+        /// What went wrong.
+        why: String,
+        /// jackd's last output lines.
+        output: String,
+    },
+    /// The running server does not run at the requested rate or period.
+    #[error("the JACK server `{server}` runs {what} {actual} but {flag} {wanted} was asked for: drop {flag}, change the server (jack_bufsize / restart it), or use --server dummy for a private server")]
+    Mismatch {
+        /// Server name.
+        server: String,
+        /// "period" or "rate".
+        what: &'static str,
+        /// The flag.
+        flag: &'static str,
+        /// What the server runs.
+        actual: u32,
+        /// What was asked for.
+        wanted: u32,
+    },
+    /// A port to connect to does not exist.
+    #[error("JACK port `{0}` does not exist: list ports with jack_lsp, or leave the option out to use the defaults")]
+    NoSuchPort(String),
+    /// No playback port to connect to.
+    #[error(
+        "the JACK server `{0}` has no playback ports to connect to; name one with --playback PORT"
+    )]
+    NoPlayback(String),
+    /// Any other JACK failure, with the operation.
+    #[error("JACK: {op} failed: {detail}")]
+    Jack {
+        /// What was being done.
+        op: &'static str,
+        /// The error.
+        detail: String,
+    },
+    /// An operating-system failure, with the operation.
+    #[error("{op}: {source}")]
+    Io {
+        /// What was being done.
+        op: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// How a backend moves audio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// The server calls us once per period (JACK).
+    Pull,
+    /// We write each period into the device from our own loop (ALSA).
+    Push,
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Model::Pull => "pull",
+            Model::Push => "push",
+        })
+    }
+}
+
+/// The audio server a stream runs on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerInfo {
+    /// The server name clients connect to (JACK: `-n NAME`, "default" otherwise).
+    pub name: String,
+    /// `true` when audiolat started this server itself and stops it afterwards.
+    pub private: bool,
+    /// The server's command line, when audiolat started it.
+    pub command_line: Option<String>,
+    /// The server program's version line, when known.
+    pub version: Option<String>,
+}
+
+/// Facts about a stream, fixed when it is opened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamInfo {
+    /// Backend name: "jack".
+    pub backend: &'static str,
+    /// Pull or push.
+    pub model: Model,
+    /// The rate the stream really runs at.
+    pub sample_rate_hz: u32,
+    /// Frames per cycle.
+    pub period_frames: u32,
+    /// Frames from the start of a cycle's output buffer to the DAC, as reported by the
+    /// backend for the connected playback ports (their maximum).
+    pub playback_latency_frames: u32,
+    /// Frames from the ADC to the start of a cycle's input buffer, for the capture source
+    /// (0 when there is none).
+    pub capture_latency_frames: u32,
+    /// This client's full name on the server ("audiolat").
+    pub client_name: String,
+    /// Ports our output is connected to.
+    pub playback_ports: Vec<String>,
+    /// The port our input is connected to, when a loopback capture was asked for.
+    pub capture_port: Option<String>,
+    /// The MIDI port we read note-ons from, when MIDI triggers were asked for.
+    pub midi_port: Option<String>,
+    /// The server.
+    pub server: ServerInfo,
+    /// Offset added to the backend's clock to get CLOCK_MONOTONIC, in ns (jackd2 counts
+    /// CLOCK_MONOTONIC_RAW; the offset is measured when the stream opens).
+    pub clock_offset_ns: i64,
+}
+
+impl StreamInfo {
+    /// One period in nanoseconds at the nominal rate.
+    pub fn period_ns(&self) -> f64 {
+        self.period_frames as f64 * 1e9 / self.sample_rate_hz as f64
+    }
+
+    /// Playback latency in nanoseconds at the nominal rate.
+    pub fn playback_latency_ns(&self) -> f64 {
+        self.playback_latency_frames as f64 * 1e9 / self.sample_rate_hz as f64
+    }
+}
+
+/// One cycle as the audio thread sees it. All times are CLOCK_MONOTONIC nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cycle {
+    /// Cycle number since the stream started, from 0.
+    pub index: u64,
+    /// Frames in this cycle.
+    pub frames: u32,
+    /// Stream position of this cycle's first frame (never wraps).
+    pub first_frame: u64,
+    /// When this cycle nominally started, from the backend's clock (JACK: the driver's
+    /// wake-up time from `jack_get_cycle_times`).
+    pub nominal_ns: u64,
+    /// The backend's estimate of one period, in ns (JACK: its DLL-filtered period).
+    pub period_ns: f64,
+    /// When the callback really started.
+    pub callback_ns: u64,
+}
+
+impl Cycle {
+    /// Time of the frame `offset` frames after this cycle's first frame, on the
+    /// backend's time line (not yet plus the playback latency).
+    pub fn frame_time_ns(&self, offset: f64) -> f64 {
+        self.nominal_ns as f64 + offset * self.period_ns / self.frames.max(1) as f64
+    }
+
+    /// Stream position (fractional frames) of time `t_ns` on this cycle's time line.
+    pub fn frame_at(&self, t_ns: u64) -> f64 {
+        let since = t_ns as f64 - self.nominal_ns as f64;
+        self.first_frame as f64 + since * self.frames as f64 / self.period_ns.max(1.0)
+    }
+
+    /// Wake-up lateness: callback start minus nominal start, in ns (may be negative when
+    /// the backend's estimate runs ahead).
+    pub fn lateness_ns(&self) -> i64 {
+        self.callback_ns as i64 - self.nominal_ns as i64
+    }
+}
+
+/// A MIDI note-on the backend read for this cycle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoteOn {
+    /// Frame offset inside the cycle.
+    pub offset: u32,
+    /// MIDI note number.
+    pub note: u8,
+    /// Velocity (never 0: a note-on with velocity 0 is a note-off and is not reported).
+    pub velocity: u8,
+}
+
+/// Most note-ons one cycle reports; more are counted in [`Io::midi_dropped`].
+pub const MAX_NOTE_ONS: usize = 64;
+
+/// The buffers of one cycle.
+pub struct Io<'a> {
+    /// The mono output, `cycle.frames` long. The processor must write every frame.
+    pub output: &'a mut [f32],
+    /// The loopback capture, when one is connected.
+    pub input: Option<&'a [f32]>,
+    /// Note-ons from the MIDI input, in time order.
+    pub note_ons: &'a [NoteOn],
+    /// Note-ons this cycle that did not fit in [`MAX_NOTE_ONS`] or were malformed.
+    pub midi_dropped: u32,
+}
+
+/// The probe's code on the audio thread.
+///
+/// `prepare` runs once on the thread that starts the stream and may allocate; `process`
+/// runs on the audio thread every cycle and must not allocate, lock, block, print or
+/// panic. If it panics anyway the backend catches the panic, outputs silence from then
+/// on and reports it through [`StreamStatus::panic`].
+pub trait Processor: Send + 'static {
+    /// Size everything for this stream. Called before the first cycle.
+    fn prepare(&mut self, info: &StreamInfo);
+    /// Render one cycle.
+    fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>);
+}
+
+/// What the engine measured about one cycle, on the audio thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CycleRecord {
+    /// The cycle.
+    pub cycle: Cycle,
+    /// Time spent in [`Processor::process`], in ns.
+    pub dsp_ns: u64,
+    /// Frames the stream skipped just before this cycle (its first frame minus where the
+    /// previous cycle ended): a dropout the server may or may not report as an xrun. JACK's
+    /// dummy driver skips whole periods when its thread wakes too late.
+    pub gap_frames: u64,
+}
+
+/// An under-run (or over-run) the backend reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XrunRecord {
+    /// When the backend told us, CLOCK_MONOTONIC ns.
+    pub mono_ns: u64,
+    /// Cycles the engine had completed by then.
+    pub cycles_done: u64,
+}
+
+/// Health of a running stream, read from any thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamStatus {
+    /// Cycles completed.
+    pub cycles: u64,
+    /// Under-runs the server reported so far.
+    pub xruns: u64,
+    /// Cycles that started after a gap in the frame count (see [`CycleRecord::gap_frames`]).
+    pub gaps: u64,
+    /// Cycle records dropped because the reader fell behind.
+    pub records_dropped: u64,
+    /// Set when the server went away, with its reason.
+    pub shutdown: Option<String>,
+    /// Set when the processor panicked, with the panic message.
+    pub panic: Option<String>,
+}
+
+impl StreamStatus {
+    /// `true` while audio is flowing normally.
+    pub fn is_healthy(&self) -> bool {
+        self.shutdown.is_none() && self.panic.is_none()
+    }
+}
+
+/// An open audio stream.
+pub trait Backend {
+    /// The stream's facts.
+    fn info(&self) -> &StreamInfo;
+    /// Hands the processor to the audio thread and starts the stream.
+    fn start(&mut self, processor: Box<dyn Processor>) -> Result<(), AudioError>;
+    /// Health: cycles, xruns, server shutdown, processor panic.
+    fn status(&self) -> StreamStatus;
+    /// The per-cycle records, to drain from a non-real-time thread.
+    fn cycles(&mut self) -> &mut rtrb::Consumer<CycleRecord>;
+    /// Under-runs reported since the last call.
+    fn take_xruns(&mut self) -> Vec<XrunRecord>;
+    /// Stops the stream. The processor is dropped here, off the audio thread.
+    fn stop(&mut self);
+}

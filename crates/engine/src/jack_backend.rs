@@ -1,0 +1,536 @@
+//! The JACK backend (pull model), on the `jack` crate.
+//!
+//! [`JackStream::open`] registers a mono output port `out` (and, when asked, an input `in`
+//! for a loopback capture and a MIDI input `midi_in`), reads the server's rate, period and
+//! the playback ports' reported latency, and [`Backend::start`] activates the client and
+//! connects the ports.
+//!
+//! Threads:
+//! - the JACK process thread runs [`Processor::process`] inside `catch_unwind`, measures the
+//!   cycle and pushes one [`CycleRecord`] into a pre-sized ring. It never allocates, locks
+//!   or prints (a panic is the exception: it is caught, the message kept, and the port
+//!   outputs silence from then on);
+//! - JACK's notification thread records xruns (with their time) and a server shutdown;
+//! - the thread that owns the [`JackStream`] drains the records and polls
+//!   [`Backend::status`].
+
+use crate::audio::{
+    AudioError, Backend, Cycle, CycleRecord, Io, Model, NoteOn, Processor, ServerInfo, StreamInfo,
+    StreamStatus, XrunRecord, MAX_NOTE_ONS,
+};
+use crate::clock::monotonic_ns;
+use crate::jack_server::open_client;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What to open.
+#[derive(Clone, Debug)]
+pub struct JackConfig {
+    /// Client name ("audiolat"); JACK adds a suffix when it is taken.
+    pub client_name: String,
+    /// Ports to connect our output to; empty means the first two physical playback ports.
+    pub playback: Vec<String>,
+    /// A port to connect our input to (the loopback capture), if any.
+    pub capture: Option<String>,
+    /// Register a MIDI input; connect it to this port when non-empty.
+    pub midi: Option<String>,
+    /// Capacity of the cycle-record ring (cycles the reader may fall behind).
+    pub record_capacity: usize,
+}
+
+impl Default for JackConfig {
+    fn default() -> Self {
+        JackConfig {
+            client_name: "audiolat".into(),
+            playback: Vec::new(),
+            capture: None,
+            midi: None,
+            record_capacity: 8192,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    cycles: AtomicU64,
+    xruns: AtomicU64,
+    gaps: AtomicU64,
+    dropped: AtomicU64,
+    shutdown_flag: AtomicBool,
+    shutdown: Mutex<Option<String>>,
+    panicked: AtomicBool,
+    panic: Mutex<Option<String>>,
+    xrun_log: Mutex<Vec<XrunRecord>>,
+}
+
+struct Notifications {
+    shared: Arc<Shared>,
+}
+
+impl jack::NotificationHandler for Notifications {
+    unsafe fn shutdown(&mut self, _status: jack::ClientStatus, reason: &str) {
+        self.shared.shutdown_flag.store(true, Ordering::SeqCst);
+        if let Ok(mut s) = self.shared.shutdown.try_lock() {
+            *s = Some(if reason.is_empty() {
+                "the server shut down".into()
+            } else {
+                reason.to_string()
+            });
+        }
+    }
+
+    fn xrun(&mut self, _: &jack::Client) -> jack::Control {
+        let record = XrunRecord {
+            mono_ns: monotonic_ns(),
+            cycles_done: self.shared.cycles.load(Ordering::Relaxed),
+        };
+        self.shared.xruns.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut log) = self.shared.xrun_log.lock() {
+            log.push(record);
+        }
+        jack::Control::Continue
+    }
+}
+
+struct Handler {
+    out: jack::Port<jack::AudioOut>,
+    input: Option<jack::Port<jack::AudioIn>>,
+    midi: Option<jack::Port<jack::MidiIn>>,
+    processor: Box<dyn Processor>,
+    records: rtrb::Producer<CycleRecord>,
+    shared: Arc<Shared>,
+    clock_offset_ns: i64,
+    index: u64,
+    frame_high: u64,
+    last_frame_low: u32,
+    next_frame: u64,
+    note_ons: [NoteOn; MAX_NOTE_ONS],
+    nominal_period_ns: f64,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+impl jack::ProcessHandler for Handler {
+    fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
+        // Debug builds run every cycle under the allocation guard: a test binary that
+        // installs `assert_no_alloc::AllocDisabler` counts any allocation made here.
+        #[cfg(debug_assertions)]
+        return assert_no_alloc::assert_no_alloc(|| self.cycle(ps));
+        #[cfg(not(debug_assertions))]
+        self.cycle(ps)
+    }
+}
+
+impl Handler {
+    fn cycle(&mut self, ps: &jack::ProcessScope) -> jack::Control {
+        let callback_ns = monotonic_ns();
+        let frames = ps.n_frames();
+        let Handler {
+            out,
+            input,
+            midi,
+            processor,
+            records,
+            shared,
+            ..
+        } = self;
+        let output = out.as_mut_slice(ps);
+        if shared.panicked.load(Ordering::Relaxed) {
+            output.fill(0.0);
+            shared.cycles.fetch_add(1, Ordering::Relaxed);
+            return jack::Control::Continue;
+        }
+        let (low, nominal_ns, period_ns) = match ps.cycle_times() {
+            Ok(t) => (
+                t.current_frames,
+                (t.current_usecs as i64 * 1000 + self.clock_offset_ns).max(0) as u64,
+                if t.period_usecs > 0.0 {
+                    t.period_usecs as f64 * 1000.0
+                } else {
+                    self.nominal_period_ns
+                },
+            ),
+            Err(_) => (ps.last_frame_time(), callback_ns, self.nominal_period_ns),
+        };
+        if self.index > 0 && low < self.last_frame_low {
+            self.frame_high += 1 << 32;
+        }
+        self.last_frame_low = low;
+        let first_frame = self.frame_high | low as u64;
+        let gap_frames = if self.index > 0 {
+            first_frame.saturating_sub(self.next_frame)
+        } else {
+            0
+        };
+        if gap_frames > 0 {
+            shared.gaps.fetch_add(1, Ordering::Relaxed);
+        }
+        self.next_frame = first_frame + frames as u64;
+        let cycle = Cycle {
+            index: self.index,
+            frames,
+            first_frame,
+            nominal_ns,
+            period_ns,
+            callback_ns,
+        };
+        let mut n_notes = 0;
+        let mut midi_dropped = 0;
+        if let Some(midi) = midi.as_ref() {
+            for event in midi.iter(ps) {
+                let b = event.bytes;
+                if b.len() >= 3 && b[0] & 0xF0 == 0x90 && b[2] > 0 {
+                    if n_notes < MAX_NOTE_ONS && event.time < frames {
+                        self.note_ons[n_notes] = NoteOn {
+                            offset: event.time,
+                            note: b[1] & 0x7F,
+                            velocity: b[2] & 0x7F,
+                        };
+                        n_notes += 1;
+                    } else {
+                        midi_dropped += 1;
+                    }
+                } else if b.is_empty() || b[0] & 0x80 == 0 {
+                    midi_dropped += 1;
+                }
+            }
+        }
+        let input_slice = input.as_ref().map(|p| p.as_slice(ps));
+        let started = monotonic_ns();
+        let result = {
+            let mut io = Io {
+                output: &mut *output,
+                input: input_slice,
+                note_ons: &self.note_ons[..n_notes],
+                midi_dropped,
+            };
+            catch_unwind(AssertUnwindSafe(|| processor.process(&cycle, &mut io)))
+        };
+        let dsp_ns = monotonic_ns().saturating_sub(started);
+        if let Err(payload) = result {
+            output.fill(0.0);
+            shared.panicked.store(true, Ordering::SeqCst);
+            if let Ok(mut p) = shared.panic.try_lock() {
+                *p = Some(panic_message(payload.as_ref()));
+            }
+        }
+        let record = CycleRecord {
+            cycle,
+            dsp_ns,
+            gap_frames,
+        };
+        if records.push(record).is_err() {
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        self.index += 1;
+        shared.cycles.fetch_add(1, Ordering::Relaxed);
+        jack::Control::Continue
+    }
+}
+
+enum State {
+    Open {
+        client: jack::Client,
+        out: jack::Port<jack::AudioOut>,
+        input: Option<jack::Port<jack::AudioIn>>,
+        midi: Option<jack::Port<jack::MidiIn>>,
+        producer: rtrb::Producer<CycleRecord>,
+    },
+    Running(jack::AsyncClient<Notifications, Handler>),
+    Stopped,
+}
+
+/// A JACK client with one output port, ready to start.
+pub struct JackStream {
+    info: StreamInfo,
+    state: State,
+    config: JackConfig,
+    shared: Arc<Shared>,
+    records: rtrb::Consumer<CycleRecord>,
+}
+
+fn jack_err(op: &'static str) -> impl Fn(jack::Error) -> AudioError {
+    move |e| {
+        let said = crate::jack_server::libjack_messages();
+        let detail = match said.last() {
+            Some(m) => format!("{e} (libjack: {m})"),
+            None => e.to_string(),
+        };
+        AudioError::Jack { op, detail }
+    }
+}
+
+/// Measures the offset from JACK's clock to CLOCK_MONOTONIC. jackd2 on Linux counts
+/// CLOCK_MONOTONIC_RAW, which runs apart from CLOCK_MONOTONIC by NTP's corrections (on
+/// this kind of VM by about 0.1 s), so the offset is read once when the stream opens: the
+/// closest of nine bracketed reads of `jack_get_time`. Its error is JACK's microsecond
+/// resolution; the two clocks' rates differ by parts per million, far under a frame
+/// over a run.
+fn clock_offset_ns(client: &jack::Client) -> i64 {
+    let mut best: Option<(u64, i64)> = None;
+    for _ in 0..9 {
+        let a = monotonic_ns();
+        let jack_us = client.time();
+        let b = monotonic_ns();
+        // JACK truncates to whole microseconds: its reading means "jack_us + 0.5 us".
+        let offset = ((a + b) / 2) as i64 - (jack_us as i64 * 1000 + 500);
+        if best.is_none_or(|(w, _)| b - a < w) {
+            best = Some((b - a, offset));
+        }
+    }
+    best.map(|(_, o)| o).unwrap_or(0)
+}
+
+impl JackStream {
+    /// Opens a client on `server` and registers the ports. Nothing runs until
+    /// [`Backend::start`].
+    pub fn open(server: &ServerInfo, config: JackConfig) -> Result<JackStream, AudioError> {
+        let client = open_client(&server.name, &config.client_name).map_err(|e| match e {
+            jack::Error::LibraryError(m) => AudioError::NoLibjack(m),
+            _ => AudioError::NoServer(server.name.clone()),
+        })?;
+        let out = client
+            .register_port("out", jack::AudioOut::default())
+            .map_err(jack_err("registering the output port"))?;
+        let input = match &config.capture {
+            Some(_) => Some(
+                client
+                    .register_port("in", jack::AudioIn::default())
+                    .map_err(jack_err("registering the loopback input port"))?,
+            ),
+            None => None,
+        };
+        let midi = match &config.midi {
+            Some(_) => Some(
+                client
+                    .register_port("midi_in", jack::MidiIn::default())
+                    .map_err(jack_err("registering the MIDI input port"))?,
+            ),
+            None => None,
+        };
+        let playback = if config.playback.is_empty() {
+            let ports = client.ports(
+                None,
+                Some(jack::jack_sys::FLOAT_MONO_AUDIO),
+                jack::PortFlags::IS_INPUT | jack::PortFlags::IS_PHYSICAL,
+            );
+            if ports.is_empty() {
+                return Err(AudioError::NoPlayback(server.name.clone()));
+            }
+            ports.into_iter().take(2).collect()
+        } else {
+            config.playback.clone()
+        };
+        let mut playback_latency = 0;
+        for name in &playback {
+            let port = client
+                .port_by_name(name)
+                .ok_or_else(|| AudioError::NoSuchPort(name.clone()))?;
+            playback_latency =
+                playback_latency.max(port.get_latency_range(jack::LatencyType::Playback).1);
+        }
+        let mut capture_latency = 0;
+        if let Some(name) = &config.capture {
+            let port = client
+                .port_by_name(name)
+                .ok_or_else(|| AudioError::NoSuchPort(name.clone()))?;
+            capture_latency = port.get_latency_range(jack::LatencyType::Capture).1;
+        }
+        if let Some(name) = config.midi.as_ref().filter(|m| !m.is_empty()) {
+            client
+                .port_by_name(name)
+                .ok_or_else(|| AudioError::NoSuchPort(name.clone()))?;
+        }
+        let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
+        let info = StreamInfo {
+            backend: "jack",
+            model: Model::Pull,
+            sample_rate_hz: client.sample_rate(),
+            period_frames: client.buffer_size(),
+            playback_latency_frames: playback_latency,
+            capture_latency_frames: capture_latency,
+            client_name: client.name().to_string(),
+            playback_ports: playback,
+            capture_port: config.capture.clone(),
+            midi_port: config.midi.clone(),
+            server: server.clone(),
+            clock_offset_ns: clock_offset_ns(&client),
+        };
+        Ok(JackStream {
+            info,
+            state: State::Open {
+                client,
+                out,
+                input,
+                midi,
+                producer,
+            },
+            config,
+            shared: Arc::default(),
+            records,
+        })
+    }
+
+    fn client(&self) -> Option<&jack::Client> {
+        match &self.state {
+            State::Open { client, .. } => Some(client),
+            State::Running(a) => Some(a.as_client()),
+            State::Stopped => None,
+        }
+    }
+
+    /// Frame position and CLOCK_MONOTONIC time of "now" as JACK sees it, for tests that
+    /// check the timing model against libjack's own conversion.
+    pub fn frames_to_time_ns(&self, frame: u32) -> Option<u64> {
+        let c = self.client()?;
+        Some((c.frames_to_time(frame) as i64 * 1000 + self.info.clock_offset_ns) as u64)
+    }
+}
+
+impl Backend for JackStream {
+    fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+
+    fn start(&mut self, mut processor: Box<dyn Processor>) -> Result<(), AudioError> {
+        let State::Open {
+            client,
+            out,
+            input,
+            midi,
+            producer,
+        } = std::mem::replace(&mut self.state, State::Stopped)
+        else {
+            return Err(AudioError::Jack {
+                op: "starting the stream",
+                detail: "it was already started".into(),
+            });
+        };
+        processor.prepare(&self.info);
+        let out_name = out.name().map_err(jack_err("naming the output port"))?;
+        let in_name = match &input {
+            Some(p) => Some(p.name().map_err(jack_err("naming the input port"))?),
+            None => None,
+        };
+        let midi_name = match &midi {
+            Some(p) => Some(p.name().map_err(jack_err("naming the MIDI port"))?),
+            None => None,
+        };
+        let handler = Handler {
+            out,
+            input,
+            midi,
+            processor,
+            records: producer,
+            shared: self.shared.clone(),
+            clock_offset_ns: self.info.clock_offset_ns,
+            index: 0,
+            frame_high: 0,
+            last_frame_low: 0,
+            next_frame: 0,
+            note_ons: [NoteOn::default(); MAX_NOTE_ONS],
+            nominal_period_ns: self.info.period_ns(),
+        };
+        let notifications = Notifications {
+            shared: self.shared.clone(),
+        };
+        let active = client
+            .activate_async(notifications, handler)
+            .map_err(jack_err("activating the client"))?;
+        let c = active.as_client();
+        for port in &self.info.playback_ports {
+            c.connect_ports_by_name(&out_name, port)
+                .map_err(jack_err("connecting the output to the playback port"))?;
+        }
+        if let (Some(src), Some(dst)) = (&self.config.capture, &in_name) {
+            c.connect_ports_by_name(src, dst)
+                .map_err(jack_err("connecting the loopback capture"))?;
+        }
+        if let (Some(src), Some(dst)) = (
+            self.config.midi.as_ref().filter(|m| !m.is_empty()),
+            &midi_name,
+        ) {
+            c.connect_ports_by_name(src, dst)
+                .map_err(jack_err("connecting the MIDI input"))?;
+        }
+        self.state = State::Running(active);
+        Ok(())
+    }
+
+    fn status(&self) -> StreamStatus {
+        let s = &self.shared;
+        let shutdown = if s.shutdown_flag.load(Ordering::SeqCst) {
+            Some(
+                s.shutdown
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.clone())
+                    .unwrap_or_else(|| "the server shut down".into()),
+            )
+        } else {
+            None
+        };
+        let panic = if s.panicked.load(Ordering::SeqCst) {
+            Some(
+                s.panic
+                    .lock()
+                    .ok()
+                    .and_then(|p| p.clone())
+                    .unwrap_or_else(|| "a panic".into()),
+            )
+        } else {
+            None
+        };
+        StreamStatus {
+            cycles: s.cycles.load(Ordering::Relaxed),
+            xruns: s.xruns.load(Ordering::Relaxed),
+            gaps: s.gaps.load(Ordering::Relaxed),
+            records_dropped: s.dropped.load(Ordering::Relaxed),
+            shutdown,
+            panic,
+        }
+    }
+
+    fn cycles(&mut self) -> &mut rtrb::Consumer<CycleRecord> {
+        &mut self.records
+    }
+
+    fn take_xruns(&mut self) -> Vec<XrunRecord> {
+        self.shared
+            .xrun_log
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default()
+    }
+
+    fn stop(&mut self) {
+        match std::mem::replace(&mut self.state, State::Stopped) {
+            State::Running(active) => {
+                if self.shared.shutdown_flag.load(Ordering::SeqCst) {
+                    // The server is gone: deactivating would talk to a dead socket. The
+                    // client's memory is leaked on purpose rather than risking a hang.
+                    std::mem::forget(active);
+                } else {
+                    drop(active.deactivate());
+                }
+            }
+            State::Open { client, .. } => drop(client),
+            State::Stopped => {}
+        }
+    }
+}
+
+impl Drop for JackStream {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

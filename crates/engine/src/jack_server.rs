@@ -1,0 +1,573 @@
+//! Finding a JACK server, or starting a private `jackd -d dummy` and stopping it again.
+//!
+//! [`JackServer::connect`] resolves `--server auto|external|dummy`:
+//!
+//! - `external`: a server must already answer under the name asked for (or
+//!   `$JACK_DEFAULT_SERVER`, or "default"). PipeWire's JACK counts as one.
+//! - `dummy`: audiolat starts `jackd -n NAME -d dummy -r RATE -p PERIOD` under a name of
+//!   its own (`audiolat`, or `audiolat-2` ... when that one is in use, unless
+//!   `--server-name` says otherwise) and refuses a name a server already answers to.
+//! - `auto`: `external` when a server answers, otherwise `dummy`.
+//!
+//! libjack is never allowed to start a server by itself: every client is opened with
+//! `JackNoStartServer` and `JACK_NO_START_SERVER=1` is set.
+//!
+//! A private server runs in its own process group (so a Ctrl-C on the terminal does not
+//! reach it before audiolat has stored its results) with `PR_SET_PDEATHSIG` (so it dies
+//! with audiolat even on SIGKILL); [`JackServer`]'s `Drop` stops it with SIGTERM and, after
+//! three seconds, SIGKILL. Create the server on a thread that outlives it (the main
+//! thread): the kernel's parent-death signal follows the thread that forked.
+//!
+//! Opening clients changes the process environment (`JACK_DEFAULT_SERVER` is how libjack
+//! picks a server, and the `jack` crate cannot pass a server name): do it before other
+//! threads read the environment, as the binary does.
+
+use crate::audio::{AudioError, ServerInfo};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Which server to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerMode {
+    /// A running server if one answers, else a private dummy server.
+    Auto,
+    /// A running server, or an error.
+    External,
+    /// Always a private dummy server.
+    Dummy,
+}
+
+impl std::str::FromStr for ServerMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ServerMode::Auto),
+            "external" => Ok(ServerMode::External),
+            "dummy" => Ok(ServerMode::Dummy),
+            other => Err(format!(
+                "unknown server mode `{other}`: use auto, external or dummy"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for ServerMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ServerMode::Auto => "auto",
+            ServerMode::External => "external",
+            ServerMode::Dummy => "dummy",
+        })
+    }
+}
+
+/// Default rate of a private server: the study's CD rate.
+pub const DEFAULT_RATE_HZ: u32 = 44_100;
+/// Default period of a private server.
+pub const DEFAULT_PERIOD_FRAMES: u32 = 128;
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct ServerRequest {
+    /// auto, external or dummy.
+    pub mode: ServerMode,
+    /// Server name: for `external` the one to use, for `dummy` the one to create.
+    pub name: Option<String>,
+    /// Required rate (checked against an external server, used for a private one).
+    pub rate_hz: Option<u32>,
+    /// Required period (likewise).
+    pub period_frames: Option<u32>,
+    /// Path of `jackd`, when installed.
+    pub jackd: Option<PathBuf>,
+    /// How long a private server may take to answer.
+    pub start_timeout: Duration,
+}
+
+impl ServerRequest {
+    /// Checks the numbers before anything is started.
+    pub fn validate(&self) -> Result<(), AudioError> {
+        if let Some(p) = self.period_frames {
+            validate_period(p)?;
+        }
+        if let Some(r) = self.rate_hz {
+            if !(8_000..=384_000).contains(&r) {
+                return Err(AudioError::BadRate(r));
+            }
+        }
+        if let Some(n) = &self.name {
+            let ok = !n.is_empty()
+                && n.len() <= 60
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !ok {
+                return Err(AudioError::BadServerName(n.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// JACK periods are powers of two from 16 to 8192 frames.
+pub fn validate_period(frames: u32) -> Result<(), AudioError> {
+    if frames.is_power_of_two() && (16..=8192).contains(&frames) {
+        Ok(())
+    } else {
+        Err(AudioError::BadPeriod(frames))
+    }
+}
+
+/// The first of `audiolat`, `audiolat-2` ... `audiolat-8` no server answers to.
+///
+/// The names are stable rather than per process on purpose: jackd2 keeps a registry of
+/// at most eight servers (in `/dev/shm/jack-shm-registry`) and reclaims the entry of a
+/// server that died without cleaning up only when a server of the same name starts.
+/// Per-process names would leak one entry per killed server until no JACK server could
+/// start on the machine.
+fn free_private_name() -> Result<String, AudioError> {
+    for i in 1..=8 {
+        let name = if i == 1 {
+            "audiolat".to_string()
+        } else {
+            format!("audiolat-{i}")
+        };
+        if probe(&name)?.is_none() {
+            return Ok(name);
+        }
+    }
+    Err(AudioError::ServerBusy("audiolat-8".into()))
+}
+
+/// A JACK server in use; a private one is stopped when this is dropped.
+pub struct JackServer {
+    info: ServerInfo,
+    child: Option<Child>,
+    output: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl std::fmt::Debug for JackServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JackServer")
+            .field("info", &self.info)
+            .field("pid", &self.pid())
+            .finish()
+    }
+}
+
+impl JackServer {
+    /// Resolves the request to a server that answers. See the module docs.
+    pub fn connect(req: &ServerRequest) -> Result<JackServer, AudioError> {
+        req.validate()?;
+        prepare_environment();
+        match req.mode {
+            ServerMode::External | ServerMode::Auto => {
+                let name = req.name.clone().unwrap_or_else(default_server_name);
+                match probe(&name)? {
+                    Some(facts) => {
+                        check_matches(&name, facts, req)?;
+                        Ok(JackServer {
+                            info: ServerInfo {
+                                name,
+                                private: false,
+                                command_line: None,
+                                version: req.jackd.as_ref().and_then(|j| jackd_version(j)),
+                            },
+                            child: None,
+                            output: Arc::default(),
+                        })
+                    }
+                    None if req.mode == ServerMode::External => Err(AudioError::NoServer(name)),
+                    None => Self::start_private(req, None),
+                }
+            }
+            ServerMode::Dummy => Self::start_private(req, req.name.clone()),
+        }
+    }
+
+    fn start_private(req: &ServerRequest, name: Option<String>) -> Result<JackServer, AudioError> {
+        let jackd = req.jackd.clone().ok_or(AudioError::NoJackd)?;
+        let name = match name {
+            Some(name) => {
+                if probe(&name)?.is_some() {
+                    return Err(AudioError::ServerBusy(name));
+                }
+                name
+            }
+            None => free_private_name()?,
+        };
+        let rate = req.rate_hz.unwrap_or(DEFAULT_RATE_HZ);
+        let period = req.period_frames.unwrap_or(DEFAULT_PERIOD_FRAMES);
+        let args: Vec<String> = vec![
+            "-n".into(),
+            name.clone(),
+            "-d".into(),
+            "dummy".into(),
+            "-r".into(),
+            rate.to_string(),
+            "-p".into(),
+            period.to_string(),
+        ];
+        let mut cmd = Command::new(&jackd);
+        cmd.args(&args)
+            .env_remove("JACK_DEFAULT_SERVER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+                if libc::getppid() == 1 {
+                    return Err(std::io::Error::other("parent already exited"));
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| AudioError::Io {
+            op: format!("starting {}", jackd.display()),
+            source: e,
+        })?;
+        let output: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let output = output.clone();
+            std::thread::Builder::new()
+                .name("jackd-output".into())
+                .spawn(move || {
+                    for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                        if let Ok(mut o) = output.lock() {
+                            if o.len() == 40 {
+                                o.pop_front();
+                            }
+                            o.push_back(line);
+                        }
+                    }
+                })
+                .map_err(|e| AudioError::Io {
+                    op: "starting a thread for jackd's output".into(),
+                    source: e,
+                })?;
+        }
+        let command_line = std::iter::once(jackd.display().to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut server = JackServer {
+            info: ServerInfo {
+                name: name.clone(),
+                private: true,
+                command_line: Some(command_line),
+                version: jackd_version(&jackd),
+            },
+            child: Some(child),
+            output,
+        };
+        let deadline = Instant::now() + req.start_timeout;
+        loop {
+            if let Some(status) = server.exited() {
+                std::thread::sleep(Duration::from_millis(50)); // let the output threads finish
+                return Err(AudioError::ServerStart {
+                    name,
+                    why: format!("jackd exited with {status}"),
+                    output: server.output_tail(),
+                });
+            }
+            if probe(&name)?.is_some() {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                let output = server.output_tail();
+                server.stop();
+                return Err(AudioError::ServerStart {
+                    name,
+                    why: format!("no answer within {:?}", req.start_timeout),
+                    output,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's facts.
+    pub fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// The server name to open clients on.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// Process id of a private server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// For a private server that has exited: how it ended.
+    pub fn exited(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => Some(describe_status(status)),
+            _ => None,
+        }
+    }
+
+    /// The private server's last output lines, joined with " | ".
+    pub fn output_tail(&self) -> String {
+        let lines = self.output.lock().map(|o| o.clone()).unwrap_or_default();
+        let useful: Vec<String> = lines
+            .into_iter()
+            .filter(|l| {
+                let l = l.trim();
+                !l.is_empty()
+                    && !l.starts_with("Copyright")
+                    && !l.contains("ABSOLUTELY NO WARRANTY")
+                    && !l.contains("free software")
+                    && !l.contains("certain conditions")
+                    && !l.starts_with("jackdmp ")
+            })
+            .collect();
+        let tail = &useful[useful.len().saturating_sub(4)..];
+        if tail.is_empty() {
+            "(nothing)".into()
+        } else {
+            tail.join(" | ")
+        }
+    }
+
+    /// Stops a private server (SIGTERM to its group, SIGKILL after 3 s) and reaps it.
+    /// Does nothing for an external one.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pgid = child.id() as libc::pid_t;
+        // SAFETY: signalling the process group we created for this child.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    let _ = child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        // Anything left in the group (jackd forks nothing, but be sure).
+        // SAFETY: as above; ESRCH when the group is gone is fine.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+}
+
+impl Drop for JackServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+/// `$JACK_DEFAULT_SERVER`, or "default".
+pub fn default_server_name() -> String {
+    std::env::var("JACK_DEFAULT_SERVER")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// `jackd --version`'s version line.
+pub fn jackd_version(jackd: &std::path::Path) -> Option<String> {
+    let out = Command::new(jackd).arg("--version").output().ok()?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .find(|l| l.contains("version"))
+        .map(|l| l.trim().to_string())
+}
+
+static OPEN_LOCK: Mutex<()> = Mutex::new(());
+static LIBJACK_MESSAGES: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+
+unsafe extern "C" fn keep_message(msg: *const libc::c_char) {
+    if msg.is_null() {
+        return;
+    }
+    // SAFETY: libjack passes a NUL-terminated string valid for this call.
+    let text = unsafe { std::ffi::CStr::from_ptr(msg) }
+        .to_string_lossy()
+        .into_owned();
+    if let Ok(mut m) = LIBJACK_MESSAGES.try_lock() {
+        if m.len() == 20 {
+            m.pop_front();
+        }
+        m.push_back(text);
+    }
+}
+
+/// libjack's last messages (it reports problems through a callback, which audiolat keeps
+/// instead of printing).
+pub fn libjack_messages() -> Vec<String> {
+    LIBJACK_MESSAGES
+        .lock()
+        .map(|m| m.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Sets `JACK_NO_START_SERVER` and routes libjack's messages to [`libjack_messages`].
+pub fn prepare_environment() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("JACK_NO_START_SERVER", "1");
+        jack::set_logger(jack::LoggerType::Custom {
+            info: keep_message,
+            error: keep_message,
+        });
+    });
+}
+
+/// Opens a client on server `server` without ever starting one.
+pub fn open_client(server: &str, client_name: &str) -> Result<jack::Client, jack::Error> {
+    prepare_environment();
+    let _guard = OPEN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    std::env::set_var("JACK_DEFAULT_SERVER", server);
+    jack::Client::new(client_name, jack::ClientOptions::NO_START_SERVER).map(|(c, _)| c)
+}
+
+/// Rate and period of a server that answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerFacts {
+    /// Sample rate.
+    pub rate_hz: u32,
+    /// Period.
+    pub period_frames: u32,
+}
+
+/// Asks whether a server answers under `name`; `Ok(None)` when none does.
+pub fn probe(name: &str) -> Result<Option<ServerFacts>, AudioError> {
+    match open_client(name, "audiolat-probe") {
+        Ok(client) => {
+            let facts = ServerFacts {
+                rate_hz: client.sample_rate(),
+                period_frames: client.buffer_size(),
+            };
+            drop(client);
+            Ok(Some(facts))
+        }
+        Err(jack::Error::LibraryError(e)) => Err(AudioError::NoLibjack(e)),
+        Err(_) => Ok(None),
+    }
+}
+
+fn check_matches(name: &str, facts: ServerFacts, req: &ServerRequest) -> Result<(), AudioError> {
+    if let Some(p) = req.period_frames {
+        if p != facts.period_frames {
+            return Err(AudioError::Mismatch {
+                server: name.into(),
+                what: "period",
+                flag: "--period",
+                actual: facts.period_frames,
+                wanted: p,
+            });
+        }
+    }
+    if let Some(r) = req.rate_hz {
+        if r != facts.rate_hz {
+            return Err(AudioError::Mismatch {
+                server: name.into(),
+                what: "rate",
+                flag: "--rate",
+                actual: facts.rate_hz,
+                wanted: r,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_are_powers_of_two_in_jacks_range() {
+        for ok in [16, 32, 64, 128, 256, 1024, 8192] {
+            assert!(validate_period(ok).is_ok(), "{ok}");
+        }
+        for bad in [0, 8, 100, 96, 16384, 3] {
+            let e = validate_period(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("powers of two") && e.contains(&bad.to_string()),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn modes_parse_and_print() {
+        for m in ["auto", "external", "dummy"] {
+            assert_eq!(m.parse::<ServerMode>().unwrap().to_string(), m);
+        }
+        assert!("pipewire"
+            .parse::<ServerMode>()
+            .unwrap_err()
+            .contains("auto, external or dummy"));
+    }
+
+    #[test]
+    fn server_names_are_checked() {
+        let mut req = ServerRequest {
+            mode: ServerMode::Dummy,
+            name: Some("bad name;rm".into()),
+            rate_hz: None,
+            period_frames: None,
+            jackd: None,
+            start_timeout: Duration::from_secs(1),
+        };
+        assert!(matches!(req.validate(), Err(AudioError::BadServerName(_))));
+        req.name = Some("audiolat-test.1".into());
+        assert!(req.validate().is_ok());
+        req.rate_hz = Some(1000);
+        assert!(req.validate().unwrap_err().to_string().contains("44100"));
+    }
+
+    #[test]
+    fn no_jackd_means_install_jackd2() {
+        let req = ServerRequest {
+            mode: ServerMode::Dummy,
+            name: Some(format!("audiolat-nojackd-{}", std::process::id())),
+            rate_hz: None,
+            period_frames: None,
+            jackd: None,
+            start_timeout: Duration::from_secs(1),
+        };
+        let e = JackServer::connect(&req).unwrap_err().to_string();
+        assert!(e.contains("jackd2"), "{e}");
+    }
+}

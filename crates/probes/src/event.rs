@@ -1,0 +1,1269 @@
+//! The event probe: from a trigger to the first sample of a tone at the DAC.
+//!
+//! This is the BeagleBone Black study's measurement (a key press raises a GPIO and starts
+//! a tone; an oscilloscope shows the time from the edge to the sound), done by the
+//! machine itself on any backend:
+//!
+//! - a **trigger** happens at a known CLOCK_MONOTONIC time: a timer at random instants
+//!   (default; spread uniformly over the period so the cycle quantisation is sampled
+//!   fairly), a key press on the terminal, or a MIDI note-on from a JACK port;
+//! - the audio thread starts a note of the [`dsp`] workload at a frame chosen by the
+//!   **policy**: `asap` (offset 0 of the first cycle that sees the trigger: lowest mean,
+//!   up to one period of jitter) or `fixed` (the trigger's time mapped to a frame exactly
+//!   one period later: constant latency, what JACK MIDI gives);
+//! - the note's **DAC time** comes from the backend's timing model: the rendering cycle's
+//!   nominal start + frame offset / rate + the playback latency the ports report. The
+//!   latency is that minus the trigger time, decomposed into the *wait* (trigger to the
+//!   note's frame position in the stream), the *buffer* (playback latency), and the
+//!   rendering callback's *scheduling lateness* (shown beside them: it costs nothing
+//!   until it exceeds the period, when it becomes an under-run);
+//! - with a **loopback** capture (a cable from output to input on real hardware) the
+//!   onset is also found in the captured signal, and that measured latency is kept next
+//!   to the model's.
+//!
+//! Notes are placed by splitting the period at event offsets, so every onset is
+//! sample-exact. The audio thread only does arithmetic, DSP and pushes into pre-sized
+//! `rtrb` rings; this module's [`run`] drains them on the calling thread, builds one
+//! [`TriggerRow`] per trigger and hands rows to the caller as they complete, so a run that
+//! is interrupted keeps every trigger measured so far.
+
+use crate::steal::{StealSampler, StealTimeline};
+use dsp::{Workload, WorkloadKind};
+use engine::audio::{AudioError, Backend, Cycle, Io, Processor, StreamInfo};
+use engine::clock::{monotonic_ns, sleep_until_ns};
+use engine::gpio::{GpioError, GpioLine, GpioSpec};
+use engine::rt::{Policy, ProcessRt, ThreadRt};
+use results::hist::LatencyHistogram;
+use results::model::{Event, Measurement, TriggerRow};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where triggers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriggerSource {
+    /// A timer at random instants.
+    Timer,
+    /// Key presses on the terminal (stdin); `q`, Escape or end of input stops.
+    Key,
+    /// MIDI note-ons on the backend's MIDI input.
+    Midi,
+}
+
+impl std::str::FromStr for TriggerSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "timer" => Ok(TriggerSource::Timer),
+            "key" => Ok(TriggerSource::Key),
+            "midi" => Ok(TriggerSource::Midi),
+            o => Err(format!("unknown trigger `{o}`: use timer, key or midi")),
+        }
+    }
+}
+
+impl std::fmt::Display for TriggerSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TriggerSource::Timer => "timer",
+            TriggerSource::Key => "key",
+            TriggerSource::Midi => "midi",
+        })
+    }
+}
+
+/// When a triggered note starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotePolicy {
+    /// At offset 0 of the first cycle that sees the trigger.
+    Asap,
+    /// At the trigger's frame plus one period.
+    Fixed,
+}
+
+impl std::str::FromStr for NotePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "asap" => Ok(NotePolicy::Asap),
+            "fixed" => Ok(NotePolicy::Fixed),
+            o => Err(format!("unknown policy `{o}`: use asap or fixed")),
+        }
+    }
+}
+
+impl std::fmt::Display for NotePolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotePolicy::Asap => "asap",
+            NotePolicy::Fixed => "fixed",
+        })
+    }
+}
+
+/// One event-probe run.
+#[derive(Clone, Debug)]
+pub struct EventConfig {
+    /// Where triggers come from.
+    pub source: TriggerSource,
+    /// When notes start.
+    pub policy: NotePolicy,
+    /// Triggers to measure.
+    pub triggers: u64,
+    /// What the audio thread synthesises.
+    pub workload: WorkloadKind,
+    /// Tone frequency.
+    pub frequency_hz: f32,
+    /// Length of each note.
+    pub note_ms: f64,
+    /// Least time between timer triggers (a random fraction of a period is added).
+    pub spacing_ms: f64,
+    /// Time after the stream starts before the first timer trigger; under-runs in it
+    /// count as "at start".
+    pub warmup_ms: f64,
+    /// Seed of the trigger times.
+    pub seed: u64,
+    /// Scheduling of the trigger thread.
+    pub trigger_policy: Policy,
+    /// Raise this GPIO line at each trigger.
+    pub gpio: Option<GpioSpec>,
+    /// Loopback onset threshold, as a fraction of the note's first-sample amplitude.
+    pub loopback_threshold: f32,
+    /// Give up looking for a note's onset in the capture after this long.
+    pub loopback_timeout_ms: f64,
+    /// Lock memory and hold /dev/cpu_dma_latency at 0 while running.
+    pub lock_memory: bool,
+}
+
+impl EventConfig {
+    /// Defaults: 100 timer triggers, `asap`, a sine at 440 Hz, 30 ms notes every 60 ms or
+    /// more, trigger thread at SCHED_FIFO 60.
+    pub fn new(source: TriggerSource, policy: NotePolicy) -> EventConfig {
+        EventConfig {
+            source,
+            policy,
+            triggers: 100,
+            workload: WorkloadKind::Sine,
+            frequency_hz: dsp::DEFAULT_FREQUENCY_HZ,
+            note_ms: 30.0,
+            spacing_ms: 60.0,
+            warmup_ms: 500.0,
+            seed: 0x5eed_a0d1_0ca7,
+            trigger_policy: Policy::Fifo { priority: 60 },
+            gpio: None,
+            loopback_threshold: 0.5,
+            loopback_timeout_ms: 1000.0,
+            lock_memory: true,
+        }
+    }
+
+    /// Checks the numbers against each other.
+    pub fn validate(&self) -> Result<(), EventError> {
+        if self.triggers == 0 {
+            return Err(EventError::Config("--triggers must be at least 1".into()));
+        }
+        if !(self.note_ms > 0.0 && self.note_ms <= 10_000.0) {
+            return Err(EventError::Config(format!(
+                "note length {} ms: use more than 0 and at most 10000 ms",
+                self.note_ms
+            )));
+        }
+        if self.spacing_ms < self.note_ms * 1.5 {
+            return Err(EventError::Config(format!(
+                "trigger spacing {} ms is too short for {} ms notes: notes need silence between them, use at least {} ms",
+                self.spacing_ms,
+                self.note_ms,
+                self.note_ms * 1.5
+            )));
+        }
+        if !(self.loopback_threshold > 0.0 && self.loopback_threshold <= 1.0) {
+            return Err(EventError::Config(
+                "the loopback threshold must be in (0, 1]".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The configuration as stored with the run.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "trigger": self.source.to_string(),
+            "policy": self.policy.to_string(),
+            "triggers": self.triggers,
+            "workload": self.workload.to_string(),
+            "voices": self.workload.voices(),
+            "frequency_hz": self.frequency_hz,
+            "note_ms": self.note_ms,
+            "spacing_ms": self.spacing_ms,
+            "warmup_ms": self.warmup_ms,
+            "seed": self.seed,
+            "trigger_policy": self.trigger_policy.to_string(),
+            "gpio": self.gpio.as_ref().map(|g| g.to_string()),
+            "loopback_threshold": self.loopback_threshold,
+            "lock_memory": self.lock_memory,
+        })
+    }
+}
+
+/// Why the event probe could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
+    /// The audio backend failed.
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    /// The GPIO line could not be used.
+    #[error(transparent)]
+    Gpio(#[from] GpioError),
+    /// A thread could not be started.
+    #[error("starting the {what} thread: {source}")]
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A trigger on its way to the audio thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct Trigger {
+    seq: u64,
+    t_ns: u64,
+}
+
+/// A note the audio thread started, reported to the probe thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct NoteStart {
+    seq: u64,
+    trigger_ns: u64,
+    cycle: Cycle,
+    offset: u32,
+    late: bool,
+}
+
+/// A loopback onset (or its absence) for a note.
+#[derive(Clone, Copy, Debug, Default)]
+struct Onset {
+    seq: u64,
+    /// Capture time of the onset on the backend's time line, before subtracting the
+    /// capture latency; `None` when the onset was not found in time.
+    captured_ns: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Scheduled {
+    seq: u64,
+    trigger_ns: u64,
+    frame: u64,
+    late: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Awaiting {
+    seq: u64,
+    from_frame: u64,
+}
+
+const MAX_SCHEDULED: usize = 32;
+const MAX_AWAITING: usize = 16;
+
+#[derive(Default)]
+struct Counters {
+    triggers_dropped: AtomicU64,
+    notes_dropped: AtomicU64,
+    oversized_cycles: AtomicU64,
+    midi_dropped: AtomicU64,
+    midi_seen: AtomicU64,
+}
+
+/// The audio-thread half of the probe.
+struct EventProcessor {
+    workload: Workload,
+    policy: NotePolicy,
+    midi: bool,
+    triggers: rtrb::Consumer<Trigger>,
+    notes: rtrb::Producer<NoteStart>,
+    onsets: rtrb::Producer<Onset>,
+    counters: Arc<Counters>,
+    scheduled: [Option<Scheduled>; MAX_SCHEDULED],
+    awaiting: [Option<Awaiting>; MAX_AWAITING],
+    note_end_frame: Option<u64>,
+    note_frames: u64,
+    max_frames: usize,
+    threshold: f32,
+    timeout_frames: u64,
+    midi_seq: u64,
+    note_ms: f64,
+    loopback_timeout_ms: f64,
+}
+
+impl EventProcessor {
+    fn schedule(&mut self, s: Scheduled) {
+        match self.scheduled.iter_mut().find(|x| x.is_none()) {
+            Some(slot) => *slot = Some(s),
+            None => {
+                self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Processor for EventProcessor {
+    fn prepare(&mut self, info: &StreamInfo) {
+        self.max_frames = info.period_frames as usize;
+        self.workload
+            .prepare(info.sample_rate_hz, info.period_frames as usize);
+        self.note_frames = (self.note_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+        self.timeout_frames =
+            (self.loopback_timeout_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+    }
+
+    fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
+        let n = cycle.frames as u64;
+        let first = cycle.first_frame;
+        let end = first + n;
+        if io.output.len() > self.max_frames {
+            // The server changed its buffer size beyond what was prepared: stay silent
+            // rather than allocate on this thread.
+            io.output.fill(0.0);
+            self.counters
+                .oversized_cycles
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // 1. New triggers become scheduled notes.
+        if self.midi {
+            self.counters
+                .midi_dropped
+                .fetch_add(io.midi_dropped as u64, Ordering::Relaxed);
+            for note in io.note_ons {
+                // JACK MIDI: an event read in this cycle at offset k happened during the
+                // previous period at offset k.
+                let trigger_ns =
+                    (cycle.frame_time_ns(note.offset as f64) - cycle.period_ns).max(0.0) as u64;
+                let frame = match self.policy {
+                    NotePolicy::Asap => first,
+                    NotePolicy::Fixed => first + note.offset as u64,
+                };
+                let seq = self.midi_seq;
+                self.midi_seq += 1;
+                self.counters.midi_seen.fetch_add(1, Ordering::Relaxed);
+                self.schedule(Scheduled {
+                    seq,
+                    trigger_ns,
+                    frame,
+                    late: false,
+                });
+            }
+        }
+        while let Ok(t) = self.triggers.pop() {
+            let (frame, late) = match self.policy {
+                NotePolicy::Asap => (first, false),
+                NotePolicy::Fixed => {
+                    let target = (cycle.frame_at(t.t_ns) + n as f64).round();
+                    if target < first as f64 {
+                        (first, true)
+                    } else {
+                        (target as u64, false)
+                    }
+                }
+            };
+            self.schedule(Scheduled {
+                seq: t.seq,
+                trigger_ns: t.t_ns,
+                frame,
+                late,
+            });
+        }
+        // 2. Events inside this cycle, in frame order: note-ons and the note-off.
+        let mut starts: [(u32, usize); MAX_SCHEDULED] = [(u32::MAX, 0); MAX_SCHEDULED];
+        let mut n_starts = 0;
+        for (i, slot) in self.scheduled.iter().enumerate() {
+            if let Some(s) = slot {
+                if s.frame < end {
+                    starts[n_starts] = ((s.frame.max(first) - first) as u32, i);
+                    n_starts += 1;
+                }
+            }
+        }
+        starts[..n_starts].sort_unstable();
+        let off_at = self
+            .note_end_frame
+            .filter(|&f| f < end)
+            .map(|f| (f.max(first) - first) as u32);
+        // 3. Render in segments split at the events.
+        let out = &mut *io.output;
+        let mut pos = 0usize;
+        let mut k = 0usize;
+        let mut off_pending = off_at;
+        loop {
+            let next_start = if k < n_starts {
+                starts[k].0 as usize
+            } else {
+                usize::MAX
+            };
+            let next_off = off_pending.map_or(usize::MAX, |o| o as usize);
+            let next = next_start.min(next_off).min(out.len());
+            if next > pos {
+                self.workload.process(&mut out[pos..next]);
+                pos = next;
+            }
+            if pos >= out.len() {
+                break;
+            }
+            if next_off <= next_start {
+                self.workload.note_off(0);
+                self.note_end_frame = None;
+                off_pending = None;
+                continue;
+            }
+            // One or more note-ons at this offset: the note starts once; every trigger
+            // that asked for this frame gets its row.
+            let offset = starts[k].0;
+            self.workload.note_on(0);
+            self.note_end_frame = Some(first + offset as u64 + self.note_frames);
+            off_pending = self
+                .note_end_frame
+                .filter(|&f| f < end)
+                .map(|f| (f - first) as u32);
+            while k < n_starts && starts[k].0 == offset {
+                if let Some(s) = self.scheduled[starts[k].1].take() {
+                    let start = NoteStart {
+                        seq: s.seq,
+                        trigger_ns: s.trigger_ns,
+                        cycle: *cycle,
+                        offset,
+                        late: s.late,
+                    };
+                    if self.notes.push(start).is_err() {
+                        self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if io.input.is_some() {
+                        if let Some(slot) = self.awaiting.iter_mut().find(|a| a.is_none()) {
+                            *slot = Some(Awaiting {
+                                seq: s.seq,
+                                from_frame: first + offset as u64,
+                            });
+                        }
+                    }
+                }
+                k += 1;
+            }
+        }
+        // 4. Loopback: find the oldest awaited onset in the capture.
+        if let Some(input) = io.input {
+            let oldest = self
+                .awaiting
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| a.map(|a| (a.from_frame, i)))
+                .min();
+            if let Some((from, i)) = oldest {
+                let seq = self.awaiting[i].map_or(0, |a| a.seq);
+                let start = from.saturating_sub(first).min(n) as usize;
+                let threshold = self.threshold * self.workload.onset_amplitude();
+                let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
+                let result = match found {
+                    Some(g) => Some(Some(cycle.frame_time_ns((start + g) as f64))),
+                    None if end.saturating_sub(from) > self.timeout_frames => Some(None),
+                    None => None,
+                };
+                if let Some(captured_ns) = result {
+                    self.awaiting[i] = None;
+                    let _ = self.onsets.push(Onset { seq, captured_ns });
+                }
+            }
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventEnd {
+    /// Every trigger measured.
+    Complete,
+    /// Stopped early (Ctrl-C, end of key input).
+    Interrupted,
+    /// The audio server went away.
+    ServerGone(String),
+    /// The processor panicked.
+    Panicked(String),
+}
+
+/// What the caller gets while the run goes on (about every 50 ms).
+pub struct EventProgress<'a> {
+    /// Trigger rows completed since the last call.
+    pub rows: &'a [TriggerRow],
+    /// Events (under-runs) since the last call.
+    pub events: &'a [Event],
+    /// Triggers measured so far.
+    pub measured: u64,
+    /// Cycles so far.
+    pub cycles: u64,
+    /// Under-runs so far (xruns plus skipped cycles).
+    pub underruns: u64,
+}
+
+/// Everything one run measured.
+#[derive(Debug)]
+pub struct EventOutcome {
+    /// The configuration.
+    pub config: EventConfig,
+    /// The stream.
+    pub info: StreamInfo,
+    /// How it ended.
+    pub end: EventEnd,
+    /// One row per measured trigger.
+    pub rows: Vec<TriggerRow>,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Callback start minus nominal cycle start, per cycle (negative values counted apart).
+    pub lateness: LatencyHistogram,
+    /// Cycles whose callback started before the nominal start the backend reported.
+    pub early_cycles: u64,
+    /// Time in the processor per cycle.
+    pub dsp: LatencyHistogram,
+    /// Server xruns before the first trigger, and after.
+    pub xruns: (u64, u64),
+    /// Skipped cycles (frame gaps) before the first trigger, and after.
+    pub gaps: (u64, u64),
+    /// Under-run events with their times.
+    pub underrun_events: Vec<Event>,
+    /// Triggers that could not be handed to the audio thread or scheduled.
+    pub dropped: u64,
+    /// MIDI events that were malformed or did not fit.
+    pub midi_dropped: u64,
+    /// Cycle records the reader lost.
+    pub records_dropped: u64,
+    /// Cycles longer than the prepared period (rendered silent).
+    pub oversized_cycles: u64,
+    /// The trigger thread's scheduling, when there was one.
+    pub trigger_thread: Option<ThreadRt>,
+    /// Memory lock granted.
+    pub memory_locked: bool,
+    /// Host steal through the run.
+    pub steal: StealTimeline,
+    /// Stream start and end, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// When the run ended.
+    pub end_ns: u64,
+    /// First trigger time.
+    pub first_trigger_ns: Option<u64>,
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Sleeps until `t_ns` in steps of at most 50 ms; false when `stop` was raised.
+fn sleep_until_or_stop(t_ns: u64, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = monotonic_ns();
+        if now >= t_ns {
+            return true;
+        }
+        sleep_until_ns(t_ns.min(now + 50_000_000));
+    }
+}
+
+/// Stamps a trigger (raising the GPIO line around the stamp) and hands it over.
+fn fire(
+    seq: u64,
+    gpio: Option<&GpioLine>,
+    tx: &mut rtrb::Producer<Trigger>,
+    counters: &Counters,
+) -> u64 {
+    let before = monotonic_ns();
+    let t_ns = match gpio {
+        Some(line) => {
+            let _ = line.set(true);
+            (before + monotonic_ns()) / 2
+        }
+        None => before,
+    };
+    if tx.push(Trigger { seq, t_ns }).is_err() {
+        counters.triggers_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+    t_ns
+}
+
+struct RawTerminal {
+    fd: i32,
+    saved: Option<libc::termios>,
+}
+
+impl RawTerminal {
+    fn new(fd: i32) -> RawTerminal {
+        // SAFETY: isatty/tcgetattr/tcsetattr on a file descriptor with valid out-pointers.
+        unsafe {
+            if libc::isatty(fd) == 0 {
+                return RawTerminal { fd, saved: None };
+            }
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(fd, &mut t) != 0 {
+                return RawTerminal { fd, saved: None };
+            }
+            let saved = t;
+            t.c_lflag &= !(libc::ICANON | libc::ECHO);
+            t.c_cc[libc::VMIN] = 1;
+            t.c_cc[libc::VTIME] = 0;
+            libc::tcsetattr(fd, libc::TCSANOW, &t);
+            RawTerminal {
+                fd,
+                saved: Some(saved),
+            }
+        }
+    }
+}
+
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        if let Some(saved) = self.saved {
+            // SAFETY: restoring the attributes read in `new`.
+            unsafe { libc::tcsetattr(self.fd, libc::TCSANOW, &saved) };
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn trigger_thread(
+    config: &EventConfig,
+    period_ns: f64,
+    start_ns: u64,
+    mut tx: rtrb::Producer<Trigger>,
+    gpio: Option<GpioLine>,
+    counters: &Counters,
+    done: &AtomicBool,
+    input_ended: &AtomicBool,
+) -> ThreadRt {
+    let rt = ThreadRt::apply(&config.trigger_policy, None, 64 * 1024);
+    let note_ns = (config.note_ms * 1e6) as u64;
+    match config.source {
+        TriggerSource::Timer => {
+            let mut rng = config.seed;
+            let mut next = start_ns + (config.warmup_ms * 1e6) as u64;
+            for seq in 0..config.triggers {
+                let jitter = (splitmix(&mut rng) >> 11) as f64 / (1u64 << 53) as f64;
+                next += (config.spacing_ms * 1e6 + jitter * period_ns) as u64;
+                if !sleep_until_or_stop(next, done) {
+                    break;
+                }
+                let t = fire(seq, gpio.as_ref(), &mut tx, counters);
+                if let Some(line) = gpio.as_ref() {
+                    if sleep_until_or_stop(t + note_ns, done) {
+                        let _ = line.set(false);
+                    }
+                }
+            }
+        }
+        TriggerSource::Key => {
+            let _raw = RawTerminal::new(0);
+            let mut seq = 0;
+            while seq < config.triggers && !done.load(Ordering::Relaxed) {
+                let mut pfd = libc::pollfd {
+                    fd: 0,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                let ready = unsafe { libc::poll(&mut pfd, 1, 50) };
+                if ready <= 0 {
+                    continue;
+                }
+                let mut byte = 0u8;
+                // SAFETY: reading one byte into a valid buffer.
+                let got = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
+                if got <= 0 || byte == b'q' || byte == 0x1b || byte == 0x04 {
+                    input_ended.store(true, Ordering::SeqCst);
+                    break;
+                }
+                let t = fire(seq, gpio.as_ref(), &mut tx, counters);
+                seq += 1;
+                if let Some(line) = gpio.as_ref() {
+                    if sleep_until_or_stop(t + note_ns, done) {
+                        let _ = line.set(false);
+                    }
+                }
+            }
+        }
+        TriggerSource::Midi => {}
+    }
+    if let Some(line) = gpio.as_ref() {
+        let _ = line.set(false);
+    }
+    rt
+}
+
+/// Runs the probe on an opened, not yet started backend. `progress` is called about every
+/// 50 ms with the rows completed since the last call; returning `Err(reason)` ends the run
+/// as [`EventEnd::ServerGone`] (the caller watches a private server's process). Raising
+/// `stop` ends it as [`EventEnd::Interrupted`]. The backend is stopped before returning.
+pub fn run(
+    backend: &mut dyn Backend,
+    config: &EventConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(EventProgress<'_>) -> Result<(), String>,
+) -> Result<EventOutcome, EventError> {
+    config.validate()?;
+    let info = backend.info().clone();
+    if config.source == TriggerSource::Midi && info.midi_port.is_none() {
+        return Err(EventError::Config(
+            "MIDI triggers need the backend's MIDI input: open it with a MIDI port".into(),
+        ));
+    }
+    let gpio = match &config.gpio {
+        Some(spec) => Some(GpioLine::open(spec, "audiolat")?),
+        None => None,
+    };
+    let process_rt = config.lock_memory.then(|| ProcessRt::setup(true, Some(0)));
+    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
+    let capacity = 4096;
+    let (trigger_tx, trigger_rx) = rtrb::RingBuffer::new(capacity);
+    let (note_tx, mut note_rx) = rtrb::RingBuffer::new(capacity);
+    let (onset_tx, mut onset_rx) = rtrb::RingBuffer::new(capacity);
+    let counters = Arc::new(Counters::default());
+    let processor = EventProcessor {
+        workload: Workload::new(config.workload, config.frequency_hz),
+        policy: config.policy,
+        midi: config.source == TriggerSource::Midi,
+        triggers: trigger_rx,
+        notes: note_tx,
+        onsets: onset_tx,
+        counters: counters.clone(),
+        scheduled: [None; MAX_SCHEDULED],
+        awaiting: [None; MAX_AWAITING],
+        note_end_frame: None,
+        note_frames: 0,
+        max_frames: 0,
+        threshold: config.loopback_threshold,
+        timeout_frames: 0,
+        midi_seq: 0,
+        note_ms: config.note_ms,
+        loopback_timeout_ms: config.loopback_timeout_ms,
+    };
+    let steal = StealSampler::start(Duration::from_millis(50), None);
+    let mut lateness = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
+    let mut dsp_hist = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
+    let start_ns = monotonic_ns();
+    backend.start(Box::new(processor))?;
+    let loopback = info.capture_port.is_some();
+    let buffer_ns = info.playback_latency_ns();
+    let capture_ns = info.capture_latency_frames as f64 * 1e9 / info.sample_rate_hz as f64;
+
+    let done = AtomicBool::new(false);
+    let input_ended = AtomicBool::new(false);
+    let mut rows: Vec<TriggerRow> = Vec::new();
+    let mut waiting: Vec<TriggerRow> = Vec::new();
+    let mut underrun_events = Vec::new();
+    let mut early_cycles = 0u64;
+    let mut cycles = 0u64;
+    let mut xruns = (0u64, 0u64);
+    let mut gaps = (0u64, 0u64);
+    let mut first_trigger_ns: Option<u64> = None;
+    let mut end = EventEnd::Complete;
+    let stage_start_ns = start_ns + (config.warmup_ms * 1e6) as u64;
+
+    let trigger_rt = std::thread::scope(|s| -> Result<Option<ThreadRt>, EventError> {
+        let handle = if config.source == TriggerSource::Midi {
+            None
+        } else {
+            let (cfg, counters, done, input_ended) = (config, &*counters, &done, &input_ended);
+            let period_ns = info.period_ns();
+            Some(
+                std::thread::Builder::new()
+                    .name("audiolat-trigger".into())
+                    .spawn_scoped(s, move || {
+                        trigger_thread(
+                            cfg,
+                            period_ns,
+                            start_ns,
+                            trigger_tx,
+                            gpio,
+                            counters,
+                            done,
+                            input_ended,
+                        )
+                    })
+                    .map_err(|e| EventError::Thread {
+                        what: "trigger",
+                        source: e,
+                    })?,
+            )
+        };
+        let mut last_report = 0usize;
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let in_steady = |t: u64, first: Option<u64>| match first {
+                Some(f) => t >= f,
+                None => t >= stage_start_ns && config.source == TriggerSource::Timer,
+            };
+            let mut new_events = Vec::new();
+            while let Ok(r) = backend.cycles().pop() {
+                cycles += 1;
+                let l = r.cycle.lateness_ns();
+                if l < 0 {
+                    early_cycles += 1;
+                } else {
+                    lateness.record(l as u64);
+                }
+                dsp_hist.record(r.dsp_ns);
+                if r.gap_frames > 0 {
+                    if in_steady(r.cycle.callback_ns, first_trigger_ns) {
+                        gaps.1 += 1;
+                    } else {
+                        gaps.0 += 1;
+                    }
+                    new_events.push(Event {
+                        mono_ns: r.cycle.callback_ns,
+                        kind: "underrun".into(),
+                        detail: json!({"source": "frame gap", "cycle": r.cycle.index,
+                                       "frames_skipped": r.gap_frames}),
+                    });
+                }
+            }
+            for x in backend.take_xruns() {
+                if in_steady(x.mono_ns, first_trigger_ns) {
+                    xruns.1 += 1;
+                } else {
+                    xruns.0 += 1;
+                }
+                new_events.push(Event {
+                    mono_ns: x.mono_ns,
+                    kind: "xrun".into(),
+                    detail: json!({"source": "server", "cycles_done": x.cycles_done}),
+                });
+            }
+            let underruns = xruns.0 + xruns.1 + gaps.0 + gaps.1;
+            while let Ok(n) = note_rx.pop() {
+                first_trigger_ns =
+                    Some(first_trigger_ns.map_or(n.trigger_ns, |f| f.min(n.trigger_ns)));
+                let c = n.cycle;
+                let frame_ns = c.frame_time_ns(n.offset as f64);
+                let dac_ns = frame_ns + buffer_ns;
+                let wait_ns = (frame_ns - n.trigger_ns as f64).round() as i64;
+                let row = TriggerRow {
+                    seq: n.seq,
+                    source: config.source.to_string(),
+                    trigger_ns: n.trigger_ns,
+                    note_frame: c.first_frame + n.offset as u64,
+                    offset_frames: n.offset,
+                    cycle: c.index,
+                    dac_ns: dac_ns.max(0.0) as u64,
+                    latency_ns: wait_ns + buffer_ns.round() as i64,
+                    wait_ns,
+                    lateness_ns: c.lateness_ns(),
+                    buffer_ns: buffer_ns.round() as i64,
+                    late: n.late,
+                    measured_ns: None,
+                    underruns_before: underruns,
+                };
+                if loopback {
+                    waiting.push(row);
+                } else {
+                    rows.push(row);
+                }
+            }
+            while let Ok(o) = onset_rx.pop() {
+                if let Some(i) = waiting.iter().position(|r| r.seq == o.seq) {
+                    let mut row = waiting.remove(i);
+                    row.measured_ns = o
+                        .captured_ns
+                        .map(|c| (c - capture_ns - row.trigger_ns as f64).round() as i64);
+                    rows.push(row);
+                }
+            }
+            underrun_events.extend(new_events.iter().cloned());
+            let measured = rows.len() as u64;
+            let report = progress(EventProgress {
+                rows: &rows[last_report..],
+                events: &new_events,
+                measured,
+                cycles,
+                underruns,
+            });
+            last_report = rows.len();
+            let status = backend.status();
+            if let Some(p) = status.panic {
+                end = EventEnd::Panicked(p);
+                break;
+            }
+            if let Some(reason) = status.shutdown {
+                end = EventEnd::ServerGone(reason);
+                break;
+            }
+            if let Err(reason) = report {
+                end = EventEnd::ServerGone(reason);
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                end = EventEnd::Interrupted;
+                break;
+            }
+            if measured >= config.triggers {
+                break;
+            }
+            let handed = counters.triggers_dropped.load(Ordering::Relaxed)
+                + counters.notes_dropped.load(Ordering::Relaxed);
+            if measured + handed >= config.triggers && waiting.is_empty() {
+                break;
+            }
+            if input_ended.load(Ordering::SeqCst) && waiting.is_empty() && note_rx.is_empty() {
+                // The trigger thread is done; give the audio thread two periods to start
+                // the last notes.
+                std::thread::sleep(Duration::from_nanos((info.period_ns() * 2.0) as u64));
+                if note_rx.is_empty() {
+                    end = EventEnd::Interrupted;
+                    break;
+                }
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        Ok(handle.and_then(|h| h.join().ok()))
+    })?;
+    backend.stop();
+    let end_ns = monotonic_ns();
+    // Rows still waiting for a loopback onset keep their model latency.
+    rows.append(&mut waiting);
+    rows.sort_by_key(|r| r.seq);
+    let status = backend.status();
+    drop(process_rt);
+    Ok(EventOutcome {
+        config: config.clone(),
+        info,
+        end,
+        rows,
+        cycles,
+        lateness,
+        early_cycles,
+        dsp: dsp_hist,
+        xruns,
+        gaps,
+        underrun_events,
+        dropped: counters.triggers_dropped.load(Ordering::Relaxed)
+            + counters.notes_dropped.load(Ordering::Relaxed),
+        midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
+        records_dropped: status.records_dropped,
+        oversized_cycles: counters.oversized_cycles.load(Ordering::Relaxed),
+        trigger_thread: trigger_rt,
+        memory_locked,
+        steal: steal.finish(),
+        start_ns,
+        end_ns,
+        first_trigger_ns,
+    })
+}
+
+/// Exact statistics of a list of values.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// How many.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Sample standard deviation.
+    pub stdev: f64,
+    /// Median.
+    pub median: f64,
+}
+
+impl Stats {
+    /// Statistics of `values` (all zero when empty).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Stats {
+        let mut v: Vec<f64> = values.into_iter().collect();
+        if v.is_empty() {
+            return Stats::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = if v.len() > 1 {
+            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Stats {
+            count: v.len() as u64,
+            mean,
+            min: v[0],
+            max: v[v.len() - 1],
+            stdev: var.sqrt(),
+            median: v[v.len() / 2],
+        }
+    }
+
+    /// The same statistics in another unit (e.g. ns to ms with 1e-6).
+    pub fn scaled(&self, k: f64) -> Stats {
+        Stats {
+            count: self.count,
+            mean: self.mean * k,
+            min: self.min * k,
+            max: self.max * k,
+            stdev: self.stdev * k,
+            median: self.median * k,
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({"count": self.count, "mean": self.mean, "min": self.min, "max": self.max,
+               "stdev": self.stdev, "median": self.median})
+    }
+}
+
+impl EventOutcome {
+    /// The model's mean latency for this policy: `fixed` one period plus the playback
+    /// latency; `asap` half a period plus the playback latency (the wait for the next
+    /// cycle is uniform over a period). MIDI in `asap` mode waits a period minus the
+    /// offset, which has the same mean.
+    pub fn model_latency_ns(&self) -> f64 {
+        let p = self.info.period_ns();
+        let base = self.info.playback_latency_ns();
+        match self.config.policy {
+            NotePolicy::Fixed => p + base,
+            NotePolicy::Asap => p / 2.0 + base,
+        }
+    }
+
+    /// Statistics of the model latency over every trigger that was not late.
+    pub fn latency(&self) -> Stats {
+        Stats::of(self.rows.iter().map(|r| r.latency_ns as f64))
+    }
+
+    /// Statistics of the loopback-measured latency.
+    pub fn measured(&self) -> Stats {
+        Stats::of(
+            self.rows
+                .iter()
+                .filter_map(|r| r.measured_ns.map(|m| m as f64)),
+        )
+    }
+
+    /// Triggers whose frame had passed before the audio thread saw them (fixed policy).
+    pub fn late(&self) -> u64 {
+        self.rows.iter().filter(|r| r.late).count() as u64
+    }
+
+    /// The trigger thread ran at real-time priority (or there was none).
+    pub fn realtime(&self) -> bool {
+        self.trigger_thread.as_ref().is_none_or(|t| t.is_realtime())
+    }
+
+    fn hist_from_rows(&self, f: impl Fn(&TriggerRow) -> Option<i64>) -> LatencyHistogram {
+        let mut h = LatencyHistogram::new(10_000_000_000).expect("10 s bound is valid");
+        for r in &self.rows {
+            if let Some(v) = f(r) {
+                h.record(v.max(0) as u64);
+            }
+        }
+        h
+    }
+
+    /// Measurements: event latency (model), its wait part, loopback latency, cycle
+    /// lateness and DSP time per cycle.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let mut out = Vec::new();
+        let method_model = format!(
+            "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server + offset/rate + {} frames playback latency), {} policy",
+            self.config.source, self.info.backend, self.info.playback_latency_frames, self.config.policy
+        );
+        let mut m = Measurement::from_histogram(
+            "event",
+            "event_latency",
+            &method_model,
+            self.hist_from_rows(|r| Some(r.latency_ns)),
+        );
+        m.detail = json!({"exact": self.latency().to_json(), "model_mean_ns": self.model_latency_ns(),
+                          "late_triggers": self.late()});
+        out.push(m);
+        let mut w = Measurement::from_histogram(
+            "event",
+            "event_wait",
+            "trigger -> the note's frame position in the stream (wait for the cycle + offset)",
+            self.hist_from_rows(|r| Some(r.wait_ns)),
+        );
+        w.detail =
+            json!({"exact": Stats::of(self.rows.iter().map(|r| r.wait_ns as f64)).to_json()});
+        out.push(w);
+        if self.rows.iter().any(|r| r.measured_ns.is_some()) {
+            let mut l = Measurement::from_histogram(
+                "event",
+                "event_latency_loopback",
+                &format!(
+                    "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {} frames capture latency",
+                    self.info.capture_port.as_deref().unwrap_or("?"),
+                    self.config.loopback_threshold,
+                    self.info.capture_latency_frames
+                ),
+                self.hist_from_rows(|r| r.measured_ns),
+            );
+            l.detail = json!({"exact": self.measured().to_json(),
+                              "not_found": self.rows.iter().filter(|r| r.measured_ns.is_none()).count()});
+            out.push(l);
+        }
+        let mut lat = Measurement::from_histogram(
+            "event",
+            "callback_lateness",
+            "per cycle: callback start - the cycle's nominal start from the server",
+            self.lateness.clone(),
+        );
+        lat.detail = json!({"early_cycles": self.early_cycles});
+        out.push(lat);
+        let mut d = Measurement::from_histogram(
+            "event",
+            "dsp_time",
+            "per cycle: time in the processor (workload + note scheduling)",
+            self.dsp.clone(),
+        );
+        d.deadline = Some(self.info.period_ns());
+        d.misses = Some(0);
+        d.detail = json!({"dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
+                          "dsp_load_percent_max": 100.0 * self.dsp.max() as f64 / self.info.period_ns()});
+        out.push(d);
+        out
+    }
+
+    /// The server's facts and what the run was granted.
+    pub fn qos_granted(&self) -> Value {
+        json!({
+            "trigger_thread": self.trigger_thread.as_ref().map(|t| json!({
+                "policy": t.sched.granted.to_string(),
+                "refusal": t.sched.refusal,
+            })),
+            "memory_locked": self.memory_locked,
+        })
+    }
+
+    /// Validity flags.
+    pub fn flags(&self) -> Value {
+        let steal_ns = self.steal.total_ns(None);
+        let cpus = engine::rt::online_cpus().len().max(1) as u64;
+        let span = self.steal.span_ns().max(1) * cpus;
+        json!({
+            "realtime": self.realtime(),
+            "memory_locked": self.memory_locked,
+            "interrupted": self.end != EventEnd::Complete,
+            "host_steal_ns": steal_ns,
+            "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
+            "late_triggers": self.late(),
+            "dropped_triggers": self.dropped,
+            "cycle_records_dropped": self.records_dropped,
+            "private_server": self.info.server.private,
+        })
+    }
+
+    /// Probe-specific results.
+    pub fn result_json(&self) -> Value {
+        let ms = 1e-6;
+        json!({
+            "end": match &self.end {
+                EventEnd::Complete => "complete".to_string(),
+                EventEnd::Interrupted => "interrupted".to_string(),
+                EventEnd::ServerGone(r) => format!("server gone: {r}"),
+                EventEnd::Panicked(p) => format!("processor panicked: {p}"),
+            },
+            "backend": self.info.backend,
+            "model": self.info.model.to_string(),
+            "server": {"name": self.info.server.name, "private": self.info.server.private,
+                       "command_line": self.info.server.command_line,
+                       "version": self.info.server.version},
+            "client": self.info.client_name,
+            "rate_hz": self.info.sample_rate_hz,
+            "period_frames": self.info.period_frames,
+            "playback_latency_frames": self.info.playback_latency_frames,
+            "capture_latency_frames": self.info.capture_latency_frames,
+            "playback_ports": self.info.playback_ports,
+            "capture_port": self.info.capture_port,
+            "midi_port": self.info.midi_port,
+            "clock_offset_ns": self.info.clock_offset_ns,
+            "triggers": self.rows.len(),
+            "latency_ms": self.latency().scaled(ms).to_json(),
+            "model_latency_ms": self.model_latency_ns() * ms,
+            "loopback_ms": self.rows.iter().any(|r| r.measured_ns.is_some())
+                .then(|| self.measured().scaled(ms).to_json()),
+            "wait_ms": Stats::of(self.rows.iter().map(|r| r.wait_ns as f64)).scaled(ms).to_json(),
+            "lateness_ms": Stats::of(self.rows.iter().map(|r| r.lateness_ns as f64)).scaled(ms).to_json(),
+            "buffer_ms": self.info.playback_latency_ns() * ms,
+            "cycles": self.cycles,
+            "underruns": {"start": self.xruns.0 + self.gaps.0, "steady": self.xruns.1 + self.gaps.1,
+                          "xruns_start": self.xruns.0, "xruns_steady": self.xruns.1,
+                          "gaps_start": self.gaps.0, "gaps_steady": self.gaps.1},
+            "late_triggers": self.late(),
+            "dropped_triggers": self.dropped,
+            "midi_dropped": self.midi_dropped,
+            "oversized_cycles": self.oversized_cycles,
+            "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
+            "run_ns": self.end_ns.saturating_sub(self.start_ns),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print() {
+        for s in ["timer", "key", "midi"] {
+            assert_eq!(s.parse::<TriggerSource>().unwrap().to_string(), s);
+        }
+        for s in ["asap", "fixed"] {
+            assert_eq!(s.parse::<NotePolicy>().unwrap().to_string(), s);
+        }
+        assert!("gpio"
+            .parse::<TriggerSource>()
+            .unwrap_err()
+            .contains("timer, key or midi"));
+        assert!("late"
+            .parse::<NotePolicy>()
+            .unwrap_err()
+            .contains("asap or fixed"));
+    }
+
+    #[test]
+    fn configs_are_checked() {
+        let mut c = EventConfig::new(TriggerSource::Timer, NotePolicy::Asap);
+        assert!(c.validate().is_ok());
+        c.triggers = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("--triggers"));
+        c.triggers = 5;
+        c.spacing_ms = 10.0;
+        assert!(c.validate().unwrap_err().to_string().contains("silence"));
+    }
+
+    #[test]
+    fn stats_are_exact() {
+        let s = Stats::of([1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(
+            (s.count, s.mean, s.min, s.max, s.median),
+            (4, 2.5, 1.0, 4.0, 3.0)
+        );
+        assert!((s.stdev - 1.2909944).abs() < 1e-6);
+        assert_eq!(Stats::of([]).count, 0);
+    }
+
+    #[test]
+    fn trigger_times_are_spread_over_the_period() {
+        // The fractional part added to each spacing is uniform: its deciles are filled.
+        let mut rng = 7;
+        let mut bins = [0u32; 10];
+        for _ in 0..10_000 {
+            let u = (splitmix(&mut rng) >> 11) as f64 / (1u64 << 53) as f64;
+            bins[(u * 10.0) as usize] += 1;
+        }
+        assert!(bins.iter().all(|&b| (900..1100).contains(&b)), "{bins:?}");
+    }
+}
