@@ -443,18 +443,38 @@ impl Processor for EventProcessor {
                         self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
                     }
                     if io.input.is_some() {
-                        if let Some(slot) = self.awaiting.iter_mut().find(|a| a.is_none()) {
-                            *slot = Some(Awaiting {
-                                seq: s.seq,
-                                from_frame: first + offset as u64,
-                            });
+                        let awaiting = Awaiting {
+                            seq: s.seq,
+                            from_frame: first + offset as u64,
+                        };
+                        match self.awaiting.iter_mut().find(|a| a.is_none()) {
+                            Some(slot) => *slot = Some(awaiting),
+                            // Too many notes in flight: this one is not looked for.
+                            None => {
+                                let _ = self.onsets.push(Onset {
+                                    seq: s.seq,
+                                    captured_ns: None,
+                                });
+                            }
                         }
                     }
                 }
                 k += 1;
             }
         }
-        // 4. Loopback: find the oldest awaited onset in the capture.
+        // 4. Loopback: give up on notes whose onset did not come back in time, then find
+        // the oldest awaited onset in the capture.
+        for slot in self.awaiting.iter_mut() {
+            if let Some(a) = *slot {
+                if end.saturating_sub(a.from_frame) > self.timeout_frames {
+                    *slot = None;
+                    let _ = self.onsets.push(Onset {
+                        seq: a.seq,
+                        captured_ns: None,
+                    });
+                }
+            }
+        }
         if let Some(input) = io.input {
             let oldest = self
                 .awaiting
@@ -467,13 +487,9 @@ impl Processor for EventProcessor {
                 let start = from.saturating_sub(first).min(n) as usize;
                 let threshold = self.threshold * self.workload.onset_amplitude();
                 let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
-                let result = match found {
-                    Some(g) => Some(Some(cycle.frame_time_ns((start + g) as f64))),
-                    None if end.saturating_sub(from) > self.timeout_frames => Some(None),
-                    None => None,
-                };
-                if let Some(captured_ns) = result {
+                if let Some(g) = found {
                     self.awaiting[i] = None;
+                    let captured_ns = Some(cycle.frame_time_ns((start + g) as f64));
                     let _ = self.onsets.push(Onset { seq, captured_ns });
                 }
             }

@@ -1,0 +1,401 @@
+//! DSP capacity timing for `audiolat bench`: how long each workload's
+//! [`process`](crate::Workload::process) takes per period, next to a naive `f32::sin`
+//! oscillator timed in the same run, and how many wavetable voices fit in a share of
+//! the period.
+//!
+//! Not real-time: [`run`] allocates and takes seconds. It only times (with
+//! [`std::time::Instant`]); it does no I/O and prints nothing.
+//!
+//! Every figure is the median of several rounds, each round many back-to-back calls on
+//! one period-sized buffer, so a few rounds lost to a hypervisor stealing the CPU for
+//! milliseconds do not move it. The figures are for a hot cache and a warmed-up core:
+//! a lower bound on what one audio callback costs.
+
+use crate::{Workload, WorkloadKind, DEFAULT_FREQUENCY_HZ};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Timed rounds per kernel; the median is reported.
+const ROUNDS: usize = 9;
+/// The capacity search stops doubling here and reports this many voices as a lower bound.
+pub const MAX_SEARCH_VOICES: usize = 1 << 20;
+/// The capacity bisection stops once the gap between a fit and a miss is at most
+/// `1/CAPACITY_RESOLUTION` of the fit.
+const CAPACITY_RESOLUTION: usize = 32;
+/// The workloads timed besides the reference, in report order.
+const KERNELS: [WorkloadKind; 4] = [
+    WorkloadKind::Sine,
+    WorkloadKind::Poly,
+    WorkloadKind::Bank(16),
+    WorkloadKind::Bank(64),
+];
+
+/// What to time and against what budget.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BenchConfig {
+    /// Sample rate the oscillators are prepared for (sets the period's duration).
+    pub sample_rate_hz: u32,
+    /// Frames per `process` call, as one audio period.
+    pub period_frames: usize,
+    /// Fraction of the period's duration the DSP may use, e.g. 0.5.
+    pub load_target: f64,
+    /// Time spent on each kernel, e.g. 0.2 s. Each step of the capacity search takes
+    /// half of it. The whole run lasts about 15 times this (2.8 s by default on a machine
+    /// that fits 8000 voices; more doublings on faster machines take a little longer).
+    pub seconds_per_kernel: f64,
+}
+
+impl Default for BenchConfig {
+    /// 44100 Hz, 128 frames, half the period, 0.2 s per kernel (a run of about 3 s).
+    fn default() -> BenchConfig {
+        BenchConfig {
+            sample_rate_hz: 44_100,
+            period_frames: 128,
+            load_target: 0.5,
+            seconds_per_kernel: 0.2,
+        }
+    }
+}
+
+/// One kernel's median cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelTiming {
+    /// `"sine"`, `"poly"`, `"bank:16"`, ... or `"reference f32::sin"`.
+    pub name: String,
+    /// Oscillators computed per sample.
+    pub voices: usize,
+    /// Median nanoseconds per output sample (all voices).
+    pub ns_per_sample: f64,
+    /// Median nanoseconds per `process` call of one period.
+    pub ns_per_period: f64,
+    /// `ns_per_sample / voices`: the cost of one oscillator for one sample.
+    pub ns_per_voice_sample: f64,
+    /// `ns_per_voice_sample` divided by the reference's `ns_per_sample`: below 1 is
+    /// cheaper per voice than calling `f32::sin` (1.0 for the reference itself).
+    pub ratio_to_reference: f64,
+}
+
+/// The result of [`run`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchReport {
+    /// The configuration that was run.
+    pub config: BenchConfig,
+    /// The naive oscillator calling `f32::sin` per sample ([`ReferenceSine`]).
+    pub reference: KernelTiming,
+    /// `sine`, `poly`, `bank:16`, `bank:64`, in that order.
+    pub kernels: Vec<KernelTiming>,
+    /// Duration of one period: `period_frames / sample_rate_hz`, in ns.
+    pub period_ns: f64,
+    /// The largest `N` found for which `bank:N`'s median `ns_per_period` is at most
+    /// `load_target × period_ns`, to within 1/32 of `N` (the search doubles `N`, then
+    /// bisects a few steps); 0 if even `bank:1` does not fit. Capped at
+    /// [`MAX_SEARCH_VOICES`], a lower bound when reached.
+    pub voice_capacity: usize,
+    /// Median ns per period of `bank:voice_capacity` (of `bank:1` when the capacity is 0).
+    pub capacity_ns_per_period: f64,
+}
+
+/// The reference kernel: a naive oscillator that calls `f32::sin` for every sample, its
+/// phase accumulated in f32 radians and wrapped at 2π. Peak 0.5, starting at its peak
+/// like the workloads.
+#[derive(Clone, Copy, Debug)]
+pub struct ReferenceSine {
+    phase: f32,
+    increment: f32,
+}
+
+impl ReferenceSine {
+    /// A reference oscillator at `frequency_hz` for `sample_rate_hz`.
+    pub fn new(frequency_hz: f32, sample_rate_hz: u32) -> ReferenceSine {
+        ReferenceSine {
+            phase: std::f32::consts::FRAC_PI_2,
+            increment: std::f32::consts::TAU * frequency_hz / sample_rate_hz as f32,
+        }
+    }
+
+    /// Fills `out` with the next samples. Real-time safe.
+    pub fn process(&mut self, out: &mut [f32]) {
+        for sample in out {
+            *sample = 0.5 * self.phase.sin();
+            self.phase += self.increment;
+            if self.phase >= std::f32::consts::TAU {
+                self.phase -= std::f32::consts::TAU;
+            }
+        }
+    }
+}
+
+/// Times the reference and each workload's `process` on one period, then searches the
+/// voice capacity. Takes about 15 × `seconds_per_kernel`.
+///
+/// # Panics
+///
+/// If `sample_rate_hz` or `period_frames` is 0, or `load_target` or
+/// `seconds_per_kernel` is not a finite number above 0.
+pub fn run(config: &BenchConfig) -> BenchReport {
+    assert!(
+        config.sample_rate_hz > 0,
+        "bench: sample rate must be above 0 Hz"
+    );
+    assert!(
+        config.period_frames > 0,
+        "bench: period must be at least 1 frame"
+    );
+    assert!(
+        config.load_target.is_finite() && config.load_target > 0.0,
+        "bench: load target must be a fraction above 0, got {}",
+        config.load_target
+    );
+    assert!(
+        config.seconds_per_kernel.is_finite() && config.seconds_per_kernel > 0.0,
+        "bench: time per kernel must be above 0 s, got {}",
+        config.seconds_per_kernel
+    );
+    let frames = config.period_frames;
+    let mut buffer = vec![0.0f32; frames];
+
+    let mut reference_sine = ReferenceSine::new(DEFAULT_FREQUENCY_HZ, config.sample_rate_hz);
+    let reference_ns = median_ns_per_call(
+        |out| reference_sine.process(out),
+        &mut buffer,
+        config.seconds_per_kernel,
+    );
+    let reference = timing(
+        "reference f32::sin".to_string(),
+        1,
+        reference_ns,
+        frames,
+        None,
+    );
+    let reference_ns_per_sample = reference.ns_per_sample;
+
+    let kernels = KERNELS
+        .iter()
+        .map(|&kind| {
+            let ns = time_workload(kind, config, &mut buffer, config.seconds_per_kernel);
+            timing(
+                kind.to_string(),
+                kind.voices(),
+                ns,
+                frames,
+                Some(reference_ns_per_sample),
+            )
+        })
+        .collect();
+
+    let period_ns = frames as f64 * 1e9 / f64::from(config.sample_rate_hz);
+    let budget_ns = config.load_target * period_ns;
+    let step_seconds = config.seconds_per_kernel / 2.0;
+    let (voice_capacity, capacity_ns_per_period) = search_capacity(budget_ns, |voices| {
+        time_workload(
+            WorkloadKind::Bank(voices),
+            config,
+            &mut buffer,
+            step_seconds,
+        )
+    });
+
+    BenchReport {
+        config: *config,
+        reference,
+        kernels,
+        period_ns,
+        voice_capacity,
+        capacity_ns_per_period,
+    }
+}
+
+fn timing(
+    name: String,
+    voices: usize,
+    ns_per_period: f64,
+    frames: usize,
+    reference_ns_per_sample: Option<f64>,
+) -> KernelTiming {
+    let ns_per_sample = ns_per_period / frames as f64;
+    let ns_per_voice_sample = ns_per_sample / voices as f64;
+    KernelTiming {
+        name,
+        voices,
+        ns_per_sample,
+        ns_per_period,
+        ns_per_voice_sample,
+        ratio_to_reference: reference_ns_per_sample
+            .map_or(1.0, |reference| ns_per_voice_sample / reference),
+    }
+}
+
+/// Median ns per `process` call of a sounding `kind` on `buffer`.
+fn time_workload(
+    kind: WorkloadKind,
+    config: &BenchConfig,
+    buffer: &mut [f32],
+    seconds: f64,
+) -> f64 {
+    let mut workload = Workload::new(kind, DEFAULT_FREQUENCY_HZ);
+    workload.prepare(config.sample_rate_hz, buffer.len());
+    workload.note_on(0);
+    median_ns_per_call(|out| workload.process(out), buffer, seconds)
+}
+
+/// Runs `kernel` on `buffer` for about `seconds`: one calibration round (which also warms
+/// up caches and the branch predictor) that counts how many calls fill a round, then
+/// `ROUNDS` timed rounds of that many calls. Returns the median round's ns per call.
+fn median_ns_per_call(mut kernel: impl FnMut(&mut [f32]), buffer: &mut [f32], seconds: f64) -> f64 {
+    let round_ns = seconds * 1e9 / (ROUNDS + 1) as f64;
+    let start = Instant::now();
+    let mut calls_per_round = 0u64;
+    loop {
+        kernel(black_box(&mut *buffer));
+        black_box(&*buffer);
+        calls_per_round += 1;
+        if start.elapsed().as_nanos() as f64 >= round_ns {
+            break;
+        }
+    }
+    let mut rounds = [0.0f64; ROUNDS];
+    for round in &mut rounds {
+        let start = Instant::now();
+        for _ in 0..calls_per_round {
+            kernel(black_box(&mut *buffer));
+            black_box(&*buffer);
+        }
+        *round = start.elapsed().as_nanos() as f64 / calls_per_round as f64;
+    }
+    rounds.sort_unstable_by(f64::total_cmp);
+    rounds[ROUNDS / 2]
+}
+
+/// The largest voice count whose cost fits `budget_ns` (to within 1/32), and its cost:
+/// doubles from 1 until a miss, then bisects between the last fit and the first miss.
+fn search_capacity(budget_ns: f64, mut cost_ns: impl FnMut(usize) -> f64) -> (usize, f64) {
+    let mut fit: Option<(usize, f64)> = None;
+    let mut voices = 1;
+    let (miss, miss_ns) = loop {
+        let ns = cost_ns(voices);
+        if ns > budget_ns {
+            break (voices, ns);
+        }
+        fit = Some((voices, ns));
+        if voices >= MAX_SEARCH_VOICES {
+            return (voices, ns);
+        }
+        voices *= 2;
+    };
+    let Some((mut low, mut low_ns)) = fit else {
+        return (0, miss_ns);
+    };
+    let mut high = miss;
+    while high - low > (low / CAPACITY_RESOLUTION).max(1) {
+        let middle = low + (high - low) / 2;
+        let ns = cost_ns(middle);
+        if ns <= budget_ns {
+            (low, low_ns) = (middle, ns);
+        } else {
+            high = middle;
+        }
+    }
+    (low, low_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_reports_every_kernel_with_positive_timings() {
+        let config = BenchConfig {
+            seconds_per_kernel: 0.005,
+            load_target: 1.0,
+            ..BenchConfig::default()
+        };
+        let report = run(&config);
+        assert_eq!(report.config, config);
+        assert_eq!(report.reference.name, "reference f32::sin");
+        assert_eq!(report.reference.voices, 1);
+        assert_eq!(report.reference.ratio_to_reference, 1.0);
+        let names: Vec<&str> = report.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["sine", "poly", "bank:16", "bank:64"]);
+        let voices: Vec<usize> = report.kernels.iter().map(|k| k.voices).collect();
+        assert_eq!(voices, [1, 3, 16, 64]);
+        for kernel in std::iter::once(&report.reference).chain(&report.kernels) {
+            let name = &kernel.name;
+            assert!(
+                kernel.ns_per_sample > 0.0 && kernel.ns_per_sample.is_finite(),
+                "{name}"
+            );
+            let per_period = kernel.ns_per_sample * 128.0;
+            assert!(
+                (kernel.ns_per_period - per_period).abs() <= 1e-9 * per_period,
+                "{name}"
+            );
+            let per_voice = kernel.ns_per_sample / kernel.voices as f64;
+            assert!(
+                (kernel.ns_per_voice_sample - per_voice).abs() <= 1e-9 * per_voice,
+                "{name}"
+            );
+            let ratio = kernel.ns_per_voice_sample / report.reference.ns_per_sample;
+            assert!(
+                (kernel.ratio_to_reference - ratio).abs() <= 1e-9 * ratio,
+                "{name}"
+            );
+        }
+        let period_ns = 128.0 * 1e9 / 44_100.0;
+        assert!((report.period_ns - period_ns).abs() < 1e-6);
+        assert!(
+            report.voice_capacity >= 1,
+            "bank:1 fits a whole 2.9 ms period"
+        );
+        assert!(report.capacity_ns_per_period > 0.0);
+        assert!(report.capacity_ns_per_period <= report.period_ns);
+    }
+
+    #[test]
+    fn default_config_is_the_documented_one() {
+        let config = BenchConfig::default();
+        assert_eq!(config.sample_rate_hz, 44_100);
+        assert_eq!(config.period_frames, 128);
+        assert_eq!(config.load_target, 0.5);
+        assert_eq!(config.seconds_per_kernel, 0.2);
+    }
+
+    #[test]
+    fn capacity_search_finds_the_largest_fit_within_resolution() {
+        for (ns_per_voice, budget) in [(100.0, 12_345.0), (1.0, 5_000.0), (7.0, 7.0), (3.0, 1e6)] {
+            let exact = (budget / ns_per_voice) as usize;
+            let mut calls = 0;
+            let (capacity, ns) = search_capacity(budget, |voices| {
+                calls += 1;
+                voices as f64 * ns_per_voice
+            });
+            assert!(capacity <= exact, "{capacity} > {exact}");
+            assert!(
+                capacity >= exact - exact / CAPACITY_RESOLUTION,
+                "{capacity} << {exact}"
+            );
+            assert_eq!(ns, capacity as f64 * ns_per_voice);
+            assert!(
+                calls <= 2 * exact.ilog2() as usize + 8,
+                "{calls} steps for {exact}"
+            );
+        }
+    }
+
+    #[test]
+    fn capacity_is_zero_when_one_voice_misses_and_capped_at_the_search_limit() {
+        assert_eq!(search_capacity(50.0, |v| 100.0 * v as f64), (0, 100.0));
+        let (capacity, _) = search_capacity(f64::INFINITY, |v| v as f64);
+        assert_eq!(capacity, MAX_SEARCH_VOICES);
+    }
+
+    #[test]
+    fn reference_sine_starts_at_its_peak_and_stays_bounded() {
+        let mut reference = ReferenceSine::new(440.0, 48_000);
+        let mut out = vec![0.0f32; 48_000];
+        reference.process(&mut out);
+        assert_eq!(out[0], 0.5 * std::f32::consts::FRAC_PI_2.sin());
+        assert!(out.iter().all(|x| x.abs() <= 0.5));
+        let rising = out.windows(2).filter(|w| w[0] < 0.0 && w[1] >= 0.0).count();
+        assert!((439..=441).contains(&rising), "{rising} cycles in 1 s");
+    }
+}
