@@ -1393,3 +1393,94 @@ fn event_sweeps_workloads_and_loads_like_the_study_and_key_presses_trigger() {
     assert_eq!(triggers.len(), 5);
     assert!(triggers.iter().all(|t| t["source"] == "key"));
 }
+
+/// MIDI triggers from jackd2's own sequencer client (`jack_midiseq`) on an external
+/// server: `fixed` places each note at its event's frame one period later, so every
+/// latency is one period plus the playback latency; `asap` starts it at the next cycle's
+/// first frame, so the latency lies between the playback latency and one period more.
+#[test]
+fn midi_note_ons_trigger_notes_at_their_frame() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    require_tool("jack_midiseq", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("midi.db");
+    let name = unique_server("midi");
+    let mut jackd = std::process::Command::new("jackd")
+        .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Two notes per half-second loop.
+    let mut seq = std::process::Command::new("jack_midiseq")
+        .env("JACK_DEFAULT_SERVER", &name)
+        .args([
+            "audiolat-seq",
+            "24000",
+            "0",
+            "60",
+            "2000",
+            "12000",
+            "64",
+            "2000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let out = run(
+        &db,
+        &[
+            "event",
+            "--server",
+            "external",
+            "--server-name",
+            &name,
+            "--trigger",
+            "midi",
+            "--midi-port",
+            "audiolat-seq:out",
+            "--policy",
+            "fixed,asap",
+            "--triggers",
+            "6",
+            "--note",
+            "10ms",
+            "--json",
+        ],
+    );
+    // SAFETY: clean stops (SIGTERM) of the processes this test started.
+    unsafe {
+        libc::kill(seq.id() as i32, libc::SIGTERM);
+        libc::kill(jackd.id() as i32, libc::SIGTERM);
+    }
+    let _ = seq.wait();
+    let _ = jackd.wait();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let frame_ns = 1e9 / 48_000.0;
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["result"]["server"]["private"], false);
+        let playback_ns = r["result"]["playback_latency_frames"].as_f64().unwrap() * frame_ns;
+        let period_ns = 256.0 * frame_ns;
+        let triggers = r["triggers"].as_array().unwrap();
+        assert_eq!(triggers.len(), 6, "{r}");
+        for t in triggers {
+            assert_eq!(t["source"], "midi");
+            let l = t["latency_ns"].as_f64().unwrap();
+            match r["config"]["policy"].as_str().unwrap() {
+                "fixed" => assert!(
+                    (l - (period_ns + playback_ns)).abs() <= frame_ns,
+                    "fixed midi latency {l} ns"
+                ),
+                _ => assert!(
+                    l > playback_ns - frame_ns && l <= period_ns + playback_ns + frame_ns,
+                    "asap midi latency {l} ns"
+                ),
+            }
+        }
+    }
+}

@@ -289,6 +289,10 @@ pub struct StreamStatus {
     pub shutdown: Option<String>,
     /// Set when the processor panicked, with the panic message.
     pub panic: Option<String>,
+    /// Debug builds: allocations made on the audio thread inside the callback, as counted
+    /// by `assert_no_alloc` when the program installs its `AllocDisabler` (always 0 in
+    /// release builds and without that allocator).
+    pub alloc_violations: u64,
 }
 
 impl StreamStatus {

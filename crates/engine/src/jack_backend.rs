@@ -61,6 +61,7 @@ struct Shared {
     shutdown: Mutex<Option<String>>,
     panicked: AtomicBool,
     panic: Mutex<Option<String>>,
+    alloc_violations: AtomicU64,
     xrun_log: Mutex<Vec<XrunRecord>>,
 }
 
@@ -124,7 +125,15 @@ impl jack::ProcessHandler for Handler {
         // Debug builds run every cycle under the allocation guard: a test binary that
         // installs `assert_no_alloc::AllocDisabler` counts any allocation made here.
         #[cfg(debug_assertions)]
-        return assert_no_alloc::assert_no_alloc(|| self.cycle(ps));
+        {
+            let control = assert_no_alloc::assert_no_alloc(|| self.cycle(ps));
+            // The count is per thread: publish the audio thread's for readers elsewhere.
+            let violations = assert_no_alloc::violation_count() as u64;
+            self.shared
+                .alloc_violations
+                .store(violations, Ordering::Relaxed);
+            control
+        }
         #[cfg(not(debug_assertions))]
         self.cycle(ps)
     }
@@ -497,6 +506,7 @@ impl Backend for JackStream {
             records_dropped: s.dropped.load(Ordering::Relaxed),
             shutdown,
             panic,
+            alloc_violations: s.alloc_violations.load(Ordering::Relaxed),
         }
     }
 

@@ -131,8 +131,8 @@ fn dummy_server_runs_a_stream_without_allocating_in_the_callback() {
     while let Ok(r) = stream.cycles().pop() {
         records.push(r);
     }
-    let violations = assert_no_alloc::violation_count() - before;
-    assert_eq!(violations, 0, "the process callback allocated");
+    assert_eq!(assert_no_alloc::violation_count(), before);
+    assert_eq!(status.alloc_violations, 0, "the process callback allocated");
     assert!(status.is_healthy(), "{status:?}");
     assert!(
         status.cycles > 100,
@@ -282,4 +282,35 @@ fn a_busy_server_name_and_a_period_mismatch_are_clear_errors() {
     };
     let found = JackServer::connect(&ok).expect("auto finds the running server");
     assert!(!found.info().private);
+}
+
+struct Allocates;
+impl Processor for Allocates {
+    fn prepare(&mut self, _: &StreamInfo) {}
+    fn process(&mut self, _: &Cycle, io: &mut Io<'_>) {
+        let v = std::hint::black_box(vec![0.0f32; 16]);
+        io.output.fill(v[0]);
+    }
+}
+
+/// The control for the no-allocation test: the guard on the audio thread does see an
+/// allocation made in the processor.
+#[test]
+fn an_allocating_processor_is_caught_by_the_guard() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(server) = private_server("alloc", 128) else {
+        return;
+    };
+    let mut stream = JackStream::open(server.info(), JackConfig::default()).unwrap();
+    stream.start(Box::new(Allocates)).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while stream.status().alloc_violations == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        stream.status().alloc_violations > 0,
+        "{:?}",
+        stream.status()
+    );
+    stream.stop();
 }

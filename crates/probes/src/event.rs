@@ -557,6 +557,8 @@ pub struct EventOutcome {
     pub records_dropped: u64,
     /// Cycles longer than the prepared period (rendered silent).
     pub oversized_cycles: u64,
+    /// Debug builds with `assert_no_alloc`'s allocator: allocations on the audio thread.
+    pub alloc_violations: u64,
     /// The trigger thread's scheduling, when there was one.
     pub trigger_thread: Option<ThreadRt>,
     /// Memory lock granted.
@@ -971,6 +973,7 @@ pub fn run(
         midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
         records_dropped: status.records_dropped,
         oversized_cycles: counters.oversized_cycles.load(Ordering::Relaxed),
+        alloc_violations: status.alloc_violations,
         trigger_thread: trigger_rt,
         memory_locked,
         steal: steal.finish(),

@@ -1,0 +1,77 @@
+//! The event probe on a real `jackd -d dummy`, in a debug build with `assert_no_alloc`'s
+//! allocator installed: the JACK process callback (engine accounting + the event
+//! processor: trigger scheduling, segment rendering, loopback onset search) runs under the
+//! guard every cycle, and the audio thread's violation count must stay 0.
+//! Skipped (with a message) when jackd is not installed.
+
+use assert_no_alloc::AllocDisabler;
+use engine::audio::Backend;
+use engine::jack_backend::{JackConfig, JackStream};
+use engine::jack_server::{JackServer, ServerMode, ServerRequest};
+use probes::event::{self, EventConfig, EventEnd, NotePolicy, TriggerSource};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[global_allocator]
+static ALLOCATOR: AllocDisabler = AllocDisabler;
+
+fn jackd() -> Option<std::path::PathBuf> {
+    load::find_in_path("jackd")
+}
+
+#[test]
+fn the_event_callback_never_allocates_and_the_loopback_onset_is_sample_exact() {
+    let Some(jackd) = jackd() else {
+        eprintln!("skipped: jackd is not installed (apt install jackd2)");
+        return;
+    };
+    let server = JackServer::connect(&ServerRequest {
+        mode: ServerMode::Dummy,
+        name: Some("audiolat-probes-event".into()),
+        rate_hz: Some(48_000),
+        period_frames: Some(128),
+        jackd: Some(jackd),
+        start_timeout: Duration::from_secs(10),
+    })
+    .expect("private jackd starts");
+    for policy in [NotePolicy::Fixed, NotePolicy::Asap] {
+        for workload in ["sine", "poly", "bank:8"] {
+            // The loopback is our own output: JACK feeds a client's output back to its
+            // input one period later (a feedback connection), with no ADC in between.
+            let mut stream = JackStream::open(
+                server.info(),
+                JackConfig {
+                    capture: Some("audiolat:out".into()),
+                    ..JackConfig::default()
+                },
+            )
+            .expect("stream opens");
+            assert_eq!(stream.info().client_name, "audiolat");
+            let mut config = EventConfig::new(TriggerSource::Timer, policy);
+            config.triggers = 15;
+            config.spacing_ms = 25.0;
+            config.note_ms = 8.0;
+            config.warmup_ms = 200.0;
+            config.workload = workload.parse().unwrap();
+            let stop = AtomicBool::new(false);
+            let outcome = event::run(&mut stream, &config, &stop, |_| Ok(())).expect("runs");
+            assert_eq!(outcome.end, EventEnd::Complete);
+            assert_eq!(
+                outcome.alloc_violations, 0,
+                "{policy} {workload}: the callback allocated"
+            );
+            assert_eq!(outcome.rows.len(), 15);
+            let period_ns = outcome.info.period_ns();
+            let frame_ns = 1e9 / 48_000.0;
+            for row in &outcome.rows {
+                let measured = row.measured_ns.expect("onset found in the loopback");
+                // Captured one period after the note's frame, on the same time line.
+                let expected = row.wait_ns as f64 + period_ns;
+                assert!(
+                    (measured as f64 - expected).abs() <= frame_ns,
+                    "{policy} {workload}: measured {measured} ns vs wait + one period {expected} ns"
+                );
+            }
+        }
+    }
+}
