@@ -408,6 +408,8 @@ pub enum ExportFormat {
     Hdr,
     /// cyclictest's -h histogram text (first histogram of the run).
     Cyclictest,
+    /// One CSV row per trigger of an event run, with its latency decomposition.
+    Triggers,
 }
 
 #[derive(Debug, Args)]

@@ -733,11 +733,13 @@ fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
     if a.json {
         let events = store.events(run.id, None)?;
         let series = store.series(run.id)?;
+        let triggers = store.triggers(run.id)?;
         print_json(&results::export::run_json(
             &run,
             &measurements,
             &events,
             &series,
+            &triggers,
         ))?;
     } else {
         let counts = store.event_counts(run.id)?;
@@ -761,12 +763,25 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
         ExportFormat::Json => {
             let events = store.events(run.id, None)?;
             let series = store.series(run.id)?;
+            let triggers = store.triggers(run.id)?;
             serde_json::to_string_pretty(&results::export::run_json(
                 &run,
                 &measurements,
                 &events,
                 &series,
+                &triggers,
             ))? + "\n"
+        }
+        ExportFormat::Triggers => {
+            let triggers = store.triggers(run.id)?;
+            if triggers.is_empty() {
+                return Err(UsageError(format!(
+                    "run {} has no triggers: only event runs do (audiolat runs --probe event)",
+                    run.id
+                ))
+                .into());
+            }
+            results::export::triggers_csv(&run, &triggers)
         }
         ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
         ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),

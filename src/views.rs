@@ -463,6 +463,17 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         if let Some(e) = &r.error {
             let _ = writeln!(out, "run {}: {e}", r.run_id);
         }
+        if let Some(port) = &r.outcome.info.capture_port {
+            let missing = r.outcome.rows.iter().filter(|t| t.measured_ns.is_none()).count();
+            if missing > 0 {
+                let _ = writeln!(
+                    out,
+                    "run {}: no onset found in the loopback capture from {port} for {missing} of {} triggers: is the output connected back to it?",
+                    r.run_id,
+                    r.outcome.rows.len()
+                );
+            }
+        }
         let late = r.outcome.late();
         if late > 0 {
             let _ = writeln!(

@@ -1125,6 +1125,13 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
             assert_eq!(row.source, "timer");
         }
     }
+    // Every trigger exports: JSON with the run, CSV one line each.
+    let json = run_json(&db, &["export", "last", "--format", "json"]);
+    assert_eq!(json["triggers"].as_array().unwrap().len(), 100);
+    let csv = run(&db, &["export", "last", "--format", "triggers"]);
+    assert_eq!(csv.code, 0, "{}", csv.stderr);
+    assert_eq!(csv.stdout.lines().count(), 101);
+    assert!(csv.stdout.starts_with("run_id,seq,source,trigger_ns"));
 }
 
 #[test]

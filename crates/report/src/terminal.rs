@@ -267,7 +267,13 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
         notes.push("memory not locked: page faults may add to the figures".into());
     }
     if let Some(steal) = flags["host_steal_ns"].as_u64() {
-        if steal > 0 {
+        if steal > 0 && flags["outliers_examined"].as_u64().is_none() {
+            notes.push(format!(
+                "host steal: {} ({:.2}% of the run): the hypervisor ran something else on these CPUs",
+                fmt_ns(steal as f64),
+                flags["host_steal_percent"].as_f64().unwrap_or(0.0),
+            ));
+        } else if steal > 0 {
             notes.push(format!(
                 "host steal: {} ({:.2}% of the run); {} of the {} largest wake-ups had steal \
                  around them, against {:.0}% of windows of the same widths placed at random",
@@ -280,6 +286,14 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
                     .unwrap_or(0.0),
             ));
         }
+    }
+    if let Some(late) = flags["late_triggers"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "{late} triggers reached the audio thread after their frame had passed and started late"
+        ));
+    }
+    if let Some(n) = flags["alloc_violations"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!("the audio callback allocated {n} times (debug build check)"));
     }
     if flags["percentiles_clamped"] == serde_json::Value::Bool(true) {
         notes.push("some percentiles fell above the histogram bound (shown as >=bound); raise --hist-bound".into());

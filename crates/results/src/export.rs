@@ -9,7 +9,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use serde_json::{json, Value};
 
 use crate::hist::{LatencyHistogram, Summary};
-use crate::model::{Event, MeasurementRecord, RunRecord, Series};
+use crate::model::{Event, MeasurementRecord, RunRecord, Series, TriggerRow};
 
 /// A summary as a JSON object.
 pub fn summary_json(s: &Summary) -> Value {
@@ -55,13 +55,44 @@ pub fn run_json(
     measurements: &[MeasurementRecord],
     events: &[Event],
     series: &[Series],
+    triggers: &[TriggerRow],
 ) -> Value {
     json!({
         "run": run,
         "measurements": measurements.iter().map(|m| measurement_json(m, true)).collect::<Vec<_>>(),
         "events": events,
         "series": series,
+        "triggers": triggers,
     })
+}
+
+/// One CSV row per trigger of an `event` run (times in ns, CLOCK_MONOTONIC).
+pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
+    let mut out = String::from(
+        "run_id,seq,source,trigger_ns,note_frame,offset_frames,cycle,dac_ns,latency_ns,wait_ns,lateness_ns,buffer_ns,late,measured_ns,underruns_before\n",
+    );
+    for t in triggers {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            run.id,
+            t.seq,
+            t.source,
+            t.trigger_ns,
+            t.note_frame,
+            t.offset_frames,
+            t.cycle,
+            t.dac_ns,
+            t.latency_ns,
+            t.wait_ns,
+            t.lateness_ns,
+            t.buffer_ns,
+            t.late,
+            t.measured_ns.map_or(String::new(), |m| m.to_string()),
+            t.underruns_before
+        );
+    }
+    out
 }
 
 /// One CSV row per measurement with its summary.
