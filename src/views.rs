@@ -428,7 +428,13 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
                             && r.outcome.info.period_frames == *period
                             && column(r) == *c
                     })
-                    .flat_map(|r| r.outcome.rows.iter().map(|t| t.latency_ns as f64))
+                    .flat_map(|r| {
+                        r.outcome
+                            .rows
+                            .iter()
+                            .filter(|t| !t.missed)
+                            .map(|t| t.latency_ns as f64)
+                    })
                     .collect();
                 cells.push(if values.is_empty() {
                     "-".into()
@@ -464,7 +470,12 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             let _ = writeln!(out, "run {}: {e}", r.run_id);
         }
         if let Some(port) = &r.outcome.info.capture_port {
-            let missing = r.outcome.rows.iter().filter(|t| t.measured_ns.is_none()).count();
+            let missing = r
+                .outcome
+                .rows
+                .iter()
+                .filter(|t| t.measured_ns.is_none())
+                .count();
             if missing > 0 {
                 let _ = writeln!(
                     out,
@@ -473,6 +484,14 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
                     r.outcome.rows.len()
                 );
             }
+        }
+        let missed = r.outcome.missed();
+        if missed > 0 {
+            let _ = writeln!(
+                out,
+                "run {}: {missed} notes were rendered after their DAC time (their callback ran that late: an under-run) and are left out of n and the figures",
+                r.run_id
+            );
         }
         let late = r.outcome.late();
         if late > 0 {

@@ -1084,8 +1084,13 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         );
         let triggers = r["triggers"].as_array().unwrap();
         assert_eq!(triggers.len(), 100);
+        // Notes whose callback ran after their DAC time (an under-run, here the host's
+        // steal) are flagged `missed` and left out of the figures; there must be few.
+        let missed = triggers.iter().filter(|t| t["missed"] == true).count();
+        assert!(missed <= 10, "{missed} of 100 notes missed their DAC time");
         let latencies: Vec<f64> = triggers
             .iter()
+            .filter(|t| t["missed"] == false)
             .map(|t| t["latency_ns"].as_f64().unwrap())
             .collect();
         let buffer_ns = playback * frame_ns;

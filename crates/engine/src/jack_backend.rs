@@ -303,9 +303,21 @@ impl JackStream {
     /// Opens a client on `server` and registers the ports. Nothing runs until
     /// [`Backend::start`].
     pub fn open(server: &ServerInfo, config: JackConfig) -> Result<JackStream, AudioError> {
-        let client = open_client(&server.name, &config.client_name).map_err(|e| match e {
+        // jackd2 1.9.21 refuses a second client named like its server once the first
+        // has closed: keep the names apart.
+        let client_name = if config.client_name == server.name {
+            format!("{}-client", config.client_name)
+        } else {
+            config.client_name.clone()
+        };
+        let client = open_client(&server.name, &client_name).map_err(|e| match e {
             jack::Error::LibraryError(m) => AudioError::NoLibjack(m),
-            _ => AudioError::NoServer(server.name.clone()),
+            jack::Error::ClientError(status)
+                if status.contains(jack::ClientStatus::SERVER_FAILED) =>
+            {
+                AudioError::NoServer(server.name.clone())
+            }
+            other => jack_err("opening the client")(other),
         })?;
         let out = client
             .register_port("out", jack::AudioOut::default())

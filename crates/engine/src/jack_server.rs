@@ -5,7 +5,7 @@
 //! - `external`: a server must already answer under the name asked for (or
 //!   `$JACK_DEFAULT_SERVER`, or "default"). PipeWire's JACK counts as one.
 //! - `dummy`: audiolat starts `jackd -n NAME -d dummy -r RATE -p PERIOD` under a name of
-//!   its own (`audiolat`, or `audiolat-2` ... when that one is in use, unless
+//!   its own (`audiolat-dummy`, or `audiolat-dummy-2` ... when that is in use, unless
 //!   `--server-name` says otherwise) and refuses a name a server already answers to.
 //! - `auto`: `external` when a server answers, otherwise `dummy`.
 //!
@@ -121,7 +121,9 @@ pub fn validate_period(frames: u32) -> Result<(), AudioError> {
     }
 }
 
-/// The first of `audiolat`, `audiolat-2` ... `audiolat-8` no server answers to.
+/// The first of `audiolat-dummy`, `audiolat-dummy-2` ... `audiolat-dummy-8` no server
+/// answers to. (Not plain `audiolat`: with jackd2 1.9.21 a second client named like its
+/// server cannot open once the first has closed.)
 ///
 /// The names are stable rather than per process on purpose: jackd2 keeps a registry of
 /// at most eight servers (in `/dev/shm/jack-shm-registry`) and reclaims the entry of a
@@ -131,15 +133,15 @@ pub fn validate_period(frames: u32) -> Result<(), AudioError> {
 fn free_private_name() -> Result<String, AudioError> {
     for i in 1..=8 {
         let name = if i == 1 {
-            "audiolat".to_string()
+            "audiolat-dummy".to_string()
         } else {
-            format!("audiolat-{i}")
+            format!("audiolat-dummy-{i}")
         };
         if probe(&name)?.is_none() {
             return Ok(name);
         }
     }
-    Err(AudioError::ServerBusy("audiolat-8".into()))
+    Err(AudioError::ServerBusy("audiolat-dummy-8".into()))
 }
 
 /// A JACK server in use; a private one is stopped when this is dropped.
@@ -282,10 +284,18 @@ impl JackServer {
         loop {
             if let Some(status) = server.exited() {
                 std::thread::sleep(Duration::from_millis(50)); // let the output threads finish
+                let mut output = server.output_tail();
+                if output.contains("Too many servers already active") {
+                    // jackd2's registry holds eight servers and keeps the entries of
+                    // servers that were killed outright.
+                    output.push_str(
+                        " (jackd's registry of 8 servers is full, often of servers that were killed: stop every JACK server, then rm /dev/shm/jack-shm-registry)",
+                    );
+                }
                 return Err(AudioError::ServerStart {
                     name,
                     why: format!("jackd exited with {status}"),
-                    output: server.output_tail(),
+                    output,
                 });
             }
             if probe(&name)?.is_some() {

@@ -240,7 +240,13 @@ struct Trigger {
 struct NoteStart {
     seq: u64,
     trigger_ns: u64,
+    /// The cycle that rendered the note.
     cycle: Cycle,
+    /// The cycle whose frame-to-time mapping placed the note (the one that first saw the
+    /// trigger); the note's DAC time is read on the same mapping, so a fixed-policy note
+    /// is exactly one period after its trigger even when JACK re-estimates its clock
+    /// between the two cycles.
+    map: Cycle,
     offset: u32,
     late: bool,
 }
@@ -249,9 +255,8 @@ struct NoteStart {
 #[derive(Clone, Copy, Debug, Default)]
 struct Onset {
     seq: u64,
-    /// Capture time of the onset on the backend's time line, before subtracting the
-    /// capture latency; `None` when the onset was not found in time.
-    captured_ns: Option<f64>,
+    /// Stream position of the onset in the capture; `None` when it was not found in time.
+    captured_frame: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -260,6 +265,7 @@ struct Scheduled {
     trigger_ns: u64,
     frame: u64,
     late: bool,
+    map: Cycle,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -357,6 +363,7 @@ impl Processor for EventProcessor {
                     trigger_ns,
                     frame,
                     late: false,
+                    map: *cycle,
                 });
             }
         }
@@ -377,6 +384,7 @@ impl Processor for EventProcessor {
                 trigger_ns: t.t_ns,
                 frame,
                 late,
+                map: *cycle,
             });
         }
         // 2. Events inside this cycle, in frame order: note-ons and the note-off.
@@ -436,6 +444,7 @@ impl Processor for EventProcessor {
                         seq: s.seq,
                         trigger_ns: s.trigger_ns,
                         cycle: *cycle,
+                        map: s.map,
                         offset,
                         late: s.late,
                     };
@@ -453,7 +462,7 @@ impl Processor for EventProcessor {
                             None => {
                                 let _ = self.onsets.push(Onset {
                                     seq: s.seq,
-                                    captured_ns: None,
+                                    captured_frame: None,
                                 });
                             }
                         }
@@ -470,7 +479,7 @@ impl Processor for EventProcessor {
                     *slot = None;
                     let _ = self.onsets.push(Onset {
                         seq: a.seq,
-                        captured_ns: None,
+                        captured_frame: None,
                     });
                 }
             }
@@ -489,8 +498,11 @@ impl Processor for EventProcessor {
                 let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
                 if let Some(g) = found {
                     self.awaiting[i] = None;
-                    let captured_ns = Some(cycle.frame_time_ns((start + g) as f64));
-                    let _ = self.onsets.push(Onset { seq, captured_ns });
+                    let captured_frame = Some(first + (start + g) as u64);
+                    let _ = self.onsets.push(Onset {
+                        seq,
+                        captured_frame,
+                    });
                 }
             }
         }
@@ -777,7 +789,8 @@ pub fn run(
     backend.start(Box::new(processor))?;
     let loopback = info.capture_port.is_some();
     let buffer_ns = info.playback_latency_ns();
-    let capture_ns = info.capture_latency_frames as f64 * 1e9 / info.sample_rate_hz as f64;
+    let capture_frames = info.capture_latency_frames as f64;
+    let frame_ns = 1e9 / info.sample_rate_hz as f64;
 
     let done = AtomicBool::new(false);
     let input_ended = AtomicBool::new(false);
@@ -867,14 +880,17 @@ pub fn run(
                 first_trigger_ns =
                     Some(first_trigger_ns.map_or(n.trigger_ns, |f| f.min(n.trigger_ns)));
                 let c = n.cycle;
-                let frame_ns = c.frame_time_ns(n.offset as f64);
+                let note_frame = c.first_frame + n.offset as u64;
+                let frame_ns = n
+                    .map
+                    .frame_time_ns(note_frame as f64 - n.map.first_frame as f64);
                 let dac_ns = frame_ns + buffer_ns;
                 let wait_ns = (frame_ns - n.trigger_ns as f64).round() as i64;
                 let row = TriggerRow {
                     seq: n.seq,
                     source: config.source.to_string(),
                     trigger_ns: n.trigger_ns,
-                    note_frame: c.first_frame + n.offset as u64,
+                    note_frame,
                     offset_frames: n.offset,
                     cycle: c.index,
                     dac_ns: dac_ns.max(0.0) as u64,
@@ -883,6 +899,7 @@ pub fn run(
                     lateness_ns: c.lateness_ns(),
                     buffer_ns: buffer_ns.round() as i64,
                     late: n.late,
+                    missed: c.callback_ns as f64 > dac_ns,
                     measured_ns: None,
                     underruns_before: underruns,
                 };
@@ -895,9 +912,14 @@ pub fn run(
             while let Ok(o) = onset_rx.pop() {
                 if let Some(i) = waiting.iter().position(|r| r.seq == o.seq) {
                     let mut row = waiting.remove(i);
-                    row.measured_ns = o
-                        .captured_ns
-                        .map(|c| (c - capture_ns - row.trigger_ns as f64).round() as i64);
+                    // Output and capture run on one sample clock: the frames from the
+                    // note's position in the output stream to its onset in the capture,
+                    // less the capture latency, are the time from the note's frame to the
+                    // sound, exactly. Added to the wait, that is the measured latency.
+                    row.measured_ns = o.captured_frame.map(|c| {
+                        let frames = c as f64 - row.note_frame as f64 - capture_frames;
+                        row.wait_ns + (frames * frame_ns).round() as i64
+                    });
                     rows.push(row);
                 }
             }
@@ -1057,9 +1079,20 @@ impl EventOutcome {
         }
     }
 
-    /// Statistics of the model latency over every trigger that was not late.
+    /// Statistics of the model latency over every trigger whose note could sound at its
+    /// modelled time (not [`TriggerRow::missed`]).
     pub fn latency(&self) -> Stats {
-        Stats::of(self.rows.iter().map(|r| r.latency_ns as f64))
+        Stats::of(
+            self.rows
+                .iter()
+                .filter(|r| !r.missed)
+                .map(|r| r.latency_ns as f64),
+        )
+    }
+
+    /// Triggers whose rendering callback came after the note's DAC time (an under-run).
+    pub fn missed(&self) -> u64 {
+        self.rows.iter().filter(|r| r.missed).count() as u64
     }
 
     /// Statistics of the loopback-measured latency.
@@ -1103,10 +1136,10 @@ impl EventOutcome {
             "event",
             "event_latency",
             &method_model,
-            self.hist_from_rows(|r| Some(r.latency_ns)),
+            self.hist_from_rows(|r| (!r.missed).then_some(r.latency_ns)),
         );
         m.detail = json!({"exact": self.latency().to_json(), "model_mean_ns": self.model_latency_ns(),
-                          "late_triggers": self.late()});
+                          "late_triggers": self.late(), "missed_triggers": self.missed()});
         out.push(m);
         let mut w = Measurement::from_histogram(
             "event",
@@ -1178,6 +1211,7 @@ impl EventOutcome {
             "host_steal_ns": steal_ns,
             "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
             "late_triggers": self.late(),
+            "missed_triggers": self.missed(),
             "dropped_triggers": self.dropped,
             "cycle_records_dropped": self.records_dropped,
             "private_server": self.info.server.private,
@@ -1221,6 +1255,7 @@ impl EventOutcome {
                           "xruns_start": self.xruns.0, "xruns_steady": self.xruns.1,
                           "gaps_start": self.gaps.0, "gaps_steady": self.gaps.1},
             "late_triggers": self.late(),
+            "missed_triggers": self.missed(),
             "dropped_triggers": self.dropped,
             "midi_dropped": self.midi_dropped,
             "oversized_cycles": self.oversized_cycles,

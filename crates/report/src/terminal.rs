@@ -292,8 +292,15 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
             "{late} triggers reached the audio thread after their frame had passed and started late"
         ));
     }
+    if let Some(n) = flags["missed_triggers"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "{n} notes were rendered after their DAC time (the callback ran that late: an under-run); they are left out of the latency figures"
+        ));
+    }
     if let Some(n) = flags["alloc_violations"].as_u64().filter(|&n| n > 0) {
-        notes.push(format!("the audio callback allocated {n} times (debug build check)"));
+        notes.push(format!(
+            "the audio callback allocated {n} times (debug build check)"
+        ));
     }
     if flags["percentiles_clamped"] == serde_json::Value::Bool(true) {
         notes.push("some percentiles fell above the histogram bound (shown as >=bound); raise --hist-bound".into());

@@ -74,7 +74,7 @@ pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
     for t in triggers {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             run.id,
             t.seq,
             t.source,
@@ -88,6 +88,7 @@ pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
             t.lateness_ns,
             t.buffer_ns,
             t.late,
+            t.missed,
             t.measured_ns.map_or(String::new(), |m| m.to_string()),
             t.underruns_before
         );

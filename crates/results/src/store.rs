@@ -40,6 +40,7 @@ CREATE TABLE trigger (
     lateness_ns     INTEGER NOT NULL,
     buffer_ns       INTEGER NOT NULL,
     late            INTEGER NOT NULL,
+    missed          INTEGER NOT NULL,
     measured_ns     INTEGER,
     underruns_before INTEGER NOT NULL
 );
@@ -525,9 +526,9 @@ impl Store {
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trigger (run_id, seq, source, trigger_ns, note_frame, offset_frames,
-                    cycle, dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, measured_ns,
-                    underruns_before)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                    cycle, dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, missed,
+                    measured_ns, underruns_before)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             )?;
             for t in rows {
                 stmt.execute(params![
@@ -544,6 +545,7 @@ impl Store {
                     t.lateness_ns,
                     t.buffer_ns,
                     t.late,
+                    t.missed,
                     t.measured_ns,
                     t.underruns_before as i64,
                 ])?;
@@ -557,7 +559,7 @@ impl Store {
     pub fn triggers(&self, run_id: i64) -> Result<Vec<TriggerRow>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns,
-                wait_ns, lateness_ns, buffer_ns, late, measured_ns, underruns_before
+                wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before
              FROM trigger WHERE run_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -574,8 +576,9 @@ impl Store {
                 lateness_ns: r.get(9)?,
                 buffer_ns: r.get(10)?,
                 late: r.get(11)?,
-                measured_ns: r.get(12)?,
-                underruns_before: r.get::<_, i64>(13)? as u64,
+                missed: r.get(12)?,
+                measured_ns: r.get(13)?,
+                underruns_before: r.get::<_, i64>(14)? as u64,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
