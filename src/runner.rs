@@ -508,11 +508,7 @@ pub fn event_run(
         EventEnd::Complete => (RunStatus::Complete, None),
         EventEnd::Interrupted => (
             RunStatus::Interrupted,
-            Some(if ctx.stopped() {
-                "interrupted by a signal (Ctrl-C or SIGTERM); the measured triggers are kept".to_string()
-            } else {
-                "the trigger input ended before every trigger was measured".to_string()
-            }),
+            Some("interrupted by a signal (Ctrl-C or SIGTERM); the measured triggers are kept".to_string()),
         ),
         EventEnd::ServerGone(reason) => (
             RunStatus::Interrupted,

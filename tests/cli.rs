@@ -1496,3 +1496,66 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
         }
     }
 }
+
+#[test]
+fn ctrl_c_ends_an_event_run_with_its_triggers_and_stops_the_server_and_load() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    require_tool("top", "procps");
+    let dir = tempdir();
+    let db = dir.path().join("i.db");
+    let name = unique_server("ctrlc");
+    let mut child = spawn(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--triggers",
+            "1000",
+            "--spacing",
+            "30ms",
+            "--note",
+            "10ms",
+            "--load",
+            "top",
+            "-q",
+        ],
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let (run_id, tag) = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no triggers were stored"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(store) = Store::open_existing(&db) else {
+            continue;
+        };
+        if let Ok(Some(id)) = store.last_run_id() {
+            if store.triggers(id).map(|t| t.len()).unwrap_or(0) >= 5 {
+                let r = store.run(id).unwrap();
+                break (id, r.load["tag"].as_str().unwrap_or_default().to_string());
+            }
+        }
+    };
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130));
+    let store = Store::open_existing(&db).unwrap();
+    let r = store.run(run_id).unwrap();
+    assert_eq!(r.status, RunStatus::Interrupted);
+    assert!(store.triggers(run_id).unwrap().len() >= 5);
+    assert!(
+        jackd_pids(&name).is_empty(),
+        "the private jackd was stopped"
+    );
+    assert!(!tag.is_empty());
+    assert!(
+        load::tagged_processes(&tag).is_empty(),
+        "the top load was stopped"
+    );
+}

@@ -45,7 +45,8 @@ use std::time::Duration;
 pub enum TriggerSource {
     /// A timer at random instants.
     Timer,
-    /// Key presses on the terminal (stdin); `q`, Escape or end of input stops.
+    /// Key presses on the terminal (stdin); `q`, Escape or end of input ends the run
+    /// (complete, with the triggers pressed so far).
     Key,
     /// MIDI note-ons on the backend's MIDI input.
     Midi,
@@ -514,7 +515,7 @@ impl Processor for EventProcessor {
 pub enum EventEnd {
     /// Every trigger measured.
     Complete,
-    /// Stopped early (Ctrl-C, end of key input).
+    /// Stopped early by the stop flag (Ctrl-C).
     Interrupted,
     /// The audio server went away.
     ServerGone(String),
@@ -963,7 +964,7 @@ pub fn run(
                 // the last notes.
                 std::thread::sleep(Duration::from_nanos((info.period_ns() * 2.0) as u64));
                 if note_rx.is_empty() {
-                    end = EventEnd::Interrupted;
+                    // `q`, Escape or the end of the input: the user ended the run.
                     break;
                 }
             }
