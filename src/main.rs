@@ -6,7 +6,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | a run failed while measuring (what was measured is kept, status `failed`) |
+//! | 1 | a run failed while measuring (status `failed`), or its audio server went away mid-run (status `interrupted`); what was measured is kept |
 //! | 2 | refused before anything started: bad input, missing tool, unusable database |
 //! | 130 | interrupted by Ctrl-C / SIGTERM (the run is stored as `interrupted`) |
 
@@ -309,6 +309,18 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
         Some(list) => list.0.iter().copied().map(Some).collect(),
         None => vec![None],
     };
+    if periods.len() > 1 {
+        // Each is a private server's period: refuse a bad one before the first starts.
+        for p in periods.iter().flatten() {
+            engine::jack_server::validate_period(*p).map_err(|e| UsageError(e.to_string()))?;
+        }
+    }
+    if a.gpio.is_some() && a.trigger == probes::event::TriggerSource::Midi {
+        return Err(UsageError(
+            "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
+        )
+        .into());
+    }
     let first_req = server_request(a.server, a.server_name.clone(), a.rate, periods[0]);
     first_req
         .validate()
@@ -573,12 +585,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                             run_id: Some(run.run_id),
                             status: run.status.to_string(),
                             headline,
-                            underruns: Some(
-                                run.outcome.xruns.0
-                                    + run.outcome.xruns.1
-                                    + run.outcome.gaps.0
-                                    + run.outcome.gaps.1,
-                            ),
+                            underruns: Some(run.outcome.xruns.0 + run.outcome.xruns.1),
                             flags: run.flags.clone(),
                             note: run.error.clone().unwrap_or_else(|| {
                                 format!(

@@ -425,6 +425,24 @@ pub fn event_run(
         "event {} {} period {} {}",
         cell.config.workload, cell.load, sinfo.period_frames, cell.config.policy
     );
+    if !quiet || cell.config.source != probes::event::TriggerSource::Timer {
+        match cell.config.source {
+            probes::event::TriggerSource::Key => eprintln!(
+                "{label}: press a key for each trigger ({} wanted); q ends",
+                cell.config.triggers
+            ),
+            probes::event::TriggerSource::Midi => eprintln!(
+                "{label}: waiting for {} MIDI note-ons on {}:midi_in{}",
+                cell.config.triggers,
+                sinfo.client_name,
+                match &sinfo.midi_port {
+                    Some(p) if !p.is_empty() => format!(" (connected to {p})"),
+                    _ => " (connect a MIDI source to it, e.g. with jack_connect)".into(),
+                }
+            ),
+            probes::event::TriggerSource::Timer => {}
+        }
+    }
     let result = probes::event::run(&mut stream, &cell.config, &ctx.stop, |p| {
         // Written as it goes: trigger rows and under-runs are stored every ~50 ms.
         if !p.rows.is_empty() {

@@ -366,7 +366,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             ms(o.model_latency_ns()),
             ms(wait.mean),
             fmt_ns(cb.mean),
-            format!("{}/{}", o.xruns.0 + o.gaps.0, o.xruns.1 + o.gaps.1),
+            format!("{}/{}", o.xruns.0, o.xruns.1),
             if o.realtime() {
                 "yes".into()
             } else {
@@ -463,7 +463,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
     );
     let _ = writeln!(
         out,
-        "late cb = mean lateness of the callback that rendered the note after its cycle's start; under-runs = at start/steady (xruns + skipped cycles)."
+        "late cb = mean lateness of the callback that rendered the note after its cycle's start; under-runs = xruns the server reported before the first trigger / after it."
     );
     for r in runs {
         if let Some(e) = &r.error {

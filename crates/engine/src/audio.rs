@@ -36,7 +36,7 @@ pub enum AudioError {
     #[error("libjack could not be loaded ({0}): install the libjack-jackd2-0 package (it comes with jackd2) or pipewire-jack")]
     NoLibjack(String),
     /// The requested period is not one a JACK server runs.
-    #[error("--period {0}: JACK runs periods that are powers of two from 16 to 8192 frames; try 64, 128 or 256")]
+    #[error("--period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),
     /// The requested rate is outside what audiolat accepts.
     #[error("--rate {0}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000")]
@@ -187,7 +187,9 @@ pub struct Cycle {
     /// When this cycle nominally started, from the backend's clock (JACK: the driver's
     /// wake-up time from `jack_get_cycle_times`).
     pub nominal_ns: u64,
-    /// The backend's estimate of one period, in ns (JACK: its DLL-filtered period).
+    /// The time this cycle spans, in ns: from its start to the next cycle's start as the
+    /// backend predicts it (JACK: `next_usecs - current_usecs`, what `jack_frames_to_time`
+    /// interpolates over).
     pub period_ns: f64,
     /// When the callback really started.
     pub callback_ns: u64,
@@ -285,7 +287,8 @@ pub struct StreamStatus {
     pub gaps: u64,
     /// Cycle records dropped because the reader fell behind.
     pub records_dropped: u64,
-    /// Set when the server went away, with its reason.
+    /// Set when the server went away or changed the stream under us (its buffer size),
+    /// with the reason.
     pub shutdown: Option<String>,
     /// Set when the processor panicked, with the panic message.
     pub panic: Option<String>,

@@ -62,6 +62,7 @@ struct Shared {
     panicked: AtomicBool,
     panic: Mutex<Option<String>>,
     alloc_violations: AtomicU64,
+    resized_to: AtomicU64,
     xrun_log: Mutex<Vec<XrunRecord>>,
 }
 
@@ -108,6 +109,7 @@ struct Handler {
     next_frame: u64,
     note_ons: [NoteOn; MAX_NOTE_ONS],
     nominal_period_ns: f64,
+    prepared_frames: u32,
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -121,6 +123,16 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl jack::ProcessHandler for Handler {
+    /// Called on the audio thread before the first cycle and when the server changes its
+    /// buffer size. A change mid-run ends the stream's validity: the processor was
+    /// prepared for the old period and the reported latencies no longer hold.
+    fn buffer_size(&mut self, _: &jack::Client, size: jack::Frames) -> jack::Control {
+        if size != self.prepared_frames {
+            self.shared.resized_to.store(size as u64, Ordering::SeqCst);
+        }
+        jack::Control::Continue
+    }
+
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
         // Debug builds run every cycle under the allocation guard: a test binary that
         // installs `assert_no_alloc::AllocDisabler` counts any allocation made here.
@@ -139,8 +151,35 @@ impl jack::ProcessHandler for Handler {
     }
 }
 
+thread_local! {
+    /// Set while this thread runs a process callback: the panic hook stays silent there
+    /// (printing allocates and blocks; the message is kept through `catch_unwind`).
+    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that is silent on the audio thread and otherwise defers
+/// to the hook that was there before.
+fn install_quiet_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CALLBACK.with(|c| c.get()) {
+                previous(info);
+            }
+        }));
+    });
+}
+
 impl Handler {
     fn cycle(&mut self, ps: &jack::ProcessScope) -> jack::Control {
+        IN_CALLBACK.with(|c| c.set(true));
+        let control = self.cycle_inner(ps);
+        IN_CALLBACK.with(|c| c.set(false));
+        control
+    }
+
+    fn cycle_inner(&mut self, ps: &jack::ProcessScope) -> jack::Control {
         let callback_ns = monotonic_ns();
         let frames = ps.n_frames();
         let Handler {
@@ -162,7 +201,11 @@ impl Handler {
             Ok(t) => (
                 t.current_frames,
                 (t.current_usecs as i64 * 1000 + self.clock_offset_ns).max(0) as u64,
-                if t.period_usecs > 0.0 {
+                // Frames inside the cycle map to time between this wake-up and the next
+                // one, as jack_frames_to_time does.
+                if t.next_usecs > t.current_usecs {
+                    (t.next_usecs - t.current_usecs) as f64 * 1000.0
+                } else if t.period_usecs > 0.0 {
                     t.period_usecs as f64 * 1000.0
                 } else {
                     self.nominal_period_ns
@@ -170,7 +213,9 @@ impl Handler {
             ),
             Err(_) => (ps.last_frame_time(), callback_ns, self.nominal_period_ns),
         };
-        if self.index > 0 && low < self.last_frame_low {
+        // JACK's frame counter is 32 bits: a wrap goes from near the top to near the
+        // bottom. Any other backward step (a reset of its frame timer) is not a wrap.
+        if self.index > 0 && self.last_frame_low > 0xC000_0000 && low < 0x4000_0000 {
             self.frame_high += 1 << 32;
         }
         self.last_frame_low = low;
@@ -409,8 +454,9 @@ impl JackStream {
         }
     }
 
-    /// Frame position and CLOCK_MONOTONIC time of "now" as JACK sees it, for tests that
-    /// check the timing model against libjack's own conversion.
+    /// libjack's own conversion of a frame (JACK's 32-bit frame count) to
+    /// CLOCK_MONOTONIC ns, on its current cycle timing: the reference the engine's
+    /// [`Cycle::frame_time_ns`] is checked against.
     pub fn frames_to_time_ns(&self, frame: u32) -> Option<u64> {
         let c = self.client()?;
         Some((c.frames_to_time(frame) as i64 * 1000 + self.info.clock_offset_ns) as u64)
@@ -437,6 +483,7 @@ impl Backend for JackStream {
             });
         };
         processor.prepare(&self.info);
+        install_quiet_panic_hook();
         let out_name = out.name().map_err(jack_err("naming the output port"))?;
         let in_name = match &input {
             Some(p) => Some(p.name().map_err(jack_err("naming the input port"))?),
@@ -460,6 +507,7 @@ impl Backend for JackStream {
             next_frame: 0,
             note_ons: [NoteOn::default(); MAX_NOTE_ONS],
             nominal_period_ns: self.info.period_ns(),
+            prepared_frames: self.info.period_frames,
         };
         let notifications = Notifications {
             shared: self.shared.clone(),
@@ -511,6 +559,15 @@ impl Backend for JackStream {
         } else {
             None
         };
+        let resized = s.resized_to.load(Ordering::SeqCst);
+        let shutdown = shutdown.or_else(|| {
+            (resized != 0).then(|| {
+                format!(
+                    "the server changed its buffer size from {} to {resized} frames mid-run",
+                    self.info.period_frames
+                )
+            })
+        });
         StreamStatus {
             cycles: s.cycles.load(Ordering::Relaxed),
             xruns: s.xruns.load(Ordering::Relaxed),

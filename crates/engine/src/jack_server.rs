@@ -91,8 +91,8 @@ pub struct ServerRequest {
 impl ServerRequest {
     /// Checks the numbers before anything is started.
     pub fn validate(&self) -> Result<(), AudioError> {
-        if let Some(p) = self.period_frames {
-            validate_period(p)?;
+        if self.period_frames == Some(0) {
+            return Err(AudioError::BadPeriod(0));
         }
         if let Some(r) = self.rate_hz {
             if !(8_000..=384_000).contains(&r) {
@@ -112,7 +112,9 @@ impl ServerRequest {
     }
 }
 
-/// JACK periods are powers of two from 16 to 8192 frames.
+/// The periods audiolat gives a private server: powers of two from 16 to 8192 frames,
+/// what JACK clients expect (jackd's dummy driver would take others; a running server's
+/// period, whatever it is, is only compared with `--period`).
 pub fn validate_period(frames: u32) -> Result<(), AudioError> {
     if frames.is_power_of_two() && (16..=8192).contains(&frames) {
         Ok(())
@@ -176,7 +178,9 @@ impl JackServer {
                                 name,
                                 private: false,
                                 command_line: None,
-                                version: req.jackd.as_ref().and_then(|j| jackd_version(j)),
+                                // Not the local jackd's: the running server may be another
+                                // build, or PipeWire.
+                                version: None,
                             },
                             child: None,
                             output: Arc::default(),
@@ -191,6 +195,7 @@ impl JackServer {
     }
 
     fn start_private(req: &ServerRequest, name: Option<String>) -> Result<JackServer, AudioError> {
+        validate_period(req.period_frames.unwrap_or(DEFAULT_PERIOD_FRAMES))?;
         let jackd = req.jackd.clone().ok_or(AudioError::NoJackd)?;
         let name = match name {
             Some(name) => {

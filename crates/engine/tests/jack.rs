@@ -126,6 +126,37 @@ fn dummy_server_runs_a_stream_without_allocating_in_the_callback() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The engine's timing model against libjack's own conversion: the time of a frame in
+    // the latest cycle, read while that cycle is still the current one.
+    let mut compared = 0;
+    for _ in 0..200 {
+        let before = stream.status().cycles;
+        let mut latest = None;
+        while let Ok(r) = stream.cycles().pop() {
+            records.push(r);
+            latest = Some(r);
+        }
+        let Some(r) = latest else {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        let frame = r.cycle.first_frame + 100;
+        let libjack = stream.frames_to_time_ns(frame as u32).unwrap() as f64;
+        if r.cycle.index + 1 != before || stream.status().cycles != before {
+            continue;
+        }
+        let ours = r.cycle.frame_time_ns(100.0);
+        assert!(
+            (ours - libjack).abs() < 2_000.0,
+            "frame {frame}: engine {ours} ns, libjack {libjack} ns"
+        );
+        compared += 1;
+        if compared == 20 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    assert!(compared >= 5, "only {compared} comparisons with libjack");
     let status = stream.status();
     stream.stop();
     while let Ok(r) = stream.cycles().pop() {

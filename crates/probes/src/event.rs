@@ -391,9 +391,14 @@ impl Processor for EventProcessor {
         // 2. Events inside this cycle, in frame order: note-ons and the note-off.
         let mut starts: [(u32, usize); MAX_SCHEDULED] = [(u32::MAX, 0); MAX_SCHEDULED];
         let mut n_starts = 0;
-        for (i, slot) in self.scheduled.iter().enumerate() {
+        for (i, slot) in self.scheduled.iter_mut().enumerate() {
             if let Some(s) = slot {
                 if s.frame < end {
+                    if s.frame < first {
+                        // Its frame went by unrendered (the stream skipped cycles): it
+                        // starts at offset 0, late.
+                        s.late = true;
+                    }
                     starts[n_starts] = ((s.frame.max(first) - first) as u32, i);
                     n_starts += 1;
                 }
@@ -550,17 +555,22 @@ pub struct EventOutcome {
     pub rows: Vec<TriggerRow>,
     /// Cycles run.
     pub cycles: u64,
-    /// Callback start minus nominal cycle start, per cycle (negative values counted apart).
+    /// Callback start minus nominal cycle start, per cycle that started at or after it.
     pub lateness: LatencyHistogram,
-    /// Cycles whose callback started before the nominal start the backend reported.
-    pub early_cycles: u64,
+    /// Nominal cycle start minus callback start, per cycle whose callback started before
+    /// the nominal start the backend reported (its clock estimate ran ahead).
+    pub early: LatencyHistogram,
     /// Time in the processor per cycle.
     pub dsp: LatencyHistogram,
-    /// Server xruns before the first trigger, and after.
+    /// Cycles whose processor time exceeded the period.
+    pub dsp_misses: u64,
+    /// Under-runs the server reported (xruns) before the first trigger, and after.
     pub xruns: (u64, u64),
-    /// Skipped cycles (frame gaps) before the first trigger, and after.
+    /// Cycles the stream skipped (frame gaps) before the first trigger, and after. The
+    /// dummy driver's xruns skip cycles, so these mostly come with the xruns above; they
+    /// are not added to them.
     pub gaps: (u64, u64),
-    /// Under-run events with their times.
+    /// Xrun and skipped-cycle events with their times.
     pub underrun_events: Vec<Event>,
     /// Triggers that could not be handed to the audio thread or scheduled.
     pub dropped: u64,
@@ -736,10 +746,163 @@ fn trigger_thread(
     rt
 }
 
+/// What the probe thread gathers from the audio thread's rings.
+struct Collector {
+    source: String,
+    loopback: bool,
+    buffer_ns: f64,
+    capture_frames: f64,
+    frame_ns: f64,
+    stage_start_ns: u64,
+    timer: bool,
+    rows: Vec<TriggerRow>,
+    waiting: Vec<TriggerRow>,
+    reported: usize,
+    events: Vec<Event>,
+    cycles: u64,
+    lateness: LatencyHistogram,
+    early: LatencyHistogram,
+    dsp: LatencyHistogram,
+    dsp_misses: u64,
+    period_ns: f64,
+    xruns: (u64, u64),
+    gaps: (u64, u64),
+    first_trigger_ns: Option<u64>,
+}
+
+impl Collector {
+    fn in_steady(&self, t: u64) -> bool {
+        match self.first_trigger_ns {
+            Some(f) => t >= f,
+            None => self.timer && t >= self.stage_start_ns,
+        }
+    }
+
+    /// Drains every ring; returns the under-run events found.
+    fn drain(
+        &mut self,
+        backend: &mut dyn Backend,
+        notes: &mut rtrb::Consumer<NoteStart>,
+        onsets: &mut rtrb::Consumer<Onset>,
+    ) -> Vec<Event> {
+        let mut new_events = Vec::new();
+        while let Ok(r) = backend.cycles().pop() {
+            self.cycles += 1;
+            let l = r.cycle.lateness_ns();
+            if l < 0 {
+                self.early.record(l.unsigned_abs());
+            } else {
+                self.lateness.record(l as u64);
+            }
+            self.dsp.record(r.dsp_ns);
+            if r.dsp_ns as f64 > self.period_ns {
+                self.dsp_misses += 1;
+            }
+            if r.gap_frames > 0 {
+                if self.in_steady(r.cycle.callback_ns) {
+                    self.gaps.1 += 1;
+                } else {
+                    self.gaps.0 += 1;
+                }
+                new_events.push(Event {
+                    mono_ns: r.cycle.callback_ns,
+                    kind: "skipped_cycles".into(),
+                    detail: json!({"cycle": r.cycle.index, "frames_skipped": r.gap_frames}),
+                });
+            }
+        }
+        for x in backend.take_xruns() {
+            if self.in_steady(x.mono_ns) {
+                self.xruns.1 += 1;
+            } else {
+                self.xruns.0 += 1;
+            }
+            new_events.push(Event {
+                mono_ns: x.mono_ns,
+                kind: "xrun".into(),
+                detail: json!({"source": "server", "cycles_done": x.cycles_done}),
+            });
+        }
+        let underruns = self.xruns.0 + self.xruns.1;
+        while let Ok(n) = notes.pop() {
+            self.first_trigger_ns = Some(
+                self.first_trigger_ns
+                    .map_or(n.trigger_ns, |f| f.min(n.trigger_ns)),
+            );
+            let c = n.cycle;
+            let note_frame = c.first_frame + n.offset as u64;
+            let frame_ns = n
+                .map
+                .frame_time_ns(note_frame as f64 - n.map.first_frame as f64);
+            let dac_ns = frame_ns + self.buffer_ns;
+            let wait_ns = (frame_ns - n.trigger_ns as f64).round() as i64;
+            let row = TriggerRow {
+                seq: n.seq,
+                source: self.source.clone(),
+                trigger_ns: n.trigger_ns,
+                note_frame,
+                offset_frames: n.offset,
+                cycle: c.index,
+                dac_ns: dac_ns.max(0.0) as u64,
+                latency_ns: wait_ns + self.buffer_ns.round() as i64,
+                wait_ns,
+                lateness_ns: c.lateness_ns(),
+                buffer_ns: self.buffer_ns.round() as i64,
+                late: n.late,
+                // The cycle's buffer is due when the next cycle starts; a callback that
+                // only began after that could not have its note played on time.
+                missed: c.callback_ns as f64 > c.nominal_ns as f64 + c.period_ns,
+                measured_ns: None,
+                underruns_before: underruns,
+            };
+            if self.loopback {
+                self.waiting.push(row);
+            } else {
+                self.rows.push(row);
+            }
+        }
+        while let Ok(o) = onsets.pop() {
+            if let Some(i) = self.waiting.iter().position(|r| r.seq == o.seq) {
+                let mut row = self.waiting.remove(i);
+                // Output and capture run on one sample clock: the frames from the note's
+                // position in the output stream to its onset in the capture, less the
+                // capture latency, are the time from the note's frame to the sound,
+                // exactly. Added to the wait, that is the measured latency.
+                row.measured_ns = o.captured_frame.map(|c| {
+                    let frames = c as f64 - row.note_frame as f64 - self.capture_frames;
+                    row.wait_ns + (frames * self.frame_ns).round() as i64
+                });
+                self.rows.push(row);
+            }
+        }
+        self.events.extend(new_events.iter().cloned());
+        new_events
+    }
+
+    /// Hands the rows and events gathered since the last report to `progress`.
+    fn report(
+        &mut self,
+        new_events: &[Event],
+        progress: &mut impl FnMut(EventProgress<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let result = progress(EventProgress {
+            rows: &self.rows[self.reported..],
+            events: new_events,
+            measured: self.rows.len() as u64,
+            cycles: self.cycles,
+            underruns: self.xruns.0 + self.xruns.1,
+        });
+        self.reported = self.rows.len();
+        result
+    }
+}
+
 /// Runs the probe on an opened, not yet started backend. `progress` is called about every
-/// 50 ms with the rows completed since the last call; returning `Err(reason)` ends the run
-/// as [`EventEnd::ServerGone`] (the caller watches a private server's process). Raising
-/// `stop` ends it as [`EventEnd::Interrupted`]. The backend is stopped before returning.
+/// 20 ms with the rows completed since the last call, and once more after the stream has
+/// stopped with the rest (so every trigger measured reaches the caller); returning
+/// `Err(reason)` ends the run as [`EventEnd::ServerGone`] (the caller watches a private
+/// server's process). Raising `stop` ends it as [`EventEnd::Interrupted`]. The backend is
+/// stopped before returning.
 pub fn run(
     backend: &mut dyn Backend,
     config: &EventConfig,
@@ -751,6 +914,11 @@ pub fn run(
     if config.source == TriggerSource::Midi && info.midi_port.is_none() {
         return Err(EventError::Config(
             "MIDI triggers need the backend's MIDI input: open it with a MIDI port".into(),
+        ));
+    }
+    if config.source == TriggerSource::Midi && config.gpio.is_some() {
+        return Err(EventError::Config(
+            "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
         ));
     }
     let gpio = match &config.gpio {
@@ -784,28 +952,35 @@ pub fn run(
         loopback_timeout_ms: config.loopback_timeout_ms,
     };
     let steal = StealSampler::start(Duration::from_millis(50), None);
-    let mut lateness = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
-    let mut dsp_hist = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
+    let hist = || LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
     let start_ns = monotonic_ns();
     backend.start(Box::new(processor))?;
-    let loopback = info.capture_port.is_some();
-    let buffer_ns = info.playback_latency_ns();
-    let capture_frames = info.capture_latency_frames as f64;
-    let frame_ns = 1e9 / info.sample_rate_hz as f64;
+    let mut c = Collector {
+        source: config.source.to_string(),
+        loopback: info.capture_port.is_some(),
+        buffer_ns: info.playback_latency_ns(),
+        capture_frames: info.capture_latency_frames as f64,
+        frame_ns: 1e9 / info.sample_rate_hz as f64,
+        stage_start_ns: start_ns + (config.warmup_ms * 1e6) as u64,
+        timer: config.source == TriggerSource::Timer,
+        rows: Vec::new(),
+        waiting: Vec::new(),
+        reported: 0,
+        events: Vec::new(),
+        cycles: 0,
+        lateness: hist(),
+        early: hist(),
+        dsp: hist(),
+        dsp_misses: 0,
+        period_ns: info.period_ns(),
+        xruns: (0, 0),
+        gaps: (0, 0),
+        first_trigger_ns: None,
+    };
 
     let done = AtomicBool::new(false);
     let input_ended = AtomicBool::new(false);
-    let mut rows: Vec<TriggerRow> = Vec::new();
-    let mut waiting: Vec<TriggerRow> = Vec::new();
-    let mut underrun_events = Vec::new();
-    let mut early_cycles = 0u64;
-    let mut cycles = 0u64;
-    let mut xruns = (0u64, 0u64);
-    let mut gaps = (0u64, 0u64);
-    let mut first_trigger_ns: Option<u64> = None;
     let mut end = EventEnd::Complete;
-    let stage_start_ns = start_ns + (config.warmup_ms * 1e6) as u64;
-
     let trigger_rt = std::thread::scope(|s| -> Result<Option<ThreadRt>, EventError> {
         let handle = if config.source == TriggerSource::Midi {
             None
@@ -833,107 +1008,10 @@ pub fn run(
                     })?,
             )
         };
-        let mut last_report = 0usize;
         loop {
             std::thread::sleep(Duration::from_millis(20));
-            let in_steady = |t: u64, first: Option<u64>| match first {
-                Some(f) => t >= f,
-                None => t >= stage_start_ns && config.source == TriggerSource::Timer,
-            };
-            let mut new_events = Vec::new();
-            while let Ok(r) = backend.cycles().pop() {
-                cycles += 1;
-                let l = r.cycle.lateness_ns();
-                if l < 0 {
-                    early_cycles += 1;
-                } else {
-                    lateness.record(l as u64);
-                }
-                dsp_hist.record(r.dsp_ns);
-                if r.gap_frames > 0 {
-                    if in_steady(r.cycle.callback_ns, first_trigger_ns) {
-                        gaps.1 += 1;
-                    } else {
-                        gaps.0 += 1;
-                    }
-                    new_events.push(Event {
-                        mono_ns: r.cycle.callback_ns,
-                        kind: "underrun".into(),
-                        detail: json!({"source": "frame gap", "cycle": r.cycle.index,
-                                       "frames_skipped": r.gap_frames}),
-                    });
-                }
-            }
-            for x in backend.take_xruns() {
-                if in_steady(x.mono_ns, first_trigger_ns) {
-                    xruns.1 += 1;
-                } else {
-                    xruns.0 += 1;
-                }
-                new_events.push(Event {
-                    mono_ns: x.mono_ns,
-                    kind: "xrun".into(),
-                    detail: json!({"source": "server", "cycles_done": x.cycles_done}),
-                });
-            }
-            let underruns = xruns.0 + xruns.1 + gaps.0 + gaps.1;
-            while let Ok(n) = note_rx.pop() {
-                first_trigger_ns =
-                    Some(first_trigger_ns.map_or(n.trigger_ns, |f| f.min(n.trigger_ns)));
-                let c = n.cycle;
-                let note_frame = c.first_frame + n.offset as u64;
-                let frame_ns = n
-                    .map
-                    .frame_time_ns(note_frame as f64 - n.map.first_frame as f64);
-                let dac_ns = frame_ns + buffer_ns;
-                let wait_ns = (frame_ns - n.trigger_ns as f64).round() as i64;
-                let row = TriggerRow {
-                    seq: n.seq,
-                    source: config.source.to_string(),
-                    trigger_ns: n.trigger_ns,
-                    note_frame,
-                    offset_frames: n.offset,
-                    cycle: c.index,
-                    dac_ns: dac_ns.max(0.0) as u64,
-                    latency_ns: wait_ns + buffer_ns.round() as i64,
-                    wait_ns,
-                    lateness_ns: c.lateness_ns(),
-                    buffer_ns: buffer_ns.round() as i64,
-                    late: n.late,
-                    missed: c.callback_ns as f64 > dac_ns,
-                    measured_ns: None,
-                    underruns_before: underruns,
-                };
-                if loopback {
-                    waiting.push(row);
-                } else {
-                    rows.push(row);
-                }
-            }
-            while let Ok(o) = onset_rx.pop() {
-                if let Some(i) = waiting.iter().position(|r| r.seq == o.seq) {
-                    let mut row = waiting.remove(i);
-                    // Output and capture run on one sample clock: the frames from the
-                    // note's position in the output stream to its onset in the capture,
-                    // less the capture latency, are the time from the note's frame to the
-                    // sound, exactly. Added to the wait, that is the measured latency.
-                    row.measured_ns = o.captured_frame.map(|c| {
-                        let frames = c as f64 - row.note_frame as f64 - capture_frames;
-                        row.wait_ns + (frames * frame_ns).round() as i64
-                    });
-                    rows.push(row);
-                }
-            }
-            underrun_events.extend(new_events.iter().cloned());
-            let measured = rows.len() as u64;
-            let report = progress(EventProgress {
-                rows: &rows[last_report..],
-                events: &new_events,
-                measured,
-                cycles,
-                underruns,
-            });
-            last_report = rows.len();
+            let new_events = c.drain(backend, &mut note_rx, &mut onset_rx);
+            let report = c.report(&new_events, &mut progress);
             let status = backend.status();
             if let Some(p) = status.panic {
                 end = EventEnd::Panicked(p);
@@ -951,15 +1029,16 @@ pub fn run(
                 end = EventEnd::Interrupted;
                 break;
             }
+            let measured = c.rows.len() as u64;
             if measured >= config.triggers {
                 break;
             }
             let handed = counters.triggers_dropped.load(Ordering::Relaxed)
                 + counters.notes_dropped.load(Ordering::Relaxed);
-            if measured + handed >= config.triggers && waiting.is_empty() {
+            if measured + handed >= config.triggers && c.waiting.is_empty() {
                 break;
             }
-            if input_ended.load(Ordering::SeqCst) && waiting.is_empty() && note_rx.is_empty() {
+            if input_ended.load(Ordering::SeqCst) && c.waiting.is_empty() && note_rx.is_empty() {
                 // The trigger thread is done; give the audio thread two periods to start
                 // the last notes.
                 std::thread::sleep(Duration::from_nanos((info.period_ns() * 2.0) as u64));
@@ -974,23 +1053,28 @@ pub fn run(
     })?;
     backend.stop();
     let end_ns = monotonic_ns();
-    // Rows still waiting for a loopback onset keep their model latency.
-    rows.append(&mut waiting);
-    rows.sort_by_key(|r| r.seq);
+    // The last records, notes and onsets; rows still waiting for a loopback onset keep
+    // their model latency. Every row reaches the caller.
+    let new_events = c.drain(backend, &mut note_rx, &mut onset_rx);
+    let mut waiting = std::mem::take(&mut c.waiting);
+    c.rows.append(&mut waiting);
+    let _ = c.report(&new_events, &mut progress);
+    c.rows.sort_by_key(|r| r.seq);
     let status = backend.status();
     drop(process_rt);
     Ok(EventOutcome {
         config: config.clone(),
         info,
         end,
-        rows,
-        cycles,
-        lateness,
-        early_cycles,
-        dsp: dsp_hist,
-        xruns,
-        gaps,
-        underrun_events,
+        rows: c.rows,
+        cycles: c.cycles,
+        lateness: c.lateness,
+        early: c.early,
+        dsp: c.dsp,
+        dsp_misses: c.dsp_misses,
+        xruns: c.xruns,
+        gaps: c.gaps,
+        underrun_events: c.events,
         dropped: counters.triggers_dropped.load(Ordering::Relaxed)
             + counters.notes_dropped.load(Ordering::Relaxed),
         midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
@@ -1002,7 +1086,7 @@ pub fn run(
         steal: steal.finish(),
         start_ns,
         end_ns,
-        first_trigger_ns,
+        first_trigger_ns: c.first_trigger_ns,
     })
 }
 
@@ -1139,18 +1223,20 @@ impl EventOutcome {
             &method_model,
             self.hist_from_rows(|r| (!r.missed).then_some(r.latency_ns)),
         );
-        m.detail = json!({"exact": self.latency().to_json(), "model_mean_ns": self.model_latency_ns(),
-                          "late_triggers": self.late(), "missed_triggers": self.missed()});
+        // The latency histogram holds only positive values; the wait can be negative (a
+        // trigger that arrived after its cycle's nominal start, before the callback), so
+        // its statistics are kept exact, not as a histogram that would clamp them.
+        let valid = || self.rows.iter().filter(|r| !r.missed);
+        m.detail = json!({
+            "exact": self.latency().to_json(),
+            "wait_ns": Stats::of(valid().map(|r| r.wait_ns as f64)).to_json(),
+            "rendering_callback_lateness_ns": Stats::of(valid().map(|r| r.lateness_ns as f64)).to_json(),
+            "buffer_ns": self.info.playback_latency_ns(),
+            "model_mean_ns": self.model_latency_ns(),
+            "late_triggers": self.late(),
+            "missed_triggers": self.missed(),
+        });
         out.push(m);
-        let mut w = Measurement::from_histogram(
-            "event",
-            "event_wait",
-            "trigger -> the note's frame position in the stream (wait for the cycle + offset)",
-            self.hist_from_rows(|r| Some(r.wait_ns)),
-        );
-        w.detail =
-            json!({"exact": Stats::of(self.rows.iter().map(|r| r.wait_ns as f64)).to_json()});
-        out.push(w);
         if self.rows.iter().any(|r| r.measured_ns.is_some()) {
             let mut l = Measurement::from_histogram(
                 "event",
@@ -1173,8 +1259,16 @@ impl EventOutcome {
             "per cycle: callback start - the cycle's nominal start from the server",
             self.lateness.clone(),
         );
-        lat.detail = json!({"early_cycles": self.early_cycles});
+        lat.detail = json!({"cycles_early": self.early.count()});
         out.push(lat);
+        if self.early.count() > 0 {
+            out.push(Measurement::from_histogram(
+                "event",
+                "callback_early",
+                "per cycle whose callback started before the cycle's nominal start from the server (its clock estimate ran ahead): nominal start - callback start",
+                self.early.clone(),
+            ));
+        }
         let mut d = Measurement::from_histogram(
             "event",
             "dsp_time",
@@ -1182,7 +1276,7 @@ impl EventOutcome {
             self.dsp.clone(),
         );
         d.deadline = Some(self.info.period_ns());
-        d.misses = Some(0);
+        d.misses = Some(self.dsp_misses);
         d.detail = json!({"dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
                           "dsp_load_percent_max": 100.0 * self.dsp.max() as f64 / self.info.period_ns()});
         out.push(d);
@@ -1252,9 +1346,8 @@ impl EventOutcome {
             "lateness_ms": Stats::of(self.rows.iter().map(|r| r.lateness_ns as f64)).scaled(ms).to_json(),
             "buffer_ms": self.info.playback_latency_ns() * ms,
             "cycles": self.cycles,
-            "underruns": {"start": self.xruns.0 + self.gaps.0, "steady": self.xruns.1 + self.gaps.1,
-                          "xruns_start": self.xruns.0, "xruns_steady": self.xruns.1,
-                          "gaps_start": self.gaps.0, "gaps_steady": self.gaps.1},
+            "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
+                          "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},
             "late_triggers": self.late(),
             "missed_triggers": self.missed(),
             "dropped_triggers": self.dropped,

@@ -79,4 +79,54 @@ fn the_event_callback_never_allocates_and_the_loopback_onset_is_frame_exact() {
             }
         }
     }
+    // The MIDI input path, under the same guard: note-ons from jackd2's own sequencer.
+    let Some(midiseq) = load::find_in_path("jack_midiseq") else {
+        eprintln!("MIDI part skipped: jack_midiseq is not installed (apt install jackd2)");
+        return;
+    };
+    let mut seq = std::process::Command::new(midiseq)
+        .env("JACK_DEFAULT_SERVER", server.name())
+        .args([
+            "audiolat-seq",
+            "12000",
+            "0",
+            "60",
+            "1000",
+            "6000",
+            "64",
+            "1000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("jack_midiseq starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut stream = loop {
+        match JackStream::open(
+            server.info(),
+            JackConfig {
+                midi: Some("audiolat-seq:out".into()),
+                ..JackConfig::default()
+            },
+        ) {
+            Ok(s) => break s,
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let mut config = EventConfig::new(TriggerSource::Midi, NotePolicy::Fixed);
+    config.triggers = 8;
+    config.note_ms = 5.0;
+    let stop = AtomicBool::new(false);
+    let outcome = event::run(&mut stream, &config, &stop, |_| Ok(())).expect("runs");
+    // SAFETY: a clean stop of the sequencer this test started.
+    unsafe { libc::kill(seq.id() as i32, libc::SIGTERM) };
+    let _ = seq.wait();
+    assert_eq!(outcome.end, EventEnd::Complete);
+    assert_eq!(outcome.alloc_violations, 0, "midi: the callback allocated");
+    assert!(outcome.rows.len() >= 8);
+    assert!(outcome.rows.iter().all(|r| r.source == "midi"));
 }

@@ -69,7 +69,7 @@ pub fn run_json(
 /// One CSV row per trigger of an `event` run (times in ns, CLOCK_MONOTONIC).
 pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
     let mut out = String::from(
-        "run_id,seq,source,trigger_ns,note_frame,offset_frames,cycle,dac_ns,latency_ns,wait_ns,lateness_ns,buffer_ns,late,measured_ns,underruns_before\n",
+        "run_id,seq,source,trigger_ns,note_frame,offset_frames,cycle,dac_ns,latency_ns,wait_ns,lateness_ns,buffer_ns,late,missed,measured_ns,underruns_before\n",
     );
     for t in triggers {
         let _ = writeln!(
