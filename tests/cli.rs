@@ -1562,3 +1562,36 @@ fn ctrl_c_ends_an_event_run_with_its_triggers_and_stops_the_server_and_load() {
         "the top load was stopped"
     );
 }
+
+#[test]
+fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
+    let dir = tempdir();
+    let db = dir.path().join("b.db");
+    let v = run_json(
+        &db,
+        &["bench", "--each", "20ms", "--period", "64", "--json"],
+    );
+    assert_eq!(v["reference"]["name"], "reference f32::sin");
+    assert!(v["reference"]["ns_per_sample"].as_f64().unwrap() > 0.0);
+    let names: Vec<&str> = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    for w in ["sine", "poly"] {
+        assert!(names.contains(&w), "{names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("bank:")), "{names:?}");
+    for k in v["kernels"].as_array().unwrap() {
+        assert!(k["ns_per_sample"].as_f64().unwrap() > 0.0, "{k}");
+        assert!(k["ratio_to_reference"].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(v["voice_capacity"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["period_frames"], 64);
+    let text = run(&db, &["bench", "--each", "20ms"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("voice capacity:"));
+    assert!(text.stdout.contains("ns/sample"));
+    assert!(!db.exists(), "bench stores nothing");
+}
