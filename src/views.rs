@@ -489,7 +489,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         if missed > 0 {
             let _ = writeln!(
                 out,
-                "run {}: {missed} notes were rendered after their DAC time (their callback ran that late: an under-run) and are left out of n and the figures",
+                "run {}: {missed} notes were rendered by a callback that started after its cycle's deadline (an under-run); they are left out of n and the figures",
                 r.run_id
             );
         }
@@ -497,7 +497,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         if late > 0 {
             let _ = writeln!(
                 out,
-                "run {}: {late} triggers reached the audio thread after their frame had passed (started at offset 0)",
+                "run {}: {late} of the triggers reached the audio thread after their frame had passed (started at offset 0 of the next cycle)",
                 r.run_id
             );
         }

@@ -16,7 +16,8 @@
 //!   latency is that minus the trigger time, decomposed into the *wait* (trigger to the
 //!   note's frame position in the stream), the *buffer* (playback latency), and the
 //!   rendering callback's *scheduling lateness* (shown beside them: it costs nothing
-//!   until it exceeds the period, when it becomes an under-run);
+//!   until the callback starts after its cycle's deadline, the next cycle's start; such
+//!   a note is flagged `missed` and left out of the figures);
 //! - with a **loopback** capture (a cable from output to input on real hardware) the
 //!   onset is also found in the captured signal, and that measured latency is kept next
 //!   to the model's.
@@ -1175,7 +1176,7 @@ impl EventOutcome {
         )
     }
 
-    /// Triggers whose rendering callback came after the note's DAC time (an under-run).
+    /// Triggers whose rendering callback started after its cycle's deadline (an under-run).
     pub fn missed(&self) -> u64 {
         self.rows.iter().filter(|r| r.missed).count() as u64
     }

@@ -294,7 +294,7 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
     }
     if let Some(n) = flags["missed_triggers"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(
-            "{n} notes were rendered after their DAC time (the callback ran that late: an under-run); they are left out of the latency figures"
+            "{n} notes were rendered by a callback that started after its cycle's deadline (an under-run); they are left out of the latency figures"
         ));
     }
     if let Some(n) = flags["alloc_violations"].as_u64().filter(|&n| n > 0) {

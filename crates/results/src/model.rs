@@ -362,9 +362,10 @@ pub struct TriggerRow {
     /// Fixed policy only: the trigger reached the audio thread after its frame had
     /// passed, so the note started at offset 0 of the first cycle that saw it.
     pub late: bool,
-    /// The callback that rendered the note started after the note's DAC time by the
-    /// model: the note could not sound then (an under-run hit it). Such rows are kept but
-    /// left out of the latency statistics.
+    /// The callback that rendered the note started after its cycle's deadline (the next
+    /// cycle's start, when the server takes the buffer): the note could not sound at its
+    /// modelled time (an under-run hit it). Such rows are kept but left out of the
+    /// latency statistics.
     pub missed: bool,
     /// Latency measured from the loopback capture's onset, when there is one.
     pub measured_ns: Option<i64>,
