@@ -573,17 +573,18 @@ impl Pool {
 /// alternate which tool goes first, so both see the same slices of this machine's
 /// (hypervisor's) noise.
 ///
-/// Tolerances, stated:
-/// - agreement: the pooled medians within 5 µs + 25 %, and the pooled 99th percentiles
-///   within a factor of 2.5 (+ 100 µs) either way. On this VM the host steals the CPU for
-///   milliseconds and the 99th percentile moves by tens of percent between rounds, up
-///   to a factor of two between single rounds; pooling ten rounds keeps the two tools
-///   within about 30 % of each other.
+/// Tolerances, stated. Every statistic is compared round by round (the two tools ran
+/// back to back) and the median over the ten rounds is asserted, never a pooled tail: one
+/// burst of host steal (here up to ~12 ms, sometimes for long stretches) can fill the
+/// pooled 99th percentile of whichever tool it lands on, and a CI machine once showed
+/// cyclictest at 630 µs pooled p99 against audiolat's 210 µs with equal medians.
+/// - agreement: the medians within 5 µs + 25 % (pooled and median round), the 90th
+///   percentiles within 10 µs + 50 % in the median round, either way;
 /// - not worse because of its own overhead: in the median round, audiolat's 99th
-///   percentile exceeds cyclictest's from the same round by at most 25 µs + 50 % of it,
-///   and its pooled median by at most 5 µs + 25 %. A median over paired rounds is
-///   robust to the few rounds a burst of steal lands in; a probe with real overhead on
-///   the wake-up path would exceed it in most rounds.
+///   percentile exceeds cyclictest's from the same round by at most 25 µs + 50 % of it.
+///   A probe with real overhead on the wake-up path would exceed it in most rounds.
+///
+/// The pooled 99th percentiles are printed, not asserted.
 #[test]
 fn jitter_agrees_with_cyclictest() {
     let _m = machine_lock();
@@ -637,8 +638,8 @@ fn jitter_agrees_with_cyclictest() {
     };
     let mut ours = Pool::default();
     let mut reference = Pool::default();
-    let mut excess_p99 = Vec::new();
-    let mut reference_p99 = Vec::new();
+    let (mut excess_p50, mut excess_p90, mut excess_p99) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut reference_p90, mut reference_p99) = (Vec::new(), Vec::new());
     for round in 0..10 {
         let (a, c) = if round % 2 == 0 {
             let c = run_reference();
@@ -650,6 +651,9 @@ fn jitter_agrees_with_cyclictest() {
         let (mut pa, mut pc) = (Pool::default(), Pool::default());
         pa.add(&a);
         pc.add(&c);
+        excess_p50.push(pa.percentile_us(50.0) as f64 - pc.percentile_us(50.0) as f64);
+        excess_p90.push(pa.percentile_us(90.0) as f64 - pc.percentile_us(90.0) as f64);
+        reference_p90.push(pc.percentile_us(90.0) as f64);
         excess_p99.push(pa.percentile_us(99.0) as f64 - pc.percentile_us(99.0) as f64);
         reference_p99.push(pc.percentile_us(99.0) as f64);
         ours.add(&a);
@@ -669,18 +673,25 @@ fn jitter_agrees_with_cyclictest() {
     );
     let excess = median(&mut excess_p99);
     let round_c99 = median(&mut reference_p99);
+    let (round_excess50, round_excess90) = (median(&mut excess_p50), median(&mut excess_p90));
+    let round_c90 = median(&mut reference_p90);
     eprintln!(
         "pooled p50: audiolat {a50} us, cyclictest {c50} us; pooled p99: audiolat {a99} us, \
-         cyclictest {c99} us; median per-round p99 excess {excess} us (cyclictest's median round p99 {round_c99} us)"
+         cyclictest {c99} us; median round: p50 excess {round_excess50} us, p90 excess \
+         {round_excess90} us (cyclictest {round_c90} us), p99 excess {excess} us (cyclictest \
+         {round_c99} us)"
     );
     let median_tol = 5.0 + 0.25 * c50;
     assert!(
-        (a50 - c50).abs() <= median_tol,
-        "medians disagree: audiolat {a50} us, cyclictest {c50} us (tolerance {median_tol:.0} us)"
+        (a50 - c50).abs() <= median_tol && round_excess50.abs() <= median_tol,
+        "medians disagree: audiolat {a50} us, cyclictest {c50} us pooled, {round_excess50} us \
+         apart in the median round (tolerance {median_tol:.0} us)"
     );
+    let p90_tol = 10.0 + 0.5 * round_c90;
     assert!(
-        a99 <= 2.5 * c99 + 100.0 && c99 <= 2.5 * a99 + 100.0,
-        "99th percentiles disagree: audiolat {a99} us, cyclictest {c99} us"
+        round_excess90.abs() <= p90_tol,
+        "90th percentiles disagree: {round_excess90} us apart in the median round, cyclictest's \
+         {round_c90} us (tolerance {p90_tol:.0} us)"
     );
     assert!(
         excess <= 25.0 + 0.5 * round_c99,
