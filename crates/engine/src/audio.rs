@@ -287,8 +287,8 @@ pub struct StreamStatus {
     pub gaps: u64,
     /// Cycle records dropped because the reader fell behind.
     pub records_dropped: u64,
-    /// Set when the server went away or changed the stream under us (its buffer size),
-    /// with the reason.
+    /// Set when the server went away, changed the stream under us (its buffer size) or
+    /// stopped calling the stream (a backend's stall limit), with the reason.
     pub shutdown: Option<String>,
     /// Set when the processor panicked, with the panic message.
     pub panic: Option<String>,

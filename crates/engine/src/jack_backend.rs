@@ -13,6 +13,13 @@
 //! - JACK's notification thread records xruns (with their time) and a server shutdown;
 //! - the thread that owns the [`JackStream`] drains the records and polls
 //!   [`Backend::status`].
+//!
+//! A started stream whose process callback stops being called (no cycle for
+//! [`STALL_AFTER_MS`] ms or 16 periods, whichever is longer) is reported as ended, with the
+//! reason, rather than waited on for ever: a server that hangs (or is stopped) says
+//! nothing, and jackd2 1.9.21 can leave a client unwoken when a client ahead of it in the
+//! graph kept a stale wake-up handle for its slot (a client that closed while that one was
+//! still opening).
 
 use crate::audio::{
     AudioError, Backend, Cycle, CycleRecord, Io, Model, NoteOn, Processor, ServerInfo, StreamInfo,
@@ -51,9 +58,15 @@ impl Default for JackConfig {
     }
 }
 
+/// A running stream with no process callback for this long (or 16 periods, if longer) is
+/// reported as stalled.
+pub const STALL_AFTER_MS: u64 = 2000;
+
 #[derive(Default)]
 struct Shared {
     cycles: AtomicU64,
+    /// CLOCK_MONOTONIC ns of the latest callback's start.
+    last_callback_ns: AtomicU64,
     xruns: AtomicU64,
     gaps: AtomicU64,
     dropped: AtomicU64,
@@ -181,6 +194,9 @@ impl Handler {
 
     fn cycle_inner(&mut self, ps: &jack::ProcessScope) -> jack::Control {
         let callback_ns = monotonic_ns();
+        self.shared
+            .last_callback_ns
+            .store(callback_ns, Ordering::Relaxed);
         let frames = ps.n_frames();
         let Handler {
             out,
@@ -310,6 +326,8 @@ pub struct JackStream {
     config: JackConfig,
     shared: Arc<Shared>,
     records: rtrb::Consumer<CycleRecord>,
+    /// CLOCK_MONOTONIC ns when the client was activated.
+    started_ns: u64,
 }
 
 fn jack_err(op: &'static str) -> impl Fn(jack::Error) -> AudioError {
@@ -443,6 +461,7 @@ impl JackStream {
             config,
             shared: Arc::default(),
             records,
+            started_ns: 0,
         })
     }
 
@@ -452,6 +471,41 @@ impl JackStream {
             State::Running(a) => Some(a.as_client()),
             State::Stopped => None,
         }
+    }
+
+    /// Why the running stream counts as stalled: no process callback for
+    /// [`STALL_AFTER_MS`] (or 16 periods) since the last one or since activation.
+    fn stalled(&self) -> Option<String> {
+        if !matches!(self.state, State::Running(_)) {
+            return None;
+        }
+        let limit_ns = (STALL_AFTER_MS * 1_000_000).max((16.0 * self.info.period_ns()) as u64);
+        let last_ns = self
+            .shared
+            .last_callback_ns
+            .load(Ordering::Relaxed)
+            .max(self.started_ns);
+        let silent_ns = monotonic_ns().saturating_sub(last_ns);
+        if silent_ns <= limit_ns {
+            return None;
+        }
+        let cycles = self.shared.cycles.load(Ordering::Relaxed);
+        Some(if cycles == 0 {
+            format!(
+                "the JACK server `{}` never ran audiolat's process callback in the {:.1} s since \
+                 it was activated: the server or a client ahead of audiolat in its graph is stuck \
+                 (restart the server and the clients connected to audiolat's inputs)",
+                self.info.server.name,
+                silent_ns as f64 / 1e9
+            )
+        } else {
+            format!(
+                "the JACK server `{}` stopped running audiolat's process callback: none for \
+                 {:.1} s after {cycles} cycles (is the server stopped or hung?)",
+                self.info.server.name,
+                silent_ns as f64 / 1e9
+            )
+        })
     }
 
     /// libjack's own conversion of a frame (JACK's 32-bit frame count) to
@@ -512,6 +566,7 @@ impl Backend for JackStream {
         let notifications = Notifications {
             shared: self.shared.clone(),
         };
+        self.started_ns = monotonic_ns();
         let active = client
             .activate_async(notifications, handler)
             .map_err(jack_err("activating the client"))?;
@@ -560,14 +615,16 @@ impl Backend for JackStream {
             None
         };
         let resized = s.resized_to.load(Ordering::SeqCst);
-        let shutdown = shutdown.or_else(|| {
-            (resized != 0).then(|| {
-                format!(
-                    "the server changed its buffer size from {} to {resized} frames mid-run",
-                    self.info.period_frames
-                )
+        let shutdown = shutdown
+            .or_else(|| {
+                (resized != 0).then(|| {
+                    format!(
+                        "the server changed its buffer size from {} to {resized} frames mid-run",
+                        self.info.period_frames
+                    )
+                })
             })
-        });
+            .or_else(|| self.stalled());
         StreamStatus {
             cycles: s.cycles.load(Ordering::Relaxed),
             xruns: s.xruns.load(Ordering::Relaxed),

@@ -277,6 +277,48 @@ fn a_server_that_dies_is_reported_as_a_shutdown() {
     stream.stop();
 }
 
+/// A server that stops calling the client without telling it (here: stopped with SIGSTOP;
+/// jackd2 can also leave a client unwoken) ends the stream with the reason, instead of a
+/// wait without end.
+#[test]
+fn a_server_that_stops_calling_is_reported_as_stalled() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(server) = private_server("stalls", 128) else {
+        return;
+    };
+    let mut stream = JackStream::open(server.info(), JackConfig::default()).unwrap();
+    stream
+        .start(Box::new(Tone {
+            phase: 0.0,
+            frames_seen: Arc::default(),
+            bad_cycles: Arc::default(),
+            last: Cycle::default(),
+            period: 0,
+        }))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(stream.status().cycles > 0);
+    assert!(stream.status().shutdown.is_none(), "{:?}", stream.status());
+    let pid = server.pid().expect("private server has a pid") as i32;
+    // SAFETY: pausing the jackd this test started; it is resumed below.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let deadline = std::time::Instant::now()
+        + Duration::from_millis(engine::jack_backend::STALL_AFTER_MS + 5000);
+    while stream.status().shutdown.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = stream.status();
+    // SAFETY: resuming it.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let reason = status.shutdown.expect("the stall is reported");
+    assert!(
+        reason.contains("stopped running audiolat's process callback"),
+        "{reason}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    stream.stop();
+}
+
 #[test]
 fn a_busy_server_name_and_a_period_mismatch_are_clear_errors() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

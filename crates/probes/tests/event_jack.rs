@@ -84,47 +84,82 @@ fn the_event_callback_never_allocates_and_the_loopback_onset_is_frame_exact() {
         eprintln!("MIDI part skipped: jack_midiseq is not installed (apt install jackd2)");
         return;
     };
-    let mut seq = std::process::Command::new(midiseq)
-        .env("JACK_DEFAULT_SERVER", server.name())
-        .args([
-            "audiolat-seq",
-            "12000",
-            "0",
-            "60",
-            "1000",
-            "6000",
-            "64",
-            "1000",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("jack_midiseq starts");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let mut stream = loop {
-        match JackStream::open(
-            server.info(),
-            JackConfig {
-                midi: Some("audiolat-seq:out".into()),
-                ..JackConfig::default()
-            },
-        ) {
-            Ok(s) => break s,
-            Err(e) if std::time::Instant::now() < deadline => {
-                let _ = e;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
+    // Our client opens first and stays open; the sequencer starts after it and is connected
+    // once its port exists. (A client that closes while another is still opening can leave
+    // that one holding a stale wake-up handle for its slot in jackd2 1.9.21, and the next
+    // client in that slot downstream of it is never woken: so nothing here opens and closes
+    // a client of ours while the sequencer starts.)
+    let mut stream = JackStream::open(
+        server.info(),
+        JackConfig {
+            midi: Some(String::new()),
+            ..JackConfig::default()
+        },
+    )
+    .expect("stream opens");
+    let midi_in = format!("{}:midi_in", stream.info().client_name);
     let mut config = EventConfig::new(TriggerSource::Midi, NotePolicy::Fixed);
     config.triggers = 8;
     config.note_ms = 5.0;
     let stop = AtomicBool::new(false);
-    let outcome = event::run(&mut stream, &config, &stop, |_| Ok(())).expect("runs");
+    let finished = AtomicBool::new(false);
+    let (outcome, mut seq, connected) = std::thread::scope(|s| {
+        let feeder = s.spawn(|| {
+            let seq = std::process::Command::new(midiseq)
+                .env("JACK_DEFAULT_SERVER", server.name())
+                .env("JACK_NO_START_SERVER", "1")
+                .args([
+                    "audiolat-seq",
+                    "12000",
+                    "0",
+                    "60",
+                    "1000",
+                    "6000",
+                    "64",
+                    "1000",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("jack_midiseq starts");
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let connected = loop {
+                let ok = std::process::Command::new("jack_connect")
+                    .env("JACK_DEFAULT_SERVER", server.name())
+                    .env("JACK_NO_START_SERVER", "1")
+                    .args(["audiolat-seq:out", &midi_in])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|st| st.success());
+                if ok || std::time::Instant::now() > deadline {
+                    break ok;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            // Bound the wait for note-ons: a run that sees none fails the test, not hangs.
+            let give_up = std::time::Instant::now() + Duration::from_secs(20);
+            while connected
+                && !finished.load(std::sync::atomic::Ordering::SeqCst)
+                && std::time::Instant::now() < give_up
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            (seq, connected)
+        });
+        let outcome = event::run(&mut stream, &config, &stop, |_| Ok(())).expect("runs");
+        finished.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (seq, connected) = feeder.join().expect("feeder thread");
+        (outcome, seq, connected)
+    });
     // SAFETY: a clean stop of the sequencer this test started.
     unsafe { libc::kill(seq.id() as i32, libc::SIGTERM) };
     let _ = seq.wait();
+    assert!(
+        connected,
+        "jack_connect audiolat-seq:out {midi_in} kept failing"
+    );
     assert_eq!(outcome.end, EventEnd::Complete);
     assert_eq!(outcome.alloc_violations, 0, "midi: the callback allocated");
     assert!(outcome.rows.len() >= 8);
