@@ -74,6 +74,14 @@ pub enum AudioError {
         /// What was asked for.
         wanted: u32,
     },
+    /// The server did not answer in time (stopped or hung).
+    #[error("the JACK server `{server}` does not answer (no reply in {secs} s): it is stopped or hung; restart it, or use --server dummy for a private one")]
+    Unresponsive {
+        /// Server name.
+        server: String,
+        /// How long audiolat waited.
+        secs: u64,
+    },
     /// A port to connect to does not exist.
     #[error("JACK port `{0}` does not exist: list ports with jack_lsp, or leave the option out to use the defaults")]
     NoSuchPort(String),

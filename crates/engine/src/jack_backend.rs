@@ -373,15 +373,7 @@ impl JackStream {
         } else {
             config.client_name.clone()
         };
-        let client = open_client(&server.name, &client_name).map_err(|e| match e {
-            jack::Error::LibraryError(m) => AudioError::NoLibjack(m),
-            jack::Error::ClientError(status)
-                if status.contains(jack::ClientStatus::SERVER_FAILED) =>
-            {
-                AudioError::NoServer(server.name.clone())
-            }
-            other => jack_err("opening the client")(other),
-        })?;
+        let client = open_client(&server.name, &client_name)?;
         let out = client
             .register_port("out", jack::AudioOut::default())
             .map_err(jack_err("registering the output port"))?;
@@ -656,12 +648,32 @@ impl Backend for JackStream {
                     // client's memory is leaked on purpose rather than risking a hang.
                     std::mem::forget(active);
                 } else {
-                    drop(active.deactivate());
+                    deactivate_with_deadline(active);
                 }
             }
             State::Open { client, .. } => drop(client),
             State::Stopped => {}
         }
+    }
+}
+
+/// How long deactivating a client may take before it is left to libjack: a server that is
+/// stopped or hung never answers `jack_deactivate`.
+const DEACTIVATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Deactivates and closes the client on a worker thread (the processor is dropped there,
+/// off the audio thread), waiting at most [`DEACTIVATE_TIMEOUT`]: a server that does not
+/// answer must not hang audiolat's exit.
+fn deactivate_with_deadline(active: jack::AsyncClient<Notifications, Handler>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("jack-close".into())
+        .spawn(move || {
+            drop(active.deactivate());
+            let _ = tx.send(());
+        });
+    if spawned.is_ok() {
+        let _ = rx.recv_timeout(DEACTIVATE_TIMEOUT);
     }
 }
 

@@ -467,12 +467,62 @@ pub fn prepare_environment() {
     });
 }
 
-/// Opens a client on server `server` without ever starting one.
-pub fn open_client(server: &str, client_name: &str) -> Result<jack::Client, jack::Error> {
+/// How long opening a client may take before the server counts as not answering: a
+/// stopped or hung jackd never answers `jack_client_open`.
+pub const OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Opens a client on server `server` without ever starting one. The open runs on a worker
+/// thread: a server that does not answer within [`OPEN_TIMEOUT`] is an error
+/// ([`AudioError::Unresponsive`]) and the worker is left to libjack.
+pub fn open_client(server: &str, client_name: &str) -> Result<jack::Client, AudioError> {
+    open_client_within(server, client_name, OPEN_TIMEOUT)
+}
+
+/// [`open_client`] with a chosen time limit.
+pub fn open_client_within(
+    server: &str,
+    client_name: &str,
+    timeout: std::time::Duration,
+) -> Result<jack::Client, AudioError> {
     prepare_environment();
-    let _guard = OPEN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    std::env::set_var("JACK_DEFAULT_SERVER", server);
-    jack::Client::new(client_name, jack::ClientOptions::NO_START_SERVER).map(|(c, _)| c)
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (server_name, name) = (server.to_string(), client_name.to_string());
+    std::thread::Builder::new()
+        .name("jack-open".into())
+        .spawn(move || {
+            let _guard = OPEN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            std::env::set_var("JACK_DEFAULT_SERVER", &server_name);
+            let opened =
+                jack::Client::new(&name, jack::ClientOptions::NO_START_SERVER).map(|(c, _)| c);
+            let _ = tx.send(opened);
+        })
+        .map_err(|e| AudioError::Io {
+            op: "starting a thread to open the JACK client".into(),
+            source: e,
+        })?;
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(jack::Error::LibraryError(m))) => Err(AudioError::NoLibjack(m)),
+        Ok(Err(jack::Error::ClientError(status)))
+            if status.contains(jack::ClientStatus::SERVER_FAILED) =>
+        {
+            Err(AudioError::NoServer(server.to_string()))
+        }
+        Ok(Err(other)) => {
+            let said = libjack_messages();
+            Err(AudioError::Jack {
+                op: "opening the client",
+                detail: match said.last() {
+                    Some(m) => format!("{other} (libjack: {m})"),
+                    None => other.to_string(),
+                },
+            })
+        }
+        Err(_) => Err(AudioError::Unresponsive {
+            server: server.to_string(),
+            secs: timeout.as_secs(),
+        }),
+    }
 }
 
 /// Rate and period of a server that answers.
@@ -495,7 +545,7 @@ pub fn probe(name: &str) -> Result<Option<ServerFacts>, AudioError> {
             drop(client);
             Ok(Some(facts))
         }
-        Err(jack::Error::LibraryError(e)) => Err(AudioError::NoLibjack(e)),
+        Err(e @ (AudioError::NoLibjack(_) | AudioError::Unresponsive { .. })) => Err(e),
         Err(_) => Ok(None),
     }
 }

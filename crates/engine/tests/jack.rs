@@ -308,15 +308,23 @@ fn a_server_that_stops_calling_is_reported_as_stalled() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let status = stream.status();
-    // SAFETY: resuming it.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
     let reason = status.shutdown.expect("the stall is reported");
     assert!(
         reason.contains("stopped running audiolat's process callback"),
         "{reason}"
     );
-    std::thread::sleep(Duration::from_millis(200));
+    // Stopping must not wait on the silent server (jack_deactivate would never return).
     stream.stop();
+    // A new client on the stopped server: an error, not a wait without end.
+    let opened = engine::jack_server::open_client_within(
+        server.name(),
+        "audiolat-late",
+        Duration::from_secs(2),
+    );
+    // SAFETY: resuming it.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let err = opened.err().expect("no client opens on a stopped server");
+    assert!(err.to_string().contains("does not answer"), "{err}");
 }
 
 #[test]
