@@ -333,6 +333,11 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
         ))
         .into());
     }
+    if let Some(cell) = cells.first() {
+        // Every cell names the same ports: a missing or wrong one is bad input.
+        engine::jack_backend::check_ports(first_server.info(), &cell.jack)
+            .map_err(|e| UsageError(e.to_string()))?;
+    }
     let mut server = Some(first_server);
     let store = Store::open(&ctx.db_path)?;
     let group = store.create_group(
@@ -364,7 +369,14 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
             if ctx.stopped() {
                 break 'periods;
             }
-            let run = runner::event_run(ctx, &store, Some(group), server, cell, &scratch, quiet)?;
+            let run =
+                match runner::event_run(ctx, &store, Some(group), server, cell, &scratch, quiet) {
+                    Ok(run) => run,
+                    Err(e) => {
+                        let _ = store.finish_group(group, RunStatus::Failed);
+                        return Err(e);
+                    }
+                };
             let stop_sweep = run.error.is_some();
             if let Some(e) = &run.error {
                 failure = Some(e.clone());

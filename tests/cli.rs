@@ -1279,6 +1279,28 @@ fn event_setup_errors_are_one_line_with_the_fix() {
         ],
     );
     one_line(&out, "--period 256");
+    // Ports that do not exist or cannot be connected as asked: refused before anything
+    // is stored.
+    for (args, needle) in [
+        (&["--playback", "nosuch:port"][..], "does not exist"),
+        (
+            &["--playback", "system:capture_1"][..],
+            "needs an audio input",
+        ),
+        (
+            &["--loopback", "system:playback_1"][..],
+            "needs an audio output",
+        ),
+        (
+            &["--trigger", "midi", "--midi-port", "system:capture_1"][..],
+            "needs a MIDI output",
+        ),
+    ] {
+        let mut all = vec!["event", "--server", "external", "--server-name", &name];
+        all.extend_from_slice(args);
+        let out = run(&db, &all);
+        one_line(&out, needle);
+    }
     // SAFETY: a clean stop (SIGTERM) of the jackd this test started.
     unsafe { libc::kill(jackd.id() as i32, libc::SIGTERM) };
     let _ = jackd.wait();

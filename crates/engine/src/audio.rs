@@ -85,6 +85,20 @@ pub enum AudioError {
     /// A port to connect to does not exist.
     #[error("JACK port `{0}` does not exist: list ports with jack_lsp, or leave the option out to use the defaults")]
     NoSuchPort(String),
+    /// A port exists but cannot be connected the way it was asked for.
+    #[error(
+        "{role} {name}: that is {found}, but {role} needs {needed}; list ports with jack_lsp -t -p"
+    )]
+    WrongPort {
+        /// The port.
+        name: String,
+        /// The option that named it.
+        role: String,
+        /// What the option needs.
+        needed: String,
+        /// What the port is.
+        found: String,
+    },
     /// No playback port to connect to.
     #[error(
         "the JACK server `{0}` has no playback ports to connect to; name one with --playback PORT"

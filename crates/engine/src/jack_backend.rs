@@ -657,6 +657,51 @@ impl Backend for JackStream {
     }
 }
 
+/// Checks, before anything is stored or started, that the ports `config` names exist on
+/// `server` and can be connected the way the stream would: playback ports are audio
+/// inputs, the loopback capture an audio output, the MIDI source a MIDI output.
+pub fn check_ports(server: &ServerInfo, config: &JackConfig) -> Result<(), AudioError> {
+    let client = open_client(&server.name, "audiolat-probe")?;
+    let check = |name: &str, midi: bool, want_output: bool, role: &str| {
+        let port = client
+            .port_by_name(name)
+            .ok_or_else(|| AudioError::NoSuchPort(name.to_string()))?;
+        let kind = port.port_type().unwrap_or_default();
+        let is_midi = kind.contains("midi");
+        let is_audio = kind == jack::jack_sys::FLOAT_MONO_AUDIO;
+        let is_output = port.flags().contains(jack::PortFlags::IS_OUTPUT);
+        if (midi && !is_midi) || (!midi && !is_audio) || is_output != want_output {
+            let needed = format!(
+                "{} {}",
+                if midi { "a MIDI" } else { "an audio" },
+                if want_output { "output" } else { "input" }
+            );
+            let found = format!(
+                "{} {}",
+                if kind.is_empty() { "a port" } else { &kind },
+                if is_output { "output" } else { "input" }
+            );
+            return Err(AudioError::WrongPort {
+                name: name.to_string(),
+                role: role.to_string(),
+                needed,
+                found,
+            });
+        }
+        Ok(())
+    };
+    for name in &config.playback {
+        check(name, false, false, "--playback")?;
+    }
+    if let Some(name) = &config.capture {
+        check(name, false, true, "--loopback")?;
+    }
+    if let Some(name) = config.midi.as_ref().filter(|m| !m.is_empty()) {
+        check(name, true, true, "--midi-port")?;
+    }
+    Ok(())
+}
+
 /// How long deactivating a client may take before it is left to libjack: a server that is
 /// stopped or hung never answers `jack_deactivate`.
 const DEACTIVATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
