@@ -338,6 +338,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         "model",
         "wait",
         "late cb",
+        "missed",
         "under-runs",
         "rt",
         "steal",
@@ -349,8 +350,8 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
     for r in runs {
         let o = &r.outcome;
         let l = o.latency();
-        let wait = probes::event::Stats::of(o.rows.iter().map(|t| t.wait_ns as f64));
-        let cb = probes::event::Stats::of(o.rows.iter().map(|t| t.lateness_ns as f64));
+        let wait = probes::event::Stats::of(o.sounded().map(|t| t.wait_ns as f64));
+        let cb = probes::event::Stats::of(o.sounded().map(|t| t.lateness_ns as f64));
         let mut row = vec![
             r.run_id.to_string(),
             o.info.period_frames.to_string(),
@@ -366,6 +367,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             ms(o.model_latency_ns()),
             ms(wait.mean),
             fmt_ns(cb.mean),
+            o.missed().to_string(),
             format!("{}/{}", o.xruns.0, o.xruns.1),
             if o.realtime() {
                 "yes".into()
@@ -418,31 +420,37 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         let mut head: Vec<&str> = vec!["buffer", "period"];
         head.extend(columns.iter().map(String::as_str));
         let mut t = Table::new(&head);
+        let mut any_missed = false;
         for (buffer, period) in &rows {
             let mut cells = vec![buffer.to_string(), period.to_string()];
             for c in &columns {
-                let values: Vec<f64> = runs
+                let cell_runs: Vec<_> = runs
                     .iter()
                     .filter(|r| {
                         r.outcome.info.playback_latency_frames == *buffer
                             && r.outcome.info.period_frames == *period
                             && column(r) == *c
                     })
-                    .flat_map(|r| {
-                        r.outcome
-                            .rows
-                            .iter()
-                            .filter(|t| !t.missed)
-                            .map(|t| t.latency_ns as f64)
-                    })
                     .collect();
-                cells.push(if values.is_empty() {
-                    "-".into()
+                let values: Vec<f64> = cell_runs
+                    .iter()
+                    .flat_map(|r| r.outcome.sounded().map(|t| t.latency_ns as f64))
+                    .collect();
+                let all: usize = cell_runs.iter().map(|r| r.outcome.rows.len()).sum();
+                let missed = all - values.len();
+                let mean = if values.is_empty() {
+                    "-".to_string()
                 } else {
                     format!(
                         "{:.1}",
                         values.iter().sum::<f64>() / values.len() as f64 / 1e6
                     )
+                };
+                cells.push(if missed > 0 {
+                    any_missed = true;
+                    format!("{mean} ({missed}/{all} missed)")
+                } else {
+                    mean
                 });
             }
             t.row(cells);
@@ -452,6 +460,12 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             "\naverage latency (ms), as in the BeagleBone study's Figures 4-7:"
         );
         out.push_str(&t.render());
+        if any_missed {
+            let _ = writeln!(
+                out,
+                "(n/m missed: n of the m notes were rendered after their cycle's deadline, an under-run; the mean is over the others)"
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -463,7 +477,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
     );
     let _ = writeln!(
         out,
-        "late cb = mean lateness of the callback that rendered the note after its cycle's start; under-runs = xruns the server reported before the first trigger / after it."
+        "late cb = mean lateness of the callback that rendered the note after its cycle's start; missed = notes rendered after their cycle's deadline (an under-run: left out of n and every mean); under-runs = xruns the server reported before the first trigger / after it."
     );
     for r in runs {
         if let Some(e) = &r.error {
@@ -498,6 +512,25 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             let _ = writeln!(
                 out,
                 "run {}: {late} of the triggers reached the audio thread after their frame had passed (started at offset 0 of the next cycle)",
+                r.run_id
+            );
+        }
+        if !r.outcome.realtime() {
+            let audio = r
+                .outcome
+                .audio_thread
+                .map_or("unknown (no cycle ran)".to_string(), |p| p.to_string());
+            let trigger =
+                r.outcome
+                    .trigger_thread
+                    .as_ref()
+                    .map_or("none".to_string(), |t| match &t.sched.refusal {
+                        Some(why) => format!("{} (refused: {why})", t.sched.granted),
+                        None => t.sched.granted.to_string(),
+                    });
+            let _ = writeln!(
+                out,
+                "run {}: NOT REAL-TIME: the audio thread ran {audio}, the trigger thread {trigger}; a JACK server's client threads are real-time when it runs with -R and may (audiolat doctor checks the limits)",
                 r.run_id
             );
         }

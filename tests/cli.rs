@@ -1095,10 +1095,20 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         );
         let triggers = r["triggers"].as_array().unwrap();
         assert_eq!(triggers.len(), 100);
-        // Notes whose callback ran after their DAC time (an under-run, here the host's
-        // steal) are flagged `missed` and left out of the figures; there must be few.
+        // Notes whose callback ran after their cycle's deadline (an under-run, here the
+        // host's steal) are flagged `missed`, counted, and left out of the figures; how
+        // many is the host's business, but the model needs notes to check.
         let missed = triggers.iter().filter(|t| t["missed"] == true).count();
-        assert!(missed <= 10, "{missed} of 100 notes missed their DAC time");
+        assert_eq!(result["missed_triggers"], missed as u64, "{result}");
+        assert_eq!(
+            result["latency_ms"]["count"],
+            (100 - missed) as u64,
+            "the figures are over the notes that sounded: {result}"
+        );
+        assert!(
+            missed <= 50,
+            "{missed} of 100 notes missed their deadline: too few left to check the model"
+        );
         let latencies: Vec<f64> = triggers
             .iter()
             .filter(|t| t["missed"] == false)
@@ -1107,9 +1117,15 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         let buffer_ns = playback * frame_ns;
         match r["config"]["policy"].as_str().unwrap() {
             "fixed" => {
+                // A trigger that reached the audio thread after its frame had passed is
+                // flagged `late` (started at the next cycle), counted, and not held to
+                // the fixed latency.
                 let late = triggers.iter().filter(|t| t["late"] == true).count();
-                assert!(late <= 5, "{late} of 100 triggers were late");
-                for t in triggers.iter().filter(|t| t["late"] == false) {
+                assert_eq!(result["late_triggers"], late as u64, "{result}");
+                for t in triggers
+                    .iter()
+                    .filter(|t| t["late"] == false && t["missed"] == false)
+                {
                     let l = t["latency_ns"].as_f64().unwrap();
                     assert!(
                         (l - (period_ns + buffer_ns)).abs() <= frame_ns,
@@ -1529,6 +1545,26 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
                     "asap midi latency {l} ns"
                 ),
             }
+        }
+        // jack_midiseq counts its own frames: its note-ons are 12000 frames apart. In fixed
+        // mode each note starts at its note-on's frame (a period later), so the notes are
+        // 12000 frames apart too, plus whole periods where the dummy driver skipped cycles
+        // (its frame count jumps, the sequencer's does not). 12000 is not a multiple of
+        // the period, so a note off its frame shows.
+        if r["config"]["policy"] == "fixed" {
+            let frames: Vec<i64> = triggers
+                .iter()
+                .map(|t| t["note_frame"].as_i64().unwrap())
+                .collect();
+            let mut gaps: Vec<i64> = frames.windows(2).map(|w| w[1] - w[0]).collect();
+            for g in &gaps {
+                assert!(
+                    *g >= 12000 && (g - 12000) % 256 == 0,
+                    "note frames {frames:?}: a gap of {g} frames"
+                );
+            }
+            gaps.sort_unstable();
+            assert_eq!(gaps[gaps.len() / 2], 12000, "note frames {frames:?}");
         }
     }
 }

@@ -314,6 +314,9 @@ pub struct StreamStatus {
     pub shutdown: Option<String>,
     /// Set when the processor panicked, with the panic message.
     pub panic: Option<String>,
+    /// The audio thread's scheduling policy, as the thread read it from the kernel in its
+    /// first cycle (`None` before the first cycle).
+    pub audio_thread: Option<crate::rt::Policy>,
     /// Debug builds: allocations made on the audio thread inside the callback, as counted
     /// by `assert_no_alloc` when the program installs its `AllocDisabler` (always 0 in
     /// release builds and without that allocator).

@@ -67,6 +67,8 @@ struct Shared {
     cycles: AtomicU64,
     /// CLOCK_MONOTONIC ns of the latest callback's start.
     last_callback_ns: AtomicU64,
+    /// The process thread's scheduling, read by that thread in its first cycle.
+    audio_thread: std::sync::OnceLock<crate::rt::Policy>,
     xruns: AtomicU64,
     gaps: AtomicU64,
     dropped: AtomicU64,
@@ -197,6 +199,13 @@ impl Handler {
         self.shared
             .last_callback_ns
             .store(callback_ns, Ordering::Relaxed);
+        if self.index == 0 {
+            // Two system calls, once: what the server's thread really runs at.
+            let _ = self
+                .shared
+                .audio_thread
+                .set(crate::rt::current_thread_policy());
+        }
         let frames = ps.n_frames();
         let Handler {
             out,
@@ -624,6 +633,7 @@ impl Backend for JackStream {
             records_dropped: s.dropped.load(Ordering::Relaxed),
             shutdown,
             panic,
+            audio_thread: s.audio_thread.get().copied(),
             alloc_violations: s.alloc_violations.load(Ordering::Relaxed),
         }
     }

@@ -242,13 +242,8 @@ struct Trigger {
 struct NoteStart {
     seq: u64,
     trigger_ns: u64,
-    /// The cycle that rendered the note.
+    /// The cycle that rendered the note: its DAC time is read on this cycle's timing.
     cycle: Cycle,
-    /// The cycle whose frame-to-time mapping placed the note (the one that first saw the
-    /// trigger); the note's DAC time is read on the same mapping, so a fixed-policy note
-    /// is exactly one period after its trigger even when JACK re-estimates its clock
-    /// between the two cycles.
-    map: Cycle,
     offset: u32,
     late: bool,
 }
@@ -267,7 +262,6 @@ struct Scheduled {
     trigger_ns: u64,
     frame: u64,
     late: bool,
-    map: Cycle,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -365,7 +359,6 @@ impl Processor for EventProcessor {
                     trigger_ns,
                     frame,
                     late: false,
-                    map: *cycle,
                 });
             }
         }
@@ -386,7 +379,6 @@ impl Processor for EventProcessor {
                 trigger_ns: t.t_ns,
                 frame,
                 late,
-                map: *cycle,
             });
         }
         // 2. Events inside this cycle, in frame order: note-ons and the note-off.
@@ -451,7 +443,6 @@ impl Processor for EventProcessor {
                         seq: s.seq,
                         trigger_ns: s.trigger_ns,
                         cycle: *cycle,
-                        map: s.map,
                         offset,
                         late: s.late,
                     };
@@ -585,6 +576,8 @@ pub struct EventOutcome {
     pub alloc_violations: u64,
     /// The trigger thread's scheduling, when there was one.
     pub trigger_thread: Option<ThreadRt>,
+    /// The audio (process) thread's scheduling, as it read it in its first cycle.
+    pub audio_thread: Option<engine::rt::Policy>,
     /// Memory lock granted.
     pub memory_locked: bool,
     /// Host steal through the run.
@@ -832,9 +825,9 @@ impl Collector {
             );
             let c = n.cycle;
             let note_frame = c.first_frame + n.offset as u64;
-            let frame_ns = n
-                .map
-                .frame_time_ns(note_frame as f64 - n.map.first_frame as f64);
+            // The DAC time on the rendering cycle's own timing (JACK's estimate of that
+            // cycle's start), as jack_frames_to_time would give it inside that cycle.
+            let frame_ns = c.frame_time_ns(n.offset as f64);
             let dac_ns = frame_ns + self.buffer_ns;
             let wait_ns = (frame_ns - n.trigger_ns as f64).round() as i64;
             let row = TriggerRow {
@@ -1083,6 +1076,7 @@ pub fn run(
         oversized_cycles: counters.oversized_cycles.load(Ordering::Relaxed),
         alloc_violations: status.alloc_violations,
         trigger_thread: trigger_rt,
+        audio_thread: status.audio_thread,
         memory_locked,
         steal: steal.finish(),
         start_ns,
@@ -1165,15 +1159,15 @@ impl EventOutcome {
         }
     }
 
-    /// Statistics of the model latency over every trigger whose note could sound at its
-    /// modelled time (not [`TriggerRow::missed`]).
+    /// The triggers whose note could sound at its modelled time (not
+    /// [`TriggerRow::missed`]): every latency figure and its decomposition is over these.
+    pub fn sounded(&self) -> impl Iterator<Item = &TriggerRow> {
+        self.rows.iter().filter(|r| !r.missed)
+    }
+
+    /// Statistics of the model latency over the [`sounded`](Self::sounded) triggers.
     pub fn latency(&self) -> Stats {
-        Stats::of(
-            self.rows
-                .iter()
-                .filter(|r| !r.missed)
-                .map(|r| r.latency_ns as f64),
-        )
+        Stats::of(self.sounded().map(|r| r.latency_ns as f64))
     }
 
     /// Triggers whose rendering callback started after its cycle's deadline (an under-run).
@@ -1195,9 +1189,11 @@ impl EventOutcome {
         self.rows.iter().filter(|r| r.late).count() as u64
     }
 
-    /// The trigger thread ran at real-time priority (or there was none).
+    /// The audio thread ran at a real-time policy, and so did the trigger thread (when
+    /// there was one).
     pub fn realtime(&self) -> bool {
-        self.trigger_thread.as_ref().is_none_or(|t| t.is_realtime())
+        self.audio_thread.is_some_and(|p| p.is_realtime())
+            && self.trigger_thread.as_ref().is_none_or(|t| t.is_realtime())
     }
 
     fn hist_from_rows(&self, f: impl Fn(&TriggerRow) -> Option<i64>) -> LatencyHistogram {
@@ -1227,11 +1223,10 @@ impl EventOutcome {
         // The latency histogram holds only positive values; the wait can be negative (a
         // trigger that arrived after its cycle's nominal start, before the callback), so
         // its statistics are kept exact, not as a histogram that would clamp them.
-        let valid = || self.rows.iter().filter(|r| !r.missed);
         m.detail = json!({
             "exact": self.latency().to_json(),
-            "wait_ns": Stats::of(valid().map(|r| r.wait_ns as f64)).to_json(),
-            "rendering_callback_lateness_ns": Stats::of(valid().map(|r| r.lateness_ns as f64)).to_json(),
+            "wait_ns": Stats::of(self.sounded().map(|r| r.wait_ns as f64)).to_json(),
+            "rendering_callback_lateness_ns": Stats::of(self.sounded().map(|r| r.lateness_ns as f64)).to_json(),
             "buffer_ns": self.info.playback_latency_ns(),
             "model_mean_ns": self.model_latency_ns(),
             "late_triggers": self.late(),
@@ -1291,6 +1286,7 @@ impl EventOutcome {
                 "policy": t.sched.granted.to_string(),
                 "refusal": t.sched.refusal,
             })),
+            "audio_thread": self.audio_thread.map(|p| p.to_string()),
             "memory_locked": self.memory_locked,
         })
     }
@@ -1343,8 +1339,8 @@ impl EventOutcome {
             "model_latency_ms": self.model_latency_ns() * ms,
             "loopback_ms": self.rows.iter().any(|r| r.measured_ns.is_some())
                 .then(|| self.measured().scaled(ms).to_json()),
-            "wait_ms": Stats::of(self.rows.iter().map(|r| r.wait_ns as f64)).scaled(ms).to_json(),
-            "lateness_ms": Stats::of(self.rows.iter().map(|r| r.lateness_ns as f64)).scaled(ms).to_json(),
+            "wait_ms": Stats::of(self.sounded().map(|r| r.wait_ns as f64)).scaled(ms).to_json(),
+            "lateness_ms": Stats::of(self.sounded().map(|r| r.lateness_ns as f64)).scaled(ms).to_json(),
             "buffer_ms": self.info.playback_latency_ns() * ms,
             "cycles": self.cycles,
             "underruns": {"start": self.xruns.0, "steady": self.xruns.1,

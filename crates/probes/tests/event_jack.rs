@@ -164,4 +164,17 @@ fn the_event_callback_never_allocates_and_the_loopback_onset_is_frame_exact() {
     assert_eq!(outcome.alloc_violations, 0, "midi: the callback allocated");
     assert!(outcome.rows.len() >= 8);
     assert!(outcome.rows.iter().all(|r| r.source == "midi"));
+    // The sequencer's note-ons are 6000 of its frames apart (not a multiple of the
+    // period): each fixed note starts on its note-on's frame, so the notes are 6000 frames
+    // apart, plus whole periods where the dummy driver skipped cycles.
+    let mut gaps: Vec<i64> = outcome
+        .rows
+        .windows(2)
+        .map(|w| w[1].note_frame as i64 - w[0].note_frame as i64)
+        .collect();
+    for g in &gaps {
+        assert!(*g >= 6000 && (g - 6000) % 128 == 0, "a gap of {g} frames");
+    }
+    gaps.sort_unstable();
+    assert_eq!(gaps[gaps.len() / 2], 6000);
 }
