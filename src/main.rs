@@ -151,7 +151,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         Command::Jitter(a) => jitter(&ctx, &a),
         Command::Event(a) => event(&ctx, &a),
-        Command::Bench(a) => bench(&a),
+        Command::Bench(a) => bench(&ctx, &a),
         Command::Suite(a) => suite(&ctx, &a),
         Command::Runs(a) => runs(&ctx, &a),
         Command::Show(a) => show(&ctx, &a),
@@ -411,18 +411,31 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     })
 }
 
-fn bench(a: &cli::BenchArgs) -> Result<ExitCode> {
+fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
     let config = dsp::bench::BenchConfig {
         sample_rate_hz: a.rate,
         period_frames: a.period as usize,
         load_target: a.target / 100.0,
         seconds_per_kernel: a.each.as_secs_f64(),
     };
-    let report = dsp::bench::run(&config);
+    let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);
+    let report = dsp::bench::run(&config, &ctx.stop);
+    let steal = steal.finish();
+    let Ok(report) = report else {
+        eprintln!("audiolat: bench interrupted before it finished; nothing is reported");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    };
+    let cpus = engine::rt::online_cpus().len().max(1) as u64;
+    let flags = views::BenchFlags {
+        build_profile: ctx.tool.build_profile.clone(),
+        policy: engine::rt::current_thread_policy().to_string(),
+        host_steal_percent: 100.0 * steal.total_ns(None) as f64
+            / (steal.span_ns().max(1) * cpus) as f64,
+    };
     if a.json {
-        print_json(&views::bench_json(&report))?;
+        print_json(&views::bench_json(&report, &flags))?;
     } else {
-        print!("{}", views::bench_text(&report));
+        print!("{}", views::bench_text(&report, &flags));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -561,7 +561,17 @@ pub fn event_json(group: i64, runs: &[crate::runner::EventRun]) -> Value {
 }
 
 /// `audiolat bench` as text.
-pub fn bench_text(r: &dsp::bench::BenchReport) -> String {
+/// What a bench's figures depend on besides the kernels.
+pub struct BenchFlags {
+    /// The build profile audiolat was compiled with (the study's optimisation level).
+    pub build_profile: String,
+    /// The timing thread's scheduling policy.
+    pub policy: String,
+    /// Host steal over the run, percent of the machine's CPU time.
+    pub host_steal_percent: f64,
+}
+
+pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
     use report::terminal::Table;
     let mut t = Table::new(&[
         "kernel",
@@ -589,14 +599,21 @@ pub fn bench_text(r: &dsp::bench::BenchReport) -> String {
         fmt_ns(r.period_ns)
     );
     out.push_str(&t.render());
+    let capped = r.voice_capacity >= dsp::bench::MAX_SEARCH_VOICES;
     let _ = writeln!(
         out,
-        "\nvoice capacity: {} wavetable voices (bank:{}) fit in {:.0}% of a period ({} of {})",
+        "\nvoice capacity: {}{} wavetable voices (bank:{}) fit in {:.0}% of a period ({} of {})",
+        if capped { "at least " } else { "" },
         r.voice_capacity,
         r.voice_capacity,
         r.config.load_target * 100.0,
         fmt_ns(r.capacity_ns_per_period),
         fmt_ns(r.period_ns * r.config.load_target)
+    );
+    let _ = writeln!(
+        out,
+        "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {:.1}% during the run",
+        flags.build_profile, flags.policy, flags.host_steal_percent
     );
     let _ = writeln!(
         out,
@@ -606,7 +623,7 @@ pub fn bench_text(r: &dsp::bench::BenchReport) -> String {
 }
 
 /// `audiolat bench` as JSON.
-pub fn bench_json(r: &dsp::bench::BenchReport) -> Value {
+pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
     let k = |k: &dsp::bench::KernelTiming| {
         json!({"name": k.name, "voices": k.voices, "ns_per_sample": k.ns_per_sample,
                "ns_per_period": k.ns_per_period, "ns_per_voice_sample": k.ns_per_voice_sample,
@@ -620,6 +637,10 @@ pub fn bench_json(r: &dsp::bench::BenchReport) -> Value {
         "reference": k(&r.reference),
         "kernels": r.kernels.iter().map(k).collect::<Vec<_>>(),
         "voice_capacity": r.voice_capacity,
+        "voice_capacity_is_lower_bound": r.voice_capacity >= dsp::bench::MAX_SEARCH_VOICES,
         "capacity_ns_per_period": r.capacity_ns_per_period,
+        "build_profile": flags.build_profile,
+        "thread_policy": flags.policy,
+        "host_steal_percent": flags.host_steal_percent,
     })
 }

@@ -1662,5 +1662,31 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("voice capacity:"));
     assert!(text.stdout.contains("ns/sample"));
+    assert!(
+        text.stdout.contains("built ") && text.stdout.contains("host steal"),
+        "the figures carry their build profile and validity: {}",
+        text.stdout
+    );
+    assert!(v["build_profile"].as_str().unwrap().contains("opt-level"));
+    assert!(v["host_steal_percent"].as_f64().is_some());
+    // Ctrl-C ends it at once (within a round), exit 130, nothing half-measured printed.
+    let mut child = spawn(&db, &["bench", "--each", "10s"]);
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = util::wait_timeout(&mut child, Duration::from_secs(30));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     assert!(!db.exists(), "bench stores nothing");
 }

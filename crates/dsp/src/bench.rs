@@ -11,14 +11,16 @@
 //! milliseconds do not move it. The figures are for a hot cache and a warmed-up core:
 //! a lower bound on what one audio callback costs.
 
-use crate::{Workload, WorkloadKind, DEFAULT_FREQUENCY_HZ};
+use crate::{Workload, WorkloadKind, DEFAULT_FREQUENCY_HZ, MAX_BANK_VOICES};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Timed rounds per kernel; the median is reported.
 const ROUNDS: usize = 9;
-/// The capacity search stops doubling here and reports this many voices as a lower bound.
-pub const MAX_SEARCH_VOICES: usize = 1 << 20;
+/// The capacity search stops doubling here and reports this many voices as a lower bound:
+/// the largest `bank:N` a workload can be.
+pub const MAX_SEARCH_VOICES: usize = MAX_BANK_VOICES;
 /// The capacity bisection stops once the gap between a fit and a miss is at most
 /// `1/CAPACITY_RESOLUTION` of the fit.
 const CAPACITY_RESOLUTION: usize = 32;
@@ -75,6 +77,10 @@ pub struct KernelTiming {
     pub ratio_to_reference: f64,
 }
 
+/// [`run`] was stopped through its stop flag before it finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupted;
+
 /// The result of [`run`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchReport {
@@ -126,13 +132,14 @@ impl ReferenceSine {
 }
 
 /// Times the reference and each workload's `process` on one period, then searches the
-/// voice capacity. Takes about 15 × `seconds_per_kernel`.
+/// voice capacity. Takes about 15 × `seconds_per_kernel`, unless `stop` is raised: then it
+/// returns [`Interrupted`] within one timed round.
 ///
 /// # Panics
 ///
 /// If `sample_rate_hz` or `period_frames` is 0, or `load_target` or
 /// `seconds_per_kernel` is not a finite number above 0.
-pub fn run(config: &BenchConfig) -> BenchReport {
+pub fn run(config: &BenchConfig, stop: &AtomicBool) -> Result<BenchReport, Interrupted> {
     assert!(
         config.sample_rate_hz > 0,
         "bench: sample rate must be above 0 Hz"
@@ -159,7 +166,8 @@ pub fn run(config: &BenchConfig) -> BenchReport {
         |out| reference_sine.process(out),
         &mut buffer,
         config.seconds_per_kernel,
-    );
+        stop,
+    )?;
     let reference = timing(
         "reference f32::sin".to_string(),
         1,
@@ -169,19 +177,17 @@ pub fn run(config: &BenchConfig) -> BenchReport {
     );
     let reference_ns_per_sample = reference.ns_per_sample;
 
-    let kernels = KERNELS
-        .iter()
-        .map(|&kind| {
-            let ns = time_workload(kind, config, &mut buffer, config.seconds_per_kernel);
-            timing(
-                kind.to_string(),
-                kind.voices(),
-                ns,
-                frames,
-                Some(reference_ns_per_sample),
-            )
-        })
-        .collect();
+    let mut kernels = Vec::new();
+    for kind in KERNELS {
+        let ns = time_workload(kind, config, &mut buffer, config.seconds_per_kernel, stop)?;
+        kernels.push(timing(
+            kind.to_string(),
+            kind.voices(),
+            ns,
+            frames,
+            Some(reference_ns_per_sample),
+        ));
+    }
 
     let period_ns = frames as f64 * 1e9 / f64::from(config.sample_rate_hz);
     let budget_ns = config.load_target * period_ns;
@@ -192,17 +198,18 @@ pub fn run(config: &BenchConfig) -> BenchReport {
             config,
             &mut buffer,
             step_seconds,
+            stop,
         )
-    });
+    })?;
 
-    BenchReport {
+    Ok(BenchReport {
         config: *config,
         reference,
         kernels,
         period_ns,
         voice_capacity,
         capacity_ns_per_period,
-    }
+    })
 }
 
 fn timing(
@@ -231,21 +238,31 @@ fn time_workload(
     config: &BenchConfig,
     buffer: &mut [f32],
     seconds: f64,
-) -> f64 {
+    stop: &AtomicBool,
+) -> Result<f64, Interrupted> {
     let mut workload = Workload::new(kind, DEFAULT_FREQUENCY_HZ);
     workload.prepare(config.sample_rate_hz, buffer.len());
     workload.note_on(0);
-    median_ns_per_call(|out| workload.process(out), buffer, seconds)
+    median_ns_per_call(|out| workload.process(out), buffer, seconds, stop)
 }
 
 /// Runs `kernel` on `buffer` for about `seconds`: one calibration round (which also warms
 /// up caches and the branch predictor) that counts how many calls fill a round, then
-/// `ROUNDS` timed rounds of that many calls. Returns the median round's ns per call.
-fn median_ns_per_call(mut kernel: impl FnMut(&mut [f32]), buffer: &mut [f32], seconds: f64) -> f64 {
+/// `ROUNDS` timed rounds of that many calls. Returns the median round's ns per call, or
+/// [`Interrupted`] once `stop` is raised (checked between calls and between rounds).
+fn median_ns_per_call(
+    mut kernel: impl FnMut(&mut [f32]),
+    buffer: &mut [f32],
+    seconds: f64,
+    stop: &AtomicBool,
+) -> Result<f64, Interrupted> {
     let round_ns = seconds * 1e9 / (ROUNDS + 1) as f64;
     let start = Instant::now();
     let mut calls_per_round = 0u64;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Interrupted);
+        }
         kernel(black_box(&mut *buffer));
         black_box(&*buffer);
         calls_per_round += 1;
@@ -255,6 +272,9 @@ fn median_ns_per_call(mut kernel: impl FnMut(&mut [f32]), buffer: &mut [f32], se
     }
     let mut rounds = [0.0f64; ROUNDS];
     for round in &mut rounds {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Interrupted);
+        }
         let start = Instant::now();
         for _ in 0..calls_per_round {
             kernel(black_box(&mut *buffer));
@@ -263,39 +283,42 @@ fn median_ns_per_call(mut kernel: impl FnMut(&mut [f32]), buffer: &mut [f32], se
         *round = start.elapsed().as_nanos() as f64 / calls_per_round as f64;
     }
     rounds.sort_unstable_by(f64::total_cmp);
-    rounds[ROUNDS / 2]
+    Ok(rounds[ROUNDS / 2])
 }
 
 /// The largest voice count whose cost fits `budget_ns` (to within 1/32), and its cost:
 /// doubles from 1 until a miss, then bisects between the last fit and the first miss.
-fn search_capacity(budget_ns: f64, mut cost_ns: impl FnMut(usize) -> f64) -> (usize, f64) {
+fn search_capacity(
+    budget_ns: f64,
+    mut cost_ns: impl FnMut(usize) -> Result<f64, Interrupted>,
+) -> Result<(usize, f64), Interrupted> {
     let mut fit: Option<(usize, f64)> = None;
     let mut voices = 1;
     let (miss, miss_ns) = loop {
-        let ns = cost_ns(voices);
+        let ns = cost_ns(voices)?;
         if ns > budget_ns {
             break (voices, ns);
         }
         fit = Some((voices, ns));
         if voices >= MAX_SEARCH_VOICES {
-            return (voices, ns);
+            return Ok((voices, ns));
         }
-        voices *= 2;
+        voices = (voices * 2).min(MAX_SEARCH_VOICES);
     };
     let Some((mut low, mut low_ns)) = fit else {
-        return (0, miss_ns);
+        return Ok((0, miss_ns));
     };
     let mut high = miss;
     while high - low > (low / CAPACITY_RESOLUTION).max(1) {
         let middle = low + (high - low) / 2;
-        let ns = cost_ns(middle);
+        let ns = cost_ns(middle)?;
         if ns <= budget_ns {
             (low, low_ns) = (middle, ns);
         } else {
             high = middle;
         }
     }
-    (low, low_ns)
+    Ok((low, low_ns))
 }
 
 #[cfg(test)]
@@ -309,7 +332,7 @@ mod tests {
             load_target: 1.0,
             ..BenchConfig::default()
         };
-        let report = run(&config);
+        let report = run(&config, &AtomicBool::new(false)).unwrap();
         assert_eq!(report.config, config);
         assert_eq!(report.reference.name, "reference f32::sin");
         assert_eq!(report.reference.voices, 1);
@@ -361,13 +384,14 @@ mod tests {
 
     #[test]
     fn capacity_search_finds_the_largest_fit_within_resolution() {
-        for (ns_per_voice, budget) in [(100.0, 12_345.0), (1.0, 5_000.0), (7.0, 7.0), (3.0, 1e6)] {
+        for (ns_per_voice, budget) in [(100.0, 12_345.0), (1.0, 5_000.0), (7.0, 7.0), (3.0, 1e5)] {
             let exact = (budget / ns_per_voice) as usize;
             let mut calls = 0;
             let (capacity, ns) = search_capacity(budget, |voices| {
                 calls += 1;
-                voices as f64 * ns_per_voice
-            });
+                Ok(voices as f64 * ns_per_voice)
+            })
+            .unwrap();
             assert!(capacity <= exact, "{capacity} > {exact}");
             assert!(
                 capacity >= exact - exact / CAPACITY_RESOLUTION,
@@ -383,9 +407,23 @@ mod tests {
 
     #[test]
     fn capacity_is_zero_when_one_voice_misses_and_capped_at_the_search_limit() {
-        assert_eq!(search_capacity(50.0, |v| 100.0 * v as f64), (0, 100.0));
-        let (capacity, _) = search_capacity(f64::INFINITY, |v| v as f64);
+        assert_eq!(
+            search_capacity(50.0, |v| Ok(100.0 * v as f64)),
+            Ok((0, 100.0))
+        );
+        let (capacity, _) = search_capacity(f64::INFINITY, |v| Ok(v as f64)).unwrap();
         assert_eq!(capacity, MAX_SEARCH_VOICES);
+        // Every capacity it can report is a workload `--workload bank:N` accepts.
+        assert_eq!(
+            format!("bank:{capacity}").parse::<WorkloadKind>(),
+            Ok(WorkloadKind::Bank(capacity))
+        );
+    }
+
+    #[test]
+    fn a_raised_stop_flag_interrupts_the_run() {
+        let stop = AtomicBool::new(true);
+        assert_eq!(run(&BenchConfig::default(), &stop), Err(Interrupted));
     }
 
     #[test]

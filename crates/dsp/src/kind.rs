@@ -6,10 +6,11 @@ use std::str::FromStr;
 /// The largest `N` accepted in `bank:N` on the command line.
 ///
 /// [`Workload::new`](crate::Workload::new) itself takes any `Bank(n)` with `n >= 1`; the
-/// capacity search in [`bench`](mod@crate::bench) goes beyond this limit on fast machines.
-pub const MAX_BANK_VOICES: usize = 4096;
+/// capacity search in [`bench`](mod@crate::bench) stops here, so every capacity it reports
+/// can be run.
+pub const MAX_BANK_VOICES: usize = 65_536;
 
-/// A workload as named on the command line: `sine`, `poly`, `bank:N` (1 <= N <= 4096).
+/// A workload as named on the command line: `sine`, `poly`, `bank:N` (1 <= N <= [`MAX_BANK_VOICES`]).
 ///
 /// [`FromStr`] and [`Display`](fmt::Display) round-trip: `"bank:64"` parses to
 /// `Bank(64)`, which displays as `"bank:64"`. Parsing is exact (lower case, no spaces,
@@ -127,8 +128,8 @@ mod tests {
                 "voice count 0 in workload `bank:0` is out of range",
             ),
             (
-                "bank:5000",
-                "voice count 5000 in workload `bank:5000` is out of range",
+                "bank:70000",
+                "voice count 70000 in workload `bank:70000` is out of range",
             ),
             (
                 "bank:99999999999999999999999",
@@ -141,14 +142,14 @@ mod tests {
             let error = text.parse::<WorkloadKind>().unwrap_err();
             assert!(error.contains(expected), "{text:?}: {error}");
             assert!(
-                error.contains("bank:N") && error.contains("4096"),
+                error.contains("bank:N") && error.contains("65536"),
                 "{text:?}: {error}"
             );
         }
         let error = "saw".parse::<WorkloadKind>().unwrap_err();
         assert_eq!(
             error,
-            "unknown workload `saw`: use sine, poly or bank:N (N voices, 1-4096)"
+            "unknown workload `saw`: use sine, poly or bank:N (N voices, 1-65536)"
         );
     }
 }

@@ -65,7 +65,7 @@ impl Workload {
     /// (so `bank:4096` at 440 Hz stays under 18.5 kHz without folding). A `frequency_hz`
     /// at or above Nyquist aliases as sampling it would.
     ///
-    /// `Bank(n)` accepts any `n >= 1`, not only the command line's 1 to 4096.
+    /// `Bank(n)` accepts any `n >= 1`, not only the command line's 1 to 65536.
     ///
     /// # Panics
     ///

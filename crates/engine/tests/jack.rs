@@ -323,7 +323,7 @@ fn a_server_that_stops_calling_is_reported_as_stalled() {
     );
     // SAFETY: resuming it.
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    let err = opened.err().expect("no client opens on a stopped server");
+    let err = opened.expect_err("no client opens on a stopped server");
     assert!(err.to_string().contains("does not answer"), "{err}");
 }
 
