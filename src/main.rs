@@ -6,7 +6,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | a run failed while measuring (status `failed`), or its audio server went away mid-run (status `interrupted`); what was measured is kept |
+//! | 1 | a run failed while measuring (status `failed`), or its audio server went away or changed mid-run (status `interrupted`); what was measured is kept |
 //! | 2 | refused before anything started: bad input, missing tool, unusable database |
 //! | 130 | interrupted by Ctrl-C / SIGTERM (the run is stored as `interrupted`) |
 

@@ -531,7 +531,7 @@ pub fn event_run(
         EventEnd::ServerGone(reason) => (
             RunStatus::Interrupted,
             Some(format!(
-                "the JACK server went away mid-run ({reason}); {measured} triggers measured before that are kept in run {run_id}"
+                "the JACK server stopped serving the stream mid-run: {reason}; {measured} triggers measured before that are kept in run {run_id}"
             )),
         ),
         EventEnd::Panicked(p) => (

@@ -338,6 +338,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         "model",
         "wait",
         "late cb",
+        "dsp",
         "missed",
         "under-runs",
         "rt",
@@ -367,6 +368,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             ms(o.model_latency_ns()),
             ms(wait.mean),
             fmt_ns(cb.mean),
+            format!("{:.1}%", 100.0 * o.dsp.mean() / o.info.period_ns()),
             o.missed().to_string(),
             format!("{}/{}", o.xruns.0, o.xruns.1),
             if o.realtime() {
@@ -477,7 +479,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
     );
     let _ = writeln!(
         out,
-        "late cb = mean lateness of the callback that rendered the note after its cycle's start; missed = notes rendered after their cycle's deadline (an under-run: left out of n and every mean); under-runs = xruns the server reported before the first trigger / after it."
+        "late cb = mean lateness of the callback that rendered the note after its cycle's start; dsp = mean DSP time per cycle, in % of the period; missed = notes rendered after their cycle's deadline (an under-run: left out of n and every mean); under-runs = xruns the server reported before the first trigger / after it."
     );
     for r in runs {
         if let Some(e) = &r.error {

@@ -61,7 +61,7 @@ pub enum AudioError {
         output: String,
     },
     /// The running server does not run at the requested rate or period.
-    #[error("the JACK server `{server}` runs {what} {actual} but {flag} {wanted} was asked for: drop {flag}, change the server (jack_bufsize / restart it), or use --server dummy for a private server")]
+    #[error("the JACK server `{server}` runs {what} {actual} but {flag} {wanted} was asked for: drop {flag}, {change}, or use --server dummy for a private server", change = if *what == "period" { "change the server's period (jack_bufsize)" } else { "restart the server at that rate" })]
     Mismatch {
         /// Server name.
         server: String,
@@ -309,8 +309,9 @@ pub struct StreamStatus {
     pub gaps: u64,
     /// Cycle records dropped because the reader fell behind.
     pub records_dropped: u64,
-    /// Set when the server went away, changed the stream under us (its buffer size) or
-    /// stopped calling the stream (a backend's stall limit), with the reason.
+    /// Set when the server went away, changed the stream under us (its buffer size or
+    /// rate, or freewheeling) or stopped calling the stream (a backend's stall limit), with
+    /// the reason.
     pub shutdown: Option<String>,
     /// Set when the processor panicked, with the panic message.
     pub panic: Option<String>,

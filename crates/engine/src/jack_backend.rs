@@ -78,11 +78,15 @@ struct Shared {
     panic: Mutex<Option<String>>,
     alloc_violations: AtomicU64,
     resized_to: AtomicU64,
+    rate_changed_to: AtomicU64,
+    freewheeled: AtomicBool,
     xrun_log: Mutex<Vec<XrunRecord>>,
 }
 
 struct Notifications {
     shared: Arc<Shared>,
+    /// The rate the stream was opened at.
+    rate_hz: u32,
 }
 
 impl jack::NotificationHandler for Notifications {
@@ -94,6 +98,25 @@ impl jack::NotificationHandler for Notifications {
             } else {
                 reason.to_string()
             });
+        }
+    }
+
+    /// Called at activation with the server's rate and again if it changes: a change
+    /// mid-run invalidates every frame-to-time figure.
+    fn sample_rate(&mut self, _: &jack::Client, rate_hz: jack::Frames) -> jack::Control {
+        if rate_hz != self.rate_hz {
+            self.shared
+                .rate_changed_to
+                .store(u64::from(rate_hz), Ordering::SeqCst);
+        }
+        jack::Control::Continue
+    }
+
+    /// Freewheeling runs cycles as fast as the CPU allows, on no clock: the timing model
+    /// no longer holds.
+    fn freewheel(&mut self, _: &jack::Client, enabled: bool) {
+        if enabled {
+            self.shared.freewheeled.store(true, Ordering::SeqCst);
         }
     }
 
@@ -566,6 +589,7 @@ impl Backend for JackStream {
         };
         let notifications = Notifications {
             shared: self.shared.clone(),
+            rate_hz: self.info.sample_rate_hz,
         };
         self.started_ns = monotonic_ns();
         let active = client
@@ -623,6 +647,20 @@ impl Backend for JackStream {
                         "the server changed its buffer size from {} to {resized} frames mid-run",
                         self.info.period_frames
                     )
+                })
+            })
+            .or_else(|| {
+                let rate = s.rate_changed_to.load(Ordering::SeqCst);
+                (rate != 0).then(|| {
+                    format!(
+                        "the server changed its sample rate from {} to {rate} Hz mid-run",
+                        self.info.sample_rate_hz
+                    )
+                })
+            })
+            .or_else(|| {
+                s.freewheeled.load(Ordering::SeqCst).then(|| {
+                    "the server entered freewheel mode (cycles on no clock) mid-run".to_string()
                 })
             })
             .or_else(|| self.stalled());

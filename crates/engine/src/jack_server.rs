@@ -187,7 +187,8 @@ impl JackServer {
                         })
                     }
                     None if req.mode == ServerMode::External => Err(AudioError::NoServer(name)),
-                    None => Self::start_private(req, None),
+                    // A name the user gave is the private server's name too.
+                    None => Self::start_private(req, req.name.clone()),
                 }
             }
             ServerMode::Dummy => Self::start_private(req, req.name.clone()),
