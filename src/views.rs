@@ -116,11 +116,12 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
         );
     }
     if o.recorded.skipped > 0 {
-        let _ = writeln!(
-            out,
-            "\n{} deadlines skipped (a cycle ended after them); see wakeup_latency_co_corrected",
-            o.recorded.skipped
-        );
+        let why = if o.config.fragments.is_some() {
+            "the loop re-synchronised to the next period after each under-run, as a driver restarting after an xrun would"
+        } else {
+            "a cycle ended after them; see wakeup_latency_co_corrected"
+        };
+        let _ = writeln!(out, "\n{} deadlines skipped ({why})", o.recorded.skipped);
     }
     let mut notes = flag_notes(&run.flags);
     for refusal in [
