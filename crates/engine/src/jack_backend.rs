@@ -22,14 +22,14 @@
 //! still opening).
 
 use crate::audio::{
-    AudioError, Backend, Cycle, CycleRecord, Io, Model, NoteOn, Processor, ServerInfo, StreamInfo,
+    AudioError, Backend, CycleRecord, Io, Model, NoteOn, Processor, ServerInfo, StreamInfo,
     StreamStatus, XrunRecord, MAX_NOTE_ONS,
 };
 use crate::clock::monotonic_ns;
 use crate::jack_server::open_client;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use crate::stream::{CycleRunner, CycleTiming, StreamShared};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// What to open.
 #[derive(Clone, Debug)]
@@ -58,54 +58,37 @@ impl Default for JackConfig {
     }
 }
 
-/// A running stream with no process callback for this long (or 16 periods, if longer) is
-/// reported as stalled.
-pub const STALL_AFTER_MS: u64 = 2000;
+pub use crate::stream::STALL_AFTER_MS;
 
+/// What only JACK tells: changes of the server under a running stream.
 #[derive(Default)]
-struct Shared {
-    cycles: AtomicU64,
-    /// CLOCK_MONOTONIC ns of the latest callback's start.
-    last_callback_ns: AtomicU64,
-    /// The process thread's scheduling, read by that thread in its first cycle.
-    audio_thread: std::sync::OnceLock<crate::rt::Policy>,
-    xruns: AtomicU64,
-    gaps: AtomicU64,
-    dropped: AtomicU64,
-    shutdown_flag: AtomicBool,
-    shutdown: Mutex<Option<String>>,
-    panicked: AtomicBool,
-    panic: Mutex<Option<String>>,
-    alloc_violations: AtomicU64,
+struct JackFlags {
     resized_to: AtomicU64,
     rate_changed_to: AtomicU64,
     freewheeled: AtomicBool,
-    xrun_log: Mutex<Vec<XrunRecord>>,
 }
 
 struct Notifications {
-    shared: Arc<Shared>,
+    shared: Arc<StreamShared>,
+    flags: Arc<JackFlags>,
     /// The rate the stream was opened at.
     rate_hz: u32,
 }
 
 impl jack::NotificationHandler for Notifications {
     unsafe fn shutdown(&mut self, _status: jack::ClientStatus, reason: &str) {
-        self.shared.shutdown_flag.store(true, Ordering::SeqCst);
-        if let Ok(mut s) = self.shared.shutdown.try_lock() {
-            *s = Some(if reason.is_empty() {
-                "the server shut down".into()
-            } else {
-                reason.to_string()
-            });
-        }
+        self.shared.end(if reason.is_empty() {
+            "the server shut down"
+        } else {
+            reason
+        });
     }
 
     /// Called at activation with the server's rate and again if it changes: a change
     /// mid-run invalidates every frame-to-time figure.
     fn sample_rate(&mut self, _: &jack::Client, rate_hz: jack::Frames) -> jack::Control {
         if rate_hz != self.rate_hz {
-            self.shared
+            self.flags
                 .rate_changed_to
                 .store(u64::from(rate_hz), Ordering::SeqCst);
         }
@@ -116,19 +99,12 @@ impl jack::NotificationHandler for Notifications {
     /// no longer holds.
     fn freewheel(&mut self, _: &jack::Client, enabled: bool) {
         if enabled {
-            self.shared.freewheeled.store(true, Ordering::SeqCst);
+            self.flags.freewheeled.store(true, Ordering::SeqCst);
         }
     }
 
     fn xrun(&mut self, _: &jack::Client) -> jack::Control {
-        let record = XrunRecord {
-            mono_ns: monotonic_ns(),
-            cycles_done: self.shared.cycles.load(Ordering::Relaxed),
-        };
-        self.shared.xruns.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut log) = self.shared.xrun_log.lock() {
-            log.push(record);
-        }
+        self.shared.note_xrun(monotonic_ns());
         jack::Control::Continue
     }
 }
@@ -137,27 +113,14 @@ struct Handler {
     out: jack::Port<jack::AudioOut>,
     input: Option<jack::Port<jack::AudioIn>>,
     midi: Option<jack::Port<jack::MidiIn>>,
-    processor: Box<dyn Processor>,
-    records: rtrb::Producer<CycleRecord>,
-    shared: Arc<Shared>,
+    runner: CycleRunner,
+    flags: Arc<JackFlags>,
     clock_offset_ns: i64,
-    index: u64,
     frame_high: u64,
     last_frame_low: u32,
-    next_frame: u64,
     note_ons: [NoteOn; MAX_NOTE_ONS],
     nominal_period_ns: f64,
     prepared_frames: u32,
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".into()
-    }
 }
 
 impl jack::ProcessHandler for Handler {
@@ -166,85 +129,26 @@ impl jack::ProcessHandler for Handler {
     /// prepared for the old period and the reported latencies no longer hold.
     fn buffer_size(&mut self, _: &jack::Client, size: jack::Frames) -> jack::Control {
         if size != self.prepared_frames {
-            self.shared.resized_to.store(size as u64, Ordering::SeqCst);
+            self.flags.resized_to.store(size as u64, Ordering::SeqCst);
         }
         jack::Control::Continue
     }
 
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
-        // Debug builds run every cycle under the allocation guard: a test binary that
-        // installs `assert_no_alloc::AllocDisabler` counts any allocation made here.
+        // The JACK side of the cycle (timing, MIDI) runs under the allocation guard too;
+        // the runner publishes the audio thread's count.
         #[cfg(debug_assertions)]
-        {
-            let control = assert_no_alloc::assert_no_alloc(|| self.cycle(ps));
-            // The count is per thread: publish the audio thread's for readers elsewhere.
-            let violations = assert_no_alloc::violation_count() as u64;
-            self.shared
-                .alloc_violations
-                .store(violations, Ordering::Relaxed);
-            control
-        }
+        assert_no_alloc::assert_no_alloc(|| self.cycle(ps));
         #[cfg(not(debug_assertions))]
-        self.cycle(ps)
+        self.cycle(ps);
+        jack::Control::Continue
     }
-}
-
-thread_local! {
-    /// Set while this thread runs a process callback: the panic hook stays silent there
-    /// (printing allocates and blocks; the message is kept through `catch_unwind`).
-    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Installs, once, a panic hook that is silent on the audio thread and otherwise defers
-/// to the hook that was there before.
-fn install_quiet_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !IN_CALLBACK.with(|c| c.get()) {
-                previous(info);
-            }
-        }));
-    });
 }
 
 impl Handler {
-    fn cycle(&mut self, ps: &jack::ProcessScope) -> jack::Control {
-        IN_CALLBACK.with(|c| c.set(true));
-        let control = self.cycle_inner(ps);
-        IN_CALLBACK.with(|c| c.set(false));
-        control
-    }
-
-    fn cycle_inner(&mut self, ps: &jack::ProcessScope) -> jack::Control {
+    fn cycle(&mut self, ps: &jack::ProcessScope) {
         let callback_ns = monotonic_ns();
-        self.shared
-            .last_callback_ns
-            .store(callback_ns, Ordering::Relaxed);
-        if self.index == 0 {
-            // Two system calls, once: what the server's thread really runs at.
-            let _ = self
-                .shared
-                .audio_thread
-                .set(crate::rt::current_thread_policy());
-        }
         let frames = ps.n_frames();
-        let Handler {
-            out,
-            input,
-            midi,
-            processor,
-            records,
-            shared,
-            ..
-        } = self;
-        let output = out.as_mut_slice(ps);
-        if shared.panicked.load(Ordering::Relaxed) {
-            output.fill(0.0);
-            shared.cycles.fetch_add(1, Ordering::Relaxed);
-            return jack::Control::Continue;
-        }
         let (low, nominal_ns, period_ns) = match ps.cycle_times() {
             Ok(t) => (
                 t.current_frames,
@@ -263,31 +167,19 @@ impl Handler {
         };
         // JACK's frame counter is 32 bits: a wrap goes from near the top to near the
         // bottom. Any other backward step (a reset of its frame timer) is not a wrap.
-        if self.index > 0 && self.last_frame_low > 0xC000_0000 && low < 0x4000_0000 {
+        if self.runner.index() > 0 && self.last_frame_low > 0xC000_0000 && low < 0x4000_0000 {
             self.frame_high += 1 << 32;
         }
         self.last_frame_low = low;
-        let first_frame = self.frame_high | low as u64;
-        let gap_frames = if self.index > 0 {
-            first_frame.saturating_sub(self.next_frame)
-        } else {
-            0
-        };
-        if gap_frames > 0 {
-            shared.gaps.fetch_add(1, Ordering::Relaxed);
-        }
-        self.next_frame = first_frame + frames as u64;
-        let cycle = Cycle {
-            index: self.index,
-            frames,
-            first_frame,
+        let timing = CycleTiming {
+            first_frame: self.frame_high | low as u64,
             nominal_ns,
             period_ns,
             callback_ns,
         };
         let mut n_notes = 0;
         let mut midi_dropped = 0;
-        if let Some(midi) = midi.as_ref() {
+        if let Some(midi) = self.midi.as_ref() {
             for event in midi.iter(ps) {
                 let b = event.bytes;
                 if b.len() >= 3 && b[0] & 0xF0 == 0x90 && b[2] > 0 {
@@ -306,36 +198,14 @@ impl Handler {
                 }
             }
         }
-        let input_slice = input.as_ref().map(|p| p.as_slice(ps));
-        let started = monotonic_ns();
-        let result = {
-            let mut io = Io {
-                output: &mut *output,
-                input: input_slice,
-                note_ons: &self.note_ons[..n_notes],
-                midi_dropped,
-            };
-            catch_unwind(AssertUnwindSafe(|| processor.process(&cycle, &mut io)))
+        let input = self.input.as_ref().map(|p| p.as_slice(ps));
+        let mut io = Io {
+            output: self.out.as_mut_slice(ps),
+            input,
+            note_ons: &self.note_ons[..n_notes],
+            midi_dropped,
         };
-        let dsp_ns = monotonic_ns().saturating_sub(started);
-        if let Err(payload) = result {
-            output.fill(0.0);
-            shared.panicked.store(true, Ordering::SeqCst);
-            if let Ok(mut p) = shared.panic.try_lock() {
-                *p = Some(panic_message(payload.as_ref()));
-            }
-        }
-        let record = CycleRecord {
-            cycle,
-            dsp_ns,
-            gap_frames,
-        };
-        if records.push(record).is_err() {
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        self.index += 1;
-        shared.cycles.fetch_add(1, Ordering::Relaxed);
-        jack::Control::Continue
+        self.runner.run(timing, &mut io);
     }
 }
 
@@ -356,7 +226,8 @@ pub struct JackStream {
     info: StreamInfo,
     state: State,
     config: JackConfig,
-    shared: Arc<Shared>,
+    shared: Arc<StreamShared>,
+    flags: Arc<JackFlags>,
     records: rtrb::Consumer<CycleRecord>,
     /// CLOCK_MONOTONIC ns when the client was activated.
     started_ns: u64,
@@ -484,6 +355,7 @@ impl JackStream {
             },
             config,
             shared: Arc::default(),
+            flags: Arc::default(),
             records,
             started_ns: 0,
         })
@@ -503,17 +375,7 @@ impl JackStream {
         if !matches!(self.state, State::Running(_)) {
             return None;
         }
-        let limit_ns = (STALL_AFTER_MS * 1_000_000).max((16.0 * self.info.period_ns()) as u64);
-        let last_ns = self
-            .shared
-            .last_callback_ns
-            .load(Ordering::Relaxed)
-            .max(self.started_ns);
-        let silent_ns = monotonic_ns().saturating_sub(last_ns);
-        if silent_ns <= limit_ns {
-            return None;
-        }
-        let cycles = self.shared.cycles.load(Ordering::Relaxed);
+        let (silent_ns, cycles) = self.shared.stall(self.started_ns, self.info.period_ns())?;
         Some(if cycles == 0 {
             format!(
                 "the JACK server `{}` never ran audiolat's process callback in the {:.1} s since \
@@ -561,7 +423,6 @@ impl Backend for JackStream {
             });
         };
         processor.prepare(&self.info);
-        install_quiet_panic_hook();
         let out_name = out.name().map_err(jack_err("naming the output port"))?;
         let in_name = match &input {
             Some(p) => Some(p.name().map_err(jack_err("naming the input port"))?),
@@ -575,20 +436,18 @@ impl Backend for JackStream {
             out,
             input,
             midi,
-            processor,
-            records: producer,
-            shared: self.shared.clone(),
+            runner: CycleRunner::new(processor, producer, self.shared.clone()),
+            flags: self.flags.clone(),
             clock_offset_ns: self.info.clock_offset_ns,
-            index: 0,
             frame_high: 0,
             last_frame_low: 0,
-            next_frame: 0,
             note_ons: [NoteOn::default(); MAX_NOTE_ONS],
             nominal_period_ns: self.info.period_ns(),
             prepared_frames: self.info.period_frames,
         };
         let notifications = Notifications {
             shared: self.shared.clone(),
+            flags: self.flags.clone(),
             rate_hz: self.info.sample_rate_hz,
         };
         self.started_ns = monotonic_ns();
@@ -616,31 +475,12 @@ impl Backend for JackStream {
     }
 
     fn status(&self) -> StreamStatus {
-        let s = &self.shared;
-        let shutdown = if s.shutdown_flag.load(Ordering::SeqCst) {
-            Some(
-                s.shutdown
-                    .lock()
-                    .ok()
-                    .and_then(|r| r.clone())
-                    .unwrap_or_else(|| "the server shut down".into()),
-            )
-        } else {
-            None
-        };
-        let panic = if s.panicked.load(Ordering::SeqCst) {
-            Some(
-                s.panic
-                    .lock()
-                    .ok()
-                    .and_then(|p| p.clone())
-                    .unwrap_or_else(|| "a panic".into()),
-            )
-        } else {
-            None
-        };
-        let resized = s.resized_to.load(Ordering::SeqCst);
-        let shutdown = shutdown
+        let mut status = self.shared.status();
+        let f = &self.flags;
+        let resized = f.resized_to.load(Ordering::SeqCst);
+        let rate = f.rate_changed_to.load(Ordering::SeqCst);
+        status.shutdown = status
+            .shutdown
             .or_else(|| {
                 (resized != 0).then(|| {
                     format!(
@@ -650,7 +490,6 @@ impl Backend for JackStream {
                 })
             })
             .or_else(|| {
-                let rate = s.rate_changed_to.load(Ordering::SeqCst);
                 (rate != 0).then(|| {
                     format!(
                         "the server changed its sample rate from {} to {rate} Hz mid-run",
@@ -659,21 +498,12 @@ impl Backend for JackStream {
                 })
             })
             .or_else(|| {
-                s.freewheeled.load(Ordering::SeqCst).then(|| {
+                f.freewheeled.load(Ordering::SeqCst).then(|| {
                     "the server entered freewheel mode (cycles on no clock) mid-run".to_string()
                 })
             })
             .or_else(|| self.stalled());
-        StreamStatus {
-            cycles: s.cycles.load(Ordering::Relaxed),
-            xruns: s.xruns.load(Ordering::Relaxed),
-            gaps: s.gaps.load(Ordering::Relaxed),
-            records_dropped: s.dropped.load(Ordering::Relaxed),
-            shutdown,
-            panic,
-            audio_thread: s.audio_thread.get().copied(),
-            alloc_violations: s.alloc_violations.load(Ordering::Relaxed),
-        }
+        status
     }
 
     fn cycles(&mut self) -> &mut rtrb::Consumer<CycleRecord> {
@@ -681,17 +511,13 @@ impl Backend for JackStream {
     }
 
     fn take_xruns(&mut self) -> Vec<XrunRecord> {
-        self.shared
-            .xrun_log
-            .lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default()
+        self.shared.take_xruns()
     }
 
     fn stop(&mut self) {
         match std::mem::replace(&mut self.state, State::Stopped) {
             State::Running(active) => {
-                if self.shared.shutdown_flag.load(Ordering::SeqCst) {
+                if self.shared.ended_flag.load(Ordering::SeqCst) {
                     // The server is gone: deactivating would talk to a dead socket. The
                     // client's memory is leaked on purpose rather than risking a hang.
                     std::mem::forget(active);

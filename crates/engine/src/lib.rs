@@ -40,3 +40,4 @@ pub mod gpio;
 pub mod jack_backend;
 pub mod jack_server;
 pub mod rt;
+mod stream;
