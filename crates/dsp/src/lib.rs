@@ -45,7 +45,9 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod fractional;
 mod kind;
+pub mod loopdelay;
 mod onset;
 mod wavetable;
 mod workload;
