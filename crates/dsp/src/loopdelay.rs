@@ -362,7 +362,7 @@ pub fn impulse_onset(
         .enumerate()
         .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
     let peak = value.abs();
-    if !(peak >= min_peak) {
+    if peak.is_nan() || peak < min_peak {
         return None;
     }
     let onset = window[..=index]
