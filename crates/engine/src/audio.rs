@@ -82,6 +82,9 @@ pub enum AudioError {
         /// How long audiolat waited.
         secs: u64,
     },
+    /// A stream setting that cannot be used, with what to use instead.
+    #[error("{0}")]
+    BadSetting(String),
     /// A port to connect to does not exist.
     #[error("JACK port `{0}` does not exist: list ports with jack_lsp, or leave the option out to use the defaults")]
     NoSuchPort(String),

@@ -41,3 +41,4 @@ pub mod jack_backend;
 pub mod jack_server;
 pub mod rt;
 mod stream;
+pub mod virtual_backend;
