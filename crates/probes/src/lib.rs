@@ -8,6 +8,8 @@
 //!   audio-fragment deadline model.
 //! - [`event`]: event-to-audio latency, from a trigger to the first sample at the DAC,
 //!   on an [`engine::audio::Backend`] (the BeagleBone Black study).
+//! - [`roundtrip`]: full-duplex input-to-output latency through a loop, by impulse onset
+//!   and multi-tone phase (the desktop OS study).
 //! - [`doctor`]: the machine's set-up, finding by finding.
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
@@ -33,6 +35,8 @@ pub mod doctor;
 pub mod event;
 pub mod jitter;
 pub mod machine;
+pub mod roundtrip;
+pub mod stats;
 pub mod steal;
 
 #[cfg(all(test, debug_assertions))]

@@ -1,0 +1,941 @@
+//! The round-trip probe: full-duplex input-to-output latency, as the desktop OS study
+//! (MacMillan, Droettboom and Fujinaga, 2001) measured it, on any
+//! [`engine::audio::Backend`] whose input hears its output (a cable on hardware, a
+//! software loop on JACK, the `virtual` card's loopback).
+//!
+//! A run sends, on one stream position clock:
+//!
+//! 1. `impulses` clicks, one every tone period `M`, each found again by its onset
+//!    ([`dsp::loopdelay::impulse_onset`]): the study's count of frames between the sent
+//!    and the returned onset, in whole frames;
+//! 2. then the multi-tone ([`dsp::loopdelay::MultiTone`]) for the rest of the run, read
+//!    back in a window of one tone period every `every_periods` periods: a sub-frame
+//!    estimate with its error, gain, SNR, polarity and clipping, so the result is a
+//!    distribution over the whole run (under load) rather than one instant.
+//!
+//! Positions are the stream's: an output frame and an input frame at the same position
+//! are what the backend calls the same cycle offset. The round trip is the difference of
+//! positions, so it includes the playback latency, the capture latency and whatever the
+//! loop adds; the backend's reported latencies are stored beside it, and the rest is the
+//! loop's `extra`. `insert_delay_frames` delays what audiolat sends by that many whole
+//! frames, a delay element in the loop that lets the method prove itself: the figure must
+//! grow by exactly that.
+//!
+//! The audio thread only copies: the signal from a table, the captured frames into a
+//! pre-sized ring. The analysis runs on the calling thread.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsp::loopdelay::{impulse_onset, period_for, ImpulseOnset, MultiTone, PhaseEstimate, Verdict};
+use engine::audio::{AudioError, Backend, Cycle, Io, Processor, StreamInfo};
+use engine::clock::monotonic_ns;
+use results::{Event, LatencyHistogram, Measurement, Series};
+use serde_json::{json, Value};
+
+use crate::stats::Stats;
+use crate::steal::{StealSampler, StealTimeline};
+
+/// What to measure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundtripConfig {
+    /// Time to measure with the multi-tone, after the clicks, in ms.
+    pub duration_ms: f64,
+    /// Periods between two multi-tone estimates; `None`: one per tone period (windows
+    /// side by side).
+    pub every_periods: Option<u32>,
+    /// Clicks sent first (the study's method).
+    pub impulses: u32,
+    /// Whole frames audiolat delays its own output by (a delay element in the loop).
+    pub insert_delay_frames: u32,
+    /// Peak of the test signals (full scale is 1.0).
+    pub peak: f32,
+    /// The longest loop expected, in frames; `None`: the stream's reported latencies plus
+    /// a margin. Sets the tone period (twice this, at least).
+    pub max_delay_frames: Option<f64>,
+    /// Time the stream runs before the first click, in ms.
+    pub warmup_ms: f64,
+    /// End early when the first clicks and tone windows all find nothing.
+    pub give_up_without_signal: bool,
+}
+
+impl Default for RoundtripConfig {
+    /// 10 s of multi-tone after 4 clicks, windows side by side, peak 0.5, no inserted
+    /// delay, 200 ms of warm-up.
+    fn default() -> Self {
+        RoundtripConfig {
+            duration_ms: 10_000.0,
+            every_periods: None,
+            impulses: 4,
+            insert_delay_frames: 0,
+            peak: 0.5,
+            max_delay_frames: None,
+            warmup_ms: 200.0,
+            give_up_without_signal: true,
+        }
+    }
+}
+
+impl RoundtripConfig {
+    /// Checks the settings; every error says what to use.
+    pub fn validate(&self) -> Result<(), RoundtripError> {
+        if !(self.duration_ms.is_finite() && self.duration_ms >= 0.0) {
+            return Err(RoundtripError::Config(
+                "--duration must be 0 s or more".into(),
+            ));
+        }
+        if self.every_periods == Some(0) {
+            return Err(RoundtripError::Config(
+                "--every must be at least 1 period".into(),
+            ));
+        }
+        if !(self.peak > 0.0 && self.peak <= 1.0) {
+            return Err(RoundtripError::Config(format!(
+                "--level {}: the test signal's peak must be above 0 and at most 1.0 (full scale)",
+                self.peak
+            )));
+        }
+        if self.insert_delay_frames > 1_000_000 {
+            return Err(RoundtripError::Config(format!(
+                "--insert-delay {}: use 0 to 1000000 frames",
+                self.insert_delay_frames
+            )));
+        }
+        if let Some(m) = self.max_delay_frames {
+            if !(m.is_finite() && m > 0.0 && m <= 4_000_000.0) {
+                return Err(RoundtripError::Config(format!(
+                    "--max-delay {m} frames: use 1 to 4000000 frames"
+                )));
+            }
+        }
+        if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0) {
+            return Err(RoundtripError::Config(
+                "warm-up must be 0 ms or more".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The tone period for a stream: twice the longest expected loop, a power of two.
+    pub fn tone_period(&self, info: &StreamInfo) -> usize {
+        let expected = self.max_delay_frames.unwrap_or_else(|| {
+            f64::from(
+                info.playback_latency_frames + info.capture_latency_frames + 2 * info.period_frames,
+            ) + 2048.0
+        }) + f64::from(self.insert_delay_frames);
+        period_for(expected)
+    }
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundtripError {
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
+    /// The stream has no input to hear the loop with.
+    #[error(
+        "the {0} stream has no input: a round trip needs one (name the capture port or device)"
+    )]
+    NoInput(&'static str),
+    /// The audio backend failed.
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoundtripEnd {
+    /// Measured for the whole duration.
+    Complete,
+    /// Ended early: nothing came back (see [`RoundtripOutcome::no_loop`]).
+    NoSignal,
+    /// Stopped by the stop flag (Ctrl-C).
+    Interrupted,
+    /// The audio server or device went away.
+    ServerGone(String),
+    /// The processor panicked.
+    Panicked(String),
+}
+
+/// One click, sent and (perhaps) found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ImpulseRow {
+    /// Click number, from 0.
+    pub seq: u32,
+    /// Stream position the click was meant for (before the inserted delay).
+    pub position: u64,
+    /// What came back; `None`: nothing above the noise within a tone period.
+    pub onset: Option<ImpulseOnset>,
+}
+
+/// One multi-tone window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EstimateRow {
+    /// Window number, from 0.
+    pub seq: u32,
+    /// Stream position of the window's first frame.
+    pub position: u64,
+    /// CLOCK_MONOTONIC ns when the window's last frame was captured (by the stream's
+    /// timing).
+    pub time_ns: u64,
+    /// The estimate.
+    pub estimate: PhaseEstimate,
+}
+
+/// What the caller gets while the run goes on (about every 20 ms).
+pub struct RoundtripProgress<'a> {
+    /// Clicks found (or given up on) since the last call.
+    pub impulses: &'a [ImpulseRow],
+    /// Windows estimated since the last call.
+    pub estimates: &'a [EstimateRow],
+    /// Cycles so far.
+    pub cycles: u64,
+    /// Under-runs so far.
+    pub underruns: u64,
+}
+
+/// Everything a run measured.
+#[derive(Debug)]
+pub struct RoundtripOutcome {
+    /// The configuration.
+    pub config: RoundtripConfig,
+    /// The stream.
+    pub info: StreamInfo,
+    /// How it ended.
+    pub end: RoundtripEnd,
+    /// The tone's period in frames (also the click spacing).
+    pub tone_period: usize,
+    /// The clicks.
+    pub impulses: Vec<ImpulseRow>,
+    /// The multi-tone windows.
+    pub estimates: Vec<EstimateRow>,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Under-runs and over-runs the backend reported.
+    pub xruns: u64,
+    /// Cycles that started after a jump of the stream position.
+    pub gaps: u64,
+    /// Xrun and gap events with their times.
+    pub events: Vec<Event>,
+    /// Captured blocks the analysis lost (the ring was full).
+    pub blocks_dropped: u64,
+    /// Cycle records the reader lost.
+    pub records_dropped: u64,
+    /// Debug builds with `assert_no_alloc`'s allocator: allocations on the audio thread.
+    pub alloc_violations: u64,
+    /// The audio thread's scheduling, as it read it in its first cycle.
+    pub audio_thread: Option<engine::rt::Policy>,
+    /// Time in the processor per cycle.
+    pub dsp: LatencyHistogram,
+    /// Host steal through the run.
+    pub steal: StealTimeline,
+    /// Stream start and end, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// When the run ended.
+    pub end_ns: u64,
+}
+
+/// The audio thread's side: sends the signal, hands the capture over.
+struct LoopProcessor {
+    tone: Arc<MultiTone>,
+    warmup_frames: u64,
+    spacing: u64,
+    impulses: u64,
+    insert: u64,
+    peak: f32,
+    start: Option<u64>,
+    shared: Arc<ProcessorShared>,
+    samples: rtrb::Producer<f32>,
+    blocks: rtrb::Producer<(u64, u32)>,
+}
+
+#[derive(Default)]
+struct ProcessorShared {
+    /// Stream position of the first click (`u64::MAX` until the first cycle).
+    start: AtomicU64,
+    blocks_dropped: AtomicU64,
+}
+
+impl LoopProcessor {
+    /// The reference signal at signal position `q` (from the first click).
+    #[inline]
+    fn signal(&self, q: i64) -> f32 {
+        let clicks = (self.impulses * self.spacing) as i64;
+        if q < 0 {
+            0.0
+        } else if q < clicks {
+            if q % self.spacing as i64 == 0 {
+                self.peak
+            } else {
+                0.0
+            }
+        } else {
+            self.tone.sample_at(q - clicks)
+        }
+    }
+}
+
+impl Processor for LoopProcessor {
+    fn prepare(&mut self, _: &StreamInfo) {}
+
+    fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
+        let start = *self.start.get_or_insert_with(|| {
+            let s = cycle.first_frame + self.warmup_frames;
+            self.shared.start.store(s, Ordering::Release);
+            s
+        });
+        let base = cycle.first_frame as i64 - start as i64 - self.insert as i64;
+        for (i, x) in io.output.iter_mut().enumerate() {
+            *x = self.signal(base + i as i64);
+        }
+        if let Some(input) = io.input {
+            if self.samples.slots() >= input.len() && self.blocks.slots() >= 1 {
+                for &x in input {
+                    let _ = self.samples.push(x);
+                }
+                let _ = self.blocks.push((cycle.first_frame, input.len() as u32));
+            } else {
+                self.shared.blocks_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The analysis side: a contiguous history of the capture, cut into click windows and
+/// tone windows as they fill.
+struct Analyser {
+    tone: Arc<MultiTone>,
+    spacing: u64,
+    impulses: u64,
+    every: u64,
+    min_peak: f32,
+    start: Option<u64>,
+    history: VecDeque<f32>,
+    history_first: u64,
+    next_impulse: u64,
+    next_window: u64,
+    window_seq: u32,
+    /// The latest cycle's position and time, to date windows.
+    clock: Option<(u64, u64, f64, u32)>,
+}
+
+impl Analyser {
+    fn tone_start(&self) -> u64 {
+        self.start.unwrap_or(0) + self.impulses * self.spacing
+    }
+
+    /// Adds a captured block; a jump in positions starts the history again (no window
+    /// may span a gap).
+    fn feed(&mut self, first: u64, samples: impl Iterator<Item = f32>) {
+        let end = self.history_first + self.history.len() as u64;
+        if self.history.is_empty() || first != end {
+            self.history.clear();
+            self.history_first = first;
+        }
+        self.history.extend(samples);
+    }
+
+    fn window(&self, from: u64, len: usize) -> Option<Vec<f32>> {
+        let end = self.history_first + self.history.len() as u64;
+        if from < self.history_first || from + len as u64 > end {
+            return None;
+        }
+        let skip = (from - self.history_first) as usize;
+        Some(self.history.range(skip..skip + len).copied().collect())
+    }
+
+    fn time_of(&self, position: u64) -> u64 {
+        match self.clock {
+            Some((first, nominal_ns, period_ns, frames)) => {
+                let offset = position as f64 - first as f64;
+                (nominal_ns as f64 + offset * period_ns / f64::from(frames.max(1))).max(0.0) as u64
+            }
+            None => monotonic_ns(),
+        }
+    }
+
+    /// Clicks and windows that can be analysed now.
+    fn analyse(&mut self, impulses: &mut Vec<ImpulseRow>, estimates: &mut Vec<EstimateRow>) {
+        let Some(start) = self.start else { return };
+        let n = self.tone.period();
+        let history_end = self.history_first + self.history.len() as u64;
+        while self.next_impulse < self.impulses {
+            let sent = start + self.next_impulse * self.spacing;
+            if history_end < sent + self.spacing {
+                break;
+            }
+            let onset = self
+                .window(sent, self.spacing as usize)
+                .and_then(|w| impulse_onset(&w, sent as i64, sent as i64, self.min_peak));
+            impulses.push(ImpulseRow {
+                seq: self.next_impulse as u32,
+                position: sent,
+                onset,
+            });
+            self.next_impulse += 1;
+        }
+        let tone_start = self.tone_start();
+        if self.next_window == 0 {
+            // The first window starts a whole tone period after the tone did: every loop
+            // shorter than that is in its steady state by then.
+            self.next_window = tone_start + n as u64;
+        }
+        loop {
+            let from = self.next_window;
+            if history_end < from + n as u64 {
+                break;
+            }
+            if let Some(w) = self.window(from, n) {
+                let estimate = self.tone.estimate(&w, from as i64 - tone_start as i64);
+                estimates.push(EstimateRow {
+                    seq: self.window_seq,
+                    position: from,
+                    time_ns: self.time_of(from + n as u64),
+                    estimate,
+                });
+                self.window_seq += 1;
+                self.next_window = from + self.every;
+            } else {
+                // The history restarted after a gap: the next window starts in it.
+                self.next_window = self.history_first.max(from + self.every);
+            }
+        }
+        // Keep what the next click or window still needs.
+        let keep_from = if self.next_impulse < self.impulses {
+            start + self.next_impulse * self.spacing
+        } else {
+            self.next_window
+        };
+        while self.history_first < keep_from && !self.history.is_empty() {
+            self.history.pop_front();
+            self.history_first += 1;
+        }
+    }
+}
+
+/// Runs the probe on an opened, not yet started backend whose input hears its output.
+/// `progress` is called about every 20 ms with what was analysed since the last call;
+/// returning `Err(reason)` ends the run as [`RoundtripEnd::ServerGone`]. Raising `stop`
+/// ends it as [`RoundtripEnd::Interrupted`]. The backend is stopped before returning.
+pub fn run(
+    backend: &mut dyn Backend,
+    config: &RoundtripConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(RoundtripProgress<'_>) -> Result<(), String>,
+) -> Result<RoundtripOutcome, RoundtripError> {
+    config.validate()?;
+    let info = backend.info().clone();
+    if info.capture_port.is_none() {
+        return Err(RoundtripError::NoInput(info.backend));
+    }
+    let n = config.tone_period(&info);
+    let tone = Arc::new(MultiTone::new(n, info.sample_rate_hz, config.peak));
+    let spacing = n as u64;
+    let period = u64::from(info.period_frames);
+    let every = match config.every_periods {
+        Some(k) => u64::from(k) * period,
+        None => spacing,
+    };
+    // Room for a second of capture, and at least four tone periods.
+    let capacity = (info.sample_rate_hz as usize).max(4 * n);
+    let (samples_tx, mut samples_rx) = rtrb::RingBuffer::<f32>::new(capacity);
+    let (blocks_tx, mut blocks_rx) = rtrb::RingBuffer::<(u64, u32)>::new(capacity / 16 + 64);
+    let shared = Arc::new(ProcessorShared {
+        start: AtomicU64::new(u64::MAX),
+        blocks_dropped: AtomicU64::new(0),
+    });
+    let processor = LoopProcessor {
+        tone: tone.clone(),
+        warmup_frames: (config.warmup_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64,
+        spacing,
+        impulses: u64::from(config.impulses),
+        insert: u64::from(config.insert_delay_frames),
+        peak: config.peak,
+        start: None,
+        shared: shared.clone(),
+        samples: samples_tx,
+        blocks: blocks_tx,
+    };
+    let mut analyser = Analyser {
+        tone: tone.clone(),
+        spacing,
+        impulses: u64::from(config.impulses),
+        every,
+        // A returned click must stand well above silence: 1 % of what was sent.
+        min_peak: 0.01 * config.peak,
+        start: None,
+        history: VecDeque::with_capacity(2 * n + capacity),
+        history_first: 0,
+        next_impulse: 0,
+        next_window: 0,
+        window_seq: 0,
+        clock: None,
+    };
+    let steal = StealSampler::start(Duration::from_millis(50), None);
+    let start_ns = monotonic_ns();
+    backend.start(Box::new(processor))?;
+    let mut impulses: Vec<ImpulseRow> = Vec::new();
+    let mut estimates: Vec<EstimateRow> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
+    let mut dsp = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
+    let mut cycles = 0u64;
+    let measure_frames = (config.duration_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64;
+    let mut block = Vec::new();
+    let mut reported = (0usize, 0usize);
+    let end = loop {
+        std::thread::sleep(Duration::from_millis(20));
+        while let Ok(r) = backend.cycles().pop() {
+            cycles += 1;
+            dsp.record(r.dsp_ns);
+            analyser.clock = Some((
+                r.cycle.first_frame,
+                r.cycle.nominal_ns,
+                r.cycle.period_ns,
+                r.cycle.frames,
+            ));
+            if r.gap_frames > 0 {
+                events.push(Event {
+                    mono_ns: r.cycle.callback_ns,
+                    kind: "skipped_cycles".into(),
+                    detail: json!({"cycle": r.cycle.index, "frames_skipped": r.gap_frames}),
+                });
+            }
+        }
+        for x in backend.take_xruns() {
+            events.push(Event {
+                mono_ns: x.mono_ns,
+                kind: "xrun".into(),
+                detail: json!({"cycles_done": x.cycles_done}),
+            });
+        }
+        if analyser.start.is_none() {
+            let s = shared.start.load(Ordering::Acquire);
+            if s != u64::MAX {
+                analyser.start = Some(s);
+            }
+        }
+        while let Ok((first, len)) = blocks_rx.pop() {
+            block.clear();
+            for _ in 0..len {
+                block.push(samples_rx.pop().unwrap_or(0.0));
+            }
+            analyser.feed(first, block.iter().copied());
+            analyser.analyse(&mut impulses, &mut estimates);
+        }
+        let status = backend.status();
+        let report = progress(RoundtripProgress {
+            impulses: &impulses[reported.0..],
+            estimates: &estimates[reported.1..],
+            cycles,
+            underruns: status.xruns + status.gaps,
+        });
+        reported = (impulses.len(), estimates.len());
+        if let Some(p) = status.panic {
+            break RoundtripEnd::Panicked(p);
+        }
+        if let Some(reason) = status.shutdown {
+            break RoundtripEnd::ServerGone(reason);
+        }
+        if let Err(reason) = report {
+            break RoundtripEnd::ServerGone(reason);
+        }
+        if stop.load(Ordering::Relaxed) {
+            break RoundtripEnd::Interrupted;
+        }
+        if config.give_up_without_signal
+            && impulses.len() as u64 == u64::from(config.impulses)
+            && estimates.len() >= 3
+            && impulses.iter().all(|i| i.onset.is_none())
+            && estimates
+                .iter()
+                .all(|e| e.estimate.verdict == Verdict::NoSignal)
+        {
+            break RoundtripEnd::NoSignal;
+        }
+        if analyser.start.is_some()
+            && analyser.next_window > analyser.tone_start() + spacing + measure_frames
+            && impulses.len() as u64 == u64::from(config.impulses)
+        {
+            break RoundtripEnd::Complete;
+        }
+    };
+    backend.stop();
+    let end_ns = monotonic_ns();
+    let status = backend.status();
+    Ok(RoundtripOutcome {
+        config: config.clone(),
+        info,
+        end,
+        tone_period: n,
+        impulses,
+        estimates,
+        cycles,
+        xruns: status.xruns,
+        gaps: status.gaps,
+        events,
+        blocks_dropped: shared.blocks_dropped.load(Ordering::Relaxed),
+        records_dropped: status.records_dropped,
+        alloc_violations: status.alloc_violations,
+        audio_thread: status.audio_thread,
+        dsp,
+        steal: steal.finish(),
+        start_ns,
+        end_ns,
+    })
+}
+
+impl RoundtripOutcome {
+    /// Frames per nanosecond's inverse: one frame in ns.
+    fn frame_ns(&self) -> f64 {
+        1e9 / f64::from(self.info.sample_rate_hz)
+    }
+
+    /// The windows whose estimate holds ([`Verdict::Ok`]).
+    pub fn valid(&self) -> impl Iterator<Item = &EstimateRow> {
+        self.estimates
+            .iter()
+            .filter(|e| e.estimate.verdict == Verdict::Ok)
+    }
+
+    /// Statistics of the multi-tone round trip over the valid windows, in frames.
+    pub fn measured_frames(&self) -> Stats {
+        Stats::of(self.valid().map(|e| e.estimate.delay_frames))
+    }
+
+    /// Statistics of the clicks' onset counts, in frames.
+    pub fn impulse_frames(&self) -> Stats {
+        Stats::of(
+            self.impulses
+                .iter()
+                .filter_map(|i| i.onset.map(|o| o.frames as f64)),
+        )
+    }
+
+    /// Nothing came back: no click found and no window with signal.
+    pub fn no_loop(&self) -> bool {
+        self.impulses.iter().all(|i| i.onset.is_none())
+            && self
+                .estimates
+                .iter()
+                .all(|e| e.estimate.verdict == Verdict::NoSignal)
+    }
+
+    /// The latency the stream reports for a loop: playback plus capture, in frames.
+    pub fn reported_frames(&self) -> u32 {
+        self.info.playback_latency_frames + self.info.capture_latency_frames
+    }
+
+    /// Windows by verdict: (ok, no signal, unreliable).
+    pub fn verdicts(&self) -> (usize, usize, usize) {
+        let count = |v: Verdict| {
+            self.estimates
+                .iter()
+                .filter(|e| e.estimate.verdict == v)
+                .count()
+        };
+        (
+            count(Verdict::Ok),
+            count(Verdict::NoSignal),
+            count(Verdict::Unreliable),
+        )
+    }
+
+    /// The loop inverts the signal (in most valid windows).
+    pub fn inverted(&self) -> bool {
+        let valid = self.valid().count();
+        valid > 0 && self.valid().filter(|e| e.estimate.inverted).count() * 2 > valid
+    }
+
+    /// Captured samples at full scale, over all windows and clicks.
+    pub fn clipped(&self) -> usize {
+        self.estimates
+            .iter()
+            .map(|e| e.estimate.clipped)
+            .chain(
+                self.impulses
+                    .iter()
+                    .filter_map(|i| i.onset.map(|o| o.clipped)),
+            )
+            .sum()
+    }
+
+    /// The audio thread ran at a real-time policy.
+    pub fn realtime(&self) -> bool {
+        self.audio_thread.is_some_and(|p| p.is_realtime())
+    }
+
+    /// What the user is told in one line about the loop.
+    pub fn verdict_line(&self) -> String {
+        let (ok, none, unreliable) = self.verdicts();
+        if self.no_loop() {
+            return "no loop found: nothing came back at the input; check the connection (cable, ports, device)".into();
+        }
+        if ok == 0 {
+            return format!(
+                "no reliable figure: signal came back, but not as a delayed copy in any of {} windows ({unreliable} unreliable, {none} silent): check for dropouts, distortion or a second signal in the loop",
+                self.estimates.len()
+            );
+        }
+        let mut notes = Vec::new();
+        if self.inverted() {
+            notes.push("the loop inverts polarity".to_string());
+        }
+        let clipped = self.clipped();
+        if clipped > 0 {
+            notes.push(format!(
+                "{clipped} captured samples at full scale: lower the level (--level) or the gain in the loop"
+            ));
+        }
+        let gain = Stats::of(self.valid().map(|e| e.estimate.gain)).median;
+        if gain < 0.01 {
+            notes.push(format!(
+                "the loop's gain is {:.1} dB: the figure is noisier than it needs to be",
+                20.0 * gain.log10()
+            ));
+        }
+        if unreliable + none > 0 {
+            notes.push(format!(
+                "{} of {} windows left out ({unreliable} unreliable, {none} silent)",
+                unreliable + none,
+                self.estimates.len()
+            ));
+        }
+        if notes.is_empty() {
+            "loop found".into()
+        } else {
+            format!("loop found; {}", notes.join("; "))
+        }
+    }
+
+    fn method(&self) -> String {
+        format!(
+            "multi-tone phase slope ({} partials from {:.0} Hz, period {} frames) over a window every {} frames, {} backend, stream positions output -> input; {} frames inserted by audiolat",
+            self.estimates_partials(),
+            dsp::loopdelay::LOWEST_PARTIAL_HZ,
+            self.tone_period,
+            self.config
+                .every_periods
+                .map_or(self.tone_period as u64, |k| u64::from(k) * u64::from(self.info.period_frames)),
+            self.info.backend,
+            self.config.insert_delay_frames
+        )
+    }
+
+    fn estimates_partials(&self) -> usize {
+        MultiTone::new(self.tone_period, self.info.sample_rate_hz, self.config.peak)
+            .bins()
+            .len()
+    }
+
+    /// Measurements: the round trip by multi-tone (valid windows) and by click onsets,
+    /// both in ns, with frames in their detail.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let frame_ns = self.frame_ns();
+        let hist = |values: Vec<f64>| {
+            let mut h = LatencyHistogram::new(100_000_000_000).expect("100 s bound is valid");
+            for v in values {
+                h.record((v * frame_ns).max(0.0).round() as u64);
+            }
+            h
+        };
+        let measured = self.measured_frames();
+        let (ok, none, unreliable) = self.verdicts();
+        let mut m = Measurement::from_histogram(
+            "roundtrip",
+            "roundtrip",
+            &self.method(),
+            hist(self.valid().map(|e| e.estimate.delay_frames).collect()),
+        );
+        m.detail = json!({
+            "frames": measured.to_json(),
+            "spread_frames": measured.max - measured.min,
+            "reported_frames": self.reported_frames(),
+            "playback_latency_frames": self.info.playback_latency_frames,
+            "capture_latency_frames": self.info.capture_latency_frames,
+            "inserted_frames": self.config.insert_delay_frames,
+            "extra_frames": (measured.count > 0).then(|| measured.mean - f64::from(self.reported_frames()) - f64::from(self.config.insert_delay_frames)),
+            "stderr_frames_median": Stats::of(self.valid().map(|e| e.estimate.stderr_frames)).median,
+            "snr_db_median": Stats::of(self.valid().map(|e| e.estimate.snr_db)).median,
+            "gain_median": Stats::of(self.valid().map(|e| e.estimate.gain)).median,
+            "windows": {"ok": ok, "no_signal": none, "unreliable": unreliable},
+            "inverted": self.inverted(),
+            "clipped_samples": self.clipped(),
+            "verdict": self.verdict_line(),
+        });
+        let mut i = Measurement::from_histogram(
+            "roundtrip",
+            "roundtrip_impulse",
+            &format!(
+                "impulse onset count (the desktop OS study's method): a click every {} frames, its onset the first sample at half the returned peak; whole frames",
+                self.tone_period
+            ),
+            hist(
+                self.impulses
+                    .iter()
+                    .filter_map(|i| i.onset.map(|o| o.frames as f64))
+                    .collect(),
+            ),
+        );
+        i.detail = json!({
+            "frames": self.impulse_frames().to_json(),
+            "sent": self.impulses.len(),
+            "found": self.impulses.iter().filter(|i| i.onset.is_some()).count(),
+        });
+        let mut d = Measurement::from_histogram(
+            "roundtrip",
+            "dsp_time",
+            "time in the processor per cycle (signal out, capture handed over)",
+            self.dsp.clone(),
+        );
+        d.detail =
+            json!({"dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns()});
+        vec![m, i, d]
+    }
+
+    /// Every window and every click, as tables.
+    pub fn series(&self) -> Vec<Series> {
+        let t0 = self.start_ns as f64;
+        vec![
+            Series {
+                name: "roundtrip_windows".into(),
+                unit: "frames".into(),
+                columns: [
+                    "seq",
+                    "time_s",
+                    "position",
+                    "delay_frames",
+                    "stderr_frames",
+                    "snr_db",
+                    "gain",
+                    "residual_rad",
+                    "inverted",
+                    "clipped",
+                    "verdict",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: self
+                    .estimates
+                    .iter()
+                    .map(|e| {
+                        let x = &e.estimate;
+                        vec![
+                            f64::from(e.seq),
+                            (e.time_ns as f64 - t0) / 1e9,
+                            e.position as f64,
+                            x.delay_frames,
+                            x.stderr_frames,
+                            x.snr_db,
+                            x.gain,
+                            x.residual_rad,
+                            f64::from(u8::from(x.inverted)),
+                            x.clipped as f64,
+                            match x.verdict {
+                                Verdict::Ok => 0.0,
+                                Verdict::NoSignal => 1.0,
+                                Verdict::Unreliable => 2.0,
+                            },
+                        ]
+                    })
+                    .collect(),
+            },
+            Series {
+                name: "roundtrip_impulses".into(),
+                unit: "frames".into(),
+                columns: ["seq", "position", "frames", "peak", "inverted"]
+                    .map(String::from)
+                    .to_vec(),
+                rows: self
+                    .impulses
+                    .iter()
+                    .map(|i| match i.onset {
+                        Some(o) => vec![
+                            f64::from(i.seq),
+                            i.position as f64,
+                            o.frames as f64,
+                            f64::from(o.peak),
+                            f64::from(u8::from(o.inverted)),
+                        ],
+                        None => vec![f64::from(i.seq), i.position as f64, f64::NAN, 0.0, 0.0],
+                    })
+                    .collect(),
+            },
+        ]
+    }
+
+    /// Validity flags.
+    pub fn flags(&self) -> Value {
+        let steal_ns = self.steal.total_ns(None);
+        let cpus = engine::rt::online_cpus().len().max(1) as u64;
+        let span = self.steal.span_ns().max(1) * cpus;
+        let (ok, none, unreliable) = self.verdicts();
+        json!({
+            "realtime": self.realtime(),
+            "interrupted": !matches!(self.end, RoundtripEnd::Complete | RoundtripEnd::NoSignal),
+            "host_steal_ns": steal_ns,
+            "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
+            "no_loop": self.no_loop(),
+            "inverted": self.inverted(),
+            "clipped_samples": self.clipped(),
+            "windows_ok": ok,
+            "windows_no_signal": none,
+            "windows_unreliable": unreliable,
+            "xruns": self.xruns,
+            "skipped_cycles": self.gaps,
+            "capture_blocks_dropped": self.blocks_dropped,
+            "cycle_records_dropped": self.records_dropped,
+            "private_server": self.info.server.private,
+        })
+    }
+
+    /// What the run was granted.
+    pub fn qos_granted(&self) -> Value {
+        json!({"audio_thread": self.audio_thread.map(|p| p.to_string())})
+    }
+
+    /// Probe-specific results.
+    pub fn result_json(&self) -> Value {
+        let frame_ms = self.frame_ns() * 1e-6;
+        let measured = self.measured_frames();
+        json!({
+            "end": match &self.end {
+                RoundtripEnd::Complete => "complete".to_string(),
+                RoundtripEnd::NoSignal => "no signal".to_string(),
+                RoundtripEnd::Interrupted => "interrupted".to_string(),
+                RoundtripEnd::ServerGone(r) => format!("server gone: {r}"),
+                RoundtripEnd::Panicked(p) => format!("processor panicked: {p}"),
+            },
+            "backend": self.info.backend,
+            "model": self.info.model.to_string(),
+            "server": {"name": self.info.server.name, "private": self.info.server.private,
+                       "command_line": self.info.server.command_line,
+                       "version": self.info.server.version},
+            "rate_hz": self.info.sample_rate_hz,
+            "period_frames": self.info.period_frames,
+            "playback_latency_frames": self.info.playback_latency_frames,
+            "capture_latency_frames": self.info.capture_latency_frames,
+            "playback_ports": self.info.playback_ports,
+            "capture_port": self.info.capture_port,
+            "tone_period_frames": self.tone_period,
+            "roundtrip_frames": measured.to_json(),
+            "roundtrip_ms": measured.scaled(frame_ms).to_json(),
+            "impulse_frames": self.impulse_frames().to_json(),
+            "reported_frames": self.reported_frames(),
+            "inserted_frames": self.config.insert_delay_frames,
+            "extra_frames": (measured.count > 0).then(|| measured.mean - f64::from(self.reported_frames()) - f64::from(self.config.insert_delay_frames)),
+            "verdict": self.verdict_line(),
+            "no_loop": self.no_loop(),
+            "inverted": self.inverted(),
+            "clipped_samples": self.clipped(),
+            "windows": self.estimates.len(),
+            "cycles": self.cycles,
+            "xruns": self.xruns,
+            "skipped_cycles": self.gaps,
+            "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
+            "run_ns": self.end_ns.saturating_sub(self.start_ns),
+        })
+    }
+}

@@ -1,0 +1,168 @@
+//! The round-trip probe against its ground truth: the virtual card, whose loop is
+//! playback latency + capture latency + a cable of known (fractional) delay, exactly.
+
+use assert_no_alloc::AllocDisabler;
+use engine::virtual_backend::{VirtualConfig, VirtualStream};
+use probes::roundtrip::{self, RoundtripConfig, RoundtripEnd, RoundtripOutcome};
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+
+#[global_allocator]
+static ALLOCATOR: AllocDisabler = AllocDisabler;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn measure(card: VirtualConfig, config: &RoundtripConfig) -> (RoundtripOutcome, Option<f64>) {
+    let mut stream = VirtualStream::open(card).expect("the card opens");
+    let expected = stream.expected_roundtrip_frames();
+    let stop = AtomicBool::new(false);
+    let outcome = roundtrip::run(&mut stream, config, &stop, |_| Ok(())).expect("runs");
+    (outcome, expected)
+}
+
+fn quick() -> RoundtripConfig {
+    RoundtripConfig {
+        duration_ms: 1500.0,
+        impulses: 2,
+        warmup_ms: 50.0,
+        ..RoundtripConfig::default()
+    }
+}
+
+#[test]
+fn integer_and_fractional_loops_are_found_to_a_twentieth_of_a_frame_with_no_spread() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for (period, periods, delay) in [
+        (128, 2, 0.0),
+        (256, 2, 37.0),
+        (64, 3, 12.5),
+        (128, 2, 100.25),
+        (256, 4, 3.75),
+    ] {
+        let card = VirtualConfig {
+            period_frames: period,
+            periods,
+            loop_delay_frames: Some(delay),
+            ..VirtualConfig::default()
+        };
+        // Continuous mode: a window every 8 periods, overlapping.
+        let config = RoundtripConfig {
+            every_periods: Some(8),
+            ..quick()
+        };
+        let (o, expected) = measure(card, &config);
+        let expected = expected.unwrap();
+        let label = format!("{period} x {periods}, cable {delay}");
+        assert_eq!(o.end, RoundtripEnd::Complete, "{label}");
+        assert_eq!(o.alloc_violations, 0, "{label}: the audio thread allocated");
+        assert_eq!(o.reported_frames(), period * periods + period);
+        let valid: Vec<f64> = o.valid().map(|e| e.estimate.delay_frames).collect();
+        assert!(
+            valid.len() >= 5,
+            "{label}: {} valid windows of {}",
+            valid.len(),
+            o.estimates.len()
+        );
+        for d in &valid {
+            assert!(
+                (d - expected).abs() <= 0.05,
+                "{label}: {d} against {expected}"
+            );
+        }
+        let m = o.measured_frames();
+        assert!(
+            m.max - m.min < 1e-3,
+            "{label}: spread {} frames",
+            m.max - m.min
+        );
+        assert!(!o.inverted() && o.clipped() == 0 && !o.no_loop());
+        // The study's click count: whole frames, the onset at or just after the delay.
+        for i in &o.impulses {
+            let f = i.onset.expect("click found").frames as f64;
+            assert!(
+                f == expected.floor() || f == expected.ceil(),
+                "{label}: click {f}"
+            );
+        }
+        assert_eq!(o.verdict_line(), "loop found", "{label}");
+    }
+}
+
+#[test]
+fn an_inserted_delay_adds_exactly_its_frames() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let card = VirtualConfig {
+        period_frames: 128,
+        loop_delay_frames: Some(10.5),
+        ..VirtualConfig::default()
+    };
+    let (plain, expected) = measure(card.clone(), &quick());
+    let inserted = RoundtripConfig {
+        insert_delay_frames: 100,
+        ..quick()
+    };
+    let (delayed, _) = measure(card, &inserted);
+    let (a, b) = (plain.measured_frames(), delayed.measured_frames());
+    assert!(a.count > 0 && b.count > 0);
+    assert!((a.mean - expected.unwrap()).abs() <= 0.05, "{a:?}");
+    assert!((b.mean - a.mean - 100.0).abs() <= 0.05, "{a:?} then {b:?}");
+    for i in &delayed.impulses {
+        let f = i.onset.expect("click found").frames;
+        assert!(f == 100 + 128 * 3 + 10 || f == 100 + 128 * 3 + 11, "{f}");
+    }
+}
+
+#[test]
+fn no_cable_is_no_loop_found_not_a_number() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let card = VirtualConfig {
+        loop_delay_frames: None,
+        ..VirtualConfig::default()
+    };
+    let (o, _) = measure(card, &quick());
+    assert_eq!(o.end, RoundtripEnd::NoSignal);
+    assert!(o.no_loop());
+    assert_eq!(o.measured_frames().count, 0);
+    assert_eq!(o.impulse_frames().count, 0);
+    assert!(
+        o.verdict_line().starts_with("no loop found"),
+        "{}",
+        o.verdict_line()
+    );
+}
+
+#[test]
+fn polarity_and_a_quiet_loop_are_reported() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let card = VirtualConfig {
+        loop_delay_frames: Some(20.0),
+        loop_gain: -1.0,
+        ..VirtualConfig::default()
+    };
+    let (o, expected) = measure(card, &quick());
+    assert!(o.inverted(), "{}", o.verdict_line());
+    assert!(o.verdict_line().contains("inverts polarity"));
+    assert!((o.measured_frames().mean - expected.unwrap()).abs() <= 0.05);
+    assert!(o.impulses.iter().all(|i| i.onset.unwrap().inverted));
+    let card = VirtualConfig {
+        loop_delay_frames: Some(20.0),
+        loop_gain: 0.005,
+        ..VirtualConfig::default()
+    };
+    let (o, expected) = measure(card, &quick());
+    assert!((o.measured_frames().mean - expected.unwrap()).abs() <= 0.05);
+    assert!(o.verdict_line().contains("gain is"), "{}", o.verdict_line());
+    let card = VirtualConfig {
+        loop_delay_frames: Some(20.0),
+        loop_gain: 3.0,
+        ..VirtualConfig::default()
+    };
+    // Three times a peak of 0.5 is over full scale: a real converter would clip.
+    let (o, _) = measure(card, &quick());
+    assert!(o.clipped() > 0);
+    assert!(
+        o.verdict_line().contains("full scale"),
+        "{}",
+        o.verdict_line()
+    );
+}
