@@ -51,6 +51,12 @@ pub enum Command {
     Jitter(JitterArgs),
     /// Event-to-audio latency: a trigger starts a tone; time to its first sample at the DAC.
     Event(EventArgs),
+    /// Full-duplex round trip: a signal out, through a loop, back in (impulse onset and
+    /// multi-tone phase).
+    Roundtrip(RoundtripArgs),
+    /// Run a JACK client that loops its input to its output N frames later, until Ctrl-C
+    /// (a software loop any tool can measure, e.g. jack_iodelay).
+    Loop(LoopArgs),
     /// DSP capacity: ns per sample of every workload and how many voices fit in a period.
     Bench(BenchArgs),
     /// Run doctor and every probe with short defaults, stored as one group of runs.
@@ -259,6 +265,152 @@ pub struct EventArgs {
     pub quiet: bool,
 }
 
+/// Audio backends a probe can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendName {
+    /// JACK (pull model): a running server, or a private `jackd -d dummy`
+    Jack,
+    /// The virtual sound card: a software card with a loopback cable (ground truth)
+    Virtual,
+}
+
+impl std::fmt::Display for BackendName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendName::Jack => "jack",
+            BackendName::Virtual => "virtual",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoundtripArgs {
+    /// Audio backend: jack (a running server or a private dummy one, through a software
+    /// loop or --capture/--playback ports) or virtual (the software card).
+    #[arg(long, value_enum, default_value = "jack")]
+    pub backend: BackendName,
+    /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
+    /// running one or an error), dummy (always a private one).
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_server_mode)]
+    pub server: ServerMode,
+    /// JACK server name: the one to use (external/auto), or the private one's (dummy).
+    #[arg(long, value_name = "NAME")]
+    pub server_name: Option<String>,
+    /// Frames per period. JACK: a private server's (a power of two, 16-8192) or the one a
+    /// running server must have; virtual: 32-8192 (default 256). A comma list sweeps them.
+    #[arg(long, value_name = "FRAMES[,FRAMES]", value_parser = parse_periods)]
+    pub period: Option<ListOf<u32>>,
+    /// Periods in the buffer (virtual card; at least 2).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = parse_count_u32)]
+    pub periods: u32,
+    /// Sample rate (default: the running server's, or 44100 for a private one; 48000 for
+    /// the virtual card).
+    #[arg(long, value_name = "HZ", value_parser = parse_count_u32)]
+    pub rate: Option<u32>,
+    /// JACK ports audiolat's output goes to (the start of a cable).
+    #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
+    pub playback: Vec<String>,
+    /// JACK port audiolat's input listens to (the end of the cable). Without it, audiolat
+    /// closes the loop itself with a software loop client in the server.
+    #[arg(long, value_name = "PORT")]
+    pub capture: Option<String>,
+    /// Virtual card: the cable's delay in frames (fractional allowed).
+    #[arg(long, value_name = "FRAMES", default_value_t = 0.0, value_parser = parse_frames_f64)]
+    pub cable_delay: f64,
+    /// Virtual card: the cable's gain (negative inverts polarity).
+    #[arg(long, value_name = "GAIN", default_value_t = 1.0, allow_hyphen_values = true,
+          value_parser = parse_gain)]
+    pub cable_gain: f32,
+    /// Virtual card: no cable (the input hears silence).
+    #[arg(long)]
+    pub no_cable: bool,
+    /// Delay audiolat's own output by N frames: a delay element in the loop, so the
+    /// method can prove itself (the result must grow by exactly N).
+    #[arg(long, value_name = "FRAMES", default_value_t = 0, value_parser = parse_u32_any)]
+    pub insert_delay: u32,
+    /// Time to measure with the multi-tone (after the clicks).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Periods between two multi-tone estimates (default: one per tone period).
+    #[arg(long, value_name = "PERIODS", value_parser = parse_count_u32)]
+    pub every: Option<u32>,
+    /// Clicks sent first (the study's impulse onset count).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_u32_any)]
+    pub impulses: u32,
+    /// Peak level of the test signals (full scale is 1.0).
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.5, value_parser = parse_level)]
+    pub level: f32,
+    /// The longest loop expected, in frames (default: the stream's latencies plus 2048).
+    #[arg(long, value_name = "FRAMES", value_parser = parse_frames_f64)]
+    pub max_delay: Option<f64>,
+    /// Background load; a comma list sweeps them.
+    #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]
+    pub load: ListOf<LoadSpec>,
+    /// Repeat every configuration this many times.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count_u32)]
+    pub repeat: u32,
+    /// Background-load scratch directory for io (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LoopArgs {
+    /// Frames the loop adds.
+    #[arg(long, value_name = "FRAMES", default_value_t = 0, value_parser = parse_u32_any)]
+    pub delay: u32,
+    /// JACK server name (default: $JACK_DEFAULT_SERVER or "default").
+    #[arg(long, value_name = "NAME")]
+    pub server_name: Option<String>,
+    /// The loop client's name.
+    #[arg(long, value_name = "NAME", default_value = "audiolat-loop")]
+    pub name: String,
+    /// Connect the loop's input from this port.
+    #[arg(long, value_name = "PORT")]
+    pub from: Option<String>,
+    /// Connect the loop's output to this port.
+    #[arg(long, value_name = "PORT")]
+    pub to: Option<String>,
+}
+
+fn parse_frames_f64(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if !(0.0..=1_000_000.0).contains(&v) {
+        return Err("use a number of frames from 0 to 1000000".into());
+    }
+    Ok(v)
+}
+
+fn parse_gain(s: &str) -> Result<f32, String> {
+    let v = parse_f64(s)?;
+    if !(v.abs() <= 100.0) {
+        return Err("use a gain from -100 to 100 (1 is unity, negative inverts)".into());
+    }
+    Ok(v as f32)
+}
+
+fn parse_level(s: &str) -> Result<f32, String> {
+    let v = parse_f64(s)?;
+    if !(v > 0.0 && v <= 1.0) {
+        return Err("use a peak level above 0 and at most 1.0 (full scale), e.g. 0.5".into());
+    }
+    Ok(v as f32)
+}
+
+fn parse_u32_any(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if (0..=u32::MAX as i128).contains(&v) => Ok(v as u32),
+        Ok(_) => Err("use a whole number of 0 or more".into()),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Sample rate the period is timed at.
@@ -407,6 +559,8 @@ pub enum ExportFormat {
     Cyclictest,
     /// One CSV row per trigger of an event run, with its latency decomposition.
     Triggers,
+    /// The run's series (e.g. a round trip's every window and click) as CSV blocks.
+    Series,
 }
 
 #[derive(Debug, Args)]

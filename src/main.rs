@@ -151,6 +151,8 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         Command::Jitter(a) => jitter(&ctx, &a),
         Command::Event(a) => event(&ctx, &a),
+        Command::Roundtrip(a) => roundtrip(&ctx, &a),
+        Command::Loop(a) => loop_client(&ctx, &a),
         Command::Bench(a) => bench(&ctx, &a),
         Command::Suite(a) => suite(&ctx, &a),
         Command::Runs(a) => runs(&ctx, &a),
@@ -335,7 +337,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     }
     if let Some(cell) = cells.first() {
         // Every cell names the same ports: a missing or wrong one is bad input.
-        engine::jack_backend::check_ports(first_server.info(), &cell.jack)
+        engine::jack_backend::check_ports(first_server.info(), &cell.jack, "--loopback")
             .map_err(|e| UsageError(e.to_string()))?;
     }
     let mut server = Some(first_server);
@@ -409,6 +411,324 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// How a round trip's stream is made, checked before anything is written.
+enum RoundtripSetup {
+    /// The virtual card, one configuration per period.
+    Virtual(Vec<engine::virtual_backend::VirtualConfig>),
+    /// JACK: the first server (connected), the periods (one private server each after the
+    /// first), the stream's ports (`None`: audiolat's software loop).
+    Jack {
+        server: engine::jack_server::JackServer,
+        periods: Vec<Option<u32>>,
+        cable: Option<engine::jack_backend::JackConfig>,
+    },
+}
+
+fn roundtrip_setup(a: &cli::RoundtripArgs) -> Result<RoundtripSetup> {
+    use cli::BackendName;
+    let usage = |m: String| -> anyhow::Error { UsageError(m).into() };
+    match a.backend {
+        BackendName::Virtual => {
+            for (given, flag) in [
+                (a.server_name.is_some(), "--server-name"),
+                (!a.playback.is_empty(), "--playback"),
+                (a.capture.is_some(), "--capture"),
+            ] {
+                if given {
+                    return Err(usage(format!(
+                        "{flag} names JACK things: use it with --backend jack (the virtual card's cable is set with --cable-delay, --cable-gain, --no-cable)"
+                    )));
+                }
+            }
+            let periods = a.period.as_ref().map_or(vec![256], |p| p.0.clone());
+            let mut cards = Vec::new();
+            for period in periods {
+                let card = engine::virtual_backend::VirtualConfig {
+                    sample_rate_hz: a.rate.unwrap_or(48_000),
+                    period_frames: period,
+                    periods: a.periods,
+                    loop_delay_frames: (!a.no_cable).then_some(a.cable_delay),
+                    loop_gain: a.cable_gain,
+                    ..Default::default()
+                };
+                card.validate().map_err(|e| usage(e.to_string()))?;
+                cards.push(card);
+            }
+            Ok(RoundtripSetup::Virtual(cards))
+        }
+        BackendName::Jack => {
+            for (given, flag) in [
+                (a.cable_delay != 0.0, "--cable-delay"),
+                (a.cable_gain != 1.0, "--cable-gain"),
+                (a.no_cable, "--no-cable"),
+                (a.periods != 2, "--periods"),
+            ] {
+                if given {
+                    return Err(usage(format!(
+                        "{flag} sets the virtual card: use it with --backend virtual (a JACK loop is a cable between --playback and --capture ports, or audiolat's software loop)"
+                    )));
+                }
+            }
+            if !a.playback.is_empty() && a.capture.is_none() {
+                return Err(usage(
+                    "--playback needs --capture: name the port where the cable comes back in (or leave both out for audiolat's software loop)".into(),
+                ));
+            }
+            let periods: Vec<Option<u32>> = match &a.period {
+                Some(list) => list.0.iter().copied().map(Some).collect(),
+                None => vec![None],
+            };
+            if periods.len() > 1 {
+                for p in periods.iter().flatten() {
+                    engine::jack_server::validate_period(*p).map_err(|e| usage(e.to_string()))?;
+                }
+            }
+            let req = server_request(a.server, a.server_name.clone(), a.rate, periods[0]);
+            req.validate().map_err(|e| usage(e.to_string()))?;
+            let server = connect_server(&req)?;
+            if periods.len() > 1 && !server.info().private {
+                return Err(usage(format!(
+                    "--period with several values needs a private server (each period is a new jackd -d dummy), but `{}` is an external server: use --server dummy, or one --period",
+                    server.name()
+                )));
+            }
+            let cable = match &a.capture {
+                Some(capture) => {
+                    let config = engine::jack_backend::JackConfig {
+                        playback: a.playback.clone(),
+                        capture: Some(capture.clone()),
+                        ..Default::default()
+                    };
+                    engine::jack_backend::check_ports(server.info(), &config, "--capture")
+                        .map_err(|e| usage(e.to_string()))?;
+                    Some(config)
+                }
+                None => None,
+            };
+            Ok(RoundtripSetup::Jack {
+                server,
+                periods,
+                cable,
+            })
+        }
+    }
+}
+
+fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
+    use engine::audio::Backend;
+    let base = probes::roundtrip::RoundtripConfig {
+        duration_ms: a.duration.as_secs_f64() * 1e3,
+        every_periods: a.every,
+        impulses: a.impulses,
+        insert_delay_frames: a.insert_delay,
+        peak: a.level,
+        max_delay_frames: a.max_delay,
+        ..Default::default()
+    };
+    base.validate().map_err(|e| UsageError(e.to_string()))?;
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    for load in &a.load.0 {
+        runner::check_load(load, &scratch)?;
+    }
+    let setup = roundtrip_setup(a)?;
+    let store = Store::open(&ctx.db_path)?;
+    let group = store.create_group(
+        "roundtrip",
+        &ctx.command_line,
+        &json!({"backend": a.backend.to_string(), "periods": a.period.as_ref().map(|p| p.0.clone())}),
+    )?;
+    let quiet = a.quiet || a.json;
+    let mut runs: Vec<runner::RoundtripRun> = Vec::new();
+    let mut failure: Option<String> = None;
+    let cells = |loop_description: &str| -> Vec<runner::RoundtripCell> {
+        let mut cells = Vec::new();
+        for load in &a.load.0 {
+            for repeat in 1..=a.repeat {
+                cells.push(runner::RoundtripCell {
+                    config: base.clone(),
+                    load: load.clone(),
+                    repeat,
+                    loop_description: loop_description.to_string(),
+                });
+            }
+        }
+        cells
+    };
+    let mut run_cell = |stream: &mut dyn Backend,
+                        server: Option<&mut engine::jack_server::JackServer>,
+                        cell: &runner::RoundtripCell|
+     -> Result<bool> {
+        let run = match runner::roundtrip_run(
+            ctx,
+            &store,
+            Some(group),
+            stream,
+            server,
+            cell,
+            &scratch,
+            quiet,
+        ) {
+            Ok(run) => run,
+            Err(e) => {
+                let _ = store.finish_group(group, RunStatus::Failed);
+                return Err(e);
+            }
+        };
+        let stop = run.error.is_some();
+        if let Some(e) = &run.error {
+            failure = Some(e.clone());
+        }
+        runs.push(run);
+        Ok(stop || ctx.stopped())
+    };
+    match setup {
+        RoundtripSetup::Virtual(cards) => {
+            'cards: for card in cards {
+                let description = match card.loop_delay_frames {
+                    Some(d) => format!("virtual cable of {d} frames, gain {}", card.loop_gain),
+                    None => "no cable".to_string(),
+                };
+                for cell in cells(&description) {
+                    let mut stream = engine::virtual_backend::VirtualStream::open(card.clone())
+                        .map_err(|e| UsageError(e.to_string()))?;
+                    if run_cell(&mut stream, None, &cell)? {
+                        break 'cards;
+                    }
+                }
+            }
+        }
+        RoundtripSetup::Jack {
+            server,
+            periods,
+            cable,
+        } => {
+            let mut server = Some(server);
+            'periods: for (i, period) in periods.iter().enumerate() {
+                if i > 0 {
+                    // Each period is a new private server: stop the last one first.
+                    drop(server.take());
+                    let req = server_request(
+                        engine::jack_server::ServerMode::Dummy,
+                        a.server_name.clone(),
+                        a.rate,
+                        *period,
+                    );
+                    match engine::jack_server::JackServer::connect(&req) {
+                        Ok(s) => server = Some(s),
+                        Err(e) => {
+                            failure = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                let Some(server) = server.as_mut() else { break };
+                // The loop: a cable between the named ports, or audiolat's software loop
+                // client in the server.
+                let (software, config, description) = match &cable {
+                    Some(c) => (
+                        None,
+                        c.clone(),
+                        format!(
+                            "cable {} -> {}",
+                            if c.playback.is_empty() {
+                                "physical playback".to_string()
+                            } else {
+                                c.playback.join(",")
+                            },
+                            c.capture.clone().unwrap_or_default()
+                        ),
+                    ),
+                    None => {
+                        let lp =
+                            engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0)
+                                .map_err(|e| UsageError(e.to_string()))?;
+                        let config = engine::jack_backend::JackConfig {
+                            playback: vec![lp.input_port()],
+                            capture: Some(lp.output_port()),
+                            ..Default::default()
+                        };
+                        (
+                            Some(lp),
+                            config,
+                            "software loop in the JACK server (audiolat-loop)".to_string(),
+                        )
+                    }
+                };
+                for cell in cells(&description) {
+                    if ctx.stopped() {
+                        break 'periods;
+                    }
+                    let mut stream =
+                        engine::jack_backend::JackStream::open(server.info(), config.clone())?;
+                    if run_cell(&mut stream, Some(server), &cell)? {
+                        break 'periods;
+                    }
+                }
+                drop(software);
+            }
+        }
+    }
+    let status = if failure.is_some() {
+        RunStatus::Failed
+    } else if ctx.stopped() || runs.iter().any(|r| r.status == RunStatus::Interrupted) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    store.finish_group(group, status)?;
+    if a.json {
+        print_json(&views::roundtrip_json(group, &runs))?;
+    } else {
+        print!("{}", views::roundtrip_text(group, &runs, &ctx.db_path));
+    }
+    if let Some(f) = failure {
+        eprintln!("audiolat: error: {f}");
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    Ok(match status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// `audiolat loop`: a software loop client until Ctrl-C.
+fn loop_client(ctx: &Context, a: &cli::LoopArgs) -> Result<ExitCode> {
+    let server = a
+        .server_name
+        .clone()
+        .unwrap_or_else(engine::jack_server::default_server_name);
+    let lp = engine::jack_loop::JackLoop::start(&server, &a.name, a.delay)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let connect = |from: &str, to: &str| -> Result<()> {
+        let client = engine::jack_server::open_client(&server, "audiolat-connect")
+            .map_err(|e| UsageError(e.to_string()))?;
+        client
+            .connect_ports_by_name(from, to)
+            .map_err(|e| UsageError(format!("connecting {from} to {to}: {e}")))?;
+        Ok(())
+    };
+    if let Some(from) = &a.from {
+        connect(from, &lp.input_port())?;
+    }
+    if let Some(to) = &a.to {
+        connect(&lp.output_port(), to)?;
+    }
+    eprintln!(
+        "audiolat loop: {} -> {} frames -> {} on JACK server `{server}`; Ctrl-C ends",
+        lp.input_port(),
+        lp.delay_frames(),
+        lp.output_port()
+    );
+    while !ctx.stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(lp);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
@@ -814,6 +1134,17 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
                 .into());
             }
             results::export::triggers_csv(&run, &triggers)
+        }
+        ExportFormat::Series => {
+            let series = store.series(run.id)?;
+            if series.is_empty() {
+                return Err(UsageError(format!(
+                    "run {} has no series: jitter and roundtrip runs do (audiolat runs --probe roundtrip)",
+                    run.id
+                ))
+                .into());
+            }
+            results::export::series_csv(&run, &series)
         }
         ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
         ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),

@@ -559,3 +559,263 @@ pub fn event_run(
         error,
     })
 }
+
+/// A load started for a run: its exits are polled while the run goes on.
+struct RunLoad {
+    running: Option<load::RunningLoad>,
+    spec: LoadSpec,
+    exits: Vec<Event>,
+}
+
+impl RunLoad {
+    /// Starts `spec` for run `run_id` (nothing for `none`) and stores its description. A
+    /// load that cannot start fails the run.
+    fn start(store: &Store, run_id: i64, spec: &LoadSpec, lctx: &LoadContext) -> Result<RunLoad> {
+        let running = if spec.is_none() {
+            None
+        } else {
+            match load::start(spec, lctx).context("starting the load") {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    let _ = store.finish_run(
+                        run_id,
+                        RunStatus::Failed,
+                        &json!({}),
+                        &json!({}),
+                        Some(&msg),
+                    );
+                    return Err(e);
+                }
+            }
+        };
+        if let Some(r) = &running {
+            store.update_run(run_id, Some(&r.describe()), None)?;
+        }
+        Ok(RunLoad {
+            running,
+            spec: spec.clone(),
+            exits: Vec::new(),
+        })
+    }
+
+    /// Notes load processes that ended on their own.
+    fn poll(&mut self) {
+        if let Some(r) = self.running.as_mut() {
+            for exit in r.poll_exits() {
+                self.exits.push(Event {
+                    mono_ns: engine::clock::monotonic_ns(),
+                    kind: "load_exit".into(),
+                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
+                                   "stderr_tail": exit.stderr_tail}),
+                });
+            }
+        }
+    }
+
+    /// Stops the load; its description with the exits, and the exit events.
+    fn stop(mut self) -> (Value, Vec<Event>) {
+        let json = match self.running.take() {
+            Some(r) => {
+                let mut desc = r.describe();
+                desc["exits"] = r.stop().to_json();
+                desc
+            }
+            None => load::describe(&self.spec, std::iter::empty()),
+        };
+        (json, self.exits)
+    }
+}
+
+/// One round-trip configuration.
+#[derive(Debug, Clone)]
+pub struct RoundtripCell {
+    /// Probe configuration.
+    pub config: probes::roundtrip::RoundtripConfig,
+    /// Background load.
+    pub load: LoadSpec,
+    /// Repetition number, from 1.
+    pub repeat: u32,
+    /// How the loop is closed, for people ("software loop in the JACK server", "cable
+    /// system:playback_1 -> system:capture_1", "virtual cable of 12.5 frames").
+    pub loop_description: String,
+}
+
+/// A round-trip run, stored.
+pub struct RoundtripRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub outcome: probes::roundtrip::RoundtripOutcome,
+    /// The cell.
+    pub cell: RoundtripCell,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// Set when the run could not finish: the reason, for the user.
+    pub error: Option<String>,
+}
+
+/// Runs one round-trip cell on an opened stream as a stored run. `server` is the JACK
+/// server behind the stream, when there is one (its exit ends the run).
+#[allow(clippy::too_many_arguments)]
+pub fn roundtrip_run(
+    ctx: &Context,
+    store: &Store,
+    group: Option<i64>,
+    stream: &mut dyn engine::audio::Backend,
+    server: Option<&mut engine::jack_server::JackServer>,
+    cell: &RoundtripCell,
+    scratch: &Path,
+    quiet: bool,
+) -> Result<RoundtripRun> {
+    let lctx = load_context(scratch);
+    let planned = load::plan(&cell.load, &lctx).map_err(|e| UsageError(e.to_string()))?;
+    let sinfo = stream.info().clone();
+    let c = &cell.config;
+    let config_json = json!({
+        "backend": sinfo.backend,
+        "rate_hz": sinfo.sample_rate_hz,
+        "period_frames": sinfo.period_frames,
+        "playback_latency_frames": sinfo.playback_latency_frames,
+        "capture_latency_frames": sinfo.capture_latency_frames,
+        "playback_ports": sinfo.playback_ports,
+        "capture_port": sinfo.capture_port,
+        "loop": cell.loop_description,
+        "load": cell.load.to_string(),
+        "repeat": cell.repeat,
+        "duration_ms": c.duration_ms,
+        "every_periods": c.every_periods,
+        "impulses": c.impulses,
+        "insert_delay_frames": c.insert_delay_frames,
+        "level": c.peak,
+        "max_delay_frames": c.max_delay_frames,
+        "tone_period_frames": c.tone_period(&sinfo),
+        "server": {"name": sinfo.server.name, "private": sinfo.server.private,
+                   "command_line": sinfo.server.command_line, "version": sinfo.server.version},
+    });
+    let info = RunInfo {
+        probe: "roundtrip".into(),
+        group_id: group,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: config_json,
+        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
+        qos_requested: json!({"audio_thread": match sinfo.backend {
+            "jack" => "the JACK server's client thread (its -P/-R settings)",
+            _ => "SCHED_FIFO 80 (hardware clock thread SCHED_FIFO 90)",
+        }}),
+    };
+    let run_id = store.begin_run(&info)?;
+    let mut load = RunLoad::start(store, run_id, &cell.load, &lctx)?;
+    let live = !quiet && std::io::stderr().is_terminal();
+    let label = format!(
+        "roundtrip {} period {} {}",
+        sinfo.backend, sinfo.period_frames, cell.load
+    );
+    let mut server = server;
+    let mut last: Option<f64> = None;
+    let mut windows = 0usize;
+    let result = probes::roundtrip::run(stream, &cell.config, &ctx.stop, |p| {
+        load.poll();
+        windows += p.estimates.len();
+        if let Some(e) = p
+            .estimates
+            .iter()
+            .rev()
+            .find(|e| e.estimate.verdict == dsp::loopdelay::Verdict::Ok)
+        {
+            last = Some(e.estimate.delay_frames);
+        }
+        if live {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[K{label}  windows {windows}  last {}  cycles {}  under-runs {}",
+                last.map_or("-".to_string(), |f| format!("{f:.3} frames")),
+                p.cycles,
+                p.underruns
+            );
+            let _ = err.flush();
+        }
+        match server
+            .as_mut()
+            .and_then(|s| s.exited().map(|how| (s.name().to_string(), how)))
+        {
+            Some((name, how)) => Err(format!("the private JACK server `{name}` exited ({how})")),
+            None => Ok(()),
+        }
+    });
+    if live {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K");
+        let _ = err.flush();
+    }
+    let (load_json, load_events) = load.stop();
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            let msg = e.to_string();
+            let _ = store.finish_run(
+                run_id,
+                RunStatus::Failed,
+                &json!({}),
+                &json!({}),
+                Some(&msg),
+            );
+            return Err(anyhow::Error::new(e).context(format!("run {run_id} failed")));
+        }
+    };
+    store.replace_measurements(run_id, &outcome.measurements())?;
+    for s in outcome.series() {
+        store.add_series(run_id, &s)?;
+    }
+    let mut events = outcome.events.clone();
+    events.extend(load_events.iter().cloned());
+    if !events.is_empty() {
+        store.add_events(run_id, &events)?;
+    }
+    store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
+    let mut flags = outcome.flags();
+    flags["load_exited_early"] = json!(!load_events.is_empty());
+    use probes::roundtrip::RoundtripEnd;
+    let windows = outcome.estimates.len();
+    let (status, error) = match &outcome.end {
+        RoundtripEnd::Complete | RoundtripEnd::NoSignal => (RunStatus::Complete, None),
+        RoundtripEnd::Interrupted => (
+            RunStatus::Interrupted,
+            Some("interrupted by a signal (Ctrl-C or SIGTERM); the measured windows are kept".to_string()),
+        ),
+        RoundtripEnd::ServerGone(reason) => (
+            RunStatus::Interrupted,
+            Some(format!(
+                "the audio stream ended mid-run: {reason}; {windows} windows measured before that are kept in run {run_id}"
+            )),
+        ),
+        RoundtripEnd::Panicked(p) => (
+            RunStatus::Failed,
+            Some(format!("the audio callback panicked ({p}); {windows} windows kept in run {run_id}")),
+        ),
+    };
+    store.finish_run(
+        run_id,
+        status,
+        &flags,
+        &outcome.result_json(),
+        error.as_deref(),
+    )?;
+    let error = match &outcome.end {
+        RoundtripEnd::ServerGone(_) | RoundtripEnd::Panicked(_) => error,
+        _ => None,
+    };
+    Ok(RoundtripRun {
+        run_id,
+        status,
+        outcome,
+        cell: cell.clone(),
+        flags,
+        error,
+    })
+}

@@ -563,7 +563,6 @@ pub fn event_json(group: i64, runs: &[crate::runner::EventRun]) -> Value {
     })
 }
 
-/// `audiolat bench` as text.
 /// What a bench's figures depend on besides the kernels.
 pub struct BenchFlags {
     /// The build profile audiolat was compiled with (the study's optimisation level).
@@ -574,6 +573,7 @@ pub struct BenchFlags {
     pub host_steal_percent: f64,
 }
 
+/// `audiolat bench` as text.
 pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
     use report::terminal::Table;
     let mut t = Table::new(&[
@@ -645,5 +645,199 @@ pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
         "build_profile": flags.build_profile,
         "thread_policy": flags.policy,
         "host_steal_percent": flags.host_steal_percent,
+    })
+}
+
+/// The round-trip runs of one sweep as text: the stream, one row per run, what each
+/// figure means, and a line per run that needs one.
+pub fn roundtrip_text(
+    group: i64,
+    runs: &[crate::runner::RoundtripRun],
+    db: &std::path::Path,
+) -> String {
+    use report::terminal::Table;
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return format!("\nno round-trip runs were made (group {group})\n");
+    };
+    let info = &first.outcome.info;
+    let _ = writeln!(
+        out,
+        "\nround trip: a signal out, through {}, and back in; {} backend ({} model), {} Hz",
+        first.cell.loop_description, info.backend, info.model, info.sample_rate_hz
+    );
+    let server = &info.server;
+    if info.backend == "jack" {
+        let _ = writeln!(
+            out,
+            "server `{}`{}{}",
+            server.name,
+            if server.private {
+                format!(
+                    " (private: {})",
+                    server.command_line.as_deref().unwrap_or("?")
+                )
+            } else {
+                " (external)".into()
+            },
+            server
+                .version
+                .as_deref()
+                .map(|v| format!(", {v}"))
+                .unwrap_or_default()
+        );
+    } else if let Some(c) = &server.command_line {
+        let _ = writeln!(out, "{c}");
+    }
+    let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
+    let mut t = Table::new(&[
+        "run",
+        "period",
+        "latency",
+        "load",
+        "windows",
+        "frames",
+        "ms",
+        "stdev",
+        "min",
+        "max",
+        "clicks",
+        "reported",
+        "extra",
+        "under-runs",
+        "rt",
+        "steal",
+    ])
+    .left_align(&[3]);
+    for r in runs {
+        let o = &r.outcome;
+        let m = o.measured_frames();
+        let frame_ms = 1e3 / f64::from(o.info.sample_rate_hz);
+        let clicks = o.impulse_frames();
+        let (ok, _, _) = o.verdicts();
+        let figure = |v: f64, digits: usize| {
+            if m.count > 0 {
+                format!("{v:.digits$}")
+            } else {
+                "-".into()
+            }
+        };
+        t.row(vec![
+            r.run_id.to_string(),
+            o.info.period_frames.to_string(),
+            format!(
+                "{}+{}",
+                o.info.playback_latency_frames, o.info.capture_latency_frames
+            ),
+            r.cell.load.to_string(),
+            format!("{ok}/{}", o.estimates.len()),
+            figure(m.mean, 3),
+            figure(m.mean * frame_ms, 3),
+            figure(m.stdev, 3),
+            figure(m.min, 3),
+            figure(m.max, 3),
+            if clicks.count > 0 {
+                if clicks.min == clicks.max {
+                    format!("{:.0}", clicks.min)
+                } else {
+                    format!("{:.0}-{:.0}", clicks.min, clicks.max)
+                }
+            } else {
+                "-".into()
+            },
+            o.reported_frames().to_string(),
+            if m.count > 0 {
+                format!(
+                    "{:.3}",
+                    m.mean
+                        - f64::from(o.reported_frames())
+                        - f64::from(o.config.insert_delay_frames)
+                )
+            } else {
+                "-".into()
+            },
+            format!("{}/{}", o.xruns, o.gaps),
+            if o.realtime() {
+                "yes".into()
+            } else {
+                "NO".into()
+            },
+            r.flags["host_steal_percent"]
+                .as_f64()
+                .map_or("-".into(), |p| format!("{p:.1}%")),
+        ]);
+    }
+    out.push_str(&t.render());
+    let _ = writeln!(
+        out,
+        "\nframes = the round trip by the multi-tone's phase slope (mean of the valid windows; stdev, min, max over them), ms the same in time;"
+    );
+    let _ = writeln!(
+        out,
+        "clicks = the study's count of frames from a sent to a returned click onset; latency = playback + capture latency the stream reports;"
+    );
+    let _ = writeln!(
+        out,
+        "reported = their sum; extra = what the loop adds beyond it (less any --insert-delay); under-runs = xruns / skipped cycles."
+    );
+    for r in runs {
+        let o = &r.outcome;
+        let _ = writeln!(out, "run {}: {}", r.run_id, o.verdict_line());
+        if o.config.insert_delay_frames > 0 {
+            let _ = writeln!(
+                out,
+                "run {}: audiolat delayed its own output by {} frames (--insert-delay); they are in frames, not in extra",
+                r.run_id, o.config.insert_delay_frames
+            );
+        }
+        if !o.realtime() {
+            let _ = writeln!(
+                out,
+                "run {}: NOT REAL-TIME: the audio thread ran {}",
+                r.run_id,
+                o.audio_thread
+                    .map_or("unknown (no cycle ran)".to_string(), |p| p.to_string())
+            );
+        }
+        if let Some(e) = &r.error {
+            let _ = writeln!(out, "run {}: {e}", r.run_id);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run> --format series` every window",
+        db.display()
+    );
+    out
+}
+
+/// The round-trip runs as JSON.
+pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value {
+    json!({
+        "group_id": group,
+        "runs": runs.iter().map(|r| {
+            let o = &r.outcome;
+            json!({
+                "run_id": r.run_id,
+                "status": r.status,
+                "load": r.cell.load.to_string(),
+                "loop": r.cell.loop_description,
+                "result": o.result_json(),
+                "flags": r.flags,
+                "error": r.error,
+                "windows": o.estimates.iter().map(|e| json!({
+                    "seq": e.seq, "position": e.position, "time_ns": e.time_ns,
+                    "delay_frames": e.estimate.delay_frames, "stderr_frames": e.estimate.stderr_frames,
+                    "snr_db": e.estimate.snr_db, "gain": e.estimate.gain,
+                    "residual_rad": e.estimate.residual_rad, "inverted": e.estimate.inverted,
+                    "clipped": e.estimate.clipped, "verdict": e.estimate.verdict.to_string(),
+                })).collect::<Vec<_>>(),
+                "impulses": o.impulses.iter().map(|i| json!({
+                    "seq": i.seq, "position": i.position,
+                    "frames": i.onset.map(|x| x.frames), "peak": i.onset.map(|x| x.peak),
+                    "inverted": i.onset.map(|x| x.inverted),
+                })).collect::<Vec<_>>(),
+            })
+        }).collect::<Vec<_>>(),
     })
 }

@@ -534,7 +534,12 @@ impl Backend for JackStream {
 /// Checks, before anything is stored or started, that the ports `config` names exist on
 /// `server` and can be connected the way the stream would: playback ports are audio
 /// inputs, the loopback capture an audio output, the MIDI source a MIDI output.
-pub fn check_ports(server: &ServerInfo, config: &JackConfig) -> Result<(), AudioError> {
+/// `capture_flag` is the option that named the capture port, for the message.
+pub fn check_ports(
+    server: &ServerInfo,
+    config: &JackConfig,
+    capture_flag: &str,
+) -> Result<(), AudioError> {
     let client = open_client(&server.name, "audiolat-probe")?;
     let check = |name: &str, midi: bool, want_output: bool, role: &str| {
         let port = client
@@ -568,7 +573,7 @@ pub fn check_ports(server: &ServerInfo, config: &JackConfig) -> Result<(), Audio
         check(name, false, false, "--playback")?;
     }
     if let Some(name) = &config.capture {
-        check(name, false, true, "--loopback")?;
+        check(name, false, true, capture_flag)?;
     }
     if let Some(name) = config.midi.as_ref().filter(|m| !m.is_empty()) {
         check(name, true, true, "--midi-port")?;
@@ -583,7 +588,11 @@ const DEACTIVATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3
 /// Deactivates and closes the client on a worker thread (the processor is dropped there,
 /// off the audio thread), waiting at most [`DEACTIVATE_TIMEOUT`]: a server that does not
 /// answer must not hang audiolat's exit.
-fn deactivate_with_deadline(active: jack::AsyncClient<Notifications, Handler>) {
+pub(crate) fn deactivate_with_deadline<N, P>(active: jack::AsyncClient<N, P>)
+where
+    N: jack::NotificationHandler + Send + 'static,
+    P: jack::ProcessHandler + Send + 'static,
+{
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("jack-close".into())

@@ -38,6 +38,7 @@ pub mod audio;
 pub mod clock;
 pub mod gpio;
 pub mod jack_backend;
+pub mod jack_loop;
 pub mod jack_server;
 pub mod rt;
 mod stream;

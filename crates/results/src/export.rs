@@ -96,6 +96,33 @@ pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
     out
 }
 
+/// Every series of a run as CSV, one block per series: a `# name (unit)` line, the
+/// column names with `run_id` first, then the rows (NaN as an empty cell).
+pub fn series_csv(run: &RunRecord, series: &[Series]) -> String {
+    let mut out = String::new();
+    for (i, s) in series.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "# {} ({})", s.name, s.unit);
+        let _ = writeln!(out, "run_id,{}", s.columns.join(","));
+        for row in &s.rows {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|v| {
+                    if v.is_nan() {
+                        String::new()
+                    } else {
+                        v.to_string()
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{},{}", run.id, cells.join(","));
+        }
+    }
+    out
+}
+
 /// One CSV row per measurement with its summary.
 pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut out = String::from(
