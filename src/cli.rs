@@ -389,7 +389,7 @@ fn parse_frames_f64(s: &str) -> Result<f64, String> {
 
 fn parse_gain(s: &str) -> Result<f32, String> {
     let v = parse_f64(s)?;
-    if !(v.abs() <= 100.0) {
+    if v.abs() > 100.0 {
         return Err("use a gain from -100 to 100 (1 is unity, negative inverts)".into());
     }
     Ok(v as f32)

@@ -420,7 +420,7 @@ enum RoundtripSetup {
     /// JACK: the first server (connected), the periods (one private server each after the
     /// first), the stream's ports (`None`: audiolat's software loop).
     Jack {
-        server: engine::jack_server::JackServer,
+        server: Box<engine::jack_server::JackServer>,
         periods: Vec<Option<u32>>,
         cable: Option<engine::jack_backend::JackConfig>,
     },
@@ -508,7 +508,7 @@ fn roundtrip_setup(a: &cli::RoundtripArgs) -> Result<RoundtripSetup> {
                 None => None,
             };
             Ok(RoundtripSetup::Jack {
-                server,
+                server: Box::new(server),
                 periods,
                 cable,
             })
@@ -607,7 +607,7 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
             periods,
             cable,
         } => {
-            let mut server = Some(server);
+            let mut server = Some(*server);
             'periods: for (i, period) in periods.iter().enumerate() {
                 if i > 0 {
                     // Each period is a new private server: stop the last one first.
