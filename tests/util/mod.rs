@@ -106,3 +106,23 @@ pub fn require_tool(name: &str, package: &str) {
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temporary directory")
 }
+
+/// A child process killed (SIGKILL) and reaped when the guard drops, so a failing test
+/// leaves no server or client behind for the next one.
+pub struct KillOnDrop(pub Child);
+
+impl KillOnDrop {
+    /// The child's pid.
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}

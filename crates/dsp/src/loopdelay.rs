@@ -66,7 +66,8 @@ pub struct PhaseEstimate {
     pub inverted: bool,
     /// Samples in the window at or above full scale (0.999).
     pub clipped: usize,
-    /// The verdict from the figures above.
+    /// The verdict from the figures above. For [`Verdict::NoSignal`] the delay and its
+    /// error mean nothing (and are 0 when the window was silent).
     pub verdict: Verdict,
 }
 
@@ -239,6 +240,20 @@ impl MultiTone {
         let gain = gains[gains.len() / 2];
         let phases: Vec<f64> = ratio.iter().map(|(r, i)| i.atan2(*r)).collect();
         let weights: Vec<f64> = ratio.iter().map(|(r, i)| r * r + i * i).collect();
+        let total_weight: f64 = weights.iter().sum();
+        if total_weight.is_nan() || total_weight <= 0.0 {
+            // Nothing at any partial (silence): no phase to fit.
+            return PhaseEstimate {
+                delay_frames: 0.0,
+                stderr_frames: 0.0,
+                residual_rad: 0.0,
+                gain,
+                snr_db,
+                inverted: false,
+                clipped,
+                verdict: Verdict::NoSignal,
+            };
+        }
 
         // Whole periods of each difference from the one before, then a weighted fit of
         // the unwrapped phases: θ_k = φ0 − 2πkτ/N.

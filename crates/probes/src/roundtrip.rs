@@ -845,7 +845,8 @@ impl RoundtripOutcome {
             Series {
                 name: "roundtrip_impulses".into(),
                 unit: "frames".into(),
-                columns: ["seq", "position", "frames", "peak", "inverted"]
+                // A click not found has found = 0 and zeros after it (JSON has no NaN).
+                columns: ["seq", "position", "found", "frames", "peak", "inverted"]
                     .map(String::from)
                     .to_vec(),
                 rows: self
@@ -855,11 +856,12 @@ impl RoundtripOutcome {
                         Some(o) => vec![
                             f64::from(i.seq),
                             i.position as f64,
+                            1.0,
                             o.frames as f64,
                             f64::from(o.peak),
                             f64::from(u8::from(o.inverted)),
                         ],
-                        None => vec![f64::from(i.seq), i.position as f64, f64::NAN, 0.0, 0.0],
+                        None => vec![f64::from(i.seq), i.position as f64, 0.0, 0.0, 0.0, 0.0],
                     })
                     .collect(),
             },

@@ -180,8 +180,22 @@ pub struct Series {
     pub unit: String,
     /// Column names.
     pub columns: Vec<String>,
-    /// Rows of values.
+    /// Rows of values. A value that is not a number (NaN, an infinity) is stored as JSON
+    /// `null` and read back as NaN.
+    #[serde(deserialize_with = "rows_with_nulls")]
     pub rows: Vec<Vec<f64>>,
+}
+
+fn rows_with_nulls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
+    let rows: Vec<Vec<Option<f64>>> = serde::Deserialize::deserialize(d)?;
+    Ok(nulls_to_nan(rows))
+}
+
+/// Series rows as stored: `null` (a value that was not a number) becomes NaN.
+pub(crate) fn nulls_to_nan(rows: Vec<Vec<Option<f64>>>) -> Vec<Vec<f64>> {
+    rows.into_iter()
+        .map(|r| r.into_iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+        .collect()
 }
 
 /// A run as stored.

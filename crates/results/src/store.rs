@@ -795,8 +795,9 @@ impl Store {
                 unit,
                 columns: serde_json::from_str(&columns)
                     .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-                rows: serde_json::from_str(&data)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                rows: crate::model::nulls_to_nan(
+                    serde_json::from_str(&data).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                ),
             });
         }
         Ok(out)
@@ -943,7 +944,7 @@ mod tests {
                     name: "s".into(),
                     unit: "ns".into(),
                     columns: vec!["t".into(), "v".into()],
-                    rows: vec![vec![0.0, 1.0]],
+                    rows: vec![vec![0.0, 1.0], vec![1.0, f64::NAN]],
                 },
             )
             .unwrap();
@@ -971,7 +972,11 @@ mod tests {
             store.event_counts(id).unwrap(),
             vec![("overflow".into(), 1)]
         );
-        assert_eq!(store.series(id).unwrap()[0].rows, vec![vec![0.0, 1.0]]);
+        // NaN goes in as JSON null and comes back as NaN.
+        let rows = &store.series(id).unwrap()[0].rows;
+        assert_eq!(rows[0], vec![0.0, 1.0]);
+        assert_eq!(rows[1][0], 1.0);
+        assert!(rows[1][1].is_nan());
         assert_eq!(store.list_runs(&RunFilter::default()).unwrap().len(), 1);
 
         // A later checkpoint of the same metric replaces the earlier one.
