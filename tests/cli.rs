@@ -1785,7 +1785,7 @@ fn roundtrip_without_a_loop_says_no_loop_found() {
 /// jack_iodelay's last settled reading of a loop, in frames.
 fn jack_iodelay_frames(server: &str, loop_in: &str, loop_out: &str) -> f64 {
     // Line-buffered: jack_iodelay prints with stdio, and a pipe would hold its lines.
-    let mut iodelay = std::process::Command::new("stdbuf")
+    let iodelay = std::process::Command::new("stdbuf")
         .args(["-oL", "jack_iodelay"])
         .env("JACK_DEFAULT_SERVER", server)
         .env("JACK_NO_START_SERVER", "1")
