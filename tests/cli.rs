@@ -1821,9 +1821,9 @@ fn jack_iodelay_frames(server: &str, loop_in: &str, loop_out: &str) -> f64 {
     let text = String::from_utf8_lossy(&out.stdout);
     // "   256.000 frames      5.333 ms total roundtrip latency": the last settled one.
     text.lines()
+        .rev()
         .filter(|l| l.contains("total roundtrip latency"))
-        .filter_map(|l| l.split_whitespace().next()?.parse::<f64>().ok())
-        .last()
+        .find_map(|l| l.split_whitespace().next()?.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("no reading from jack_iodelay: {text}"))
 }
 
