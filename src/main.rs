@@ -954,6 +954,66 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                         });
                     }
                 }
+                // The round trip on the same server, through audiolat's software loop
+                // (or nothing but a cable can close a loop on real hardware).
+                let rt_label = "round trip, JACK software loop";
+                if ctx.stopped() {
+                    entries.push(SuiteEntry {
+                        label: rt_label.into(),
+                        run_id: None,
+                        status: "not run".into(),
+                        headline: None,
+                        underruns: None,
+                        flags: json!({}),
+                        note: "interrupted".into(),
+                    });
+                } else {
+                    let outcome =
+                        suite_roundtrip(ctx, &store, group, &mut server, a, &scratch, quiet);
+                    match outcome {
+                        Ok(run) => {
+                            if run.error.is_some() {
+                                failed = true;
+                            }
+                            let headline = store
+                                .measurements(run.run_id)?
+                                .into_iter()
+                                .map(|m| m.measurement)
+                                .find(|m| m.metric == "roundtrip");
+                            let o = &run.outcome;
+                            let m = o.measured_frames();
+                            entries.push(SuiteEntry {
+                                label: rt_label.into(),
+                                run_id: Some(run.run_id),
+                                status: run.status.to_string(),
+                                headline,
+                                underruns: Some(o.xruns + o.gaps),
+                                flags: run.flags.clone(),
+                                note: run.error.clone().unwrap_or_else(|| {
+                                    format!(
+                                        "{}; {:.3} frames = {} reported by the ports + {:.3} extra",
+                                        o.verdict_line(),
+                                        m.mean,
+                                        o.reported_frames(),
+                                        m.mean - f64::from(o.reported_frames())
+                                    )
+                                }),
+                            });
+                        }
+                        Err(e) => {
+                            failed = true;
+                            entries.push(SuiteEntry {
+                                label: rt_label.into(),
+                                run_id: None,
+                                status: "failed".into(),
+                                headline: None,
+                                underruns: None,
+                                flags: json!({}),
+                                note: format!("{e:#}"),
+                            });
+                        }
+                    }
+                }
             }
         }
     }
@@ -987,6 +1047,51 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The suite's round trip: audiolat's software loop in the suite's JACK server, measured
+/// for about `--each`.
+fn suite_roundtrip(
+    ctx: &Context,
+    store: &Store,
+    group: i64,
+    server: &mut engine::jack_server::JackServer,
+    a: &cli::SuiteArgs,
+    scratch: &std::path::Path,
+    quiet: bool,
+) -> Result<runner::RoundtripRun> {
+    let lp = engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0)?;
+    let mut stream = engine::jack_backend::JackStream::open(
+        server.info(),
+        engine::jack_backend::JackConfig {
+            playback: vec![lp.input_port()],
+            capture: Some(lp.output_port()),
+            ..Default::default()
+        },
+    )?;
+    // The clicks and the first window take about a second before the measuring starts.
+    let cell = runner::RoundtripCell {
+        config: probes::roundtrip::RoundtripConfig {
+            duration_ms: (a.each.as_secs_f64() - 1.5).max(1.0) * 1e3,
+            ..Default::default()
+        },
+        load: load::LoadSpec::none(),
+        repeat: 1,
+        loop_description: "software loop in the JACK server (audiolat-loop)".into(),
+    };
+    let run = runner::roundtrip_run(
+        ctx,
+        store,
+        Some(group),
+        &mut stream,
+        Some(server),
+        &cell,
+        scratch,
+        quiet,
+    );
+    drop(stream);
+    drop(lp);
+    run
 }
 
 fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Path) -> String {

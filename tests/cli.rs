@@ -502,8 +502,11 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     let v = run_json(&db, &["suite", "--each", "2s", "--json"]);
     let group = v["group_id"].as_i64().unwrap();
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 5, "{v}");
+    assert_eq!(runs.len(), 6, "{v}");
     assert_eq!(runs[4]["metric"], "event_latency", "{v}");
+    assert_eq!(runs[5]["metric"], "roundtrip", "{v}");
+    // The software loop in JACK is one period (the feedback edge), found exactly.
+    assert!(runs[5]["note"].as_str().unwrap().starts_with("loop found"), "{v}");
     assert_eq!(runs[0]["label"], "doctor");
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");
@@ -515,7 +518,10 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .iter()
         .map(|r| r["probe"].as_str().unwrap())
         .collect();
-    assert_eq!(probes, ["event", "jitter", "jitter", "jitter", "doctor"]);
+    assert_eq!(
+        probes,
+        ["roundtrip", "event", "jitter", "jitter", "jitter", "doctor"]
+    );
     // The loaded runs recorded their load's exact commands and versions.
     let store = Store::open_existing(&db).unwrap();
     let loaded = store
@@ -528,8 +534,8 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .iter()
         .filter_map(|r| r.load["spec"].as_str())
         .collect();
-    assert_eq!(specs, ["none", "io", "cpu", "none", "none"]);
-    let cpu = &loaded[2].load["processes"][0];
+    assert_eq!(specs, ["none", "none", "io", "cpu", "none", "none"]);
+    let cpu = &loaded[3].load["processes"][0];
     assert!(cpu["command"].as_str().unwrap().contains("stress-ng --cpu"));
     assert!(cpu["version"]
         .as_str()
