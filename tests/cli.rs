@@ -506,7 +506,10 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     assert_eq!(runs[4]["metric"], "event_latency", "{v}");
     assert_eq!(runs[5]["metric"], "roundtrip", "{v}");
     // The software loop in JACK is one period (the feedback edge), found exactly.
-    assert!(runs[5]["note"].as_str().unwrap().starts_with("loop found"), "{v}");
+    assert!(
+        runs[5]["note"].as_str().unwrap().starts_with("loop found"),
+        "{v}"
+    );
     assert_eq!(runs[0]["label"], "doctor");
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");

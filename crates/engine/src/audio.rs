@@ -82,6 +82,16 @@ pub enum AudioError {
         /// How long audiolat waited.
         secs: u64,
     },
+    /// An ALSA failure, with the operation and the device.
+    #[error("ALSA: {op} on `{device}` failed: {detail}")]
+    Alsa {
+        /// What was being done.
+        op: &'static str,
+        /// The device.
+        device: String,
+        /// The error.
+        detail: String,
+    },
     /// A stream setting that cannot be used, with what to use instead.
     #[error("{0}")]
     BadSetting(String),

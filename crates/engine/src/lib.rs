@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod alsa_backend;
 pub mod audio;
 pub mod clock;
 pub mod gpio;

@@ -1,0 +1,862 @@
+//! The ALSA backend (push model), on the `alsa` crate: `hw:X`, `plughw:X`, `default`, or
+//! the `jack` PCM of alsa-lib's plugin package (which plays into a JACK server; on a
+//! machine without a sound card, audiolat's private `jackd -d dummy`).
+//!
+//! [`AlsaStream::open`] asks for a rate, a period and a buffer of `periods` periods and a
+//! sample format (FLOAT, S32 or S16: the first the device takes, unless one is asked
+//! for); a period or buffer the device would change is an error that names what it
+//! takes, and every granted value is in [`AlsaStream::granted`]. With a capture device the
+//! stream is full duplex, the two PCMs linked when alsa-lib can (`snd_pcm_link`) and
+//! started together otherwise.
+//!
+//! # The audio thread
+//!
+//! One thread (SCHED_FIFO 80 by default) prefills the playback buffer with silence, starts
+//! the stream and loops: it waits for a period (reading it from the capture PCM, or
+//! polling the playback PCM), runs the [`Processor`] and writes the period. An under-run or
+//! over-run (EPIPE) is counted with its time and recovered as `snd_pcm_recover` would:
+//! the PCMs are prepared, prefilled and started again, and the stream position jumps (a
+//! gap in [`CycleRecord::gap_frames`]). Any other error ends the stream with the reason.
+//! The loop does not allocate: buffers are sized before it starts, IO handles made once.
+//!
+//! # Timing model
+//!
+//! Cycle `c` has stream position `c·P` on both directions. Its output frames play after
+//! the frames already queued: `snd_pcm_status` gives the queue (`delay`) and the time it
+//! was read (`htstamp`, CLOCK_MONOTONIC), so output frame `f` reaches the DAC at
+//! `htstamp + (delay + f)/rate`. The stream reports a playback latency of
+//! `buffer − period` frames (the queue when the application writes as soon as a period
+//! is free), and sets the cycle's nominal start so that nominal + (latency + f)/rate is
+//! that DAC time: the nominal start is when the period became free. The capture latency
+//! is one period (the frames read were sampled during the period before).
+
+use crate::audio::{
+    AudioError, Backend, CycleRecord, Io, Model, Processor, ServerInfo, StreamInfo, StreamStatus,
+    XrunRecord,
+};
+use crate::clock::monotonic_ns;
+use crate::rt::{Policy, ThreadRt};
+use crate::stream::{CycleRunner, CycleTiming, StreamShared};
+use alsa::pcm::{Access, Format, HwParams, TstampType, PCM};
+use alsa::{Direction, ValueOr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A sample format audiolat converts to and from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleFormat {
+    /// 32-bit float (the `jack` PCM's only format).
+    F32,
+    /// 32-bit signed integer.
+    S32,
+    /// 16-bit signed integer.
+    S16,
+}
+
+impl SampleFormat {
+    fn alsa(self) -> Format {
+        match self {
+            SampleFormat::F32 => Format::FloatLE,
+            SampleFormat::S32 => Format::S32LE,
+            SampleFormat::S16 => Format::S16LE,
+        }
+    }
+}
+
+impl std::fmt::Display for SampleFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SampleFormat::F32 => "FLOAT",
+            SampleFormat::S32 => "S32",
+            SampleFormat::S16 => "S16",
+        })
+    }
+}
+
+impl std::str::FromStr for SampleFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "float" | "f32" | "float_le" => Ok(SampleFormat::F32),
+            "s32" | "s32_le" => Ok(SampleFormat::S32),
+            "s16" | "s16_le" => Ok(SampleFormat::S16),
+            _ => Err(format!(
+                "unknown sample format `{s}`: use float, s32 or s16"
+            )),
+        }
+    }
+}
+
+/// What to open.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlsaConfig {
+    /// Playback device (`hw:0`, `plughw:0`, `default`, `jack`, ...).
+    pub device: String,
+    /// Capture device for full duplex; `None`: playback only.
+    pub capture_device: Option<String>,
+    /// Sample rate.
+    pub sample_rate_hz: u32,
+    /// Frames per period.
+    pub period_frames: u32,
+    /// Periods in the buffer (2 or more).
+    pub periods: u32,
+    /// The sample format; `None`: FLOAT, S32 or S16, the first the device takes.
+    pub format: Option<SampleFormat>,
+    /// The audio thread's scheduling.
+    pub audio_policy: Policy,
+    /// Capacity of the cycle-record ring.
+    pub record_capacity: usize,
+    /// ALSA configuration text (PCM definitions) added to alsa-lib's before opening, e.g.
+    /// a `jack` PCM with audiolat's own ports.
+    pub definitions: Option<String>,
+    /// The audio server behind the device, when there is one (the `jack` PCM's server).
+    pub server: Option<ServerInfo>,
+}
+
+impl Default for AlsaConfig {
+    /// `default`, playback only, 48 kHz, 2 × 256 frames, any format, SCHED_FIFO 80.
+    fn default() -> Self {
+        AlsaConfig {
+            device: "default".into(),
+            capture_device: None,
+            sample_rate_hz: 48_000,
+            period_frames: 256,
+            periods: 2,
+            format: None,
+            audio_policy: Policy::Fifo { priority: 80 },
+            record_capacity: 8192,
+            definitions: None,
+            server: None,
+        }
+    }
+}
+
+/// What the devices granted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlsaGranted {
+    /// Rate.
+    pub rate_hz: u32,
+    /// Period in frames.
+    pub period_frames: u32,
+    /// Buffer in frames.
+    pub buffer_frames: u32,
+    /// Sample format.
+    pub format: SampleFormat,
+    /// Playback channels (audiolat's mono output goes to each).
+    pub playback_channels: u32,
+    /// Capture channels (audiolat listens to the first).
+    pub capture_channels: Option<u32>,
+    /// Capture and playback are linked (start and stop together).
+    pub linked: bool,
+}
+
+impl AlsaGranted {
+    /// As JSON, for the run's record.
+    pub fn to_json_string(&self) -> String {
+        format!(
+            "{{\"rate_hz\":{},\"period_frames\":{},\"buffer_frames\":{},\"format\":\"{}\",\"playback_channels\":{},\"capture_channels\":{},\"linked\":{}}}",
+            self.rate_hz,
+            self.period_frames,
+            self.buffer_frames,
+            self.format,
+            self.playback_channels,
+            self.capture_channels.map_or("null".to_string(), |c| c.to_string()),
+            self.linked
+        )
+    }
+}
+
+extern "C" {
+    /// alsa-lib's global configuration tree (`snd_config` in `conf.h`).
+    static mut snd_config: *mut alsa_sys::snd_config_t;
+}
+
+/// Adds `text` (ALSA configuration, e.g. `pcm.name { ... }`) to alsa-lib's global
+/// configuration, after loading the system's. The definitions last while the system's
+/// files are unchanged (alsa-lib reloads them when they change).
+fn add_definitions(text: &str) -> Result<(), AudioError> {
+    let fail = |what: &str, rc: i32| {
+        AudioError::BadSetting(format!(
+            "ALSA configuration: {what} failed ({}): {text}",
+            std::io::Error::from_raw_os_error(-rc)
+        ))
+    };
+    // SAFETY: snd_config_update loads the global tree; the input buffer is read during
+    // snd_config_load only and closed after; snd_config is alsa-lib's global, valid once
+    // updated. alsa-lib serialises its own use of the tree.
+    unsafe {
+        let rc = alsa_sys::snd_config_update();
+        if rc < 0 {
+            return Err(fail("loading the system configuration", rc));
+        }
+        let mut input: *mut alsa_sys::snd_input_t = std::ptr::null_mut();
+        let rc = alsa_sys::snd_input_buffer_open(
+            &mut input,
+            text.as_ptr() as *const std::ffi::c_char,
+            text.len() as isize,
+        );
+        if rc < 0 {
+            return Err(fail("opening the definitions", rc));
+        }
+        let rc = alsa_sys::snd_config_load(*std::ptr::addr_of_mut!(snd_config), input);
+        alsa_sys::snd_input_close(input);
+        if rc < 0 {
+            return Err(fail("reading the definitions", rc));
+        }
+    }
+    Ok(())
+}
+
+/// alsa-lib prints its errors on stderr; audiolat turns them into its own one-line
+/// errors, so this thread's are silenced (`snd_lib_error_set_local`).
+fn silence_alsa_lib() {
+    unsafe extern "C" fn quiet(
+        _file: *const std::ffi::c_char,
+        _line: std::ffi::c_int,
+        _function: *const std::ffi::c_char,
+        _errcode: std::ffi::c_int,
+        _fmt: *const std::ffi::c_char,
+        _args: *mut alsa_sys::__va_list_tag,
+    ) {
+    }
+    // SAFETY: installs a thread-local handler that ignores its arguments.
+    unsafe {
+        alsa_sys::snd_lib_error_set_local(Some(quiet));
+    }
+}
+
+fn alsa_err<'a>(op: &'static str, device: &'a str) -> impl Fn(alsa::Error) -> AudioError + 'a {
+    move |e| {
+        match e.errno() {
+        // snd_pcm_open says EINVAL for a card that is not there (hw:97).
+        errno
+            if matches!(errno, libc::ENOENT | libc::ENODEV | libc::ENXIO)
+                || (errno == libc::EINVAL && op.starts_with("opening")) =>
+        {
+            AudioError::BadSetting(format!(
+                "ALSA device `{device}` does not exist: list devices with aplay -L (or use the virtual backend)"
+            ))
+        }
+        libc::EBUSY => AudioError::BadSetting(format!(
+            "ALSA device `{device}` is busy: another program uses it (stop it, or use a `plug` or `dmix` device)"
+        )),
+        _ => AudioError::Alsa {
+            op,
+            device: device.to_string(),
+            detail: e.to_string(),
+        },
+    }
+    }
+}
+
+/// Sets the hardware parameters; returns (format, channels, rate, period, buffer).
+fn set_hw(
+    pcm: &PCM,
+    device: &str,
+    config: &AlsaConfig,
+    format: Option<SampleFormat>,
+) -> Result<(SampleFormat, u32, u32, u32, u32), AudioError> {
+    let e = |op| alsa_err(op, device);
+    let hwp = HwParams::any(pcm).map_err(e("reading the device's parameters"))?;
+    hwp.set_access(Access::RWInterleaved)
+        .map_err(e("asking for interleaved access"))?;
+    let format = match format {
+        Some(f) => {
+            hwp.set_format(f.alsa()).map_err(|_| {
+                let takes: Vec<String> = [SampleFormat::F32, SampleFormat::S32, SampleFormat::S16]
+                    .into_iter()
+                    .filter(|c| hwp.test_format(c.alsa()).is_ok())
+                    .map(|c| c.to_string().to_lowercase())
+                    .collect();
+                AudioError::BadSetting(format!(
+                    "--format {}: ALSA device `{device}` does not take it; it takes {}",
+                    f.to_string().to_lowercase(),
+                    if takes.is_empty() {
+                        "none of float, s32, s16 (use a plughw: device)".to_string()
+                    } else {
+                        takes.join(", ")
+                    }
+                ))
+            })?;
+            f
+        }
+        None => {
+            let f = [SampleFormat::F32, SampleFormat::S32, SampleFormat::S16]
+                .into_iter()
+                .find(|c| hwp.test_format(c.alsa()).is_ok())
+                .ok_or_else(|| {
+                    AudioError::BadSetting(format!(
+                        "ALSA device `{device}` takes none of float, s32, s16: use its plughw: device"
+                    ))
+                })?;
+            hwp.set_format(f.alsa())
+                .map_err(e("setting the sample format"))?;
+            f
+        }
+    };
+    // Mono where the device allows it, else its smallest channel count.
+    let min = hwp
+        .get_channels_min()
+        .map_err(e("reading the channel counts"))?;
+    let channels = min.max(1);
+    hwp.set_channels(channels)
+        .map_err(e("setting the channels"))?;
+    let rate = hwp
+        .set_rate_near(config.sample_rate_hz, ValueOr::Nearest)
+        .map_err(e("setting the rate"))?;
+    if rate != config.sample_rate_hz {
+        return Err(AudioError::BadSetting(format!(
+            "--rate {}: ALSA device `{device}` runs {rate} Hz instead: use --rate {rate}, or a plughw: device to resample",
+            config.sample_rate_hz
+        )));
+    }
+    let period = hwp
+        .set_period_size_near(config.period_frames as alsa::pcm::Frames, ValueOr::Nearest)
+        .map_err(e("setting the period"))? as u32;
+    if period != config.period_frames {
+        return Err(AudioError::BadSetting(format!(
+            "--period {}: ALSA device `{device}` refuses that period (the nearest it takes is {period} frames): use --period {period}",
+            config.period_frames
+        )));
+    }
+    let wanted = (config.period_frames * config.periods) as alsa::pcm::Frames;
+    let buffer = hwp
+        .set_buffer_size_near(wanted)
+        .map_err(e("setting the buffer"))? as u32;
+    if buffer != wanted as u32 {
+        return Err(AudioError::BadSetting(format!(
+            "--periods {}: ALSA device `{device}` refuses a buffer of {wanted} frames (the nearest it takes is {buffer}): use a buffer it takes",
+            config.periods
+        )));
+    }
+    pcm.hw_params(&hwp).map_err(e("applying the parameters"))?;
+    Ok((format, channels, rate, period, buffer))
+}
+
+fn set_sw(pcm: &PCM, device: &str, period: u32) -> Result<(), AudioError> {
+    let e = |op| alsa_err(op, device);
+    let swp = pcm
+        .sw_params_current()
+        .map_err(e("reading the software parameters"))?;
+    // Started by hand, never by the fill level.
+    let boundary = swp.get_boundary().map_err(e("reading the boundary"))?;
+    swp.set_start_threshold(boundary)
+        .map_err(e("setting the start threshold"))?;
+    swp.set_avail_min(period as alsa::pcm::Frames)
+        .map_err(e("setting avail_min"))?;
+    swp.set_tstamp_mode(true)
+        .map_err(e("enabling timestamps"))?;
+    // Not every plugin has a monotonic timestamp type; the default is then used.
+    let _ = swp.set_tstamp_type(TstampType::Monotonic);
+    pcm.sw_params(&swp)
+        .map_err(e("applying the software parameters"))?;
+    Ok(())
+}
+
+/// A running (or ready) ALSA stream.
+pub struct AlsaStream {
+    info: StreamInfo,
+    config: AlsaConfig,
+    granted: AlsaGranted,
+    shared: Arc<StreamShared>,
+    records: rtrb::Consumer<CycleRecord>,
+    producer: Option<rtrb::Producer<CycleRecord>>,
+    xrun_times: rtrb::Consumer<u64>,
+    xrun_producer: Option<rtrb::Producer<u64>>,
+    pcms: Option<(PCM, Option<PCM>)>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<CycleRunner>>,
+    started_ns: u64,
+}
+
+impl AlsaStream {
+    /// Opens and configures the device(s). Nothing runs until [`Backend::start`].
+    pub fn open(config: AlsaConfig) -> Result<AlsaStream, AudioError> {
+        if config.periods < 2 {
+            return Err(AudioError::BadSetting(format!(
+                "--periods {}: a buffer holds at least two periods (one playing, one being written)",
+                config.periods
+            )));
+        }
+        if config.period_frames == 0 || config.period_frames > 1 << 20 {
+            return Err(AudioError::BadSetting(format!(
+                "--period {}: use 1 to 1048576 frames",
+                config.period_frames
+            )));
+        }
+        silence_alsa_lib();
+        if let Some(text) = &config.definitions {
+            add_definitions(text)?;
+        }
+        // Non-blocking: the audio thread waits with a time limit, so a device (or a JACK
+        // server behind it) that stops cannot hang it.
+        let playback = PCM::new(&config.device, Direction::Playback, true)
+            .map_err(alsa_err("opening the playback device", &config.device))?;
+        let (format, out_ch, rate, period, buffer) =
+            set_hw(&playback, &config.device, &config, config.format)?;
+        set_sw(&playback, &config.device, period)?;
+        let (capture, in_ch, linked) = match &config.capture_device {
+            Some(dev) => {
+                let capture = PCM::new(dev, Direction::Capture, true)
+                    .map_err(alsa_err("opening the capture device", dev))?;
+                let (_, ch, _, _, _) = set_hw(&capture, dev, &config, Some(format))?;
+                set_sw(&capture, dev, period)?;
+                let linked = capture.link(&playback).is_ok();
+                (Some(capture), Some(ch), linked)
+            }
+            None => (None, None, false),
+        };
+        let granted = AlsaGranted {
+            rate_hz: rate,
+            period_frames: period,
+            buffer_frames: buffer,
+            format,
+            playback_channels: out_ch,
+            capture_channels: in_ch,
+            linked,
+        };
+        let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
+        let (xrun_producer, xrun_times) = rtrb::RingBuffer::new(4096);
+        let info = StreamInfo {
+            backend: "alsa",
+            model: Model::Push,
+            sample_rate_hz: rate,
+            period_frames: period,
+            playback_latency_frames: buffer - period,
+            capture_latency_frames: if capture.is_some() { period } else { 0 },
+            client_name: config.device.clone(),
+            playback_ports: vec![config.device.clone()],
+            capture_port: config.capture_device.clone(),
+            midi_port: None,
+            server: config.server.clone().unwrap_or_else(|| ServerInfo {
+                name: config.device.clone(),
+                private: false,
+                command_line: None,
+                version: Some(format!("alsa-lib {}", alsa_version())),
+            }),
+            clock_offset_ns: 0,
+        };
+        Ok(AlsaStream {
+            info,
+            config,
+            granted,
+            shared: Arc::default(),
+            records,
+            producer: Some(producer),
+            xrun_times,
+            xrun_producer: Some(xrun_producer),
+            pcms: Some((playback, capture)),
+            stop: Arc::default(),
+            thread: None,
+            started_ns: 0,
+        })
+    }
+
+    /// What the devices granted.
+    pub fn granted(&self) -> &AlsaGranted {
+        &self.granted
+    }
+
+    /// What was asked for.
+    pub fn config(&self) -> &AlsaConfig {
+        &self.config
+    }
+}
+
+fn alsa_version() -> String {
+    // SAFETY: returns a static NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(alsa_sys::snd_asoundlib_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Samples of one format, converted from and to f32.
+trait Sample: Copy + Default + alsa::pcm::IoFormat {
+    fn from_f32(x: f32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Sample for f32 {
+    fn from_f32(x: f32) -> f32 {
+        x
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Sample for i32 {
+    fn from_f32(x: f32) -> i32 {
+        (f64::from(x.clamp(-1.0, 1.0)) * f64::from(i32::MAX)) as i32
+    }
+    fn to_f32(self) -> f32 {
+        (f64::from(self) / f64::from(i32::MAX)) as f32
+    }
+}
+
+impl Sample for i16 {
+    fn from_f32(x: f32) -> i16 {
+        (x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16
+    }
+    fn to_f32(self) -> f32 {
+        f32::from(self) / f32::from(i16::MAX)
+    }
+}
+
+struct Loop {
+    playback: PCM,
+    capture: Option<PCM>,
+    linked: bool,
+    period: usize,
+    buffer: usize,
+    out_channels: usize,
+    in_channels: usize,
+    rate: u32,
+    latency_frames: i64,
+    stop: Arc<AtomicBool>,
+    shared: Arc<StreamShared>,
+    xruns: Option<rtrb::Producer<u64>>,
+}
+
+enum Step {
+    Go,
+    Xrun,
+    Fail(String),
+}
+
+impl Loop {
+    fn classify(&self, e: alsa::Error, what: &str) -> Step {
+        match e.errno() {
+            libc::EPIPE | libc::ESTRPIPE => Step::Xrun,
+            libc::EAGAIN | libc::EINTR => Step::Go,
+            _ => Step::Fail(format!("ALSA {what} failed: {e}")),
+        }
+    }
+
+    /// Prepares, prefills with silence and starts both directions.
+    fn restart<S: Sample>(&self, out: &alsa::pcm::IO<'_, S>, silence: &[S]) -> Result<(), String> {
+        let _ = self.playback.drop();
+        if let Some(c) = &self.capture {
+            let _ = c.drop();
+        }
+        self.playback
+            .prepare()
+            .map_err(|e| format!("ALSA prepare failed: {e}"))?;
+        if let Some(c) = &self.capture {
+            if !self.linked {
+                c.prepare()
+                    .map_err(|e| format!("ALSA prepare failed: {e}"))?;
+            }
+        }
+        let mut left = self.buffer;
+        while left > 0 {
+            let n = left.min(self.period);
+            match out.writei(&silence[..n * self.out_channels]) {
+                Ok(w) => left -= w,
+                Err(e) if e.errno() == libc::EAGAIN => break,
+                Err(e) => return Err(format!("ALSA prefill failed: {e}")),
+            }
+        }
+        if let (Some(c), false) = (&self.capture, self.linked) {
+            c.start()
+                .map_err(|e| format!("ALSA capture start failed: {e}"))?;
+        }
+        self.playback
+            .start()
+            .map_err(|e| format!("ALSA start failed: {e}"))?;
+        Ok(())
+    }
+
+    fn run<S: Sample>(mut self, mut runner: CycleRunner, policy: Policy) -> CycleRunner {
+        silence_alsa_lib();
+        let _rt = ThreadRt::apply(&policy, None, 256 * 1024);
+        let Some(mut xruns) = self.xruns.take() else {
+            return runner;
+        };
+        let Ok(out) = self.playback.io_checked::<S>() else {
+            self.shared
+                .end("ALSA: the playback format changed after it was set");
+            return runner;
+        };
+        let input = match &self.capture {
+            Some(c) => match c.io_checked::<S>() {
+                Ok(io) => Some(io),
+                Err(_) => {
+                    self.shared
+                        .end("ALSA: the capture format changed after it was set");
+                    return runner;
+                }
+            },
+            None => None,
+        };
+        let p = self.period;
+        let silence = vec![S::default(); p * self.out_channels.max(self.in_channels)];
+        let mut out_f32 = vec![0.0f32; p];
+        let mut in_f32 = vec![0.0f32; p];
+        let mut out_raw = vec![S::default(); p * self.out_channels];
+        let mut in_raw = vec![S::default(); p * self.in_channels.max(1)];
+        let period_ns = p as f64 * 1e9 / f64::from(self.rate);
+        if let Err(why) = self.restart(&out, &silence) {
+            self.shared.end(&why);
+            return runner;
+        }
+        let mut c: u64 = 0;
+        while !self.stop.load(Ordering::Relaxed) {
+            // Wait for a period: read it, or wait for room.
+            let step = match &input {
+                Some(io) => {
+                    let ch = self.in_channels;
+                    let capture = self
+                        .capture
+                        .as_ref()
+                        .expect("input comes with a capture PCM");
+                    let mut got = 0;
+                    let mut step = Step::Go;
+                    while got < p && !self.stop.load(Ordering::Relaxed) {
+                        match io.readi(&mut in_raw[got * ch..p * ch]) {
+                            Ok(n) => got += n,
+                            Err(e) if e.errno() == libc::EAGAIN => {
+                                if let Err(e) = capture.wait(Some(100)) {
+                                    step = self.classify(e, "capture wait");
+                                }
+                            }
+                            Err(e) => step = self.classify(e, "capture read"),
+                        }
+                        if !matches!(step, Step::Go) {
+                            break;
+                        }
+                    }
+                    step
+                }
+                None => loop {
+                    if self.stop.load(Ordering::Relaxed) {
+                        break Step::Go;
+                    }
+                    match self.playback.avail_update() {
+                        Ok(a) if a as usize >= p => break Step::Go,
+                        Ok(_) => {
+                            if let Err(e) = self.playback.wait(Some(100)) {
+                                let s = self.classify(e, "wait");
+                                if !matches!(s, Step::Go) {
+                                    break s;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let s = self.classify(e, "avail");
+                            if !matches!(s, Step::Go) {
+                                break s;
+                            }
+                        }
+                    }
+                },
+            };
+            match step {
+                Step::Go => {}
+                Step::Xrun => {
+                    self.xrun(&mut c, &out, &silence, &mut xruns);
+                    continue;
+                }
+                Step::Fail(why) => {
+                    self.shared.end(&why);
+                    break;
+                }
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let callback_ns = monotonic_ns();
+            // Where the new frames land: the queue and when it was read.
+            let nominal_ns = match self.playback.status() {
+                Ok(st) => {
+                    let ts = st.get_htstamp();
+                    // time_t and snd_pcm_sframes_t are 32 bits on some targets.
+                    #[allow(clippy::unnecessary_cast)]
+                    let (t, delay) = (
+                        ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64,
+                        st.get_delay() as i64,
+                    );
+                    let t = if t > 0 { t } else { callback_ns as i64 };
+                    (t - (self.latency_frames - delay) * 1_000_000_000 / i64::from(self.rate))
+                        .max(0) as u64
+                }
+                Err(_) => callback_ns,
+            };
+            if input.is_some() {
+                for (i, x) in in_f32.iter_mut().enumerate() {
+                    *x = in_raw[i * self.in_channels].to_f32();
+                }
+            }
+            let timing = CycleTiming {
+                first_frame: c * p as u64,
+                nominal_ns,
+                period_ns,
+                callback_ns,
+            };
+            let mut io = Io {
+                output: &mut out_f32,
+                input: input.as_ref().map(|_| &in_f32[..]),
+                note_ons: &[],
+                midi_dropped: 0,
+            };
+            runner.run(timing, &mut io);
+            for (i, &x) in out_f32.iter().enumerate() {
+                let s = S::from_f32(x);
+                for ch in 0..self.out_channels {
+                    out_raw[i * self.out_channels + ch] = s;
+                }
+            }
+            let mut written = 0;
+            let mut failed = None;
+            while written < p && !self.stop.load(Ordering::Relaxed) {
+                let step = match out.writei(&out_raw[written * self.out_channels..]) {
+                    Ok(n) => {
+                        written += n;
+                        Step::Go
+                    }
+                    Err(e) if e.errno() == libc::EAGAIN => match self.playback.wait(Some(100)) {
+                        Ok(_) => Step::Go,
+                        Err(e) => self.classify(e, "playback wait"),
+                    },
+                    Err(e) => self.classify(e, "playback write"),
+                };
+                if !matches!(step, Step::Go) {
+                    failed = Some(step);
+                    break;
+                }
+            }
+            c += 1;
+            match failed {
+                Some(Step::Xrun) => self.xrun(&mut c, &out, &silence, &mut xruns),
+                Some(Step::Fail(why)) => {
+                    self.shared.end(&why);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let _ = self.playback.drop();
+        if let Some(c) = &self.capture {
+            let _ = c.drop();
+        }
+        runner
+    }
+
+    /// An under-run or over-run: counted with its time, then the stream restarts and its
+    /// position jumps past the lost buffer.
+    fn xrun<S: Sample>(
+        &self,
+        c: &mut u64,
+        out: &alsa::pcm::IO<'_, S>,
+        silence: &[S],
+        xruns: &mut rtrb::Producer<u64>,
+    ) {
+        self.shared.xruns.fetch_add(1, Ordering::Relaxed);
+        let _ = xruns.push(monotonic_ns());
+        *c += (self.buffer / self.period) as u64 + 1;
+        if let Err(why) = self.restart(out, silence) {
+            self.shared.end(&why);
+            self.stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Backend for AlsaStream {
+    fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+
+    fn start(&mut self, mut processor: Box<dyn Processor>) -> Result<(), AudioError> {
+        let (Some(producer), Some(xruns), Some((playback, capture))) = (
+            self.producer.take(),
+            self.xrun_producer.take(),
+            self.pcms.take(),
+        ) else {
+            return Err(AudioError::BadSetting(
+                "the ALSA stream was already started".into(),
+            ));
+        };
+        processor.prepare(&self.info);
+        let runner = CycleRunner::new(processor, producer, self.shared.clone());
+        let g = &self.granted;
+        let lp = Loop {
+            playback,
+            capture,
+            linked: g.linked,
+            period: g.period_frames as usize,
+            buffer: g.buffer_frames as usize,
+            out_channels: g.playback_channels as usize,
+            in_channels: g.capture_channels.unwrap_or(1) as usize,
+            rate: g.rate_hz,
+            latency_frames: i64::from(self.info.playback_latency_frames),
+            stop: self.stop.clone(),
+            shared: self.shared.clone(),
+            xruns: Some(xruns),
+        };
+        let policy = self.config.audio_policy;
+        let format = g.format;
+        self.started_ns = monotonic_ns();
+        let thread = std::thread::Builder::new()
+            .name("alsa-audio".into())
+            .spawn(move || match format {
+                SampleFormat::F32 => lp.run::<f32>(runner, policy),
+                SampleFormat::S32 => lp.run::<i32>(runner, policy),
+                SampleFormat::S16 => lp.run::<i16>(runner, policy),
+            })
+            .map_err(|e| AudioError::Io {
+                op: "starting the ALSA audio thread".into(),
+                source: e,
+            })?;
+        self.thread = Some(thread);
+        Ok(())
+    }
+
+    fn status(&self) -> StreamStatus {
+        let mut status = self.shared.status();
+        if self.thread.is_some() {
+            status.shutdown = status.shutdown.or_else(|| {
+                self.shared
+                    .stall(self.started_ns, self.info.period_ns())
+                    .map(|(silent_ns, cycles)| {
+                        format!(
+                            "ALSA device `{}` delivered no period for {:.1} s after {cycles} cycles (is its clock running? a `jack` device needs its JACK server running)",
+                            self.config.device,
+                            silent_ns as f64 / 1e9
+                        )
+                    })
+            });
+        }
+        status
+    }
+
+    fn cycles(&mut self) -> &mut rtrb::Consumer<CycleRecord> {
+        &mut self.records
+    }
+
+    fn take_xruns(&mut self) -> Vec<XrunRecord> {
+        let cycles_done = self.shared.cycles.load(Ordering::Relaxed);
+        let mut out = Vec::new();
+        while let Ok(mono_ns) = self.xrun_times.pop() {
+            out.push(XrunRecord {
+                mono_ns,
+                cycles_done,
+            });
+        }
+        out
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            // The processor comes back here and is dropped off the audio thread.
+            drop(t.join());
+        }
+    }
+}
+
+impl Drop for AlsaStream {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
