@@ -209,25 +209,12 @@ pub struct EventArgs {
     /// list sweeps them.
     #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]
     pub load: ListOf<LoadSpec>,
-    /// Frames per period: a private server's (a power of two, 16-8192), or the one a
-    /// running server must have. A comma list sweeps them, one private server per period.
-    /// Default: the running server's, or 128.
-    #[arg(long, value_name = "FRAMES[,FRAMES]", value_parser = parse_periods)]
-    pub period: Option<ListOf<u32>>,
-    /// Sample rate (default: the running server's, or 44100).
-    #[arg(long, value_name = "HZ", allow_hyphen_values = true, value_parser = parse_count_u32)]
-    pub rate: Option<u32>,
     /// Repeat every configuration this many times.
     #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true,
           value_parser = parse_count_u32)]
     pub repeat: u32,
-    /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
-    /// running one or an error), dummy (always a private one).
-    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_server_mode)]
-    pub server: ServerMode,
-    /// JACK server name: the one to use (external/auto), or the private one's (dummy).
-    #[arg(long, value_name = "NAME")]
-    pub server_name: Option<String>,
+    #[command(flatten)]
+    pub audio: AudioArgs,
     /// Playback ports to connect to (default: the first two physical playback ports).
     #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
     pub playback: Vec<String>,
@@ -270,6 +257,8 @@ pub struct EventArgs {
 pub enum BackendName {
     /// JACK (pull model): a running server, or a private `jackd -d dummy`
     Jack,
+    /// ALSA (push model): a device (hw:X, plughw:X, default, the jack PCM)
+    Alsa,
     /// The virtual sound card: a software card with a loopback cable (ground truth)
     Virtual,
 }
@@ -278,35 +267,61 @@ impl std::fmt::Display for BackendName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             BackendName::Jack => "jack",
+            BackendName::Alsa => "alsa",
             BackendName::Virtual => "virtual",
         })
     }
 }
 
+/// Where the audio goes: the backend and its settings, shared by the audio probes.
 #[derive(Debug, Clone, Args)]
-pub struct RoundtripArgs {
-    /// Audio backend: jack (a running server or a private dummy one, through a software
-    /// loop or --capture/--playback ports) or virtual (the software card).
+pub struct AudioArgs {
+    /// Audio backend: jack (a running server, or a private `jackd -d dummy`), alsa (a
+    /// device; without a sound card, the jack PCM on a private dummy server) or virtual
+    /// (the software card with a loopback cable).
     #[arg(long, value_enum, default_value = "jack")]
     pub backend: BackendName,
     /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
-    /// running one or an error), dummy (always a private one).
+    /// running one or an error), dummy (always a private one). Also the server behind
+    /// ALSA's jack PCM.
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_server_mode)]
     pub server: ServerMode,
     /// JACK server name: the one to use (external/auto), or the private one's (dummy).
     #[arg(long, value_name = "NAME")]
     pub server_name: Option<String>,
     /// Frames per period. JACK: a private server's (a power of two, 16-8192) or the one a
-    /// running server must have; virtual: 32-8192 (default 256). A comma list sweeps them.
+    /// running server must have (default: the server's, or 128); ALSA: what the device
+    /// must grant (default 256); virtual: 32-8192 (default 256). A comma list sweeps them.
     #[arg(long, value_name = "FRAMES[,FRAMES]", value_parser = parse_periods)]
     pub period: Option<ListOf<u32>>,
-    /// Periods in the buffer (virtual card; at least 2).
+    /// Periods in the buffer (ALSA and virtual; at least 2).
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = parse_count_u32)]
     pub periods: u32,
-    /// Sample rate (default: the running server's, or 44100 for a private one; 48000 for
-    /// the virtual card).
-    #[arg(long, value_name = "HZ", value_parser = parse_count_u32)]
+    /// Sample rate (default: a running JACK server's, 44100 for a private one, 48000 for
+    /// ALSA and the virtual card).
+    #[arg(long, value_name = "HZ", allow_hyphen_values = true, value_parser = parse_count_u32)]
     pub rate: Option<u32>,
+    /// ALSA device: hw:X, plughw:X, default, jack (alsa-lib's jack PCM on a JACK server),
+    /// or (roundtrip) loop: the jack PCM through audiolat's software loop. Default: default
+    /// when there is a sound card, else jack (event) or loop (roundtrip).
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
+    /// ALSA sample format: float, s32 or s16 (default: the first the device takes).
+    #[arg(long, value_name = "FORMAT", value_parser = parse_sample_format)]
+    pub format: Option<engine::alsa_backend::SampleFormat>,
+}
+
+fn parse_sample_format(s: &str) -> Result<engine::alsa_backend::SampleFormat, String> {
+    s.parse()
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoundtripArgs {
+    #[command(flatten)]
+    pub audio: AudioArgs,
+    /// ALSA capture device (full duplex; default: the playback device).
+    #[arg(long, value_name = "DEVICE")]
+    pub capture_device: Option<String>,
     /// JACK ports audiolat's output goes to (the start of a cable).
     #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
     pub playback: Vec<String>,

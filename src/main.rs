@@ -10,6 +10,7 @@
 //! | 2 | refused before anything started: bad input, missing tool, unusable database |
 //! | 130 | interrupted by Ctrl-C / SIGTERM (the run is stored as `interrupted`) |
 
+mod audio;
 mod cli;
 mod runner;
 mod views;
@@ -244,14 +245,6 @@ fn server_request(
     }
 }
 
-/// Connects to (or starts) the JACK server; failures here happen before anything is
-/// written, so they are usage errors with the fix in the message.
-fn connect_server(
-    req: &engine::jack_server::ServerRequest,
-) -> Result<engine::jack_server::JackServer> {
-    engine::jack_server::JackServer::connect(req).map_err(|e| UsageError(e.to_string()).into())
-}
-
 /// The event cells of one period, in sweep order.
 fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
     use probes::event::EventConfig;
@@ -281,6 +274,7 @@ fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
                                 .then(|| a.midi_port.clone().unwrap_or_default()),
                             ..Default::default()
                         },
+                        granted: None,
                     });
                 }
             }
@@ -290,7 +284,6 @@ fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
 }
 
 fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
-    use engine::jack_server::ServerMode;
     // Everything that can be refused is refused before the database is opened.
     let cells = event_cells(a)?;
     let scratch = a
@@ -303,19 +296,17 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     if a.midi_port.is_some() && a.trigger != probes::event::TriggerSource::Midi {
         return Err(UsageError("--midi-port needs --trigger midi".into()).into());
     }
+    if a.trigger == probes::event::TriggerSource::Midi && a.audio.backend != cli::BackendName::Jack
+    {
+        return Err(UsageError(format!(
+            "--trigger midi reads note-ons from a JACK MIDI port: use --backend jack (with --backend {}, use --trigger timer or key)",
+            a.audio.backend
+        ))
+        .into());
+    }
     if let Some(spec) = &a.gpio {
         // Open and release the line once now, so a missing chip is refused up front.
         engine::gpio::GpioLine::open(spec, "audiolat").map_err(|e| UsageError(e.to_string()))?;
-    }
-    let periods: Vec<Option<u32>> = match &a.period {
-        Some(list) => list.0.iter().copied().map(Some).collect(),
-        None => vec![None],
-    };
-    if periods.len() > 1 {
-        // Each is a private server's period: refuse a bad one before the first starts.
-        for p in periods.iter().flatten() {
-            engine::jack_server::validate_period(*p).map_err(|e| UsageError(e.to_string()))?;
-        }
     }
     if a.gpio.is_some() && a.trigger == probes::event::TriggerSource::Midi {
         return Err(UsageError(
@@ -323,62 +314,69 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let first_req = server_request(a.server, a.server_name.clone(), a.rate, periods[0]);
-    first_req
-        .validate()
-        .map_err(|e| UsageError(e.to_string()))?;
-    let first_server = connect_server(&first_req)?;
-    if periods.len() > 1 && !first_server.info().private {
-        return Err(UsageError(format!(
-            "--period with several values needs a private server (each period is a new jackd -d dummy), but `{}` is an external server: use --server dummy, or one --period",
-            first_server.name()
-        ))
-        .into());
-    }
-    if let Some(cell) = cells.first() {
-        // Every cell names the same ports: a missing or wrong one is bad input.
-        engine::jack_backend::check_ports(first_server.info(), &cell.jack, "--loopback")
-            .map_err(|e| UsageError(e.to_string()))?;
-    }
-    let mut server = Some(first_server);
+    let periods = audio::periods(&a.audio);
+    validate_sweep_periods(&a.audio, &periods)?;
+    let purpose = audio::Purpose::Event {
+        jack: &cells[0].jack,
+    };
+    let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
+    check_sweep_server(&first, &periods)?;
     let store = Store::open(&ctx.db_path)?;
     let group = store.create_group(
         "event",
         &ctx.command_line,
-        &json!({"periods": a.period.as_ref().map(|p| p.0.clone()), "server": a.server.to_string()}),
+        &json!({"backend": a.audio.backend.to_string(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
+                "server": a.audio.server.to_string()}),
     )?;
     let quiet = a.quiet || a.json;
     let mut runs: Vec<runner::EventRun> = Vec::new();
     let mut failure: Option<String> = None;
+    let mut setup = Some(first);
     'periods: for (i, period) in periods.iter().enumerate() {
         if i > 0 {
-            // Each period is a new private server: stop the last one before the next
-            // takes its name.
-            server = None;
-            let req = server_request(ServerMode::Dummy, a.server_name.clone(), a.rate, *period);
-            match engine::jack_server::JackServer::connect(&req) {
-                Ok(s) => server = Some(s),
+            // Each period is a new set-up: the last one's server goes first (the next
+            // takes its name).
+            drop(setup.take());
+            match audio::setup(&a.audio, *period, false, &purpose) {
+                Ok(s) => setup = Some(s),
                 Err(e) => {
                     failure = Some(e.to_string());
                     break;
                 }
             }
         }
-        let Some(server) = server.as_mut() else {
-            break;
-        };
+        let Some(setup) = setup.as_mut() else { break };
         for cell in &cells {
             if ctx.stopped() {
                 break 'periods;
             }
-            let run =
-                match runner::event_run(ctx, &store, Some(group), server, cell, &scratch, quiet) {
-                    Ok(run) => run,
-                    Err(e) => {
-                        let _ = store.finish_group(group, RunStatus::Failed);
-                        return Err(e);
-                    }
-                };
+            let (mut stream, granted) = match setup.open() {
+                Ok(s) => s,
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break 'periods;
+                }
+            };
+            let mut cell = cell.clone();
+            cell.granted = granted;
+            let result = runner::event_run(
+                ctx,
+                &store,
+                Some(group),
+                stream.as_mut(),
+                setup.server_mut(),
+                &cell,
+                &scratch,
+                quiet,
+            );
+            drop(stream);
+            let run = match result {
+                Ok(run) => run,
+                Err(e) => {
+                    let _ = store.finish_group(group, RunStatus::Failed);
+                    return Err(e);
+                }
+            };
             let stop_sweep = run.error.is_some();
             if let Some(e) = &run.error {
                 failure = Some(e.clone());
@@ -389,20 +387,59 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
             }
         }
     }
-    drop(server);
-    let status = if failure.is_some() {
-        RunStatus::Failed
-    } else if ctx.stopped() || runs.iter().any(|r| r.status == RunStatus::Interrupted) {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
-    };
+    drop(setup);
+    let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
     store.finish_group(group, status)?;
     if a.json {
         print_json(&views::event_json(group, &runs))?;
     } else {
         print!("{}", views::event_text(group, &runs, &ctx.db_path));
     }
+    sweep_exit(failure, status)
+}
+
+/// A sweep over several periods needs periods its backend runs: refused up front.
+fn validate_sweep_periods(audio: &cli::AudioArgs, periods: &[Option<u32>]) -> Result<()> {
+    if periods.len() > 1 && audio.backend == cli::BackendName::Jack {
+        // Each is a private server's period: refuse a bad one before the first starts.
+        for p in periods.iter().flatten() {
+            engine::jack_server::validate_period(*p).map_err(|e| UsageError(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Several periods need private servers (each period is a new `jackd -d dummy`).
+fn check_sweep_server(first: &audio::Setup, periods: &[Option<u32>]) -> Result<()> {
+    if let Some(server) = &first.server {
+        if periods.len() > 1 && !server.info().private {
+            return Err(UsageError(format!(
+                "--period with several values needs a private server (each period is a new jackd -d dummy), but `{}` is an external server: use --server dummy, or one --period",
+                server.name()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A sweep's status from its runs.
+fn sweep_status(
+    ctx: &Context,
+    failure: &Option<String>,
+    statuses: impl Iterator<Item = RunStatus>,
+) -> RunStatus {
+    let statuses: Vec<RunStatus> = statuses.collect();
+    if failure.is_some() {
+        RunStatus::Failed
+    } else if ctx.stopped() || statuses.contains(&RunStatus::Interrupted) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    }
+}
+
+fn sweep_exit(failure: Option<String>, status: RunStatus) -> Result<ExitCode> {
     if let Some(f) = failure {
         eprintln!("audiolat: error: {f}");
         return Ok(ExitCode::from(EXIT_FAILED));
@@ -413,111 +450,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     })
 }
 
-/// How a round trip's stream is made, checked before anything is written.
-enum RoundtripSetup {
-    /// The virtual card, one configuration per period.
-    Virtual(Vec<engine::virtual_backend::VirtualConfig>),
-    /// JACK: the first server (connected), the periods (one private server each after the
-    /// first), the stream's ports (`None`: audiolat's software loop).
-    Jack {
-        server: Box<engine::jack_server::JackServer>,
-        periods: Vec<Option<u32>>,
-        cable: Option<engine::jack_backend::JackConfig>,
-    },
-}
-
-fn roundtrip_setup(a: &cli::RoundtripArgs) -> Result<RoundtripSetup> {
-    use cli::BackendName;
-    let usage = |m: String| -> anyhow::Error { UsageError(m).into() };
-    match a.backend {
-        BackendName::Virtual => {
-            for (given, flag) in [
-                (a.server_name.is_some(), "--server-name"),
-                (!a.playback.is_empty(), "--playback"),
-                (a.capture.is_some(), "--capture"),
-            ] {
-                if given {
-                    return Err(usage(format!(
-                        "{flag} names JACK things: use it with --backend jack (the virtual card's cable is set with --cable-delay, --cable-gain, --no-cable)"
-                    )));
-                }
-            }
-            let periods = a.period.as_ref().map_or(vec![256], |p| p.0.clone());
-            let mut cards = Vec::new();
-            for period in periods {
-                let card = engine::virtual_backend::VirtualConfig {
-                    sample_rate_hz: a.rate.unwrap_or(48_000),
-                    period_frames: period,
-                    periods: a.periods,
-                    loop_delay_frames: (!a.no_cable).then_some(a.cable_delay),
-                    loop_gain: a.cable_gain,
-                    ..Default::default()
-                };
-                card.validate().map_err(|e| usage(e.to_string()))?;
-                cards.push(card);
-            }
-            Ok(RoundtripSetup::Virtual(cards))
-        }
-        BackendName::Jack => {
-            for (given, flag) in [
-                (a.cable_delay != 0.0, "--cable-delay"),
-                (a.cable_gain != 1.0, "--cable-gain"),
-                (a.no_cable, "--no-cable"),
-                (a.periods != 2, "--periods"),
-            ] {
-                if given {
-                    return Err(usage(format!(
-                        "{flag} sets the virtual card: use it with --backend virtual (a JACK loop is a cable between --playback and --capture ports, or audiolat's software loop)"
-                    )));
-                }
-            }
-            if !a.playback.is_empty() && a.capture.is_none() {
-                return Err(usage(
-                    "--playback needs --capture: name the port where the cable comes back in (or leave both out for audiolat's software loop)".into(),
-                ));
-            }
-            let periods: Vec<Option<u32>> = match &a.period {
-                Some(list) => list.0.iter().copied().map(Some).collect(),
-                None => vec![None],
-            };
-            if periods.len() > 1 {
-                for p in periods.iter().flatten() {
-                    engine::jack_server::validate_period(*p).map_err(|e| usage(e.to_string()))?;
-                }
-            }
-            let req = server_request(a.server, a.server_name.clone(), a.rate, periods[0]);
-            req.validate().map_err(|e| usage(e.to_string()))?;
-            let server = connect_server(&req)?;
-            if periods.len() > 1 && !server.info().private {
-                return Err(usage(format!(
-                    "--period with several values needs a private server (each period is a new jackd -d dummy), but `{}` is an external server: use --server dummy, or one --period",
-                    server.name()
-                )));
-            }
-            let cable = match &a.capture {
-                Some(capture) => {
-                    let config = engine::jack_backend::JackConfig {
-                        playback: a.playback.clone(),
-                        capture: Some(capture.clone()),
-                        ..Default::default()
-                    };
-                    engine::jack_backend::check_ports(server.info(), &config, "--capture")
-                        .map_err(|e| usage(e.to_string()))?;
-                    Some(config)
-                }
-                None => None,
-            };
-            Ok(RoundtripSetup::Jack {
-                server: Box::new(server),
-                periods,
-                cable,
-            })
-        }
-    }
-}
-
 fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
-    use engine::audio::Backend;
     let base = probes::roundtrip::RoundtripConfig {
         duration_ms: a.duration.as_secs_f64() * 1e3,
         every_periods: a.every,
@@ -535,165 +468,97 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     for load in &a.load.0 {
         runner::check_load(load, &scratch)?;
     }
-    let setup = roundtrip_setup(a)?;
+    let periods = audio::periods(&a.audio);
+    validate_sweep_periods(&a.audio, &periods)?;
+    let purpose = audio::Purpose::Roundtrip {
+        playback: &a.playback,
+        capture: a.capture.as_ref(),
+        capture_device: a.capture_device.as_ref(),
+        cable: (!a.no_cable).then_some((a.cable_delay, a.cable_gain)),
+        cable_given: a.no_cable || a.cable_delay != 0.0 || a.cable_gain != 1.0,
+    };
+    let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
+    check_sweep_server(&first, &periods)?;
     let store = Store::open(&ctx.db_path)?;
     let group = store.create_group(
         "roundtrip",
         &ctx.command_line,
-        &json!({"backend": a.backend.to_string(), "periods": a.period.as_ref().map(|p| p.0.clone())}),
+        &json!({"backend": a.audio.backend.to_string(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())}),
     )?;
     let quiet = a.quiet || a.json;
     let mut runs: Vec<runner::RoundtripRun> = Vec::new();
     let mut failure: Option<String> = None;
-    let cells = |loop_description: &str| -> Vec<runner::RoundtripCell> {
-        let mut cells = Vec::new();
+    let mut setup = Some(first);
+    'periods: for (i, period) in periods.iter().enumerate() {
+        if i > 0 {
+            drop(setup.take());
+            match audio::setup(&a.audio, *period, false, &purpose) {
+                Ok(s) => setup = Some(s),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let Some(setup) = setup.as_mut() else { break };
         for load in &a.load.0 {
             for repeat in 1..=a.repeat {
-                cells.push(runner::RoundtripCell {
+                if ctx.stopped() {
+                    break 'periods;
+                }
+                let cell = runner::RoundtripCell {
                     config: base.clone(),
                     load: load.clone(),
                     repeat,
-                    loop_description: loop_description.to_string(),
-                });
-            }
-        }
-        cells
-    };
-    let mut run_cell = |stream: &mut dyn Backend,
-                        server: Option<&mut engine::jack_server::JackServer>,
-                        cell: &runner::RoundtripCell|
-     -> Result<bool> {
-        let run = match runner::roundtrip_run(
-            ctx,
-            &store,
-            Some(group),
-            stream,
-            server,
-            cell,
-            &scratch,
-            quiet,
-        ) {
-            Ok(run) => run,
-            Err(e) => {
-                let _ = store.finish_group(group, RunStatus::Failed);
-                return Err(e);
-            }
-        };
-        let stop = run.error.is_some();
-        if let Some(e) = &run.error {
-            failure = Some(e.clone());
-        }
-        runs.push(run);
-        Ok(stop || ctx.stopped())
-    };
-    match setup {
-        RoundtripSetup::Virtual(cards) => {
-            'cards: for card in cards {
-                let description = match card.loop_delay_frames {
-                    Some(d) => format!("virtual cable of {d} frames, gain {}", card.loop_gain),
-                    None => "no cable".to_string(),
+                    loop_description: setup.loop_description.clone(),
+                    granted: None,
                 };
-                for cell in cells(&description) {
-                    let mut stream = engine::virtual_backend::VirtualStream::open(card.clone())
-                        .map_err(|e| UsageError(e.to_string()))?;
-                    if run_cell(&mut stream, None, &cell)? {
-                        break 'cards;
-                    }
-                }
-            }
-        }
-        RoundtripSetup::Jack {
-            server,
-            periods,
-            cable,
-        } => {
-            let mut server = Some(*server);
-            'periods: for (i, period) in periods.iter().enumerate() {
-                if i > 0 {
-                    // Each period is a new private server: stop the last one first.
-                    drop(server.take());
-                    let req = server_request(
-                        engine::jack_server::ServerMode::Dummy,
-                        a.server_name.clone(),
-                        a.rate,
-                        *period,
-                    );
-                    match engine::jack_server::JackServer::connect(&req) {
-                        Ok(s) => server = Some(s),
-                        Err(e) => {
-                            failure = Some(e.to_string());
-                            break;
-                        }
-                    }
-                }
-                let Some(server) = server.as_mut() else { break };
-                // The loop: a cable between the named ports, or audiolat's software loop
-                // client in the server.
-                let (software, config, description) = match &cable {
-                    Some(c) => (
-                        None,
-                        c.clone(),
-                        format!(
-                            "cable {} -> {}",
-                            if c.playback.is_empty() {
-                                "physical playback".to_string()
-                            } else {
-                                c.playback.join(",")
-                            },
-                            c.capture.clone().unwrap_or_default()
-                        ),
-                    ),
-                    None => {
-                        let lp =
-                            engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0)
-                                .map_err(|e| UsageError(e.to_string()))?;
-                        let config = engine::jack_backend::JackConfig {
-                            playback: vec![lp.input_port()],
-                            capture: Some(lp.output_port()),
-                            ..Default::default()
-                        };
-                        (
-                            Some(lp),
-                            config,
-                            "software loop in the JACK server (audiolat-loop)".to_string(),
-                        )
-                    }
-                };
-                for cell in cells(&description) {
-                    if ctx.stopped() {
+                let (mut stream, granted) = match setup.open() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        failure = Some(e.to_string());
                         break 'periods;
                     }
-                    let mut stream =
-                        engine::jack_backend::JackStream::open(server.info(), config.clone())?;
-                    if run_cell(&mut stream, Some(server), &cell)? {
-                        break 'periods;
+                };
+                let cell = runner::RoundtripCell { granted, ..cell };
+                let result = runner::roundtrip_run(
+                    ctx,
+                    &store,
+                    Some(group),
+                    stream.as_mut(),
+                    setup.server_mut(),
+                    &cell,
+                    &scratch,
+                    quiet,
+                );
+                drop(stream);
+                let run = match result {
+                    Ok(run) => run,
+                    Err(e) => {
+                        let _ = store.finish_group(group, RunStatus::Failed);
+                        return Err(e);
                     }
+                };
+                let stop_sweep = run.error.is_some();
+                if let Some(e) = &run.error {
+                    failure = Some(e.clone());
                 }
-                drop(software);
+                runs.push(run);
+                if stop_sweep {
+                    break 'periods;
+                }
             }
         }
     }
-    let status = if failure.is_some() {
-        RunStatus::Failed
-    } else if ctx.stopped() || runs.iter().any(|r| r.status == RunStatus::Interrupted) {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
-    };
+    drop(setup);
+    let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
     store.finish_group(group, status)?;
     if a.json {
         print_json(&views::roundtrip_json(group, &runs))?;
     } else {
         print!("{}", views::roundtrip_text(group, &runs, &ctx.db_path));
     }
-    if let Some(f) = failure {
-        eprintln!("audiolat: error: {f}");
-        return Ok(ExitCode::from(EXIT_FAILED));
-    }
-    Ok(match status {
-        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        _ => ExitCode::SUCCESS,
-    })
+    sweep_exit(failure, status)
 }
 
 /// `audiolat loop`: a software loop client until Ctrl-C.
@@ -906,16 +771,24 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                     load: load::LoadSpec::none(),
                     repeat: 1,
                     jack: engine::jack_backend::JackConfig::default(),
+                    granted: None,
                 };
-                match runner::event_run(
-                    ctx,
-                    &store,
-                    Some(group),
-                    &mut server,
-                    &cell,
-                    &scratch,
-                    quiet,
-                ) {
+                let result =
+                    engine::jack_backend::JackStream::open(server.info(), cell.jack.clone())
+                        .map_err(anyhow::Error::from)
+                        .and_then(|mut stream| {
+                            runner::event_run(
+                                ctx,
+                                &store,
+                                Some(group),
+                                &mut stream,
+                                Some(&mut server),
+                                &cell,
+                                &scratch,
+                                quiet,
+                            )
+                        });
+                match result {
                     Ok(run) => {
                         if run.error.is_some() {
                             failed = true;
@@ -1078,6 +951,7 @@ fn suite_roundtrip(
         load: load::LoadSpec::none(),
         repeat: 1,
         loop_description: "software loop in the JACK server (audiolat-loop)".into(),
+        granted: None,
     };
     let run = runner::roundtrip_run(
         ctx,

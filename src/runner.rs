@@ -335,8 +335,10 @@ pub struct EventCell {
     pub load: LoadSpec,
     /// Repetition number, from 1.
     pub repeat: u32,
-    /// How the stream is opened.
+    /// How a JACK stream is opened (ports).
     pub jack: engine::jack_backend::JackConfig,
+    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
+    pub granted: Option<Value>,
 }
 
 /// An event run, stored.
@@ -355,28 +357,31 @@ pub struct EventRun {
     pub error: Option<String>,
 }
 
-/// Runs one event cell on `server` as a stored run.
+/// Runs one event cell on an opened stream as a stored run. `server` is the JACK server
+/// behind the stream, when there is one (its exit ends the run).
+#[allow(clippy::too_many_arguments)]
 pub fn event_run(
     ctx: &Context,
     store: &Store,
     group: Option<i64>,
-    server: &mut engine::jack_server::JackServer,
+    stream: &mut dyn engine::audio::Backend,
+    server: Option<&mut engine::jack_server::JackServer>,
     cell: &EventCell,
     scratch: &Path,
     quiet: bool,
 ) -> Result<EventRun> {
-    use engine::audio::Backend;
     let lctx = load_context(scratch);
     let planned = load::plan(&cell.load, &lctx).map_err(|e| UsageError(e.to_string()))?;
-    let mut stream = engine::jack_backend::JackStream::open(server.info(), cell.jack.clone())?;
     let sinfo = stream.info().clone();
     let mut config_json = cell.config.to_json();
     config_json["load"] = json!(cell.load.to_string());
     config_json["repeat"] = json!(cell.repeat);
     config_json["backend"] = json!(sinfo.backend);
+    config_json["device"] = json!(sinfo.client_name);
     config_json["period_frames"] = json!(sinfo.period_frames);
     config_json["rate_hz"] = json!(sinfo.sample_rate_hz);
     config_json["playback_latency_frames"] = json!(sinfo.playback_latency_frames);
+    config_json["granted"] = cell.granted.clone().unwrap_or(Value::Null);
     config_json["server"] = json!({
         "name": sinfo.server.name, "private": sinfo.server.private,
         "command_line": sinfo.server.command_line, "version": sinfo.server.version,
@@ -392,34 +397,17 @@ pub fn event_run(
         qos_requested: json!({
             "trigger_thread": cell.config.trigger_policy.to_string(),
             "lock_memory": cell.config.lock_memory,
-            "audio_thread": "the JACK server's client thread (its -P/-R settings)",
+            "audio_thread": match sinfo.backend {
+                "jack" => "the JACK server's client thread (its -P/-R settings)",
+                _ => "SCHED_FIFO 80",
+            },
         }),
     };
     let run_id = store.begin_run(&info)?;
-    let mut running = if cell.load.is_none() {
-        None
-    } else {
-        match load::start(&cell.load, &lctx).context("starting the load") {
-            Ok(r) => Some(r),
-            Err(e) => {
-                let msg = format!("{e:#}");
-                let _ = store.finish_run(
-                    run_id,
-                    RunStatus::Failed,
-                    &json!({}),
-                    &json!({}),
-                    Some(&msg),
-                );
-                return Err(e);
-            }
-        }
-    };
-    if let Some(r) = &running {
-        store.update_run(run_id, Some(&r.describe()), None)?;
-    }
+    let mut load = RunLoad::start(store, run_id, &cell.load, &lctx)?;
+    let mut server = server;
     let live = !quiet && std::io::stderr().is_terminal();
     let mut store_error: Option<String> = None;
-    let mut load_events: Vec<Event> = Vec::new();
     let total = cell.config.triggers;
     let label = format!(
         "event {} {} period {} {}",
@@ -443,7 +431,7 @@ pub fn event_run(
             probes::event::TriggerSource::Timer => {}
         }
     }
-    let result = probes::event::run(&mut stream, &cell.config, &ctx.stop, |p| {
+    let result = probes::event::run(stream, &cell.config, &ctx.stop, |p| {
         // Written as it goes: trigger rows and under-runs are stored every ~50 ms.
         if !p.rows.is_empty() {
             if let Err(e) = store.add_triggers(run_id, p.rows) {
@@ -455,16 +443,7 @@ pub fn event_run(
                 store_error.get_or_insert(e.to_string());
             }
         }
-        if let Some(r) = running.as_mut() {
-            for exit in r.poll_exits() {
-                load_events.push(Event {
-                    mono_ns: engine::clock::monotonic_ns(),
-                    kind: "load_exit".into(),
-                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
-                                   "stderr_tail": exit.stderr_tail}),
-                });
-            }
-        }
+        load.poll();
         if live {
             let mut err = std::io::stderr().lock();
             let _ = write!(
@@ -474,11 +453,11 @@ pub fn event_run(
             );
             let _ = err.flush();
         }
-        match server.exited() {
-            Some(how) => Err(format!(
-                "the private JACK server `{}` exited ({how})",
-                server.name()
-            )),
+        match server
+            .as_mut()
+            .and_then(|s| s.exited().map(|how| (s.name().to_string(), how)))
+        {
+            Some((name, how)) => Err(format!("the private JACK server `{name}` exited ({how})")),
             None => Ok(()),
         }
     });
@@ -487,15 +466,7 @@ pub fn event_run(
         let _ = write!(err, "\r\x1b[K");
         let _ = err.flush();
     }
-    drop(stream);
-    let load_json = match running.take() {
-        Some(r) => {
-            let mut desc = r.describe();
-            desc["exits"] = r.stop().to_json();
-            desc
-        }
-        None => load::describe(&cell.load, std::iter::empty()),
-    };
+    let (load_json, load_events) = load.stop();
     let outcome = match result {
         Ok(o) => o,
         Err(e) => {
@@ -531,7 +502,7 @@ pub fn event_run(
         EventEnd::ServerGone(reason) => (
             RunStatus::Interrupted,
             Some(format!(
-                "the JACK server stopped serving the stream mid-run: {reason}; {measured} triggers measured before that are kept in run {run_id}"
+                "the audio stream ended mid-run: {reason}; {measured} triggers measured before that are kept in run {run_id}"
             )),
         ),
         EventEnd::Panicked(p) => (
@@ -639,6 +610,8 @@ pub struct RoundtripCell {
     /// How the loop is closed, for people ("software loop in the JACK server", "cable
     /// system:playback_1 -> system:capture_1", "virtual cable of 12.5 frames").
     pub loop_description: String,
+    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
+    pub granted: Option<Value>,
 }
 
 /// A round-trip run, stored.
@@ -692,6 +665,7 @@ pub fn roundtrip_run(
         "level": c.peak,
         "max_delay_frames": c.max_delay_frames,
         "tone_period_frames": c.tone_period(&sinfo),
+        "granted": cell.granted,
         "server": {"name": sinfo.server.name, "private": sinfo.server.private,
                    "command_line": sinfo.server.command_line, "version": sinfo.server.version},
     });

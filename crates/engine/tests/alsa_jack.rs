@@ -51,6 +51,7 @@ struct Click {
     click_at: u64,
     found: Arc<Mutex<(u64, f32)>>,
     best: (u64, f32),
+    stall_in_cycle: Option<u64>,
 }
 
 impl Processor for Click {
@@ -72,6 +73,9 @@ impl Processor for Click {
         }
         if let Ok(mut f) = self.found.try_lock() {
             *f = self.best;
+        }
+        if self.stall_in_cycle == Some(cycle.index) {
+            std::thread::sleep(Duration::from_millis(60));
         }
     }
 }
@@ -104,6 +108,7 @@ fn playback_through_the_jack_pcm_runs_and_records_what_was_granted() {
             click_at: u64::MAX,
             found: Arc::default(),
             best: (0, 0.0),
+            stall_in_cycle: None,
         }))
         .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
@@ -157,6 +162,7 @@ fn full_duplex_through_a_jack_loop_hears_its_click_at_a_fixed_delay() {
                 click_at,
                 found: found.clone(),
                 best: (0, 0.0),
+                stall_in_cycle: None,
             }))
             .unwrap();
         std::thread::sleep(Duration::from_millis(800));
@@ -219,5 +225,49 @@ fn a_device_that_does_not_exist_and_a_refused_period_are_clear_errors() {
         err.contains("refuses that period") && err.contains("--period"),
         "{err}"
     );
+    drop(server);
+}
+
+#[test]
+fn a_late_application_underruns_the_device_and_the_stream_recovers() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(server) = server("alsa-xrun") else {
+        return;
+    };
+    let mut stream = AlsaStream::open(AlsaConfig {
+        device: "jack".into(),
+        sample_rate_hz: 48_000,
+        period_frames: 256,
+        periods: 2,
+        server: Some(server.info().clone()),
+        ..AlsaConfig::default()
+    })
+    .unwrap();
+    stream
+        .start(Box::new(Click {
+            click_at: u64::MAX,
+            found: Arc::default(),
+            best: (0, 0.0),
+            // 60 ms late in cycle 50: the 10.7 ms buffer runs dry.
+            stall_in_cycle: Some(50),
+        }))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let mut records = Vec::new();
+    while let Ok(r) = stream.cycles().pop() {
+        records.push(r);
+    }
+    let xruns = stream.take_xruns();
+    stream.stop();
+    let status = stream.status();
+    assert!(status.shutdown.is_none(), "{status:?}");
+    assert!(status.xruns >= 1 && !xruns.is_empty(), "{status:?}");
+    // The stream went on after the recovery, its position past the lost buffer.
+    let after = records
+        .iter()
+        .find(|r| r.cycle.index == 51)
+        .expect("cycle 51 ran");
+    assert!(after.gap_frames >= 512, "{after:?}");
+    assert!(records.len() > 60, "{} cycles", records.len());
     drop(server);
 }
