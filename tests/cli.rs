@@ -1932,11 +1932,11 @@ fn roundtrip_bad_input_is_one_line_with_the_fix() {
         ),
         (
             &["roundtrip", "--backend", "virtual", "--capture", "x:y"][..],
-            "--capture names JACK things",
+            "name JACK ports: use them with --backend jack",
         ),
         (
             &["roundtrip", "--backend", "jack", "--cable-delay", "3"][..],
-            "--cable-delay sets the virtual card",
+            "set the virtual card: use them with --backend virtual",
         ),
         (
             &["roundtrip", "--playback", "system:playback_1"][..],
@@ -1947,6 +1947,168 @@ fn roundtrip_bad_input_is_one_line_with_the_fix() {
         (
             &["roundtrip", "--server", "dummy", "--capture", "nosuch:port"][..],
             "does not exist",
+        ),
+    ] {
+        let out = run(&db, args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+        assert!(!db.exists(), "{args:?}: a refused run wrote the database");
+    }
+}
+
+/// ALSA for real, through alsa-lib's jack PCM on a private dummy server (what audiolat
+/// uses without a sound card): the event probe and the round trip run under CPU load,
+/// with the granted buffer and period stored with each run and the under-runs counted.
+#[test]
+fn alsa_through_the_jack_pcm_runs_event_and_roundtrip_under_load() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    require_tool("stress-ng", "stress-ng");
+    if !std::path::Path::new("/usr/lib/x86_64-linux-gnu/alsa-lib/libasound_module_pcm_jack.so")
+        .exists()
+    {
+        eprintln!(
+            "skipped: alsa-lib's jack plugin is not installed (apt install libasound2-plugins)"
+        );
+        return;
+    }
+    let dir = tempdir();
+    let db = dir.path().join("alsa.db");
+    let name = unique_server("alsa");
+    let v = run_json(
+        &db,
+        &[
+            "event",
+            "--backend",
+            "alsa",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--period",
+            "256",
+            "--periods",
+            "3",
+            "--triggers",
+            "20",
+            "--load",
+            "cpu",
+            "--json",
+        ],
+    );
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "complete", "{r}");
+    assert_eq!(r["result"]["backend"], "alsa");
+    assert_eq!(r["result"]["model"], "push");
+    assert!(
+        r["result"]["underruns"]["start"].is_u64() && r["result"]["underruns"]["steady"].is_u64()
+    );
+    assert_eq!(r["triggers"].as_array().unwrap().len(), 20);
+    let store = Store::open_existing(&db).unwrap();
+    let run = store.run(r["run_id"].as_i64().unwrap()).unwrap();
+    let granted = &run.config["granted"];
+    assert_eq!(granted["period_frames"], 256, "{granted}");
+    assert_eq!(granted["buffer_frames"], 768, "{granted}");
+    assert_eq!(granted["format"], "FLOAT");
+    assert_eq!(run.load["spec"], "cpu");
+    assert!(
+        jackd_pids(&name).is_empty(),
+        "the private jackd was stopped"
+    );
+
+    let v = run_json(
+        &db,
+        &[
+            "roundtrip",
+            "--backend",
+            "alsa",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--period",
+            "128",
+            "--duration",
+            "2s",
+            "--impulses",
+            "2",
+            "--load",
+            "cpu",
+            "--json",
+        ],
+    );
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "complete", "{r}");
+    let result = &r["result"];
+    assert_eq!(result["verdict"], "loop found", "{result}");
+    assert!(result["xruns"].is_u64() && result["skipped_cycles"].is_u64());
+    // The loop through the jack PCM and audiolat's loop client is a whole number of
+    // periods, the same in every valid window.
+    let frames = &result["roundtrip_frames"];
+    let (min, max) = (
+        frames["min"].as_f64().unwrap(),
+        frames["max"].as_f64().unwrap(),
+    );
+    assert!(max - min < 1e-3, "{frames}");
+    assert!(
+        (min / 128.0 - (min / 128.0).round()).abs() < 1e-3,
+        "{frames}"
+    );
+    let run = store.run(r["run_id"].as_i64().unwrap()).unwrap();
+    assert_eq!(run.config["granted"]["period_frames"], 128);
+    assert_eq!(run.config["granted"]["capture_channels"], 1);
+    assert!(
+        jackd_pids(&name).is_empty(),
+        "the private jackd was stopped"
+    );
+}
+
+#[test]
+fn alsa_and_backend_bad_input_is_one_line_with_the_fix() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("bad.db");
+    for (args, needle) in [
+        (
+            &["event", "--backend", "alsa", "--device", "hw:97"][..],
+            "does not exist",
+        ),
+        (
+            &["roundtrip", "--backend", "alsa", "--device", "hw:97"][..],
+            "does not exist",
+        ),
+        (
+            &["event", "--backend", "alsa", "--periods", "1"][..],
+            "at least two periods",
+        ),
+        (
+            &["roundtrip", "--backend", "alsa", "--periods", "1"][..],
+            "at least two periods",
+        ),
+        (
+            &["event", "--backend", "alsa", "--format", "u8"][..],
+            "float, s32 or s16",
+        ),
+        (
+            &["event", "--device", "hw:0"][..],
+            "use them with --backend alsa",
+        ),
+        (
+            &["event", "--backend", "alsa", "--loopback", "x:y"][..],
+            "with --backend jack",
+        ),
+        (
+            &["event", "--backend", "alsa", "--trigger", "midi"][..],
+            "use --backend jack",
+        ),
+        (
+            &["event", "--periods", "3"][..],
+            "a JACK server's buffer is its own",
+        ),
+        (
+            &["roundtrip", "--backend", "virtual", "--server", "dummy"][..],
+            "needs none",
         ),
     ] {
         let out = run(&db, args);
