@@ -364,6 +364,11 @@ pub struct RoundtripArgs {
     /// Repeat every configuration this many times.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count_u32)]
     pub repeat: u32,
+    /// Step down through periods (--period's list, or 2048 down to the backend's
+    /// smallest), each for --duration under --load, and report the smallest buffer with
+    /// no under-run and its round trip (the study's trial of buffer settings, automated).
+    #[arg(long)]
+    pub find_min_buffer: bool,
     /// Background-load scratch directory for io (default: the database's directory).
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,

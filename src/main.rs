@@ -468,7 +468,29 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     for load in &a.load.0 {
         runner::check_load(load, &scratch)?;
     }
-    let periods = audio::periods(&a.audio);
+    let mut periods = audio::periods(&a.audio);
+    if a.find_min_buffer {
+        if a.load.0.len() > 1 || a.repeat > 1 {
+            return Err(UsageError(
+                "--find-min-buffer tries one load once per setting: give one --load and no --repeat".into(),
+            )
+            .into());
+        }
+        let smallest = match a.audio.backend {
+            cli::BackendName::Virtual => engine::virtual_backend::MIN_PERIOD_FRAMES,
+            _ => 16,
+        };
+        let mut list: Vec<u32> = match &a.audio.period {
+            Some(p) => p.0.clone(),
+            None => (4..=11)
+                .map(|k| 1u32 << k)
+                .filter(|&p| p >= smallest)
+                .collect(),
+        };
+        list.sort_unstable_by(|x, y| y.cmp(x));
+        list.dedup();
+        periods = list.into_iter().map(Some).collect();
+    }
     validate_sweep_periods(&a.audio, &periods)?;
     let purpose = audio::Purpose::Roundtrip {
         playback: &a.playback,
@@ -543,8 +565,11 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
                 if let Some(e) = &run.error {
                     failure = Some(e.clone());
                 }
+                // Finding the smallest buffer: the first setting that under-runs (or
+                // loses the loop) ends the descent.
+                let under_ran = a.find_min_buffer && !views::holds_without_underruns(&run);
                 runs.push(run);
-                if stop_sweep {
+                if stop_sweep || under_ran {
                     break 'periods;
                 }
             }
@@ -554,9 +579,16 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
     store.finish_group(group, status)?;
     if a.json {
-        print_json(&views::roundtrip_json(group, &runs))?;
+        let mut v = views::roundtrip_json(group, &runs);
+        if a.find_min_buffer {
+            v["min_buffer"] = views::min_buffer_json(&runs);
+        }
+        print_json(&v)?;
     } else {
         print!("{}", views::roundtrip_text(group, &runs, &ctx.db_path));
+        if a.find_min_buffer {
+            print!("{}", views::min_buffer_text(&runs));
+        }
     }
     sweep_exit(failure, status)
 }

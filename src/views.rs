@@ -747,12 +747,11 @@ pub fn roundtrip_text(
             },
             o.reported_frames().to_string(),
             if m.count > 0 {
-                format!(
-                    "{:.3}",
-                    m.mean
-                        - f64::from(o.reported_frames())
-                        - f64::from(o.config.insert_delay_frames)
-                )
+                // No "-0.000" for a difference of rounding noise.
+                let extra = m.mean
+                    - f64::from(o.reported_frames())
+                    - f64::from(o.config.insert_delay_frames);
+                format!("{:.3}", if extra.abs() < 5e-4 { 0.0 } else { extra })
             } else {
                 "-".into()
             },
@@ -840,4 +839,92 @@ pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value
             })
         }).collect::<Vec<_>>(),
     })
+}
+
+/// A setting holds when its run completed with no under-run, no skipped cycle and a loop
+/// found in its windows.
+pub fn holds_without_underruns(r: &crate::runner::RoundtripRun) -> bool {
+    let o = &r.outcome;
+    r.status == results::RunStatus::Complete
+        && o.end == probes::roundtrip::RoundtripEnd::Complete
+        && o.xruns == 0
+        && o.gaps == 0
+        && o.measured_frames().count > 0
+}
+
+/// The smallest buffer that held, and the first that did not (runs in descending order).
+fn min_buffer(
+    runs: &[crate::runner::RoundtripRun],
+) -> (
+    Option<&crate::runner::RoundtripRun>,
+    Option<&crate::runner::RoundtripRun>,
+) {
+    let held = runs
+        .iter()
+        .take_while(|r| holds_without_underruns(r))
+        .last();
+    let failed = runs.iter().find(|r| !holds_without_underruns(r));
+    (held, failed)
+}
+
+fn buffer_label(r: &crate::runner::RoundtripRun) -> String {
+    let i = &r.outcome.info;
+    format!(
+        "period {} frames (latency {} + {} frames)",
+        i.period_frames, i.playback_latency_frames, i.capture_latency_frames
+    )
+}
+
+/// `--find-min-buffer`'s verdict as text.
+pub fn min_buffer_text(runs: &[crate::runner::RoundtripRun]) -> String {
+    let (held, failed) = min_buffer(runs);
+    let mut out = String::from("\n");
+    match held {
+        Some(r) => {
+            let m = r.outcome.measured_frames();
+            let _ = writeln!(
+                out,
+                "smallest buffer without under-runs: {} (run {}): round trip {:.3} frames = {:.3} ms, under load {}",
+                buffer_label(r),
+                r.run_id,
+                m.mean,
+                m.mean * 1e3 / f64::from(r.outcome.info.sample_rate_hz),
+                r.cell.load
+            );
+        }
+        None => {
+            let _ = writeln!(out, "no setting ran without under-runs: try larger periods (--period 4096,2048) or less load");
+        }
+    }
+    if let Some(r) = failed {
+        let o = &r.outcome;
+        let _ = writeln!(
+            out,
+            "the next one down failed: {} (run {}): {} xruns, {} skipped cycles, {}",
+            buffer_label(r),
+            r.run_id,
+            o.xruns,
+            o.gaps,
+            o.verdict_line()
+        );
+    } else if held.is_some() {
+        let _ = writeln!(
+            out,
+            "every setting tried held: the smallest tried is the answer as far as it goes"
+        );
+    }
+    out
+}
+
+/// `--find-min-buffer`'s verdict as JSON.
+pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
+    let (held, failed) = min_buffer(runs);
+    let describe = |r: &crate::runner::RoundtripRun| {
+        json!({"run_id": r.run_id, "period_frames": r.outcome.info.period_frames,
+               "playback_latency_frames": r.outcome.info.playback_latency_frames,
+               "capture_latency_frames": r.outcome.info.capture_latency_frames,
+               "roundtrip_frames": r.outcome.measured_frames().mean,
+               "xruns": r.outcome.xruns, "skipped_cycles": r.outcome.gaps})
+    };
+    json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})
 }

@@ -2118,3 +2118,76 @@ fn alsa_and_backend_bad_input_is_one_line_with_the_fix() {
         assert!(!db.exists(), "{args:?}: a refused run wrote the database");
     }
 }
+
+/// --find-min-buffer steps down through the periods and stops at the first that
+/// under-runs; the verdict names the smallest that held and its round trip.
+#[test]
+fn find_min_buffer_steps_down_and_reports_the_smallest_that_held() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("min.db");
+    let v = run_json(
+        &db,
+        &[
+            "roundtrip",
+            "--backend",
+            "virtual",
+            "--find-min-buffer",
+            "--period",
+            "64,256,128",
+            "--duration",
+            "500ms",
+            "--impulses",
+            "1",
+            "--json",
+        ],
+    );
+    let runs = v["runs"].as_array().unwrap();
+    let periods: Vec<u64> = runs
+        .iter()
+        .map(|r| r["result"]["period_frames"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        periods,
+        [256, 128, 64][..periods.len()].to_vec(),
+        "descending: {periods:?}"
+    );
+    let holds = |r: &Value| {
+        r["status"] == "complete"
+            && r["result"]["xruns"] == 0
+            && r["result"]["skipped_cycles"] == 0
+            && r["result"]["roundtrip_frames"]["count"].as_u64().unwrap() > 0
+    };
+    let first_fail = runs.iter().position(|r| !holds(r));
+    let min = &v["min_buffer"];
+    match first_fail {
+        // The descent stops at the first failure.
+        Some(i) => {
+            assert_eq!(i, runs.len() - 1, "{v}");
+            assert_eq!(min["first_failing"]["run_id"], runs[i]["run_id"]);
+        }
+        None => {
+            assert_eq!(runs.len(), 3);
+            assert!(min["first_failing"].is_null());
+        }
+    }
+    let held = first_fail.unwrap_or(runs.len());
+    if held > 0 {
+        let last = &runs[held - 1];
+        assert_eq!(min["smallest_holding"]["run_id"], last["run_id"], "{v}");
+        // On the virtual card the round trip is exactly its buffer plus a period.
+        let p = last["result"]["period_frames"].as_f64().unwrap();
+        let rt = min["smallest_holding"]["roundtrip_frames"]
+            .as_f64()
+            .unwrap();
+        assert!((rt - 3.0 * p).abs() < 0.05, "{v}");
+    } else {
+        assert!(min["smallest_holding"].is_null());
+    }
+    let out = run(
+        &db,
+        &["roundtrip", "--find-min-buffer", "--load", "none,cpu"],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("one load"), "{}", out.stderr);
+}
