@@ -191,15 +191,7 @@ fn measure_jitter(
     lctx: &LoadContext,
     live: &LiveLine,
 ) -> Result<JitterRun> {
-    let mut running = if load_spec.is_none() {
-        None
-    } else {
-        Some(load::start(load_spec, lctx).context("starting the load")?)
-    };
-    if let Some(r) = &running {
-        store.update_run(run_id, Some(&r.describe()), None)?;
-    }
-    let mut load_events: Vec<Event> = Vec::new();
+    let mut load = RunLoad::start(store, run_id, load_spec, lctx)?;
     let mut checkpoint_error: Option<String> = None;
     let outcome = jitter::run(config, &ctx.stop, |progress| {
         live.show(&progress.live);
@@ -210,27 +202,11 @@ fn measure_jitter(
                 checkpoint_error.get_or_insert(e.to_string());
             }
         }
-        if let Some(r) = running.as_mut() {
-            for exit in r.poll_exits() {
-                load_events.push(Event {
-                    mono_ns: engine::clock::monotonic_ns(),
-                    kind: "load_exit".into(),
-                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
-                                   "stderr_tail": exit.stderr_tail}),
-                });
-            }
-        }
+        load.poll();
     });
     live.clear();
     // Stop the load before anything else can fail.
-    let load_json = match running.take() {
-        Some(r) => {
-            let mut desc = r.describe();
-            desc["exits"] = r.stop().to_json();
-            desc
-        }
-        None => load::describe(load_spec, std::iter::empty()),
-    };
+    let (load_json, load_events) = load.stop();
     let outcome = outcome?;
     let measurements = outcome.measurements();
     store.replace_measurements(run_id, &measurements)?;
