@@ -330,7 +330,8 @@ pub struct RoundtripArgs {
     #[arg(long, value_name = "PORT")]
     pub capture: Option<String>,
     /// Virtual card: the cable's delay in frames (fractional allowed).
-    #[arg(long, value_name = "FRAMES", default_value_t = 0.0, value_parser = parse_frames_f64)]
+    #[arg(long, value_name = "FRAMES", default_value_t = 0.0, allow_hyphen_values = true,
+          value_parser = parse_frames_f64)]
     pub cable_delay: f64,
     /// Virtual card: the cable's gain (negative inverts polarity).
     #[arg(long, value_name = "GAIN", default_value_t = 1.0, allow_hyphen_values = true,
@@ -341,7 +342,8 @@ pub struct RoundtripArgs {
     pub no_cable: bool,
     /// Delay audiolat's own output by N frames: a delay element in the loop, so the
     /// method can prove itself (the result must grow by exactly N).
-    #[arg(long, value_name = "FRAMES", default_value_t = 0, value_parser = parse_u32_any)]
+    #[arg(long, value_name = "FRAMES", default_value_t = 0, allow_hyphen_values = true,
+          value_parser = parse_u32_any)]
     pub insert_delay: u32,
     /// Time to measure with the multi-tone (after the clicks).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
@@ -356,7 +358,7 @@ pub struct RoundtripArgs {
     #[arg(long, value_name = "LEVEL", default_value_t = 0.5, value_parser = parse_level)]
     pub level: f32,
     /// The longest loop expected, in frames (default: the stream's latencies plus 2048).
-    #[arg(long, value_name = "FRAMES", value_parser = parse_frames_f64)]
+    #[arg(long, value_name = "FRAMES", allow_hyphen_values = true, value_parser = parse_frames_f64)]
     pub max_delay: Option<f64>,
     /// Background load; a comma list sweeps them.
     #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]

@@ -43,6 +43,12 @@ fn main() -> ExitCode {
         // A load's supervisor handles its own signals; see load::supervise.
         return ExitCode::from(load::supervise(&a.program, &a.args).clamp(0, 255) as u8);
     }
+    // Output piped into `head` ends quietly, as a Unix tool's does, instead of with a
+    // broken-pipe panic from println!.
+    // SAFETY: setting a signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let stop = install_signal_handlers();
     match dispatch(cli, stop) {
         Ok(code) => code,
@@ -458,6 +464,10 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
         insert_delay_frames: a.insert_delay,
         peak: a.level,
         max_delay_frames: a.max_delay,
+        loop_hint_frames: match a.audio.backend {
+            cli::BackendName::Virtual if !a.no_cable => a.cable_delay,
+            _ => 0.0,
+        },
         ..Default::default()
     };
     base.validate().map_err(|e| UsageError(e.to_string()))?;

@@ -602,7 +602,25 @@ impl Loop {
             return runner;
         }
         let mut c: u64 = 0;
+        let started_ns = monotonic_ns();
+        let mut cycles_run: u64 = 0;
         while !self.stop.load(Ordering::Relaxed) {
+            // A device without a clock (the null PCM) takes and gives periods as fast as
+            // the loop can run: no figure from it means anything, and a probe would
+            // analyse without end. Past a second's worth, more than twice real time ends
+            // the stream.
+            let elapsed_ns = monotonic_ns().saturating_sub(started_ns) as f64;
+            let frames_done = (cycles_run * p as u64) as f64;
+            let frames_due = elapsed_ns * 1e-9 * f64::from(self.rate) + self.buffer as f64;
+            if frames_done > f64::from(self.rate) && frames_done > 2.0 * frames_due {
+                self.shared.end(&format!(
+                    "ALSA: the device ran {:.0}x faster than real time ({frames_done:.0} frames in {:.0} ms): it has no clock (the null PCM?); use a device that plays in real time",
+                    frames_done / (frames_due - self.buffer as f64).max(1.0),
+                    elapsed_ns * 1e-6
+                ));
+                break;
+            }
+            cycles_run += 1;
             // Wait for a period: read it, or wait for room.
             let step = match &input {
                 Some(io) => {

@@ -52,9 +52,14 @@ pub struct RoundtripConfig {
     pub insert_delay_frames: u32,
     /// Peak of the test signals (full scale is 1.0).
     pub peak: f32,
-    /// The longest loop expected, in frames; `None`: the stream's reported latencies plus
-    /// a margin. Sets the tone period (twice this, at least).
+    /// The longest loop expected, in frames; `None`: the stream's reported latencies,
+    /// [`loop_hint_frames`](Self::loop_hint_frames) and a margin. Sets the tone period
+    /// (twice this, at least): a longer loop cannot be told from a shorter one, and is
+    /// reported as ambiguous when it reads below the reported latency.
     pub max_delay_frames: Option<f64>,
+    /// What the loop itself is known to add, in frames (a virtual card's cable), so the
+    /// default tone period covers it.
+    pub loop_hint_frames: f64,
     /// Time the stream runs before the first click, in ms.
     pub warmup_ms: f64,
     /// End early when the first clicks and tone windows all find nothing.
@@ -72,6 +77,7 @@ impl Default for RoundtripConfig {
             insert_delay_frames: 0,
             peak: 0.5,
             max_delay_frames: None,
+            loop_hint_frames: 0.0,
             warmup_ms: 200.0,
             give_up_without_signal: true,
         }
@@ -118,12 +124,26 @@ impl RoundtripConfig {
         Ok(())
     }
 
+    /// Checks the settings against the opened stream: `--max-delay` cannot be shorter
+    /// than the latency the stream reports, which every loop includes.
+    pub fn check_against(&self, info: &StreamInfo) -> Result<(), RoundtripError> {
+        let reported = info.playback_latency_frames + info.capture_latency_frames;
+        match self.max_delay_frames {
+            Some(max) if max < f64::from(reported) => Err(RoundtripError::Config(format!(
+                "--max-delay {max} frames is shorter than the latency the stream reports ({reported} frames), which every loop includes: use at least {reported}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// The tone period for a stream: twice the longest expected loop, a power of two.
+    /// Both estimators read loops from 0 to one tone period.
     pub fn tone_period(&self, info: &StreamInfo) -> usize {
         let expected = self.max_delay_frames.unwrap_or_else(|| {
             f64::from(
                 info.playback_latency_frames + info.capture_latency_frames + 2 * info.period_frames,
             ) + 2048.0
+                + self.loop_hint_frames.max(0.0)
         }) + f64::from(self.insert_delay_frames);
         period_for(expected)
     }
@@ -389,7 +409,12 @@ impl Analyser {
                 break;
             }
             if let Some(w) = self.window(from, n) {
-                let estimate = self.tone.estimate(&w, from as i64 - tone_start as i64);
+                let mut estimate = self.tone.estimate(&w, from as i64 - tone_start as i64);
+                // The phase gives the delay modulo the tone period, centred on 0; a loop
+                // is causal, so a negative reading is the period minus the loop's excess.
+                if estimate.delay_frames < -1.0 {
+                    estimate.delay_frames += n as f64;
+                }
                 estimates.push(EstimateRow {
                     seq: self.window_seq,
                     position: from,
@@ -431,6 +456,7 @@ pub fn run(
     if info.capture_port.is_none() {
         return Err(RoundtripError::NoInput(info.backend));
     }
+    config.check_against(&info)?;
     let n = config.tone_period(&info);
     let tone = Arc::new(MultiTone::new(n, info.sample_rate_hz, config.peak));
     let spacing = n as u64;
@@ -518,6 +544,9 @@ pub fn run(
             }
         }
         while let Ok((first, len)) = blocks_rx.pop() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             block.clear();
             for _ in 0..len {
                 block.push(samples_rx.pop().unwrap_or(0.0));
@@ -593,11 +622,46 @@ impl RoundtripOutcome {
         1e9 / f64::from(self.info.sample_rate_hz)
     }
 
-    /// The windows whose estimate holds ([`Verdict::Ok`]).
+    /// The windows whose estimate holds ([`Verdict::Ok`], and not [`wrapped`](Self::wrapped)).
     pub fn valid(&self) -> impl Iterator<Item = &EstimateRow> {
-        self.estimates
+        let ambiguous = self.ambiguous();
+        self.estimates.iter().filter(move |e| {
+            !ambiguous
+                && e.estimate.verdict == Verdict::Ok
+                && !self.wrapped(e.estimate.delay_frames)
+        })
+    }
+
+    /// The loop is longer than the tone period, so no figure can be trusted: the first
+    /// click found nothing in its window while later ones found an echo (of the click
+    /// before them), or every window that found a delayed copy reads shorter than the
+    /// reported latency.
+    pub fn ambiguous(&self) -> bool {
+        let first_click_lost = self.impulses.first().is_some_and(|i| i.onset.is_none())
+            && self.impulses.iter().skip(1).any(|i| i.onset.is_some());
+        let found: Vec<f64> = self
+            .estimates
             .iter()
             .filter(|e| e.estimate.verdict == Verdict::Ok)
+            .map(|e| e.estimate.delay_frames)
+            .collect();
+        let all_wrapped = !found.is_empty() && found.iter().all(|&f| self.wrapped(f));
+        first_click_lost || all_wrapped
+    }
+
+    /// A round trip that reads shorter than the latency the stream reports, by more than
+    /// a period of slack for a backend whose model over-states it: the loop is longer
+    /// than the tone period and the figure wrapped around.
+    pub fn wrapped(&self, frames: f64) -> bool {
+        frames + f64::from(self.info.period_frames) + 0.5 < f64::from(self.reported_frames())
+    }
+
+    /// Windows that found a delayed copy but read shorter than the reported latency.
+    pub fn wrapped_windows(&self) -> usize {
+        self.estimates
+            .iter()
+            .filter(|e| e.estimate.verdict == Verdict::Ok && self.wrapped(e.estimate.delay_frames))
+            .count()
     }
 
     /// Statistics of the multi-tone round trip over the valid windows, in frames.
@@ -605,18 +669,26 @@ impl RoundtripOutcome {
         Stats::of(self.valid().map(|e| e.estimate.delay_frames))
     }
 
-    /// Statistics of the clicks' onset counts, in frames.
+    /// Statistics of the clicks' onset counts, in frames (wrapped ones left out).
     pub fn impulse_frames(&self) -> Stats {
         Stats::of(
             self.impulses
                 .iter()
-                .filter_map(|i| i.onset.map(|o| o.frames as f64)),
+                .filter_map(|i| i.onset.map(|o| o.frames as f64))
+                .filter(|&f| !self.ambiguous() && !self.wrapped(f)),
         )
     }
 
-    /// Nothing came back: no click found and no window with signal.
+    /// Nothing was analysed: the run ended before the first click came due.
+    pub fn nothing_measured(&self) -> bool {
+        self.impulses.is_empty() && self.estimates.is_empty()
+    }
+
+    /// Nothing came back: something was sent and analysed, and no click was found and no
+    /// window had signal.
     pub fn no_loop(&self) -> bool {
-        self.impulses.iter().all(|i| i.onset.is_none())
+        !self.nothing_measured()
+            && self.impulses.iter().all(|i| i.onset.is_none())
             && self
                 .estimates
                 .iter()
@@ -670,6 +742,17 @@ impl RoundtripOutcome {
     /// What the user is told in one line about the loop.
     pub fn verdict_line(&self) -> String {
         let (ok, none, unreliable) = self.verdicts();
+        if self.nothing_measured() {
+            return "nothing measured: the run ended before the first click was analysed".into();
+        }
+        let wrapped = self.wrapped_windows();
+        if self.ambiguous() {
+            return format!(
+                "ambiguous: the loop looks longer than the test signal's period ({} frames; the first click found nothing in its window, or the figure reads below the {} frames the stream reports), so it wrapped around; measure again with --max-delay above the loop's length",
+                self.tone_period,
+                self.reported_frames()
+            );
+        }
         if self.no_loop() {
             return "no loop found: nothing came back at the input; check the connection (cable, ports, device)".into();
         }
@@ -696,6 +779,17 @@ impl RoundtripOutcome {
                 20.0 * gain.log10()
             ));
         }
+        if wrapped > 0 {
+            notes.push(format!(
+                "{wrapped} windows read shorter than the reported latency (wrapped) and are left out"
+            ));
+        }
+        if self.blocks_dropped > 0 {
+            notes.push(format!(
+                "{} capture blocks dropped: the analysis fell behind the stream",
+                self.blocks_dropped
+            ));
+        }
         if unreliable + none > 0 {
             notes.push(format!(
                 "{} of {} windows left out ({unreliable} unreliable, {none} silent)",
@@ -703,10 +797,15 @@ impl RoundtripOutcome {
                 self.estimates.len()
             ));
         }
+        let confidence = format!(
+            "loop found (estimator stderr {:.4} frame, SNR {:.0} dB)",
+            Stats::of(self.valid().map(|e| e.estimate.stderr_frames)).median,
+            Stats::of(self.valid().map(|e| e.estimate.snr_db)).median
+        );
         if notes.is_empty() {
-            "loop found".into()
+            confidence
         } else {
-            format!("loop found; {}", notes.join("; "))
+            format!("{confidence}; {}", notes.join("; "))
         }
     }
 

@@ -58,7 +58,12 @@ impl Stats {
     }
 
     /// As a JSON object: count, mean, min, max, stdev, median.
+    /// Without values every figure is `null`, never a made-up 0.
     pub fn to_json(self) -> Value {
+        if self.count == 0 {
+            return json!({"count": 0, "mean": null, "min": null, "max": null,
+                          "stdev": null, "median": null});
+        }
         json!({"count": self.count, "mean": self.mean, "min": self.min, "max": self.max,
                "stdev": self.stdev, "median": self.median})
     }

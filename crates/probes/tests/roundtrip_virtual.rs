@@ -12,12 +12,20 @@ static ALLOCATOR: AllocDisabler = AllocDisabler;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// One run on a virtual card; a run the host's steal made under-run (a lost click or
+/// window is then expected, not a fault of the method) is tried again, up to three times.
 fn measure(card: VirtualConfig, config: &RoundtripConfig) -> (RoundtripOutcome, Option<f64>) {
-    let mut stream = VirtualStream::open(card).expect("the card opens");
-    let expected = stream.expected_roundtrip_frames();
-    let stop = AtomicBool::new(false);
-    let outcome = roundtrip::run(&mut stream, config, &stop, |_| Ok(())).expect("runs");
-    (outcome, expected)
+    let mut attempt = 0;
+    loop {
+        let mut stream = VirtualStream::open(card.clone()).expect("the card opens");
+        let expected = stream.expected_roundtrip_frames();
+        let stop = AtomicBool::new(false);
+        let outcome = roundtrip::run(&mut stream, config, &stop, |_| Ok(())).expect("runs");
+        attempt += 1;
+        if outcome.xruns + outcome.gaps == 0 || attempt == 3 {
+            return (outcome, expected);
+        }
+    }
 }
 
 fn quick() -> RoundtripConfig {
@@ -84,7 +92,11 @@ fn integer_and_fractional_loops_are_found_to_a_twentieth_of_a_frame_with_no_spre
                 "{label}: click {f}"
             );
         }
-        assert_eq!(o.verdict_line(), "loop found", "{label}");
+        assert!(
+            o.verdict_line().starts_with("loop found"),
+            "{label}: {}",
+            o.verdict_line()
+        );
     }
 }
 
@@ -162,6 +174,100 @@ fn polarity_and_a_quiet_loop_are_reported() {
     assert!(o.clipped() > 0);
     assert!(
         o.verdict_line().contains("full scale"),
+        "{}",
+        o.verdict_line()
+    );
+}
+
+#[test]
+fn loops_longer_than_the_default_margin_are_measured_when_the_cable_is_known() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for delay in [8000.0, 20000.5] {
+        let card = VirtualConfig {
+            loop_delay_frames: Some(delay),
+            ..VirtualConfig::default()
+        };
+        let config = RoundtripConfig {
+            loop_hint_frames: delay,
+            ..quick()
+        };
+        let (o, expected) = measure(card, &config);
+        let expected = expected.unwrap();
+        let m = o.measured_frames();
+        assert!(m.count > 0, "cable {delay}: {}", o.verdict_line());
+        assert!(
+            (m.mean - expected).abs() <= 0.05,
+            "cable {delay}: {m:?} against {expected}"
+        );
+        assert!(o.impulses.iter().all(|i| {
+            let f = i.onset.expect("click found").frames as f64;
+            f == expected.floor() || f == expected.ceil()
+        }));
+    }
+}
+
+#[test]
+fn a_loop_longer_than_the_tone_period_is_ambiguous_not_a_number() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // 768 frames of reported latency and a 5000-frame cable, with a tone period sized for
+    // 800: the loop is longer than the 4096-frame period.
+    let card = VirtualConfig {
+        loop_delay_frames: Some(5000.0),
+        ..VirtualConfig::default()
+    };
+    let config = RoundtripConfig {
+        max_delay_frames: Some(800.0),
+        ..quick()
+    };
+    let (o, _) = measure(card, &config);
+    assert_eq!(o.tone_period, 4096);
+    assert!(o.ambiguous());
+    assert_eq!(o.measured_frames().count, 0);
+    assert_eq!(o.impulse_frames().count, 0);
+    assert!(
+        o.verdict_line().starts_with("ambiguous"),
+        "{}",
+        o.verdict_line()
+    );
+    // A loop of 3768 frames with the same period is below it, and measured.
+    let card = VirtualConfig {
+        loop_delay_frames: Some(3000.0),
+        ..VirtualConfig::default()
+    };
+    let (o, expected) = measure(card, &config);
+    assert!(!o.ambiguous());
+    assert!((o.measured_frames().mean - expected.unwrap()).abs() <= 0.05);
+}
+
+#[test]
+fn a_max_delay_below_the_reported_latency_is_refused() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut stream = VirtualStream::open(VirtualConfig::default()).expect("the card opens");
+    let config = RoundtripConfig {
+        max_delay_frames: Some(10.0),
+        ..quick()
+    };
+    let stop = AtomicBool::new(false);
+    let error = roundtrip::run(&mut stream, &config, &stop, |_| Ok(())).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("shorter than the latency the stream reports"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_run_stopped_before_anything_was_analysed_says_so_not_no_loop() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut stream = VirtualStream::open(VirtualConfig::default()).expect("the card opens");
+    let stop = AtomicBool::new(true);
+    let o = roundtrip::run(&mut stream, &quick(), &stop, |_| Ok(())).expect("runs");
+    assert_eq!(o.end, RoundtripEnd::Interrupted);
+    assert!(o.nothing_measured());
+    assert!(!o.no_loop());
+    assert!(
+        o.verdict_line().starts_with("nothing measured"),
         "{}",
         o.verdict_line()
     );
