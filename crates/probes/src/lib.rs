@@ -10,6 +10,8 @@
 //!   on an [`engine::audio::Backend`] (the BeagleBone Black study).
 //! - [`roundtrip`]: full-duplex input-to-output latency through a loop, by impulse onset
 //!   and multi-tone phase (the desktop OS study).
+//! - [`net`]: network audio: the wire protocol of a 32-pad controller streaming gesture
+//!   data as audio-rate UDP, block assembly and answer deadlines (the Tessellation study).
 //! - [`doctor`]: the machine's set-up, finding by finding.
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
@@ -35,6 +37,7 @@ pub mod doctor;
 pub mod event;
 pub mod jitter;
 pub mod machine;
+pub mod net;
 pub mod roundtrip;
 pub mod stats;
 pub mod steal;
