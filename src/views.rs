@@ -613,6 +613,23 @@ pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
         fmt_ns(r.capacity_ns_per_period),
         fmt_ns(r.period_ns * r.config.load_target)
     );
+    let m = &r.migrator;
+    let met = m.block_ns <= dsp::bench::MIGRATOR_TARGET_NS
+        && m.speedup >= dsp::bench::MIGRATOR_TARGET_SPEEDUP;
+    let _ = writeln!(
+        out,
+        "\nMigrator synth block (32 objects x 100 oscillators x 32 frames, all pads pressed; the Tessellation study):\n  {} kernel {}, portable kernel {}, naive f32::sin reference {}: {:.0}x faster than the reference, {:.1}% of the block's {} period\n  target: at most {} and at least {:.0}x the reference: {}",
+        m.kernel,
+        fmt_ns(m.block_ns),
+        fmt_ns(m.portable_block_ns),
+        fmt_ns(m.naive_block_ns),
+        m.speedup,
+        100.0 * m.block_ns / m.block_period_ns,
+        fmt_ns(m.block_period_ns),
+        fmt_ns(dsp::bench::MIGRATOR_TARGET_NS),
+        dsp::bench::MIGRATOR_TARGET_SPEEDUP,
+        if met { "met" } else { "NOT met" }
+    );
     let _ = writeln!(
         out,
         "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {:.1}% during the run",
@@ -642,6 +659,16 @@ pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
         "voice_capacity": r.voice_capacity,
         "voice_capacity_is_lower_bound": r.voice_capacity >= dsp::bench::MAX_SEARCH_VOICES,
         "capacity_ns_per_period": r.capacity_ns_per_period,
+        "migrator": {
+            "kernel": r.migrator.kernel,
+            "block_ns": r.migrator.block_ns,
+            "portable_block_ns": r.migrator.portable_block_ns,
+            "naive_block_ns": r.migrator.naive_block_ns,
+            "speedup": r.migrator.speedup,
+            "block_period_ns": r.migrator.block_period_ns,
+            "target_ns": dsp::bench::MIGRATOR_TARGET_NS,
+            "target_speedup": dsp::bench::MIGRATOR_TARGET_SPEEDUP,
+        },
         "build_profile": flags.build_profile,
         "thread_policy": flags.policy,
         "host_steal_percent": flags.host_steal_percent,

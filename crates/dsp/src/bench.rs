@@ -99,7 +99,34 @@ pub struct BenchReport {
     pub voice_capacity: usize,
     /// Median ns per period of `bank:voice_capacity` (of `bank:1` when the capacity is 0).
     pub capacity_ns_per_period: f64,
+    /// The Migrator synth's block, against its naive reference.
+    pub migrator: MigratorTiming,
 }
+
+/// One block of the whole Migrator synth (32 objects × 100 oscillators × 32 frames, every
+/// pad pressed) on one core, against a naive block calling `f32::sin` per oscillator and
+/// sample, timed in the same run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MigratorTiming {
+    /// The kernel the synth ran ("avx2+fma" or "portable").
+    pub kernel: String,
+    /// Median ns per block.
+    pub block_ns: f64,
+    /// Median ns per block of the portable kernel (the same as `block_ns` where it is
+    /// the only one).
+    pub portable_block_ns: f64,
+    /// Median ns per block of the naive reference.
+    pub naive_block_ns: f64,
+    /// `naive_block_ns / block_ns`.
+    pub speedup: f64,
+    /// The block's period at 44.1 kHz, 32 frames: 725.6 µs.
+    pub block_period_ns: f64,
+}
+
+/// The study's target for one synth block on this class of machine, in ns.
+pub const MIGRATOR_TARGET_NS: f64 = 15_000.0;
+/// The target as a ratio to the naive reference timed in the same run.
+pub const MIGRATOR_TARGET_SPEEDUP: f64 = 50.0;
 
 /// The reference kernel: a naive oscillator that calls `f32::sin` for every sample, its
 /// phase accumulated in f32 radians and wrapped at 2π. Peak 0.5, starting at its peak
@@ -202,6 +229,8 @@ pub fn run(config: &BenchConfig, stop: &AtomicBool) -> Result<BenchReport, Inter
         )
     })?;
 
+    let migrator = time_migrator(config.seconds_per_kernel, stop)?;
+
     Ok(BenchReport {
         config: *config,
         reference,
@@ -209,6 +238,58 @@ pub fn run(config: &BenchConfig, stop: &AtomicBool) -> Result<BenchReport, Inter
         period_ns,
         voice_capacity,
         capacity_ns_per_period,
+        migrator,
+    })
+}
+
+/// Times the Migrator synth's block on its best kernel and on the portable one, and the
+/// naive reference, each for about `seconds`.
+pub fn time_migrator(seconds: f64, stop: &AtomicBool) -> Result<MigratorTiming, Interrupted> {
+    use crate::migrator::{
+        Migrator, MigratorConfig, NaiveReference, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS,
+    };
+    let config = MigratorConfig::default();
+    let pads = [Pad {
+        x: 0.5,
+        y: 0.5,
+        pressure: 1.0,
+    }; OBJECTS];
+    let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+    let mut unused = [0.0f32; 1];
+    let mut synth = Migrator::new(config);
+    let kernel = synth.kernel();
+    let block_ns = median_ns_per_call(
+        |_| synth.process(&pads, black_box(&mut out)),
+        &mut unused,
+        seconds,
+        stop,
+    )?;
+    let portable_block_ns = if kernel == crate::migrator::Kernel::Portable {
+        block_ns
+    } else {
+        let mut portable = Migrator::new(config);
+        portable.force_portable_kernel();
+        median_ns_per_call(
+            |_| portable.process(&pads, black_box(&mut out)),
+            &mut unused,
+            seconds,
+            stop,
+        )?
+    };
+    let mut naive = NaiveReference::like(&synth);
+    let naive_block_ns = median_ns_per_call(
+        |_| naive.process(black_box(&mut out)),
+        &mut unused,
+        seconds,
+        stop,
+    )?;
+    Ok(MigratorTiming {
+        kernel: kernel.to_string(),
+        block_ns,
+        portable_block_ns,
+        naive_block_ns,
+        speedup: naive_block_ns / block_ns,
+        block_period_ns: BLOCK_FRAMES as f64 * 1e9 / config.sample_rate_hz,
     })
 }
 

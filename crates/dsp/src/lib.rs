@@ -1,7 +1,10 @@
 //! # dsp: audiolat's sound
 //!
 //! The tones audiolat plays while it measures, the onset detector that finds them again,
-//! and the timing of their cost ([`bench`](mod@bench)).
+//! and the timing of their cost ([`bench`](mod@bench)); the loop-delay estimators of the
+//! round-trip probe ([`loopdelay`]); the Tessellation study's Migrator synthesizer, 3,200
+//! oscillators per 32-frame block ([`migrator`]); and spectra for self-checks
+//! ([`spectrum`]).
 //!
 //! **Real-time contract.** A [`Workload`] is split the way a plug-in is:
 //!
@@ -48,7 +51,9 @@ pub mod bench;
 pub mod fractional;
 mod kind;
 pub mod loopdelay;
+pub mod migrator;
 mod onset;
+pub mod spectrum;
 mod wavetable;
 mod workload;
 
