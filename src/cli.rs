@@ -59,6 +59,9 @@ pub enum Command {
     Loop(LoopArgs),
     /// DSP capacity: ns per sample of every workload and how many voices fit in a period.
     Bench(BenchArgs),
+    /// Network audio against a hard deadline: a controller streaming gesture data at
+    /// audio rate and a host answering each block with the Migrator synth (Tessellation).
+    Net(NetArgs),
     /// Run doctor and every probe with short defaults, stored as one group of runs.
     Suite(SuiteArgs),
     /// List stored runs, newest first.
@@ -73,6 +76,121 @@ pub enum Command {
     /// Run a load under supervision (how every load is started).
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct NetArgs {
+    /// Measured time of the synth phase, after the warm-up.
+    #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Measured time of the reference phase first: a host that answers at once without
+    /// synthesis, so the synth's share shows against the network path's.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_seconds)]
+    pub reference: Duration,
+    /// Skip the reference phase.
+    #[arg(long, conflicts_with = "reference")]
+    pub no_reference: bool,
+    /// Warm-up of each phase, answered but not counted (the study's 1 s).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Pads pressed in the controlled input (0..32; each plays one synth object).
+    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
+    pub pads: usize,
+    /// The pressed pads' x (0..1: the width of the pitch distribution).
+    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub x: f32,
+    /// The pressed pads' y (0..1: which of the four pitch tables).
+    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub y: f32,
+    /// The pressed pads' pressure (0..1: the objects' amplitude).
+    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub pressure: f32,
+    /// Synth worker threads on the host (0: the network thread runs the synth).
+    #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
+    pub workers: usize,
+    /// How the host's network thread waits: block (sleep in recvmmsg) or spin (poll
+    /// without blocking, as the study's runtime; takes a whole CPU).
+    #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
+    pub poll: probes::net::host::PollMode,
+    /// Scheduling policy of every thread of both ends.
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
+    pub policy: PolicyName,
+    /// Real-time priority for fifo/rr (1..99; default 70).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    pub priority: Option<i64>,
+    /// CPUs of the host's threads: the network thread takes the first, workers the next.
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
+    pub host_cpus: Option<String>,
+    /// CPUs of the controller's sender and receiver.
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
+    pub controller_cpus: Option<String>,
+    /// Background load (see jitter).
+    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = parse_load)]
+    pub load: LoadSpec,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_pads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= 32 => Ok(n),
+        _ => Err("use 0 to 32 pads (the controller has 32)".into()),
+    }
+}
+
+fn parse_unit(s: &str) -> Result<f32, String> {
+    let v = parse_f64(s)?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err("use a value from 0 to 1".into());
+    }
+    Ok(v as f32)
+}
+
+fn parse_workers(s: &str) -> Result<usize, String> {
+    let cpus = engine::rt::online_cpus().len().max(1);
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= 4 * cpus => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} workers on {cpus} CPUs would spin against each other: use 0 to {} (each worker spins on its own CPU while it waits)",
+            4 * cpus
+        )),
+        Err(_) => Err("use a whole number of worker threads, 0 or more".into()),
+    }
+}
+
+fn parse_poll(s: &str) -> Result<probes::net::host::PollMode, String> {
+    match s {
+        "block" => Ok(probes::net::host::PollMode::Block),
+        "spin" => Ok(probes::net::host::PollMode::Spin),
+        _ => Err("use block or spin".into()),
+    }
+}
+
+/// The scheduling policy of `audiolat net`'s threads.
+pub fn net_policy(a: &NetArgs) -> Result<Policy, UsageError> {
+    if a.policy == PolicyName::Deadline {
+        return Err(UsageError(
+            "--policy deadline is not for net's threads (they poll or wait on packets, not on a period): use fifo, rr or other".into(),
+        ));
+    }
+    policy(
+        a.policy,
+        a.priority.or(match a.policy {
+            PolicyName::Fifo | PolicyName::Rr => Some(70),
+            _ => None,
+        }),
+        1_000_000,
+        0.0,
+        None,
+        None,
+    )
 }
 
 #[derive(Debug, Args)]

@@ -161,6 +161,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Roundtrip(a) => roundtrip(&ctx, &a),
         Command::Loop(a) => loop_client(&ctx, &a),
         Command::Bench(a) => bench(&ctx, &a),
+        Command::Net(a) => net(&ctx, &a),
         Command::Suite(a) => suite(&ctx, &a),
         Command::Runs(a) => runs(&ctx, &a),
         Command::Show(a) => show(&ctx, &a),
@@ -665,6 +666,75 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
         print!("{}", views::bench_text(&report, &flags));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `audiolat net` configuration from its flags (checked before anything opens).
+fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
+    let cpus = |flag: &str, list: &Option<String>| -> Result<Option<Vec<usize>>, UsageError> {
+        match list {
+            None => Ok(None),
+            Some(l) => {
+                let parsed = engine::rt::parse_cpu_list(l)
+                    .map_err(|e| UsageError(format!("{flag}: {e}")))?;
+                let online = engine::rt::online_cpus();
+                if let Some(c) = parsed.iter().find(|c| !online.contains(c)) {
+                    return Err(UsageError(format!(
+                        "{flag} {l}: CPU {c} is not online here (online: {}); use those",
+                        online
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )));
+                }
+                Ok(Some(parsed))
+            }
+        }
+    };
+    Ok(probes::net::NetConfig {
+        duration: a.duration,
+        reference_duration: if a.no_reference {
+            std::time::Duration::ZERO
+        } else {
+            a.reference
+        },
+        warmup: a.warmup,
+        input: probes::net::controller::fixed_input(a.pads, a.x, a.y, a.pressure),
+        workers: a.workers,
+        poll: a.poll,
+        policy: cli::net_policy(a)?,
+        host_cpus: cpus("--host-cpus", &a.host_cpus)?,
+        controller_cpus: cpus("--controller-cpus", &a.controller_cpus)?,
+    })
+}
+
+fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
+    let config = net_config(a)?;
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    runner::check_load(&a.load, &scratch)?;
+    let store = Store::open(&ctx.db_path)?;
+    if !(a.quiet || a.json) {
+        eprintln!(
+            "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over loopback",
+            views::fmt_duration(config.reference_duration),
+            views::fmt_duration(config.duration),
+            views::fmt_duration(config.warmup)
+        );
+    }
+    let run = runner::net_run(ctx, &store, None, &config, &a.load, &scratch)?;
+    if a.json {
+        print_json(&views::net_json(&run))?;
+    } else {
+        print!("{}", views::net_text(&run, &ctx.db_path));
+    }
+    Ok(match run.status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
+        _ => ExitCode::SUCCESS,
+    })
 }
 
 struct SuiteEntry {

@@ -769,3 +769,140 @@ pub fn roundtrip_run(
         error,
     })
 }
+
+/// A network-audio run, stored.
+pub struct NetRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub outcome: probes::net::NetOutcome,
+    /// The configuration.
+    pub config: probes::net::NetConfig,
+    /// Background load.
+    pub load: LoadSpec,
+    /// Validity flags as stored.
+    pub flags: Value,
+}
+
+/// Runs `audiolat net` (reference phase, then synth phase, over loopback) as a stored run.
+pub fn net_run(
+    ctx: &Context,
+    store: &Store,
+    group: Option<i64>,
+    config: &probes::net::NetConfig,
+    load_spec: &LoadSpec,
+    scratch: &Path,
+) -> Result<NetRun> {
+    let lctx = load_context(scratch);
+    let planned = load::plan(load_spec, &lctx).map_err(|e| UsageError(e.to_string()))?;
+    let pressed: Vec<usize> = (0..config.input.len())
+        .filter(|&p| config.input[p].pressure > 0.0)
+        .collect();
+    let first = config.input.iter().find(|p| p.pressure > 0.0).copied();
+    let info = RunInfo {
+        probe: "net".into(),
+        group_id: group,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: json!({
+            "transport": "UDP over loopback (127.0.0.1), controller and host in this process",
+            "duration_s": config.duration.as_secs_f64(),
+            "reference_duration_s": config.reference_duration.as_secs_f64(),
+            "warmup_s": config.warmup.as_secs_f64(),
+            "pads_pressed": pressed,
+            "pad": first.map(|p| json!({"x": p.x, "y": p.y, "pressure": p.pressure})),
+            "workers": config.workers,
+            "poll": config.poll.to_string(),
+            "host_cpus": config.host_cpus,
+            "controller_cpus": config.controller_cpus,
+            "deadline_ns": probes::net::wire::DEADLINE_NS,
+            "packet_interval_ns": probes::net::wire::PACKET_INTERVAL_NS,
+            "block_period_ns": probes::net::wire::BLOCK_PERIOD_NS,
+            "load": load_spec.to_string(),
+        }),
+        load: load::describe(load_spec, planned.iter().map(|c| (c, None))),
+        qos_requested: json!({"threads": config.policy.to_string(), "memory": "mlockall"}),
+    };
+    let run_id = store.begin_run(&info)?;
+    let mut load = RunLoad::start(store, run_id, load_spec, &lctx)?;
+    let memory = engine::rt::lock_memory();
+    let result = probes::net::run(config, &ctx.stop);
+    load.poll();
+    let (load_json, load_events) = load.stop();
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            let msg = e.to_string();
+            let _ = store.finish_run(
+                run_id,
+                RunStatus::Failed,
+                &json!({}),
+                &json!({}),
+                Some(&msg),
+            );
+            return Err(anyhow::Error::new(e).context(format!("run {run_id} failed")));
+        }
+    };
+    store.replace_measurements(run_id, &outcome.measurements())?;
+    for s in outcome.series() {
+        store.add_series(run_id, &s)?;
+    }
+    if !load_events.is_empty() {
+        store.add_events(run_id, &load_events)?;
+    }
+    let mut granted = json!({
+        "memory_locked": memory.current && memory.future,
+        "memory_refusal": memory.refusal,
+    });
+    if let Some(p) = outcome.synth.as_ref().or(outcome.reference.as_ref()) {
+        granted["host_net_thread"] = json!(p.host.net_thread.granted.to_string());
+        granted["host_workers"] = json!(p
+            .host
+            .worker_threads
+            .iter()
+            .map(|g| g.granted.to_string())
+            .collect::<Vec<_>>());
+        granted["controller_sender"] = json!(p.controller.sender_thread.granted.to_string());
+        granted["refusal"] = json!(p.host.net_thread.refusal);
+    }
+    store.update_run(run_id, Some(&load_json), Some(&granted))?;
+    let mut flags = outcome.flags();
+    flags["load_exited_early"] = json!(!load_events.is_empty());
+    flags["memory_locked"] = json!(memory.current && memory.future);
+    let phase_error = outcome
+        .reference
+        .iter()
+        .chain(outcome.synth.iter())
+        .find_map(|p| p.host.error.clone().or(p.controller.error.clone()));
+    let (status, error) = if outcome.interrupted {
+        (
+            RunStatus::Interrupted,
+            Some(
+                "interrupted by a signal (Ctrl-C or SIGTERM); the blocks measured are kept"
+                    .to_string(),
+            ),
+        )
+    } else if let Some(e) = phase_error {
+        (RunStatus::Failed, Some(e))
+    } else {
+        (RunStatus::Complete, None)
+    };
+    store.finish_run(
+        run_id,
+        status,
+        &flags,
+        &outcome.result_json(),
+        error.as_deref(),
+    )?;
+    Ok(NetRun {
+        run_id,
+        status,
+        outcome,
+        config: config.clone(),
+        load: load_spec.clone(),
+        flags,
+    })
+}

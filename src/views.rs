@@ -955,3 +955,145 @@ pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
     };
     json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})
 }
+
+/// A duration for people: "10 s", "500 ms".
+pub fn fmt_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{} s", (s * 1000.0).round() / 1000.0)
+    } else {
+        format!("{} ms", (s * 1e6).round() / 1e3)
+    }
+}
+
+/// `audiolat net` as text: the study's Figure 7 (histogram, max, mean, stdev, missed
+/// deadlines) and what stands beside it.
+pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
+    use probes::net::wire::{DEADLINE_NS, PACKET_INTERVAL_NS};
+    let o = &run.outcome;
+    let c = &run.config;
+    let mut out = String::new();
+    let pressed = c.input.iter().filter(|p| p.pressure > 0.0).count();
+    let pad = c.input.iter().find(|p| p.pressure > 0.0);
+    let _ = writeln!(
+        out,
+        "\nnet run {}: {}; controller -> host -> controller over UDP on loopback, {} pads pressed{}, synth on {}, poll {}, threads {}, load {}",
+        run.run_id,
+        run.status,
+        pressed,
+        pad.map(|p| format!(" (x {}, y {}, pressure {})", p.x, p.y, p.pressure)).unwrap_or_default(),
+        if c.workers == 0 { "the network thread".to_string() } else { format!("{} workers", c.workers) },
+        c.poll,
+        c.policy,
+        run.load
+    );
+    let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
+    let measurements = o.measurements();
+    out.push_str(&summary_table(&measurements));
+    let Some(synth) = o.synth.as_ref().or(o.reference.as_ref()) else {
+        let _ = writeln!(out, "\nnothing measured");
+        return out;
+    };
+    let h = &synth.host;
+    let _ = writeln!(
+        out,
+        "\nresponse time t2 - t1 of the {} phase (the Tessellation study's Figure 7)",
+        if o.synth.is_some() {
+            "synth"
+        } else {
+            "reference"
+        }
+    );
+    out.push_str(&histogram(&h.response, 40));
+    let summary = h.response.summary();
+    let _ = writeln!(
+        out,
+        "\n{} missed deadlines of {} blocks (deadline {}: 62 frames at 44.1 kHz), max = {}, mean = {}, stdev = {}",
+        h.misses,
+        h.answered,
+        fmt_ns(DEADLINE_NS as f64),
+        fmt_ns(summary.max),
+        fmt_ns(summary.mean),
+        fmt_ns(summary.stdev)
+    );
+    let _ = writeln!(
+        out,
+        "gathering a block's 16 packets takes {} (15 x 45.35 us between its first and last); no response was shorter than its block's gathering: {}",
+        fmt_ns(h.gathering.percentile(50.0).0 as f64),
+        if h.below_gathering == 0 { "true".to_string() } else { format!("false, {} blocks", h.below_gathering) }
+    );
+    let _ = PACKET_INTERVAL_NS;
+    if let (Some(s), Some(r)) = (&o.synth, &o.reference) {
+        let (sp, rp) = (
+            s.host.after_last_packet.percentile(50.0).0 as f64,
+            r.host.after_last_packet.percentile(50.0).0 as f64,
+        );
+        let _ = writeln!(
+            out,
+            "after the last packet: {} with the synth against {} answering silence at once (median): the synth adds {} (synth time per block {}); the rest is the network path",
+            fmt_ns(sp),
+            fmt_ns(rp),
+            fmt_ns(sp - rp),
+            fmt_ns(s.host.synth.percentile(50.0).0 as f64)
+        );
+    }
+    let ctl = &synth.controller;
+    let _ = writeln!(
+        out,
+        "controller: {} blocks sent, {} answered on time, {} late, {} lost; end to end (tf - t0) median {}, max {}; {} duplicate and {} unknown answers",
+        ctl.blocks_sent,
+        ctl.on_time,
+        ctl.late,
+        ctl.lost,
+        fmt_ns(ctl.end_to_end.percentile(50.0).0 as f64),
+        fmt_ns(ctl.end_to_end.max() as f64),
+        ctl.duplicate_answers,
+        ctl.unknown_answers
+    );
+    let _ = writeln!(
+        out,
+        "sender pacing error (send time - due time): median {}, p99 {}, max {}; {} packets sent, {} refused by the kernel",
+        fmt_ns(ctl.pacing.percentile(50.0).0 as f64),
+        fmt_ns(ctl.pacing.percentile(99.0).0 as f64),
+        fmt_ns(ctl.pacing.max() as f64),
+        ctl.packets_sent,
+        ctl.packets_refused
+    );
+    let d = &h.counters.drops;
+    let _ = writeln!(
+        out,
+        "host: {} packets dropped ({} malformed, {} duplicate, {} stale, {} foreign), {} incomplete blocks, {} reordered packets; arrival times from {}",
+        d.total(),
+        d.wrong_size + d.bad_magic + d.unknown_version + d.unknown_kind + d.bad_index + d.non_finite,
+        d.duplicate,
+        d.stale,
+        d.foreign,
+        h.counters.blocks_incomplete,
+        h.counters.reordered,
+        if h.kernel_timestamps { "the kernel (SO_TIMESTAMPNS)" } else { "user space" }
+    );
+    for note in flag_notes(&run.flags) {
+        let _ = writeln!(out, "note: {note}");
+    }
+    let _ = writeln!(
+        out,
+        "\nstored as run {} in {}; `audiolat show {}` shows it, `audiolat export {} --format series` every block",
+        run.run_id,
+        db.display(),
+        run.run_id,
+        run.run_id
+    );
+    out
+}
+
+/// `audiolat net` as JSON.
+pub fn net_json(run: &crate::runner::NetRun) -> Value {
+    json!({
+        "run_id": run.run_id,
+        "status": run.status,
+        "load": run.load.to_string(),
+        "flags": run.flags,
+        "measurements": run.outcome.measurements().iter().map(measurement_summary_json).collect::<Vec<_>>(),
+        "result": run.outcome.result_json(),
+    })
+}

@@ -1,0 +1,331 @@
+//! The controller (`audiolat net emulate`): a SLABS-like multitouch controller sending
+//! one packet every 45.35 µs, 16 per block, at the real rate, with a fixed input (a set
+//! of pads at fixed positions and pressures, as the study's controlled input), and
+//! timing every block's answer: `tf - t0`, from handing the block's first packet to the
+//! kernel to the answer's arrival.
+//!
+//! The sender is a real-time thread on absolute deadlines (`clock_nanosleep`,
+//! TIMER_ABSTIME); it measures its own pacing error (send time minus due time) for every
+//! packet, so a late sender is never mistaken for a slow host. A second thread receives
+//! the answers.
+//!
+//! Real-time contract: both threads allocate, lock and print nothing once started.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use engine::clock::monotonic_ns;
+use engine::rt::{Policy, SchedGrant, ThreadRt};
+use results::LatencyHistogram;
+
+use super::udp::{self, RecvBatch};
+use super::wire::{
+    self, Answer, AnswerMatcher, DropCounters, InputFrames, InputHeader, Packet, PadFrame,
+    INPUT_PACKET_BYTES, PACKETS_PER_BLOCK, PADS,
+};
+
+/// The controlled input: every pad's (x, y, pressure), fixed for the run.
+pub type PadInput = [PadFrame; PADS];
+
+/// The study's kind of controlled input: the first `pressed` pads at the given position
+/// and pressure, the others untouched.
+pub fn fixed_input(pressed: usize, x: f32, y: f32, pressure: f32) -> PadInput {
+    let mut pads = [PadFrame::ZERO; PADS];
+    for pad in pads.iter_mut().take(pressed.min(PADS)) {
+        *pad = PadFrame { x, y, pressure };
+    }
+    pads
+}
+
+/// What the controller does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControllerConfig {
+    /// The host's address.
+    pub host: SocketAddr,
+    /// The pads, held for the whole run.
+    pub input: PadInput,
+    /// Blocks to send.
+    pub blocks: u64,
+    /// Blocks sent first that are not counted (the warm-up).
+    pub warmup_blocks: u64,
+    /// How long to wait for the last answers after the last block, ns.
+    pub drain_ns: u64,
+    /// Scheduling policy of the sender and receiver.
+    pub policy: Policy,
+    /// CPU of the sender (the receiver takes the next one in the list, if any).
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// What the controller measured.
+#[derive(Debug)]
+pub struct ControllerOutcome {
+    /// Counted blocks sent.
+    pub blocks_sent: u64,
+    /// Packets sent (all, warm-up included) and those the kernel would not take.
+    pub packets_sent: u64,
+    /// Packets the kernel refused (queue full): lost before the wire.
+    pub packets_refused: u64,
+    /// `tf - t0` of every counted block answered, ns.
+    pub end_to_end: LatencyHistogram,
+    /// Pacing error of every packet (send time minus due time), ns.
+    pub pacing: LatencyHistogram,
+    /// Counted blocks answered within [`DEADLINE_NS`].
+    pub on_time: u64,
+    /// Counted blocks answered after it.
+    pub late: u64,
+    /// Counted blocks never answered.
+    pub lost: u64,
+    /// Second answers to a block.
+    pub duplicate_answers: u64,
+    /// Answers to blocks never sent or long gone.
+    pub unknown_answers: u64,
+    /// Malformed answers, by reason.
+    pub malformed: DropCounters,
+    /// The sender's and the receiver's policies as granted.
+    pub sender_thread: SchedGrant,
+    /// The receiver's policy as granted.
+    pub receiver_thread: Option<SchedGrant>,
+    /// Answers timed by the kernel's receive timestamp (else user space).
+    pub kernel_timestamps: bool,
+    /// Monotonic time the first counted block was sent (the host counts from here).
+    pub counted_from_ns: u64,
+    /// An error that ended the run early.
+    pub error: Option<String>,
+}
+
+const HIST_BOUND_NS: u64 = 10_000_000_000;
+
+/// Sleeps until the monotonic time `due_ns`. Real-time safe.
+fn sleep_until(due_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (due_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (due_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid timespec; EINTR just returns early (the caller sends late).
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        );
+    }
+}
+
+/// Runs the controller on `socket` (bound, not connected). `start_ns` is when packet 0
+/// is due (give the host time to be ready). Ends after `blocks` blocks and the drain,
+/// or when `stop` is raised.
+pub fn run(
+    config: &ControllerConfig,
+    socket: UdpSocket,
+    start_ns: u64,
+    stop: &AtomicBool,
+) -> ControllerOutcome {
+    let receiver_socket = socket.try_clone();
+    let (mut sent_tx, mut sent_rx) = rtrb::RingBuffer::<(u32, u64)>::new(4096);
+    let sender_done = AtomicBool::new(false);
+    let counted_from_ns =
+        start_ns + wire::packet_due_ns(config.warmup_blocks * PACKETS_PER_BLOCK as u64);
+    let receiver_cpus = config
+        .cpus
+        .as_ref()
+        .filter(|c| c.len() > 1)
+        .map(|c| vec![c[1]]);
+    let sender_cpus = config
+        .cpus
+        .as_ref()
+        .and_then(|c| c.first())
+        .map(|&c| vec![c]);
+    std::thread::scope(|scope| {
+        let receiver = match receiver_socket {
+            Ok(rs) => {
+                let sender_done = &sender_done;
+                let policy = config.policy;
+                let drain_ns = config.drain_ns;
+                Some(scope.spawn(move || {
+                    let rt = ThreadRt::apply(&policy, receiver_cpus.as_deref(), 128 * 1024);
+                    let kernel = udp::enable_receive_timestamps(&rs);
+                    let _ = rs.set_read_timeout(Some(Duration::from_millis(20)));
+                    let mut batch = RecvBatch::new();
+                    let mut matcher = AnswerMatcher::new();
+                    let mut end_to_end = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
+                    let mut malformed = DropCounters::default();
+                    let (mut on_time, mut late, mut duplicates, mut unknown) =
+                        (0u64, 0u64, 0u64, 0u64);
+                    let mut counted_sent = 0u64;
+                    // Send times of counted blocks, to know which answers count.
+                    let mut all_kernel = kernel;
+                    let mut finished_at: Option<u64> = None;
+                    let mut error = None;
+                    loop {
+                        while let Ok((block, t0)) = sent_rx.pop() {
+                            matcher.sent(block, t0);
+                            if t0 >= counted_from_ns {
+                                counted_sent += 1;
+                            }
+                        }
+                        if sender_done.load(Ordering::Acquire) {
+                            let now = monotonic_ns();
+                            let since = *finished_at.get_or_insert(now);
+                            if now - since > drain_ns || stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                        }
+                        let n = match batch.recv(&rs, true) {
+                            Ok(n) => n,
+                            Err(e) => {
+                                error = Some(format!("receiving answers: {e}"));
+                                break;
+                            }
+                        };
+                        // Packets sent meanwhile must be known before their answers.
+                        while let Ok((block, t0)) = sent_rx.pop() {
+                            matcher.sent(block, t0);
+                            if t0 >= counted_from_ns {
+                                counted_sent += 1;
+                            }
+                        }
+                        for i in 0..n {
+                            let Some(d) = batch.get(i) else { break };
+                            all_kernel &= d.kernel_timestamp;
+                            let packet = match wire::parse(d.bytes) {
+                                Ok(Packet::Output(p)) => p,
+                                Ok(Packet::Input(_)) => {
+                                    malformed.record(wire::DropReason::UnknownKind);
+                                    continue;
+                                }
+                                Err(e) => {
+                                    malformed.record(e.kind());
+                                    continue;
+                                }
+                            };
+                            let counted = packet.header.echo_time_ns >= counted_from_ns;
+                            match matcher.answered(&packet, d.arrival_ns) {
+                                Answer::OnTime { end_to_end_ns, .. } if counted => {
+                                    on_time += 1;
+                                    end_to_end.record(end_to_end_ns);
+                                }
+                                Answer::Late { end_to_end_ns, .. } if counted => {
+                                    late += 1;
+                                    end_to_end.record(end_to_end_ns);
+                                }
+                                Answer::Duplicate { .. } => duplicates += 1,
+                                Answer::Unknown { .. } => unknown += 1,
+                                _ => {}
+                            }
+                        }
+                    }
+                    (
+                        rt.sched,
+                        end_to_end,
+                        on_time,
+                        late,
+                        duplicates,
+                        unknown,
+                        malformed,
+                        counted_sent,
+                        all_kernel,
+                        error,
+                    )
+                }))
+            }
+            Err(_) => None,
+        };
+        // The sender, on this thread.
+        let rt = ThreadRt::apply(&config.policy, sender_cpus.as_deref(), 128 * 1024);
+        let mut pacing = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
+        let frames: InputFrames = [config.input; 2];
+        let mut packet = [0u8; INPUT_PACKET_BYTES];
+        let total = config.blocks + config.warmup_blocks;
+        let (mut sent, mut refused) = (0u64, 0u64);
+        let mut counted_blocks = 0u64;
+        let mut error = None;
+        'blocks: for block in 0..total {
+            for index in 0..PACKETS_PER_BLOCK as u64 {
+                if stop.load(Ordering::Relaxed) {
+                    break 'blocks;
+                }
+                let k = block * PACKETS_PER_BLOCK as u64 + index;
+                let due = start_ns + wire::packet_due_ns(k);
+                sleep_until(due);
+                let now = monotonic_ns();
+                pacing.record(now.saturating_sub(due));
+                let header = InputHeader {
+                    index: index as u8,
+                    seq: k as u32,
+                    block: block as u32,
+                    sender_time_ns: now,
+                };
+                wire::encode_input(&header, &frames, &mut packet);
+                match udp::send_to(&socket, &packet, config.host) {
+                    Ok(true) => sent += 1,
+                    Ok(false) => refused += 1,
+                    Err(e) => {
+                        error = Some(format!("sending to the host {}: {e}", config.host));
+                        break 'blocks;
+                    }
+                }
+                if index == 0 {
+                    let _ = sent_tx.push((block as u32, now));
+                    if now >= counted_from_ns {
+                        counted_blocks += 1;
+                    }
+                }
+            }
+        }
+        sender_done.store(true, Ordering::Release);
+        let received = receiver.and_then(|r| r.join().ok());
+        let Some((
+            rx_sched,
+            end_to_end,
+            on_time,
+            late,
+            duplicates,
+            unknown,
+            malformed,
+            counted_sent,
+            kernel,
+            rx_error,
+        )) = received
+        else {
+            return ControllerOutcome {
+                blocks_sent: counted_blocks,
+                packets_sent: sent,
+                packets_refused: refused,
+                end_to_end: LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound"),
+                pacing,
+                on_time: 0,
+                late: 0,
+                lost: counted_blocks,
+                duplicate_answers: 0,
+                unknown_answers: 0,
+                malformed: DropCounters::default(),
+                sender_thread: rt.sched,
+                receiver_thread: None,
+                kernel_timestamps: false,
+                counted_from_ns,
+                error: error.or(Some("the answer receiver could not start".into())),
+            };
+        };
+        let _ = counted_sent;
+        ControllerOutcome {
+            blocks_sent: counted_blocks,
+            packets_sent: sent,
+            packets_refused: refused,
+            end_to_end,
+            pacing,
+            on_time,
+            late,
+            lost: counted_blocks.saturating_sub(on_time + late),
+            duplicate_answers: duplicates,
+            unknown_answers: unknown,
+            malformed,
+            sender_thread: rt.sched,
+            receiver_thread: Some(rx_sched),
+            kernel_timestamps: kernel,
+            counted_from_ns,
+            error: error.or(rx_error),
+        }
+    })
+}

@@ -1,0 +1,260 @@
+//! UDP on the hot path: batches of datagrams received with `recvmmsg` and their kernel
+//! receive timestamps (`SO_TIMESTAMPNS`, CLOCK_REALTIME, mapped to CLOCK_MONOTONIC), and
+//! one `sendto` per answer.
+//!
+//! Real-time contract: [`RecvBatch::new`] allocates its buffers once; [`RecvBatch::recv`],
+//! [`RecvBatch::get`] and [`send_to`] allocate and lock nothing.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::AsRawFd;
+
+use engine::clock::monotonic_ns;
+
+/// Datagrams one `recvmmsg` call can return.
+pub const BATCH: usize = 32;
+/// Bytes kept of each datagram; a longer one is marked truncated.
+pub const MAX_DATAGRAM: usize = 2048;
+const CONTROL_BYTES: usize = 64;
+
+/// `CLOCK_REALTIME - CLOCK_MONOTONIC` in ns, read with the tightest of a few bracketing
+/// reads, to map kernel receive timestamps (wall clock) onto the monotonic clock.
+pub fn realtime_minus_monotonic_ns() -> i64 {
+    let mut best = (u64::MAX, 0i64);
+    for _ in 0..5 {
+        let before = monotonic_ns();
+        let wall = realtime_ns();
+        let after = monotonic_ns();
+        let gap = after - before;
+        if gap < best.0 {
+            best = (gap, wall - (before + gap / 2) as i64);
+        }
+    }
+    best.1
+}
+
+fn realtime_ns() -> i64 {
+    // SAFETY: clock_gettime writes one timespec we own.
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// Asks the kernel to timestamp received datagrams (`SO_TIMESTAMPNS`). False when it
+/// refuses: arrival times then come from the monotonic clock when `recvmmsg` returns.
+pub fn enable_receive_timestamps(socket: &UdpSocket) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket and an int option of the right size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Sets the socket's receive buffer (the kernel doubles and caps it; root may exceed
+/// the cap with SO_RCVBUFFORCE, which is tried first).
+pub fn set_receive_buffer(socket: &UdpSocket, bytes: usize) {
+    let size = bytes.min(i32::MAX as usize) as libc::c_int;
+    for option in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: a valid socket and an int option of the right size.
+        let ok = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&size as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            ) == 0
+        };
+        if ok {
+            return;
+        }
+    }
+}
+
+/// One received datagram.
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram<'a> {
+    /// Its bytes (at most [`MAX_DATAGRAM`]).
+    pub bytes: &'a [u8],
+    /// It was longer than [`MAX_DATAGRAM`] and cut.
+    pub truncated: bool,
+    /// Its sender.
+    pub from: Option<SocketAddr>,
+    /// Arrival on CLOCK_MONOTONIC: the kernel's timestamp mapped, or the time the batch
+    /// was returned when the kernel gave none.
+    pub arrival_ns: u64,
+    /// `arrival_ns` is the kernel's receive timestamp.
+    pub kernel_timestamp: bool,
+}
+
+/// Pre-allocated buffers for `recvmmsg`.
+pub struct RecvBatch {
+    buffers: Box<[[u8; MAX_DATAGRAM]; BATCH]>,
+    addresses: Box<[libc::sockaddr_storage; BATCH]>,
+    controls: Box<[[u8; CONTROL_BYTES]; BATCH]>,
+    iovecs: Box<[libc::iovec; BATCH]>,
+    headers: Box<[libc::mmsghdr; BATCH]>,
+    received: usize,
+    returned_ns: u64,
+    /// `CLOCK_REALTIME - CLOCK_MONOTONIC`, refreshed by the caller now and then.
+    pub realtime_offset_ns: i64,
+}
+
+impl RecvBatch {
+    /// Buffers for [`BATCH`] datagrams. Allocates.
+    pub fn new() -> RecvBatch {
+        // SAFETY: all-zero is a valid value for these C structs (pointers are set
+        // before every call).
+        unsafe {
+            RecvBatch {
+                buffers: Box::new([[0; MAX_DATAGRAM]; BATCH]),
+                addresses: Box::new(zeroed()),
+                controls: Box::new([[0; CONTROL_BYTES]; BATCH]),
+                iovecs: Box::new(zeroed()),
+                headers: Box::new(zeroed()),
+                received: 0,
+                returned_ns: 0,
+                realtime_offset_ns: realtime_minus_monotonic_ns(),
+            }
+        }
+    }
+
+    /// Receives up to [`BATCH`] datagrams. `wait`: block until at least one arrives (or
+    /// the socket's read timeout passes); otherwise `MSG_DONTWAIT`, returning 0 at once
+    /// when none is queued. Returns how many arrived.
+    pub fn recv(&mut self, socket: &UdpSocket, wait: bool) -> io::Result<usize> {
+        for i in 0..BATCH {
+            self.iovecs[i] = libc::iovec {
+                iov_base: self.buffers[i].as_mut_ptr().cast(),
+                iov_len: MAX_DATAGRAM,
+            };
+            let header = &mut self.headers[i].msg_hdr;
+            header.msg_name = (&mut self.addresses[i] as *mut libc::sockaddr_storage).cast();
+            header.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            header.msg_iov = &mut self.iovecs[i];
+            header.msg_iovlen = 1;
+            header.msg_control = self.controls[i].as_mut_ptr().cast();
+            header.msg_controllen = CONTROL_BYTES as _;
+            header.msg_flags = 0;
+            self.headers[i].msg_len = 0;
+        }
+        let flags = if wait {
+            libc::MSG_WAITFORONE
+        } else {
+            libc::MSG_DONTWAIT
+        };
+        // SAFETY: every header points at buffers owned by self, sized as declared.
+        let n = unsafe {
+            libc::recvmmsg(
+                socket.as_raw_fd(),
+                self.headers.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                flags as _,
+                std::ptr::null_mut(),
+            )
+        };
+        self.returned_ns = monotonic_ns();
+        if n < 0 {
+            self.received = 0;
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+                _ => Err(e),
+            };
+        }
+        self.received = n as usize;
+        Ok(self.received)
+    }
+
+    /// Datagram `i` of the last [`recv`](Self::recv).
+    pub fn get(&self, i: usize) -> Option<Datagram<'_>> {
+        if i >= self.received {
+            return None;
+        }
+        let header = &self.headers[i];
+        let len = header.msg_len as usize;
+        let truncated = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len > MAX_DATAGRAM;
+        let mut arrival_ns = self.returned_ns;
+        let mut kernel_timestamp = false;
+        // SAFETY: the kernel filled the control buffer up to msg_controllen; the CMSG
+        // macros stay inside it.
+        unsafe {
+            let msg = &header.msg_hdr;
+            let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET
+                    && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+                {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                    let wall = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
+                    let mono = wall - self.realtime_offset_ns;
+                    if mono > 0 {
+                        arrival_ns = mono as u64;
+                        kernel_timestamp = true;
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+            }
+        }
+        Some(Datagram {
+            bytes: &self.buffers[i][..len.min(MAX_DATAGRAM)],
+            truncated,
+            from: socket_addr(&self.addresses[i]),
+            arrival_ns,
+            kernel_timestamp,
+        })
+    }
+}
+
+impl Default for RecvBatch {
+    fn default() -> Self {
+        RecvBatch::new()
+    }
+}
+
+fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match storage.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in =
+                unsafe { &*(storage as *const _ as *const libc::sockaddr_in) };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 =
+                unsafe { &*(storage as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// Sends one datagram; `Ok(false)` when the kernel's queue was full (`EAGAIN`/`ENOBUFS`:
+/// the datagram is lost, as on a congested link). Real-time safe.
+pub fn send_to(socket: &UdpSocket, bytes: &[u8], to: SocketAddr) -> io::Result<bool> {
+    match socket.send_to(bytes, to) {
+        Ok(_) => Ok(true),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::ENOBUFS) => Ok(false),
+            // A refused port on loopback (the peer is gone, or not yet bound): lost.
+            Some(libc::ECONNREFUSED) => Ok(false),
+            _ => Err(e),
+        },
+    }
+}

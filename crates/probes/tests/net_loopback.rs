@@ -1,0 +1,96 @@
+//! The network-audio probe over loopback, for real: a controller at the real packet rate
+//! and a host running the Migrator synth, in this process.
+
+use engine::rt::Policy;
+use probes::net::controller::fixed_input;
+use probes::net::host::PollMode;
+use probes::net::wire::{self, DEADLINE_NS, PACKET_INTERVAL_NS};
+use probes::net::{self, NetConfig};
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn config(seconds: f64) -> NetConfig {
+    NetConfig {
+        duration: Duration::from_secs_f64(seconds),
+        reference_duration: Duration::from_secs_f64(seconds / 2.0),
+        warmup: Duration::from_millis(500),
+        input: fixed_input(8, 0.4, 0.3, 0.8),
+        workers: 0,
+        poll: PollMode::Block,
+        policy: Policy::Fifo { priority: 70 },
+        host_cpus: None,
+        controller_cpus: None,
+    }
+}
+
+#[test]
+fn every_block_is_answered_or_counted_lost_and_never_faster_than_its_gathering() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let stop = AtomicBool::new(false);
+    let outcome = net::run(&config(3.0), &stop).expect("runs over loopback");
+    assert!(!outcome.interrupted);
+    for (name, phase) in [
+        ("reference", outcome.reference.as_ref().unwrap()),
+        ("synth", outcome.synth.as_ref().unwrap()),
+    ] {
+        let (h, c) = (&phase.host, &phase.controller);
+        assert!(
+            h.error.is_none() && c.error.is_none(),
+            "{name}: {:?} {:?}",
+            h.error,
+            c.error
+        );
+        // Every counted block the controller sent is answered (on time or late) or lost.
+        assert!(c.blocks_sent > 0);
+        assert_eq!(c.on_time + c.late + c.lost, c.blocks_sent, "{name}");
+        assert_eq!(c.end_to_end.count(), c.on_time + c.late, "{name}");
+        // Loopback loses nothing on a machine this idle... but a refused send is a loss
+        // the controller counts, so the books must balance rather than be perfect.
+        assert!(
+            c.lost <= c.packets_refused + c.blocks_sent / 100,
+            "{name}: {} lost",
+            c.lost
+        );
+        // The host answered what it counted, and its histogram holds every one.
+        assert_eq!(h.response.count(), h.answered, "{name}");
+        assert!(
+            h.answered > 0 && h.answered <= c.blocks_sent + 1,
+            "{name}: {} answered of {}",
+            h.answered,
+            c.blocks_sent
+        );
+        assert_eq!(
+            h.counters.drops.total(),
+            0,
+            "{name}: {:?}",
+            h.counters.drops
+        );
+        // No answer comes before its block was gathered: per block, and in the median
+        // against the 15 packet intervals between a block's first and last packet.
+        assert_eq!(h.below_gathering, 0, "{name}");
+        let gather_ns = 15 * PACKET_INTERVAL_NS;
+        let median = h.response.percentile(50.0).0;
+        assert!(
+            median as f64 >= 0.9 * gather_ns as f64,
+            "{name}: median response {median} ns"
+        );
+        // Misses are counted against the deadline, the same way on both ends.
+        assert!(h.misses <= h.answered);
+        assert_eq!(h.misses > 0, h.response.max() > DEADLINE_NS, "{name}");
+        assert_eq!(
+            h.series.len() as u64,
+            h.answered.min(h.series.capacity() as u64)
+        );
+        // The pacing error is measured for every packet sent.
+        assert_eq!(c.pacing.count(), c.packets_sent + c.packets_refused);
+    }
+    // The synth phase ran the synth: its time per block is recorded and positive.
+    let synth = &outcome.synth.as_ref().unwrap().host;
+    assert!(synth.synth.percentile(50.0).0 > 0);
+    let reference = &outcome.reference.as_ref().unwrap().host;
+    assert!(reference.synth.percentile(50.0).0 <= synth.synth.percentile(50.0).0);
+    let _ = wire::BLOCK_PERIOD_NS;
+}
