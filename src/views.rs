@@ -1062,12 +1062,13 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
     let d = &h.counters.drops;
     let _ = writeln!(
         out,
-        "host: {} packets dropped ({} malformed, {} duplicate, {} stale, {} foreign), {} incomplete blocks, {} reordered packets; arrival times from {}",
+        "host: {} packets dropped ({} malformed, {} duplicate, {} stale, {} foreign; {} more by the kernel on a full queue), {} incomplete blocks, {} reordered packets; arrival times from {}",
         d.total(),
         d.wrong_size + d.bad_magic + d.unknown_version + d.unknown_kind + d.bad_index + d.non_finite,
         d.duplicate,
         d.stale,
         d.foreign,
+        h.kernel_dropped,
         h.counters.blocks_incomplete,
         h.counters.reordered,
         if h.kernel_timestamps { "the kernel (SO_TIMESTAMPNS)" } else { "user space" }

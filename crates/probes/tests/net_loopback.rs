@@ -94,3 +94,128 @@ fn every_block_is_answered_or_counted_lost_and_never_faster_than_its_gathering()
     assert!(reference.synth.percentile(50.0).0 <= synth.synth.percentile(50.0).0);
     let _ = wire::BLOCK_PERIOD_NS;
 }
+
+#[test]
+fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_answered() {
+    use probes::net::host::{self, HostConfig};
+    use probes::net::wire::{
+        encode_input, InputHeader, PadFrame, INPUT_PACKET_BYTES, PACKETS_PER_BLOCK,
+    };
+    use std::net::UdpSocket;
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let host_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let host_addr = host_socket.local_addr().unwrap();
+    let controller = UdpSocket::bind("127.0.0.1:0").unwrap();
+    // The answers wait in its queue until the end: room for all of them.
+    probes::net::udp::set_receive_buffer(&controller, 8 << 20);
+    let foreign = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let config = HostConfig {
+        peer: Some(controller.local_addr().unwrap()),
+        synth: true,
+        workers: 2,
+        policy: Policy::Other { nice: 0 },
+        cpus: None,
+        poll: PollMode::Block,
+        count_from_ns: 0,
+    };
+    let stop = AtomicBool::new(false);
+    let blocks = 300u32;
+    let frames = [[PadFrame {
+        x: 0.5,
+        y: 0.5,
+        pressure: 0.9,
+    }; 32]; 2];
+    let mut packet = [0u8; INPUT_PACKET_BYTES];
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut malformed_sent, mut foreign_sent) = (0u64, 0u64);
+    let outcome = std::thread::scope(|scope| {
+        let h = scope.spawn(|| host::serve(&config, host_socket, &stop, 1024));
+        std::thread::sleep(Duration::from_millis(50));
+        for block in 0..blocks {
+            for index in 0..PACKETS_PER_BLOCK as u8 {
+                let header = InputHeader {
+                    index,
+                    seq: block * 16 + u32::from(index),
+                    block,
+                    sender_time_ns: 1,
+                };
+                encode_input(&header, &frames, &mut packet);
+                controller.send_to(&packet, host_addr).unwrap();
+                // Garbage from the peer itself: random bytes, a cut packet, a NaN.
+                let junk: Vec<u8> = (0..(next() % 1200) as usize)
+                    .map(|_| next() as u8)
+                    .collect();
+                controller.send_to(&junk, host_addr).unwrap();
+                controller
+                    .send_to(&packet[..INPUT_PACKET_BYTES - 7], host_addr)
+                    .unwrap();
+                let mut nan = packet;
+                nan[40..44].copy_from_slice(&f32::NAN.to_le_bytes());
+                controller.send_to(&nan, host_addr).unwrap();
+                malformed_sent += 3;
+                // A valid packet from a stranger.
+                foreign.send_to(&packet, host_addr).unwrap();
+                foreign_sent += 1;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.join().unwrap()
+    });
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let d = &outcome.counters.drops;
+    // Every datagram is accounted for: accepted into a block, dropped by reason, or
+    // dropped by the kernel on a full queue (which this pace should not cause).
+    let sent = u64::from(blocks) * 16 + malformed_sent + foreign_sent;
+    assert_eq!(
+        outcome.counters.packets_accepted + d.total() + outcome.kernel_dropped,
+        sent,
+        "{:?}",
+        outcome.counters
+    );
+    assert_eq!(
+        outcome.kernel_dropped, 0,
+        "the kernel dropped datagrams: the host fell behind"
+    );
+    let malformed = d.wrong_size
+        + d.bad_magic
+        + d.unknown_version
+        + d.unknown_kind
+        + d.bad_index
+        + d.non_finite;
+    // Loopback with a 4 MiB receive buffer loses nothing here; every bad packet is
+    // counted under a reason, and only those.
+    assert_eq!(malformed, malformed_sent, "{d:?}");
+    assert_eq!(d.non_finite, u64::from(blocks) * 16, "{d:?}");
+    assert_eq!(d.foreign, foreign_sent);
+    assert_eq!(
+        outcome.answered,
+        u64::from(blocks),
+        "every valid block answered"
+    );
+    assert_eq!(outcome.counters.blocks_incomplete, 0);
+    // The answers reached the controller.
+    controller
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let mut answers = 0;
+    while let Ok((n, _)) = controller.recv_from(&mut buf) {
+        if matches!(wire::parse(&buf[..n]), Ok(wire::Packet::Output(_))) {
+            answers += 1;
+        }
+    }
+    assert_eq!(answers, blocks);
+    // The foreign sender got nothing.
+    foreign
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    assert!(foreign.recv_from(&mut buf).is_err());
+}

@@ -146,6 +146,7 @@ pub fn run(
                 Some(scope.spawn(move || {
                     let rt = ThreadRt::apply(&policy, receiver_cpus.as_deref(), 128 * 1024);
                     let kernel = udp::enable_receive_timestamps(&rs);
+                    udp::set_receive_buffer(&rs, 1 << 20);
                     let _ = rs.set_read_timeout(Some(Duration::from_millis(20)));
                     let mut batch = RecvBatch::new();
                     let mut matcher = AnswerMatcher::new();

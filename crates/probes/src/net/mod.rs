@@ -355,6 +355,7 @@ impl NetOutcome {
             json!({
                 "host": {
                     "answered": h.answered, "misses": h.misses, "send_dropped": h.send_dropped,
+                    "kernel_dropped": h.kernel_dropped,
                     "blocks_complete": h.counters.blocks_complete,
                     "blocks_incomplete": h.counters.blocks_incomplete,
                     "packets_missing": h.counters.packets_missing,

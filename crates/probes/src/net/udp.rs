@@ -16,7 +16,7 @@ use engine::clock::monotonic_ns;
 pub const BATCH: usize = 32;
 /// Bytes kept of each datagram; a longer one is marked truncated.
 pub const MAX_DATAGRAM: usize = 2048;
-const CONTROL_BYTES: usize = 64;
+const CONTROL_BYTES: usize = 128;
 
 /// `CLOCK_REALTIME - CLOCK_MONOTONIC` in ns, read with the tightest of a few bracketing
 /// reads, to map kernel receive timestamps (wall clock) onto the monotonic clock.
@@ -51,6 +51,22 @@ pub fn enable_receive_timestamps(socket: &UdpSocket) -> bool {
             socket.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Asks the kernel to report, with each datagram, how many it has dropped so far for
+/// want of room in the socket's receive queue (`SO_RXQ_OVFL`).
+pub fn enable_drop_counter(socket: &UdpSocket) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket and an int option of the right size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RXQ_OVFL,
             (&on as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
         ) == 0
@@ -92,6 +108,9 @@ pub struct Datagram<'a> {
     pub arrival_ns: u64,
     /// `arrival_ns` is the kernel's receive timestamp.
     pub kernel_timestamp: bool,
+    /// The socket's count of datagrams dropped on a full queue, when enabled
+    /// ([`enable_drop_counter`]); the kernel sends it once it is above 0.
+    pub kernel_drops: Option<u32>,
 }
 
 /// Pre-allocated buffers for `recvmmsg`.
@@ -183,6 +202,7 @@ impl RecvBatch {
         let truncated = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len > MAX_DATAGRAM;
         let mut arrival_ns = self.returned_ns;
         let mut kernel_timestamp = false;
+        let mut kernel_drops = None;
         // SAFETY: the kernel filled the control buffer up to msg_controllen; the CMSG
         // macros stay inside it.
         unsafe {
@@ -200,6 +220,12 @@ impl RecvBatch {
                         kernel_timestamp = true;
                     }
                 }
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SO_RXQ_OVFL
+                {
+                    kernel_drops = Some(std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg).cast::<u32>(),
+                    ));
+                }
                 cmsg = libc::CMSG_NXTHDR(msg, cmsg);
             }
         }
@@ -209,6 +235,7 @@ impl RecvBatch {
             from: socket_addr(&self.addresses[i]),
             arrival_ns,
             kernel_timestamp,
+            kernel_drops,
         })
     }
 }
