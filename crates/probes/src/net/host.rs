@@ -177,7 +177,7 @@ pub fn serve(
                     // Spin (the study's workers never sleep), but after ~50 µs of nothing
                     // let other threads of the same priority, or any at SCHED_OTHER, run.
                     idle += 1;
-                    if idle % 4096 == 0 {
+                    if idle.is_multiple_of(4096) {
                         std::thread::yield_now();
                     } else {
                         std::hint::spin_loop();
@@ -305,7 +305,7 @@ pub fn serve(
                                 break 'serve;
                             }
                             waited += 1;
-                            if waited % 4096 == 0 {
+                            if waited.is_multiple_of(4096) {
                                 std::thread::yield_now();
                             } else {
                                 std::hint::spin_loop();
