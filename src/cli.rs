@@ -79,7 +79,12 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct NetArgs {
+    /// Run one end only (on two machines, or two namespaces): `respond` is the host,
+    /// `emulate` the controller. Without one, both run here over loopback.
+    #[command(subcommand)]
+    pub role: Option<NetRole>,
     /// Measured time of the synth phase, after the warm-up.
     #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub duration: Duration,
@@ -138,6 +143,93 @@ pub struct NetArgs {
     pub quiet: bool,
 }
 
+#[derive(Debug, Clone, Subcommand)]
+pub enum NetRole {
+    /// The host: answer a controller's blocks with the Migrator synth, timing t2 - t1.
+    Respond(RespondArgs),
+    /// The controller: stream the controlled input at the real rate to a host and time
+    /// its answers (tf - t0) and the sender's own pacing.
+    Emulate(EmulateArgs),
+}
+
+/// Options shared by both ends: threads.
+#[derive(Debug, Clone, Args)]
+pub struct NetThreadArgs {
+    /// Scheduling policy of this end's threads.
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
+    pub policy: PolicyName,
+    /// Real-time priority for fifo/rr (1..99; default 70).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    pub priority: Option<i64>,
+    /// CPUs of this end's threads (the first for the network or sender thread).
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RespondArgs {
+    /// Address to listen on (loopback unless told otherwise).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9700")]
+    pub bind: std::net::SocketAddr,
+    /// The controller to answer; others are counted and dropped. Required when --bind is
+    /// not a loopback address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub peer: Option<std::net::SocketAddr>,
+    /// Serve for this long (default: until Ctrl-C).
+    #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Blocks in the first part of this are answered but not counted.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Answer silence at once, without the synth (the reference host).
+    #[arg(long)]
+    pub no_synth: bool,
+    /// Synth worker threads (0: the network thread runs the synth).
+    #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
+    pub workers: usize,
+    /// How the network thread waits: block or spin.
+    #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
+    pub poll: probes::net::host::PollMode,
+    #[command(flatten)]
+    pub threads: NetThreadArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EmulateArgs {
+    /// The host's address (where `audiolat net respond` listens).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9700")]
+    pub host: std::net::SocketAddr,
+    /// Local address to send from (its port is what the host's --peer names).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9701")]
+    pub bind: std::net::SocketAddr,
+    /// Measured time, after the warm-up.
+    #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Warm-up, sent but not counted.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Pads pressed (0..32).
+    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
+    pub pads: usize,
+    /// The pressed pads' x (0..1).
+    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub x: f32,
+    /// The pressed pads' y (0..1).
+    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub y: f32,
+    /// The pressed pads' pressure (0..1).
+    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub pressure: f32,
+    #[command(flatten)]
+    pub threads: NetThreadArgs,
+}
+
 fn parse_pads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n <= 32 => Ok(n),
@@ -175,6 +267,15 @@ fn parse_poll(s: &str) -> Result<probes::net::host::PollMode, String> {
 
 /// The scheduling policy of `audiolat net`'s threads.
 pub fn net_policy(a: &NetArgs) -> Result<Policy, UsageError> {
+    thread_policy(a.policy, a.priority)
+}
+
+/// The scheduling policy of one end's threads.
+pub fn thread_policy(name: PolicyName, priority: Option<i64>) -> Result<Policy, UsageError> {
+    let a = NetPolicyArgs {
+        policy: name,
+        priority,
+    };
     if a.policy == PolicyName::Deadline {
         return Err(UsageError(
             "--policy deadline is not for net's threads (they poll or wait on packets, not on a period): use fifo, rr or other".into(),
@@ -191,6 +292,11 @@ pub fn net_policy(a: &NetArgs) -> Result<Policy, UsageError> {
         None,
         None,
     )
+}
+
+struct NetPolicyArgs {
+    policy: PolicyName,
+    priority: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -670,27 +670,7 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
 
 /// The `audiolat net` configuration from its flags (checked before anything opens).
 fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
-    let cpus = |flag: &str, list: &Option<String>| -> Result<Option<Vec<usize>>, UsageError> {
-        match list {
-            None => Ok(None),
-            Some(l) => {
-                let parsed = engine::rt::parse_cpu_list(l)
-                    .map_err(|e| UsageError(format!("{flag}: {e}")))?;
-                let online = engine::rt::online_cpus();
-                if let Some(c) = parsed.iter().find(|c| !online.contains(c)) {
-                    return Err(UsageError(format!(
-                        "{flag} {l}: CPU {c} is not online here (online: {}); use those",
-                        online
-                            .iter()
-                            .map(|c| c.to_string())
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    )));
-                }
-                Ok(Some(parsed))
-            }
-        }
-    };
+    let cpus = cpu_list;
     Ok(probes::net::NetConfig {
         duration: a.duration,
         reference_duration: if a.no_reference {
@@ -708,7 +688,203 @@ fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
     })
 }
 
+fn cpu_list(flag: &str, list: &Option<String>) -> Result<Option<Vec<usize>>, UsageError> {
+    match list {
+        None => Ok(None),
+        Some(l) => {
+            let parsed =
+                engine::rt::parse_cpu_list(l).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+            let online = engine::rt::online_cpus();
+            if let Some(c) = parsed.iter().find(|c| !online.contains(c)) {
+                return Err(UsageError(format!(
+                    "{flag} {l}: CPU {c} is not online here (online: {}); use those",
+                    online
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )));
+            }
+            Ok(Some(parsed))
+        }
+    }
+}
+
+fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
+    use probes::net::host;
+    let policy = cli::thread_policy(a.threads.policy, a.threads.priority)?;
+    let cpus = cpu_list("--cpus", &a.threads.cpus)?;
+    if !a.bind.ip().is_loopback() && a.peer.is_none() {
+        return Err(UsageError(format!(
+            "--bind {}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)",
+            a.bind
+        ))
+        .into());
+    }
+    let socket = probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    let store = Store::open(&ctx.db_path)?;
+    if !(a.threads.quiet || a.threads.json) {
+        eprintln!(
+            "audiolat net respond: listening on {}{}, {}; Ctrl-C ends",
+            a.bind,
+            a.peer
+                .map(|p| format!(", answering {p} only"))
+                .unwrap_or_else(|| ", answering the first sender".into()),
+            if a.no_synth {
+                "answering silence (no synth)".to_string()
+            } else {
+                format!("Migrator synth on {} workers", a.workers)
+            }
+        );
+    }
+    let config = host::HostConfig {
+        peer: a.peer,
+        synth: !a.no_synth,
+        workers: a.workers,
+        policy,
+        cpus: cpus.clone(),
+        poll: a.poll,
+        count_from_ns: 0,
+        warmup_after_first_ns: a.warmup.as_nanos() as u64,
+    };
+    let config_json = json!({"role": "respond", "bind": a.bind.to_string(), "peer": a.peer.map(|p| p.to_string()),
+        "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": cpus,
+        "warmup_s": a.warmup.as_secs_f64(), "duration_s": a.duration.map(|d| d.as_secs_f64()),
+        "deadline_ns": probes::net::wire::DEADLINE_NS});
+    let run = runner::net_end_run(
+        ctx,
+        &store,
+        "respond",
+        config_json,
+        json!({"threads": policy.to_string()}),
+        || {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let outcome = std::thread::scope(|scope| {
+                scope.spawn(|| runner::stop_after(ctx, a.duration, &stop, &done));
+                let o = host::serve(&config, socket, &stop, 1 << 20);
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                o
+            });
+            let suffix = if a.no_synth { "_reference" } else { "" };
+            let ms = probes::net::host_measurements(&outcome, suffix);
+            let flags = json!({"realtime": outcome.net_thread.is_realtime() && outcome.worker_threads.iter().all(|g| g.is_realtime()),
+                           "kernel_timestamps": outcome.kernel_timestamps});
+            let d = &outcome.counters.drops;
+            let result = json!({"answered": outcome.answered, "misses": outcome.misses,
+            "answered_in_warmup": outcome.answered_in_warmup, "kernel_dropped": outcome.kernel_dropped,
+            "send_dropped": outcome.send_dropped, "blocks_incomplete": outcome.counters.blocks_incomplete,
+            "drops": {"malformed": d.wrong_size + d.bad_magic + d.unknown_version + d.unknown_kind + d.bad_index + d.non_finite,
+                      "duplicate": d.duplicate, "stale": d.stale, "foreign": d.foreign},
+            "net_thread": outcome.net_thread.granted.to_string()});
+            (ms, flags, result, outcome.error)
+        },
+    )?;
+    print_net_end(&run, a.threads.json, &ctx.db_path)
+}
+
+fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
+    use probes::net::controller;
+    let policy = cli::thread_policy(a.threads.policy, a.threads.priority)?;
+    let cpus = cpu_list("--cpus", &a.threads.cpus)?;
+    if a.host.ip().is_unspecified() || a.host.port() == 0 {
+        return Err(UsageError(format!(
+            "--host {}: name the host's address and port, e.g. 127.0.0.1:9700",
+            a.host
+        ))
+        .into());
+    }
+    let socket = probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    if let Err(e) = socket.connect(a.host) {
+        return Err(UsageError(format!("--host {}: unreachable from {} ({e}): check the address and the route (ip route get {})", a.host, a.bind, a.host.ip())).into());
+    }
+    // Sending goes through send_to; the socket stays unconnected for it.
+    let socket = {
+        drop(socket);
+        probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
+    };
+    let store = Store::open(&ctx.db_path)?;
+    let config = controller::ControllerConfig {
+        host: a.host,
+        input: controller::fixed_input(a.pads, a.x, a.y, a.pressure),
+        blocks: probes::net::blocks_in(a.duration),
+        warmup_blocks: probes::net::blocks_in(a.warmup),
+        drain_ns: 100_000_000,
+        policy,
+        cpus: cpus.clone(),
+    };
+    if !(a.threads.quiet || a.threads.json) {
+        eprintln!(
+            "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
+            a.pads,
+            a.host,
+            a.bind,
+            views::fmt_duration(a.duration),
+            views::fmt_duration(a.warmup)
+        );
+    }
+    let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
+        "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": cpus,
+        "duration_s": a.duration.as_secs_f64(), "warmup_s": a.warmup.as_secs_f64(),
+        "deadline_ns": probes::net::wire::DEADLINE_NS});
+    let run = runner::net_end_run(
+        ctx,
+        &store,
+        "emulate",
+        config_json,
+        json!({"threads": policy.to_string()}),
+        || {
+            let o = controller::run(
+                &config,
+                socket,
+                engine::clock::monotonic_ns() + 20_000_000,
+                &ctx.stop,
+            );
+            let ms = probes::net::controller_measurements(&o, "");
+            let flags = json!({"realtime": o.sender_thread.is_realtime() && o.receiver_thread.as_ref().is_some_and(|g| g.is_realtime()),
+                           "kernel_timestamps": o.kernel_timestamps});
+            let result = json!({"blocks_sent": o.blocks_sent, "on_time": o.on_time, "late": o.late, "lost": o.lost,
+            "packets_sent": o.packets_sent, "packets_refused": o.packets_refused,
+            "duplicate_answers": o.duplicate_answers, "unknown_answers": o.unknown_answers,
+            "malformed_answers": o.malformed.total()});
+            let error = o.error.clone().or_else(|| {
+            (o.blocks_sent > 0 && o.on_time + o.late == 0).then(|| format!(
+                "no answer from {}: is `audiolat net respond` running there, and does its --peer name {}?",
+                a.host, a.bind
+            ))
+        });
+            (ms, flags, result, error)
+        },
+    )?;
+    print_net_end(&run, a.threads.json, &ctx.db_path)
+}
+
+fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -> Result<ExitCode> {
+    if as_json {
+        print_json(
+            &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
+            "error": run.error,
+            "measurements": run.measurements.iter().map(views::measurement_summary_json).collect::<Vec<_>>()}),
+        )?;
+    } else {
+        print!("{}", views::net_end_text(run, db));
+    }
+    if let Some(e) = &run.error {
+        eprintln!("audiolat: error: {e}");
+    }
+    Ok(match run.status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
 fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
+    match &a.role {
+        Some(cli::NetRole::Respond(r)) => return net_respond(ctx, r),
+        Some(cli::NetRole::Emulate(e)) => return net_emulate(ctx, e),
+        None => {}
+    }
     let config = net_config(a)?;
     let scratch = a
         .scratch_dir

@@ -906,3 +906,85 @@ pub fn net_run(
         flags,
     })
 }
+
+/// One end of `audiolat net` run on its own (`respond` or `emulate`), stored.
+pub struct NetEndRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub measurements: Vec<Measurement>,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// Counters and grants.
+    pub result: Value,
+    /// Why it did not complete, if so.
+    pub error: Option<String>,
+}
+
+/// Stops `stop` when `ctx` is stopped or after `limit`, polling every 20 ms, until
+/// `done` is raised.
+pub fn stop_after(ctx: &Context, limit: Option<Duration>, stop: &AtomicBool, done: &AtomicBool) {
+    let start = std::time::Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        if ctx.stopped() || limit.is_some_and(|l| start.elapsed() >= l) {
+            stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs one end of the network probe as a stored run. `measure` does the work and
+/// returns (measurements, flags, result, error); `interrupted` says whether a signal
+/// ended it.
+pub fn net_end_run(
+    ctx: &Context,
+    store: &Store,
+    role: &str,
+    config: Value,
+    qos: Value,
+    measure: impl FnOnce() -> (Vec<Measurement>, Value, Value, Option<String>),
+) -> Result<NetEndRun> {
+    let info = RunInfo {
+        probe: "net".into(),
+        group_id: None,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config,
+        load: json!({"spec": "none"}),
+        qos_requested: qos,
+    };
+    let run_id = store.begin_run(&info)?;
+    let memory = engine::rt::lock_memory();
+    let steal = probes::steal::StealSampler::start(Duration::from_millis(50), None);
+    let (measurements, mut flags, result, error) = measure();
+    let steal = steal.finish();
+    let cpus = engine::rt::online_cpus().len().max(1) as u64;
+    let steal_ns = steal.total_ns(None);
+    flags["host_steal_ns"] = json!(steal_ns);
+    flags["host_steal_percent"] =
+        json!(100.0 * steal_ns as f64 / (steal.span_ns().max(1) * cpus) as f64);
+    flags["memory_locked"] = json!(memory.current && memory.future);
+    flags["interrupted"] = json!(ctx.stopped());
+    flags["role"] = json!(role);
+    store.replace_measurements(run_id, &measurements)?;
+    let status = if error.is_some() {
+        RunStatus::Failed
+    } else if ctx.stopped() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    store.finish_run(run_id, status, &flags, &result, error.as_deref())?;
+    Ok(NetEndRun {
+        run_id,
+        status,
+        measurements,
+        flags,
+        result,
+        error,
+    })
+}

@@ -158,7 +158,8 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
     out
 }
 
-fn measurement_summary_json(m: &Measurement) -> Value {
+/// A measurement's summary as JSON.
+pub fn measurement_summary_json(m: &Measurement) -> Value {
     json!({
         "metric": m.metric, "unit": m.unit, "method": m.method,
         "summary": export::summary_json(&m.summary), "overflows": m.overflows(),
@@ -1097,4 +1098,37 @@ pub fn net_json(run: &crate::runner::NetRun) -> Value {
         "measurements": run.outcome.measurements().iter().map(measurement_summary_json).collect::<Vec<_>>(),
         "result": run.outcome.result_json(),
     })
+}
+
+/// One end of `audiolat net` (`respond` or `emulate`) as text.
+pub fn net_end_text(run: &crate::runner::NetEndRun, db: &std::path::Path) -> String {
+    let mut out = String::new();
+    let role = run.flags["role"].as_str().unwrap_or("net");
+    let _ = writeln!(out, "\nnet {role} run {}: {}\n", run.run_id, run.status);
+    out.push_str(&summary_table(&run.measurements));
+    if let Some(m) = run.measurements.first() {
+        if let (Some(h), Some(misses)) = (&m.histogram, m.misses) {
+            let _ = writeln!(
+                out,
+                "\n{} (deadline {})",
+                m.metric,
+                fmt_ns(probes::net::wire::DEADLINE_NS as f64)
+            );
+            out.push_str(&histogram(h, 40));
+            let _ = writeln!(
+                out,
+                "\n{misses} missed deadlines of {} blocks, max = {}, mean = {}, stdev = {}",
+                m.summary.count,
+                fmt_ns(m.summary.max),
+                fmt_ns(m.summary.mean),
+                fmt_ns(m.summary.stdev)
+            );
+        }
+    }
+    let _ = writeln!(out, "{}", run.result);
+    for note in flag_notes(&run.flags) {
+        let _ = writeln!(out, "note: {note}");
+    }
+    let _ = writeln!(out, "\nstored as run {} in {}", run.run_id, db.display());
+    out
 }

@@ -2203,3 +2203,182 @@ fn find_min_buffer_steps_down_and_reports_the_smallest_that_held() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("one load"), "{}", out.stderr);
 }
+
+/// The network-audio probe end to end: both ends in one process over loopback, stored
+/// with the study's figure (response time against the 1.4059 ms deadline).
+#[test]
+fn net_runs_over_loopback_and_stores_the_response_time_against_the_deadline() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("net.db");
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "--duration",
+            "2s",
+            "--reference",
+            "1s",
+            "--warmup",
+            "500ms",
+            "--json",
+        ],
+    );
+    assert_eq!(out["status"], "complete", "{out}");
+    let ms = out["measurements"].as_array().unwrap();
+    let metric = |name: &str| {
+        ms.iter()
+            .find(|m| m["metric"] == name)
+            .unwrap_or_else(|| panic!("{name} in {out}"))
+    };
+    let response = metric("response_time");
+    assert_eq!(response["deadline"], 1_405_896.0);
+    assert!(
+        response["summary"]["count"].as_u64().unwrap() > 1000,
+        "{response}"
+    );
+    assert!(response["misses"].as_u64().unwrap() <= response["summary"]["count"].as_u64().unwrap());
+    for name in [
+        "after_last_packet",
+        "synth_time",
+        "end_to_end",
+        "pacing_error",
+        "response_time_reference",
+    ] {
+        assert!(
+            metric(name)["summary"]["count"].as_u64().unwrap() > 0,
+            "{name}"
+        );
+    }
+    let synth = &out["result"]["synth"];
+    let c = &synth["controller"];
+    assert_eq!(
+        c["on_time"].as_u64().unwrap() + c["late"].as_u64().unwrap() + c["lost"].as_u64().unwrap(),
+        c["blocks_sent"].as_u64().unwrap(),
+        "{c}"
+    );
+    // Stored: listed, and its per-block series exported.
+    let runs = run(&db, &["runs"]);
+    assert!(runs.stdout.contains("net"), "{}", runs.stdout);
+    let series = run(&db, &["export", "last", "--format", "series"]);
+    assert_eq!(series.code, 0, "{}", series.stderr);
+    assert!(
+        series.stdout.contains("response_time"),
+        "{}",
+        &series.stdout[..series.stdout.len().min(400)]
+    );
+}
+
+#[test]
+fn net_respond_and_emulate_talk_across_processes() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("ends.db");
+    let mut host = spawn(
+        &db,
+        &[
+            "net",
+            "respond",
+            "--bind",
+            "127.0.0.1:19700",
+            "--peer",
+            "127.0.0.1:19701",
+            "--duration",
+            "4s",
+            "--warmup",
+            "200ms",
+            "--json",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let emulate = run_json(
+        &db,
+        &[
+            "net",
+            "emulate",
+            "--host",
+            "127.0.0.1:19700",
+            "--bind",
+            "127.0.0.1:19701",
+            "--duration",
+            "2s",
+            "--warmup",
+            "200ms",
+            "--json",
+        ],
+    );
+    let status = wait_timeout(&mut host, Duration::from_secs(20));
+    assert!(status.success(), "respond exited {status:?}");
+    let r = &emulate["result"];
+    assert!(r["blocks_sent"].as_u64().unwrap() > 2000, "{r}");
+    assert_eq!(
+        r["on_time"].as_u64().unwrap() + r["late"].as_u64().unwrap() + r["lost"].as_u64().unwrap(),
+        r["blocks_sent"].as_u64().unwrap()
+    );
+    // Loopback answers everything it is sent at this rate.
+    assert!(
+        r["lost"].as_u64().unwrap() * 100 <= r["blocks_sent"].as_u64().unwrap(),
+        "{r}"
+    );
+    // Nothing answers: the controller says so instead of a number.
+    let out = run(
+        &db,
+        &[
+            "net",
+            "emulate",
+            "--host",
+            "127.0.0.1:19702",
+            "--bind",
+            "127.0.0.1:19703",
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no answer from 127.0.0.1:19702"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn net_bad_input_is_one_line_with_the_fix() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("bad.db");
+    let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let in_use = format!("127.0.0.1:{port}");
+    for (args, needle) in [
+        (
+            vec!["net", "respond", "--bind", in_use.as_str()],
+            "the port is in use",
+        ),
+        (
+            vec!["net", "respond", "--bind", "0.0.0.0:19710"],
+            "give --peer",
+        ),
+        (
+            vec!["net", "--workers", "1000"],
+            "would spin against each other",
+        ),
+        (vec!["net", "--host-cpus", "999"], "is not online here"),
+        (vec!["net", "--pads", "33"], "0 to 32 pads"),
+        (vec!["net", "--pressure", "2"], "from 0 to 1"),
+        (vec!["net", "--policy", "deadline"], "use fifo, rr or other"),
+        (vec!["net", "--priority", "0"], "1..99"),
+        (
+            vec!["net", "emulate", "--host", "0.0.0.0:0"],
+            "name the host's address",
+        ),
+    ] {
+        let out = run(&db, &args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+        assert!(!db.exists(), "{args:?}: a refused run wrote the database");
+    }
+}

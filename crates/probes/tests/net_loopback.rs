@@ -117,6 +117,7 @@ fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_
         cpus: None,
         poll: PollMode::Block,
         count_from_ns: 0,
+        warmup_after_first_ns: 0,
     };
     let stop = AtomicBool::new(false);
     let blocks = 300u32;

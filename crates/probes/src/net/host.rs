@@ -67,6 +67,10 @@ pub struct HostConfig {
     /// Blocks whose first packet arrives before this monotonic time are answered but not
     /// counted (the warm-up).
     pub count_from_ns: u64,
+    /// Also leave uncounted the blocks whose first packet arrives within this long of
+    /// the first packet served (a warm-up that starts with the controller, whenever it
+    /// starts).
+    pub warmup_after_first_ns: u64,
 }
 
 /// What the host measured.
@@ -225,6 +229,8 @@ pub fn serve(
     let mut all_kernel = kernel_timestamps;
     let mut offset_refreshed = monotonic_ns();
     let mut error = None;
+    let mut count_from_ns = config.count_from_ns;
+    let mut first_seen = false;
     'serve: while !stop.load(Ordering::Relaxed) {
         let n = match batch.recv(&socket, config.poll == PollMode::Block) {
             Ok(n) => n,
@@ -339,7 +345,12 @@ pub fn serve(
                     break 'serve;
                 }
             }
-            if block.first_arrival_ns < config.count_from_ns {
+            if !first_seen {
+                first_seen = true;
+                count_from_ns =
+                    count_from_ns.max(block.first_arrival_ns + config.warmup_after_first_ns);
+            }
+            if block.first_arrival_ns < count_from_ns {
                 answered_in_warmup += 1;
                 continue;
             }

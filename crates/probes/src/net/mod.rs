@@ -163,6 +163,7 @@ fn phase(
         cpus: config.host_cpus.clone(),
         poll: config.poll,
         count_from_ns: counted_from_ns,
+        warmup_after_first_ns: 0,
     };
     let controller_config = controller::ControllerConfig {
         host: host_addr,
@@ -240,66 +241,8 @@ impl NetOutcome {
         // The synth phase first: the first measurement is the run's headline.
         for (suffix, phase) in [("", &self.synth), ("_reference", &self.reference)] {
             let Some(p) = phase else { continue };
-            let (h, c) = (&p.host, &p.controller);
-            let what = if suffix.is_empty() {
-                "the Migrator synth answering"
-            } else {
-                "a host answering silence at once (no synthesis)"
-            };
-            let mut m = Measurement::from_histogram(
-                "net",
-                &format!("response_time{suffix}"),
-                &format!(
-                    "t2 - t1 per 32-frame block, {what}: t1 the kernel's receive timestamp of the block's first packet ({}), t2 just before the answer is handed to the kernel; blocks after the warm-up",
-                    if h.kernel_timestamps { "SO_TIMESTAMPNS, mapped to CLOCK_MONOTONIC" } else { "user space: the kernel gave no timestamp" }
-                ),
-                h.response.clone(),
-            );
-            m.deadline = Some(wire::DEADLINE_NS as f64);
-            m.misses = Some(h.misses);
-            m.detail = json!({
-                "answered": h.answered,
-                "answered_in_warmup": h.answered_in_warmup,
-                "below_gathering": h.below_gathering,
-                "send_dropped": h.send_dropped,
-                "kernel_timestamps": h.kernel_timestamps,
-                "gathering_ns_median": h.gathering.percentile(50.0).0,
-            });
-            out.push(m);
-            out.push(Measurement::from_histogram(
-                "net",
-                &format!("after_last_packet{suffix}"),
-                "t2 minus the arrival of the block's last packet: the host's own share (synth and send), without the gathering",
-                h.after_last_packet.clone(),
-            ));
-            if suffix.is_empty() {
-                out.push(Measurement::from_histogram(
-                    "net",
-                    "synth_time",
-                    "time in the Migrator synth per block (32 objects x 100 oscillators, pressed pads only), on the host",
-                    h.synth.clone(),
-                ));
-            }
-            let mut e = Measurement::from_histogram(
-                "net",
-                &format!("end_to_end{suffix}"),
-                "tf - t0 per block at the controller: from handing the block's first packet to the kernel to the answer's arrival",
-                c.end_to_end.clone(),
-            );
-            e.deadline = Some(wire::DEADLINE_NS as f64);
-            e.misses = Some(c.late + c.lost);
-            e.detail = json!({"sent": c.blocks_sent, "on_time": c.on_time, "late": c.late, "lost": c.lost,
-                              "duplicate_answers": c.duplicate_answers, "unknown_answers": c.unknown_answers});
-            out.push(e);
-            let mut pacing = Measurement::from_histogram(
-                "net",
-                &format!("pacing_error{suffix}"),
-                "the controller's send time minus each packet's due time (absolute deadlines every 45.35 us): a late sender, not a slow host",
-                c.pacing.clone(),
-            );
-            pacing.detail =
-                json!({"packets_sent": c.packets_sent, "packets_refused": c.packets_refused});
-            out.push(pacing);
+            out.extend(host_measurements(&p.host, suffix));
+            out.extend(controller_measurements(&p.controller, suffix));
         }
         out
     }
@@ -384,4 +327,79 @@ impl NetOutcome {
             "synth": self.synth.as_ref().map(phase),
         })
     }
+}
+
+/// The host's measurements: response time `t2 - t1` against the deadline, its share after
+/// the last packet, and (for the synth phase, `suffix` empty) the synth's time.
+pub fn host_measurements(h: &host::HostOutcome, suffix: &str) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    let what = if suffix.is_empty() {
+        "the Migrator synth answering"
+    } else {
+        "a host answering silence at once (no synthesis)"
+    };
+    let mut m = Measurement::from_histogram(
+            "net",
+            &format!("response_time{suffix}"),
+            &format!(
+                "t2 - t1 per 32-frame block, {what}: t1 the kernel's receive timestamp of the block's first packet ({}), t2 just before the answer is handed to the kernel; blocks after the warm-up",
+                if h.kernel_timestamps { "SO_TIMESTAMPNS, mapped to CLOCK_MONOTONIC" } else { "user space: the kernel gave no timestamp" }
+            ),
+            h.response.clone(),
+        );
+    m.deadline = Some(wire::DEADLINE_NS as f64);
+    m.misses = Some(h.misses);
+    m.detail = json!({
+        "answered": h.answered,
+        "answered_in_warmup": h.answered_in_warmup,
+        "below_gathering": h.below_gathering,
+        "send_dropped": h.send_dropped,
+        "kernel_timestamps": h.kernel_timestamps,
+        "gathering_ns_median": h.gathering.percentile(50.0).0,
+    });
+    out.push(m);
+    out.push(Measurement::from_histogram(
+            "net",
+            &format!("after_last_packet{suffix}"),
+            "t2 minus the arrival of the block's last packet: the host's own share (synth and send), without the gathering",
+            h.after_last_packet.clone(),
+        ));
+    if suffix.is_empty() {
+        out.push(Measurement::from_histogram(
+                "net",
+                "synth_time",
+                "time in the Migrator synth per block (32 objects x 100 oscillators, pressed pads only), on the host",
+                h.synth.clone(),
+            ));
+    }
+    out
+}
+
+/// The controller's measurements: end to end `tf - t0` against the deadline, and its
+/// pacing error.
+pub fn controller_measurements(
+    c: &controller::ControllerOutcome,
+    suffix: &str,
+) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    let mut e = Measurement::from_histogram(
+            "net",
+            &format!("end_to_end{suffix}"),
+            "tf - t0 per block at the controller: from handing the block's first packet to the kernel to the answer's arrival",
+            c.end_to_end.clone(),
+        );
+    e.deadline = Some(wire::DEADLINE_NS as f64);
+    e.misses = Some(c.late + c.lost);
+    e.detail = json!({"sent": c.blocks_sent, "on_time": c.on_time, "late": c.late, "lost": c.lost,
+                          "duplicate_answers": c.duplicate_answers, "unknown_answers": c.unknown_answers});
+    out.push(e);
+    let mut pacing = Measurement::from_histogram(
+            "net",
+            &format!("pacing_error{suffix}"),
+            "the controller's send time minus each packet's due time (absolute deadlines every 45.35 us): a late sender, not a slow host",
+            c.pacing.clone(),
+        );
+    pacing.detail = json!({"packets_sent": c.packets_sent, "packets_refused": c.packets_refused});
+    out.push(pacing);
+    out
 }
