@@ -685,6 +685,7 @@ fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
         policy: cli::net_policy(a)?,
         host_cpus: cpus("--host-cpus", &a.host_cpus)?,
         controller_cpus: cpus("--controller-cpus", &a.controller_cpus)?,
+        flood_mbps: None,
     })
 }
 
@@ -885,12 +886,13 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
         Some(cli::NetRole::Emulate(e)) => return net_emulate(ctx, e),
         None => {}
     }
-    let config = net_config(a)?;
+    let mut config = net_config(a)?;
+    config.flood_mbps = a.load.flood_mbps();
     let scratch = a
         .scratch_dir
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
-    runner::check_load(&a.load, &scratch)?;
+    runner::check_net_load(&a.load, &scratch)?;
     let store = Store::open(&ctx.db_path)?;
     if !(a.quiet || a.json) {
         eprintln!(
@@ -1442,6 +1444,11 @@ fn load_worker(ctx: &Context, a: &cli::LoadWorkerArgs) -> Result<ExitCode> {
             load::ep::run_until(a.threads, &ctx.stop, &passes, &failures);
             Ok(ExitCode::SUCCESS)
         }
-        other => Err(UsageError(format!("unknown built-in load '{other}': only ep")).into()),
+        "video" => {
+            let frames = std::sync::atomic::AtomicU64::new(0);
+            load::video::run_until(a.threads, &ctx.stop, &frames);
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(UsageError(format!("unknown built-in load '{other}': ep or video")).into()),
     }
 }

@@ -67,6 +67,17 @@ pub fn load_context(scratch: &Path) -> LoadContext {
 /// Checks that a load can start here (every tool installed, scratch directory usable)
 /// without starting it. A problem is a usage error: nothing has been written yet.
 pub fn check_load(spec: &LoadSpec, scratch: &Path) -> Result<()> {
+    if spec.flood_mbps().is_some() {
+        return Err(UsageError(
+            "--load flood is a UDP stream aimed at the network probe's host: use it with audiolat net".into(),
+        )
+        .into());
+    }
+    check_net_load(spec, scratch)
+}
+
+/// [`check_load`] for the network probe, which runs a `flood` itself.
+pub fn check_net_load(spec: &LoadSpec, scratch: &Path) -> Result<()> {
     load::plan(spec, &load_context(scratch)).map_err(|e| UsageError(e.to_string()))?;
     Ok(())
 }

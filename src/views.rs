@@ -1074,6 +1074,12 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         h.counters.reordered,
         if h.kernel_timestamps { "the kernel (SO_TIMESTAMPNS)" } else { "user space" }
     );
+    if let Some((sent, mbps)) = synth.flood {
+        let _ = writeln!(
+            out,
+            "flood: {sent} datagrams of 1400 bytes at {mbps:.0} Mbit/s towards the host from a third socket (counted there as foreign)"
+        );
+    }
     for note in flag_notes(&run.flags) {
         let _ = writeln!(out, "note: {note}");
     }

@@ -725,7 +725,7 @@ fn every_load_kind_starts_is_recorded_and_is_gone_afterwards() {
             "--interval",
             "1ms",
             "--load",
-            "cpu:10+io+top+mem+ep:1+hackbench",
+            "cpu:10+io+top+mem+ep:1+hackbench+video",
             "--scratch-dir",
             dir.path().to_str().unwrap(),
             "--json",
@@ -733,7 +733,10 @@ fn every_load_kind_starts_is_recorded_and_is_gone_afterwards() {
     );
     let procs = v["load"]["processes"].as_array().unwrap();
     let items: Vec<&str> = procs.iter().map(|p| p["item"].as_str().unwrap()).collect();
-    assert_eq!(items, ["cpu:10", "io", "top", "mem", "ep:1", "hackbench"]);
+    assert_eq!(
+        items,
+        ["cpu:10", "io", "top", "mem", "ep:1", "hackbench", "video"]
+    );
     for p in procs {
         assert!(p["pgid"].as_i64().unwrap() > 0, "{p}");
         assert_ne!(p["version"], "unknown", "{p}");
@@ -2266,6 +2269,46 @@ fn net_runs_over_loopback_and_stores_the_response_time_against_the_deadline() {
         series.stdout.contains("response_time"),
         "{}",
         &series.stdout[..series.stdout.len().min(400)]
+    );
+    // Interference: an abusive UDP stream at the host and the video players. The flood
+    // reaches the host and is dropped as foreign; the controller's blocks still balance.
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "--duration",
+            "1s",
+            "--no-reference",
+            "--warmup",
+            "300ms",
+            "--load",
+            "flood:200+video",
+            "--json",
+        ],
+    );
+    assert_eq!(out["status"], "complete", "{out}");
+    let synth = &out["result"]["synth"];
+    assert!(
+        synth["flood"]["datagrams"].as_u64().unwrap() > 1000,
+        "{synth}"
+    );
+    assert!(
+        synth["host"]["drops"]["foreign"].as_u64().unwrap() > 0,
+        "{synth}"
+    );
+    assert!(out["result"]["reference"].is_null());
+    let c = &synth["controller"];
+    assert_eq!(
+        c["on_time"].as_u64().unwrap() + c["late"].as_u64().unwrap() + c["lost"].as_u64().unwrap(),
+        c["blocks_sent"].as_u64().unwrap(),
+    );
+    // A flood aimed at nothing is refused for the other probes.
+    let out = run(&db, &["jitter", "--load", "flood"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("use it with audiolat net"),
+        "{}",
+        out.stderr
     );
 }
 

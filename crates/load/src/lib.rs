@@ -35,6 +35,7 @@
 
 pub mod ep;
 pub mod spec;
+pub mod video;
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -448,6 +449,10 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
     let cpus = ctx.cpus.max(1).to_string();
     let mut out = Vec::new();
     for item in &spec.items {
+        if matches!(item, LoadItem::Flood { .. }) {
+            // The network probe sends the flood itself: only it knows the host's address.
+            continue;
+        }
         let (tool, args, discard_stdout): (Option<Tool>, Vec<String>, bool) = match item {
             LoadItem::Cpu { percent } => (
                 Some(STRESS_NG),
@@ -502,6 +507,17 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
                 vec!["-g".into(), "4".into(), "-l".into(), "1000000000".into()],
                 true,
             ),
+            LoadItem::Flood { .. } => unreachable!("skipped above"),
+            LoadItem::Video => (
+                None,
+                vec![
+                    "__load".into(),
+                    "video".into(),
+                    "--threads".into(),
+                    "2".into(),
+                ],
+                false,
+            ),
             LoadItem::Ep { threads } => (
                 None,
                 vec![
@@ -521,10 +537,16 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
             }
             None => (
                 ctx.self_exe.clone().ok_or(LoadError::NoSelfExe)?,
-                format!(
-                    "audiolat {} built-in NPB EP kernel (class S, verified each pass)",
-                    env!("CARGO_PKG_VERSION")
-                ),
+                match item {
+                    LoadItem::Video => format!(
+                        "audiolat {} built-in video players (2 x 30 fps, 1920x1080x4-byte frames streamed through memory)",
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                    _ => format!(
+                        "audiolat {} built-in NPB EP kernel (class S, verified each pass)",
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                },
             ),
         };
         out.push(LoadCommand {

@@ -1,4 +1,4 @@
-//! Load specifications: `none`, `cpu[:percent]`, `io`, `top`, `mem`, `ep[:threads]`,
+//! Load specifications: `none`, `cpu[:percent]`, `io`, `top`, `mem`, `ep[:threads]`, `video`,
 //! `hackbench`, and combinations joined with `+` (`cpu:80+io`).
 
 use std::fmt;
@@ -26,6 +26,15 @@ pub enum LoadItem {
     },
     /// rt-tests' hackbench: scheduler and socket stress.
     Hackbench,
+    /// Two video players at 30 frames per second streaming frame-sized buffers through
+    /// memory (the Tessellation study's interference).
+    Video,
+    /// An abusive UDP stream towards the network probe's host at this many Mbit/s
+    /// (default 100), run by that probe itself, which alone knows the host's address.
+    Flood {
+        /// Mbit/s of UDP payload.
+        mbps: Option<u32>,
+    },
 }
 
 impl LoadItem {
@@ -38,7 +47,19 @@ impl LoadItem {
             LoadItem::Mem => "mem",
             LoadItem::Ep { .. } => "ep",
             LoadItem::Hackbench => "hackbench",
+            LoadItem::Video => "video",
+            LoadItem::Flood { .. } => "flood",
         }
+    }
+}
+
+impl LoadSpec {
+    /// The flood's rate, if the spec has one (Mbit/s).
+    pub fn flood_mbps(&self) -> Option<u32> {
+        self.items.iter().find_map(|i| match i {
+            LoadItem::Flood { mbps } => Some(mbps.unwrap_or(100)),
+            _ => None,
+        })
     }
 }
 
@@ -47,6 +68,7 @@ impl fmt::Display for LoadItem {
         match self {
             LoadItem::Cpu { percent: Some(p) } => write!(f, "cpu:{p}"),
             LoadItem::Ep { threads: Some(t) } => write!(f, "ep:{t}"),
+            LoadItem::Flood { mbps: Some(m) } => write!(f, "flood:{m}"),
             other => f.write_str(other.name()),
         }
     }
@@ -83,7 +105,7 @@ impl fmt::Display for LoadSpec {
 
 /// A spec that does not parse; the message lists what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}; loads are none, cpu[:percent], io, top, mem, ep[:threads], hackbench, or combinations like cpu:80+io")]
+#[error("{0}; loads are none, cpu[:percent], io, top, mem, ep[:threads], hackbench, video, flood[:mbit/s] (net only), or combinations like cpu:80+io")]
 pub struct SpecError(pub String);
 
 impl FromStr for LoadSpec {
@@ -134,6 +156,10 @@ impl FromStr for LoadSpec {
                 "top" => no_arg(LoadItem::Top)?,
                 "mem" => no_arg(LoadItem::Mem)?,
                 "hackbench" => no_arg(LoadItem::Hackbench)?,
+                "video" => no_arg(LoadItem::Video)?,
+                "flood" => LoadItem::Flood {
+                    mbps: number("flood Mbit/s", 1..=100_000)?.map(|m| m as u32),
+                },
                 "ep" => LoadItem::Ep {
                     threads: number("ep threads", 1..=1024)?,
                 },

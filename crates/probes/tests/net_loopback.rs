@@ -23,6 +23,7 @@ fn config(seconds: f64) -> NetConfig {
         policy: Policy::Fifo { priority: 70 },
         host_cpus: None,
         controller_cpus: None,
+        flood_mbps: None,
     }
 }
 

@@ -68,6 +68,9 @@ pub struct NetConfig {
     pub host_cpus: Option<Vec<usize>>,
     /// CPUs of the controller's threads.
     pub controller_cpus: Option<Vec<usize>>,
+    /// An abusive UDP stream at this many Mbit/s towards the host, from a third socket
+    /// (the study's abusive streaming application); the host counts it as foreign.
+    pub flood_mbps: Option<u32>,
 }
 
 /// Blocks in `duration` at the controller's rate.
@@ -82,6 +85,40 @@ pub struct Phase {
     pub host: host::HostOutcome,
     /// The controller's side (`tf - t0`, pacing).
     pub controller: controller::ControllerOutcome,
+    /// Flood datagrams sent and the rate they achieved (Mbit/s), if a flood ran.
+    pub flood: Option<(u64, f64)>,
+}
+
+/// Datagram size of the flood: a full Ethernet payload.
+const FLOOD_DATAGRAM: usize = 1400;
+
+/// Sends junk to `host` at `mbps` until `stop`, in bursts every millisecond. Returns
+/// datagrams sent and the Mbit/s achieved.
+fn flood(host: SocketAddr, mbps: u32, stop: &AtomicBool) -> (u64, f64) {
+    let Ok(socket) = UdpSocket::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))) else {
+        return (0, 0.0);
+    };
+    let junk = [0xa5u8; FLOOD_DATAGRAM];
+    let per_ms = f64::from(mbps) * 1e6 / 8.0 / FLOOD_DATAGRAM as f64 / 1000.0;
+    let start = monotonic_ns();
+    let mut sent = 0u64;
+    let mut due = 0.0f64;
+    while !stop.load(Ordering::Relaxed) {
+        let elapsed_ms = (monotonic_ns() - start) as f64 / 1e6;
+        due = due.max(per_ms * elapsed_ms);
+        while (sent as f64) < due {
+            if socket.send_to(&junk, host).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let seconds = (monotonic_ns() - start) as f64 / 1e9;
+    (
+        sent,
+        sent as f64 * FLOOD_DATAGRAM as f64 * 8.0 / 1e6 / seconds.max(1e-9),
+    )
 }
 
 /// Both phases and the host steal over the run.
@@ -176,14 +213,22 @@ fn phase(
     };
     let host_stop = AtomicBool::new(false);
     let series = blocks_in(duration) as usize + 16;
-    let (host, controller) = std::thread::scope(|scope| {
+    let (host, controller, flooded) = std::thread::scope(|scope| {
         let host = scope.spawn(|| host::serve(&host_config, host_socket, &host_stop, series));
+        let flooder = config.flood_mbps.map(|mbps| {
+            let host_stop = &host_stop;
+            scope.spawn(move || flood(host_addr, mbps, host_stop))
+        });
         let controller = controller::run(&controller_config, controller_socket, start_ns, stop);
         host_stop.store(true, Ordering::Relaxed);
-        (host.join(), controller)
+        (host.join(), controller, flooder.and_then(|f| f.join().ok()))
     });
     let host = host.map_err(|_| NetError::Config("the host thread panicked".into()))?;
-    Ok(Phase { host, controller })
+    Ok(Phase {
+        host,
+        controller,
+        flood: flooded,
+    })
 }
 
 /// Runs the reference phase (if any), then the synth phase. Raising `stop` ends the
@@ -296,6 +341,7 @@ impl NetOutcome {
             let (h, c) = (&p.host, &p.controller);
             let d = &h.counters.drops;
             json!({
+                "flood": p.flood.map(|(sent, mbps)| json!({"datagrams": sent, "mbit_per_s": mbps})),
                 "host": {
                     "answered": h.answered, "misses": h.misses, "send_dropped": h.send_dropped,
                     "kernel_dropped": h.kernel_dropped,
