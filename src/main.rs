@@ -1153,6 +1153,9 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                                 underruns: Some(o.xruns + o.gaps),
                                 flags: run.flags.clone(),
                                 note: run.error.clone().unwrap_or_else(|| {
+                                    if m.count == 0 {
+                                        return o.verdict_line();
+                                    }
                                     format!(
                                         "{}; {:.3} frames = {} reported by the ports + {:.3} extra",
                                         o.verdict_line(),
@@ -1177,6 +1180,86 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                         }
                     }
                 }
+            }
+        }
+    }
+    // The Tessellation study's network audio, over loopback: needs nothing installed.
+    let net_label = "network audio, Migrator synth, loopback";
+    if ctx.stopped() {
+        entries.push(SuiteEntry {
+            label: net_label.into(),
+            run_id: None,
+            status: "not run".into(),
+            headline: None,
+            underruns: None,
+            flags: json!({}),
+            note: "interrupted".into(),
+        });
+    } else {
+        let config = probes::net::NetConfig {
+            duration: a.each,
+            reference_duration: (a.each / 4).max(std::time::Duration::from_secs(1)),
+            warmup: std::time::Duration::from_secs(1),
+            input: probes::net::controller::fixed_input(8, 0.5, 0.5, 0.8),
+            workers: 0,
+            poll: probes::net::host::PollMode::Block,
+            policy: engine::rt::Policy::Fifo { priority: 70 },
+            host_cpus: None,
+            controller_cpus: None,
+            flood_mbps: None,
+        };
+        match runner::net_run(
+            ctx,
+            &store,
+            Some(group),
+            &config,
+            &load::LoadSpec::default(),
+            &scratch,
+        ) {
+            Ok(run) => {
+                let headline = run.outcome.measurements().into_iter().next();
+                let phase = run.outcome.synth.as_ref();
+                let note = match phase {
+                    Some(p) => format!(
+                        "{} of {} blocks missed the 1.41 ms deadline; {} lost; the synth adds {} after the last packet",
+                        p.host.misses,
+                        p.host.answered,
+                        p.controller.lost,
+                        report::terminal::fmt_ns(
+                            p.host.after_last_packet.percentile(50.0).0 as f64
+                                - run
+                                    .outcome
+                                    .reference
+                                    .as_ref()
+                                    .map_or(0.0, |r| r.host.after_last_packet.percentile(50.0).0 as f64)
+                        )
+                    ),
+                    None => "interrupted before the synth phase".into(),
+                };
+                if run.status == RunStatus::Failed {
+                    failed = true;
+                }
+                entries.push(SuiteEntry {
+                    label: net_label.into(),
+                    run_id: Some(run.run_id),
+                    status: run.status.to_string(),
+                    headline,
+                    underruns: None,
+                    flags: run.flags.clone(),
+                    note,
+                });
+            }
+            Err(e) => {
+                failed = true;
+                entries.push(SuiteEntry {
+                    label: net_label.into(),
+                    run_id: None,
+                    status: "failed".into(),
+                    headline: None,
+                    underruns: None,
+                    flags: json!({}),
+                    note: format!("{e:#}"),
+                });
             }
         }
     }

@@ -502,9 +502,17 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     let v = run_json(&db, &["suite", "--each", "2s", "--json"]);
     let group = v["group_id"].as_i64().unwrap();
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 6, "{v}");
+    assert_eq!(runs.len(), 7, "{v}");
     assert_eq!(runs[4]["metric"], "event_latency", "{v}");
     assert_eq!(runs[5]["metric"], "roundtrip", "{v}");
+    assert_eq!(runs[6]["metric"], "response_time", "{v}");
+    assert!(
+        runs[6]["note"]
+            .as_str()
+            .unwrap()
+            .contains("missed the 1.41 ms deadline"),
+        "{v}"
+    );
     // The software loop in JACK is one period (the feedback edge), found exactly.
     assert!(
         runs[5]["note"].as_str().unwrap().starts_with("loop found"),
@@ -523,7 +531,15 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .collect();
     assert_eq!(
         probes,
-        ["roundtrip", "event", "jitter", "jitter", "jitter", "doctor"]
+        [
+            "net",
+            "roundtrip",
+            "event",
+            "jitter",
+            "jitter",
+            "jitter",
+            "doctor"
+        ]
     );
     // The loaded runs recorded their load's exact commands and versions.
     let store = Store::open_existing(&db).unwrap();
@@ -537,8 +553,8 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .iter()
         .filter_map(|r| r.load["spec"].as_str())
         .collect();
-    assert_eq!(specs, ["none", "none", "io", "cpu", "none", "none"]);
-    let cpu = &loaded[3].load["processes"][0];
+    assert_eq!(specs, ["none", "none", "none", "io", "cpu", "none", "none"]);
+    let cpu = &loaded[4].load["processes"][0];
     assert!(cpu["command"].as_str().unwrap().contains("stress-ng --cpu"));
     assert!(cpu["version"]
         .as_str()
