@@ -129,9 +129,14 @@ pub struct NetArgs {
     /// CPUs of the controller's sender and receiver.
     #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub controller_cpus: Option<String>,
-    /// Background load (see jitter).
+    /// Background load (see jitter), plus video and flood[:mbit/s] (an abusive UDP stream
+    /// at the host).
     #[arg(long, value_name = "SPEC", default_value = "none", value_parser = parse_load)]
     pub load: LoadSpec,
+    /// Run the two ends in two network namespaces joined by a veth pair (needs root)
+    /// instead of over loopback.
+    #[arg(long)]
+    pub netns: bool,
     /// Directory for the io load's files (default: the database's directory).
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,

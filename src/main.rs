@@ -686,6 +686,7 @@ fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
         host_cpus: cpus("--host-cpus", &a.host_cpus)?,
         controller_cpus: cpus("--controller-cpus", &a.controller_cpus)?,
         flood_mbps: None,
+        netns: a.netns,
     })
 }
 
@@ -1207,6 +1208,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             host_cpus: None,
             controller_cpus: None,
             flood_mbps: None,
+            netns: false,
         };
         match runner::net_run(
             ctx,

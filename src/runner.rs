@@ -819,7 +819,15 @@ pub fn net_run(
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
         config: json!({
-            "transport": "UDP over loopback (127.0.0.1), controller and host in this process",
+            "transport": if config.netns {
+                format!(
+                    "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
+                    probes::net::netns::HOST_IP,
+                    probes::net::netns::CONTROLLER_IP
+                )
+            } else {
+                "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
+            },
             "duration_s": config.duration.as_secs_f64(),
             "reference_duration_s": config.reference_duration.as_secs_f64(),
             "warmup_s": config.warmup.as_secs_f64(),

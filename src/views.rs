@@ -978,9 +978,10 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
     let pad = c.input.iter().find(|p| p.pressure > 0.0);
     let _ = writeln!(
         out,
-        "\nnet run {}: {}; controller -> host -> controller over UDP on loopback, {} pads pressed{}, synth on {}, poll {}, threads {}, load {}",
+        "\nnet run {}: {}; controller -> host -> controller over UDP on {}, {} pads pressed{}, synth on {}, poll {}, threads {}, load {}",
         run.run_id,
         run.status,
+        if c.netns { "a veth pair between two network namespaces" } else { "loopback" },
         pressed,
         pad.map(|p| format!(" (x {}, y {}, pressure {})", p.x, p.y, p.pressure)).unwrap_or_default(),
         if c.workers == 0 { "the network thread".to_string() } else { format!("{} workers", c.workers) },

@@ -2328,6 +2328,56 @@ fn net_runs_over_loopback_and_stores_the_response_time_against_the_deadline() {
     );
 }
 
+/// Across two network namespaces joined by a veth pair (root only): the link is real,
+/// the namespaces are gone afterwards.
+#[test]
+fn net_runs_across_two_network_namespaces_and_removes_them() {
+    let _m = machine_lock();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    require_tool("ip", "iproute2");
+    let dir = tempdir();
+    let db = dir.path().join("ns.db");
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "--netns",
+            "--duration",
+            "1s",
+            "--no-reference",
+            "--warmup",
+            "300ms",
+            "--json",
+        ],
+    );
+    assert_eq!(out["status"], "complete", "{out}");
+    let c = &out["result"]["synth"]["controller"];
+    assert!(c["on_time"].as_u64().unwrap() > 500, "{c}");
+    let store = Store::open_existing(&db).unwrap();
+    let stored = store.run(out["run_id"].as_i64().unwrap()).unwrap();
+    assert!(
+        stored.config["transport"]
+            .as_str()
+            .unwrap()
+            .contains("veth"),
+        "{}",
+        stored.config
+    );
+    let left = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        !left.contains("al-host-") && !left.contains("al-ctl-"),
+        "left behind: {left}"
+    );
+}
+
 #[test]
 fn net_respond_and_emulate_talk_across_processes() {
     let _m = machine_lock();

@@ -24,6 +24,7 @@ fn config(seconds: f64) -> NetConfig {
         host_cpus: None,
         controller_cpus: None,
         flood_mbps: None,
+        netns: false,
     }
 }
 

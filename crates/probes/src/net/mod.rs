@@ -31,6 +31,7 @@
 
 pub mod controller;
 pub mod host;
+pub mod netns;
 pub mod udp;
 pub mod wire;
 
@@ -71,6 +72,9 @@ pub struct NetConfig {
     /// An abusive UDP stream at this many Mbit/s towards the host, from a third socket
     /// (the study's abusive streaming application); the host counts it as foreign.
     pub flood_mbps: Option<u32>,
+    /// Put the two ends in two network namespaces joined by a veth pair (root), instead
+    /// of loopback.
+    pub netns: bool,
 }
 
 /// Blocks in `duration` at the controller's rate.
@@ -94,10 +98,7 @@ const FLOOD_DATAGRAM: usize = 1400;
 
 /// Sends junk to `host` at `mbps` until `stop`, in bursts every millisecond. Returns
 /// datagrams sent and the Mbit/s achieved.
-fn flood(host: SocketAddr, mbps: u32, stop: &AtomicBool) -> (u64, f64) {
-    let Ok(socket) = UdpSocket::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))) else {
-        return (0, 0.0);
-    };
+fn flood(socket: UdpSocket, host: SocketAddr, mbps: u32, stop: &AtomicBool) -> (u64, f64) {
     let junk = [0xa5u8; FLOOD_DATAGRAM];
     let per_ms = f64::from(mbps) * 1e6 / 8.0 / FLOOD_DATAGRAM as f64 / 1000.0;
     let start = monotonic_ns();
@@ -175,13 +176,22 @@ pub fn bind(addr: SocketAddr) -> Result<UdpSocket, NetError> {
 
 fn phase(
     config: &NetConfig,
+    link: Option<&netns::NetnsPair>,
     synth: bool,
     duration: Duration,
     stop: &AtomicBool,
 ) -> Result<Phase, NetError> {
     let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let host_socket = bind(loopback)?;
-    let controller_socket = bind(loopback)?;
+    let socket = |end: netns::End| match link {
+        Some(pair) => pair.bind(end, 0),
+        None => bind(loopback),
+    };
+    let host_socket = socket(netns::End::Host)?;
+    let controller_socket = socket(netns::End::Controller)?;
+    let flood_socket = match config.flood_mbps {
+        Some(_) => Some(socket(netns::End::Controller)?),
+        None => None,
+    };
     let host_addr = host_socket
         .local_addr()
         .map_err(|e| NetError::Config(e.to_string()))?;
@@ -215,9 +225,9 @@ fn phase(
     let series = blocks_in(duration) as usize + 16;
     let (host, controller, flooded) = std::thread::scope(|scope| {
         let host = scope.spawn(|| host::serve(&host_config, host_socket, &host_stop, series));
-        let flooder = config.flood_mbps.map(|mbps| {
+        let flooder = config.flood_mbps.zip(flood_socket).map(|(mbps, socket)| {
             let host_stop = &host_stop;
-            scope.spawn(move || flood(host_addr, mbps, host_stop))
+            scope.spawn(move || flood(socket, host_addr, mbps, host_stop))
         });
         let controller = controller::run(&controller_config, controller_socket, start_ns, stop);
         host_stop.store(true, Ordering::Relaxed);
@@ -240,18 +250,30 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
             config.workers
         )));
     }
+    let link = if config.netns {
+        Some(netns::NetnsPair::create()?)
+    } else {
+        None
+    };
     let steal = StealSampler::start(Duration::from_millis(50), None);
     let start_ns = monotonic_ns();
     let reference = if config.reference_duration.is_zero() {
         None
     } else {
-        Some(phase(config, false, config.reference_duration, stop)?)
+        Some(phase(
+            config,
+            link.as_ref(),
+            false,
+            config.reference_duration,
+            stop,
+        )?)
     };
     let synth = if stop.load(Ordering::Relaxed) {
         None
     } else {
-        Some(phase(config, true, config.duration, stop)?)
+        Some(phase(config, link.as_ref(), true, config.duration, stop)?)
     };
+    drop(link);
     Ok(NetOutcome {
         reference,
         synth,
