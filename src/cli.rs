@@ -253,10 +253,9 @@ fn parse_unit(s: &str) -> Result<f32, String> {
 fn parse_workers(s: &str) -> Result<usize, String> {
     let cpus = engine::rt::online_cpus().len().max(1);
     match s.trim().parse::<usize>() {
-        Ok(n) if n <= 4 * cpus => Ok(n),
+        Ok(n) if n <= cpus => Ok(n),
         Ok(n) => Err(format!(
-            "{n} workers on {cpus} CPUs would spin against each other: use 0 to {} (each worker spins on its own CPU while it waits)",
-            4 * cpus
+            "{n} workers on {cpus} CPUs would spin against each other: use 0 to {cpus} (each worker spins on a CPU of its own while it waits)"
         )),
         Err(_) => Err("use a whole number of worker threads, 0 or more".into()),
     }

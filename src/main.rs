@@ -696,6 +696,11 @@ fn cpu_list(flag: &str, list: &Option<String>) -> Result<Option<Vec<usize>>, Usa
         Some(l) => {
             let parsed =
                 engine::rt::parse_cpu_list(l).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+            if parsed.is_empty() {
+                return Err(UsageError(format!(
+                    "{flag} is empty: give CPUs like 1 or 0-3,6, or leave the flag out"
+                )));
+            }
             let online = engine::rt::online_cpus();
             if let Some(c) = parsed.iter().find(|c| !online.contains(c)) {
                 return Err(UsageError(format!(
@@ -851,7 +856,7 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
             "malformed_answers": o.malformed.total()});
             let error = o.error.clone().or_else(|| {
             (o.blocks_sent > 0 && o.on_time + o.late == 0).then(|| format!(
-                "no answer from {}: is `audiolat net respond` running there, and does its --peer name {}?",
+                "no answer from {}: is `audiolat net respond` running there, and does its --peer name this controller's address ({} as the host sees it)?",
                 a.host, a.bind
             ))
         });
@@ -862,13 +867,17 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
 }
 
 fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -> Result<ExitCode> {
+    let nothing = run
+        .measurements
+        .first()
+        .is_none_or(|m| m.summary.count == 0);
     if as_json {
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
             "error": run.error,
             "measurements": run.measurements.iter().map(views::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
-    } else {
+    } else if !(nothing && run.error.is_some()) {
         print!("{}", views::net_end_text(run, db));
     }
     if let Some(e) = &run.error {
@@ -897,10 +906,15 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     let store = Store::open(&ctx.db_path)?;
     if !(a.quiet || a.json) {
         eprintln!(
-            "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over loopback",
+            "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
             views::fmt_duration(config.reference_duration),
             views::fmt_duration(config.duration),
-            views::fmt_duration(config.warmup)
+            views::fmt_duration(config.warmup),
+            if config.netns {
+                "a veth pair between two network namespaces"
+            } else {
+                "loopback"
+            }
         );
     }
     let run = runner::net_run(ctx, &store, None, &config, &a.load, &scratch)?;

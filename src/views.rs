@@ -1020,9 +1020,11 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
     );
     let _ = writeln!(
         out,
-        "gathering a block's 16 packets takes {} (15 x 45.35 us between its first and last); no response was shorter than its block's gathering: {}",
+        "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
         fmt_ns(h.gathering.percentile(50.0).0 as f64),
-        if h.below_gathering == 0 { "true".to_string() } else { format!("false, {} blocks", h.below_gathering) }
+        h.short_responses,
+        fmt_ns(probes::net::host::SHORT_RESPONSE_NS as f64),
+        synth.controller.pacing.hdr().count_between(60_000, u64::MAX)
     );
     let _ = PACKET_INTERVAL_NS;
     if let (Some(s), Some(r)) = (&o.synth, &o.reference) {

@@ -28,12 +28,14 @@ use super::wire::{
 /// The controlled input: every pad's (x, y, pressure), fixed for the run.
 pub type PadInput = [PadFrame; PADS];
 
-/// The study's kind of controlled input: the first `pressed` pads at the given position
-/// and pressure, the others untouched.
+/// The study's kind of controlled input: `pressed` pads, spread evenly over the 32 (so
+/// synth workers, which own contiguous ranges of objects, share the work), at the given
+/// position and pressure; the others untouched.
 pub fn fixed_input(pressed: usize, x: f32, y: f32, pressure: f32) -> PadInput {
     let mut pads = [PadFrame::ZERO; PADS];
-    for pad in pads.iter_mut().take(pressed.min(PADS)) {
-        *pad = PadFrame { x, y, pressure };
+    let pressed = pressed.min(PADS);
+    for k in 0..pressed {
+        pads[k * PADS / pressed] = PadFrame { x, y, pressure };
     }
     pads
 }
@@ -96,20 +98,26 @@ pub struct ControllerOutcome {
 
 const HIST_BOUND_NS: u64 = 10_000_000_000;
 
-/// Sleeps until the monotonic time `due_ns`. Real-time safe.
-fn sleep_until(due_ns: u64) {
+/// Sleeps until the monotonic time `due_ns`, again after a signal interrupts it, unless
+/// `stop` was raised. Real-time safe.
+fn sleep_until(due_ns: u64, stop: &AtomicBool) {
     let ts = libc::timespec {
         tv_sec: (due_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (due_ns % 1_000_000_000) as libc::c_long,
     };
-    // SAFETY: a valid timespec; EINTR just returns early (the caller sends late).
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        );
+    loop {
+        // SAFETY: a valid timespec; with TIMER_ABSTIME no remainder is written.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR || stop.load(Ordering::Relaxed) {
+            return;
+        }
     }
 }
 
@@ -233,49 +241,69 @@ pub fn run(
             }
             Err(_) => None,
         };
-        // The sender, on this thread.
-        let rt = ThreadRt::apply(&config.policy, sender_cpus.as_deref(), 128 * 1024);
-        let mut pacing = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
-        let frames: InputFrames = [config.input; 2];
-        let mut packet = [0u8; INPUT_PACKET_BYTES];
-        let total = config.blocks + config.warmup_blocks;
-        let (mut sent, mut refused) = (0u64, 0u64);
-        let mut counted_blocks = 0u64;
-        let mut error = None;
-        'blocks: for block in 0..total {
-            for index in 0..PACKETS_PER_BLOCK as u64 {
-                if stop.load(Ordering::Relaxed) {
-                    break 'blocks;
-                }
-                let k = block * PACKETS_PER_BLOCK as u64 + index;
-                let due = start_ns + wire::packet_due_ns(k);
-                sleep_until(due);
-                let now = monotonic_ns();
-                pacing.record(now.saturating_sub(due));
-                let header = InputHeader {
-                    index: index as u8,
-                    seq: k as u32,
-                    block: block as u32,
-                    sender_time_ns: now,
-                };
-                wire::encode_input(&header, &frames, &mut packet);
-                match udp::send_to(&socket, &packet, config.host) {
-                    Ok(true) => sent += 1,
-                    Ok(false) => refused += 1,
-                    Err(e) => {
-                        error = Some(format!("sending to the host {}: {e}", config.host));
+        // The sender, on a thread of its own (its policy and CPUs must not stick to the
+        // caller, who starts the next phase's threads).
+        let sender = scope.spawn(|| {
+            let rt = ThreadRt::apply(&config.policy, sender_cpus.as_deref(), 128 * 1024);
+            let mut pacing = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
+            let frames: InputFrames = [config.input; 2];
+            let mut packet = [0u8; INPUT_PACKET_BYTES];
+            let total = config.blocks + config.warmup_blocks;
+            let (mut sent, mut refused) = (0u64, 0u64);
+            let mut counted_blocks = 0u64;
+            let mut error = None;
+            'blocks: for block in 0..total {
+                for index in 0..PACKETS_PER_BLOCK as u64 {
+                    if stop.load(Ordering::Relaxed) {
                         break 'blocks;
                     }
-                }
-                if index == 0 {
-                    let _ = sent_tx.push((block as u32, now));
-                    if now >= counted_from_ns {
-                        counted_blocks += 1;
+                    let k = block * PACKETS_PER_BLOCK as u64 + index;
+                    let due = start_ns + wire::packet_due_ns(k);
+                    sleep_until(due, stop);
+                    let now = monotonic_ns();
+                    pacing.record(now.saturating_sub(due));
+                    let header = InputHeader {
+                        index: index as u8,
+                        seq: k as u32,
+                        block: block as u32,
+                        sender_time_ns: now,
+                    };
+                    wire::encode_input(&header, &frames, &mut packet);
+                    match udp::send_to(&socket, &packet, config.host) {
+                        Ok(true) => sent += 1,
+                        Ok(false) => refused += 1,
+                        Err(e) => {
+                            error = Some(format!("sending to the host {}: {e}", config.host));
+                            break 'blocks;
+                        }
+                    }
+                    if index == 0 {
+                        let _ = sent_tx.push((block as u32, now));
+                        if now >= counted_from_ns {
+                            counted_blocks += 1;
+                        }
                     }
                 }
             }
-        }
-        sender_done.store(true, Ordering::Release);
+            sender_done.store(true, Ordering::Release);
+            (rt.sched, pacing, sent, refused, counted_blocks, error)
+        });
+        let (sender_sched, pacing, sent, refused, counted_blocks, error) =
+            sender.join().unwrap_or_else(|_| {
+                sender_done.store(true, Ordering::Release);
+                (
+                    SchedGrant {
+                        requested: config.policy,
+                        granted: Policy::Other { nice: 0 },
+                        refusal: Some("the sender thread panicked".into()),
+                    },
+                    LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound"),
+                    0,
+                    0,
+                    0,
+                    Some("the controller's sender thread panicked".to_string()),
+                )
+            });
         let received = receiver.and_then(|r| r.join().ok());
         let Some((
             rx_sched,
@@ -302,7 +330,7 @@ pub fn run(
                 duplicate_answers: 0,
                 unknown_answers: 0,
                 malformed: DropCounters::default(),
-                sender_thread: rt.sched,
+                sender_thread: sender_sched.clone(),
                 receiver_thread: None,
                 kernel_timestamps: false,
                 counted_from_ns,
@@ -322,7 +350,7 @@ pub fn run(
             duplicate_answers: duplicates,
             unknown_answers: unknown,
             malformed,
-            sender_thread: rt.sched,
+            sender_thread: sender_sched,
             receiver_thread: Some(rx_sched),
             kernel_timestamps: kernel,
             counted_from_ns,

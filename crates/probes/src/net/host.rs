@@ -93,6 +93,10 @@ pub struct HostOutcome {
     /// Counted blocks whose response was below their own gathering time (impossible for
     /// a correct clock; kept as a check).
     pub below_gathering: u64,
+    /// Counted blocks answered in less than [`SHORT_RESPONSE_NS`]: faster than 16
+    /// packets can be sent at the controller's rate, so their packets came in a burst
+    /// (a controller catching up after it was late), not from a fast host.
+    pub short_responses: u64,
     /// Answers the kernel would not take (queue full).
     pub send_dropped: u64,
     /// Datagrams the kernel dropped because the socket's receive queue was full
@@ -112,6 +116,10 @@ pub struct HostOutcome {
     /// `series_capacity` blocks).
     pub series: Vec<(u64, u64)>,
 }
+
+/// 90 % of the 15 packet intervals between a block's first and last packet: a response
+/// shorter than this means the packets did not arrive at the controller's pace.
+pub const SHORT_RESPONSE_NS: u64 = 15 * wire::PACKET_INTERVAL_NS * 9 / 10;
 
 /// The largest response the histograms hold exactly (beyond: counted as overflow).
 const HIST_BOUND_NS: u64 = 10_000_000_000;
@@ -147,7 +155,12 @@ pub fn serve(
             .map(|c| vec![c[k % c.len()]])
     };
     // Split the objects over the workers as evenly as possible.
-    let workers = config.workers.min(OBJECTS);
+    // The reference host answers without the synth: no workers spinning beside it.
+    let workers = if config.synth {
+        config.workers.min(OBJECTS)
+    } else {
+        0
+    };
     let slots: Vec<Arc<WorkerSlot>> = (0..workers)
         .map(|_| {
             Arc::new(WorkerSlot {
@@ -226,6 +239,7 @@ pub fn serve(
     let mut seq = 0u32;
     let (mut answered, mut answered_in_warmup, mut misses, mut below, mut send_dropped) =
         (0, 0, 0, 0, 0);
+    let mut short = 0u64;
     let mut all_kernel = kernel_timestamps;
     let mut offset_refreshed = monotonic_ns();
     let mut error = None;
@@ -257,7 +271,6 @@ pub fn serve(
                     assembler.record_drop(DropReason::Foreign);
                     continue;
                 }
-                (None, Some(from)) => peer = Some(from),
                 _ => {}
             }
             all_kernel &= d.kernel_timestamp;
@@ -269,7 +282,14 @@ pub fn serve(
                 continue;
             }
             let packet = match wire::parse(d.bytes) {
-                Ok(Packet::Input(p)) => p,
+                Ok(Packet::Input(p)) => {
+                    // Without a configured peer, the first sender of a valid packet
+                    // becomes it (junk from anyone else cannot take the stream over).
+                    if peer.is_none() {
+                        peer = d.from;
+                    }
+                    p
+                }
                 Ok(Packet::Output(_)) => {
                     assembler.record_drop(DropReason::UnknownKind);
                     continue;
@@ -367,6 +387,9 @@ pub fn serve(
             if t < gather {
                 below += 1;
             }
+            if t < SHORT_RESPONSE_NS {
+                short += 1;
+            }
             if series.len() < series.capacity() {
                 series.push((block.first_arrival_ns, t));
             }
@@ -388,6 +411,7 @@ pub fn serve(
         answered_in_warmup,
         misses,
         below_gathering: below,
+        short_responses: short,
         send_dropped,
         // The socket is this host's own, so its counter started at 0.
         kernel_dropped: u64::from(last_drop_count),

@@ -421,6 +421,7 @@ pub fn host_measurements(h: &host::HostOutcome, suffix: &str) -> Vec<Measurement
         "answered": h.answered,
         "answered_in_warmup": h.answered_in_warmup,
         "below_gathering": h.below_gathering,
+        "short_responses": h.short_responses,
         "send_dropped": h.send_dropped,
         "kernel_timestamps": h.kernel_timestamps,
         "gathering_ns_median": h.gathering.percentile(50.0).0,

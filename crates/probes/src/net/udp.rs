@@ -272,16 +272,53 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-/// Sends one datagram; `Ok(false)` when the kernel's queue was full (`EAGAIN`/`ENOBUFS`:
-/// the datagram is lost, as on a congested link). Real-time safe.
+/// Sends one datagram without blocking (`MSG_DONTWAIT`); `Ok(false)` when the kernel's
+/// queue was full (`EAGAIN`/`ENOBUFS`: the datagram is lost, as on a congested link) or
+/// the port refused it. Real-time safe.
 pub fn send_to(socket: &UdpSocket, bytes: &[u8], to: SocketAddr) -> io::Result<bool> {
-    match socket.send_to(bytes, to) {
-        Ok(_) => Ok(true),
-        Err(e) => match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::ENOBUFS) => Ok(false),
-            // A refused port on loopback (the peer is gone, or not yet bound): lost.
-            Some(libc::ECONNREFUSED) => Ok(false),
-            _ => Err(e),
-        },
+    // SAFETY: all-zero is a valid sockaddr_storage; it is filled below for the family.
+    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+    let len = match to {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for a sockaddr_in.
+            let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr = libc::in_addr {
+                s_addr: u32::from(*a.ip()).to_be(),
+            };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for a sockaddr_in6.
+            let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_addr = libc::in6_addr {
+                s6_addr: a.ip().octets(),
+            };
+            sin6.sin6_scope_id = a.scope_id();
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    // SAFETY: a valid socket, a buffer of `bytes.len()` bytes, an address of `len` bytes.
+    let n = unsafe {
+        libc::sendto(
+            socket.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT,
+            (&storage as *const libc::sockaddr_storage).cast(),
+            len as libc::socklen_t,
+        )
+    };
+    if n >= 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => Ok(false),
+        _ => Err(e),
     }
 }
