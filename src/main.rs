@@ -930,6 +930,21 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     })
 }
 
+impl SuiteEntry {
+    /// A scenario the suite did not reach because it was interrupted.
+    fn not_run(label: &str) -> SuiteEntry {
+        SuiteEntry {
+            label: label.into(),
+            run_id: None,
+            status: "not run".into(),
+            headline: None,
+            underruns: None,
+            flags: json!({}),
+            note: "interrupted".into(),
+        }
+    }
+}
+
 struct SuiteEntry {
     label: String,
     run_id: Option<i64>,
@@ -982,15 +997,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
     let mut failed = false;
     for (label, config, load) in runner::suite_plan(a.each) {
         if ctx.stopped() {
-            entries.push(SuiteEntry {
-                label: label.into(),
-                run_id: None,
-                status: "not run".into(),
-                headline: None,
-                underruns: None,
-                flags: json!({}),
-                note: "interrupted".into(),
-            });
+            entries.push(SuiteEntry::not_run(label));
             continue;
         }
         if let Err(e) = runner::check_load(&load, &scratch) {
@@ -1043,15 +1050,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
     // Event-to-audio latency on JACK: a running server, else a private jackd -d dummy.
     let event_label = "event latency, sine, asap";
     if ctx.stopped() {
-        entries.push(SuiteEntry {
-            label: event_label.into(),
-            run_id: None,
-            status: "not run".into(),
-            headline: None,
-            underruns: None,
-            flags: json!({}),
-            note: "interrupted".into(),
-        });
+        entries.push(SuiteEntry::not_run(event_label));
     } else {
         let req = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
         match engine::jack_server::JackServer::connect(&req) {
@@ -1136,15 +1135,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                 // (or nothing but a cable can close a loop on real hardware).
                 let rt_label = "round trip, JACK software loop";
                 if ctx.stopped() {
-                    entries.push(SuiteEntry {
-                        label: rt_label.into(),
-                        run_id: None,
-                        status: "not run".into(),
-                        headline: None,
-                        underruns: None,
-                        flags: json!({}),
-                        note: "interrupted".into(),
-                    });
+                    entries.push(SuiteEntry::not_run(rt_label));
                 } else {
                     let outcome =
                         suite_roundtrip(ctx, &store, group, &mut server, a, &scratch, quiet);
@@ -1201,15 +1192,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
     // The Tessellation study's network audio, over loopback: needs nothing installed.
     let net_label = "network audio, Migrator synth, loopback";
     if ctx.stopped() {
-        entries.push(SuiteEntry {
-            label: net_label.into(),
-            run_id: None,
-            status: "not run".into(),
-            headline: None,
-            underruns: None,
-            flags: json!({}),
-            note: "interrupted".into(),
-        });
+        entries.push(SuiteEntry::not_run(net_label));
     } else {
         let config = probes::net::NetConfig {
             duration: a.each,

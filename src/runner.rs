@@ -64,6 +64,23 @@ pub fn load_context(scratch: &Path) -> LoadContext {
     }
 }
 
+/// Marks a run that could not measure as failed with the reason, and returns the error
+/// for the user.
+fn fail_run<E: std::error::Error + Send + Sync + 'static>(
+    store: &Store,
+    run_id: i64,
+    e: E,
+) -> anyhow::Error {
+    let _ = store.finish_run(
+        run_id,
+        RunStatus::Failed,
+        &json!({}),
+        &json!({}),
+        Some(&e.to_string()),
+    );
+    anyhow::Error::new(e).context(format!("run {run_id} failed"))
+}
+
 /// Checks that a load can start here (every tool installed, scratch directory usable)
 /// without starting it. A problem is a usage error: nothing has been written yet.
 pub fn check_load(spec: &LoadSpec, scratch: &Path) -> Result<()> {
@@ -456,17 +473,7 @@ pub fn event_run(
     let (load_json, load_events) = load.stop();
     let outcome = match result {
         Ok(o) => o,
-        Err(e) => {
-            let msg = e.to_string();
-            let _ = store.finish_run(
-                run_id,
-                RunStatus::Failed,
-                &json!({}),
-                &json!({}),
-                Some(&msg),
-            );
-            return Err(anyhow::Error::new(e).context(format!("run {run_id} failed")));
-        }
+        Err(e) => return Err(fail_run(store, run_id, e)),
     };
     store.replace_measurements(run_id, &outcome.measurements())?;
     if !load_events.is_empty() {
@@ -717,17 +724,7 @@ pub fn roundtrip_run(
     let (load_json, load_events) = load.stop();
     let outcome = match result {
         Ok(o) => o,
-        Err(e) => {
-            let msg = e.to_string();
-            let _ = store.finish_run(
-                run_id,
-                RunStatus::Failed,
-                &json!({}),
-                &json!({}),
-                Some(&msg),
-            );
-            return Err(anyhow::Error::new(e).context(format!("run {run_id} failed")));
-        }
+        Err(e) => return Err(fail_run(store, run_id, e)),
     };
     store.replace_measurements(run_id, &outcome.measurements())?;
     for s in outcome.series() {
@@ -853,17 +850,7 @@ pub fn net_run(
     let (load_json, load_events) = load.stop();
     let outcome = match result {
         Ok(o) => o,
-        Err(e) => {
-            let msg = e.to_string();
-            let _ = store.finish_run(
-                run_id,
-                RunStatus::Failed,
-                &json!({}),
-                &json!({}),
-                Some(&msg),
-            );
-            return Err(anyhow::Error::new(e).context(format!("run {run_id} failed")));
-        }
+        Err(e) => return Err(fail_run(store, run_id, e)),
     };
     store.replace_measurements(run_id, &outcome.measurements())?;
     for s in outcome.series() {

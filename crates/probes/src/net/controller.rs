@@ -101,24 +101,7 @@ const HIST_BOUND_NS: u64 = 10_000_000_000;
 /// Sleeps until the monotonic time `due_ns`, again after a signal interrupts it, unless
 /// `stop` was raised. Real-time safe.
 fn sleep_until(due_ns: u64, stop: &AtomicBool) {
-    let ts = libc::timespec {
-        tv_sec: (due_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (due_ns % 1_000_000_000) as libc::c_long,
-    };
-    loop {
-        // SAFETY: a valid timespec; with TIMER_ABSTIME no remainder is written.
-        let r = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if r != libc::EINTR || stop.load(Ordering::Relaxed) {
-            return;
-        }
-    }
+    while !engine::clock::sleep_until_ns_interruptible(due_ns) && !stop.load(Ordering::Relaxed) {}
 }
 
 /// Runs the controller on `socket` (bound, not connected). `start_ns` is when packet 0
