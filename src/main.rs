@@ -931,6 +931,15 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
 }
 
 impl SuiteEntry {
+    /// A scenario that could not run, with the reason.
+    fn failed(label: &str, e: &anyhow::Error) -> SuiteEntry {
+        SuiteEntry {
+            status: "failed".into(),
+            note: format!("{e:#}"),
+            ..SuiteEntry::not_run(label)
+        }
+    }
+
     /// A scenario the suite did not reach because it was interrupted.
     fn not_run(label: &str) -> SuiteEntry {
         SuiteEntry {
@@ -1035,15 +1044,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             }
             Err(e) => {
                 failed = true;
-                entries.push(SuiteEntry {
-                    label: label.into(),
-                    run_id: None,
-                    status: "failed".into(),
-                    headline: None,
-                    underruns: None,
-                    flags: json!({}),
-                    note: format!("{e:#}"),
-                });
+                entries.push(SuiteEntry::failed(label, &e));
             }
         }
     }
@@ -1120,15 +1121,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                     }
                     Err(e) => {
                         failed = true;
-                        entries.push(SuiteEntry {
-                            label: event_label.into(),
-                            run_id: None,
-                            status: "failed".into(),
-                            headline: None,
-                            underruns: None,
-                            flags: json!({}),
-                            note: format!("{e:#}"),
-                        });
+                        entries.push(SuiteEntry::failed(event_label, &e));
                     }
                 }
                 // The round trip on the same server, through audiolat's software loop
@@ -1174,15 +1167,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                         }
                         Err(e) => {
                             failed = true;
-                            entries.push(SuiteEntry {
-                                label: rt_label.into(),
-                                run_id: None,
-                                status: "failed".into(),
-                                headline: None,
-                                underruns: None,
-                                flags: json!({}),
-                                note: format!("{e:#}"),
-                            });
+                            entries.push(SuiteEntry::failed(rt_label, &e));
                         }
                     }
                 }
@@ -1250,15 +1235,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             }
             Err(e) => {
                 failed = true;
-                entries.push(SuiteEntry {
-                    label: net_label.into(),
-                    run_id: None,
-                    status: "failed".into(),
-                    headline: None,
-                    underruns: None,
-                    flags: json!({}),
-                    note: format!("{e:#}"),
-                });
+                entries.push(SuiteEntry::failed(net_label, &e));
             }
         }
     }

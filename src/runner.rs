@@ -81,6 +81,45 @@ fn fail_run<E: std::error::Error + Send + Sync + 'static>(
     anyhow::Error::new(e).context(format!("run {run_id} failed"))
 }
 
+/// How an audio probe's stream ended.
+enum StreamEnd<'a> {
+    Done,
+    Interrupted,
+    Gone(&'a str),
+    Panicked(&'a str),
+}
+
+/// The stored status and message of an audio run that measured `measured` `what`
+/// (triggers, windows), and whether the message is an error to report (the stream
+/// failed) rather than a note (the user interrupted it).
+fn stream_end(
+    end: StreamEnd<'_>,
+    what: &str,
+    measured: usize,
+    run_id: i64,
+) -> (RunStatus, Option<String>, bool) {
+    match end {
+        StreamEnd::Done => (RunStatus::Complete, None, false),
+        StreamEnd::Interrupted => (
+            RunStatus::Interrupted,
+            Some(format!("interrupted by a signal (Ctrl-C or SIGTERM); the measured {what} are kept")),
+            false,
+        ),
+        StreamEnd::Gone(reason) => (
+            RunStatus::Interrupted,
+            Some(format!(
+                "the audio stream ended mid-run: {reason}; {measured} {what} measured before that are kept in run {run_id}"
+            )),
+            true,
+        ),
+        StreamEnd::Panicked(p) => (
+            RunStatus::Failed,
+            Some(format!("the audio callback panicked ({p}); {measured} {what} kept in run {run_id}")),
+            true,
+        ),
+    }
+}
+
 /// Checks that a load can start here (every tool installed, scratch directory usable)
 /// without starting it. A problem is a usage error: nothing has been written yet.
 pub fn check_load(spec: &LoadSpec, scratch: &Path) -> Result<()> {
@@ -486,24 +525,17 @@ pub fn event_run(
         flags["store_error"] = json!(e);
     }
     use probes::event::EventEnd;
-    let measured = outcome.rows.len();
-    let (status, error) = match &outcome.end {
-        EventEnd::Complete => (RunStatus::Complete, None),
-        EventEnd::Interrupted => (
-            RunStatus::Interrupted,
-            Some("interrupted by a signal (Ctrl-C or SIGTERM); the measured triggers are kept".to_string()),
-        ),
-        EventEnd::ServerGone(reason) => (
-            RunStatus::Interrupted,
-            Some(format!(
-                "the audio stream ended mid-run: {reason}; {measured} triggers measured before that are kept in run {run_id}"
-            )),
-        ),
-        EventEnd::Panicked(p) => (
-            RunStatus::Failed,
-            Some(format!("the audio callback panicked ({p}); {measured} triggers kept in run {run_id}")),
-        ),
-    };
+    let (status, error, report) = stream_end(
+        match &outcome.end {
+            EventEnd::Complete => StreamEnd::Done,
+            EventEnd::Interrupted => StreamEnd::Interrupted,
+            EventEnd::ServerGone(r) => StreamEnd::Gone(r),
+            EventEnd::Panicked(p) => StreamEnd::Panicked(p),
+        },
+        "triggers",
+        outcome.rows.len(),
+        run_id,
+    );
     store.finish_run(
         run_id,
         status,
@@ -511,10 +543,7 @@ pub fn event_run(
         &outcome.result_json(),
         error.as_deref(),
     )?;
-    let error = match &outcome.end {
-        EventEnd::ServerGone(_) | EventEnd::Panicked(_) => error,
-        _ => None,
-    };
+    let error = error.filter(|_| report);
     Ok(EventRun {
         run_id,
         status,
@@ -739,24 +768,17 @@ pub fn roundtrip_run(
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
     use probes::roundtrip::RoundtripEnd;
-    let windows = outcome.estimates.len();
-    let (status, error) = match &outcome.end {
-        RoundtripEnd::Complete | RoundtripEnd::NoSignal => (RunStatus::Complete, None),
-        RoundtripEnd::Interrupted => (
-            RunStatus::Interrupted,
-            Some("interrupted by a signal (Ctrl-C or SIGTERM); the measured windows are kept".to_string()),
-        ),
-        RoundtripEnd::ServerGone(reason) => (
-            RunStatus::Interrupted,
-            Some(format!(
-                "the audio stream ended mid-run: {reason}; {windows} windows measured before that are kept in run {run_id}"
-            )),
-        ),
-        RoundtripEnd::Panicked(p) => (
-            RunStatus::Failed,
-            Some(format!("the audio callback panicked ({p}); {windows} windows kept in run {run_id}")),
-        ),
-    };
+    let (status, error, report) = stream_end(
+        match &outcome.end {
+            RoundtripEnd::Complete | RoundtripEnd::NoSignal => StreamEnd::Done,
+            RoundtripEnd::Interrupted => StreamEnd::Interrupted,
+            RoundtripEnd::ServerGone(r) => StreamEnd::Gone(r),
+            RoundtripEnd::Panicked(p) => StreamEnd::Panicked(p),
+        },
+        "windows",
+        outcome.estimates.len(),
+        run_id,
+    );
     store.finish_run(
         run_id,
         status,
@@ -764,10 +786,7 @@ pub fn roundtrip_run(
         &outcome.result_json(),
         error.as_deref(),
     )?;
-    let error = match &outcome.end {
-        RoundtripEnd::ServerGone(_) | RoundtripEnd::Panicked(_) => error,
-        _ => None,
-    };
+    let error = error.filter(|_| report);
     Ok(RoundtripRun {
         run_id,
         status,

@@ -303,24 +303,7 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         "\nevent latency: {} trigger -> first sample at the DAC, {} backend ({} model), {} Hz",
         first.outcome.config.source, info.backend, info.model, info.sample_rate_hz
     );
-    let _ = writeln!(
-        out,
-        "server `{}`{}{}",
-        server.name,
-        if server.private {
-            format!(
-                " (private: {})",
-                server.command_line.as_deref().unwrap_or("?")
-            )
-        } else {
-            " (external)".into()
-        },
-        server
-            .version
-            .as_deref()
-            .map(|v| format!(", {v}"))
-            .unwrap_or_default()
-    );
+    let _ = writeln!(out, "{}", server_line(server));
     let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
     let loopback = runs
         .iter()
@@ -696,24 +679,7 @@ pub fn roundtrip_text(
     );
     let server = &info.server;
     if info.backend == "jack" {
-        let _ = writeln!(
-            out,
-            "server `{}`{}{}",
-            server.name,
-            if server.private {
-                format!(
-                    " (private: {})",
-                    server.command_line.as_deref().unwrap_or("?")
-                )
-            } else {
-                " (external)".into()
-            },
-            server
-                .version
-                .as_deref()
-                .map(|v| format!(", {v}"))
-                .unwrap_or_default()
-        );
+        let _ = writeln!(out, "{}", server_line(server));
     } else if let Some(c) = &server.command_line {
         let _ = writeln!(out, "{c}");
     }
@@ -955,6 +921,27 @@ pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
                "xruns": r.outcome.xruns, "skipped_cycles": r.outcome.gaps})
     };
     json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})
+}
+
+/// The JACK server line of an audio run: name, private command line or external, version.
+fn server_line(server: &engine::audio::ServerInfo) -> String {
+    format!(
+        "server `{}`{}{}",
+        server.name,
+        if server.private {
+            format!(
+                " (private: {})",
+                server.command_line.as_deref().unwrap_or("?")
+            )
+        } else {
+            " (external)".into()
+        },
+        server
+            .version
+            .as_deref()
+            .map(|v| format!(", {v}"))
+            .unwrap_or_default()
+    )
 }
 
 /// A duration for people: "10 s", "500 ms".

@@ -1254,25 +1254,15 @@ impl EventOutcome {
     /// Probe-specific results.
     pub fn result_json(&self) -> Value {
         let ms = 1e-6;
-        json!({
+        let mut out = stream_json(&self.info);
+        let own = json!({
             "end": match &self.end {
                 EventEnd::Complete => "complete".to_string(),
                 EventEnd::Interrupted => "interrupted".to_string(),
                 EventEnd::ServerGone(r) => format!("server gone: {r}"),
                 EventEnd::Panicked(p) => format!("processor panicked: {p}"),
             },
-            "backend": self.info.backend,
-            "model": self.info.model.to_string(),
-            "server": {"name": self.info.server.name, "private": self.info.server.private,
-                       "command_line": self.info.server.command_line,
-                       "version": self.info.server.version},
             "client": self.info.client_name,
-            "rate_hz": self.info.sample_rate_hz,
-            "period_frames": self.info.period_frames,
-            "playback_latency_frames": self.info.playback_latency_frames,
-            "capture_latency_frames": self.info.capture_latency_frames,
-            "playback_ports": self.info.playback_ports,
-            "capture_port": self.info.capture_port,
             "midi_port": self.info.midi_port,
             "clock_offset_ns": self.info.clock_offset_ns,
             "triggers": self.rows.len(),
@@ -1293,7 +1283,34 @@ impl EventOutcome {
             "oversized_cycles": self.oversized_cycles,
             "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
-        })
+        });
+        merge(&mut out, own);
+        out
+    }
+}
+
+/// The stream an audio probe ran on, as stored with its result: backend, model, server,
+/// rate, period, the latencies it reports and its ports.
+pub(crate) fn stream_json(info: &StreamInfo) -> Value {
+    json!({
+        "backend": info.backend,
+        "model": info.model.to_string(),
+        "server": {"name": info.server.name, "private": info.server.private,
+                   "command_line": info.server.command_line,
+                   "version": info.server.version},
+        "rate_hz": info.sample_rate_hz,
+        "period_frames": info.period_frames,
+        "playback_latency_frames": info.playback_latency_frames,
+        "capture_latency_frames": info.capture_latency_frames,
+        "playback_ports": info.playback_ports,
+        "capture_port": info.capture_port,
+    })
+}
+
+/// Adds `more`'s keys to the JSON object `into`.
+pub(crate) fn merge(into: &mut Value, more: Value) {
+    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), more) {
+        a.extend(b);
     }
 }
 

@@ -1001,7 +1001,8 @@ impl RoundtripOutcome {
     pub fn result_json(&self) -> Value {
         let frame_ms = self.frame_ns() * 1e-6;
         let measured = self.measured_frames();
-        json!({
+        let mut out = crate::event::stream_json(&self.info);
+        let own = json!({
             "end": match &self.end {
                 RoundtripEnd::Complete => "complete".to_string(),
                 RoundtripEnd::NoSignal => "no signal".to_string(),
@@ -1009,17 +1010,6 @@ impl RoundtripOutcome {
                 RoundtripEnd::ServerGone(r) => format!("server gone: {r}"),
                 RoundtripEnd::Panicked(p) => format!("processor panicked: {p}"),
             },
-            "backend": self.info.backend,
-            "model": self.info.model.to_string(),
-            "server": {"name": self.info.server.name, "private": self.info.server.private,
-                       "command_line": self.info.server.command_line,
-                       "version": self.info.server.version},
-            "rate_hz": self.info.sample_rate_hz,
-            "period_frames": self.info.period_frames,
-            "playback_latency_frames": self.info.playback_latency_frames,
-            "capture_latency_frames": self.info.capture_latency_frames,
-            "playback_ports": self.info.playback_ports,
-            "capture_port": self.info.capture_port,
             "tone_period_frames": self.tone_period,
             "roundtrip_frames": measured.to_json(),
             "roundtrip_ms": measured.scaled(frame_ms).to_json(),
@@ -1037,6 +1027,8 @@ impl RoundtripOutcome {
             "skipped_cycles": self.gaps,
             "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
-        })
+        });
+        crate::event::merge(&mut out, own);
+        out
     }
 }

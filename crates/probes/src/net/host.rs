@@ -24,8 +24,8 @@ use results::LatencyHistogram;
 
 use super::udp::{self, RecvBatch};
 use super::wire::{
-    self, AssembledBlock, AssemblerCounters, BlockAssembler, DropReason, OutputFrames,
-    OutputHeader, Packet, DEADLINE_NS, OUTPUT_PACKET_BYTES,
+    self, AssemblerCounters, BlockAssembler, DropReason, OutputFrames, OutputHeader, Packet,
+    DEADLINE_NS, OUTPUT_PACKET_BYTES,
 };
 
 /// How the network thread waits for packets.
@@ -123,6 +123,14 @@ pub const SHORT_RESPONSE_NS: u64 = 15 * wire::PACKET_INTERVAL_NS * 9 / 10;
 
 /// The largest response the histograms hold exactly (beyond: counted as overflow).
 const HIST_BOUND_NS: u64 = 10_000_000_000;
+
+/// What the answer and the timing need of an assembled block.
+struct BlockTimes {
+    block: u32,
+    first_arrival_ns: u64,
+    last_arrival_ns: u64,
+    first_packet_sender_ns: u64,
+}
 
 /// Shared between the network thread and one worker.
 struct WorkerSlot {
@@ -302,8 +310,8 @@ pub fn serve(
             let Some(block) = assembler.push(&packet, d.arrival_ns) else {
                 continue;
             };
-            let block: AssembledBlock = *block;
-            // The pads' state at the block's last frame drives the synth.
+            // The pads' state at the block's last frame drives the synth; only that and
+            // the block's times are taken out of the assembler (not its 12 KiB of frames).
             for (pad, frame) in pads.iter_mut().zip(block.frames[BLOCK_FRAMES - 1].iter()) {
                 *pad = Pad {
                     x: frame.x,
@@ -311,6 +319,12 @@ pub fn serve(
                     pressure: frame.pressure,
                 };
             }
+            let block = BlockTimes {
+                block: block.block,
+                first_arrival_ns: block.first_arrival_ns,
+                last_arrival_ns: block.last_arrival_ns,
+                first_packet_sender_ns: block.first_packet_sender_ns,
+            };
             let synth_start = monotonic_ns();
             let mut frames: OutputFrames = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
             if config.synth {
