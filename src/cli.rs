@@ -113,10 +113,13 @@ pub struct NetArgs {
     /// Synth worker threads on the host (0: the network thread runs the synth).
     #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
     pub workers: usize,
-    /// How the host's network thread waits: block (sleep in recvmmsg) or spin (poll
-    /// without blocking, as the study's runtime; takes a whole CPU).
-    #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
-    pub poll: probes::net::host::PollMode,
+    /// How the host's network thread waits: block (sleep in recvmmsg), spin (poll
+    /// without blocking, as the study's runtime; takes a whole CPU) or periodic (poll,
+    /// then sched_yield: a time-triggered cell's jobs). Default: periodic in a
+    /// time-triggered cell, block otherwise (a spinning SCHED_FIFO thread is stopped 50 ms
+    /// a second by the kernel's RT throttling, even on a dedicated CPU).
+    #[arg(long, value_name = "MODE", value_parser = parse_poll)]
+    pub poll: Option<probes::net::host::PollMode>,
     /// Scheduling policy of every thread of both ends.
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
     pub policy: PolicyName,
@@ -129,14 +132,28 @@ pub struct NetArgs {
     /// CPUs of the controller's sender and receiver.
     #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub controller_cpus: Option<String>,
-    /// Background load (see jitter), plus video and flood[:mbit/s] (an abusive UDP stream
-    /// at the host).
+    /// Background load (see jitter), plus video, flood[:mbit/s] (junk at the host's own
+    /// port) and stream[:mbit/s] (an abusive data stream to a sink beside the host,
+    /// sharing the link). `ep@others` runs an item in a cell.
     #[arg(long, value_name = "SPEC", default_value = "none", value_parser = parse_load)]
     pub load: LoadSpec,
     /// Run the two ends in two network namespaces joined by a veth pair (needs root)
     /// instead of over loopback.
     #[arg(long)]
     pub netns: bool,
+    #[command(flatten)]
+    pub cells: CellArgs,
+    /// Shape the controller-to-host direction to this capacity (Mbit/s; 1G is 1000).
+    #[arg(long, value_name = "RATE", value_parser = parse_mbps)]
+    pub link: Option<f64>,
+    /// Guarantee the audio flow this much of the link (Mbit/s).
+    #[arg(long, value_name = "RATE", value_parser = parse_mbps, requires = "link")]
+    pub reserve: Option<f64>,
+    /// Who shapes the link and keeps the reservation: tc (the kernel's HTB on the veth
+    /// link; needs --netns) or mclock (audiolat's own user-level network service: FIFO
+    /// without --reserve, mClock with).
+    #[arg(long, value_name = "HOW", default_value = "tc", value_parser = parse_reserve_by)]
+    pub reserve_by: probes::net::ReserveBy,
     /// Directory for the io load's files (default: the database's directory).
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
@@ -148,8 +165,118 @@ pub struct NetArgs {
     pub quiet: bool,
 }
 
+/// Cells: named sets of threads with guaranteed resources.
+#[derive(Debug, Clone, Args, Default)]
+pub struct CellArgs {
+    /// A cell (repeat for more): NAME=KIND[:key=value,...]. KIND is dedicated (exclusive
+    /// CPUs, SCHED_FIFO), time-triggered or event-triggered (SCHED_DEADLINE) or
+    /// best-effort (other, batch or idle on the CPUs left over); keys cpus, priority,
+    /// policy, nice, runtime, deadline, period, bandwidth. E.g.
+    /// music=dedicated:cpus=1 others=best-effort:policy=batch.
+    #[arg(long = "cell", value_name = "SPEC")]
+    pub cell: Vec<String>,
+    /// Cells from a TOML file: [cell.NAME] tables with the same keys.
+    #[arg(long = "cells", value_name = "FILE")]
+    pub cells_file: Option<PathBuf>,
+    /// The cell the host's runtime (network thread and synth workers) runs in.
+    #[arg(long, value_name = "NAME")]
+    pub host_cell: Option<String>,
+}
+
+impl CellArgs {
+    /// The cell set the flags and file describe.
+    pub fn cell_set(&self) -> Result<probes::cell::CellSet, UsageError> {
+        let mut set = match &self.cells_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?;
+                probes::cell::CellSet::from_toml(&text)
+                    .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?
+            }
+            None => probes::cell::CellSet::default(),
+        };
+        for flag in &self.cell {
+            let cell = probes::cell::CellSet::parse_flag(flag)
+                .map_err(|e| UsageError(format!("--cell: {e}")))?;
+            set.push(cell)
+                .map_err(|e| UsageError(format!("--cell: {e}")))?;
+        }
+        if let Some(h) = &self.host_cell {
+            if set.get(h).is_none() {
+                return Err(UsageError(format!(
+                    "--host-cell {h}: no such cell; define it with --cell {h}=KIND:... or in --cells"
+                )));
+            }
+        }
+        Ok(set)
+    }
+}
+
+fn parse_mbps(s: &str) -> Result<f64, String> {
+    probes::cell::parse_mbps(s)
+}
+
+fn parse_reserve_by(s: &str) -> Result<probes::net::ReserveBy, String> {
+    match s {
+        "tc" => Ok(probes::net::ReserveBy::Tc),
+        "mclock" => Ok(probes::net::ReserveBy::Service),
+        _ => Err("use tc or mclock".into()),
+    }
+}
+
+/// Which of the study's experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Experiment {
+    /// Figure 7: the music application alone and with video players and EP beside it,
+    /// without cells and with a dedicated cell.
+    Isolation,
+    /// Figure 8: an abusive stream on the link, with no reservation and with 240 and 150
+    /// Mbit/s reserved, by tc and by mClock (root: two network namespaces).
+    Bandwidth,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExperimentArgs {
+    /// isolation (Figure 7) or bandwidth (Figure 8).
+    #[arg(value_enum)]
+    pub which: Experiment,
+    /// Measured time of each run, after its warm-up (the study's: 3 minutes).
+    #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Warm-up of each run.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// CPU of the music application's dedicated cell (default: the last online CPU).
+    #[arg(long, value_name = "CPU", allow_hyphen_values = true, value_parser = parse_count_or_zero)]
+    pub cpu: Option<usize>,
+    /// The link's capacity in the bandwidth experiment (Mbit/s; the study's 1G).
+    #[arg(long, value_name = "RATE", default_value = "1000", value_parser = parse_mbps)]
+    pub link: f64,
+    /// Who reserves in the bandwidth experiment: tc, mclock or both.
+    #[arg(long, value_name = "HOW", default_value = "both", value_parser = ["tc", "mclock", "both"])]
+    pub by: String,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_count_or_zero(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("'{s}' is not a CPU number"))
+}
+
 #[derive(Debug, Clone, Subcommand)]
 pub enum NetRole {
+    /// Run one of the study's experiments end to end, every run stored, and print its
+    /// figure's statistics beside the study's.
+    Experiment(ExperimentArgs),
     /// The host: answer a controller's blocks with the Migrator synth, timing t2 - t1.
     Respond(RespondArgs),
     /// The controller: stream the controlled input at the real rate to a host and time
@@ -265,7 +392,8 @@ fn parse_poll(s: &str) -> Result<probes::net::host::PollMode, String> {
     match s {
         "block" => Ok(probes::net::host::PollMode::Block),
         "spin" => Ok(probes::net::host::PollMode::Spin),
-        _ => Err("use block or spin".into()),
+        "periodic" => Ok(probes::net::host::PollMode::Periodic),
+        _ => Err("use block, spin or periodic".into()),
     }
 }
 
@@ -878,41 +1006,7 @@ fn parse_count_u32(s: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| "too large".into())
 }
 
-/// Parses a duration with a unit (ns, us, ms, s, m, h); a bare number is in `default_unit`.
-pub fn parse_duration(s: &str, default_unit: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{s}' is not a duration: use e.g. 10s, 500ms, 250us"))?;
-    let unit = if unit.is_empty() {
-        default_unit
-    } else {
-        unit.trim()
-    };
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => return Err(format!("unknown unit '{other}': use ns, us, ms, s, m or h")),
-    };
-    let secs = value * scale;
-    if secs <= 0.0 {
-        return Err("a duration must be positive".into());
-    }
-    if secs > 1e9 {
-        return Err("that duration is too long".into());
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+pub use engine::clock::parse_duration;
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
     parse_duration(s, "s")

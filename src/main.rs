@@ -669,8 +669,59 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
 }
 
 /// The `audiolat net` configuration from its flags (checked before anything opens).
-fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
+fn net_config(
+    a: &cli::NetArgs,
+    cells: &probes::cell::CellSet,
+) -> Result<probes::net::NetConfig, UsageError> {
+    use probes::cell::CellKind;
+    use probes::net::host::PollMode;
     let cpus = cpu_list;
+    let host_kind = a
+        .cells
+        .host_cell
+        .as_deref()
+        .and_then(|h| cells.get(h))
+        .map(|c| c.kind);
+    if host_kind.is_some() && (a.host_cpus.is_some() || a.priority.is_some()) {
+        return Err(UsageError(
+            "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
+        ));
+    }
+    // A dedicated cell blocks by default: a SCHED_FIFO thread that spins is stopped
+    // for 50 ms a second by the kernel's RT throttling (sched_rt_runtime_us).
+    let poll = a.poll.unwrap_or(match host_kind {
+        Some(CellKind::TimeTriggered) => PollMode::Periodic,
+        _ => PollMode::Block,
+    });
+    if let (Some(link), Some(reserve)) = (a.link, a.reserve) {
+        if reserve > link {
+            return Err(UsageError(format!(
+                "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
+                reserve - link
+            )));
+        }
+    }
+    if a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc && !a.netns {
+        return Err(UsageError(
+            "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),
+        ));
+    }
+    if a.load
+        .items
+        .iter()
+        .any(|i| matches!(i, load::LoadItem::Flood { .. }))
+        && a.load
+            .cell_of(&load::LoadItem::Flood { mbps: None })
+            .is_some()
+    {
+        return Err(UsageError(
+            "flood runs on a thread of audiolat's own, in no cell: leave out its @cell".into(),
+        ));
+    }
+    let stream = a.load.stream().map(|mbps| probes::net::StreamConfig {
+        mbps,
+        sink_groups: Vec::new(),
+    });
     Ok(probes::net::NetConfig {
         duration: a.duration,
         reference_duration: if a.no_reference {
@@ -681,12 +732,19 @@ fn net_config(a: &cli::NetArgs) -> Result<probes::net::NetConfig, UsageError> {
         warmup: a.warmup,
         input: probes::net::controller::fixed_input(a.pads, a.x, a.y, a.pressure),
         workers: a.workers,
-        poll: a.poll,
+        poll,
         policy: cli::net_policy(a)?,
         host_cpus: cpus("--host-cpus", &a.host_cpus)?,
         controller_cpus: cpus("--controller-cpus", &a.controller_cpus)?,
         flood_mbps: None,
         netns: a.netns,
+        host_cell: None,
+        link: a.link.map(|mbps| probes::net::LinkShaping {
+            mbps,
+            reserve_mbps: a.reserve,
+            by: a.reserve_by,
+        }),
+        stream,
     })
 }
 
@@ -750,6 +808,7 @@ fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
         workers: a.workers,
         policy,
         cpus: cpus.clone(),
+        groups: Vec::new(),
         poll: a.poll,
         count_from_ns: 0,
         warmup_after_first_ns: a.warmup.as_nanos() as u64,
@@ -894,9 +953,11 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     match &a.role {
         Some(cli::NetRole::Respond(r)) => return net_respond(ctx, r),
         Some(cli::NetRole::Emulate(e)) => return net_emulate(ctx, e),
+        Some(cli::NetRole::Experiment(e)) => return net_experiment(ctx, e),
         None => {}
     }
-    let mut config = net_config(a)?;
+    let cells = a.cells.cell_set()?;
+    let mut config = net_config(a, &cells)?;
     config.flood_mbps = a.load.flood_mbps();
     let scratch = a
         .scratch_dir
@@ -917,7 +978,11 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
             }
         );
     }
-    let run = runner::net_run(ctx, &store, None, &config, &a.load, &scratch)?;
+    let placement = runner::CellPlan {
+        cells,
+        host_cell: a.cells.host_cell.clone(),
+    };
+    let run = runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
         print_json(&views::net_json(&run))?;
     } else {
@@ -927,6 +992,184 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         RunStatus::Failed => ExitCode::from(EXIT_FAILED),
         _ => ExitCode::SUCCESS,
+    })
+}
+
+/// One run of an experiment: what it changes from the base, and the study's figure.
+struct ExperimentRun {
+    label: String,
+    load: &'static str,
+    cells: Vec<String>,
+    host_cell: Option<&'static str>,
+    link: Option<probes::net::LinkShaping>,
+    paper: &'static str,
+}
+
+fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
+    use probes::net::{LinkShaping, ReserveBy};
+    let online = engine::rt::online_cpus();
+    let cpu = a.cpu.unwrap_or_else(|| online.last().copied().unwrap_or(0));
+    if !online.contains(&cpu) {
+        return Err(UsageError(format!("--cpu {cpu} is not online here")).into());
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+    let music = format!("music=dedicated:cpus={cpu}");
+    let others = "others=best-effort:policy=batch".to_string();
+    let (runs, metric, netns) = match a.which {
+        cli::Experiment::Isolation => {
+            if !root || online.len() < 2 {
+                return Err(UsageError(
+                    "the isolation experiment moves tasks between cpusets: it needs root and at least 2 CPUs".into(),
+                )
+                .into());
+            }
+            let run =
+                |label: &str, load: &'static str, cells: bool, paper: &'static str| ExperimentRun {
+                    label: label.into(),
+                    load,
+                    cells: if cells {
+                        vec![music.clone(), others.clone()]
+                    } else {
+                        Vec::new()
+                    },
+                    host_cell: cells.then_some("music"),
+                    link: None,
+                    paper,
+                };
+            (
+                vec![
+                    run("alone, no cells", "none", false, "-"),
+                    run("video + EP, no cells", "video+ep", false, "-"),
+                    run("alone, dedicated cell", "none", true, views::PAPER_FIG7A),
+                    run(
+                        "video + EP in a best-effort cell, dedicated cell",
+                        "video@others+ep@others",
+                        true,
+                        views::PAPER_FIG7B,
+                    ),
+                ],
+                "response_time",
+                false,
+            )
+        }
+        cli::Experiment::Bandwidth => {
+            if !root {
+                return Err(UsageError(
+                    "the bandwidth experiment shapes a veth link between two network namespaces: it needs root".into(),
+                )
+                .into());
+            }
+            let mut runs = Vec::new();
+            for (by, name) in [(ReserveBy::Tc, "tc"), (ReserveBy::Service, "mclock")] {
+                if a.by != "both" && a.by != name {
+                    continue;
+                }
+                for (reserve, paper) in [
+                    (None, views::PAPER_FIG8A),
+                    (Some(240.0), views::PAPER_FIG8B),
+                    (Some(150.0), views::PAPER_FIG8_150),
+                ] {
+                    let label = match (reserve, by) {
+                        (None, ReserveBy::Tc) => "no reservation (tc, one FIFO class)".to_string(),
+                        (None, ReserveBy::Service) => "no reservation (service, FIFO)".to_string(),
+                        (Some(r), _) => format!("{r:.0} Mbit/s reserved by {name}"),
+                    };
+                    runs.push(ExperimentRun {
+                        label,
+                        load: "stream",
+                        cells: Vec::new(),
+                        host_cell: None,
+                        link: Some(LinkShaping {
+                            mbps: a.link,
+                            reserve_mbps: reserve,
+                            by,
+                        }),
+                        paper,
+                    });
+                }
+            }
+            (runs, "end_to_end", true)
+        }
+    };
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    let store = Store::open(&ctx.db_path)?;
+    let which = match a.which {
+        cli::Experiment::Isolation => "isolation",
+        cli::Experiment::Bandwidth => "bandwidth",
+    };
+    let group = store.create_group(
+        &format!("net experiment {which}"),
+        &ctx.command_line,
+        &json!({"duration_s": a.duration.as_secs_f64(), "runs": runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>()}),
+    )?;
+    let mut rows = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        if ctx.stopped() {
+            break;
+        }
+        if !(a.quiet || a.json) {
+            eprintln!(
+                "audiolat net experiment {which}: run {} of {}: {} ({} + {} warm-up)",
+                i + 1,
+                runs.len(),
+                r.label,
+                views::fmt_duration(a.duration),
+                views::fmt_duration(a.warmup)
+            );
+        }
+        let mut cells = probes::cell::CellSet::default();
+        for c in &r.cells {
+            cells
+                .push(probes::cell::CellSet::parse_flag(c).map_err(UsageError)?)
+                .map_err(UsageError)?;
+        }
+        let load: load::LoadSpec = r
+            .load
+            .parse()
+            .map_err(|e: load::SpecError| UsageError(e.to_string()))?;
+        let config = probes::net::NetConfig {
+            warmup: a.warmup,
+            netns,
+            link: r.link,
+            stream: load.stream().map(|mbps| probes::net::StreamConfig {
+                mbps,
+                sink_groups: Vec::new(),
+            }),
+            ..probes::net::NetConfig::new(a.duration)
+        };
+        let plan = runner::CellPlan {
+            cells,
+            host_cell: r.host_cell.map(str::to_string),
+        };
+        match runner::net_run(ctx, &store, Some(group), &config, &load, &plan, &scratch) {
+            Ok(run) => rows.push(views::ExperimentRow::from_run(
+                &r.label, metric, r.paper, &run,
+            )),
+            Err(e) => rows.push(views::ExperimentRow::failed(&r.label, r.paper, &e)),
+        }
+    }
+    if a.json {
+        print_json(&json!({
+            "group": group,
+            "experiment": which,
+            "metric": metric,
+            "rows": rows.iter().map(views::ExperimentRow::to_json).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        print!(
+            "{}",
+            views::experiment_text(which, metric, group, &rows, &ctx.db_path)
+        );
+    }
+    Ok(if ctx.stopped() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if rows.iter().any(|r| r.status != "complete") {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -1180,17 +1423,8 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
         entries.push(SuiteEntry::not_run(net_label));
     } else {
         let config = probes::net::NetConfig {
-            duration: a.each,
             reference_duration: (a.each / 4).max(std::time::Duration::from_secs(1)),
-            warmup: std::time::Duration::from_secs(1),
-            input: probes::net::controller::fixed_input(8, 0.5, 0.5, 0.8),
-            workers: 0,
-            poll: probes::net::host::PollMode::Block,
-            policy: engine::rt::Policy::Fifo { priority: 70 },
-            host_cpus: None,
-            controller_cpus: None,
-            flood_mbps: None,
-            netns: false,
+            ..probes::net::NetConfig::new(a.each)
         };
         match runner::net_run(
             ctx,
@@ -1198,6 +1432,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             Some(group),
             &config,
             &load::LoadSpec::default(),
+            &runner::CellPlan::default(),
             &scratch,
         ) {
             Ok(run) => {

@@ -61,6 +61,7 @@ pub fn load_context(scratch: &Path) -> LoadContext {
         scratch_dir: scratch.to_path_buf(),
         tag: format!("audiolat-{}-{nanos}", std::process::id()),
         cpus: engine::rt::online_cpus().len(),
+        placements: Default::default(),
     }
 }
 
@@ -123,9 +124,15 @@ fn stream_end(
 /// Checks that a load can start here (every tool installed, scratch directory usable)
 /// without starting it. A problem is a usage error: nothing has been written yet.
 pub fn check_load(spec: &LoadSpec, scratch: &Path) -> Result<()> {
-    if spec.flood_mbps().is_some() {
+    if spec.has_net_items() {
         return Err(UsageError(
-            "--load flood is a UDP stream aimed at the network probe's host: use it with audiolat net".into(),
+            "--load flood and stream are UDP streams aimed at the network probe's host: use them with audiolat net".into(),
+        )
+        .into());
+    }
+    if spec.cells.iter().any(Option::is_some) {
+        return Err(UsageError(
+            "cells (load@cell) are for audiolat net so far: leave out the @cell".into(),
         )
         .into());
     }
@@ -811,6 +818,83 @@ pub struct NetRun {
     pub load: LoadSpec,
     /// Validity flags as stored.
     pub flags: Value,
+    /// The cells as granted, if the run had any.
+    pub cells: Option<Value>,
+    /// Every cell was undone at the end.
+    pub cells_undone: bool,
+}
+
+/// The cells of a run and the one the host's runtime goes in.
+#[derive(Clone, Debug, Default)]
+pub struct CellPlan {
+    /// Every cell.
+    pub cells: probes::cell::CellSet,
+    /// The host's cell.
+    pub host_cell: Option<String>,
+}
+
+impl CellPlan {
+    /// Admission control for a network run: the cells, the host's threads in its cell,
+    /// the loads' cells, the link. A refusal is a usage error, before anything starts.
+    pub fn admit(
+        &self,
+        config: &probes::net::NetConfig,
+        load_spec: &LoadSpec,
+    ) -> Result<Option<probes::cell::Admission>, UsageError> {
+        for item in &load_spec.items {
+            let Some(name) = load_spec.cell_of(item) else {
+                continue;
+            };
+            let Some(cell) = self.cells.get(name) else {
+                return Err(UsageError(format!(
+                    "--load {}@{name}: no such cell; define it with --cell {name}=KIND:... or in --cells",
+                    item.name()
+                )));
+            };
+            if cell.kind.is_deadline() && !matches!(item, load::LoadItem::Stream { .. }) {
+                return Err(UsageError(format!(
+                    "--load {}@{name}: {name} is a {} cell (SCHED_DEADLINE), whose tasks may not fork; place loads in dedicated or best-effort cells",
+                    item.name(),
+                    cell.kind
+                )));
+            }
+        }
+        if self.cells.is_empty() {
+            return Ok(None);
+        }
+        let mut threads = std::collections::BTreeMap::new();
+        let mut spinning = Vec::new();
+        if let Some(h) = &self.host_cell {
+            threads.insert(h.clone(), 1 + config.workers);
+            if config.poll == probes::net::host::PollMode::Spin || config.workers > 0 {
+                spinning.push(h.clone());
+            }
+        }
+        let capacity = probes::cell::Capacity::here(config.link.map(|l| l.mbps));
+        self.cells
+            .admit(&capacity, &threads, &spinning)
+            .map(Some)
+            .map_err(UsageError)
+    }
+}
+
+/// A load process's placement in a cell.
+fn load_placement(cell: &probes::cell::partition::PlacedCell) -> load::Placement {
+    use engine::rt::Policy;
+    let policy = match cell.cell.policy {
+        Policy::Other { nice } => Some((libc::SCHED_OTHER, 0, nice)),
+        Policy::Batch { nice } => Some((libc::SCHED_BATCH, 0, nice)),
+        Policy::Idle => Some((libc::SCHED_IDLE, 0, 0)),
+        Policy::Fifo { priority } => Some((libc::SCHED_FIFO, priority as i32, 0)),
+        Policy::RoundRobin { priority } => Some((libc::SCHED_RR, priority as i32, 0)),
+        // Refused by admission: a deadline task may not fork.
+        Policy::Deadline { .. } => None,
+    };
+    load::Placement {
+        procs_files: cell.procs_files(),
+        cpus: cell.cpus.clone(),
+        policy,
+    }
 }
 
 /// Runs `audiolat net` (reference phase, then synth phase, over loopback) as a stored run.
@@ -820,10 +904,12 @@ pub fn net_run(
     group: Option<i64>,
     config: &probes::net::NetConfig,
     load_spec: &LoadSpec,
+    cells: &CellPlan,
     scratch: &Path,
 ) -> Result<NetRun> {
-    let lctx = load_context(scratch);
+    let mut lctx = load_context(scratch);
     let planned = load::plan(load_spec, &lctx).map_err(|e| UsageError(e.to_string()))?;
+    let admission = cells.admit(config, load_spec)?;
     let pressed: Vec<usize> = (0..config.input.len())
         .filter(|&p| config.input[p].pressure > 0.0)
         .collect();
@@ -857,16 +943,49 @@ pub fn net_run(
             "packet_interval_ns": probes::net::wire::PACKET_INTERVAL_NS,
             "block_period_ns": probes::net::wire::BLOCK_PERIOD_NS,
             "load": load_spec.to_string(),
+            "cells": cells.cells.to_json(),
+            "host_cell": cells.host_cell,
+            "link": config.link.map(|l| json!({"mbps": l.mbps, "reserve_mbps": l.reserve_mbps, "by": l.by.to_string()})),
+            "stream": config.stream.as_ref().map(|s| json!({"mbps": s.mbps})),
         }),
         load: load::describe(load_spec, planned.iter().map(|c| (c, None))),
-        qos_requested: json!({"threads": config.policy.to_string(), "memory": "mlockall"}),
+        qos_requested: json!({
+            "threads": config.policy.to_string(),
+            "memory": "mlockall",
+            "cells": cells.cells.to_json(),
+            "admission": admission.as_ref().map(|a| json!(a.checks)),
+        }),
     };
     let run_id = store.begin_run(&info)?;
+    let partition = match &admission {
+        Some(a) => match probes::cell::partition::Partition::create(&cells.cells, a) {
+            Ok(p) => Some(p),
+            Err(e) => return Err(fail_run(store, run_id, UsageError(e))),
+        },
+        None => None,
+    };
+    let mut config = config.clone();
+    if let Some(p) = &partition {
+        for placed in p.cells() {
+            lctx.placements
+                .insert(placed.cell.name.clone(), load_placement(placed));
+        }
+        config.host_cell = cells.host_cell.as_deref().and_then(|h| p.cell(h)).cloned();
+        if let Some(stream) = config.stream.as_mut() {
+            let item = load::LoadItem::Stream { mbps: None };
+            if let Some(c) = load_spec.cell_of(&item).and_then(|n| p.cell(n)) {
+                stream.sink_groups = c.tasks_files();
+            }
+        }
+    }
+    let config = &config;
     let mut load = RunLoad::start(store, run_id, load_spec, &lctx)?;
     let memory = engine::rt::lock_memory();
     let result = probes::net::run(config, &ctx.stop);
     load.poll();
     let (load_json, load_events) = load.stop();
+    let cells_granted = partition.as_ref().map(|p| p.granted());
+    let cell_problems = partition.map(|p| p.finish()).unwrap_or_default();
     let outcome = match result {
         Ok(o) => o,
         Err(e) => return Err(fail_run(store, run_id, e)),
@@ -893,9 +1012,17 @@ pub fn net_run(
         granted["controller_sender"] = json!(p.controller.sender_thread.granted.to_string());
         granted["refusal"] = json!(p.host.net_thread.refusal);
     }
+    if let Some(c) = &cells_granted {
+        granted["cells"] = c.clone();
+        granted["cells_undone"] = json!(cell_problems.is_empty());
+        granted["cells_undo_problems"] = json!(cell_problems);
+    }
     store.update_run(run_id, Some(&load_json), Some(&granted))?;
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
+    if cells_granted.is_some() {
+        flags["cells_undone"] = json!(cell_problems.is_empty());
+    }
     flags["memory_locked"] = json!(memory.current && memory.future);
     let phase_error = outcome
         .reference
@@ -929,6 +1056,8 @@ pub fn net_run(
         config: config.clone(),
         load: load_spec.clone(),
         flags,
+        cells: cells_granted,
+        cells_undone: cell_problems.is_empty(),
     })
 }
 

@@ -1070,6 +1070,88 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
             "flood: {sent} datagrams of 1400 bytes at {mbps:.0} Mbit/s towards the host from a third socket (counted there as foreign)"
         );
     }
+    if let Some(st) = &synth.stream {
+        let _ = writeln!(
+            out,
+            "abusive stream: {:.0} Mbit/s offered ({} datagrams of {} bytes, {} refused at once), {:.0} Mbit/s reached its sink ({} datagrams)",
+            st.offered_mbps,
+            st.sent,
+            probes::net::STREAM_DATAGRAM,
+            st.refused,
+            st.received_mbps,
+            st.received
+        );
+    }
+    if let Some(link) = c.link {
+        let _ = writeln!(
+            out,
+            "link: controller -> host shaped to {} Mbit/s by {}, {}",
+            link.mbps,
+            match link.by {
+                probes::net::ReserveBy::Tc => "tc HTB on the controller's veth",
+                probes::net::ReserveBy::Service => "audiolat's user-level network service",
+            },
+            match link.reserve_mbps {
+                Some(r) => format!("{r} Mbit/s guaranteed to the audio flow"),
+                None => "no reservation (first come, first served)".to_string(),
+            }
+        );
+    }
+    if let Some(svc) = &synth.service {
+        for (name, f) in ["audio", "stream"].iter().zip(&svc.flows) {
+            let _ = writeln!(
+                out,
+                "  service ({}): {name} flow {} datagrams sent ({} in mClock's reservation phase), longest wait {}",
+                svc.discipline,
+                f.sent,
+                f.by_reservation,
+                fmt_ns(f.max_wait_ns as f64)
+            );
+        }
+    }
+    if let Some(Value::Object(classes)) = &synth.tc_classes {
+        for (id, st) in classes {
+            let _ = writeln!(
+                out,
+                "  tc class {id}: {} packets sent, {} dropped, {} over limit",
+                st["packets"], st["drops"], st["overlimits"]
+            );
+        }
+    }
+    if let Some(cells) = &run.cells {
+        for cell in cells["cells"].as_array().into_iter().flatten() {
+            let usage = cell["usage_ns_per_cpu"]
+                .as_array()
+                .map(|u| {
+                    u.iter()
+                        .enumerate()
+                        .map(|(i, v)| format!("CPU {i} {}", fmt_ns(v.as_f64().unwrap_or(0.0))))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_else(|| "no accounting".into());
+            let _ = writeln!(
+                out,
+                "cell {}: {} on CPU {}{}, {}; ran {usage} (the kernel's cpuacct)",
+                cell["name"].as_str().unwrap_or("?"),
+                cell["kind"].as_str().unwrap_or("?"),
+                cell["cpus"].as_str().unwrap_or("?"),
+                if cell["exclusive"] == json!(true) {
+                    " (exclusive)"
+                } else {
+                    ""
+                },
+                cell["policy"].as_str().unwrap_or("?"),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "cells: {} tasks moved off the exclusive CPUs for the run ({} kernel threads bound to a CPU could not move); {}",
+            cells["tasks_moved"],
+            cells["tasks_unmovable"],
+            if run.cells_undone { "all undone at the end" } else { "NOT all undone: see the run's granted qos" }
+        );
+    }
     for note in flag_notes(&run.flags) {
         let _ = writeln!(out, "note: {note}");
     }
@@ -1126,5 +1208,160 @@ pub fn net_end_text(run: &crate::runner::NetEndRun, db: &std::path::Path) -> Str
         let _ = writeln!(out, "note: {note}");
     }
     let _ = writeln!(out, "\nstored as run {} in {}", run.run_id, db.display());
+    out
+}
+
+/// The study's Figure 7(a): the music application's cells alone.
+pub const PAPER_FIG7A: &str = "0 misses, mean 997.54 us, stdev 35.11 us, max 1336 us (Fig. 7a)";
+/// Figure 7(b): with the interfering cells.
+pub const PAPER_FIG7B: &str = "0 misses, mean 1024.61 us, stdev 36.88 us, max 1405 us (Fig. 7b)";
+/// Figure 8(a): the abusive stream, no bandwidth guarantee.
+pub const PAPER_FIG8A: &str =
+    "243903 misses (99.91%), mean 461133.61 us, stdev 113320.00 us, max 562898 us (Fig. 8a)";
+/// Figure 8(b): 240 Mbit/s guaranteed.
+pub const PAPER_FIG8B: &str = "0 misses, mean 983.20 us, stdev 48.37 us, max 1389 us (Fig. 8b)";
+/// Section 4.2: 150 Mbit/s guaranteed.
+pub const PAPER_FIG8_150: &str = "8 misses (section 4.2; no figure)";
+
+/// One row of an experiment's table.
+pub struct ExperimentRow {
+    /// What the run changed.
+    pub label: String,
+    /// Run id, if it was stored.
+    pub run_id: Option<i64>,
+    /// complete, interrupted, failed.
+    pub status: String,
+    /// The metric's summary and misses, if measured.
+    pub summary: Option<(results::Summary, u64)>,
+    /// The study's numbers for this case.
+    pub paper: &'static str,
+    /// Why it failed, if it did.
+    pub note: String,
+}
+
+impl ExperimentRow {
+    /// The row of a finished run.
+    pub fn from_run(
+        label: &str,
+        metric: &str,
+        paper: &'static str,
+        run: &crate::runner::NetRun,
+    ) -> ExperimentRow {
+        let m = run
+            .outcome
+            .measurements()
+            .into_iter()
+            .find(|m| m.metric == metric);
+        ExperimentRow {
+            label: label.into(),
+            run_id: Some(run.run_id),
+            status: run.status.to_string(),
+            summary: m.map(|m| (m.summary.clone(), m.misses.unwrap_or(0))),
+            paper,
+            note: String::new(),
+        }
+    }
+
+    /// The row of a run that could not be made.
+    pub fn failed(label: &str, paper: &'static str, e: &anyhow::Error) -> ExperimentRow {
+        ExperimentRow {
+            label: label.into(),
+            run_id: None,
+            status: "failed".into(),
+            summary: None,
+            paper,
+            note: format!("{e:#}"),
+        }
+    }
+
+    /// The row as JSON.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "label": self.label,
+            "run_id": self.run_id,
+            "status": self.status,
+            "blocks": self.summary.as_ref().map(|s| s.0.count),
+            "misses": self.summary.as_ref().map(|s| s.1),
+            "mean_ns": self.summary.as_ref().map(|s| s.0.mean),
+            "stdev_ns": self.summary.as_ref().map(|s| s.0.stdev),
+            "p999_ns": self.summary.as_ref().map(|s| s.0.p999),
+            "max_ns": self.summary.as_ref().map(|s| s.0.max),
+            "paper": self.paper,
+            "note": self.note,
+        })
+    }
+}
+
+/// An experiment's table: our runs beside the study's figures.
+pub fn experiment_text(
+    which: &str,
+    metric: &str,
+    group: i64,
+    rows: &[ExperimentRow],
+    db: &std::path::Path,
+) -> String {
+    let mut out = String::new();
+    let what = if metric == "end_to_end" {
+        "end to end tf - t0 at the controller (it includes the shaped link's queue; the study stamped t1 in the host's driver, before its network service's queue)"
+    } else {
+        "response time t2 - t1 at the host"
+    };
+    let _ = writeln!(
+        out,
+        "
+net experiment {which} (group {group}): {what}; deadline {}
+",
+        fmt_ns(probes::net::wire::DEADLINE_NS as f64)
+    );
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  the study",
+        "run", "id", "blocks", "missed", "mean", "stdev", "p99.9", "max"
+    );
+    for r in rows {
+        match &r.summary {
+            Some((s, misses)) => {
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
+                    r.label,
+                    r.run_id.map_or("-".into(), |i| i.to_string()),
+                    s.count,
+                    format!(
+                        "{misses} ({:.2}%)",
+                        100.0 * *misses as f64 / s.count.max(1) as f64
+                    ),
+                    fmt_ns(s.mean),
+                    fmt_ns(s.stdev),
+                    fmt_ns(s.p999),
+                    fmt_ns(s.max),
+                    r.paper
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  {:>5}  {}: {}  | {}",
+                    r.label,
+                    r.run_id.map_or("-".into(), |i| i.to_string()),
+                    r.status,
+                    r.note,
+                    r.paper
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "
+maxima on a virtual machine are the hypervisor's as much as ours: read the counts and the means. Every run is stored in {}; `audiolat show ID` shows one.",
+        db.display()
+    );
     out
 }

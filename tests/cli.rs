@@ -2332,7 +2332,7 @@ fn net_runs_over_loopback_and_stores_the_response_time_against_the_deadline() {
     let out = run(&db, &["jitter", "--load", "flood"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("use it with audiolat net"),
+        out.stderr.contains("use them with audiolat net"),
         "{}",
         out.stderr
     );

@@ -4,7 +4,8 @@
 //! not monotonic (CLOCK_REALTIME, used by kernel packet timestamps and wall-clock
 //! labels) are converted at the edge with [`realtime_to_monotonic_ns`].
 //!
-//! All functions here are real-time safe: one system call, no allocation.
+//! All functions here are real-time safe: one system call, no allocation; except
+//! [`parse_duration`], which reads configuration and belongs before a stream starts.
 
 /// Nanoseconds per second.
 pub const NS_PER_SEC: u64 = 1_000_000_000;
@@ -133,4 +134,40 @@ mod tests {
         assert_eq!(ts.tv_sec, 3);
         assert_eq!(ts.tv_nsec, 17);
     }
+}
+
+/// Parses a duration with a unit (ns, us, ms, s, m, h); a bare number is in `default_unit`.
+pub fn parse_duration(s: &str, default_unit: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("'{s}' is not a duration: use e.g. 10s, 500ms, 250us"))?;
+    let unit = if unit.is_empty() {
+        default_unit
+    } else {
+        unit.trim()
+    };
+    let scale = match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("unknown unit '{other}': use ns, us, ms, s, m or h")),
+    };
+    let secs = value * scale;
+    if secs <= 0.0 {
+        return Err("a duration must be positive".into());
+    }
+    if secs > 1e9 {
+        return Err("that duration is too long".into());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }

@@ -270,6 +270,9 @@ pub enum LoadError {
         /// The end of what it printed.
         stderr: String,
     },
+    /// A load names a cell that does not exist.
+    #[error("{0}")]
+    Cell(String),
 }
 
 /// Where and how loads run.
@@ -288,6 +291,96 @@ pub struct LoadContext {
     /// down when audiolat dies, even by SIGKILL (a tool's forked workers do not inherit
     /// `PR_SET_PDEATHSIG`). Without one, loads are started directly.
     pub supervisor: Option<PathBuf>,
+    /// Where the items placed in a cell (`ep@others`) go, by cell name.
+    pub placements: std::collections::BTreeMap<String, Placement>,
+}
+
+/// A cell as a load process joins it, before it runs its program: the groups it writes
+/// itself into, its CPUs and its policy. Children inherit all three.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// `cgroup.procs` files (cpuset, cpuacct) the process writes `0` (itself) to.
+    pub procs_files: Vec<PathBuf>,
+    /// CPUs to pin to (empty: leave the affinity alone).
+    pub cpus: Vec<usize>,
+    /// `(policy, static priority, nice)` for `sched_setscheduler` and `setpriority`:
+    /// SCHED_OTHER, SCHED_BATCH, SCHED_IDLE or SCHED_FIFO. SCHED_DEADLINE is not offered:
+    /// a deadline task may not fork, and most loads do.
+    pub policy: Option<(i32, i32, i32)>,
+}
+
+/// What a forked child needs to place itself, built before the fork so the child only
+/// makes system calls.
+struct PreparedPlacement {
+    files: Vec<std::ffi::CString>,
+    cpus: Option<libc::cpu_set_t>,
+    policy: Option<(i32, i32, i32)>,
+}
+
+impl PreparedPlacement {
+    fn new(p: &Placement) -> PreparedPlacement {
+        use std::os::unix::ffi::OsStrExt;
+        let files = p
+            .procs_files
+            .iter()
+            .filter_map(|f| std::ffi::CString::new(f.as_os_str().as_bytes()).ok())
+            .collect();
+        let cpus = (!p.cpus.is_empty()).then(|| {
+            // SAFETY: zeroed cpu_set_t is a valid empty set.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            for &c in p.cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+                // SAFETY: c < CPU_SETSIZE.
+                unsafe { libc::CPU_SET(c, &mut set) };
+            }
+            set
+        });
+        PreparedPlacement {
+            files,
+            cpus,
+            policy: p.policy,
+        }
+    }
+
+    /// Runs in the child between fork and exec: system calls only.
+    fn apply(&self) -> std::io::Result<()> {
+        for file in &self.files {
+            // SAFETY: a valid C string; open/write/close are async-signal-safe.
+            unsafe {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let rc = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if rc != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        if let Some(set) = &self.cpus {
+            // SAFETY: a valid set of the size passed; pid 0 is this process.
+            if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) }
+                != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if let Some((policy, priority, nice)) = self.policy {
+            let param = libc::sched_param {
+                sched_priority: priority,
+            };
+            // SAFETY: plain system calls on this process.
+            unsafe {
+                if libc::sched_setscheduler(0, policy, &param) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if policy == libc::SCHED_OTHER || policy == libc::SCHED_BATCH {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl LoadContext {
@@ -299,6 +392,7 @@ impl LoadContext {
             tag,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             supervisor: None,
+            placements: Default::default(),
         }
     }
 }
@@ -449,7 +543,7 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
     let cpus = ctx.cpus.max(1).to_string();
     let mut out = Vec::new();
     for item in &spec.items {
-        if matches!(item, LoadItem::Flood { .. }) {
+        if matches!(item, LoadItem::Flood { .. } | LoadItem::Stream { .. }) {
             // The network probe sends the flood itself: only it knows the host's address.
             continue;
         }
@@ -507,7 +601,7 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
                 vec!["-g".into(), "4".into(), "-l".into(), "1000000000".into()],
                 true,
             ),
-            LoadItem::Flood { .. } => unreachable!("skipped above"),
+            LoadItem::Flood { .. } | LoadItem::Stream { .. } => unreachable!("skipped above"),
             LoadItem::Video => (
                 None,
                 vec![
@@ -641,6 +735,16 @@ const STDERR_KEEP: usize = 4096;
 /// quarter second, the others are stopped and the error says why.
 pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadError> {
     let commands = plan(spec, ctx)?;
+    for item in &spec.items {
+        if let Some(cell) = spec.cell_of(item) {
+            if !ctx.placements.contains_key(cell) {
+                return Err(LoadError::Cell(format!(
+                    "load '{}' is placed in cell '{cell}', which no --cell or --cells defines",
+                    item.name()
+                )));
+            }
+        }
+    }
     become_subreaper();
     let mut running = RunningLoad {
         spec: spec.clone(),
@@ -674,11 +778,19 @@ pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadErro
             })
             .stderr(Stdio::piped())
             .process_group(0);
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        let placement = spec
+            .cell_of(&cmd.item)
+            .and_then(|cell| ctx.placements.get(cell))
+            .map(PreparedPlacement::new);
+        // SAFETY: prctl and the placement's calls are plain system calls; nothing else
+        // runs between fork and exec.
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
+                match &placement {
+                    Some(p) => p.apply(),
+                    None => Ok(()),
+                }
             });
         }
         let mut child = command.spawn().map_err(|source| LoadError::Spawn {

@@ -1,5 +1,6 @@
 //! Load specifications: `none`, `cpu[:percent]`, `io`, `top`, `mem`, `ep[:threads]`, `video`,
-//! `hackbench`, and combinations joined with `+` (`cpu:80+io`).
+//! `hackbench`, and combinations joined with `+` (`cpu:80+io`); `@cell` after an item runs it
+//! in that cell (`ep@others+video@others`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -35,6 +36,13 @@ pub enum LoadItem {
         /// Mbit/s of UDP payload.
         mbps: Option<u32>,
     },
+    /// An abusive data stream sharing the network probe's link, from the controller's
+    /// side to a sink application beside the host (the study's Figure 8); by default
+    /// more than the link takes. Run by the network probe.
+    Stream {
+        /// Mbit/s of UDP payload offered.
+        mbps: Option<u32>,
+    },
 }
 
 impl LoadItem {
@@ -49,6 +57,7 @@ impl LoadItem {
             LoadItem::Hackbench => "hackbench",
             LoadItem::Video => "video",
             LoadItem::Flood { .. } => "flood",
+            LoadItem::Stream { .. } => "stream",
         }
     }
 }
@@ -61,6 +70,21 @@ impl LoadSpec {
             _ => None,
         })
     }
+
+    /// The abusive stream, if the spec has one: `Some(None)` for the default rate.
+    pub fn stream(&self) -> Option<Option<u32>> {
+        self.items.iter().find_map(|i| match i {
+            LoadItem::Stream { mbps } => Some(*mbps),
+            _ => None,
+        })
+    }
+
+    /// True when the spec has an item only the network probe can run.
+    pub fn has_net_items(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i, LoadItem::Flood { .. } | LoadItem::Stream { .. }))
+    }
 }
 
 impl fmt::Display for LoadItem {
@@ -69,6 +93,7 @@ impl fmt::Display for LoadItem {
             LoadItem::Cpu { percent: Some(p) } => write!(f, "cpu:{p}"),
             LoadItem::Ep { threads: Some(t) } => write!(f, "ep:{t}"),
             LoadItem::Flood { mbps: Some(m) } => write!(f, "flood:{m}"),
+            LoadItem::Stream { mbps: Some(m) } => write!(f, "stream:{m}"),
             other => f.write_str(other.name()),
         }
     }
@@ -79,6 +104,16 @@ impl fmt::Display for LoadItem {
 pub struct LoadSpec {
     /// The items; empty means no load.
     pub items: Vec<LoadItem>,
+    /// The cell each item runs in (`ep@others`), by position; `None` or missing: no cell.
+    pub cells: Vec<Option<String>>,
+}
+
+impl LoadSpec {
+    /// The cell an item was placed in, if any.
+    pub fn cell_of(&self, item: &LoadItem) -> Option<&str> {
+        let i = self.items.iter().position(|x| x.name() == item.name())?;
+        self.cells.get(i)?.as_deref()
+    }
 }
 
 impl LoadSpec {
@@ -98,14 +133,24 @@ impl fmt::Display for LoadSpec {
         if self.items.is_empty() {
             return f.write_str("none");
         }
-        let parts: Vec<String> = self.items.iter().map(ToString::to_string).collect();
+        let parts: Vec<String> = self
+            .items
+            .iter()
+            .enumerate()
+            .map(
+                |(i, item)| match self.cells.get(i).and_then(Option::as_deref) {
+                    Some(cell) => format!("{item}@{cell}"),
+                    None => item.to_string(),
+                },
+            )
+            .collect();
         f.write_str(&parts.join("+"))
     }
 }
 
 /// A spec that does not parse; the message lists what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}; loads are none, cpu[:percent], io, top, mem, ep[:threads], hackbench, video, flood[:mbit/s] (net only), or combinations like cpu:80+io")]
+#[error("{0}; loads are none, cpu[:percent], io, top, mem, ep[:threads], hackbench, video, flood[:mbit/s] and stream[:mbit/s] (net only), or combinations like cpu:80+io, each optionally in a cell (ep@others)")]
 pub struct SpecError(pub String);
 
 impl FromStr for LoadSpec {
@@ -120,8 +165,24 @@ impl FromStr for LoadSpec {
             return Ok(LoadSpec::none());
         }
         let mut items: Vec<LoadItem> = Vec::new();
+        let mut cells: Vec<Option<String>> = Vec::new();
         for part in s.split('+') {
-            let part = part.trim();
+            let (part, cell) = match part.trim().split_once('@') {
+                Some((p, c)) => {
+                    let c = c.trim();
+                    if c.is_empty()
+                        || !c
+                            .chars()
+                            .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
+                    {
+                        return Err(SpecError(format!(
+                            "bad cell name '{c}' after '@' in '{part}'"
+                        )));
+                    }
+                    (p.trim(), Some(c.to_string()))
+                }
+                None => (part.trim(), None),
+            };
             let (name, arg) = match part.split_once(':') {
                 Some((n, a)) => (n, Some(a)),
                 None => (part, None),
@@ -160,6 +221,9 @@ impl FromStr for LoadSpec {
                 "flood" => LoadItem::Flood {
                     mbps: number("flood Mbit/s", 1..=100_000)?.map(|m| m as u32),
                 },
+                "stream" => LoadItem::Stream {
+                    mbps: number("stream Mbit/s", 1..=100_000)?.map(|m| m as u32),
+                },
                 "ep" => LoadItem::Ep {
                     threads: number("ep threads", 1..=1024)?,
                 },
@@ -175,8 +239,12 @@ impl FromStr for LoadSpec {
                 return Err(SpecError(format!("load '{}' given twice", item.name())));
             }
             items.push(item);
+            cells.push(cell);
         }
-        Ok(LoadSpec { items })
+        if cells.iter().all(Option::is_none) {
+            cells.clear();
+        }
+        Ok(LoadSpec { items, cells })
     }
 }
 

@@ -12,6 +12,8 @@
 //!   and multi-tone phase (the desktop OS study).
 //! - [`net`]: network audio: the wire protocol of a 32-pad controller streaming gesture
 //!   data as audio-rate UDP, block assembly and answer deadlines (the Tessellation study).
+//! - [`cell`]: cells (exclusive cpusets, SCHED_DEADLINE, best-effort), admission
+//!   control, and undoing it all (Tessellation's partitions on stock Linux).
 //! - [`doctor`]: the machine's set-up, finding by finding.
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
@@ -33,6 +35,7 @@
 #![deny(missing_docs)]
 
 pub mod busy;
+pub mod cell;
 pub mod doctor;
 pub mod event;
 pub mod jitter;

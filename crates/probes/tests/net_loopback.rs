@@ -25,6 +25,9 @@ fn config(seconds: f64) -> NetConfig {
         controller_cpus: None,
         flood_mbps: None,
         netns: false,
+        host_cell: None,
+        link: None,
+        stream: None,
     }
 }
 
@@ -131,6 +134,7 @@ fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_
         workers: 2,
         policy: Policy::Other { nice: 0 },
         cpus: None,
+        groups: Vec::new(),
         poll: PollMode::Block,
         count_from_ns: 0,
         warmup_after_first_ns: 0,
@@ -259,6 +263,7 @@ fn without_a_configured_peer_junk_cannot_take_the_stream_over() {
         workers: 0,
         policy: Policy::Other { nice: 0 },
         cpus: None,
+        groups: Vec::new(),
         poll: PollMode::Block,
         count_from_ns: 0,
         warmup_after_first_ns: 0,

@@ -113,6 +113,19 @@ pub fn run(
     start_ns: u64,
     stop: &AtomicBool,
 ) -> ControllerOutcome {
+    run_via(config, socket, start_ns, stop, None)
+}
+
+/// As [`run`], but with `via` the packets go through audiolat's user-level network
+/// service (its flow's ring) instead of straight to the kernel; answers still arrive on
+/// `socket`, which the service sends from.
+pub fn run_via(
+    config: &ControllerConfig,
+    socket: UdpSocket,
+    start_ns: u64,
+    stop: &AtomicBool,
+    mut via: Option<super::service::FlowTx>,
+) -> ControllerOutcome {
     let receiver_socket = socket.try_clone();
     let (mut sent_tx, mut sent_rx) = rtrb::RingBuffer::<(u32, u64)>::new(4096);
     let sender_done = AtomicBool::new(false);
@@ -226,6 +239,7 @@ pub fn run(
         };
         // The sender, on a thread of its own (its policy and CPUs must not stick to the
         // caller, who starts the next phase's threads).
+        let via = &mut via;
         let sender = scope.spawn(|| {
             let rt = ThreadRt::apply(&config.policy, sender_cpus.as_deref(), 128 * 1024);
             let mut pacing = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
@@ -252,7 +266,11 @@ pub fn run(
                         sender_time_ns: now,
                     };
                     wire::encode_input(&header, &frames, &mut packet);
-                    match udp::send_to(&socket, &packet, config.host) {
+                    let sent_now = match via.as_mut() {
+                        Some(tx) => Ok(tx.send(&packet)),
+                        None => udp::send_to(&socket, &packet, config.host),
+                    };
+                    match sent_now {
                         Ok(true) => sent += 1,
                         Ok(false) => refused += 1,
                         Err(e) => {

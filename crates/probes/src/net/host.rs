@@ -34,8 +34,12 @@ pub enum PollMode {
     /// Poll without blocking, never sleeping (the study's runtime): lowest latency, one
     /// CPU spent.
     Spin,
-    /// Sleep in `recvmmsg` until a packet arrives: the usual Linux way.
+    /// Sleep in `recvmmsg` until a packet arrives: the usual Linux way (and an
+    /// event-triggered cell's: woken by its input).
     Block,
+    /// Poll without blocking; when nothing is there, `sched_yield`: under SCHED_DEADLINE
+    /// that ends the job until the next period (a time-triggered cell's runtime).
+    Periodic,
 }
 
 impl std::fmt::Display for PollMode {
@@ -43,6 +47,7 @@ impl std::fmt::Display for PollMode {
         f.write_str(match self {
             PollMode::Spin => "spin",
             PollMode::Block => "block",
+            PollMode::Periodic => "periodic",
         })
     }
 }
@@ -60,8 +65,13 @@ pub struct HostConfig {
     pub workers: usize,
     /// Scheduling policy of the network and worker threads.
     pub policy: Policy,
-    /// CPUs: the network thread takes the first, workers the following ones (cycling).
+    /// CPUs: the network thread takes the first, workers the following ones (cycling);
+    /// under SCHED_DEADLINE every thread takes them all (a deadline thread must span its
+    /// root domain).
     pub cpus: Option<Vec<usize>>,
+    /// Cgroup `tasks` files every thread writes its id to before it starts: a cell's
+    /// cpuset and CPU accounting ([`crate::cell::partition::PlacedCell::tasks_files`]).
+    pub groups: Vec<std::path::PathBuf>,
     /// How the network thread waits.
     pub poll: PollMode,
     /// Blocks whose first packet arrives before this monotonic time are answered but not
@@ -160,7 +170,10 @@ pub fn serve(
             .cpus
             .as_ref()
             .filter(|c| !c.is_empty())
-            .map(|c| vec![c[k % c.len()]])
+            .map(|c| match config.policy {
+                Policy::Deadline { .. } => c.clone(),
+                _ => vec![c[k % c.len()]],
+            })
     };
     // Split the objects over the workers as evenly as possible.
     // The reference host answers without the synth: no workers spinning beside it.
@@ -191,7 +204,9 @@ pub fn serve(
         let policy = config.policy;
         let cpus = cpu_for(w + 1);
         let grants_tx = grants_tx.clone();
+        let groups = config.groups.clone();
         handles.push(std::thread::spawn(move || {
+            crate::cell::join_groups(&groups);
             let rt = ThreadRt::apply(&policy, cpus.as_deref(), 128 * 1024);
             let _ = grants_tx.send((w, rt.sched));
             let mut seen = 0u64;
@@ -239,6 +254,7 @@ pub fn serve(
     if config.poll == PollMode::Block {
         let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
     }
+    let group_refusals = crate::cell::join_groups(&config.groups);
     let rt = ThreadRt::apply(&config.policy, cpu_for(0).as_deref(), 256 * 1024);
     let mut peer = config.peer;
     let mut answer = [0u8; OUTPUT_PACKET_BYTES];
@@ -250,7 +266,8 @@ pub fn serve(
     let mut short = 0u64;
     let mut all_kernel = kernel_timestamps;
     let mut offset_refreshed = monotonic_ns();
-    let mut error = None;
+    let mut error = (!group_refusals.is_empty())
+        .then(|| format!("joining the cell: {}", group_refusals.join("; ")));
     let mut count_from_ns = config.count_from_ns;
     let mut first_seen = false;
     'serve: while !stop.load(Ordering::Relaxed) {
@@ -267,8 +284,13 @@ pub fn serve(
                 batch.realtime_offset_ns = udp::realtime_minus_monotonic_ns();
                 offset_refreshed = now;
             }
-            if config.poll == PollMode::Spin {
-                std::hint::spin_loop();
+            match config.poll {
+                PollMode::Spin => std::hint::spin_loop(),
+                // SAFETY: no preconditions.
+                PollMode::Periodic => unsafe {
+                    libc::sched_yield();
+                },
+                PollMode::Block => {}
             }
             continue;
         }

@@ -31,12 +31,15 @@
 
 pub mod controller;
 pub mod host;
+pub mod mclock;
 pub mod netns;
+pub mod service;
 pub mod udp;
 pub mod wire;
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::clock::monotonic_ns;
@@ -75,7 +78,97 @@ pub struct NetConfig {
     /// Put the two ends in two network namespaces joined by a veth pair (root), instead
     /// of loopback.
     pub netns: bool,
+    /// The host's runtime in a cell: its threads join the cell's groups and take its
+    /// policy and CPUs (instead of `policy` and `host_cpus`).
+    pub host_cell: Option<crate::cell::partition::PlacedCell>,
+    /// The controller-to-host direction shaped to a capacity, with or without a
+    /// reservation for the audio flow.
+    pub link: Option<LinkShaping>,
+    /// An abusive data stream from the controller's side to a sink application beside
+    /// the host (the study's Figure 8), sharing the link with the audio flow.
+    pub stream: Option<StreamConfig>,
 }
+
+impl NetConfig {
+    /// The defaults: `duration` of synth after a 1 s warm-up, no reference phase, 8 pads
+    /// pressed at (0.5, 0.5, 0.8), the network thread running the synth and blocking in
+    /// `recvmmsg`, SCHED_FIFO 70, over loopback, no cells, no shaping, no interference.
+    pub fn new(duration: Duration) -> NetConfig {
+        NetConfig {
+            duration,
+            reference_duration: Duration::ZERO,
+            warmup: Duration::from_secs(1),
+            input: controller::fixed_input(8, 0.5, 0.5, 0.8),
+            workers: 0,
+            poll: host::PollMode::Block,
+            policy: Policy::Fifo { priority: 70 },
+            host_cpus: None,
+            controller_cpus: None,
+            flood_mbps: None,
+            netns: false,
+            host_cell: None,
+            link: None,
+            stream: None,
+        }
+    }
+}
+
+/// Who reserves bandwidth on the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReserveBy {
+    /// The kernel: `tc` HTB on the controller's veth (needs `netns`).
+    Tc,
+    /// audiolat's user-level network service: FIFO without a reservation, mClock with.
+    Service,
+}
+
+impl std::fmt::Display for ReserveBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReserveBy::Tc => "tc",
+            ReserveBy::Service => "mclock",
+        })
+    }
+}
+
+/// The controller-to-host direction, shaped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkShaping {
+    /// The link's capacity, Mbit/s (the study's 1 Gbit/s).
+    pub mbps: f64,
+    /// Guaranteed to the audio flow, Mbit/s; `None`: no guarantee.
+    pub reserve_mbps: Option<f64>,
+    /// Who shapes and reserves.
+    pub by: ReserveBy,
+}
+
+/// The abusive stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamConfig {
+    /// Offered rate, Mbit/s of payload; `None`: one and a half times the link's capacity
+    /// (1000 without a shaped link): more than the link takes.
+    pub mbps: Option<u32>,
+    /// Cgroup `tasks` files the sink's thread joins (its cell).
+    pub sink_groups: Vec<std::path::PathBuf>,
+}
+
+/// What the abusive stream did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamOutcome {
+    /// Datagrams the sender handed over (to the kernel or the service).
+    pub sent: u64,
+    /// Of those, refused at once (a full queue).
+    pub refused: u64,
+    /// Offered Mbit/s (payload).
+    pub offered_mbps: f64,
+    /// Datagrams the sink received.
+    pub received: u64,
+    /// Mbit/s of payload the sink received: what the link let through.
+    pub received_mbps: f64,
+}
+
+/// Payload of the stream's datagrams (a full Ethernet frame with the headers).
+pub const STREAM_DATAGRAM: usize = 1472;
 
 /// Blocks in `duration` at the controller's rate.
 pub fn blocks_in(duration: Duration) -> u64 {
@@ -91,6 +184,71 @@ pub struct Phase {
     pub controller: controller::ControllerOutcome,
     /// Flood datagrams sent and the rate they achieved (Mbit/s), if a flood ran.
     pub flood: Option<(u64, f64)>,
+    /// The abusive stream, if one ran.
+    pub stream: Option<StreamOutcome>,
+    /// The user-level service, if it carried the controller's packets.
+    pub service: Option<service::ServiceOutcome>,
+    /// The HTB classes' counters on the controller's link, if `tc` shaped it.
+    pub tc_classes: Option<Value>,
+}
+
+/// Sends the abusive stream at `mbps` until `stop`, in bursts every millisecond, through
+/// `via` (the service) or straight to the kernel.
+fn stream_send(
+    socket: &UdpSocket,
+    sink: SocketAddr,
+    mbps: f64,
+    mut via: Option<service::FlowTx>,
+    stop: &AtomicBool,
+) -> (u64, u64, f64) {
+    let junk = [0x5au8; STREAM_DATAGRAM];
+    let per_ms = mbps * 1e6 / 8.0 / STREAM_DATAGRAM as f64 / 1000.0;
+    let start = monotonic_ns();
+    let (mut sent, mut refused) = (0u64, 0u64);
+    let mut due = 0.0f64;
+    while !stop.load(Ordering::Relaxed) {
+        let elapsed_ms = (monotonic_ns() - start) as f64 / 1e6;
+        due = due.max(per_ms * elapsed_ms);
+        // Catch up at most 10 ms of backlog: a sender that was descheduled does not
+        // then burst its whole debt.
+        due = due.min((sent + refused) as f64 + per_ms * 10.0);
+        while ((sent + refused) as f64) < due && !stop.load(Ordering::Relaxed) {
+            let ok = match via.as_mut() {
+                Some(tx) => tx.send(&junk),
+                None => matches!(udp::send_to(socket, &junk, sink), Ok(true)),
+            };
+            if ok {
+                sent += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let seconds = (monotonic_ns() - start) as f64 / 1e9;
+    (
+        sent,
+        refused,
+        (sent + refused) as f64 * STREAM_DATAGRAM as f64 * 8.0 / 1e6 / seconds.max(1e-9),
+    )
+}
+
+/// The sink application: receives and counts until `stop`.
+fn stream_sink(socket: UdpSocket, groups: &[std::path::PathBuf], stop: &AtomicBool) -> (u64, f64) {
+    let _ = crate::cell::join_groups(groups);
+    udp::set_receive_buffer(&socket, 8 << 20);
+    let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut buf = [0u8; 2048];
+    let start = monotonic_ns();
+    let (mut received, mut bytes) = (0u64, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(n) = socket.recv(&mut buf) {
+            received += 1;
+            bytes += n as u64;
+        }
+    }
+    let seconds = (monotonic_ns() - start) as f64 / 1e9;
+    (received, bytes as f64 * 8.0 / 1e6 / seconds.max(1e-9))
 }
 
 /// Datagram size of the flood: a full Ethernet payload.
@@ -192,6 +350,10 @@ fn phase(
         Some(_) => Some(socket(netns::End::Controller)?),
         None => None,
     };
+    let stream_sockets = match &config.stream {
+        Some(_) => Some((socket(netns::End::Controller)?, socket(netns::End::Host)?)),
+        None => None,
+    };
     let host_addr = host_socket
         .local_addr()
         .map_err(|e| NetError::Config(e.to_string()))?;
@@ -202,12 +364,21 @@ fn phase(
     let start_ns = monotonic_ns() + 50_000_000;
     let counted_from_ns =
         start_ns + wire::packet_due_ns(warmup_blocks * wire::PACKETS_PER_BLOCK as u64);
+    let (host_policy, host_cpus, groups) = match &config.host_cell {
+        Some(cell) => (
+            cell.cell.policy,
+            Some(cell.cpus.clone()),
+            cell.tasks_files(),
+        ),
+        None => (config.policy, config.host_cpus.clone(), Vec::new()),
+    };
     let host_config = host::HostConfig {
         peer: Some(controller_addr),
         synth,
         workers: config.workers,
-        policy: config.policy,
-        cpus: config.host_cpus.clone(),
+        policy: host_policy,
+        cpus: host_cpus,
+        groups,
         poll: config.poll,
         count_from_ns: counted_from_ns,
         warmup_after_first_ns: 0,
@@ -221,23 +392,165 @@ fn phase(
         policy: config.policy,
         cpus: config.controller_cpus.clone(),
     };
-    let host_stop = AtomicBool::new(false);
+    let host_stop = Arc::new(AtomicBool::new(false));
     let series = blocks_in(duration) as usize + 16;
-    let (host, controller, flooded) = std::thread::scope(|scope| {
-        let host = scope.spawn(|| host::serve(&host_config, host_socket, &host_stop, series));
-        let flooder = config.flood_mbps.zip(flood_socket).map(|(mbps, socket)| {
-            let host_stop = &host_stop;
-            scope.spawn(move || flood(socket, host_addr, mbps, host_stop))
-        });
-        let controller = controller::run(&controller_config, controller_socket, start_ns, stop);
-        host_stop.store(true, Ordering::Relaxed);
-        (host.join(), controller, flooder.and_then(|f| f.join().ok()))
+    // The link's shaping: the kernel's classes, or the user-level service.
+    let mut tc_shaped = false;
+    if let Some(shape) = config.link {
+        if shape.by == ReserveBy::Tc {
+            let pair = link.ok_or_else(|| {
+                NetError::Config(
+                    "tc shaping needs --netns: it shapes the veth link between the namespaces"
+                        .into(),
+                )
+            })?;
+            if shape.reserve_mbps.is_some() {
+                udp::set_priority(&controller_socket, netns::RESERVED_CLASS_PRIORITY).map_err(
+                    |e| {
+                        NetError::Config(format!(
+                            "SO_PRIORITY for the reserved class: {e} (needs CAP_NET_ADMIN)"
+                        ))
+                    },
+                )?;
+            }
+            tc_shaped = true;
+            let _ = pair;
+        }
+    }
+    let stream_mbps = config.stream.as_ref().map(|st| {
+        st.mbps
+            .map_or_else(|| config.link.map_or(1000.0, |l| l.mbps * 1.5), f64::from)
     });
+    let (stream_send_socket, sink_addr, sink_socket) = match stream_sockets {
+        Some((send, sink)) => {
+            // Enough send buffer to keep the link's queue full.
+            udp::set_send_buffer(&send, 8 << 20);
+            let addr = sink
+                .local_addr()
+                .map_err(|e| NetError::Config(e.to_string()))?;
+            (Some(send), Some(addr), Some(sink))
+        }
+        None => (None, None, None),
+    };
+    let mut service_thread = None;
+    let (mut controller_tx, mut stream_tx) = (None, None);
+    if let Some(
+        shape @ LinkShaping {
+            by: ReserveBy::Service,
+            ..
+        },
+    ) = config.link
+    {
+        let mut outs = vec![service::FlowOut {
+            socket: controller_socket
+                .try_clone()
+                .map_err(|e| NetError::Config(e.to_string()))?,
+            to: host_addr,
+        }];
+        if let (Some(sock), Some(addr)) = (&stream_send_socket, sink_addr) {
+            outs.push(service::FlowOut {
+                socket: sock
+                    .try_clone()
+                    .map_err(|e| NetError::Config(e.to_string()))?,
+                to: addr,
+            });
+        }
+        let discipline = match shape.reserve_mbps {
+            None => service::Discipline::Fifo,
+            Some(r) => {
+                let mut specs = vec![mclock::FlowSpec {
+                    reservation_bps: r * 1e6,
+                    weight: 1.0,
+                    limit_bps: f64::INFINITY,
+                }];
+                if outs.len() > 1 {
+                    specs.push(mclock::FlowSpec {
+                        reservation_bps: 0.0,
+                        weight: 1.0,
+                        limit_bps: f64::INFINITY,
+                    });
+                }
+                service::Discipline::MClock(specs)
+            }
+        };
+        let svc = service::ServiceConfig {
+            link_mbps: shape.mbps,
+            // The kernel's device queue, 1000 datagrams.
+            queue: 1000,
+            discipline,
+        };
+        let (mut txs, handle) =
+            service::spawn(&svc, outs, host_stop.clone()).map_err(NetError::Config)?;
+        if txs.len() > 1 {
+            stream_tx = txs.pop();
+        }
+        controller_tx = txs.pop();
+        service_thread = Some(handle);
+    }
+    let (host, controller, flooded, streamed) = std::thread::scope(|scope| {
+        let host_stop_ref: &AtomicBool = &host_stop;
+        let host = scope.spawn(|| host::serve(&host_config, host_socket, host_stop_ref, series));
+        let flooder = config.flood_mbps.zip(flood_socket).map(|(mbps, socket)| {
+            scope.spawn(move || flood(socket, host_addr, mbps, host_stop_ref))
+        });
+        let sink = sink_socket.map(|sock| {
+            let groups = config
+                .stream
+                .as_ref()
+                .map(|st| st.sink_groups.clone())
+                .unwrap_or_default();
+            scope.spawn(move || stream_sink(sock, &groups, host_stop_ref))
+        });
+        let streamer = match (&stream_send_socket, sink_addr, stream_mbps) {
+            (Some(sock), Some(addr), Some(mbps)) => {
+                let tx = stream_tx.take();
+                Some(scope.spawn(move || stream_send(sock, addr, mbps, tx, host_stop_ref)))
+            }
+            _ => None,
+        };
+        let controller = controller::run_via(
+            &controller_config,
+            controller_socket,
+            start_ns,
+            stop,
+            controller_tx.take(),
+        );
+        host_stop.store(true, Ordering::Relaxed);
+        let streamed = match (
+            streamer.and_then(|s| s.join().ok()),
+            sink.and_then(|s| s.join().ok()),
+        ) {
+            (Some((sent, refused, offered_mbps)), Some((received, received_mbps))) => {
+                Some(StreamOutcome {
+                    sent,
+                    refused,
+                    offered_mbps,
+                    received,
+                    received_mbps,
+                })
+            }
+            _ => None,
+        };
+        (
+            host.join(),
+            controller,
+            flooder.and_then(|f| f.join().ok()),
+            streamed,
+        )
+    });
+    let service = service_thread.and_then(|h| h.join().ok());
+    let tc_classes = match (tc_shaped, link) {
+        (true, Some(pair)) => Some(pair.class_stats(netns::End::Controller)),
+        _ => None,
+    };
     let host = host.map_err(|_| NetError::Config("the host thread panicked".into()))?;
     Ok(Phase {
         host,
         controller,
         flood: flooded,
+        stream: streamed,
+        service,
+        tc_classes,
     })
 }
 
@@ -250,8 +563,22 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
             config.workers
         )));
     }
+    if config.link.is_some_and(|l| l.by == ReserveBy::Tc) && !config.netns {
+        return Err(NetError::Config(
+            "tc shaping needs --netns: it shapes the veth link between the two namespaces".into(),
+        ));
+    }
     let link = if config.netns {
-        Some(netns::NetnsPair::create()?)
+        let pair = netns::NetnsPair::create()?;
+        if let Some(
+            shape @ LinkShaping {
+                by: ReserveBy::Tc, ..
+            },
+        ) = config.link
+        {
+            pair.shape(netns::End::Controller, shape.mbps, shape.reserve_mbps)?;
+        }
+        Some(pair)
     } else {
         None
     };
@@ -364,6 +691,11 @@ impl NetOutcome {
             let d = &h.counters.drops;
             json!({
                 "flood": p.flood.map(|(sent, mbps)| json!({"datagrams": sent, "mbit_per_s": mbps})),
+                "stream": p.stream.as_ref().map(|st| json!({
+                    "sent": st.sent, "refused": st.refused, "offered_mbit_per_s": st.offered_mbps,
+                    "received": st.received, "received_mbit_per_s": st.received_mbps})),
+                "service": p.service.as_ref().map(service::ServiceOutcome::to_json),
+                "tc_classes": p.tc_classes,
                 "host": {
                     "answered": h.answered, "misses": h.misses, "send_dropped": h.send_dropped,
                     "kernel_dropped": h.kernel_dropped,

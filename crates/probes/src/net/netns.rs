@@ -29,23 +29,35 @@ pub enum End {
 pub struct NetnsPair {
     host: String,
     controller: String,
+    pid: u32,
 }
 
-fn ip(args: &[&str]) -> Result<(), NetError> {
-    let out = Command::new("ip").args(args).output().map_err(|e| {
+/// `SO_PRIORITY` that puts a socket's packets in the reserved HTB class 1:10.
+pub const RESERVED_CLASS_PRIORITY: u32 = 0x0001_0010;
+
+/// Ethernet, IPv4 and UDP headers: what a datagram costs on the link beyond its payload
+/// (what HTB counts, and what the user-level service counts too).
+pub const WIRE_OVERHEAD_BYTES: usize = 14 + 20 + 8;
+
+fn run(program: &str, package: &str, args: &[&str]) -> Result<(), NetError> {
+    let out = Command::new(program).args(args).output().map_err(|e| {
         NetError::Config(format!(
-            "cannot run `ip` ({e}): install the iproute2 package (apt install iproute2)"
+            "cannot run `{program}` ({e}): install the {package} package (apt install {package})"
         ))
     })?;
     if out.status.success() {
         Ok(())
     } else {
         Err(NetError::Config(format!(
-            "`ip {}` failed: {}",
+            "`{program} {}` failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         )))
     }
+}
+
+fn ip(args: &[&str]) -> Result<(), NetError> {
+    run("ip", "iproute2", args)
 }
 
 impl NetnsPair {
@@ -63,6 +75,7 @@ impl NetnsPair {
         let pair = NetnsPair {
             host: format!("al-host-{pid}"),
             controller: format!("al-ctl-{pid}"),
+            pid,
         };
         pair.build(pid).inspect_err(|_| pair.remove())?;
         Ok(pair)
@@ -97,6 +110,123 @@ impl NetnsPair {
         // Deleting a namespace deletes its end of the veth pair, and with it the other.
         for ns in [&self.host, &self.controller] {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+
+    /// The end's veth device.
+    pub fn device(&self, end: End) -> String {
+        match end {
+            End::Host => format!("alh{}", self.pid),
+            End::Controller => format!("alc{}", self.pid),
+        }
+    }
+
+    /// Shapes what `end` sends with `tc` HTB: a root class at `link_mbps` (the link's
+    /// capacity); with `reserved_mbps`, class 1:10 is guaranteed that rate (and may
+    /// borrow up to the link's) for sockets with [`RESERVED_CLASS_PRIORITY`], and
+    /// everything else shares class 1:20 at the remainder; without, every packet goes
+    /// through the one class 1:20, first come first served. Each leaf queues up to the
+    /// device's 1000 packets.
+    pub fn shape(
+        &self,
+        end: End,
+        link_mbps: f64,
+        reserved_mbps: Option<f64>,
+    ) -> Result<(), NetError> {
+        let (ns, dev) = (self.name(end).to_string(), self.device(end));
+        let tc = |args: &[&str]| -> Result<(), NetError> {
+            let mut all = vec!["-n", ns.as_str()];
+            all.extend_from_slice(args);
+            run("tc", "iproute2", &all)
+        };
+        let kbit = |mbps: f64| format!("{}kbit", (mbps * 1000.0).round() as u64);
+        let link = kbit(link_mbps);
+        // A burst of ~120 us at the link rate: HTB's default (one MTU) under-runs the rate
+        // when the timer is late, which a VM's often is.
+        let burst = format!(
+            "{}",
+            ((link_mbps * 1e6 / 8.0) * 120e-6).max(15_000.0) as u64
+        );
+        tc(&[
+            "qdisc", "add", "dev", &dev, "root", "handle", "1:", "htb", "default", "20",
+        ])?;
+        tc(&[
+            "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb", "rate", &link,
+            "ceil", &link, "burst", &burst, "cburst", &burst, "quantum", "1514",
+        ])?;
+        let rest = match reserved_mbps {
+            Some(r) => {
+                tc(&[
+                    "class",
+                    "add",
+                    "dev",
+                    &dev,
+                    "parent",
+                    "1:1",
+                    "classid",
+                    "1:10",
+                    "htb",
+                    "rate",
+                    &kbit(r),
+                    "ceil",
+                    &link,
+                    "burst",
+                    &burst,
+                    "cburst",
+                    &burst,
+                    "prio",
+                    "0",
+                    "quantum",
+                    "1514",
+                ])?;
+                (link_mbps - r).max(1.0)
+            }
+            None => link_mbps,
+        };
+        tc(&[
+            "class",
+            "add",
+            "dev",
+            &dev,
+            "parent",
+            "1:1",
+            "classid",
+            "1:20",
+            "htb",
+            "rate",
+            &kbit(rest),
+            "ceil",
+            &link,
+            "burst",
+            &burst,
+            "cburst",
+            &burst,
+            "prio",
+            "1",
+            "quantum",
+            "1514",
+        ])?;
+        Ok(())
+    }
+
+    /// The HTB classes of `end`'s device with their counters (`tc -s class show`, whose
+    /// text every iproute2 prints; its JSON output lacks HTB classes in some versions):
+    /// class id -> bytes, packets, drops, overlimits.
+    pub fn class_stats(&self, end: End) -> serde_json::Value {
+        let out = Command::new("tc")
+            .args([
+                "-n",
+                self.name(end),
+                "-s",
+                "class",
+                "show",
+                "dev",
+                &self.device(end),
+            ])
+            .output();
+        match out {
+            Ok(out) => parse_class_stats(&String::from_utf8_lossy(&out.stdout)),
+            Err(_) => serde_json::Value::Null,
         }
     }
 
@@ -139,6 +269,56 @@ impl NetnsPair {
                 .join()
                 .unwrap_or_else(|_| Err(NetError::Config("the namespace thread panicked".into())))
         })
+    }
+}
+
+/// Parses `tc -s class show`: a `class htb 1:10 ...` line, then ` Sent B bytes P pkt
+/// (dropped D, overlimits O requeues R)`.
+fn parse_class_stats(text: &str) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"class") && words.len() > 2 {
+            current = Some(words[2].to_string());
+        } else if words.first() == Some(&"Sent") {
+            let Some(class) = current.take() else {
+                continue;
+            };
+            let num = |after: &str| -> Option<u64> {
+                let i = words.iter().position(|w| *w == after)?;
+                words
+                    .get(i + 1)?
+                    .trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse()
+                    .ok()
+            };
+            map.insert(
+                class,
+                serde_json::json!({
+                    "bytes": words.get(1).and_then(|w| w.parse::<u64>().ok()),
+                    "packets": words.get(3).and_then(|w| w.parse::<u64>().ok()),
+                    "drops": num("(dropped"),
+                    "overlimits": num("overlimits"),
+                }),
+            );
+        }
+    }
+    serde_json::Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tc_class_counters_parse() {
+        let text = "class htb 1:1 root rate 1Gbit ceil 1Gbit burst 15Kb cburst 15Kb \n Sent 8429220 bytes 9954 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n\nclass htb 1:20 parent 1:1 prio 1 rate 760Mbit ceil 1Gbit\n Sent 123 bytes 4 pkt (dropped 17, overlimits 9 requeues 0) \n";
+        let v = parse_class_stats(text);
+        assert_eq!(v["1:1"]["packets"], 9954);
+        assert_eq!(v["1:1"]["bytes"], 8429220);
+        assert_eq!(v["1:20"]["drops"], 17);
+        assert_eq!(v["1:20"]["overlimits"], 9);
     }
 }
 

@@ -73,24 +73,40 @@ pub fn enable_drop_counter(socket: &UdpSocket) -> bool {
     }
 }
 
+fn set_int(socket: &UdpSocket, option: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: a valid socket and an int option of the right size.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
 /// Sets the socket's receive buffer (the kernel doubles and caps it; root may exceed
 /// the cap with SO_RCVBUFFORCE, which is tried first).
 pub fn set_receive_buffer(socket: &UdpSocket, bytes: usize) {
     let size = bytes.min(i32::MAX as usize) as libc::c_int;
-    for option in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
-        // SAFETY: a valid socket and an int option of the right size.
-        let ok = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&size as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            ) == 0
-        };
-        if ok {
-            return;
-        }
+    let _ = set_int(socket, libc::SO_RCVBUFFORCE, size) || set_int(socket, libc::SO_RCVBUF, size);
+}
+
+/// Sets the socket's send buffer, as [`set_receive_buffer`] does the receive buffer: how
+/// many of its datagrams may wait in the device's queues before a send would block.
+pub fn set_send_buffer(socket: &UdpSocket, bytes: usize) {
+    let size = bytes.min(i32::MAX as usize) as libc::c_int;
+    let _ = set_int(socket, libc::SO_SNDBUFFORCE, size) || set_int(socket, libc::SO_SNDBUF, size);
+}
+
+/// Sets `SO_PRIORITY`, which a `tc` HTB qdisc reads as a class id (`0x10010` is 1:10).
+/// Values above 6 need CAP_NET_ADMIN.
+pub fn set_priority(socket: &UdpSocket, priority: u32) -> io::Result<()> {
+    if set_int(socket, libc::SO_PRIORITY, priority as libc::c_int) {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

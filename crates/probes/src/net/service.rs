@@ -1,0 +1,290 @@
+//! audiolat's user-level network service: the senders of one side of the link hand their
+//! datagrams to it instead of to the kernel, and one service thread puts them on the
+//! link, never faster than the link's capacity, in the order its discipline chooses:
+//!
+//! - [`Discipline::Fifo`]: first come, first served across flows: no guarantee, the
+//!   study's network service without reservations;
+//! - [`Discipline::MClock`]: the [`mclock`](super::mclock) scheduler with a
+//!   reservation, weight and limit per flow (the study's network service with a
+//!   throughput reservation for the music application).
+//!
+//! Each flow has its own wait-free ring (one producer: the flow's sender; one consumer:
+//! the service), so a sender never blocks or locks; a full ring refuses the datagram,
+//! which the sender counts as lost. The link gate is a token bucket at the link rate
+//! with a burst of [`BURST_NS`] of link time: the service sleeps between bursts instead
+//! of spinning. Bits on the link are the datagram plus
+//! [`WIRE_OVERHEAD_BYTES`](super::netns::WIRE_OVERHEAD_BYTES) of headers, as HTB
+//! counts them.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use engine::clock::{monotonic_ns, sleep_until_ns};
+use serde_json::{json, Value};
+
+use super::mclock::{FlowSpec, MClock, Phase};
+use super::netns::WIRE_OVERHEAD_BYTES;
+use super::udp;
+
+/// The largest datagram a flow may hand over.
+pub const MAX_FRAME: usize = 1472;
+
+/// Link time the gate lets out at once (a burst), ns: the service wakes about this
+/// often under load.
+pub const BURST_NS: u64 = 100_000;
+
+/// One datagram waiting in a flow's ring.
+#[derive(Clone, Copy)]
+pub struct Frame {
+    len: u16,
+    queued_ns: u64,
+    bytes: [u8; MAX_FRAME],
+}
+
+impl Default for Frame {
+    fn default() -> Self {
+        Frame {
+            len: 0,
+            queued_ns: 0,
+            bytes: [0; MAX_FRAME],
+        }
+    }
+}
+
+/// A flow's sending end: owned by one sender thread.
+pub struct FlowTx {
+    producer: rtrb::Producer<Frame>,
+    scratch: Box<Frame>,
+}
+
+impl FlowTx {
+    /// Hands a datagram to the service; `false` when the flow's ring is full (the
+    /// datagram is lost) or it is larger than [`MAX_FRAME`]. Copies, never allocates or
+    /// blocks.
+    pub fn send(&mut self, bytes: &[u8]) -> bool {
+        if bytes.len() > MAX_FRAME || self.producer.is_full() {
+            return false;
+        }
+        self.scratch.len = bytes.len() as u16;
+        self.scratch.queued_ns = monotonic_ns();
+        self.scratch.bytes[..bytes.len()].copy_from_slice(bytes);
+        self.producer.push(*self.scratch).is_ok()
+    }
+}
+
+/// Where a flow's datagrams go.
+pub struct FlowOut {
+    /// The socket they leave from (its address is what the receiver sees).
+    pub socket: UdpSocket,
+    /// Their destination.
+    pub to: SocketAddr,
+}
+
+/// How the service orders the flows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Discipline {
+    /// First come, first served.
+    Fifo,
+    /// mClock with one spec per flow.
+    MClock(Vec<FlowSpec>),
+}
+
+impl Discipline {
+    /// Its name for the record.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Discipline::Fifo => "fifo",
+            Discipline::MClock(_) => "mclock",
+        }
+    }
+}
+
+/// The service's configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceConfig {
+    /// The link's capacity, Mbit/s.
+    pub link_mbps: f64,
+    /// Datagrams each flow's ring holds.
+    pub queue: usize,
+    /// The order.
+    pub discipline: Discipline,
+}
+
+/// What the service did, per flow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowCount {
+    /// Datagrams put on the link.
+    pub sent: u64,
+    /// Their bytes (payload).
+    pub bytes: u64,
+    /// Served in mClock's reservation phase.
+    pub by_reservation: u64,
+    /// The kernel would not take them (its queue full).
+    pub kernel_refused: u64,
+    /// Largest wait in the service, ns.
+    pub max_wait_ns: u64,
+}
+
+/// What the service did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceOutcome {
+    /// Per flow.
+    pub flows: Vec<FlowCount>,
+    /// Seconds it ran.
+    pub seconds: f64,
+    /// The discipline's name.
+    pub discipline: &'static str,
+    /// The link's capacity, Mbit/s.
+    pub link_mbps: f64,
+}
+
+impl ServiceOutcome {
+    /// The record.
+    pub fn to_json(&self) -> Value {
+        let secs = self.seconds.max(1e-9);
+        json!({
+            "discipline": self.discipline,
+            "link_mbps": self.link_mbps,
+            "flows": self.flows.iter().map(|f| json!({
+                "sent": f.sent,
+                "mbit_per_s": (f.bytes + f.sent * WIRE_OVERHEAD_BYTES as u64) as f64 * 8.0 / 1e6 / secs,
+                "by_reservation": f.by_reservation,
+                "kernel_refused": f.kernel_refused,
+                "max_wait_ns": f.max_wait_ns,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Starts the service thread. Returns one [`FlowTx`] per flow, in the order of `outs`,
+/// and the thread, which ends when `stop` is raised.
+pub fn spawn(
+    config: &ServiceConfig,
+    outs: Vec<FlowOut>,
+    stop: Arc<AtomicBool>,
+) -> Result<(Vec<FlowTx>, JoinHandle<ServiceOutcome>), String> {
+    if !(config.link_mbps.is_finite() && config.link_mbps > 0.0) {
+        return Err(format!(
+            "link rate {} Mbit/s: use a positive rate",
+            config.link_mbps
+        ));
+    }
+    let mut scheduler = match &config.discipline {
+        Discipline::Fifo => None,
+        Discipline::MClock(specs) => {
+            if specs.len() != outs.len() {
+                return Err(format!(
+                    "mClock has {} flow specs for {} flows",
+                    specs.len(),
+                    outs.len()
+                ));
+            }
+            let bps: Vec<FlowSpec> = specs.clone();
+            Some(MClock::new(&bps, config.queue)?)
+        }
+    };
+    let mut txs = Vec::new();
+    let mut rxs = Vec::new();
+    for _ in &outs {
+        let (p, c) = rtrb::RingBuffer::<Frame>::new(config.queue.max(1));
+        txs.push(FlowTx {
+            producer: p,
+            scratch: Box::default(),
+        });
+        rxs.push(c);
+    }
+    let link_bps = config.link_mbps * 1e6;
+    let discipline = config.discipline.name();
+    let link_mbps = config.link_mbps;
+    let handle = std::thread::Builder::new()
+        .name("al-netsvc".into())
+        .spawn(move || {
+            let start = monotonic_ns();
+            let n = outs.len();
+            let mut counts = vec![FlowCount::default(); n];
+            // Frames of each ring already handed to the scheduler.
+            let mut seen = vec![0usize; n];
+            let mut link_free_ns = start;
+            while !stop.load(Ordering::Relaxed) {
+                let now = monotonic_ns();
+                if let Some(s) = scheduler.as_mut() {
+                    for (f, rx) in rxs.iter_mut().enumerate() {
+                        let waiting = rx.slots();
+                        if waiting <= seen[f] {
+                            continue;
+                        }
+                        // Read without committing: the frames stay until sent.
+                        let Ok(chunk) = rx.read_chunk(waiting) else {
+                            continue;
+                        };
+                        let (a, b) = chunk.as_slices();
+                        for frame in a.iter().chain(b.iter()).skip(seen[f]) {
+                            let bits = (u32::from(frame.len) + WIRE_OVERHEAD_BYTES as u32) * 8;
+                            if !s.enqueue(f, bits, now) {
+                                break;
+                            }
+                            seen[f] += 1;
+                        }
+                    }
+                }
+                if link_free_ns > now + BURST_NS {
+                    sleep_until_ns(link_free_ns - BURST_NS);
+                    continue;
+                }
+                // Which flow goes next.
+                let pick = match scheduler.as_mut() {
+                    Some(s) => s
+                        .dequeue(now)
+                        .map(|served| (served.flow, served.phase == Phase::Reservation)),
+                    None => {
+                        let mut best: Option<(usize, u64)> = None;
+                        for (f, rx) in rxs.iter_mut().enumerate() {
+                            if let Ok(head) = rx.peek() {
+                                if best.is_none_or(|(_, t)| head.queued_ns < t) {
+                                    best = Some((f, head.queued_ns));
+                                }
+                            }
+                        }
+                        best.map(|(f, _)| (f, false))
+                    }
+                };
+                let Some((f, reserved)) = pick else {
+                    let next = scheduler
+                        .as_ref()
+                        .and_then(|s| s.next_eligible_ns())
+                        .unwrap_or(now + 20_000)
+                        .min(now + 20_000)
+                        .max(now + 2_000);
+                    sleep_until_ns(next);
+                    continue;
+                };
+                let Ok(frame) = rxs[f].pop() else { continue };
+                if scheduler.is_some() {
+                    seen[f] = seen[f].saturating_sub(1);
+                }
+                let len = frame.len as usize;
+                let c = &mut counts[f];
+                c.max_wait_ns = c.max_wait_ns.max(now.saturating_sub(frame.queued_ns));
+                match udp::send_to(&outs[f].socket, &frame.bytes[..len], outs[f].to) {
+                    Ok(true) => {
+                        c.sent += 1;
+                        c.bytes += len as u64;
+                        c.by_reservation += u64::from(reserved);
+                    }
+                    _ => c.kernel_refused += 1,
+                }
+                let bits = ((len + WIRE_OVERHEAD_BYTES) * 8) as f64;
+                link_free_ns = link_free_ns.max(now) + (bits * 1e9 / link_bps) as u64;
+            }
+            ServiceOutcome {
+                flows: counts,
+                seconds: (monotonic_ns() - start) as f64 / 1e9,
+                discipline,
+                link_mbps,
+            }
+        })
+        .map_err(|e| format!("starting the network service thread: {e}"))?;
+    Ok((txs, handle))
+}
