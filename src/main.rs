@@ -964,6 +964,12 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
     runner::check_net_load(&a.load, &scratch)?;
+    let placement = runner::CellPlan {
+        cells,
+        host_cell: a.cells.host_cell.clone(),
+    };
+    // Admission control before anything is printed or stored.
+    placement.admit(&config, &a.load)?;
     let store = Store::open(&ctx.db_path)?;
     if !(a.quiet || a.json) {
         eprintln!(
@@ -978,10 +984,6 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
             }
         );
     }
-    let placement = runner::CellPlan {
-        cells,
-        host_cell: a.cells.host_cell.clone(),
-    };
     let run = runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
         print_json(&views::net_json(&run))?;

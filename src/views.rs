@@ -1235,8 +1235,10 @@ pub struct ExperimentRow {
     pub summary: Option<(results::Summary, u64)>,
     /// The study's numbers for this case.
     pub paper: &'static str,
-    /// Why it failed, if it did.
+    /// Why it failed, or what to know about it.
     pub note: String,
+    /// Blocks sent (the misses' denominator: lost blocks have no time).
+    pub sent: u64,
 }
 
 impl ExperimentRow {
@@ -1252,13 +1254,24 @@ impl ExperimentRow {
             .measurements()
             .into_iter()
             .find(|m| m.metric == metric);
+        let synth = run.outcome.synth.as_ref();
+        let sent = synth.map_or(0, |p| p.controller.blocks_sent);
+        // An abusive stream that could not fill the link proves nothing about it.
+        let note = match (synth.and_then(|p| p.stream.as_ref()), run.config.link) {
+            (Some(st), Some(link)) if st.received_mbps + 148.5 < 0.9 * link.mbps => format!(
+                "the stream reached only {:.0} Mbit/s beside the audio's 148.5: this machine cannot fill a {} Mbit/s link; use a lower --link",
+                st.received_mbps, link.mbps
+            ),
+            _ => String::new(),
+        };
         ExperimentRow {
             label: label.into(),
             run_id: Some(run.run_id),
             status: run.status.to_string(),
-            summary: m.map(|m| (m.summary.clone(), m.misses.unwrap_or(0))),
+            summary: m.map(|m| (m.summary, m.misses.unwrap_or(0))),
             paper,
-            note: String::new(),
+            note,
+            sent,
         }
     }
 
@@ -1271,6 +1284,7 @@ impl ExperimentRow {
             summary: None,
             paper,
             note: format!("{e:#}"),
+            sent: 0,
         }
     }
 
@@ -1280,7 +1294,7 @@ impl ExperimentRow {
             "label": self.label,
             "run_id": self.run_id,
             "status": self.status,
-            "blocks": self.summary.as_ref().map(|s| s.0.count),
+            "blocks": self.sent,
             "misses": self.summary.as_ref().map(|s| s.1),
             "mean_ns": self.summary.as_ref().map(|s| s.0.mean),
             "stdev_ns": self.summary.as_ref().map(|s| s.0.stdev),
@@ -1343,6 +1357,9 @@ net experiment {which} (group {group}): {what}; deadline {}
                     fmt_ns(s.max),
                     r.paper
                 );
+                if !r.note.is_empty() {
+                    let _ = writeln!(out, "{:<width$}  note: {}", "", r.note);
+                }
             }
             None => {
                 let _ = writeln!(

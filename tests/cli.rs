@@ -2516,3 +2516,181 @@ fn store_result(db: &std::path::Path, role: &str) -> Value {
         .unwrap_or_else(|| panic!("no {role} run stored"));
     run.result.clone()
 }
+
+/// Cells and reservations that do not fit are refused before anything starts, with the
+/// arithmetic; nothing is stored.
+#[test]
+fn net_refuses_cells_and_reservations_that_do_not_fit() {
+    let dir = tempdir();
+    let db = dir.path().join("admission.db");
+    let online = engine::rt::online_cpus();
+    let all = online
+        .iter()
+        .map(|c| format!("--cell=c{c}=dedicated:cpus={c}"))
+        .collect::<Vec<_>>();
+    let mut cases: Vec<(Vec<String>, &str)> = vec![
+        (all, "over by 1 CPU"),
+        (
+            vec![
+                "--cell=tt=time-triggered:runtime=900us,period=1ms".into(),
+                "--cell=et=event-triggered:runtime=900us,period=1ms".into(),
+                format!("--cell=pad=time-triggered:runtime={}ms,period=1ms", 0),
+            ],
+            "",
+        ),
+        (vec!["--host-cell=nope".into()], "no such cell"),
+        (vec!["--load=ep@nowhere".into()], "no such cell"),
+        (
+            vec![
+                "--cell=dl=time-triggered:runtime=1ms,period=10ms".into(),
+                "--load=ep@dl".into(),
+            ],
+            "may not fork",
+        ),
+        (
+            vec![
+                "--link=1000".into(),
+                "--reserve=2000".into(),
+                "--reserve-by=mclock".into(),
+            ],
+            "exceeds --link 1000 Mbit/s by 1000 Mbit/s",
+        ),
+        (vec!["--link=300".into()], "add --netns"),
+        (
+            vec![
+                "--link=300".into(),
+                "--reserve-by=mclock".into(),
+                "--cell=a=best-effort:bandwidth=200".into(),
+                "--cell=b=best-effort:bandwidth=150".into(),
+            ],
+            "over by 50 Mbit/s",
+        ),
+        (vec!["--cell=x=dedicated".into()], "needs its CPUs"),
+    ];
+    // SCHED_DEADLINE over-commitment on the CPUs: 2 x 0.9 per CPU.
+    let n = online.len();
+    cases[1] = (
+        (0..n + 1)
+            .map(|i| format!("--cell=d{i}=event-triggered:runtime=900us,period=1ms"))
+            .collect(),
+        "over by",
+    );
+    for (args, says) in cases {
+        let mut all: Vec<&str> = vec!["net", "--duration", "1s"];
+        all.extend(args.iter().map(String::as_str));
+        let out = run(&db, &all);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.trim().lines().count(),
+            1,
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    assert!(
+        !db.exists()
+            || Store::open_existing(&db)
+                .unwrap()
+                .list_runs(&RunFilter::default())
+                .unwrap()
+                .is_empty(),
+        "a refused run was stored"
+    );
+}
+
+/// `audiolat net experiment isolation`: four stored runs (alone and with video + EP,
+/// without and with a dedicated cell), the study's Figure 7 beside ours, and the
+/// machine's cpusets as found afterwards (root only).
+#[test]
+fn net_experiment_isolation_runs_the_four_cases_and_leaves_no_cpuset() {
+    let _m = machine_lock();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || engine::rt::online_cpus().len() < 2 {
+        eprintln!("skipped: cells need root and two CPUs");
+        return;
+    }
+    let dir = tempdir();
+    let db = dir.path().join("iso.db");
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "experiment",
+            "isolation",
+            "--duration",
+            "1s",
+            "--warmup",
+            "300ms",
+            "--json",
+        ],
+    );
+    let rows = out["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{out}");
+    for r in rows {
+        assert_eq!(r["status"], "complete", "{r}");
+        assert!(r["blocks"].as_u64().unwrap() > 1000, "{r}");
+        assert!(r["mean_ns"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(rows[2]["paper"].as_str().unwrap().contains("Fig. 7a"));
+    let store = Store::open_existing(&db).unwrap();
+    let run = store.run(rows[3]["run_id"].as_i64().unwrap()).unwrap();
+    let cells = &run.qos_granted["cells"];
+    assert_eq!(cells["cells"][0]["exclusive"], true, "{cells}");
+    assert_eq!(run.qos_granted["cells_undone"], true);
+    // The best-effort cell's loads never ran on the music cell's CPU.
+    let music_cpu: usize = cells["cells"][0]["cpus"].as_str().unwrap().parse().unwrap();
+    let others = &cells["cells"][1]["usage_ns_per_cpu"];
+    assert_eq!(others[music_cpu], 0, "{cells}");
+    let left: Vec<_> = std::fs::read_dir("/sys/fs/cgroup/cpuset")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("audiolat-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A reservation by the user-level mClock service, end to end from the command line:
+/// the stream and the service's counters are stored (root only: namespaces).
+#[test]
+fn net_reserves_bandwidth_with_mclock_beside_an_abusive_stream() {
+    let _m = machine_lock();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    require_tool("ip", "iproute2");
+    let dir = tempdir();
+    let db = dir.path().join("bw.db");
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "--netns",
+            "--link",
+            "300",
+            "--reserve",
+            "240",
+            "--reserve-by",
+            "mclock",
+            "--load",
+            "stream",
+            "--duration",
+            "1s",
+            "--no-reference",
+            "--warmup",
+            "300ms",
+            "--json",
+        ],
+    );
+    assert_eq!(out["status"], "complete", "{out}");
+    let synth = &out["result"]["synth"];
+    assert_eq!(synth["service"]["discipline"], "mclock", "{synth}");
+    assert!(synth["stream"]["sent"].as_u64().unwrap() > 1000, "{synth}");
+    let audio = &synth["service"]["flows"][0];
+    assert!(audio["by_reservation"].as_u64().unwrap() > 1000, "{audio}");
+}

@@ -95,6 +95,42 @@ pub fn sleep_until_ns_interruptible(deadline_ns: u64) -> bool {
     rc != libc::EINTR
 }
 
+/// Parses a duration with a unit (ns, us, ms, s, m, h); a bare number is in `default_unit`.
+pub fn parse_duration(s: &str, default_unit: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("'{s}' is not a duration: use e.g. 10s, 500ms, 250us"))?;
+    let unit = if unit.is_empty() {
+        default_unit
+    } else {
+        unit.trim()
+    };
+    let scale = match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("unknown unit '{other}': use ns, us, ms, s, m or h")),
+    };
+    let secs = value * scale;
+    if secs <= 0.0 {
+        return Err("a duration must be positive".into());
+    }
+    if secs > 1e9 {
+        return Err("that duration is too long".into());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,40 +170,4 @@ mod tests {
         assert_eq!(ts.tv_sec, 3);
         assert_eq!(ts.tv_nsec, 17);
     }
-}
-
-/// Parses a duration with a unit (ns, us, ms, s, m, h); a bare number is in `default_unit`.
-pub fn parse_duration(s: &str, default_unit: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{s}' is not a duration: use e.g. 10s, 500ms, 250us"))?;
-    let unit = if unit.is_empty() {
-        default_unit
-    } else {
-        unit.trim()
-    };
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => return Err(format!("unknown unit '{other}': use ns, us, ms, s, m or h")),
-    };
-    let secs = value * scale;
-    if secs <= 0.0 {
-        return Err("a duration must be positive".into());
-    }
-    if secs > 1e9 {
-        return Err("that duration is too long".into());
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
 }

@@ -324,9 +324,11 @@ impl RawCell {
                         refuse("nice", self.nice.is_some())?;
                         Policy::Idle
                     }
-                    p => return Err(format!(
+                    p => {
+                        return Err(format!(
                         "cell {name}: policy '{p}': a best-effort cell runs other, batch or idle"
-                    )),
+                    ))
+                    }
                 }
             }
         };
@@ -667,7 +669,7 @@ impl CellSet {
 
 /// `725us`, `2ms`, `1.5ms`.
 pub fn fmt_ns(ns: u64) -> String {
-    if ns >= 1_000_000 && ns % 1_000 == 0 {
+    if ns >= 1_000_000 && ns.is_multiple_of(1_000) {
         let ms = ns as f64 / 1e6;
         format!("{}ms", trim(ms))
     } else if ns >= 1_000 {

@@ -392,16 +392,13 @@ impl Partition {
                 self.problems.extend(empty_and_remove(&root, dir));
             }
             for (tid, affinity) in &self.moved {
-                match task_affinity(*tid) {
-                    Some(now) if now != *affinity => {
-                        if !set_task_affinity(*tid, affinity) && task_affinity(*tid).is_some() {
-                            self.problems.push(format!(
-                                "task {tid}: could not restore its affinity to CPU {}",
-                                format_cpu_list(affinity)
-                            ));
-                        }
-                    }
-                    _ => {}
+                let differs = task_affinity(*tid).is_some_and(|now| now != *affinity);
+                // A task that ended meanwhile needs nothing.
+                if differs && !set_task_affinity(*tid, affinity) && task_affinity(*tid).is_some() {
+                    self.problems.push(format!(
+                        "task {tid}: could not restore its affinity to CPU {}",
+                        format_cpu_list(affinity)
+                    ));
                 }
             }
         }

@@ -307,21 +307,6 @@ fn parse_class_stats(text: &str) -> serde_json::Value {
     serde_json::Value::Object(map)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tc_class_counters_parse() {
-        let text = "class htb 1:1 root rate 1Gbit ceil 1Gbit burst 15Kb cburst 15Kb \n Sent 8429220 bytes 9954 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n\nclass htb 1:20 parent 1:1 prio 1 rate 760Mbit ceil 1Gbit\n Sent 123 bytes 4 pkt (dropped 17, overlimits 9 requeues 0) \n";
-        let v = parse_class_stats(text);
-        assert_eq!(v["1:1"]["packets"], 9954);
-        assert_eq!(v["1:1"]["bytes"], 8429220);
-        assert_eq!(v["1:20"]["drops"], 17);
-        assert_eq!(v["1:20"]["overlimits"], 9);
-    }
-}
-
 /// Removes namespaces left by an audiolat that was killed outright (its pid is gone).
 fn remove_stale() {
     let Ok(entries) = std::fs::read_dir("/var/run/netns") else {
@@ -344,5 +329,20 @@ fn remove_stale() {
 impl Drop for NetnsPair {
     fn drop(&mut self) {
         self.remove();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tc_class_counters_parse() {
+        let text = "class htb 1:1 root rate 1Gbit ceil 1Gbit burst 15Kb cburst 15Kb \n Sent 8429220 bytes 9954 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n\nclass htb 1:20 parent 1:1 prio 1 rate 760Mbit ceil 1Gbit\n Sent 123 bytes 4 pkt (dropped 17, overlimits 9 requeues 0) \n";
+        let v = parse_class_stats(text);
+        assert_eq!(v["1:1"]["packets"], 9954);
+        assert_eq!(v["1:1"]["bytes"], 8429220);
+        assert_eq!(v["1:20"]["drops"], 17);
+        assert_eq!(v["1:20"]["overlimits"], 9);
     }
 }

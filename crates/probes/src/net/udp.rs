@@ -338,3 +338,40 @@ pub fn send_to(socket: &UdpSocket, bytes: &[u8], to: SocketAddr) -> io::Result<b
         _ => Err(e),
     }
 }
+
+/// Sends `bytes` `count` times (at most 64) on a *connected* socket with one `sendmmsg`,
+/// without blocking; returns how many the kernel took (0 when its queue is full).
+/// For bulk streams, where a system call per datagram would cap the rate.
+pub fn send_repeated(socket: &UdpSocket, bytes: &[u8], count: usize) -> io::Result<usize> {
+    const MAX: usize = 64;
+    let count = count.min(MAX);
+    // SAFETY: all-zero iovec and mmsghdr are valid (null pointers, zero lengths).
+    let mut iov: [libc::iovec; MAX] = unsafe { zeroed() };
+    let mut msgs: [libc::mmsghdr; MAX] = unsafe { zeroed() };
+    for i in 0..count {
+        iov[i] = libc::iovec {
+            iov_base: bytes.as_ptr() as *mut libc::c_void,
+            iov_len: bytes.len(),
+        };
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `count` initialised headers, each pointing at one iovec of `bytes`, which
+    // the kernel only reads.
+    let n = unsafe {
+        libc::sendmmsg(
+            socket.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            count as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => Ok(0),
+        _ => Err(e),
+    }
+}
