@@ -14,20 +14,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn config(seconds: f64) -> NetConfig {
     NetConfig {
-        duration: Duration::from_secs_f64(seconds),
         reference_duration: Duration::from_secs_f64(seconds / 2.0),
         warmup: Duration::from_millis(500),
         input: fixed_input(8, 0.4, 0.3, 0.8),
-        workers: 0,
-        poll: PollMode::Block,
-        policy: Policy::Fifo { priority: 70 },
-        host_cpus: None,
-        controller_cpus: None,
-        flood_mbps: None,
-        netns: false,
-        host_cell: None,
-        link: None,
-        stream: None,
+        ..NetConfig::new(Duration::from_secs_f64(seconds))
     }
 }
 

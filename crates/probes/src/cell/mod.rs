@@ -145,20 +145,6 @@ impl Cell {
         }
     }
 
-    /// The cell as one line: `music: dedicated on CPU 1, SCHED_FIFO 80`.
-    pub fn describe(&self) -> String {
-        let cpus = self
-            .cpus
-            .as_ref()
-            .map(|c| format!(" on CPU {}", format_cpu_list(c)))
-            .unwrap_or_default();
-        let bw = self
-            .bandwidth_mbps
-            .map(|b| format!(", {b} Mbit/s reserved"))
-            .unwrap_or_default();
-        format!("{}: {}{cpus}, {}{bw}", self.name, self.kind, self.policy)
-    }
-
     /// The cell for the record.
     pub fn to_json(&self) -> Value {
         json!({

@@ -150,62 +150,22 @@ impl NetnsPair {
         tc(&[
             "qdisc", "add", "dev", &dev, "root", "handle", "1:", "htb", "default", "20",
         ])?;
-        tc(&[
-            "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb", "rate", &link,
-            "ceil", &link, "burst", &burst, "cburst", &burst, "quantum", "1514",
-        ])?;
+        // One HTB class: (parent, id, rate, priority).
+        let class = |parent: &str, id: &str, rate: &str, prio: &str| {
+            tc(&[
+                "class", "add", "dev", &dev, "parent", parent, "classid", id, "htb", "rate", rate,
+                "ceil", &link, "burst", &burst, "cburst", &burst, "prio", prio, "quantum", "1514",
+            ])
+        };
+        class("1:", "1:1", &link, "0")?;
         let rest = match reserved_mbps {
             Some(r) => {
-                tc(&[
-                    "class",
-                    "add",
-                    "dev",
-                    &dev,
-                    "parent",
-                    "1:1",
-                    "classid",
-                    "1:10",
-                    "htb",
-                    "rate",
-                    &kbit(r),
-                    "ceil",
-                    &link,
-                    "burst",
-                    &burst,
-                    "cburst",
-                    &burst,
-                    "prio",
-                    "0",
-                    "quantum",
-                    "1514",
-                ])?;
+                class("1:1", "1:10", &kbit(r), "0")?;
                 (link_mbps - r).max(1.0)
             }
             None => link_mbps,
         };
-        tc(&[
-            "class",
-            "add",
-            "dev",
-            &dev,
-            "parent",
-            "1:1",
-            "classid",
-            "1:20",
-            "htb",
-            "rate",
-            &kbit(rest),
-            "ceil",
-            &link,
-            "burst",
-            &burst,
-            "cburst",
-            &burst,
-            "prio",
-            "1",
-            "quantum",
-            "1514",
-        ])?;
+        class("1:1", "1:20", &kbit(rest), "1")?;
         Ok(())
     }
 
