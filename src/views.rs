@@ -1129,10 +1129,16 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
                         .collect::<Vec<_>>()
                         .join(", ")
                 })
-                .unwrap_or_else(|| "no accounting".into());
+                .map(|u| format!("{u} (the kernel's cpuacct)"))
+                .or_else(|| {
+                    cell["usage_ns"]
+                        .as_f64()
+                        .map(|ns| format!("{} on all its CPUs (cpu.stat)", fmt_ns(ns)))
+                })
+                .unwrap_or_else(|| "(no accounting)".into());
             let _ = writeln!(
                 out,
-                "cell {}: {} on CPU {}{}, {}; ran {usage} (the kernel's cpuacct)",
+                "cell {}: {} on CPU {}{}, {}; ran {usage}",
                 cell["name"].as_str().unwrap_or("?"),
                 cell["kind"].as_str().unwrap_or("?"),
                 cell["cpus"].as_str().unwrap_or("?"),
@@ -1144,12 +1150,24 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
                 cell["policy"].as_str().unwrap_or("?"),
             );
         }
+        let moved = if cells["cpusets"] == json!("cgroup v2") {
+            "cgroup v2 partitions: the kernel moved every other task off the exclusive CPUs for the run".to_string()
+        } else {
+            format!(
+                "{}: {} tasks moved off the exclusive CPUs for the run ({} kernel threads bound to a CPU could not move)",
+                cells["cpusets"].as_str().unwrap_or("cpusets"),
+                cells["tasks_moved"],
+                cells["tasks_unmovable"]
+            )
+        };
         let _ = writeln!(
             out,
-            "cells: {} tasks moved off the exclusive CPUs for the run ({} kernel threads bound to a CPU could not move); {}",
-            cells["tasks_moved"],
-            cells["tasks_unmovable"],
-            if run.cells_undone { "all undone at the end" } else { "NOT all undone: see the run's granted qos" }
+            "cells: {moved}; {}",
+            if run.cells_undone {
+                "all undone at the end"
+            } else {
+                "NOT all undone: see the run's granted qos"
+            }
         );
     }
     for note in flag_notes(&run.flags) {

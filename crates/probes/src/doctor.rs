@@ -521,33 +521,31 @@ fn check_steal(window: Duration) -> Finding {
 }
 
 fn check_cpuset() -> Finding {
+    use crate::cell::partition::{cpuset_hierarchy, CpusetHierarchy};
     let id = "cgroup.cpuset";
-    let v2_controllers = read_trim("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
-    if v2_controllers.split_whitespace().any(|c| c == "cpuset") {
-        return finding(
+    match cpuset_hierarchy() {
+        Some(CpusetHierarchy::V2(root)) => finding(
             id,
             Verdict::Ok,
-            "cgroup v2 with the cpuset controller",
-            "dedicated cells use cpuset partitions",
+            format!("cgroup v2 with the cpuset controller at {}", root.display()),
+            "dedicated cells use remote cpuset partitions (Linux 6.7 and later)",
             "",
-        );
-    }
-    if std::path::Path::new("/sys/fs/cgroup/cpuset/cpuset.cpus").exists() {
-        return finding(
+        ),
+        Some(CpusetHierarchy::V1(root)) => finding(
             id,
             Verdict::Ok,
-            "cgroup v1 cpuset hierarchy at /sys/fs/cgroup/cpuset",
+            format!("cgroup v1 cpuset hierarchy at {}", root.display()),
             "dedicated cells use exclusive v1 cpusets",
             "",
-        );
+        ),
+        None => finding(
+            id,
+            Verdict::Warn,
+            "no cpuset controller mounted",
+            "dedicated cells (exclusive CPUs) are not available",
+            "mount the cgroup v2 hierarchy with the cpuset controller available (systemd does by default)",
+        ),
     }
-    finding(
-        id,
-        Verdict::Warn,
-        "no cpuset controller mounted",
-        "dedicated cells (exclusive CPUs) are not available",
-        "mount the cgroup v2 hierarchy with the cpuset controller enabled (systemd does by default)",
-    )
 }
 
 fn check_dma_latency() -> Finding {

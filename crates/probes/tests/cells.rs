@@ -1,26 +1,35 @@
 //! A dedicated cell on CPU 1 and a CPU hog in a best-effort cell: the kernel's own
 //! accounting (cpuacct) shows the hog never ran on CPU 1, every other task was moved
 //! off it for the run, and afterwards the cpuset hierarchy and every task's cpuset,
-//! affinity and policy are as before.
+//! affinity and policy are as before. Once on the cgroup v1 cpuset hierarchy and once on
+//! cgroup v2 partitions: where the machine has the controller on v1 with no cpuset in
+//! use (as this project's test machine does), the v2 test unmounts the v1 hierarchy so
+//! the controller moves to the unified one, and mounts it back afterwards.
 //!
-//! Needs root, the cgroup v1 cpuset and cpuacct hierarchies, two CPUs and stress-ng;
-//! elsewhere it says why it is skipped. One test in this binary: it moves every task of
-//! the machine, so nothing else of ours may run beside it.
+//! Needs root, two CPUs, stress-ng and the v1 cpuacct hierarchy (for the per-CPU
+//! accounting); elsewhere each test says why it is skipped. The two tests take turns
+//! (a lock): each moves every task of the machine, so nothing else may run beside it.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use probes::cell::partition::{v1_mount, Partition, SystemSnapshot};
+use probes::cell::partition::{
+    cpuset_hierarchy, v1_mount, v2_mount, CpusetHierarchy, Partition, SystemSnapshot,
+};
 use probes::cell::{Capacity, CellSet};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn skip_reason() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root".into());
     }
-    if v1_mount("cpuset").is_none() || v1_mount("cpuacct").is_none() {
-        return Some("no cgroup v1 cpuset and cpuacct hierarchies".into());
+    if v1_mount("cpuacct").is_none() {
+        return Some("no cgroup v1 cpuacct hierarchy (the per-CPU accounting)".into());
     }
     if !engine::rt::online_cpus().contains(&1) {
         return Some("CPU 1 is not online".into());
@@ -31,6 +40,115 @@ fn skip_reason() -> Option<String> {
     None
 }
 
+/// The cpuset controller on the unified hierarchy for as long as it lives: moved there
+/// from an unused v1 hierarchy (unmounted, so the kernel frees the controller), and the
+/// v1 hierarchy mounted back when dropped.
+struct CpusetOnV2 {
+    remount: Option<PathBuf>,
+}
+
+impl CpusetOnV2 {
+    fn take() -> Result<CpusetOnV2, String> {
+        match cpuset_hierarchy() {
+            Some(CpusetHierarchy::V2(_)) => return Ok(CpusetOnV2 { remount: None }),
+            None => return Err("no cpuset controller".into()),
+            Some(CpusetHierarchy::V1(mount)) => {
+                if v2_mount().is_none() {
+                    return Err("no cgroup v2 mount".into());
+                }
+                let groups = std::fs::read_dir(&mount)
+                    .map(|d| d.flatten().filter(|e| e.path().is_dir()).count())
+                    .unwrap_or(0);
+                if groups > 0 {
+                    return Err(format!(
+                        "the v1 cpuset hierarchy is in use ({groups} cpusets), so its controller cannot move to cgroup v2"
+                    ));
+                }
+                // A hierarchy is only freed by unmounting when it has no groups at all,
+                // counting those still being freed (an earlier test's): wait for them.
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while v1_cpuset_groups() != Some(1) {
+                    if Instant::now() > deadline {
+                        return Err(format!(
+                            "the v1 cpuset hierarchy still frees {:?} groups",
+                            v1_cpuset_groups()
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let path = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).unwrap();
+                // SAFETY: a valid C string; unmounting a cgroup hierarchy with no groups.
+                if unsafe { libc::umount(path.as_ptr()) } != 0 {
+                    return Err(format!(
+                        "unmounting {}: {}",
+                        mount.display(),
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                let moved = CpusetOnV2 {
+                    remount: Some(mount),
+                };
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !matches!(cpuset_hierarchy(), Some(CpusetHierarchy::V2(_))) {
+                    if Instant::now() > deadline {
+                        return Err("the cpuset controller did not appear on cgroup v2".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(moved)
+            }
+        }
+    }
+}
+
+/// The groups of the cpuset controller's hierarchy, its root and those being freed
+/// included (`/proc/cgroups`).
+fn v1_cpuset_groups() -> Option<u32> {
+    std::fs::read_to_string("/proc/cgroups")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.first() == Some(&"cpuset")).then(|| f.get(2)?.parse().ok())?
+        })
+}
+
+impl Drop for CpusetOnV2 {
+    fn drop(&mut self) {
+        let Some(mount) = self.remount.take() else {
+            return;
+        };
+        let target = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).unwrap();
+        // The controller is free again a little after its last v2 group goes.
+        for _ in 0..250 {
+            // SAFETY: valid C strings; mounting the v1 cpuset hierarchy back.
+            let rc = unsafe {
+                libc::mount(
+                    c"cgroup".as_ptr(),
+                    target.as_ptr(),
+                    c"cgroup".as_ptr(),
+                    0,
+                    c"cpuset".as_ptr().cast(),
+                )
+            };
+            if rc == 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!(
+            "could not mount the v1 cpuset hierarchy back at {}: {}",
+            mount.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Kernel threads have no command line.
+fn is_kernel_thread(tid: i32) -> bool {
+    std::fs::read(format!("/proc/{tid}/cmdline")).is_ok_and(|c| c.is_empty())
+}
+
 fn spin_for(d: Duration) {
     let start = Instant::now();
     while start.elapsed() < d {
@@ -39,11 +157,45 @@ fn spin_for(d: Duration) {
 }
 
 #[test]
-fn a_dedicated_cell_keeps_a_hog_off_its_cpu_and_everything_is_put_back() {
+fn a_dedicated_v1_cpuset_keeps_a_hog_off_its_cpu_and_everything_is_put_back() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason() {
         eprintln!("skipped: {why}");
         return;
     }
+    if !matches!(cpuset_hierarchy(), Some(CpusetHierarchy::V1(_))) {
+        eprintln!("skipped: the cpuset controller is not on a v1 hierarchy");
+        return;
+    }
+    keeps_a_hog_off_cpu_1();
+}
+
+#[test]
+fn a_v2_cpuset_partition_keeps_a_hog_off_its_cpu_and_everything_is_put_back() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let on_v2 = match CpusetOnV2::take() {
+        Ok(on_v2) => on_v2,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    keeps_a_hog_off_cpu_1();
+    drop(on_v2);
+    assert!(
+        cpuset_hierarchy().is_some(),
+        "the cpuset controller is on no hierarchy afterwards"
+    );
+}
+
+/// The hog stays off a dedicated CPU 1 on whichever hierarchy the controller is on, and
+/// the machine is as found afterwards.
+fn keeps_a_hog_off_cpu_1() {
+    let hierarchy = cpuset_hierarchy().unwrap();
     let before = SystemSnapshot::take();
     let mut set = CellSet::default();
     set.push(CellSet::parse_flag("music=dedicated:cpus=1,priority=10").unwrap())
@@ -57,23 +209,40 @@ fn a_dedicated_cell_keeps_a_hog_off_its_cpu_and_everything_is_put_back() {
     let partition = Partition::create(&set, &admission).unwrap();
     let music = partition.cell("music").unwrap().clone();
     let hog = partition.cell("hog").unwrap().clone();
-    assert!(music.exclusive_granted, "cpu_exclusive was not granted");
+    assert!(
+        music.exclusive_granted,
+        "{}: the exclusive cpuset was not granted",
+        hierarchy.name()
+    );
 
     // Every task that could move is off CPU 1: only the cell's and per-CPU kernel
-    // threads may run there.
+    // threads may run there. On v1 audiolat moved them to its "rest" cpuset; on v2 the
+    // partition took CPU 1 out of every other cgroup.
     let during = SystemSnapshot::take();
-    let rest = format!("/audiolat-{}-rest", std::process::id());
-    let moved: Vec<_> = during
-        .tasks
-        .iter()
-        .filter(|(_, (_, cpuset, _, _))| *cpuset == rest)
-        .collect();
+    let moved: Vec<_> = match &hierarchy {
+        CpusetHierarchy::V1(_) => {
+            let rest = format!("/audiolat-{}-rest", std::process::id());
+            during
+                .tasks
+                .iter()
+                .filter(|(_, (_, cpuset, _, _))| *cpuset == rest)
+                .collect()
+        }
+        CpusetHierarchy::V2(_) => during
+            .tasks
+            .iter()
+            .filter(|(tid, (_, cpuset, _, _))| {
+                !cpuset.contains("audiolat-") && !is_kernel_thread(**tid)
+            })
+            .collect(),
+    };
     assert!(moved.len() > 5, "only {} tasks were moved", moved.len());
     for (tid, (comm, _, affinity, _)) in &moved {
         let cpus = engine::rt::parse_cpu_list(affinity).unwrap();
         assert!(
             !cpus.contains(&1),
-            "task {tid} ({comm}) may still run on CPU 1: {affinity}"
+            "{}: task {tid} ({comm}) may still run on CPU 1: {affinity}",
+            hierarchy.name()
         );
     }
 
@@ -136,6 +305,12 @@ fn a_dedicated_cell_keeps_a_hog_off_its_cpu_and_everything_is_put_back() {
     );
     let granted = partition.granted();
     assert_eq!(granted["cells"][0]["exclusive"], true, "{granted}");
+    assert_eq!(granted["cpusets"], hierarchy.name(), "{granted}");
+    eprintln!(
+        "{}: {} tasks off CPU 1, hog {hog_usage:?} ns per CPU, music {music_usage:?}",
+        hierarchy.name(),
+        moved.len()
+    );
     let problems = partition.finish();
     assert!(problems.is_empty(), "{problems:?}");
     drop(report);

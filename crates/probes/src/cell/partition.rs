@@ -1,8 +1,9 @@
-//! Making a [`CellSet`] real: cpusets (the cgroup v1 `cpuset` hierarchy), per-cell CPU
-//! accounting (the v1 `cpuacct` hierarchy), affinities and policies, and undoing all of
-//! it.
+//! Making a [`CellSet`] real: cpusets (the cgroup v1 `cpuset` hierarchy, or cgroup v2
+//! cpuset partitions), per-cell CPU accounting (the v1 `cpuacct` hierarchy, or v2's
+//! `cpu.stat`), affinities and policies, and undoing all of it.
 //!
-//! For a set with exclusive cells, [`Partition::create`]:
+//! On **cgroup v1** (this project's test machine), for a set with exclusive cells,
+//! [`Partition::create`]:
 //!
 //! 1. makes `audiolat-PID-rest`, a cpuset on the CPUs no exclusive cell holds, and moves
 //!    every task of the root cpuset there (recording each one's affinity); kernel
@@ -14,10 +15,21 @@
 //!    scheduling domain (a root domain) of its own: the scheduler never pulls other
 //!    work onto its CPUs, and SCHED_DEADLINE admits and runs its threads there.
 //!
-//! Dropping the partition (or [`Partition::finish`]) moves every task back to the
-//! root cpuset and `cpuacct` group, restores each moved task's affinity and the root's
-//! load balancing, and removes the groups; a state file in `/run/audiolat` lets the next
-//! audiolat undo the groups of one that was killed outright.
+//! On **cgroup v2** (where the cpuset controller is on the unified hierarchy, as on most
+//! systemd machines) the kernel does the moving: audiolat enables `cpuset` at the root,
+//! makes `audiolat-PID` (a threaded subtree) and moves itself into it, and makes one
+//! threaded child per cell; an exclusive cell's child is a *remote partition root*
+//! (`cpuset.cpus.exclusive` on the path, `cpuset.cpus.partition = root`, Linux 6.7 and
+//! later), which takes its CPUs out of every other cgroup's effective set, so every
+//! other task leaves them, and is a scheduling domain of its own. A partition the
+//! kernel finds invalid is refused with the kernel's reason. The kernel keeps each
+//! task's own affinity request, so tasks get their CPUs back when the partition goes.
+//!
+//! Dropping the partition (or [`Partition::finish`]) puts every task back (v1: to the
+//! root cpuset and `cpuacct` group, restoring each moved task's affinity and the root's
+//! load balancing; v2: audiolat's processes to the cgroup audiolat came from), and
+//! removes the groups; a state file in `/run/audiolat` lets the next audiolat undo the
+//! groups of one that was killed outright.
 //!
 //! Cells without exclusive CPUs need no root: their threads are pinned to the shared
 //! CPUs and given their policy; only the accounting needs the `cpuacct` hierarchy.
@@ -42,6 +54,61 @@ pub fn v1_mount(controller: &str) -> Option<PathBuf> {
     })
 }
 
+/// Where the unified (v2) hierarchy is mounted, from `/proc/mounts`.
+pub fn v2_mount() -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() >= 3 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+    })
+}
+
+/// The hierarchy the cpuset controller is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpusetHierarchy {
+    /// The v1 `cpuset` hierarchy, mounted there.
+    V1(PathBuf),
+    /// The unified hierarchy, mounted there, with `cpuset` among its root's controllers.
+    V2(PathBuf),
+}
+
+impl CpusetHierarchy {
+    /// "cgroup v1" or "cgroup v2".
+    pub fn name(&self) -> &'static str {
+        match self {
+            CpusetHierarchy::V1(_) => "cgroup v1",
+            CpusetHierarchy::V2(_) => "cgroup v2",
+        }
+    }
+
+    /// Where it is mounted.
+    pub fn mount(&self) -> &Path {
+        match self {
+            CpusetHierarchy::V1(p) | CpusetHierarchy::V2(p) => p,
+        }
+    }
+}
+
+fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The hierarchy the cpuset controller is on here: v1 when its hierarchy is mounted,
+/// otherwise v2 when the unified root offers `cpuset`.
+pub fn cpuset_hierarchy() -> Option<CpusetHierarchy> {
+    if let Some(p) = v1_mount("cpuset") {
+        return Some(CpusetHierarchy::V1(p));
+    }
+    let root = v2_mount()?;
+    let controllers = read(&root.join("cgroup.controllers")).ok()?;
+    controllers
+        .split_whitespace()
+        .any(|c| c == "cpuset")
+        .then_some(CpusetHierarchy::V2(root))
+}
+
 fn read(path: &Path) -> Result<String, String> {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
@@ -58,7 +125,11 @@ fn write(path: &Path, value: &str) -> Result<(), String> {
 }
 
 fn tids(dir: &Path) -> Vec<i32> {
-    fs::read_to_string(dir.join("tasks"))
+    ids(&dir.join("tasks"))
+}
+
+fn ids(file: &Path) -> Vec<i32> {
+    fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| l.trim().parse().ok())
@@ -106,22 +177,32 @@ pub struct PlacedCell {
     pub cpuset: Option<PathBuf>,
     /// Its cpuacct directory, if the hierarchy is there.
     pub cpuacct: Option<PathBuf>,
-    /// `cpu_exclusive` read back as 1.
+    /// Whether the cpuset is a v2 (threaded) cgroup: threads join through
+    /// `cgroup.threads` rather than `tasks`.
+    pub cpuset_v2: bool,
+    /// v1: `cpu_exclusive` read back as 1; v2: `cpuset.cpus.partition` read back as
+    /// `root`.
     pub exclusive_granted: bool,
 }
 
 impl PlacedCell {
     /// The `tasks` files a thread writes its id to, to join the cell.
     pub fn tasks_files(&self) -> Vec<PathBuf> {
+        let cpuset_file = if self.cpuset_v2 {
+            "cgroup.threads"
+        } else {
+            "tasks"
+        };
         self.cpuset
             .iter()
-            .chain(self.cpuacct.iter())
-            .map(|d| d.join("tasks"))
+            .map(|d| d.join(cpuset_file))
+            .chain(self.cpuacct.iter().map(|d| d.join("tasks")))
             .collect()
     }
 
     /// The `cgroup.procs` files a new process writes `0` to (itself), to join the cell
-    /// with every thread and child it will have.
+    /// with every thread and child it will have. (On v2 the process must already be in
+    /// audiolat's threaded subtree, as audiolat's children are.)
     pub fn procs_files(&self) -> Vec<PathBuf> {
         self.cpuset
             .iter()
@@ -139,6 +220,20 @@ impl PlacedCell {
                 .filter_map(|v| v.parse().ok())
                 .collect(),
         )
+    }
+
+    /// The kernel's account of the cell's CPU time in ns, all CPUs together: the sum of
+    /// `cpuacct.usage_percpu`, or v2's `cpu.stat` `usage_usec` where there is no cpuacct.
+    pub fn usage_ns(&self) -> Option<u64> {
+        if let Some(per_cpu) = self.usage_percpu() {
+            return Some(per_cpu.iter().sum());
+        }
+        let dir = self.cpuset.as_ref().filter(|_| self.cpuset_v2)?;
+        let text = fs::read_to_string(dir.join("cpu.stat")).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("usage_usec "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|us| us * 1000)
     }
 
     /// Puts the calling thread in the cell: joins its groups, pins it to the cell's CPUs
@@ -173,6 +268,7 @@ pub struct CellThread {
 pub struct Partition {
     prefix: String,
     cpuset_root: Option<PathBuf>,
+    v2: Option<V2Group>,
     cpuacct_root: Option<PathBuf>,
     cells: Vec<PlacedCell>,
     rest: Option<PathBuf>,
@@ -184,13 +280,77 @@ pub struct Partition {
     problems: Vec<String>,
 }
 
+/// audiolat's subtree of the unified hierarchy.
+#[derive(Debug)]
+struct V2Group {
+    root: PathBuf,
+    /// `ROOT/audiolat-PID`, a threaded subtree's root holding audiolat and its cells.
+    group: PathBuf,
+    /// The cgroup audiolat was in, to go back to.
+    home: PathBuf,
+    /// Whether audiolat enabled `cpuset` in the root's `cgroup.subtree_control`.
+    enabled_cpuset: bool,
+}
+
 const STATE_DIR: &str = "/run/audiolat";
+
+/// The unified-hierarchy cgroup of this process, from `/proc/self/cgroup` (`0::PATH`).
+fn own_v2_cgroup(root: &Path) -> PathBuf {
+    let rel = fs::read_to_string("/proc/self/cgroup")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        .unwrap_or_default();
+    root.join(rel.trim_start_matches('/'))
+}
+
+/// The process a thread belongs to.
+fn tgid_of(tid: i32) -> Option<i32> {
+    fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Empties a v2 cgroup (every process with a thread in it moves to `home`, whole),
+/// makes a partition a member again, and removes it; returns what went wrong.
+fn empty_and_remove_v2(home: &Path, dir: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !dir.exists() {
+        return problems;
+    }
+    let _ = write(&dir.join("cpuset.cpus.partition"), "member");
+    for attempt in 0..50 {
+        for tid in ids(&dir.join("cgroup.threads")) {
+            if let Some(tgid) = tgid_of(tid) {
+                if write(&home.join("cgroup.procs"), &tgid.to_string()).is_err() {
+                    // A home that is gone or refuses: the root takes anything.
+                    let _ = home
+                        .ancestors()
+                        .filter(|a| a.join("cgroup.procs").exists())
+                        .last()
+                        .map(|root| write(&root.join("cgroup.procs"), &tgid.to_string()));
+                }
+            }
+        }
+        match fs::remove_dir(dir) {
+            Ok(()) => return problems,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return problems,
+            Err(e) if attempt == 49 => {
+                problems.push(format!("removing {}: {e}", dir.display()));
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    problems
+}
 
 impl Partition {
     /// Makes the cells of an admitted set. Nothing is left behind on an error.
     pub fn create(set: &CellSet, admission: &Admission) -> Result<Partition, String> {
         let exclusive = !admission.exclusive.is_empty();
-        let cpuset_root = v1_mount("cpuset");
+        let hierarchy = cpuset_hierarchy();
         let cpuacct_root = v1_mount("cpuacct").filter(|_| is_root());
         if exclusive {
             if !is_root() {
@@ -199,18 +359,24 @@ impl Partition {
                         .into(),
                 );
             }
-            if cpuset_root.is_none() {
+            if hierarchy.is_none() {
                 return Err(
-                    "exclusive cells need the cgroup v1 cpuset hierarchy, which is not mounted (cgroup v2 partitions are not supported yet): mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset"
+                    "exclusive cells need the cpuset controller, which is on no mounted hierarchy: mount cgroup v2 with cpuset available (systemd does), or the v1 hierarchy (mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset)"
                         .into(),
                 );
             }
         }
+        let (cpuset_root, v2_root) = match hierarchy.filter(|_| is_root()) {
+            Some(CpusetHierarchy::V1(p)) => (Some(p), None),
+            Some(CpusetHierarchy::V2(p)) => (None, Some(p)),
+            None => (None, None),
+        };
         remove_stale();
         let pid = std::process::id();
         let mut p = Partition {
             prefix: format!("audiolat-{pid}-"),
-            cpuset_root: cpuset_root.filter(|_| is_root()),
+            cpuset_root,
+            v2: None,
             cpuacct_root,
             cells: Vec::new(),
             rest: None,
@@ -221,7 +387,21 @@ impl Partition {
             undone: false,
             problems: Vec::new(),
         };
-        if let Err(e) = p.build(set, admission) {
+        let needs_v2 = exclusive || set.cells.iter().any(|c| c.cpus.is_some());
+        let built = match v2_root {
+            Some(root) if needs_v2 => {
+                let mut all: Vec<usize> = admission
+                    .exclusive
+                    .iter()
+                    .flat_map(|(_, cpus)| cpus.iter().copied())
+                    .collect();
+                all.sort_unstable();
+                all.dedup();
+                p.build_v2(&root, &all)
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = built.and_then(|()| p.build(set, admission)) {
             p.undo();
             return Err(e);
         }
@@ -269,21 +449,28 @@ impl Partition {
                 .cpus
                 .clone()
                 .unwrap_or_else(|| admission.shared.clone());
-            let cpuset = match &self.cpuset_root {
-                Some(root) if exclusive || cell.cpus.is_some() => {
+            let cpuset = match (&self.cpuset_root, &self.v2) {
+                (Some(root), _) if exclusive || cell.cpus.is_some() => {
                     Some(self.make_cpuset(&root.clone(), &cell.name, &cpus)?)
                 }
+                (_, Some(v2)) => Some(v2_cell(&v2.group, &cell.name)?),
                 _ => None,
             };
-            // Pushed before the flags, so an error still removes the directory.
+            // Pushed before the settings, so an error still removes the directory.
             self.cells.push(PlacedCell {
                 cell: cell.clone(),
-                cpus,
+                cpus: cpus.clone(),
                 cpuset: cpuset.clone(),
                 cpuacct: None,
+                cpuset_v2: self.v2.is_some(),
                 exclusive_granted: false,
             });
-            if let (Some(dir), true) = (&cpuset, cell.exclusive()) {
+            if let (Some(dir), true) = (&cpuset, self.v2.is_some()) {
+                let granted = v2_cell_cpus(dir, &cell.name, &cpus, cell.exclusive())?;
+                if let Some(last) = self.cells.last_mut() {
+                    last.exclusive_granted = granted;
+                }
+            } else if let (Some(dir), true) = (&cpuset, cell.exclusive()) {
                 write(&dir.join("cpuset.cpu_exclusive"), "1").map_err(|e| {
                     format!(
                         "cell {}: {e} (another cpuset overlaps its CPUs?)",
@@ -326,6 +513,46 @@ impl Partition {
         Ok(())
     }
 
+    /// Enables cpuset at the unified root if it is not, makes `audiolat-PID` (its
+    /// `cpuset.cpus.exclusive` holding every exclusive cell's CPUs) and moves this
+    /// process into it.
+    fn build_v2(&mut self, root: &Path, exclusive: &[usize]) -> Result<(), String> {
+        let control = root.join("cgroup.subtree_control");
+        let enabled = read(&control)?;
+        let enable = !enabled.split_whitespace().any(|c| c == "cpuset");
+        let group = root.join(format!("audiolat-{}", std::process::id()));
+        let home = own_v2_cgroup(root);
+        // Recorded first, so a killed audiolat's successor can undo whatever was done.
+        let _ = fs::create_dir_all(STATE_DIR);
+        let file = PathBuf::from(STATE_DIR).join(format!("cells-{}.json", std::process::id()));
+        let state = json!({"v2_root": root, "v2_enabled_cpuset": enable, "home": home});
+        fs::write(&file, state.to_string())
+            .map_err(|e| format!("writing {}: {e}", file.display()))?;
+        self.state_file = Some(file);
+        if enable {
+            write(&control, "+cpuset")?;
+        }
+        fs::create_dir(&group).map_err(|e| format!("making cgroup {}: {e}", group.display()))?;
+        self.v2 = Some(V2Group {
+            root: root.to_path_buf(),
+            group: group.clone(),
+            home,
+            enabled_cpuset: enable,
+        });
+        write(&group.join("cgroup.subtree_control"), "+cpuset")?;
+        if !exclusive.is_empty() {
+            let file = group.join("cpuset.cpus.exclusive");
+            if !file.exists() {
+                return Err(format!(
+                    "this kernel ({}) has cgroup v2 cpusets without remote partitions (cpuset.cpus.exclusive, Linux 6.7 and later), which exclusive cells use: upgrade the kernel, or mount the v1 cpuset hierarchy",
+                    kernel_release()
+                ));
+            }
+            write(&file, &format_cpu_list(exclusive))?;
+        }
+        write(&group.join("cgroup.procs"), &std::process::id().to_string())
+    }
+
     /// The placed cell of that name.
     pub fn cell(&self, name: &str) -> Option<&PlacedCell> {
         self.cells.iter().find(|c| c.cell.name == name)
@@ -351,13 +578,22 @@ impl Partition {
                     "cpus": format_cpu_list(&c.cpus),
                     "cpuset": c.cpuset.as_ref().map(|p| p.display().to_string()),
                     "exclusive": c.exclusive_granted,
+                    "usage_ns": c.usage_ns(),
                     "usage_ns_per_cpu": c.usage_percpu(),
                     "bandwidth_mbps": c.cell.bandwidth_mbps,
                 })
             })
             .collect();
+        let hierarchy = if self.v2.is_some() {
+            "cgroup v2"
+        } else if self.cpuset_root.is_some() {
+            "cgroup v1"
+        } else {
+            "none"
+        };
         json!({
             "cells": cells,
+            "cpusets": hierarchy,
             "tasks_moved": self.moved.len(),
             "tasks_unmovable": self.unmovable.len(),
             "root_load_balance_off": self.root_load_balance.is_some(),
@@ -402,6 +638,22 @@ impl Partition {
                 }
             }
         }
+        if let Some(v2) = self.v2.take() {
+            let dirs: Vec<PathBuf> = self
+                .cells
+                .iter()
+                .filter_map(|c| c.cpuset.clone())
+                .chain([v2.group.clone()])
+                .collect();
+            for dir in &dirs {
+                self.problems.extend(empty_and_remove_v2(&v2.home, dir));
+            }
+            if v2.enabled_cpuset {
+                if let Err(e) = write_retrying(&v2.root.join("cgroup.subtree_control"), "-cpuset") {
+                    self.problems.push(e);
+                }
+            }
+        }
         if let Some(root) = self.cpuacct_root.clone() {
             for dir in self
                 .cells
@@ -443,9 +695,76 @@ fn empty_and_remove(root: &Path, dir: &Path) -> Vec<String> {
     problems
 }
 
+/// Writes, retrying for a second while the kernel says busy (a controller is released
+/// when the last of its groups is freed, a little after `rmdir`).
+fn write_retrying(path: &Path, value: &str) -> Result<(), String> {
+    let mut last = Ok(());
+    for _ in 0..50 {
+        last = write(path, value);
+        if last.is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    last
+}
+
+/// Makes a cell's threaded child of audiolat's v2 group.
+fn v2_cell(group: &Path, name: &str) -> Result<PathBuf, String> {
+    let dir = group.join(name);
+    fs::create_dir(&dir).map_err(|e| format!("making cgroup {}: {e}", dir.display()))?;
+    write(&dir.join("cgroup.type"), "threaded")?;
+    Ok(dir)
+}
+
+/// Gives a v2 cell its CPUs; an exclusive one becomes a partition root. Returns whether
+/// the kernel made it one; a partition it finds invalid is an error with its reason.
+fn v2_cell_cpus(dir: &Path, name: &str, cpus: &[usize], exclusive: bool) -> Result<bool, String> {
+    let list = format_cpu_list(cpus);
+    if exclusive {
+        write(&dir.join("cpuset.cpus.exclusive"), &list)?;
+    }
+    write(&dir.join("cpuset.cpus"), &list)?;
+    if !exclusive {
+        return Ok(false);
+    }
+    write(&dir.join("cpuset.cpus.partition"), "root")?;
+    let state = read(&dir.join("cpuset.cpus.partition"))?;
+    if state == "root" {
+        Ok(true)
+    } else {
+        Err(format!(
+            "cell {name}: the kernel did not make CPU {list} a partition: {state}"
+        ))
+    }
+}
+
+fn stale_pid(name: &str) -> bool {
+    let pid = name
+        .strip_prefix("audiolat-")
+        .and_then(|r| r.split('-').next())
+        .and_then(|p| p.parse::<i32>().ok());
+    // SAFETY: signal 0 only checks that the process exists.
+    pid.is_some_and(|p| unsafe { libc::kill(p, 0) } != 0)
+}
+
 /// Undoes the groups of an audiolat that was killed outright (its pid is gone): tasks
-/// back to the root, groups removed, the root's load balancing as it was.
+/// back to the root, groups removed, the root's load balancing (v1) or its cpuset
+/// controller (v2) as it was.
 pub fn remove_stale() {
+    if let Some(root) = v2_mount() {
+        for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir() && stale_pid(&name) {
+                for child in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                    if child.path().is_dir() {
+                        let _ = empty_and_remove_v2(&root, &child.path());
+                    }
+                }
+                let _ = empty_and_remove_v2(&root, &entry.path());
+            }
+        }
+    }
     for controller in ["cpuset", "cpuacct"] {
         let Some(root) = v1_mount(controller) else {
             continue;
@@ -455,12 +774,7 @@ pub fn remove_stale() {
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name
-                .strip_prefix("audiolat-")
-                .and_then(|r| r.split('-').next())
-                .and_then(|p| p.parse::<i32>().ok());
-            // SAFETY: signal 0 only checks that the process exists.
-            if pid.is_some_and(|p| unsafe { libc::kill(p, 0) } != 0) {
+            if stale_pid(&name) {
                 let _ = empty_and_remove(&root, &entry.path());
             }
         }
@@ -486,18 +800,48 @@ pub fn remove_stale() {
                 ) {
                     let _ = write(&Path::new(root).join("cpuset.sched_load_balance"), balance);
                 }
+                if let (Some(root), Some(true)) = (
+                    state["v2_root"].as_str(),
+                    state["v2_enabled_cpuset"].as_bool(),
+                ) {
+                    let _ =
+                        write_retrying(&Path::new(root).join("cgroup.subtree_control"), "-cpuset");
+                }
             }
             let _ = fs::remove_file(entry.path());
         }
     }
 }
 
+/// Every directory of a cgroup hierarchy, with its path from the mount ("/" for the
+/// root).
+fn cgroup_dirs(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let rel = dir
+            .strip_prefix(root)
+            .map_or(String::new(), |p| p.display().to_string());
+        if let Ok(entries) = fs::read_dir(&dir) {
+            stack.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.path()),
+            );
+        }
+        out.push((format!("/{rel}"), dir));
+    }
+    out
+}
+
 /// The scheduling state of the machine, to tell whether a run left it as found: every
 /// cpuset with its settings, and every task's cpuset, affinity and policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemSnapshot {
-    /// cpuset path (relative to the mount) -> cpus, mems, cpu_exclusive,
-    /// sched_load_balance.
+    /// v1 cpuset path (relative to the mount) -> cpus, mems, cpu_exclusive,
+    /// sched_load_balance; `v2:PATH` for every unified cgroup -> subtree_control, cpus,
+    /// exclusive CPUs, partition state.
     pub cpusets: BTreeMap<String, String>,
     /// tid -> (command, cpuset, affinity, policy).
     pub tasks: BTreeMap<i32, (String, String, String, String)>,
@@ -508,14 +852,10 @@ impl SystemSnapshot {
     pub fn take() -> SystemSnapshot {
         let mut cpusets = BTreeMap::new();
         if let Some(root) = v1_mount("cpuset") {
-            let mut stack = vec![root.clone()];
-            while let Some(dir) = stack.pop() {
-                let rel = dir
-                    .strip_prefix(&root)
-                    .map_or(String::new(), |p| p.display().to_string());
+            for (rel, dir) in cgroup_dirs(&root) {
                 let get = |f: &str| read(&dir.join(f)).unwrap_or_default();
                 cpusets.insert(
-                    format!("/{rel}"),
+                    rel,
                     format!(
                         "cpus={} mems={} exclusive={} load_balance={}",
                         get("cpuset.cpus"),
@@ -524,14 +864,21 @@ impl SystemSnapshot {
                         get("cpuset.sched_load_balance")
                     ),
                 );
-                if let Ok(entries) = fs::read_dir(&dir) {
-                    stack.extend(
-                        entries
-                            .flatten()
-                            .filter(|e| e.path().is_dir())
-                            .map(|e| e.path()),
-                    );
-                }
+            }
+        }
+        if let Some(root) = v2_mount() {
+            for (rel, dir) in cgroup_dirs(&root) {
+                let get = |f: &str| read(&dir.join(f)).unwrap_or_default();
+                cpusets.insert(
+                    format!("v2:{rel}"),
+                    format!(
+                        "subtree_control={} cpus={} exclusive={} partition={}",
+                        get("cgroup.subtree_control"),
+                        get("cpuset.cpus"),
+                        get("cpuset.cpus.exclusive"),
+                        get("cpuset.cpus.partition")
+                    ),
+                );
             }
         }
         let mut tasks = BTreeMap::new();
