@@ -956,11 +956,15 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadWorkerArgs {
-    /// The load to run (only `ep`).
+    /// The load to run: `ep` or `video`.
     pub kind: String,
     /// Threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// SCHED_DEADLINE for each thread, `RUNTIME,DEADLINE,PERIOD` in ns (`,tt`:
+    /// time-triggered), taken by each thread once it runs (a deadline cell).
+    #[arg(long, value_parser = load::DeadlineShare::from_arg)]
+    pub deadline: Option<load::DeadlineShare>,
 }
 
 fn parse_f64(s: &str) -> Result<f64, String> {

@@ -851,9 +851,12 @@ impl CellPlan {
                     item.name()
                 )));
             };
-            if cell.kind.is_deadline() && !matches!(item, load::LoadItem::Stream { .. }) {
+            if cell.kind.is_deadline()
+                && !matches!(item, load::LoadItem::Stream { .. })
+                && load::deadline_threads(item, 1).is_none()
+            {
                 return Err(UsageError(format!(
-                    "--load {}@{name}: {name} is a {} cell (SCHED_DEADLINE), whose tasks may not fork; place loads in dedicated or best-effort cells",
+                    "--load {}@{name}: {name} is a {} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells",
                     item.name(),
                     cell.kind
                 )));
@@ -863,9 +866,20 @@ impl CellPlan {
             return Ok(None);
         }
         let mut threads = std::collections::BTreeMap::new();
+        // Each thread of a built-in load in a deadline cell takes the cell's reservation.
+        let cpus = engine::rt::online_cpus().len();
+        for item in &load_spec.items {
+            if let Some(name) = load_spec.cell_of(item) {
+                if self.cells.get(name).is_some_and(|c| c.kind.is_deadline()) {
+                    if let Some(n) = load::deadline_threads(item, cpus) {
+                        *threads.entry(name.to_string()).or_insert(0) += n;
+                    }
+                }
+            }
+        }
         let mut spinning = Vec::new();
         if let Some(h) = &self.host_cell {
-            threads.insert(h.clone(), 1 + config.workers);
+            *threads.entry(h.clone()).or_insert(0) += 1 + config.workers;
             if config.poll == probes::net::host::PollMode::Spin || config.workers > 0 {
                 spinning.push(h.clone());
             }
@@ -887,13 +901,27 @@ fn load_placement(cell: &probes::cell::partition::PlacedCell) -> load::Placement
         Policy::Idle => Some((libc::SCHED_IDLE, 0, 0)),
         Policy::Fifo { priority } => Some((libc::SCHED_FIFO, priority as i32, 0)),
         Policy::RoundRobin { priority } => Some((libc::SCHED_RR, priority as i32, 0)),
-        // Refused by admission: a deadline task may not fork.
+        // Each thread of a built-in load takes it itself: a deadline task may not fork.
         Policy::Deadline { .. } => None,
+    };
+    let deadline = match cell.cell.policy {
+        Policy::Deadline {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        } => Some(load::DeadlineShare {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+            time_triggered: cell.cell.kind == probes::cell::CellKind::TimeTriggered,
+        }),
+        _ => None,
     };
     load::Placement {
         procs_files: cell.procs_files(),
         cpus: cell.cpus.clone(),
         policy,
+        deadline,
     }
 }
 

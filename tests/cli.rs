@@ -2543,9 +2543,17 @@ fn net_refuses_cells_and_reservations_that_do_not_fit() {
         (
             vec![
                 "--cell=dl=time-triggered:runtime=1ms,period=10ms".into(),
-                "--load=ep@dl".into(),
+                "--load=cpu@dl".into(),
             ],
             "may not fork",
+        ),
+        // Each thread of a built-in load takes the cell's reservation: 4 x 0.6 CPU.
+        (
+            vec![
+                "--cell=dl=event-triggered:runtime=6ms,period=10ms".into(),
+                "--load=ep:4@dl".into(),
+            ],
+            "over by",
         ),
         (
             vec![
@@ -2655,6 +2663,63 @@ fn net_experiment_isolation_runs_the_four_cases_and_leaves_no_cpuset() {
 
 /// A reservation by the user-level mClock service, end to end from the command line:
 /// the stream and the service's counters are stored (root only: namespaces).
+#[test]
+fn net_keeps_a_builtin_load_in_a_deadline_cell_to_its_share() {
+    let _m = machine_lock();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: SCHED_DEADLINE needs root");
+        return;
+    }
+    let dir = tempdir();
+    let db = dir.path().join("dl.db");
+    // EP never sleeps: only the kernel's CBS holds each of its two threads to
+    // 2 ms per 10 ms, 0.4 CPU together.
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "--cell",
+            "ep=event-triggered:runtime=2ms,period=10ms",
+            "--load",
+            "ep:2@ep",
+            "--duration",
+            "2s",
+            "--no-reference",
+            "--warmup",
+            "300ms",
+            "--json",
+        ],
+    );
+    assert_eq!(out["status"], "complete", "{out}");
+    let exported = run(&db, &["export", "last"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let run_record = &serde_json::from_str::<serde_json::Value>(&exported.stdout).unwrap()["run"];
+    let cell = &run_record["qos_granted"]["cells"]["cells"][0];
+    assert_eq!(cell["name"], "ep", "{run_record}");
+    assert!(
+        cell["policy"]
+            .as_str()
+            .unwrap()
+            .starts_with("SCHED_DEADLINE"),
+        "{cell}"
+    );
+    // The kernel's accounting of the cell against its share over the run, which the
+    // load's whole life lies within: never more (a tenth for the CBS's per-tick
+    // overrun, paid back the next period), and it did run under the reservation.
+    let used_s = cell["usage_ns"].as_f64().unwrap() / 1e9;
+    let run_s = run_record["duration_s"].as_f64().unwrap();
+    let share = 2.0 * 2.0 / 10.0;
+    assert!(
+        used_s <= share * run_s * 1.1,
+        "the cell used {used_s:.3} s of CPU in {run_s:.3} s: over its {share} CPU"
+    );
+    assert!(
+        used_s >= share * 2.0 * 0.25,
+        "the cell used only {used_s:.3} s of CPU in {run_s:.3} s"
+    );
+}
+
 #[test]
 fn net_reserves_bandwidth_with_mclock_beside_an_abusive_stream() {
     let _m = machine_lock();

@@ -179,14 +179,22 @@ pub fn run(class: &EpClass, threads: usize) -> EpResult {
     total
 }
 
-/// Runs class S over and over on `threads` best-effort threads until `stop` is set:
-/// the EP interference load. Each completed pass is verified; `passes` counts the good
-/// ones and `failures` the bad (a bad pass means the CPU or the build is broken).
-pub fn run_until(threads: usize, stop: &AtomicBool, passes: &AtomicU64, failures: &AtomicU64) {
+/// Runs class S over and over on `threads` threads until `stop` is set: the EP
+/// interference load. Each completed pass is verified; `passes` counts the good ones and
+/// `failures` the bad (a bad pass means the CPU or the build is broken). Each thread
+/// calls `thread_start` first (to take its cell's policy).
+pub fn run_until(
+    threads: usize,
+    stop: &AtomicBool,
+    passes: &AtomicU64,
+    failures: &AtomicU64,
+    thread_start: &(dyn Fn() + Sync),
+) {
     let threads = threads.max(1);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
+                thread_start();
                 let mut buf = vec![0.0; 2 * NK];
                 while !stop.load(Ordering::Relaxed) {
                     // One thread's share is a whole pass: threads run independent passes.

@@ -304,9 +304,71 @@ pub struct Placement {
     /// CPUs to pin to (empty: leave the affinity alone).
     pub cpus: Vec<usize>,
     /// `(policy, static priority, nice)` for `sched_setscheduler` and `setpriority`:
-    /// SCHED_OTHER, SCHED_BATCH, SCHED_IDLE or SCHED_FIFO. SCHED_DEADLINE is not offered:
-    /// a deadline task may not fork, and most loads do.
+    /// SCHED_OTHER, SCHED_BATCH, SCHED_IDLE or SCHED_FIFO.
     pub policy: Option<(i32, i32, i32)>,
+    /// SCHED_DEADLINE for each thread of a built-in load (`video`, `ep`). A deadline task
+    /// may not fork or create threads, so this is not set between fork and exec: each of
+    /// the load's threads takes it once it runs. Loads that run a tool are refused.
+    pub deadline: Option<DeadlineShare>,
+}
+
+/// A SCHED_DEADLINE reservation for each thread of a built-in load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeadlineShare {
+    /// CPU time per period, ns.
+    pub runtime_ns: u64,
+    /// Relative deadline, ns.
+    pub deadline_ns: u64,
+    /// Period, ns.
+    pub period_ns: u64,
+    /// Jobs start on period boundaries (a time-triggered cell): a video player shows one
+    /// frame per period and yields the rest of it, rather than pacing itself at 30 fps.
+    pub time_triggered: bool,
+}
+
+impl DeadlineShare {
+    /// `RUNTIME,DEADLINE,PERIOD` in ns, with `,tt` when time-triggered: the built-in
+    /// load's `--deadline` argument.
+    pub fn to_arg(&self) -> String {
+        format!(
+            "{},{},{}{}",
+            self.runtime_ns,
+            self.deadline_ns,
+            self.period_ns,
+            if self.time_triggered { ",tt" } else { "" }
+        )
+    }
+
+    /// Parses [`DeadlineShare::to_arg`]'s form.
+    pub fn from_arg(s: &str) -> Result<DeadlineShare, String> {
+        let parts: Vec<&str> = s.split(',').collect();
+        let num = |i: usize| -> Result<u64, String> {
+            parts
+                .get(i)
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or_else(|| format!("--deadline {s}: expected RUNTIME,DEADLINE,PERIOD in ns"))
+        };
+        let share = DeadlineShare {
+            runtime_ns: num(0)?,
+            deadline_ns: num(1)?,
+            period_ns: num(2)?,
+            time_triggered: match parts.get(3) {
+                None => false,
+                Some(&"tt") => true,
+                Some(other) => return Err(format!("--deadline {s}: unknown flag '{other}'")),
+            },
+        };
+        if parts.len() > 4
+            || share.runtime_ns == 0
+            || share.runtime_ns > share.deadline_ns
+            || share.deadline_ns > share.period_ns
+        {
+            return Err(format!(
+                "--deadline {s}: needs 0 < runtime <= deadline <= period"
+            ));
+        }
+        Ok(share)
+    }
 }
 
 /// What a forked child needs to place itself, built before the fork so the child only
@@ -394,6 +456,20 @@ impl LoadContext {
             supervisor: None,
             placements: Default::default(),
         }
+    }
+}
+
+/// Threads of the `video` load: the study's two players.
+pub const VIDEO_PLAYERS: usize = 2;
+
+/// Threads a load item runs that would each take a SCHED_DEADLINE reservation in a
+/// deadline cell (the built-in loads'), for admission control; `None` for a load that
+/// runs a tool (it cannot go in such a cell).
+pub fn deadline_threads(item: &LoadItem, cpus: usize) -> Option<usize> {
+    match item {
+        LoadItem::Video => Some(VIDEO_PLAYERS),
+        LoadItem::Ep { threads } => Some(threads.unwrap_or(cpus).max(1)),
+        _ => None,
     }
 }
 
@@ -608,7 +684,7 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
                     "__load".into(),
                     "video".into(),
                     "--threads".into(),
-                    "2".into(),
+                    VIDEO_PLAYERS.to_string(),
                 ],
                 false,
             ),
@@ -623,6 +699,19 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
                 false,
             ),
         };
+        let mut args = args;
+        let deadline = spec
+            .cell_of(item)
+            .and_then(|cell| ctx.placements.get(cell).map(|p| (cell, p.deadline)));
+        if let Some((cell, Some(share))) = deadline {
+            if tool.is_some() {
+                return Err(LoadError::Cell(format!(
+                    "--load {}@{cell}: {cell} is a SCHED_DEADLINE cell, and a deadline task may not fork: only the built-in loads (video, ep) can run there, each thread taking the reservation itself",
+                    item.name()
+                )));
+            }
+            args.extend(["--deadline".into(), share.to_arg()]);
+        }
         let (program, version) = match tool {
             Some(tool) => {
                 let program = require(&tool)?;
@@ -1082,6 +1171,49 @@ mod tests {
             .command_line()
             .ends_with("stress-ng --cpu 2 --cpu-load 80 --cpu-method matrixprod --timeout 0"));
         assert!(cmds[0].version.contains("stress-ng"), "{}", cmds[0].version);
+    }
+
+    #[test]
+    fn builtin_loads_take_a_deadline_cell_and_tools_are_refused() {
+        let share = DeadlineShare {
+            runtime_ns: 2_000_000,
+            deadline_ns: 5_000_000,
+            period_ns: 10_000_000,
+            time_triggered: true,
+        };
+        assert_eq!(share.to_arg(), "2000000,5000000,10000000,tt");
+        assert_eq!(DeadlineShare::from_arg(&share.to_arg()), Ok(share));
+        for bad in ["1,2", "3,2,1", "0,1,1", "1,1,1,xx", "1,1,1,tt,1", "a,b,c"] {
+            assert!(DeadlineShare::from_arg(bad).is_err(), "{bad}");
+        }
+        let mut c = ctx("deadline");
+        c.cpus = 2;
+        c.placements.insert(
+            "dl".into(),
+            Placement {
+                deadline: Some(share),
+                ..Placement::default()
+            },
+        );
+        let cmds = plan(&"ep:3@dl+video@dl".parse().unwrap(), &c).unwrap();
+        assert!(
+            cmds[0]
+                .command_line()
+                .ends_with("__load ep --threads 3 --deadline 2000000,5000000,10000000,tt"),
+            "{}",
+            cmds[0].command_line()
+        );
+        assert!(cmds[1]
+            .command_line()
+            .contains("__load video --threads 2 --deadline"));
+        assert_eq!(
+            deadline_threads(&"ep".parse::<LoadSpec>().unwrap().items[0], 4),
+            Some(4)
+        );
+        let err = plan(&"cpu@dl".parse().unwrap(), &c)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("may not fork"), "{err}");
     }
 
     #[test]

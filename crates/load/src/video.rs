@@ -14,13 +14,35 @@ pub const FRAMES_PER_SECOND: u32 = 30;
 /// The in-memory "file" each player streams from.
 pub const FILE_BYTES: usize = 64 << 20;
 
+/// How a player waits for its next frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Sleeps to the next 30 fps frame time (woken by its timer: an event-triggered or
+    /// best-effort player).
+    Timer,
+    /// `sched_yield`s after each frame: under SCHED_DEADLINE that ends the job, and the
+    /// next starts on the next period boundary (a time-triggered player, one frame per
+    /// period).
+    YieldToPeriod,
+}
+
 /// Runs `players` players until `stop` is raised; `frames` counts the frames shown.
-pub fn run_until(players: usize, stop: &AtomicBool, frames: &AtomicU64) {
+/// Each player's thread calls `thread_start` once its buffers are filled (to take its
+/// cell's policy).
+pub fn run_until(
+    players: usize,
+    stop: &AtomicBool,
+    frames: &AtomicU64,
+    pace: Pace,
+    thread_start: &(dyn Fn() + Sync),
+) {
     std::thread::scope(|scope| {
         for player in 0..players.max(1) {
             scope.spawn(move || {
                 let file: Vec<u8> = (0..FILE_BYTES).map(|i| (i * 31 + player) as u8).collect();
                 let mut frame = vec![0u8; FRAME_BYTES];
+                // The policy once the player is ready: filling its file is not a frame.
+                thread_start();
                 let period = Duration::from_secs(1) / FRAMES_PER_SECOND;
                 let start = Instant::now();
                 let mut n: u64 = 0;
@@ -35,6 +57,11 @@ pub fn run_until(players: usize, stop: &AtomicBool, frames: &AtomicU64) {
                     std::hint::black_box(checksum);
                     frames.fetch_add(1, Ordering::Relaxed);
                     n += 1;
+                    if pace == Pace::YieldToPeriod {
+                        // SAFETY: no preconditions.
+                        unsafe { libc::sched_yield() };
+                        continue;
+                    }
                     let due = start + period * n as u32;
                     let now = Instant::now();
                     if due > now {

@@ -257,6 +257,7 @@ fn keeps_a_hog_off_cpu_1() {
             procs_files: hog.procs_files(),
             cpus: hog.cpus.clone(),
             policy: Some((libc::SCHED_BATCH, 0, 0)),
+            deadline: None,
         },
     );
     let spec: load::LoadSpec = "cpu@hog".parse().unwrap();
