@@ -1005,6 +1005,17 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         fmt_ns(summary.mean),
         fmt_ns(summary.stdev)
     );
+    if synth.controller.lost > 0 {
+        // A block that never arrives whole misses its deadline too.
+        let _ = writeln!(
+            out,
+            "and {} of the {} blocks sent were never answered (packets lost on the way): {} of {} missed in all",
+            synth.controller.lost,
+            synth.controller.blocks_sent,
+            synth.controller.lost + synth.controller.late,
+            synth.controller.blocks_sent
+        );
+    }
     let _ = writeln!(
         out,
         "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
@@ -1354,25 +1365,29 @@ net experiment {which} (group {group}): {what}; deadline {}
     let _ = writeln!(
         out,
         "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  the study",
-        "run", "id", "blocks", "missed", "mean", "stdev", "p99.9", "max"
+        "run", "id", "sent", "missed", "mean", "stdev", "p99.9", "max"
     );
     for r in rows {
         match &r.summary {
             Some((s, misses)) => {
+                // Blocks sent: a block lost on the way has no time but missed all the same.
+                let blocks = if r.sent > 0 { r.sent } else { s.count };
+                // No block answered: no times to summarise.
+                let time = |v: f64| if s.count > 0 { fmt_ns(v) } else { "-".into() };
                 let _ = writeln!(
                     out,
                     "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
                     r.label,
                     r.run_id.map_or("-".into(), |i| i.to_string()),
-                    s.count,
+                    blocks,
                     format!(
                         "{misses} ({:.2}%)",
-                        100.0 * *misses as f64 / s.count.max(1) as f64
+                        100.0 * *misses as f64 / blocks.max(1) as f64
                     ),
-                    fmt_ns(s.mean),
-                    fmt_ns(s.stdev),
-                    fmt_ns(s.p999),
-                    fmt_ns(s.max),
+                    time(s.mean),
+                    time(s.stdev),
+                    time(s.p999),
+                    time(s.max),
                     r.paper
                 );
                 if !r.note.is_empty() {

@@ -74,11 +74,20 @@ pub fn enable_drop_counter(socket: &UdpSocket) -> bool {
 }
 
 fn set_int(socket: &UdpSocket, option: libc::c_int, value: libc::c_int) -> bool {
+    set_int_at(socket, libc::SOL_SOCKET, option, value)
+}
+
+fn set_int_at(
+    socket: &UdpSocket,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> bool {
     // SAFETY: a valid socket and an int option of the right size.
     unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::SOL_SOCKET,
+            level,
             option,
             (&value as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
@@ -98,6 +107,27 @@ pub fn set_receive_buffer(socket: &UdpSocket, bytes: usize) {
 pub fn set_send_buffer(socket: &UdpSocket, bytes: usize) {
     let size = bytes.min(i32::MAX as usize) as libc::c_int;
     let _ = set_int(socket, libc::SO_SNDBUFFORCE, size) || set_int(socket, libc::SO_SNDBUF, size);
+}
+
+/// `UDP_SEGMENT` (linux/udp.h): send-side segmentation offload.
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// Datagrams of a UDP GSO send at most: 64 KiB of payload in one buffer.
+pub fn gso_segments_max(segment: usize) -> usize {
+    (65_507 / segment.max(1)).clamp(1, 64)
+}
+
+/// Turns on UDP segmentation offload (`UDP_SEGMENT`, Linux 4.18): every send of a buffer
+/// longer than `segment` bytes leaves as datagrams of `segment` bytes, cut by the kernel
+/// (or the NIC) late on the path, so one system call and one trip through the stack
+/// carry up to 64 KiB. `false` when the kernel has no UDP GSO (`segment` 0 turns it off).
+pub fn set_segmentation(socket: &UdpSocket, segment: u16) -> bool {
+    set_int_at(
+        socket,
+        libc::IPPROTO_UDP,
+        UDP_SEGMENT,
+        libc::c_int::from(segment),
+    )
 }
 
 /// Sets `SO_PRIORITY`, which a `tc` HTB qdisc reads as a class id (`0x10010` is 1:10).
@@ -292,6 +322,73 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
 /// queue was full (`EAGAIN`/`ENOBUFS`: the datagram is lost, as on a congested link) or
 /// the port refused it. Real-time safe.
 pub fn send_to(socket: &UdpSocket, bytes: &[u8], to: SocketAddr) -> io::Result<bool> {
+    let (storage, len) = sockaddr_of(to);
+    // SAFETY: a valid socket, a buffer of `bytes.len()` bytes, an address of `len` bytes.
+    let n = unsafe {
+        libc::sendto(
+            socket.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT,
+            (&storage as *const libc::sockaddr_storage).cast(),
+            len,
+        )
+    };
+    sent_or_full(n)
+}
+
+/// Sends `bytes` to `to` as datagrams of `segment` bytes (the last may be shorter) in one
+/// system call, cut by the kernel late on the path (UDP GSO: a `UDP_SEGMENT` control
+/// message; at most 64 segments and 64 KiB). `Ok(false)` when the queue is full, an
+/// error (EIO, EINVAL) when this path cannot segment.
+pub fn send_segmented_to(
+    socket: &UdpSocket,
+    bytes: &[u8],
+    segment: u16,
+    to: SocketAddr,
+) -> io::Result<bool> {
+    let (mut storage, len) = sockaddr_of(to);
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    // Room for one cmsg carrying a u16, aligned as the kernel wants.
+    let mut control = [0u64; 4];
+    // SAFETY: all-zero msghdr is valid; every pointer set below outlives the call.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = (&mut storage as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = len;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is a pure computation.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+    // SAFETY: msg_control points at a zeroed buffer of at least msg_controllen bytes,
+    // so the first header is inside it and its data has room for a u16.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::IPPROTO_UDP;
+        (*cmsg).cmsg_type = UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
+    }
+    // SAFETY: a valid socket and a fully initialised msghdr.
+    let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &msg, libc::MSG_DONTWAIT) };
+    sent_or_full(n)
+}
+
+fn sent_or_full(n: isize) -> io::Result<bool> {
+    if n >= 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => Ok(false),
+        _ => Err(e),
+    }
+}
+
+fn sockaddr_of(to: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: all-zero is a valid sockaddr_storage; it is filled below for the family.
     let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
     let len = match to {
@@ -318,25 +415,7 @@ pub fn send_to(socket: &UdpSocket, bytes: &[u8], to: SocketAddr) -> io::Result<b
             size_of::<libc::sockaddr_in6>()
         }
     };
-    // SAFETY: a valid socket, a buffer of `bytes.len()` bytes, an address of `len` bytes.
-    let n = unsafe {
-        libc::sendto(
-            socket.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            libc::MSG_DONTWAIT,
-            (&storage as *const libc::sockaddr_storage).cast(),
-            len as libc::socklen_t,
-        )
-    };
-    if n >= 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => Ok(false),
-        _ => Err(e),
-    }
+    (storage, len as libc::socklen_t)
 }
 
 /// Sends `bytes` `count` times (at most 64) on a *connected* socket with one `sendmmsg`,
@@ -373,5 +452,70 @@ pub fn send_repeated(socket: &UdpSocket, bytes: &[u8], count: usize) -> io::Resu
     match e.raw_os_error() {
         Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::ECONNREFUSED) => Ok(0),
         _ => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        (tx, rx)
+    }
+
+    fn received(rx: &UdpSocket, n: usize) -> Vec<Vec<u8>> {
+        let mut buf = [0u8; 2048];
+        (0..n)
+            .map(|_| {
+                let got = rx.recv(&mut buf).expect("a datagram");
+                buf[..got].to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_segmented_send_arrives_as_separate_datagrams() {
+        let (tx, rx) = pair();
+        let to = rx.local_addr().unwrap();
+        // Three full segments and a short last one, each segment its own byte.
+        let mut bytes = Vec::new();
+        for (i, len) in [100usize, 100, 100, 40].into_iter().enumerate() {
+            bytes.extend(std::iter::repeat_n(i as u8 + 1, len));
+        }
+        match send_segmented_to(&tx, &bytes, 100, to) {
+            Ok(true) => {}
+            Ok(false) => panic!("the queue was full"),
+            Err(e) => {
+                eprintln!("skipped: this kernel cannot segment UDP ({e})");
+                return;
+            }
+        }
+        let got = received(&rx, 4);
+        let lens: Vec<usize> = got.iter().map(Vec::len).collect();
+        assert_eq!(lens, [100, 100, 100, 40]);
+        for (i, d) in got.iter().enumerate() {
+            assert!(d.iter().all(|&b| b == i as u8 + 1), "datagram {i}");
+        }
+    }
+
+    #[test]
+    fn the_segmentation_option_cuts_every_send_and_can_be_turned_off() {
+        let (tx, rx) = pair();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        if !set_segmentation(&tx, 200) {
+            eprintln!("skipped: this kernel has no UDP GSO");
+            return;
+        }
+        assert_eq!(send_repeated(&tx, &[7u8; 500], 2).unwrap(), 2);
+        let lens: Vec<usize> = received(&rx, 6).iter().map(Vec::len).collect();
+        assert_eq!(lens, [200, 200, 100, 200, 200, 100]);
+        assert!(set_segmentation(&tx, 0));
+        assert_eq!(send_repeated(&tx, &[7u8; 500], 1).unwrap(), 1);
+        assert_eq!(received(&rx, 1)[0].len(), 500);
+        assert_eq!(gso_segments_max(1472), 44);
     }
 }
