@@ -50,8 +50,8 @@ struct CpusetOnV2 {
 impl CpusetOnV2 {
     fn take() -> Result<CpusetOnV2, String> {
         match cpuset_hierarchy() {
-            Some(CpusetHierarchy::V2(_)) => return Ok(CpusetOnV2 { remount: None }),
-            None => return Err("no cpuset controller".into()),
+            Some(CpusetHierarchy::V2(_)) => Ok(CpusetOnV2 { remount: None }),
+            None => Err("no cpuset controller".into()),
             Some(CpusetHierarchy::V1(mount)) => {
                 if v2_mount().is_none() {
                     return Err("no cgroup v2 mount".into());
