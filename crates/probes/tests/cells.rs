@@ -44,7 +44,47 @@ fn skip_reason() -> Option<String> {
 /// from an unused v1 hierarchy (unmounted, so the kernel frees the controller), and the
 /// v1 hierarchy mounted back when dropped.
 struct CpusetOnV2 {
-    remount: Option<PathBuf>,
+    remount: Option<V1Mount>,
+}
+
+/// Where and how the v1 cpuset hierarchy was mounted, to mount it back the same way.
+struct V1Mount {
+    path: PathBuf,
+    flags: libc::c_ulong,
+    data: String,
+}
+
+impl V1Mount {
+    /// From its `/proc/mounts` line: flags such as nosuid and relatime, the rest (the
+    /// controller) as data.
+    fn of(path: &std::path::Path) -> V1Mount {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let options = mounts
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() >= 4 && f[2] == "cgroup" && std::path::Path::new(f[1]) == path)
+            .map(|f| f[3].to_string())
+            .unwrap_or_else(|| "cpuset".into());
+        let mut flags = 0;
+        let mut data = Vec::new();
+        for o in options.split(',') {
+            match o {
+                "rw" => {}
+                "ro" => flags |= libc::MS_RDONLY,
+                "nosuid" => flags |= libc::MS_NOSUID,
+                "nodev" => flags |= libc::MS_NODEV,
+                "noexec" => flags |= libc::MS_NOEXEC,
+                "relatime" => flags |= libc::MS_RELATIME,
+                "noatime" => flags |= libc::MS_NOATIME,
+                other => data.push(other),
+            }
+        }
+        V1Mount {
+            path: path.to_path_buf(),
+            flags,
+            data: data.join(","),
+        }
+    }
 }
 
 impl CpusetOnV2 {
@@ -76,6 +116,7 @@ impl CpusetOnV2 {
                     }
                     std::thread::sleep(Duration::from_millis(50));
                 }
+                let v1 = V1Mount::of(&mount);
                 let path = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).unwrap();
                 // SAFETY: a valid C string; unmounting a cgroup hierarchy with no groups.
                 if unsafe { libc::umount(path.as_ptr()) } != 0 {
@@ -85,9 +126,7 @@ impl CpusetOnV2 {
                         std::io::Error::last_os_error()
                     ));
                 }
-                let moved = CpusetOnV2 {
-                    remount: Some(mount),
-                };
+                let moved = CpusetOnV2 { remount: Some(v1) };
                 let deadline = Instant::now() + Duration::from_secs(20);
                 while !matches!(cpuset_hierarchy(), Some(CpusetHierarchy::V2(_))) {
                     if Instant::now() > deadline {
@@ -113,13 +152,15 @@ fn v1_cpuset_groups() -> Option<u32> {
         })
 }
 
-impl Drop for CpusetOnV2 {
-    fn drop(&mut self) {
+impl CpusetOnV2 {
+    /// Mounts the v1 hierarchy back as it was, if this moved the controller. The
+    /// controller is free again a little after its last v2 group goes: retried for 5 s.
+    fn restore(&mut self) -> Result<(), String> {
         let Some(mount) = self.remount.take() else {
-            return;
+            return Ok(());
         };
-        let target = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).unwrap();
-        // The controller is free again a little after its last v2 group goes.
+        let target = std::ffi::CString::new(mount.path.as_os_str().as_encoded_bytes()).unwrap();
+        let data = std::ffi::CString::new(mount.data.clone()).unwrap();
         for _ in 0..250 {
             // SAFETY: valid C strings; mounting the v1 cpuset hierarchy back.
             let rc = unsafe {
@@ -127,20 +168,29 @@ impl Drop for CpusetOnV2 {
                     c"cgroup".as_ptr(),
                     target.as_ptr(),
                     c"cgroup".as_ptr(),
-                    0,
-                    c"cpuset".as_ptr().cast(),
+                    mount.flags,
+                    data.as_ptr().cast(),
                 )
             };
             if rc == 0 {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        eprintln!(
-            "could not mount the v1 cpuset hierarchy back at {}: {}",
-            mount.display(),
+        Err(format!(
+            "could not mount the v1 cpuset hierarchy back at {} ({}): {}",
+            mount.path.display(),
+            mount.data,
             std::io::Error::last_os_error()
-        );
+        ))
+    }
+}
+
+impl Drop for CpusetOnV2 {
+    fn drop(&mut self) {
+        if let Err(e) = self.restore() {
+            eprintln!("{e}");
+        }
     }
 }
 
@@ -177,19 +227,23 @@ fn a_v2_cpuset_partition_keeps_a_hog_off_its_cpu_and_everything_is_put_back() {
         eprintln!("skipped: {why}");
         return;
     }
-    let on_v2 = match CpusetOnV2::take() {
+    let mut on_v2 = match CpusetOnV2::take() {
         Ok(on_v2) => on_v2,
         Err(why) => {
             eprintln!("skipped: {why}");
             return;
         }
     };
+    let moved = on_v2.remount.is_some();
     keeps_a_hog_off_cpu_1();
-    drop(on_v2);
-    assert!(
-        cpuset_hierarchy().is_some(),
-        "the cpuset controller is on no hierarchy afterwards"
-    );
+    on_v2.restore().unwrap();
+    if moved {
+        assert!(
+            matches!(cpuset_hierarchy(), Some(CpusetHierarchy::V1(_))),
+            "the v1 cpuset hierarchy is not back: {:?}",
+            cpuset_hierarchy()
+        );
+    }
 }
 
 /// The hog stays off a dedicated CPU 1 on whichever hierarchy the controller is on, and

@@ -411,8 +411,14 @@ impl Partition {
     fn make_cpuset(&self, root: &Path, name: &str, cpus: &[usize]) -> Result<PathBuf, String> {
         let dir = root.join(format!("{}{name}", self.prefix));
         fs::create_dir(&dir).map_err(|e| format!("making cpuset {}: {e}", dir.display()))?;
-        write(&dir.join("cpuset.mems"), &read(&root.join("cpuset.mems"))?)?;
-        write(&dir.join("cpuset.cpus"), &format_cpu_list(cpus))?;
+        let set = read(&root.join("cpuset.mems"))
+            .and_then(|mems| write(&dir.join("cpuset.mems"), &mems))
+            .and_then(|()| write(&dir.join("cpuset.cpus"), &format_cpu_list(cpus)));
+        if let Err(e) = set {
+            // Not yet in the partition's lists: removed here.
+            let _ = fs::remove_dir(&dir);
+            return Err(e);
+        }
         Ok(dir)
     }
 
@@ -520,25 +526,32 @@ impl Partition {
         let control = root.join("cgroup.subtree_control");
         let enabled = read(&control)?;
         let enable = !enabled.split_whitespace().any(|c| c == "cpuset");
+        // Another audiolat that turned cpuset on may finish first, while our group still
+        // holds the controller: then whichever leaves last turns it off.
+        let turn_off_after = enable || other_audiolat_enabled_cpuset();
         let group = root.join(format!("audiolat-{}", std::process::id()));
         let home = own_v2_cgroup(root);
         // Recorded first, so a killed audiolat's successor can undo whatever was done.
         let _ = fs::create_dir_all(STATE_DIR);
         let file = PathBuf::from(STATE_DIR).join(format!("cells-{}.json", std::process::id()));
-        let state = json!({"v2_root": root, "v2_enabled_cpuset": enable, "home": home});
+        let state = json!({"v2_root": root, "v2_enabled_cpuset": turn_off_after, "home": home});
         fs::write(&file, state.to_string())
             .map_err(|e| format!("writing {}: {e}", file.display()))?;
         self.state_file = Some(file);
-        if enable {
-            write(&control, "+cpuset")?;
-        }
-        fs::create_dir(&group).map_err(|e| format!("making cgroup {}: {e}", group.display()))?;
         self.v2 = Some(V2Group {
             root: root.to_path_buf(),
             group: group.clone(),
             home,
-            enabled_cpuset: enable,
+            enabled_cpuset: turn_off_after,
         });
+        if enable {
+            write(&control, "+cpuset")?;
+        }
+        // A group of our pid cannot be ours yet: a killed audiolat's, whose pid we got.
+        if group.exists() {
+            remove_v2_group(root, &group);
+        }
+        fs::create_dir(&group).map_err(|e| format!("making cgroup {}: {e}", group.display()))?;
         write(&group.join("cgroup.subtree_control"), "+cpuset")?;
         if !exclusive.is_empty() {
             let file = group.join("cpuset.cpus.exclusive");
@@ -648,7 +661,8 @@ impl Partition {
             for dir in &dirs {
                 self.problems.extend(empty_and_remove_v2(&v2.home, dir));
             }
-            if v2.enabled_cpuset {
+            // The last audiolat out turns cpuset off; one still running will.
+            if v2.enabled_cpuset && !other_audiolat_groups(&v2.root) {
                 if let Err(e) = write_retrying(&v2.root.join("cgroup.subtree_control"), "-cpuset") {
                     self.problems.push(e);
                 }
@@ -664,8 +678,11 @@ impl Partition {
                 self.problems.extend(empty_and_remove(&root, &dir));
             }
         }
+        // Kept when something could not be undone: the next audiolat tries again.
         if let Some(f) = self.state_file.take() {
-            let _ = fs::remove_file(f);
+            if self.problems.is_empty() {
+                let _ = fs::remove_file(f);
+            }
         }
     }
 }
@@ -713,7 +730,11 @@ fn write_retrying(path: &Path, value: &str) -> Result<(), String> {
 fn v2_cell(group: &Path, name: &str) -> Result<PathBuf, String> {
     let dir = group.join(name);
     fs::create_dir(&dir).map_err(|e| format!("making cgroup {}: {e}", dir.display()))?;
-    write(&dir.join("cgroup.type"), "threaded")?;
+    if let Err(e) = write(&dir.join("cgroup.type"), "threaded") {
+        // Not yet in the partition's lists: removed here.
+        let _ = fs::remove_dir(&dir);
+        return Err(e);
+    }
     Ok(dir)
 }
 
@@ -739,6 +760,49 @@ fn v2_cell_cpus(dir: &Path, name: &str, cpus: &[usize], exclusive: bool) -> Resu
     }
 }
 
+/// Empties and removes an `audiolat-PID` group of the unified hierarchy and its cells,
+/// their processes going to the root.
+fn remove_v2_group(root: &Path, group: &Path) {
+    for child in fs::read_dir(group).into_iter().flatten().flatten() {
+        if child.path().is_dir() {
+            let _ = empty_and_remove_v2(root, &child.path());
+        }
+    }
+    let _ = empty_and_remove_v2(root, group);
+}
+
+/// Whether another audiolat has groups in the unified hierarchy now.
+fn other_audiolat_groups(root: &Path) -> bool {
+    let own = format!("audiolat-{}", std::process::id());
+    fs::read_dir(root).into_iter().flatten().flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.starts_with("audiolat-") && name != own && e.path().is_dir()
+    })
+}
+
+/// Whether a live audiolat other than this one turned cpuset on at the unified root (its
+/// state file says so).
+fn other_audiolat_enabled_cpuset() -> bool {
+    let own = format!("cells-{}.json", std::process::id());
+    fs::read_dir(STATE_DIR)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy() != own)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("cells-")
+                .and_then(|r| r.strip_suffix(".json"))
+                .and_then(|p| p.parse::<i32>().ok());
+            // SAFETY: signal 0 only checks that the process exists.
+            pid.is_some_and(|p| unsafe { libc::kill(p, 0) } == 0)
+        })
+        .filter_map(|e| fs::read_to_string(e.path()).ok())
+        .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
+        .any(|state| state["v2_enabled_cpuset"] == json!(true))
+}
+
 fn stale_pid(name: &str) -> bool {
     let pid = name
         .strip_prefix("audiolat-")
@@ -756,12 +820,7 @@ pub fn remove_stale() {
         for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if entry.path().is_dir() && stale_pid(&name) {
-                for child in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
-                    if child.path().is_dir() {
-                        let _ = empty_and_remove_v2(&root, &child.path());
-                    }
-                }
-                let _ = empty_and_remove_v2(&root, &entry.path());
+                remove_v2_group(&root, &entry.path());
             }
         }
     }
@@ -804,8 +863,13 @@ pub fn remove_stale() {
                     state["v2_root"].as_str(),
                     state["v2_enabled_cpuset"].as_bool(),
                 ) {
-                    let _ =
-                        write_retrying(&Path::new(root).join("cgroup.subtree_control"), "-cpuset");
+                    // A live audiolat still holding the controller turns it off itself.
+                    if !other_audiolat_groups(Path::new(root)) {
+                        let _ = write_retrying(
+                            &Path::new(root).join("cgroup.subtree_control"),
+                            "-cpuset",
+                        );
+                    }
                 }
             }
             let _ = fs::remove_file(entry.path());

@@ -44,6 +44,7 @@ struct Batch {
     flow: usize,
     segment: usize,
     count: usize,
+    /// Bit i: datagram i was served in mClock's reservation phase.
     reserved: u64,
     /// A shorter datagram ended it: only the last segment may be short.
     closed: bool,
@@ -72,11 +73,12 @@ impl Batch {
     }
 
     /// Adds a datagram if it can go in the same send; `false` when it cannot (send the
-    /// batch first).
+    /// batch first). An empty datagram always goes alone.
     fn push(&mut self, flow: usize, datagram: &[u8], reserved: bool) -> bool {
         let fits = self.count == 0
             || (flow == self.flow
                 && !self.closed
+                && !datagram.is_empty()
                 && datagram.len() <= self.segment
                 && self.bytes.len() + datagram.len() <= BATCH_BYTES
                 && self.count < BATCH_SEGMENTS);
@@ -87,10 +89,10 @@ impl Batch {
             self.flow = flow;
             self.segment = datagram.len();
         }
-        self.closed = datagram.len() < self.segment;
+        self.closed = datagram.len() < self.segment || datagram.is_empty();
         self.bytes.extend_from_slice(datagram);
+        self.reserved |= u64::from(reserved) << self.count;
         self.count += 1;
-        self.reserved += u64::from(reserved);
         true
     }
 
@@ -112,16 +114,19 @@ impl Batch {
             Some(true) => {
                 c.sent += self.count as u64;
                 c.bytes += self.bytes.len() as u64;
-                c.by_reservation += self.reserved;
+                c.by_reservation += u64::from(self.reserved.count_ones());
             }
             Some(false) => c.kernel_refused += self.count as u64,
             None => {
-                // One at a time; the reservation count is the batch's, shared out.
-                for (i, datagram) in self.bytes.chunks(self.segment.max(1)).enumerate() {
+                // One at a time. Only the last may be short, and an empty one is alone.
+                for i in 0..self.count {
+                    let from = (i * self.segment).min(self.bytes.len());
+                    let to = ((i + 1) * self.segment).min(self.bytes.len());
+                    let datagram = &self.bytes[from..to];
                     if let Ok(true) = udp::send_to(&out.socket, datagram, out.to) {
                         c.sent += 1;
                         c.bytes += datagram.len() as u64;
-                        c.by_reservation += u64::from((i as u64) < self.reserved);
+                        c.by_reservation += (self.reserved >> i) & 1;
                     } else {
                         c.kernel_refused += 1;
                     }
@@ -404,7 +409,14 @@ mod tests {
         // A shorter one may end the batch, and nothing follows it.
         assert!(b.push(1, &[0; 300], false));
         assert!(!b.push(1, &[0; 300], false));
-        assert_eq!((b.count, b.reserved, b.bytes.len()), (3, 1, 1900));
+        assert_eq!((b.count, b.reserved, b.bytes.len()), (3, 0b001, 1900));
+        // An empty datagram goes alone.
+        let mut b = Batch::new();
+        assert!(b.push(0, &[], false));
+        assert!(!b.push(0, &[], false));
+        let mut b = Batch::new();
+        assert!(b.push(0, &[0; 10], false));
+        assert!(!b.push(0, &[], false));
         // At most 64 segments and 64 KiB.
         let mut b = Batch::new();
         let mut n = 0;
