@@ -2338,14 +2338,22 @@ fn net_runs_over_loopback_and_stores_the_response_time_against_the_deadline() {
     );
 }
 
+/// True (after saying the test is skipped, and why) when this is not root.
+fn not_root(why: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let not = unsafe { libc::geteuid() } != 0;
+    if not {
+        eprintln!("skipped: {why}");
+    }
+    not
+}
+
 /// Across two network namespaces joined by a veth pair (root only): the link is real,
 /// the namespaces are gone afterwards.
 #[test]
 fn net_runs_across_two_network_namespaces_and_removes_them() {
     let _m = machine_lock();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: network namespaces need root");
+    if not_root("network namespaces need root") {
         return;
     }
     require_tool("ip", "iproute2");
@@ -2666,9 +2674,7 @@ fn net_experiment_isolation_runs_the_four_cases_and_leaves_no_cpuset() {
 #[test]
 fn net_keeps_a_builtin_load_in_a_deadline_cell_to_its_share() {
     let _m = machine_lock();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: SCHED_DEADLINE needs root");
+    if not_root("SCHED_DEADLINE needs root") {
         return;
     }
     let dir = tempdir();
@@ -2723,9 +2729,7 @@ fn net_keeps_a_builtin_load_in_a_deadline_cell_to_its_share() {
 #[test]
 fn net_reserves_bandwidth_with_mclock_beside_an_abusive_stream() {
     let _m = machine_lock();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: network namespaces need root");
+    if not_root("network namespaces need root") {
         return;
     }
     require_tool("ip", "iproute2");

@@ -316,12 +316,11 @@ fn tgid_of(tid: i32) -> Option<i32> {
 /// Empties a v2 cgroup (every process with a thread in it moves to `home`, whole),
 /// makes a partition a member again, and removes it; returns what went wrong.
 fn empty_and_remove_v2(home: &Path, dir: &Path) -> Vec<String> {
-    let mut problems = Vec::new();
     if !dir.exists() {
-        return problems;
+        return Vec::new();
     }
     let _ = write(&dir.join("cpuset.cpus.partition"), "member");
-    for attempt in 0..50 {
+    remove_emptying(dir, || {
         for tid in ids(&dir.join("cgroup.threads")) {
             if let Some(tgid) = tgid_of(tid) {
                 if write(&home.join("cgroup.procs"), &tgid.to_string()).is_err() {
@@ -334,16 +333,24 @@ fn empty_and_remove_v2(home: &Path, dir: &Path) -> Vec<String> {
                 }
             }
         }
+    })
+}
+
+/// Empties `dir` (with `empty`) and removes it, again and again for a second while
+/// tasks are still leaving; returns what went wrong.
+fn remove_emptying(dir: &Path, empty: impl Fn()) -> Vec<String> {
+    for attempt in 0..50 {
+        empty();
         match fs::remove_dir(dir) {
-            Ok(()) => return problems,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return problems,
+            Ok(()) => return Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
             Err(e) if attempt == 49 => {
-                problems.push(format!("removing {}: {e}", dir.display()));
+                return vec![format!("removing {}: {e}", dir.display())];
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
         }
     }
-    problems
+    Vec::new()
 }
 
 impl Partition {
@@ -695,21 +702,11 @@ impl Drop for Partition {
 
 /// Moves every task of `dir` to `root` and removes `dir`; returns what went wrong.
 fn empty_and_remove(root: &Path, dir: &Path) -> Vec<String> {
-    let mut problems = Vec::new();
-    for attempt in 0..50 {
+    remove_emptying(dir, || {
         for tid in tids(dir) {
             let _ = write(&root.join("tasks"), &tid.to_string());
         }
-        match fs::remove_dir(dir) {
-            Ok(()) => return problems,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return problems,
-            Err(e) if attempt == 49 => {
-                problems.push(format!("removing {}: {e}", dir.display()));
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-        }
-    }
-    problems
+    })
 }
 
 /// Writes, retrying for a second while the kernel says busy (a controller is released
