@@ -37,7 +37,8 @@ pub mod store;
 
 pub use hist::{LatencyHistogram, Summary};
 pub use model::{
-    Event, Finding, Machine, Measurement, RunInfo, RunStatus, Series, ToolInfo, Verdict,
+    Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
+    Series, ToolInfo, Verdict,
 };
 #[cfg(feature = "sqlite")]
 pub use store::{RunFilter, Store, StoreError};

@@ -241,6 +241,68 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
+/// A group of runs as stored: one suite, one sweep, one plan run.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupRecord {
+    /// Group id.
+    pub id: i64,
+    /// What made it: `suite`, `event`, `roundtrip`, `experiment`, `plan`.
+    pub kind: String,
+    /// Status.
+    pub status: RunStatus,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// End, RFC 3339 UTC.
+    pub ended_at: Option<String>,
+    /// The command line that made it.
+    pub command_line: String,
+    /// What the group is (a plan run keeps its plan here).
+    pub detail: Value,
+}
+
+/// A cell of a plan run, before it is stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewPlanCell {
+    /// Position in the run order.
+    pub seq: i64,
+    /// The cell's identity in its plan: its axis labels (and repeat), e.g.
+    /// `backend=alsa buffer=128/64 repeat=1`.
+    pub key: String,
+    /// Axis name -> the label of its value (JSON object).
+    pub axes: Value,
+    /// The arguments the cell runs with (after the binary).
+    pub argv: Vec<String>,
+    /// The build profile whose binary runs it (`current` for the running one).
+    pub profile: String,
+}
+
+/// A cell of a plan run as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanCell {
+    /// Cell id.
+    pub id: i64,
+    /// The plan run (group).
+    pub group_id: i64,
+    /// Position in the run order.
+    pub seq: i64,
+    /// Identity in its plan.
+    pub key: String,
+    /// Axis name -> label.
+    pub axes: Value,
+    /// Arguments.
+    pub argv: Vec<String>,
+    /// Build profile.
+    pub profile: String,
+    /// `None` while pending; then the status of its run (or `failed`).
+    pub status: Option<RunStatus>,
+    /// The run that measured it (the latest attempt's).
+    pub run_id: Option<i64>,
+    /// How many times it was started.
+    pub attempts: i64,
+    /// Why it failed, when it made no run.
+    pub error: Option<String>,
+}
+
 /// A measurement as stored.
 #[derive(Debug, Clone)]
 pub struct MeasurementRecord {

@@ -16,12 +16,33 @@ use serde_json::Value;
 
 use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
 use crate::model::{
-    rfc3339_utc, Event, Machine, Measurement, MeasurementRecord, RunInfo, RunRecord, RunStatus,
-    Series, ToolInfo, TriggerRow,
+    rfc3339_utc, Event, GroupRecord, Machine, Measurement, MeasurementRecord, NewPlanCell,
+    PlanCell, RunInfo, RunRecord, RunStatus, Series, ToolInfo, TriggerRow,
 };
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// Version 3: the cells of plan runs (`audiolat run plan.toml`), one row per cell of the
+/// matrix, pointing at the run that measured it.
+const SCHEMA_V3: &str = r#"
+CREATE TABLE plan_cell (
+    id        INTEGER PRIMARY KEY,
+    group_id  INTEGER NOT NULL REFERENCES run_group(id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    key       TEXT NOT NULL,
+    axes      TEXT NOT NULL,
+    argv      TEXT NOT NULL,
+    profile   TEXT NOT NULL,
+    status    TEXT NOT NULL DEFAULT 'pending'
+              CHECK (status IN ('pending','running','complete','interrupted','failed')),
+    run_id    INTEGER REFERENCES run(id),
+    attempts  INTEGER NOT NULL DEFAULT 0,
+    error     TEXT,
+    UNIQUE (group_id, key)
+);
+CREATE INDEX plan_cell_by_group ON plan_cell(group_id);
+"#;
 
 /// Version 2: the `event` probe's per-trigger rows.
 const SCHEMA_V2: &str = r#"
@@ -156,6 +177,17 @@ pub enum StoreError {
     /// No such run.
     #[error("no run with id {0}: `audiolat runs` lists them")]
     NoSuchRun(i64),
+    /// No such group.
+    #[error("no group with id {0}: `audiolat runs` shows each run's group")]
+    NoSuchGroup(i64),
+    /// A plan cell is one run, but its process began a second one.
+    #[error("plan cell {cell} already has run {run_id}: a plan's cell must make exactly one run (sweep with the plan's axes, not with comma lists)")]
+    PlanCellTaken {
+        /// The cell.
+        cell: i64,
+        /// Its run.
+        run_id: i64,
+    },
     /// A stored value could not be decoded.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
@@ -181,6 +213,8 @@ pub struct RunFilter {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
+    plan_cell: std::cell::Cell<Option<(i64, i64)>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -254,6 +288,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            plan_cell: std::cell::Cell::new(None),
         };
         store.configure()?;
         store.migrate()?;
@@ -310,6 +345,11 @@ impl Store {
                 "BEGIN; {SCHEMA_V2} PRAGMA user_version = 2; COMMIT;"
             ))?;
         }
+        if version < 3 {
+            self.conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V3} PRAGMA user_version = 3; COMMIT;"
+            ))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         Ok(())
     }
@@ -351,6 +391,10 @@ impl Store {
         command_line: &str,
         detail: &Value,
     ) -> Result<i64, StoreError> {
+        if let Some((plan_group, _)) = self.plan_cell.get() {
+            // A plan's cell is one run of the plan run: no group of its own.
+            return Ok(plan_group);
+        }
         self.conn.execute(
             "INSERT INTO run_group (kind, started_at, command_line, detail) VALUES (?1, ?2, ?3, ?4)",
             params![
@@ -365,6 +409,10 @@ impl Store {
 
     /// Closes a group of runs with its status.
     pub fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), StoreError> {
+        if self.plan_cell.get().is_some_and(|(g, _)| g == group_id) {
+            // The plan runner closes its own group.
+            return Ok(());
+        }
         self.conn.execute(
             "UPDATE run_group SET status = ?2, ended_at = ?3 WHERE id = ?1",
             params![
@@ -392,6 +440,44 @@ impl Store {
 
     /// Records the start of a run (status `running`) and returns its id.
     pub fn begin_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
+        if let Some((plan_group, cell)) = self.plan_cell.get() {
+            let run_id: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT run_id FROM plan_cell WHERE id = ?1 AND group_id = ?2 AND status = 'running'",
+                    params![cell, plan_group],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "plan cell {cell} of group {plan_group} is not waiting for a run"
+                    ))
+                })?;
+            if let Some(earlier) = run_id {
+                let pid: i64 =
+                    self.conn
+                        .query_row("SELECT pid FROM run WHERE id = ?1", [earlier], |r| r.get(0))?;
+                if pid == std::process::id() as i64 {
+                    return Err(StoreError::PlanCellTaken {
+                        cell,
+                        run_id: earlier,
+                    });
+                }
+            }
+            let mut info = info.clone();
+            info.group_id = Some(plan_group);
+            let id = self.insert_run(&info)?;
+            self.conn.execute(
+                "UPDATE plan_cell SET run_id = ?2 WHERE id = ?1",
+                params![cell, id],
+            )?;
+            return Ok(id);
+        }
+        self.insert_run(info)
+    }
+
+    fn insert_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
         self.conn.execute(
             "INSERT INTO run (group_id, probe, status, started_at, started_mono_ns, pid, hostname,
                 machine, tool_version, git_commit, build_profile, command_line, config, load,
@@ -668,6 +754,139 @@ impl Store {
             .query_row("SELECT max(id) FROM run", [], |r| r.get(0))?)
     }
 
+    /// Files every run this store begins from now on under `cell` of the plan run
+    /// `group_id`: the run joins the plan's group (and [`Store::create_group`] returns
+    /// it), and the cell points at the run. A cell takes one run per process; a second
+    /// [`Store::begin_run`] fails with [`StoreError::PlanCellTaken`].
+    pub fn file_runs_under(&self, group_id: i64, cell: i64) -> Result<(), StoreError> {
+        let status: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT status FROM plan_cell WHERE id = ?1 AND group_id = ?2",
+                params![cell, group_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match status.as_deref() {
+            Some("running") => {
+                self.plan_cell.set(Some((group_id, cell)));
+                Ok(())
+            }
+            Some(s) => Err(StoreError::Corrupt(format!(
+                "plan cell {cell} of group {group_id} is {s}, not waiting for a run"
+            ))),
+            None => Err(StoreError::Corrupt(format!(
+                "no plan cell {cell} in group {group_id}"
+            ))),
+        }
+    }
+
+    /// A group.
+    pub fn group(&self, group_id: i64) -> Result<GroupRecord, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {GROUP_COLUMNS} FROM run_group WHERE id = ?1"),
+                [group_id],
+                group_from_row,
+            )
+            .optional()?
+            .ok_or(StoreError::NoSuchGroup(group_id))
+    }
+
+    /// Groups of one kind (all kinds with `None`), newest first.
+    pub fn list_groups(&self, kind: Option<&str>) -> Result<Vec<GroupRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {GROUP_COLUMNS} FROM run_group WHERE ?1 IS NULL OR kind = ?1 ORDER BY id DESC"
+        ))?;
+        let rows = stmt.query_map([kind], group_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Marks a group running again (a resumed plan run).
+    pub fn reopen_group(&self, group_id: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run_group SET status = 'running', ended_at = NULL WHERE id = ?1",
+            [group_id],
+        )?;
+        Ok(())
+    }
+
+    /// Adds the cells of a plan run. Cells whose key the group already has are left as
+    /// they are (a resumed plan run keeps its cells and their runs).
+    pub fn add_plan_cells(&self, group_id: i64, cells: &[NewPlanCell]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        for c in cells {
+            tx.execute(
+                "INSERT OR IGNORE INTO plan_cell (group_id, seq, key, axes, argv, profile)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    group_id,
+                    c.seq,
+                    c.key,
+                    json_text(&c.axes),
+                    json_text(&serde_json::to_value(&c.argv).expect("strings serialise")),
+                    c.profile
+                ],
+            )?;
+            tx.execute(
+                "UPDATE plan_cell SET seq = ?3 WHERE group_id = ?1 AND key = ?2",
+                params![group_id, c.key, c.seq],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The cells of a plan run, in run order.
+    pub fn plan_cells(&self, group_id: i64) -> Result<Vec<PlanCell>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, group_id, seq, key, axes, argv, profile, status, run_id, attempts, error
+             FROM plan_cell WHERE group_id = ?1 ORDER BY seq, id",
+        )?;
+        let rows = stmt.query_map([group_id], |r| {
+            let status: String = r.get(7)?;
+            Ok(PlanCell {
+                id: r.get(0)?,
+                group_id: r.get(1)?,
+                seq: r.get(2)?,
+                key: r.get(3)?,
+                axes: parse_json(&r.get::<_, String>(4)?),
+                argv: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+                profile: r.get(6)?,
+                status: RunStatus::parse(&status),
+                run_id: r.get(8)?,
+                attempts: r.get(9)?,
+                error: r.get(10)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Marks a cell as being run (one more attempt) before its process starts.
+    pub fn start_plan_cell(&self, cell: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE plan_cell SET status = 'running', attempts = attempts + 1, error = NULL
+             WHERE id = ?1",
+            [cell],
+        )?;
+        Ok(())
+    }
+
+    /// Closes a cell: its status is its run's, or `failed` with the reason when it made
+    /// no run.
+    pub fn finish_plan_cell(
+        &self,
+        cell: i64,
+        status: RunStatus,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE plan_cell SET status = ?2, error = ?3 WHERE id = ?1",
+            params![cell, status.as_str(), error],
+        )?;
+        Ok(())
+    }
+
     /// A run's measurements, in the order stored.
     pub fn measurements(&self, run_id: i64) -> Result<Vec<MeasurementRecord>, StoreError> {
         let mut stmt = self.conn.prepare(
@@ -804,6 +1023,21 @@ impl Store {
     }
 }
 
+const GROUP_COLUMNS: &str = "id, kind, status, started_at, ended_at, command_line, detail";
+
+fn group_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GroupRecord> {
+    let status: String = r.get(2)?;
+    Ok(GroupRecord {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        started_at: r.get(3)?,
+        ended_at: r.get(4)?,
+        command_line: r.get(5)?,
+        detail: parse_json(&r.get::<_, String>(6)?),
+    })
+}
+
 const RUN_COLUMNS: &str = "id, group_id, probe, status, started_at, ended_at, started_mono_ns,
     ended_mono_ns, pid, machine, tool_version, git_commit, build_profile, command_line, config,
     load, qos_requested, qos_granted, flags, result, error";
@@ -897,7 +1131,7 @@ mod tests {
             .unwrap();
         }
         let store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 2);
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let id = store.begin_run(&info("event")).unwrap();
         let rows: Vec<TriggerRow> = (0..3)
             .map(|i| TriggerRow {
@@ -1057,5 +1291,72 @@ mod tests {
         let store = Store::open(&dir.path().join("u.db")).unwrap();
         let err = store.run(42).unwrap_err();
         assert!(err.to_string().contains("audiolat runs"));
+    }
+
+    fn cell(seq: i64, key: &str) -> NewPlanCell {
+        NewPlanCell {
+            seq,
+            key: key.into(),
+            axes: json!({"backend": key}),
+            argv: vec!["jitter".into(), "-D".into(), "1s".into()],
+            profile: "current".into(),
+        }
+    }
+
+    #[test]
+    fn a_plan_cell_takes_the_run_its_process_begins_and_only_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.db");
+        let planner = Store::open(&path).unwrap();
+        let group = planner
+            .create_group("plan", "audiolat run p.toml", &json!({}))
+            .unwrap();
+        planner
+            .add_plan_cells(group, &[cell(0, "a"), cell(1, "b")])
+            .unwrap();
+        // Adding the same cells again (a resume) keeps one row per key.
+        planner
+            .add_plan_cells(group, &[cell(1, "a"), cell(0, "b")])
+            .unwrap();
+        let cells = planner.plan_cells(group).unwrap();
+        assert_eq!(
+            cells.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
+        assert!(cells
+            .iter()
+            .all(|c| c.status.is_none() && c.run_id.is_none()));
+        let b = &cells[0];
+
+        // A pending cell takes no runs.
+        let child = Store::open(&path).unwrap();
+        assert!(child.file_runs_under(group, b.id).is_err());
+        planner.start_plan_cell(b.id).unwrap();
+        child.file_runs_under(group, b.id).unwrap();
+        // The cell's own sweep group is the plan's.
+        assert_eq!(child.create_group("event", "x", &json!({})).unwrap(), group);
+        let run = child.begin_run(&info("jitter")).unwrap();
+        assert_eq!(child.run(run).unwrap().group_id, Some(group));
+        let second = child.begin_run(&info("jitter")).unwrap_err();
+        assert!(
+            matches!(second, StoreError::PlanCellTaken { .. }),
+            "{second}"
+        );
+        child.finish_group(group, RunStatus::Complete).unwrap();
+        assert_eq!(planner.group_status(group).unwrap().1, RunStatus::Running);
+
+        planner
+            .finish_plan_cell(b.id, RunStatus::Complete, None)
+            .unwrap();
+        let cells = planner.plan_cells(group).unwrap();
+        assert_eq!(cells[0].run_id, Some(run));
+        assert_eq!(cells[0].status, Some(RunStatus::Complete));
+        assert_eq!(cells[0].attempts, 1);
+        let g = planner.group(group).unwrap();
+        assert_eq!(g.kind, "plan");
+        assert!(matches!(
+            planner.group(group + 1),
+            Err(StoreError::NoSuchGroup(_))
+        ));
     }
 }
