@@ -135,12 +135,31 @@ fn jack_server(
 
 /// The set-up for one period of a sweep. `first`: the sweep's first period (the server is
 /// the one `--server` says; later periods each start a private one).
-pub fn setup(
-    audio: &AudioArgs,
-    period: Option<u32>,
-    first: bool,
-    purpose: &Purpose<'_>,
-) -> anyhow::Result<Setup> {
+/// Whether a JACK server serves these streams: the JACK backend, or ALSA's jack PCM
+/// (the `jack` and `loop` devices, and the default device when there is no sound card).
+pub fn uses_jack_server(audio: &AudioArgs, roundtrip: bool) -> bool {
+    match audio.backend {
+        BackendName::Jack => true,
+        BackendName::Alsa => {
+            let device = audio.device.clone().unwrap_or_else(|| {
+                if has_sound_card() {
+                    "default".into()
+                } else if roundtrip {
+                    "loop".into()
+                } else {
+                    "jack".into()
+                }
+            });
+            device == "jack" || device == "loop"
+        }
+        BackendName::Virtual => false,
+    }
+}
+
+/// The checks a set-up makes before it starts anything: options that belong to another
+/// backend, and periods a private server would refuse. No side effects (a plan checks
+/// every cell with it before the first runs).
+pub fn check_options(audio: &AudioArgs, purpose: &Purpose<'_>) -> anyhow::Result<()> {
     // Options that belong to another backend.
     let jack_ports_given = match purpose {
         Purpose::Event { jack } => !jack.playback.is_empty() || jack.capture.is_some(),
@@ -186,6 +205,44 @@ pub fn setup(
             "--periods sets an ALSA or virtual buffer: a JACK server's buffer is its own (the playback latency its ports report)",
         ));
     }
+    if backend == BackendName::Virtual
+        && (audio.server != ServerMode::Auto || audio.server_name.is_some())
+    {
+        return Err(usage(
+            "--server and --server-name choose a JACK server: the virtual card needs none (use --backend jack or alsa)",
+        ));
+    }
+    let roundtrip = matches!(purpose, Purpose::Roundtrip { .. });
+    if uses_jack_server(audio, roundtrip) && audio.server == ServerMode::Dummy {
+        // A private server's period; ALSA's jack PCM runs the server at its own period.
+        let default = if backend == BackendName::Alsa {
+            256
+        } else {
+            128
+        };
+        for p in periods(audio) {
+            engine::jack_server::validate_period(p.unwrap_or(default))
+                .map_err(|e| usage(e.to_string()))?;
+        }
+    }
+    if let Some(r) = audio.rate {
+        if !(8_000..=384_000).contains(&r) {
+            return Err(usage(format!(
+                "--rate {r}: use a sample rate from 8000 to 384000 Hz"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn setup(
+    audio: &AudioArgs,
+    period: Option<u32>,
+    first: bool,
+    purpose: &Purpose<'_>,
+) -> anyhow::Result<Setup> {
+    check_options(audio, purpose)?;
+    let backend = audio.backend;
     match backend {
         BackendName::Jack => {
             let server = jack_server(audio, first, audio.rate, period)?;
@@ -313,11 +370,6 @@ pub fn setup(
             })
         }
         BackendName::Virtual => {
-            if audio.server != ServerMode::Auto || audio.server_name.is_some() {
-                return Err(usage(
-                    "--server and --server-name choose a JACK server: the virtual card needs none (use --backend jack or alsa)",
-                ));
-            }
             let cable = match purpose {
                 Purpose::Roundtrip { cable, .. } => *cable,
                 Purpose::Event { .. } => None,

@@ -64,6 +64,17 @@ pub enum Command {
     Net(NetArgs),
     /// Run doctor and every probe with short defaults, stored as one group of runs.
     Suite(SuiteArgs),
+    /// Run a plan file: one probe over a matrix of settings (TOML), each cell a run of
+    /// one plan run, then print its tables and write its report.
+    Run(RunPlanArgs),
+    /// Run a published study's design, scaled to this machine: bbb2014, macmillan2001,
+    /// tessellation2013 or latencytest1999 (--print shows the plan, to edit and `run`).
+    Reproduce(ReproduceArgs),
+    /// Write a self-contained HTML report of runs, a plan run or a group.
+    Report(ReportArgs),
+    /// Two runs or plan runs side by side: each statistic's change, and whether it
+    /// exceeds the run-to-run noise the repeats show.
+    Compare(CompareArgs),
     /// List stored runs, newest first.
     Runs(RunsArgs),
     /// Print one stored run.
@@ -884,6 +895,137 @@ pub struct SuiteArgs {
     /// No live status lines.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// How a plan runs (shared by `run` and `reproduce`).
+#[derive(Debug, Clone, Args)]
+pub struct PlanRunArgs {
+    /// Continue an interrupted plan run: the latest unfinished one of this plan, or the
+    /// plan run (group) given. Cells already stored complete are skipped.
+    #[arg(long, value_name = "GROUP", num_args = 0..=1, default_missing_value = "latest",
+          value_parser = parse_resume)]
+    pub resume: Option<Resume>,
+    /// Check the plan and list its cells in run order; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write the report here (default: audiolat-report-plan-GROUP.html beside the
+    /// database).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_report")]
+    pub report: Option<PathBuf>,
+    /// Write no HTML report (the terminal tables are still printed).
+    #[arg(long)]
+    pub no_report: bool,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Which plan run to resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// The latest unfinished plan run of the same plan.
+    Latest,
+    /// This group.
+    Group(i64),
+}
+
+fn parse_resume(s: &str) -> Result<Resume, String> {
+    if s == "latest" {
+        return Ok(Resume::Latest);
+    }
+    s.parse::<i64>()
+        .ok()
+        .filter(|g| *g > 0)
+        .map(Resume::Group)
+        .ok_or_else(|| format!("'{s}': give a plan run's group id (`audiolat runs` shows it), or no value for the latest"))
+}
+
+#[derive(Debug, Args)]
+pub struct RunPlanArgs {
+    /// The plan file (TOML; `audiolat reproduce bbb2014 --print` shows one).
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub run: PlanRunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// The study: bbb2014, macmillan2001, tessellation2013 or latencytest1999.
+    #[arg(value_name = "STUDY", value_parser = parse_study)]
+    pub study: String,
+    /// The few-minute variant (fewer repeats and triggers, shorter runs).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the preset's plan (TOML) and exit: save it, edit it, `audiolat run` it.
+    #[arg(long)]
+    pub print: bool,
+    #[command(flatten)]
+    pub run: PlanRunArgs,
+}
+
+fn parse_study(s: &str) -> Result<String, String> {
+    if crate::presets::names().contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not a study audiolat reproduces: use {}",
+            crate::presets::names().join(", ")
+        ))
+    }
+}
+
+/// What a report or comparison is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// One run.
+    Run(RunRef),
+    /// A group of runs (a plan run, a suite, a sweep).
+    Group(i64),
+}
+
+fn parse_subject(s: &str) -> Result<Subject, String> {
+    if let Some(g) = s.strip_prefix("group:").or_else(|| s.strip_prefix("plan:")) {
+        return g
+            .parse::<i64>()
+            .ok()
+            .filter(|g| *g > 0)
+            .map(Subject::Group)
+            .ok_or_else(|| format!("'{s}': give a group id, e.g. group:3"));
+    }
+    parse_run_ref(s)
+        .map(Subject::Run)
+        .map_err(|_| format!("'{s}': give a run id, `last`, or group:ID for a plan run or suite"))
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// What to report: run ids, `last`, or group:ID (a plan run, suite or sweep).
+    /// Default: the latest group.
+    #[arg(value_name = "WHAT", value_parser = parse_subject)]
+    pub subjects: Vec<Subject>,
+    /// Where to write the HTML (default: audiolat-report-....html beside the database).
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Also print the terminal tables.
+    #[arg(long)]
+    pub print: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run id, `last`, or group:ID.
+    #[arg(value_parser = parse_subject)]
+    pub a: Subject,
+    /// The other: a run id, `last`, or group:ID.
+    #[arg(value_parser = parse_subject)]
+    pub b: Subject,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,10 @@
 
 mod audio;
 mod cli;
+mod plan;
+mod plan_run;
+mod presets;
+mod report_data;
 mod runner;
 mod views;
 
@@ -102,7 +106,20 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 .skip(1)
                 .find(|a| {
                     [
-                        "doctor", "jitter", "event", "bench", "suite", "runs", "show", "export",
+                        "doctor",
+                        "jitter",
+                        "event",
+                        "roundtrip",
+                        "net",
+                        "bench",
+                        "suite",
+                        "run",
+                        "reproduce",
+                        "report",
+                        "compare",
+                        "runs",
+                        "show",
+                        "export",
                     ]
                     .contains(&a.as_str())
                 })
@@ -145,6 +162,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         command_line: command_line(),
         tool: runner::tool_info(),
         stop,
+        plan_cell: runner::plan_cell_from_env()?,
     };
     match cli.command {
         Command::Doctor(a) => {
@@ -163,6 +181,10 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Bench(a) => bench(&ctx, &a),
         Command::Net(a) => net(&ctx, &a),
         Command::Suite(a) => suite(&ctx, &a),
+        Command::Run(a) => run_plan(&ctx, &a),
+        Command::Reproduce(a) => reproduce(&ctx, &a),
+        Command::Report(a) => write_report(&ctx, &a),
+        Command::Compare(a) => compare(&ctx, &a),
         Command::Runs(a) => runs(&ctx, &a),
         Command::Show(a) => show(&ctx, &a),
         Command::Export(a) => export(&ctx, &a),
@@ -204,7 +226,7 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
     if let Some(p) = &a.histfile {
         check_output_path(p, "--histfile")?;
     }
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let live = LiveLine::new("jitter", a.quiet || a.json, config.period_ns);
     let run = runner::jitter_run(ctx, &store, None, &config, &a.load, &scratch, &live)?;
     if let Some(path) = &a.histfile {
@@ -290,15 +312,11 @@ fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
     Ok(cells)
 }
 
-fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
-    // Everything that can be refused is refused before the database is opened.
+/// Everything `event` refuses before it starts anything: its cells, in sweep order.
+fn event_checks(a: &cli::EventArgs, scratch: &std::path::Path) -> Result<Vec<runner::EventCell>> {
     let cells = event_cells(a)?;
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
     for load in &a.load.0 {
-        runner::check_load(load, &scratch)?;
+        runner::check_load(load, scratch)?;
     }
     if a.midi_port.is_some() && a.trigger != probes::event::TriggerSource::Midi {
         return Err(UsageError("--midi-port needs --trigger midi".into()).into());
@@ -321,14 +339,30 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
         )
         .into());
     }
+    validate_sweep_periods(&a.audio, &audio::periods(&a.audio))?;
+    audio::check_options(
+        &a.audio,
+        &audio::Purpose::Event {
+            jack: &cells[0].jack,
+        },
+    )?;
+    Ok(cells)
+}
+
+fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
+    // Everything that can be refused is refused before the database is opened.
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    let cells = event_checks(a, &scratch)?;
     let periods = audio::periods(&a.audio);
-    validate_sweep_periods(&a.audio, &periods)?;
     let purpose = audio::Purpose::Event {
         jack: &cells[0].jack,
     };
     let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
     check_sweep_server(&first, &periods)?;
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let group = store.create_group(
         "event",
         &ctx.command_line,
@@ -457,7 +491,12 @@ fn sweep_exit(failure: Option<String>, status: RunStatus) -> Result<ExitCode> {
     })
 }
 
-fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
+/// What `roundtrip` checks before it starts anything: the base configuration and the
+/// periods to run, in order.
+fn roundtrip_checks(
+    a: &cli::RoundtripArgs,
+    scratch: &std::path::Path,
+) -> Result<(probes::roundtrip::RoundtripConfig, Vec<Option<u32>>)> {
     let base = probes::roundtrip::RoundtripConfig {
         duration_ms: a.duration.as_secs_f64() * 1e3,
         every_periods: a.every,
@@ -472,12 +511,8 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     base.validate().map_err(|e| UsageError(e.to_string()))?;
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
     for load in &a.load.0 {
-        runner::check_load(load, &scratch)?;
+        runner::check_load(load, scratch)?;
     }
     let mut periods = audio::periods(&a.audio);
     if a.find_min_buffer {
@@ -503,16 +538,30 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
         periods = list.into_iter().map(Some).collect();
     }
     validate_sweep_periods(&a.audio, &periods)?;
-    let purpose = audio::Purpose::Roundtrip {
+    audio::check_options(&a.audio, &roundtrip_purpose(a))?;
+    Ok((base, periods))
+}
+
+fn roundtrip_purpose(a: &cli::RoundtripArgs) -> audio::Purpose<'_> {
+    audio::Purpose::Roundtrip {
         playback: &a.playback,
         capture: a.capture.as_ref(),
         capture_device: a.capture_device.as_ref(),
         cable: (!a.no_cable).then_some((a.cable_delay, a.cable_gain)),
         cable_given: a.no_cable || a.cable_delay != 0.0 || a.cable_gain != 1.0,
-    };
+    }
+}
+
+fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    let (base, periods) = roundtrip_checks(a, &scratch)?;
+    let purpose = roundtrip_purpose(a);
     let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
     check_sweep_server(&first, &periods)?;
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let group = store.create_group(
         "roundtrip",
         &ctx.command_line,
@@ -787,7 +836,7 @@ fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
         .into());
     }
     let socket = probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     if !(a.threads.quiet || a.threads.json) {
         eprintln!(
             "audiolat net respond: listening on {}{}, {}; Ctrl-C ends",
@@ -869,7 +918,7 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
         drop(socket);
         probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let config = controller::ControllerConfig {
         host: a.host,
         input: controller::fixed_input(a.pads, a.x, a.y, a.pressure),
@@ -970,7 +1019,7 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     };
     // Admission control before anything is printed or stored.
     placement.admit(&config, &a.load)?;
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     if !(a.quiet || a.json) {
         eprintln!(
             "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
@@ -1097,7 +1146,7 @@ fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
         .scratch_dir
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let which = match a.which {
         cli::Experiment::Isolation => "isolation",
         cli::Experiment::Bandwidth => "bandwidth",
@@ -1223,7 +1272,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
         ))
         .into());
     }
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let group = store.create_group(
         "suite",
         &ctx.command_line,
@@ -1779,4 +1828,145 @@ fn load_worker(ctx: &Context, a: &cli::LoadWorkerArgs) -> Result<ExitCode> {
         }
         other => Err(UsageError(format!("unknown built-in load '{other}': ep or video")).into()),
     }
+}
+
+/// A plan cell's probe checks, without side effects: what its command would refuse
+/// before starting anything, and that it makes exactly one run.
+fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
+    let scratch = std::env::temp_dir();
+    let one_run = |n: usize, how: &str| {
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(format!(
+                "this cell would make {n} runs ({how}): a plan's cell is one run, so sweep with an axis in [sweep] instead"
+            ))
+        }
+    };
+    let msg = |e: anyhow::Error| format!("{e:#}");
+    match &cli.command {
+        Command::Jitter(a) => {
+            cli::jitter_config(a).map_err(|e| e.to_string())?;
+            runner::check_load(&a.load, &scratch).map_err(msg)
+        }
+        Command::Event(a) => {
+            let cells = event_checks(a, &scratch).map_err(msg)?;
+            one_run(
+                cells.len() * audio::periods(&a.audio).len(),
+                "comma lists in --period, --policy, --workload or --load, or --repeat",
+            )
+        }
+        Command::Roundtrip(a) => {
+            if a.find_min_buffer {
+                return Err(
+                    "--find-min-buffer is a search of its own: sweep `period` as an axis instead, and the report finds the smallest buffer without under-runs".into(),
+                );
+            }
+            let (_, periods) = roundtrip_checks(a, &scratch).map_err(msg)?;
+            one_run(
+                periods.len() * a.load.0.len() * a.repeat as usize,
+                "comma lists in --period or --load, or --repeat",
+            )
+        }
+        Command::Net(a) => {
+            if a.role.is_some() {
+                return Err("a plan runs `audiolat net` itself, not its experiment, respond or emulate roles".into());
+            }
+            let cells = a.cells.cell_set().map_err(|e| e.to_string())?;
+            let config = net_config(a, &cells).map_err(|e| e.to_string())?;
+            runner::check_net_load(&a.load, &scratch).map_err(msg)?;
+            let placement = runner::CellPlan {
+                cells,
+                host_cell: a.cells.host_cell.clone(),
+            };
+            placement
+                .admit(&config, &a.load)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        _ => Err("a plan's probe is jitter, event, roundtrip or net".into()),
+    }
+}
+
+fn run_plan(ctx: &Context, a: &cli::RunPlanArgs) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&a.plan).map_err(|e| {
+        UsageError(format!(
+            "cannot read plan {}: {e} (`audiolat reproduce bbb2014 --print > plan.toml` writes one to start from)",
+            a.plan.display()
+        ))
+    })?;
+    let plan = plan::Plan::parse(&text, &a.plan.display().to_string())
+        .map_err(|e| UsageError(e.to_string()))?;
+    plan_run::run(ctx, &plan, &a.run)
+}
+
+fn reproduce(ctx: &Context, a: &cli::ReproduceArgs) -> Result<ExitCode> {
+    let text = presets::text(&a.study, a.quick).expect("the study name was checked by clap");
+    if a.print {
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let source = format!(
+        "preset {}{}",
+        a.study,
+        if a.quick { " --quick" } else { "" }
+    );
+    let plan = plan::Plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
+    plan_run::run(ctx, &plan, &a.run)
+}
+
+fn write_report(ctx: &Context, a: &cli::ReportArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.output {
+        check_output_path(p, "--output")?;
+    }
+    let store = Store::open_existing(&ctx.db_path)?;
+    let subjects = if a.subjects.is_empty() {
+        let latest = store.list_groups(None)?.into_iter().next().ok_or_else(|| {
+            UsageError(
+                "no groups stored yet: name runs (`audiolat report 3 4`), or run a plan or `audiolat suite` first"
+                    .into(),
+            )
+        })?;
+        vec![cli::Subject::Group(latest.id)]
+    } else {
+        a.subjects.clone()
+    };
+    let data = report_data::subjects(&store, &subjects)?;
+    let name = match subjects.as_slice() {
+        [cli::Subject::Group(g)] => match &data.group {
+            Some(gr) if gr.kind == "plan" => format!("plan-{g}"),
+            _ => format!("group-{g}"),
+        },
+        _ => format!(
+            "runs-{}",
+            data.runs()
+                .map(|r| r.record.id.to_string())
+                .collect::<Vec<_>>()
+                .join("-")
+        ),
+    };
+    let path = a
+        .output
+        .clone()
+        .unwrap_or_else(|| report_data::default_path(&ctx.db_path, &name));
+    std::fs::write(&path, report::html::render(&data))
+        .with_context(|| format!("writing the report {}", path.display()))?;
+    if a.print {
+        print!("{}", report::paper::tables_text(&data));
+    }
+    println!("report: {} ({})", path.display(), data.subject);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(ctx: &Context, a: &cli::CompareArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&ctx.db_path)?;
+    let da = report_data::subjects(&store, &[a.a])?;
+    let db = report_data::subjects(&store, &[a.b])?;
+    let rows = report::compare::compare(&da, &db);
+    if a.json {
+        print_json(&report::compare::json(&da.subject, &db.subject, &rows))?;
+    } else {
+        print!("{}", report::compare::text(&da.subject, &db.subject, &rows));
+    }
+    Ok(ExitCode::SUCCESS)
 }

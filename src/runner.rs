@@ -25,12 +25,45 @@ pub struct Context {
     pub tool: ToolInfo,
     /// Raised by SIGINT / SIGTERM.
     pub stop: Arc<AtomicBool>,
+    /// Set when this process is a cell of a plan run (the runner's environment variable
+    /// [`PLAN_CELL_ENV`]): the plan run (group) and the cell its run is filed under.
+    pub plan_cell: Option<(i64, i64)>,
+}
+
+/// The environment variable a plan runner gives each cell's process: `GROUP:CELL`.
+pub const PLAN_CELL_ENV: &str = "AUDIOLAT_PLAN_CELL";
+
+/// The plan cell in the environment, if any.
+pub fn plan_cell_from_env() -> anyhow::Result<Option<(i64, i64)>> {
+    let Ok(v) = std::env::var(PLAN_CELL_ENV) else {
+        return Ok(None);
+    };
+    let parsed = v
+        .split_once(':')
+        .and_then(|(g, c)| Some((g.parse().ok()?, c.parse().ok()?)));
+    match parsed {
+        Some(t) => Ok(Some(t)),
+        None => Err(UsageError(format!(
+            "{PLAN_CELL_ENV}={v}: expected GROUP:CELL (it is set by `audiolat run` for its cells; unset it)"
+        ))
+        .into()),
+    }
 }
 
 impl Context {
     /// True once Ctrl-C (or SIGTERM) was received.
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Opens the results database for writing runs; in a plan's cell, every run it
+    /// begins is filed under the cell.
+    pub fn open_store(&self) -> anyhow::Result<Store> {
+        let store = Store::open(&self.db_path)?;
+        if let Some((group, cell)) = self.plan_cell {
+            store.file_runs_under(group, cell)?;
+        }
+        Ok(store)
     }
 
     /// Where the io load writes unless told otherwise: beside the database.

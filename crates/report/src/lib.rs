@@ -1,8 +1,12 @@
 //! # report: results, shown
 //!
-//! This crate only reads the results model and formats it; it never measures. Today it
-//! renders for the terminal: summary tables, log-count histograms, doctor findings and
-//! run lists. Every function returns a `String`; printing is the binary's job.
+//! This crate only reads the results model and formats it; it never measures. It renders
+//! for the terminal (summary tables, log-count histograms, doctor findings, run lists),
+//! lays out a plan's paper-shaped tables with the studies' published figures beside ours
+//! ([`paper`]), writes one self-contained HTML report with inline SVG plots drawn by the
+//! `plotters` library ([`html`], [`plots`]), and compares two selections of runs
+//! ([`compare`]). Every function returns a value or a `String`; printing and reading the
+//! store are the binary's job.
 //!
 //! ```
 //! use results::LatencyHistogram;
@@ -13,4 +17,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod compare;
+pub mod data;
+pub mod html;
+pub mod paper;
+pub mod plots;
 pub mod terminal;

@@ -1,0 +1,337 @@
+//! Two selections of runs side by side ("did this kernel / setting / board help?"): for
+//! each configuration both have, each statistic's value on either side, the change, and
+//! whether the change exceeds the run-to-run noise that the repeats show.
+//!
+//! A configuration is a plan cell's axes without its repeat (a single run is its own
+//! configuration). Each side's value is the mean over its repeats; the noise is twice
+//! the standard error of the difference, `2 sqrt(sa^2/na + sb^2/nb)`, from the
+//! repeats' sample standard deviations (one side's when only it has repeats). With no
+//! repeats on either side the noise is unknown, and the comparison says so.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::data::{CellData, ReportData};
+use crate::paper::spread;
+
+/// The statistics compared, with how they are read from a measurement's summary.
+pub const STATISTICS: [&str; 4] = ["mean", "p50", "p99", "max"];
+
+/// One statistic of one configuration and metric, on both sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The configuration (axis labels without the repeat, or the probe).
+    pub config: String,
+    /// Metric.
+    pub metric: String,
+    /// Unit of the values.
+    pub unit: String,
+    /// Statistic.
+    pub statistic: String,
+    /// Side A: mean over its runs.
+    pub a: f64,
+    /// Side B: mean over its runs.
+    pub b: f64,
+    /// Runs on each side.
+    pub runs: (usize, usize),
+    /// The noise the change is judged against, when the repeats show it.
+    pub noise: Option<f64>,
+}
+
+impl Row {
+    /// B - A.
+    pub fn delta(&self) -> f64 {
+        self.b - self.a
+    }
+
+    /// The change relative to A, in percent.
+    pub fn delta_percent(&self) -> Option<f64> {
+        (self.a != 0.0).then(|| 100.0 * self.delta() / self.a)
+    }
+
+    /// `exceeds noise`, `within noise` or `noise unknown`.
+    pub fn verdict(&self) -> &'static str {
+        match self.noise {
+            Some(n) if self.delta().abs() > n => "exceeds noise",
+            Some(_) => "within noise",
+            None => "noise unknown",
+        }
+    }
+}
+
+fn config_of(cell: &CellData) -> String {
+    let axes: Vec<String> = cell
+        .axes
+        .iter()
+        .filter(|(k, _)| k.as_str() != "repeat")
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let probe = cell
+        .run
+        .as_ref()
+        .map(|r| r.record.probe.clone())
+        .unwrap_or_default();
+    if axes.is_empty() {
+        probe
+    } else {
+        format!("{probe} {}", axes.join(" "))
+    }
+}
+
+type Samples = BTreeMap<(String, String, String), (String, Vec<f64>)>;
+
+fn samples(data: &ReportData) -> Samples {
+    let mut out: Samples = BTreeMap::new();
+    for c in &data.cells {
+        let Some(r) = &c.run else { continue };
+        if c.status != Some(results::RunStatus::Complete) {
+            continue;
+        }
+        let config = config_of(c);
+        for m in &r.measurements {
+            if m.summary.count == 0 {
+                continue;
+            }
+            for stat in STATISTICS {
+                let v = match stat {
+                    "mean" => m.summary.mean,
+                    "p50" => m.summary.p50,
+                    "p99" => m.summary.p99,
+                    _ => m.summary.max,
+                };
+                out.entry((config.clone(), m.metric.clone(), stat.to_string()))
+                    .or_insert_with(|| (m.unit.clone(), Vec::new()))
+                    .1
+                    .push(v);
+            }
+        }
+    }
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The rows both sides have, configuration by configuration. When each side is a single
+/// configuration (two runs, or two plan runs of one cell each), they are compared with
+/// each other even if their labels differ.
+pub fn compare(a: &ReportData, b: &ReportData) -> Vec<Row> {
+    let sa = samples(a);
+    let sb = samples(b);
+    let configs = |s: &Samples| {
+        let mut c: Vec<String> = s.keys().map(|k| k.0.clone()).collect();
+        c.dedup();
+        c
+    };
+    let (ca, cb) = (configs(&sa), configs(&sb));
+    let pair_all = ca.len() == 1 && cb.len() == 1;
+    let mut rows = Vec::new();
+    for ((config, metric, stat), (unit, va)) in &sa {
+        let other_config = if pair_all { &cb[0] } else { config };
+        let Some((_, vb)) = sb.get(&(other_config.clone(), metric.clone(), stat.clone())) else {
+            continue;
+        };
+        let se2 = |v: &[f64]| spread(v).map(|s| s * s / v.len() as f64);
+        let noise =
+            match (se2(va), se2(vb)) {
+                (Some(x), Some(y)) => Some(2.0 * (x + y).sqrt()),
+                // One side's spread stands for both.
+                (Some(_), None) => spread(va)
+                    .map(|s| 2.0 * s * (1.0 / va.len() as f64 + 1.0 / vb.len() as f64).sqrt()),
+                (None, Some(_)) => spread(vb)
+                    .map(|s| 2.0 * s * (1.0 / va.len() as f64 + 1.0 / vb.len() as f64).sqrt()),
+                (None, None) => None,
+            };
+        rows.push(Row {
+            config: if pair_all && config != other_config {
+                format!("{config} | {other_config}")
+            } else {
+                config.clone()
+            },
+            metric: metric.clone(),
+            unit: unit.clone(),
+            statistic: stat.clone(),
+            a: mean(va),
+            b: mean(vb),
+            runs: (va.len(), vb.len()),
+            noise,
+        });
+    }
+    // Statistics in their natural order within a configuration and metric.
+    rows.sort_by_key(|r| {
+        (
+            r.config.clone(),
+            r.metric.clone(),
+            STATISTICS.iter().position(|s| *s == r.statistic),
+        )
+    });
+    rows
+}
+
+/// The comparison as text.
+pub fn text(a_name: &str, b_name: &str, rows: &[Row]) -> String {
+    let mut out = format!("\ncompare A = {a_name} with B = {b_name}\n\n");
+    if rows.is_empty() {
+        out.push_str("nothing to compare: the two have no configuration and metric in common\n");
+        return out;
+    }
+    let mut t = crate::terminal::Table::new(&[
+        "configuration",
+        "metric",
+        "stat",
+        "A",
+        "B",
+        "B - A",
+        "change",
+        "noise",
+        "runs",
+        "verdict",
+    ])
+    .left_align(&[1, 2, 9]);
+    for r in rows {
+        let fmt = |v: f64| crate::terminal::fmt_value(v, &r.unit);
+        t.row(vec![
+            r.config.clone(),
+            r.metric.clone(),
+            r.statistic.clone(),
+            fmt(r.a),
+            fmt(r.b),
+            format!(
+                "{}{}",
+                if r.delta() >= 0.0 { "+" } else { "-" },
+                fmt(r.delta().abs())
+            ),
+            r.delta_percent()
+                .map(|p| format!("{p:+.1}%"))
+                .unwrap_or_else(|| "-".into()),
+            r.noise.map(fmt).unwrap_or_else(|| "?".into()),
+            format!("{}/{}", r.runs.0, r.runs.1),
+            r.verdict().into(),
+        ]);
+    }
+    out.push_str(&t.render());
+    let _ = writeln!(
+        out,
+        "\nA and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (\"?\": no repeats, so no noise estimate: add repeats to the plan). Maxima are one sample each: their changes say little."
+    );
+    out
+}
+
+/// The comparison as JSON.
+pub fn json(a_name: &str, b_name: &str, rows: &[Row]) -> Value {
+    json!({
+        "a": a_name,
+        "b": b_name,
+        "rows": rows.iter().map(|r| json!({
+            "configuration": r.config,
+            "metric": r.metric,
+            "unit": r.unit,
+            "statistic": r.statistic,
+            "a": r.a,
+            "b": r.b,
+            "delta": r.delta(),
+            "delta_percent": r.delta_percent(),
+            "noise": r.noise,
+            "runs": [r.runs.0, r.runs.1],
+            "verdict": r.verdict(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::RunData;
+    use results::model::{Machine, RunRecord, ToolInfo};
+    use results::{LatencyHistogram, Measurement, RunStatus};
+
+    fn cell(repeat: u32, values: &[u64]) -> CellData {
+        let mut h = LatencyHistogram::new(1_000_000_000).unwrap();
+        for v in values {
+            h.record(*v);
+        }
+        CellData {
+            key: format!("x repeat={repeat}"),
+            axes: [
+                ("buffer".to_string(), "128".to_string()),
+                ("repeat".to_string(), repeat.to_string()),
+            ]
+            .into(),
+            profile: "current".into(),
+            status: Some(RunStatus::Complete),
+            error: None,
+            run: Some(RunData {
+                record: RunRecord {
+                    id: 1,
+                    group_id: None,
+                    probe: "event".into(),
+                    status: RunStatus::Complete,
+                    started_at: String::new(),
+                    ended_at: None,
+                    duration_s: None,
+                    started_mono_ns: 0,
+                    pid: 1,
+                    machine: Machine::default(),
+                    tool: ToolInfo::default(),
+                    command_line: String::new(),
+                    config: json!({}),
+                    load: json!({}),
+                    qos_requested: json!({}),
+                    qos_granted: json!({}),
+                    flags: json!({}),
+                    result: json!({}),
+                    error: None,
+                },
+                measurements: vec![Measurement::from_histogram(
+                    "event",
+                    "event_latency",
+                    "m",
+                    h,
+                )],
+                series: Vec::new(),
+                event_counts: Vec::new(),
+                triggers: Vec::new(),
+            }),
+        }
+    }
+
+    fn side(means: &[u64]) -> ReportData {
+        ReportData {
+            cells: means
+                .iter()
+                .enumerate()
+                .map(|(i, m)| cell(i as u32 + 1, &[*m]))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_change_beyond_the_repeats_spread_exceeds_noise_and_one_inside_it_does_not() {
+        let a = side(&[5_000_000, 5_100_000, 4_900_000]);
+        let far = side(&[8_000_000, 8_100_000, 7_900_000]);
+        let near = side(&[5_050_000, 4_950_000, 5_000_000]);
+        let rows = compare(&a, &far);
+        let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
+        assert_eq!(mean.config, "event buffer=128");
+        assert!((mean.delta() - 3_000_000.0).abs() < 1e4, "{mean:?}");
+        assert_eq!(mean.runs, (3, 3));
+        assert_eq!(mean.verdict(), "exceeds noise");
+        let rows = compare(&a, &near);
+        let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
+        assert_eq!(mean.verdict(), "within noise");
+        let text = text("A", "B", &rows);
+        assert!(text.contains("within noise"), "{text}");
+    }
+
+    #[test]
+    fn single_runs_compare_with_each_other_and_say_the_noise_is_unknown() {
+        let rows = compare(&side(&[5_000_000]), &side(&[6_000_000]));
+        let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
+        assert_eq!(mean.verdict(), "noise unknown");
+        assert!((mean.delta_percent().unwrap() - 20.0).abs() < 0.5);
+    }
+}

@@ -1,0 +1,745 @@
+//! Running a plan: every cell as a child `audiolat` process (the binary of the cell's
+//! build profile) whose one run is filed under the cell, in an order that starts one
+//! private JACK server per buffer setting, with a progress line, Ctrl-C that stops the
+//! current cell and keeps what is stored, and `--resume` that runs only the cells not yet
+//! stored complete.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use clap::Parser;
+use engine::jack_server::{JackServer, ServerMode};
+use results::{NewPlanCell, PlanCell, RunStatus, Store};
+use serde_json::json;
+
+use crate::cli::{self, Cli, Command, PlanRunArgs, Resume, UsageError};
+use crate::plan::{Cell, Plan};
+use crate::runner::{Context, PLAN_CELL_ENV};
+
+/// The private JACK server a cell needs: (rate, period).
+type ServerKey = (u32, u32);
+
+/// What a cell needs from the plan runner beyond its arguments.
+struct Planned {
+    cell: Cell,
+    server: Option<ServerKey>,
+}
+
+/// The server a cell's process would start for itself, which the runner starts once for
+/// all the cells that share it: JACK and ALSA's jack PCM on a private server.
+fn server_key(cli: &Cli) -> Option<ServerKey> {
+    let (audio, roundtrip) = match &cli.command {
+        Command::Event(a) => (&a.audio, false),
+        Command::Roundtrip(a) => (&a.audio, true),
+        _ => return None,
+    };
+    if !crate::audio::uses_jack_server(audio, roundtrip) || audio.server_name.is_some() {
+        return None;
+    }
+    let private = match audio.server {
+        ServerMode::Dummy => true,
+        ServerMode::External => false,
+        ServerMode::Auto => {
+            // A running server is what auto means: leave the cells to it.
+            !matches!(
+                engine::jack_server::probe(&engine::jack_server::default_server_name()),
+                Ok(Some(_))
+            )
+        }
+    };
+    if !private {
+        return None;
+    }
+    let alsa = audio.backend == cli::BackendName::Alsa;
+    let rate = audio.rate.unwrap_or(if alsa {
+        48_000
+    } else {
+        engine::jack_server::DEFAULT_RATE_HZ
+    });
+    let period = crate::audio::periods(audio)[0].unwrap_or(if alsa {
+        256
+    } else {
+        engine::jack_server::DEFAULT_PERIOD_FRAMES
+    });
+    Some((rate, period))
+}
+
+/// The cells in run order: the cells of one server together (first appearance first),
+/// plan order within.
+fn order(plan: &Plan) -> Result<Vec<Planned>> {
+    let cells = plan
+        .cells(&crate::check_plan_cell)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let mut keyed: Vec<Planned> = Vec::with_capacity(cells.len());
+    for cell in cells {
+        let cli = Cli::try_parse_from(
+            std::iter::once("audiolat".to_string()).chain(cell.argv.iter().cloned()),
+        )
+        .map_err(|e| UsageError(crate::plan::clap_message(&e)))?;
+        keyed.push(Planned {
+            server: server_key(&cli),
+            cell,
+        });
+    }
+    let mut first_seen: Vec<Option<ServerKey>> = Vec::new();
+    for p in &keyed {
+        if !first_seen.contains(&p.server) {
+            first_seen.push(p.server);
+        }
+    }
+    keyed.sort_by_key(|p| first_seen.iter().position(|s| *s == p.server));
+    Ok(keyed)
+}
+
+/// The binary of a cargo profile: `current` is this one; others are
+/// `<target>/<profile>/audiolat` beside it, built with cargo when missing and the
+/// source tree is there.
+fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
+    let me = std::env::current_exe().context("finding audiolat's own binary")?;
+    if profile == "current" {
+        return Ok(me);
+    }
+    let dir = if profile == "dev" { "debug" } else { profile };
+    let target = me
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let path = target.join(dir).join("audiolat");
+    if path.is_file() {
+        return Ok(path);
+    }
+    let root = target.parent().map(Path::to_path_buf).unwrap_or_default();
+    let manifest = root.join("Cargo.toml");
+    let is_source = std::fs::read_to_string(&manifest)
+        .map(|t| t.contains("name = \"audiolat\""))
+        .unwrap_or(false);
+    let build = format!("cargo build --locked --profile {profile} --bin audiolat");
+    if !is_source {
+        return Err(UsageError(format!(
+            "build profile `{profile}` runs {}, which does not exist and there is no audiolat source tree at {} to build it: build it with `{build}` in the source tree, or remove `{profile}` from the plan's profile axis",
+            path.display(),
+            root.display()
+        ))
+        .into());
+    }
+    if !quiet {
+        eprintln!("audiolat run: building the `{profile}` binary ({build}) ...");
+    }
+    let status = Process::new("cargo")
+        .args([
+            "build",
+            "--locked",
+            "--profile",
+            profile,
+            "--bin",
+            "audiolat",
+        ])
+        .current_dir(&root)
+        .env("CARGO_TARGET_DIR", &target)
+        .stdout(Stdio::null())
+        .stderr(if quiet {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        })
+        .status();
+    match status {
+        Ok(s) if s.success() && path.is_file() => Ok(path),
+        Ok(s) => Err(UsageError(format!(
+            "`{build}` failed ({s}) in {}: a profile of the plan's profile axis must be one Cargo.toml defines (opt1, opt2, opt3, release, dev)",
+            root.display()
+        ))
+        .into()),
+        Err(e) => Err(UsageError(format!(
+            "cannot run cargo to build the `{profile}` binary ({e}): install Rust (scripts/install-deps), or build it with `{build}`"
+        ))
+        .into()),
+    }
+}
+
+/// The argument vector a cell runs with: its own, the plan's server instead of one of
+/// its own, and no status line.
+fn child_args(cell: &Cell, server: Option<&str>, quiet_flag: bool) -> Vec<String> {
+    let mut out = Vec::with_capacity(cell.argv.len() + 5);
+    let mut skip = false;
+    for a in &cell.argv {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if server.is_some() && (a == "--server" || a == "--server-name") {
+            skip = true;
+            continue;
+        }
+        out.push(a.clone());
+    }
+    if let Some(name) = server {
+        out.extend([
+            "--server".into(),
+            "external".into(),
+            "--server-name".into(),
+            name.into(),
+        ]);
+    }
+    if quiet_flag {
+        out.push("--quiet".into());
+    }
+    out
+}
+
+fn takes_quiet(probe: &str) -> bool {
+    use clap::CommandFactory;
+    Cli::command()
+        .find_subcommand(probe)
+        .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some("quiet")))
+}
+
+fn fmt_eta(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The progress line: a bar, cells done, the current cell and the time left.
+struct Progress {
+    enabled: bool,
+    tty: bool,
+    total: usize,
+    done: usize,
+    started: Instant,
+    timed: Vec<f64>,
+}
+
+impl Progress {
+    fn show(&self, current: &str) {
+        if !self.enabled {
+            return;
+        }
+        let done = self.done;
+        let width = 24;
+        let filled = (done * width).checked_div(self.total).unwrap_or(width);
+        let eta = if self.timed.is_empty() {
+            "ETA --".to_string()
+        } else {
+            let mean = self.timed.iter().sum::<f64>() / self.timed.len() as f64;
+            format!(
+                "ETA {}",
+                fmt_eta(Duration::from_secs_f64(mean * (self.total - done) as f64))
+            )
+        };
+        let line = format!(
+            "[{}{}] {done}/{} {eta} | {current}",
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            self.total
+        );
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let cols = terminal_columns();
+            let line: String = line.chars().take(cols.saturating_sub(1)).collect();
+            let _ = write!(err, "\r\x1b[K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+    }
+
+    fn note(&self, text: &str) {
+        if !self.enabled {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[K");
+        }
+        let _ = writeln!(err, "{text}");
+    }
+
+    fn finish(&self) {
+        if self.enabled && self.tty {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+fn terminal_columns() -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize; stderr is a terminal here.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_col > 0 {
+            return ws.ws_col as usize;
+        }
+    }
+    100
+}
+
+/// The plan run to continue, checked against the plan's cells.
+fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
+    let group = match how {
+        Resume::Group(g) => {
+            let rec = store.group(g)?;
+            if rec.kind != "plan" {
+                return Err(UsageError(format!(
+                    "group {g} is a {} group, not a plan run: `audiolat runs` shows groups",
+                    rec.kind
+                ))
+                .into());
+            }
+            rec
+        }
+        Resume::Latest => store
+            .list_groups(Some("plan"))?
+            .into_iter()
+            .find(|g| g.detail["name"] == json!(plan.name) && g.status != RunStatus::Complete)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "no unfinished plan run of `{}` in this database: run it without --resume",
+                    plan.name
+                ))
+            })?,
+    };
+    if group.detail["name"] != json!(plan.name) {
+        return Err(UsageError(format!(
+            "group {} is the plan run of `{}`, not `{}`",
+            group.id,
+            group.detail["name"].as_str().unwrap_or("?"),
+            plan.name
+        ))
+        .into());
+    }
+    let stored = store.plan_cells(group.id)?;
+    let stored_map: BTreeMap<&str, &PlanCell> =
+        stored.iter().map(|c| (c.key.as_str(), c)).collect();
+    for p in cells {
+        match stored_map.get(p.cell.key.as_str()) {
+            Some(s) if s.argv == p.cell.argv && s.profile == p.cell.profile => {}
+            Some(_) => {
+                return Err(UsageError(format!(
+                    "the plan changed since plan run {}: cell {} now runs different settings; run the plan anew (without --resume)",
+                    group.id, p.cell.key
+                ))
+                .into())
+            }
+            None => {
+                return Err(UsageError(format!(
+                    "the plan changed since plan run {}: cell {} is new; run the plan anew (without --resume)",
+                    group.id, p.cell.key
+                ))
+                .into())
+            }
+        }
+    }
+    if stored.len() != cells.len() {
+        return Err(UsageError(format!(
+            "the plan changed since plan run {}: it had {} cells, now {}; run the plan anew (without --resume)",
+            group.id,
+            stored.len(),
+            cells.len()
+        ))
+        .into());
+    }
+    Ok(group.id)
+}
+
+/// What happened to one cell.
+struct CellOutcome {
+    status: RunStatus,
+    error: Option<String>,
+}
+
+/// Runs one cell's process to its end (SIGINT to it when the plan is stopped).
+fn run_cell(
+    ctx: &Context,
+    store: &Store,
+    group: i64,
+    stored: &PlanCell,
+    binary: &Path,
+    args: &[String],
+    progress: &mut Progress,
+) -> Result<CellOutcome> {
+    store.start_plan_cell(stored.id)?;
+    let log = std::env::temp_dir().join(format!(
+        "audiolat-plan-{group}-cell-{}-{}.log",
+        stored.id,
+        std::process::id()
+    ));
+    let log_file = std::fs::File::create(&log)
+        .with_context(|| format!("creating the cell's log {}", log.display()))?;
+    let mut child = Process::new(binary)
+        .arg("--db")
+        .arg(&ctx.db_path)
+        .args(args)
+        .env(PLAN_CELL_ENV, format!("{group}:{}", stored.id))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log_file)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let started = Instant::now();
+    let mut signalled = false;
+    let mut last_shown = Instant::now();
+    let exit = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if ctx.stopped() && !signalled {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            signalled = true;
+        }
+        if last_shown.elapsed() >= Duration::from_secs(1) {
+            progress.show(&format!(
+                "{} ({:.0} s)",
+                stored.key,
+                started.elapsed().as_secs_f64()
+            ));
+            last_shown = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let cell = store
+        .plan_cells(group)?
+        .into_iter()
+        .find(|c| c.id == stored.id)
+        .expect("the cell is stored");
+    let run = match cell.run_id {
+        Some(id) if cell.attempts > stored.attempts => Some(store.run(id)?),
+        _ => None,
+    };
+    let last_error = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("error"))
+        .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| l.trim().to_string());
+    let outcome = match run.filter(|r| r.pid as u32 == child.id()) {
+        Some(r) => CellOutcome {
+            status: match r.status {
+                RunStatus::Running => RunStatus::Interrupted,
+                s => s,
+            },
+            error: r.error.or(if exit.success() { None } else { last_error }),
+        },
+        None => CellOutcome {
+            status: if signalled {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Failed
+            },
+            error: Some(
+                last_error
+                    .unwrap_or_else(|| format!("the cell's process ended ({exit}) without a run")),
+            ),
+        },
+    };
+    store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref())?;
+    progress.timed.push(started.elapsed().as_secs_f64());
+    Ok(outcome)
+}
+
+/// `audiolat run` / `audiolat reproduce`: check, order, run, summarise, report.
+pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
+    let planned = order(plan)?;
+    let quiet = opts.quiet || opts.json;
+    if opts.dry_run {
+        print!("{}", dry_run_text(plan, &planned));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(p) = &opts.report {
+        crate::check_output_path(p, "--report")?;
+    }
+    let store = Store::open(&ctx.db_path)?;
+    let group = match opts.resume {
+        Some(how) => {
+            let g = resume_group(&store, plan, how, &planned)?;
+            store.reopen_group(g)?;
+            g
+        }
+        None => {
+            let mut detail = plan.to_json();
+            detail["cells"] = json!(planned.len());
+            store.create_group("plan", &ctx.command_line, &detail)?
+        }
+    };
+    let new_cells: Vec<NewPlanCell> = planned
+        .iter()
+        .enumerate()
+        .map(|(i, p)| NewPlanCell {
+            seq: i as i64,
+            key: p.cell.key.clone(),
+            axes: p.cell.axes_json(),
+            argv: p.cell.argv.clone(),
+            profile: p.cell.profile.clone(),
+        })
+        .collect();
+    store.add_plan_cells(group, &new_cells)?;
+    // The machine as the plan found it, for the report (each start of a resumed plan
+    // run adds one: the machine may have changed in between).
+    let doctor = probes::doctor::run(Duration::from_secs(1));
+    crate::runner::doctor_run(ctx, &store, Some(group), &doctor)?;
+    let stored = store.plan_cells(group)?;
+    let to_run: Vec<(usize, &PlanCell)> = stored
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.status != Some(RunStatus::Complete))
+        .collect();
+    let already = stored.len() - to_run.len();
+    if !quiet {
+        let servers = {
+            let mut s: Vec<ServerKey> = planned.iter().filter_map(|p| p.server).collect();
+            s.dedup();
+            s.len()
+        };
+        eprintln!(
+            "audiolat run: plan `{}` ({}), plan run {group}: {} cells{}{}",
+            plan.name,
+            plan.source,
+            stored.len(),
+            if already > 0 {
+                format!(
+                    ", {already} already stored complete, {} to run",
+                    to_run.len()
+                )
+            } else {
+                String::new()
+            },
+            if servers > 0 {
+                format!(", {servers} private JACK server settings")
+            } else {
+                String::new()
+            }
+        );
+    }
+    // Binaries first: a build that fails fails before any cell runs.
+    let mut binaries: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (_, c) in &to_run {
+        if !binaries.contains_key(&c.profile) {
+            let b = match binary_for(&c.profile, quiet) {
+                Ok(b) => b,
+                Err(e) => {
+                    store.finish_group(group, RunStatus::Failed)?;
+                    return Err(e);
+                }
+            };
+            binaries.insert(c.profile.clone(), b);
+        }
+    }
+    let quiet_flag = takes_quiet(&plan.probe);
+    let server_name = format!("audiolat-plan-{group}");
+    let mut server: Option<(ServerKey, JackServer)> = None;
+    let mut progress = Progress {
+        enabled: !quiet,
+        tty: std::io::stderr().is_terminal(),
+        total: stored.len(),
+        done: already,
+        started: Instant::now(),
+        timed: Vec::new(),
+    };
+    let mut failed = 0usize;
+    let mut plan_error: Option<String> = None;
+    for (index, cell) in &to_run {
+        if ctx.stopped() {
+            break;
+        }
+        let want = planned[*index].server;
+        debug_assert_eq!(planned[*index].cell.key, cell.key);
+        // One private server per setting: restart only when the setting changes (or the
+        // server died).
+        let dead = match server.as_mut() {
+            Some((_, s)) => s.exited().is_some(),
+            None => false,
+        };
+        if server.as_ref().map(|(k, _)| Some(*k)) != Some(want) || dead {
+            if let Some((_, mut s)) = server.take() {
+                s.stop();
+            }
+            if let Some((rate, period)) = want {
+                progress.note(&format!(
+                    "audiolat run: JACK server {server_name}: jackd -d dummy -r {rate} -p {period}"
+                ));
+                let req = engine::jack_server::ServerRequest {
+                    mode: ServerMode::Dummy,
+                    name: Some(server_name.clone()),
+                    rate_hz: Some(rate),
+                    period_frames: Some(period),
+                    jackd: load::find_in_path(load::JACKD.name),
+                    start_timeout: Duration::from_secs(10),
+                };
+                match JackServer::connect(&req) {
+                    Ok(s) => server = Some(((rate, period), s)),
+                    Err(e) => {
+                        plan_error = Some(format!(
+                            "the plan's JACK server (rate {rate}, period {period}) did not start: {e}"
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        let args = child_args(
+            &planned[*index].cell,
+            server.as_ref().map(|_| server_name.as_str()),
+            quiet_flag,
+        );
+        progress.show(&cell.key);
+        let outcome = run_cell(
+            ctx,
+            &store,
+            group,
+            cell,
+            &binaries[&cell.profile],
+            &args,
+            &mut progress,
+        )?;
+        match outcome.status {
+            RunStatus::Complete => progress.done += 1,
+            RunStatus::Interrupted if ctx.stopped() => {}
+            s => {
+                failed += 1;
+                progress.done += 1;
+                progress.note(&format!(
+                    "audiolat run: cell {} {s}: {} ({})",
+                    cell.key,
+                    outcome.error.as_deref().unwrap_or("no reason given"),
+                    plan.location(&planned[*index].cell)
+                ));
+            }
+        }
+    }
+    if let Some((_, mut s)) = server.take() {
+        s.stop();
+    }
+    progress.finish();
+    let cells = store.plan_cells(group)?;
+    let complete = cells
+        .iter()
+        .filter(|c| c.status == Some(RunStatus::Complete))
+        .count();
+    let status = if complete == cells.len() {
+        RunStatus::Complete
+    } else if ctx.stopped() || cells.iter().any(|c| c.status.is_none()) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
+    };
+    store.finish_group(group, status)?;
+    let elapsed = progress.started.elapsed();
+    let data = crate::report_data::group(&store, group)?;
+    let report_path = if opts.no_report {
+        None
+    } else {
+        let path = opts.report.clone().unwrap_or_else(|| {
+            crate::report_data::default_path(&ctx.db_path, &format!("plan-{group}"))
+        });
+        std::fs::write(&path, report::html::render(&data))
+            .with_context(|| format!("writing the report {}", path.display()))?;
+        Some(path)
+    };
+    if opts.json {
+        crate::print_json(&json!({
+            "group_id": group,
+            "plan": plan.name,
+            "status": status,
+            "cells": cells.len(),
+            "complete": complete,
+            "failed": failed,
+            "elapsed_s": elapsed.as_secs_f64(),
+            "report": report_path,
+            "tables": report::paper::tables_json(&data),
+        }))?;
+    } else {
+        print!("{}", report::paper::tables_text(&data));
+        println!(
+            "\nplan run {group} ({}): {complete} of {} cells complete{} in {}; stored in {}",
+            status,
+            cells.len(),
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            },
+            fmt_eta(elapsed),
+            ctx.db_path.display()
+        );
+        if let Some(p) = &report_path {
+            println!("report: {}", p.display());
+        }
+        if status != RunStatus::Complete {
+            println!(
+                "continue it with: audiolat --db {} {} --resume {group}",
+                ctx.db_path.display(),
+                resume_hint(plan)
+            );
+        }
+    }
+    if let Some(e) = plan_error {
+        eprintln!("audiolat: error: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(match status {
+        RunStatus::Complete => ExitCode::SUCCESS,
+        RunStatus::Interrupted => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    })
+}
+
+fn resume_hint(plan: &Plan) -> String {
+    match plan.source.strip_prefix("preset ") {
+        Some(name) => format!(
+            "reproduce {}{}",
+            name.trim_end_matches(" --quick"),
+            if name.ends_with(" --quick") {
+                " --quick"
+            } else {
+                ""
+            }
+        ),
+        None => format!("run {}", load::shell_quote(&plan.source)),
+    }
+}
+
+fn dry_run_text(plan: &Plan, planned: &[Planned]) -> String {
+    let mut out = format!(
+        "plan `{}` ({}): {} cells of `audiolat {}`, in run order\n\n",
+        plan.name,
+        plan.source,
+        planned.len(),
+        plan.probe
+    );
+    let mut t = report::terminal::Table::new(&["#", "cell", "profile", "server", "command"])
+        .left_align(&[1, 2, 3, 4]);
+    for (i, p) in planned.iter().enumerate() {
+        t.row(vec![
+            (i + 1).to_string(),
+            p.cell.key.clone(),
+            p.cell.profile.clone(),
+            p.server
+                .map(|(r, per)| format!("dummy {r} Hz / {per}"))
+                .unwrap_or_else(|| "-".into()),
+            format!(
+                "audiolat {}",
+                p.cell
+                    .argv
+                    .iter()
+                    .map(|a| load::shell_quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        ]);
+    }
+    out.push_str(&t.render());
+    out.push_str("\nnothing was run (--dry-run)\n");
+    out
+}

@@ -1,0 +1,178 @@
+//! Reading what a report or comparison shows from the store: a plan run with its cells,
+//! any other group, or a list of runs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use report::data::{CellData, ReportData, RunData};
+use results::model::Finding;
+use results::{RunFilter, RunStatus, Store};
+
+use crate::cli::{RunRef, Subject};
+
+fn run_data(store: &Store, id: i64) -> Result<RunData> {
+    let record = store.run(id)?;
+    let triggers = if record.probe == "event" {
+        store.triggers(id)?
+    } else {
+        Vec::new()
+    };
+    Ok(RunData {
+        measurements: store
+            .measurements(id)?
+            .into_iter()
+            .map(|m| m.measurement)
+            .collect(),
+        series: store.series(id)?,
+        event_counts: store.event_counts(id)?,
+        triggers,
+        record,
+    })
+}
+
+fn doctor_of(run: &RunData) -> Option<Vec<Finding>> {
+    serde_json::from_value(run.record.result["findings"].clone()).ok()
+}
+
+fn base() -> ReportData {
+    ReportData {
+        generated_at: results::model::rfc3339_utc(std::time::SystemTime::now()),
+        tool_version: format!(
+            "{} ({})",
+            env!("CARGO_PKG_VERSION"),
+            env!("AUDIOLAT_GIT_COMMIT")
+        ),
+        ..Default::default()
+    }
+}
+
+fn single_cell(run: RunData) -> CellData {
+    CellData {
+        key: format!("run {} ({})", run.record.id, run.record.probe),
+        axes: Default::default(),
+        profile: run.record.tool.build_profile.clone(),
+        status: Some(run.record.status),
+        error: None,
+        run: Some(run),
+    }
+}
+
+/// A group: a plan run's cells (each with its latest run), or any group's runs.
+pub fn group(store: &Store, id: i64) -> Result<ReportData> {
+    let g = store.group(id)?;
+    let mut data = base();
+    let runs = store.list_runs(&RunFilter {
+        group_id: Some(id),
+        ..Default::default()
+    })?;
+    let mut doctor = None;
+    // Oldest first.
+    for r in runs.iter().rev() {
+        if r.probe == "doctor" {
+            doctor = doctor_of(&run_data(store, r.id)?);
+        }
+    }
+    if g.kind == "plan" {
+        data.subject = format!(
+            "plan run {id} ({}, {})",
+            g.detail["name"].as_str().unwrap_or("?"),
+            g.status
+        );
+        data.plan = Some(g.detail.clone());
+        for c in store.plan_cells(id)? {
+            let run = match c.run_id {
+                Some(r) => Some(run_data(store, r)?),
+                None => None,
+            };
+            data.cells.push(CellData {
+                key: c.key,
+                axes: c
+                    .axes
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                profile: c.profile,
+                status: c.status,
+                error: c.error,
+                run,
+            });
+        }
+    } else {
+        data.subject = format!("group {id} ({}, {})", g.kind, g.status);
+        for r in runs.iter().rev().filter(|r| r.probe != "doctor") {
+            data.cells.push(single_cell(run_data(store, r.id)?));
+        }
+    }
+    data.doctor = doctor.or_else(|| latest_doctor(store));
+    data.group = Some(g);
+    Ok(data)
+}
+
+fn latest_doctor(store: &Store) -> Option<Vec<Finding>> {
+    let last = store
+        .list_runs(&RunFilter {
+            probe: Some("doctor".into()),
+            status: Some(RunStatus::Complete),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .ok()?
+        .into_iter()
+        .next()?;
+    doctor_of(&run_data(store, last.id).ok()?)
+}
+
+fn resolve(store: &Store, r: RunRef) -> Result<i64> {
+    Ok(match r {
+        RunRef::Id(id) => id,
+        RunRef::Last => store
+            .last_run_id()?
+            .ok_or_else(|| crate::cli::UsageError("no runs stored yet".into()))?,
+    })
+}
+
+/// Runs and groups, as one report: one group alone is that group's report.
+pub fn subjects(store: &Store, subjects: &[Subject]) -> Result<ReportData> {
+    if let [Subject::Group(g)] = subjects {
+        return group(store, *g);
+    }
+    let mut data = base();
+    let mut names = Vec::new();
+    for s in subjects {
+        match s {
+            Subject::Group(g) => {
+                let d = group(store, *g)?;
+                names.push(format!("group {g}"));
+                data.cells.extend(d.cells);
+                data.doctor = data.doctor.or(d.doctor);
+            }
+            Subject::Run(r) => {
+                let id = resolve(store, *r)?;
+                names.push(format!("run {id}"));
+                let run = run_data(store, id)?;
+                if run.record.probe == "doctor" {
+                    data.doctor = doctor_of(&run);
+                }
+                data.cells.push(single_cell(run));
+            }
+        }
+    }
+    data.subject = names.join(", ");
+    if data.doctor.is_none() {
+        data.doctor = latest_doctor(store);
+    }
+    Ok(data)
+}
+
+/// Where a report goes by default: beside the database.
+pub fn default_path(db: &Path, what: &str) -> PathBuf {
+    let dir = match db.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    dir.join(format!("audiolat-report-{what}.html"))
+}
