@@ -66,6 +66,7 @@ fn main() -> ExitCode {
                                 | StoreError::Missing(_)
                                 | StoreError::TooNew { .. }
                                 | StoreError::NoSuchRun(_)
+                                | StoreError::NoSuchGroup(_)
                         )
                     )
                 });
@@ -1533,10 +1534,21 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
         RunStatus::Complete
     };
     store.finish_group(group, group_status)?;
+    // The suite ends with its report, beside the database.
+    let report_path = report_data::default_path(&ctx.db_path, &format!("suite-{group}"));
+    let report_written = report_data::group(&store, group).and_then(|data| {
+        std::fs::write(&report_path, report::html::render(&data))
+            .with_context(|| format!("writing the report {}", report_path.display()))
+    });
+    if let Err(e) = &report_written {
+        eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
+    }
+    let report_path = report_written.is_ok().then_some(report_path);
     if a.json {
         print_json(&json!({
             "group_id": group,
             "status": group_status,
+            "report": report_path,
             "doctor": views::doctor_json(&report),
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,
@@ -1547,6 +1559,9 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
         }))?;
     } else {
         print!("{}", suite_text(group, &entries, &ctx.db_path));
+        if let Some(p) = &report_path {
+            println!("report: {}", p.display());
+        }
     }
     Ok(if ctx.stopped() {
         ExitCode::from(EXIT_INTERRUPTED)

@@ -379,8 +379,8 @@ fn unknown_fix(word: &str, choices: &[&str], what: &str) -> String {
     }
 }
 
-/// What a probe's subcommand accepts: long flag -> takes a value.
-fn probe_flags(probe: &str) -> Vec<(String, bool)> {
+/// What a probe's subcommand accepts: long flag -> (takes a value, may be repeated).
+fn probe_flags(probe: &str) -> Vec<Flag> {
     let cmd = Cli::command();
     let Some(sub) = cmd.find_subcommand(probe) else {
         return Vec::new();
@@ -388,20 +388,31 @@ fn probe_flags(probe: &str) -> Vec<(String, bool)> {
     sub.get_arguments()
         .filter(|a| !a.is_hide_set())
         .filter_map(|a| {
-            a.get_long()
-                .map(|l| (l.to_string(), a.get_action().takes_values()))
+            a.get_long().map(|l| Flag {
+                name: l.to_string(),
+                takes_value: a.get_action().takes_values(),
+                repeated: matches!(a.get_action(), clap::ArgAction::Append),
+            })
         })
         .collect()
 }
 
+/// A flag of a probe's command line.
+struct Flag {
+    name: String,
+    takes_value: bool,
+    /// Given once per value (`--cell a --cell b`): a list becomes several flags.
+    repeated: bool,
+}
+
 fn setting(
     ctx: &Ctx<'_>,
-    flags: &[(String, bool)],
+    flags: &[Flag],
     probe: &str,
     key: &str,
     key_span: &Range<usize>,
     node: &Node,
-) -> Result<Option<Setting>, PlanError> {
+) -> Result<Vec<Setting>, PlanError> {
     if let Some((_, why)) = RESERVED.iter().find(|(r, _)| *r == key) {
         return Err(ctx.err(
             key_span.start,
@@ -409,22 +420,22 @@ fn setting(
             format!("remove `{key}`"),
         ));
     }
-    let names: Vec<&str> = flags.iter().map(|(f, _)| f.as_str()).collect();
-    let Some((_, takes_value)) = flags.iter().find(|(f, _)| f == key) else {
+    let names: Vec<&str> = flags.iter().map(|f| f.name.as_str()).collect();
+    let Some(flag) = flags.iter().find(|f| f.name == key) else {
         return Err(ctx.err(
             key_span.start,
             format!("`{key}` is not a flag of `audiolat {probe}`"),
             unknown_fix(key, &names, &format!("the flags of {probe}")),
         ));
     };
-    if !takes_value {
+    if !flag.takes_value {
         return match node.kind {
-            Kind::Bool(true) => Ok(Some(Setting {
+            Kind::Bool(true) => Ok(vec![Setting {
                 flag: key.into(),
                 value: None,
                 at: node.span.start,
-            })),
-            Kind::Bool(false) => Ok(None),
+            }]),
+            Kind::Bool(false) => Ok(Vec::new()),
             _ => Err(ctx.err(
                 node.span.start,
                 format!("`{key}` is a switch, but its value is {}", node.type_name()),
@@ -432,7 +443,7 @@ fn setting(
             )),
         };
     }
-    let value = match &node.kind {
+    let values = match &node.kind {
         Kind::Array(items) => {
             let mut parts = Vec::new();
             for i in items {
@@ -454,21 +465,28 @@ fn setting(
                     format!("give `{key}` a value, or remove it"),
                 ));
             }
-            parts.join(",")
+            if flag.repeated {
+                parts
+            } else {
+                vec![parts.join(",")]
+            }
         }
-        _ => node.as_arg().ok_or_else(|| {
+        _ => vec![node.as_arg().ok_or_else(|| {
             ctx.err(
                 node.span.start,
                 format!("`{key}` takes a value, but it is {}", node.type_name()),
                 format!("write e.g. `{key} = \"...\"` or a number, as on the command line"),
             )
-        })?,
+        })?],
     };
-    Ok(Some(Setting {
-        flag: key.into(),
-        value: Some(value),
-        at: node.span.start,
-    }))
+    Ok(values
+        .into_iter()
+        .map(|v| Setting {
+            flag: key.into(),
+            value: Some(v),
+            at: node.span.start,
+        })
+        .collect())
 }
 
 fn entries<'a>(
@@ -624,9 +642,7 @@ impl Plan {
                         "move it to [sweep] as `profile = [\"opt2\"]`",
                     ));
                 }
-                if let Some(st) = setting(&ctx, &flags, &probe, &s.key, &s.key_span, &s.node)? {
-                    set.push(st);
-                }
+                set.extend(setting(&ctx, &flags, &probe, &s.key, &s.key_span, &s.node)?);
             }
         }
         let mut axes: Vec<Axis> = Vec::new();
@@ -900,7 +916,7 @@ pub fn clap_message(e: &clap::Error) -> String {
 
 fn parse_axis(
     ctx: &Ctx<'_>,
-    flags: &[(String, bool)],
+    flags: &[Flag],
     probe: &str,
     a: &Entry,
     set: &[Setting],
@@ -941,9 +957,7 @@ fn parse_axis(
                         "label" => label = Some(string_of(ctx, f)?),
                         "profile" => profile = Some(profile_of(ctx, &f.node)?),
                         _ => {
-                            if let Some(s) = setting(ctx, flags, probe, &f.key, &f.key_span, &f.node)? {
-                                settings.push(s);
-                            }
+                            settings.extend(setting(ctx, flags, probe, &f.key, &f.key_span, &f.node)?);
                         }
                     }
                 }
@@ -983,14 +997,14 @@ fn parse_axis(
             }
             _ => {
                 let s = setting(ctx, flags, probe, &a.key, &a.key_span, item)?;
-                let label = match &s {
+                let label = match s.first() {
                     Some(Setting { value: Some(v), .. }) => v.clone(),
                     Some(Setting { value: None, .. }) => "on".into(),
                     None => "off".into(),
                 };
                 AxisValue {
                     label,
-                    settings: s.into_iter().collect(),
+                    settings: s,
                     profile: None,
                     at: item.span.start,
                 }
@@ -1095,7 +1109,8 @@ fn check_report(
     report: &Node,
     published: Option<&Entry>,
 ) -> Result<(), PlanError> {
-    const TABLE_KEYS: [&str; 10] = [
+    const TABLE_KEYS: [&str; 11] = [
+        "valid_if_zero",
         "title",
         "value",
         "scale",
@@ -1155,6 +1170,9 @@ fn check_report(
                         "use aggregate = \"mean\" (the default), \"sum\", \"max\" or \"min\"",
                     ));
                 }
+            }
+            if let Some(e) = get("valid_if_zero") {
+                string_of(ctx, e)?;
             }
             match get("value") {
                 Some(v) => {

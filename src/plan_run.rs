@@ -397,7 +397,8 @@ fn run_cell(
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             signalled = true;
         }
-        if last_shown.elapsed() >= Duration::from_secs(1) {
+        // A terminal's line is redrawn every second; a log gets one line per cell.
+        if progress.tty && last_shown.elapsed() >= Duration::from_secs(1) {
             progress.show(&format!(
                 "{} ({:.0} s)",
                 stored.key,
@@ -490,11 +491,23 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     let doctor = probes::doctor::run(Duration::from_secs(1));
     crate::runner::doctor_run(ctx, &store, Some(group), &doctor)?;
     let stored = store.plan_cells(group)?;
-    let to_run: Vec<(usize, &PlanCell)> = stored
+    // Each stored cell with its planned cell (same key), in run order.
+    let by_key: BTreeMap<&str, usize> = planned
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.status != Some(RunStatus::Complete))
+        .map(|(i, p)| (p.cell.key.as_str(), i))
         .collect();
+    let to_run: Vec<(usize, &PlanCell)> = stored
+        .iter()
+        .filter(|c| c.status != Some(RunStatus::Complete))
+        .map(|c| {
+            let i = by_key
+                .get(c.key.as_str())
+                .copied()
+                .ok_or_else(|| anyhow::anyhow!("plan cell {} is not in the plan", c.key))?;
+            Ok((i, c))
+        })
+        .collect::<Result<_>>()?;
     let already = stored.len() - to_run.len();
     if !quiet {
         let servers = {
@@ -537,7 +550,6 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
         }
     }
     let quiet_flag = takes_quiet(&plan.probe);
-    let server_name = format!("audiolat-plan-{group}");
     let mut server: Option<(ServerKey, JackServer)> = None;
     let mut progress = Progress {
         enabled: !quiet,
@@ -554,7 +566,6 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
             break;
         }
         let want = planned[*index].server;
-        debug_assert_eq!(planned[*index].cell.key, cell.key);
         // One private server per setting: restart only when the setting changes (or the
         // server died).
         let dead = match server.as_mut() {
@@ -566,19 +577,24 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
                 s.stop();
             }
             if let Some((rate, period)) = want {
-                progress.note(&format!(
-                    "audiolat run: JACK server {server_name}: jackd -d dummy -r {rate} -p {period}"
-                ));
                 let req = engine::jack_server::ServerRequest {
                     mode: ServerMode::Dummy,
-                    name: Some(server_name.clone()),
+                    // A free private name (audiolat-dummy, -2, ...): jackd keeps a short
+                    // registry of names, so names are reused, not made per plan run.
+                    name: None,
                     rate_hz: Some(rate),
                     period_frames: Some(period),
                     jackd: load::find_in_path(load::JACKD.name),
                     start_timeout: Duration::from_secs(10),
                 };
                 match JackServer::connect(&req) {
-                    Ok(s) => server = Some(((rate, period), s)),
+                    Ok(s) => {
+                        progress.note(&format!(
+                            "audiolat run: JACK server `{}`: jackd -d dummy -r {rate} -p {period}",
+                            s.name()
+                        ));
+                        server = Some(((rate, period), s));
+                    }
                     Err(e) => {
                         plan_error = Some(format!(
                             "the plan's JACK server (rate {rate}, period {period}) did not start: {e}"
@@ -590,7 +606,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
         }
         let args = child_args(
             &planned[*index].cell,
-            server.as_ref().map(|_| server_name.as_str()),
+            server.as_ref().map(|(_, s)| s.name()),
             quiet_flag,
         );
         progress.show(&cell.key);

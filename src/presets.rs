@@ -5,7 +5,21 @@
 //! file and `--print` shows exactly what runs.
 
 /// (name, plan text).
-const PRESETS: [(&str, &str); 1] = [("bbb2014", include_str!("../presets/bbb2014.toml"))];
+const PRESETS: [(&str, &str); 4] = [
+    ("bbb2014", include_str!("../presets/bbb2014.toml")),
+    (
+        "macmillan2001",
+        include_str!("../presets/macmillan2001.toml"),
+    ),
+    (
+        "tessellation2013",
+        include_str!("../presets/tessellation2013.toml"),
+    ),
+    (
+        "latencytest1999",
+        include_str!("../presets/latencytest1999.toml"),
+    ),
+];
 
 /// The presets' names.
 pub fn names() -> Vec<&'static str> {

@@ -522,6 +522,15 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");
     }
+    // The suite ends by writing its report beside the database.
+    let report = std::path::PathBuf::from(v["report"].as_str().unwrap());
+    assert_eq!(
+        report,
+        dir.path()
+            .join(format!("audiolat-report-suite-{group}.html"))
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("Doctor's findings") && html.contains("<svg"));
     let listed = run_json(&db, &["runs", "--group", &group.to_string(), "--json"]);
     let probes: Vec<&str> = listed
         .as_array()
@@ -2762,4 +2771,430 @@ fn net_reserves_bandwidth_with_mclock_beside_an_abusive_stream() {
     assert!(synth["stream"]["sent"].as_u64().unwrap() > 1000, "{synth}");
     let audio = &synth["service"]["flows"][0];
     assert!(audio["by_reservation"].as_u64().unwrap() > 1000, "{audio}");
+}
+
+/// A plan over two backends and two periods, with repeats, on private dummy servers.
+const RESUMABLE_PLAN: &str = r#"
+name = "resumable"
+probe = "event"
+repeats = 2
+
+[set]
+triggers = 15
+spacing = "40ms"
+note = "10ms"
+rate = 44100
+server = "dummy"
+
+[sweep]
+period = [128, 64]
+backend = ["alsa", "jack"]
+
+[[report.table]]
+title = "mean latency (ms)"
+value = "event_latency.mean"
+scale = 1e-6
+rows = ["period"]
+columns = ["backend"]
+"#;
+
+fn plan_cells(db: &std::path::Path, group: i64) -> Vec<results::PlanCell> {
+    Store::open_existing(db).unwrap().plan_cells(group).unwrap()
+}
+
+/// Interrupted after some cells, the plan resumes and ends with every cell stored
+/// exactly once: one complete run per cell, the interrupted cell run again, the cells
+/// already complete not run again. One private server per period, in period order, and
+/// no server left behind.
+#[test]
+fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("plan.db");
+    let plan = dir.path().join("resumable.toml");
+    std::fs::write(&plan, RESUMABLE_PLAN).unwrap();
+    let mut child = spawn(&db, &["run", plan.to_str().unwrap()]);
+    // Wait until three cells are complete, then Ctrl-C.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cells did not complete"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(store) = Store::open_existing(&db) else {
+            continue;
+        };
+        let Ok(cells) = store.plan_cells(1) else {
+            continue;
+        };
+        let complete = cells
+            .iter()
+            .filter(|c| c.status == Some(RunStatus::Complete))
+            .count();
+        if complete >= 3 {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child (as a terminal's Ctrl-C would, it and its cell).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut child, Duration::from_secs(60));
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert_eq!(status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("--resume 1"), "{stdout}");
+    let store = Store::open_existing(&db).unwrap();
+    assert_eq!(store.group_status(1).unwrap().1, RunStatus::Interrupted);
+    let before = plan_cells(&db, 1);
+    assert_eq!(before.len(), 8);
+    let complete_before: BTreeMap<String, i64> = before
+        .iter()
+        .filter(|c| c.status == Some(RunStatus::Complete))
+        .map(|c| (c.key.clone(), c.run_id.unwrap()))
+        .collect();
+    assert!(complete_before.len() >= 3 && complete_before.len() < 8);
+
+    let out = run(&db, &["run", plan.to_str().unwrap(), "--resume", "--quiet"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("8 of 8 cells complete"),
+        "{}",
+        out.stdout
+    );
+    let after = plan_cells(&db, 1);
+    assert_eq!(after.len(), 8, "no cell added");
+    let keys: std::collections::BTreeSet<&str> = after.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys.len(), 8, "each cell once");
+    for c in &after {
+        assert_eq!(c.status, Some(RunStatus::Complete), "{}", c.key);
+        let run = store.run(c.run_id.unwrap()).unwrap();
+        assert_eq!(run.status, RunStatus::Complete, "{}", c.key);
+        assert_eq!(run.group_id, Some(1));
+        if let Some(id) = complete_before.get(&c.key) {
+            // Complete cells were not run again.
+            assert_eq!(c.run_id, Some(*id), "{}", c.key);
+            assert_eq!(c.attempts, 1, "{}", c.key);
+        }
+    }
+    let runs = store
+        .list_runs(&RunFilter {
+            group_id: Some(1),
+            probe: Some("event".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let complete_runs = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Complete)
+        .count();
+    assert_eq!(complete_runs, 8, "one complete run per cell");
+    // The cells ran on the plan's servers, one per period: 128 first (the plan's order).
+    let mut periods = Vec::new();
+    for c in &after {
+        let r = store.run(c.run_id.unwrap()).unwrap();
+        assert!(
+            r.command_line
+                .contains("--server external --server-name audiolat-dummy"),
+            "{}",
+            r.command_line
+        );
+        periods.push(r.config["period_frames"].as_u64().unwrap());
+    }
+    assert_eq!(periods, [128, 128, 128, 128, 64, 64, 64, 64]);
+    assert!(jackd_pids("audiolat-dummy").is_empty(), "no server left");
+    assert_eq!(store.group_status(1).unwrap().1, RunStatus::Complete);
+    // The end of the plan printed its table and wrote its report.
+    assert!(out.stdout.contains("mean latency (ms)"), "{}", out.stdout);
+    assert!(dir.path().join("audiolat-report-plan-1.html").is_file());
+    // Resuming a finished plan has nothing to continue.
+    let again = run(&db, &["run", plan.to_str().unwrap(), "--resume"]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("no unfinished plan run"),
+        "{}",
+        again.stderr
+    );
+}
+
+/// Malformed plans are refused before anything runs (no database is made), on one line
+/// naming the file, line and column, and the fix.
+#[test]
+fn a_malformed_plan_is_refused_with_its_file_line_and_fix_before_anything_runs() {
+    let dir = tempdir();
+    let db = dir.path().join("never.db");
+    let cases: [(&str, &str, &str, &str); 6] = [
+        (
+            "name = \"x\"\nprobe = \"event\"\n[sweep]\nbakend = [\"alsa\"]\n",
+            ":4:1:",
+            "`bakend` is not a flag of `audiolat event`",
+            "did you mean `backend`",
+        ),
+        (
+            "name = \"x\"\nprobe = \"event\"\nrepeats = \"3\"\n",
+            ":3:11:",
+            "`repeats` must be a whole number",
+            "repeats = 5",
+        ),
+        (
+            "name = \"x\"\nprobe = \"event\"\n[sweep]\nperiod = []\n",
+            ":4:10:",
+            "axis `period` is empty",
+            "at least one value",
+        ),
+        (
+            "name = \"x\"\nprobe = \"event\"\n[set]\nserver = \"dummy\"\n[sweep]\nbackend = [\"alsa\", \"jack\"]\nbuffer = [\n  { label = \"2\", periods = 2 },\n  { label = \"4\", periods = 4 },\n]\n",
+            ":9:3:",
+            "cell backend=jack buffer=4 repeat=1 cannot run: --periods sets an ALSA or virtual buffer",
+            "[[exclude]]",
+        ),
+        (
+            "name = \"x\"\nprobe = \"event\"\n[set]\nserver = \"dummy\"\n[sweep]\nperiod = [64, 100]\n",
+            ":6:15:",
+            "cell period=100 repeat=1 cannot run",
+            "[[exclude]]",
+        ),
+        (
+            "name = \"x\"\nprobe = \"event\"\n[set]\nload = \"top,none\"\n",
+            ":4:8:",
+            "would make 2 runs",
+            "",
+        ),
+    ];
+    for (i, (text, at, what, fix)) in cases.iter().enumerate() {
+        let plan = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&plan, text).unwrap();
+        let out = run(&db, &["run", plan.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{text}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        let expected = format!("{}{at}", plan.display());
+        assert!(
+            out.stderr.contains(&expected),
+            "{expected} in {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(what), "{what} in {}", out.stderr);
+        assert!(out.stderr.contains("; fix: "), "{}", out.stderr);
+        assert!(out.stderr.contains(fix), "{fix} in {}", out.stderr);
+        assert!(!db.exists(), "nothing was stored for {text}");
+    }
+    let out = run(&db, &["run", "/nonexistent/plan.toml"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("cannot read plan"), "{}", out.stderr);
+    let out = run(&db, &["reproduce", "bbb2015"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("bbb2014"), "{}", out.stderr);
+    assert!(!db.exists());
+}
+
+/// The presets print as plans that run as files, and the BeagleBone preset has the
+/// study's matrix: both backends, the buffer/period pairs, scenarios and O1-O3.
+#[test]
+fn the_bbb2014_preset_prints_as_a_plan_and_lays_out_the_studys_matrix() {
+    require_tool("top", "procps");
+    let dir = tempdir();
+    let db = dir.path().join("p.db");
+    let printed = run(&db, &["reproduce", "bbb2014", "--quick", "--print"]);
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    assert!(printed.stdout.contains("[published.fig4]"));
+    let file = dir.path().join("bbb.toml");
+    std::fs::write(&file, &printed.stdout).unwrap();
+    let from_file = run(&db, &["run", file.to_str().unwrap(), "--dry-run"]);
+    let preset = run(&db, &["reproduce", "bbb2014", "--quick", "--dry-run"]);
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    assert_eq!(preset.code, 0, "{}", preset.stderr);
+    // The same cells whether run by name or from the printed file.
+    let cells = |s: &str| {
+        s.lines()
+            .filter(|l| l.contains("backend="))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cells(&from_file.stdout), cells(&preset.stdout));
+    let all = cells(&preset.stdout);
+    // 12 ALSA pairs and 3 JACK pairs (two periods per buffer) x 3 scenarios x 3 levels.
+    assert_eq!(all.len(), (12 + 3) * 3 * 3, "{}", preset.stdout);
+    for needle in [
+        "backend=alsa buffer=512/64 profile=opt2 scenario=Mon+bgdproc.",
+        "backend=jack buffer=512/256 profile=opt3 scenario=Polyphonic",
+    ] {
+        assert!(all.iter().any(|c| c.contains(needle)), "{needle}");
+    }
+    assert!(!all
+        .iter()
+        .any(|c| c.contains("/8 ") || c.contains("--period 8 ")));
+    assert!(!db.exists(), "--dry-run and --print store nothing");
+}
+
+/// Headless Chromium, as a user's browser would show a report.
+fn chromium() -> std::path::PathBuf {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|n| load::find_in_path(n))
+        .expect("chromium is not installed: apt install chromium (the README's test command does)")
+}
+
+fn run_chromium(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running chromium")
+}
+
+/// A plan's report is one self-contained HTML file that a browser loads without errors
+/// or fetching anything, showing the plan's table with its headers, the plots as SVG,
+/// the runs with their validity flags and the machine; its screenshot is not blank.
+#[test]
+fn the_html_report_renders_in_headless_chromium_with_its_tables_and_plots() {
+    let dir = tempdir();
+    let db = dir.path().join("r.db");
+    let plan = dir.path().join("virtual.toml");
+    std::fs::write(
+        &plan,
+        r#"
+name = "report-check"
+title = "Report check: virtual card"
+probe = "event"
+repeats = 2
+[set]
+backend = "virtual"
+triggers = 12
+spacing = "20ms"
+note = "5ms"
+[sweep]
+period = [64, 256]
+workload = ["sine", "poly"]
+[[report.table]]
+title = "Mean latency by period and workload (ms)"
+value = "event_latency.mean"
+scale = 1e-6
+rows = ["period"]
+columns = ["workload"]
+published = "made_up"
+[published.made_up]
+caption = "numbers to show beside ours"
+rows = { "64" = [1.5, 1.6], "256" = [5.5, "-"] }
+"#,
+    )
+    .unwrap();
+    let out = run(&db, &["run", plan.to_str().unwrap(), "--no-report", "-q"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let html = dir.path().join("report.html");
+    let out = run(&db, &["report", "group:1", "-o", html.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("report.html"), "{}", out.stdout);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(!text.contains("src=\"http") && !text.contains("href=\"http"));
+
+    let url = format!("file://{}", html.display());
+    let dom = run_chromium(&["--dump-dom", &url]);
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    let log = String::from_utf8_lossy(&dom.stderr);
+    for bad in [
+        "Uncaught",
+        "net::ERR_",
+        "Failed to load resource",
+        "Refused to",
+    ] {
+        assert!(!log.contains(bad), "the page logged `{bad}`: {log}");
+    }
+    // The paper-shaped table, its headers and the published value beside ours.
+    assert!(dom_text.contains("Mean latency by period and workload (ms)"));
+    assert!(
+        dom_text.contains("<table class=\"paper\">"),
+        "no paper table"
+    );
+    for header in [">period<", ">sine<", ">poly<"] {
+        assert!(dom_text.contains(header), "header {header} missing");
+    }
+    assert!(dom_text.contains("class=\"published\""));
+    // Plots: inline SVG drawn by the plotting library, one with a log count axis.
+    assert!(dom_text.matches("<svg").count() >= 3, "plots missing");
+    assert!(dom_text.contains("count (log)"));
+    // Runs with validity flags, and the machine with doctor's findings.
+    assert!(dom_text.contains("memory locked") && dom_text.contains("realtime"));
+    assert!(dom_text.contains("Doctor's findings"));
+
+    let shot = dir.path().join("shot.png");
+    let out = run_chromium(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1200,1600",
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let pixels = buf[..info.buffer_size()].chunks(channels);
+    let total = pixels.len();
+    let inked = pixels.filter(|p| p[..3].iter().any(|&c| c < 200)).count();
+    assert!(
+        inked * 100 > total,
+        "the screenshot is blank: {inked} of {total} pixels have ink"
+    );
+}
+
+/// `compare` puts two plan runs side by side: a change far beyond the repeats' spread
+/// exceeds the noise, a plan run against itself is within it, and two single runs have
+/// no noise estimate.
+#[test]
+fn compare_says_whether_a_change_exceeds_the_noise_of_the_repeats() {
+    let dir = tempdir();
+    let db = dir.path().join("c.db");
+    let plan = |period: u32| {
+        let p = dir.path().join(format!("p{period}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "name = \"cmp{period}\"\nprobe = \"event\"\nrepeats = 3\n[set]\nbackend = \"virtual\"\nperiod = {period}\ntriggers = 12\nspacing = \"20ms\"\nnote = \"5ms\"\n[sweep]\nworkload = [\"sine\"]\n"
+            ),
+        )
+        .unwrap();
+        let out = run(&db, &["run", p.to_str().unwrap(), "--no-report", "-q"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    };
+    plan(64); // group 1
+    plan(1024); // group 2
+    let v = run_json(&db, &["compare", "group:1", "group:2", "--json"]);
+    let rows = v["rows"].as_array().unwrap();
+    let mean = rows
+        .iter()
+        .find(|r| r["metric"] == "event_latency" && r["statistic"] == "mean")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(mean["configuration"], "event workload=sine");
+    assert_eq!(mean["runs"], serde_json::json!([3, 3]));
+    // 960 more frames of period at 48 kHz: the buffer alone adds 40 ms.
+    assert!(mean["delta"].as_f64().unwrap() > 20e6, "{mean}");
+    assert_eq!(mean["verdict"], "exceeds noise", "{mean}");
+    let same = run_json(&db, &["compare", "group:1", "group:1", "--json"]);
+    for r in same["rows"].as_array().unwrap() {
+        assert_eq!(r["verdict"], "within noise", "{r}");
+    }
+    let text = run(&db, &["compare", "2", "6"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("noise unknown"), "{}", text.stdout);
+    let bad = run(&db, &["compare", "group:99", "1"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("no group with id 99"), "{}", bad.stderr);
 }

@@ -50,6 +50,13 @@ pub struct PaperTable {
 impl PaperTable {
     /// Column headings, one string per column (labels joined by a space).
     pub fn column_labels(&self) -> Vec<String> {
+        if self.column_axes.is_empty() {
+            return vec![if self.unit.is_empty() {
+                "value".to_string()
+            } else {
+                self.unit.clone()
+            }];
+        }
         combos(&self.column_axes)
             .into_iter()
             .map(|c| c.join(" "))
@@ -135,6 +142,8 @@ pub fn tables(data: &ReportData) -> Vec<PaperTable> {
         let scale = spec["scale"].as_f64().unwrap_or(1.0);
         let digits = spec["digits"].as_u64().unwrap_or(2) as usize;
         let how = spec["aggregate"].as_str().unwrap_or("mean").to_string();
+        // Only runs whose value at this path is zero count (e.g. no under-runs).
+        let valid_if_zero = spec["valid_if_zero"].as_str().map(str::to_string);
         let row_axes = names(&spec["rows"]);
         let column_axes: Vec<(String, Vec<String>)> = names(&spec["columns"])
             .into_iter()
@@ -206,6 +215,10 @@ pub fn tables(data: &ReportData) -> Vec<PaperTable> {
                 let values: Vec<f64> = matching
                     .iter()
                     .filter(|x| x.status == Some(results::RunStatus::Complete))
+                    .filter(|x| match (&valid_if_zero, &x.run) {
+                        (Some(path), Some(r)) => r.value(path) == Some(0.0),
+                        _ => true,
+                    })
                     .filter_map(|x| x.run.as_ref()?.value(&value))
                     .map(|v| v * scale)
                     .collect();
@@ -223,7 +236,10 @@ pub fn tables(data: &ReportData) -> Vec<PaperTable> {
                     .iter()
                     .any(|x| x.status == Some(results::RunStatus::Complete))
                 {
-                    Some(format!("no `{value}` in the run"))
+                    Some(match &valid_if_zero {
+                        Some(p) => format!("no run with {p} = 0"),
+                        None => format!("no `{value}` in the run"),
+                    })
                 } else {
                     let reason = matching
                         .iter()
