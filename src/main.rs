@@ -1952,13 +1952,14 @@ fn write_report(ctx: &Context, a: &cli::ReportArgs) -> Result<ExitCode> {
             Some(gr) if gr.kind == "plan" => format!("plan-{g}"),
             _ => format!("group-{g}"),
         },
-        _ => format!(
-            "runs-{}",
-            data.runs()
-                .map(|r| r.record.id.to_string())
-                .collect::<Vec<_>>()
-                .join("-")
-        ),
+        _ => {
+            let ids: Vec<i64> = data.runs().map(|r| r.record.id).collect();
+            match ids.as_slice() {
+                [] => "empty".into(),
+                [one] => format!("run-{one}"),
+                [first, .., last] => format!("runs-{first}-to-{last}"),
+            }
+        }
     };
     let path = a
         .output

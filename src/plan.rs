@@ -336,7 +336,10 @@ impl Ctx<'_> {
     fn err(&self, at: usize, message: impl Into<String>, fix: impl Into<String>) -> PlanError {
         let before = &self.text[..at.min(self.text.len())];
         let line = before.matches('\n').count() + 1;
-        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+            .chars()
+            .count()
+            + 1;
         PlanError {
             file: self.file.to_string(),
             line,
@@ -767,6 +770,14 @@ impl Plan {
                 index[i] = 0;
             }
         }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(dup) = cells.iter().find(|c| !seen.insert(c.key.as_str())) {
+            return Err(ctx.err(
+                dup.at,
+                format!("two cells have the key `{}`", dup.key),
+                "give the axis values labels without spaces or `=`, so each cell's key is its own",
+            ));
+        }
         if let Some(x) = self.excludes.iter().find(|x| !x.used.get()) {
             return Err(ctx.err(
                 x.at,
@@ -921,6 +932,13 @@ fn parse_axis(
     a: &Entry,
     set: &[Setting],
 ) -> Result<Axis, PlanError> {
+    if a.key == "repeat" {
+        return Err(ctx.err(
+            a.key_span.start,
+            "`repeat` is the plan's own axis (each cell's repeat number)",
+            "set `repeats = N` at the top of the plan instead",
+        ));
+    }
     let items = match &a.node.kind {
         Kind::Array(items) => items,
         _ => {
@@ -1174,6 +1192,34 @@ fn check_report(
             if let Some(e) = get("valid_if_zero") {
                 string_of(ctx, e)?;
             }
+            for (k, integer) in [("scale", false), ("digits", true)] {
+                if let Some(e) = get(k) {
+                    let ok = match e.node.kind {
+                        Kind::Integer(i) => i >= 0,
+                        Kind::Float(f) => !integer && f.is_finite(),
+                        _ => false,
+                    };
+                    if !ok {
+                        return Err(ctx.err(
+                            e.node.span.start,
+                            format!(
+                                "`{k}` must be {}, not {}",
+                                if integer {
+                                    "a whole number"
+                                } else {
+                                    "a number"
+                                },
+                                e.node.type_name()
+                            ),
+                            if integer {
+                                "write e.g. digits = 1"
+                            } else {
+                                "write e.g. scale = 1e-6 (ns to ms)"
+                            },
+                        ));
+                    }
+                }
+            }
             match get("value") {
                 Some(v) => {
                     string_of(ctx, v)?;
@@ -1259,9 +1305,29 @@ fn check_report(
                     "a published figure",
                     "[published.NAME] with caption and rows",
                 )?;
+                let row_labels: Option<Vec<&str>> = match dims[0].as_slice() {
+                    [one] => plan
+                        .axes
+                        .iter()
+                        .find(|a| &a.name == one)
+                        .map(|a| a.values.iter().map(|v| v.label.as_str()).collect()),
+                    _ => None,
+                };
                 if let Some(rows) = ff.iter().find(|x| x.key == "rows") {
                     for r in entries(ctx, &rows.node, "`rows`", "rows = { \"label\" = [values] }")?
                     {
+                        if let Some(labels) = &row_labels {
+                            if !labels.contains(&r.key.as_str()) {
+                                return Err(ctx.err(
+                                    r.key_span.start,
+                                    format!(
+                                        "published row `{}` is not a label of the table's row axis",
+                                        r.key
+                                    ),
+                                    unknown_fix(&r.key, labels, "its labels"),
+                                ));
+                            }
+                        }
                         let n = match &r.node.kind {
                             Kind::Array(v) => v.len(),
                             _ => usize::MAX,
@@ -1449,5 +1515,26 @@ reason = "example"
         assert!(e.message.contains("`buffer` is not an axis"), "{e}");
         let e = refusal(&good.replace("published = \"f\"", "published = \"g\""));
         assert!(e.message.contains("no [published.g]"), "{e}");
+        let e = refusal(&good.replace("rows = { sine", "rows = { sin"));
+        assert!(
+            e.message.contains("published row `sin` is not a label"),
+            "{e}"
+        );
+        assert!(e.fix.contains("`sine`"), "{e}");
+        let e = refusal(&good.replace("value = \"event", "scale = \"1e-6\"\nvalue = \"event"));
+        assert!(e.message.contains("`scale` must be a number"), "{e}");
+    }
+
+    #[test]
+    fn repeat_is_the_plans_own_axis_and_keys_are_unique() {
+        let e = refusal("name = \"x\"\nprobe = \"event\"\n[sweep]\nrepeat = [1, 2]\n");
+        assert!(e.fix.contains("repeats = N"), "{e}");
+        let e = refusal(
+            "name = \"x\"\nprobe = \"event\"\n[sweep]\nperiod = [{ label = \"a workload=b\", period = 64 }, { label = \"a\", period = 128 }]\nworkload = [{ label = \"c\", workload = \"sine\" }, { label = \"b workload=c\", workload = \"poly\" }]\n",
+        );
+        assert!(e.message.contains("two cells have the key"), "{e}");
+        // Columns count characters, not bytes.
+        let e = refusal("name = \"é\"\nprobe = \"event\"\n[sweep]\nbackend = [\"é\", 1]\n");
+        assert_eq!(e.line, 4, "{e}");
     }
 }

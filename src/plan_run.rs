@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -110,14 +111,15 @@ fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let path = target.join(dir).join("audiolat");
-    if path.is_file() {
-        return Ok(path);
-    }
     let root = target.parent().map(Path::to_path_buf).unwrap_or_default();
     let manifest = root.join("Cargo.toml");
     let is_source = std::fs::read_to_string(&manifest)
         .map(|t| t.contains("name = \"audiolat\""))
         .unwrap_or(false);
+    if !is_source && path.is_file() {
+        // An installed set of binaries: each run records the commit it was built from.
+        return Ok(path);
+    }
     let build = format!("cargo build --locked --profile {profile} --bin audiolat");
     if !is_source {
         return Err(UsageError(format!(
@@ -127,8 +129,10 @@ fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
         ))
         .into());
     }
+    // From a source tree, cargo builds the profile or finds it up to date, so every
+    // profile runs the same code.
     if !quiet {
-        eprintln!("audiolat run: building the `{profile}` binary ({build}) ...");
+        eprintln!("audiolat run: the `{profile}` binary: {build}");
     }
     let status = Process::new("cargo")
         .args([
@@ -155,6 +159,13 @@ fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
             root.display()
         ))
         .into()),
+        Err(e) if path.is_file() => {
+            eprintln!(
+                "audiolat: warning: cannot run cargo ({e}) to check that {} is built from this source tree; running it as it is (each run records the commit it was built from)",
+                path.display()
+            );
+            Ok(path)
+        }
         Err(e) => Err(UsageError(format!(
             "cannot run cargo to build the `{profile}` binary ({e}): install Rust (scripts/install-deps), or build it with `{build}`"
         ))
@@ -375,16 +386,40 @@ fn run_cell(
     ));
     let log_file = std::fs::File::create(&log)
         .with_context(|| format!("creating the cell's log {}", log.display()))?;
-    let mut child = Process::new(binary)
-        .arg("--db")
+    let mut cmd = Process::new(binary);
+    cmd.arg("--db")
         .arg(&ctx.db_path)
         .args(args)
         .env(PLAN_CELL_ENV, format!("{group}:{}", stored.id))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(log_file)
-        .spawn()
-        .with_context(|| format!("starting {}", binary.display()))?;
+        .stderr(log_file);
+    // The cell runs in its own process group: a terminal's Ctrl-C reaches the runner
+    // only, which passes one SIGINT on (a second one would end the cell at once, before
+    // it keeps what it measured). If the runner dies, the cell is told to stop.
+    // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("the plan runner already exited"));
+            }
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&log);
+            let error = format!("cannot start {}: {e}", binary.display());
+            store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error))?;
+            return Ok(CellOutcome {
+                status: RunStatus::Failed,
+                error: Some(error),
+            });
+        }
+    };
     let started = Instant::now();
     let mut signalled = false;
     let mut last_shown = Instant::now();
@@ -415,9 +450,10 @@ fn run_cell(
         .into_iter()
         .find(|c| c.id == stored.id)
         .expect("the cell is stored");
+    // The run this attempt made (a new attempt starts with none).
     let run = match cell.run_id {
-        Some(id) if cell.attempts > stored.attempts => Some(store.run(id)?),
-        _ => None,
+        Some(id) => Some(store.run(id)?),
+        None => None,
     };
     let last_error = stderr
         .lines()
@@ -425,12 +461,35 @@ fn run_cell(
         .find(|l| l.contains("error"))
         .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
         .map(|l| l.trim().to_string());
-    let outcome = match run.filter(|r| r.pid as u32 == child.id()) {
+    let outcome = match run {
+        Some(r) if r.status == RunStatus::Running => {
+            // The process ended without closing its run: stopped (we signalled it) or
+            // it crashed. What the run stored is kept.
+            let (status, why) = if signalled {
+                (
+                    RunStatus::Interrupted,
+                    format!("the plan was stopped and the cell's process ended ({exit})"),
+                )
+            } else {
+                (
+                    RunStatus::Failed,
+                    format!(
+                        "the cell's process ended ({exit}) without closing its run{}",
+                        last_error
+                            .as_ref()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ),
+                )
+            };
+            store.close_abandoned_run(r.id, status, &why)?;
+            CellOutcome {
+                status,
+                error: Some(why),
+            }
+        }
         Some(r) => CellOutcome {
-            status: match r.status {
-                RunStatus::Running => RunStatus::Interrupted,
-                s => s,
-            },
+            status: r.status,
             error: r.error.or(if exit.success() { None } else { last_error }),
         },
         None => CellOutcome {
@@ -465,12 +524,28 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     let group = match opts.resume {
         Some(how) => {
             let g = resume_group(&store, plan, how, &planned)?;
+            let mut detail = store.group(g)?.detail;
+            if let Some(pid) = detail["runner_pid"].as_i64() {
+                // SAFETY: signal 0 only checks that the process exists.
+                let alive = pid > 0
+                    && pid != std::process::id() as i64
+                    && unsafe { libc::kill(pid as i32, 0) } == 0;
+                if alive {
+                    return Err(UsageError(format!(
+                        "plan run {g} is being run by process {pid}: wait for it, or stop it (Ctrl-C) and resume"
+                    ))
+                    .into());
+                }
+            }
+            detail["runner_pid"] = json!(std::process::id());
+            store.set_group_detail(g, &detail)?;
             store.reopen_group(g)?;
             g
         }
         None => {
             let mut detail = plan.to_json();
             detail["cells"] = json!(planned.len());
+            detail["runner_pid"] = json!(std::process::id());
             store.create_group("plan", &ctx.command_line, &detail)?
         }
     };
@@ -541,6 +616,11 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
         if !binaries.contains_key(&c.profile) {
             let b = match binary_for(&c.profile, quiet) {
                 Ok(b) => b,
+                Err(_) if ctx.stopped() => {
+                    store.finish_group(group, RunStatus::Interrupted)?;
+                    eprintln!("audiolat run: stopped while building the `{}` binary; plan run {group} kept, --resume {group} continues it", c.profile);
+                    return Ok(ExitCode::from(130));
+                }
                 Err(e) => {
                     store.finish_group(group, RunStatus::Failed)?;
                     return Err(e);
@@ -610,7 +690,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
             quiet_flag,
         );
         progress.show(&cell.key);
-        let outcome = run_cell(
+        let outcome = match run_cell(
             ctx,
             &store,
             group,
@@ -618,7 +698,14 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
             &binaries[&cell.profile],
             &args,
             &mut progress,
-        )?;
+        ) {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = store.finish_plan_cell(cell.id, RunStatus::Failed, Some(&format!("{e:#}")));
+                plan_error = Some(format!("running cell {}: {e:#}", cell.key));
+                break;
+            }
+        };
         match outcome.status {
             RunStatus::Complete => progress.done += 1,
             RunStatus::Interrupted if ctx.stopped() => {}
@@ -645,6 +732,8 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
         .count();
     let status = if complete == cells.len() {
         RunStatus::Complete
+    } else if plan_error.is_some() {
+        RunStatus::Failed
     } else if ctx.stopped() || cells.iter().any(|c| c.status.is_none()) {
         RunStatus::Interrupted
     } else {
@@ -652,16 +741,32 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     };
     store.finish_group(group, status)?;
     let elapsed = progress.started.elapsed();
-    let data = crate::report_data::group(&store, group)?;
-    let report_path = if opts.no_report {
-        None
-    } else {
-        let path = opts.report.clone().unwrap_or_else(|| {
-            crate::report_data::default_path(&ctx.db_path, &format!("plan-{group}"))
-        });
-        std::fs::write(&path, report::html::render(&data))
-            .with_context(|| format!("writing the report {}", path.display()))?;
-        Some(path)
+    let data = match crate::report_data::group(&store, group) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!(
+                "audiolat: warning: reading plan run {group} back for its tables and report: {e:#}"
+            );
+            None
+        }
+    };
+    let report_path = match (&data, opts.no_report) {
+        (Some(data), false) => {
+            let path = opts.report.clone().unwrap_or_else(|| {
+                crate::report_data::default_path(&ctx.db_path, &format!("plan-{group}"))
+            });
+            match std::fs::write(&path, report::html::render(data)) {
+                Ok(()) => Some(path),
+                Err(e) => {
+                    eprintln!(
+                        "audiolat: warning: the report was not written to {}: {e} (`audiolat report group:{group} -o PATH` writes it)",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        }
+        _ => None,
     };
     if opts.json {
         crate::print_json(&json!({
@@ -673,10 +778,12 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
             "failed": failed,
             "elapsed_s": elapsed.as_secs_f64(),
             "report": report_path,
-            "tables": report::paper::tables_json(&data),
+            "tables": data.as_ref().map(report::paper::tables_json),
         }))?;
     } else {
-        print!("{}", report::paper::tables_text(&data));
+        if let Some(d) = &data {
+            print!("{}", report::paper::tables_text(d));
+        }
         println!(
             "\nplan run {group} ({}): {complete} of {} cells complete{} in {}; stored in {}",
             status,

@@ -2837,7 +2837,8 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
             break;
         }
     }
-    // SAFETY: signalling our own child (as a terminal's Ctrl-C would, it and its cell).
+    // SAFETY: signalling our own child. A terminal's Ctrl-C reaches the runner alone
+    // (each cell runs in its own process group), which passes it on to its cell.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_timeout(&mut child, Duration::from_secs(60));
     let mut stdout = String::new();
@@ -2854,6 +2855,17 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
         .map(|c| (c.key.clone(), c.run_id.unwrap()))
         .collect();
     assert!(complete_before.len() >= 3 && complete_before.len() < 8);
+    // The cell that was running when Ctrl-C came closed its run as interrupted, with what
+    // it had measured.
+    for c in before
+        .iter()
+        .filter(|c| c.status == Some(RunStatus::Interrupted))
+    {
+        let r = store
+            .run(c.run_id.expect("the stopped cell's run"))
+            .unwrap();
+        assert_eq!(r.status, RunStatus::Interrupted, "{}", c.key);
+    }
 
     let out = run(&db, &["run", plan.to_str().unwrap(), "--resume", "--quiet"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);

@@ -61,6 +61,16 @@ impl Row {
     }
 }
 
+/// Configuration fields that differ between repeats of one configuration.
+const VOLATILE: [&str; 6] = [
+    "seed",
+    "server",
+    "granted",
+    "repeat",
+    "playback_ports",
+    "capture_port",
+];
+
 fn config_of(cell: &CellData) -> String {
     let axes: Vec<String> = cell
         .axes
@@ -68,16 +78,35 @@ fn config_of(cell: &CellData) -> String {
         .filter(|(k, _)| k.as_str() != "repeat")
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    let probe = cell
-        .run
-        .as_ref()
-        .map(|r| r.record.probe.clone())
-        .unwrap_or_default();
-    if axes.is_empty() {
-        probe
-    } else {
-        format!("{probe} {}", axes.join(" "))
+    let Some(run) = &cell.run else {
+        return axes.join(" ");
+    };
+    let probe = run.record.probe.clone();
+    if !axes.is_empty() {
+        return format!("{probe} {}", axes.join(" "));
     }
+    // Outside a plan, a run's configuration is its settings and load.
+    let mut parts = vec![probe];
+    if let Some(load) = run.record.load["spec"].as_str() {
+        parts.push(format!("load={load}"));
+    }
+    if let Some(config) = run.record.config.as_object() {
+        for (k, v) in config {
+            if VOLATILE.contains(&k.as_str()) || v.is_object() || v.is_array() || v.is_null() {
+                continue;
+            }
+            if k == "load" {
+                continue;
+            }
+            parts.push(format!(
+                "{k}={}",
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            ));
+        }
+    }
+    parts.join(" ")
 }
 
 type Samples = BTreeMap<(String, String, String), (String, Vec<f64>)>;

@@ -266,9 +266,11 @@ type ByBuffer = (Vec<(f64, f64)>, Vec<(f64, f64)>);
 
 fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
     let mut figures = Vec::new();
+    // Complete runs only: an interrupted or failed run's samples stand in the runs table.
     let complete: Vec<(&CellData, &RunData)> = data
         .cells
         .iter()
+        .filter(|c| c.status == Some(results::RunStatus::Complete))
         .filter_map(|c| c.run.as_ref().map(|r| (c, r)))
         .collect();
     // Histograms, merged per group, one plot per metric.

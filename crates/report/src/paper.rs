@@ -156,7 +156,13 @@ pub fn tables(data: &ReportData) -> Vec<PaperTable> {
             .as_object()
             .map(|m| {
                 m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                    .map(|(k, v)| {
+                        let label = match v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        (k.clone(), label)
+                    })
                     .collect()
             })
             .unwrap_or_default();

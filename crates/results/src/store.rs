@@ -455,15 +455,11 @@ impl Store {
                     ))
                 })?;
             if let Some(earlier) = run_id {
-                let pid: i64 =
-                    self.conn
-                        .query_row("SELECT pid FROM run WHERE id = ?1", [earlier], |r| r.get(0))?;
-                if pid == std::process::id() as i64 {
-                    return Err(StoreError::PlanCellTaken {
-                        cell,
-                        run_id: earlier,
-                    });
-                }
+                // This attempt already made its run.
+                return Err(StoreError::PlanCellTaken {
+                    cell,
+                    run_id: earlier,
+                });
             }
             let mut info = info.clone();
             info.group_id = Some(plan_group);
@@ -865,9 +861,41 @@ impl Store {
     /// Marks a cell as being run (one more attempt) before its process starts.
     pub fn start_plan_cell(&self, cell: i64) -> Result<(), StoreError> {
         self.conn.execute(
-            "UPDATE plan_cell SET status = 'running', attempts = attempts + 1, error = NULL
+            "UPDATE plan_cell SET status = 'running', attempts = attempts + 1, error = NULL,
+                run_id = NULL
              WHERE id = ?1",
             [cell],
+        )?;
+        Ok(())
+    }
+
+    /// Closes a run its process left `running` (it died before closing it): sets the
+    /// status and the reason, keeping everything the run stored. Does nothing to a run
+    /// that is closed.
+    pub fn close_abandoned_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run SET status = ?2, ended_at = ?3, error = ?4
+             WHERE id = ?1 AND status = 'running'",
+            params![
+                run_id,
+                status.as_str(),
+                rfc3339_utc(std::time::SystemTime::now()),
+                error
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Replaces a group's detail (a plan run records its runner's pid there).
+    pub fn set_group_detail(&self, group_id: i64, detail: &Value) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run_group SET detail = ?2 WHERE id = ?1",
+            params![group_id, json_text(detail)],
         )?;
         Ok(())
     }
