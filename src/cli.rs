@@ -1023,6 +1023,13 @@ pub struct CompareArgs {
     /// The other: a run id, `last`, or group:ID.
     #[arg(value_parser = parse_subject)]
     pub b: Subject,
+    /// Compare this metric (repeatable; default: each probe's main one, e.g.
+    /// event_latency, wakeup_latency, roundtrip, response_time).
+    #[arg(long, value_name = "METRIC", conflicts_with = "all_metrics")]
+    pub metric: Vec<String>,
+    /// Compare every metric the runs have.
+    #[arg(long)]
+    pub all_metrics: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -1978,7 +1978,14 @@ fn compare(ctx: &Context, a: &cli::CompareArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&ctx.db_path)?;
     let da = report_data::subjects(&store, &[a.a])?;
     let db = report_data::subjects(&store, &[a.b])?;
-    let rows = report::compare::compare(&da, &db);
+    let metrics = if a.all_metrics {
+        Vec::new()
+    } else if a.metric.is_empty() {
+        report::compare::headline_metrics(&da, &db)
+    } else {
+        a.metric.clone()
+    };
+    let rows = report::compare::compare(&da, &db, &metrics);
     if a.json {
         print_json(&report::compare::json(&da.subject, &db.subject, &rows))?;
     } else {

@@ -111,7 +111,7 @@ fn config_of(cell: &CellData) -> String {
 
 type Samples = BTreeMap<(String, String, String), (String, Vec<f64>)>;
 
-fn samples(data: &ReportData) -> Samples {
+fn samples(data: &ReportData, metrics: &[String]) -> Samples {
     let mut out: Samples = BTreeMap::new();
     for c in &data.cells {
         let Some(r) = &c.run else { continue };
@@ -120,7 +120,7 @@ fn samples(data: &ReportData) -> Samples {
         }
         let config = config_of(c);
         for m in &r.measurements {
-            if m.summary.count == 0 {
+            if m.summary.count == 0 || !(metrics.is_empty() || metrics.contains(&m.metric)) {
                 continue;
             }
             for stat in STATISTICS {
@@ -144,12 +144,26 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-/// The rows both sides have, configuration by configuration. When each side is a single
-/// configuration (two runs, or two plan runs of one cell each), they are compared with
-/// each other even if their labels differ.
-pub fn compare(a: &ReportData, b: &ReportData) -> Vec<Row> {
-    let sa = samples(a);
-    let sb = samples(b);
+/// The metrics a comparison shows by default: each run's headline (its probe's main
+/// metric), on either side.
+pub fn headline_metrics(a: &ReportData, b: &ReportData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in a.runs().chain(b.runs()) {
+        if let Some(m) = r.headline() {
+            if !out.contains(&m.metric) {
+                out.push(m.metric.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The rows both sides have, configuration by configuration, for these metrics (all with
+/// an empty list). When each side is a single configuration (two runs, or two plan runs
+/// of one cell each), they are compared with each other even if their labels differ.
+pub fn compare(a: &ReportData, b: &ReportData, metrics: &[String]) -> Vec<Row> {
+    let sa = samples(a, metrics);
+    let sb = samples(b, metrics);
     let configs = |s: &Samples| {
         let mut c: Vec<String> = s.keys().map(|k| k.0.clone()).collect();
         c.dedup();
@@ -244,7 +258,7 @@ pub fn text(a_name: &str, b_name: &str, rows: &[Row]) -> String {
     out.push_str(&t.render());
     let _ = writeln!(
         out,
-        "\nA and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (\"?\": no repeats, so no noise estimate: add repeats to the plan). Maxima are one sample each: their changes say little."
+        "\nA and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (\"?\": no repeats, so no noise estimate: add repeats to the plan). Maxima are one sample each: their changes say little. With many rows, about one in twenty exceeds two standard errors by chance."
     );
     out
 }
@@ -343,13 +357,13 @@ mod tests {
         let a = side(&[5_000_000, 5_100_000, 4_900_000]);
         let far = side(&[8_000_000, 8_100_000, 7_900_000]);
         let near = side(&[5_050_000, 4_950_000, 5_000_000]);
-        let rows = compare(&a, &far);
+        let rows = compare(&a, &far, &[]);
         let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
         assert_eq!(mean.config, "event buffer=128");
         assert!((mean.delta() - 3_000_000.0).abs() < 1e4, "{mean:?}");
         assert_eq!(mean.runs, (3, 3));
         assert_eq!(mean.verdict(), "exceeds noise");
-        let rows = compare(&a, &near);
+        let rows = compare(&a, &near, &["event_latency".to_string()]);
         let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
         assert_eq!(mean.verdict(), "within noise");
         let text = text("A", "B", &rows);
@@ -358,7 +372,9 @@ mod tests {
 
     #[test]
     fn single_runs_compare_with_each_other_and_say_the_noise_is_unknown() {
-        let rows = compare(&side(&[5_000_000]), &side(&[6_000_000]));
+        let (a, b) = (side(&[5_000_000]), side(&[6_000_000]));
+        assert_eq!(headline_metrics(&a, &b), ["event_latency"]);
+        let rows = compare(&a, &b, &headline_metrics(&a, &b));
         let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
         assert_eq!(mean.verdict(), "noise unknown");
         assert!((mean.delta_percent().unwrap() - 20.0).abs() < 0.5);
