@@ -1049,6 +1049,10 @@ pub struct RunsArgs {
     /// At most this many.
     #[arg(long, short = 'n', default_value_t = 20)]
     pub limit: usize,
+    /// List groups (suites, sweeps, plan runs) instead of runs: the ids `report group:N`
+    /// and `compare group:A group:B` take.
+    #[arg(long, conflicts_with_all = ["probe", "status", "group"])]
+    pub groups: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -1678,6 +1678,9 @@ fn resolve(store: &Store, r: RunRef) -> Result<RunRecord> {
 
 fn runs(ctx: &Context, a: &cli::RunsArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&ctx.db_path)?;
+    if a.groups {
+        return groups(&store, a);
+    }
     let list = store.list_runs(&RunFilter {
         probe: a.probe.clone(),
         group_id: a.group,
@@ -1991,5 +1994,64 @@ fn compare(ctx: &Context, a: &cli::CompareArgs) -> Result<ExitCode> {
     } else {
         print!("{}", report::compare::text(&da.subject, &db.subject, &rows));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `audiolat runs --groups`: each group with its kind, name, status and runs.
+fn groups(store: &Store, a: &cli::RunsArgs) -> Result<ExitCode> {
+    let mut rows = Vec::new();
+    for g in store.list_groups(None)?.into_iter().take(a.limit) {
+        let runs = store.list_runs(&RunFilter {
+            group_id: Some(g.id),
+            ..Default::default()
+        })?;
+        let cells = if g.kind == "plan" {
+            let cells = store.plan_cells(g.id)?;
+            let complete = cells
+                .iter()
+                .filter(|c| c.status == Some(RunStatus::Complete))
+                .count();
+            Some((complete, cells.len()))
+        } else {
+            None
+        };
+        rows.push((g, runs.len(), cells));
+    }
+    if a.json {
+        print_json(&json!(rows
+            .iter()
+            .map(|(g, n, cells)| json!({
+                "id": g.id, "kind": g.kind, "name": g.detail["name"], "status": g.status,
+                "started_at": g.started_at, "ended_at": g.ended_at, "runs": n,
+                "cells": cells.map(|(c, t)| json!({"complete": c, "total": t})),
+                "command_line": g.command_line,
+            }))
+            .collect::<Vec<_>>()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("no groups stored yet (a plan, a sweep or `audiolat suite` makes one)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = report::terminal::Table::new(&[
+        "group", "kind", "name", "status", "started", "runs", "cells", "command",
+    ])
+    .left_align(&[1, 2, 3, 4, 7]);
+    for (g, n, cells) in &rows {
+        t.row(vec![
+            g.id.to_string(),
+            g.kind.clone(),
+            g.detail["name"].as_str().unwrap_or("-").to_string(),
+            g.status.to_string(),
+            g.started_at.replace('T', " ").chars().take(19).collect(),
+            n.to_string(),
+            cells
+                .map(|(c, t)| format!("{c}/{t}"))
+                .unwrap_or_else(|| "-".into()),
+            g.command_line.clone(),
+        ]);
+    }
+    print!("{}", t.render());
+    println!("`audiolat report group:N` writes a group's report; `audiolat compare group:A group:B` compares two");
     Ok(ExitCode::SUCCESS)
 }

@@ -3206,6 +3206,17 @@ fn compare_says_whether_a_change_exceeds_the_noise_of_the_repeats() {
     let text = run(&db, &["compare", "2", "6"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("noise unknown"), "{}", text.stdout);
+    // The groups list gives the ids `report` and `compare` take.
+    let groups = run_json(&db, &["runs", "--groups", "--json"]);
+    let groups = groups.as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert_eq!(groups[0]["id"], 2);
+    assert_eq!(groups[0]["kind"], "plan");
+    assert_eq!(groups[0]["name"], "cmp1024");
+    assert_eq!(
+        groups[0]["cells"],
+        serde_json::json!({"complete": 3, "total": 3})
+    );
     let bad = run(&db, &["compare", "group:99", "1"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("no group with id 99"), "{}", bad.stderr);

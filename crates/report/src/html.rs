@@ -253,10 +253,14 @@ fn group_label(data: &ReportData, cell: &CellData) -> String {
     let axes = data.axes();
     match axes.first() {
         Some((name, _)) if name != "repeat" => cell.axes.get(name).cloned().unwrap_or_default(),
+        // Outside a plan: the probe and its load (the suite's idle and loaded runs apart).
         _ => cell
             .run
             .as_ref()
-            .map(|r| r.record.probe.clone())
+            .map(|r| match r.record.load["spec"].as_str() {
+                Some(load) if load != "none" => format!("{} ({load})", r.record.probe),
+                _ => r.record.probe.clone(),
+            })
             .unwrap_or_default(),
     }
 }
@@ -308,10 +312,10 @@ fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
             figures.push((
                 format!(
                     "{metric}, every sample of every run{}, logarithmic count axis.",
-                    if hists.len() > 1 {
-                        ", one line per value of the plan's first axis"
-                    } else {
-                        ""
+                    match (hists.len() > 1, data.plan.is_some()) {
+                        (true, true) => ", one outline per value of the plan's first axis",
+                        (true, false) => ", one outline per probe and load",
+                        _ => "",
                     }
                 ),
                 svg,

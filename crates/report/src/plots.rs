@@ -65,7 +65,20 @@ pub fn binned(h: &LatencyHistogram, lo: f64, hi: f64, bins: usize) -> Vec<(f64, 
         .collect()
 }
 
-/// Histograms (latency in ms, logarithmic count), one line per labelled histogram.
+/// The outline of a histogram: each bin's count across its width, empty bins on the
+/// floor of the logarithmic axis (below 1).
+fn staircase(bins: &[(f64, f64)], width: f64) -> Vec<(f64, f64)> {
+    const FLOOR: f64 = 0.8;
+    let mut out = Vec::with_capacity(bins.len() * 2);
+    for &(centre, count) in bins {
+        let y = if count > 0.0 { count } else { FLOOR };
+        out.push((centre - width / 2.0, y));
+        out.push((centre + width / 2.0, y));
+    }
+    out
+}
+
+/// Histograms (latency in ms, logarithmic count), one outline per labelled histogram.
 pub fn histograms(title: &str, hists: &[(String, &LatencyHistogram)]) -> Option<String> {
     let with_data: Vec<&(String, &LatencyHistogram)> =
         hists.iter().filter(|(_, h)| h.count() > 0).collect();
@@ -80,15 +93,19 @@ pub fn histograms(title: &str, hists: &[(String, &LatencyHistogram)]) -> Option<
     if with_data.is_empty() || hi < lo || hi.is_nan() || lo.is_nan() {
         return None;
     }
-    let hi = if hi > lo { hi } else { lo + 1_000.0 };
+    // A constant sample still gets a bar of some width around it.
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - lo.max(1_000.0) * 0.01, hi + hi.max(1_000.0) * 0.01)
+    };
+    const BINS: usize = 120;
+    let width_ms = (hi - lo) / BINS as f64 / 1e6;
     let series: Vec<XySeries> = with_data
         .iter()
         .map(|(label, h)| XySeries {
             label: label.clone(),
-            points: binned(h, lo, hi, 120)
-                .into_iter()
-                .filter(|(_, c)| *c > 0.0)
-                .collect(),
+            points: staircase(&binned(h, lo, hi, BINS), width_ms),
             lines: true,
         })
         .collect();
