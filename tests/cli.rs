@@ -2856,16 +2856,28 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
         .collect();
     assert!(complete_before.len() >= 3 && complete_before.len() < 8);
     // The cell that was running when Ctrl-C came closed its run as interrupted, with what
-    // it had measured.
+    // it had measured (unless Ctrl-C came before it began one), and no run was left
+    // `running`.
     for c in before
         .iter()
         .filter(|c| c.status == Some(RunStatus::Interrupted))
     {
-        let r = store
-            .run(c.run_id.expect("the stopped cell's run"))
-            .unwrap();
-        assert_eq!(r.status, RunStatus::Interrupted, "{}", c.key);
+        if let Some(id) = c.run_id {
+            assert_eq!(
+                store.run(id).unwrap().status,
+                RunStatus::Interrupted,
+                "{}",
+                c.key
+            );
+        }
     }
+    assert!(store
+        .list_runs(&RunFilter {
+            status: Some(RunStatus::Running),
+            ..Default::default()
+        })
+        .unwrap()
+        .is_empty());
 
     let out = run(&db, &["run", plan.to_str().unwrap(), "--resume", "--quiet"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
