@@ -736,11 +736,12 @@ impl Plan {
 
     /// Every cell, in plan order (outermost axis first, repeats innermost), each checked
     /// by parsing it as a command line and by `check` (the probe's own checks, with no
-    /// side effects). The first cell refused is the error.
-    pub fn cells(
+    /// side effects), with what `check` made of the parsed command line. The first cell
+    /// refused is the error.
+    pub fn cells<T>(
         &self,
-        check: &dyn Fn(&Cli) -> Result<(), String>,
-    ) -> Result<Vec<Cell>, PlanError> {
+        check: &dyn Fn(&Cli) -> Result<T, String>,
+    ) -> Result<Vec<(Cell, T)>, PlanError> {
         let ctx = Ctx {
             file: &self.source,
             text: &self.text,
@@ -771,7 +772,7 @@ impl Plan {
             }
         }
         let mut seen = std::collections::BTreeSet::new();
-        if let Some(dup) = cells.iter().find(|c| !seen.insert(c.key.as_str())) {
+        if let Some((dup, _)) = cells.iter().find(|(c, _)| !seen.insert(c.key.as_str())) {
             return Err(ctx.err(
                 dup.at,
                 format!("two cells have the key `{}`", dup.key),
@@ -795,13 +796,13 @@ impl Plan {
         Ok(cells)
     }
 
-    fn cell(
+    fn cell<T>(
         &self,
         ctx: &Ctx<'_>,
         index: &[usize],
         repeat: u32,
-        check: &dyn Fn(&Cli) -> Result<(), String>,
-    ) -> Result<Cell, PlanError> {
+        check: &dyn Fn(&Cli) -> Result<T, String>,
+    ) -> Result<(Cell, T), PlanError> {
         let mut argv = vec![self.probe.clone()];
         let mut axes = Vec::new();
         let mut profile = "current".to_string();
@@ -858,21 +859,24 @@ impl Plan {
                     ),
                 )
             })?;
-        check(&cli).map_err(|msg| {
+        let checked = check(&cli).map_err(|msg| {
             ctx.err(
                 locate(&msg),
                 format!("cell {key} cannot run: {msg}"),
                 "change the value, or leave this combination out with an [[exclude]]",
             )
         })?;
-        Ok(Cell {
-            key,
-            axes,
-            argv,
-            profile,
-            repeat,
-            at,
-        })
+        Ok((
+            Cell {
+                key,
+                axes,
+                argv,
+                profile,
+                repeat,
+                at,
+            },
+            checked,
+        ))
     }
 
     /// Where a cell's first axis value is, as `file:line`.
@@ -1385,7 +1389,7 @@ reason = "example"
     #[test]
     fn a_plan_expands_outermost_axis_first_without_the_excluded_cells() {
         let plan = Plan::parse(PLAN, "t.toml").unwrap();
-        let cells = plan.cells(&ok).unwrap();
+        let cells: Vec<Cell> = plan.cells(&ok).unwrap().into_iter().map(|c| c.0).collect();
         // 2 x 2 x 2 = 8 combinations, 2 excluded, 2 repeats each.
         assert_eq!(cells.len(), 12);
         assert_eq!(

@@ -4,6 +4,7 @@
 //! current cell and keeps what is stored, and `--resume` that runs only the cells not yet
 //! stored complete.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::os::unix::process::CommandExt;
@@ -12,7 +13,6 @@ use std::process::{Command as Process, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use clap::Parser;
 use engine::jack_server::{JackServer, ServerMode};
 use results::{NewPlanCell, PlanCell, RunStatus, Store};
 use serde_json::json;
@@ -32,7 +32,9 @@ struct Planned {
 
 /// The server a cell's process would start for itself, which the runner starts once for
 /// all the cells that share it: JACK and ALSA's jack PCM on a private server.
-fn server_key(cli: &Cli) -> Option<ServerKey> {
+/// `default_running` asks (once per plan) whether a JACK server answers under the
+/// default name, which `--server auto` cells use instead.
+fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> {
     let (audio, roundtrip) = match &cli.command {
         Command::Event(a) => (&a.audio, false),
         Command::Roundtrip(a) => (&a.audio, true),
@@ -44,13 +46,12 @@ fn server_key(cli: &Cli) -> Option<ServerKey> {
     let private = match audio.server {
         ServerMode::Dummy => true,
         ServerMode::External => false,
-        ServerMode::Auto => {
-            // A running server is what auto means: leave the cells to it.
-            !matches!(
+        ServerMode::Auto => !*default_running.get_or_init(|| {
+            matches!(
                 engine::jack_server::probe(&engine::jack_server::default_server_name()),
                 Ok(Some(_))
             )
-        }
+        }),
     };
     if !private {
         return None;
@@ -72,20 +73,16 @@ fn server_key(cli: &Cli) -> Option<ServerKey> {
 /// The cells in run order: the cells of one server together (first appearance first),
 /// plan order within.
 fn order(plan: &Plan) -> Result<Vec<Planned>> {
-    let cells = plan
-        .cells(&crate::check_plan_cell)
-        .map_err(|e| UsageError(e.to_string()))?;
-    let mut keyed: Vec<Planned> = Vec::with_capacity(cells.len());
-    for cell in cells {
-        let cli = Cli::try_parse_from(
-            std::iter::once("audiolat".to_string()).chain(cell.argv.iter().cloned()),
-        )
-        .map_err(|e| UsageError(crate::plan::clap_message(&e)))?;
-        keyed.push(Planned {
-            server: server_key(&cli),
-            cell,
-        });
-    }
+    let default_running = OnceCell::new();
+    let mut keyed: Vec<Planned> = plan
+        .cells(&|cli| {
+            crate::check_plan_cell(cli)?;
+            Ok(server_key(cli, &default_running))
+        })
+        .map_err(|e| UsageError(e.to_string()))?
+        .into_iter()
+        .map(|(cell, server)| Planned { cell, server })
+        .collect();
     let mut first_seen: Vec<Option<ServerKey>> = Vec::new();
     for p in &keyed {
         if !first_seen.contains(&p.server) {

@@ -82,7 +82,9 @@ mod tests {
                 let plan = crate::plan::Plan::parse(&text, &format!("preset {name}"))
                     .unwrap_or_else(|e| panic!("{e}"));
                 // The probes' own checks need the machine (tools, servers): only clap's here.
-                let cells = plan.cells(&|_| Ok(())).unwrap_or_else(|e| panic!("{e}"));
+                let cells = plan
+                    .cells(&|_| Ok::<(), String>(()))
+                    .unwrap_or_else(|e| panic!("{e}"));
                 assert!(!cells.is_empty());
             }
         }
