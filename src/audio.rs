@@ -141,19 +141,25 @@ pub fn uses_jack_server(audio: &AudioArgs, roundtrip: bool) -> bool {
     match audio.backend {
         BackendName::Jack => true,
         BackendName::Alsa => {
-            let device = audio.device.clone().unwrap_or_else(|| {
-                if has_sound_card() {
-                    "default".into()
-                } else if roundtrip {
-                    "loop".into()
-                } else {
-                    "jack".into()
-                }
-            });
+            let device = alsa_device(audio, roundtrip);
             device == "jack" || device == "loop"
         }
         BackendName::Virtual => false,
     }
+}
+
+/// The ALSA device: `--device`, else `default` when there is a sound card, else the
+/// jack PCM (`loop` for a round trip: the jack PCM through audiolat's software loop).
+fn alsa_device(audio: &AudioArgs, roundtrip: bool) -> String {
+    audio.device.clone().unwrap_or_else(|| {
+        if has_sound_card() {
+            "default".into()
+        } else if roundtrip {
+            "loop".into()
+        } else {
+            "jack".into()
+        }
+    })
 }
 
 /// The checks a set-up makes before it starts anything: options that belong to another
@@ -306,16 +312,7 @@ pub fn setup(
             }
         }
         BackendName::Alsa => {
-            let roundtrip = matches!(purpose, Purpose::Roundtrip { .. });
-            let device = audio.device.clone().unwrap_or_else(|| {
-                if has_sound_card() {
-                    "default".into()
-                } else if roundtrip {
-                    "loop".into()
-                } else {
-                    "jack".into()
-                }
-            });
+            let device = alsa_device(audio, matches!(purpose, Purpose::Roundtrip { .. }));
             let rate = audio.rate.unwrap_or(48_000);
             let period = period.unwrap_or(256);
             let mut config = AlsaConfig {

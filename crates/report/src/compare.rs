@@ -287,8 +287,6 @@ pub fn json(a_name: &str, b_name: &str, rows: &[Row]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::RunData;
-    use results::model::{Machine, RunRecord, ToolInfo};
     use results::{LatencyHistogram, Measurement, RunStatus};
 
     fn cell(repeat: u32, values: &[u64]) -> CellData {
@@ -306,38 +304,16 @@ mod tests {
             profile: "current".into(),
             status: Some(RunStatus::Complete),
             error: None,
-            run: Some(RunData {
-                record: RunRecord {
-                    id: 1,
-                    group_id: None,
-                    probe: "event".into(),
-                    status: RunStatus::Complete,
-                    started_at: String::new(),
-                    ended_at: None,
-                    duration_s: None,
-                    started_mono_ns: 0,
-                    pid: 1,
-                    machine: Machine::default(),
-                    tool: ToolInfo::default(),
-                    command_line: String::new(),
-                    config: json!({}),
-                    load: json!({}),
-                    qos_requested: json!({}),
-                    qos_granted: json!({}),
-                    flags: json!({}),
-                    result: json!({}),
-                    error: None,
-                },
-                measurements: vec![Measurement::from_histogram(
+            run: Some(crate::data::test_run(
+                "event",
+                json!({}),
+                vec![Measurement::from_histogram(
                     "event",
                     "event_latency",
                     "m",
                     h,
                 )],
-                series: Vec::new(),
-                event_counts: Vec::new(),
-                triggers: Vec::new(),
-            }),
+            )),
         }
     }
 

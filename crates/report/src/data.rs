@@ -195,3 +195,36 @@ impl ReportData {
             })
     }
 }
+
+/// A complete run of `probe` with this result and these measurements, for tests.
+#[cfg(test)]
+pub(crate) fn test_run(probe: &str, result: Value, measurements: Vec<Measurement>) -> RunData {
+    use results::model::{Machine, ToolInfo};
+    RunData {
+        record: RunRecord {
+            id: 1,
+            group_id: Some(1),
+            probe: probe.into(),
+            status: RunStatus::Complete,
+            started_at: String::new(),
+            ended_at: None,
+            duration_s: None,
+            started_mono_ns: 0,
+            pid: 1,
+            machine: Machine::default(),
+            tool: ToolInfo::default(),
+            command_line: String::new(),
+            config: serde_json::json!({}),
+            load: serde_json::json!({}),
+            qos_requested: serde_json::json!({}),
+            qos_granted: serde_json::json!({}),
+            flags: serde_json::json!({}),
+            result,
+            error: None,
+        },
+        measurements,
+        series: Vec::new(),
+        event_counts: Vec::new(),
+        triggers: Vec::new(),
+    }
+}

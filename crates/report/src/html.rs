@@ -223,14 +223,7 @@ fn table_html(t: &PaperTable) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table>\n");
-    let mut notes: Vec<String> = t
-        .rows
-        .iter()
-        .flat_map(|(_, c)| c.iter().filter_map(|x| x.note.clone()))
-        .filter(|n| n != "not in this plan")
-        .collect();
-    notes.sort();
-    notes.dedup();
+    let notes = t.notes();
     if !notes.is_empty() {
         let _ = writeln!(
             out,

@@ -63,6 +63,20 @@ impl PaperTable {
             .collect()
     }
 
+    /// Why cells are empty, each reason once (cells the plan has no combination for
+    /// need none).
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .rows
+            .iter()
+            .flat_map(|(_, c)| c.iter().filter_map(|x| x.note.clone()))
+            .filter(|n| n != "not in this plan")
+            .collect();
+        notes.sort();
+        notes.dedup();
+        notes
+    }
+
     /// Formats a value with the table's digits.
     pub fn fmt(&self, v: f64) -> String {
         format!("{v:.*}", self.digits)
@@ -345,15 +359,7 @@ pub fn tables_text(data: &ReportData) -> String {
             table.row(row);
         }
         out.push_str(&table.render());
-        let mut notes: Vec<String> = t
-            .rows
-            .iter()
-            .flat_map(|(_, c)| c.iter().filter_map(|x| x.note.clone()))
-            .filter(|n| n != "not in this plan")
-            .collect();
-        notes.sort();
-        notes.dedup();
-        for n in notes {
+        for n in t.notes() {
             let _ = writeln!(out, "  -: {n}");
         }
     }
@@ -390,37 +396,14 @@ pub fn tables_json(data: &ReportData) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::model::{Machine, RunRecord, ToolInfo};
     use results::RunStatus;
 
     fn run(latency_ms: f64) -> crate::data::RunData {
-        crate::data::RunData {
-            record: RunRecord {
-                id: 1,
-                group_id: Some(1),
-                probe: "event".into(),
-                status: RunStatus::Complete,
-                started_at: String::new(),
-                ended_at: None,
-                duration_s: None,
-                started_mono_ns: 0,
-                pid: 1,
-                machine: Machine::default(),
-                tool: ToolInfo::default(),
-                command_line: String::new(),
-                config: json!({}),
-                load: json!({}),
-                qos_requested: json!({}),
-                qos_granted: json!({}),
-                flags: json!({}),
-                result: json!({"latency_ms": {"mean": latency_ms}, "underruns": {"steady": 1}}),
-                error: None,
-            },
-            measurements: Vec::new(),
-            series: Vec::new(),
-            event_counts: Vec::new(),
-            triggers: Vec::new(),
-        }
+        crate::data::test_run(
+            "event",
+            json!({"latency_ms": {"mean": latency_ms}, "underruns": {"steady": 1}}),
+            Vec::new(),
+        )
     }
 
     fn cell(backend: &str, buffer: &str, repeat: u32, v: Option<f64>) -> CellData {

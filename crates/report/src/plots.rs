@@ -141,37 +141,36 @@ pub fn xy(
             let mut chart = builder
                 .build_cartesian_2d(x0..x1, (0.8f64..top).log_scale())
                 .ok()?;
-            chart
-                .configure_mesh()
-                .x_desc(x_desc)
-                .y_desc(y_desc)
-                .draw()
-                .ok()?;
-            draw(&mut chart, series)?;
+            draw(&mut chart, x_desc, y_desc, series)?;
         } else {
             let y0 = if y0 > 0.0 && y0 < (y1 - y0) { 0.0 } else { y0 };
             let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).ok()?;
-            chart
-                .configure_mesh()
-                .x_desc(x_desc)
-                .y_desc(y_desc)
-                .draw()
-                .ok()?;
-            draw(&mut chart, series)?;
+            draw(&mut chart, x_desc, y_desc, series)?;
         }
         root.present().ok()?;
     }
     Some(svg)
 }
 
+/// The grid with its axis names, then each series and the legend.
 fn draw<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
     series: &[XySeries],
 ) -> Option<()>
 where
-    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
-    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>
+        + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>
+        + plotters::coord::ranged1d::ValueFormatter<f64>,
 {
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .ok()?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let anno = if s.lines {
