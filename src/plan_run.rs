@@ -390,14 +390,15 @@ fn run_cell(
         .env(PLAN_CELL_ENV, format!("{group}:{}", stored.id))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(log_file);
-    // The cell runs in its own process group: a terminal's Ctrl-C reaches the runner
-    // only, which passes one SIGINT on (a second one would end the cell at once, before
-    // it keeps what it measured). If the runner dies, the cell is told to stop.
-    // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
+        .stderr(log_file)
+        // Its own process group: a terminal's Ctrl-C reaches the runner only, which
+        // passes one SIGINT on (a second one would end the cell at once, before it keeps
+        // what it measured).
+        .process_group(0);
+    // If the runner dies, the cell is told to stop.
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
-            libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
             if libc::getppid() == 1 {
                 return Err(std::io::Error::other("the plan runner already exited"));
