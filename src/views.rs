@@ -835,14 +835,15 @@ pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value
     })
 }
 
-/// A setting holds when its run completed with no under-run, no skipped cycle and a loop
-/// found in its windows.
+/// A setting holds when its run completed with no under-run, no skipped cycle, no step
+/// in the loop's delay (a dropout nobody reported) and a loop found in its windows.
 pub fn holds_without_underruns(r: &crate::runner::RoundtripRun) -> bool {
     let o = &r.outcome;
     r.status == results::RunStatus::Complete
         && o.end == probes::roundtrip::RoundtripEnd::Complete
         && o.xruns == 0
         && o.gaps == 0
+        && o.delay_changes().is_empty()
         && o.measured_frames().count > 0
 }
 

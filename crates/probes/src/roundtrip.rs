@@ -205,6 +205,26 @@ pub struct EstimateRow {
     pub estimate: PhaseEstimate,
 }
 
+/// A step in the loop's delay between two consecutive valid windows: the path dropped or
+/// added samples (e.g. a buffer between audiolat and the device that ran dry and came
+/// back a period later), whether or not the backend reported an under-run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DelayChange {
+    /// The first window at the new delay.
+    pub window: u32,
+    /// When that window was captured, CLOCK_MONOTONIC ns.
+    pub time_ns: u64,
+    /// The delay before, in frames.
+    pub from_frames: f64,
+    /// The delay after, in frames.
+    pub to_frames: f64,
+}
+
+/// Windows closer than this (in frames) read the same delay: the multi-tone estimate's
+/// error is a small fraction of a frame, a path that drops or adds samples moves it by
+/// whole frames.
+pub const DELAY_CHANGE_FRAMES: f64 = 0.5;
+
 /// What the caller gets while the run goes on (about every 20 ms).
 pub struct RoundtripProgress<'a> {
     /// Clicks found (or given up on) since the last call.
@@ -594,7 +614,7 @@ pub fn run(
     backend.stop();
     let end_ns = monotonic_ns();
     let status = backend.status();
-    Ok(RoundtripOutcome {
+    let mut outcome = RoundtripOutcome {
         config: config.clone(),
         info,
         end,
@@ -613,7 +633,15 @@ pub fn run(
         steal: steal.finish(),
         start_ns,
         end_ns,
-    })
+    };
+    for c in outcome.delay_changes() {
+        outcome.events.push(Event {
+            mono_ns: c.time_ns,
+            kind: "delay_change".into(),
+            detail: json!({"window": c.window, "from_frames": c.from_frames, "to_frames": c.to_frames}),
+        });
+    }
+    Ok(outcome)
 }
 
 impl RoundtripOutcome {
@@ -667,6 +695,27 @@ impl RoundtripOutcome {
     /// Statistics of the multi-tone round trip over the valid windows, in frames.
     pub fn measured_frames(&self) -> Stats {
         Stats::of(self.valid().map(|e| e.estimate.delay_frames))
+    }
+
+    /// Every step in the delay between consecutive valid windows (see [`DelayChange`]).
+    pub fn delay_changes(&self) -> Vec<DelayChange> {
+        let mut out = Vec::new();
+        let mut previous: Option<f64> = None;
+        for e in self.valid() {
+            let d = e.estimate.delay_frames;
+            if let Some(p) = previous {
+                if (d - p).abs() > DELAY_CHANGE_FRAMES {
+                    out.push(DelayChange {
+                        window: e.seq,
+                        time_ns: e.time_ns,
+                        from_frames: p,
+                        to_frames: d,
+                    });
+                }
+            }
+            previous = Some(d);
+        }
+        out
     }
 
     /// Statistics of the clicks' onset counts, in frames (wrapped ones left out).
@@ -782,6 +831,19 @@ impl RoundtripOutcome {
         if wrapped > 0 {
             notes.push(format!(
                 "{wrapped} windows read shorter than the reported latency (wrapped) and are left out"
+            ));
+        }
+        let changes = self.delay_changes();
+        if let Some(first) = changes.first() {
+            notes.push(format!(
+                "the loop's delay changed {} time{} during the run (first at window {}: {:.1} -> {:.1} frames) with {} under-run{} reported: the path dropped or added samples, so the windows before and after differ",
+                changes.len(),
+                if changes.len() == 1 { "" } else { "s" },
+                first.window,
+                first.from_frames,
+                first.to_frames,
+                self.xruns,
+                if self.xruns == 1 { "" } else { "s" }
             ));
         }
         if self.blocks_dropped > 0 {
@@ -986,6 +1048,7 @@ impl RoundtripOutcome {
             "windows_unreliable": unreliable,
             "xruns": self.xruns,
             "skipped_cycles": self.gaps,
+            "delay_changes": self.delay_changes().len(),
             "capture_blocks_dropped": self.blocks_dropped,
             "cycle_records_dropped": self.records_dropped,
             "private_server": self.info.server.private,
@@ -1022,6 +1085,10 @@ impl RoundtripOutcome {
             "inverted": self.inverted(),
             "clipped_samples": self.clipped(),
             "windows": self.estimates.len(),
+            "delay_changes": self.delay_changes().iter().map(|c| json!({
+                "window": c.window, "time_ns": c.time_ns,
+                "from_frames": c.from_frames, "to_frames": c.to_frames,
+            })).collect::<Vec<_>>(),
             "cycles": self.cycles,
             "xruns": self.xruns,
             "skipped_cycles": self.gaps,

@@ -83,6 +83,12 @@ fn integer_and_fractional_loops_are_found_to_a_twentieth_of_a_frame_with_no_spre
             "{label}: spread {} frames",
             m.max - m.min
         );
+        // A constant path reads no change of delay.
+        assert!(
+            o.delay_changes().is_empty(),
+            "{label}: {:?}",
+            o.delay_changes()
+        );
         assert!(!o.inverted() && o.clipped() == 0 && !o.no_loop());
         // The study's click count: whole frames, the onset at or just after the delay.
         for i in &o.impulses {
