@@ -1,0 +1,177 @@
+//! Boots the kernel lab's guests (scripts/kernel-lab) once per test binary and hands the
+//! tests what their checks left behind.
+//!
+//! A kernel's checks are the scripts in `tests/lab/<kernel>/` (`stock`: Debian's
+//! `linux-image-amd64`; `rt`: `linux-image-rt-amd64`). One guest boot runs them all, in
+//! name order, in a shared directory on this machine, with `$AUDIOLAT` naming the binary
+//! cargo built; each leaves `<name>.out` (its output) and `<name>.rc` (its exit status),
+//! and whatever files it writes there. Guests boot one at a time: under TCG a guest's
+//! timing is the emulator's, and two guests would share this machine's two CPUs.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// A kernel the lab boots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Debian's stock kernel (PREEMPT_DYNAMIC).
+    Stock,
+    /// Debian's PREEMPT_RT kernel.
+    Rt,
+}
+
+impl Kernel {
+    fn flavour(self) -> &'static str {
+        match self {
+            Kernel::Stock => "amd64",
+            Kernel::Rt => "rt-amd64",
+        }
+    }
+    fn checks(self) -> &'static str {
+        match self {
+            Kernel::Stock => "stock",
+            Kernel::Rt => "rt",
+        }
+    }
+}
+
+/// What one guest's checks left in the shared directory.
+pub struct Guest {
+    pub kernel: Kernel,
+    /// The shared directory (kept for the life of the test binary).
+    pub share: PathBuf,
+    /// The lab's own output (fetching, booting, the checks' names).
+    pub log: String,
+    _dir: tempfile::TempDir,
+}
+
+/// One check's output and exit status.
+pub struct Check {
+    pub name: String,
+    pub out: String,
+    pub rc: i32,
+}
+
+impl Guest {
+    /// A file a check wrote; panics (with the lab's log) when it is missing.
+    pub fn file(&self, name: &str) -> String {
+        std::fs::read_to_string(self.share.join(name)).unwrap_or_else(|e| {
+            panic!(
+                "{:?} guest: {name} is missing ({e}); the lab said:\n{}",
+                self.kernel, self.log
+            )
+        })
+    }
+
+    /// A file a check wrote, parsed as JSON.
+    pub fn json(&self, name: &str) -> serde_json::Value {
+        let text = self.file(name);
+        serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("{:?} guest: {name} is not JSON ({e}):\n{text}", self.kernel)
+        })
+    }
+
+    /// The check `name` (its script's name without `.sh`), which must have run.
+    pub fn check(&self, name: &str) -> Check {
+        let out = self.file(&format!("{name}.out"));
+        let rc = self
+            .file(&format!("{name}.rc"))
+            .trim()
+            .parse()
+            .unwrap_or(-1);
+        Check {
+            name: name.to_string(),
+            out,
+            rc,
+        }
+    }
+
+    /// The check `name`, which must have exited 0.
+    pub fn ok(&self, name: &str) -> Check {
+        let c = self.check(name);
+        assert_eq!(
+            c.rc, 0,
+            "{:?} guest: check {name} exited {}:\n{}",
+            self.kernel, c.rc, c.out
+        );
+        c
+    }
+
+    /// The path of a file in the shared directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.share.join(name)
+    }
+}
+
+/// Whether the lab runs here: x86_64, and not switched off with AUDIOLAT_SKIP_LAB=1 (for
+/// a quick local run; CI runs it).
+pub fn enabled() -> bool {
+    if std::env::var_os("AUDIOLAT_SKIP_LAB").is_some_and(|v| v == "1") {
+        eprintln!("kernel lab skipped: AUDIOLAT_SKIP_LAB=1");
+        return false;
+    }
+    if std::env::consts::ARCH != "x86_64" {
+        eprintln!("kernel lab skipped: it boots amd64 kernels");
+        return false;
+    }
+    true
+}
+
+fn boot(kernel: Kernel) -> Result<Guest, String> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _machine = crate::util::machine_lock();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::Builder::new()
+        .prefix("audiolat-lab-")
+        .tempdir()
+        .expect("temporary directory");
+    let share = dir.path().join("share");
+    std::fs::create_dir(&share).expect("share directory");
+    let out = Command::new(root.join("scripts/kernel-lab"))
+        .args(["--kernel", kernel.flavour(), "--quiet", "--output"])
+        .arg(dir.path().join("guest"))
+        .arg("--share")
+        .arg(&share)
+        .arg("--")
+        .arg(root.join("tests/lab/run-checks"))
+        .arg(crate::util::bin())
+        .arg(root.join("tests/lab").join(kernel.checks()))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running scripts/kernel-lab");
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("{log}");
+    if !out.status.success() {
+        return Err(format!(
+            "scripts/kernel-lab --kernel {} failed ({}):\n{log}{}",
+            kernel.flavour(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
+        ));
+    }
+    Ok(Guest {
+        kernel,
+        share,
+        log,
+        _dir: dir,
+    })
+}
+
+/// The guest of `kernel`, booted (and its checks run) on first use; a boot that failed
+/// fails every test that needs it, without booting again.
+pub fn guest(kernel: Kernel) -> &'static Guest {
+    static STOCK: OnceLock<Result<Guest, String>> = OnceLock::new();
+    static RT: OnceLock<Result<Guest, String>> = OnceLock::new();
+    let cell = match kernel {
+        Kernel::Stock => &STOCK,
+        Kernel::Rt => &RT,
+    };
+    match cell.get_or_init(|| boot(kernel)) {
+        Ok(g) => g,
+        Err(why) => panic!("{why}"),
+    }
+}

@@ -1,0 +1,3 @@
+# The guest: its kernel and sound cards.
+uname -rv
+cat /proc/asound/cards
