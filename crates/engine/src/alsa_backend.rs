@@ -31,8 +31,8 @@
 //! is one period (the frames read were sampled during the period before).
 
 use crate::audio::{
-    AudioError, Backend, CycleRecord, Io, Model, Processor, ServerInfo, StreamInfo, StreamStatus,
-    XrunRecord,
+    AudioError, Backend, CycleRecord, DuplexStart, Io, Model, Processor, ServerInfo, StreamInfo,
+    StreamStatus, XrunRecord,
 };
 use crate::clock::monotonic_ns;
 use crate::rt::{Policy, ThreadRt};
@@ -55,6 +55,15 @@ pub enum SampleFormat {
 }
 
 impl SampleFormat {
+    /// ALSA's name for the format (`FLOAT_LE`, `S32_LE`, `S16_LE`).
+    pub fn alsa_name(self) -> &'static str {
+        match self {
+            SampleFormat::F32 => "FLOAT_LE",
+            SampleFormat::S32 => "S32_LE",
+            SampleFormat::S16 => "S16_LE",
+        }
+    }
+
     fn alsa(self) -> Format {
         match self {
             SampleFormat::F32 => Format::FloatLE,
@@ -149,20 +158,27 @@ pub struct AlsaGranted {
     pub capture_channels: Option<u32>,
     /// Capture and playback are linked (start and stop together).
     pub linked: bool,
+    /// Why they could not be linked (then the capture starts first, the playback just
+    /// after, and the skew between them is measured on every start).
+    pub link_error: Option<String>,
+    /// The access mode: audiolat reads and writes interleaved frames.
+    pub access: &'static str,
 }
 
 impl AlsaGranted {
     /// As JSON, for the run's record.
     pub fn to_json_string(&self) -> String {
         format!(
-            "{{\"rate_hz\":{},\"period_frames\":{},\"buffer_frames\":{},\"format\":\"{}\",\"playback_channels\":{},\"capture_channels\":{},\"linked\":{}}}",
+            "{{\"rate_hz\":{},\"period_frames\":{},\"buffer_frames\":{},\"format\":\"{}\",\"access\":\"{}\",\"playback_channels\":{},\"capture_channels\":{},\"linked\":{},\"link_error\":{}}}",
             self.rate_hz,
             self.period_frames,
             self.buffer_frames,
-            self.format,
+            self.format.alsa_name(),
+            self.access,
             self.playback_channels,
             self.capture_channels.map_or("null".to_string(), |c| c.to_string()),
-            self.linked
+            self.linked,
+            self.link_error.as_ref().map_or("null".to_string(), |e| format!("\"{}\"", e.replace('\\', "\\\\").replace('"', "\\\""))),
         )
     }
 }
@@ -250,6 +266,15 @@ fn alsa_err<'a>(op: &'static str, device: &'a str) -> impl Fn(alsa::Error) -> Au
     }
 }
 
+/// The end of a refusal: the `plughw:` twin of a `hw:` device, which does what `hw:`
+/// cannot (alsa-lib's plug plugin); for other devices, a pointer to one.
+fn plug_hint(device: &str, what: &str) -> String {
+    match device.strip_prefix("hw:") {
+        Some(rest) => format!(": or use --device plughw:{rest} (alsa-lib's plug layer {what})"),
+        None => format!(": or use a plughw: device (alsa-lib's plug layer {what})"),
+    }
+}
+
 /// Sets the hardware parameters; returns (format, channels, rate, period, buffer).
 fn set_hw(
     pcm: &PCM,
@@ -259,8 +284,22 @@ fn set_hw(
 ) -> Result<(SampleFormat, u32, u32, u32, u32), AudioError> {
     let e = |op| alsa_err(op, device);
     let hwp = HwParams::any(pcm).map_err(e("reading the device's parameters"))?;
-    hwp.set_access(Access::RWInterleaved)
-        .map_err(e("asking for interleaved access"))?;
+    if hwp.set_access(Access::RWInterleaved).is_err() {
+        let takes: Vec<&str> = [
+            (Access::RWNonInterleaved, "non-interleaved"),
+            (Access::MMapInterleaved, "mmap interleaved"),
+            (Access::MMapNonInterleaved, "mmap non-interleaved"),
+        ]
+        .into_iter()
+        .filter(|(a, _)| hwp.test_access(*a).is_ok())
+        .map(|(_, n)| n)
+        .collect();
+        return Err(AudioError::BadSetting(format!(
+            "ALSA device `{device}` takes only {} access, and audiolat reads and writes interleaved frames{}",
+            if takes.is_empty() { "other".to_string() } else { takes.join(" or ") },
+            plug_hint(device, "interleaves")
+        )));
+    }
     let format = match format {
         Some(f) => {
             hwp.set_format(f.alsa()).map_err(|_| {
@@ -270,13 +309,14 @@ fn set_hw(
                     .map(|c| c.to_string().to_lowercase())
                     .collect();
                 AudioError::BadSetting(format!(
-                    "--format {}: ALSA device `{device}` does not take it; it takes {}",
+                    "--format {}: ALSA device `{device}` does not take it; it takes {}{}",
                     f.to_string().to_lowercase(),
                     if takes.is_empty() {
-                        "none of float, s32, s16 (use a plughw: device)".to_string()
+                        "none of float, s32, s16".to_string()
                     } else {
                         takes.join(", ")
-                    }
+                    },
+                    plug_hint(device, "converts the format")
                 ))
             })?;
             f
@@ -287,7 +327,8 @@ fn set_hw(
                 .find(|c| hwp.test_format(c.alsa()).is_ok())
                 .ok_or_else(|| {
                     AudioError::BadSetting(format!(
-                        "ALSA device `{device}` takes none of float, s32, s16: use its plughw: device"
+                        "ALSA device `{device}` takes none of float, s32, s16{}",
+                        plug_hint(device, "converts the format")
                     ))
                 })?;
             hwp.set_format(f.alsa())
@@ -307,8 +348,9 @@ fn set_hw(
         .map_err(e("setting the rate"))?;
     if rate != config.sample_rate_hz {
         return Err(AudioError::BadSetting(format!(
-            "--rate {}: ALSA device `{device}` runs {rate} Hz instead: use --rate {rate}, or a plughw: device to resample",
-            config.sample_rate_hz
+            "--rate {}: ALSA device `{device}` runs {rate} Hz instead: use --rate {rate}{}",
+            config.sample_rate_hz,
+            plug_hint(device, "resamples")
         )));
     }
     let period = hwp
@@ -396,17 +438,18 @@ impl AlsaStream {
         let (format, out_ch, rate, period, buffer) =
             set_hw(&playback, &config.device, &config, config.format)?;
         set_sw(&playback, &config.device, period)?;
-        let (capture, in_ch, linked) = match &config.capture_device {
+        let (capture, in_ch, link_error) = match &config.capture_device {
             Some(dev) => {
                 let capture = PCM::new(dev, Direction::Capture, true)
                     .map_err(alsa_err("opening the capture device", dev))?;
                 let (_, ch, _, _, _) = set_hw(&capture, dev, &config, Some(format))?;
                 set_sw(&capture, dev, period)?;
-                let linked = capture.link(&playback).is_ok();
-                (Some(capture), Some(ch), linked)
+                let link_error = capture.link(&playback).err().map(|e| e.to_string());
+                (Some(capture), Some(ch), link_error)
             }
-            None => (None, None, false),
+            None => (None, None, None),
         };
+        let linked = capture.is_some() && link_error.is_none();
         let granted = AlsaGranted {
             rate_hz: rate,
             period_frames: period,
@@ -415,6 +458,8 @@ impl AlsaStream {
             playback_channels: out_ch,
             capture_channels: in_ch,
             linked,
+            link_error,
+            access: "RW_INTERLEAVED",
         };
         let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
         let (xrun_producer, xrun_times) = rtrb::RingBuffer::new(4096);
@@ -525,6 +570,11 @@ enum Step {
     Fail(String),
 }
 
+/// Starts of linked PCMs made, at most, to get their pointers aligned (see
+/// [`DuplexStart`]); a tick falling between two triggers is rare, so a second start
+/// almost always is.
+const MAX_START_ATTEMPTS: u32 = 4;
+
 impl Loop {
     fn classify(&self, e: alsa::Error, what: &str) -> Step {
         match e.errno() {
@@ -534,7 +584,8 @@ impl Loop {
         }
     }
 
-    /// Prepares, prefills with silence and starts both directions.
+    /// Prepares, prefills with silence and starts both directions (in one call when
+    /// linked; else the capture first, then the playback).
     fn restart<S: Sample>(&self, out: &alsa::pcm::IO<'_, S>, silence: &[S]) -> Result<(), String> {
         let _ = self.playback.drop();
         if let Some(c) = &self.capture {
@@ -566,6 +617,76 @@ impl Loop {
             .start()
             .map_err(|e| format!("ALSA start failed: {e}"))?;
         Ok(())
+    }
+
+    /// Capture position minus playback position, in frames, on the first period after a
+    /// start (nothing read or written since the prefill, which filled the buffer): the
+    /// capture's avail is its position, the playback's avail is its position. The
+    /// playback is read before and after the capture, and the reading kept only when it
+    /// did not move in between.
+    fn start_skew(&self) -> Option<i64> {
+        let capture = self.capture.as_ref()?;
+        for _ in 0..8 {
+            let before = self.playback.avail().ok()?;
+            let captured = capture.avail().ok()?;
+            let after = self.playback.avail().ok()?;
+            if before == after {
+                #[allow(clippy::unnecessary_cast)]
+                return Some(captured as i64 - before as i64);
+            }
+        }
+        None
+    }
+
+    /// Waits until a whole period can be read (duplex) or written (playback only).
+    ///
+    /// A partial period is never read: what is missing would then wait for `avail_min`,
+    /// a whole period more, and the playback would run dry meanwhile (a driver whose
+    /// pointer moves in timer ticks, such as snd-aloop, wakes its reader with more than
+    /// a period ready and leaves partial periods behind every time).
+    fn wait_period(&self) -> Step {
+        let pcm = self.capture.as_ref().unwrap_or(&self.playback);
+        let what = if self.capture.is_some() {
+            "capture"
+        } else {
+            "playback"
+        };
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Step::Go;
+            }
+            let step = match pcm.avail_update() {
+                Ok(a) if a as usize >= self.period => return Step::Go,
+                Ok(_) => match pcm.wait(Some(100)) {
+                    Ok(_) => Step::Go,
+                    Err(e) => self.classify(e, what),
+                },
+                Err(e) => self.classify(e, what),
+            };
+            if !matches!(step, Step::Go) {
+                return step;
+            }
+        }
+    }
+
+    /// Reads one period (ready: see [`Loop::wait_period`]).
+    fn read_period<S: Sample>(&self, io: &alsa::pcm::IO<'_, S>, raw: &mut [S]) -> Step {
+        let ch = self.in_channels;
+        let mut got = 0;
+        while got < self.period {
+            match io.readi(&mut raw[got * ch..self.period * ch]) {
+                Ok(n) => got += n,
+                Err(e) => match self.classify(e, "capture read") {
+                    Step::Go => match self.wait_period() {
+                        Step::Go if !self.stop.load(Ordering::Relaxed) => {}
+                        Step::Go => return Step::Go,
+                        other => return other,
+                    },
+                    other => return other,
+                },
+            }
+        }
+        Step::Go
     }
 
     fn run<S: Sample>(mut self, mut runner: CycleRunner, policy: Policy) -> CycleRunner {
@@ -601,6 +722,14 @@ impl Loop {
             self.shared.end(&why);
             return runner;
         }
+        // The latest start, until its first period has been checked.
+        let mut start = Some(DuplexStart {
+            linked: self.linked,
+            skew_frames: None,
+            attempts: 1,
+            starts: 1,
+        });
+        let mut starts: u32 = 1;
         let mut c: u64 = 0;
         let started_ns = monotonic_ns();
         let mut cycles_run: u64 = 0;
@@ -621,59 +750,36 @@ impl Loop {
                 break;
             }
             cycles_run += 1;
-            // Wait for a period: read it, or wait for room.
-            let step = match &input {
-                Some(io) => {
-                    let ch = self.in_channels;
-                    let capture = self
-                        .capture
-                        .as_ref()
-                        .expect("input comes with a capture PCM");
-                    let mut got = 0;
-                    let mut step = Step::Go;
-                    while got < p && !self.stop.load(Ordering::Relaxed) {
-                        match io.readi(&mut in_raw[got * ch..p * ch]) {
-                            Ok(n) => got += n,
-                            Err(e) if e.errno() == libc::EAGAIN => {
-                                if let Err(e) = capture.wait(Some(100)) {
-                                    step = self.classify(e, "capture wait");
-                                }
-                            }
-                            Err(e) => step = self.classify(e, "capture read"),
-                        }
-                        if !matches!(step, Step::Go) {
+            let mut step = self.wait_period();
+            if matches!(step, Step::Go) && self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // The first period of a duplex start: how the two directions stand, and a
+            // fresh start of linked PCMs that a timer tick split.
+            if let (Step::Go, Some(mut s)) = (&step, start) {
+                if self.capture.is_some() {
+                    s.skew_frames = self.start_skew();
+                    if self.linked && s.skew_frames != Some(0) && s.attempts < MAX_START_ATTEMPTS {
+                        if let Err(why) = self.restart(&out, &silence) {
+                            self.shared.end(&why);
                             break;
                         }
+                        s.attempts += 1;
+                        start = Some(s);
+                        continue;
                     }
-                    step
+                    self.shared.note_duplex_start(s);
                 }
-                None => loop {
-                    if self.stop.load(Ordering::Relaxed) {
-                        break Step::Go;
-                    }
-                    match self.playback.avail_update() {
-                        Ok(a) if a as usize >= p => break Step::Go,
-                        Ok(_) => {
-                            if let Err(e) = self.playback.wait(Some(100)) {
-                                let s = self.classify(e, "wait");
-                                if !matches!(s, Step::Go) {
-                                    break s;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            let s = self.classify(e, "avail");
-                            if !matches!(s, Step::Go) {
-                                break s;
-                            }
-                        }
-                    }
-                },
-            };
+                start = None;
+            }
+            if let (Step::Go, Some(io)) = (&step, &input) {
+                step = self.read_period(io, &mut in_raw);
+            }
             match step {
                 Step::Go => {}
                 Step::Xrun => {
-                    self.xrun(&mut c, &out, &silence, &mut xruns);
+                    starts += 1;
+                    start = self.xrun(&mut c, &out, &silence, &mut xruns, starts - 1);
                     continue;
                 }
                 Step::Fail(why) => {
@@ -746,7 +852,10 @@ impl Loop {
             }
             c += 1;
             match failed {
-                Some(Step::Xrun) => self.xrun(&mut c, &out, &silence, &mut xruns),
+                Some(Step::Xrun) => {
+                    starts += 1;
+                    start = self.xrun(&mut c, &out, &silence, &mut xruns, starts - 1);
+                }
                 Some(Step::Fail(why)) => {
                     self.shared.end(&why);
                     break;
@@ -762,14 +871,16 @@ impl Loop {
     }
 
     /// An under-run or over-run: counted with its time, then the stream restarts and its
-    /// position jumps past the lost buffer.
+    /// position jumps past the lost buffer. Returns the new start (the stream's
+    /// `starts + 1`-th), to check on its first period.
     fn xrun<S: Sample>(
         &self,
         c: &mut u64,
         out: &alsa::pcm::IO<'_, S>,
         silence: &[S],
         xruns: &mut rtrb::Producer<u64>,
-    ) {
+        starts: u32,
+    ) -> Option<DuplexStart> {
         self.shared.xruns.fetch_add(1, Ordering::Relaxed);
         let _ = xruns.push(monotonic_ns());
         *c += (self.buffer / self.period) as u64 + 1;
@@ -777,6 +888,12 @@ impl Loop {
             self.shared.end(&why);
             self.stop.store(true, Ordering::SeqCst);
         }
+        Some(DuplexStart {
+            linked: self.linked,
+            skew_frames: None,
+            attempts: 1,
+            starts: starts + 1,
+        })
     }
 }
 

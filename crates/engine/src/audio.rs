@@ -335,6 +335,32 @@ pub struct StreamStatus {
     /// by `assert_no_alloc` when the program installs its `AllocDisabler` (always 0 in
     /// release builds and without that allocator).
     pub alloc_violations: u64,
+    /// A full-duplex push stream (ALSA): how its two directions started the last time
+    /// they did (`None` before the first cycle, and for other streams).
+    pub duplex_start: Option<DuplexStart>,
+}
+
+/// How the capture and playback of a full-duplex device started, measured from their
+/// hardware pointers on the first period after the start.
+///
+/// The round trip through a loop is the frames between the two directions' stream
+/// positions, so it includes any offset between their starts. Linked PCMs
+/// (`snd_pcm_link`) start in one kernel call; even so a driver whose pointers move in
+/// timer ticks (snd-aloop moves by jiffies) can put the tick between the two, and the
+/// loop then reads a tick longer or shorter. audiolat measures the offset (`skew`) and
+/// starts linked PCMs again until it is 0, so the same settings give the same figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DuplexStart {
+    /// The two PCMs were linked and started together.
+    pub linked: bool,
+    /// Capture position minus playback position, in frames, on the first period after
+    /// the start (0: aligned); `None` when the pointers would not hold still long enough
+    /// to read.
+    pub skew_frames: Option<i64>,
+    /// Starts made until the skew was 0 (linked PCMs), or 1.
+    pub attempts: u32,
+    /// Times the stream started: 1, plus one for every restart after an under-run.
+    pub starts: u32,
 }
 
 impl StreamStatus {

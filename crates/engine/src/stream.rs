@@ -8,7 +8,7 @@
 //! atomic counters: no allocation, lock or print. A panic is caught, its message kept
 //! (with a `try_lock`, never a wait) and the stream outputs silence from then on.
 
-use crate::audio::{Cycle, CycleRecord, Io, Processor, StreamStatus, XrunRecord};
+use crate::audio::{Cycle, CycleRecord, DuplexStart, Io, Processor, StreamStatus, XrunRecord};
 use crate::clock::monotonic_ns;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,6 +35,8 @@ pub(crate) struct StreamShared {
     panic: Mutex<Option<String>>,
     pub(crate) alloc_violations: AtomicU64,
     xrun_log: Mutex<Vec<XrunRecord>>,
+    /// The latest duplex start (see [`DuplexStart`]), written by the audio thread.
+    duplex_start: Mutex<Option<DuplexStart>>,
 }
 
 impl StreamShared {
@@ -47,6 +49,14 @@ impl StreamShared {
             }
         }
         self.ended_flag.store(true, Ordering::SeqCst);
+    }
+
+    /// Records how a duplex stream started. For a push backend's own thread, between
+    /// cycles (never waits: a reader holding the lock costs this record, not the cycle).
+    pub(crate) fn note_duplex_start(&self, start: DuplexStart) {
+        if let Ok(mut d) = self.duplex_start.try_lock() {
+            *d = Some(start);
+        }
     }
 
     /// Records an under-run (or over-run) the backend saw now. Not for the audio thread of
@@ -95,6 +105,7 @@ impl StreamShared {
             panic,
             audio_thread: self.audio_thread.get().copied(),
             alloc_violations: self.alloc_violations.load(Ordering::Relaxed),
+            duplex_start: self.duplex_start.lock().ok().and_then(|d| *d),
         }
     }
 
