@@ -518,7 +518,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     if let Some(p) = &opts.report {
         crate::check_output_path(p, "--report")?;
     }
-    let store = Store::open(&ctx.db_path)?;
+    let store = ctx.open_store()?;
     let group = match opts.resume {
         Some(how) => {
             let g = resume_group(&store, plan, how, &planned)?;

@@ -209,10 +209,28 @@ pub struct RunFilter {
     pub limit: Option<usize>,
 }
 
+/// How the database keeps its transactions safe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Journal {
+    /// SQLite's write-ahead log: readers (`audiolat runs`) go on while a probe writes.
+    Wal,
+    /// A rollback journal, because the file's filesystem cannot share memory between
+    /// processes (9p, some NFS mounts), which the write-ahead log needs; readers wait
+    /// while a probe writes.
+    Rollback {
+        /// SQLite's error for the write-ahead log.
+        reason: String,
+        /// This open turned the database to a rollback journal (it was new, or had a
+        /// write-ahead log): the time to tell the user. Later opens find it so already.
+        switched: bool,
+    },
+}
+
 /// A handle on the results database.
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    journal: Journal,
     /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
     plan_cell: std::cell::Cell<Option<(i64, i64)>>,
 }
@@ -221,6 +239,23 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
     }
+}
+
+/// SQLite's errors for shared memory it could not open, size, lock or map (the WAL index).
+fn is_shared_memory_error(e: &rusqlite::Error) -> bool {
+    const SQLITE_IOERR_SHMOPEN: i32 = 10 | (18 << 8);
+    const SQLITE_IOERR_SHMSIZE: i32 = 10 | (19 << 8);
+    const SQLITE_IOERR_SHMLOCK: i32 = 10 | (20 << 8);
+    const SQLITE_IOERR_SHMMAP: i32 = 10 | (21 << 8);
+    matches!(
+        e.sqlite_error().map(|f| f.extended_code),
+        Some(
+            SQLITE_IOERR_SHMOPEN
+                | SQLITE_IOERR_SHMSIZE
+                | SQLITE_IOERR_SHMLOCK
+                | SQLITE_IOERR_SHMMAP
+        )
+    )
 }
 
 fn json_text(v: &Value) -> String {
@@ -285,9 +320,10 @@ impl Store {
                 "pass --db with a path to a writable SQLite file",
             )
         })?;
-        let store = Store {
+        let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
         };
         store.configure()?;
@@ -310,17 +346,76 @@ impl Store {
         &self.path
     }
 
-    fn configure(&self) -> Result<(), StoreError> {
+    /// How the database journals: the write-ahead log, or a rollback journal where the
+    /// filesystem cannot carry the log's shared memory (say so to the user once).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    fn configure(&mut self) -> Result<(), StoreError> {
+        let unusable = |e: rusqlite::Error| StoreError::Open {
+            path: self.path.clone(),
+            reason: format!("not a usable SQLite database ({e})"),
+            fix: "pass --db with a new file name".into(),
+        };
         self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // WAL lets `audiolat runs` read while a probe writes.
-        let _: String = self
+        // A database that has data and a rollback journal already fell back before (or
+        // was made so elsewhere): falling back again is nothing new to report.
+        let had_rollback = std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0)
+            && self
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+                .is_ok_and(|m| m == "delete");
+        // WAL lets `audiolat runs` read while a probe writes. Its index lives in shared
+        // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: the
+        // first read then fails with an I/O error.
+        let wal = self
             .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| StoreError::Open {
-                path: self.path.clone(),
-                reason: format!("not a usable SQLite database ({e})"),
-                fix: "pass --db with a new file name".into(),
-            })?;
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            .and_then(|_| {
+                self.conn
+                    .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                        r.get::<_, i64>(0)
+                    })
+            });
+        match wal {
+            Ok(_) => {}
+            Err(e) if is_shared_memory_error(&e) => {
+                // A fresh connection in exclusive locking mode keeps the log's index on
+                // its heap, so it can read a database left in WAL mode and turn it into
+                // one with a rollback journal; normal locking comes back after. The
+                // first connection goes first: it holds the file's locks.
+                drop(std::mem::replace(
+                    &mut self.conn,
+                    Connection::open_in_memory()?,
+                ));
+                let conn = Connection::open(&self.path).map_err(unusable)?;
+                conn.busy_timeout(std::time::Duration::from_secs(5))?;
+                conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")?;
+                let mode: String = conn
+                    .query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))
+                    .map_err(unusable)?;
+                conn.execute_batch(
+                    "PRAGMA locking_mode=NORMAL; SELECT count(*) FROM sqlite_master;",
+                )
+                .map_err(unusable)?;
+                if mode != "delete" {
+                    return Err(StoreError::Open {
+                        path: self.path.clone(),
+                        reason: format!(
+                            "its filesystem cannot map SQLite's shared memory ({e}), and the database stayed in {mode} mode"
+                        ),
+                        fix: "pass --db with a path on a local filesystem".into(),
+                    });
+                }
+                self.conn = conn;
+                self.journal = Journal::Rollback {
+                    reason: e.to_string(),
+                    switched: !had_rollback,
+                };
+            }
+            Err(e) => return Err(unusable(e)),
+        }
         self.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(())
     }
