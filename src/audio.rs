@@ -19,6 +19,8 @@ pub enum Purpose<'a> {
     Event {
         /// Ports, loopback and MIDI for JACK.
         jack: &'a JackConfig,
+        /// ALSA: the capture device that hears the output (`--loopback`).
+        loopback_device: Option<&'a String>,
     },
     /// The round trip: a loop.
     Roundtrip {
@@ -168,7 +170,7 @@ fn alsa_device(audio: &AudioArgs, roundtrip: bool) -> String {
 pub fn check_options(audio: &AudioArgs, purpose: &Purpose<'_>) -> anyhow::Result<()> {
     // Options that belong to another backend.
     let jack_ports_given = match purpose {
-        Purpose::Event { jack } => !jack.playback.is_empty() || jack.capture.is_some(),
+        Purpose::Event { jack, .. } => !jack.playback.is_empty() || jack.capture.is_some(),
         Purpose::Roundtrip {
             playback, capture, ..
         } => !playback.is_empty() || capture.is_some(),
@@ -253,7 +255,7 @@ pub fn setup(
         BackendName::Jack => {
             let server = jack_server(audio, first, audio.rate, period)?;
             match purpose {
-                Purpose::Event { jack } => {
+                Purpose::Event { jack, .. } => {
                     engine::jack_backend::check_ports(server.info(), jack, "--loopback")
                         .map_err(|e| usage(e.to_string()))?;
                     Ok(Setup {
@@ -350,12 +352,17 @@ pub fn setup(
                 }
                 server = Some(s);
             }
-            if let Purpose::Roundtrip { capture_device, .. } = purpose {
-                config.capture_device = Some(
-                    capture_device
-                        .cloned()
-                        .unwrap_or_else(|| config.device.clone()),
-                );
+            match purpose {
+                Purpose::Roundtrip { capture_device, .. } => {
+                    config.capture_device = Some(
+                        capture_device
+                            .cloned()
+                            .unwrap_or_else(|| config.device.clone()),
+                    );
+                }
+                Purpose::Event {
+                    loopback_device, ..
+                } => config.capture_device = loopback_device.cloned(),
             }
             // Open once now: a device or period the device refuses is refused here.
             drop(AlsaStream::open(config.clone()).map_err(|e| usage(e.to_string()))?);

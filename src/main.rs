@@ -299,7 +299,11 @@ fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
                         repeat,
                         jack: engine::jack_backend::JackConfig {
                             playback: a.playback.clone(),
-                            capture: a.loopback.clone(),
+                            // With ALSA, --loopback names a capture device instead.
+                            capture: a
+                                .loopback
+                                .clone()
+                                .filter(|_| a.audio.backend != cli::BackendName::Alsa),
                             midi: (a.trigger == probes::event::TriggerSource::Midi)
                                 .then(|| a.midi_port.clone().unwrap_or_default()),
                             ..Default::default()
@@ -345,6 +349,10 @@ fn event_checks(a: &cli::EventArgs, scratch: &std::path::Path) -> Result<Vec<run
         &a.audio,
         &audio::Purpose::Event {
             jack: &cells[0].jack,
+            loopback_device: a
+                .loopback
+                .as_ref()
+                .filter(|_| a.audio.backend == cli::BackendName::Alsa),
         },
     )?;
     Ok(cells)
@@ -360,6 +368,10 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     let periods = audio::periods(&a.audio);
     let purpose = audio::Purpose::Event {
         jack: &cells[0].jack,
+        loopback_device: a
+            .loopback
+            .as_ref()
+            .filter(|_| a.audio.backend == cli::BackendName::Alsa),
     };
     let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
     check_sweep_server(&first, &periods)?;
@@ -1677,7 +1689,7 @@ fn resolve(store: &Store, r: RunRef) -> Result<RunRecord> {
 }
 
 fn runs(ctx: &Context, a: &cli::RunsArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&ctx.db_path)?;
+    let store = ctx.open_existing_store()?;
     if a.groups {
         return groups(&store, a);
     }
@@ -1711,7 +1723,7 @@ fn runs(ctx: &Context, a: &cli::RunsArgs) -> Result<ExitCode> {
 }
 
 fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&ctx.db_path)?;
+    let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
     let measurements = store.measurements(run.id)?;
     if a.json {
@@ -1740,7 +1752,7 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
         check_output_path(p, "--output")?;
     }
-    let store = Store::open_existing(&ctx.db_path)?;
+    let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
     let measurements = store.measurements(run.id)?;
     let text = match a.format {
@@ -1937,7 +1949,7 @@ fn write_report(ctx: &Context, a: &cli::ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
         check_output_path(p, "--output")?;
     }
-    let store = Store::open_existing(&ctx.db_path)?;
+    let store = ctx.open_existing_store()?;
     let subjects = if a.subjects.is_empty() {
         let latest = store.list_groups(None)?.into_iter().next().ok_or_else(|| {
             UsageError(
@@ -1978,7 +1990,7 @@ fn write_report(ctx: &Context, a: &cli::ReportArgs) -> Result<ExitCode> {
 }
 
 fn compare(ctx: &Context, a: &cli::CompareArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&ctx.db_path)?;
+    let store = ctx.open_existing_store()?;
     let da = report_data::subjects(&store, &[a.a])?;
     let db = report_data::subjects(&store, &[a.b])?;
     let metrics = if a.all_metrics {
@@ -1990,9 +2002,9 @@ fn compare(ctx: &Context, a: &cli::CompareArgs) -> Result<ExitCode> {
     };
     let rows = report::compare::compare(&da, &db, &metrics);
     if a.json {
-        print_json(&report::compare::json(&da.subject, &db.subject, &rows))?;
+        print_json(&report::compare::json(&da, &db, &rows))?;
     } else {
-        print!("{}", report::compare::text(&da.subject, &db.subject, &rows));
+        print!("{}", report::compare::text(&da, &db, &rows));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -60,9 +60,17 @@ impl Context {
     /// begins is filed under the cell.
     pub fn open_store(&self) -> anyhow::Result<Store> {
         let store = Store::open(&self.db_path)?;
+        say_journal_once(&store);
         if let Some((group, cell)) = self.plan_cell {
             store.file_runs_under(group, cell)?;
         }
+        Ok(store)
+    }
+
+    /// Opens an existing results database (for commands that only read or amend).
+    pub fn open_existing_store(&self) -> anyhow::Result<Store> {
+        let store = Store::open_existing(&self.db_path)?;
+        say_journal_once(&store);
         Ok(store)
     }
 
@@ -71,6 +79,24 @@ impl Context {
         match self.db_path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
+        }
+    }
+}
+
+/// Tells the user, once (when the database turns to a rollback journal, and once per
+/// process), that it could not have its write-ahead log and what that changes.
+pub fn say_journal_once(store: &Store) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let results::Journal::Rollback {
+        reason: why,
+        switched: true,
+    } = store.journal()
+    {
+        if !SAID.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "audiolat: {} is on a filesystem that cannot share SQLite's write-ahead log ({why}): using a rollback journal, so readers wait while a probe writes (a local path avoids this)",
+                store.path().display()
+            );
         }
     }
 }
@@ -100,6 +126,26 @@ pub fn load_context(scratch: &Path) -> LoadContext {
 
 /// Marks a run that could not measure as failed with the reason, and returns the error
 /// for the user.
+/// Closes a run that measured something, with its validity flags and the machine's:
+/// `emulated_cpu` when the CPU is emulated (QEMU's TCG, as in the kernel lab), whose
+/// times describe the emulator rather than the hardware.
+fn finish_measured_run(
+    store: &Store,
+    run_id: i64,
+    status: RunStatus,
+    flags: &mut Value,
+    result: &Value,
+    error: Option<&str>,
+) -> Result<(), results::StoreError> {
+    if let Some(f) = flags.as_object_mut() {
+        f.insert(
+            "emulated_cpu".into(),
+            json!(probes::machine::emulated_cpu()),
+        );
+    }
+    store.finish_run(run_id, status, flags, result, error)
+}
+
 fn fail_run<E: std::error::Error + Send + Sync + 'static>(
     store: &Store,
     run_id: i64,
@@ -333,7 +379,14 @@ fn measure_jitter(
     };
     let error = (status == RunStatus::Interrupted)
         .then_some("interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept");
-    store.finish_run(run_id, status, &flags, &outcome.result_json(), error)?;
+    finish_measured_run(
+        store,
+        run_id,
+        status,
+        &mut flags,
+        &outcome.result_json(),
+        error,
+    )?;
     Ok(JitterRun {
         run_id,
         status,
@@ -436,6 +489,8 @@ pub struct EventRun {
     pub load: String,
     /// Validity flags as stored.
     pub flags: Value,
+    /// What an ALSA device granted, when the stream is ALSA's.
+    pub granted: Option<Value>,
     /// Set when the run could not finish: the reason, for the user.
     pub error: Option<String>,
 }
@@ -576,10 +631,11 @@ pub fn event_run(
         outcome.rows.len(),
         run_id,
     );
-    store.finish_run(
+    finish_measured_run(
+        store,
         run_id,
         status,
-        &flags,
+        &mut flags,
         &outcome.result_json(),
         error.as_deref(),
     )?;
@@ -590,6 +646,7 @@ pub fn event_run(
         outcome,
         load: cell.load.to_string(),
         flags,
+        granted: cell.granted.clone(),
         error,
     })
 }
@@ -819,10 +876,11 @@ pub fn roundtrip_run(
         outcome.estimates.len(),
         run_id,
     );
-    store.finish_run(
+    finish_measured_run(
+        store,
         run_id,
         status,
-        &flags,
+        &mut flags,
         &outcome.result_json(),
         error.as_deref(),
     )?;
@@ -1103,10 +1161,11 @@ pub fn net_run(
     } else {
         (RunStatus::Complete, None)
     };
-    store.finish_run(
+    finish_measured_run(
+        store,
         run_id,
         status,
-        &flags,
+        &mut flags,
         &outcome.result_json(),
         error.as_deref(),
     )?;
@@ -1193,7 +1252,7 @@ pub fn net_end_run(
     } else {
         RunStatus::Complete
     };
-    store.finish_run(run_id, status, &flags, &result, error.as_deref())?;
+    finish_measured_run(store, run_id, status, &mut flags, &result, error.as_deref())?;
     Ok(NetEndRun {
         run_id,
         status,

@@ -303,7 +303,22 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         "\nevent latency: {} trigger -> first sample at the DAC, {} backend ({} model), {} Hz",
         first.outcome.config.source, info.backend, info.model, info.sample_rate_hz
     );
-    let _ = writeln!(out, "{}", server_line(server));
+    match &first.granted {
+        Some(granted) if info.backend == "alsa" => {
+            let _ = writeln!(
+                out,
+                "{}",
+                device_line(info, granted, first.outcome.duplex_start)
+            );
+            // The jack PCM's server; a hardware device has none.
+            if server.name != info.client_name {
+                let _ = writeln!(out, "{}", server_line(server));
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "{}", server_line(server));
+        }
+    }
     let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
     let loopback = runs
         .iter()
@@ -539,6 +554,7 @@ pub fn event_json(group: i64, runs: &[crate::runner::EventRun]) -> Value {
             "status": r.status,
             "load": r.load,
             "config": r.outcome.config.to_json(),
+            "granted": r.granted,
             "result": r.outcome.result_json(),
             "flags": r.flags,
             "error": r.error,
@@ -683,6 +699,13 @@ pub fn roundtrip_text(
     } else if let Some(c) = &server.command_line {
         let _ = writeln!(out, "{c}");
     }
+    if let (Some(granted), "alsa") = (&first.cell.granted, info.backend) {
+        let _ = writeln!(
+            out,
+            "{}",
+            device_line(info, granted, first.outcome.duplex_start)
+        );
+    }
     let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
     let mut t = Table::new(&[
         "run",
@@ -815,6 +838,7 @@ pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value
                 "status": r.status,
                 "load": r.cell.load.to_string(),
                 "loop": r.cell.loop_description,
+                "granted": r.cell.granted,
                 "result": o.result_json(),
                 "flags": r.flags,
                 "error": r.error,
@@ -922,6 +946,75 @@ pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
                "xruns": r.outcome.xruns, "skipped_cycles": r.outcome.gaps})
     };
     json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})
+}
+
+/// What an ALSA device granted, for people: the device(s), format, channels, rate,
+/// period and buffer as granted (never as asked), access, and how a duplex pair started.
+pub fn device_line(
+    info: &engine::audio::StreamInfo,
+    granted: &Value,
+    start: Option<engine::audio::DuplexStart>,
+) -> String {
+    let g = |k: &str| {
+        granted[k]
+            .as_u64()
+            .map_or("-".to_string(), |v| v.to_string())
+    };
+    let period = granted["period_frames"].as_u64();
+    let buffer = granted["buffer_frames"].as_u64();
+    let mut line = format!(
+        "device `{}`{}: granted {}, {} channel(s) out{}, {} Hz, period {} frames, buffer {} frames{}, {}",
+        info.client_name,
+        info.capture_port
+            .as_ref()
+            .map(|c| format!(" -> `{c}`"))
+            .unwrap_or_default(),
+        granted["format"].as_str().unwrap_or("-"),
+        g("playback_channels"),
+        granted["capture_channels"]
+            .as_u64()
+            .map(|c| format!(", {c} in"))
+            .unwrap_or_default(),
+        g("rate_hz"),
+        g("period_frames"),
+        g("buffer_frames"),
+        match (period, buffer) {
+            (Some(p), Some(b)) if p > 0 && b % p == 0 => format!(" ({} periods)", b / p),
+            _ => String::new(),
+        },
+        granted["access"].as_str().unwrap_or("-"),
+    );
+    if info.capture_port.is_some() {
+        let skew = |s: &engine::audio::DuplexStart| match s.skew_frames {
+            Some(0) => "aligned".to_string(),
+            Some(f) => format!("capture {f:+} frames from playback"),
+            None => "skew not read".to_string(),
+        };
+        let _ = match (granted["linked"].as_bool(), start) {
+            (Some(true), Some(s)) => write!(
+                line,
+                "; linked, started {} ({} start{}{})",
+                skew(&s),
+                s.attempts,
+                if s.attempts == 1 { "" } else { "s" },
+                if s.starts > 1 {
+                    format!(", {} restarts after under-runs", s.starts - 1)
+                } else {
+                    String::new()
+                }
+            ),
+            (Some(false), s) => write!(
+                line,
+                "; not linked ({}): capture started first, {}",
+                granted["link_error"]
+                    .as_str()
+                    .unwrap_or("the device refused"),
+                s.map_or("skew not read".to_string(), |s| skew(&s))
+            ),
+            _ => Ok(()),
+        };
+    }
+    line
 }
 
 /// The JACK server line of an audio run: name, private command line or external, version.

@@ -31,7 +31,7 @@
 pub use crate::stats::Stats;
 use crate::steal::{StealSampler, StealTimeline};
 use dsp::{Workload, WorkloadKind};
-use engine::audio::{AudioError, Backend, Cycle, Io, Processor, StreamInfo};
+use engine::audio::{AudioError, Backend, Cycle, DuplexStart, Io, Processor, StreamInfo};
 use engine::clock::{monotonic_ns, sleep_until_ns};
 use engine::gpio::{GpioError, GpioLine, GpioSpec};
 use engine::rt::{Policy, ProcessRt, ThreadRt};
@@ -295,6 +295,10 @@ struct EventProcessor {
     scheduled: [Option<Scheduled>; MAX_SCHEDULED],
     awaiting: [Option<Awaiting>; MAX_AWAITING],
     note_end_frame: Option<u64>,
+    /// Capture frames before this position belong to notes whose onset was found (the
+    /// note and a quarter of its length after it): a loop longer than the spacing between
+    /// triggers brings the previous note back while the next one is awaited.
+    heard_until: u64,
     note_frames: u64,
     max_frames: usize,
     threshold: f32,
@@ -492,12 +496,14 @@ impl Processor for EventProcessor {
                 .min();
             if let Some((from, i)) = oldest {
                 let seq = self.awaiting[i].map_or(0, |a| a.seq);
-                let start = from.saturating_sub(first).min(n) as usize;
+                let start = from.max(self.heard_until).saturating_sub(first).min(n) as usize;
                 let threshold = self.threshold * self.workload.onset_amplitude();
                 let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
                 if let Some(g) = found {
                     self.awaiting[i] = None;
-                    let captured_frame = Some(first + (start + g) as u64);
+                    let onset = first + (start + g) as u64;
+                    self.heard_until = onset + self.note_frames + self.note_frames / 4;
+                    let captured_frame = Some(onset);
                     let _ = self.onsets.push(Onset {
                         seq,
                         captured_frame,
@@ -579,6 +585,8 @@ pub struct EventOutcome {
     pub trigger_thread: Option<ThreadRt>,
     /// The audio (process) thread's scheduling, as it read it in its first cycle.
     pub audio_thread: Option<engine::rt::Policy>,
+    /// How a full-duplex ALSA device (with a loopback capture) started.
+    pub duplex_start: Option<DuplexStart>,
     /// Memory lock granted.
     pub memory_locked: bool,
     /// Host steal through the run.
@@ -938,6 +946,7 @@ pub fn run(
         scheduled: [None; MAX_SCHEDULED],
         awaiting: [None; MAX_AWAITING],
         note_end_frame: None,
+        heard_until: 0,
         note_frames: 0,
         max_frames: 0,
         threshold: config.loopback_threshold,
@@ -1078,6 +1087,7 @@ pub fn run(
         alloc_violations: status.alloc_violations,
         trigger_thread: trigger_rt,
         audio_thread: status.audio_thread,
+        duplex_start: status.duplex_start,
         memory_locked,
         steal: steal.finish(),
         start_ns,
@@ -1254,7 +1264,7 @@ impl EventOutcome {
     /// Probe-specific results.
     pub fn result_json(&self) -> Value {
         let ms = 1e-6;
-        let mut out = stream_json(&self.info);
+        let mut out = stream_json(&self.info, self.duplex_start);
         let own = json!({
             "end": match &self.end {
                 EventEnd::Complete => "complete".to_string(),
@@ -1290,9 +1300,15 @@ impl EventOutcome {
 }
 
 /// The stream an audio probe ran on, as stored with its result: backend, model, server,
-/// rate, period, the latencies it reports and its ports.
-pub(crate) fn stream_json(info: &StreamInfo) -> Value {
+/// rate, period, the latencies it reports, its ports, and how a duplex device started.
+pub(crate) fn stream_json(info: &StreamInfo, start: Option<DuplexStart>) -> Value {
     json!({
+        "duplex_start": start.map(|s| json!({
+            "linked": s.linked,
+            "skew_frames": s.skew_frames,
+            "attempts": s.attempts,
+            "starts": s.starts,
+        })),
         "backend": info.backend,
         "model": info.model.to_string(),
         "server": {"name": info.server.name, "private": info.server.private,

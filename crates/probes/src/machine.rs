@@ -98,6 +98,45 @@ fn kernel_config_value(key: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
 }
 
+const DEBUGFS: &str = "/sys/kernel/debug";
+const PREEMPT_FILE: &str = "/sys/kernel/debug/sched/preempt";
+
+/// The PREEMPT_DYNAMIC mode from debugfs. Where debugfs is not mounted and this process
+/// may mount it (root), it is mounted read-only for the reading and unmounted after, so
+/// the machine is left as it was.
+fn debugfs_preempt_mode() -> Option<String> {
+    if let Some(t) = read_trim(PREEMPT_FILE) {
+        return parse_bracketed_mode(&t);
+    }
+    let mounted = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(DEBUGFS));
+    if mounted || !std::path::Path::new(DEBUGFS).is_dir() {
+        return None;
+    }
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in a constant");
+    let (source, target, fstype) = (c("debugfs"), c(DEBUGFS), c("debugfs"));
+    // SAFETY: valid NUL-terminated strings; no data argument. Fails harmlessly (EPERM)
+    // without CAP_SYS_ADMIN.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let mode = read_trim(PREEMPT_FILE).and_then(|t| parse_bracketed_mode(&t));
+    // SAFETY: unmounts what was mounted just above.
+    unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    mode
+}
+
 /// Detects the preemption model from `/sys/kernel/realtime`, debugfs, the kernel
 /// command line, `uname -v` and the kernel's build configuration, in that order of
 /// authority. A PREEMPT_DYNAMIC kernel without `preempt=` runs in its build default.
@@ -109,9 +148,7 @@ pub fn preemption() -> Preemption {
     let dynamic = version.contains("PREEMPT_DYNAMIC")
         || kernel_config_value("CONFIG_PREEMPT_DYNAMIC").as_deref() == Some("y");
     if dynamic {
-        if let Some(mode) =
-            read_trim("/sys/kernel/debug/sched/preempt").and_then(|t| parse_bracketed_mode(&t))
-        {
+        if let Some(mode) = debugfs_preempt_mode() {
             return Preemption::Dynamic(Some(mode), "debugfs");
         }
         let cmdline = read_trim("/proc/cmdline").unwrap_or_default();
@@ -195,6 +232,12 @@ fn cpuid_hypervisor() -> Option<String> {
 #[cfg(not(target_arch = "x86_64"))]
 fn cpuid_hypervisor() -> Option<String> {
     None
+}
+
+/// Whether the CPU is emulated (QEMU's TCG: CPUID's hypervisor signature
+/// `TCGTCGTCGTCG`): every time measured on it describes the emulator, not hardware.
+pub fn emulated_cpu() -> bool {
+    cpuid_hypervisor().as_deref() == Some("QEMU (TCG)")
 }
 
 /// The hypervisor this machine runs under, if it is virtual.

@@ -268,6 +268,8 @@ pub struct RoundtripOutcome {
     pub alloc_violations: u64,
     /// The audio thread's scheduling, as it read it in its first cycle.
     pub audio_thread: Option<engine::rt::Policy>,
+    /// How a full-duplex ALSA device started (linked, the skew between its directions).
+    pub duplex_start: Option<engine::audio::DuplexStart>,
     /// Time in the processor per cycle.
     pub dsp: LatencyHistogram,
     /// Host steal through the run.
@@ -629,6 +631,7 @@ pub fn run(
         records_dropped: status.records_dropped,
         alloc_violations: status.alloc_violations,
         audio_thread: status.audio_thread,
+        duplex_start: status.duplex_start,
         dsp,
         steal: steal.finish(),
         start_ns,
@@ -1064,7 +1067,7 @@ impl RoundtripOutcome {
     pub fn result_json(&self) -> Value {
         let frame_ms = self.frame_ns() * 1e-6;
         let measured = self.measured_frames();
-        let mut out = crate::event::stream_json(&self.info);
+        let mut out = crate::event::stream_json(&self.info, self.duplex_start);
         let own = json!({
             "end": match &self.end {
                 RoundtripEnd::Complete => "complete".to_string(),

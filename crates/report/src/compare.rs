@@ -214,9 +214,44 @@ pub fn compare(a: &ReportData, b: &ReportData, metrics: &[String]) -> Vec<Row> {
     rows
 }
 
+/// The machines a side's runs ran on (kernel, preemption, virtualisation), one line
+/// each, in run order: comparing two kernels is comparing these.
+pub fn machines(data: &ReportData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in data.runs() {
+        let line = crate::terminal::machine_line(&r.record.machine);
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// Whether any run of a side ran on an emulated CPU (QEMU's TCG): its times are the
+/// emulator's, not the hardware's.
+pub fn emulated(data: &ReportData) -> bool {
+    data.runs().any(|r| {
+        r.record
+            .machine
+            .virtualization
+            .as_deref()
+            .is_some_and(|v| v.contains("TCG"))
+    })
+}
+
 /// The comparison as text.
-pub fn text(a_name: &str, b_name: &str, rows: &[Row]) -> String {
-    let mut out = format!("\ncompare A = {a_name} with B = {b_name}\n\n");
+pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
+    let (a_name, b_name) = (&a.subject, &b.subject);
+    let mut out = format!("\ncompare A = {a_name} with B = {b_name}\n");
+    for (side, data) in [("A", a), ("B", b)] {
+        for m in machines(data) {
+            out.push_str(&format!("{side} ran on {m}\n"));
+        }
+    }
+    if emulated(a) || emulated(b) {
+        out.push_str("an emulated CPU (QEMU TCG) ran some of these runs: their times describe the emulator, not hardware\n");
+    }
+    out.push('\n');
     if rows.is_empty() {
         out.push_str("nothing to compare: the two have no configuration and metric in common\n");
         return out;
@@ -264,10 +299,13 @@ pub fn text(a_name: &str, b_name: &str, rows: &[Row]) -> String {
 }
 
 /// The comparison as JSON.
-pub fn json(a_name: &str, b_name: &str, rows: &[Row]) -> Value {
+pub fn json(a: &ReportData, b: &ReportData, rows: &[Row]) -> Value {
     json!({
-        "a": a_name,
-        "b": b_name,
+        "a": a.subject,
+        "b": b.subject,
+        "a_machines": machines(a),
+        "b_machines": machines(b),
+        "emulated": emulated(a) || emulated(b),
         "rows": rows.iter().map(|r| json!({
             "configuration": r.config,
             "metric": r.metric,
@@ -342,8 +380,36 @@ mod tests {
         let rows = compare(&a, &near, &["event_latency".to_string()]);
         let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
         assert_eq!(mean.verdict(), "within noise");
-        let text = text("A", "B", &rows);
+        let text = text(&a, &near, &rows);
         assert!(text.contains("within noise"), "{text}");
+        assert!(
+            text.contains("A ran on ") && text.contains("B ran on "),
+            "{text}"
+        );
+        assert!(!text.contains("emulated"), "{text}");
+    }
+
+    #[test]
+    fn each_side_says_what_it_ran_on_and_an_emulated_cpu_is_named() {
+        let a = side(&[5_000_000]);
+        let mut b = side(&[6_000_000]);
+        for c in &mut b.cells {
+            let m = &mut c.run.as_mut().unwrap().record.machine;
+            m.kernel_release = "6.1.0-56-rt-amd64".into();
+            m.preemption = "PREEMPT_RT".into();
+            m.virtualization = Some("QEMU (TCG)".into());
+        }
+        let rows = compare(&a, &b, &[]);
+        let text = text(&a, &b, &rows);
+        let b_line = text.lines().find(|l| l.starts_with("B ran on ")).unwrap();
+        assert!(
+            b_line.contains("Linux 6.1.0-56-rt-amd64 (PREEMPT_RT)"),
+            "{text}"
+        );
+        assert!(text.contains("an emulated CPU (QEMU TCG)"), "{text}");
+        let v = json(&a, &b, &rows);
+        assert_eq!(v["emulated"], true);
+        assert_eq!(v["b_machines"].as_array().unwrap().len(), 1);
     }
 
     #[test]

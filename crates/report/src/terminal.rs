@@ -320,6 +320,8 @@ pub fn fmt_percentile(s: &Summary, v: f64, unit: &str) -> String {
 /// A run's headline figure as table cells: metric, p50, p99, max (`-` when none).
 pub fn headline_cells(m: Option<&Measurement>) -> [String; 4] {
     match m {
+        // Nothing was measured (no loop found, every note missed): no figure, not 0.
+        Some(m) if m.summary.count == 0 => [m.metric.clone(), "-".into(), "-".into(), "-".into()],
         Some(m) => [
             m.metric.clone(),
             fmt_percentile(&m.summary, m.summary.p50, &m.unit),
@@ -332,7 +334,7 @@ pub fn headline_cells(m: Option<&Measurement>) -> [String; 4] {
 
 /// A machine in one line: host, kernel, preemption, CPUs, virtualisation.
 pub fn machine_line(m: &results::Machine) -> String {
-    format!(
+    let mut line = format!(
         "{}: Linux {} ({}), {} x {}, {}, clocksource {}",
         m.hostname,
         m.kernel_release,
@@ -343,7 +345,14 @@ pub fn machine_line(m: &results::Machine) -> String {
             .as_deref()
             .map_or("bare metal".to_string(), |v| format!("virtual: {v}")),
         m.clocksource
-    )
+    );
+    if m.virtualization
+        .as_deref()
+        .is_some_and(|v| v.contains("TCG"))
+    {
+        line.push_str(" (an emulated CPU: its times describe the emulator, not hardware)");
+    }
+    line
 }
 
 /// One line per run: id, start, probe, status, duration, real-time, the headline figure.
