@@ -3,10 +3,12 @@
 //!
 //! A kernel's checks are the scripts in `tests/lab/<kernel>/` (`stock`: Debian's
 //! `linux-image-amd64`; `rt`: `linux-image-rt-amd64`). One guest boot runs them all, in
-//! name order, in a shared directory on this machine, with `$AUDIOLAT` naming the binary
-//! cargo built; each leaves `<name>.out` (its output) and `<name>.rc` (its exit status),
-//! and whatever files it writes there. Guests boot one at a time: under TCG a guest's
-//! timing is the emulator's, and two guests would share this machine's two CPUs.
+//! name order, in `<kernel>/` of a directory on this machine that every guest shares
+//! (so checks of both kernels can write one database, `../suite.db`), with `$AUDIOLAT`
+//! naming the binary cargo built; each leaves `<name>.out` (its output) and `<name>.rc`
+//! (its exit status), and whatever files it writes there. Guests boot one at a time:
+//! under TCG a guest's timing is the emulator's, and two guests would share this
+//! machine's two CPUs.
 
 #![allow(dead_code)]
 
@@ -41,11 +43,22 @@ impl Kernel {
 /// What one guest's checks left in the shared directory.
 pub struct Guest {
     pub kernel: Kernel,
-    /// The shared directory (kept for the life of the test binary).
+    /// The checks' directory, `<shared>/<kernel>`.
     pub share: PathBuf,
     /// The lab's own output (fetching, booting, the checks' names).
     pub log: String,
-    _dir: tempfile::TempDir,
+}
+
+/// The directory every guest shares (kept for the life of the test binary).
+pub fn shared() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("audiolat-lab-")
+            .tempdir()
+            .expect("temporary directory")
+    })
+    .path()
 }
 
 /// One check's output and exit status.
@@ -125,21 +138,17 @@ fn boot(kernel: Kernel) -> Result<Guest, String> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _machine = crate::util::machine_lock();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::Builder::new()
-        .prefix("audiolat-lab-")
-        .tempdir()
-        .expect("temporary directory");
-    let share = dir.path().join("share");
-    std::fs::create_dir(&share).expect("share directory");
+    let shared = shared();
     let out = Command::new(root.join("scripts/kernel-lab"))
         .args(["--kernel", kernel.flavour(), "--quiet", "--output"])
-        .arg(dir.path().join("guest"))
+        .arg(shared.join(format!("{}.lab", kernel.checks())))
         .arg("--share")
-        .arg(&share)
+        .arg(shared)
         .arg("--")
         .arg(root.join("tests/lab/run-checks"))
         .arg(crate::util::bin())
         .arg(root.join("tests/lab").join(kernel.checks()))
+        .arg(kernel.checks())
         .stdin(std::process::Stdio::null())
         .output()
         .expect("running scripts/kernel-lab");
@@ -155,9 +164,8 @@ fn boot(kernel: Kernel) -> Result<Guest, String> {
     }
     Ok(Guest {
         kernel,
-        share,
+        share: shared.join(kernel.checks()),
         log,
-        _dir: dir,
     })
 }
 

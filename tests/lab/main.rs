@@ -11,7 +11,10 @@
 #[path = "../util/mod.rs"]
 mod util;
 
+mod alsa;
 mod harness;
+mod kernels;
+mod store;
 
 use harness::{enabled, guest, Kernel};
 
