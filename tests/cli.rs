@@ -2044,7 +2044,8 @@ fn alsa_through_the_jack_pcm_runs_event_and_roundtrip_under_load() {
     let granted = &run.config["granted"];
     assert_eq!(granted["period_frames"], 256, "{granted}");
     assert_eq!(granted["buffer_frames"], 768, "{granted}");
-    assert_eq!(granted["format"], "FLOAT");
+    assert_eq!(granted["format"], "FLOAT_LE");
+    assert_eq!(granted["access"], "RW_INTERLEAVED");
     assert_eq!(run.load["spec"], "cpu");
     assert!(
         jackd_pids(&name).is_empty(),
@@ -2126,6 +2127,13 @@ fn alsa_through_the_jack_pcm_runs_event_and_roundtrip_under_load() {
     }
     assert_eq!(run.config["granted"]["period_frames"], 128);
     assert_eq!(run.config["granted"]["capture_channels"], 1);
+    // The jack PCM cannot be linked: it says so, and how the two directions started is
+    // measured instead (their skew read from the pointers on the first period).
+    assert_eq!(r["granted"]["linked"], false, "{}", r["granted"]);
+    assert!(r["granted"]["link_error"].is_string(), "{}", r["granted"]);
+    let start = &result["duplex_start"];
+    assert_eq!(start["linked"], false, "{start}");
+    assert!(start["starts"].as_u64().unwrap() >= 1, "{start}");
     assert!(
         jackd_pids(&name).is_empty(),
         "the private jackd was stopped"
@@ -2163,7 +2171,12 @@ fn alsa_and_backend_bad_input_is_one_line_with_the_fix() {
             "use them with --backend alsa",
         ),
         (
+            // With ALSA, --loopback names the capture device.
             &["event", "--backend", "alsa", "--loopback", "x:y"][..],
+            "`x:y` does not exist",
+        ),
+        (
+            &["event", "--backend", "virtual", "--loopback", "x:y"][..],
             "with --backend jack",
         ),
         (
