@@ -108,6 +108,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 .find(|a| {
                     [
                         "doctor",
+                        "devices",
                         "jitter",
                         "event",
                         "roundtrip",
@@ -172,6 +173,15 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                 print_json(&views::doctor_json(&report))?;
             } else {
                 print!("{}", views::doctor_text(&report));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Devices(a) => {
+            let report = probes::devices::survey();
+            if a.json {
+                print_json(&views::devices_json(&report))?;
+            } else {
+                print!("{}", views::devices_text(&report));
             }
             Ok(ExitCode::SUCCESS)
         }
