@@ -1564,14 +1564,32 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
             let _ = writeln!(out, "ALSA PCM names: {e}");
         }
         None => {
-            let names: Vec<&str> = r.alsa.names.iter().map(|h| h.name.as_str()).collect();
+            // The names of each card's devices (`plughw:CARD=Dummy,DEV=0`) by their
+            // plug-in only; --json lists them all.
+            let mut names: Vec<&str> = Vec::new();
+            let mut per_card: Vec<String> = Vec::new();
+            for h in &r.alsa.names {
+                let parts = engine::alsa_devices::parse_pcm_name(&h.name);
+                if parts.card.is_some() {
+                    if !per_card.contains(&parts.plugin) {
+                        per_card.push(parts.plugin);
+                    }
+                } else {
+                    names.push(&h.name);
+                }
+            }
             let _ = writeln!(
                 out,
-                "ALSA PCM names (aplay -L): {}",
+                "ALSA PCM names (aplay -L): {}{}",
                 if names.is_empty() {
                     "none".to_string()
                 } else {
                     names.join(", ")
+                },
+                if per_card.is_empty() {
+                    String::new()
+                } else {
+                    format!("; for each card: {}", per_card.join(", "))
                 }
             );
         }

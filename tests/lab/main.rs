@@ -11,6 +11,7 @@
 #[path = "../util/mod.rs"]
 mod util;
 
+mod devices;
 mod harness;
 
 use harness::{enabled, guest, Kernel};

@@ -362,14 +362,14 @@ fn read_card(index: u32) -> Card {
                     }
                 })
                 .collect();
-            let mut stream = PcmStream {
+            let stream = PcmStream {
                 direction,
                 subdevices_count: count,
                 subdevices_available: info.get_subdevices_avail(),
                 subdevices,
-                probe: Probe::Failed(String::new()),
+                // Read below, once every subdevice of the card is known.
+                probe: Probe::Failed("not read".into()),
             };
-            stream.probe = probe_device(index, device, direction, &stream);
             match direction {
                 PcmDirection::Playback => d.playback = Some(stream),
                 PcmDirection::Capture => d.capture = Some(stream),
@@ -377,12 +377,41 @@ fn read_card(index: u32) -> Card {
         }
         out.devices.push(d);
     }
+    // Subdevices in use anywhere on the card: a free subdevice with the same number may be
+    // tied to them (snd-aloop's capture subdevice S takes the format and rate of the
+    // playback on S), so what a device accepts is read on another where there is one.
+    let mut in_use: Vec<u32> = out
+        .devices
+        .iter()
+        .flat_map(|d| [&d.playback, &d.capture])
+        .flatten()
+        .flat_map(|s| s.subdevices.iter().filter(|x| x.in_use()).map(|x| x.index))
+        .collect();
+    in_use.sort_unstable();
+    in_use.dedup();
+    for d in &mut out.devices {
+        for stream in [&mut d.playback, &mut d.capture].into_iter().flatten() {
+            stream.probe = probe_device(index, d.device, stream, &in_use);
+        }
+    }
     out
 }
 
-/// Opens `hw:C,D` non-blocking, reads what it accepts and closes it.
-fn probe_device(card: u32, device: u32, direction: PcmDirection, stream: &PcmStream) -> Probe {
-    let name = format!("hw:{card},{device}");
+/// Opens `hw:C,D,S` non-blocking on a free subdevice (one whose number is not in use on
+/// the card where there is one), reads what it accepts and closes it.
+fn probe_device(card: u32, device: u32, stream: &PcmStream, in_use_on_card: &[u32]) -> Probe {
+    let direction = stream.direction;
+    let mut free: Vec<u32> = stream
+        .subdevices
+        .iter()
+        .filter(|s| !s.in_use())
+        .map(|s| s.index)
+        .collect();
+    free.sort_by_key(|s| (in_use_on_card.contains(s), *s));
+    let name = match free.first() {
+        Some(s) if stream.subdevices_count > 1 => format!("hw:{card},{device},{s}"),
+        _ => format!("hw:{card},{device}"),
+    };
     let pcm = match PCM::new(&name, direction.alsa(), true) {
         Ok(pcm) => pcm,
         Err(e) if e.errno() == libc::EBUSY => {
@@ -407,9 +436,10 @@ fn probe_device(card: u32, device: u32, direction: PcmDirection, stream: &PcmStr
 }
 
 fn read_caps(hwp: &HwParams<'_>) -> HwCaps {
+    // Not SND_PCM_FORMAT_UNKNOWN (-1): alsa-lib asserts on a format outside its mask.
     let formats = Format::all()
         .iter()
-        .filter(|f| hwp.test_format(**f).is_ok())
+        .filter(|f| **f as i32 >= 0 && hwp.test_format(**f).is_ok())
         .filter_map(|f| format_name(*f))
         .collect();
     let access = Access::all()
@@ -683,21 +713,21 @@ mod tests {
 
     #[test]
     fn a_running_subdevice_names_its_owner() {
-        // /proc/asound/card0/pcm0p/sub0/status while `aplay -D hw:Loopback,0,0` plays
-        // (Linux 6.1, snd-aloop).
+        // /proc/asound/card0/pcm0p/sub0/status while `aplay -D hw:Loopback,0,0 -f S16_LE
+        // -r 48000 -c 2 /dev/zero` plays (Debian's 6.1.0-56-amd64, snd-aloop, kernel lab).
         let text = "state: RUNNING\n\
-                    owner_pid   : 1234\n\
-                    trigger_time: 14.358209458\n\
-                    tstamp      : 15.603520283\n\
-                    delay       : 5461\n\
-                    avail       : 16387\n\
-                    avail_max   : 16387\n\
+                    owner_pid   : 149\n\
+                    trigger_time: 18.924619913\n\
+                    tstamp      : 0.000000000\n\
+                    delay       : 23232\n\
+                    avail       : 768\n\
+                    avail_max   : 18000\n\
                     -----\n\
-                    hw_ptr      : 59730\n\
-                    appl_ptr    : 65191\n";
+                    hw_ptr      : 97152\n\
+                    appl_ptr    : 120384\n";
         let s = parse_pcm_status(text);
         assert_eq!(s.state.as_deref(), Some("RUNNING"));
-        assert_eq!(s.owner_pid, Some(1234));
+        assert_eq!(s.owner_pid, Some(149));
         // A kernel without the owner line, or an owner of 0, names nobody.
         let s = parse_pcm_status("state: PREPARED\nowner_pid   : 0\n");
         assert_eq!(s.state.as_deref(), Some("PREPARED"));
