@@ -12,7 +12,8 @@ arecord -D hw:Loopback,1,0 --dump-hw-params -d 1 /dev/null > arecord-loopback.du
 args=$(sed -n 's/.*"args": "\(--backend alsa --device hw:Loopback,0,0\)".*/\1/p' devices.json | head -1)
 echo "suggested: $args"
 # shellcheck disable=SC2086
-"$AUDIOLAT" --db suggested.db event $args --triggers 3 --quiet > suggested.txt 2>&1
+# (the database off the shared directory: SQLite's WAL needs shared memory 9p lacks)
+"$AUDIOLAT" --db /tmp/suggested.db event $args --triggers 3 --quiet > suggested.txt 2>&1
 echo $? > suggested.rc
 # Busy: aplay plays on hw:Loopback,0,0 until killed.
 aplay -D hw:Loopback,0,0 -f S16_LE -r 48000 -c 2 /dev/zero 2> busy-aplay.err &
@@ -25,7 +26,7 @@ echo "$holder" > busy.pid
 cat /proc/asound/Loopback/pcm0p/sub0/status
 "$AUDIOLAT" devices --json > busy.json
 "$AUDIOLAT" devices
-"$AUDIOLAT" --db busy.db event --backend alsa --device hw:Loopback,0,0 --triggers 1 > busy-event.txt 2>&1
+"$AUDIOLAT" --db /tmp/busy.db event --backend alsa --device hw:Loopback,0,0 --triggers 1 > busy-event.txt 2>&1
 echo $? > busy-event.rc
 kill "$holder"
 wait "$holder"
