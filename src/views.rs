@@ -1478,6 +1478,8 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
             "audiolat formats",
         ])
         .left_align(&[1, 2, 9]);
+        // (what a stream takes, the streams that take it), and subdevices in use.
+        let mut formats: Vec<(String, Vec<String>)> = Vec::new();
         let mut notes = Vec::new();
         for d in &card.devices {
             let pcm = format!("hw:{},{}", card.id, d.device);
@@ -1513,12 +1515,17 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
                                 ours.join(" ")
                             },
                         ]);
-                        notes.push(format!(
-                            "  {pcm} {}: formats {}; access {}",
-                            s.direction.name(),
+                        let takes = format!(
+                            "formats {}; access {}",
                             c.formats.join(" "),
                             c.access.join(" ")
-                        ));
+                        );
+                        match formats.iter_mut().find(|(t, _)| *t == takes) {
+                            Some((_, who)) => who.push(format!("{pcm} {}", s.direction.name())),
+                            None => {
+                                formats.push((takes, vec![format!("{pcm} {}", s.direction.name())]))
+                            }
+                        }
                     }
                     Probe::Busy(holders) => {
                         let who: Vec<String> = holders.iter().map(|h| h.to_string()).collect();
@@ -1548,6 +1555,14 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
             }
         }
         out.push_str(&t.render());
+        let streams: usize = formats.iter().map(|(_, who)| who.len()).sum();
+        for (takes, who) in formats {
+            if who.len() == streams && streams > 1 {
+                let _ = writeln!(out, "  every device: {takes}");
+            } else {
+                let _ = writeln!(out, "  {}: {takes}", who.join(", "));
+            }
+        }
         for n in notes {
             let _ = writeln!(out, "{n}");
         }
