@@ -1529,6 +1529,7 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
                     }
                     Probe::Busy(holders) => {
                         let who: Vec<String> = holders.iter().map(|h| h.to_string()).collect();
+                        row.extend(std::iter::repeat_n("-".to_string(), 5));
                         row.push(format!(
                             "busy: {}",
                             if who.is_empty() {
@@ -1538,7 +1539,10 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
                             }
                         ));
                     }
-                    Probe::Failed(why) => row.push(format!("not readable: {why}")),
+                    Probe::Failed(why) => {
+                        row.extend(std::iter::repeat_n("-".to_string(), 5));
+                        row.push(format!("not readable: {why}"));
+                    }
                 }
                 t.row(row);
                 for sub in s.subdevices.iter().filter(|x| x.in_use()) {
