@@ -159,7 +159,9 @@ fn devices_lists_the_lab_cards_as_aplay_and_arecord_see_them() {
     assert_eq!(
         g.file("suggested.rc").trim(),
         "0",
-        "the suggested flags did not run:\n{out}"
+        "the suggested flags did not run ({}):\n{}\n{out}",
+        g.file("suggested.tries").trim(),
+        g.file("suggested.txt")
     );
 }
 
