@@ -222,26 +222,24 @@ fn card_suggestions(card: &Card, out: &mut Vec<Suggestion>) {
                 .find(|d| d.device == device)
                 .and_then(|d| d.stream(direction))
         };
-        if let (Some(p), Some(c)) = (
-            free(0, PcmDirection::Playback),
-            free(1, PcmDirection::Capture),
-        ) {
+        let looped = [(0, 1), (1, 0)].into_iter().find_map(|(from, to)| {
+            let p = free(from, PcmDirection::Playback)?;
+            let c = free(to, PcmDirection::Capture)?;
             let sub = p.subdevices.iter().map(|s| s.index).find(|s| {
                 p.subdevices.iter().any(|x| x.index == *s && !x.in_use())
                     && c.subdevices.iter().any(|x| x.index == *s && !x.in_use())
-            });
-            if let Some(sub) = sub {
-                out.push(loop_suggestion(
-                    card,
-                    format!(
-                        "round trip through snd-aloop's loop (card {} device 0 plays into device 1)",
-                        card.id
-                    ),
-                    (0, p, sub),
-                    (1, c, sub),
-                ));
-            }
-        }
+            })?;
+            Some(loop_suggestion(
+                card,
+                format!(
+                    "round trip through snd-aloop's loop (card {} device {from} plays into device {to})",
+                    card.id
+                ),
+                (from, p, sub),
+                (to, c, sub),
+            ))
+        });
+        out.extend(looped);
     } else if driver != "Dummy" {
         // Any other card: a device that plays and records, closed by a cable.
         let both = card.devices.iter().find_map(|d| {
@@ -485,10 +483,11 @@ mod tests {
         assert_eq!(args(&r), ["--backend virtual"]);
     }
 
-    #[test]
-    fn the_loopback_card_is_played_and_looped_on_a_free_subdevice() {
+    /// snd-aloop's card: two devices of `subs` subdevices each way, subdevice 0 of
+    /// device 0's playback in use by another program.
+    fn loopback_playing_on_0_0_0(subs: u32) -> Card {
         let all = caps(&["S16_LE", "S32_LE", "FLOAT_LE"], &[8000, 44100, 48000]);
-        let loopback = card(
+        card(
             "Loopback",
             "Loopback",
             (0..2)
@@ -496,22 +495,35 @@ mod tests {
                     device: d,
                     id: Some("Loopback PCM".into()),
                     name: Some("Loopback PCM".into()),
-                    // Subdevice 0 of device 0 is playing (another program has it).
                     playback: Some(stream(
                         PcmDirection::Playback,
-                        8,
+                        subs,
                         if d == 0 { &[0] } else { &[] },
                         all.clone(),
                     )),
-                    capture: Some(stream(PcmDirection::Capture, 8, &[], all.clone())),
+                    capture: Some(stream(PcmDirection::Capture, subs, &[], all.clone())),
                 })
                 .collect(),
-        );
-        let a = args(&report(vec![loopback]));
+        )
+    }
+
+    #[test]
+    fn the_loopback_card_is_played_and_looped_on_a_free_subdevice() {
+        let a = args(&report(vec![loopback_playing_on_0_0_0(8)]));
         assert_eq!(a[0], "--backend alsa --device hw:Loopback,0,1");
         assert_eq!(
             a[1],
             "--backend alsa --device hw:Loopback,0,1 --capture-device hw:Loopback,1,1"
+        );
+    }
+
+    #[test]
+    fn a_loopback_card_whose_only_subdevice_plays_loops_the_other_way() {
+        let a = args(&report(vec![loopback_playing_on_0_0_0(1)]));
+        assert_eq!(a[0], "--backend alsa --device hw:Loopback,1");
+        assert_eq!(
+            a[1],
+            "--backend alsa --device hw:Loopback,1 --capture-device hw:Loopback,0"
         );
     }
 
