@@ -3308,12 +3308,7 @@ fn devices_lists_what_can_be_measured_here() {
     if !has_card {
         assert!(out.stdout.contains("no sound card"), "{}", out.stdout);
         assert!(cards.is_empty(), "{v}");
-        let args: Vec<&str> = v["suggestions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|s| s["args"].as_str())
-            .collect();
+        let args = util::suggested_args(&v);
         assert!(args.contains(&"--backend alsa --device jack"), "{args:?}");
     }
     for s in v["suggestions"].as_array().unwrap() {
@@ -3359,12 +3354,7 @@ fn devices_lists_what_can_be_measured_here() {
         server["capture_ports"],
         serde_json::json!(["system:capture_1", "system:capture_2"])
     );
-    let args: Vec<&str> = v["suggestions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["args"].as_str())
-        .collect();
+    let args = util::suggested_args(&v);
     let external = format!("--backend jack --server external --server-name {name}");
     assert!(args.contains(&external.as_str()), "{args:?}");
     let text = run(&db, &["devices"]).stdout;

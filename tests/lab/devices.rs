@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::harness::{enabled, guest, Kernel};
+use crate::util;
 
 /// The `--dump-hw-params` block: `KEY: value` lines between the dashes.
 fn dump(text: &str) -> Vec<(String, String)> {
@@ -145,12 +146,7 @@ fn devices_lists_the_lab_cards_as_aplay_and_arecord_see_them() {
         serde_json::json!(["S16_LE"])
     );
     // The loop is offered, and the first playback suggestion ran.
-    let args: Vec<&str> = devices["suggestions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["args"].as_str())
-        .collect();
+    let args = util::suggested_args(&devices);
     assert!(
         args.contains(&"--backend alsa --device hw:Loopback,0,0 --capture-device hw:Loopback,1,0"),
         "{args:?}"
@@ -186,12 +182,7 @@ fn devices_names_the_program_that_holds_a_busy_device() {
     );
     // The other subdevices stay free, and the suggestions move to one of them.
     assert_eq!(s["status"], "ok", "{s}");
-    let args: Vec<&str> = busy["suggestions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["args"].as_str())
-        .collect();
+    let args = util::suggested_args(&busy);
     assert!(
         args.contains(&"--backend alsa --device hw:Loopback,0,1 --capture-device hw:Loopback,1,1"),
         "{args:?}"
