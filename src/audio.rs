@@ -103,7 +103,7 @@ fn usage(m: impl Into<String>) -> anyhow::Error {
 
 /// A machine with a sound card has a first line in /proc/asound/cards that is not
 /// "--- no soundcards ---".
-fn has_sound_card() -> bool {
+pub fn has_sound_card() -> bool {
     std::fs::read_to_string("/proc/asound/cards")
         .map(|t| {
             t.lines()

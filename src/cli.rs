@@ -47,6 +47,10 @@ pub struct Cli {
 pub enum Command {
     /// Check this machine's set-up for real-time audio (verdict and fix per finding).
     Doctor(DoctorArgs),
+    /// List what can be measured here: ALSA cards and PCM devices with the formats, rates,
+    /// channels and period/buffer sizes each accepts (opened read-only, nothing played),
+    /// the running audio servers and their ports, and the --backend/--device to pass.
+    Devices(DevicesArgs),
     /// Periodic wake-up latency and audio-fragment deadlines (latencytest, cyclictest).
     Jitter(JitterArgs),
     /// Event-to-audio latency: a trigger starts a tone; time to its first sample at the DAC.
@@ -449,6 +453,13 @@ pub struct SuperviseArgs {
     /// Its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -108,6 +108,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 .find(|a| {
                     [
                         "doctor",
+                        "devices",
                         "jitter",
                         "event",
                         "roundtrip",
@@ -172,6 +173,15 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                 print_json(&views::doctor_json(&report))?;
             } else {
                 print!("{}", views::doctor_text(&report));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Devices(a) => {
+            let report = probes::devices::survey();
+            if a.json {
+                print_json(&views::devices_json(&report))?;
+            } else {
+                print!("{}", views::devices_text(&report));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -1372,6 +1382,13 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                 note: e.to_string(),
             }),
             Ok(mut server) => {
+                // Without a card the suite's audio runs on a software clock: say where to
+                // look for something with a DAC.
+                let no_card = if server.info().private && !audio::has_sound_card() {
+                    " (no sound card here: a private jackd -d dummy; `audiolat devices` lists what can be measured)"
+                } else {
+                    ""
+                };
                 let mut config = probes::event::EventConfig::new(
                     probes::event::TriggerSource::Timer,
                     probes::event::NotePolicy::Asap,
@@ -1419,7 +1436,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                             flags: run.flags.clone(),
                             note: run.error.clone().unwrap_or_else(|| {
                                 format!(
-                                    "model: half a period + {} frames playback latency = {}",
+                                    "model: half a period + {} frames playback latency = {}{no_card}",
                                     run.outcome.info.playback_latency_frames,
                                     report::terminal::fmt_ns(run.outcome.model_latency_ns())
                                 )

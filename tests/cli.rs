@@ -518,6 +518,20 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         runs[5]["note"].as_str().unwrap().starts_with("loop found"),
         "{v}"
     );
+    // Without a sound card or a default JACK server, the event ran on a private dummy
+    // server, and its note says where to look for something to measure.
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let default_server = std::path::Path::new(&format!("/dev/shm/jack_default_{uid}_0")).exists();
+    if !has_sound_card() && !default_server {
+        assert!(
+            runs[4]["note"]
+                .as_str()
+                .unwrap()
+                .contains("`audiolat devices`"),
+            "{v}"
+        );
+    }
     assert_eq!(runs[0]["label"], "doctor");
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");
@@ -3273,4 +3287,105 @@ fn compare_says_whether_a_change_exceeds_the_noise_of_the_repeats() {
     let bad = run(&db, &["compare", "group:99", "1"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("no group with id 99"), "{}", bad.stderr);
+}
+
+/// Whether /proc/asound lists a sound card (CI's machines have none).
+fn has_sound_card() -> bool {
+    std::fs::read_to_string("/proc/asound/cards").is_ok_and(|t| {
+        t.lines()
+            .any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+    })
+}
+
+/// `audiolat devices` here: no sound card on CI's machines (it says so, and still lists
+/// the private JACK server, ALSA's jack PCM and the virtual card), and a JACK server this
+/// test starts is listed with its rate, period and ports, and the flags that use it.
+#[test]
+fn devices_lists_what_can_be_measured_here() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("devices.db");
+    let has_card = has_sound_card();
+    let out = run(&db, &["devices"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for flags in ["--backend virtual", "--backend jack"] {
+        assert!(
+            out.stdout.lines().any(|l| l.trim() == flags),
+            "{flags}:\n{}",
+            out.stdout
+        );
+    }
+    let v = run_json(&db, &["devices", "--json"]);
+    let cards = v["alsa"]["cards"].as_array().expect("a list of cards");
+    if !has_card {
+        assert!(out.stdout.contains("no sound card"), "{}", out.stdout);
+        assert!(cards.is_empty(), "{v}");
+        let args = util::suggested_args(&v);
+        assert!(args.contains(&"--backend alsa --device jack"), "{args:?}");
+    }
+    for s in v["suggestions"].as_array().unwrap() {
+        assert!(s["args"].as_str().unwrap().starts_with("--backend "), "{s}");
+        assert!(!s["probes"].as_array().unwrap().is_empty(), "{s}");
+    }
+    assert!(v["servers"]["pipewire"]["running"].is_boolean(), "{v}");
+
+    // A JACK server: listed with what it runs and its physical ports.
+    let name = unique_server("devices");
+    let jackd = std::process::Command::new("jackd")
+        .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut jackd = util::KillOnDrop(jackd);
+    let ready = std::process::Command::new("jack_wait")
+        .args(["-s", &name, "-w", "-t", "10"])
+        .output()
+        .unwrap();
+    assert!(ready.status.success(), "jackd {name} did not come up");
+    let v = run_json(&db, &["devices", "--json"]);
+    let server = v["servers"]["jack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("{name} is not listed: {v}"));
+    assert_eq!(server["answers"], true, "{server}");
+    assert_eq!(server["rate_hz"], 48000, "{server}");
+    assert_eq!(server["period_frames"], 256, "{server}");
+    assert_eq!(
+        server["pid"].as_u64(),
+        Some(u64::from(jackd.id())),
+        "{server}"
+    );
+    assert_eq!(
+        server["playback_ports"],
+        serde_json::json!(["system:playback_1", "system:playback_2"])
+    );
+    assert_eq!(
+        server["capture_ports"],
+        serde_json::json!(["system:capture_1", "system:capture_2"])
+    );
+    let args = util::suggested_args(&v);
+    let external = format!("--backend jack --server external --server-name {name}");
+    assert!(args.contains(&external.as_str()), "{args:?}");
+    let text = run(&db, &["devices"]).stdout;
+    assert!(
+        text.contains(&format!("JACK `{name}`")) && text.contains("system:playback_1"),
+        "{text}"
+    );
+    // The flags it gives work: an event run on that server.
+    let mut flags: Vec<&str> = vec!["event"];
+    flags.extend(external.split(' '));
+    flags.extend(["--triggers", "3", "--quiet"]);
+    let out = run(&db, &flags);
+    assert_eq!(out.code, 0, "{flags:?}: {}", out.stderr);
+    // SAFETY: a clean stop (SIGTERM) of the jackd this test started.
+    unsafe { libc::kill(jackd.id() as i32, libc::SIGTERM) };
+    let _ = jackd.0.wait();
+    // Listing stores nothing.
+    let other = dir.path().join("untouched.db");
+    assert_eq!(run(&other, &["devices"]).code, 0);
+    assert!(!other.exists(), "devices wrote a database");
 }

@@ -12,6 +12,7 @@
 mod util;
 
 mod alsa;
+mod devices;
 mod harness;
 mod kernels;
 mod store;

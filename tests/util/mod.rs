@@ -47,6 +47,16 @@ pub fn run_json(db: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", out.stdout))
 }
 
+/// The flags of each of `audiolat devices --json`'s suggestions.
+pub fn suggested_args(devices: &serde_json::Value) -> Vec<&str> {
+    devices["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["args"].as_str())
+        .collect()
+}
+
 /// Starts audiolat in the background.
 pub fn spawn(db: &Path, args: &[&str]) -> Child {
     Command::new(bin())

@@ -30,6 +30,7 @@
 //! that DAC time: the nominal start is when the period became free. The capture latency
 //! is one period (the frames read were sampled during the period before).
 
+use crate::alsa_devices::{holder_of_name, PcmDirection};
 use crate::audio::{
     AudioError, Backend, CycleRecord, DuplexStart, Io, Model, Processor, ServerInfo, StreamInfo,
     StreamStatus, XrunRecord,
@@ -226,7 +227,7 @@ fn add_definitions(text: &str) -> Result<(), AudioError> {
 
 /// alsa-lib prints its errors on stderr; audiolat turns them into its own one-line
 /// errors, so this thread's are silenced (`snd_lib_error_set_local`).
-fn silence_alsa_lib() {
+pub(crate) fn silence_alsa_lib() {
     unsafe extern "C" fn quiet(
         _file: *const std::ffi::c_char,
         _line: std::ffi::c_int,
@@ -251,12 +252,23 @@ fn alsa_err<'a>(op: &'static str, device: &'a str) -> impl Fn(alsa::Error) -> Au
                 || (errno == libc::EINVAL && op.starts_with("opening")) =>
         {
             AudioError::BadSetting(format!(
-                "ALSA device `{device}` does not exist: list devices with aplay -L (or use the virtual backend)"
+                "ALSA device `{device}` does not exist: list devices with `audiolat devices` (or use the virtual backend)"
             ))
         }
-        libc::EBUSY => AudioError::BadSetting(format!(
-            "ALSA device `{device}` is busy: another program uses it (stop it, or use a `plug` or `dmix` device)"
-        )),
+        libc::EBUSY => {
+            let direction = if op.contains("capture") {
+                PcmDirection::Capture
+            } else {
+                PcmDirection::Playback
+            };
+            let who = match holder_of_name(device, direction) {
+                Some(h) => format!("{h} holds it"),
+                None => "another program uses it".to_string(),
+            };
+            AudioError::BadSetting(format!(
+                "ALSA device `{device}` is busy: {who} (stop it, or use a `plug` or `dmix` device; `audiolat devices` lists what is free)"
+            ))
+        }
         _ => AudioError::Alsa {
             op,
             device: device.to_string(),

@@ -48,7 +48,7 @@ pub enum AudioError {
     #[error("a JACK server named `{0}` is already running: choose another --server-name, or use that server with --server external --server-name {0}")]
     ServerBusy(String),
     /// No server answers where one was required.
-    #[error("no JACK server named `{0}` answers: start one (e.g. jackd -d alsa), or use --server auto or --server dummy for a private one")]
+    #[error("no JACK server named `{0}` answers: start one (e.g. jackd -d alsa), or use --server auto or --server dummy for a private one (`audiolat devices` lists the servers that answer)")]
     NoServer(String),
     /// The private server did not come up.
     #[error("the private JACK server `{name}` did not start ({why}); jackd said: {output}")]
@@ -96,11 +96,11 @@ pub enum AudioError {
     #[error("{0}")]
     BadSetting(String),
     /// A port to connect to does not exist.
-    #[error("JACK port `{0}` does not exist: list ports with jack_lsp, or leave the option out to use the defaults")]
+    #[error("JACK port `{0}` does not exist: list them with `audiolat devices` (or jack_lsp), or leave the option out to use the defaults")]
     NoSuchPort(String),
     /// A port exists but cannot be connected the way it was asked for.
     #[error(
-        "{role} {name}: that is {found}, but {role} needs {needed}; list ports with jack_lsp -t -p"
+        "{role} {name}: that is {found}, but {role} needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)"
     )]
     WrongPort {
         /// The port.
@@ -114,7 +114,7 @@ pub enum AudioError {
     },
     /// No playback port to connect to.
     #[error(
-        "the JACK server `{0}` has no playback ports to connect to; name one with --playback PORT"
+        "the JACK server `{0}` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)"
     )]
     NoPlayback(String),
     /// Any other JACK failure, with the operation.

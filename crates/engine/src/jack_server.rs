@@ -551,6 +551,48 @@ pub fn probe(name: &str) -> Result<Option<ServerFacts>, AudioError> {
     }
 }
 
+/// What a running server offers: its rate and period, and its physical audio ports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerPorts {
+    /// Rate and period.
+    pub facts: ServerFacts,
+    /// Physical playback ports (audio inputs of the server's driver: `system:playback_1`).
+    pub playback: Vec<String>,
+    /// Physical capture ports (audio outputs of the driver: `system:capture_1`).
+    pub capture: Vec<String>,
+    /// Every port, physical or not.
+    pub all_ports: usize,
+}
+
+/// Asks the server `name` for its rate, period and ports, waiting at most `timeout`;
+/// `Ok(None)` when no server answers to that name.
+pub fn survey(name: &str, timeout: Duration) -> Result<Option<ServerPorts>, AudioError> {
+    match open_client_within(name, "audiolat-devices", timeout) {
+        Ok(client) => {
+            let physical = |direction| {
+                client.ports(
+                    None,
+                    Some(jack::jack_sys::FLOAT_MONO_AUDIO),
+                    direction | jack::PortFlags::IS_PHYSICAL,
+                )
+            };
+            let ports = ServerPorts {
+                facts: ServerFacts {
+                    rate_hz: client.sample_rate(),
+                    period_frames: client.buffer_size(),
+                },
+                playback: physical(jack::PortFlags::IS_INPUT),
+                capture: physical(jack::PortFlags::IS_OUTPUT),
+                all_ports: client.ports(None, None, jack::PortFlags::empty()).len(),
+            };
+            drop(client);
+            Ok(Some(ports))
+        }
+        Err(AudioError::NoServer(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn check_matches(name: &str, facts: ServerFacts, req: &ServerRequest) -> Result<(), AudioError> {
     if let Some(p) = req.period_frames {
         if p != facts.period_frames {

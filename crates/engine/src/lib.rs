@@ -35,6 +35,7 @@
 #![deny(missing_docs)]
 
 pub mod alsa_backend;
+pub mod alsa_devices;
 pub mod audio;
 pub mod clock;
 pub mod gpio;
@@ -42,5 +43,6 @@ pub mod jack_backend;
 pub mod jack_loop;
 pub mod jack_server;
 pub mod rt;
+pub mod servers;
 mod stream;
 pub mod virtual_backend;

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use engine::rt::{self, cap, Policy};
+use engine::servers::{self, RunningServers};
 use results::{Finding, Machine, Verdict};
 
 use crate::machine::{self, Preemption};
@@ -570,30 +571,13 @@ fn check_dma_latency() -> Finding {
     }
 }
 
-/// Names of running processes (`/proc/*/comm`).
-pub fn running_commands() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = dir
-        .filter_map(|e| {
-            let e = e.ok()?;
-            e.file_name().to_str()?.parse::<u32>().ok()?;
-            read_trim(&format!("{}/comm", e.path().display()))
-        })
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
 fn check_audio_servers() -> Finding {
     let id = "audio.servers";
-    let running = running_commands();
-    let has = |n: &str| running.iter().any(|c| c == n);
-    let jack = has("jackd") || has("jackdbus");
-    let pipewire = has("pipewire");
-    let pulse = has("pulseaudio");
+    let RunningServers {
+        jack,
+        pipewire,
+        pulseaudio: pulse,
+    } = servers::running_servers();
     let mut list = Vec::new();
     if jack {
         list.push("JACK");
@@ -631,50 +615,15 @@ fn check_audio_servers() -> Finding {
     }
 }
 
-/// Servers in jackd2's shared registry: (name, pid, alive). The registry is
-/// `/dev/shm/jack-shm-registry`: a 24-byte header, then 8 entries of 264 bytes (a pid,
-/// then the NUL-terminated `jack-UID:NAME:` prefix of the server).
-pub fn parse_jack_registry(bytes: &[u8]) -> Vec<(String, i32)> {
-    const HEADER: usize = 24;
-    const ENTRY: usize = 264;
-    if bytes.len() < HEADER + 8 * ENTRY || &bytes[..4] != b"KCAJ" {
-        return Vec::new();
-    }
-    (0..8)
-        .filter_map(|i| {
-            let e = &bytes[HEADER + i * ENTRY..HEADER + (i + 1) * ENTRY];
-            let pid = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-            if pid == 0 {
-                return None;
-            }
-            let raw = &e[4..];
-            let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-            let prefix = String::from_utf8_lossy(&raw[..end]).into_owned();
-            // "jack-0:audiolat-dummy:" -> "audiolat-dummy"
-            let name = prefix
-                .trim_end_matches(':')
-                .split_once(':')
-                .map_or(prefix.clone(), |(_, n)| n.to_string());
-            Some((name, pid))
-        })
-        .collect()
-}
-
 fn check_jack_registry() -> Finding {
     let id = "audio.jack_registry";
-    let Ok(bytes) = std::fs::read("/dev/shm/jack-shm-registry") else {
+    let Some(entries) = servers::jack_registry() else {
         return finding(id, Verdict::Ok, "no JACK server registry yet", "", "");
-    };
-    let entries = parse_jack_registry(&bytes);
-    let alive = |pid: i32| {
-        // SAFETY: signal 0 only checks for existence.
-        let rc = unsafe { libc::kill(pid, 0) };
-        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
     };
     let dead: Vec<&str> = entries
         .iter()
-        .filter(|(_, pid)| !alive(*pid))
-        .map(|(n, _)| n.as_str())
+        .filter(|e| !e.alive)
+        .map(|e| e.name.as_str())
         .collect();
     let value = format!(
         "{} of 8 slots used, {} by servers that are gone{}",
@@ -762,31 +711,6 @@ fn check_tool(tool: &load::Tool, why: &str) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_jack_registry_lists_servers_by_name_and_pid() {
-        let mut bytes = vec![0u8; 24 + 8 * 264 + 100];
-        bytes[..4].copy_from_slice(b"KCAJ");
-        for (i, (pid, name)) in [
-            (6180i32, "jack-0:audiolat-dummy:"),
-            (42, "jack-1000:default:"),
-        ]
-        .iter()
-        .enumerate()
-        {
-            let at = 24 + i * 264;
-            bytes[at..at + 4].copy_from_slice(&pid.to_le_bytes());
-            bytes[at + 4..at + 4 + name.len()].copy_from_slice(name.as_bytes());
-        }
-        assert_eq!(
-            parse_jack_registry(&bytes),
-            vec![
-                ("audiolat-dummy".to_string(), 6180),
-                ("default".to_string(), 42)
-            ]
-        );
-        assert!(parse_jack_registry(b"nonsense").is_empty());
-    }
 
     #[test]
     fn doctor_covers_every_area_with_a_fix_for_every_problem() {

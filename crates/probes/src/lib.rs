@@ -15,6 +15,8 @@
 //! - [`cell`]: cells (exclusive cpusets, SCHED_DEADLINE, best-effort), admission
 //!   control, and undoing it all (Tessellation's partitions on stock Linux).
 //! - [`doctor`]: the machine's set-up, finding by finding.
+//! - [`devices`]: what can be measured here (sound cards, audio servers) and the flags
+//!   that measure it.
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
 //!   from the kernel's.
@@ -36,6 +38,7 @@
 
 pub mod busy;
 pub mod cell;
+pub mod devices;
 pub mod doctor;
 pub mod event;
 pub mod jitter;
