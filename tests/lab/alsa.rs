@@ -327,10 +327,16 @@ fn what_a_device_refuses_is_one_line_with_the_fix() {
         "{err}"
     );
     let err = refusal("nodevice");
-    assert!(err.contains("`hw:9` does not exist"), "{err}");
-    let err = refusal("busy");
     assert!(
-        err.contains("hw:Loopback,0,0") && err.contains("busy"),
+        err.contains("`hw:9` does not exist") && err.contains("audiolat devices"),
+        "{err}"
+    );
+    // Busy: the device and what holds it.
+    let err = refusal("busy");
+    let pid = g.file("busy-holder.pid");
+    assert!(
+        err.contains("`hw:Loopback,0,0` is busy")
+            && err.contains(&format!("aplay (pid {})", pid.trim())),
         "{err}"
     );
 }
