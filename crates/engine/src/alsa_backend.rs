@@ -1007,3 +1007,43 @@ impl Drop for AlsaStream {
         self.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_points_to_the_plughw_twin_of_a_hw_device() {
+        assert_eq!(
+            plug_hint("hw:Dummy", "resamples"),
+            ": or use --device plughw:Dummy (alsa-lib's plug layer resamples)"
+        );
+        assert_eq!(
+            plug_hint("hw:1,0,2", "converts the format"),
+            ": or use --device plughw:1,0,2 (alsa-lib's plug layer converts the format)"
+        );
+        assert!(plug_hint("default", "resamples").contains("a plughw: device"));
+    }
+
+    #[test]
+    fn the_grant_is_json_with_alsa_names_and_the_link_error_escaped() {
+        let g = AlsaGranted {
+            rate_hz: 48_000,
+            period_frames: 1024,
+            buffer_frames: 2048,
+            format: SampleFormat::S16,
+            playback_channels: 2,
+            capture_channels: None,
+            linked: false,
+            link_error: Some("Function \"link\" not implemented".into()),
+            access: "RW_INTERLEAVED",
+        };
+        let text = g.to_json_string();
+        assert!(text.contains("\"format\":\"S16_LE\""), "{text}");
+        assert!(text.contains("\"capture_channels\":null"), "{text}");
+        assert!(
+            text.contains("\"link_error\":\"Function \\\"link\\\" not implemented\""),
+            "{text}"
+        );
+    }
+}

@@ -10,7 +10,7 @@ refuse format event --backend alsa --device hw:Dummy --format float --triggers 2
 refuse rate event --backend alsa --device hw:Dummy --rate 96000 --triggers 2
 refuse nodevice event --backend alsa --device hw:9 --triggers 2
 # snd-aloop's playback held by aplay.
-timeout 20 aplay -D hw:Loopback,0,0 -t raw -f S16_LE -r 48000 -c 1 -d 15 /dev/zero 2> /dev/null &
+aplay -D hw:Loopback,0,0 -t raw -f S16_LE -r 48000 -c 1 -d 15 /dev/zero 2> /dev/null &
 holder=$!
 sleep 1
 echo "$holder" > busy-holder.pid
