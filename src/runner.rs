@@ -784,6 +784,7 @@ pub fn roundtrip_run(
         "insert_delay_frames": c.insert_delay_frames,
         "level": c.peak,
         "max_delay_frames": c.max_delay_frames,
+        "lock_memory": c.lock_memory,
         "tone_period_frames": c.tone_period(&sinfo),
         "granted": cell.granted,
         "server": {"name": sinfo.server.name, "private": sinfo.server.private,

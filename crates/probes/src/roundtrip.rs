@@ -64,6 +64,10 @@ pub struct RoundtripConfig {
     pub warmup_ms: f64,
     /// End early when the first clicks and tone windows all find nothing.
     pub give_up_without_signal: bool,
+    /// Lock the process's memory (`mlockall`) and hold `/dev/cpu_dma_latency` at 0 for
+    /// the run, as a real-time audio program does: a page fault on the audio path (code
+    /// first run, a buffer first touched) can cost a period.
+    pub lock_memory: bool,
 }
 
 impl Default for RoundtripConfig {
@@ -80,6 +84,7 @@ impl Default for RoundtripConfig {
             loop_hint_frames: 0.0,
             warmup_ms: 200.0,
             give_up_without_signal: true,
+            lock_memory: true,
         }
     }
 }
@@ -270,6 +275,8 @@ pub struct RoundtripOutcome {
     pub audio_thread: Option<engine::rt::Policy>,
     /// How a full-duplex ALSA device started (linked, the skew between its directions).
     pub duplex_start: Option<engine::audio::DuplexStart>,
+    /// The process's memory was locked for the run.
+    pub memory_locked: bool,
     /// Time in the processor per cycle.
     pub dsp: LatencyHistogram,
     /// Host steal through the run.
@@ -522,6 +529,10 @@ pub fn run(
         window_seq: 0,
         clock: None,
     };
+    let process_rt = config
+        .lock_memory
+        .then(|| engine::rt::ProcessRt::setup(true, Some(0)));
+    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
     let steal = StealSampler::start(Duration::from_millis(50), None);
     let start_ns = monotonic_ns();
     backend.start(Box::new(processor))?;
@@ -632,6 +643,7 @@ pub fn run(
         alloc_violations: status.alloc_violations,
         audio_thread: status.audio_thread,
         duplex_start: status.duplex_start,
+        memory_locked,
         dsp,
         steal: steal.finish(),
         start_ns,
@@ -1055,12 +1067,14 @@ impl RoundtripOutcome {
             "capture_blocks_dropped": self.blocks_dropped,
             "cycle_records_dropped": self.records_dropped,
             "private_server": self.info.server.private,
+            "memory_locked": self.memory_locked,
         })
     }
 
     /// What the run was granted.
     pub fn qos_granted(&self) -> Value {
-        json!({"audio_thread": self.audio_thread.map(|p| p.to_string())})
+        json!({"audio_thread": self.audio_thread.map(|p| p.to_string()),
+               "memory_locked": self.memory_locked})
     }
 
     /// Probe-specific results.

@@ -239,6 +239,65 @@ pub fn emulated(data: &ReportData) -> bool {
     })
 }
 
+/// A configuration's parts: the probe, then `key=value` settings (a value may hold
+/// spaces; a part starts at a word followed by `=`).
+fn config_parts(config: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for token in config.split(' ') {
+        let starts_setting = token.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        let continues = !starts_setting && parts.len() > 1;
+        match parts.last_mut() {
+            Some(last) if continues => {
+                last.push(' ');
+                last.push_str(token);
+            }
+            _ => parts.push(token.to_string()),
+        }
+    }
+    parts
+}
+
+/// Row labels without the settings every row of their probe shares, and those shared
+/// settings per probe (printed once under the table): what tells the rows apart first.
+fn short_labels(rows: &[Row]) -> (Vec<String>, Vec<(String, String)>) {
+    let parsed: Vec<Vec<String>> = rows.iter().map(|r| config_parts(&r.config)).collect();
+    let mut common: Vec<(String, Vec<String>)> = Vec::new();
+    for p in &parsed {
+        let Some((probe, settings)) = p.split_first() else {
+            continue;
+        };
+        match common.iter_mut().find(|(name, _)| name == probe) {
+            Some((_, shared)) => shared.retain(|s| settings.contains(s)),
+            None => common.push((probe.clone(), settings.to_vec())),
+        }
+    }
+    let labels = parsed
+        .iter()
+        .map(|p| {
+            let Some((probe, settings)) = p.split_first() else {
+                return String::new();
+            };
+            let shared = &common
+                .iter()
+                .find(|(name, _)| name == probe)
+                .expect("seen")
+                .1;
+            std::iter::once(probe.clone())
+                .chain(settings.iter().filter(|s| !shared.contains(s)).cloned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let common = common
+        .into_iter()
+        .filter(|(_, shared)| !shared.is_empty())
+        .map(|(probe, shared)| (probe, shared.join(" ")))
+        .collect();
+    (labels, common)
+}
+
 /// The comparison as text.
 pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
     let (a_name, b_name) = (&a.subject, &b.subject);
@@ -256,6 +315,7 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
         out.push_str("nothing to compare: the two have no configuration and metric in common\n");
         return out;
     }
+    let (labels, common) = short_labels(rows);
     let mut t = crate::terminal::Table::new(&[
         "configuration",
         "metric",
@@ -269,10 +329,10 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
         "verdict",
     ])
     .left_align(&[1, 2, 9]);
-    for r in rows {
+    for (r, label) in rows.iter().zip(&labels) {
         let fmt = |v: f64| crate::terminal::fmt_value(v, &r.unit);
         t.row(vec![
-            r.config.clone(),
+            label.clone(),
             r.metric.clone(),
             r.statistic.clone(),
             fmt(r.a),
@@ -291,6 +351,9 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
         ]);
     }
     out.push_str(&t.render());
+    for (probe, settings) in &common {
+        let _ = writeln!(out, "every {probe} row: {settings}");
+    }
     let _ = writeln!(
         out,
         "\nA and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (\"?\": no repeats, so no noise estimate: add repeats to the plan). Maxima are one sample each: their changes say little. With many rows, about one in twenty exceeds two standard errors by chance."
@@ -387,6 +450,53 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("emulated"), "{text}");
+    }
+
+    #[test]
+    fn labels_drop_what_every_row_of_a_probe_shares_and_say_it_once() {
+        let row = |config: &str| Row {
+            config: config.into(),
+            metric: "m".into(),
+            unit: "ns".into(),
+            statistic: "mean".into(),
+            a: 1.0,
+            b: 2.0,
+            runs: (1, 1),
+            noise: None,
+        };
+        let rows = [
+            row("jitter load=cpu mode=nanosleep rate_hz=1378"),
+            row("jitter load=none mode=nanosleep rate_hz=2048"),
+            row("net load=none transport=UDP over loopback (127.0.0.1), here workers=0"),
+        ];
+        assert_eq!(
+            config_parts(&rows[2].config),
+            [
+                "net",
+                "load=none",
+                "transport=UDP over loopback (127.0.0.1), here",
+                "workers=0"
+            ]
+        );
+        let (labels, common) = short_labels(&rows);
+        assert_eq!(
+            labels,
+            [
+                "jitter load=cpu rate_hz=1378",
+                "jitter load=none rate_hz=2048",
+                "net"
+            ]
+        );
+        assert_eq!(
+            common,
+            [
+                ("jitter".to_string(), "mode=nanosleep".to_string()),
+                (
+                    "net".to_string(),
+                    "load=none transport=UDP over loopback (127.0.0.1), here workers=0".to_string()
+                )
+            ]
+        );
     }
 
     #[test]
