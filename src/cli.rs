@@ -685,7 +685,8 @@ pub struct AudioArgs {
     /// when there is a sound card, else jack (event) or loop (roundtrip).
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,
-    /// ALSA sample format: float, s32 or s16 (default: the first the device takes).
+    /// ALSA sample format: float, s32, s24 (S24_LE), s24_3 (S24_3LE) or s16 (default: the
+    /// first of these the device takes).
     #[arg(long, value_name = "FORMAT", value_parser = parse_sample_format)]
     pub format: Option<engine::alsa_backend::SampleFormat>,
 }

@@ -2019,9 +2019,9 @@ fn compare(ctx: &Context, a: &cli::CompareArgs) -> Result<ExitCode> {
     };
     let rows = report::compare::compare(&da, &db, &metrics);
     if a.json {
-        print_json(&report::compare::json(&da, &db, &rows))?;
+        print_json(&report::compare::json(&da, &db, &rows, &metrics))?;
     } else {
-        print!("{}", report::compare::text(&da, &db, &rows));
+        print!("{}", report::compare::text(&da, &db, &rows, &metrics));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -985,10 +985,17 @@ pub fn device_line(
         granted["access"].as_str().unwrap_or("-"),
     );
     if info.capture_port.is_some() {
-        let skew = |s: &engine::audio::DuplexStart| match s.skew_frames {
+        let skew = |s: &engine::audio::DuplexStart| {
+            match s.skew_frames {
             Some(0) => "aligned".to_string(),
-            Some(f) => format!("capture {f:+} frames from playback"),
+            Some(f) if s.steady_offset => format!(
+                "with capture {f:+} frames from playback on every start (the device's own offset)"
+            ),
+            Some(f) => format!(
+                "with capture {f:+} frames from playback (it changed from start to start: the round trip includes it)"
+            ),
             None => "skew not read".to_string(),
+        }
         };
         let _ = match (granted["linked"].as_bool(), start) {
             (Some(true), Some(s)) => write!(
@@ -1934,6 +1941,7 @@ mod tests {
             skew_frames: Some(0),
             attempts: 2,
             starts: 1,
+            steady_offset: false,
         };
         let line = device_line(&info(Some("hw:Loopback,1,0")), &granted, Some(start));
         assert_eq!(
@@ -1947,13 +1955,14 @@ mod tests {
         let start = engine::audio::DuplexStart {
             linked: false,
             skew_frames: Some(-64),
-            attempts: 1,
+            attempts: 2,
             starts: 3,
+            steady_offset: true,
         };
         let line = device_line(&info(Some("jack")), &granted, Some(start));
         assert!(line.contains("buffer - frames, RW_INTERLEAVED"), "{line}");
         assert!(
-            line.ends_with("; not linked (Function not implemented): capture started first, capture -64 frames from playback"),
+            line.ends_with("; not linked (Function not implemented): capture started first, with capture -64 frames from playback on every start (the device's own offset)"),
             "{line}"
         );
         // Playback only: nothing about a duplex.

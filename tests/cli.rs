@@ -2178,7 +2178,7 @@ fn alsa_and_backend_bad_input_is_one_line_with_the_fix() {
         ),
         (
             &["event", "--backend", "alsa", "--format", "u8"][..],
-            "float, s32 or s16",
+            "float, s32, s24, s24_3 or s16",
         ),
         (
             &["event", "--device", "hw:0"][..],

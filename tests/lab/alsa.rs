@@ -59,14 +59,17 @@ fn round_trip_through_snd_aloop_agrees_with_alsa_delay_in_every_format() {
     g.ok("30-roundtrip");
     for (period, periods) in [(1024u64, 2u64), (4096, 3)] {
         let reference = alsa_delay(g, &format!("alsa_delay-{period}.txt"));
+        // Every format snd-aloop offers that audiolat converts.
         for (name, format) in [
             ("s16", Some("S16_LE")),
+            ("s24_3", Some("S24_3LE")),
+            ("s24", Some("S24_LE")),
             ("s32", Some("S32_LE")),
             ("float", Some("FLOAT_LE")),
             ("again", None),
         ] {
             let file = format!("rt-{period}-{name}.json");
-            let v = g.json(&file);
+            let v = g.clean_run(&format!("rt-{period}-{name}"));
             let run = only_run(&v);
             let r = &run["result"];
             assert_eq!(run["status"], "complete", "{file}: {run}");
@@ -138,8 +141,10 @@ fn a_round_trip_says_what_the_device_granted_and_how_it_started() {
             && text.contains("linked, started aligned"),
         "{text}"
     );
-    assert!(
+    // Under TCG the run says its times are the emulator's.
+    assert_eq!(
         text.contains("virtual: QEMU (TCG)") && text.contains("an emulated CPU"),
+        g.emulated(),
         "{text}"
     );
 }
@@ -182,7 +187,7 @@ fn event_on_snd_dummy_holds_the_timing_model() {
     g.ok("40-event");
     let frame_ns = 1e9 / 48_000.0;
     // fixed: one period + the buffer, within a frame.
-    let v = g.json("event-dummy-fixed.json");
+    let v = g.clean_run("event-dummy-fixed");
     let run = only_run(&v);
     let model_ns = run["result"]["model_latency_ms"].as_f64().unwrap() * 1e6;
     let rows = event_rows(run);
@@ -205,7 +210,7 @@ fn event_on_snd_dummy_holds_the_timing_model() {
     // audio thread renders; the thread wakes `lateness` after its cycle's start, which
     // shortens the mean wait by that much. Tolerance: the mean lateness, and four
     // standard errors of the mean of n waits spread uniformly over a period.
-    let v = g.json("event-dummy-asap.json");
+    let v = g.clean_run("event-dummy-asap");
     let run = only_run(&v);
     let r = &run["result"];
     let model_ns = r["model_latency_ms"].as_f64().unwrap() * 1e6;
@@ -235,7 +240,7 @@ fn event_on_snd_aloop_finds_every_onset_where_the_model_puts_it() {
     let frame_ns = 1e9 / 48_000.0;
     for policy in ["fixed", "asap"] {
         let file = format!("event-loopback-{policy}.json");
-        let v = g.json(&file);
+        let v = g.clean_run(&format!("event-loopback-{policy}"));
         let run = only_run(&v);
         let rows = event_rows(run);
         assert!(rows.len() >= 25, "{file}: {} of 30 triggers", rows.len());

@@ -3,8 +3,8 @@
 //! machine without a sound card, audiolat's private `jackd -d dummy`).
 //!
 //! [`AlsaStream::open`] asks for a rate, a period and a buffer of `periods` periods and a
-//! sample format (FLOAT, S32 or S16: the first the device takes, unless one is asked
-//! for); a period or buffer the device would change is an error that names what it
+//! sample format (FLOAT, S32, S24, S24_3 or S16: the first the device takes, unless one
+//! is asked for); a period or buffer the device would change is an error that names what it
 //! takes, and every granted value is in [`AlsaStream::granted`]. With a capture device the
 //! stream is full duplex, the two PCMs linked when alsa-lib can (`snd_pcm_link`) and
 //! started together otherwise.
@@ -51,17 +51,45 @@ pub enum SampleFormat {
     F32,
     /// 32-bit signed integer.
     S32,
+    /// 24-bit signed integer in the low three bytes of four (`S24_LE`).
+    S24,
+    /// 24-bit signed integer packed in three bytes (`S24_3LE`: many USB interfaces take
+    /// only this).
+    S24Packed,
     /// 16-bit signed integer.
     S16,
 }
 
 impl SampleFormat {
-    /// ALSA's name for the format (`FLOAT_LE`, `S32_LE`, `S16_LE`).
+    /// Every format audiolat converts, in its order of preference: without `--format`, the
+    /// first one a device takes.
+    pub const ALL: [SampleFormat; 5] = [
+        SampleFormat::F32,
+        SampleFormat::S32,
+        SampleFormat::S24,
+        SampleFormat::S24Packed,
+        SampleFormat::S16,
+    ];
+
+    /// ALSA's name for the format (`FLOAT_LE`, `S32_LE`, `S24_LE`, `S24_3LE`, `S16_LE`).
     pub fn alsa_name(self) -> &'static str {
         match self {
             SampleFormat::F32 => "FLOAT_LE",
             SampleFormat::S32 => "S32_LE",
+            SampleFormat::S24 => "S24_LE",
+            SampleFormat::S24Packed => "S24_3LE",
             SampleFormat::S16 => "S16_LE",
+        }
+    }
+
+    /// The name `--format` takes (`float`, `s32`, `s24`, `s24_3`, `s16`).
+    pub fn flag_name(self) -> &'static str {
+        match self {
+            SampleFormat::F32 => "float",
+            SampleFormat::S32 => "s32",
+            SampleFormat::S24 => "s24",
+            SampleFormat::S24Packed => "s24_3",
+            SampleFormat::S16 => "s16",
         }
     }
 
@@ -69,32 +97,43 @@ impl SampleFormat {
         match self {
             SampleFormat::F32 => Format::FloatLE,
             SampleFormat::S32 => Format::S32LE,
+            SampleFormat::S24 => Format::S24LE,
+            SampleFormat::S24Packed => Format::S243LE,
             SampleFormat::S16 => Format::S16LE,
         }
+    }
+
+    /// The `--format` names, for messages: "float, s32, s24, s24_3 or s16".
+    fn flag_names() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|f| f.flag_name()).collect();
+        format!(
+            "{} or {}",
+            names[..names.len() - 1].join(", "),
+            names[names.len() - 1]
+        )
     }
 }
 
 impl std::fmt::Display for SampleFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SampleFormat::F32 => "FLOAT",
-            SampleFormat::S32 => "S32",
-            SampleFormat::S16 => "S16",
-        })
+        f.write_str(self.alsa_name())
     }
 }
 
 impl std::str::FromStr for SampleFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "float" | "f32" | "float_le" => Ok(SampleFormat::F32),
-            "s32" | "s32_le" => Ok(SampleFormat::S32),
-            "s16" | "s16_le" => Ok(SampleFormat::S16),
-            _ => Err(format!(
-                "unknown sample format `{s}`: use float, s32 or s16"
-            )),
-        }
+        let lower = s.to_ascii_lowercase();
+        SampleFormat::ALL
+            .into_iter()
+            .find(|f| lower == f.flag_name() || lower == f.alsa_name().to_ascii_lowercase())
+            .or_else(|| (lower == "f32").then_some(SampleFormat::F32))
+            .ok_or_else(|| {
+                format!(
+                    "unknown sample format `{s}`: use {}",
+                    SampleFormat::flag_names()
+                )
+            })
     }
 }
 
@@ -315,16 +354,16 @@ fn set_hw(
     let format = match format {
         Some(f) => {
             hwp.set_format(f.alsa()).map_err(|_| {
-                let takes: Vec<String> = [SampleFormat::F32, SampleFormat::S32, SampleFormat::S16]
+                let takes: Vec<&str> = SampleFormat::ALL
                     .into_iter()
                     .filter(|c| hwp.test_format(c.alsa()).is_ok())
-                    .map(|c| c.to_string().to_lowercase())
+                    .map(|c| c.flag_name())
                     .collect();
                 AudioError::BadSetting(format!(
                     "--format {}: ALSA device `{device}` does not take it; it takes {}{}",
-                    f.to_string().to_lowercase(),
+                    f.flag_name(),
                     if takes.is_empty() {
-                        "none of float, s32, s16".to_string()
+                        format!("none of {}", SampleFormat::flag_names())
                     } else {
                         takes.join(", ")
                     },
@@ -334,12 +373,13 @@ fn set_hw(
             f
         }
         None => {
-            let f = [SampleFormat::F32, SampleFormat::S32, SampleFormat::S16]
+            let f = SampleFormat::ALL
                 .into_iter()
                 .find(|c| hwp.test_format(c.alsa()).is_ok())
                 .ok_or_else(|| {
                     AudioError::BadSetting(format!(
-                        "ALSA device `{device}` takes none of float, s32, s16{}",
+                        "ALSA device `{device}` takes none of {}{}",
+                        SampleFormat::flag_names(),
                         plug_hint(device, "converts the format")
                     ))
                 })?;
@@ -552,6 +592,50 @@ impl Sample for i32 {
     }
 }
 
+/// `S24_LE`: a 24-bit sample in the low three bytes of a little-endian 32-bit word.
+#[derive(Clone, Copy, Default)]
+#[repr(transparent)]
+struct S24In32(i32);
+
+impl alsa::pcm::IoFormat for S24In32 {
+    const FORMAT: Format = Format::S24LE;
+}
+
+/// Full scale of a 24-bit sample.
+const S24_FULL: f64 = 8_388_607.0;
+
+impl Sample for S24In32 {
+    fn from_f32(x: f32) -> S24In32 {
+        S24In32((f64::from(x.clamp(-1.0, 1.0)) * S24_FULL) as i32)
+    }
+    fn to_f32(self) -> f32 {
+        // The top byte is padding: sign-extend from bit 23.
+        (f64::from((self.0 << 8) >> 8) / S24_FULL) as f32
+    }
+}
+
+/// `S24_3LE`: a 24-bit sample packed in three little-endian bytes.
+#[derive(Clone, Copy, Default)]
+#[repr(transparent)]
+struct S24Packed([u8; 3]);
+
+impl alsa::pcm::IoFormat for S24Packed {
+    const FORMAT: Format = Format::S243LE;
+}
+
+impl Sample for S24Packed {
+    fn from_f32(x: f32) -> S24Packed {
+        let v = (f64::from(x.clamp(-1.0, 1.0)) * S24_FULL) as i32;
+        let b = v.to_le_bytes();
+        S24Packed([b[0], b[1], b[2]])
+    }
+    fn to_f32(self) -> f32 {
+        let [a, b, c] = self.0;
+        let v = i32::from_le_bytes([0, a, b, c]) >> 8;
+        (f64::from(v) / S24_FULL) as f32
+    }
+}
+
 impl Sample for i16 {
     fn from_f32(x: f32) -> i16 {
         (x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16
@@ -581,11 +665,6 @@ enum Step {
     Xrun,
     Fail(String),
 }
-
-/// Starts of linked PCMs made, at most, to get their pointers aligned (see
-/// [`DuplexStart`]); a tick falling between two triggers is rare, so a second start
-/// almost always is.
-const MAX_START_ATTEMPTS: u32 = 4;
 
 impl Loop {
     fn classify(&self, e: alsa::Error, what: &str) -> Step {
@@ -735,12 +814,16 @@ impl Loop {
             return runner;
         }
         // The latest start, until its first period has been checked.
+        // The latest start, until its first period has been checked, and the skew of
+        // the attempt before it.
         let mut start = Some(DuplexStart {
             linked: self.linked,
             skew_frames: None,
             attempts: 1,
             starts: 1,
+            steady_offset: false,
         });
+        let mut previous_skew: Option<Option<i64>> = None;
         let mut starts: u32 = 1;
         let mut c: u64 = 0;
         let started_ns = monotonic_ns();
@@ -767,21 +850,25 @@ impl Loop {
                 break;
             }
             // The first period of a duplex start: how the two directions stand, and a
-            // fresh start of linked PCMs that a timer tick split.
+            // fresh start while the offset between them is an accident of the start.
             if let (Step::Go, Some(mut s)) = (&step, start) {
                 if self.capture.is_some() {
                     s.skew_frames = self.start_skew();
-                    if self.linked && s.skew_frames != Some(0) && s.attempts < MAX_START_ATTEMPTS {
+                    if s.start_again(previous_skew) {
                         if let Err(why) = self.restart(&out, &silence) {
                             self.shared.end(&why);
                             break;
                         }
+                        previous_skew = Some(s.skew_frames);
                         s.attempts += 1;
                         start = Some(s);
                         continue;
                     }
+                    s.steady_offset =
+                        s.skew_frames != Some(0) && previous_skew == Some(s.skew_frames);
                     self.shared.note_duplex_start(s);
                 }
+                previous_skew = None;
                 start = None;
             }
             if let (Step::Go, Some(io)) = (&step, &input) {
@@ -792,6 +879,7 @@ impl Loop {
                 Step::Xrun => {
                     starts += 1;
                     start = self.xrun(&mut c, &out, &silence, &mut xruns, starts - 1);
+                    previous_skew = None;
                     continue;
                 }
                 Step::Fail(why) => {
@@ -867,6 +955,7 @@ impl Loop {
                 Some(Step::Xrun) => {
                     starts += 1;
                     start = self.xrun(&mut c, &out, &silence, &mut xruns, starts - 1);
+                    previous_skew = None;
                 }
                 Some(Step::Fail(why)) => {
                     self.shared.end(&why);
@@ -905,6 +994,7 @@ impl Loop {
             skew_frames: None,
             attempts: 1,
             starts: starts + 1,
+            steady_offset: false,
         })
     }
 }
@@ -949,6 +1039,8 @@ impl Backend for AlsaStream {
             .spawn(move || match format {
                 SampleFormat::F32 => lp.run::<f32>(runner, policy),
                 SampleFormat::S32 => lp.run::<i32>(runner, policy),
+                SampleFormat::S24 => lp.run::<S24In32>(runner, policy),
+                SampleFormat::S24Packed => lp.run::<S24Packed>(runner, policy),
                 SampleFormat::S16 => lp.run::<i16>(runner, policy),
             })
             .map_err(|e| AudioError::Io {
@@ -1011,6 +1103,43 @@ impl Drop for AlsaStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn twenty_four_bit_samples_keep_their_sign_and_scale_both_ways() {
+        for x in [0.0f32, 0.5, -0.5, 1.0, -1.0, 0.25e-3, -0.75] {
+            let a = S24In32::from_f32(x);
+            let b = S24Packed::from_f32(x);
+            assert!((a.to_f32() - x).abs() < 2e-7, "S24_LE {x}: {}", a.to_f32());
+            assert!((b.to_f32() - x).abs() < 2e-7, "S24_3LE {x}: {}", b.to_f32());
+        }
+        // Full scale and its bytes.
+        assert_eq!(S24Packed::from_f32(1.0).0, [0xff, 0xff, 0x7f]);
+        assert_eq!(S24Packed::from_f32(-1.0).0, [0x01, 0x00, 0x80]);
+        assert_eq!(S24In32::from_f32(-1.0).0, -8_388_607);
+        // A device may leave junk in S24_LE's padding byte: it is ignored.
+        assert_eq!(
+            S24In32(0x7f80_0000u32 as i32).to_f32(),
+            -1.0 - 1.0 / 8_388_607.0
+        );
+        assert!(S24In32(0x1200_0001).to_f32() > 0.0);
+        // Beyond full scale clamps.
+        assert_eq!(S24Packed::from_f32(3.0).0, [0xff, 0xff, 0x7f]);
+        assert_eq!(std::mem::size_of::<S24Packed>(), 3);
+    }
+
+    #[test]
+    fn formats_parse_by_flag_and_alsa_name_and_list_in_preference_order() {
+        for f in SampleFormat::ALL {
+            assert_eq!(f.flag_name().parse::<SampleFormat>(), Ok(f));
+            assert_eq!(f.alsa_name().parse::<SampleFormat>(), Ok(f));
+        }
+        assert_eq!(
+            "S24_3LE".parse::<SampleFormat>(),
+            Ok(SampleFormat::S24Packed)
+        );
+        let err = "u8".parse::<SampleFormat>().unwrap_err();
+        assert!(err.ends_with("use float, s32, s24, s24_3 or s16"), "{err}");
+    }
 
     #[test]
     fn a_refusal_points_to_the_plughw_twin_of_a_hw_device() {

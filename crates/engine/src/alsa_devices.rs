@@ -126,9 +126,9 @@ pub struct HwCaps {
 
 impl HwCaps {
     /// The formats audiolat converts to and from that the device takes, in audiolat's
-    /// order of preference (FLOAT, S32, S16).
+    /// order of preference ([`SampleFormat::ALL`]).
     pub fn audiolat_formats(&self) -> Vec<SampleFormat> {
-        [SampleFormat::F32, SampleFormat::S32, SampleFormat::S16]
+        SampleFormat::ALL
             .into_iter()
             .filter(|f| self.formats.iter().any(|n| n == f.alsa_name()))
             .collect()
@@ -786,7 +786,7 @@ mod tests {
             access_name(Access::RWInterleaved).as_deref(),
             Some("RW_INTERLEAVED")
         );
-        for f in [SampleFormat::F32, SampleFormat::S32, SampleFormat::S16] {
+        for f in SampleFormat::ALL {
             assert!(Format::all()
                 .iter()
                 .any(|a| format_name(*a).as_deref() == Some(f.alsa_name())));

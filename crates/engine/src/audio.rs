@@ -347,8 +347,12 @@ pub struct StreamStatus {
 /// positions, so it includes any offset between their starts. Linked PCMs
 /// (`snd_pcm_link`) start in one kernel call; even so a driver whose pointers move in
 /// timer ticks (snd-aloop moves by jiffies) can put the tick between the two, and the
-/// loop then reads a tick longer or shorter. audiolat measures the offset (`skew`) and
-/// starts linked PCMs again until it is 0, so the same settings give the same figure.
+/// loop then reads a tick longer or shorter; PCMs that cannot be linked start one after
+/// the other. audiolat measures the offset (`skew`) and starts the pair again while it is
+/// neither 0 nor the same as on the start before: an offset that repeats is the
+/// device's own (pointers that lead or lag the converters by different amounts, USB's
+/// playback pointer counting packets queued and capture's packets come back), one that
+/// does not is an accident of the start. So the same settings give the same figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DuplexStart {
     /// The two PCMs were linked and started together.
@@ -357,10 +361,27 @@ pub struct DuplexStart {
     /// the start (0: aligned); `None` when the pointers would not hold still long enough
     /// to read.
     pub skew_frames: Option<i64>,
-    /// Starts made until the skew was 0 (linked PCMs), or 1.
+    /// Starts made for this one: until the skew was 0 or repeated (at most a few).
     pub attempts: u32,
     /// Times the stream started: 1, plus one for every restart after an under-run.
     pub starts: u32,
+    /// The skew is not 0 and was the same on the start before: the device's own offset.
+    pub steady_offset: bool,
+}
+
+/// Starts of a duplex pair made, at most, to get one that is aligned or steady.
+pub const MAX_START_ATTEMPTS: u32 = 4;
+
+impl DuplexStart {
+    /// Whether to start the pair again after reading this start's skew, given the skew
+    /// of the start before (`None` on the first). Again while the skew is neither 0 nor
+    /// the same as before, up to [`MAX_START_ATTEMPTS`]; never when it could not be read.
+    pub fn start_again(&self, previous: Option<Option<i64>>) -> bool {
+        match self.skew_frames {
+            None | Some(0) => false,
+            Some(_) => self.attempts < MAX_START_ATTEMPTS && previous != Some(self.skew_frames),
+        }
+    }
 }
 
 impl StreamStatus {
@@ -384,4 +405,35 @@ pub trait Backend {
     fn take_xruns(&mut self) -> Vec<XrunRecord>;
     /// Stops the stream. The processor is dropped here, off the audio thread.
     fn stop(&mut self);
+}
+
+#[cfg(test)]
+mod duplex_tests {
+    use super::*;
+
+    fn start(skew: Option<i64>, attempts: u32) -> DuplexStart {
+        DuplexStart {
+            linked: true,
+            skew_frames: skew,
+            attempts,
+            starts: 1,
+            steady_offset: false,
+        }
+    }
+
+    #[test]
+    fn a_pair_starts_again_only_while_its_skew_is_an_accident_of_the_start() {
+        // Aligned, or unreadable: keep it.
+        assert!(!start(Some(0), 1).start_again(None));
+        assert!(!start(None, 1).start_again(None));
+        // snd-aloop: a timer tick fell between the two triggers; the next start is aligned.
+        assert!(start(Some(192), 1).start_again(None));
+        assert!(!start(Some(0), 2).start_again(Some(Some(192))));
+        // A device's own offset repeats: one more start shows it, then it is kept.
+        assert!(start(Some(-24), 1).start_again(None));
+        assert!(!start(Some(-24), 2).start_again(Some(Some(-24))));
+        // One that changes every time is kept after the last attempt.
+        assert!(start(Some(7), 3).start_again(Some(Some(3))));
+        assert!(!start(Some(9), MAX_START_ATTEMPTS).start_again(Some(Some(7))));
+    }
 }

@@ -36,7 +36,59 @@ pub(crate) struct StreamShared {
     pub(crate) alloc_violations: AtomicU64,
     xrun_log: Mutex<Vec<XrunRecord>>,
     /// The latest duplex start (see [`DuplexStart`]), written by the audio thread.
-    duplex_start: Mutex<Option<DuplexStart>>,
+    duplex_start: DuplexStartCell,
+}
+
+/// A [`DuplexStart`] the audio thread writes and any thread reads, in atomics (a
+/// sequence count makes a read that overlaps a write try again): never lost, never a
+/// lock on the audio thread.
+#[derive(Default)]
+struct DuplexStartCell {
+    /// Even when stable; odd while being written. 0: never written.
+    seq: AtomicU64,
+    skew: std::sync::atomic::AtomicI64,
+    attempts: std::sync::atomic::AtomicU32,
+    starts: std::sync::atomic::AtomicU32,
+    /// Bit 0: linked; bit 1: the skew was known; bit 2: steady offset.
+    bits: std::sync::atomic::AtomicU32,
+}
+
+impl DuplexStartCell {
+    fn store(&self, d: DuplexStart) {
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.skew
+            .store(d.skew_frames.unwrap_or(0), Ordering::Relaxed);
+        self.attempts.store(d.attempts, Ordering::Relaxed);
+        self.starts.store(d.starts, Ordering::Relaxed);
+        self.bits.store(
+            u32::from(d.linked)
+                | u32::from(d.skew_frames.is_some()) << 1
+                | u32::from(d.steady_offset) << 2,
+            Ordering::Relaxed,
+        );
+        self.seq.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn load(&self) -> Option<DuplexStart> {
+        loop {
+            let before = self.seq.load(Ordering::Acquire);
+            if before == 0 {
+                return None;
+            }
+            let bits = self.bits.load(Ordering::Relaxed);
+            let d = DuplexStart {
+                linked: bits & 1 != 0,
+                skew_frames: (bits & 2 != 0).then(|| self.skew.load(Ordering::Relaxed)),
+                attempts: self.attempts.load(Ordering::Relaxed),
+                starts: self.starts.load(Ordering::Relaxed),
+                steady_offset: bits & 4 != 0,
+            };
+            if before.is_multiple_of(2) && self.seq.load(Ordering::Acquire) == before {
+                return Some(d);
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 impl StreamShared {
@@ -52,11 +104,9 @@ impl StreamShared {
     }
 
     /// Records how a duplex stream started. For a push backend's own thread, between
-    /// cycles (never waits: a reader holding the lock costs this record, not the cycle).
+    /// cycles (atomics only).
     pub(crate) fn note_duplex_start(&self, start: DuplexStart) {
-        if let Ok(mut d) = self.duplex_start.try_lock() {
-            *d = Some(start);
-        }
+        self.duplex_start.store(start);
     }
 
     /// Records an under-run (or over-run) the backend saw now. Not for the audio thread of
@@ -105,7 +155,7 @@ impl StreamShared {
             panic,
             audio_thread: self.audio_thread.get().copied(),
             alloc_violations: self.alloc_violations.load(Ordering::Relaxed),
-            duplex_start: self.duplex_start.lock().ok().and_then(|d| *d),
+            duplex_start: self.duplex_start.load(),
         }
     }
 

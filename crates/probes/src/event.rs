@@ -297,7 +297,9 @@ struct EventProcessor {
     note_end_frame: Option<u64>,
     /// Capture frames before this position belong to notes whose onset was found (the
     /// note and a quarter of its length after it): a loop longer than the spacing between
-    /// triggers brings the previous note back while the next one is awaited.
+    /// triggers brings the previous note back while the next one is awaited. Timer
+    /// triggers are spaced 1.5 notes apart at least; notes triggered closer (keys, MIDI)
+    /// overlap in the capture too, and the later one's onset is looked for after this.
     heard_until: u64,
     note_frames: u64,
     max_frames: usize,
@@ -1308,6 +1310,7 @@ pub(crate) fn stream_json(info: &StreamInfo, start: Option<DuplexStart>) -> Valu
             "skew_frames": s.skew_frames,
             "attempts": s.attempts,
             "starts": s.starts,
+            "steady_offset": s.steady_offset,
         })),
         "backend": info.backend,
         "model": info.model.to_string(),

@@ -140,7 +140,13 @@ fn debugfs_preempt_mode() -> Option<String> {
 /// Detects the preemption model from `/sys/kernel/realtime`, debugfs, the kernel
 /// command line, `uname -v` and the kernel's build configuration, in that order of
 /// authority. A PREEMPT_DYNAMIC kernel without `preempt=` runs in its build default.
+/// Read once per process (it may mount debugfs to read it).
 pub fn preemption() -> Preemption {
+    static ONCE: std::sync::OnceLock<Preemption> = std::sync::OnceLock::new();
+    ONCE.get_or_init(detect_preemption).clone()
+}
+
+fn detect_preemption() -> Preemption {
     let (_, version) = uname();
     if read_trim("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
         return Preemption::Rt;

@@ -140,6 +140,30 @@ fn samples(data: &ReportData, metrics: &[String]) -> Samples {
     out
 }
 
+/// Configurations a side ran to the end but measured nothing of its probe's main metric
+/// in (a loop not found, every note missed; among `metrics`, when named): they have no
+/// row, and the reader should know why.
+pub fn unmeasured(data: &ReportData, metrics: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &data.cells {
+        let Some(r) = &c.run else { continue };
+        let Some(main) = r.main_metric() else {
+            continue;
+        };
+        if c.status != Some(results::RunStatus::Complete)
+            || !(metrics.is_empty() || metrics.iter().any(|m| m == main))
+        {
+            continue;
+        }
+        let empty = r.measurement(main).is_none_or(|m| m.summary.count == 0);
+        let config = config_of(c);
+        if empty && !out.contains(&config) {
+            out.push(config);
+        }
+    }
+    out
+}
+
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -299,7 +323,7 @@ fn short_labels(rows: &[Row]) -> (Vec<String>, Vec<(String, String)>) {
 }
 
 /// The comparison as text.
-pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
+pub fn text(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) -> String {
     let (a_name, b_name) = (&a.subject, &b.subject);
     let mut out = format!("\ncompare A = {a_name} with B = {b_name}\n");
     for (side, data) in [("A", a), ("B", b)] {
@@ -311,8 +335,21 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
         out.push_str("an emulated CPU (QEMU TCG) ran some of these runs: their times describe the emulator, not hardware\n");
     }
     out.push('\n');
+    let measured_nothing = |out: &mut String| {
+        for (side, data) in [("A", a), ("B", b)] {
+            let nothing = unmeasured(data, metrics);
+            if !nothing.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{side} measured nothing in: {} (no row for these)",
+                    nothing.join("; ")
+                );
+            }
+        }
+    };
     if rows.is_empty() {
         out.push_str("nothing to compare: the two have no configuration and metric in common\n");
+        measured_nothing(&mut out);
         return out;
     }
     let (labels, common) = short_labels(rows);
@@ -354,6 +391,7 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
     for (probe, settings) in &common {
         let _ = writeln!(out, "every {probe} row: {settings}");
     }
+    measured_nothing(&mut out);
     let _ = writeln!(
         out,
         "\nA and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (\"?\": no repeats, so no noise estimate: add repeats to the plan). Maxima are one sample each: their changes say little. With many rows, about one in twenty exceeds two standard errors by chance."
@@ -362,10 +400,12 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row]) -> String {
 }
 
 /// The comparison as JSON.
-pub fn json(a: &ReportData, b: &ReportData, rows: &[Row]) -> Value {
+pub fn json(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) -> Value {
     json!({
         "a": a.subject,
         "b": b.subject,
+        "a_measured_nothing": unmeasured(a, metrics),
+        "b_measured_nothing": unmeasured(b, metrics),
         "a_machines": machines(a),
         "b_machines": machines(b),
         "emulated": emulated(a) || emulated(b),
@@ -443,7 +483,7 @@ mod tests {
         let rows = compare(&a, &near, &["event_latency".to_string()]);
         let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
         assert_eq!(mean.verdict(), "within noise");
-        let text = text(&a, &near, &rows);
+        let text = text(&a, &near, &rows, &[]);
         assert!(text.contains("within noise"), "{text}");
         assert!(
             text.contains("A ran on ") && text.contains("B ran on "),
@@ -500,6 +540,27 @@ mod tests {
     }
 
     #[test]
+    fn a_configuration_one_side_measured_nothing_in_is_named() {
+        let a = side(&[5_000_000]);
+        let b = ReportData {
+            cells: vec![cell(1, &[])],
+            ..Default::default()
+        };
+        assert!(compare(&a, &b, &[]).is_empty());
+        assert_eq!(unmeasured(&b, &[]), ["event buffer=128"]);
+        assert!(unmeasured(&a, &[]).is_empty());
+        assert!(unmeasured(&b, &["wakeup_latency".to_string()]).is_empty());
+        let text = text(&a, &b, &[], &[]);
+        assert!(text.contains("nothing to compare"), "{text}");
+        assert!(
+            text.contains("B measured nothing in: event buffer=128"),
+            "{text}"
+        );
+        let v = json(&a, &b, &[], &[]);
+        assert_eq!(v["b_measured_nothing"][0], "event buffer=128");
+    }
+
+    #[test]
     fn each_side_says_what_it_ran_on_and_an_emulated_cpu_is_named() {
         let a = side(&[5_000_000]);
         let mut b = side(&[6_000_000]);
@@ -510,14 +571,14 @@ mod tests {
             m.virtualization = Some("QEMU (TCG)".into());
         }
         let rows = compare(&a, &b, &[]);
-        let text = text(&a, &b, &rows);
+        let text = text(&a, &b, &rows, &[]);
         let b_line = text.lines().find(|l| l.starts_with("B ran on ")).unwrap();
         assert!(
             b_line.contains("Linux 6.1.0-56-rt-amd64 (PREEMPT_RT)"),
             "{text}"
         );
         assert!(text.contains("an emulated CPU (QEMU TCG)"), "{text}");
-        let v = json(&a, &b, &rows);
+        let v = json(&a, &b, &rows, &[]);
         assert_eq!(v["emulated"], true);
         assert_eq!(v["b_machines"].as_array().unwrap().len(), 1);
     }

@@ -29,16 +29,21 @@ impl RunData {
         self.measurements.iter().find(|m| m.metric == metric)
     }
 
+    /// The main metric of the run's probe (`None` for probes without one, e.g. doctor).
+    pub fn main_metric(&self) -> Option<&'static str> {
+        match self.record.probe.as_str() {
+            "jitter" => Some("wakeup_latency"),
+            "event" => Some("event_latency"),
+            "roundtrip" => Some("roundtrip"),
+            "net" => Some("response_time"),
+            _ => None,
+        }
+    }
+
     /// The run's headline measurement: its probe's main metric.
     pub fn headline(&self) -> Option<&Measurement> {
-        let main = match self.record.probe.as_str() {
-            "jitter" => "wakeup_latency",
-            "event" => "event_latency",
-            "roundtrip" => "roundtrip",
-            "net" => "response_time",
-            _ => "",
-        };
-        self.measurement(main)
+        self.main_metric()
+            .and_then(|m| self.measurement(m))
             .or_else(|| self.measurements.iter().find(|m| m.summary.count > 0))
     }
 

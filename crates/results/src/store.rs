@@ -241,6 +241,67 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// Whether a file in `dir` can be mapped shared and writable, as SQLite maps its
+/// write-ahead log's index (`-shm`). 9p without a page cache (QEMU's virtfs, the kernel
+/// lab's share) cannot. `Err` says why; a directory where the test file cannot even be
+/// made is left to SQLite to judge.
+fn shared_mmap_works(dir: &Path) -> Result<(), String> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let probe = dir.join(format!(
+        ".audiolat-shm-check-{}-{nanos}",
+        std::process::id()
+    ));
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    else {
+        return Ok(());
+    };
+    let result = map_shared(&file);
+    drop(file);
+    let _ = std::fs::remove_file(&probe);
+    result
+}
+
+fn map_shared(file: &std::fs::File) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    if file.set_len(4096).is_err() {
+        return Ok(());
+    }
+    // SAFETY: maps 4096 bytes of a file of that length, unmapped at once; no other use.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(format!(
+            "a shared, writable mapping of a file there fails: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the mapping made just above.
+    unsafe { libc::munmap(ptr, 4096) };
+    Ok(())
+}
+
+/// SQLite is waiting on another process's lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 /// SQLite's errors for shared memory it could not open, size, lock or map (the WAL index).
 fn is_shared_memory_error(e: &rusqlite::Error) -> bool {
     const SQLITE_IOERR_SHMOPEN: i32 = 10 | (18 << 8);
@@ -280,6 +341,15 @@ impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it to the current
     /// schema. Fails with a message naming the fix when the path cannot be written.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_checking(path, shared_mmap_works)
+    }
+
+    /// [`Store::open`], with the check of whether the filesystem can share the
+    /// write-ahead log's memory given (tests stand in for 9p with one that says no).
+    fn open_checking(
+        path: &Path,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<Store, StoreError> {
         let open_err = |reason: String, fix: &str| StoreError::Open {
             path: path.to_path_buf(),
             reason,
@@ -326,7 +396,7 @@ impl Store {
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
         };
-        store.configure()?;
+        store.configure(shared_memory)?;
         store.migrate()?;
         store.recover_stale_runs()?;
         Ok(store)
@@ -352,23 +422,24 @@ impl Store {
         &self.journal
     }
 
-    fn configure(&mut self) -> Result<(), StoreError> {
-        let unusable = |e: rusqlite::Error| StoreError::Open {
-            path: self.path.clone(),
-            reason: format!("not a usable SQLite database ({e})"),
-            fix: "pass --db with a new file name".into(),
-        };
+    fn configure(
+        &mut self,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<(), StoreError> {
         self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // A database that has data and a rollback journal already fell back before (or
-        // was made so elsewhere): falling back again is nothing new to report.
-        let had_rollback = std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0)
-            && self
-                .conn
-                .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
-                .is_ok_and(|m| m == "delete");
         // WAL lets `audiolat runs` read while a probe writes. Its index lives in shared
-        // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: the
-        // first read then fails with an I/O error.
+        // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: asked
+        // for there, WAL fails at the first read with an I/O error, after writing the
+        // switch into the file's header. So the filesystem is asked first.
+        let dir = self
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        if let Err(why) = shared_memory(&dir) {
+            return self.rollback_journal(why);
+        }
         let wal = self
             .conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
@@ -380,42 +451,81 @@ impl Store {
             });
         match wal {
             Ok(_) => {}
-            Err(e) if is_shared_memory_error(&e) => {
-                // A fresh connection in exclusive locking mode keeps the log's index on
-                // its heap, so it can read a database left in WAL mode and turn it into
-                // one with a rollback journal; normal locking comes back after. The
-                // first connection goes first: it holds the file's locks.
+            // A filesystem that maps a test file but not SQLite's index (rare).
+            Err(e) if is_shared_memory_error(&e) => return self.rollback_journal(e.to_string()),
+            Err(e) if is_busy(&e) => return Err(self.locked(&e)),
+            Err(e) => return Err(self.unusable(&e)),
+        }
+        self.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        Ok(())
+    }
+
+    fn unusable(&self, e: &rusqlite::Error) -> StoreError {
+        StoreError::Open {
+            path: self.path.clone(),
+            reason: format!("not a usable SQLite database ({e})"),
+            fix: "pass --db with a new file name".into(),
+        }
+    }
+
+    fn locked(&self, e: &rusqlite::Error) -> StoreError {
+        StoreError::Open {
+            path: self.path.clone(),
+            reason: format!("another process holds it locked ({e})"),
+            fix: "wait for it to finish (another audiolat?), or pass --db with another file".into(),
+        }
+    }
+
+    /// Uses a rollback journal, because the filesystem cannot share the write-ahead log's
+    /// memory (`why`). A database already so is left untouched; a new one starts so; one
+    /// with a write-ahead log is turned over (a connection in exclusive locking mode keeps
+    /// the log's index on its heap, so it can read it).
+    fn rollback_journal(&mut self, why: String) -> Result<(), StoreError> {
+        let new = std::fs::metadata(&self.path).map_or(true, |m| m.len() == 0);
+        let mode = self
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0));
+        let switched = match mode.as_deref() {
+            Ok("delete" | "truncate" | "persist") => new,
+            _ => {
+                // The first connection goes first: it holds the file's locks.
                 drop(std::mem::replace(
                     &mut self.conn,
                     Connection::open_in_memory()?,
                 ));
-                let conn = Connection::open(&self.path).map_err(unusable)?;
+                let conn = Connection::open(&self.path).map_err(|e| self.unusable(&e))?;
                 conn.busy_timeout(std::time::Duration::from_secs(5))?;
                 conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")?;
                 let mode: String = conn
                     .query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))
-                    .map_err(unusable)?;
+                    .map_err(|e| {
+                        if is_busy(&e) {
+                            self.locked(&e)
+                        } else {
+                            self.unusable(&e)
+                        }
+                    })?;
                 conn.execute_batch(
                     "PRAGMA locking_mode=NORMAL; SELECT count(*) FROM sqlite_master;",
                 )
-                .map_err(unusable)?;
+                .map_err(|e| self.unusable(&e))?;
                 if mode != "delete" {
                     return Err(StoreError::Open {
                         path: self.path.clone(),
                         reason: format!(
-                            "its filesystem cannot map SQLite's shared memory ({e}), and the database stayed in {mode} mode"
+                            "its filesystem cannot share SQLite's write-ahead log ({why}), and the database stayed in {mode} mode"
                         ),
                         fix: "pass --db with a path on a local filesystem".into(),
                     });
                 }
                 self.conn = conn;
-                self.journal = Journal::Rollback {
-                    reason: e.to_string(),
-                    switched: !had_rollback,
-                };
+                true
             }
-            Err(e) => return Err(unusable(e)),
-        }
+        };
+        self.journal = Journal::Rollback {
+            reason: why,
+            switched,
+        };
         self.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(())
     }
@@ -1219,6 +1329,77 @@ pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod journal_tests {
+    use super::*;
+
+    fn no_shared_memory(_: &Path) -> Result<(), String> {
+        Err("no shared mappings here (a test's 9p)".into())
+    }
+
+    fn header_modes(path: &Path) -> (u8, u8) {
+        let bytes = std::fs::read(path).unwrap();
+        (bytes[18], bytes[19])
+    }
+
+    #[test]
+    fn a_local_directory_maps_shared_memory_and_leaves_no_test_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(shared_mmap_works(dir.path()), Ok(()));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let store = Store::open(&dir.path().join("a.db")).unwrap();
+        assert_eq!(store.journal(), &Journal::Wal);
+    }
+
+    #[test]
+    fn without_shared_memory_a_wal_database_is_turned_over_whole_and_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // A database with a write-ahead log still holding its last write, as another
+        // machine left it (its files copied while it was open).
+        let made = dir.path().join("made.db");
+        let store = Store::open(&made).unwrap();
+        let group = store
+            .create_group("suite", "made elsewhere", &serde_json::json!({}))
+            .unwrap();
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&made, &copy).unwrap();
+        std::fs::copy(made.with_extension("db-wal"), copy.with_extension("db-wal")).unwrap();
+        drop(store);
+        assert_eq!(header_modes(&copy), (2, 2), "copied in WAL mode");
+        let store = Store::open_checking(&copy, no_shared_memory).unwrap();
+        assert!(
+            matches!(store.journal(), Journal::Rollback { switched: true, .. }),
+            "{:?}",
+            store.journal()
+        );
+        assert_eq!(store.group(group).unwrap().command_line, "made elsewhere");
+        drop(store);
+        assert_eq!(header_modes(&copy), (1, 1), "turned to a rollback journal");
+        assert!(!copy.with_extension("db-wal").exists());
+        // Opened again there: already so, untouched, nothing new to say.
+        let before = std::fs::read(&copy).unwrap();
+        let store = Store::open_checking(&copy, no_shared_memory).unwrap();
+        assert!(matches!(
+            store.journal(),
+            Journal::Rollback {
+                switched: false,
+                ..
+            }
+        ));
+        drop(store);
+        assert_eq!(std::fs::read(&copy).unwrap(), before);
+        // A new database there starts with a rollback journal, and says so.
+        let fresh = dir.path().join("fresh.db");
+        let store = Store::open_checking(&fresh, no_shared_memory).unwrap();
+        assert!(matches!(
+            store.journal(),
+            Journal::Rollback { switched: true, .. }
+        ));
+        drop(store);
+        assert_eq!(header_modes(&fresh), (1, 1));
+    }
 }
 
 #[cfg(test)]

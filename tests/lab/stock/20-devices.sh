@@ -11,7 +11,7 @@ arecord -D hw:Loopback,1,0 --dump-hw-params -d 1 /dev/null > arecord-loopback.du
 # The suggested flags work: an event run on the first suggestion for the loopback card.
 args=$(sed -n 's/.*"args": "\(--backend alsa --device hw:Loopback,0,0\)".*/\1/p' devices.json | head -1)
 echo "suggested: $args"
-# (The database off the shared directory: SQLite's WAL needs shared memory 9p lacks.
+# (The database off the shared directory, in the guest's own /tmp.
 # Under TCG the emulator can stall a stream for seconds, which ends a run with exit 1:
 # one more try then; a refusal of the flags is exit 2 at once.)
 for try in 1 2; do

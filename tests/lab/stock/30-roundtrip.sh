@@ -18,16 +18,15 @@ for setting in "1024 2" "4096 3"; do
   timeout 8 aplay -D $play -t raw -f S16_LE -r 48000 -c 1 --period-size="$period" \
     --buffer-size=$((period * periods)) -d 4 /dev/urandom > "aplay-$period.txt" 2>&1
   wait
-  for format in s16 s32 float; do
-    $AUDIOLAT roundtrip --db lab.db --backend alsa --device $play --capture-device $capt \
-      --period "$period" --periods "$periods" --format $format --duration 2s --impulses 2 \
-      --json > "rt-$period-$format.json" 2> "rt-$period-$format.err"
+  for format in s16 s24_3 s24 s32 float; do
+    run_clean "rt-$period-$format" roundtrip --db lab.db --backend alsa --device $play \
+      --capture-device $capt --period "$period" --periods "$periods" --format $format \
+      --duration 2s --impulses 2
     echo "roundtrip $period x $periods $format: exit $?"
   done
   # The same settings again: the same figure.
-  $AUDIOLAT roundtrip --db lab.db --backend alsa --device $play --capture-device $capt \
-    --period "$period" --periods "$periods" --duration 2s --impulses 2 \
-    --json > "rt-$period-again.json" 2> "rt-$period-again.err"
+  run_clean "rt-$period-again" roundtrip --db lab.db --backend alsa --device $play \
+    --capture-device $capt --period "$period" --periods "$periods" --duration 2s --impulses 2
   echo "roundtrip $period x $periods again: exit $?"
 done
 # The text a user reads, once.

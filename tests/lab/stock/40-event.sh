@@ -2,14 +2,15 @@
 # timing model, and snd-aloop with its capture side as the loopback, where the onset is
 # found in what came back.
 set -u
+. "$(dirname "$0")/../lib.sh"
 for policy in fixed asap; do
-  $AUDIOLAT event --db lab.db --backend alsa --device hw:Dummy --period 256 --policy $policy \
-    --triggers 60 --json > "event-dummy-$policy.json" 2> "event-dummy-$policy.err"
+  run_clean "event-dummy-$policy" event --db lab.db --backend alsa --device hw:Dummy \
+    --period 256 --policy $policy --triggers 60
   echo "event hw:Dummy $policy: exit $?"
 done
 for policy in fixed asap; do
-  $AUDIOLAT event --db lab.db --backend alsa --device hw:Loopback,0,0 --loopback hw:Loopback,1,0 \
-    --period 1024 --policy $policy --triggers 30 --json > "event-loopback-$policy.json" 2> "event-loopback-$policy.err"
+  run_clean "event-loopback-$policy" event --db lab.db --backend alsa --device hw:Loopback,0,0 \
+    --loopback hw:Loopback,1,0 --period 1024 --policy $policy --triggers 30
   echo "event hw:Loopback $policy: exit $?"
 done
 $AUDIOLAT event --db lab.db --backend alsa --device hw:Loopback,0,0 --loopback hw:Loopback,1,0 \

@@ -12,7 +12,10 @@ refuse nodevice event --backend alsa --device hw:9 --triggers 2
 # snd-aloop's playback held by aplay.
 aplay -D hw:Loopback,0,0 -t raw -f S16_LE -r 48000 -c 1 -d 15 /dev/zero 2> /dev/null &
 holder=$!
-sleep 1
+for _ in $(seq 100); do
+  grep -q RUNNING /proc/asound/Loopback/pcm0p/sub0/status 2>/dev/null && break
+  sleep 0.1
+done
 echo "$holder" > busy-holder.pid
 refuse busy roundtrip --backend alsa --device hw:Loopback,0,0 --capture-device hw:Loopback,1,0 --duration 1s
 kill $holder
