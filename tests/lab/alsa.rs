@@ -275,7 +275,7 @@ fn find_min_buffer_on_snd_aloop_stops_at_the_smallest_setting_that_held() {
     }
     let g = guest(Kernel::Stock);
     g.ok("50-min-buffer");
-    let v = g.json("min-buffer.json");
+    let v = g.clean_run("min-buffer");
     let held = &v["min_buffer"]["smallest_holding"];
     assert!(held.is_object(), "no setting held: {}", v["min_buffer"]);
     assert_eq!(held["xruns"], 0, "{held}");

@@ -49,16 +49,29 @@ pub struct Guest {
     pub log: String,
 }
 
-/// The directory every guest shares (kept for the life of the test binary).
+/// The directory every guest shares, for the life of the test binary: removed when it
+/// exits (statics are never dropped), unless AUDIOLAT_LAB_KEEP=1 keeps it to look at.
 pub fn shared() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        tempfile::Builder::new()
+        let dir = tempfile::Builder::new()
             .prefix("audiolat-lab-")
             .tempdir()
             .expect("temporary directory")
+            .keep();
+        if std::env::var_os("AUDIOLAT_LAB_KEEP").is_some_and(|v| v == "1") {
+            eprintln!("kernel lab: keeping {}", dir.display());
+        } else {
+            extern "C" fn remove_shared() {
+                if let Some(dir) = DIR.get() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            // SAFETY: registers a plain function run at exit; it only removes a directory.
+            unsafe { libc::atexit(remove_shared) };
+        }
+        dir
     })
-    .path()
 }
 
 /// One check's output and exit status.

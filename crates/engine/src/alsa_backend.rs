@@ -844,7 +844,6 @@ impl Loop {
                 ));
                 break;
             }
-            cycles_run += 1;
             let mut step = self.wait_period();
             if matches!(step, Step::Go) && self.stop.load(Ordering::Relaxed) {
                 break;
@@ -890,6 +889,8 @@ impl Loop {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
+            // Periods processed (not restarts after under-runs, nor fresh starts).
+            cycles_run += 1;
             let callback_ns = monotonic_ns();
             // Where the new frames land: the queue and when it was read.
             let nominal_ns = match self.playback.status() {

@@ -271,3 +271,44 @@ fn a_late_application_underruns_the_device_and_the_stream_recovers() {
     assert!(records.len() > 60, "{} cycles", records.len());
     drop(server);
 }
+
+/// Fills the output with silence.
+struct Silence;
+
+impl Processor for Silence {
+    fn prepare(&mut self, _: &StreamInfo) {}
+    fn process(&mut self, _: &Cycle, io: &mut Io<'_>) {
+        io.output.fill(0.0);
+    }
+}
+
+/// alsa-lib's `null` PCM has no clock: it takes periods as fast as they come. The stream
+/// ends with the reason instead of measuring something that means nothing.
+#[test]
+fn a_device_without_a_clock_ends_the_stream_with_the_reason() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut stream = AlsaStream::open(AlsaConfig {
+        device: "null".into(),
+        period_frames: 256,
+        ..AlsaConfig::default()
+    })
+    .expect("the null PCM opens");
+    stream.start(Box::new(Silence)).expect("starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let why = loop {
+        if let Some(why) = stream.status().shutdown {
+            break why;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the null PCM ran 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    stream.stop();
+    assert!(
+        why.contains("faster than real time") && why.contains("no clock"),
+        "{why}"
+    );
+    assert_eq!(stream.status().xruns, 0);
+}
