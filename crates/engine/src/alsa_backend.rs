@@ -150,7 +150,7 @@ pub struct AlsaConfig {
     pub period_frames: u32,
     /// Periods in the buffer (2 or more).
     pub periods: u32,
-    /// The sample format; `None`: FLOAT, S32 or S16, the first the device takes.
+    /// The sample format; `None`: the first of [`SampleFormat::ALL`] the device takes.
     pub format: Option<SampleFormat>,
     /// The audio thread's scheduling.
     pub audio_policy: Policy,

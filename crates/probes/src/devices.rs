@@ -193,7 +193,7 @@ fn card_suggestions(card: &Card, out: &mut Vec<Suggestion>) {
             Some(c) if c.usable_by_audiolat() => ("hw", String::new(), alsa_settings(c)),
             Some(c) if c.audiolat_formats().is_empty() => (
                 "plughw",
-                " (hw: takes none of FLOAT, S32, S16: plughw converts)".to_string(),
+                " (hw: takes none of FLOAT, S32, S24, S24_3, S16: plughw converts)".to_string(),
                 String::new(),
             ),
             Some(_) => (
@@ -532,12 +532,12 @@ mod tests {
         let odd = card(
             "USB",
             "USB-Audio",
-            vec![one_subdevice(caps(&["S24_3LE"], &[44100, 48000]), true)],
+            vec![one_subdevice(caps(&["S24_3BE"], &[44100, 48000]), true)],
         );
         let s = suggestions(&report(vec![odd]));
         assert_eq!(s[0].args, "--backend alsa --device plughw:USB,0");
         assert!(
-            s[0].what.contains("none of FLOAT, S32, S16"),
+            s[0].what.contains("none of FLOAT, S32, S24, S24_3, S16"),
             "{}",
             s[0].what
         );
