@@ -83,21 +83,19 @@ impl Context {
     }
 }
 
-/// Tells the user, once (when the database turns to a rollback journal, and once per
-/// process), that it could not have its write-ahead log and what that changes.
+/// Tells the user, the one time the database turns to a rollback journal (later opens
+/// find it so and say nothing), that it could not have its write-ahead log and what that
+/// changes.
 pub fn say_journal_once(store: &Store) {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let results::Journal::Rollback {
         reason: why,
         switched: true,
     } = store.journal()
     {
-        if !SAID.swap(true, Ordering::Relaxed) {
-            eprintln!(
-                "audiolat: {} is on a filesystem that cannot share SQLite's write-ahead log ({why}): using a rollback journal, so readers wait while a probe writes (a local path avoids this)",
-                store.path().display()
-            );
-        }
+        eprintln!(
+            "audiolat: {} is on a filesystem that cannot share SQLite's write-ahead log ({why}): using a rollback journal, so readers wait while a probe writes (a local path avoids this)",
+            store.path().display()
+        );
     }
 }
 

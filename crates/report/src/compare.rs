@@ -24,6 +24,9 @@ pub const STATISTICS: [&str; 4] = ["mean", "p50", "p99", "max"];
 pub struct Row {
     /// The configuration (axis labels without the repeat, or the probe).
     pub config: String,
+    /// Its parts: the probe, then its `key=value` settings (empty when two single
+    /// configurations with different labels are paired; the label is then `config`).
+    pub parts: Vec<String>,
     /// Metric.
     pub metric: String,
     /// Unit of the values.
@@ -72,6 +75,11 @@ const VOLATILE: [&str; 6] = [
 ];
 
 fn config_of(cell: &CellData) -> String {
+    config_parts(cell).join(" ")
+}
+
+/// A configuration's parts: the probe, then `key=value` settings.
+fn config_parts(cell: &CellData) -> Vec<String> {
     let axes: Vec<String> = cell
         .axes
         .iter()
@@ -79,11 +87,11 @@ fn config_of(cell: &CellData) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     let Some(run) = &cell.run else {
-        return axes.join(" ");
+        return axes;
     };
     let probe = run.record.probe.clone();
     if !axes.is_empty() {
-        return format!("{probe} {}", axes.join(" "));
+        return std::iter::once(probe).chain(axes).collect();
     }
     // Outside a plan, a run's configuration is its settings and load.
     let mut parts = vec![probe];
@@ -106,10 +114,12 @@ fn config_of(cell: &CellData) -> String {
             ));
         }
     }
-    parts.join(" ")
+    parts
 }
 
-type Samples = BTreeMap<(String, String, String), (String, Vec<f64>)>;
+/// Per (configuration, metric, statistic): the unit, the configuration's parts, the
+/// values of its runs.
+type Samples = BTreeMap<(String, String, String), (String, Vec<String>, Vec<f64>)>;
 
 fn samples(data: &ReportData, metrics: &[String]) -> Samples {
     let mut out: Samples = BTreeMap::new();
@@ -118,7 +128,8 @@ fn samples(data: &ReportData, metrics: &[String]) -> Samples {
         if c.status != Some(results::RunStatus::Complete) {
             continue;
         }
-        let config = config_of(c);
+        let parts = config_parts(c);
+        let config = parts.join(" ");
         for m in &r.measurements {
             if m.summary.count == 0 || !(metrics.is_empty() || metrics.contains(&m.metric)) {
                 continue;
@@ -131,8 +142,8 @@ fn samples(data: &ReportData, metrics: &[String]) -> Samples {
                     _ => m.summary.max,
                 };
                 out.entry((config.clone(), m.metric.clone(), stat.to_string()))
-                    .or_insert_with(|| (m.unit.clone(), Vec::new()))
-                    .1
+                    .or_insert_with(|| (m.unit.clone(), parts.clone(), Vec::new()))
+                    .2
                     .push(v);
             }
         }
@@ -196,9 +207,9 @@ pub fn compare(a: &ReportData, b: &ReportData, metrics: &[String]) -> Vec<Row> {
     let (ca, cb) = (configs(&sa), configs(&sb));
     let pair_all = ca.len() == 1 && cb.len() == 1;
     let mut rows = Vec::new();
-    for ((config, metric, stat), (unit, va)) in &sa {
+    for ((config, metric, stat), (unit, parts, va)) in &sa {
         let other_config = if pair_all { &cb[0] } else { config };
-        let Some((_, vb)) = sb.get(&(other_config.clone(), metric.clone(), stat.clone())) else {
+        let Some((_, _, vb)) = sb.get(&(other_config.clone(), metric.clone(), stat.clone())) else {
             continue;
         };
         let se2 = |v: &[f64]| spread(v).map(|s| s * s / v.len() as f64);
@@ -212,12 +223,14 @@ pub fn compare(a: &ReportData, b: &ReportData, metrics: &[String]) -> Vec<Row> {
                     .map(|s| 2.0 * s * (1.0 / va.len() as f64 + 1.0 / vb.len() as f64).sqrt()),
                 (None, None) => None,
             };
+        let paired = pair_all && config != other_config;
         rows.push(Row {
-            config: if pair_all && config != other_config {
+            config: if paired {
                 format!("{config} | {other_config}")
             } else {
                 config.clone()
             },
+            parts: if paired { Vec::new() } else { parts.clone() },
             metric: metric.clone(),
             unit: unit.clone(),
             statistic: stat.clone(),
@@ -263,32 +276,11 @@ pub fn emulated(data: &ReportData) -> bool {
     })
 }
 
-/// A configuration's parts: the probe, then `key=value` settings (a value may hold
-/// spaces; a part starts at a word followed by `=`).
-fn config_parts(config: &str) -> Vec<String> {
-    let mut parts: Vec<String> = Vec::new();
-    for token in config.split(' ') {
-        let starts_setting = token.split_once('=').is_some_and(|(k, _)| {
-            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        let continues = !starts_setting && parts.len() > 1;
-        match parts.last_mut() {
-            Some(last) if continues => {
-                last.push(' ');
-                last.push_str(token);
-            }
-            _ => parts.push(token.to_string()),
-        }
-    }
-    parts
-}
-
 /// Row labels without the settings every row of their probe shares, and those shared
 /// settings per probe (printed once under the table): what tells the rows apart first.
 fn short_labels(rows: &[Row]) -> (Vec<String>, Vec<(String, String)>) {
-    let parsed: Vec<Vec<String>> = rows.iter().map(|r| config_parts(&r.config)).collect();
     let mut common: Vec<(String, Vec<String>)> = Vec::new();
-    for p in &parsed {
+    for p in rows.iter().map(|r| &r.parts) {
         let Some((probe, settings)) = p.split_first() else {
             continue;
         };
@@ -297,11 +289,11 @@ fn short_labels(rows: &[Row]) -> (Vec<String>, Vec<(String, String)>) {
             None => common.push((probe.clone(), settings.to_vec())),
         }
     }
-    let labels = parsed
+    let labels = rows
         .iter()
-        .map(|p| {
-            let Some((probe, settings)) = p.split_first() else {
-                return String::new();
+        .map(|r| {
+            let Some((probe, settings)) = r.parts.split_first() else {
+                return r.config.clone();
             };
             let shared = &common
                 .iter()
@@ -494,8 +486,9 @@ mod tests {
 
     #[test]
     fn labels_drop_what_every_row_of_a_probe_shares_and_say_it_once() {
-        let row = |config: &str| Row {
-            config: config.into(),
+        let row = |parts: &[&str]| Row {
+            config: parts.join(" "),
+            parts: parts.iter().map(|p| p.to_string()).collect(),
             metric: "m".into(),
             unit: "ns".into(),
             statistic: "mean".into(),
@@ -504,27 +497,31 @@ mod tests {
             runs: (1, 1),
             noise: None,
         };
+        let paired = Row {
+            config: "event buffer=128 | event buffer=256".into(),
+            parts: Vec::new(),
+            ..row(&[])
+        };
         let rows = [
-            row("jitter load=cpu mode=nanosleep rate_hz=1378"),
-            row("jitter load=none mode=nanosleep rate_hz=2048"),
-            row("net load=none transport=UDP over loopback (127.0.0.1), here workers=0"),
-        ];
-        assert_eq!(
-            config_parts(&rows[2].config),
-            [
+            row(&["jitter", "load=cpu", "mode=nanosleep", "rate_hz=1378"]),
+            row(&["jitter", "load=none", "mode=nanosleep", "rate_hz=2048"]),
+            // A value may hold spaces and `=`: it stays one setting.
+            row(&[
                 "net",
                 "load=none",
-                "transport=UDP over loopback (127.0.0.1), here",
-                "workers=0"
-            ]
-        );
+                "transport=UDP over loopback (127.0.0.1), x=y",
+                "workers=0",
+            ]),
+            paired,
+        ];
         let (labels, common) = short_labels(&rows);
         assert_eq!(
             labels,
             [
                 "jitter load=cpu rate_hz=1378",
                 "jitter load=none rate_hz=2048",
-                "net"
+                "net",
+                "event buffer=128 | event buffer=256"
             ]
         );
         assert_eq!(
@@ -533,7 +530,7 @@ mod tests {
                 ("jitter".to_string(), "mode=nanosleep".to_string()),
                 (
                     "net".to_string(),
-                    "load=none transport=UDP over loopback (127.0.0.1), here workers=0".to_string()
+                    "load=none transport=UDP over loopback (127.0.0.1), x=y workers=0".to_string()
                 )
             ]
         );
