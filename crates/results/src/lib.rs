@@ -41,4 +41,4 @@ pub use model::{
     Series, ToolInfo, Verdict,
 };
 #[cfg(feature = "sqlite")]
-pub use store::{Journal, RunFilter, Store, StoreError};
+pub use store::{Journal, RunFilter, Store, StoreError, Summarise};

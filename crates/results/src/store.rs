@@ -3,11 +3,18 @@
 //! One file (default `./audiolat.db`) holds every run. A run row is written when the run
 //! starts (status `running`), events and measurements as they are produced, and the
 //! status when it ends, so an interrupted run keeps what it measured. A run whose process
-//! died without closing it is marked `interrupted` the next time the store is opened on
-//! the same host.
+//! died without closing it is summarised (by the caller's [`Summarise`]) and marked
+//! `interrupted` the next time the store is opened for writing on the same host; so are
+//! its group and plan cells.
 //!
-//! The schema is versioned with `PRAGMA user_version`; [`Store::open`] migrates older
-//! files forward and refuses files from a newer audiolat.
+//! The schema is versioned with `PRAGMA user_version`; [`Store::open`] creates or
+//! migrates it in one `BEGIN IMMEDIATE` transaction (two first runs may race to create
+//! it) and refuses files from a newer audiolat or from another program, which are never
+//! written. [`Store::open_read_only`] writes nothing at all.
+//!
+//! Beside the database a writer keeps a reserve file (`FILE-reserve`, [`RESERVE_BYTES`]):
+//! when the filesystem fills mid-run, [`Store::closing`] removes it so the run can still
+//! be closed with its summary and the real reason.
 
 use std::path::{Path, PathBuf};
 
@@ -191,9 +198,32 @@ pub enum StoreError {
     /// A stored value could not be decoded.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
-    /// SQLite failed.
+    /// SQLite failed. (Not a `#[source]`: SQLite's message is said once, not again as a
+    /// cause.)
     #[error("SQLite: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sql(e)
+    }
+}
+
+impl StoreError {
+    /// The filesystem under the database is full (SQLite's `SQLITE_FULL`).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
+    }
+
+    /// The file is damaged or not a database (a corrupt page, a truncated file): found
+    /// by a query after the open succeeded.
+    pub fn is_damaged(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        ))
+    }
 }
 
 /// Which runs to list.
@@ -226,6 +256,10 @@ pub enum Journal {
     },
 }
 
+/// How a caller of [`Store::open_recovering`] summarises a run a dead process left
+/// `running`: the measurements to keep for it, from what it stored (or why not).
+pub type Summarise = dyn Fn(&Store, &RunRecord) -> Result<Vec<Measurement>, String>;
+
 /// A handle on the results database.
 pub struct Store {
     conn: Connection,
@@ -233,6 +267,158 @@ pub struct Store {
     journal: Journal,
     /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
     plan_cell: std::cell::Cell<Option<(i64, i64)>>,
+}
+
+/// The space kept beside a database for its runs' closing writes (`FILE-reserve`): when
+/// the filesystem fills mid-run, [`Store::closing`] removes it so the run's summary and
+/// its real end reason can still be written.
+pub const RESERVE_BYTES: u64 = 1 << 20;
+
+/// Free space a command that records runs needs at open, besides the reserve.
+const MIN_FREE_BYTES: u64 = 256 << 10;
+
+/// What a file holds, judged before anything is written to it.
+enum Contents {
+    /// No schema at all (a new or empty file): audiolat may create its own.
+    Empty,
+    /// audiolat's schema, at this version.
+    Ours(i64),
+    /// Somebody else's database: these tables, and no audiolat schema.
+    Foreign(Vec<String>),
+}
+
+fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
+    // One statement, so one snapshot: a process creating the schema meanwhile is seen
+    // before or after, never half way.
+    let (version, objects, tables): (i64, i64, Option<String>) = conn.query_row(
+        "SELECT user_version, (SELECT count(*) FROM sqlite_master),
+            (SELECT group_concat(name, char(31)) FROM (SELECT name FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))
+         FROM pragma_user_version",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let tables: Vec<String> = tables
+        .map(|t| t.split('\u{1f}').map(str::to_string).collect())
+        .unwrap_or_default();
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    Ok(if objects == 0 && version == 0 {
+        Contents::Empty
+    } else if version >= 1 && has("run") && has("run_group") {
+        Contents::Ours(version)
+    } else {
+        Contents::Foreign(tables)
+    })
+}
+
+/// `f`, tried again while another connection holds a lock SQLite's busy handler does not
+/// wait for (a journal-mode switch, a schema being made), for at most 20 s.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(
+                    20 + u64::from(std::process::id() % 30),
+                ));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The one-line refusal of a database audiolat did not make.
+fn foreign(path: &Path, tables: &[String]) -> StoreError {
+    let mut names = tables
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tables.len() > 5 {
+        names.push_str(&format!(" and {} more", tables.len() - 5));
+    }
+    StoreError::Open {
+        path: path.to_path_buf(),
+        reason: if tables.is_empty() {
+            "it is not an audiolat results database (no audiolat schema)".into()
+        } else {
+            format!("it is not an audiolat results database (it has tables {names} and no audiolat schema)")
+        },
+        fix: "pass --db with an audiolat results database or a new file name (audiolat never changes a database it did not make)".into(),
+    }
+}
+
+/// An SQLite failure while opening `path`, as one line with what to do: no raw error
+/// repeated.
+fn open_failure(path: &Path, e: &rusqlite::Error, writing: bool) -> StoreError {
+    use rusqlite::ErrorCode as C;
+    let (reason, fix) = match e.sqlite_error_code() {
+        Some(C::NotADatabase) => (
+            "it is not an SQLite database".to_string(),
+            "pass --db with an audiolat results database or a new file name",
+        ),
+        Some(C::DatabaseCorrupt) => (
+            "it is damaged (a corrupt page or a truncated file)".to_string(),
+            "restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name",
+        ),
+        Some(C::DiskFull) => (
+            "its filesystem is full".to_string(),
+            "free space there, or pass --db with a path on another filesystem",
+        ),
+        Some(C::DatabaseBusy | C::DatabaseLocked) => (
+            "another process holds it locked".to_string(),
+            "wait for it to finish (another audiolat?), or pass --db with another file",
+        ),
+        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) if writing => (
+            "SQLite cannot write it or its -wal/-shm files beside it (permissions, another user's files, or a read-only filesystem)".to_string(),
+            "fix their permissions, run as their owner, or pass --db with a path you can write",
+        ),
+        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) => (
+            "SQLite cannot open it or its -wal/-shm files beside it (permissions, or another user's files)".to_string(),
+            "fix their permissions, run as their owner, or pass --db with a path you can read",
+        ),
+        _ => (
+            format!("not a usable SQLite database ({})", sqlite_message(e)),
+            "pass --db with a new file name",
+        ),
+    };
+    StoreError::Open {
+        path: path.to_path_buf(),
+        reason,
+        fix: fix.into(),
+    }
+}
+
+/// SQLite's own message, once.
+fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(f, Some(msg)) if !msg.is_empty() => {
+            let _ = f;
+            msg.clone()
+        }
+        rusqlite::Error::SqliteFailure(f, _) => f.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Bytes free for an unprivileged writer on the filesystem of `dir` (`None`: unknown).
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: an all-zero statvfs is a valid out value; `c` is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid path and out pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// The reserve file of the database at `path`.
+fn reserve_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-reserve");
+    PathBuf::from(name)
 }
 
 impl std::fmt::Debug for Store {
@@ -339,13 +525,25 @@ fn now_mono_ns() -> i64 {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it to the current
-    /// schema. Fails with a message naming the fix when the path cannot be written.
+    /// schema, for commands that record runs. Fails with a message naming the fix when
+    /// the path cannot be written, its filesystem is full, or the file is not audiolat's
+    /// (which is never changed).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::open_checking(path, shared_mmap_works)
+        Store::open_recovering(path, &|_, _| Ok(Vec::new()))
     }
 
-    /// [`Store::open`], with the check of whether the filesystem can share the
-    /// write-ahead log's memory given (tests stand in for 9p with one that says no).
+    /// [`Store::open`], summarising each run a dead process left `running` with
+    /// `summarise` (given the store and the run; it returns the measurements to keep
+    /// for it, computed from what the run stored) before closing it.
+    pub fn open_recovering(path: &Path, summarise: &Summarise) -> Result<Store, StoreError> {
+        let store = Store::open_checking(path, shared_mmap_works)?;
+        store.recover_abandoned(summarise)?;
+        Ok(store)
+    }
+
+    /// [`Store::open`] without recovery, with the check of whether the filesystem can
+    /// share the write-ahead log's memory given (tests stand in for 9p with one that
+    /// says no).
     fn open_checking(
         path: &Path,
         shared_memory: fn(&Path) -> Result<(), String>,
@@ -384,12 +582,27 @@ impl Store {
                 "pass --db with a path you can write, or fix its permissions",
             ));
         }
-        let conn = Connection::open(path).map_err(|e| {
-            open_err(
-                e.to_string(),
-                "pass --db with a path to a writable SQLite file",
-            )
-        })?;
+        if let Some(free) = free_bytes(parent) {
+            if free < MIN_FREE_BYTES {
+                return Err(open_err(
+                    format!("its filesystem is full ({} KiB free)", free / 1024),
+                    "free space there, or pass --db with a path on another filesystem",
+                ));
+            }
+        }
+        let conn = Connection::open(path).map_err(|e| open_failure(path, &e, true))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Judged before anything is written: the journal switch below writes the header.
+        match retry_busy(|| contents(&conn)).map_err(|e| open_failure(path, &e, true))? {
+            Contents::Foreign(tables) => return Err(foreign(path, &tables)),
+            Contents::Ours(found) if found > SCHEMA_VERSION => {
+                return Err(StoreError::TooNew {
+                    path: path.to_path_buf(),
+                    found,
+                })
+            }
+            _ => {}
+        }
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -398,17 +611,108 @@ impl Store {
         };
         store.configure(shared_memory)?;
         store.migrate()?;
-        store.recover_stale_runs()?;
+        store.keep_reserve();
         Ok(store)
     }
 
-    /// Opens an existing database for reading and writing; a missing file is an error
-    /// (commands that only read must not create one).
+    /// Opens an existing database for reading and writing; a missing file is an error.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
-        if !path.is_file() {
+        if !path.is_file() && !path.is_dir() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
         Store::open(path)
+    }
+
+    /// Opens an existing database read-only (`SQLITE_OPEN_READ_ONLY`), for commands that
+    /// only read: nothing is created, migrated, switched or written, so a read-only file,
+    /// directory or mount will do. An older audiolat's database is refused with the
+    /// command that upgrades it; another program's is refused.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |reason: String, fix: &str| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+            fix: fix.to_string(),
+        };
+        if path.is_dir() {
+            return Err(open_err(
+                "it is a directory".into(),
+                "give a file path, e.g. --db ./audiolat.db",
+            ));
+        }
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        if !path.is_file() {
+            return Err(open_err(
+                "it is not a regular file".into(),
+                "give a path to a file, e.g. --db ./audiolat.db",
+            ));
+        }
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let open = |conn: rusqlite::Result<Connection>| {
+            let conn = conn?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            let found = contents(&conn)?;
+            Ok::<_, rusqlite::Error>((conn, found))
+        };
+        let (conn, found) = match open(Connection::open_with_flags(path, flags)) {
+            Ok(v) => v,
+            // A write-ahead-log database on a read-only directory whose `-shm` cannot be
+            // made: nobody can be writing it there, so it is read as unchanging.
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+                ) || is_shared_memory_error(&e) =>
+            {
+                let uri = format!(
+                    "file:{}?immutable=1",
+                    path.to_string_lossy()
+                        .replace('%', "%25")
+                        .replace('?', "%3f")
+                        .replace('#', "%23")
+                );
+                open(Connection::open_with_flags(uri, flags))
+                    .map_err(|_| open_failure(path, &e, false))?
+            }
+            Err(e) => return Err(open_failure(path, &e, false)),
+        };
+        match found {
+            Contents::Empty => Err(open_err(
+                "it is empty: no audiolat runs in it".into(),
+                "record a run into it first (e.g. `audiolat jitter --db FILE`), or point --db at a results database",
+            )),
+            Contents::Foreign(tables) => Err(foreign(path, &tables)),
+            Contents::Ours(found) if found > SCHEMA_VERSION => Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+            }),
+            Contents::Ours(found) if found < SCHEMA_VERSION => Err(open_err(
+                format!("it has schema version {found}, from an older audiolat (this one reads {SCHEMA_VERSION})"),
+                "a command that records runs into it upgrades it (e.g. `audiolat jitter -D 1 --db FILE`)",
+            )),
+            Contents::Ours(_) => {
+                let mode: String = conn
+                    .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                    .map_err(|e| open_failure(path, &e, false))?;
+                Ok(Store {
+                    conn,
+                    path: path.to_path_buf(),
+                    journal: if mode == "wal" {
+                        Journal::Wal
+                    } else {
+                        Journal::Rollback {
+                            reason: format!("it is in {mode} mode"),
+                            switched: false,
+                        }
+                    },
+                    plan_cell: std::cell::Cell::new(None),
+                })
+            }
+        }
     }
 
     /// The file this store is backed by.
@@ -420,6 +724,48 @@ impl Store {
     /// filesystem cannot carry the log's shared memory (say so to the user once).
     pub fn journal(&self) -> &Journal {
         &self.journal
+    }
+
+    /// Makes the reserve beside the database when it is missing (the last run that
+    /// needed it used it). Best effort: without room for it, runs go on without one.
+    fn keep_reserve(&self) {
+        let reserve = reserve_path(&self.path);
+        if std::fs::metadata(&reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+            return;
+        }
+        let made = (|| -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&reserve)?;
+            // Written, not sized: a sparse file would free nothing when removed.
+            let block = vec![0u8; 64 << 10];
+            for _ in 0..RESERVE_BYTES / block.len() as u64 {
+                f.write_all(&block)?;
+            }
+            f.sync_all()
+        })();
+        if made.is_err() {
+            let _ = std::fs::remove_file(&reserve);
+        }
+    }
+
+    /// A write that closes a run (its summary, its status and end reason). When the
+    /// filesystem is full, the reserve beside the database is removed to make room and
+    /// the write is tried once more; the reserve is made again by the next open that
+    /// finds room for it.
+    pub fn closing<T>(
+        &self,
+        mut write: impl FnMut() -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match write() {
+            Err(e) if e.is_disk_full() => {
+                if std::fs::remove_file(reserve_path(&self.path)).is_ok() {
+                    write()
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
     }
 
     fn configure(
@@ -440,15 +786,16 @@ impl Store {
         if let Err(why) = shared_memory(&dir) {
             return self.rollback_journal(why);
         }
-        let wal = self
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-            .and_then(|_| {
-                self.conn
-                    .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
-                        r.get::<_, i64>(0)
-                    })
-            });
+        let wal = retry_busy(|| {
+            self.conn
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        })
+        .and_then(|_| {
+            self.conn
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+        });
         match wal {
             Ok(_) => {}
             // A filesystem that maps a test file but not SQLite's index (rare).
@@ -461,19 +808,11 @@ impl Store {
     }
 
     fn unusable(&self, e: &rusqlite::Error) -> StoreError {
-        StoreError::Open {
-            path: self.path.clone(),
-            reason: format!("not a usable SQLite database ({e})"),
-            fix: "pass --db with a new file name".into(),
-        }
+        open_failure(&self.path, e, true)
     }
 
     fn locked(&self, e: &rusqlite::Error) -> StoreError {
-        StoreError::Open {
-            path: self.path.clone(),
-            reason: format!("another process holds it locked ({e})"),
-            fix: "wait for it to finish (another audiolat?), or pass --db with another file".into(),
-        }
+        open_failure(&self.path, e, true)
     }
 
     /// Uses a rollback journal, because the filesystem cannot share the write-ahead log's
@@ -530,10 +869,43 @@ impl Store {
         Ok(())
     }
 
+    /// Creates or migrates the schema: in one `BEGIN IMMEDIATE` transaction that looks
+    /// at the version again once it holds the write lock (another process may have just
+    /// made it), tried again while another process holds the lock (bounded).
     fn migrate(&self) -> Result<(), StoreError> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            match self.migrate_once() {
+                Err(StoreError::Sql(e)) if is_busy(&e) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(self.locked(&e));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(
+                        20 + u64::from(std::process::id() % 30),
+                    ));
+                }
+                Err(StoreError::Sql(e)) => return Err(open_failure(&self.path, &e, true)),
+                other => return other,
+            }
+        }
+    }
+
+    fn migrate_once(&self) -> Result<(), StoreError> {
         let version: i64 = self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )?;
+        let version = match contents(&tx)? {
+            Contents::Empty => 0,
+            Contents::Ours(v) => v,
+            Contents::Foreign(tables) => return Err(foreign(&self.path, &tables)),
+        };
         if version > SCHEMA_VERSION {
             return Err(StoreError::TooNew {
                 path: self.path.clone(),
@@ -541,21 +913,16 @@ impl Store {
             });
         }
         if version < 1 {
-            self.conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V1} PRAGMA user_version = 1; COMMIT;"
-            ))?;
+            tx.execute_batch(&format!("{SCHEMA_V1} PRAGMA user_version = 1;"))?;
         }
         if version < 2 {
-            self.conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V2} PRAGMA user_version = 2; COMMIT;"
-            ))?;
+            tx.execute_batch(&format!("{SCHEMA_V2} PRAGMA user_version = 2;"))?;
         }
         if version < 3 {
-            self.conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V3} PRAGMA user_version = 3; COMMIT;"
-            ))?;
+            tx.execute_batch(&format!("{SCHEMA_V3} PRAGMA user_version = 3;"))?;
         }
         // Later schema versions add `if version < N { ... }` steps here.
+        tx.commit()?;
         Ok(())
     }
 
@@ -566,27 +933,100 @@ impl Store {
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    /// Marks runs left `running` by processes of this host that no longer exist as
-    /// `interrupted`. Returns how many.
-    pub fn recover_stale_runs(&self) -> Result<usize, StoreError> {
+    /// Runs left `running` by processes of this host that no longer exist.
+    pub fn abandoned_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {RUN_COLUMNS} FROM run WHERE status = 'running' AND hostname = ?1 ORDER BY id"
+        ))?;
+        let running: Vec<RunRecord> = stmt
+            .query_map([hostname()], run_from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(running
+            .into_iter()
+            .filter(|r| !process_alive(r.pid))
+            .collect())
+    }
+
+    /// Groups (and their plan cells) left `running` by processes of this host that no
+    /// longer exist: a plan run's runner (`runner_pid` in its detail), or, for any other
+    /// group, the process that made its runs.
+    pub fn abandoned_groups(&self) -> Result<Vec<(i64, i64)>, StoreError> {
         let host = hostname();
         let mut stmt = self
             .conn
-            .prepare("SELECT id, pid FROM run WHERE status = 'running' AND hostname = ?1")?;
-        let stale: Vec<(i64, i64)> = stmt
-            .query_map([&host], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .prepare("SELECT id, kind, detail FROM run_group WHERE status = 'running'")?;
+        let groups: Vec<(i64, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
-        let mut n = 0;
-        for (id, pid) in stale {
-            if !process_alive(pid) {
-                self.conn.execute(
-                    "UPDATE run SET status = 'interrupted', error = ?2 WHERE id = ?1",
-                    params![id, format!("process {pid} ended without closing the run")],
-                )?;
-                n += 1;
+        let mut out = Vec::new();
+        for (id, kind, detail) in groups {
+            let detail = parse_json(&detail);
+            let owner = if kind == "plan" {
+                let on_this_host = detail["runner_host"].as_str().is_none_or(|h| h == host);
+                detail["runner_pid"].as_i64().filter(|_| on_this_host)
+            } else {
+                // Every run of such a group comes from the process that made it.
+                self.conn
+                    .query_row(
+                        "SELECT pid FROM run WHERE group_id = ?1 AND hostname = ?2
+                         ORDER BY id DESC LIMIT 1",
+                        params![id, host],
+                        |r| r.get(0),
+                    )
+                    .optional()?
+            };
+            if let Some(pid) = owner.filter(|&p| !process_alive(p)) {
+                out.push((id, pid));
             }
         }
-        Ok(n)
+        Ok(out)
+    }
+
+    /// Marks runs left `running` by processes of this host that no longer exist as
+    /// `interrupted`, and closes their groups and plan cells. Returns how many runs.
+    pub fn recover_stale_runs(&self) -> Result<usize, StoreError> {
+        self.recover_abandoned(&|_, _| Ok(Vec::new()))
+    }
+
+    /// Closes what dead processes of this host left `running`: each run gets the
+    /// measurements `summarise` makes of what it stored and becomes `interrupted` with
+    /// the reason; each group becomes `interrupted`, and its cells still `running` with
+    /// it. Returns how many runs.
+    pub fn recover_abandoned(&self, summarise: &Summarise) -> Result<usize, StoreError> {
+        let runs = self.abandoned_runs()?;
+        for run in &runs {
+            let mut why = format!("process {} ended without closing the run", run.pid);
+            match summarise(self, run) {
+                Ok(ms) if ms.is_empty() => {}
+                Ok(ms) => {
+                    self.replace_measurements(run.id, &ms)?;
+                    why.push_str("; what it stored is summarised");
+                }
+                Err(e) => why.push_str(&format!("; what it stored could not be summarised: {e}")),
+            }
+            self.conn.execute(
+                "UPDATE run SET status = 'interrupted', error = ?2, ended_at = ?3
+                 WHERE id = ?1 AND status = 'running'",
+                params![run.id, why, rfc3339_utc(std::time::SystemTime::now())],
+            )?;
+        }
+        for (group, pid) in self.abandoned_groups()? {
+            let why = format!("process {pid} ended without closing it");
+            let tx = self.conn.unchecked_transaction()?;
+            tx.execute(
+                "UPDATE run_group SET status = 'interrupted', ended_at = ?2,
+                    detail = json_set(detail, '$.end_reason', ?3)
+                 WHERE id = ?1 AND status = 'running'",
+                params![group, rfc3339_utc(std::time::SystemTime::now()), why],
+            )?;
+            tx.execute(
+                "UPDATE plan_cell SET status = 'interrupted', error = ?2
+                 WHERE group_id = ?1 AND status = 'running'",
+                params![group, why],
+            )?;
+            tx.commit()?;
+        }
+        Ok(runs.len())
     }
 
     /// Starts a group of runs (one `audiolat suite`, later one plan).
@@ -723,6 +1163,16 @@ impl Store {
                 params![run_id, json_text(q)],
             )?;
         }
+        Ok(())
+    }
+
+    /// Replaces a running run's probe result: what recovery needs to summarise the run
+    /// should its process die (the closing [`Store::finish_run`] writes the real one).
+    pub fn set_result(&self, run_id: i64, result: &Value) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run SET result = ?2 WHERE id = ?1",
+            params![run_id, json_text(result)],
+        )?;
         Ok(())
     }
 
@@ -1662,5 +2112,230 @@ mod tests {
             planner.group(group + 1),
             Err(StoreError::NoSuchGroup(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod open_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one_line(e: &StoreError) -> String {
+        let s = e.to_string();
+        assert!(!s.contains('\n'), "{s}");
+        s
+    }
+
+    #[test]
+    fn first_opens_racing_to_create_a_database_all_succeed() {
+        for round in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(format!("race{round}.db"));
+            let opened: Vec<_> = (0..6)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || Store::open(&path).map(|s| s.schema_version()))
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .collect();
+            for o in opened {
+                assert_eq!(o.unwrap().unwrap(), SCHEMA_VERSION, "round {round}");
+            }
+        }
+    }
+
+    fn foreign_file(dir: &Path) -> (PathBuf, Vec<u8>) {
+        let path = dir.join("other.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');")
+            .unwrap();
+        drop(conn);
+        let bytes = std::fs::read(&path).unwrap();
+        (path, bytes)
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, before) = foreign_file(dir.path());
+        for err in [
+            Store::open(&path).unwrap_err(),
+            Store::open_read_only(&path).unwrap_err(),
+        ] {
+            let msg = one_line(&err);
+            assert!(matches!(err, StoreError::Open { .. }), "{msg}");
+            assert!(msg.contains("not an audiolat results database"), "{msg}");
+            assert!(msg.contains("notes"), "{msg}");
+        }
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "the file was changed"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["other.db"], "no -wal, -shm or reserve beside it");
+    }
+
+    #[test]
+    fn reading_creates_migrates_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.db");
+        assert!(matches!(
+            Store::open_read_only(&missing),
+            Err(StoreError::Missing(_))
+        ));
+        assert!(!missing.exists());
+        // An older audiolat's database is read by nobody that only reads: the refusal
+        // names the command that upgrades it, and the file is left at its version.
+        let old = dir.path().join("v2.db");
+        {
+            let conn = Connection::open(&old).unwrap();
+            conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V1} {SCHEMA_V2} PRAGMA user_version = 2; COMMIT;"
+            ))
+            .unwrap();
+        }
+        let before = std::fs::read(&old).unwrap();
+        let msg = one_line(&Store::open_read_only(&old).unwrap_err());
+        assert!(
+            msg.contains("schema version 2") && msg.contains("upgrades it"),
+            "{msg}"
+        );
+        assert_eq!(std::fs::read(&old).unwrap(), before);
+        // An empty file is not a database of runs, and stays empty.
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, b"").unwrap();
+        let msg = one_line(&Store::open_read_only(&empty).unwrap_err());
+        assert!(msg.contains("empty"), "{msg}");
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+        // A current one is read, and a write through it fails.
+        let path = dir.path().join("a.db");
+        let store = Store::open(&path).unwrap();
+        let g = store.create_group("suite", "x", &json!({})).unwrap();
+        drop(store);
+        let reader = Store::open_read_only(&path).unwrap();
+        assert_eq!(reader.group(g).unwrap().command_line, "x");
+        assert!(reader.create_group("suite", "y", &json!({})).is_err());
+    }
+
+    #[test]
+    fn open_time_failures_are_one_line_naming_the_file_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.db");
+        let store = Store::open(&good).unwrap();
+        for i in 0..200 {
+            store
+                .create_group("suite", &format!("{i:0>300}"), &json!({}))
+                .unwrap();
+        }
+        drop(store);
+        let bytes = std::fs::read(&good).unwrap();
+        assert!(bytes.len() > 8 * 4096);
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
+        let truncated = dir.path().join("truncated.db");
+        std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+        let cases: Vec<(PathBuf, &str, &str)> = vec![
+            (dir.path().to_path_buf(), "directory", "directory"),
+            (
+                dir.path().join("no/such/dir/x.db"),
+                "does not exist",
+                "no results database",
+            ),
+            (garbage, "not an SQLite database", "not an SQLite database"),
+            (truncated, "damaged", "damaged"),
+        ];
+        for (path, writing, reading) in cases {
+            for (err, want) in [
+                (Store::open(&path).err(), writing),
+                (Store::open_read_only(&path).err(), reading),
+            ] {
+                let err = err.unwrap_or_else(|| panic!("{path:?} opened"));
+                let msg = one_line(&err);
+                assert!(msg.contains(want), "{path:?}: {msg}");
+                assert!(msg.contains(&path.display().to_string()), "{msg}");
+                assert!(!msg.contains("Error code"), "raw SQLite error: {msg}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_writer_keeps_a_reserve_that_a_closing_write_may_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let store = Store::open(&path).unwrap();
+        let reserve = reserve_path(&path);
+        assert_eq!(std::fs::metadata(&reserve).unwrap().len(), RESERVE_BYTES);
+        // A closing write that finds the disk full removes the reserve and tries again.
+        let mut tries = 0;
+        let done = store.closing(|| {
+            tries += 1;
+            if tries == 1 {
+                Err(StoreError::Sql(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    None,
+                )))
+            } else {
+                Ok(tries)
+            }
+        });
+        assert_eq!(done.unwrap(), 2);
+        assert!(!reserve.exists());
+        drop(store);
+        drop(Store::open(&path).unwrap());
+        assert!(reserve.exists(), "the next open makes it again");
+    }
+
+    #[test]
+    fn groups_and_plan_cells_of_dead_processes_are_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let store = Store::open(&path).unwrap();
+        let dead = i32::MAX as i64 - 1;
+        let plan = store
+            .create_group("plan", "audiolat run p.toml", &json!({"runner_pid": dead}))
+            .unwrap();
+        store
+            .add_plan_cells(
+                plan,
+                &[NewPlanCell {
+                    seq: 0,
+                    key: "a".into(),
+                    axes: json!({}),
+                    argv: vec!["jitter".into()],
+                    profile: "current".into(),
+                }],
+            )
+            .unwrap();
+        let cell = store.plan_cells(plan).unwrap()[0].id;
+        store.start_plan_cell(cell).unwrap();
+        let alive = store
+            .create_group(
+                "plan",
+                "audiolat run q.toml",
+                &json!({"runner_pid": std::process::id()}),
+            )
+            .unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.group_status(plan).unwrap().1, RunStatus::Interrupted);
+        let g = store.group(plan).unwrap();
+        assert!(g.detail["end_reason"]
+            .as_str()
+            .unwrap()
+            .contains("ended without closing"));
+        let c = &store.plan_cells(plan).unwrap()[0];
+        assert_eq!(c.status, Some(RunStatus::Interrupted));
+        assert!(c
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("ended without closing"));
+        assert_eq!(store.group_status(alive).unwrap().1, RunStatus::Running);
     }
 }
