@@ -54,8 +54,17 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let stop = install_signal_handlers();
+    let db = cli.db.clone();
     match dispatch(cli, stop) {
         Ok(code) => code,
+        Err(e) if e.chain().any(|c| c.downcast_ref::<StoreError>().is_some_and(StoreError::is_damaged)) => {
+            // Found by a query after the open: the same line as a damaged file at open.
+            eprintln!(
+                "audiolat: error: cannot use results database {}: it is damaged (a corrupt page or a truncated file); restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name",
+                db.display()
+            );
+            ExitCode::from(EXIT_USAGE)
+        }
         Err(e) => {
             let usage = e.downcast_ref::<UsageError>().is_some()
                 || e.chain().any(|c| {
@@ -262,6 +271,10 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
     } else {
         print!("{}", views::jitter_text(&run, &ctx.db_path));
     }
+    if let Some(e) = &run.error {
+        eprintln!("audiolat: error: run {}: {e}", run.run_id);
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
     Ok(match run.status {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         _ => ExitCode::SUCCESS,
@@ -453,7 +466,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     }
     drop(setup);
     let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
-    store.finish_group(group, status)?;
+    finish_group(&store, group, status);
     if a.json {
         print_json(&views::event_json(group, &runs))?;
     } else {
@@ -485,6 +498,18 @@ fn check_sweep_server(first: &audio::Setup, periods: &[Option<u32>]) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Closes a group after its runs, with the reserve a full disk leaves for closing writes;
+/// when even that fails, says so and goes on to print what was measured (the next
+/// audiolat command closes the group).
+fn finish_group(store: &Store, group: i64, status: RunStatus) {
+    if let Err(e) = store.closing(|| store.finish_group(group, status)) {
+        eprintln!(
+            "audiolat: warning: group {group} could not be closed in {} ({e}); the next audiolat command closes it",
+            store.path().display()
+        );
+    }
 }
 
 /// A sweep's status from its runs.
@@ -660,7 +685,7 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     }
     drop(setup);
     let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
-    store.finish_group(group, status)?;
+    finish_group(&store, group, status);
     if a.json {
         let mut v = views::roundtrip_json(group, &runs);
         if a.find_min_buffer {

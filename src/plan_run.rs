@@ -536,6 +536,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
                 }
             }
             detail["runner_pid"] = json!(std::process::id());
+            detail["runner_host"] = json!(results::store::hostname());
             store.set_group_detail(g, &detail)?;
             store.reopen_group(g)?;
             g
@@ -544,6 +545,8 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
             let mut detail = plan.to_json();
             detail["cells"] = json!(planned.len());
             detail["runner_pid"] = json!(std::process::id());
+            // With the pid, how the next open knows the plan run was left by a dead process.
+            detail["runner_host"] = json!(results::store::hostname());
             store.create_group("plan", &ctx.command_line, &detail)?
         }
     };

@@ -59,7 +59,7 @@ impl Context {
     /// Opens the results database for writing runs; in a plan's cell, every run it
     /// begins is filed under the cell.
     pub fn open_store(&self) -> anyhow::Result<Store> {
-        let store = Store::open(&self.db_path)?;
+        let store = Store::open_recovering(&self.db_path, &summarise_abandoned)?;
         say_journal_once(&store);
         if let Some((group, cell)) = self.plan_cell {
             store.file_runs_under(group, cell)?;
@@ -67,10 +67,17 @@ impl Context {
         Ok(store)
     }
 
-    /// Opens an existing results database (for commands that only read or amend).
+    /// Opens an existing results database read-only, for commands that only read: it
+    /// is never created, migrated or switched, and a read-only file or mount will do.
+    /// Runs, groups and plan cells dead processes left `running` are first closed (and
+    /// summarised) when the database can be written; otherwise they are shown as stored.
     pub fn open_existing_store(&self) -> anyhow::Result<Store> {
-        let store = Store::open_existing(&self.db_path)?;
-        say_journal_once(&store);
+        let store = Store::open_read_only(&self.db_path)?;
+        let abandoned =
+            !store.abandoned_runs()?.is_empty() || !store.abandoned_groups()?.is_empty();
+        if abandoned && Store::open_recovering(&self.db_path, &summarise_abandoned).is_ok() {
+            return Ok(Store::open_read_only(&self.db_path)?);
+        }
         Ok(store)
     }
 
@@ -96,6 +103,88 @@ pub fn say_journal_once(store: &Store) {
             "audiolat: {} is on a filesystem that cannot share SQLite's write-ahead log ({why}): using a rollback journal, so readers wait while a probe writes (a local path avoids this)",
             store.path().display()
         );
+    }
+}
+
+/// Summarises a run a dead process left `running` from what it stored, with the probe's
+/// own code: an event run's trigger rows become its trigger measurements, as the live
+/// run would have made them. A jitter run's checkpoints are its measurements already;
+/// the other probes store theirs only at the end, so there is nothing to summarise.
+pub fn summarise_abandoned(
+    store: &Store,
+    run: &results::model::RunRecord,
+) -> std::result::Result<Vec<Measurement>, String> {
+    if run.probe != "event" {
+        return Ok(Vec::new());
+    }
+    let Some(summary) =
+        probes::event::TriggerSummary::from_json(&run.result[RECOVERY_KEY]["event_triggers"])
+    else {
+        return Ok(Vec::new());
+    };
+    let rows = store.triggers(run.id).map_err(|e| e.to_string())?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(summary.measurements(&rows))
+}
+
+/// Where a running run's result holds what recovery needs (replaced when it closes).
+const RECOVERY_KEY: &str = "recovery";
+
+/// A run's closing writes, each allowed the reserve beside the database
+/// ([`Store::closing`]). The first failure is kept for the run's end reason instead of
+/// ending the command, so what was measured is still printed; the writes after it are
+/// skipped.
+struct Closing<'a> {
+    store: &'a Store,
+    failed: Option<results::StoreError>,
+}
+
+impl<'a> Closing<'a> {
+    fn new(store: &'a Store) -> Closing<'a> {
+        Closing {
+            store,
+            failed: None,
+        }
+    }
+
+    fn write(&mut self, mut f: impl FnMut(&Store) -> Result<(), results::StoreError>) {
+        if self.failed.is_none() {
+            if let Err(e) = self.store.closing(|| f(self.store)) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    /// Closes the run; a failure here leaves it `running` for the next open to close
+    /// and summarise. The error, for the user, when it could not.
+    fn finish(
+        self,
+        run_id: i64,
+        status: RunStatus,
+        flags: &mut Value,
+        result: &Value,
+        error: Option<&str>,
+    ) -> Option<String> {
+        let store = self.store;
+        store
+            .closing(|| finish_measured_run(store, run_id, status, flags, result, error))
+            .err()
+            .map(|e| {
+                format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", store.path().display())
+            })
+    }
+}
+
+/// A run's end reason when storing it failed (`what` says what was kept):
+/// `disk full: ...` for a full filesystem.
+fn storage_failure(e: &results::StoreError, db: &Path, what: &str) -> String {
+    let db = db.display();
+    if e.is_disk_full() {
+        format!("disk full: the filesystem of {db} filled while the run was stored ({what}); free space there, or pass --db with a path on another filesystem")
+    } else {
+        format!("storing the run in {db} failed: {e} ({what})")
     }
 }
 
@@ -236,6 +325,9 @@ pub struct JitterRun {
     pub load: Value,
     /// Validity flags as stored.
     pub flags: Value,
+    /// Set when the run could not be stored whole (status `failed`): the reason, for the
+    /// user.
+    pub error: Option<String>,
 }
 
 /// A one-line live status on stderr, when stderr is a terminal.
@@ -343,14 +435,14 @@ fn measure_jitter(
     live: &LiveLine,
 ) -> Result<JitterRun> {
     let mut load = RunLoad::start(store, run_id, load_spec, lctx)?;
-    let mut checkpoint_error: Option<String> = None;
+    let mut checkpoint_error: Option<results::StoreError> = None;
     let outcome = jitter::run(config, &ctx.stop, |progress| {
         live.show(&progress.live);
         // The run is written as it goes: a checkpoint replaces the measurements so far.
         if let Some(totals) = progress.checkpoint {
             let partial = jitter::measurements(config, totals, &[], true);
             if let Err(e) = store.replace_measurements(run_id, &partial) {
-                checkpoint_error.get_or_insert(e.to_string());
+                checkpoint_error.get_or_insert(e);
             }
         }
         load.poll();
@@ -360,31 +452,46 @@ fn measure_jitter(
     let (load_json, load_events) = load.stop();
     let outcome = outcome?;
     let measurements = outcome.measurements();
-    store.replace_measurements(run_id, &measurements)?;
+    let mut closing = Closing::new(store);
+    closing.write(|s| s.replace_measurements(run_id, &measurements));
     let mut events = outcome.events();
     events.extend(load_events.iter().cloned());
-    store.add_events(run_id, &events)?;
-    store.add_series(run_id, &outcome.series())?;
-    store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
+    closing.write(|s| s.add_events(run_id, &events));
+    closing.write(|s| s.add_series(run_id, &outcome.series()));
+    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
-    if let Some(e) = checkpoint_error {
-        flags["checkpoint_error"] = json!(e);
+    if let Some(e) = &checkpoint_error {
+        flags["checkpoint_error"] = json!(e.to_string());
     }
-    let status = match outcome.end {
+    let mut status = match outcome.end {
         LoopEnd::Complete => RunStatus::Complete,
         LoopEnd::Interrupted => RunStatus::Interrupted,
     };
-    let error = (status == RunStatus::Interrupted)
-        .then_some("interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept");
-    finish_measured_run(
-        store,
+    let mut error = (status == RunStatus::Interrupted).then(|| {
+        "interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept".to_string()
+    });
+    let mut report = None;
+    if let Some(e) = closing.failed.as_ref().or(checkpoint_error.as_ref()) {
+        let what = if closing.failed.is_some() {
+            "its measurements could not be stored"
+        } else {
+            "a checkpoint could not be stored; the measurements of the whole run are"
+        };
+        status = RunStatus::Failed;
+        error = Some(storage_failure(e, store.path(), what));
+        report = error.clone();
+    }
+    if let Some(e) = closing.finish(
         run_id,
         status,
         &mut flags,
         &outcome.result_json(),
-        error,
-    )?;
+        error.as_deref(),
+    ) {
+        status = RunStatus::Failed;
+        report = Some(report.map_or(e.clone(), |w| format!("{w}; {e}")));
+    }
     Ok(JitterRun {
         run_id,
         status,
@@ -392,6 +499,7 @@ fn measure_jitter(
         measurements,
         load: load_json,
         flags,
+        error: report,
     })
 }
 
@@ -540,10 +648,16 @@ pub fn event_run(
         }),
     };
     let run_id = store.begin_run(&info)?;
+    let summary = probes::event::TriggerSummary::new(&cell.config, &sinfo);
+    store.set_result(
+        run_id,
+        &json!({RECOVERY_KEY: {"event_triggers": summary.to_json()}}),
+    )?;
     let mut load = RunLoad::start(store, run_id, &cell.load, &lctx)?;
     let mut server = server;
     let live = !quiet && std::io::stderr().is_terminal();
-    let mut store_error: Option<String> = None;
+    let mut store_error: Option<results::StoreError> = None;
+    let mut rows_stored = 0usize;
     let total = cell.config.triggers;
     let label = format!(
         "event {} {} period {} {}",
@@ -570,13 +684,16 @@ pub fn event_run(
     let result = probes::event::run(stream, &cell.config, &ctx.stop, |p| {
         // Written as it goes: trigger rows and under-runs are stored every ~50 ms.
         if !p.rows.is_empty() {
-            if let Err(e) = store.add_triggers(run_id, p.rows) {
-                store_error.get_or_insert(e.to_string());
+            match store.add_triggers(run_id, p.rows) {
+                Ok(()) => rows_stored += p.rows.len(),
+                Err(e) => {
+                    store_error.get_or_insert(e);
+                }
             }
         }
         if !p.events.is_empty() {
             if let Err(e) = store.add_events(run_id, p.events) {
-                store_error.get_or_insert(e.to_string());
+                store_error.get_or_insert(e);
             }
         }
         load.poll();
@@ -607,18 +724,19 @@ pub fn event_run(
         Ok(o) => o,
         Err(e) => return Err(fail_run(store, run_id, e)),
     };
-    store.replace_measurements(run_id, &outcome.measurements())?;
-    if !load_events.is_empty() {
-        store.add_events(run_id, &load_events)?;
-    }
-    store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
     if let Some(e) = &store_error {
-        flags["store_error"] = json!(e);
+        flags["store_error"] = json!(e.to_string());
     }
+    let mut closing = Closing::new(store);
+    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements()));
+    if !load_events.is_empty() {
+        closing.write(|s| s.add_events(run_id, &load_events));
+    }
+    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
     use probes::event::EventEnd;
-    let (status, error, report) = stream_end(
+    let (mut status, mut error, mut report) = stream_end(
         match &outcome.end {
             EventEnd::Complete => StreamEnd::Done,
             EventEnd::Interrupted => StreamEnd::Interrupted,
@@ -629,14 +747,31 @@ pub fn event_run(
         outcome.rows.len(),
         run_id,
     );
-    finish_measured_run(
-        store,
+    let measured = outcome.rows.len();
+    if let Some(e) = closing.failed.as_ref().or(store_error.as_ref()) {
+        let summary = if closing.failed.is_some() {
+            "the summary could not be stored"
+        } else {
+            "the stored summary covers all of them"
+        };
+        let why = storage_failure(
+            e,
+            store.path(),
+            &format!("{rows_stored} of {measured} trigger rows stored; {summary}"),
+        );
+        (status, error, report) = (RunStatus::Failed, Some(why), true);
+    }
+    if let Some(e) = closing.finish(
         run_id,
         status,
         &mut flags,
         &outcome.result_json(),
         error.as_deref(),
-    )?;
+    ) {
+        status = RunStatus::Failed;
+        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
+        report = true;
+    }
     let error = error.filter(|_| report);
     Ok(EventRun {
         run_id,
@@ -851,20 +986,21 @@ pub fn roundtrip_run(
         Ok(o) => o,
         Err(e) => return Err(fail_run(store, run_id, e)),
     };
-    store.replace_measurements(run_id, &outcome.measurements())?;
-    for s in outcome.series() {
-        store.add_series(run_id, &s)?;
+    let mut closing = Closing::new(store);
+    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements()));
+    for series in outcome.series() {
+        closing.write(|s| s.add_series(run_id, &series));
     }
     let mut events = outcome.events.clone();
     events.extend(load_events.iter().cloned());
     if !events.is_empty() {
-        store.add_events(run_id, &events)?;
+        closing.write(|s| s.add_events(run_id, &events));
     }
-    store.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted()))?;
+    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
     use probes::roundtrip::RoundtripEnd;
-    let (status, error, report) = stream_end(
+    let (mut status, mut error, mut report) = stream_end(
         match &outcome.end {
             RoundtripEnd::Complete | RoundtripEnd::NoSignal => StreamEnd::Done,
             RoundtripEnd::Interrupted => StreamEnd::Interrupted,
@@ -875,14 +1011,21 @@ pub fn roundtrip_run(
         outcome.estimates.len(),
         run_id,
     );
-    finish_measured_run(
-        store,
+    if let Some(e) = &closing.failed {
+        let why = storage_failure(e, store.path(), "its measurements could not all be stored");
+        (status, error, report) = (RunStatus::Failed, Some(why), true);
+    }
+    if let Some(e) = closing.finish(
         run_id,
         status,
         &mut flags,
         &outcome.result_json(),
         error.as_deref(),
-    )?;
+    ) {
+        status = RunStatus::Failed;
+        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
+        report = true;
+    }
     let error = error.filter(|_| report);
     Ok(RoundtripRun {
         run_id,

@@ -1098,18 +1098,128 @@ pub fn run(
     })
 }
 
+/// The model's mean latency of `config`'s policy on a stream (see
+/// [`EventOutcome::model_latency_ns`]).
+fn model_latency_ns(config: &EventConfig, info: &StreamInfo) -> f64 {
+    let p = info.period_ns();
+    let base = info.playback_latency_ns();
+    match config.policy {
+        NotePolicy::Fixed => p + base,
+        NotePolicy::Asap => p / 2.0 + base,
+    }
+}
+
+/// How a run's trigger rows become its trigger measurements (`event_latency` and, with a
+/// loopback, `event_latency_loopback`): what they need of the configuration and the
+/// stream, known once the stream is open. A run stores it at its start, so the rows a
+/// killed run stored can be summarised later as the live run would have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TriggerSummary {
+    /// The model latency's method.
+    pub model_method: String,
+    /// The loopback latency's method.
+    pub loopback_method: String,
+    /// Playback latency, ns.
+    pub buffer_ns: f64,
+    /// The model's mean latency, ns.
+    pub model_mean_ns: f64,
+}
+
+impl TriggerSummary {
+    /// The summary of `config` on a stream described by `info`.
+    pub fn new(config: &EventConfig, info: &StreamInfo) -> TriggerSummary {
+        TriggerSummary {
+            model_method: format!(
+                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server + offset/rate + {} frames playback latency), {} policy",
+                config.source, info.backend, info.playback_latency_frames, config.policy
+            ),
+            loopback_method: format!(
+                "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {} frames capture latency",
+                info.capture_port.as_deref().unwrap_or("?"),
+                config.loopback_threshold,
+                info.capture_latency_frames
+            ),
+            buffer_ns: info.playback_latency_ns(),
+            model_mean_ns: model_latency_ns(config, info),
+        }
+    }
+
+    /// As stored with a run.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "model_method": self.model_method,
+            "loopback_method": self.loopback_method,
+            "buffer_ns": self.buffer_ns,
+            "model_mean_ns": self.model_mean_ns,
+        })
+    }
+
+    /// Read back from [`TriggerSummary::to_json`]; `None` when something is missing.
+    pub fn from_json(v: &Value) -> Option<TriggerSummary> {
+        Some(TriggerSummary {
+            model_method: v["model_method"].as_str()?.to_string(),
+            loopback_method: v["loopback_method"].as_str()?.to_string(),
+            buffer_ns: v["buffer_ns"].as_f64()?,
+            model_mean_ns: v["model_mean_ns"].as_f64()?,
+        })
+    }
+
+    /// The trigger measurements of `rows`: the model latency over the triggers that
+    /// sounded, with its wait and lateness parts, and the loopback latency when any row
+    /// has one.
+    pub fn measurements(&self, rows: &[TriggerRow]) -> Vec<Measurement> {
+        let sounded = || rows.iter().filter(|r| !r.missed);
+        let hist_from_rows = |f: &dyn Fn(&TriggerRow) -> Option<i64>| {
+            let mut h = LatencyHistogram::new(10_000_000_000).expect("10 s bound is valid");
+            for r in rows {
+                if let Some(v) = f(r) {
+                    h.record(v.max(0) as u64);
+                }
+            }
+            h
+        };
+        let mut out = Vec::new();
+        let mut m = Measurement::from_histogram(
+            "event",
+            "event_latency",
+            &self.model_method,
+            hist_from_rows(&|r| (!r.missed).then_some(r.latency_ns)),
+        );
+        // The latency histogram holds only positive values; the wait can be negative (a
+        // trigger that arrived after its cycle's nominal start, before the callback), so
+        // its statistics are kept exact, not as a histogram that would clamp them.
+        m.detail = json!({
+            "exact": Stats::of(sounded().map(|r| r.latency_ns as f64)).to_json(),
+            "wait_ns": Stats::of(sounded().map(|r| r.wait_ns as f64)).to_json(),
+            "rendering_callback_lateness_ns": Stats::of(sounded().map(|r| r.lateness_ns as f64)).to_json(),
+            "buffer_ns": self.buffer_ns,
+            "model_mean_ns": self.model_mean_ns,
+            "late_triggers": rows.iter().filter(|r| r.late).count() as u64,
+            "missed_triggers": rows.iter().filter(|r| r.missed).count() as u64,
+        });
+        out.push(m);
+        if rows.iter().any(|r| r.measured_ns.is_some()) {
+            let mut l = Measurement::from_histogram(
+                "event",
+                "event_latency_loopback",
+                &self.loopback_method,
+                hist_from_rows(&|r| r.measured_ns),
+            );
+            l.detail = json!({"exact": Stats::of(rows.iter().filter_map(|r| r.measured_ns.map(|m| m as f64))).to_json(),
+                              "not_found": rows.iter().filter(|r| r.measured_ns.is_none()).count()});
+            out.push(l);
+        }
+        out
+    }
+}
+
 impl EventOutcome {
     /// The model's mean latency for this policy: `fixed` one period plus the playback
     /// latency; `asap` half a period plus the playback latency (the wait for the next
     /// cycle is uniform over a period). MIDI in `asap` mode waits a period minus the
     /// offset, which has the same mean.
     pub fn model_latency_ns(&self) -> f64 {
-        let p = self.info.period_ns();
-        let base = self.info.playback_latency_ns();
-        match self.config.policy {
-            NotePolicy::Fixed => p + base,
-            NotePolicy::Asap => p / 2.0 + base,
-        }
+        model_latency_ns(&self.config, &self.info)
     }
 
     /// The triggers whose note could sound at its modelled time (not
@@ -1149,59 +1259,15 @@ impl EventOutcome {
             && self.trigger_thread.as_ref().is_none_or(|t| t.is_realtime())
     }
 
-    fn hist_from_rows(&self, f: impl Fn(&TriggerRow) -> Option<i64>) -> LatencyHistogram {
-        let mut h = LatencyHistogram::new(10_000_000_000).expect("10 s bound is valid");
-        for r in &self.rows {
-            if let Some(v) = f(r) {
-                h.record(v.max(0) as u64);
-            }
-        }
-        h
+    /// How this run's trigger rows become measurements.
+    pub fn trigger_summary(&self) -> TriggerSummary {
+        TriggerSummary::new(&self.config, &self.info)
     }
 
     /// Measurements: event latency (model), its wait part, loopback latency, cycle
     /// lateness and DSP time per cycle.
     pub fn measurements(&self) -> Vec<Measurement> {
-        let mut out = Vec::new();
-        let method_model = format!(
-            "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server + offset/rate + {} frames playback latency), {} policy",
-            self.config.source, self.info.backend, self.info.playback_latency_frames, self.config.policy
-        );
-        let mut m = Measurement::from_histogram(
-            "event",
-            "event_latency",
-            &method_model,
-            self.hist_from_rows(|r| (!r.missed).then_some(r.latency_ns)),
-        );
-        // The latency histogram holds only positive values; the wait can be negative (a
-        // trigger that arrived after its cycle's nominal start, before the callback), so
-        // its statistics are kept exact, not as a histogram that would clamp them.
-        m.detail = json!({
-            "exact": self.latency().to_json(),
-            "wait_ns": Stats::of(self.sounded().map(|r| r.wait_ns as f64)).to_json(),
-            "rendering_callback_lateness_ns": Stats::of(self.sounded().map(|r| r.lateness_ns as f64)).to_json(),
-            "buffer_ns": self.info.playback_latency_ns(),
-            "model_mean_ns": self.model_latency_ns(),
-            "late_triggers": self.late(),
-            "missed_triggers": self.missed(),
-        });
-        out.push(m);
-        if self.rows.iter().any(|r| r.measured_ns.is_some()) {
-            let mut l = Measurement::from_histogram(
-                "event",
-                "event_latency_loopback",
-                &format!(
-                    "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {} frames capture latency",
-                    self.info.capture_port.as_deref().unwrap_or("?"),
-                    self.config.loopback_threshold,
-                    self.info.capture_latency_frames
-                ),
-                self.hist_from_rows(|r| r.measured_ns),
-            );
-            l.detail = json!({"exact": self.measured().to_json(),
-                              "not_found": self.rows.iter().filter(|r| r.measured_ns.is_none()).count()});
-            out.push(l);
-        }
+        let mut out = self.trigger_summary().measurements(&self.rows);
         let mut lat = Measurement::from_histogram(
             "event",
             "callback_lateness",
