@@ -57,7 +57,12 @@ fn main() -> ExitCode {
     let db = cli.db.clone();
     match dispatch(cli, stop) {
         Ok(code) => code,
-        Err(e) if e.chain().any(|c| c.downcast_ref::<StoreError>().is_some_and(StoreError::is_damaged)) => {
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<StoreError>()
+                    .is_some_and(StoreError::is_damaged)
+            }) =>
+        {
             // Found by a query after the open: the same line as a damaged file at open.
             eprintln!(
                 "audiolat: error: cannot use results database {}: it is damaged (a corrupt page or a truncated file); restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name",

@@ -3389,3 +3389,341 @@ fn devices_lists_what_can_be_measured_here() {
     assert_eq!(run(&other, &["devices"]).code, 0);
     assert!(!other.exists(), "devices wrote a database");
 }
+
+/// Runs `audiolat --db db args` and checks it refused with exit 2 and one line that names
+/// the database, carries `needle`, and repeats no raw SQLite error.
+fn refused_in_one_line(db: &std::path::Path, args: &[&str], needle: &str) {
+    let out = run(db, args);
+    assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {}", out.stderr);
+    assert!(lines[0].contains(&db.display().to_string()), "{}", lines[0]);
+    assert!(lines[0].contains(needle), "{args:?}: {}", lines[0]);
+    assert!(!lines[0].contains("Error code"), "{}", lines[0]);
+}
+
+#[test]
+fn a_database_that_is_not_audiolats_is_refused_and_never_changed() {
+    let dir = tempdir();
+    let db = dir.path().join("other.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');")
+        .unwrap();
+    drop(conn);
+    let before = std::fs::read(&db).unwrap();
+    for args in [
+        &["runs"][..],
+        &["show", "last"],
+        &["export", "last", "--format", "csv"],
+        &["compare", "1", "2"],
+        &["jitter", "-D", "100ms", "-q"],
+    ] {
+        refused_in_one_line(&db, args, "not an audiolat results database");
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), before, "the file was changed");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["other.db"], "nothing made beside it");
+    // Read-only commands create nothing where there is no database.
+    let none = dir.path().join("none.db");
+    for args in [&["runs"][..], &["show", "last"], &["report", "last"]] {
+        let out = run(&none, args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("no results database"), "{}", out.stderr);
+        assert!(!none.exists());
+    }
+}
+
+#[test]
+fn open_time_failures_are_exit_2_in_one_line_with_the_fix() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    refused_in_one_line(dir.path(), &["runs"], "it is a directory");
+    refused_in_one_line(
+        dir.path(),
+        &["jitter", "-D", "100ms", "-q"],
+        "it is a directory",
+    );
+    // A corrupt page deep in a good file: the open succeeds, the query finds it.
+    let db = dir.path().join("c.db");
+    for _ in 0..3 {
+        assert_eq!(run(&db, &["jitter", "-D", "100ms", "-q"]).code, 0);
+    }
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() >= 4 * 4096);
+    let tail = bytes.len() - 4096;
+    bytes[tail..].fill(0x5a);
+    bytes[2 * 4096..3 * 4096].fill(0x5a);
+    std::fs::write(&db, &bytes).unwrap();
+    for args in [
+        &["runs"][..],
+        &["show", "last"],
+        &["jitter", "-D", "100ms", "-q"],
+    ] {
+        refused_in_one_line(&db, args, "damaged");
+    }
+    // A full filesystem, for a command that records runs.
+    let Some(fs) = util::Tmpfs::mount(1024) else {
+        eprintln!("skipped the full filesystem: it needs root to mount a tmpfs");
+        return;
+    };
+    fs.fill_leaving(0);
+    let full = fs.path().join("full.db");
+    refused_in_one_line(
+        &full,
+        &["jitter", "-D", "100ms", "-q"],
+        "filesystem is full",
+    );
+    assert!(!full.exists());
+}
+
+#[test]
+fn read_only_commands_read_a_database_on_a_read_only_mount() {
+    let _m = machine_lock();
+    let Some(fs) = util::Tmpfs::mount(8 * 1024) else {
+        eprintln!("skipped: it needs root to mount a tmpfs read-only");
+        return;
+    };
+    let db = fs.path().join("ro.db");
+    assert_eq!(run(&db, &["jitter", "-D", "200ms", "-q"]).code, 0);
+    fs.make_read_only();
+    let runs = run_json(&db, &["runs", "--json"]);
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    let shown = run_json(&db, &["show", "last", "--json"]);
+    assert_eq!(shown["run"]["status"], "complete", "{shown}");
+    let out = run(&db, &["export", "last", "--format", "csv"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = tempdir();
+    let html = report.path().join("r.html");
+    let out = run(&db, &["report", "last", "-o", html.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A command that records runs says why it cannot, in one line.
+    refused_in_one_line(&db, &["jitter", "-D", "100ms", "-q"], "not writable");
+}
+
+#[test]
+fn first_runs_racing_to_create_one_database_all_succeed() {
+    let _m = machine_lock();
+    for round in 0..3 {
+        let dir = tempdir();
+        let db = dir.path().join("new.db");
+        let children: Vec<_> = (0..4)
+            .map(|_| util::KillOnDrop(spawn(&db, &["jitter", "-D", "100ms", "-q", "--json"])))
+            .collect();
+        for mut c in children {
+            let status = wait_timeout(&mut c.0, Duration::from_secs(60));
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(c.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            assert!(status.success(), "round {round}: {stderr}");
+        }
+        let runs = run_json(&db, &["runs", "--json"]);
+        assert_eq!(
+            runs.as_array().map(Vec::len),
+            Some(4),
+            "round {round}: {runs}"
+        );
+    }
+}
+
+/// Polls `db` read-only (a read-write open would close a dead process's runs itself)
+/// until `ready` says so.
+fn poll_read_only(db: &std::path::Path, what: &str, ready: impl Fn(&Store) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+        if let Ok(store) = Store::open_read_only(db) {
+            if ready(&store) {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_event_run_is_summarised_from_its_stored_triggers_on_the_next_open() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("k.db");
+    let name = unique_server("sigkill");
+    let mut child = util::KillOnDrop(spawn(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--triggers",
+            "80",
+            "-q",
+        ],
+    ));
+    poll_read_only(&db, "no triggers were stored", |s| {
+        s.last_run_id()
+            .ok()
+            .flatten()
+            .is_some_and(|id| s.triggers(id).map_or(0, |t| t.len()) >= 10)
+    });
+    // SAFETY: killing the audiolat this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.0.wait();
+    // Its private server goes with it (or is stopped here, not to hold the name).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !jackd_pids(&name).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in jackd_pids(&name) {
+        // SAFETY: the jackd of the audiolat this test killed.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let stored = Store::open_read_only(&db).unwrap();
+    let run_id = stored.last_run_id().unwrap().unwrap();
+    let rows = stored.triggers(run_id).unwrap();
+    assert!(
+        rows.len() >= 10 && rows.len() < 80,
+        "{} triggers",
+        rows.len()
+    );
+    assert_eq!(stored.run(run_id).unwrap().status, RunStatus::Running);
+    drop(stored);
+    // `show` (a read-only command) finds it left by a dead process, and it is closed
+    // with what it stored summarised, as the live run would have.
+    let shown = run_json(&db, &["show", &run_id.to_string(), "--json"]);
+    assert_eq!(shown["run"]["status"], "interrupted", "{}", shown["run"]);
+    let error = shown["run"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("ended without closing the run") && error.contains("summarised"),
+        "{error}"
+    );
+    let latency = shown["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "event_latency")
+        .unwrap_or_else(|| panic!("no event_latency: {shown}"));
+    let sounded = rows.iter().filter(|r| !r.missed).count();
+    assert_eq!(
+        latency["summary"]["count"].as_u64(),
+        Some(sounded as u64),
+        "{latency}"
+    );
+    let group = Store::open_read_only(&db)
+        .unwrap()
+        .run(run_id)
+        .unwrap()
+        .group_id
+        .unwrap();
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!(store.group_status(group).unwrap().1, RunStatus::Interrupted);
+}
+
+#[test]
+fn a_killed_plan_run_leaves_no_group_or_cell_running() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("plan.db");
+    let plan = dir.path().join("killed.toml");
+    std::fs::write(
+        &plan,
+        "name = \"killed\"\nprobe = \"jitter\"\n\n[set]\nduration = \"60s\"\n",
+    )
+    .unwrap();
+    let mut child = util::KillOnDrop(spawn(&db, &["run", plan.to_str().unwrap(), "--quiet"]));
+    poll_read_only(&db, "the cell did not start its run", |s| {
+        s.plan_cells(1)
+            .is_ok_and(|c| c.first().is_some_and(|c| c.run_id.is_some()))
+    });
+    // SAFETY: killing the plan runner this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.0.wait();
+    let cell_run = Store::open_read_only(&db).unwrap().plan_cells(1).unwrap()[0]
+        .run_id
+        .unwrap();
+    // The cell's process goes with its runner.
+    poll_read_only(&db, "the cell's process outlived its runner", |s| {
+        s.run(cell_run).is_ok_and(|r| {
+            // SAFETY: signal 0 only checks that the process exists.
+            let gone = unsafe { libc::kill(r.pid as i32, 0) } != 0;
+            r.status != RunStatus::Running || gone
+        })
+    });
+    let out = run(&db, &["runs", "--groups", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let store = Store::open_read_only(&db).unwrap();
+    let group = store.group(1).unwrap();
+    assert_eq!(group.status, RunStatus::Interrupted);
+    assert!(group.detail["end_reason"]
+        .as_str()
+        .unwrap()
+        .contains("ended without closing"));
+    let cell = &store.plan_cells(1).unwrap()[0];
+    assert_eq!(cell.status, Some(RunStatus::Interrupted), "{cell:?}");
+    assert!(cell.error.is_some());
+    assert_ne!(store.run(cell_run).unwrap().status, RunStatus::Running);
+}
+
+#[test]
+fn a_disk_filling_mid_run_keeps_what_was_measured_and_says_disk_full() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let Some(fs) = util::Tmpfs::mount(4 * 1024) else {
+        eprintln!("skipped: it needs root to mount a small tmpfs");
+        return;
+    };
+    let db = fs.path().join("full.db");
+    let name = unique_server("diskfull");
+    let args = [
+        "event",
+        "--server",
+        "dummy",
+        "--server-name",
+        &name,
+        "--triggers",
+        "80",
+        "--spacing",
+        "30ms",
+        "--note",
+        "10ms",
+        "-q",
+        "--json",
+    ];
+    // The database and its reserve exist; then the filesystem keeps only enough for the
+    // open (the run's trigger rows need more).
+    assert_eq!(run(&db, &["jitter", "-D", "100ms", "-q"]).code, 0);
+    fs.fill_leaving(320);
+    let out = run(&db, &args);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("disk full"), "{}", out.stderr);
+    // What was measured is printed.
+    let printed: Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    assert!(printed.to_string().contains("event_latency"), "{printed}");
+    let store = Store::open_read_only(&db).unwrap();
+    let run_id = store.last_run_id().unwrap().unwrap();
+    let r = store.run(run_id).unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(
+        r.error.as_deref().unwrap().starts_with("disk full: "),
+        "{:?}",
+        r.error
+    );
+    let stored = store.triggers(run_id).unwrap().len();
+    assert!(stored < 80, "the disk never filled ({stored} rows stored)");
+    let ms = store.measurements(run_id).unwrap();
+    let latency = ms
+        .iter()
+        .find(|m| m.measurement.metric == "event_latency")
+        .expect("the summary is stored");
+    // The summary is the whole run's, not only the rows the disk took.
+    assert!(
+        latency.measurement.summary.count as usize > stored,
+        "{} in the summary, {stored} rows stored",
+        latency.measurement.summary.count
+    );
+    assert!(jackd_pids(&name).is_empty());
+}

@@ -136,3 +136,62 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// A tmpfs of `size_kib` KiB mounted on a fresh directory by the test (root only),
+/// unmounted when the guard drops.
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts one; `None` when not root (the caller skips, saying so).
+    pub fn mount(size_kib: u64) -> Option<Tmpfs> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let dir = tempdir();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size_kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("running mount")
+            .success();
+        assert!(ok, "mount -t tmpfs on {}", dir.path().display());
+        Some(Tmpfs { dir })
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Remounts it read-only.
+    pub fn make_read_only(&self) {
+        let ok = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(self.path())
+            .status()
+            .expect("running mount")
+            .success();
+        assert!(ok, "remount,ro {}", self.path().display());
+    }
+
+    /// Fills it with a file until the filesystem is full, then frees `leave_kib` KiB of
+    /// it: what is left is exactly known, whatever the timing of what comes next.
+    pub fn fill_leaving(&self, leave_kib: u64) {
+        use std::io::Write;
+        let filler = self.path().join("filler");
+        let mut f = std::fs::File::create(&filler).expect("filler");
+        let block = vec![0xa5u8; 4096];
+        while f.write_all(&block).is_ok() {}
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(leave_kib * 1024)).unwrap();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
