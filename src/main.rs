@@ -77,6 +77,7 @@ fn main() -> ExitCode {
                         c.downcast_ref::<StoreError>(),
                         Some(
                             StoreError::Open { .. }
+                                | StoreError::UnsharedLog(_)
                                 | StoreError::Missing(_)
                                 | StoreError::TooNew { .. }
                                 | StoreError::NoSuchRun(_)

@@ -72,7 +72,17 @@ impl Context {
     /// Runs, groups and plan cells dead processes left `running` are first closed (and
     /// summarised) when the database can be written; otherwise they are shown as stored.
     pub fn open_existing_store(&self) -> anyhow::Result<Store> {
-        let store = Store::open_read_only(&self.db_path)?;
+        let store = match Store::open_read_only(&self.db_path) {
+            Err(results::StoreError::UnsharedLog(_)) => {
+                // A log only a writer can fold in (9p): folded in once and said once, as
+                // a recording command would (the one case where reading writes).
+                let writer = Store::open_existing(&self.db_path)?;
+                say_journal_once(&writer);
+                drop(writer);
+                Store::open_read_only(&self.db_path)?
+            }
+            other => other?,
+        };
         let abandoned =
             !store.abandoned_runs()?.is_empty() || !store.abandoned_groups()?.is_empty();
         if abandoned && Store::open_recovering(&self.db_path, &summarise_abandoned).is_ok() {

@@ -181,6 +181,11 @@ pub enum StoreError {
         /// Version found.
         found: i64,
     },
+    /// A read-only open of a database whose write-ahead log holds writes, on a
+    /// filesystem that cannot share the log's index (9p, some NFS): only a writer can
+    /// fold the log in (see [`Journal::Rollback`]).
+    #[error("cannot use results database {0}: its write-ahead log cannot be read on this filesystem without writing; open it once with a command that records runs, or copy it with its -wal file to a local filesystem")]
+    UnsharedLog(PathBuf),
     /// No such run.
     #[error("no run with id {0}: `audiolat runs` lists them")]
     NoSuchRun(i64),
@@ -412,6 +417,13 @@ fn free_bytes(dir: &Path) -> Option<u64> {
         return None;
     }
     Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// The write-ahead log of the database at `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
 }
 
 /// The reserve file of the database at `path`.
@@ -660,8 +672,20 @@ impl Store {
         };
         let (conn, found) = match open(Connection::open_with_flags(path, flags)) {
             Ok(v) => v,
-            // A write-ahead-log database on a read-only directory whose `-shm` cannot be
-            // made: nobody can be writing it there, so it is read as unchanging.
+            // A write-ahead-log database whose log holds writes, where its index cannot
+            // be shared: only a writer can fold the log in.
+            Err(e)
+                if (matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+                ) || is_shared_memory_error(&e))
+                    && std::fs::metadata(wal_path(path)).is_ok_and(|m| m.len() > 0) =>
+            {
+                return Err(StoreError::UnsharedLog(path.to_path_buf()));
+            }
+            // A write-ahead-log database without a log, on a read-only directory (where
+            // its `-shm` cannot be made) or a filesystem without shared memory: nobody
+            // can be writing it there, so it is read as unchanging.
             Err(e)
                 if matches!(
                     e.sqlite_error_code(),
