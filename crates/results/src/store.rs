@@ -594,6 +594,19 @@ impl Store {
                 "pass --db with a path you can write, or fix its permissions",
             ));
         }
+        // SQLite opens a write-ahead log or shared-memory file it cannot write read-only
+        // and fails only at the first write, mid-run: found here instead.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let beside = PathBuf::from(name);
+            if beside.exists() && !writable(&beside) {
+                return Err(open_err(
+                    format!("{} beside it is not writable (another user's?)", beside.display()),
+                    "run as the user who owns it, fix its permissions, or pass --db with another file",
+                ));
+            }
+        }
         if let Some(free) = free_bytes(parent) {
             if free < MIN_FREE_BYTES {
                 return Err(open_err(
