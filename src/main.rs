@@ -1093,6 +1093,9 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     } else {
         print!("{}", views::net_text(&run, &ctx.db_path));
     }
+    if let Some(e) = &run.storage_error {
+        eprintln!("audiolat: error: run {}: {e}", run.run_id);
+    }
     Ok(match run.status {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         RunStatus::Failed => ExitCode::from(EXIT_FAILED),
@@ -1593,7 +1596,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
     } else {
         RunStatus::Complete
     };
-    store.finish_group(group, group_status)?;
+    finish_group(&store, group, group_status);
     // The suite ends with its report, beside the database.
     let report_path = report_data::default_path(&ctx.db_path, &format!("suite-{group}"));
     let report_written = report_data::group(&store, group).and_then(|data| {

@@ -1065,6 +1065,9 @@ pub struct NetRun {
     pub cells: Option<Value>,
     /// Every cell was undone at the end.
     pub cells_undone: bool,
+    /// Set when the run could not be stored whole (status `failed`): the reason, for the
+    /// user.
+    pub storage_error: Option<String>,
 }
 
 /// The cells of a run and the one the host's runtime goes in.
@@ -1261,12 +1264,13 @@ pub fn net_run(
         Ok(o) => o,
         Err(e) => return Err(fail_run(store, run_id, e)),
     };
-    store.replace_measurements(run_id, &outcome.measurements())?;
-    for s in outcome.series() {
-        store.add_series(run_id, &s)?;
+    let mut closing = Closing::new(store);
+    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements()));
+    for series in outcome.series() {
+        closing.write(|s| s.add_series(run_id, &series));
     }
     if !load_events.is_empty() {
-        store.add_events(run_id, &load_events)?;
+        closing.write(|s| s.add_events(run_id, &load_events));
     }
     let mut granted = json!({
         "memory_locked": memory.current && memory.future,
@@ -1288,7 +1292,7 @@ pub fn net_run(
         granted["cells_undone"] = json!(cell_problems.is_empty());
         granted["cells_undo_problems"] = json!(cell_problems);
     }
-    store.update_run(run_id, Some(&load_json), Some(&granted))?;
+    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&granted)));
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
     if cells_granted.is_some() {
@@ -1313,14 +1317,23 @@ pub fn net_run(
     } else {
         (RunStatus::Complete, None)
     };
-    finish_measured_run(
-        store,
+    let (mut status, mut error) = (status, error);
+    let mut storage_error = None;
+    if let Some(e) = &closing.failed {
+        let why = storage_failure(e, store.path(), "its measurements could not all be stored");
+        (status, error) = (RunStatus::Failed, Some(why.clone()));
+        storage_error = Some(why);
+    }
+    if let Some(e) = closing.finish(
         run_id,
         status,
         &mut flags,
         &outcome.result_json(),
         error.as_deref(),
-    )?;
+    ) {
+        status = RunStatus::Failed;
+        storage_error = Some(storage_error.map_or(e.clone(), |w| format!("{w}; {e}")));
+    }
     Ok(NetRun {
         run_id,
         status,
@@ -1330,6 +1343,7 @@ pub fn net_run(
         flags,
         cells: cells_granted,
         cells_undone: cell_problems.is_empty(),
+        storage_error,
     })
 }
 
