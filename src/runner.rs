@@ -85,7 +85,7 @@ impl Context {
         };
         let abandoned =
             !store.abandoned_runs()?.is_empty() || !store.abandoned_groups()?.is_empty();
-        if abandoned && Store::open_recovering(&self.db_path, &summarise_abandoned).is_ok() {
+        if abandoned && Store::close_abandoned(&self.db_path, &summarise_abandoned).is_ok() {
             return Ok(Store::open_read_only(&self.db_path)?);
         }
         Ok(store)

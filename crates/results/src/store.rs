@@ -549,8 +549,17 @@ impl Store {
     /// for it, computed from what the run stored) before closing it.
     pub fn open_recovering(path: &Path, summarise: &Summarise) -> Result<Store, StoreError> {
         let store = Store::open_checking(path, shared_mmap_works)?;
+        store.keep_reserve();
         store.recover_abandoned(summarise)?;
         Ok(store)
+    }
+
+    /// Closes what dead processes left `running` in an existing database of the current
+    /// schema, as [`Store::open_recovering`] would, making nothing else (no reserve): for
+    /// commands that only read. Returns how many runs.
+    pub fn close_abandoned(path: &Path, summarise: &Summarise) -> Result<usize, StoreError> {
+        Store::open_read_only(path)?;
+        Store::open_checking(path, shared_mmap_works)?.recover_abandoned(summarise)
     }
 
     /// [`Store::open`] without recovery, with the check of whether the filesystem can
@@ -636,7 +645,6 @@ impl Store {
         };
         store.configure(shared_memory)?;
         store.migrate()?;
-        store.keep_reserve();
         Ok(store)
     }
 
