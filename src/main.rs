@@ -70,6 +70,20 @@ fn main() -> ExitCode {
             );
             ExitCode::from(EXIT_USAGE)
         }
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<StoreError>()
+                    .is_some_and(StoreError::is_disk_full)
+            }) =>
+        {
+            // A run that filled the disk closes itself with the reason (see runner's
+            // Closing); reaching here, nothing was measured yet (a run or group being made).
+            eprintln!(
+                "audiolat: error: cannot use results database {}: its filesystem is full; free space there, or pass --db with a path on another filesystem",
+                db.display()
+            );
+            ExitCode::from(EXIT_USAGE)
+        }
         Err(e) => {
             let usage = e.downcast_ref::<UsageError>().is_some()
                 || e.chain().any(|c| {
