@@ -482,14 +482,15 @@ fn measure_jitter(
         "interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept".to_string()
     });
     let mut report = None;
-    if let Some(e) = closing.failed.as_ref().or(checkpoint_error.as_ref()) {
-        let what = if closing.failed.is_some() {
-            "its measurements could not be stored"
-        } else {
-            "a checkpoint could not be stored; the measurements of the whole run are"
-        };
+    // A checkpoint that could not be stored lost nothing once the end is stored: it
+    // stays a flag. An end that could not be stored fails the run, with the reason.
+    if let Some(e) = &closing.failed {
         status = RunStatus::Failed;
-        error = Some(storage_failure(e, store.path(), what));
+        error = Some(storage_failure(
+            e,
+            store.path(),
+            "its measurements could not all be stored",
+        ));
         report = error.clone();
     }
     if let Some(e) = closing.finish(
