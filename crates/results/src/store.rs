@@ -4,8 +4,9 @@
 //! starts (status `running`), events and measurements as they are produced, and the
 //! status when it ends, so an interrupted run keeps what it measured. A run whose process
 //! died without closing it is summarised (by the caller's [`Summarise`]) and marked
-//! `interrupted` the next time the store is opened for writing on the same host; so are
-//! its group and plan cells.
+//! `interrupted` the next time the store is opened for writing on the same host
+//! ([`Store::open_recovering`], or [`Store::close_abandoned`] for a reader); so are its
+//! group and plan cells.
 //!
 //! The schema is versioned with `PRAGMA user_version`; [`Store::open`] creates or
 //! migrates it in one `BEGIN IMMEDIATE` transaction (two first runs may race to create
@@ -398,10 +399,7 @@ fn open_failure(path: &Path, e: &rusqlite::Error, writing: bool) -> StoreError {
 /// SQLite's own message, once.
 fn sqlite_message(e: &rusqlite::Error) -> String {
     match e {
-        rusqlite::Error::SqliteFailure(f, Some(msg)) if !msg.is_empty() => {
-            let _ = f;
-            msg.clone()
-        }
+        rusqlite::Error::SqliteFailure(_, Some(msg)) if !msg.is_empty() => msg.clone(),
         rusqlite::Error::SqliteFailure(f, _) => f.to_string(),
         other => other.to_string(),
     }
