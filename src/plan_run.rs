@@ -411,7 +411,7 @@ fn run_cell(
         Err(e) => {
             let _ = std::fs::remove_file(&log);
             let error = format!("cannot start {}: {e}", binary.display());
-            store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error))?;
+            store.closing(|| store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error)))?;
             return Ok(CellOutcome {
                 status: RunStatus::Failed,
                 error: Some(error),
@@ -480,7 +480,7 @@ fn run_cell(
                     ),
                 )
             };
-            store.close_abandoned_run(r.id, status, &why)?;
+            store.closing(|| store.close_abandoned_run(r.id, status, &why))?;
             CellOutcome {
                 status,
                 error: Some(why),
@@ -502,7 +502,8 @@ fn run_cell(
             ),
         },
     };
-    store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref())?;
+    store
+        .closing(|| store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref()))?;
     progress.timed.push(started.elapsed().as_secs_f64());
     Ok(outcome)
 }
@@ -618,12 +619,12 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
             let b = match binary_for(&c.profile, quiet) {
                 Ok(b) => b,
                 Err(_) if ctx.stopped() => {
-                    store.finish_group(group, RunStatus::Interrupted)?;
+                    store.closing(|| store.finish_group(group, RunStatus::Interrupted))?;
                     eprintln!("audiolat run: stopped while building the `{}` binary; plan run {group} kept, --resume {group} continues it", c.profile);
                     return Ok(ExitCode::from(130));
                 }
                 Err(e) => {
-                    store.finish_group(group, RunStatus::Failed)?;
+                    store.closing(|| store.finish_group(group, RunStatus::Failed))?;
                     return Err(e);
                 }
             };
@@ -740,7 +741,8 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     } else {
         RunStatus::Failed
     };
-    store.finish_group(group, status)?;
+    // Closing writes may use the reserve a full disk leaves (see Store::closing).
+    store.closing(|| store.finish_group(group, status))?;
     let elapsed = progress.started.elapsed();
     let data = match crate::report_data::group(&store, group) {
         Ok(d) => Some(d),
