@@ -1001,7 +1001,7 @@ fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -
     let nothing = run
         .measurements
         .first()
-        .is_none_or(|m| m.summary.count == 0);
+        .is_none_or(|m| m.summary.is_none());
     if as_json {
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
@@ -1521,17 +1521,16 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                 let phase = run.outcome.synth.as_ref();
                 let note = match phase {
                     Some(p) => format!(
-                        "{} of {} blocks missed the 1.41 ms deadline; {} lost; the synth adds {} after the last packet",
+                        "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
                         p.host.misses,
                         p.host.answered,
                         p.controller.lost,
-                        report::terminal::fmt_ns(
-                            p.host.after_last_packet.percentile(50.0).0 as f64
-                                - run
-                                    .outcome
-                                    .reference
-                                    .as_ref()
-                                    .map_or(0.0, |r| r.host.after_last_packet.percentile(50.0).0 as f64)
+                        views::synth_adds_ns(p, run.outcome.reference.as_ref()).map_or_else(
+                            String::new,
+                            |ns| format!(
+                                "; the synth adds {} after the last packet",
+                                report::terminal::fmt_ns(ns)
+                            )
                         )
                     ),
                     None => "interrupted before the synth phase".into(),
@@ -1582,7 +1581,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),
-                "summary": e.headline.as_ref().map(|m| results::export::summary_json(&m.summary)),
+                "summary": e.headline.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
                 "underruns": e.underruns, "flags": e.flags, "note": e.note,
             })).collect::<Vec<_>>(),
         }))?;
@@ -1728,7 +1727,7 @@ fn runs(ctx: &Context, a: &cli::RunsArgs) -> Result<ExitCode> {
                 "id": r.id, "group_id": r.group_id, "probe": r.probe, "status": r.status,
                 "started_at": r.started_at, "duration_s": r.duration_s, "flags": r.flags,
                 "metric": h.as_ref().map(|m| m.metric.clone()),
-                "summary": h.as_ref().map(|m| results::export::summary_json(&m.summary)),
+                "summary": h.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
             }))
             .collect::<Vec<_>>()))?;
     } else if rows.is_empty() {

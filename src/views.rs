@@ -158,11 +158,39 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
     out
 }
 
+/// How many of a measurement's values missed its deadline, out of how many: the blocks
+/// sent when the measurement counts them (a lost block has no time but missed all the
+/// same), else its samples. `None` without a deadline, or with nothing to count.
+fn deadline_line(m: &Measurement) -> Option<String> {
+    let (deadline, misses) = (m.deadline?, m.misses?);
+    let of = m.detail["sent"].as_u64().unwrap_or(m.count());
+    (of > 0).then(|| {
+        format!(
+            "{}: {misses} of {of} missed the deadline of {}",
+            m.metric,
+            fmt_ns(deadline)
+        )
+    })
+}
+
+/// What the synth adds after a block's last packet: the median of the synth phase less
+/// that of the reference (a host answering silence at once). `None` without a reference,
+/// or when either phase answered nothing: a difference with a missing side is no figure.
+pub fn synth_adds_ns(synth: &probes::net::Phase, reference: Option<&probes::net::Phase>) -> Option<f64> {
+    let median = |p: &probes::net::Phase| p.host.after_last_packet.summary().map(|s| s.p50);
+    Some(median(synth)? - median(reference?)?)
+}
+
+/// A statistic of a histogram in ns, or `-` when it recorded nothing.
+fn ns_stat(h: &results::LatencyHistogram, stat: fn(&results::Summary) -> f64) -> String {
+    h.summary().map_or_else(|| "-".into(), |s| fmt_ns(stat(&s)))
+}
+
 /// A measurement's summary as JSON.
 pub fn measurement_summary_json(m: &Measurement) -> Value {
     json!({
         "metric": m.metric, "unit": m.unit, "method": m.method,
-        "summary": export::summary_json(&m.summary), "overflows": m.overflows(),
+        "summary": export::summary_json(m.summary.as_ref()), "overflows": m.overflows(),
         "deadline": m.deadline, "misses": m.misses,
     })
 }
@@ -246,15 +274,8 @@ pub fn show_text(
         let _ = writeln!(out);
         out.push_str(&summary_table(&ms));
         for m in &ms {
-            if let (Some(d), Some(miss)) = (m.deadline, m.misses) {
-                let _ = writeln!(
-                    out,
-                    "{}: {} of {} missed the deadline of {}",
-                    m.metric,
-                    miss,
-                    m.summary.count,
-                    fmt_ns(d)
-                );
+            if let Some(line) = deadline_line(m) {
+                let _ = writeln!(out, "{line}");
             }
         }
         if let Some(h) = ms.iter().find_map(|m| m.histogram.as_ref().map(|h| (m, h))) {
@@ -1095,16 +1116,15 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         }
     );
     out.push_str(&histogram(&h.response, 40));
-    let summary = h.response.summary();
     let _ = writeln!(
         out,
         "\n{} missed deadlines of {} blocks (deadline {}: 62 frames at 44.1 kHz), max = {}, mean = {}, stdev = {}",
         h.misses,
         h.answered,
         fmt_ns(DEADLINE_NS as f64),
-        fmt_ns(summary.max),
-        fmt_ns(summary.mean),
-        fmt_ns(summary.stdev)
+        ns_stat(&h.response, |s| s.max),
+        ns_stat(&h.response, |s| s.mean),
+        ns_stat(&h.response, |s| s.stdev)
     );
     if synth.controller.lost > 0 {
         // A block that never arrives whole misses its deadline too.
@@ -1120,25 +1140,24 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
     let _ = writeln!(
         out,
         "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
-        fmt_ns(h.gathering.percentile(50.0).0 as f64),
+        ns_stat(&h.gathering, |s| s.p50),
         h.short_responses,
         fmt_ns(probes::net::host::SHORT_RESPONSE_NS as f64),
         synth.controller.pacing.hdr().count_between(60_000, u64::MAX)
     );
     let _ = PACKET_INTERVAL_NS;
     if let (Some(s), Some(r)) = (&o.synth, &o.reference) {
-        let (sp, rp) = (
-            s.host.after_last_packet.percentile(50.0).0 as f64,
-            r.host.after_last_packet.percentile(50.0).0 as f64,
-        );
-        let _ = writeln!(
-            out,
-            "after the last packet: {} with the synth against {} answering silence at once (median): the synth adds {} (synth time per block {}); the rest is the network path",
-            fmt_ns(sp),
-            fmt_ns(rp),
-            fmt_ns(sp - rp),
-            fmt_ns(s.host.synth.percentile(50.0).0 as f64)
-        );
+        // Without answers in either phase there is no difference to show.
+        if let Some(adds) = synth_adds_ns(s, Some(r)) {
+            let _ = writeln!(
+                out,
+                "after the last packet: {} with the synth against {} answering silence at once (median): the synth adds {} (synth time per block {}); the rest is the network path",
+                ns_stat(&s.host.after_last_packet, |s| s.p50),
+                ns_stat(&r.host.after_last_packet, |s| s.p50),
+                fmt_ns(adds),
+                ns_stat(&s.host.synth, |s| s.p50)
+            );
+        }
     }
     let ctl = &synth.controller;
     let _ = writeln!(
@@ -1148,17 +1167,17 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         ctl.on_time,
         ctl.late,
         ctl.lost,
-        fmt_ns(ctl.end_to_end.percentile(50.0).0 as f64),
-        fmt_ns(ctl.end_to_end.max() as f64),
+        ns_stat(&ctl.end_to_end, |s| s.p50),
+        ns_stat(&ctl.end_to_end, |s| s.max),
         ctl.duplicate_answers,
         ctl.unknown_answers
     );
     let _ = writeln!(
         out,
         "sender pacing error (send time - due time): median {}, p99 {}, max {}; {} packets sent, {} refused by the kernel",
-        fmt_ns(ctl.pacing.percentile(50.0).0 as f64),
-        fmt_ns(ctl.pacing.percentile(99.0).0 as f64),
-        fmt_ns(ctl.pacing.max() as f64),
+        ns_stat(&ctl.pacing, |s| s.p50),
+        ns_stat(&ctl.pacing, |s| s.p99),
+        ns_stat(&ctl.pacing, |s| s.max),
         ctl.packets_sent,
         ctl.packets_refused
     );
@@ -1323,13 +1342,16 @@ pub fn net_end_text(run: &crate::runner::NetEndRun, db: &std::path::Path) -> Str
                 fmt_ns(probes::net::wire::DEADLINE_NS as f64)
             );
             out.push_str(&histogram(h, 40));
+            let blocks = m.detail["sent"].as_u64().unwrap_or(m.count());
+            let stat = |f: fn(&results::Summary) -> f64| {
+                m.summary.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
+            };
             let _ = writeln!(
                 out,
-                "\n{misses} missed deadlines of {} blocks, max = {}, mean = {}, stdev = {}",
-                m.summary.count,
-                fmt_ns(m.summary.max),
-                fmt_ns(m.summary.mean),
-                fmt_ns(m.summary.stdev)
+                "\n{misses} missed deadlines of {blocks} blocks, max = {}, mean = {}, stdev = {}",
+                stat(|s| s.max),
+                stat(|s| s.mean),
+                stat(|s| s.stdev)
             );
         }
     }
@@ -1361,8 +1383,9 @@ pub struct ExperimentRow {
     pub run_id: Option<i64>,
     /// complete, interrupted, failed.
     pub status: String,
-    /// The metric's summary and misses, if measured.
-    pub summary: Option<(results::Summary, u64)>,
+    /// The metric's summary (`None` inside when it has no samples) and misses, if the
+    /// run has the metric.
+    pub summary: Option<(Option<results::Summary>, u64)>,
     /// The study's numbers for this case.
     pub paper: &'static str,
     /// Why it failed, or what to know about it.
@@ -1426,10 +1449,10 @@ impl ExperimentRow {
             "status": self.status,
             "blocks": self.sent,
             "misses": self.summary.as_ref().map(|s| s.1),
-            "mean_ns": self.summary.as_ref().map(|s| s.0.mean),
-            "stdev_ns": self.summary.as_ref().map(|s| s.0.stdev),
-            "p999_ns": self.summary.as_ref().map(|s| s.0.p999),
-            "max_ns": self.summary.as_ref().map(|s| s.0.max),
+            "mean_ns": self.summary.and_then(|s| s.0).map(|s| s.mean),
+            "stdev_ns": self.summary.and_then(|s| s.0).map(|s| s.stdev),
+            "p999_ns": self.summary.and_then(|s| s.0).map(|s| s.p999),
+            "max_ns": self.summary.and_then(|s| s.0).map(|s| s.max),
             "paper": self.paper,
             "note": self.note,
         })
@@ -1472,23 +1495,32 @@ net experiment {which} (group {group}): {what}; deadline {}
         match &r.summary {
             Some((s, misses)) => {
                 // Blocks sent: a block lost on the way has no time but missed all the same.
-                let blocks = if r.sent > 0 { r.sent } else { s.count };
+                let blocks = if r.sent > 0 {
+                    r.sent
+                } else {
+                    s.map_or(0, |s| s.count)
+                };
                 // No block answered: no times to summarise.
-                let time = |v: f64| if s.count > 0 { fmt_ns(v) } else { "-".into() };
+                let time = |f: fn(&results::Summary) -> f64| {
+                    s.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
+                };
+                // No block sent: no share of them.
+                let missed = if blocks > 0 {
+                    format!("{misses} ({:.2}%)", 100.0 * *misses as f64 / blocks as f64)
+                } else {
+                    misses.to_string()
+                };
                 let _ = writeln!(
                     out,
                     "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
                     r.label,
                     r.run_id.map_or("-".into(), |i| i.to_string()),
                     blocks,
-                    format!(
-                        "{misses} ({:.2}%)",
-                        100.0 * *misses as f64 / blocks.max(1) as f64
-                    ),
-                    time(s.mean),
-                    time(s.stdev),
-                    time(s.p999),
-                    time(s.max),
+                    missed,
+                    time(|s| s.mean),
+                    time(|s| s.stdev),
+                    time(|s| s.p999),
+                    time(|s| s.max),
                     r.paper
                 );
                 if !r.note.is_empty() {

@@ -111,7 +111,14 @@ pub const SUMMARY_COLUMNS: [&str; 11] = [
     "overflows",
 ];
 
-fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<String> {
+fn summary_cells(name: &str, unit: &str, s: Option<&Summary>, overflows: u64) -> Vec<String> {
+    let Some(s) = s else {
+        // Nothing measured: a count of 0 and no statistics.
+        let mut cells = vec![name.to_string(), "0".to_string()];
+        cells.extend(std::iter::repeat_n("-".to_string(), SUMMARY_COLUMNS.len() - 3));
+        cells.push(overflows.to_string());
+        return cells;
+    };
     let v = |x: f64| fmt_value(x, unit);
     let p = |x: f64| fmt_percentile(s, x, unit);
     vec![
@@ -134,7 +141,12 @@ fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<Str
 pub fn summary_table(measurements: &[Measurement]) -> String {
     let mut t = Table::new(&SUMMARY_COLUMNS);
     for m in measurements {
-        t.row(summary_cells(&m.metric, &m.unit, &m.summary, m.overflows()));
+        t.row(summary_cells(
+            &m.metric,
+            &m.unit,
+            m.summary.as_ref(),
+            m.overflows(),
+        ));
     }
     t.render()
 }
@@ -320,14 +332,16 @@ pub fn fmt_percentile(s: &Summary, v: f64, unit: &str) -> String {
 /// A run's headline figure as table cells: metric, p50, p99, max (`-` when none).
 pub fn headline_cells(m: Option<&Measurement>) -> [String; 4] {
     match m {
-        // Nothing was measured (no loop found, every note missed): no figure, not 0.
-        Some(m) if m.summary.count == 0 => [m.metric.clone(), "-".into(), "-".into(), "-".into()],
-        Some(m) => [
-            m.metric.clone(),
-            fmt_percentile(&m.summary, m.summary.p50, &m.unit),
-            fmt_percentile(&m.summary, m.summary.p99, &m.unit),
-            fmt_value(m.summary.max, &m.unit),
-        ],
+        Some(m) => match &m.summary {
+            Some(s) => [
+                m.metric.clone(),
+                fmt_percentile(s, s.p50, &m.unit),
+                fmt_percentile(s, s.p99, &m.unit),
+                fmt_value(s.max, &m.unit),
+            ],
+            // Nothing was measured (no loop found, every note missed): no figure, not 0.
+            None => [m.metric.clone(), "-".into(), "-".into(), "-".into()],
+        },
         None => ["-".into(), "-".into(), "-".into(), "-".into()],
     }
 }
