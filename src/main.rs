@@ -1786,7 +1786,8 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
         }
         ExportFormat::Triggers => {
             let triggers = store.triggers(run.id)?;
-            if triggers.is_empty() {
+            // An event run that measured no trigger exports the header alone.
+            if triggers.is_empty() && run.probe != "event" {
                 return Err(UsageError(format!(
                     "run {} has no triggers: only event runs do (audiolat runs --probe event)",
                     run.id
@@ -1809,10 +1810,24 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
         ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
         ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),
         ExportFormat::Cyclictest => {
+            // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
+            if run.probe != "jitter" {
+                return Err(UsageError(format!(
+                    "run {} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
+                    run.id, run.probe
+                ))
+                .into());
+            }
             let h = measurements
                 .iter()
-                .find_map(|m| m.measurement.histogram.as_ref())
-                .ok_or_else(|| UsageError(format!("run {} has no histogram to export", run.id)))?;
+                .find(|m| m.measurement.metric == "wakeup_latency")
+                .and_then(|m| m.measurement.histogram.as_ref())
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "run {} has no wake-up latency histogram to export",
+                        run.id
+                    ))
+                })?;
             let cycles: Vec<u64> = run.result["overflow_cycles"]
                 .as_array()
                 .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())

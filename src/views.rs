@@ -80,7 +80,7 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
             fmt_ns(f.headroom_ns() as f64),
             o.recorded.underrun_count,
             o.recorded.cycles,
-            fmt_ns(c.max() as f64)
+            ns_stat(c, |s| s.max)
         );
         for u in o.recorded.underruns.iter().take(5) {
             let _ = writeln!(
@@ -374,6 +374,10 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         let l = o.latency();
         let wait = probes::event::Stats::of(o.sounded().map(|t| t.wait_ns as f64));
         let cb = probes::event::Stats::of(o.sounded().map(|t| t.lateness_ns as f64));
+        // No note sounded: no latency figures (the model's latency is the stream's own).
+        let stat = |s: probes::event::Stats, f: fn(&probes::event::Stats) -> f64, show: fn(f64) -> String| {
+            s.measured().map_or_else(|| "-".to_string(), |s| show(f(&s)))
+        };
         let mut row = vec![
             r.run_id.to_string(),
             o.info.period_frames.to_string(),
@@ -382,14 +386,15 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             r.load.clone(),
             o.config.policy.to_string(),
             l.count.to_string(),
-            ms(l.mean),
-            ms(l.min),
-            ms(l.max),
-            ms(l.stdev),
+            stat(l, |s| s.mean, ms),
+            stat(l, |s| s.min, ms),
+            stat(l, |s| s.max, ms),
+            stat(l, |s| s.stdev, ms),
             ms(o.model_latency_ns()),
-            ms(wait.mean),
-            fmt_ns(cb.mean),
-            format!("{:.1}%", 100.0 * o.dsp.mean() / o.info.period_ns()),
+            stat(wait, |s| s.mean, ms),
+            stat(cb, |s| s.mean, fmt_ns),
+            probes::stats::dsp_load_percent(&o.dsp, o.info.period_ns())
+                .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
             o.missed().to_string(),
             format!("{}/{}", o.xruns.0, o.xruns.1),
             if o.realtime() {
@@ -963,7 +968,7 @@ pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
         json!({"run_id": r.run_id, "period_frames": r.outcome.info.period_frames,
                "playback_latency_frames": r.outcome.info.playback_latency_frames,
                "capture_latency_frames": r.outcome.info.capture_latency_frames,
-               "roundtrip_frames": r.outcome.measured_frames().mean,
+               "roundtrip_frames": r.outcome.measured_frames().measured().map(|m| m.mean),
                "xruns": r.outcome.xruns, "skipped_cycles": r.outcome.gaps})
     };
     json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})

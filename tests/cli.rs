@@ -238,9 +238,11 @@ fn a_jitter_run_is_stored_listed_shown_and_exported() {
     assert_eq!(v["flags"]["realtime"], Value::Bool(fifo.refusal.is_none()));
     assert!(v["flags"]["host_steal_percent"].is_number());
 
-    // --histfile is cyclictest's format, every sample accounted for.
+    // --histfile is cyclictest's format, every sample accounted for, up to the last
+    // used µs bucket (below the 20 ms bound).
     let h = parse_cyclictest_histogram(&std::fs::read_to_string(&hist).unwrap());
-    assert_eq!(h.buckets.len(), 20_000);
+    assert!(h.buckets.len() <= 20_000, "{}", h.buckets.len());
+    assert!(h.buckets.last().is_some_and(|b| b.1 > 0) || h.total == 0);
     assert_eq!(h.total + h.overflows, 400);
 
     // The store has it all, as written.

@@ -1226,8 +1226,8 @@ impl EventOutcome {
         );
         d.deadline = Some(self.info.period_ns());
         d.misses = Some(self.dsp_misses);
-        d.detail = json!({"dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
-                          "dsp_load_percent_max": 100.0 * self.dsp.max() as f64 / self.info.period_ns()});
+        d.detail = json!({"dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
+                          "dsp_load_percent_max": self.dsp.summary().map(|s| 100.0 * s.max / self.info.period_ns())});
         out.push(d);
         out
     }
@@ -1293,7 +1293,7 @@ impl EventOutcome {
             "dropped_triggers": self.dropped,
             "midi_dropped": self.midi_dropped,
             "oversized_cycles": self.oversized_cycles,
-            "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
+            "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
         });
         merge(&mut out, own);

@@ -1281,8 +1281,9 @@ impl JitterOutcome {
 
     /// The share of windows placed evenly through the run, each as wide as one of the
     /// outliers' windows and on its CPU, that saw host steal: what "had steal around it"
-    /// means by chance alone. Compare the outliers' share with it.
-    pub fn steal_baseline_fraction(&self) -> f64 {
+    /// means by chance alone. Compare the outliers' share with it. `None` without
+    /// outliers (no windows to place).
+    pub fn steal_baseline_fraction(&self) -> Option<f64> {
         const POSITIONS: u64 = 64;
         let (start, end) = (self.start_ns, self.end_ns.max(self.start_ns + 1));
         let mut hits = 0u64;
@@ -1301,11 +1302,7 @@ impl JitterOutcome {
                 }
             }
         }
-        if total == 0 {
-            0.0
-        } else {
-            hits as f64 / total as f64
-        }
+        (total > 0).then(|| hits as f64 / total as f64)
     }
 
     /// CPUs the thread could run on.
@@ -1432,7 +1429,7 @@ impl JitterOutcome {
             "host_steal_percent": steal_pct,
             "outliers_with_host_steal": with_steal,
             "outliers_examined": attributed.len(),
-            "random_windows_with_host_steal_percent": 100.0 * self.steal_baseline_fraction(),
+            "random_windows_with_host_steal_percent": self.steal_baseline_fraction().map(|f| 100.0 * f),
             "histogram_overflows": self.recorded.histograms.latency.overflows(),
             "percentiles_clamped": self.recorded.histograms.latency.summary().is_some_and(|s| s.clamped_at.is_some()),
         })

@@ -278,26 +278,29 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
     if flags["memory_locked"] == serde_json::Value::Bool(false) {
         notes.push("memory not locked: page faults may add to the figures".into());
     }
-    if let Some(steal) = flags["host_steal_ns"].as_u64() {
-        if steal > 0 && flags["outliers_examined"].as_u64().is_none() {
-            notes.push(format!(
-                "host steal: {} ({:.2}% of the run): the hypervisor ran something else on these CPUs",
-                fmt_ns(steal as f64),
-                flags["host_steal_percent"].as_f64().unwrap_or(0.0),
-            ));
-        } else if steal > 0 {
-            notes.push(format!(
-                "host steal: {} ({:.2}% of the run); {} of the {} largest wake-ups had steal \
-                 around them, against {:.0}% of windows of the same widths placed at random",
-                fmt_ns(steal as f64),
-                flags["host_steal_percent"].as_f64().unwrap_or(0.0),
-                flags["outliers_with_host_steal"].as_u64().unwrap_or(0),
-                flags["outliers_examined"].as_u64().unwrap_or(0),
-                flags["random_windows_with_host_steal_percent"]
-                    .as_f64()
-                    .unwrap_or(0.0),
-            ));
+    if let Some(steal) = flags["host_steal_ns"].as_u64().filter(|&s| s > 0) {
+        let mut note = format!("host steal: {}", fmt_ns(steal as f64));
+        if let Some(pct) = flags["host_steal_percent"].as_f64() {
+            let _ = write!(note, " ({pct:.2}% of the run)");
         }
+        // Outliers set against windows placed at random: only when there were some.
+        let examined = flags["outliers_examined"].as_u64().filter(|&n| n > 0);
+        match (examined, flags["outliers_with_host_steal"].as_u64()) {
+            (Some(examined), Some(with_steal)) => {
+                let _ = write!(
+                    note,
+                    "; {with_steal} of the {examined} largest wake-ups had steal around them"
+                );
+                if let Some(random) = flags["random_windows_with_host_steal_percent"].as_f64() {
+                    let _ = write!(
+                        note,
+                        ", against {random:.0}% of windows of the same widths placed at random"
+                    );
+                }
+            }
+            _ => note.push_str(": the hypervisor ran something else on these CPUs"),
+        }
+        notes.push(note);
     }
     if let Some(late) = flags["late_triggers"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(

@@ -167,21 +167,32 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
 }
 
 /// An HdrHistogram interval log (the format of HdrHistogram's `HistogramLogProcessor`
-/// and plotter), one interval per measurement, tagged with the metric name.
+/// and plotter), one interval per measurement with samples, tagged with the metric name;
+/// a comment names the measurements that had none.
 pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut buf = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
+    let empty: Vec<&str> = measurements
+        .iter()
+        .filter(|m| m.measurement.histogram.as_ref().is_some_and(|h| h.count() == 0))
+        .map(|m| m.measurement.metric.as_str())
+        .collect();
     {
-        let mut writer = IntervalLogWriterBuilder::new()
-            .add_comment(&format!(
-                "audiolat run {} ({}), started {}; values in ns",
-                run.id, run.probe, run.started_at
-            ))
+        let mut builder = IntervalLogWriterBuilder::new();
+        builder.add_comment(&format!(
+            "audiolat run {} ({}), started {}; values in ns",
+            run.id, run.probe, run.started_at
+        ));
+        if !empty.is_empty() {
+            builder.add_comment(&format!("no samples, left out: {}", empty.join(", ")));
+        }
+        let mut writer = builder
             .begin_log_with(&mut buf, &mut serializer)
             .expect("writing to a Vec cannot fail");
         let duration = Duration::from_secs_f64(run.duration_s.unwrap_or(0.0).max(0.0));
         for m in measurements {
-            let Some(h) = &m.measurement.histogram else {
+            // A histogram without samples has no interval to log (its max would read 0).
+            let Some(h) = m.measurement.histogram.as_ref().filter(|h| h.count() > 0) else {
                 continue;
             };
             let tag = Tag::new(&m.measurement.metric);
