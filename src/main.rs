@@ -998,10 +998,7 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
 }
 
 fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -> Result<ExitCode> {
-    let nothing = run
-        .measurements
-        .first()
-        .is_none_or(|m| m.summary.is_none());
+    let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,

@@ -176,7 +176,10 @@ fn deadline_line(m: &Measurement) -> Option<String> {
 /// What the synth adds after a block's last packet: the median of the synth phase less
 /// that of the reference (a host answering silence at once). `None` without a reference,
 /// or when either phase answered nothing: a difference with a missing side is no figure.
-pub fn synth_adds_ns(synth: &probes::net::Phase, reference: Option<&probes::net::Phase>) -> Option<f64> {
+pub fn synth_adds_ns(
+    synth: &probes::net::Phase,
+    reference: Option<&probes::net::Phase>,
+) -> Option<f64> {
     let median = |p: &probes::net::Phase| p.host.after_last_packet.summary().map(|s| s.p50);
     Some(median(synth)? - median(reference?)?)
 }
@@ -375,8 +378,11 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         let wait = probes::event::Stats::of(o.sounded().map(|t| t.wait_ns as f64));
         let cb = probes::event::Stats::of(o.sounded().map(|t| t.lateness_ns as f64));
         // No note sounded: no latency figures (the model's latency is the stream's own).
-        let stat = |s: probes::event::Stats, f: fn(&probes::event::Stats) -> f64, show: fn(f64) -> String| {
-            s.measured().map_or_else(|| "-".to_string(), |s| show(f(&s)))
+        let stat = |s: probes::event::Stats,
+                    f: fn(&probes::event::Stats) -> f64,
+                    show: fn(f64) -> String| {
+            s.measured()
+                .map_or_else(|| "-".to_string(), |s| show(f(&s)))
         };
         let mut row = vec![
             r.run_id.to_string(),
@@ -1349,15 +1355,21 @@ pub fn net_end_text(run: &crate::runner::NetEndRun, db: &std::path::Path) -> Str
             out.push_str(&histogram(h, 40));
             let blocks = m.detail["sent"].as_u64().unwrap_or(m.count());
             let stat = |f: fn(&results::Summary) -> f64| {
-                m.summary.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
+                m.summary
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
             };
-            let _ = writeln!(
-                out,
-                "\n{misses} missed deadlines of {blocks} blocks, max = {}, mean = {}, stdev = {}",
-                stat(|s| s.max),
-                stat(|s| s.mean),
-                stat(|s| s.stdev)
-            );
+            if blocks == 0 {
+                let _ = writeln!(out, "\nno blocks: nothing to time");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "\n{misses} missed deadlines of {blocks} blocks, max = {}, mean = {}, stdev = {}",
+                    stat(|s| s.max),
+                    stat(|s| s.mean),
+                    stat(|s| s.stdev)
+                );
+            }
         }
     }
     let _ = writeln!(out, "{}", run.result);

@@ -971,7 +971,8 @@ impl RoundtripOutcome {
             "time in the processor per cycle (signal out, capture handed over)",
             self.dsp.clone(),
         );
-        d.detail = json!({"dsp_load_percent_mean": dsp_load_percent(&self.dsp, self.info.period_ns())});
+        d.detail =
+            json!({"dsp_load_percent_mean": dsp_load_percent(&self.dsp, self.info.period_ns())});
         vec![m, i, d]
     }
 

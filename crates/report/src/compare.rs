@@ -131,7 +131,9 @@ fn samples(data: &ReportData, metrics: &[String]) -> Samples {
         let parts = config_parts(c);
         let config = parts.join(" ");
         for m in &r.measurements {
-            let Some(s) = m.summary.filter(|_| metrics.is_empty() || metrics.contains(&m.metric))
+            let Some(s) = m
+                .summary
+                .filter(|_| metrics.is_empty() || metrics.contains(&m.metric))
             else {
                 continue;
             };

@@ -35,6 +35,8 @@ impl RunData {
             "jitter" => Some("wakeup_latency"),
             "event" => Some("event_latency"),
             "roundtrip" => Some("roundtrip"),
+            // The controller end (`net emulate`) times blocks end to end.
+            "net" if self.record.config["role"] == "emulate" => Some("end_to_end"),
             "net" => Some("response_time"),
             _ => None,
         }

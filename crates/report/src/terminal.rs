@@ -115,7 +115,10 @@ fn summary_cells(name: &str, unit: &str, s: Option<&Summary>, overflows: u64) ->
     let Some(s) = s else {
         // Nothing measured: a count of 0 and no statistics.
         let mut cells = vec![name.to_string(), "0".to_string()];
-        cells.extend(std::iter::repeat_n("-".to_string(), SUMMARY_COLUMNS.len() - 3));
+        cells.extend(std::iter::repeat_n(
+            "-".to_string(),
+            SUMMARY_COLUMNS.len() - 3,
+        ));
         cells.push(overflows.to_string());
         return cells;
     };

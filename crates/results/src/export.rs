@@ -174,7 +174,12 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut serializer = V2DeflateSerializer::new();
     let empty: Vec<&str> = measurements
         .iter()
-        .filter(|m| m.measurement.histogram.as_ref().is_some_and(|h| h.count() == 0))
+        .filter(|m| {
+            m.measurement
+                .histogram
+                .as_ref()
+                .is_some_and(|h| h.count() == 0)
+        })
         .map(|m| m.measurement.metric.as_str())
         .collect();
     {

@@ -1639,7 +1639,10 @@ mod tests {
         let s = ms[1].measurement.summary.unwrap();
         assert_eq!((s.count, s.min, s.mean, s.max), (2, 10.0, 15.0, 20.0));
         // The rebuilt table still belongs to its run.
-        store.conn.execute("DELETE FROM run WHERE id = 1", []).unwrap();
+        store
+            .conn
+            .execute("DELETE FROM run WHERE id = 1", [])
+            .unwrap();
         assert!(store.measurements(1).unwrap().is_empty());
     }
 
