@@ -725,12 +725,11 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
         eprintln!("audiolat: bench interrupted before it finished; nothing is reported");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
-    let cpus = engine::rt::online_cpus().len().max(1) as u64;
+    let cpus = engine::rt::online_cpus().len();
     let flags = views::BenchFlags {
         build_profile: ctx.tool.build_profile.clone(),
         policy: engine::rt::current_thread_policy().to_string(),
-        host_steal_percent: 100.0 * steal.total_ns(None) as f64
-            / (steal.span_ns().max(1) * cpus) as f64,
+        host_steal_percent: steal.percent_of_span(steal.total_ns(None), cpus),
     };
     if a.json {
         print_json(&views::bench_json(&report, &flags))?;

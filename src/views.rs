@@ -601,8 +601,8 @@ pub struct BenchFlags {
     pub build_profile: String,
     /// The timing thread's scheduling policy.
     pub policy: String,
-    /// Host steal over the run, percent of the machine's CPU time.
-    pub host_steal_percent: f64,
+    /// Host steal over the run, percent of the machine's CPU time (`None`: not sampled).
+    pub host_steal_percent: Option<f64>,
 }
 
 /// `audiolat bench` as text.
@@ -664,8 +664,12 @@ pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
     );
     let _ = writeln!(
         out,
-        "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {:.1}% during the run",
-        flags.build_profile, flags.policy, flags.host_steal_percent
+        "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {} during the run",
+        flags.build_profile,
+        flags.policy,
+        flags
+            .host_steal_percent
+            .map_or_else(|| "-".into(), |p| format!("{p:.1}%"))
     );
     let _ = writeln!(
         out,

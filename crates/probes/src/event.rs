@@ -1247,14 +1247,13 @@ impl EventOutcome {
     /// Validity flags.
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
-        let cpus = engine::rt::online_cpus().len().max(1) as u64;
-        let span = self.steal.span_ns().max(1) * cpus;
+        let cpus = engine::rt::online_cpus().len();
         json!({
             "realtime": self.realtime(),
             "memory_locked": self.memory_locked,
             "interrupted": self.end != EventEnd::Complete,
             "host_steal_ns": steal_ns,
-            "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
+            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
             "late_triggers": self.late(),
             "missed_triggers": self.missed(),
             "dropped_triggers": self.dropped,

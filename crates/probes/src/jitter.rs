@@ -1389,11 +1389,10 @@ impl JitterOutcome {
     }
 
     /// Host steal during the run on the thread's CPUs: (ns, percent of the run).
-    pub fn steal_summary(&self) -> (u64, f64) {
+    pub fn steal_summary(&self) -> (u64, Option<f64>) {
         let cpus = self.cpus();
         let ns = self.steal.total_ns(Some(&cpus));
-        let span = self.steal.span_ns().max(1) * cpus.len().max(1) as u64;
-        (ns, 100.0 * ns as f64 / span as f64)
+        (ns, self.steal.percent_of_span(ns, cpus.len()))
     }
 
     /// The real-time settings granted, as stored with the run.
