@@ -144,12 +144,13 @@ impl LatencyHistogram {
         self.overflows
     }
 
-    /// Largest sample, or 0 when empty.
+    /// Largest sample, or 0 when empty (a figure to report comes from
+    /// [`LatencyHistogram::summary`], which is `None` then).
     pub fn max(&self) -> u64 {
         self.max
     }
 
-    /// Smallest sample, or 0 when empty.
+    /// Smallest sample, or 0 when empty (see [`LatencyHistogram::max`]).
     pub fn min(&self) -> u64 {
         if self.count == 0 {
             0
@@ -158,7 +159,7 @@ impl LatencyHistogram {
         }
     }
 
-    /// Exact mean of all samples, or 0 when empty.
+    /// Exact mean of all samples, or 0 when empty (see [`LatencyHistogram::max`]).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
             0.0
