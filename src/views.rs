@@ -1442,7 +1442,16 @@ impl ExperimentRow {
             label: label.into(),
             run_id: Some(run.run_id),
             status: run.status.to_string(),
-            summary: m.map(|m| (m.summary, m.misses.unwrap_or(0))),
+            summary: m.map(|m| {
+                // The host's misses are of the blocks it answered; a block never
+                // answered missed all the same (end_to_end counts its lost already).
+                let lost = match (metric, synth) {
+                    ("response_time", Some(p)) => p.controller.lost,
+                    _ => 0,
+                };
+                let misses = m.misses.unwrap_or(0) + lost;
+                (m.summary, if sent > 0 { misses.min(sent) } else { misses })
+            }),
             paper,
             note,
             sent,
@@ -1982,6 +1991,64 @@ mod tests {
             },
             clock_offset_ns: 0,
         }
+    }
+
+    #[test]
+    fn a_net_row_or_deadline_without_answers_shows_no_figure_and_no_share_of_nothing() {
+        let row = |summary, sent| ExperimentRow {
+            label: "lost".into(),
+            run_id: Some(3),
+            status: "complete".into(),
+            summary,
+            paper: "-",
+            note: String::new(),
+            sent,
+        };
+        let text = experiment_text(
+            "isolation",
+            "response_time",
+            1,
+            &[row(Some((None, 1379)), 1379), row(Some((None, 0)), 0)],
+            std::path::Path::new("x.db"),
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("lost")).collect();
+        let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        // Every block sent was lost: all missed, no times.
+        assert_eq!(
+            cells(lines[0])[1..],
+            ["3", "1379", "1379", "(100.00%)", "-", "-", "-", "-", "-"],
+            "{text}"
+        );
+        // Nothing sent: no share of nothing.
+        assert_eq!(
+            cells(lines[1])[1..],
+            ["3", "0", "0", "-", "-", "-", "-", "-"],
+            "{text}"
+        );
+        let json = row(Some((None, 1379)), 1379).to_json();
+        assert!(
+            json["mean_ns"].is_null() && json["max_ns"].is_null(),
+            "{json}"
+        );
+
+        // `show`'s deadline line counts a lost block against the blocks sent ...
+        let mut m = Measurement::from_histogram(
+            "net",
+            "end_to_end",
+            "test",
+            results::LatencyHistogram::new(1_000_000_000).unwrap(),
+        );
+        m.deadline = Some(1_405_896.0);
+        m.misses = Some(1379);
+        m.detail = json!({"sent": 1379});
+        assert_eq!(
+            deadline_line(&m).unwrap(),
+            "end_to_end: 1379 of 1379 missed the deadline of 1.41 ms"
+        );
+        // ... and says nothing when there is nothing to count.
+        m.detail = json!({});
+        m.misses = Some(0);
+        assert_eq!(deadline_line(&m), None);
     }
 
     #[test]
