@@ -1099,7 +1099,8 @@ pub enum ExportFormat {
     Csv,
     /// HdrHistogram interval log (one tagged histogram per measurement).
     Hdr,
-    /// cyclictest's -h histogram text (first histogram of the run).
+    /// cyclictest's -h histogram text of a jitter run's wake-up latency, up to its last
+    /// used µs bucket.
     Cyclictest,
     /// One CSV row per trigger of an event run, with its latency decomposition.
     Triggers,

@@ -770,12 +770,11 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
         eprintln!("audiolat: bench interrupted before it finished; nothing is reported");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
-    let cpus = engine::rt::online_cpus().len().max(1) as u64;
+    let cpus = engine::rt::online_cpus().len();
     let flags = views::BenchFlags {
         build_profile: ctx.tool.build_profile.clone(),
         policy: engine::rt::current_thread_policy().to_string(),
-        host_steal_percent: 100.0 * steal.total_ns(None) as f64
-            / (steal.span_ns().max(1) * cpus) as f64,
+        host_steal_percent: steal.percent_of_span(steal.total_ns(None), cpus),
     };
     if a.json {
         print_json(&views::bench_json(&report, &flags))?;
@@ -1043,10 +1042,7 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
 }
 
 fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -> Result<ExitCode> {
-    let nothing = run
-        .measurements
-        .first()
-        .is_none_or(|m| m.summary.count == 0);
+    let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
@@ -1569,17 +1565,16 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
                 let phase = run.outcome.synth.as_ref();
                 let note = match phase {
                     Some(p) => format!(
-                        "{} of {} blocks missed the 1.41 ms deadline; {} lost; the synth adds {} after the last packet",
+                        "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
                         p.host.misses,
                         p.host.answered,
                         p.controller.lost,
-                        report::terminal::fmt_ns(
-                            p.host.after_last_packet.percentile(50.0).0 as f64
-                                - run
-                                    .outcome
-                                    .reference
-                                    .as_ref()
-                                    .map_or(0.0, |r| r.host.after_last_packet.percentile(50.0).0 as f64)
+                        views::synth_adds_ns(p, run.outcome.reference.as_ref()).map_or_else(
+                            String::new,
+                            |ns| format!(
+                                "; the synth adds {} after the last packet",
+                                report::terminal::fmt_ns(ns)
+                            )
                         )
                     ),
                     None => "interrupted before the synth phase".into(),
@@ -1630,7 +1625,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),
-                "summary": e.headline.as_ref().map(|m| results::export::summary_json(&m.summary)),
+                "summary": e.headline.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
                 "underruns": e.underruns, "flags": e.flags, "note": e.note,
             })).collect::<Vec<_>>(),
         }))?;
@@ -1776,7 +1771,7 @@ fn runs(ctx: &Context, a: &cli::RunsArgs) -> Result<ExitCode> {
                 "id": r.id, "group_id": r.group_id, "probe": r.probe, "status": r.status,
                 "started_at": r.started_at, "duration_s": r.duration_s, "flags": r.flags,
                 "metric": h.as_ref().map(|m| m.metric.clone()),
-                "summary": h.as_ref().map(|m| results::export::summary_json(&m.summary)),
+                "summary": h.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
             }))
             .collect::<Vec<_>>()))?;
     } else if rows.is_empty() {
@@ -1835,7 +1830,8 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
         }
         ExportFormat::Triggers => {
             let triggers = store.triggers(run.id)?;
-            if triggers.is_empty() {
+            // An event run that measured no trigger exports the header alone.
+            if triggers.is_empty() && run.probe != "event" {
                 return Err(UsageError(format!(
                     "run {} has no triggers: only event runs do (audiolat runs --probe event)",
                     run.id
@@ -1858,10 +1854,24 @@ fn export(ctx: &Context, a: &cli::ExportArgs) -> Result<ExitCode> {
         ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
         ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),
         ExportFormat::Cyclictest => {
+            // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
+            if run.probe != "jitter" {
+                return Err(UsageError(format!(
+                    "run {} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
+                    run.id, run.probe
+                ))
+                .into());
+            }
             let h = measurements
                 .iter()
-                .find_map(|m| m.measurement.histogram.as_ref())
-                .ok_or_else(|| UsageError(format!("run {} has no histogram to export", run.id)))?;
+                .find(|m| m.measurement.metric == "wakeup_latency")
+                .and_then(|m| m.measurement.histogram.as_ref())
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "run {} has no wake-up latency histogram to export",
+                        run.id
+                    ))
+                })?;
             let cycles: Vec<u64> = run.result["overflow_cycles"]
                 .as_array()
                 .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())

@@ -1403,11 +1403,10 @@ pub fn net_end_run(
     let steal = probes::steal::StealSampler::start(Duration::from_millis(50), None);
     let (measurements, mut flags, result, error) = measure();
     let steal = steal.finish();
-    let cpus = engine::rt::online_cpus().len().max(1) as u64;
+    let cpus = engine::rt::online_cpus().len();
     let steal_ns = steal.total_ns(None);
     flags["host_steal_ns"] = json!(steal_ns);
-    flags["host_steal_percent"] =
-        json!(100.0 * steal_ns as f64 / (steal.span_ns().max(1) * cpus) as f64);
+    flags["host_steal_percent"] = json!(steal.percent_of_span(steal_ns, cpus));
     flags["memory_locked"] = json!(memory.current && memory.future);
     flags["interrupted"] = json!(ctx.stopped());
     flags["role"] = json!(role);

@@ -80,7 +80,7 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
             fmt_ns(f.headroom_ns() as f64),
             o.recorded.underrun_count,
             o.recorded.cycles,
-            fmt_ns(c.max() as f64)
+            ns_stat(c, |s| s.max)
         );
         for u in o.recorded.underruns.iter().take(5) {
             let _ = writeln!(
@@ -158,11 +158,42 @@ pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
     out
 }
 
+/// How many of a measurement's values missed its deadline, out of how many: the blocks
+/// sent when the measurement counts them (a lost block has no time but missed all the
+/// same), else its samples. `None` without a deadline, or with nothing to count.
+fn deadline_line(m: &Measurement) -> Option<String> {
+    let (deadline, misses) = (m.deadline?, m.misses?);
+    let of = m.detail["sent"].as_u64().unwrap_or(m.count());
+    (of > 0).then(|| {
+        format!(
+            "{}: {misses} of {of} missed the deadline of {}",
+            m.metric,
+            fmt_ns(deadline)
+        )
+    })
+}
+
+/// What the synth adds after a block's last packet: the median of the synth phase less
+/// that of the reference (a host answering silence at once). `None` without a reference,
+/// or when either phase answered nothing: a difference with a missing side is no figure.
+pub fn synth_adds_ns(
+    synth: &probes::net::Phase,
+    reference: Option<&probes::net::Phase>,
+) -> Option<f64> {
+    let median = |p: &probes::net::Phase| p.host.after_last_packet.summary().map(|s| s.p50);
+    Some(median(synth)? - median(reference?)?)
+}
+
+/// A statistic of a histogram in ns, or `-` when it recorded nothing.
+fn ns_stat(h: &results::LatencyHistogram, stat: fn(&results::Summary) -> f64) -> String {
+    h.summary().map_or_else(|| "-".into(), |s| fmt_ns(stat(&s)))
+}
+
 /// A measurement's summary as JSON.
 pub fn measurement_summary_json(m: &Measurement) -> Value {
     json!({
         "metric": m.metric, "unit": m.unit, "method": m.method,
-        "summary": export::summary_json(&m.summary), "overflows": m.overflows(),
+        "summary": export::summary_json(m.summary.as_ref()), "overflows": m.overflows(),
         "deadline": m.deadline, "misses": m.misses,
     })
 }
@@ -246,15 +277,8 @@ pub fn show_text(
         let _ = writeln!(out);
         out.push_str(&summary_table(&ms));
         for m in &ms {
-            if let (Some(d), Some(miss)) = (m.deadline, m.misses) {
-                let _ = writeln!(
-                    out,
-                    "{}: {} of {} missed the deadline of {}",
-                    m.metric,
-                    miss,
-                    m.summary.count,
-                    fmt_ns(d)
-                );
+            if let Some(line) = deadline_line(m) {
+                let _ = writeln!(out, "{line}");
             }
         }
         if let Some(h) = ms.iter().find_map(|m| m.histogram.as_ref().map(|h| (m, h))) {
@@ -353,6 +377,13 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         let l = o.latency();
         let wait = probes::event::Stats::of(o.sounded().map(|t| t.wait_ns as f64));
         let cb = probes::event::Stats::of(o.sounded().map(|t| t.lateness_ns as f64));
+        // No note sounded: no latency figures (the model's latency is the stream's own).
+        let stat = |s: probes::event::Stats,
+                    f: fn(&probes::event::Stats) -> f64,
+                    show: fn(f64) -> String| {
+            s.measured()
+                .map_or_else(|| "-".to_string(), |s| show(f(&s)))
+        };
         let mut row = vec![
             r.run_id.to_string(),
             o.info.period_frames.to_string(),
@@ -361,14 +392,15 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             r.load.clone(),
             o.config.policy.to_string(),
             l.count.to_string(),
-            ms(l.mean),
-            ms(l.min),
-            ms(l.max),
-            ms(l.stdev),
+            stat(l, |s| s.mean, ms),
+            stat(l, |s| s.min, ms),
+            stat(l, |s| s.max, ms),
+            stat(l, |s| s.stdev, ms),
             ms(o.model_latency_ns()),
-            ms(wait.mean),
-            fmt_ns(cb.mean),
-            format!("{:.1}%", 100.0 * o.dsp.mean() / o.info.period_ns()),
+            stat(wait, |s| s.mean, ms),
+            stat(cb, |s| s.mean, fmt_ns),
+            probes::stats::dsp_load_percent(&o.dsp, o.info.period_ns())
+                .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
             o.missed().to_string(),
             format!("{}/{}", o.xruns.0, o.xruns.1),
             if o.realtime() {
@@ -569,8 +601,8 @@ pub struct BenchFlags {
     pub build_profile: String,
     /// The timing thread's scheduling policy.
     pub policy: String,
-    /// Host steal over the run, percent of the machine's CPU time.
-    pub host_steal_percent: f64,
+    /// Host steal over the run, percent of the machine's CPU time (`None`: not sampled).
+    pub host_steal_percent: Option<f64>,
 }
 
 /// `audiolat bench` as text.
@@ -632,8 +664,12 @@ pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
     );
     let _ = writeln!(
         out,
-        "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {:.1}% during the run",
-        flags.build_profile, flags.policy, flags.host_steal_percent
+        "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {} during the run",
+        flags.build_profile,
+        flags.policy,
+        flags
+            .host_steal_percent
+            .map_or_else(|| "-".into(), |p| format!("{p:.1}%"))
     );
     let _ = writeln!(
         out,
@@ -942,7 +978,7 @@ pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
         json!({"run_id": r.run_id, "period_frames": r.outcome.info.period_frames,
                "playback_latency_frames": r.outcome.info.playback_latency_frames,
                "capture_latency_frames": r.outcome.info.capture_latency_frames,
-               "roundtrip_frames": r.outcome.measured_frames().mean,
+               "roundtrip_frames": r.outcome.measured_frames().measured().map(|m| m.mean),
                "xruns": r.outcome.xruns, "skipped_cycles": r.outcome.gaps})
     };
     json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})
@@ -1095,16 +1131,15 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         }
     );
     out.push_str(&histogram(&h.response, 40));
-    let summary = h.response.summary();
     let _ = writeln!(
         out,
         "\n{} missed deadlines of {} blocks (deadline {}: 62 frames at 44.1 kHz), max = {}, mean = {}, stdev = {}",
         h.misses,
         h.answered,
         fmt_ns(DEADLINE_NS as f64),
-        fmt_ns(summary.max),
-        fmt_ns(summary.mean),
-        fmt_ns(summary.stdev)
+        ns_stat(&h.response, |s| s.max),
+        ns_stat(&h.response, |s| s.mean),
+        ns_stat(&h.response, |s| s.stdev)
     );
     if synth.controller.lost > 0 {
         // A block that never arrives whole misses its deadline too.
@@ -1120,25 +1155,24 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
     let _ = writeln!(
         out,
         "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
-        fmt_ns(h.gathering.percentile(50.0).0 as f64),
+        ns_stat(&h.gathering, |s| s.p50),
         h.short_responses,
         fmt_ns(probes::net::host::SHORT_RESPONSE_NS as f64),
         synth.controller.pacing.hdr().count_between(60_000, u64::MAX)
     );
     let _ = PACKET_INTERVAL_NS;
     if let (Some(s), Some(r)) = (&o.synth, &o.reference) {
-        let (sp, rp) = (
-            s.host.after_last_packet.percentile(50.0).0 as f64,
-            r.host.after_last_packet.percentile(50.0).0 as f64,
-        );
-        let _ = writeln!(
-            out,
-            "after the last packet: {} with the synth against {} answering silence at once (median): the synth adds {} (synth time per block {}); the rest is the network path",
-            fmt_ns(sp),
-            fmt_ns(rp),
-            fmt_ns(sp - rp),
-            fmt_ns(s.host.synth.percentile(50.0).0 as f64)
-        );
+        // Without answers in either phase there is no difference to show.
+        if let Some(adds) = synth_adds_ns(s, Some(r)) {
+            let _ = writeln!(
+                out,
+                "after the last packet: {} with the synth against {} answering silence at once (median): the synth adds {} (synth time per block {}); the rest is the network path",
+                ns_stat(&s.host.after_last_packet, |s| s.p50),
+                ns_stat(&r.host.after_last_packet, |s| s.p50),
+                fmt_ns(adds),
+                ns_stat(&s.host.synth, |s| s.p50)
+            );
+        }
     }
     let ctl = &synth.controller;
     let _ = writeln!(
@@ -1148,17 +1182,17 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         ctl.on_time,
         ctl.late,
         ctl.lost,
-        fmt_ns(ctl.end_to_end.percentile(50.0).0 as f64),
-        fmt_ns(ctl.end_to_end.max() as f64),
+        ns_stat(&ctl.end_to_end, |s| s.p50),
+        ns_stat(&ctl.end_to_end, |s| s.max),
         ctl.duplicate_answers,
         ctl.unknown_answers
     );
     let _ = writeln!(
         out,
         "sender pacing error (send time - due time): median {}, p99 {}, max {}; {} packets sent, {} refused by the kernel",
-        fmt_ns(ctl.pacing.percentile(50.0).0 as f64),
-        fmt_ns(ctl.pacing.percentile(99.0).0 as f64),
-        fmt_ns(ctl.pacing.max() as f64),
+        ns_stat(&ctl.pacing, |s| s.p50),
+        ns_stat(&ctl.pacing, |s| s.p99),
+        ns_stat(&ctl.pacing, |s| s.max),
         ctl.packets_sent,
         ctl.packets_refused
     );
@@ -1323,14 +1357,23 @@ pub fn net_end_text(run: &crate::runner::NetEndRun, db: &std::path::Path) -> Str
                 fmt_ns(probes::net::wire::DEADLINE_NS as f64)
             );
             out.push_str(&histogram(h, 40));
-            let _ = writeln!(
-                out,
-                "\n{misses} missed deadlines of {} blocks, max = {}, mean = {}, stdev = {}",
-                m.summary.count,
-                fmt_ns(m.summary.max),
-                fmt_ns(m.summary.mean),
-                fmt_ns(m.summary.stdev)
-            );
+            let blocks = m.detail["sent"].as_u64().unwrap_or(m.count());
+            let stat = |f: fn(&results::Summary) -> f64| {
+                m.summary
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
+            };
+            if blocks == 0 {
+                let _ = writeln!(out, "\nno blocks: nothing to time");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "\n{misses} missed deadlines of {blocks} blocks, max = {}, mean = {}, stdev = {}",
+                    stat(|s| s.max),
+                    stat(|s| s.mean),
+                    stat(|s| s.stdev)
+                );
+            }
         }
     }
     let _ = writeln!(out, "{}", run.result);
@@ -1361,8 +1404,9 @@ pub struct ExperimentRow {
     pub run_id: Option<i64>,
     /// complete, interrupted, failed.
     pub status: String,
-    /// The metric's summary and misses, if measured.
-    pub summary: Option<(results::Summary, u64)>,
+    /// The metric's summary (`None` inside when it has no samples) and misses, if the
+    /// run has the metric.
+    pub summary: Option<(Option<results::Summary>, u64)>,
     /// The study's numbers for this case.
     pub paper: &'static str,
     /// Why it failed, or what to know about it.
@@ -1398,7 +1442,16 @@ impl ExperimentRow {
             label: label.into(),
             run_id: Some(run.run_id),
             status: run.status.to_string(),
-            summary: m.map(|m| (m.summary, m.misses.unwrap_or(0))),
+            summary: m.map(|m| {
+                // The host's misses are of the blocks it answered; a block never
+                // answered missed all the same (end_to_end counts its lost already).
+                let lost = match (metric, synth) {
+                    ("response_time", Some(p)) => p.controller.lost,
+                    _ => 0,
+                };
+                let misses = m.misses.unwrap_or(0) + lost;
+                (m.summary, if sent > 0 { misses.min(sent) } else { misses })
+            }),
             paper,
             note,
             sent,
@@ -1426,10 +1479,10 @@ impl ExperimentRow {
             "status": self.status,
             "blocks": self.sent,
             "misses": self.summary.as_ref().map(|s| s.1),
-            "mean_ns": self.summary.as_ref().map(|s| s.0.mean),
-            "stdev_ns": self.summary.as_ref().map(|s| s.0.stdev),
-            "p999_ns": self.summary.as_ref().map(|s| s.0.p999),
-            "max_ns": self.summary.as_ref().map(|s| s.0.max),
+            "mean_ns": self.summary.and_then(|s| s.0).map(|s| s.mean),
+            "stdev_ns": self.summary.and_then(|s| s.0).map(|s| s.stdev),
+            "p999_ns": self.summary.and_then(|s| s.0).map(|s| s.p999),
+            "max_ns": self.summary.and_then(|s| s.0).map(|s| s.max),
             "paper": self.paper,
             "note": self.note,
         })
@@ -1472,23 +1525,32 @@ net experiment {which} (group {group}): {what}; deadline {}
         match &r.summary {
             Some((s, misses)) => {
                 // Blocks sent: a block lost on the way has no time but missed all the same.
-                let blocks = if r.sent > 0 { r.sent } else { s.count };
+                let blocks = if r.sent > 0 {
+                    r.sent
+                } else {
+                    s.map_or(0, |s| s.count)
+                };
                 // No block answered: no times to summarise.
-                let time = |v: f64| if s.count > 0 { fmt_ns(v) } else { "-".into() };
+                let time = |f: fn(&results::Summary) -> f64| {
+                    s.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
+                };
+                // No block sent: no share of them.
+                let missed = if blocks > 0 {
+                    format!("{misses} ({:.2}%)", 100.0 * *misses as f64 / blocks as f64)
+                } else {
+                    misses.to_string()
+                };
                 let _ = writeln!(
                     out,
                     "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
                     r.label,
                     r.run_id.map_or("-".into(), |i| i.to_string()),
                     blocks,
-                    format!(
-                        "{misses} ({:.2}%)",
-                        100.0 * *misses as f64 / blocks.max(1) as f64
-                    ),
-                    time(s.mean),
-                    time(s.stdev),
-                    time(s.p999),
-                    time(s.max),
+                    missed,
+                    time(|s| s.mean),
+                    time(|s| s.stdev),
+                    time(|s| s.p999),
+                    time(|s| s.max),
                     r.paper
                 );
                 if !r.note.is_empty() {
@@ -1929,6 +1991,64 @@ mod tests {
             },
             clock_offset_ns: 0,
         }
+    }
+
+    #[test]
+    fn a_net_row_or_deadline_without_answers_shows_no_figure_and_no_share_of_nothing() {
+        let row = |summary, sent| ExperimentRow {
+            label: "lost".into(),
+            run_id: Some(3),
+            status: "complete".into(),
+            summary,
+            paper: "-",
+            note: String::new(),
+            sent,
+        };
+        let text = experiment_text(
+            "isolation",
+            "response_time",
+            1,
+            &[row(Some((None, 1379)), 1379), row(Some((None, 0)), 0)],
+            std::path::Path::new("x.db"),
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("lost")).collect();
+        let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        // Every block sent was lost: all missed, no times.
+        assert_eq!(
+            cells(lines[0])[1..],
+            ["3", "1379", "1379", "(100.00%)", "-", "-", "-", "-", "-"],
+            "{text}"
+        );
+        // Nothing sent: no share of nothing.
+        assert_eq!(
+            cells(lines[1])[1..],
+            ["3", "0", "0", "-", "-", "-", "-", "-"],
+            "{text}"
+        );
+        let json = row(Some((None, 1379)), 1379).to_json();
+        assert!(
+            json["mean_ns"].is_null() && json["max_ns"].is_null(),
+            "{json}"
+        );
+
+        // `show`'s deadline line counts a lost block against the blocks sent ...
+        let mut m = Measurement::from_histogram(
+            "net",
+            "end_to_end",
+            "test",
+            results::LatencyHistogram::new(1_000_000_000).unwrap(),
+        );
+        m.deadline = Some(1_405_896.0);
+        m.misses = Some(1379);
+        m.detail = json!({"sent": 1379});
+        assert_eq!(
+            deadline_line(&m).unwrap(),
+            "end_to_end: 1379 of 1379 missed the deadline of 1.41 ms"
+        );
+        // ... and says nothing when there is nothing to count.
+        m.detail = json!({});
+        m.misses = Some(0);
+        assert_eq!(deadline_line(&m), None);
     }
 
     #[test]

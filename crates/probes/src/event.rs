@@ -1292,8 +1292,8 @@ impl EventOutcome {
         );
         d.deadline = Some(self.info.period_ns());
         d.misses = Some(self.dsp_misses);
-        d.detail = json!({"dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
-                          "dsp_load_percent_max": 100.0 * self.dsp.max() as f64 / self.info.period_ns()});
+        d.detail = json!({"dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
+                          "dsp_load_percent_max": self.dsp.summary().map(|s| 100.0 * s.max / self.info.period_ns())});
         out.push(d);
         out
     }
@@ -1313,14 +1313,13 @@ impl EventOutcome {
     /// Validity flags.
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
-        let cpus = engine::rt::online_cpus().len().max(1) as u64;
-        let span = self.steal.span_ns().max(1) * cpus;
+        let cpus = engine::rt::online_cpus().len();
         json!({
             "realtime": self.realtime(),
             "memory_locked": self.memory_locked,
             "interrupted": self.end != EventEnd::Complete,
             "host_steal_ns": steal_ns,
-            "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
+            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
             "late_triggers": self.late(),
             "missed_triggers": self.missed(),
             "dropped_triggers": self.dropped,
@@ -1359,7 +1358,7 @@ impl EventOutcome {
             "dropped_triggers": self.dropped,
             "midi_dropped": self.midi_dropped,
             "oversized_cycles": self.oversized_cycles,
-            "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
+            "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
         });
         merge(&mut out, own);

@@ -1281,8 +1281,9 @@ impl JitterOutcome {
 
     /// The share of windows placed evenly through the run, each as wide as one of the
     /// outliers' windows and on its CPU, that saw host steal: what "had steal around it"
-    /// means by chance alone. Compare the outliers' share with it.
-    pub fn steal_baseline_fraction(&self) -> f64 {
+    /// means by chance alone. Compare the outliers' share with it. `None` without
+    /// outliers (no windows to place).
+    pub fn steal_baseline_fraction(&self) -> Option<f64> {
         const POSITIONS: u64 = 64;
         let (start, end) = (self.start_ns, self.end_ns.max(self.start_ns + 1));
         let mut hits = 0u64;
@@ -1301,11 +1302,7 @@ impl JitterOutcome {
                 }
             }
         }
-        if total == 0 {
-            0.0
-        } else {
-            hits as f64 / total as f64
-        }
+        (total > 0).then(|| hits as f64 / total as f64)
     }
 
     /// CPUs the thread could run on.
@@ -1392,11 +1389,10 @@ impl JitterOutcome {
     }
 
     /// Host steal during the run on the thread's CPUs: (ns, percent of the run).
-    pub fn steal_summary(&self) -> (u64, f64) {
+    pub fn steal_summary(&self) -> (u64, Option<f64>) {
         let cpus = self.cpus();
         let ns = self.steal.total_ns(Some(&cpus));
-        let span = self.steal.span_ns().max(1) * cpus.len().max(1) as u64;
-        (ns, 100.0 * ns as f64 / span as f64)
+        (ns, self.steal.percent_of_span(ns, cpus.len()))
     }
 
     /// The real-time settings granted, as stored with the run.
@@ -1432,9 +1428,9 @@ impl JitterOutcome {
             "host_steal_percent": steal_pct,
             "outliers_with_host_steal": with_steal,
             "outliers_examined": attributed.len(),
-            "random_windows_with_host_steal_percent": 100.0 * self.steal_baseline_fraction(),
+            "random_windows_with_host_steal_percent": self.steal_baseline_fraction().map(|f| 100.0 * f),
             "histogram_overflows": self.recorded.histograms.latency.overflows(),
-            "percentiles_clamped": self.recorded.histograms.latency.summary().clamped_at.is_some(),
+            "percentiles_clamped": self.recorded.histograms.latency.summary().is_some_and(|s| s.clamped_at.is_some()),
         })
     }
 
@@ -1531,12 +1527,12 @@ mod tests {
             let out = run(&cfg(mode, 1_000_000, 200), &stop, |_| {}).unwrap();
             assert_eq!(out.end, LoopEnd::Complete, "{mode:?}");
             assert_eq!(out.recorded.cycles, 200, "{mode:?}");
-            let s = out.recorded.histograms.latency.summary();
+            let s = out.recorded.histograms.latency.summary().unwrap();
             assert_eq!(s.count, 200);
             // A wake-up is never early, and its median is far below a period.
             assert!(s.min >= 0.0 && s.p50 < 1_000_000.0, "{mode:?}: {s:?}");
             // Intervals centre on the period.
-            let iv = out.recorded.histograms.interval.summary();
+            let iv = out.recorded.histograms.interval.summary().unwrap();
             assert!((iv.p50 - 1_000_000.0).abs() < 200_000.0, "{mode:?}: {iv:?}");
             assert!(!out.recorded.blocks.is_empty());
         }
@@ -1609,7 +1605,7 @@ mod tests {
         let completion = out.recorded.histograms.completion.as_ref().unwrap();
         assert_eq!(completion.count(), 400);
         // Completion is at least the work's calibrated time in the median.
-        assert!(completion.summary().p50 >= 0.5 * 62_500.0);
+        assert!(completion.summary().unwrap().p50 >= 0.5 * 62_500.0);
         assert_eq!(
             out.recorded.underruns.len() as u64,
             out.recorded.underrun_count.min(MAX_RECORDS as u64)
@@ -1651,7 +1647,7 @@ mod tests {
         assert_eq!(h.skipped, out.recorded.skipped);
         assert_eq!(h.latency.count(), 1_500);
         assert_eq!(h.interval.count(), 1_499);
-        assert_eq!(out.measurements()[0].summary.count, 1_500);
+        assert_eq!(out.measurements()[0].count(), 1_500);
     }
 
     #[test]

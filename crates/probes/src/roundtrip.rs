@@ -35,7 +35,7 @@ use engine::clock::monotonic_ns;
 use results::{Event, LatencyHistogram, Measurement, Series};
 use serde_json::{json, Value};
 
-use crate::stats::Stats;
+use crate::stats::{dsp_load_percent, Stats};
 use crate::steal::{StealSampler, StealTimeline};
 
 /// What to measure.
@@ -836,8 +836,8 @@ impl RoundtripOutcome {
                 "{clipped} captured samples at full scale: lower the level (--level) or the gain in the loop"
             ));
         }
-        let gain = Stats::of(self.valid().map(|e| e.estimate.gain)).median;
-        if gain < 0.01 {
+        let gain = Stats::of(self.valid().map(|e| e.estimate.gain)).measured();
+        if let Some(gain) = gain.map(|g| g.median).filter(|&g| g < 0.01) {
             notes.push(format!(
                 "the loop's gain is {:.1} dB: the figure is noisier than it needs to be",
                 20.0 * gain.log10()
@@ -874,10 +874,15 @@ impl RoundtripOutcome {
                 self.estimates.len()
             ));
         }
+        let median = |v: &dyn Fn(&EstimateRow) -> f64, digits: usize| {
+            Stats::of(self.valid().map(v))
+                .measured()
+                .map_or("-".to_string(), |s| format!("{:.digits$}", s.median))
+        };
         let confidence = format!(
-            "loop found (estimator stderr {:.4} frame, SNR {:.0} dB)",
-            Stats::of(self.valid().map(|e| e.estimate.stderr_frames)).median,
-            Stats::of(self.valid().map(|e| e.estimate.snr_db)).median
+            "loop found (estimator stderr {} frame, SNR {} dB)",
+            median(&|e| e.estimate.stderr_frames, 4),
+            median(&|e| e.estimate.snr_db, 0)
         );
         if notes.is_empty() {
             confidence
@@ -927,15 +932,15 @@ impl RoundtripOutcome {
         );
         m.detail = json!({
             "frames": measured.to_json(),
-            "spread_frames": measured.max - measured.min,
+            "spread_frames": measured.measured().map(|m| m.max - m.min),
             "reported_frames": self.reported_frames(),
             "playback_latency_frames": self.info.playback_latency_frames,
             "capture_latency_frames": self.info.capture_latency_frames,
             "inserted_frames": self.config.insert_delay_frames,
             "extra_frames": (measured.count > 0).then(|| measured.mean - f64::from(self.reported_frames()) - f64::from(self.config.insert_delay_frames)),
-            "stderr_frames_median": Stats::of(self.valid().map(|e| e.estimate.stderr_frames)).median,
-            "snr_db_median": Stats::of(self.valid().map(|e| e.estimate.snr_db)).median,
-            "gain_median": Stats::of(self.valid().map(|e| e.estimate.gain)).median,
+            "stderr_frames_median": Stats::of(self.valid().map(|e| e.estimate.stderr_frames)).measured().map(|s| s.median),
+            "snr_db_median": Stats::of(self.valid().map(|e| e.estimate.snr_db)).measured().map(|s| s.median),
+            "gain_median": Stats::of(self.valid().map(|e| e.estimate.gain)).measured().map(|s| s.median),
             "windows": {"ok": ok, "no_signal": none, "unreliable": unreliable},
             "inverted": self.inverted(),
             "clipped_samples": self.clipped(),
@@ -967,7 +972,7 @@ impl RoundtripOutcome {
             self.dsp.clone(),
         );
         d.detail =
-            json!({"dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns()});
+            json!({"dsp_load_percent_mean": dsp_load_percent(&self.dsp, self.info.period_ns())});
         vec![m, i, d]
     }
 
@@ -998,16 +1003,25 @@ impl RoundtripOutcome {
                     .iter()
                     .map(|e| {
                         let x = &e.estimate;
+                        // A window with no signal has no delay, gain or phase: NaN (an
+                        // empty cell), not 0.
+                        let found = |v: f64| {
+                            if x.verdict == Verdict::NoSignal {
+                                f64::NAN
+                            } else {
+                                v
+                            }
+                        };
                         vec![
                             f64::from(e.seq),
                             (e.time_ns as f64 - t0) / 1e9,
                             e.position as f64,
-                            x.delay_frames,
-                            x.stderr_frames,
+                            found(x.delay_frames),
+                            found(x.stderr_frames),
                             x.snr_db,
-                            x.gain,
-                            x.residual_rad,
-                            f64::from(u8::from(x.inverted)),
+                            found(x.gain),
+                            found(x.residual_rad),
+                            found(f64::from(u8::from(x.inverted))),
                             x.clipped as f64,
                             match x.verdict {
                                 Verdict::Ok => 0.0,
@@ -1021,7 +1035,8 @@ impl RoundtripOutcome {
             Series {
                 name: "roundtrip_impulses".into(),
                 unit: "frames".into(),
-                // A click not found has found = 0 and zeros after it (JSON has no NaN).
+                // A click not found has found = 0 and NaN (stored as null, an empty CSV
+                // cell) after it: nothing was measured.
                 columns: ["seq", "position", "found", "frames", "peak", "inverted"]
                     .map(String::from)
                     .to_vec(),
@@ -1037,7 +1052,14 @@ impl RoundtripOutcome {
                             f64::from(o.peak),
                             f64::from(u8::from(o.inverted)),
                         ],
-                        None => vec![f64::from(i.seq), i.position as f64, 0.0, 0.0, 0.0, 0.0],
+                        None => vec![
+                            f64::from(i.seq),
+                            i.position as f64,
+                            0.0,
+                            f64::NAN,
+                            f64::NAN,
+                            f64::NAN,
+                        ],
                     })
                     .collect(),
             },
@@ -1047,14 +1069,13 @@ impl RoundtripOutcome {
     /// Validity flags.
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
-        let cpus = engine::rt::online_cpus().len().max(1) as u64;
-        let span = self.steal.span_ns().max(1) * cpus;
+        let cpus = engine::rt::online_cpus().len();
         let (ok, none, unreliable) = self.verdicts();
         json!({
             "realtime": self.realtime(),
             "interrupted": !matches!(self.end, RoundtripEnd::Complete | RoundtripEnd::NoSignal),
             "host_steal_ns": steal_ns,
-            "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
+            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
             "no_loop": self.no_loop(),
             "inverted": self.inverted(),
             "clipped_samples": self.clipped(),
@@ -1109,7 +1130,7 @@ impl RoundtripOutcome {
             "cycles": self.cycles,
             "xruns": self.xruns,
             "skipped_cycles": self.gaps,
-            "dsp_load_percent_mean": 100.0 * self.dsp.mean() / self.info.period_ns(),
+            "dsp_load_percent_mean": dsp_load_percent(&self.dsp, self.info.period_ns()),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
         });
         crate::event::merge(&mut out, own);

@@ -21,7 +21,8 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Statistics of `values` (all zero when empty).
+    /// Statistics of `values` (count 0 and every figure 0 when empty: read them through
+    /// [`Stats::measured`] or [`Stats::to_json`], which say there were none).
     pub fn of(values: impl IntoIterator<Item = f64>) -> Stats {
         let mut v: Vec<f64> = values.into_iter().collect();
         if v.is_empty() {
@@ -43,6 +44,12 @@ impl Stats {
             stdev: var.sqrt(),
             median: v[v.len() / 2],
         }
+    }
+
+    /// The statistics, or `None` when there were no values: what a figure derived from
+    /// them must check before it is shown.
+    pub fn measured(self) -> Option<Stats> {
+        (self.count > 0).then_some(self)
     }
 
     /// The same statistics in another unit (e.g. ns to ms with 1e-6).
@@ -67,4 +74,10 @@ impl Stats {
         json!({"count": self.count, "mean": self.mean, "min": self.min, "max": self.max,
                "stdev": self.stdev, "median": self.median})
     }
+}
+
+/// The mean time in the audio processor as a share of the period, in percent; `None`
+/// when no cycle was timed (or the period is unknown).
+pub fn dsp_load_percent(dsp: &results::LatencyHistogram, period_ns: f64) -> Option<f64> {
+    (dsp.count() > 0 && period_ns > 0.0).then(|| 100.0 * dsp.mean() / period_ns)
 }

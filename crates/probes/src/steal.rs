@@ -101,6 +101,13 @@ impl StealTimeline {
         }
     }
 
+    /// `steal_ns` as a percentage of the time sampled on `cpus` CPUs; `None` when the
+    /// samples cover no time (fewer than two): nothing to set it against, not 0 %.
+    pub fn percent_of_span(&self, steal_ns: u64, cpus: usize) -> Option<f64> {
+        let span = self.span_ns() * cpus.max(1) as u64;
+        (span > 0).then(|| 100.0 * steal_ns as f64 / span as f64)
+    }
+
     /// Wall time covered (ns).
     pub fn span_ns(&self) -> u64 {
         match (self.samples.first(), self.samples.last()) {
@@ -280,6 +287,35 @@ mod tests {
         assert_eq!(t.steal_ns_in(Some(&[1]), 150, 190), 0);
         assert_eq!(t.steal_window(Some(&[0]), 150, 190), (10, 100));
         assert_eq!(t.spikes(None), vec![(100, 10), (200, 20)]);
+    }
+
+    #[test]
+    fn a_share_of_no_time_is_absent() {
+        let none = StealTimeline::default();
+        assert_eq!(none.percent_of_span(0, 2), None);
+        let one = StealTimeline {
+            samples: vec![StealSample {
+                mono_ns: 5,
+                per_cpu_ns: vec![0, 0],
+            }],
+            tick_ns: 10,
+        };
+        assert_eq!(one.percent_of_span(0, 2), None);
+        let two = StealTimeline {
+            samples: vec![
+                StealSample {
+                    mono_ns: 0,
+                    per_cpu_ns: vec![0, 0],
+                },
+                StealSample {
+                    mono_ns: 1_000,
+                    per_cpu_ns: vec![20, 0],
+                },
+            ],
+            tick_ns: 10,
+        };
+        assert_eq!(two.percent_of_span(20, 2), Some(1.0));
+        assert_eq!(two.percent_of_span(0, 2), Some(0.0));
     }
 
     #[test]

@@ -131,15 +131,18 @@ fn samples(data: &ReportData, metrics: &[String]) -> Samples {
         let parts = config_parts(c);
         let config = parts.join(" ");
         for m in &r.measurements {
-            if m.summary.count == 0 || !(metrics.is_empty() || metrics.contains(&m.metric)) {
+            let Some(s) = m
+                .summary
+                .filter(|_| metrics.is_empty() || metrics.contains(&m.metric))
+            else {
                 continue;
-            }
+            };
             for stat in STATISTICS {
                 let v = match stat {
-                    "mean" => m.summary.mean,
-                    "p50" => m.summary.p50,
-                    "p99" => m.summary.p99,
-                    _ => m.summary.max,
+                    "mean" => s.mean,
+                    "p50" => s.p50,
+                    "p99" => s.p99,
+                    _ => s.max,
                 };
                 out.entry((config.clone(), m.metric.clone(), stat.to_string()))
                     .or_insert_with(|| (m.unit.clone(), parts.clone(), Vec::new()))
@@ -166,7 +169,7 @@ pub fn unmeasured(data: &ReportData, metrics: &[String]) -> Vec<String> {
         {
             continue;
         }
-        let empty = r.measurement(main).is_none_or(|m| m.summary.count == 0);
+        let empty = r.measurement(main).is_none_or(|m| m.summary.is_none());
         let config = config_of(c);
         if empty && !out.contains(&config) {
             out.push(config);

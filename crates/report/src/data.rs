@@ -35,6 +35,8 @@ impl RunData {
             "jitter" => Some("wakeup_latency"),
             "event" => Some("event_latency"),
             "roundtrip" => Some("roundtrip"),
+            // The controller end (`net emulate`) times blocks end to end.
+            "net" if self.record.config["role"] == "emulate" => Some("end_to_end"),
             "net" => Some("response_time"),
             _ => None,
         }
@@ -44,7 +46,7 @@ impl RunData {
     pub fn headline(&self) -> Option<&Measurement> {
         self.main_metric()
             .and_then(|m| self.measurement(m))
-            .or_else(|| self.measurements.iter().find(|m| m.summary.count > 0))
+            .or_else(|| self.measurements.iter().find(|m| m.summary.is_some()))
     }
 
     /// A value by path: `result.a.b`, `flags.x`, or `metric.stat` (stat: mean, min, max,
@@ -65,7 +67,14 @@ impl RunData {
             "config" => json_at(&self.record.config),
             metric => {
                 let m = self.measurement(metric)?;
-                let s = &m.summary;
+                match rest {
+                    "count" => return Some(m.count() as f64),
+                    "misses" => return Some(m.misses? as f64),
+                    "overflows" => return Some(m.overflows() as f64),
+                    _ => {}
+                }
+                // Nothing measured: no statistic (not 0).
+                let s = m.summary.as_ref()?;
                 Some(match rest {
                     "mean" => s.mean,
                     "min" => s.min,
@@ -76,12 +85,8 @@ impl RunData {
                     "p99" => s.p99,
                     "p999" => s.p999,
                     "p9999" => s.p9999,
-                    "count" => s.count as f64,
-                    "misses" => m.misses? as f64,
-                    "overflows" => m.overflows() as f64,
                     _ => return None,
                 })
-                .filter(|_| s.count > 0 || rest == "count")
             }
         }
     }

@@ -516,11 +516,8 @@ fn runs_html(data: &ReportData) -> String {
             escape(&c.profile)
         );
         let h = c.run.as_ref().and_then(RunData::headline);
-        for v in [
-            h.map(|m| m.summary.mean),
-            h.map(|m| m.summary.p99),
-            h.map(|m| m.summary.max),
-        ] {
+        let s = h.and_then(|m| m.summary);
+        for v in [s.map(|s| s.mean), s.map(|s| s.p99), s.map(|s| s.max)] {
             let text = match (v, h) {
                 (Some(v), Some(m)) => crate::terminal::fmt_value(v, &m.unit),
                 _ => "-".into(),

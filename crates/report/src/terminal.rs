@@ -111,7 +111,17 @@ pub const SUMMARY_COLUMNS: [&str; 11] = [
     "overflows",
 ];
 
-fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<String> {
+fn summary_cells(name: &str, unit: &str, s: Option<&Summary>, overflows: u64) -> Vec<String> {
+    let Some(s) = s else {
+        // Nothing measured: a count of 0 and no statistics.
+        let mut cells = vec![name.to_string(), "0".to_string()];
+        cells.extend(std::iter::repeat_n(
+            "-".to_string(),
+            SUMMARY_COLUMNS.len() - 3,
+        ));
+        cells.push(overflows.to_string());
+        return cells;
+    };
     let v = |x: f64| fmt_value(x, unit);
     let p = |x: f64| fmt_percentile(s, x, unit);
     vec![
@@ -134,7 +144,12 @@ fn summary_cells(name: &str, unit: &str, s: &Summary, overflows: u64) -> Vec<Str
 pub fn summary_table(measurements: &[Measurement]) -> String {
     let mut t = Table::new(&SUMMARY_COLUMNS);
     for m in measurements {
-        t.row(summary_cells(&m.metric, &m.unit, &m.summary, m.overflows()));
+        t.row(summary_cells(
+            &m.metric,
+            &m.unit,
+            m.summary.as_ref(),
+            m.overflows(),
+        ));
     }
     t.render()
 }
@@ -266,26 +281,29 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
     if flags["memory_locked"] == serde_json::Value::Bool(false) {
         notes.push("memory not locked: page faults may add to the figures".into());
     }
-    if let Some(steal) = flags["host_steal_ns"].as_u64() {
-        if steal > 0 && flags["outliers_examined"].as_u64().is_none() {
-            notes.push(format!(
-                "host steal: {} ({:.2}% of the run): the hypervisor ran something else on these CPUs",
-                fmt_ns(steal as f64),
-                flags["host_steal_percent"].as_f64().unwrap_or(0.0),
-            ));
-        } else if steal > 0 {
-            notes.push(format!(
-                "host steal: {} ({:.2}% of the run); {} of the {} largest wake-ups had steal \
-                 around them, against {:.0}% of windows of the same widths placed at random",
-                fmt_ns(steal as f64),
-                flags["host_steal_percent"].as_f64().unwrap_or(0.0),
-                flags["outliers_with_host_steal"].as_u64().unwrap_or(0),
-                flags["outliers_examined"].as_u64().unwrap_or(0),
-                flags["random_windows_with_host_steal_percent"]
-                    .as_f64()
-                    .unwrap_or(0.0),
-            ));
+    if let Some(steal) = flags["host_steal_ns"].as_u64().filter(|&s| s > 0) {
+        let mut note = format!("host steal: {}", fmt_ns(steal as f64));
+        if let Some(pct) = flags["host_steal_percent"].as_f64() {
+            let _ = write!(note, " ({pct:.2}% of the run)");
         }
+        // Outliers set against windows placed at random: only when there were some.
+        let examined = flags["outliers_examined"].as_u64().filter(|&n| n > 0);
+        match (examined, flags["outliers_with_host_steal"].as_u64()) {
+            (Some(examined), Some(with_steal)) => {
+                let _ = write!(
+                    note,
+                    "; {with_steal} of the {examined} largest wake-ups had steal around them"
+                );
+                if let Some(random) = flags["random_windows_with_host_steal_percent"].as_f64() {
+                    let _ = write!(
+                        note,
+                        ", against {random:.0}% of windows of the same widths placed at random"
+                    );
+                }
+            }
+            _ => note.push_str(": the hypervisor ran something else on these CPUs"),
+        }
+        notes.push(note);
     }
     if let Some(late) = flags["late_triggers"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(
@@ -320,14 +338,16 @@ pub fn fmt_percentile(s: &Summary, v: f64, unit: &str) -> String {
 /// A run's headline figure as table cells: metric, p50, p99, max (`-` when none).
 pub fn headline_cells(m: Option<&Measurement>) -> [String; 4] {
     match m {
-        // Nothing was measured (no loop found, every note missed): no figure, not 0.
-        Some(m) if m.summary.count == 0 => [m.metric.clone(), "-".into(), "-".into(), "-".into()],
-        Some(m) => [
-            m.metric.clone(),
-            fmt_percentile(&m.summary, m.summary.p50, &m.unit),
-            fmt_percentile(&m.summary, m.summary.p99, &m.unit),
-            fmt_value(m.summary.max, &m.unit),
-        ],
+        Some(m) => match &m.summary {
+            Some(s) => [
+                m.metric.clone(),
+                fmt_percentile(s, s.p50, &m.unit),
+                fmt_percentile(s, s.p99, &m.unit),
+                fmt_value(s.max, &m.unit),
+            ],
+            // Nothing was measured (no loop found, every note missed): no figure, not 0.
+            None => [m.metric.clone(), "-".into(), "-".into(), "-".into()],
+        },
         None => ["-".into(), "-".into(), "-".into(), "-".into()],
     }
 }

@@ -11,8 +11,16 @@ use serde_json::{json, Value};
 use crate::hist::{LatencyHistogram, Summary};
 use crate::model::{Event, MeasurementRecord, RunRecord, Series, TriggerRow};
 
-/// A summary as a JSON object.
-pub fn summary_json(s: &Summary) -> Value {
+/// A summary as a JSON object; without one (nothing measured) the count is 0 and every
+/// statistic `null`.
+pub fn summary_json(s: Option<&Summary>) -> Value {
+    let Some(s) = s else {
+        return json!({
+            "count": 0, "min": null, "mean": null, "stdev": null,
+            "p50": null, "p90": null, "p99": null, "p99.9": null, "p99.99": null,
+            "max": null, "percentiles_clamped_at": null,
+        });
+    };
     json!({
         "count": s.count, "min": s.min, "mean": s.mean, "stdev": s.stdev,
         "p50": s.p50, "p90": s.p90, "p99": s.p99, "p99.9": s.p999, "p99.99": s.p9999,
@@ -29,7 +37,7 @@ pub fn measurement_json(m: &MeasurementRecord, buckets: bool) -> Value {
         "metric": mm.metric,
         "unit": mm.unit,
         "method": mm.method,
-        "summary": summary_json(&mm.summary),
+        "summary": summary_json(mm.summary.as_ref()),
         "overflows": mm.overflows(),
         "histogram_bound": mm.histogram.as_ref().map(LatencyHistogram::bound),
         "deadline": mm.deadline,
@@ -130,24 +138,25 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
     );
     for m in measurements {
         let mm = &m.measurement;
-        let s = &mm.summary;
+        // Nothing measured: the statistics' cells are empty, not 0.
+        let stats = mm.summary.as_ref().map_or_else(
+            || ",,,,,,,,".to_string(),
+            |s| {
+                format!(
+                    "{},{:.1},{:.1},{},{},{},{},{},{}",
+                    s.min, s.mean, s.stdev, s.p50, s.p90, s.p99, s.p999, s.p9999, s.max
+                )
+            },
+        );
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             run.id,
             mm.probe,
             mm.metric,
             mm.unit,
-            s.count,
-            s.min,
-            s.mean,
-            s.stdev,
-            s.p50,
-            s.p90,
-            s.p99,
-            s.p999,
-            s.p9999,
-            s.max,
+            mm.count(),
+            stats,
             mm.overflows(),
             mm.deadline.map_or(String::new(), |d| d.to_string()),
             mm.misses.map_or(String::new(), |d| d.to_string()),
@@ -158,21 +167,37 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
 }
 
 /// An HdrHistogram interval log (the format of HdrHistogram's `HistogramLogProcessor`
-/// and plotter), one interval per measurement, tagged with the metric name.
+/// and plotter), one interval per measurement with samples, tagged with the metric name;
+/// a comment names the measurements that had none.
 pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut buf = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
+    let empty: Vec<&str> = measurements
+        .iter()
+        .filter(|m| {
+            m.measurement
+                .histogram
+                .as_ref()
+                .is_some_and(|h| h.count() == 0)
+        })
+        .map(|m| m.measurement.metric.as_str())
+        .collect();
     {
-        let mut writer = IntervalLogWriterBuilder::new()
-            .add_comment(&format!(
-                "audiolat run {} ({}), started {}; values in ns",
-                run.id, run.probe, run.started_at
-            ))
+        let mut builder = IntervalLogWriterBuilder::new();
+        builder.add_comment(&format!(
+            "audiolat run {} ({}), started {}; values in ns",
+            run.id, run.probe, run.started_at
+        ));
+        if !empty.is_empty() {
+            builder.add_comment(&format!("no samples, left out: {}", empty.join(", ")));
+        }
+        let mut writer = builder
             .begin_log_with(&mut buf, &mut serializer)
             .expect("writing to a Vec cannot fail");
         let duration = Duration::from_secs_f64(run.duration_s.unwrap_or(0.0).max(0.0));
         for m in measurements {
-            let Some(h) = &m.measurement.histogram else {
+            // A histogram without samples has no interval to log (its max would read 0).
+            let Some(h) = m.measurement.histogram.as_ref().filter(|h| h.count() > 0) else {
                 continue;
             };
             let tag = Tag::new(&m.measurement.metric);
@@ -185,25 +210,50 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
 }
 
 /// cyclictest's histogram text (`cyclictest -h N` / `--histfile`): one line per µs
-/// bucket from 0 to the bound, then its trailer, so existing plotting scripts read it.
+/// bucket from 0 to the last bucket holding a sample (as cyclictest trims its output),
+/// then its trailer, so existing plotting scripts read it. The output grows with the
+/// data, not with the histogram's bound. Without samples there are no bucket lines and
+/// the trailer's minimum, average and maximum are `-`, never a made-up 0.
 /// `overflow_cycles` are the cycle numbers of samples above the bound.
 pub fn cyclictest_histogram(h: &LatencyHistogram, overflow_cycles: &[u64]) -> String {
-    let buckets = h.linear_buckets(1_000);
-    let n = (h.bound() / 1_000) as usize;
-    let mut out = String::with_capacity(n * 14 + 256);
+    // Whole µs buckets below the bound; a value within the bound but past the last
+    // whole bucket counts as an overflow, as in cyclictest (`diff >= histogram`).
+    let n = h.bound() / 1_000;
+    let mut buckets: Vec<(u64, u64)> = Vec::new();
+    let mut beyond = h.overflows();
+    for v in h.hdr().iter_recorded() {
+        let us = h.hdr().lowest_equivalent(v.value_iterated_to()) / 1_000;
+        if us >= n {
+            beyond += v.count_at_value();
+        } else if let Some(last) = buckets.last_mut().filter(|b| b.0 == us) {
+            last.1 += v.count_at_value();
+        } else {
+            buckets.push((us, v.count_at_value()));
+        }
+    }
+    let used = buckets.last().map_or(0, |b| b.0 + 1);
+    let mut out = String::with_capacity(used as usize * 14 + 256);
     out.push_str("# Histogram\n");
-    // Values within the bound but past the last whole µs bucket count as overflows,
-    // as in cyclictest (`diff >= histogram`).
-    let mut beyond: u64 = buckets[n.min(buckets.len())..].iter().sum();
-    for (us, count) in buckets.iter().take(n).enumerate() {
+    let mut next = buckets.iter().peekable();
+    for us in 0..used {
+        let count = match next.peek() {
+            Some(&&(at, c)) if at == us => {
+                next.next();
+                c
+            }
+            _ => 0,
+        };
         let _ = writeln!(out, "{us:06} {count:06}");
     }
-    beyond += h.overflows();
-    let total: u64 = buckets.iter().take(n).sum();
+    let total: u64 = buckets.iter().map(|b| b.1).sum();
     let _ = writeln!(out, "# Total: {total:09}");
-    let _ = writeln!(out, "# Min Latencies: {:05}", h.min() / 1_000);
-    let _ = writeln!(out, "# Avg Latencies: {:05}", (h.mean() / 1_000.0) as u64);
-    let _ = writeln!(out, "# Max Latencies: {:05}", h.max() / 1_000);
+    if h.count() == 0 {
+        out.push_str("# Min Latencies: -\n# Avg Latencies: -\n# Max Latencies: -\n");
+    } else {
+        let _ = writeln!(out, "# Min Latencies: {:05}", h.min() / 1_000);
+        let _ = writeln!(out, "# Avg Latencies: {:05}", (h.mean() / 1_000.0) as u64);
+        let _ = writeln!(out, "# Max Latencies: {:05}", h.max() / 1_000);
+    }
     let _ = writeln!(out, "# Histogram Overflows: {beyond:05}");
     out.push_str("# Histogram Overflow at cycle number:\n# Thread 0:");
     for c in overflow_cycles {
@@ -299,6 +349,7 @@ mod tests {
         }
         let text = cyclictest_histogram(&h, &[5]);
         let parsed = parse_cyclictest_histogram(&text);
+        // Up to the last used bucket (199 µs), not the bound.
         assert_eq!(parsed.buckets.len(), 200);
         assert_eq!(parsed.buckets[8], (8, 2));
         assert_eq!(parsed.buckets[15], (15, 2));
@@ -309,6 +360,95 @@ mod tests {
         assert_eq!(parsed.min_us, 8);
         assert_eq!(parsed.percentile_us(50.0), 15);
         assert!(text.contains("# Thread 0: 00005\n"));
+    }
+
+    #[test]
+    fn cyclictest_text_stops_at_the_last_used_bucket() {
+        // A bound of 10 s would be 10 million lines; the data decides the length.
+        let mut h = LatencyHistogram::new(10_000_000_000).unwrap();
+        for v in [1_500, 2_100, 41_500] {
+            h.record(v);
+        }
+        let text = cyclictest_histogram(&h, &[]);
+        let parsed = parse_cyclictest_histogram(&text);
+        assert_eq!(parsed.buckets.len(), 42, "{text}");
+        assert_eq!(parsed.buckets[1], (1, 1));
+        assert_eq!(parsed.buckets[2], (2, 1));
+        assert_eq!(parsed.buckets[41], (41, 1));
+        assert_eq!(parsed.total, 3);
+        assert_eq!(parsed.max_us, 41);
+        assert!(text.len() < 2_000, "{} bytes", text.len());
+    }
+
+    #[test]
+    fn cyclictest_text_of_nothing_has_no_made_up_statistics() {
+        let h = LatencyHistogram::new(10_000_000_000).unwrap();
+        let text = cyclictest_histogram(&h, &[]);
+        assert_eq!(
+            text,
+            "# Histogram\n# Total: 000000000\n# Min Latencies: -\n# Avg Latencies: -\n\
+             # Max Latencies: -\n# Histogram Overflows: 00000\n\
+             # Histogram Overflow at cycle number:\n# Thread 0:\n"
+        );
+    }
+
+    #[test]
+    fn csv_of_an_empty_measurement_leaves_its_statistics_empty() {
+        let m = crate::model::Measurement::from_histogram(
+            "roundtrip",
+            "roundtrip",
+            "test",
+            LatencyHistogram::new(1_000_000).unwrap(),
+        );
+        let record = MeasurementRecord {
+            id: 1,
+            run_id: 7,
+            measurement: m,
+        };
+        let csv = measurements_csv(&run_record(7), &[record]);
+        let row = csv.lines().nth(1).unwrap();
+        assert_eq!(row, "7,roundtrip,roundtrip,ns,0,,,,,,,,,,0,,,complete");
+        let json = measurement_json(
+            &MeasurementRecord {
+                id: 1,
+                run_id: 7,
+                measurement: crate::model::Measurement::from_histogram(
+                    "net",
+                    "response_time",
+                    "test",
+                    LatencyHistogram::new(1_000_000).unwrap(),
+                ),
+            },
+            true,
+        );
+        assert_eq!(json["summary"]["count"], 0);
+        for k in ["min", "mean", "stdev", "p50", "p99", "p99.9", "max"] {
+            assert!(json["summary"][k].is_null(), "{k}: {json}");
+        }
+    }
+
+    fn run_record(id: i64) -> RunRecord {
+        RunRecord {
+            id,
+            group_id: None,
+            probe: "roundtrip".into(),
+            status: crate::model::RunStatus::Complete,
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            ended_at: None,
+            duration_s: None,
+            started_mono_ns: 0,
+            pid: 1,
+            machine: Default::default(),
+            tool: Default::default(),
+            command_line: String::new(),
+            config: json!({}),
+            load: json!({}),
+            qos_requested: json!({}),
+            qos_granted: json!({}),
+            flags: json!({}),
+            result: json!({}),
+            error: None,
+        }
     }
 
     #[test]

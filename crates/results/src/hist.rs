@@ -16,10 +16,12 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// The statistics audiolat reports for every metric.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+/// The statistics audiolat reports for every metric, of at least one sample: where
+/// nothing was measured there is no `Summary` (an `Option<Summary>` that is `None`),
+/// never one of zeros.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// Number of samples, overflows included.
+    /// Number of samples, overflows included (at least 1).
     pub count: u64,
     /// Smallest sample.
     pub min: f64,
@@ -142,12 +144,13 @@ impl LatencyHistogram {
         self.overflows
     }
 
-    /// Largest sample, or 0 when empty.
+    /// Largest sample, or 0 when empty (a figure to report comes from
+    /// [`LatencyHistogram::summary`], which is `None` then).
     pub fn max(&self) -> u64 {
         self.max
     }
 
-    /// Smallest sample, or 0 when empty.
+    /// Smallest sample, or 0 when empty (see [`LatencyHistogram::max`]).
     pub fn min(&self) -> u64 {
         if self.count == 0 {
             0
@@ -156,7 +159,7 @@ impl LatencyHistogram {
         }
     }
 
-    /// Exact mean of all samples, or 0 when empty.
+    /// Exact mean of all samples, or 0 when empty (see [`LatencyHistogram::max`]).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
             0.0
@@ -192,10 +195,10 @@ impl LatencyHistogram {
         (v.clamp(self.min(), top), false)
     }
 
-    /// All the reported statistics.
-    pub fn summary(&self) -> Summary {
+    /// All the reported statistics, or `None` when nothing was recorded.
+    pub fn summary(&self) -> Option<Summary> {
         if self.count == 0 {
-            return Summary::default();
+            return None;
         }
         let mean = self.mean();
         let var = (self.sum_sq as f64 / self.count as f64 - mean * mean).max(0.0);
@@ -206,7 +209,7 @@ impl LatencyHistogram {
             v as f64
         };
         let (p50, p90, p99, p999, p9999) = (p(50.0), p(90.0), p(99.0), p(99.9), p(99.99));
-        Summary {
+        Some(Summary {
             count: self.count,
             min: self.min() as f64,
             mean,
@@ -218,7 +221,7 @@ impl LatencyHistogram {
             p9999,
             max: self.max as f64,
             clamped_at: clamped.then_some(self.bound as f64),
-        }
+        })
     }
 
     /// Adds another histogram's samples. With equal bounds (the case for the interval
@@ -290,21 +293,6 @@ impl LatencyHistogram {
         // lowest equivalent value).
         if self.count > 0 {
             out.max = self.max;
-        }
-        out
-    }
-
-    /// Counts per bucket of `bucket_ns` width from 0 to the bound: what a linear
-    /// histogram (cyclictest's, in µs) would show. Each HDR bucket is attributed to the
-    /// linear bucket of its lowest equivalent value, so above ~2 ms (where HDR buckets
-    /// are wider than 1 µs) a count may land one bucket low.
-    pub fn linear_buckets(&self, bucket_ns: u64) -> Vec<u64> {
-        let n = (self.bound / bucket_ns) as usize + 1;
-        let mut out = vec![0u64; n];
-        for v in self.hist.iter_recorded() {
-            let low = self.hist.lowest_equivalent(v.value_iterated_to());
-            let i = ((low / bucket_ns) as usize).min(n - 1);
-            out[i] += v.count_at_value();
         }
         out
     }
@@ -387,7 +375,7 @@ mod tests {
         assert_eq!(h.max(), 5_000);
         assert_eq!(h.min(), 100);
         assert_eq!(h.mean(), 1_400.0);
-        let s = h.summary();
+        let s = h.summary().unwrap();
         assert_eq!(s.p50, 200.0);
         // p99's rank (4 of 4) is the overflow: the bound is reported, and flagged; p50
         // is not.
@@ -410,7 +398,7 @@ mod tests {
         assert_eq!(p50, sorted[499]);
         let (p99, _) = h.percentile(99.0);
         assert_eq!(p99, sorted[989]);
-        assert_eq!(h.summary().clamped_at, None);
+        assert_eq!(h.summary().unwrap().clamped_at, None);
     }
 
     #[test]
@@ -421,7 +409,7 @@ mod tests {
         b.record(99_990_000);
         a.add(&b);
         assert_eq!(a.overflows(), 0);
-        let s = a.summary();
+        let s = a.summary().unwrap();
         assert_eq!(s.clamped_at, None);
         assert!(s.p99 <= s.max, "{s:?}");
     }
@@ -434,7 +422,7 @@ mod tests {
         }
         h.record(99_999_000);
         h.record(200_000_000);
-        let s = h.summary();
+        let s = h.summary().unwrap();
         assert!(s.p99 <= 100_000_000.0, "{s:?}");
         assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999 && s.p999 <= s.p9999);
         assert!(!s.is_clamped(s.p50));
@@ -449,7 +437,7 @@ mod tests {
             h.record(20_000);
         }
         h.record(9_041_784);
-        let s = h.summary();
+        let s = h.summary().unwrap();
         assert_eq!(s.max, 9_041_784.0);
         assert!(s.p9999 <= s.max && s.p50 >= s.min, "{s:?}");
     }
@@ -485,20 +473,6 @@ mod tests {
     }
 
     #[test]
-    fn linear_buckets_count_everything_in_range() {
-        let mut h = LatencyHistogram::new(5_000).unwrap();
-        for v in [0, 999, 1_000, 1_999, 4_999] {
-            h.record(v);
-        }
-        let b = h.linear_buckets(1_000);
-        assert_eq!(b.len(), 6);
-        assert_eq!(b[0], 2);
-        assert_eq!(b[1], 2);
-        assert_eq!(b[4], 1);
-        assert_eq!(b.iter().sum::<u64>(), 5);
-    }
-
-    #[test]
     fn merging_keeps_exact_extremes() {
         let mut a = LatencyHistogram::new(1000).unwrap();
         let mut b = LatencyHistogram::new(1000).unwrap();
@@ -520,10 +494,21 @@ mod tests {
         h.reset();
         assert_eq!(h.count(), 0);
         assert_eq!(h.overflows(), 0);
-        assert_eq!(h.summary(), Summary::default());
+        assert_eq!(h.summary(), None);
         h.record(7);
         assert_eq!(h.min(), 7);
         assert_eq!(h.max(), 7);
+    }
+
+    #[test]
+    fn nothing_recorded_has_no_summary() {
+        let h = LatencyHistogram::new(1000).unwrap();
+        assert_eq!(h.summary(), None);
+        let mut one = LatencyHistogram::new(1000).unwrap();
+        one.record(0);
+        // A measured 0 is a value, with a count of 1.
+        let s = one.summary().unwrap();
+        assert_eq!((s.count, s.min, s.max, s.p50), (1, 0.0, 0.0, 0.0));
     }
 
     #[test]

@@ -119,8 +119,8 @@ pub struct Measurement {
     pub unit: String,
     /// How it was measured and against which clock.
     pub method: String,
-    /// Summary statistics.
-    pub summary: Summary,
+    /// Summary statistics; `None` when nothing was measured (no samples).
+    pub summary: Option<Summary>,
     /// The histogram behind the summary, when there is one.
     pub histogram: Option<LatencyHistogram>,
     /// Deadline the values are judged against, if any.
@@ -150,6 +150,11 @@ impl Measurement {
             misses: None,
             detail: Value::Object(Default::default()),
         }
+    }
+
+    /// Samples measured (0 when nothing was: then there is no summary).
+    pub fn count(&self) -> u64 {
+        self.summary.map_or(0, |s| s.count)
     }
 
     /// Samples above the histogram's bound.

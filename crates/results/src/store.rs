@@ -29,7 +29,52 @@ use crate::model::{
 };
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// Version 4: a statistic nobody measured is NULL, not 0. The summary columns of
+/// `measurement` become nullable (SQLite needs the table rebuilt for that), and the rows
+/// of measurements without samples (count 0), stored as zeros before, get NULLs.
+const SCHEMA_V4: &str = r#"
+CREATE TABLE measurement_v4 (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    probe           TEXT NOT NULL,
+    metric          TEXT NOT NULL,
+    unit            TEXT NOT NULL,
+    method          TEXT NOT NULL,
+    count           INTEGER NOT NULL,
+    min             REAL,
+    mean            REAL,
+    stdev           REAL,
+    p50             REAL,
+    p90             REAL,
+    p99             REAL,
+    p999            REAL,
+    p9999           REAL,
+    max             REAL,
+    clamped         INTEGER NOT NULL DEFAULT 0,
+    overflows       INTEGER NOT NULL DEFAULT 0,
+    deadline        REAL,
+    misses          INTEGER,
+    histogram       BLOB,
+    histogram_bound INTEGER,
+    histogram_exact TEXT,
+    detail          TEXT NOT NULL DEFAULT '{}'
+);
+INSERT INTO measurement_v4
+    SELECT id, run_id, probe, metric, unit, method, count,
+        CASE WHEN count > 0 THEN min END, CASE WHEN count > 0 THEN mean END,
+        CASE WHEN count > 0 THEN stdev END, CASE WHEN count > 0 THEN p50 END,
+        CASE WHEN count > 0 THEN p90 END, CASE WHEN count > 0 THEN p99 END,
+        CASE WHEN count > 0 THEN p999 END, CASE WHEN count > 0 THEN p9999 END,
+        CASE WHEN count > 0 THEN max END,
+        clamped, overflows, deadline, misses, histogram, histogram_bound, histogram_exact,
+        detail
+    FROM measurement;
+DROP TABLE measurement;
+ALTER TABLE measurement_v4 RENAME TO measurement;
+CREATE INDEX measurement_by_run ON measurement(run_id);
+"#;
 
 /// Version 3: the cells of plan runs (`audiolat run plan.toml`), one row per cell of the
 /// matrix, pointing at the run that measured it.
@@ -964,6 +1009,11 @@ impl Store {
         if version < 3 {
             tx.execute_batch(&format!("{SCHEMA_V3} PRAGMA user_version = 3;"))?;
         }
+        if version < 4 {
+            self.conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V4} PRAGMA user_version = 4; COMMIT;"
+            ))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;
         Ok(())
@@ -1228,7 +1278,8 @@ impl Store {
                 "sum": s.sum.to_string(), "sum_sq": s.sum_sq.to_string(),
             }))
         });
-        let s = &m.summary;
+        let s = m.summary.as_ref();
+        let stat = |f: fn(&Summary) -> f64| s.map(f);
         self.conn.execute(
             "INSERT INTO measurement (run_id, probe, metric, unit, method, count, min, mean, stdev,
                 p50, p90, p99, p999, p9999, max, clamped, overflows, deadline, misses, histogram,
@@ -1241,17 +1292,17 @@ impl Store {
                 m.metric,
                 m.unit,
                 m.method,
-                s.count as i64,
-                s.min,
-                s.mean,
-                s.stdev,
-                s.p50,
-                s.p90,
-                s.p99,
-                s.p999,
-                s.p9999,
-                s.max,
-                s.clamped_at.is_some(),
+                m.count() as i64,
+                stat(|s| s.min),
+                stat(|s| s.mean),
+                stat(|s| s.stdev),
+                stat(|s| s.p50),
+                stat(|s| s.p90),
+                stat(|s| s.p99),
+                stat(|s| s.p999),
+                stat(|s| s.p9999),
+                stat(|s| s.max),
+                s.is_some_and(|s| s.clamped_at.is_some()),
                 m.overflows() as i64,
                 m.deadline,
                 m.misses.map(|v| v as i64),
@@ -1626,18 +1677,23 @@ impl Store {
             let bound: Option<i64> = r.get(20)?;
             let exact: Option<String> = r.get(21)?;
             let clamped: bool = r.get(16)?;
-            let summary = Summary {
-                count: r.get::<_, i64>(6)? as u64,
-                min: r.get(7)?,
-                mean: r.get(8)?,
-                stdev: r.get(9)?,
-                p50: r.get(10)?,
-                p90: r.get(11)?,
-                p99: r.get(12)?,
-                p999: r.get(13)?,
-                p9999: r.get(14)?,
-                max: r.get(15)?,
-                clamped_at: bound.filter(|_| clamped).map(|b| b as f64),
+            let count = r.get::<_, i64>(6)? as u64;
+            // A row without samples has NULL statistics: no summary.
+            let summary = match (count, r.get::<_, Option<f64>>(7)?) {
+                (1.., Some(min)) => Some(Summary {
+                    count,
+                    min,
+                    mean: r.get(8)?,
+                    stdev: r.get(9)?,
+                    p50: r.get(10)?,
+                    p90: r.get(11)?,
+                    p99: r.get(12)?,
+                    p999: r.get(13)?,
+                    p9999: r.get(14)?,
+                    max: r.get(15)?,
+                    clamped_at: bound.filter(|_| clamped).map(|b| b as f64),
+                }),
+                _ => None,
             };
             let overflows: i64 = r.get(23)?;
             Ok((
@@ -2017,7 +2073,70 @@ mod tests {
         store.replace_measurements(id, &[m2]).unwrap();
         let ms = store.measurements(id).unwrap();
         assert_eq!(ms.len(), 1);
-        assert_eq!(ms[0].measurement.summary.count, 5);
+        assert_eq!(ms[0].measurement.count(), 5);
+    }
+
+    #[test]
+    fn a_measurement_of_nothing_is_stored_as_null_and_read_back_without_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("e.db")).unwrap();
+        let id = store.begin_run(&info("roundtrip")).unwrap();
+        let empty = LatencyHistogram::new(1_000_000).unwrap();
+        let m = Measurement::from_histogram("roundtrip", "roundtrip", "test", empty);
+        store.add_measurement(id, &m).unwrap();
+        let (count, min, max): (i64, Option<f64>, Option<f64>) = store
+            .conn
+            .query_row(
+                "SELECT count, min, max FROM measurement WHERE run_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((count, min, max), (0, None, None));
+        let back = &store.measurements(id).unwrap()[0].measurement;
+        assert_eq!(back.count(), 0);
+        assert_eq!(back.summary, None);
+    }
+
+    #[test]
+    fn a_version_3_file_keeps_its_measurements_and_its_empty_ones_become_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA_V1} {SCHEMA_V2} {SCHEMA_V3} PRAGMA user_version = 3; COMMIT;"
+            ))
+            .unwrap();
+            conn.execute_batch(
+                "INSERT INTO run (id, probe, status, started_at, started_mono_ns, pid, hostname,
+                    machine, tool_version, git_commit, build_profile, command_line, config, load,
+                    qos_requested)
+                 VALUES (1, 'net', 'complete', 't', 0, 1, 'h', '{}', 'v', 'g', 'p', 'c', '{}',
+                    '{}', '{}');
+                 INSERT INTO measurement (run_id, probe, metric, unit, method, count, min, mean,
+                    stdev, p50, p90, p99, p999, p9999, max, misses)
+                 VALUES (1, 'net', 'response_time', 'ns', 'm', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1379),
+                        (1, 'net', 'end_to_end', 'ns', 'm', 2, 10, 15, 5, 10, 20, 20, 20, 20, 20,
+                         NULL);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let ms = store.measurements(1).unwrap();
+        assert_eq!(ms.len(), 2);
+        let empty = &ms[0].measurement;
+        assert_eq!((empty.count(), empty.summary), (0, None));
+        assert_eq!(empty.misses, Some(1379));
+        let s = ms[1].measurement.summary.unwrap();
+        assert_eq!((s.count, s.min, s.mean, s.max), (2, 10.0, 15.0, 20.0));
+        // The rebuilt table still belongs to its run.
+        store
+            .conn
+            .execute("DELETE FROM run WHERE id = 1", [])
+            .unwrap();
+        assert!(store.measurements(1).unwrap().is_empty());
     }
 
     #[test]

@@ -702,8 +702,7 @@ impl NetOutcome {
     /// Validity flags.
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
-        let cpus = engine::rt::online_cpus().len().max(1) as u64;
-        let span = self.steal.span_ns().max(1) * cpus;
+        let cpus = engine::rt::online_cpus().len();
         let kernel = self
             .reference
             .iter()
@@ -713,7 +712,7 @@ impl NetOutcome {
             "realtime": self.realtime(),
             "interrupted": self.interrupted,
             "host_steal_ns": steal_ns,
-            "host_steal_percent": 100.0 * steal_ns as f64 / span as f64,
+            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
             "kernel_timestamps": kernel,
         })
     }
