@@ -1316,7 +1316,10 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
     };
     let cpus = match &a.cpu {
         None => None,
-        Some(list) => Some(engine::rt::parse_cpu_list(list).map_err(UsageError)?),
+        Some(list) => Some(
+            engine::rt::parse_online_cpu_list(list)
+                .map_err(|e| UsageError(format!("--cpu {list}: {e}")))?,
+        ),
     };
     let length = match (a.loops, a.duration) {
         (Some(n), _) => RunLength::Loops(n),

@@ -824,22 +824,11 @@ fn cpu_list(flag: &str, list: &Option<String>) -> Result<Option<Vec<usize>>, Usa
     match list {
         None => Ok(None),
         Some(l) => {
-            let parsed =
-                engine::rt::parse_cpu_list(l).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+            let parsed = engine::rt::parse_online_cpu_list(l)
+                .map_err(|e| UsageError(format!("{flag} {l}: {e}")))?;
             if parsed.is_empty() {
                 return Err(UsageError(format!(
                     "{flag} is empty: give CPUs like 1 or 0-3,6, or leave the flag out"
-                )));
-            }
-            let online = engine::rt::online_cpus();
-            if let Some(c) = parsed.iter().find(|c| !online.contains(c)) {
-                return Err(UsageError(format!(
-                    "{flag} {l}: CPU {c} is not online here (online: {}); use those",
-                    online
-                        .iter()
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
                 )));
             }
             Ok(Some(parsed))

@@ -91,7 +91,7 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
         (
             &["jitter", "--cpu", "4095"],
             "CPU 4095 is not online",
-            "pick one of those",
+            "this machine has CPUs",
         ),
         (
             &["jitter", "--duration", "0"],
@@ -3388,4 +3388,54 @@ fn devices_lists_what_can_be_measured_here() {
     let other = dir.path().join("untouched.db");
     assert_eq!(run(&other, &["devices"]).code, 0);
     assert!(!other.exists(), "devices wrote a database");
+}
+
+/// Every CPU list (`--cpu`, `--host-cpus`, `--controller-cpus`, `--cpus` of net's ends, a
+/// cell's `cpus=` in a flag or a file, a plan's `cpu` under `--dry-run`) is checked
+/// against the online CPUs without expanding its range: `0-99999999999` is refused at
+/// once with one line, exit 2, and nothing stored.
+#[test]
+fn a_huge_cpu_range_is_refused_in_every_cpu_list_without_expanding_it() {
+    let dir = tempdir();
+    let db = dir.path().join("cpus.db");
+    let huge = "0-99999999999";
+    let online = engine::rt::format_cpu_list(&engine::rt::online_cpus());
+    let says = format!("CPU 99999999999 is not online; this machine has CPUs {online}");
+    let cells = dir.path().join("cells.toml");
+    std::fs::write(
+        &cells,
+        format!("[cell.music]\nkind = \"dedicated\"\ncpus = \"{huge}\"\n"),
+    )
+    .unwrap();
+    let jitter_plan = dir.path().join("jitter.toml");
+    std::fs::write(
+        &jitter_plan,
+        format!("name = \"j\"\nprobe = \"jitter\"\n[set]\ncpu = \"{huge}\"\n"),
+    )
+    .unwrap();
+    let net_plan = dir.path().join("net.toml");
+    std::fs::write(
+        &net_plan,
+        format!("name = \"n\"\nprobe = \"net\"\n[set]\nhost-cpus = \"{huge}\"\n"),
+    )
+    .unwrap();
+    let cell_flag = format!("music=dedicated:cpus={huge}");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["jitter", "--cpu", huge],
+        vec!["net", "--host-cpus", huge],
+        vec!["net", "--controller-cpus", huge],
+        vec!["net", "--cell", &cell_flag],
+        vec!["net", "--cells", cells.to_str().unwrap()],
+        vec!["net", "respond", "--cpus", huge],
+        vec!["net", "emulate", "--host", "127.0.0.1:9", "--cpus", huge],
+        vec!["run", jitter_plan.to_str().unwrap(), "--dry-run"],
+        vec!["run", net_plan.to_str().unwrap(), "--dry-run"],
+    ];
+    for args in &cases {
+        let out = run(&db, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(&says), "{args:?}: {}", out.stderr);
+    }
+    assert!(!db.exists(), "a refusal stored something");
 }
