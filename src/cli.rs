@@ -470,6 +470,10 @@ pub struct DoctorArgs {
     /// How long to sample host steal time.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub steal_window: Duration,
+    /// First undo what an audiolat killed outright left changed (cpusets, load
+    /// balancing, task affinities, network namespaces, qdiscs, state files); needs root.
+    #[arg(long)]
+    pub fix: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

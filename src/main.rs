@@ -166,6 +166,11 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         stop,
         plan_cell: runner::plan_cell_from_env()?,
     };
+    if let Command::Doctor(a) = &cli.command {
+        if a.fix {
+            runner::undo_leftovers()?;
+        }
+    }
     match cli.command {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);

@@ -57,8 +57,11 @@ impl Context {
     }
 
     /// Opens the results database for writing runs; in a plan's cell, every run it
-    /// begins is filed under the cell.
+    /// begins is filed under the cell. Every measuring command opens it so, after its
+    /// input is checked and before it measures: first, what an audiolat killed outright
+    /// left changed on the machine is undone ([`undo_leftovers`]).
     pub fn open_store(&self) -> anyhow::Result<Store> {
+        undo_leftovers()?;
         let store = Store::open(&self.db_path)?;
         say_journal_once(&store);
         if let Some((group, cell)) = self.plan_cell {
@@ -80,6 +83,20 @@ impl Context {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         }
+    }
+}
+
+/// Undoes what audiolats killed outright left (cpusets, load balancing, confined tasks,
+/// namespaces, qdiscs, state files) and says so in one line; refuses (exit 2) when it
+/// cannot, naming what is left. A running audiolat's state is not touched.
+pub fn undo_leftovers() -> anyhow::Result<()> {
+    match probes::leftovers::undo() {
+        Ok(Some(line)) => {
+            eprintln!("audiolat: {line}");
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(refusal) => Err(UsageError(refusal).into()),
     }
 }
 
