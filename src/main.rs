@@ -778,6 +778,20 @@ fn net_config(
             )));
         }
     }
+    // SAFETY: geteuid has no preconditions.
+    if a.netns && unsafe { libc::geteuid() } != 0 {
+        return Err(UsageError(
+            "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
+        ));
+    }
+    let shaped = a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc;
+    for (tool, wanted) in [("ip", a.netns), ("tc", a.netns && shaped)] {
+        if wanted && load::find_in_path(tool).is_none() {
+            return Err(UsageError(format!(
+                "--netns needs `{tool}`, which is not installed: install the iproute2 package (apt install iproute2)"
+            )));
+        }
+    }
     if a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc && !a.netns {
         return Err(UsageError(
             "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),

@@ -992,10 +992,12 @@ impl CellPlan {
             }
         }
         let capacity = probes::cell::Capacity::here(config.link.map(|l| l.mbps));
-        self.cells
+        let admission = self
+            .cells
             .admit(&capacity, &threads, &spinning)
-            .map(Some)
-            .map_err(UsageError)
+            .map_err(UsageError)?;
+        probes::cell::partition::Partition::check(&admission).map_err(UsageError)?;
+        Ok(Some(admission))
     }
 }
 
@@ -1091,14 +1093,15 @@ pub fn net_run(
             "admission": admission.as_ref().map(|a| json!(a.checks)),
         }),
     };
-    let run_id = store.begin_run(&info)?;
+    // The cells before the run: a refusal (not root, no cpuset controller, CPUs the
+    // kernel will not give) stores nothing.
     let partition = match &admission {
-        Some(a) => match probes::cell::partition::Partition::create(&cells.cells, a) {
-            Ok(p) => Some(p),
-            Err(e) => return Err(fail_run(store, run_id, UsageError(e))),
-        },
+        Some(a) => {
+            Some(probes::cell::partition::Partition::create(&cells.cells, a).map_err(UsageError)?)
+        }
         None => None,
     };
+    let run_id = store.begin_run(&info)?;
     let mut config = config.clone();
     if let Some(p) = &partition {
         for placed in p.cells() {

@@ -3690,3 +3690,140 @@ fn a_leftover_that_cannot_be_undone_is_named_and_nothing_measures() {
     assert_eq!(fix.code, 2, "{fix:?}");
     assert!(fix.stderr.contains("4999999"), "{}", fix.stderr);
 }
+
+/// A second `net` wanting a CPU another running audiolat's dedicated cell holds is
+/// refused before anything starts, naming the holder (exit 2, one line, no run stored);
+/// a measuring command meanwhile leaves the running audiolat's cells alone.
+#[test]
+fn a_cpu_another_audiolat_holds_is_refused_naming_it_and_nothing_is_stored() {
+    let _m = machine_lock();
+    if !cells_and_netns_possible() {
+        return;
+    }
+    let dir = tempdir();
+    let first_db = dir.path().join("first.db");
+    let mut first = util::KillOnDrop(spawn(
+        &first_db,
+        &[
+            "net",
+            "--cell",
+            "music=dedicated:cpus=1",
+            "--host-cell",
+            "music",
+            "--duration",
+            "30s",
+            "--no-reference",
+            "--warmup",
+            "300ms",
+            "--quiet",
+        ],
+    ));
+    let pid = first.id();
+    let music = format!("/sys/fs/cgroup/cpuset/audiolat-{pid}-music");
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(format!("{music}/cpuset.cpu_exclusive"))
+        .map(|s| s.trim() != "1")
+        .unwrap_or(true)
+        || root_load_balance() != "0"
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no cell appeared"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second_db = dir.path().join("second.db");
+    let out = run(
+        &second_db,
+        &[
+            "net",
+            "--cell",
+            "m2=dedicated:cpus=1",
+            "--duration",
+            "1s",
+            "--no-reference",
+        ],
+    );
+    // A measuring command while the first runs: its cells are not a dead audiolat's.
+    let jitter = run(&second_db, &["jitter", "--loops", "10", "--quiet"]);
+    let still_there = std::path::Path::new(&music).exists() && root_load_balance() == "0";
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = wait_timeout(&mut first.0, Duration::from_secs(60));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "CPU 1 is held by audiolat PID {pid} (its cell `music`)"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(jitter.code, 0, "{}", jitter.stderr);
+    assert!(!jitter.stderr.contains("undid"), "{}", jitter.stderr);
+    assert!(still_there, "a running audiolat's cells were touched");
+    // Only the jitter run was stored: the refusal stored nothing.
+    let store = Store::open_existing(&second_db).unwrap();
+    let runs = store.list_runs(&RunFilter::default()).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].probe, "jitter");
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_nothing_left_by(pid);
+}
+
+/// Refusals of an ordinary user store nothing: `--netns` (namespaces need root) is
+/// refused before the database opens, and a dedicated cell (moving other tasks needs
+/// root) before a run is begun.
+#[test]
+fn refusals_for_want_of_root_store_no_run() {
+    if not_root("this test drops root itself, with setpriv") {
+        return;
+    }
+    let dir = tempdir();
+    // The user `nobody` writes the database here.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let db = dir.path().join("user.db");
+    let as_nobody = |args: &[&str]| {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(util::bin())
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .expect("running audiolat under setpriv (util-linux)");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = as_nobody(&["net", "--netns", "--duration", "1s"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--netns makes network namespaces, which needs root"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!db.exists(), "a refusal opened the database");
+    if engine::rt::online_cpus().len() >= 2 {
+        let (code, stderr) = as_nobody(&[
+            "net",
+            "--cell",
+            "music=dedicated:cpus=1",
+            "--duration",
+            "1s",
+            "--no-reference",
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("needs root"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        if db.exists() {
+            let runs = Store::open_existing(&db)
+                .unwrap()
+                .list_runs(&RunFilter::default())
+                .unwrap();
+            assert!(runs.is_empty(), "a refusal stored {runs:?}");
+        }
+    }
+}

@@ -432,6 +432,8 @@ pub struct Capacity {
     pub deadline_share: f64,
     /// The link's capacity, Mbit/s, when bandwidth is reserved.
     pub link_mbps: Option<f64>,
+    /// CPUs the exclusive cells of other running audiolats hold now.
+    pub held: Vec<partition::HeldCpu>,
 }
 
 impl Capacity {
@@ -453,6 +455,7 @@ impl Capacity {
             online: engine::rt::online_cpus(),
             deadline_share,
             link_mbps,
+            held: partition::held_by_others(),
         }
     }
 }
@@ -493,6 +496,12 @@ impl CellSet {
                         format_cpu_list(online)
                     ));
                 }
+                if let Some(h) = capacity.held.iter().find(|h| cpus.contains(&h.cpu)) {
+                    return Err(format!(
+                        "cell {}: CPU {} is held by audiolat PID {} (its cell `{}`): wait for that run to end, or give {} other CPUs",
+                        cell.name, h.cpu, h.pid, h.cell, cell.name
+                    ));
+                }
             }
             if !cell.exclusive() {
                 continue;
@@ -518,9 +527,10 @@ impl CellSet {
             .iter()
             .flat_map(|(_, c)| c.iter().copied())
             .collect();
+        // Another audiolat's exclusive CPUs are no one else's either.
         let shared: Vec<usize> = online
             .iter()
-            .filter(|c| !taken.contains(c))
+            .filter(|c| !taken.contains(c) && !capacity.held.iter().any(|h| h.cpu == **c))
             .copied()
             .collect();
         if !exclusive.is_empty() {
@@ -529,6 +539,23 @@ impl CellSet {
                 .map(|(n, c)| format!("{n} {} ({})", format_cpu_list(c), c.len()))
                 .collect();
             if shared.is_empty() {
+                let others: Vec<String> = capacity
+                    .held
+                    .iter()
+                    .map(|h| {
+                        format!(
+                            "CPU {} is held by audiolat PID {} (its cell `{}`)",
+                            h.cpu, h.pid, h.cell
+                        )
+                    })
+                    .collect();
+                if !others.is_empty() {
+                    return Err(format!(
+                        "admission: exclusive cells take {} and {}, leaving none for the rest of the system; wait for that run to end, or give the cells fewer CPUs",
+                        names.join(" + "),
+                        others.join(", ")
+                    ));
+                }
                 return Err(format!(
                     "admission: exclusive cells take {} = {} of the {} online CPUs, leaving none for the rest of the system: over by 1 CPU; give the cells fewer CPUs",
                     names.join(" + "),
@@ -687,6 +714,7 @@ mod tests {
             online: vec![0, 1],
             deadline_share: 0.95,
             link_mbps: Some(1000.0),
+            held: Vec::new(),
         }
     }
 
@@ -864,6 +892,39 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("CPU 99999999999 is not online"), "{e}");
+    }
+
+    #[test]
+    fn a_cpu_another_audiolat_holds_is_refused_naming_it() {
+        let mut capacity = two_cpus();
+        capacity.held = vec![partition::HeldCpu {
+            cpu: 1,
+            pid: 4242,
+            cell: "music".into(),
+        }];
+        let none = BTreeMap::new();
+        for flags in [
+            &["m2=dedicated:cpus=1"][..],
+            &["be=best-effort:cpus=0-1"][..],
+        ] {
+            let e = set(flags).admit(&capacity, &none, &[]).unwrap_err();
+            assert!(
+                e.contains("CPU 1 is held by audiolat PID 4242 (its cell `music`)"),
+                "{e}"
+            );
+        }
+        // Its CPU is not left for everything else either.
+        let a = set(&["be=best-effort"])
+            .admit(&capacity, &none, &[])
+            .unwrap();
+        assert_eq!(a.shared, vec![0]);
+        let e = set(&["m2=dedicated:cpus=0"])
+            .admit(&capacity, &none, &[])
+            .unwrap_err();
+        assert!(
+            e.contains("leaving none") && e.contains("held by audiolat PID 4242"),
+            "{e}"
+        );
     }
 
     #[test]

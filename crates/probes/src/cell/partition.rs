@@ -359,20 +359,7 @@ impl Partition {
         let exclusive = !admission.exclusive.is_empty();
         let hierarchy = cpuset_hierarchy();
         let cpuacct_root = v1_mount("cpuacct").filter(|_| is_root());
-        if exclusive {
-            if !is_root() {
-                return Err(
-                    "cells with CPUs of their own move other tasks off those CPUs, which needs root: run as root, or use best-effort cells only"
-                        .into(),
-                );
-            }
-            if hierarchy.is_none() {
-                return Err(
-                    "exclusive cells need the cpuset controller, which is on no mounted hierarchy: mount cgroup v2 with cpuset available (systemd does), or the v1 hierarchy (mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset)"
-                        .into(),
-                );
-            }
-        }
+        Partition::check(admission)?;
         let (cpuset_root, v2_root) = match hierarchy.filter(|_| is_root()) {
             Some(CpusetHierarchy::V1(p)) => (Some(p), None),
             Some(CpusetHierarchy::V2(p)) => (None, Some(p)),
@@ -413,6 +400,28 @@ impl Partition {
             return Err(e);
         }
         Ok(p)
+    }
+
+    /// Whether this process can make an admitted set's cells here (exclusive cells need
+    /// root and the cpuset controller): checked before anything starts, so a refusal
+    /// stores nothing.
+    pub fn check(admission: &Admission) -> Result<(), String> {
+        if admission.exclusive.is_empty() {
+            return Ok(());
+        }
+        if !is_root() {
+            return Err(
+                "cells with CPUs of their own move other tasks off those CPUs, which needs root: run as root, or use best-effort cells only"
+                    .into(),
+            );
+        }
+        if cpuset_hierarchy().is_none() {
+            return Err(
+                "exclusive cells need the cpuset controller, which is on no mounted hierarchy: mount cgroup v2 with cpuset available (systemd does), or the v1 hierarchy (mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     fn make_cpuset(&self, root: &Path, name: &str, cpus: &[usize]) -> Result<PathBuf, String> {
@@ -811,6 +820,69 @@ pub fn pid_alive(pid: i32) -> bool {
         ),
         Err(_) => false,
     }
+}
+
+/// A CPU an exclusive cell of another running audiolat holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldCpu {
+    /// The CPU.
+    pub cpu: usize,
+    /// The audiolat holding it.
+    pub pid: i32,
+    /// Its cell.
+    pub cell: String,
+}
+
+/// The CPUs other running audiolats' exclusive cells hold now: v1 cpusets
+/// `audiolat-PID-CELL` with `cpu_exclusive` set, v2 groups `audiolat-PID/CELL` that are
+/// partition roots.
+pub fn held_by_others() -> Vec<HeldCpu> {
+    let own = std::process::id() as i32;
+    let mut held = Vec::new();
+    let mut add = |pid: i32, cell: &str, cpus: &str| {
+        for cpu in engine::rt::parse_cpu_list(cpus).unwrap_or_default() {
+            held.push(HeldCpu {
+                cpu,
+                pid,
+                cell: cell.to_string(),
+            });
+        }
+    };
+    let live = |name: &str| group_pid(name).filter(|&p| p != own && pid_alive(p));
+    if let Some(root) = v1_mount("cpuset") {
+        for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = live(&name) else {
+                continue;
+            };
+            let dir = entry.path();
+            if read(&dir.join("cpuset.cpu_exclusive")).as_deref() == Ok("1") {
+                let cell = name.splitn(3, '-').nth(2).unwrap_or_default();
+                add(
+                    pid,
+                    cell,
+                    &read(&dir.join("cpuset.cpus")).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    if let Some(root) = v2_mount() {
+        for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = live(&name) else {
+                continue;
+            };
+            for cell in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                let dir = cell.path();
+                let partition = read(&dir.join("cpuset.cpus.partition")).unwrap_or_default();
+                if dir.is_dir() && partition.starts_with("root") {
+                    let cpus = read(&dir.join("cpuset.cpus.exclusive")).unwrap_or_default();
+                    add(pid, &cell.file_name().to_string_lossy(), &cpus);
+                }
+            }
+        }
+    }
+    held
 }
 
 /// The pid in `audiolat-PID` or `audiolat-PID-CELL`.
