@@ -2559,7 +2559,10 @@ fn net_bad_input_is_one_line_with_the_fix() {
             vec!["net", "--workers", "1000"],
             "would spin against each other",
         ),
-        (vec!["net", "--host-cpus", "999"], "is not online here"),
+        (
+            vec!["net", "--host-cpus", "999"],
+            "is not online; this machine has CPUs",
+        ),
         (vec!["net", "--controller-cpus", ""], "is empty"),
         (vec!["net", "--pads", "33"], "0 to 32 pads"),
         (vec!["net", "--pressure", "2"], "from 0 to 1"),
