@@ -3568,6 +3568,28 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
     let cpus_before = new_process_cpus();
     let online = engine::rt::format_cpu_list(&engine::rt::online_cpus());
     assert_eq!(cpus_before, online);
+    // A task pinned to CPU 1 is moved onto CPU 0 by the run; it gets CPU 1 back.
+    let pinned = util::KillOnDrop(
+        std::process::Command::new("taskset")
+            .args(["-c", "1", "sleep", "120"])
+            .spawn()
+            .unwrap(),
+    );
+    let pinned_cpus = || {
+        probes::cell::partition::task_affinity(pinned.id() as i32)
+            .map(|a| engine::rt::format_cpu_list(&a))
+    };
+    let start = std::time::Instant::now();
+    while pinned_cpus().as_deref() != Some("1")
+        || std::fs::read_to_string(format!("/proc/{}/comm", pinned.id())).unwrap_or_default()
+            != "sleep\n"
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "taskset did not pin"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let dir = tempdir();
     let db = dir.path().join("killed.db");
     let mut child = start_cells_and_netns_run(&db);
@@ -3577,6 +3599,7 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
     // Left as the kill found it.
     assert_eq!(root_load_balance(), "0");
     assert_ne!(new_process_cpus(), online, "new processes are not confined");
+    assert_eq!(pinned_cpus().as_deref(), Some("0"));
     assert!(std::path::Path::new(&format!("/run/audiolat/cells-{pid}.json")).exists());
     assert!(std::path::Path::new(&format!("/var/run/netns/al-host-{pid}")).exists());
     let doctor = run_json(&db, &["doctor", "--json", "--steal-window", "10ms"]);
@@ -3616,6 +3639,11 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
     assert_eq!(new_process_cpus(), cpus_before);
     let own = engine::rt::format_cpu_list(&probes::cell::partition::task_affinity(0).unwrap());
     assert_eq!(own, online, "this test's own affinity");
+    assert_eq!(
+        pinned_cpus().as_deref(),
+        Some("1"),
+        "a pinned task's affinity"
+    );
     // Nothing left to say the next time.
     let again = run(&db, &["jitter", "--loops", "10", "--quiet"]);
     assert_eq!(again.code, 0, "{}", again.stderr);

@@ -465,6 +465,7 @@ impl Partition {
                     break;
                 }
             }
+            self.save_affinities(&root);
         }
         for cell in &set.cells {
             let cpus = cell
@@ -533,6 +534,32 @@ impl Partition {
             .map_err(|e| format!("writing {}: {e}", file.display()))?;
         self.state_file = Some(file);
         Ok(())
+    }
+
+    /// Adds to the state file the affinity of each moved task that did not have every
+    /// CPU of the root cpuset, so a successor can give it back if this audiolat is
+    /// killed (moving a task back to the root cpuset gives it every CPU).
+    fn save_affinities(&self, root: &Path) {
+        let Some(file) = &self.state_file else {
+            return;
+        };
+        let all = engine::rt::parse_cpu_list(&read(&root.join("cpuset.cpus")).unwrap_or_default())
+            .unwrap_or_default();
+        let pinned: Vec<Value> = self
+            .moved
+            .iter()
+            .filter(|(_, affinity)| *affinity != all)
+            .map(|(tid, affinity)| json!([tid, task_comm(*tid), format_cpu_list(affinity)]))
+            .collect();
+        if pinned.is_empty() {
+            return;
+        }
+        let mut state = fs::read_to_string(file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .unwrap_or_else(|| json!({}));
+        state["affinities"] = Value::Array(pinned);
+        let _ = fs::write(file, state.to_string());
     }
 
     /// Enables cpuset at the unified root if it is not, makes `audiolat-PID` (its
@@ -885,6 +912,40 @@ pub fn held_by_others() -> Vec<HeldCpu> {
     held
 }
 
+/// A task's command name, or empty when it is gone.
+fn task_comm(tid: i32) -> String {
+    fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Gives back the affinities a killed audiolat's state file recorded, to tasks that
+/// are still the same (same command name; a reused tid is another task).
+fn restore_affinities(state: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for entry in state["affinities"].as_array().into_iter().flatten() {
+        let (Some(tid), Some(comm), Some(cpus)) =
+            (entry[0].as_i64(), entry[1].as_str(), entry[2].as_str())
+        else {
+            continue;
+        };
+        let tid = tid as i32;
+        let Ok(cpus) = engine::rt::parse_cpu_list(cpus) else {
+            continue;
+        };
+        if task_comm(tid) != comm || task_affinity(tid).is_none_or(|now| now == cpus) {
+            continue;
+        }
+        if !set_task_affinity(tid, &cpus) && task_affinity(tid).is_some() {
+            problems.push(format!(
+                "task {tid} ({comm}): could not restore its affinity to CPU {}",
+                format_cpu_list(&cpus)
+            ));
+        }
+    }
+    problems
+}
+
 /// The pid in `audiolat-PID` or `audiolat-PID-CELL`.
 fn group_pid(name: &str) -> Option<i32> {
     name.strip_prefix("audiolat-")
@@ -1028,6 +1089,9 @@ pub fn remove_stale() -> Vec<String> {
         for (_, dir) in dead_groups(&root) {
             problems.extend(empty_and_remove(&root, &dir));
         }
+    }
+    for (_, _, state) in &states {
+        problems.extend(restore_affinities(state));
     }
     let left = stale();
     for (pid, file, state) in &states {
