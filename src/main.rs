@@ -723,6 +723,8 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
         load_target: a.target / 100.0,
         seconds_per_kernel: a.each.as_secs_f64(),
     };
+    // Bench stores nothing, but measures: on the machine as it should be.
+    runner::undo_leftovers()?;
     let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);
     let report = dsp::bench::run(&config, &ctx.stop);
     let steal = steal.finish();

@@ -495,10 +495,17 @@ impl Partition {
                 }
             } else if let (Some(dir), true) = (&cpuset, cell.exclusive()) {
                 write(&dir.join("cpuset.cpu_exclusive"), "1").map_err(|e| {
-                    format!(
-                        "cell {}: {e} (another cpuset overlaps its CPUs?)",
-                        cell.name
-                    )
+                    // Another audiolat that took the CPU since admission: name it.
+                    match held_by_others().into_iter().find(|h| cpus.contains(&h.cpu)) {
+                        Some(h) => format!(
+                            "cell {}: CPU {} is held by audiolat PID {} (its cell `{}`): wait for that run to end, or give {} other CPUs",
+                            cell.name, h.cpu, h.pid, h.cell, cell.name
+                        ),
+                        None => format!(
+                            "cell {}: {e} (another cpuset overlaps its CPUs?)",
+                            cell.name
+                        ),
+                    }
                 })?;
                 let granted = read(&dir.join("cpuset.cpu_exclusive")).as_deref() == Ok("1");
                 if let Some(last) = self.cells.last_mut() {
