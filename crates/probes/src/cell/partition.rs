@@ -1047,11 +1047,14 @@ pub fn stale() -> BTreeMap<i32, Vec<String>> {
             state["cpuset_root"].as_str(),
             state["sched_load_balance"].as_str(),
         ) {
-            let now = read(&Path::new(root).join("cpuset.sched_load_balance")).unwrap_or_default();
-            if now != was {
-                items.push(format!(
+            match read(&Path::new(root).join("cpuset.sched_load_balance")) {
+                Ok(now) if now != was => items.push(format!(
                     "the root cpuset's sched_load_balance {now} (was {was})"
-                ));
+                )),
+                Ok(_) => {}
+                Err(_) => items.push(format!(
+                    "the root cpuset's sched_load_balance to set back to {was} (no {root} to set it in)"
+                )),
             }
         }
         items.push(format!("state file {}", file.display()));
