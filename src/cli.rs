@@ -470,6 +470,10 @@ pub struct DoctorArgs {
     /// How long to sample host steal time.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub steal_window: Duration,
+    /// First undo what an audiolat killed outright left changed (cpusets, load
+    /// balancing, task affinities, network namespaces, qdiscs, state files); needs root.
+    #[arg(long)]
+    pub fix: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1317,7 +1321,10 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
     };
     let cpus = match &a.cpu {
         None => None,
-        Some(list) => Some(engine::rt::parse_cpu_list(list).map_err(UsageError)?),
+        Some(list) => Some(
+            engine::rt::parse_online_cpu_list(list)
+                .map_err(|e| UsageError(format!("--cpu {list}: {e}")))?,
+        ),
     };
     let length = match (a.loops, a.duration) {
         (Some(n), _) => RunLength::Loops(n),

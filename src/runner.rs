@@ -57,8 +57,11 @@ impl Context {
     }
 
     /// Opens the results database for writing runs; in a plan's cell, every run it
-    /// begins is filed under the cell.
+    /// begins is filed under the cell. Every measuring command opens it so, after its
+    /// input is checked and before it measures: first, what an audiolat killed outright
+    /// left changed on the machine is undone ([`undo_leftovers`]).
     pub fn open_store(&self) -> anyhow::Result<Store> {
+        undo_leftovers()?;
         let store = Store::open_recovering(&self.db_path, &summarise_abandoned)?;
         say_journal_once(&store);
         if let Some((group, cell)) = self.plan_cell {
@@ -97,6 +100,20 @@ impl Context {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         }
+    }
+}
+
+/// Undoes what audiolats killed outright left (cpusets, load balancing, confined tasks,
+/// namespaces, qdiscs, state files) and says so in one line; refuses (exit 2) when it
+/// cannot, naming what is left. A running audiolat's state is not touched.
+pub fn undo_leftovers() -> anyhow::Result<()> {
+    match probes::leftovers::undo() {
+        Ok(Some(line)) => {
+            eprintln!("audiolat: {line}");
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(refusal) => Err(UsageError(refusal).into()),
     }
 }
 
@@ -1132,10 +1149,12 @@ impl CellPlan {
             }
         }
         let capacity = probes::cell::Capacity::here(config.link.map(|l| l.mbps));
-        self.cells
+        let admission = self
+            .cells
             .admit(&capacity, &threads, &spinning)
-            .map(Some)
-            .map_err(UsageError)
+            .map_err(UsageError)?;
+        probes::cell::partition::Partition::check(&admission).map_err(UsageError)?;
+        Ok(Some(admission))
     }
 }
 
@@ -1231,14 +1250,15 @@ pub fn net_run(
             "admission": admission.as_ref().map(|a| json!(a.checks)),
         }),
     };
-    let run_id = store.begin_run(&info)?;
+    // The cells before the run: a refusal (not root, no cpuset controller, CPUs the
+    // kernel will not give) stores nothing.
     let partition = match &admission {
-        Some(a) => match probes::cell::partition::Partition::create(&cells.cells, a) {
-            Ok(p) => Some(p),
-            Err(e) => return Err(fail_run(store, run_id, UsageError(e))),
-        },
+        Some(a) => {
+            Some(probes::cell::partition::Partition::create(&cells.cells, a).map_err(UsageError)?)
+        }
         None => None,
     };
+    let run_id = store.begin_run(&info)?;
     let mut config = config.clone();
     if let Some(p) = &partition {
         for placed in p.cells() {

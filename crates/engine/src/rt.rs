@@ -576,24 +576,78 @@ pub fn online_cpus() -> Vec<usize> {
         })
 }
 
-/// Parses a kernel CPU list such as `0-3,6,8-9`.
-pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
+/// The most CPUs a Linux kernel numbers (`NR_CPUS` of its largest configuration): a
+/// list naming a CPU at or beyond it is refused before any range is expanded.
+pub const MAX_CPUS: usize = 8192;
+
+/// The ranges of a CPU list (`0-3,6` gives `(0, 3), (6, 6)`), not expanded.
+fn cpu_ranges(list: &str) -> Result<Vec<(usize, usize)>, String> {
+    let mut ranges = Vec::new();
     if list.trim().is_empty() {
-        return Ok(cpus);
+        return Ok(ranges);
     }
+    let bad = || format!("bad CPU list '{list}': use numbers and ranges like 0-3,6");
     for part in list.split(',') {
         let part = part.trim();
-        let bad = || format!("bad CPU list '{list}': use numbers and ranges like 0-3,6");
-        if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a.trim().parse().map_err(|_| bad())?;
-            let b: usize = b.trim().parse().map_err(|_| bad())?;
-            if a > b {
-                return Err(bad());
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let a: usize = a.parse().map_err(|_| bad())?;
+        let b: usize = b.parse().map_err(|_| bad())?;
+        if a > b {
+            return Err(bad());
+        }
+        ranges.push((a, b));
+    }
+    Ok(ranges)
+}
+
+/// Parses a kernel CPU list such as `0-3,6,8-9` (the kernel's own files). A CPU at or
+/// beyond [`MAX_CPUS`] is refused before anything is expanded. A list a user gives is
+/// parsed with [`parse_online_cpu_list`], which checks it against this machine.
+pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
+    let ranges = cpu_ranges(list)?;
+    if let Some(&(_, b)) = ranges.iter().find(|(_, b)| *b >= MAX_CPUS) {
+        return Err(format!(
+            "CPU {b} is beyond the {MAX_CPUS} CPUs a Linux kernel numbers"
+        ));
+    }
+    let mut cpus: Vec<usize> = ranges.into_iter().flat_map(|(a, b)| a..=b).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Parses a CPU list a user gave (`--cpu`, `--host-cpus`, a cell's `cpus=`, a plan's
+/// `cpu`) and checks every CPU in it is online here, without expanding a range first:
+/// `0-99999999999` is refused at once with "CPU 99999999999 is not online; this
+/// machine has CPUs 0-1". The one parser for every CPU list audiolat is given.
+pub fn parse_online_cpu_list(list: &str) -> Result<Vec<usize>, String> {
+    parse_cpu_list_within(list, &online_cpus())
+}
+
+/// [`parse_online_cpu_list`] against the given online CPUs (sorted).
+pub fn parse_cpu_list_within(list: &str, online: &[usize]) -> Result<Vec<usize>, String> {
+    let ranges = cpu_ranges(list)?;
+    let not_online = |cpu: usize| {
+        format!(
+            "CPU {cpu} is not online; this machine has CPUs {}",
+            format_cpu_list(online)
+        )
+    };
+    let mut cpus = Vec::new();
+    for (a, b) in ranges {
+        // The range's last CPU first: when it is online, the range is no longer than
+        // the online list, and is walked.
+        if !online.contains(&b) {
+            return Err(not_online(b));
+        }
+        for cpu in a..=b {
+            if !online.contains(&cpu) {
+                return Err(not_online(cpu));
             }
-            cpus.extend(a..=b);
-        } else {
-            cpus.push(part.parse().map_err(|_| bad())?);
+            cpus.push(cpu);
         }
     }
     cpus.sort_unstable();
@@ -859,6 +913,33 @@ mod tests {
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("x").is_err());
         assert_eq!(parse_cpu_list("").unwrap(), Vec::<usize>::new());
+        // Refused before the range is expanded (it would take 800 GB).
+        assert!(parse_cpu_list("0-99999999999")
+            .unwrap_err()
+            .contains("CPU 99999999999 is beyond"));
+    }
+
+    #[test]
+    fn a_users_cpu_list_is_checked_against_the_online_cpus_unexpanded() {
+        let online = [0, 1];
+        assert_eq!(parse_cpu_list_within("1,0-1", &online).unwrap(), vec![0, 1]);
+        assert_eq!(
+            parse_cpu_list_within("0-99999999999", &online).unwrap_err(),
+            "CPU 99999999999 is not online; this machine has CPUs 0-1"
+        );
+        assert_eq!(
+            parse_cpu_list_within("7", &online).unwrap_err(),
+            "CPU 7 is not online; this machine has CPUs 0-1"
+        );
+        // A hole inside a range whose ends are online.
+        assert_eq!(
+            parse_cpu_list_within("0-2", &[0, 2]).unwrap_err(),
+            "CPU 1 is not online; this machine has CPUs 0,2"
+        );
+        assert!(parse_cpu_list_within("0-99999999999999999999999", &online)
+            .unwrap_err()
+            .contains("bad CPU list"));
+        assert!(parse_cpu_list_within("", &online).unwrap().is_empty());
     }
 
     #[test]

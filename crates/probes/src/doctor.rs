@@ -85,6 +85,7 @@ pub fn run(steal_window: Duration) -> DoctorReport {
         check_hypervisor(machine.virtualization.as_deref()),
         check_steal(steal_window),
         check_cpuset(),
+        check_leftovers(),
         check_dma_latency(),
         check_audio_servers(),
         check_jack_registry(),
@@ -549,6 +550,27 @@ fn check_cpuset() -> Finding {
     }
 }
 
+/// What an audiolat killed outright left changed (see [`crate::leftovers`]).
+fn check_leftovers() -> Finding {
+    let left = crate::leftovers::find();
+    if left.is_empty() {
+        return finding(
+            "system.leftovers",
+            Verdict::Ok,
+            "nothing left by an audiolat that was killed",
+            "",
+            "",
+        );
+    }
+    finding(
+        "system.leftovers",
+        Verdict::Fail,
+        left.describe(),
+        "an audiolat killed outright could not undo what it changed: tasks stay confined to the CPUs it left them, load balancing stays off, its namespaces stay",
+        "run `audiolat doctor --fix` as root; any measuring command (jitter, event, roundtrip, net, suite, run) also undoes it before it measures",
+    )
+}
+
 fn check_dma_latency() -> Finding {
     let id = "power.cpu_dma_latency";
     let grant = rt::DmaLatencyGrant::hold(0);
@@ -731,6 +753,7 @@ mod tests {
             "virt.hypervisor",
             "virt.steal",
             "cgroup.cpuset",
+            "system.leftovers",
             "audio.servers",
             "audio.jack_registry",
             "audio.alsa_cards",

@@ -14,6 +14,8 @@
 //!   data as audio-rate UDP, block assembly and answer deadlines (the Tessellation study).
 //! - [`cell`]: cells (exclusive cpusets, SCHED_DEADLINE, best-effort), admission
 //!   control, and undoing it all (Tessellation's partitions on stock Linux).
+//! - [`leftovers`]: what an audiolat killed outright left changed (cpusets, load
+//!   balancing, namespaces, qdiscs, state files), found and undone by the next one.
 //! - [`doctor`]: the machine's set-up, finding by finding.
 //! - [`devices`]: what can be measured here (sound cards, audio servers) and the flags
 //!   that measure it.
@@ -42,6 +44,7 @@ pub mod devices;
 pub mod doctor;
 pub mod event;
 pub mod jitter;
+pub mod leftovers;
 pub mod machine;
 pub mod net;
 pub mod roundtrip;

@@ -1010,9 +1010,7 @@ impl Store {
             tx.execute_batch(&format!("{SCHEMA_V3} PRAGMA user_version = 3;"))?;
         }
         if version < 4 {
-            self.conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V4} PRAGMA user_version = 4; COMMIT;"
-            ))?;
+            tx.execute_batch(&format!("{SCHEMA_V4} PRAGMA user_version = 4;"))?;
         }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;

@@ -41,7 +41,7 @@ use std::fmt;
 use std::time::Duration;
 
 use engine::clock::parse_duration;
-use engine::rt::{format_cpu_list, parse_cpu_list, Policy};
+use engine::rt::{format_cpu_list, parse_cpu_list_within, Policy};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -232,7 +232,7 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 impl RawCell {
-    fn build(self, name: &str) -> Result<Cell, String> {
+    fn build(self, name: &str, online: &[usize]) -> Result<Cell, String> {
         check_name(name)?;
         let kind = CellKind::parse(&self.kind).map_err(|e| format!("cell {name}: {e}"))?;
         let err = |m: String| format!("cell {name}: {m}");
@@ -240,7 +240,7 @@ impl RawCell {
             .cpus
             .as_deref()
             .map(|c| {
-                let v = parse_cpu_list(c)?;
+                let v = parse_cpu_list_within(c, online)?;
                 if v.is_empty() {
                     return Err("an empty CPU list".to_string());
                 }
@@ -336,18 +336,26 @@ impl RawCell {
 }
 
 impl CellSet {
-    /// Parses a TOML cell file (`[cell.NAME]` tables).
+    /// Parses a TOML cell file (`[cell.NAME]` tables); CPUs must be online here.
     pub fn from_toml(text: &str) -> Result<CellSet, String> {
+        Self::from_toml_within(text, &engine::rt::online_cpus())
+    }
+
+    fn from_toml_within(text: &str, online: &[usize]) -> Result<CellSet, String> {
         let raw: RawFile = toml::from_str(text).map_err(|e| format!("cell file: {e}"))?;
         let mut set = CellSet::default();
         for (name, cell) in raw.cell {
-            set.push(cell.build(&name)?)?;
+            set.push(cell.build(&name, online)?)?;
         }
         Ok(set)
     }
 
-    /// Parses one `NAME=KIND[:key=value,...]` flag.
+    /// Parses one `NAME=KIND[:key=value,...]` flag; CPUs must be online here.
     pub fn parse_flag(flag: &str) -> Result<Cell, String> {
+        Self::parse_flag_within(flag, &engine::rt::online_cpus())
+    }
+
+    fn parse_flag_within(flag: &str, online: &[usize]) -> Result<Cell, String> {
         let (name, rest) = flag.split_once('=').ok_or_else(|| {
             format!("--cell '{flag}': use NAME=KIND[:key=value,...], e.g. music=dedicated:cpus=1")
         })?;
@@ -386,7 +394,7 @@ impl CellSet {
                 }
             }
         }
-        raw.build(name.trim())
+        raw.build(name.trim(), online)
     }
 
     /// Adds a cell; names are unique.
@@ -424,6 +432,8 @@ pub struct Capacity {
     pub deadline_share: f64,
     /// The link's capacity, Mbit/s, when bandwidth is reserved.
     pub link_mbps: Option<f64>,
+    /// CPUs the exclusive cells of other running audiolats hold now.
+    pub held: Vec<partition::HeldCpu>,
 }
 
 impl Capacity {
@@ -445,6 +455,7 @@ impl Capacity {
             online: engine::rt::online_cpus(),
             deadline_share,
             link_mbps,
+            held: partition::held_by_others(),
         }
     }
 }
@@ -485,6 +496,12 @@ impl CellSet {
                         format_cpu_list(online)
                     ));
                 }
+                if let Some(h) = capacity.held.iter().find(|h| cpus.contains(&h.cpu)) {
+                    return Err(format!(
+                        "cell {}: CPU {} is held by audiolat PID {} (its cell `{}`): wait for that run to end, or give {} other CPUs",
+                        cell.name, h.cpu, h.pid, h.cell, cell.name
+                    ));
+                }
             }
             if !cell.exclusive() {
                 continue;
@@ -510,9 +527,10 @@ impl CellSet {
             .iter()
             .flat_map(|(_, c)| c.iter().copied())
             .collect();
+        // Another audiolat's exclusive CPUs are no one else's either.
         let shared: Vec<usize> = online
             .iter()
-            .filter(|c| !taken.contains(c))
+            .filter(|c| !taken.contains(c) && !capacity.held.iter().any(|h| h.cpu == **c))
             .copied()
             .collect();
         if !exclusive.is_empty() {
@@ -521,6 +539,23 @@ impl CellSet {
                 .map(|(n, c)| format!("{n} {} ({})", format_cpu_list(c), c.len()))
                 .collect();
             if shared.is_empty() {
+                let others: Vec<String> = capacity
+                    .held
+                    .iter()
+                    .map(|h| {
+                        format!(
+                            "CPU {} is held by audiolat PID {} (its cell `{}`)",
+                            h.cpu, h.pid, h.cell
+                        )
+                    })
+                    .collect();
+                if !others.is_empty() {
+                    return Err(format!(
+                        "admission: exclusive cells take {} and {}, leaving none for the rest of the system; wait for that run to end, or give the cells fewer CPUs",
+                        names.join(" + "),
+                        others.join(", ")
+                    ));
+                }
                 return Err(format!(
                     "admission: exclusive cells take {} = {} of the {} online CPUs, leaving none for the rest of the system: over by 1 CPU; give the cells fewer CPUs",
                     names.join(" + "),
@@ -679,6 +714,7 @@ mod tests {
             online: vec![0, 1],
             deadline_share: 0.95,
             link_mbps: Some(1000.0),
+            held: Vec::new(),
         }
     }
 
@@ -701,14 +737,16 @@ mod tests {
             policy = "batch"
             nice = 5
         "#;
-        let from_file = CellSet::from_toml(toml).unwrap();
+        let from_file = CellSet::from_toml_within(toml, &[0, 1]).unwrap();
         let mut from_flags = CellSet::default();
         for f in [
             "ep=best-effort:policy=batch,nice=5",
             "music=dedicated:cpus=1,priority=70,bandwidth=240M",
             "video=time-triggered:runtime=2ms,period=33ms",
         ] {
-            from_flags.push(CellSet::parse_flag(f).unwrap()).unwrap();
+            from_flags
+                .push(CellSet::parse_flag_within(f, &[0, 1]).unwrap())
+                .unwrap();
         }
         // The TOML tables come sorted by name.
         assert_eq!(from_file, from_flags);
@@ -747,19 +785,20 @@ mod tests {
             ("b e=best-effort", "cell name"),
             ("be=best-effort:bandwidth=lots", "not a bandwidth"),
         ] {
-            let e = CellSet::parse_flag(flag).unwrap_err();
+            let e = CellSet::parse_flag_within(flag, &[0, 1]).unwrap_err();
             assert!(e.contains(says), "{flag}: {e}");
         }
-        assert!(
-            CellSet::from_toml("[cell.a]\nkind = \"dedicated\"\ncpus = \"1\"\ncolour = 1\n")
-                .unwrap_err()
-                .contains("colour")
-        );
+        assert!(CellSet::from_toml_within(
+            "[cell.a]\nkind = \"dedicated\"\ncpus = \"1\"\ncolour = 1\n",
+            &[0, 1]
+        )
+        .unwrap_err()
+        .contains("colour"));
         let mut set = CellSet::default();
-        set.push(CellSet::parse_flag("a=best-effort").unwrap())
+        set.push(CellSet::parse_flag_within("a=best-effort", &[0, 1]).unwrap())
             .unwrap();
         assert!(set
-            .push(CellSet::parse_flag("a=best-effort").unwrap())
+            .push(CellSet::parse_flag_within("a=best-effort", &[0, 1]).unwrap())
             .unwrap_err()
             .contains("twice"));
     }
@@ -767,7 +806,8 @@ mod tests {
     fn set(flags: &[&str]) -> CellSet {
         let mut s = CellSet::default();
         for f in flags {
-            s.push(CellSet::parse_flag(f).unwrap()).unwrap();
+            s.push(CellSet::parse_flag_within(f, &[0, 1]).unwrap())
+                .unwrap();
         }
         s
     }
@@ -833,11 +873,58 @@ mod tests {
             .admit(&two_cpus(), &none, &[])
             .unwrap_err();
         assert!(e.contains("use CPU 0"), "{e}");
-        // Offline CPU.
-        let e = set(&["m=dedicated:cpus=7"])
-            .admit(&two_cpus(), &none, &[])
+        // Offline CPU: refused as the cell is read, its range never expanded.
+        for (flag, says) in [
+            (
+                "m=dedicated:cpus=7",
+                "cell m: CPU 7 is not online; this machine has CPUs 0-1",
+            ),
+            (
+                "m=dedicated:cpus=0-99999999999",
+                "cell m: CPU 99999999999 is not online; this machine has CPUs 0-1",
+            ),
+        ] {
+            assert_eq!(CellSet::parse_flag_within(flag, &[0, 1]).unwrap_err(), says);
+        }
+        let e = CellSet::from_toml_within(
+            "[cell.m]\nkind = \"dedicated\"\ncpus = \"1-99999999999\"\n",
+            &[0, 1],
+        )
+        .unwrap_err();
+        assert!(e.contains("CPU 99999999999 is not online"), "{e}");
+    }
+
+    #[test]
+    fn a_cpu_another_audiolat_holds_is_refused_naming_it() {
+        let mut capacity = two_cpus();
+        capacity.held = vec![partition::HeldCpu {
+            cpu: 1,
+            pid: 4242,
+            cell: "music".into(),
+        }];
+        let none = BTreeMap::new();
+        for flags in [
+            &["m2=dedicated:cpus=1"][..],
+            &["be=best-effort:cpus=0-1"][..],
+        ] {
+            let e = set(flags).admit(&capacity, &none, &[]).unwrap_err();
+            assert!(
+                e.contains("CPU 1 is held by audiolat PID 4242 (its cell `music`)"),
+                "{e}"
+            );
+        }
+        // Its CPU is not left for everything else either.
+        let a = set(&["be=best-effort"])
+            .admit(&capacity, &none, &[])
+            .unwrap();
+        assert_eq!(a.shared, vec![0]);
+        let e = set(&["m2=dedicated:cpus=0"])
+            .admit(&capacity, &none, &[])
             .unwrap_err();
-        assert!(e.contains("CPU 7 is not online"), "{e}");
+        assert!(
+            e.contains("leaving none") && e.contains("held by audiolat PID 4242"),
+            "{e}"
+        );
     }
 
     #[test]

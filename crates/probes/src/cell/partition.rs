@@ -359,26 +359,13 @@ impl Partition {
         let exclusive = !admission.exclusive.is_empty();
         let hierarchy = cpuset_hierarchy();
         let cpuacct_root = v1_mount("cpuacct").filter(|_| is_root());
-        if exclusive {
-            if !is_root() {
-                return Err(
-                    "cells with CPUs of their own move other tasks off those CPUs, which needs root: run as root, or use best-effort cells only"
-                        .into(),
-                );
-            }
-            if hierarchy.is_none() {
-                return Err(
-                    "exclusive cells need the cpuset controller, which is on no mounted hierarchy: mount cgroup v2 with cpuset available (systemd does), or the v1 hierarchy (mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset)"
-                        .into(),
-                );
-            }
-        }
+        Partition::check(admission)?;
         let (cpuset_root, v2_root) = match hierarchy.filter(|_| is_root()) {
             Some(CpusetHierarchy::V1(p)) => (Some(p), None),
             Some(CpusetHierarchy::V2(p)) => (None, Some(p)),
             None => (None, None),
         };
-        remove_stale();
+        let _ = remove_stale();
         let pid = std::process::id();
         let mut p = Partition {
             prefix: format!("audiolat-{pid}-"),
@@ -413,6 +400,28 @@ impl Partition {
             return Err(e);
         }
         Ok(p)
+    }
+
+    /// Whether this process can make an admitted set's cells here (exclusive cells need
+    /// root and the cpuset controller): checked before anything starts, so a refusal
+    /// stores nothing.
+    pub fn check(admission: &Admission) -> Result<(), String> {
+        if admission.exclusive.is_empty() {
+            return Ok(());
+        }
+        if !is_root() {
+            return Err(
+                "cells with CPUs of their own move other tasks off those CPUs, which needs root: run as root, or use best-effort cells only"
+                    .into(),
+            );
+        }
+        if cpuset_hierarchy().is_none() {
+            return Err(
+                "exclusive cells need the cpuset controller, which is on no mounted hierarchy: mount cgroup v2 with cpuset available (systemd does), or the v1 hierarchy (mount -t cgroup -o cpuset cpuset /sys/fs/cgroup/cpuset)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     fn make_cpuset(&self, root: &Path, name: &str, cpus: &[usize]) -> Result<PathBuf, String> {
@@ -456,6 +465,7 @@ impl Partition {
                     break;
                 }
             }
+            self.save_affinities(&root);
         }
         for cell in &set.cells {
             let cpus = cell
@@ -485,10 +495,17 @@ impl Partition {
                 }
             } else if let (Some(dir), true) = (&cpuset, cell.exclusive()) {
                 write(&dir.join("cpuset.cpu_exclusive"), "1").map_err(|e| {
-                    format!(
-                        "cell {}: {e} (another cpuset overlaps its CPUs?)",
-                        cell.name
-                    )
+                    // Another audiolat that took the CPU since admission: name it.
+                    match held_by_others().into_iter().find(|h| cpus.contains(&h.cpu)) {
+                        Some(h) => format!(
+                            "cell {}: CPU {} is held by audiolat PID {} (its cell `{}`): wait for that run to end, or give {} other CPUs",
+                            cell.name, h.cpu, h.pid, h.cell, cell.name
+                        ),
+                        None => format!(
+                            "cell {}: {e} (another cpuset overlaps its CPUs?)",
+                            cell.name
+                        ),
+                    }
                 })?;
                 let granted = read(&dir.join("cpuset.cpu_exclusive")).as_deref() == Ok("1");
                 if let Some(last) = self.cells.last_mut() {
@@ -524,6 +541,32 @@ impl Partition {
             .map_err(|e| format!("writing {}: {e}", file.display()))?;
         self.state_file = Some(file);
         Ok(())
+    }
+
+    /// Adds to the state file the affinity of each moved task that did not have every
+    /// CPU of the root cpuset, so a successor can give it back if this audiolat is
+    /// killed (moving a task back to the root cpuset gives it every CPU).
+    fn save_affinities(&self, root: &Path) {
+        let Some(file) = &self.state_file else {
+            return;
+        };
+        let all = engine::rt::parse_cpu_list(&read(&root.join("cpuset.cpus")).unwrap_or_default())
+            .unwrap_or_default();
+        let pinned: Vec<Value> = self
+            .moved
+            .iter()
+            .filter(|(_, affinity)| *affinity != all)
+            .map(|(tid, affinity)| json!([tid, task_comm(*tid), format_cpu_list(affinity)]))
+            .collect();
+        if pinned.is_empty() {
+            return;
+        }
+        let mut state = fs::read_to_string(file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .unwrap_or_else(|| json!({}));
+        state["affinities"] = Value::Array(pinned);
+        let _ = fs::write(file, state.to_string());
     }
 
     /// Enables cpuset at the unified root if it is not, makes `audiolat-PID` (its
@@ -792,32 +835,260 @@ fn other_audiolat_enabled_cpuset() -> bool {
                 .strip_prefix("cells-")
                 .and_then(|r| r.strip_suffix(".json"))
                 .and_then(|p| p.parse::<i32>().ok());
-            // SAFETY: signal 0 only checks that the process exists.
-            pid.is_some_and(|p| unsafe { libc::kill(p, 0) } == 0)
+            pid.is_some_and(pid_alive)
         })
         .filter_map(|e| fs::read_to_string(e.path()).ok())
         .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
         .any(|state| state["v2_enabled_cpuset"] == json!(true))
 }
 
-fn stale_pid(name: &str) -> bool {
-    let pid = name
-        .strip_prefix("audiolat-")
-        .and_then(|r| r.split('-').next())
-        .and_then(|p| p.parse::<i32>().ok());
-    // SAFETY: signal 0 only checks that the process exists.
-    pid.is_some_and(|p| unsafe { libc::kill(p, 0) } != 0)
+/// Whether the process `pid` is running: it exists and is not a zombie (a killed
+/// audiolat its parent has not reaped is gone as far as its state is concerned).
+pub fn pid_alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state letter follows the command's closing parenthesis.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next()),
+            Some('Z' | 'X')
+        ),
+        Err(_) => false,
+    }
 }
 
-/// Undoes the groups of an audiolat that was killed outright (its pid is gone): tasks
-/// back to the root, groups removed, the root's load balancing (v1) or its cpuset
-/// controller (v2) as it was.
-pub fn remove_stale() {
+/// A CPU an exclusive cell of another running audiolat holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldCpu {
+    /// The CPU.
+    pub cpu: usize,
+    /// The audiolat holding it.
+    pub pid: i32,
+    /// Its cell.
+    pub cell: String,
+}
+
+/// The CPUs other running audiolats' exclusive cells hold now: v1 cpusets
+/// `audiolat-PID-CELL` with `cpu_exclusive` set, v2 groups `audiolat-PID/CELL` that are
+/// partition roots.
+pub fn held_by_others() -> Vec<HeldCpu> {
+    let own = std::process::id() as i32;
+    let mut held = Vec::new();
+    let mut add = |pid: i32, cell: &str, cpus: &str| {
+        for cpu in engine::rt::parse_cpu_list(cpus).unwrap_or_default() {
+            held.push(HeldCpu {
+                cpu,
+                pid,
+                cell: cell.to_string(),
+            });
+        }
+    };
+    let live = |name: &str| group_pid(name).filter(|&p| p != own && pid_alive(p));
+    if let Some(root) = v1_mount("cpuset") {
+        for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = live(&name) else {
+                continue;
+            };
+            let dir = entry.path();
+            if read(&dir.join("cpuset.cpu_exclusive")).as_deref() == Ok("1") {
+                let cell = name.splitn(3, '-').nth(2).unwrap_or_default();
+                add(
+                    pid,
+                    cell,
+                    &read(&dir.join("cpuset.cpus")).unwrap_or_default(),
+                );
+            }
+        }
+    }
     if let Some(root) = v2_mount() {
         for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.path().is_dir() && stale_pid(&name) {
-                remove_v2_group(&root, &entry.path());
+            let Some(pid) = live(&name) else {
+                continue;
+            };
+            for cell in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                let dir = cell.path();
+                let partition = read(&dir.join("cpuset.cpus.partition")).unwrap_or_default();
+                if dir.is_dir() && partition.starts_with("root") {
+                    let cpus = read(&dir.join("cpuset.cpus.exclusive")).unwrap_or_default();
+                    add(pid, &cell.file_name().to_string_lossy(), &cpus);
+                }
+            }
+        }
+    }
+    held
+}
+
+/// A task's command name, or empty when it is gone.
+fn task_comm(tid: i32) -> String {
+    fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Gives back the affinities a killed audiolat's state file recorded, to tasks that
+/// are still the same (same command name; a reused tid is another task).
+fn restore_affinities(state: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for entry in state["affinities"].as_array().into_iter().flatten() {
+        let (Some(tid), Some(comm), Some(cpus)) =
+            (entry[0].as_i64(), entry[1].as_str(), entry[2].as_str())
+        else {
+            continue;
+        };
+        let tid = tid as i32;
+        let Ok(cpus) = engine::rt::parse_cpu_list(cpus) else {
+            continue;
+        };
+        if task_comm(tid) != comm || task_affinity(tid).is_none_or(|now| now == cpus) {
+            continue;
+        }
+        if !set_task_affinity(tid, &cpus) && task_affinity(tid).is_some() {
+            problems.push(format!(
+                "task {tid} ({comm}): could not restore its affinity to CPU {}",
+                format_cpu_list(&cpus)
+            ));
+        }
+    }
+    problems
+}
+
+/// The pid in `audiolat-PID` or `audiolat-PID-CELL`.
+fn group_pid(name: &str) -> Option<i32> {
+    name.strip_prefix("audiolat-")
+        .and_then(|r| r.split('-').next())
+        .and_then(|p| p.parse::<i32>().ok())
+}
+
+/// The pid in a state file's name, `cells-PID.json`.
+fn state_file_pid(name: &str) -> Option<i32> {
+    name.strip_prefix("cells-")
+        .and_then(|r| r.strip_suffix(".json"))
+        .and_then(|p| p.parse::<i32>().ok())
+}
+
+/// The groups of audiolats that are gone in the directory `root` of a hierarchy.
+fn dead_groups(root: &Path) -> Vec<(i32, PathBuf)> {
+    let mut out: Vec<(i32, PathBuf)> = fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let pid = group_pid(&e.file_name().to_string_lossy())?;
+            (!pid_alive(pid)).then(|| (pid, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The state files of audiolats that are gone, with what they say.
+fn dead_state_files() -> Vec<(i32, PathBuf, Value)> {
+    let mut out: Vec<(i32, PathBuf, Value)> = fs::read_dir(STATE_DIR)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = state_file_pid(&e.file_name().to_string_lossy())?;
+            if pid_alive(pid) {
+                return None;
+            }
+            let state = fs::read_to_string(e.path())
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .unwrap_or(Value::Null);
+            Some((pid, e.path(), state))
+        })
+        .collect();
+    out.sort_by_key(|(pid, _, _)| *pid);
+    out
+}
+
+/// What audiolats that are gone (killed outright) left of their cells, by pid, one
+/// phrase per thing: cpusets with the tasks they still confine, `cpuacct` groups, the
+/// root cpuset's load balancing, the unified hierarchy's groups and cpuset controller,
+/// state files. A running audiolat's are not listed.
+pub fn stale() -> BTreeMap<i32, Vec<String>> {
+    let mut out: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    if let Some(root) = v1_mount("cpuset") {
+        for (pid, dir) in dead_groups(&root) {
+            let tasks = tids(&dir).len();
+            let cpus = read(&dir.join("cpuset.cpus")).unwrap_or_default();
+            out.entry(pid).or_default().push(if tasks == 0 {
+                format!("cpuset {} (CPU {cpus})", dir.display())
+            } else {
+                format!(
+                    "cpuset {} ({tasks} tasks confined to CPU {cpus})",
+                    dir.display()
+                )
+            });
+        }
+    }
+    if let Some(root) = v1_mount("cpuacct") {
+        for (pid, dir) in dead_groups(&root) {
+            out.entry(pid)
+                .or_default()
+                .push(format!("cpuacct group {}", dir.display()));
+        }
+    }
+    if let Some(root) = v2_mount() {
+        for (pid, dir) in dead_groups(&root) {
+            let procs = ids(&dir.join("cgroup.procs")).len();
+            out.entry(pid).or_default().push(format!(
+                "cgroup {} ({procs} processes in it)",
+                dir.display()
+            ));
+        }
+    }
+    for (pid, file, state) in dead_state_files() {
+        let items = out.entry(pid).or_default();
+        if let (Some(root), Some(was)) = (
+            state["cpuset_root"].as_str(),
+            state["sched_load_balance"].as_str(),
+        ) {
+            match read(&Path::new(root).join("cpuset.sched_load_balance")) {
+                Ok(now) if now != was => items.push(format!(
+                    "the root cpuset's sched_load_balance {now} (was {was})"
+                )),
+                Ok(_) => {}
+                Err(_) => items.push(format!(
+                    "the root cpuset's sched_load_balance to set back to {was} (no {root} to set it in)"
+                )),
+            }
+        }
+        items.push(format!("state file {}", file.display()));
+    }
+    out
+}
+
+/// Undoes what audiolats that were killed outright (their pids are gone) left of their
+/// cells: the root's load balancing (v1) as it was, every task back in the root cpuset
+/// (which gives it every CPU again), groups removed, the unified hierarchy's cpuset
+/// controller (v2) as it was, state files removed. Never stops half-way and never looks
+/// at a stop flag: a signal during it does not cut it short. Returns what could not be
+/// undone; a state file stays while anything of its audiolat's is left.
+pub fn remove_stale() -> Vec<String> {
+    let mut problems = Vec::new();
+    let states = dead_state_files();
+    for (_, _, state) in &states {
+        if let (Some(root), Some(balance)) = (
+            state["cpuset_root"].as_str(),
+            state["sched_load_balance"].as_str(),
+        ) {
+            let file = Path::new(root).join("cpuset.sched_load_balance");
+            if read(&file).ok().as_deref() != Some(balance) {
+                if let Err(e) = write(&file, balance) {
+                    problems.push(e);
+                }
+            }
+        }
+    }
+    if let Some(root) = v2_mount() {
+        for (_, dir) in dead_groups(&root) {
+            remove_v2_group(&root, &dir);
+            if dir.exists() {
+                problems.push(format!("could not remove cgroup {}", dir.display()));
             }
         }
     }
@@ -825,53 +1096,40 @@ pub fn remove_stale() {
         let Some(root) = v1_mount(controller) else {
             continue;
         };
-        let Ok(entries) = fs::read_dir(&root) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if stale_pid(&name) {
-                let _ = empty_and_remove(&root, &entry.path());
+        for (_, dir) in dead_groups(&root) {
+            problems.extend(empty_and_remove(&root, &dir));
+        }
+    }
+    for (_, _, state) in &states {
+        problems.extend(restore_affinities(state));
+    }
+    let left = stale();
+    for (pid, file, state) in &states {
+        if let (Some(root), Some(true)) = (
+            state["v2_root"].as_str(),
+            state["v2_enabled_cpuset"].as_bool(),
+        ) {
+            // A live audiolat still holding the controller turns it off itself.
+            if !other_audiolat_groups(Path::new(root)) {
+                if let Err(e) =
+                    write_retrying(&Path::new(root).join("cgroup.subtree_control"), "-cpuset")
+                {
+                    problems.push(e);
+                }
+            }
+        }
+        let only_the_file = left
+            .get(pid)
+            .is_none_or(|items| items.iter().all(|i| i.starts_with("state file ")));
+        if only_the_file {
+            if let Err(e) = fs::remove_file(file) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    problems.push(format!("removing {}: {e}", file.display()));
+                }
             }
         }
     }
-    let Ok(entries) = fs::read_dir(STATE_DIR) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name
-            .strip_prefix("cells-")
-            .and_then(|r| r.strip_suffix(".json"))
-            .and_then(|p| p.parse::<i32>().ok());
-        // SAFETY: signal 0 only checks that the process exists.
-        if pid.is_some_and(|p| unsafe { libc::kill(p, 0) } != 0) {
-            if let Ok(state) = fs::read_to_string(entry.path())
-                .map_err(|e| e.to_string())
-                .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
-            {
-                if let (Some(root), Some(balance)) = (
-                    state["cpuset_root"].as_str(),
-                    state["sched_load_balance"].as_str(),
-                ) {
-                    let _ = write(&Path::new(root).join("cpuset.sched_load_balance"), balance);
-                }
-                if let (Some(root), Some(true)) = (
-                    state["v2_root"].as_str(),
-                    state["v2_enabled_cpuset"].as_bool(),
-                ) {
-                    // A live audiolat still holding the controller turns it off itself.
-                    if !other_audiolat_groups(Path::new(root)) {
-                        let _ = write_retrying(
-                            &Path::new(root).join("cgroup.subtree_control"),
-                            "-cpuset",
-                        );
-                    }
-                }
-            }
-            let _ = fs::remove_file(entry.path());
-        }
-    }
+    problems
 }
 
 /// Every directory of a cgroup hierarchy, with its path from the mount ("/" for the

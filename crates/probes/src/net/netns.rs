@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::process::Command;
 
 use super::{bind, NetError};
@@ -70,7 +71,7 @@ impl NetnsPair {
                 "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
             ));
         }
-        remove_stale();
+        let _ = remove_stale();
         let pid = std::process::id();
         let pair = NetnsPair {
             host: format!("al-host-{pid}"),
@@ -267,23 +268,103 @@ fn parse_class_stats(text: &str) -> serde_json::Value {
     serde_json::Value::Object(map)
 }
 
-/// Removes namespaces left by an audiolat that was killed outright (its pid is gone).
-fn remove_stale() {
-    let Ok(entries) = std::fs::read_dir("/var/run/netns") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name
-            .strip_prefix("al-host-")
-            .or_else(|| name.strip_prefix("al-ctl-"))
-            .and_then(|p| p.parse::<i32>().ok());
-        // SAFETY: kill with signal 0 only checks that the process exists.
-        if let Some(pid) = pid.filter(|&p| unsafe { libc::kill(p, 0) } != 0) {
-            let _ = pid;
-            let _ = Command::new("ip").args(["netns", "del", &name]).output();
+/// The pid in a namespace's name (`al-host-PID`, `al-ctl-PID`) or a veth end's
+/// (`alhPID`, `alcPID`).
+fn owner_pid(name: &str) -> Option<i32> {
+    name.strip_prefix("al-host-")
+        .or_else(|| name.strip_prefix("al-ctl-"))
+        .or_else(|| name.strip_prefix("alh"))
+        .or_else(|| name.strip_prefix("alc"))
+        .and_then(|p| p.parse::<i32>().ok())
+        .filter(|&p| p > 1)
+}
+
+/// Whether the device `name` of this namespace is a veth end.
+fn is_veth(name: &str) -> bool {
+    Command::new("ip")
+        .args(["-d", "link", "show", "dev", name])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(" veth "))
+}
+
+/// Namespaces and veth ends (left in this namespace when audiolat died between making
+/// the pair and moving it) of audiolats that are gone.
+fn dead_names() -> Vec<(i32, String, bool)> {
+    let alive = crate::cell::partition::pid_alive;
+    let mut out = Vec::new();
+    for (dir, is_ns) in [("/var/run/netns", true), ("/sys/class/net", false)] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = if is_ns {
+                name.starts_with("al-host-") || name.starts_with("al-ctl-")
+            } else {
+                name.starts_with("alh") || name.starts_with("alc")
+            };
+            if let Some(pid) = owner_pid(&name).filter(|&p| ours && !alive(p)) {
+                if !is_ns && !is_veth(&name) {
+                    continue;
+                }
+                out.push((pid, name, is_ns));
+            }
         }
     }
+    out.sort();
+    out
+}
+
+/// What audiolats that are gone (killed outright) left of their links, by pid: network
+/// namespaces with the `tc` qdiscs audiolat put in them, and veth ends.
+pub fn stale() -> std::collections::BTreeMap<i32, Vec<String>> {
+    let mut out: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
+    for (pid, name, is_ns) in dead_names() {
+        let item = if is_ns {
+            let qdiscs = Command::new("tc")
+                .args(["-n", &name, "qdisc", "show"])
+                .output()
+                .map(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .filter(|l| l.starts_with("qdisc htb"))
+                        .count()
+                })
+                .unwrap_or(0);
+            if qdiscs > 0 {
+                format!("network namespace {name} (with {qdiscs} tc HTB qdisc)")
+            } else {
+                format!("network namespace {name}")
+            }
+        } else {
+            format!("veth {name}")
+        };
+        out.entry(pid).or_default().push(item);
+    }
+    out
+}
+
+/// Removes what audiolats that are gone left of their links: their namespaces (with
+/// their end of the veth pair, its qdiscs, and so the other end) and any veth end left
+/// here. Never looks at a stop flag. Returns what could not be removed.
+pub fn remove_stale() -> Vec<String> {
+    let mut problems = Vec::new();
+    for (_, name, is_ns) in dead_names() {
+        let args: Vec<&str> = if is_ns {
+            vec!["netns", "del", &name]
+        } else {
+            vec!["link", "del", &name]
+        };
+        if let Err(e) = ip(&args) {
+            // Deleting one end of a veth pair deletes the other: gone is done.
+            let gone = if is_ns {
+                !Path::new("/var/run/netns").join(&name).exists()
+            } else {
+                !Path::new("/sys/class/net").join(&name).exists()
+            };
+            if !gone {
+                problems.push(e.to_string());
+            }
+        }
+    }
+    problems
 }
 
 impl Drop for NetnsPair {

@@ -1,0 +1,145 @@
+//! What an audiolat killed outright (SIGKILL, a second Ctrl-C, a crash) left changed on
+//! the machine, found and undone by the next one.
+//!
+//! A run with cells or `--netns` changes the system while it measures: cpusets with
+//! every task moved onto the CPUs no cell holds, the root cpuset's load balancing off,
+//! `cpuacct` groups, network namespaces with a veth pair and `tc` qdiscs, and a state
+//! file in `/run/audiolat` saying what to restore. An audiolat that ends normally undoes
+//! all of it; one that is killed cannot. [`find`] lists what audiolats that are gone
+//! left (a running audiolat's state is never listed nor touched), `audiolat doctor`
+//! reports it as a FAIL, and [`undo`] restores the machine: every measuring command calls
+//! it before it measures, and says in one line what it undid.
+//!
+//! ```no_run
+//! match probes::leftovers::undo() {
+//!     Ok(Some(line)) => eprintln!("audiolat: {line}"),
+//!     Ok(None) => {}
+//!     Err(refusal) => eprintln!("audiolat: error: {refusal}"),
+//! }
+//! ```
+
+use std::collections::BTreeMap;
+
+use crate::cell::partition;
+use crate::net::netns;
+
+/// What audiolats that are gone left, by pid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    /// pid -> one phrase per thing left ("cpuset /sys/fs/cgroup/cpuset/audiolat-7-rest
+    /// (93 tasks confined to CPU 0)", "network namespace al-host-7", ...).
+    pub by_pid: BTreeMap<i32, Vec<String>>,
+}
+
+impl Leftovers {
+    /// True when nothing is left.
+    pub fn is_empty(&self) -> bool {
+        self.by_pid.is_empty()
+    }
+
+    /// One line: "audiolat PID 7 (no longer running) left cpuset ..., network namespace
+    /// ...".
+    pub fn describe(&self) -> String {
+        self.by_pid
+            .iter()
+            .map(|(pid, items)| {
+                format!(
+                    "audiolat PID {pid} (no longer running) left {}",
+                    items.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// What audiolats that are gone left on this machine: cpusets (and the tasks they still
+/// confine), `cpuacct` groups, cgroup v2 groups, the root cpuset's `sched_load_balance`,
+/// network namespaces (with their qdiscs), veth ends, state files.
+pub fn find() -> Leftovers {
+    let mut by_pid = partition::stale();
+    for (pid, items) in netns::stale() {
+        by_pid.entry(pid).or_default().extend(items);
+    }
+    Leftovers { by_pid }
+}
+
+/// Undoes what audiolats that are gone left (see [`find`]), all of it: the root
+/// cpuset's load balancing as it was, every confined task back in the root cpuset (and
+/// so on every CPU), groups removed, namespaces and their qdiscs deleted, state files
+/// removed. It never looks at a stop flag, so a signal during it does not cut it short.
+///
+/// `Ok(None)` when there was nothing to undo, `Ok(Some(line))` saying what was undone,
+/// `Err` naming what is left and the fix when something could not be undone (not root,
+/// say): a measuring command refuses then, rather than measure a changed machine.
+pub fn undo() -> Result<Option<String>, String> {
+    let before = find();
+    if before.is_empty() {
+        return Ok(None);
+    }
+    let mut problems = partition::remove_stale();
+    problems.extend(netns::remove_stale());
+    let after = find();
+    if after.is_empty() {
+        let undone: Vec<String> = before
+            .by_pid
+            .iter()
+            .map(|(pid, items)| {
+                format!(
+                    "undid what audiolat PID {pid} left when it was killed: {}",
+                    items.join(", ")
+                )
+            })
+            .collect();
+        return Ok(Some(undone.join("; ")));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let fix = if unsafe { libc::geteuid() } != 0 {
+        "only root can undo it: run `sudo audiolat doctor --fix`"
+    } else {
+        "undo it by hand (rmdir the cpusets after moving their tasks to the root's tasks file, ip netns del) and run `audiolat doctor`"
+    };
+    let why = if problems.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", problems.join("; "))
+    };
+    Err(format!(
+        "the machine is not as it was: {}, which could not be undone{why}; {fix}",
+        after.describe()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftovers_are_described_in_one_line_by_pid() {
+        let l = Leftovers {
+            by_pid: BTreeMap::from([
+                (
+                    7,
+                    vec![
+                        "cpuset /c/audiolat-7-rest (3 tasks confined to CPU 0)".to_string(),
+                        "network namespace al-host-7".to_string(),
+                    ],
+                ),
+                (9, vec!["state file /run/audiolat/cells-9.json".to_string()]),
+            ]),
+        };
+        assert_eq!(
+            l.describe(),
+            "audiolat PID 7 (no longer running) left cpuset /c/audiolat-7-rest (3 tasks confined to CPU 0), network namespace al-host-7; audiolat PID 9 (no longer running) left state file /run/audiolat/cells-9.json"
+        );
+        assert!(!l.describe().contains('\n'));
+        assert!(Leftovers::default().is_empty());
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_gone_pid_is_not() {
+        assert!(partition::pid_alive(std::process::id() as i32));
+        // Above pid_max (4194304 at most).
+        assert!(!partition::pid_alive(5_000_000));
+    }
+}
