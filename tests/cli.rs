@@ -1620,6 +1620,95 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
     }
 }
 
+/// A callback far heavier than its period (64k oscillators in 16 frames) on the private
+/// server: the run ends, is printed and stored `complete` with its DSP overloads counted,
+/// and closing the client never aborts the process (libjack cancels its process thread
+/// asynchronously: it used to land inside the callback, "FATAL: exception not rethrown",
+/// exit 134, the private jackd left behind).
+#[test]
+fn an_overloaded_jack_callback_is_reported_and_closes_cleanly() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("o.db");
+    let name = unique_server("overload");
+    for _ in 0..3 {
+        let out = run(
+            &db,
+            &[
+                "event",
+                "--server",
+                "dummy",
+                "--server-name",
+                &name,
+                "--workload",
+                "bank:65536",
+                "--period",
+                "16",
+                "--triggers",
+                "10",
+            ],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("stored in"), "{}", out.stdout);
+        assert!(
+            jackd_pids(&name).is_empty(),
+            "the private jackd was stopped"
+        );
+    }
+    let store = Store::open_existing(&db).unwrap();
+    let id = store.last_run_id().unwrap().unwrap();
+    let r = store.run(id).unwrap();
+    assert_eq!(r.status, RunStatus::Complete);
+    assert!(r.flags["dsp_overload_cycles"].is_u64(), "{}", r.flags);
+    assert!(r.result["dsp_overload_cycles"].is_u64(), "{}", r.result);
+    assert_eq!(store.triggers(id).unwrap().len(), 10);
+}
+
+/// A private server left by an audiolat that died (adopted by init) holds its name: the
+/// next run stops it and starts its own under that name.
+#[test]
+fn a_private_server_left_by_a_dead_audiolat_is_stopped_by_the_next_run() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("s.db");
+    let name = unique_server("stale");
+    // A jackd whose parent exits at once, as a killed audiolat's would be.
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("jackd -n {name} -d dummy -r 44100 -p 128 >/dev/null 2>&1 &"),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ready = std::process::Command::new("jack_wait")
+        .args(["-s", &name, "-w", "-t", "10"])
+        .output()
+        .unwrap();
+    assert!(ready.status.success(), "jackd {name} did not come up");
+    let stale = jackd_pids(&name);
+    assert_eq!(stale.len(), 1);
+    let out = run(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--triggers",
+            "3",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        jackd_pids(&name).is_empty(),
+        "the stale jackd and the run's own were stopped"
+    );
+}
+
 #[test]
 fn ctrl_c_ends_an_event_run_with_its_triggers_and_stops_the_server_and_load() {
     let _m = machine_lock();
