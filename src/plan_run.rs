@@ -392,8 +392,8 @@ fn run_cell(
         .stdout(Stdio::null())
         .stderr(log_file)
         // Its own process group: a terminal's Ctrl-C reaches the runner only, which
-        // passes one SIGINT on (a second one would end the cell at once, before it keeps
-        // what it measured).
+        // passes a SIGINT on (and a second one when the runner got two, to hasten the
+        // cell's stop; the cell keeps what it measured either way).
         .process_group(0);
     // If the runner dies, the cell is told to stop.
     // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
@@ -420,6 +420,7 @@ fn run_cell(
     };
     let started = Instant::now();
     let mut signalled = false;
+    let mut hurried = false;
     let mut last_shown = Instant::now();
     let exit = loop {
         if let Some(status) = child.try_wait()? {
@@ -429,6 +430,11 @@ fn run_cell(
             // SAFETY: signalling our own child by its pid.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             signalled = true;
+        }
+        if signalled && !hurried && load::hurried() {
+            // SAFETY: as above.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            hurried = true;
         }
         // A terminal's line is redrawn every second; a log gets one line per cell.
         if progress.tty && last_shown.elapsed() >= Duration::from_secs(1) {

@@ -387,6 +387,86 @@ fn wait_for_load(db: &std::path::Path) -> (i64, Vec<i32>, String) {
     panic!("the run's load never appeared in the database");
 }
 
+/// Two signals 10 ms apart (a double Ctrl-C) hasten the stop but never throw the run
+/// away: exit 130, the summary printed, the run stored `interrupted` with what it
+/// measured (a jitter stopped before its first checkpoint too), no load left.
+#[test]
+fn two_quick_signals_keep_the_run_printed_and_stored_for_every_audio_probe() {
+    let _m = machine_lock();
+    require_tool("stress-ng", "stress-ng");
+    require_tool("jackd", "jackd2");
+    // (arguments, the metric stored, what the printed summary says)
+    let probes: [(&[&str], &str, &str); 3] = [
+        (
+            &["jitter", "-D", "4", "--load", "cpu+io"],
+            "wakeup_latency",
+            "interrupted after",
+        ),
+        (
+            &["event", "--triggers", "1000", "--load", "cpu+io"],
+            "event_latency",
+            "stored in",
+        ),
+        (
+            &["roundtrip", "--duration", "30s", "--load", "cpu+io"],
+            "roundtrip",
+            "stored in",
+        ),
+    ];
+    for (sig, (args, metric, printed)) in [libc::SIGTERM, libc::SIGINT, libc::SIGTERM]
+        .into_iter()
+        .zip(probes)
+    {
+        let dir = tempdir();
+        let db = dir.path().join("twice.db");
+        let mut child = spawn(&db, args);
+        let started = std::time::Instant::now();
+        let id = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{args:?}: no run was stored"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            let Ok(store) = Store::open_existing(&db) else {
+                continue;
+            };
+            if let Ok(Some(id)) = store.last_run_id() {
+                break id;
+            }
+        };
+        // Measuring for a while, but not yet at a checkpoint (every 5 s).
+        std::thread::sleep(Duration::from_millis(2500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        std::thread::sleep(Duration::from_millis(10));
+        // SAFETY: as above.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = wait_timeout(&mut child, Duration::from_secs(60));
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        assert_eq!(status.code(), Some(130), "{args:?}: {status:?}");
+        assert!(stdout.contains(printed), "{args:?}: {stdout}");
+        let store = Store::open_existing(&db).unwrap();
+        let r = store.run(id).unwrap();
+        assert_eq!(r.status, RunStatus::Interrupted, "{args:?}");
+        let ms = store.measurements(id).unwrap();
+        let m = ms
+            .iter()
+            .find(|m| m.measurement.metric == metric)
+            .unwrap_or_else(|| panic!("{args:?}: no {metric} stored"));
+        assert!(m.measurement.summary.count > 0, "{args:?}: nothing kept");
+        let tag = r.load["tag"].as_str().unwrap_or_default();
+        assert!(!tag.is_empty(), "{args:?}: {}", r.load);
+        for p in r.load["processes"].as_array().into_iter().flatten() {
+            let pgid = p["pgid"].as_i64().unwrap() as i32;
+            // SAFETY: signal 0 only checks for existence.
+            let alive = unsafe { libc::kill(-pgid, 0) } == 0;
+            assert!(!alive, "{args:?}: load process group {pgid} survived");
+        }
+        assert!(load::tagged_processes(tag).is_empty(), "{args:?}");
+    }
+}
+
 #[test]
 fn ctrl_c_stops_the_load_and_keeps_the_run_as_interrupted() {
     let _m = machine_lock();
