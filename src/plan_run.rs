@@ -71,14 +71,20 @@ fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> 
 }
 
 /// The cells in run order: the cells of one server together (first appearance first),
-/// plan order within.
-fn order(plan: &Plan) -> Result<Vec<Planned>> {
+/// plan order within. `None` when `stopped` said so while the cells were checked.
+fn order(plan: &Plan, stopped: &dyn Fn() -> bool) -> Result<Option<Vec<Planned>>> {
     let default_running = OnceCell::new();
-    let mut keyed: Vec<Planned> = plan
-        .cells(&|cli| {
-            crate::check_plan_cell(cli)?;
-            Ok(server_key(cli, &default_running))
-        })
+    let cells = plan.cells(&|cli| {
+        if stopped() {
+            return Err("interrupted".into());
+        }
+        crate::check_plan_cell(cli)?;
+        Ok(server_key(cli, &default_running))
+    });
+    if stopped() {
+        return Ok(None);
+    }
+    let mut keyed: Vec<Planned> = cells
         .map_err(|e| UsageError(e.to_string()))?
         .into_iter()
         .map(|(cell, server)| Planned { cell, server })
@@ -90,7 +96,7 @@ fn order(plan: &Plan) -> Result<Vec<Planned>> {
         }
     }
     keyed.sort_by_key(|p| first_seen.iter().position(|s| *s == p.server));
-    Ok(keyed)
+    Ok(Some(keyed))
 }
 
 /// The binary of a cargo profile: `current` is this one; others are
@@ -515,7 +521,10 @@ fn run_cell(
 
 /// `audiolat run` / `audiolat reproduce`: check, order, run, summarise, report.
 pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
-    let planned = order(plan)?;
+    let Some(planned) = order(plan, &|| ctx.stopped())? else {
+        eprintln!("audiolat run: interrupted while checking the plan's cells: nothing was run");
+        return Ok(ExitCode::from(130));
+    };
     let quiet = opts.quiet || opts.json;
     if opts.dry_run {
         print!("{}", dry_run_text(plan, &planned));

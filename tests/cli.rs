@@ -3558,3 +3558,89 @@ fn devices_lists_what_can_be_measured_here() {
     assert_eq!(run(&other, &["devices"]).code, 0);
     assert!(!other.exists(), "devices wrote a database");
 }
+
+/// A plan's values pass the command line's own parsers (a number as the plan writes
+/// it), and a plan over the size limits is refused from its axes' lengths, at once:
+/// exit 2, one line with the count and the limit, nothing stored.
+#[test]
+fn plan_values_follow_the_cli_rules_and_oversized_plans_are_refused() {
+    let dir = tempdir();
+    let db = dir.path().join("p.db");
+    let file = dir.path().join("p.toml");
+    let values = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    for (body, needle) in [
+        (
+            "probe = \"jitter\"\n[set]\nduration = 1e9",
+            "invalid value '1e9' for '--duration",
+        ),
+        (
+            "probe = \"event\"\n[sweep]\nperiod = [64, 128.0]",
+            "invalid value '128.0' for '--period",
+        ),
+        (
+            "probe = \"event\"\n[set]\ntriggers = 0",
+            "invalid value '0' for '--triggers",
+        ),
+        (
+            "probe = \"event\"\n[set]\nspacing = \"1x\"",
+            "invalid value '1x' for '--spacing",
+        ),
+        (
+            &format!("probe = \"jitter\"\n[sweep]\nrate = [{}]", values(200_000)),
+            "axis `rate` has 200000 values, more than the 1000",
+        ),
+        (
+            &format!(
+                "probe = \"jitter\"\n[sweep]\nrate = [{}]\npriority = [{}]\nfragments = [{}]",
+                values(100),
+                values(99),
+                values(30)
+            ),
+            "the plan has 297000 cells",
+        ),
+    ] {
+        std::fs::write(&file, format!("name = \"p\"\n{body}\n")).unwrap();
+        let out = run(&db, &["run", file.to_str().unwrap(), "--dry-run"]);
+        assert_eq!(out.code, 2, "{needle}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+        assert!(!db.exists());
+    }
+    // The same values on the command line: the same refusal.
+    let out = run(&db, &["jitter", "--duration", "1e9"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("invalid value '1e9' for '--duration"));
+    let out = run(&db, &["event", "--period", "128.0"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("invalid value '128.0' for '--period"));
+}
+
+/// A SIGTERM while a large plan's cells are being checked stops it there: exit 130,
+/// nothing run or stored.
+#[test]
+fn a_signal_stops_a_plan_while_its_cells_are_checked() {
+    let dir = tempdir();
+    let db = dir.path().join("p.db");
+    let file = dir.path().join("p.toml");
+    let values = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    // 9,900 cells, under the limit: each is parsed and checked as a command line.
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"p\"\nprobe = \"jitter\"\n[sweep]\nrate = [{}]\npriority = [{}]\n",
+            values(100),
+            values(99)
+        ),
+    )
+    .unwrap();
+    let mut child = spawn(&db, &["run", file.to_str().unwrap(), "--dry-run"]);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_timeout(&mut child, Duration::from_secs(60));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was run"), "{stderr}");
+    assert!(!db.exists());
+}
