@@ -162,13 +162,24 @@ fn clap_error(e: clap::Error) -> ExitCode {
     }
 }
 
-/// First SIGINT/SIGTERM raises the stop flag (runs end cleanly, loads are stopped,
-/// results kept); a second one exits at once.
+/// A SIGINT/SIGTERM raises the stop flag: the run ends at its next check, what it
+/// measured is printed and stored `interrupted`, loads are stopped, the machine is
+/// restored, and the exit code is 130. A second signal only hastens that ([`load::hurry`]:
+/// loads are killed without their grace period); no signal exits the process at once,
+/// so none can cut short the storing of results or the undoing of system state.
+/// SIGKILL stays the user's last resort, and the next run recovers from it.
 fn install_signal_handlers() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+        let flag = Arc::clone(&stop);
+        // SAFETY: the action is async-signal-safe: atomic operations only.
+        let _ = unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    load::hurry();
+                }
+            })
+        };
     }
     stop
 }

@@ -56,6 +56,14 @@ const RESERVED: [(&str, &str); 4] = [
 ];
 
 /// Top-level keys of a plan file.
+/// The most values one axis may have.
+pub const MAX_AXIS_VALUES: usize = 1000;
+
+/// The most cells a plan may have (every combination of its axes, times its repeats,
+/// before exclusions). A cell is a run of seconds at least: this is days of measuring,
+/// and the largest study preset has 675.
+pub const MAX_CELLS: u64 = 10_000;
+
 const TOP_KEYS: [&str; 10] = [
     "name",
     "title",
@@ -150,7 +158,22 @@ impl Node {
         }
     }
 
-    /// A scalar as a command-line value.
+    /// A scalar as a flag's value on a cell's command line: a number as written, so the
+    /// CLI's parser applies the same rules to a plan as to a typed command (`duration =
+    /// 1e9` is refused like `--duration 1e9`, `period = 64.0` like `--period 64.0`).
+    /// `text` is the plan's text the node was parsed from.
+    fn as_cli_arg(&self, text: &str) -> Option<String> {
+        match &self.kind {
+            Kind::Integer(_) | Kind::Float(_) => text
+                .get(self.span.clone())
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .or_else(|| self.as_arg()),
+            _ => self.as_arg(),
+        }
+    }
+
+    /// A scalar as a label (a number in its plain form).
     fn as_arg(&self) -> Option<String> {
         match &self.kind {
             Kind::String(s) => Some(s.clone()),
@@ -450,7 +473,7 @@ fn setting(
         Kind::Array(items) => {
             let mut parts = Vec::new();
             for i in items {
-                match i.as_arg() {
+                match i.as_cli_arg(ctx.text) {
                     Some(v) => parts.push(v),
                     None => {
                         return Err(ctx.err(
@@ -474,7 +497,7 @@ fn setting(
                 vec![parts.join(",")]
             }
         }
-        _ => vec![node.as_arg().ok_or_else(|| {
+        _ => vec![node.as_cli_arg(ctx.text).ok_or_else(|| {
             ctx.err(
                 node.span.start,
                 format!("`{key}` takes a value, but it is {}", node.type_name()),
@@ -658,6 +681,25 @@ impl Plan {
             )? {
                 axes.push(parse_axis(&ctx, &flags, &probe, a, &set)?);
             }
+        }
+        let cells = axes.iter().try_fold(u64::from(repeats), |n, a| {
+            n.checked_mul(a.values.len() as u64)
+        });
+        if cells.is_none_or(|n| n > MAX_CELLS) {
+            let count = cells.map_or_else(|| "too many".to_string(), |n| n.to_string());
+            let shape = axes
+                .iter()
+                .map(|a| format!("{} {}", a.values.len(), a.name))
+                .chain(std::iter::once(format!("{repeats} repeats")))
+                .collect::<Vec<_>>()
+                .join(" x ");
+            return Err(ctx.err(
+                get("sweep").map_or(0, |e| e.key_span.start),
+                format!(
+                    "the plan has {count} cells ({shape}), more than the {MAX_CELLS} a plan may have"
+                ),
+                "sweep fewer values or repeats, or split the sweep into several plans",
+            ));
         }
         // A flag set by two axes would be given twice.
         for (i, a) in axes.iter().enumerate() {
@@ -967,7 +1009,19 @@ fn parse_axis(
             format!("give `{}` at least one value, or remove the axis", a.key),
         ));
     }
+    if items.len() > MAX_AXIS_VALUES {
+        return Err(ctx.err(
+            a.node.span.start,
+            format!(
+                "axis `{}` has {} values, more than the {MAX_AXIS_VALUES} an axis may have",
+                a.key,
+                items.len()
+            ),
+            "sweep fewer values, or split the sweep into several plans",
+        ));
+    }
     let mut values: Vec<AxisValue> = Vec::new();
+    let mut labels = std::collections::HashSet::new();
     for item in items {
         let value = match &item.kind {
             Kind::Table(fields) => {
@@ -1043,7 +1097,7 @@ fn parse_axis(
                 format!("remove `{}` from [set]", s.flag),
             ));
         }
-        if values.iter().any(|v| v.label == value.label) {
+        if !labels.insert(value.label.clone()) {
             return Err(ctx.err(
                 value.at,
                 format!("axis `{}` has the value `{}` twice", a.key, value.label),
@@ -1540,5 +1594,101 @@ reason = "example"
         // Columns count characters, not bytes.
         let e = refusal("name = \"é\"\nprobe = \"event\"\n[sweep]\nbackend = [\"é\", 1]\n");
         assert_eq!(e.line, 4, "{e}");
+    }
+
+    /// A plan's value reaches the CLI's parser as the plan writes it, so the command
+    /// line's rules hold for plans too.
+    #[test]
+    fn plan_numbers_are_judged_as_written_by_the_clis_parser() {
+        let plan = |probe: &str, body: &str| format!("name = \"x\"\nprobe = \"{probe}\"\n{body}\n");
+        for (probe, body, needle) in [
+            ("jitter", "[set]\nduration = 1e9", "'1e9' for '--duration"),
+            (
+                "jitter",
+                "[sweep]\nduration = [1, 1e9]",
+                "'1e9' for '--duration",
+            ),
+            ("event", "[set]\nperiod = 64.0", "'64.0' for '--period"),
+            (
+                "event",
+                "[sweep]\nperiod = [64, 128.0]",
+                "'128.0' for '--period",
+            ),
+            (
+                "event",
+                "[set]\ntriggers = 1_000",
+                "'1_000' for '--triggers",
+            ),
+            ("event", "[set]\ntriggers = 0", "'0' for '--triggers"),
+            (
+                "event",
+                "[sweep]\nb = [{ label = \"a\", period = 6.4e1 }]",
+                "'6.4e1' for '--period",
+            ),
+        ] {
+            let text = plan(probe, body);
+            let e = refusal(&text);
+            assert!(e.message.contains(needle), "{text}: {e}");
+            // The same value on a command line is refused by the same parser.
+            let value = needle.split('\'').nth(1).unwrap();
+            let flag = needle.split('\'').nth(3).unwrap();
+            assert!(
+                Cli::try_parse_from(["audiolat", probe, flag, value]).is_err(),
+                "{probe} {flag} {value}"
+            );
+        }
+        // Numbers the command line takes are taken as they are written.
+        let p = Plan::parse(
+            &plan("jitter", "[set]\nduration = 2.5\nrate = 1000"),
+            "p.toml",
+        )
+        .unwrap();
+        let cells = p.cells(&ok).unwrap();
+        assert_eq!(
+            cells[0].0.argv,
+            ["jitter", "--duration", "2.5", "--rate", "1000"]
+        );
+    }
+
+    /// Size limits are checked on the axes' lengths, before any cell is made.
+    #[test]
+    fn plans_over_the_size_limits_are_refused_with_their_count() {
+        let values = |n: usize| {
+            (0..n)
+                .map(|i| (1000 + i).to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let text = format!(
+            "name = \"x\"\nprobe = \"jitter\"\n[sweep]\nrate = [{}]\n",
+            values(MAX_AXIS_VALUES + 1)
+        );
+        let e = refusal(&text);
+        assert!(
+            e.message.contains(&format!(
+                "has {} values, more than the {MAX_AXIS_VALUES}",
+                MAX_AXIS_VALUES + 1
+            )),
+            "{e}"
+        );
+        // 100 x 99 x 30 = 297,000 cells: refused at once, with the count and the limit.
+        let text = format!(
+            "name = \"x\"\nprobe = \"jitter\"\n[sweep]\nrate = [{}]\npriority = [{}]\nfragments = [{}]\n",
+            values(100),
+            (1..=99).map(|i| i.to_string()).collect::<Vec<_>>().join(","),
+            (1..=30).map(|i| i.to_string()).collect::<Vec<_>>().join(","),
+        );
+        let e = Plan::parse(&text, "p.toml").unwrap_err();
+        assert!(
+            e.message.contains(&format!("has 297000 cells (100 rate x 99 priority x 30 fragments x 1 repeats), more than the {MAX_CELLS}")),
+            "{e}"
+        );
+        // Repeats count too.
+        let text = format!(
+            "name = \"x\"\nprobe = \"jitter\"\nrepeats = 1000\n[sweep]\nrate = [{}]\n",
+            values(11)
+        );
+        let e = Plan::parse(&text, "p.toml").unwrap_err();
+        assert!(e.message.contains("has 11000 cells"), "{e}");
     }
 }

@@ -71,14 +71,20 @@ fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> 
 }
 
 /// The cells in run order: the cells of one server together (first appearance first),
-/// plan order within.
-fn order(plan: &Plan) -> Result<Vec<Planned>> {
+/// plan order within. `None` when `stopped` said so while the cells were checked.
+fn order(plan: &Plan, stopped: &dyn Fn() -> bool) -> Result<Option<Vec<Planned>>> {
     let default_running = OnceCell::new();
-    let mut keyed: Vec<Planned> = plan
-        .cells(&|cli| {
-            crate::check_plan_cell(cli)?;
-            Ok(server_key(cli, &default_running))
-        })
+    let cells = plan.cells(&|cli| {
+        if stopped() {
+            return Err("interrupted".into());
+        }
+        crate::check_plan_cell(cli)?;
+        Ok(server_key(cli, &default_running))
+    });
+    if stopped() {
+        return Ok(None);
+    }
+    let mut keyed: Vec<Planned> = cells
         .map_err(|e| UsageError(e.to_string()))?
         .into_iter()
         .map(|(cell, server)| Planned { cell, server })
@@ -90,7 +96,7 @@ fn order(plan: &Plan) -> Result<Vec<Planned>> {
         }
     }
     keyed.sort_by_key(|p| first_seen.iter().position(|s| *s == p.server));
-    Ok(keyed)
+    Ok(Some(keyed))
 }
 
 /// The binary of a cargo profile: `current` is this one; others are
@@ -392,8 +398,8 @@ fn run_cell(
         .stdout(Stdio::null())
         .stderr(log_file)
         // Its own process group: a terminal's Ctrl-C reaches the runner only, which
-        // passes one SIGINT on (a second one would end the cell at once, before it keeps
-        // what it measured).
+        // passes a SIGINT on (and a second one when the runner got two, to hasten the
+        // cell's stop; the cell keeps what it measured either way).
         .process_group(0);
     // If the runner dies, the cell is told to stop.
     // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
@@ -420,6 +426,7 @@ fn run_cell(
     };
     let started = Instant::now();
     let mut signalled = false;
+    let mut hurried = false;
     let mut last_shown = Instant::now();
     let exit = loop {
         if let Some(status) = child.try_wait()? {
@@ -429,6 +436,11 @@ fn run_cell(
             // SAFETY: signalling our own child by its pid.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             signalled = true;
+        }
+        if signalled && !hurried && load::hurried() {
+            // SAFETY: as above.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            hurried = true;
         }
         // A terminal's line is redrawn every second; a log gets one line per cell.
         if progress.tty && last_shown.elapsed() >= Duration::from_secs(1) {
@@ -510,7 +522,10 @@ fn run_cell(
 
 /// `audiolat run` / `audiolat reproduce`: check, order, run, summarise, report.
 pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
-    let planned = order(plan)?;
+    let Some(planned) = order(plan, &|| ctx.stopped())? else {
+        eprintln!("audiolat run: interrupted while checking the plan's cells: nothing was run");
+        return Ok(ExitCode::from(130));
+    };
     let quiet = opts.quiet || opts.json;
     if opts.dry_run {
         print!("{}", dry_run_text(plan, &planned));

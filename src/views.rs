@@ -541,6 +541,14 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
                 r.run_id
             );
         }
+        let overloads = r.outcome.dsp_misses;
+        if overloads > 0 {
+            let _ = writeln!(
+                out,
+                "run {}: DSP overload: {overloads} of {} cycles took longer than their period to process (a lighter --workload or a larger --period fits)",
+                r.run_id, r.outcome.cycles
+            );
+        }
         let late = r.outcome.late();
         if late > 0 {
             let _ = writeln!(

@@ -389,6 +389,86 @@ fn wait_for_load(db: &std::path::Path) -> (i64, Vec<i32>, String) {
     panic!("the run's load never appeared in the database");
 }
 
+/// Two signals 10 ms apart (a double Ctrl-C) hasten the stop but never throw the run
+/// away: exit 130, the summary printed, the run stored `interrupted` with what it
+/// measured (a jitter stopped before its first checkpoint too), no load left.
+#[test]
+fn two_quick_signals_keep_the_run_printed_and_stored_for_every_audio_probe() {
+    let _m = machine_lock();
+    require_tool("stress-ng", "stress-ng");
+    require_tool("jackd", "jackd2");
+    // (arguments, the metric stored, what the printed summary says)
+    let probes: [(&[&str], &str, &str); 3] = [
+        (
+            &["jitter", "-D", "4", "--load", "cpu+io"],
+            "wakeup_latency",
+            "interrupted after",
+        ),
+        (
+            &["event", "--triggers", "1000", "--load", "cpu+io"],
+            "event_latency",
+            "stored in",
+        ),
+        (
+            &["roundtrip", "--duration", "30s", "--load", "cpu+io"],
+            "roundtrip",
+            "stored in",
+        ),
+    ];
+    for (sig, (args, metric, printed)) in [libc::SIGTERM, libc::SIGINT, libc::SIGTERM]
+        .into_iter()
+        .zip(probes)
+    {
+        let dir = tempdir();
+        let db = dir.path().join("twice.db");
+        let mut child = spawn(&db, args);
+        let started = std::time::Instant::now();
+        let id = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{args:?}: no run was stored"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            let Ok(store) = Store::open_existing(&db) else {
+                continue;
+            };
+            if let Ok(Some(id)) = store.last_run_id() {
+                break id;
+            }
+        };
+        // Measuring for a while, but not yet at a checkpoint (every 5 s).
+        std::thread::sleep(Duration::from_millis(2500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        std::thread::sleep(Duration::from_millis(10));
+        // SAFETY: as above.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = wait_timeout(&mut child, Duration::from_secs(60));
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        assert_eq!(status.code(), Some(130), "{args:?}: {status:?}");
+        assert!(stdout.contains(printed), "{args:?}: {stdout}");
+        let store = Store::open_existing(&db).unwrap();
+        let r = store.run(id).unwrap();
+        assert_eq!(r.status, RunStatus::Interrupted, "{args:?}");
+        let ms = store.measurements(id).unwrap();
+        let m = ms
+            .iter()
+            .find(|m| m.measurement.metric == metric)
+            .unwrap_or_else(|| panic!("{args:?}: no {metric} stored"));
+        assert!(m.measurement.summary.count > 0, "{args:?}: nothing kept");
+        let tag = r.load["tag"].as_str().unwrap_or_default();
+        assert!(!tag.is_empty(), "{args:?}: {}", r.load);
+        for p in r.load["processes"].as_array().into_iter().flatten() {
+            let pgid = p["pgid"].as_i64().unwrap() as i32;
+            // SAFETY: signal 0 only checks for existence.
+            let alive = unsafe { libc::kill(-pgid, 0) } == 0;
+            assert!(!alive, "{args:?}: load process group {pgid} survived");
+        }
+        assert!(load::tagged_processes(tag).is_empty(), "{args:?}");
+    }
+}
+
 #[test]
 fn ctrl_c_stops_the_load_and_keeps_the_run_as_interrupted() {
     let _m = machine_lock();
@@ -1616,6 +1696,95 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
             assert_eq!(gaps[gaps.len() / 2], 12000, "note frames {frames:?}");
         }
     }
+}
+
+/// A callback far heavier than its period (64k oscillators in 16 frames) on the private
+/// server: the run ends, is printed and stored `complete` with its DSP overloads counted,
+/// and closing the client never aborts the process (libjack cancels its process thread
+/// asynchronously: it used to land inside the callback, "FATAL: exception not rethrown",
+/// exit 134, the private jackd left behind).
+#[test]
+fn an_overloaded_jack_callback_is_reported_and_closes_cleanly() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("o.db");
+    let name = unique_server("overload");
+    for _ in 0..3 {
+        let out = run(
+            &db,
+            &[
+                "event",
+                "--server",
+                "dummy",
+                "--server-name",
+                &name,
+                "--workload",
+                "bank:65536",
+                "--period",
+                "16",
+                "--triggers",
+                "10",
+            ],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("stored in"), "{}", out.stdout);
+        assert!(
+            jackd_pids(&name).is_empty(),
+            "the private jackd was stopped"
+        );
+    }
+    let store = Store::open_existing(&db).unwrap();
+    let id = store.last_run_id().unwrap().unwrap();
+    let r = store.run(id).unwrap();
+    assert_eq!(r.status, RunStatus::Complete);
+    assert!(r.flags["dsp_overload_cycles"].is_u64(), "{}", r.flags);
+    assert!(r.result["dsp_overload_cycles"].is_u64(), "{}", r.result);
+    assert_eq!(store.triggers(id).unwrap().len(), 10);
+}
+
+/// A private server left by an audiolat that died (adopted by init) holds its name: the
+/// next run stops it and starts its own under that name.
+#[test]
+fn a_private_server_left_by_a_dead_audiolat_is_stopped_by_the_next_run() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("s.db");
+    let name = unique_server("stale");
+    // A jackd whose parent exits at once, as a killed audiolat's would be.
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("jackd -n {name} -d dummy -r 44100 -p 128 >/dev/null 2>&1 &"),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ready = std::process::Command::new("jack_wait")
+        .args(["-s", &name, "-w", "-t", "10"])
+        .output()
+        .unwrap();
+    assert!(ready.status.success(), "jackd {name} did not come up");
+    let stale = jackd_pids(&name);
+    assert_eq!(stale.len(), 1);
+    let out = run(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--triggers",
+            "3",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        jackd_pids(&name).is_empty(),
+        "the stale jackd and the run's own were stopped"
+    );
 }
 
 #[test]
@@ -4461,4 +4630,88 @@ fn refusals_for_want_of_root_store_no_run() {
             assert!(runs.is_empty(), "a refusal stored {runs:?}");
         }
     }
+/// A plan's values pass the command line's own parsers (a number as the plan writes
+/// it), and a plan over the size limits is refused from its axes' lengths, at once:
+/// exit 2, one line with the count and the limit, nothing stored.
+#[test]
+fn plan_values_follow_the_cli_rules_and_oversized_plans_are_refused() {
+    let dir = tempdir();
+    let db = dir.path().join("p.db");
+    let file = dir.path().join("p.toml");
+    let values = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    for (body, needle) in [
+        (
+            "probe = \"jitter\"\n[set]\nduration = 1e9",
+            "invalid value '1e9' for '--duration",
+        ),
+        (
+            "probe = \"event\"\n[sweep]\nperiod = [64, 128.0]",
+            "invalid value '128.0' for '--period",
+        ),
+        (
+            "probe = \"event\"\n[set]\ntriggers = 0",
+            "invalid value '0' for '--triggers",
+        ),
+        (
+            "probe = \"event\"\n[set]\nspacing = \"1x\"",
+            "invalid value '1x' for '--spacing",
+        ),
+        (
+            &format!("probe = \"jitter\"\n[sweep]\nrate = [{}]", values(200_000)),
+            "axis `rate` has 200000 values, more than the 1000",
+        ),
+        (
+            &format!(
+                "probe = \"jitter\"\n[sweep]\nrate = [{}]\npriority = [{}]\nfragments = [{}]",
+                values(100),
+                values(99),
+                values(30)
+            ),
+            "the plan has 297000 cells",
+        ),
+    ] {
+        std::fs::write(&file, format!("name = \"p\"\n{body}\n")).unwrap();
+        let out = run(&db, &["run", file.to_str().unwrap(), "--dry-run"]);
+        assert_eq!(out.code, 2, "{needle}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+        assert!(!db.exists());
+    }
+    // The same values on the command line: the same refusal.
+    let out = run(&db, &["jitter", "--duration", "1e9"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("invalid value '1e9' for '--duration"));
+    let out = run(&db, &["event", "--period", "128.0"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("invalid value '128.0' for '--period"));
+}
+
+/// A SIGTERM while a large plan's cells are being checked stops it there: exit 130,
+/// nothing run or stored.
+#[test]
+fn a_signal_stops_a_plan_while_its_cells_are_checked() {
+    let dir = tempdir();
+    let db = dir.path().join("p.db");
+    let file = dir.path().join("p.toml");
+    let values = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    // 9,900 cells, under the limit: each is parsed and checked as a command line.
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"p\"\nprobe = \"jitter\"\n[sweep]\nrate = [{}]\npriority = [{}]\n",
+            values(100),
+            values(99)
+        ),
+    )
+    .unwrap();
+    let mut child = spawn(&db, &["run", file.to_str().unwrap(), "--dry-run"]);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_timeout(&mut child, Duration::from_secs(60));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was run"), "{stderr}");
+    assert!(!db.exists());
 }

@@ -28,8 +28,82 @@ use crate::audio::{
 use crate::clock::monotonic_ns;
 use crate::jack_server::open_client;
 use crate::stream::{CycleRunner, CycleTiming, StreamShared};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// How a client's process thread leaves audiolat's code before the client is closed.
+///
+/// libjack stops a client's process thread with `pthread_cancel` when the client is
+/// deactivated, and the thread is cancellable *asynchronously*: the cancellation (a
+/// forced unwind) lands wherever the thread is. Inside a Rust callback it meets a
+/// `catch_unwind` (the engine's and the `jack` crate's), which cannot catch it, and glibc
+/// aborts the process ("FATAL: exception not rethrown") -- with a callback heavier than
+/// its period the thread is almost always inside it. So a client is never deactivated
+/// while its thread may be in Rust: [`CallbackExit::close`] asks the callback to return
+/// [`jack::Control::Quit`] at its next start (libjack then ends the thread itself, from
+/// its own code, and marks the client inactive) and waits for the thread to be gone.
+#[derive(Default)]
+pub(crate) struct CallbackExit {
+    closing: AtomicBool,
+    /// The process thread's kernel id, recorded at its first callback; 0 until then.
+    thread_id: AtomicI32,
+    /// Set from [`CallbackExit::enter`] to [`CallbackExit::leave`].
+    in_callback: AtomicBool,
+}
+
+impl CallbackExit {
+    /// On the process thread, first thing in every callback: whether the callback must
+    /// return `Quit` at once. Real-time safe (one system call, in the first callback).
+    pub(crate) fn enter(&self) -> bool {
+        if self.thread_id.load(Ordering::Relaxed) == 0 {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            self.thread_id.store(tid, Ordering::Release);
+        }
+        self.in_callback.store(true, Ordering::Release);
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// On the process thread, last thing in every callback.
+    pub(crate) fn leave(&self) {
+        self.in_callback.store(false, Ordering::Release);
+    }
+
+    /// Asks the callback to quit and waits (at most `timeout`) until the process thread
+    /// has exited. Returns whether it is out of audiolat's code: exited, never called, or
+    /// (a server that stopped calling it) waiting in libjack.
+    pub(crate) fn close(&self, timeout: std::time::Duration) -> bool {
+        self.closing.store(true, Ordering::Release);
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let tid = self.thread_id.load(Ordering::Acquire);
+            if tid == 0 || !thread_alive(tid) {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return !self.in_callback.load(Ordering::Acquire);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+}
+
+/// Whether the thread `tid` of this process still runs (a thread that exited but is not
+/// joined yet is a zombie: gone from audiolat's code).
+fn thread_alive(tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
+}
+
+/// How long a closing stream waits for its process thread to leave audiolat's code: the
+/// callback in progress finishes first, however heavy.
+const CALLBACK_EXIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What to open.
 #[derive(Clone, Debug)]
@@ -121,6 +195,7 @@ struct Handler {
     note_ons: [NoteOn; MAX_NOTE_ONS],
     nominal_period_ns: f64,
     prepared_frames: u32,
+    exit: Arc<CallbackExit>,
 }
 
 impl jack::ProcessHandler for Handler {
@@ -135,12 +210,18 @@ impl jack::ProcessHandler for Handler {
     }
 
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
+        if self.exit.enter() {
+            self.out.as_mut_slice(ps).fill(0.0);
+            self.exit.leave();
+            return jack::Control::Quit;
+        }
         // The JACK side of the cycle (timing, MIDI) runs under the allocation guard too;
         // the runner publishes the audio thread's count.
         #[cfg(debug_assertions)]
         assert_no_alloc::assert_no_alloc(|| self.cycle(ps));
         #[cfg(not(debug_assertions))]
         self.cycle(ps);
+        self.exit.leave();
         jack::Control::Continue
     }
 }
@@ -231,6 +312,7 @@ pub struct JackStream {
     records: rtrb::Consumer<CycleRecord>,
     /// CLOCK_MONOTONIC ns when the client was activated.
     started_ns: u64,
+    exit: Arc<CallbackExit>,
 }
 
 fn jack_err(op: &'static str) -> impl Fn(jack::Error) -> AudioError {
@@ -358,6 +440,7 @@ impl JackStream {
             flags: Arc::default(),
             records,
             started_ns: 0,
+            exit: Arc::default(),
         })
     }
 
@@ -444,6 +527,7 @@ impl Backend for JackStream {
             note_ons: [NoteOn::default(); MAX_NOTE_ONS],
             nominal_period_ns: self.info.period_ns(),
             prepared_frames: self.info.period_frames,
+            exit: self.exit.clone(),
         };
         let notifications = Notifications {
             shared: self.shared.clone(),
@@ -522,7 +606,7 @@ impl Backend for JackStream {
                     // client's memory is leaked on purpose rather than risking a hang.
                     std::mem::forget(active);
                 } else {
-                    deactivate_with_deadline(active);
+                    deactivate_with_deadline(active, &self.exit);
                 }
             }
             State::Open { client, .. } => drop(client),
@@ -587,12 +671,19 @@ const DEACTIVATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3
 
 /// Deactivates and closes the client on a worker thread (the processor is dropped there,
 /// off the audio thread), waiting at most [`DEACTIVATE_TIMEOUT`]: a server that does not
-/// answer must not hang audiolat's exit.
-pub(crate) fn deactivate_with_deadline<N, P>(active: jack::AsyncClient<N, P>)
+/// answer must not hang audiolat's exit. The process thread is first made to leave
+/// audiolat's code (see [`CallbackExit`]); if it does not within
+/// [`CALLBACK_EXIT_TIMEOUT`], the client is left to the process's exit rather than
+/// cancelled inside a Rust callback.
+pub(crate) fn deactivate_with_deadline<N, P>(active: jack::AsyncClient<N, P>, exit: &CallbackExit)
 where
     N: jack::NotificationHandler + Send + 'static,
     P: jack::ProcessHandler + Send + 'static,
 {
+    if !exit.close(CALLBACK_EXIT_TIMEOUT) {
+        std::mem::forget(active);
+        return;
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("jack-close".into())

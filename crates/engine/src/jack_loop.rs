@@ -12,7 +12,9 @@
 //! or print on JACK's thread.
 
 use crate::audio::AudioError;
+use crate::jack_backend::CallbackExit;
 use crate::jack_server::open_client;
+use std::sync::Arc;
 
 /// The most frames a loop delays by.
 pub const MAX_DELAY_FRAMES: u32 = 1 << 20;
@@ -24,10 +26,16 @@ struct LoopHandler {
     mask: usize,
     delay: usize,
     write: usize,
+    exit: std::sync::Arc<CallbackExit>,
 }
 
 impl jack::ProcessHandler for LoopHandler {
     fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
+        if self.exit.enter() {
+            self.output.as_mut_slice(ps).fill(0.0);
+            self.exit.leave();
+            return jack::Control::Quit;
+        }
         let input = self.input.as_slice(ps);
         let output = self.output.as_mut_slice(ps);
         for (x, y) in input.iter().zip(output.iter_mut()) {
@@ -35,6 +43,7 @@ impl jack::ProcessHandler for LoopHandler {
             *y = self.ring[(self.write.wrapping_sub(self.delay)) & self.mask];
             self.write = self.write.wrapping_add(1);
         }
+        self.exit.leave();
         jack::Control::Continue
     }
 }
@@ -42,6 +51,7 @@ impl jack::ProcessHandler for LoopHandler {
 /// A running loop client; dropping it closes the client.
 pub struct JackLoop {
     client: Option<jack::AsyncClient<(), LoopHandler>>,
+    exit: Arc<CallbackExit>,
     name: String,
     delay_frames: u32,
 }
@@ -74,7 +84,9 @@ impl JackLoop {
         // Room for the delay plus the largest period JACK runs.
         let size = (delay_frames as usize + 8192 + 1).next_power_of_two();
         let name = client.name().to_string();
+        let exit = Arc::<CallbackExit>::default();
         let handler = LoopHandler {
+            exit: exit.clone(),
             input,
             output,
             ring: vec![0.0; size],
@@ -87,6 +99,7 @@ impl JackLoop {
             .map_err(err("activating the loop client"))?;
         Ok(JackLoop {
             client: Some(active),
+            exit,
             name,
             delay_frames,
         })
@@ -116,7 +129,7 @@ impl JackLoop {
 impl Drop for JackLoop {
     fn drop(&mut self) {
         if let Some(active) = self.client.take() {
-            crate::jack_backend::deactivate_with_deadline(active);
+            crate::jack_backend::deactivate_with_deadline(active, &self.exit);
         }
     }
 }

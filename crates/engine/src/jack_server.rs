@@ -133,6 +133,7 @@ pub fn validate_period(frames: u32) -> Result<(), AudioError> {
 /// Per-process names would leak one entry per killed server until no JACK server could
 /// start on the machine.
 fn free_private_name() -> Result<String, AudioError> {
+    stop_stale_servers(is_private_name);
     for i in 1..=8 {
         let name = if i == 1 {
             "audiolat-dummy".to_string()
@@ -144,6 +145,86 @@ fn free_private_name() -> Result<String, AudioError> {
         }
     }
     Err(AudioError::ServerBusy("audiolat-dummy-8".into()))
+}
+
+/// Whether `name` is one audiolat gives its private servers when none is asked for.
+fn is_private_name(name: &str) -> bool {
+    name == "audiolat-dummy"
+        || name
+            .strip_prefix("audiolat-dummy-")
+            .is_some_and(|n| n.parse::<u8>().is_ok())
+}
+
+/// Stops every private server an audiolat that died left behind, under a name `wanted`
+/// accepts: a `jackd -n NAME ... -d dummy` that was adopted by init (or systemd as a
+/// subreaper) when its parent died. A server some other live process started is not
+/// touched (a name it holds is refused as busy). Such a server holds its name and its entry in jackd's
+/// registry until it is stopped; the next run would otherwise pick another name, or fail
+/// to start one. Returns the pids stopped.
+pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
+    let mut stopped = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return stopped;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_dummy_jackd = args.first().is_some_and(|a| a.ends_with("jackd"))
+            && args.windows(2).any(|w| w[0] == "-d" && w[1] == "dummy")
+            && args.windows(2).any(|w| w[0] == "-n" && wanted(&w[1]));
+        if !is_dummy_jackd || !orphaned(pid) {
+            continue;
+        }
+        // SAFETY: signalling a jackd audiolat started (its own process group) whose
+        // audiolat is gone.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while process_alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if process_alive(pid) {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while process_alive(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        stopped.push(pid);
+    }
+    stopped
+}
+
+/// Whether `pid` lost its parent: adopted by init, or by systemd as a subreaper.
+fn orphaned(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let ppid = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse::<i32>().ok())
+        .unwrap_or(1);
+    ppid <= 1
+        || std::fs::read_to_string(format!("/proc/{ppid}/comm"))
+            .is_ok_and(|c| matches!(c.trim(), "systemd" | "init"))
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn process_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
 }
 
 /// A JACK server in use; a private one is stopped when this is dropped.
@@ -200,6 +281,7 @@ impl JackServer {
         let jackd = req.jackd.clone().ok_or(AudioError::NoJackd)?;
         let name = match name {
             Some(name) => {
+                stop_stale_servers(|n| n == name);
                 if probe(&name)?.is_some() {
                     return Err(AudioError::ServerBusy(name));
                 }

@@ -41,6 +41,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,19 @@ fn signal_set(signals: &[i32]) -> libc::sigset_t {
         }
         set
     }
+}
+
+static HURRY: AtomicBool = AtomicBool::new(false);
+
+/// Makes every stop from now on skip the loads' grace period: their groups are killed
+/// at once (a second Ctrl-C). Async-signal-safe: one atomic store.
+pub fn hurry() {
+    HURRY.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`hurry`] was called.
+pub fn hurried() -> bool {
+    HURRY.load(Ordering::Relaxed)
 }
 
 /// Kills every other process of the calling process's group and reaps what it can,
@@ -1023,8 +1037,8 @@ impl RunningLoad {
         out
     }
 
-    /// Stops every load: SIGTERM to each process group, SIGKILL after two seconds,
-    /// and waits until no process of any group is left.
+    /// Stops every load: SIGTERM to each process group, SIGKILL after two seconds (at
+    /// once after [`hurry`]), and waits until no process of any group is left.
     pub fn stop(mut self) -> LoadReport {
         self.stop_all()
     }
@@ -1055,7 +1069,9 @@ impl RunningLoad {
             if !alive {
                 break;
             }
-            if !killed && start.elapsed() > Duration::from_secs(2) {
+            if !killed
+                && (start.elapsed() > Duration::from_secs(2) || HURRY.load(Ordering::Relaxed))
+            {
                 for p in &self.procs {
                     // SAFETY: as above.
                     unsafe { libc::kill(-p.pid, libc::SIGKILL) };

@@ -1324,6 +1324,7 @@ impl EventOutcome {
             "missed_triggers": self.missed(),
             "dropped_triggers": self.dropped,
             "cycle_records_dropped": self.records_dropped,
+            "dsp_overload_cycles": self.dsp_misses,
             "private_server": self.info.server.private,
         })
     }
@@ -1359,6 +1360,7 @@ impl EventOutcome {
             "midi_dropped": self.midi_dropped,
             "oversized_cycles": self.oversized_cycles,
             "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
+            "dsp_overload_cycles": self.dsp_misses,
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
         });
         merge(&mut out, own);

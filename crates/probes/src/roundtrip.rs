@@ -279,6 +279,8 @@ pub struct RoundtripOutcome {
     pub memory_locked: bool,
     /// Time in the processor per cycle.
     pub dsp: LatencyHistogram,
+    /// Cycles whose processing took longer than their period (a DSP overload).
+    pub dsp_overload_cycles: u64,
     /// Host steal through the run.
     pub steal: StealTimeline,
     /// Stream start and end, CLOCK_MONOTONIC ns.
@@ -541,6 +543,7 @@ pub fn run(
     let mut events: Vec<Event> = Vec::new();
     let mut dsp = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
     let mut cycles = 0u64;
+    let mut dsp_overload_cycles = 0u64;
     let measure_frames = (config.duration_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64;
     let mut block = Vec::new();
     let mut reported = (0usize, 0usize);
@@ -549,6 +552,9 @@ pub fn run(
         while let Ok(r) = backend.cycles().pop() {
             cycles += 1;
             dsp.record(r.dsp_ns);
+            if r.dsp_ns as f64 > r.cycle.period_ns {
+                dsp_overload_cycles += 1;
+            }
             analyser.clock = Some((
                 r.cycle.first_frame,
                 r.cycle.nominal_ns,
@@ -645,6 +651,7 @@ pub fn run(
         duplex_start: status.duplex_start,
         memory_locked,
         dsp,
+        dsp_overload_cycles,
         steal: steal.finish(),
         start_ns,
         end_ns,
@@ -1087,6 +1094,7 @@ impl RoundtripOutcome {
             "delay_changes": self.delay_changes().len(),
             "capture_blocks_dropped": self.blocks_dropped,
             "cycle_records_dropped": self.records_dropped,
+            "dsp_overload_cycles": self.dsp_overload_cycles,
             "private_server": self.info.server.private,
             "memory_locked": self.memory_locked,
         })

@@ -315,6 +315,11 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
             "{n} notes were rendered by a callback that started after its cycle's deadline (an under-run); they are left out of the latency figures"
         ));
     }
+    if let Some(n) = flags["dsp_overload_cycles"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "DSP overload: {n} cycles took longer than their period to process"
+        ));
+    }
     if let Some(n) = flags["alloc_violations"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(
             "the audio callback allocated {n} times (debug build check)"
