@@ -456,7 +456,7 @@ fn two_quick_signals_keep_the_run_printed_and_stored_for_every_audio_probe() {
             .iter()
             .find(|m| m.measurement.metric == metric)
             .unwrap_or_else(|| panic!("{args:?}: no {metric} stored"));
-        assert!(m.measurement.summary.count > 0, "{args:?}: nothing kept");
+        assert!(m.measurement.count() > 0, "{args:?}: nothing kept");
         let tag = r.load["tag"].as_str().unwrap_or_default();
         assert!(!tag.is_empty(), "{args:?}: {}", r.load);
         for p in r.load["processes"].as_array().into_iter().flatten() {
@@ -3894,11 +3894,13 @@ fn a_disk_filling_mid_run_keeps_what_was_measured_and_says_disk_full() {
         .expect("the summary is stored");
     // The summary is the whole run's, not only the rows the disk took.
     assert!(
-        latency.measurement.summary.count as usize > stored,
+        latency.measurement.count() as usize > stored,
         "{} in the summary, {stored} rows stored",
-        latency.measurement.summary.count
+        latency.measurement.count()
     );
     assert!(jackd_pids(&name).is_empty());
+}
+
 /// The cells of `metric`'s row in a summary table (after the metric's name).
 fn summary_row<'a>(text: &'a str, metric: &str) -> Vec<&'a str> {
     text.lines()
@@ -4166,6 +4168,9 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
     }
     for zero in [">0 ns<", ">0.0 ns<", ">0 us<", ">0.00 ms<"] {
         assert!(!html.contains(zero), "{zero} in the report");
+    }
+}
+
 /// Every CPU list (`--cpu`, `--host-cpus`, `--controller-cpus`, `--cpus` of net's ends, a
 /// cell's `cpus=` in a flag or a file, a plan's `cpu` under `--dry-run`) is checked
 /// against the online CPUs without expanding its range: `0-99999999999` is refused at
@@ -4630,6 +4635,8 @@ fn refusals_for_want_of_root_store_no_run() {
             assert!(runs.is_empty(), "a refusal stored {runs:?}");
         }
     }
+}
+
 /// A plan's values pass the command line's own parsers (a number as the plan writes
 /// it), and a plan over the size limits is refused from its axes' lengths, at once:
 /// exit 2, one line with the count and the limit, nothing stored.

@@ -2556,7 +2556,7 @@ mod recovery_tests {
         assert!(run.ended_at.is_some());
         let ms = store.measurements(id).unwrap();
         assert_eq!(ms.len(), 1);
-        assert_eq!(ms[0].measurement.summary.count, 1);
+        assert_eq!(ms[0].measurement.count(), 1);
         assert!(
             !reserve_path(&path).exists(),
             "closing runs for a reader makes nothing new"
