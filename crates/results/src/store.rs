@@ -724,6 +724,18 @@ impl Store {
                 "give a path to a file, e.g. --db ./audiolat.db",
             ));
         }
+        // A log that holds writes, on a filesystem that cannot share the log's index
+        // (9p): SQLite's own error there is a bare I/O error, so ask the filesystem first.
+        if std::fs::metadata(wal_path(path)).is_ok_and(|m| m.len() > 0)
+            && shared_mmap_works(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            )
+            .is_err()
+        {
+            return Err(StoreError::UnsharedLog(path.to_path_buf()));
+        }
         use rusqlite::OpenFlags;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
