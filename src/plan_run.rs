@@ -522,11 +522,19 @@ fn run_cell(
 
 /// `audiolat run` / `audiolat reproduce`: check, order, run, summarise, report.
 pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
+    let quiet = opts.quiet || opts.json;
+    // Each cell is checked as a command line before any runs; thousands take seconds.
+    let cells = plan
+        .axes
+        .iter()
+        .fold(u64::from(plan.repeats), |n, a| n * a.values.len() as u64);
+    if cells >= 1000 && !quiet {
+        eprintln!("audiolat run: checking the plan's {cells} cells...");
+    }
     let Some(planned) = order(plan, &|| ctx.stopped())? else {
         eprintln!("audiolat run: interrupted while checking the plan's cells: nothing was run");
         return Ok(ExitCode::from(130));
     };
-    let quiet = opts.quiet || opts.json;
     if opts.dry_run {
         print!("{}", dry_run_text(plan, &planned));
         return Ok(ExitCode::SUCCESS);

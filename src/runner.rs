@@ -1430,15 +1430,27 @@ pub fn net_end_run(
     flags["memory_locked"] = json!(memory.current && memory.future);
     flags["interrupted"] = json!(ctx.stopped());
     flags["role"] = json!(role);
-    store.replace_measurements(run_id, &measurements)?;
-    let status = if error.is_some() {
-        RunStatus::Failed
+    let mut closing = Closing::new(store);
+    closing.write(|s| s.replace_measurements(run_id, &measurements));
+    let (mut status, mut error) = if error.is_some() {
+        (RunStatus::Failed, error)
     } else if ctx.stopped() {
-        RunStatus::Interrupted
+        (RunStatus::Interrupted, None)
     } else {
-        RunStatus::Complete
+        (RunStatus::Complete, None)
     };
-    finish_measured_run(store, run_id, status, &mut flags, &result, error.as_deref())?;
+    if let Some(e) = &closing.failed {
+        status = RunStatus::Failed;
+        error = Some(storage_failure(
+            e,
+            store.path(),
+            "its measurements could not all be stored",
+        ));
+    }
+    if let Some(e) = closing.finish(run_id, status, &mut flags, &result, error.as_deref()) {
+        status = RunStatus::Failed;
+        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
+    }
     Ok(NetEndRun {
         run_id,
         status,

@@ -156,11 +156,11 @@ fn is_private_name(name: &str) -> bool {
 }
 
 /// Stops every private server an audiolat that died left behind, under a name `wanted`
-/// accepts: a `jackd -n NAME ... -d dummy` that was adopted by init (or systemd as a
-/// subreaper) when its parent died. A server some other live process started is not
-/// touched (a name it holds is refused as busy). Such a server holds its name and its entry in jackd's
-/// registry until it is stopped; the next run would otherwise pick another name, or fail
-/// to start one. Returns the pids stopped.
+/// accepts: a `jackd -n NAME ... -d dummy` carrying [`PRIVATE_SERVER_ENV`] with the PID
+/// of an audiolat that no longer runs. Any other server (a user's, a service's, a live
+/// audiolat's) is never touched: a name it holds is refused as busy. A dead audiolat's
+/// server holds its name and its entry in jackd's registry until it is stopped; the next
+/// run would otherwise pick another name, or fail to start one. Returns the pids stopped.
 pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
     let mut stopped = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -180,7 +180,7 @@ pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
         let is_dummy_jackd = args.first().is_some_and(|a| a.ends_with("jackd"))
             && args.windows(2).any(|w| w[0] == "-d" && w[1] == "dummy")
             && args.windows(2).any(|w| w[0] == "-n" && wanted(&w[1]));
-        if !is_dummy_jackd || !orphaned(pid) {
+        if !is_dummy_jackd || !started_by_dead_audiolat(pid) {
             continue;
         }
         // SAFETY: signalling a jackd audiolat started (its own process group) whose
@@ -203,19 +203,22 @@ pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
     stopped
 }
 
-/// Whether `pid` lost its parent: adopted by init, or by systemd as a subreaper.
-fn orphaned(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+/// The variable every private jackd is started with: the PID of the audiolat that
+/// started it. Only a server carrying it, whose audiolat is gone, is ever stopped by
+/// another audiolat; a jackd a user or a service started is never touched.
+pub const PRIVATE_SERVER_ENV: &str = "AUDIOLAT_PRIVATE_SERVER";
+
+/// Whether `pid` is a private server whose audiolat no longer runs.
+fn started_by_dead_audiolat(pid: i32) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
-    let ppid = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-        .and_then(|p| p.parse::<i32>().ok())
-        .unwrap_or(1);
-    ppid <= 1
-        || std::fs::read_to_string(format!("/proc/{ppid}/comm"))
-            .is_ok_and(|c| matches!(c.trim(), "systemd" | "init"))
+    let prefix = format!("{PRIVATE_SERVER_ENV}=");
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|v| v.strip_prefix(prefix.as_bytes()))
+        .filter_map(|owner| std::str::from_utf8(owner).ok()?.parse::<i32>().ok())
+        .any(|owner| owner != std::process::id() as i32 && !process_alive(owner))
 }
 
 /// Whether `pid` exists and is not a zombie.
@@ -304,6 +307,7 @@ impl JackServer {
         let mut cmd = Command::new(&jackd);
         cmd.args(&args)
             .env_remove("JACK_DEFAULT_SERVER")
+            .env(PRIVATE_SERVER_ENV, std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -789,7 +789,7 @@ pub fn host_measurements(h: &host::HostOutcome, suffix: &str) -> Vec<Measurement
         "short_responses": h.short_responses,
         "send_dropped": h.send_dropped,
         "kernel_timestamps": h.kernel_timestamps,
-        "gathering_ns_median": h.gathering.percentile(50.0).0,
+        "gathering_ns_median": h.gathering.summary().map(|s| s.p50),
     });
     out.push(m);
     out.push(Measurement::from_histogram(

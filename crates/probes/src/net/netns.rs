@@ -40,8 +40,18 @@ pub const RESERVED_CLASS_PRIORITY: u32 = 0x0001_0010;
 /// (what HTB counts, and what the user-level service counts too).
 pub const WIRE_OVERHEAD_BYTES: usize = 14 + 20 + 8;
 
+/// `program` in a process group of its own: a Ctrl-C typed at the terminal reaches
+/// audiolat alone, which decides what stops, so a second one cannot kill the `ip` or `tc`
+/// that is putting the machine back.
+fn undisturbed(program: &str) -> Command {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = Command::new(program);
+    command.process_group(0);
+    command
+}
+
 fn run(program: &str, package: &str, args: &[&str]) -> Result<(), NetError> {
-    let out = Command::new(program).args(args).output().map_err(|e| {
+    let out = undisturbed(program).args(args).output().map_err(|e| {
         NetError::Config(format!(
             "cannot run `{program}` ({e}): install the {package} package (apt install {package})"
         ))
@@ -110,7 +120,7 @@ impl NetnsPair {
     fn remove(&self) {
         // Deleting a namespace deletes its end of the veth pair, and with it the other.
         for ns in [&self.host, &self.controller] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = undisturbed("ip").args(["netns", "del", ns]).output();
         }
     }
 
@@ -174,7 +184,7 @@ impl NetnsPair {
     /// text every iproute2 prints; its JSON output lacks HTB classes in some versions):
     /// class id -> bytes, packets, drops, overlimits.
     pub fn class_stats(&self, end: End) -> serde_json::Value {
-        let out = Command::new("tc")
+        let out = undisturbed("tc")
             .args([
                 "-n",
                 self.name(end),
@@ -281,7 +291,7 @@ fn owner_pid(name: &str) -> Option<i32> {
 
 /// Whether the device `name` of this namespace is a veth end.
 fn is_veth(name: &str) -> bool {
-    Command::new("ip")
+    undisturbed("ip")
         .args(["-d", "link", "show", "dev", name])
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(" veth "))
@@ -318,7 +328,7 @@ pub fn stale() -> std::collections::BTreeMap<i32, Vec<String>> {
     let mut out: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
     for (pid, name, is_ns) in dead_names() {
         let item = if is_ns {
-            let qdiscs = Command::new("tc")
+            let qdiscs = undisturbed("tc")
                 .args(["-n", &name, "qdisc", "show"])
                 .output()
                 .map(|o| {
