@@ -481,6 +481,38 @@ fn reserve_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Makes the reserve at `reserve` unless it is there whole, written first to `tmp` (this
+/// process's own name) and renamed over, so another process's reserve is never truncated
+/// or removed: only `tmp` is, when it could not be written. Not made when `free` (the
+/// filesystem's free bytes) leaves no room for it beside what an open needs: a running
+/// process's [`Store::closing`] may just have freed that space for its retry.
+fn make_reserve(reserve: &Path, tmp: &Path, free: Option<u64>) -> std::io::Result<bool> {
+    if std::fs::metadata(reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+        return Ok(false);
+    }
+    if free.is_some_and(|f| f < RESERVE_BYTES + MIN_FREE_BYTES) {
+        return Ok(false);
+    }
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)?;
+    let made = (|| {
+        // Written, not sized: a sparse file would free nothing when removed.
+        let block = vec![0u8; 64 << 10];
+        for _ in 0..RESERVE_BYTES / block.len() as u64 {
+            f.write_all(&block)?;
+        }
+        f.sync_all()?;
+        std::fs::rename(tmp, reserve)
+    })();
+    if made.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    made.map(|()| true)
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
@@ -921,25 +953,20 @@ impl Store {
     /// Makes the reserve beside the database when it is missing (the last run that
     /// needed it used it). Best effort: without room for it, runs go on without one.
     fn keep_reserve(&self) {
-        let reserve = reserve_path(&self.path);
-        if std::fs::metadata(&reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
-            return;
-        }
-        let made = (|| -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&reserve)?;
-            // Written, not sized: a sparse file would free nothing when removed.
-            let block = vec![0u8; 64 << 10];
-            for _ in 0..RESERVE_BYTES / block.len() as u64 {
-                f.write_all(&block)?;
-            }
-            f.sync_all()
-        })();
-        if made.is_err() {
-            let _ = std::fs::remove_file(&reserve);
-        }
+        let dir = self
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut tmp = reserve_path(&self.path).into_os_string();
+        tmp.push(format!(
+            ".tmp.{}.{}",
+            std::process::id(),
+            MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = make_reserve(&reserve_path(&self.path), Path::new(&tmp), free_bytes(dir));
     }
-
     /// A write that closes a run (its summary, its status and end reason). When the
     /// filesystem is full, the reserve beside the database is removed to make room and
     /// the write is tried once more; the reserve is made again by the next open that
@@ -2679,6 +2706,37 @@ mod open_tests {
         drop(store);
         drop(Store::open(&path).unwrap());
         assert!(reserve.exists(), "the next open makes it again");
+    }
+
+    #[test]
+    fn a_reserve_is_made_whole_beside_others_and_never_removed_by_a_failed_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let reserve = dir.path().join("r.db-reserve");
+        let tmp = dir.path().join("r.db-reserve.tmp.1.0");
+        let plenty = Some(RESERVE_BYTES * 8);
+        // Too little room beside it (a closing write may just have freed it): not made.
+        let tight = Some(RESERVE_BYTES + MIN_FREE_BYTES - 1);
+        assert!(!make_reserve(&reserve, &tmp, tight).unwrap());
+        assert!(!reserve.exists() && !tmp.exists());
+        // Another process's part-made reserve is not truncated by a make that fails
+        // (here: its own file cannot be made), nor removed.
+        std::fs::write(&reserve, b"part").unwrap();
+        std::fs::create_dir(&tmp).unwrap();
+        assert!(make_reserve(&reserve, &tmp, plenty).is_err());
+        assert_eq!(std::fs::read(&reserve).unwrap(), b"part");
+        assert!(tmp.is_dir(), "a file it did not make is left alone");
+        std::fs::remove_dir(&tmp).unwrap();
+        // Made whole, under its own name first.
+        assert!(make_reserve(&reserve, &tmp, plenty).unwrap());
+        assert_eq!(std::fs::metadata(&reserve).unwrap().len(), RESERVE_BYTES);
+        assert!(!tmp.exists());
+        // Whole already: left as it is.
+        assert!(!make_reserve(&reserve, &tmp, plenty).unwrap());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["r.db-reserve"]);
     }
 
     #[test]
