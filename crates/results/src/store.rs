@@ -1170,8 +1170,9 @@ impl Store {
     }
 
     /// Groups (and their plan cells) left `running` by processes of this host that no
-    /// longer exist: a plan run's runner (`runner_pid` in its detail), or, for any other
-    /// group, the process that made its runs.
+    /// longer exist: the process that made the group (`runner_pid` in its detail; a plan
+    /// run's runner), or, for a group an older audiolat made without it (not a plan's),
+    /// the process that made its runs.
     pub fn abandoned_groups(&self) -> Result<Vec<(i64, i64)>, StoreError> {
         let host = hostname();
         let mut stmt = self
@@ -1183,7 +1184,7 @@ impl Store {
         let mut out = Vec::new();
         for (id, kind, detail) in groups {
             let detail = parse_json(&detail);
-            let owner = if kind == "plan" {
+            let owner = if kind == "plan" || detail["runner_pid"].is_i64() {
                 let on_this_host = detail["runner_host"].as_str().is_none_or(|h| h == host);
                 detail["runner_pid"].as_i64().filter(|_| on_this_host)
             } else {
@@ -1262,13 +1263,18 @@ impl Store {
             // A plan's cell is one run of the plan run: no group of its own.
             return Ok(plan_group);
         }
+        // Its owner, for recovery: a group whose process dies before its first run has
+        // no run to name it. (A plan run's detail names its runner itself.)
         self.conn.execute(
-            "INSERT INTO run_group (kind, started_at, command_line, detail) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO run_group (kind, started_at, command_line, detail)
+             VALUES (?1, ?2, ?3, json_insert(?4, '$.runner_pid', ?5, '$.runner_host', ?6))",
             params![
                 kind,
                 rfc3339_utc(std::time::SystemTime::now()),
                 command_line,
-                json_text(detail)
+                json_text(detail),
+                std::process::id(),
+                hostname()
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -2769,8 +2775,63 @@ mod open_tests {
                 &json!({"runner_pid": std::process::id()}),
             )
             .unwrap();
+        // A sweep whose process died before its first run, and one of an older audiolat
+        // (no owner in its detail) whose runs name it.
+        let sweep = store
+            .create_group("sweep", "audiolat jitter --cpu 0,1", &json!({}))
+            .unwrap();
+        assert_eq!(
+            store.group(sweep).unwrap().detail["runner_pid"],
+            json!(std::process::id())
+        );
+        store
+            .conn
+            .execute(
+                "UPDATE run_group SET detail = json_set(detail, '$.runner_pid', ?2) WHERE id = ?1",
+                params![sweep, dead],
+            )
+            .unwrap();
+        let old = store
+            .create_group("suite", "audiolat suite", &json!({}))
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE run_group SET detail = '{}' WHERE id = ?1",
+                params![old],
+            )
+            .unwrap();
+        let old_run = store
+            .begin_run(&RunInfo {
+                probe: "jitter".into(),
+                group_id: Some(old),
+                machine: Machine {
+                    hostname: hostname(),
+                    ..Machine::default()
+                },
+                tool: ToolInfo::default(),
+                command_line: "audiolat suite".into(),
+                config: json!({}),
+                load: json!({}),
+                qos_requested: json!({}),
+            })
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE run SET pid = ?2 WHERE id = ?1",
+                params![old_run, dead],
+            )
+            .unwrap();
         drop(store);
         let store = Store::open(&path).unwrap();
+        for g in [sweep, old] {
+            assert_eq!(
+                store.group_status(g).unwrap().1,
+                RunStatus::Interrupted,
+                "{g}"
+            );
+        }
         assert_eq!(store.group_status(plan).unwrap().1, RunStatus::Interrupted);
         let g = store.group(plan).unwrap();
         assert!(g.detail["end_reason"]
