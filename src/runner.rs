@@ -78,8 +78,9 @@ impl Context {
         let store = match Store::open_read_only(&self.db_path) {
             Err(results::StoreError::UnsharedLog(_)) => {
                 // A log only a writer can fold in (9p): folded in once and said once, as
-                // a recording command would (the one case where reading writes).
-                let writer = Store::open_existing(&self.db_path)?;
+                // a recording command would (the one case where reading writes), with
+                // nothing migrated, recovered or reserved.
+                let writer = Store::fold_log(&self.db_path)?;
                 say_journal_once(&writer);
                 drop(writer);
                 Store::open_read_only(&self.db_path)?

@@ -31,6 +31,11 @@ use crate::model::{
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = 4;
 
+/// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
+/// summary columns nullable, and the reader takes a row without samples (count 0) as no
+/// summary whatever its columns hold.
+const OLDEST_READABLE: i64 = 3;
+
 /// Version 4: a statistic nobody measured is NULL, not 0. The summary columns of
 /// `measurement` become nullable (SQLite needs the table rebuilt for that), and the rows
 /// of measurements without samples (count 0), stored as zeros before, get NULLs.
@@ -476,6 +481,38 @@ fn reserve_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Makes the reserve at `reserve` unless it is there whole, written first to `tmp` (this
+/// process's own name) and renamed over, so another process's reserve is never truncated
+/// or removed: only `tmp` is, when it could not be written. Not made when `free` (the
+/// filesystem's free bytes) leaves no room for it beside what an open needs: a running
+/// process's [`Store::closing`] may just have freed that space for its retry.
+fn make_reserve(reserve: &Path, tmp: &Path, free: Option<u64>) -> std::io::Result<bool> {
+    if std::fs::metadata(reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+        return Ok(false);
+    }
+    if free.is_some_and(|f| f < RESERVE_BYTES + MIN_FREE_BYTES) {
+        return Ok(false);
+    }
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)?;
+    let made = (|| {
+        // Written, not sized: a sparse file would free nothing when removed.
+        let block = vec![0u8; 64 << 10];
+        for _ in 0..RESERVE_BYTES / block.len() as u64 {
+            f.write_all(&block)?;
+        }
+        f.sync_all()?;
+        std::fs::rename(tmp, reserve)
+    })();
+    if made.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    made.map(|()| true)
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
@@ -533,6 +570,19 @@ fn map_shared(file: &std::fs::File) -> Result<(), String> {
     // SAFETY: the mapping made just above.
     unsafe { libc::munmap(ptr, 4096) };
     Ok(())
+}
+
+/// How the open database journals, as it is (a reader's view: nothing switched now).
+fn journal_of(conn: &Connection) -> rusqlite::Result<Journal> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    Ok(if mode == "wal" {
+        Journal::Wal
+    } else {
+        Journal::Rollback {
+            reason: format!("it is in {mode} mode"),
+            switched: false,
+        }
+    })
 }
 
 /// SQLite is waiting on another process's lock.
@@ -600,9 +650,15 @@ impl Store {
     /// Closes what dead processes left `running` in an existing database of the current
     /// schema, as [`Store::open_recovering`] would, making nothing else (no reserve): for
     /// commands that only read. Returns how many runs.
+    /// It is left in its journal mode, and an older audiolat's file is refused (its runs
+    /// are shown as stored).
     pub fn close_abandoned(path: &Path, summarise: &Summarise) -> Result<usize, StoreError> {
         Store::open_read_only(path)?;
-        Store::open_checking(path, shared_mmap_works)?.recover_abandoned(summarise)
+        Store::reader_writer(
+            path,
+            "closing its dead processes' runs would need it upgraded, which only a command that records runs does",
+        )?
+        .recover_abandoned(summarise)
     }
 
     /// [`Store::open`] without recovery, with the check of whether the filesystem can
@@ -612,6 +668,17 @@ impl Store {
         path: &Path,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<Store, StoreError> {
+        let (mut store, _) = Store::writer(path)?;
+        store.configure(shared_memory)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// A writing connection on the database at `path` (made when missing), after the
+    /// checks that find what SQLite would fail on only mid-run, with the version found
+    /// (0 for a new file): nothing is written yet, and another program's file or a newer
+    /// audiolat's is refused.
+    fn writer(path: &Path) -> Result<(Store, i64), StoreError> {
         let open_err = |reason: String, fix: &str| StoreError::Open {
             path: path.to_path_buf(),
             reason,
@@ -670,24 +737,92 @@ impl Store {
         let conn = Connection::open(path).map_err(|e| open_failure(path, &e, true))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // Judged before anything is written: the journal switch below writes the header.
-        match retry_busy(|| contents(&conn)).map_err(|e| open_failure(path, &e, true))? {
-            Contents::Foreign(tables) => return Err(foreign(path, &tables)),
-            Contents::Ours(found) if found > SCHEMA_VERSION => {
-                return Err(StoreError::TooNew {
-                    path: path.to_path_buf(),
-                    found,
-                })
-            }
-            _ => {}
-        }
-        let mut store = Store {
+        let found =
+            match retry_busy(|| contents(&conn)).map_err(|e| open_failure(path, &e, true))? {
+                Contents::Foreign(tables) => return Err(foreign(path, &tables)),
+                Contents::Ours(found) if found > SCHEMA_VERSION => {
+                    return Err(StoreError::TooNew {
+                        path: path.to_path_buf(),
+                        found,
+                    })
+                }
+                Contents::Ours(found) => found,
+                Contents::Empty => 0,
+            };
+        let store = Store {
             conn,
             path: path.to_path_buf(),
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
         };
-        store.configure(shared_memory)?;
-        store.migrate()?;
+        Ok((store, found))
+    }
+
+    /// A writing connection, for a command that only reads, on an existing database of
+    /// the current schema, left in its journal mode: nothing is created, migrated,
+    /// switched or reserved. `why` says what the write is for, in the refusal of any
+    /// other file.
+    fn reader_writer(path: &Path, why: &str) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let (mut store, found) = Store::writer(path)?;
+        if found != SCHEMA_VERSION {
+            // Closing the connection would fold a write-ahead log in: left as it is.
+            let _ = store.conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            );
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                reason: if found == 0 {
+                    format!("it holds no audiolat schema, and {why}")
+                } else {
+                    format!("it has schema version {found}, from an older audiolat, and {why}")
+                },
+                fix: "a command that records runs into it upgrades it first (e.g. `audiolat jitter -D 1 --db FILE`)".into(),
+            });
+        }
+        store.journal = journal_of(&store.conn).map_err(|e| store.unusable(&e))?;
+        store.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        Ok(store)
+    }
+
+    /// Folds the write-ahead log of an existing database of the current schema into the
+    /// file, for a command that only reads where the log's index cannot be shared
+    /// ([`StoreError::UnsharedLog`], 9p): there the database turns to a rollback journal
+    /// (as a recording command's open does; [`Journal::Rollback`] says it happened),
+    /// elsewhere the log is checkpointed. Nothing is migrated, recovered or reserved; an
+    /// older audiolat's file is refused with the command that upgrades it.
+    pub fn fold_log(path: &Path) -> Result<Store, StoreError> {
+        Store::fold_log_checking(path, shared_mmap_works)
+    }
+
+    fn fold_log_checking(
+        path: &Path,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<Store, StoreError> {
+        let mut store = Store::reader_writer(
+            path,
+            "its write-ahead log must be folded in to be read on this filesystem, which only the current schema's reader does",
+        )?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        if let Err(why) = shared_memory(&dir) {
+            store.rollback_journal(why)?;
+        } else if store.journal == Journal::Wal {
+            retry_busy(|| {
+                store
+                    .conn
+                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                        r.get::<_, i64>(0)
+                    })
+            })
+            .map_err(|e| open_failure(path, &e, true))?;
+        }
         Ok(store)
     }
 
@@ -701,8 +836,9 @@ impl Store {
 
     /// Opens an existing database read-only (`SQLITE_OPEN_READ_ONLY`), for commands that
     /// only read: nothing is created, migrated, switched or written, so a read-only file,
-    /// directory or mount will do. An older audiolat's database is refused with the
-    /// command that upgrades it; another program's is refused.
+    /// directory or mount will do. A database of the previous schema (3) is read as it
+    /// is; an older one is refused with the command that upgrades it, and another
+    /// program's is refused.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let open_err = |reason: String, fix: &str| StoreError::Open {
             path: path.to_path_buf(),
@@ -790,28 +926,16 @@ impl Store {
                 path: path.to_path_buf(),
                 found,
             }),
-            Contents::Ours(found) if found < SCHEMA_VERSION => Err(open_err(
-                format!("it has schema version {found}, from an older audiolat (this one reads {SCHEMA_VERSION})"),
+            Contents::Ours(found) if found < OLDEST_READABLE => Err(open_err(
+                format!("it has schema version {found}, from an older audiolat (this one reads {OLDEST_READABLE} to {SCHEMA_VERSION})"),
                 "a command that records runs into it upgrades it (e.g. `audiolat jitter -D 1 --db FILE`)",
             )),
-            Contents::Ours(_) => {
-                let mode: String = conn
-                    .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-                    .map_err(|e| open_failure(path, &e, false))?;
-                Ok(Store {
-                    conn,
-                    path: path.to_path_buf(),
-                    journal: if mode == "wal" {
-                        Journal::Wal
-                    } else {
-                        Journal::Rollback {
-                            reason: format!("it is in {mode} mode"),
-                            switched: false,
-                        }
-                    },
-                    plan_cell: std::cell::Cell::new(None),
-                })
-            }
+            Contents::Ours(_) => Ok(Store {
+                journal: journal_of(&conn).map_err(|e| open_failure(path, &e, false))?,
+                conn,
+                path: path.to_path_buf(),
+                plan_cell: std::cell::Cell::new(None),
+            }),
         }
     }
 
@@ -829,25 +953,20 @@ impl Store {
     /// Makes the reserve beside the database when it is missing (the last run that
     /// needed it used it). Best effort: without room for it, runs go on without one.
     fn keep_reserve(&self) {
-        let reserve = reserve_path(&self.path);
-        if std::fs::metadata(&reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
-            return;
-        }
-        let made = (|| -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&reserve)?;
-            // Written, not sized: a sparse file would free nothing when removed.
-            let block = vec![0u8; 64 << 10];
-            for _ in 0..RESERVE_BYTES / block.len() as u64 {
-                f.write_all(&block)?;
-            }
-            f.sync_all()
-        })();
-        if made.is_err() {
-            let _ = std::fs::remove_file(&reserve);
-        }
+        let dir = self
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut tmp = reserve_path(&self.path).into_os_string();
+        tmp.push(format!(
+            ".tmp.{}.{}",
+            std::process::id(),
+            MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = make_reserve(&reserve_path(&self.path), Path::new(&tmp), free_bytes(dir));
     }
-
     /// A write that closes a run (its summary, its status and end reason). When the
     /// filesystem is full, the reserve beside the database is removed to make room and
     /// the write is tried once more; the reserve is made again by the next open that
@@ -1051,8 +1170,9 @@ impl Store {
     }
 
     /// Groups (and their plan cells) left `running` by processes of this host that no
-    /// longer exist: a plan run's runner (`runner_pid` in its detail), or, for any other
-    /// group, the process that made its runs.
+    /// longer exist: the process that made the group (`runner_pid` in its detail; a plan
+    /// run's runner), or, for a group an older audiolat made without it (not a plan's),
+    /// the process that made its runs.
     pub fn abandoned_groups(&self) -> Result<Vec<(i64, i64)>, StoreError> {
         let host = hostname();
         let mut stmt = self
@@ -1064,7 +1184,7 @@ impl Store {
         let mut out = Vec::new();
         for (id, kind, detail) in groups {
             let detail = parse_json(&detail);
-            let owner = if kind == "plan" {
+            let owner = if kind == "plan" || detail["runner_pid"].is_i64() {
                 let on_this_host = detail["runner_host"].as_str().is_none_or(|h| h == host);
                 detail["runner_pid"].as_i64().filter(|_| on_this_host)
             } else {
@@ -1143,13 +1263,18 @@ impl Store {
             // A plan's cell is one run of the plan run: no group of its own.
             return Ok(plan_group);
         }
+        // Its owner, for recovery: a group whose process dies before its first run has
+        // no run to name it. (A plan run's detail names its runner itself.)
         self.conn.execute(
-            "INSERT INTO run_group (kind, started_at, command_line, detail) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO run_group (kind, started_at, command_line, detail)
+             VALUES (?1, ?2, ?3, json_insert(?4, '$.runner_pid', ?5, '$.runner_host', ?6))",
             params![
                 kind,
                 rfc3339_utc(std::time::SystemTime::now()),
                 command_line,
-                json_text(detail)
+                json_text(detail),
+                std::process::id(),
+                hostname()
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -1959,6 +2084,116 @@ mod journal_tests {
         drop(store);
         assert_eq!(header_modes(&fresh), (1, 1));
     }
+
+    /// A database whose write-ahead log still holds its last writes (the files copied
+    /// while it was open), at schema `version`, with a run a dead process left
+    /// `running`; and that run's id.
+    fn copied_with_log(dir: &Path, version: i64) -> (PathBuf, i64) {
+        let made = dir.join(format!("made{version}.db"));
+        let conn = Connection::open(&made).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL;").unwrap();
+        let schema = match version {
+            3 => format!("{SCHEMA_V1} {SCHEMA_V2} {SCHEMA_V3}"),
+            _ => format!("{SCHEMA_V1} {SCHEMA_V2} {SCHEMA_V3} {SCHEMA_V4}"),
+        };
+        conn.execute_batch(&format!(
+            "BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;"
+        ))
+        .unwrap();
+        conn.execute(
+            "INSERT INTO run (id, probe, status, started_at, started_mono_ns, pid, hostname,
+                machine, tool_version, git_commit, build_profile, command_line, config, load,
+                qos_requested)
+             VALUES (7, 'event', 'running', 't', 0, ?1, ?2, '{}', 'v', 'g', 'p', 'c', '{}',
+                '{}', '{}')",
+            params![i32::MAX as i64 - 1, hostname()],
+        )
+        .unwrap();
+        let copy = dir.join(format!("copy{version}.db"));
+        std::fs::copy(&made, &copy).unwrap();
+        std::fs::copy(wal_path(&made), wal_path(&copy)).unwrap();
+        drop(conn);
+        assert!(std::fs::metadata(wal_path(&copy)).unwrap().len() > 0);
+        (copy, 7)
+    }
+
+    #[test]
+    fn a_reader_folds_an_unshared_log_in_and_changes_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let (copy, run) = copied_with_log(dir.path(), SCHEMA_VERSION);
+        let store = Store::fold_log_checking(&copy, no_shared_memory).unwrap();
+        assert!(
+            matches!(store.journal(), Journal::Rollback { switched: true, .. }),
+            "{:?}",
+            store.journal()
+        );
+        drop(store);
+        assert_eq!(header_modes(&copy), (1, 1), "turned to a rollback journal");
+        assert!(!wal_path(&copy).exists(), "the log is folded in");
+        assert!(!reserve_path(&copy).exists(), "no reserve for a reader");
+        // The dead process's run is left for the reader's own recovery, with its
+        // summariser: not closed here without its summary.
+        let reader = Store::open_read_only(&copy).unwrap();
+        assert_eq!(reader.run(run).unwrap().status, RunStatus::Running);
+        assert_eq!(reader.schema_version().unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_reader_does_not_fold_in_an_older_schemas_log_nor_migrate_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (copy, _) = copied_with_log(dir.path(), 3);
+        let wal = std::fs::read(wal_path(&copy)).unwrap();
+        let before = std::fs::read(&copy).unwrap();
+        let err = Store::fold_log_checking(&copy, no_shared_memory).unwrap_err();
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(
+            msg.contains("schema version 3") && msg.contains("upgrades it"),
+            "{msg}"
+        );
+        assert!(
+            std::fs::read(&copy).unwrap() == before,
+            "the file was changed"
+        );
+        assert!(
+            std::fs::read(wal_path(&copy)).unwrap() == wal,
+            "the log was changed"
+        );
+        assert!(!reserve_path(&copy).exists());
+    }
+
+    #[test]
+    fn closing_dead_runs_for_a_reader_keeps_the_journal_mode_and_the_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let summarise = |_: &Store, _: &RunRecord| Ok(Vec::new());
+        // A rollback-journal database stays one.
+        let (path, run) = copied_with_log(dir.path(), SCHEMA_VERSION);
+        drop(Store::fold_log_checking(&path, no_shared_memory).unwrap());
+        assert_eq!(header_modes(&path), (1, 1));
+        assert_eq!(Store::close_abandoned(&path, &summarise).unwrap(), 1);
+        assert_eq!(header_modes(&path), (1, 1), "switched to WAL by a reader");
+        assert!(!wal_path(&path).exists());
+        let reader = Store::open_read_only(&path).unwrap();
+        assert_eq!(reader.run(run).unwrap().status, RunStatus::Interrupted);
+        drop(reader);
+        // The previous schema is read, but its runs are left as stored, not migrated.
+        let (old, run) = copied_with_log(dir.path(), 3);
+        let conn = Connection::open(&old).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=DELETE;").unwrap();
+        drop(conn);
+        let before = std::fs::read(&old).unwrap();
+        let msg = Store::close_abandoned(&old, &summarise)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("schema version 3"), "{msg}");
+        assert!(
+            std::fs::read(&old).unwrap() == before,
+            "the file was changed"
+        );
+        let reader = Store::open_read_only(&old).unwrap();
+        assert_eq!(reader.schema_version().unwrap(), 3);
+        assert_eq!(reader.run(run).unwrap().status, RunStatus::Running);
+    }
 }
 
 #[cfg(test)]
@@ -2132,6 +2367,22 @@ mod tests {
             )
             .unwrap();
         }
+        // Read as it is by a command that only reads: the same values, the file
+        // unchanged.
+        let before = std::fs::read(&path).unwrap();
+        let reader = Store::open_read_only(&path).unwrap();
+        assert_eq!(reader.schema_version().unwrap(), 3);
+        let ms = reader.measurements(1).unwrap();
+        assert_eq!(ms.len(), 2);
+        assert_eq!(
+            (ms[0].measurement.count(), ms[0].measurement.summary),
+            (0, None)
+        );
+        assert_eq!(ms[0].measurement.misses, Some(1379));
+        let s = ms[1].measurement.summary.unwrap();
+        assert_eq!((s.count, s.min, s.mean, s.max), (2, 10.0, 15.0, 20.0));
+        drop(reader);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
         let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let ms = store.measurements(1).unwrap();
@@ -2464,6 +2715,37 @@ mod open_tests {
     }
 
     #[test]
+    fn a_reserve_is_made_whole_beside_others_and_never_removed_by_a_failed_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let reserve = dir.path().join("r.db-reserve");
+        let tmp = dir.path().join("r.db-reserve.tmp.1.0");
+        let plenty = Some(RESERVE_BYTES * 8);
+        // Too little room beside it (a closing write may just have freed it): not made.
+        let tight = Some(RESERVE_BYTES + MIN_FREE_BYTES - 1);
+        assert!(!make_reserve(&reserve, &tmp, tight).unwrap());
+        assert!(!reserve.exists() && !tmp.exists());
+        // Another process's part-made reserve is not truncated by a make that fails
+        // (here: its own file cannot be made), nor removed.
+        std::fs::write(&reserve, b"part").unwrap();
+        std::fs::create_dir(&tmp).unwrap();
+        assert!(make_reserve(&reserve, &tmp, plenty).is_err());
+        assert_eq!(std::fs::read(&reserve).unwrap(), b"part");
+        assert!(tmp.is_dir(), "a file it did not make is left alone");
+        std::fs::remove_dir(&tmp).unwrap();
+        // Made whole, under its own name first.
+        assert!(make_reserve(&reserve, &tmp, plenty).unwrap());
+        assert_eq!(std::fs::metadata(&reserve).unwrap().len(), RESERVE_BYTES);
+        assert!(!tmp.exists());
+        // Whole already: left as it is.
+        assert!(!make_reserve(&reserve, &tmp, plenty).unwrap());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["r.db-reserve"]);
+    }
+
+    #[test]
     fn groups_and_plan_cells_of_dead_processes_are_closed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.db");
@@ -2493,8 +2775,63 @@ mod open_tests {
                 &json!({"runner_pid": std::process::id()}),
             )
             .unwrap();
+        // A sweep whose process died before its first run, and one of an older audiolat
+        // (no owner in its detail) whose runs name it.
+        let sweep = store
+            .create_group("sweep", "audiolat jitter --cpu 0,1", &json!({}))
+            .unwrap();
+        assert_eq!(
+            store.group(sweep).unwrap().detail["runner_pid"],
+            json!(std::process::id())
+        );
+        store
+            .conn
+            .execute(
+                "UPDATE run_group SET detail = json_set(detail, '$.runner_pid', ?2) WHERE id = ?1",
+                params![sweep, dead],
+            )
+            .unwrap();
+        let old = store
+            .create_group("suite", "audiolat suite", &json!({}))
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE run_group SET detail = '{}' WHERE id = ?1",
+                params![old],
+            )
+            .unwrap();
+        let old_run = store
+            .begin_run(&RunInfo {
+                probe: "jitter".into(),
+                group_id: Some(old),
+                machine: Machine {
+                    hostname: hostname(),
+                    ..Machine::default()
+                },
+                tool: ToolInfo::default(),
+                command_line: "audiolat suite".into(),
+                config: json!({}),
+                load: json!({}),
+                qos_requested: json!({}),
+            })
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE run SET pid = ?2 WHERE id = ?1",
+                params![old_run, dead],
+            )
+            .unwrap();
         drop(store);
         let store = Store::open(&path).unwrap();
+        for g in [sweep, old] {
+            assert_eq!(
+                store.group_status(g).unwrap().1,
+                RunStatus::Interrupted,
+                "{g}"
+            );
+        }
         assert_eq!(store.group_status(plan).unwrap().1, RunStatus::Interrupted);
         let g = store.group(plan).unwrap();
         assert!(g.detail["end_reason"]
