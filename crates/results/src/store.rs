@@ -513,10 +513,54 @@ fn make_reserve(reserve: &Path, tmp: &Path, free: Option<u64>) -> std::io::Resul
     made.map(|()| true)
 }
 
+/// Removes the half-written reserves (`<reserve>.tmp.<pid>.<n>`) of processes killed
+/// while they wrote them.
+fn remove_dead_reserve_tmps(reserve: &Path) {
+    let (Some(dir), Some(name)) = (reserve.parent(), reserve.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{}.tmp.", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
     }
+}
+
+/// Whether the database file's header says it uses a write-ahead log (its read and
+/// write format versions, bytes 18 and 19, are 2).
+fn in_wal_mode(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| header[18] == 2 && header[19] == 2)
 }
 
 /// Whether a file in `dir` can be mapped shared and writable, as SQLite maps its
@@ -657,6 +701,7 @@ impl Store {
         Store::reader_writer(
             path,
             "closing its dead processes' runs would need it upgraded, which only a command that records runs does",
+            shared_mmap_works,
         )?
         .recover_abandoned(summarise)
     }
@@ -668,7 +713,7 @@ impl Store {
         path: &Path,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<Store, StoreError> {
-        let (mut store, _) = Store::writer(path)?;
+        let (mut store, _) = Store::writer(path, shared_memory)?;
         store.configure(shared_memory)?;
         store.migrate()?;
         Ok(store)
@@ -678,7 +723,10 @@ impl Store {
     /// checks that find what SQLite would fail on only mid-run, with the version found
     /// (0 for a new file): nothing is written yet, and another program's file or a newer
     /// audiolat's is refused.
-    fn writer(path: &Path) -> Result<(Store, i64), StoreError> {
+    fn writer(
+        path: &Path,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<(Store, i64), StoreError> {
         let open_err = |reason: String, fix: &str| StoreError::Open {
             path: path.to_path_buf(),
             reason,
@@ -736,6 +784,12 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(|e| open_failure(path, &e, true))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // A write-ahead-log database where the log's index cannot be shared (9p) can only
+        // be read by a connection that keeps the index on its heap: exclusive locking.
+        if in_wal_mode(path) && shared_memory(parent).is_err() {
+            conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")
+                .map_err(|e| open_failure(path, &e, true))?;
+        }
         // Judged before anything is written: the journal switch below writes the header.
         let found =
             match retry_busy(|| contents(&conn)).map_err(|e| open_failure(path, &e, true))? {
@@ -762,11 +816,15 @@ impl Store {
     /// the current schema, left in its journal mode: nothing is created, migrated,
     /// switched or reserved. `why` says what the write is for, in the refusal of any
     /// other file.
-    fn reader_writer(path: &Path, why: &str) -> Result<Store, StoreError> {
+    fn reader_writer(
+        path: &Path,
+        why: &str,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        let (mut store, found) = Store::writer(path)?;
+        let (mut store, found) = Store::writer(path, shared_memory)?;
         if found != SCHEMA_VERSION {
             // Closing the connection would fold a write-ahead log in: left as it is.
             let _ = store.conn.set_db_config(
@@ -805,6 +863,7 @@ impl Store {
         let mut store = Store::reader_writer(
             path,
             "its write-ahead log must be folded in to be read on this filesystem, which only the current schema's reader does",
+            shared_memory,
         )?;
         let dir = path
             .parent()
@@ -965,6 +1024,7 @@ impl Store {
             std::process::id(),
             MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
+        remove_dead_reserve_tmps(&reserve_path(&self.path));
         let _ = make_reserve(&reserve_path(&self.path), Path::new(&tmp), free_bytes(dir));
     }
     /// A write that closes a run (its summary, its status and end reason). When the
@@ -2200,6 +2260,42 @@ mod journal_tests {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_half_written_reserve_of_a_dead_process_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let reserve = dir.path().join("a.db-reserve");
+        // A pid above pid_max never runs; this process's own is left alone.
+        let dead = dir.path().join("a.db-reserve.tmp.4999999.0");
+        let mine = dir
+            .path()
+            .join(format!("a.db-reserve.tmp.{}.7", std::process::id()));
+        let other = dir.path().join("a.db-reserve.tmpx");
+        for f in [&dead, &mine, &other] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        remove_dead_reserve_tmps(&reserve);
+        assert!(!dead.exists());
+        assert!(mine.exists() && other.exists());
+    }
+
+    #[test]
+    fn the_header_says_whether_a_database_keeps_a_write_ahead_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("wal.db");
+        Connection::open(&wal)
+            .unwrap()
+            .execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (x);")
+            .unwrap();
+        assert!(in_wal_mode(&wal));
+        let rollback = dir.path().join("rollback.db");
+        Connection::open(&rollback)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x);")
+            .unwrap();
+        assert!(!in_wal_mode(&rollback));
+        assert!(!in_wal_mode(&dir.path().join("none.db")));
+    }
 
     fn info(probe: &str) -> RunInfo {
         RunInfo {
