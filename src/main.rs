@@ -57,29 +57,10 @@ fn main() -> ExitCode {
     let db = cli.db.clone();
     match dispatch(cli, stop) {
         Ok(code) => code,
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<StoreError>()
-                    .is_some_and(StoreError::is_damaged)
-            }) =>
-        {
-            // Found by a query after the open: the same line as a damaged file at open.
+        Err(e) if database_unusable(&e).is_some() => {
+            let why = database_unusable(&e).unwrap_or_default();
             eprintln!(
-                "audiolat: error: cannot use results database {}: it is damaged (a corrupt page or a truncated file); restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name",
-                db.display()
-            );
-            ExitCode::from(EXIT_USAGE)
-        }
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<StoreError>()
-                    .is_some_and(StoreError::is_disk_full)
-            }) =>
-        {
-            // A run that filled the disk closes itself with the reason (see runner's
-            // Closing); reaching here, nothing was measured yet (a run or group being made).
-            eprintln!(
-                "audiolat: error: cannot use results database {}: its filesystem is full; free space there, or pass --db with a path on another filesystem",
+                "audiolat: error: cannot use results database {}: {why}",
                 db.display()
             );
             ExitCode::from(EXIT_USAGE)
@@ -159,6 +140,22 @@ fn clap_error(e: clap::Error) -> ExitCode {
             eprintln!("audiolat: error: {first}{tip}; see 'audiolat{sub} --help'");
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+/// Why the database cannot be used, with the fix, when a store error found after the
+/// open says so (a damaged page a query found, a disk full before any run was made): the
+/// same line as the open's own refusal.
+fn database_unusable(e: &anyhow::Error) -> Option<&'static str> {
+    let store = e.chain().find_map(|c| c.downcast_ref::<StoreError>())?;
+    if store.is_damaged() {
+        Some("it is damaged (a corrupt page or a truncated file); restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name")
+    } else if store.is_disk_full() {
+        // A run that filled the disk closes itself with the reason (see runner's
+        // Closing); reaching here, nothing was measured yet (a run or group being made).
+        Some("its filesystem is full; free space there, or pass --db with a path on another filesystem")
+    } else {
+        None
     }
 }
 

@@ -1157,25 +1157,11 @@ fn a_load_that_dies_mid_run_is_recorded_and_its_workers_go_with_it() {
 /// jackd processes serving a server name, from /proc (so a test can kill the private
 /// server audiolat started, and check none is left).
 fn jackd_pids(server_name: &str) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmd
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        if args.first().is_some_and(|a| a.ends_with("jackd"))
-            && args.windows(2).any(|w| w[0] == "-n" && w[1] == server_name)
-        {
-            pids.push(pid);
-        }
-    }
-    pids
+    engine::jack_server::jackd_processes()
+        .into_iter()
+        .filter(|(_, args)| args.windows(2).any(|w| w[0] == "-n" && w[1] == server_name))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// A server name per test. Stable, not per process: jackd keeps a registry of at most

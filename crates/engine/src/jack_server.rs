@@ -163,22 +163,8 @@ fn is_private_name(name: &str) -> bool {
 /// run would otherwise pick another name, or fail to start one. Returns the pids stopped.
 pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
     let mut stopped = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return stopped;
-    };
-    for entry in dir.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmd
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let is_dummy_jackd = args.first().is_some_and(|a| a.ends_with("jackd"))
-            && args.windows(2).any(|w| w[0] == "-d" && w[1] == "dummy")
+    for (pid, args) in jackd_processes() {
+        let is_dummy_jackd = args.windows(2).any(|w| w[0] == "-d" && w[1] == "dummy")
             && args.windows(2).any(|w| w[0] == "-n" && wanted(&w[1]));
         if !is_dummy_jackd || !started_by_dead_audiolat(pid) {
             continue;
@@ -201,6 +187,26 @@ pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
         stopped.push(pid);
     }
     stopped
+}
+
+/// Every jackd running on this machine (any user's): its pid and its command line.
+pub fn jackd_processes() -> Vec<(i32, Vec<String>)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<i32>().ok()?;
+            let cmd = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let args: Vec<String> = cmd
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            args.first()
+                .is_some_and(|a| a.ends_with("jackd"))
+                .then_some((pid, args))
+        })
+        .collect()
 }
 
 /// The variable every private jackd is started with: the PID of the audiolat that
