@@ -975,8 +975,15 @@ pub fn roundtrip_run(
     let mut server = server;
     let mut last: Option<f64> = None;
     let mut windows = 0usize;
+    let mut checkpoint_error: Option<results::StoreError> = None;
     let result = probes::roundtrip::run(stream, &cell.config, &ctx.stop, |p| {
         load.poll();
+        // The run is written as it goes: a checkpoint replaces the measurements so far.
+        if let Some(so_far) = p.checkpoint {
+            if let Err(e) = store.replace_measurements(run_id, &so_far.measurements()) {
+                checkpoint_error.get_or_insert(e);
+            }
+        }
         windows += p.estimates.len();
         if let Some(e) = p
             .estimates
@@ -1028,6 +1035,10 @@ pub fn roundtrip_run(
     closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
     let mut flags = outcome.flags();
     flags["load_exited_early"] = json!(!load_events.is_empty());
+    // A checkpoint that could not be stored lost nothing once the end is stored.
+    if let Some(e) = &checkpoint_error {
+        flags["checkpoint_error"] = json!(e.to_string());
+    }
     use probes::roundtrip::RoundtripEnd;
     let (mut status, mut error, mut report) = stream_end(
         match &outcome.end {

@@ -4802,3 +4802,78 @@ fn a_signal_stops_a_plan_while_its_cells_are_checked() {
     assert!(stderr.contains("nothing was run"), "{stderr}");
     assert!(!db.exists());
 }
+
+/// A round trip is written as it goes: a SIGKILLed run keeps, on the next open, the
+/// measurements of its last checkpoint.
+#[test]
+fn a_killed_roundtrip_run_keeps_its_last_checkpoint_on_the_next_open() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let dir = tempdir();
+    let db = dir.path().join("rk.db");
+    let name = unique_server("rtkill");
+    let mut child = util::KillOnDrop(spawn(
+        &db,
+        &[
+            "roundtrip",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--duration",
+            "60s",
+        ],
+    ));
+    // The cycles the loop ran are always measured (the loop's own figure may be
+    // withheld as ambiguous on this noisy machine).
+    let cycles = |s: &Store| -> Option<u64> {
+        let id = s.last_run_id().ok().flatten()?;
+        s.measurements(id)
+            .ok()?
+            .iter()
+            .find(|m| m.measurement.metric == "dsp_time")
+            .and_then(|m| m.measurement.summary.as_ref())
+            .map(|s| s.count)
+    };
+    poll_read_only(&db, "no checkpoint was stored", |s| {
+        cycles(s).is_some_and(|c| c > 0)
+    });
+    // SAFETY: killing the audiolat this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.0.wait();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !jackd_pids(&name).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in jackd_pids(&name) {
+        // SAFETY: the jackd of the audiolat this test killed.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let stored = Store::open_read_only(&db).unwrap();
+    let run_id = stored.last_run_id().unwrap().unwrap();
+    assert_eq!(stored.run(run_id).unwrap().status, RunStatus::Running);
+    let checkpointed = cycles(&stored).unwrap();
+    drop(stored);
+    let shown = run_json(&db, &["show", &run_id.to_string(), "--json"]);
+    assert_eq!(shown["run"]["status"], "interrupted", "{}", shown["run"]);
+    let error = shown["run"]["error"].as_str().unwrap();
+    assert!(error.contains("ended without closing the run"), "{error}");
+    let dsp = shown["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "dsp_time")
+        .unwrap_or_else(|| panic!("no dsp_time: {shown}"));
+    assert_eq!(
+        dsp["summary"]["count"].as_u64(),
+        Some(checkpointed),
+        "{dsp}"
+    );
+    let names: Vec<&str> = shown["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["metric"].as_str())
+        .collect();
+    assert!(names.contains(&"roundtrip"), "{names:?}");
+}

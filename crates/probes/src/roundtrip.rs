@@ -68,6 +68,9 @@ pub struct RoundtripConfig {
     /// the run, as a real-time audio program does: a page fault on the audio path (code
     /// first run, a buffer first touched) can cost a period.
     pub lock_memory: bool,
+    /// Time between two checkpoints handed to the caller (see
+    /// [`RoundtripProgress::checkpoint`]), in ms.
+    pub checkpoint_ms: f64,
 }
 
 impl Default for RoundtripConfig {
@@ -85,6 +88,7 @@ impl Default for RoundtripConfig {
             warmup_ms: 200.0,
             give_up_without_signal: true,
             lock_memory: true,
+            checkpoint_ms: 5_000.0,
         }
     }
 }
@@ -240,6 +244,10 @@ pub struct RoundtripProgress<'a> {
     pub cycles: u64,
     /// Under-runs so far.
     pub underruns: u64,
+    /// Every [`RoundtripConfig::checkpoint_ms`] once the stream has run a cycle, what
+    /// was measured so far, so the run can be stored as it goes. Its `end` reads
+    /// [`RoundtripEnd::Interrupted`] and its steal timeline is empty until the run ends.
+    pub checkpoint: Option<&'a RoundtripOutcome>,
 }
 
 /// Everything a run measured.
@@ -538,22 +546,43 @@ pub fn run(
     let steal = StealSampler::start(Duration::from_millis(50), None);
     let start_ns = monotonic_ns();
     backend.start(Box::new(processor))?;
-    let mut impulses: Vec<ImpulseRow> = Vec::new();
-    let mut estimates: Vec<EstimateRow> = Vec::new();
-    let mut events: Vec<Event> = Vec::new();
-    let mut dsp = LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
-    let mut cycles = 0u64;
-    let mut dsp_overload_cycles = 0u64;
+    // What was measured so far, kept as the outcome itself so a checkpoint is the same
+    // figure the end gives; the end and the steal are filled in when the run ends.
+    let mut outcome = RoundtripOutcome {
+        config: config.clone(),
+        info: info.clone(),
+        end: RoundtripEnd::Interrupted,
+        tone_period: n,
+        impulses: Vec::new(),
+        estimates: Vec::new(),
+        cycles: 0,
+        xruns: 0,
+        gaps: 0,
+        events: Vec::new(),
+        blocks_dropped: 0,
+        records_dropped: 0,
+        alloc_violations: 0,
+        audio_thread: None,
+        duplex_start: None,
+        memory_locked,
+        dsp: LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid"),
+        dsp_overload_cycles: 0,
+        steal: StealTimeline::default(),
+        start_ns,
+        end_ns: start_ns,
+    };
     let measure_frames = (config.duration_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64;
+    let checkpoint_every = Duration::from_secs_f64((config.checkpoint_ms * 1e-3).max(0.0));
+    let mut last_checkpoint = std::time::Instant::now();
     let mut block = Vec::new();
     let mut reported = (0usize, 0usize);
     let end = loop {
         std::thread::sleep(Duration::from_millis(20));
         while let Ok(r) = backend.cycles().pop() {
-            cycles += 1;
-            dsp.record(r.dsp_ns);
+            outcome.cycles += 1;
+            outcome.dsp.record(r.dsp_ns);
             if r.dsp_ns as f64 > r.cycle.period_ns {
-                dsp_overload_cycles += 1;
+                outcome.dsp_overload_cycles += 1;
             }
             analyser.clock = Some((
                 r.cycle.first_frame,
@@ -562,7 +591,7 @@ pub fn run(
                 r.cycle.frames,
             ));
             if r.gap_frames > 0 {
-                events.push(Event {
+                outcome.events.push(Event {
                     mono_ns: r.cycle.callback_ns,
                     kind: "skipped_cycles".into(),
                     detail: json!({"cycle": r.cycle.index, "frames_skipped": r.gap_frames}),
@@ -570,7 +599,7 @@ pub fn run(
             }
         }
         for x in backend.take_xruns() {
-            events.push(Event {
+            outcome.events.push(Event {
                 mono_ns: x.mono_ns,
                 kind: "xrun".into(),
                 detail: json!({"cycles_done": x.cycles_done}),
@@ -591,16 +620,23 @@ pub fn run(
                 block.push(samples_rx.pop().unwrap_or(0.0));
             }
             analyser.feed(first, block.iter().copied());
-            analyser.analyse(&mut impulses, &mut estimates);
+            analyser.analyse(&mut outcome.impulses, &mut outcome.estimates);
         }
         let status = backend.status();
+        outcome.take_status(&status, &shared);
+        let due = outcome.cycles > 0 && last_checkpoint.elapsed() >= checkpoint_every;
+        if due {
+            last_checkpoint = std::time::Instant::now();
+            outcome.end_ns = monotonic_ns();
+        }
         let report = progress(RoundtripProgress {
-            impulses: &impulses[reported.0..],
-            estimates: &estimates[reported.1..],
-            cycles,
+            impulses: &outcome.impulses[reported.0..],
+            estimates: &outcome.estimates[reported.1..],
+            cycles: outcome.cycles,
             underruns: status.xruns + status.gaps,
+            checkpoint: due.then_some(&outcome),
         });
-        reported = (impulses.len(), estimates.len());
+        reported = (outcome.impulses.len(), outcome.estimates.len());
         if let Some(p) = status.panic {
             break RoundtripEnd::Panicked(p);
         }
@@ -613,6 +649,7 @@ pub fn run(
         if stop.load(Ordering::Relaxed) {
             break RoundtripEnd::Interrupted;
         }
+        let (impulses, estimates) = (&outcome.impulses, &outcome.estimates);
         if config.give_up_without_signal
             && impulses.len() as u64 == u64::from(config.impulses)
             && estimates.len() >= 3
@@ -631,31 +668,10 @@ pub fn run(
         }
     };
     backend.stop();
-    let end_ns = monotonic_ns();
-    let status = backend.status();
-    let mut outcome = RoundtripOutcome {
-        config: config.clone(),
-        info,
-        end,
-        tone_period: n,
-        impulses,
-        estimates,
-        cycles,
-        xruns: status.xruns,
-        gaps: status.gaps,
-        events,
-        blocks_dropped: shared.blocks_dropped.load(Ordering::Relaxed),
-        records_dropped: status.records_dropped,
-        alloc_violations: status.alloc_violations,
-        audio_thread: status.audio_thread,
-        duplex_start: status.duplex_start,
-        memory_locked,
-        dsp,
-        dsp_overload_cycles,
-        steal: steal.finish(),
-        start_ns,
-        end_ns,
-    };
+    outcome.end_ns = monotonic_ns();
+    outcome.take_status(&backend.status(), &shared);
+    outcome.end = end;
+    outcome.steal = steal.finish();
     for c in outcome.delay_changes() {
         outcome.events.push(Event {
             mono_ns: c.time_ns,
@@ -667,6 +683,17 @@ pub fn run(
 }
 
 impl RoundtripOutcome {
+    /// Takes the stream's counts so far.
+    fn take_status(&mut self, status: &engine::audio::StreamStatus, shared: &ProcessorShared) {
+        self.xruns = status.xruns;
+        self.gaps = status.gaps;
+        self.blocks_dropped = shared.blocks_dropped.load(Ordering::Relaxed);
+        self.records_dropped = status.records_dropped;
+        self.alloc_violations = status.alloc_violations;
+        self.audio_thread = status.audio_thread;
+        self.duplex_start = status.duplex_start;
+    }
+
     /// Frames per nanosecond's inverse: one frame in ns.
     fn frame_ns(&self) -> f64 {
         1e9 / f64::from(self.info.sample_rate_hz)

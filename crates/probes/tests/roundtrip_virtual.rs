@@ -278,3 +278,38 @@ fn a_run_stopped_before_anything_was_analysed_says_so_not_no_loop() {
         o.verdict_line()
     );
 }
+
+/// Checkpoints hand over what was measured so far, as the end's own measurements, and
+/// grow through the run.
+#[test]
+fn checkpoints_carry_the_measurements_so_far_and_grow() {
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut stream = VirtualStream::open(VirtualConfig::default()).expect("the card opens");
+    let stop = AtomicBool::new(false);
+    let config = RoundtripConfig {
+        checkpoint_ms: 200.0,
+        ..quick()
+    };
+    let count = |ms: &[results::Measurement], metric: &str| {
+        ms.iter()
+            .find(|m| m.metric == metric)
+            .and_then(|m| m.summary.as_ref())
+            .map_or(0, |s| s.count)
+    };
+    let mut seen = Vec::new();
+    let o = roundtrip::run(&mut stream, &config, &stop, |p| {
+        if let Some(so_far) = p.checkpoint {
+            assert_eq!(so_far.end, RoundtripEnd::Interrupted);
+            let ms = so_far.measurements();
+            seen.push((count(&ms, "dsp_time"), so_far.estimates.len()));
+        }
+        Ok(())
+    })
+    .expect("runs");
+    assert!(seen.len() >= 2, "checkpoints: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    let (cycles, windows) = *seen.last().unwrap();
+    assert!(cycles > 0, "{seen:?}");
+    assert!(cycles <= count(&o.measurements(), "dsp_time"), "{seen:?}");
+    assert!(windows <= o.estimates.len(), "{seen:?}");
+}
