@@ -1154,6 +1154,22 @@ fn a_load_that_dies_mid_run_is_recorded_and_its_workers_go_with_it() {
     assert_eq!(v["flags"]["load_exited_early"], Value::Bool(true));
 }
 
+/// SIGKILLs an audiolat this test started; its private server `name` goes with it (or
+/// is stopped here, not to hold the name).
+fn kill_with_its_server(mut child: util::KillOnDrop, name: &str) {
+    // SAFETY: killing the audiolat this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.0.wait();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !jackd_pids(name).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in jackd_pids(name) {
+        // SAFETY: the jackd of the audiolat this test killed.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
 /// jackd processes serving a server name, from /proc (so a test can kill the private
 /// server audiolat started, and check none is left).
 fn jackd_pids(server_name: &str) -> Vec<i32> {
@@ -3770,7 +3786,7 @@ fn a_killed_event_run_is_summarised_from_its_stored_triggers_on_the_next_open() 
     let dir = tempdir();
     let db = dir.path().join("k.db");
     let name = unique_server("sigkill");
-    let mut child = util::KillOnDrop(spawn(
+    let child = util::KillOnDrop(spawn(
         &db,
         &[
             "event",
@@ -3789,18 +3805,7 @@ fn a_killed_event_run_is_summarised_from_its_stored_triggers_on_the_next_open() 
             .flatten()
             .is_some_and(|id| s.triggers(id).map_or(0, |t| t.len()) >= 10)
     });
-    // SAFETY: killing the audiolat this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    let _ = child.0.wait();
-    // Its private server goes with it (or is stopped here, not to hold the name).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !jackd_pids(&name).is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    for pid in jackd_pids(&name) {
-        // SAFETY: the jackd of the audiolat this test killed.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    kill_with_its_server(child, &name);
     let stored = Store::open_read_only(&db).unwrap();
     let run_id = stored.last_run_id().unwrap().unwrap();
     let rows = stored.triggers(run_id).unwrap();
@@ -4812,7 +4817,7 @@ fn a_killed_roundtrip_run_keeps_its_last_checkpoint_on_the_next_open() {
     let dir = tempdir();
     let db = dir.path().join("rk.db");
     let name = unique_server("rtkill");
-    let mut child = util::KillOnDrop(spawn(
+    let child = util::KillOnDrop(spawn(
         &db,
         &[
             "roundtrip",
@@ -4838,17 +4843,7 @@ fn a_killed_roundtrip_run_keeps_its_last_checkpoint_on_the_next_open() {
     poll_read_only(&db, "no checkpoint was stored", |s| {
         cycles(s).is_some_and(|c| c > 0)
     });
-    // SAFETY: killing the audiolat this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    let _ = child.0.wait();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !jackd_pids(&name).is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    for pid in jackd_pids(&name) {
-        // SAFETY: the jackd of the audiolat this test killed.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    kill_with_its_server(child, &name);
     let stored = Store::open_read_only(&db).unwrap();
     let run_id = stored.last_run_id().unwrap().unwrap();
     assert_eq!(stored.run(run_id).unwrap().status, RunStatus::Running);

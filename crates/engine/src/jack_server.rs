@@ -173,14 +173,14 @@ pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
         // audiolat is gone.
         unsafe { libc::kill(pid, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(3);
-        while process_alive(pid) && Instant::now() < deadline {
+        while crate::servers::process_running(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        if process_alive(pid) {
+        if crate::servers::process_running(pid) {
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             let deadline = Instant::now() + Duration::from_secs(1);
-            while process_alive(pid) && Instant::now() < deadline {
+            while crate::servers::process_running(pid) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -224,16 +224,7 @@ fn started_by_dead_audiolat(pid: i32) -> bool {
         .split(|b| *b == 0)
         .filter_map(|v| v.strip_prefix(prefix.as_bytes()))
         .filter_map(|owner| std::str::from_utf8(owner).ok()?.parse::<i32>().ok())
-        .any(|owner| owner != std::process::id() as i32 && !process_alive(owner))
-}
-
-/// Whether `pid` exists and is not a zombie.
-fn process_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| state != 'Z' && state != 'X')
-    })
+        .any(|owner| owner != std::process::id() as i32 && !crate::servers::process_running(owner))
 }
 
 /// A JACK server in use; a private one is stopped when this is dropped.

@@ -86,6 +86,17 @@ fn parse_registry_entries(bytes: &[u8]) -> Vec<(String, i32, Option<u32>)> {
         .collect()
 }
 
+/// Whether the process `pid` is running: it exists and is not a zombie (a killed process
+/// its parent has not reaped is gone as far as what it left is concerned).
+pub fn process_running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state letter follows the command's closing parenthesis.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
+}
+
 /// Whether a process exists (it may belong to another user).
 pub fn process_alive(pid: i32) -> bool {
     if pid <= 0 {

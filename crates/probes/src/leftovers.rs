@@ -138,8 +138,8 @@ mod tests {
 
     #[test]
     fn this_process_is_alive_and_a_gone_pid_is_not() {
-        assert!(partition::pid_alive(std::process::id() as i32));
+        assert!(engine::servers::process_running(std::process::id() as i32));
         // Above pid_max (4194304 at most).
-        assert!(!partition::pid_alive(5_000_000));
+        assert!(!engine::servers::process_running(5_000_000));
     }
 }

@@ -538,10 +538,7 @@ fn remove_dead_reserve_tmps(reserve: &Path) {
         else {
             continue;
         };
-        // SAFETY: signal 0 only asks whether the process exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
+        if !process_alive(i64::from(pid)) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -2075,6 +2072,14 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// The schema as audiolat `version` made it, in one transaction: an older audiolat's file.
+#[cfg(test)]
+fn schema_up_to(version: i64) -> String {
+    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+    let schema = steps[..version as usize].concat();
+    format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")
+}
+
 #[cfg(test)]
 mod journal_tests {
     use super::*;
@@ -2152,14 +2157,7 @@ mod journal_tests {
         let made = dir.join(format!("made{version}.db"));
         let conn = Connection::open(&made).unwrap();
         conn.execute_batch("PRAGMA journal_mode=WAL;").unwrap();
-        let schema = match version {
-            3 => format!("{SCHEMA_V1} {SCHEMA_V2} {SCHEMA_V3}"),
-            _ => format!("{SCHEMA_V1} {SCHEMA_V2} {SCHEMA_V3} {SCHEMA_V4}"),
-        };
-        conn.execute_batch(&format!(
-            "BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;"
-        ))
-        .unwrap();
+        conn.execute_batch(&schema_up_to(version)).unwrap();
         conn.execute(
             "INSERT INTO run (id, probe, status, started_at, started_mono_ns, pid, hostname,
                 machine, tool_version, git_commit, build_profile, command_line, config, load,
@@ -2319,10 +2317,7 @@ mod tests {
         let path = dir.path().join("v1.db");
         {
             let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V1} PRAGMA user_version = 1; COMMIT;"
-            ))
-            .unwrap();
+            conn.execute_batch(&schema_up_to(1)).unwrap();
         }
         let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
@@ -2445,10 +2440,7 @@ mod tests {
         let path = dir.path().join("v3.db");
         {
             let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V1} {SCHEMA_V2} {SCHEMA_V3} PRAGMA user_version = 3; COMMIT;"
-            ))
-            .unwrap();
+            conn.execute_batch(&schema_up_to(3)).unwrap();
             conn.execute_batch(
                 "INSERT INTO run (id, probe, status, started_at, started_mono_ns, pid, hostname,
                     machine, tool_version, git_commit, build_profile, command_line, config, load,
@@ -2714,10 +2706,7 @@ mod open_tests {
         let old = dir.path().join("v2.db");
         {
             let conn = Connection::open(&old).unwrap();
-            conn.execute_batch(&format!(
-                "BEGIN; {SCHEMA_V1} {SCHEMA_V2} PRAGMA user_version = 2; COMMIT;"
-            ))
-            .unwrap();
+            conn.execute_batch(&schema_up_to(2)).unwrap();
         }
         let before = std::fs::read(&old).unwrap();
         let msg = one_line(&Store::open_read_only(&old).unwrap_err());

@@ -835,25 +835,11 @@ fn other_audiolat_enabled_cpuset() -> bool {
                 .strip_prefix("cells-")
                 .and_then(|r| r.strip_suffix(".json"))
                 .and_then(|p| p.parse::<i32>().ok());
-            pid.is_some_and(pid_alive)
+            pid.is_some_and(engine::servers::process_running)
         })
         .filter_map(|e| fs::read_to_string(e.path()).ok())
         .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
         .any(|state| state["v2_enabled_cpuset"] == json!(true))
-}
-
-/// Whether the process `pid` is running: it exists and is not a zombie (a killed
-/// audiolat its parent has not reaped is gone as far as its state is concerned).
-pub fn pid_alive(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state letter follows the command's closing parenthesis.
-        Ok(stat) => !matches!(
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next()),
-            Some('Z' | 'X')
-        ),
-        Err(_) => false,
-    }
 }
 
 /// A CPU an exclusive cell of another running audiolat holds.
@@ -882,7 +868,8 @@ pub fn held_by_others() -> Vec<HeldCpu> {
             });
         }
     };
-    let live = |name: &str| group_pid(name).filter(|&p| p != own && pid_alive(p));
+    let live =
+        |name: &str| group_pid(name).filter(|&p| p != own && engine::servers::process_running(p));
     if let Some(root) = v1_mount("cpuset") {
         for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -976,7 +963,7 @@ fn dead_groups(root: &Path) -> Vec<(i32, PathBuf)> {
         .filter(|e| e.path().is_dir())
         .filter_map(|e| {
             let pid = group_pid(&e.file_name().to_string_lossy())?;
-            (!pid_alive(pid)).then(|| (pid, e.path()))
+            (!engine::servers::process_running(pid)).then(|| (pid, e.path()))
         })
         .collect();
     out.sort();
@@ -991,7 +978,7 @@ fn dead_state_files() -> Vec<(i32, PathBuf, Value)> {
         .flatten()
         .filter_map(|e| {
             let pid = state_file_pid(&e.file_name().to_string_lossy())?;
-            if pid_alive(pid) {
+            if engine::servers::process_running(pid) {
                 return None;
             }
             let state = fs::read_to_string(e.path())

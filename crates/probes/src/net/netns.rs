@@ -300,7 +300,7 @@ fn is_veth(name: &str) -> bool {
 /// Namespaces and veth ends (left in this namespace when audiolat died between making
 /// the pair and moving it) of audiolats that are gone.
 fn dead_names() -> Vec<(i32, String, bool)> {
-    let alive = crate::cell::partition::pid_alive;
+    let alive = engine::servers::process_running;
     let mut out = Vec::new();
     for (dir, is_ns) in [("/var/run/netns", true), ("/sys/class/net", false)] {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
