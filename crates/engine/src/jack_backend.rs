@@ -77,7 +77,9 @@ impl CallbackExit {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let tid = self.thread_id.load(Ordering::Acquire);
-            if tid == 0 || !thread_alive(tid) {
+            // A thread id is a pid to /proc; one that exited but is not joined yet is
+            // a zombie: gone from audiolat's code.
+            if tid == 0 || !crate::servers::process_running(tid) {
                 return true;
             }
             if std::time::Instant::now() > deadline {
@@ -85,19 +87,6 @@ impl CallbackExit {
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-    }
-}
-
-/// Whether the thread `tid` of this process still runs (a thread that exited but is not
-/// joined yet is a zombie: gone from audiolat's code).
-fn thread_alive(tid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) {
-        // The state follows the command name in parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| state != 'Z' && state != 'X'),
-        Err(_) => false,
     }
 }
 
