@@ -764,7 +764,9 @@ impl Store {
             let mut name = path.as_os_str().to_owned();
             name.push(suffix);
             let beside = PathBuf::from(name);
-            if beside.exists() && !writable(&beside) {
+            // Asked in this order: a journal another process's open makes and removes
+            // (racing first runs) may vanish between the two questions.
+            if !writable(&beside) && beside.exists() {
                 return Err(open_err(
                     format!("{} beside it is not writable (another user's?)", beside.display()),
                     "run as the user who owns it, fix its permissions, or pass --db with another file",
