@@ -8,7 +8,7 @@
 //!
 //! `AUDIOLAT_SKIP_LAB=1` skips them (for a quick local run; CI runs them).
 
-#[path = "../util/mod.rs"]
+#[path = "../cli/util.rs"]
 mod util;
 
 mod alsa;

@@ -1,0 +1,63 @@
+//! `audiolat bench`: every workload timed against `f32::sin`, voices counted, Ctrl-C.
+
+use std::time::Duration;
+
+use crate::util::{self, run, run_json, spawn, temp_db};
+
+#[test]
+fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
+    let (_dir, db) = temp_db("b.db");
+    let v = run_json(
+        &db,
+        &["bench", "--each", "20ms", "--period", "64", "--json"],
+    );
+    assert_eq!(v["reference"]["name"], "reference f32::sin");
+    assert!(v["reference"]["ns_per_sample"].as_f64().unwrap() > 0.0);
+    let names: Vec<&str> = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    for w in ["sine", "poly"] {
+        assert!(names.contains(&w), "{names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("bank:")), "{names:?}");
+    for k in v["kernels"].as_array().unwrap() {
+        assert!(k["ns_per_sample"].as_f64().unwrap() > 0.0, "{k}");
+        assert!(k["ratio_to_reference"].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(v["voice_capacity"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["period_frames"], 64);
+    let text = run(&db, &["bench", "--each", "20ms"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("voice capacity:"));
+    assert!(text.stdout.contains("ns/sample"));
+    assert!(
+        text.stdout.contains("built ") && text.stdout.contains("host steal"),
+        "the figures carry their build profile and validity: {}",
+        text.stdout
+    );
+    assert!(v["build_profile"].as_str().unwrap().contains("opt-level"));
+    assert!(v["host_steal_percent"].as_f64().is_some());
+    // Ctrl-C ends it at once (within a round), exit 130, nothing half-measured printed.
+    let mut child = spawn(&db, &["bench", "--each", "10s"]);
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = util::wait_timeout(&mut child, Duration::from_secs(30));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert!(!db.exists(), "bench stores nothing");
+}

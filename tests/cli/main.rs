@@ -1,0 +1,27 @@
+//! The audiolat command line, end to end: the binary cargo built, real tools
+//! (cyclictest, stress-ng, jackd2), a real SQLite file per test. One test binary, `cli`
+//! (`cargo test --test cli <filter>`), with a module per area; the fixtures every area
+//! uses (running the binary on a database, a private `jackd -d dummy`, the machine lock,
+//! clean-up guards) are in `util.rs`, a helper only one area needs stays in its module.
+//!
+//! A new test goes into the module of its area; a new area is a new module here (kept
+//! under 600 lines: split an area that outgrows it, as `event` and `jack` are).
+
+mod util;
+
+mod bench;
+mod cells;
+mod devices;
+mod doctor;
+mod errors;
+mod event;
+mod jack;
+mod jitter;
+mod loads;
+mod net;
+mod plan;
+mod reports;
+mod roundtrip;
+mod signals;
+mod store;
+mod suite;
