@@ -144,26 +144,7 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
             }
             args.extend(["--deadline".into(), share.to_arg()]);
         }
-        let (program, version) = match tool {
-            Some(tool) => {
-                let program = require(&tool)?;
-                let version = tool_version(&tool, &program);
-                (program, version)
-            }
-            None => (
-                ctx.self_exe.clone().ok_or(LoadError::NoSelfExe)?,
-                match item {
-                    LoadItem::Video => format!(
-                        "audiolat {} built-in video players (2 x 30 fps, 1920x1080x4-byte frames streamed through memory)",
-                        env!("CARGO_PKG_VERSION")
-                    ),
-                    _ => format!(
-                        "audiolat {} built-in NPB EP kernel (class S, verified each pass)",
-                        env!("CARGO_PKG_VERSION")
-                    ),
-                },
-            ),
-        };
+        let (program, version) = program_and_version(tool, item, ctx)?;
         out.push(LoadCommand {
             item: *item,
             program,
@@ -173,6 +154,35 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
         });
     }
     Ok(out)
+}
+
+/// The program that runs a load item and its version: the tool, found in `PATH`, or
+/// audiolat itself for a built-in load (`tool` is `None`).
+fn program_and_version(
+    tool: Option<Tool>,
+    item: &LoadItem,
+    ctx: &LoadContext,
+) -> Result<(PathBuf, String), LoadError> {
+    Ok(match tool {
+    Some(tool) => {
+        let program = require(&tool)?;
+        let version = tool_version(&tool, &program);
+        (program, version)
+    }
+    None => (
+        ctx.self_exe.clone().ok_or(LoadError::NoSelfExe)?,
+        match item {
+            LoadItem::Video => format!(
+                "audiolat {} built-in video players (2 x 30 fps, 1920x1080x4-byte frames streamed through memory)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            _ => format!(
+                "audiolat {} built-in NPB EP kernel (class S, verified each pass)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        },
+    ),
+    })
 }
 
 fn writable_dir(p: &Path) -> bool {
