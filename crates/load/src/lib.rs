@@ -38,7 +38,7 @@ mod placement;
 mod plan;
 mod running;
 pub mod spec;
-mod supervise;
+mod supervisor;
 mod tools;
 pub mod video;
 
@@ -48,7 +48,7 @@ pub use placement::{deadline_threads, DeadlineShare, Placement, VIDEO_PLAYERS};
 pub use plan::{plan, shell_quote, LoadCommand};
 pub use running::{describe, start, tagged_processes, LoadExit, LoadReport, RunningLoad};
 pub use spec::{LoadItem, LoadSpec, SpecError};
-pub use supervise::{hurried, hurry, supervise};
+pub use supervisor::{hurried, hurry, supervise};
 pub use tools::{
     find_in_path, tool_version, Tool, CYCLICTEST, HACKBENCH, IP, JACKD, STRESS_NG, TC, TOP,
 };

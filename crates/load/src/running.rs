@@ -4,7 +4,7 @@
 use crate::placement::PreparedPlacement;
 use crate::plan::{plan, LoadCommand};
 use crate::spec::LoadSpec;
-use crate::supervise::HURRY;
+use crate::supervisor::HURRY;
 use crate::{LoadContext, LoadError, SUPERVISE_ARG, SUPERVISOR_PARENT_ENV, TAG_ENV};
 use serde_json::{json, Value};
 use std::io::Read;
@@ -287,7 +287,7 @@ impl RunningLoad {
     }
 
     /// Stops every load: SIGTERM to each process group, SIGKILL after two seconds (at
-    /// once after [`hurry`]), and waits until no process of any group is left.
+    /// once after [`hurry`](crate::hurry)), and waits until no process of any group is left.
     pub fn stop(mut self) -> LoadReport {
         self.stop_all()
     }
