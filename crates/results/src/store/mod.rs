@@ -16,6 +16,12 @@
 //! Beside the database a writer keeps a reserve file (`FILE-reserve`, [`RESERVE_BYTES`]):
 //! when the filesystem fills mid-run, [`Store::closing`] removes it so the run can still
 //! be closed with its summary and the real reason.
+//!
+//! Layout: this file holds the handle ([`Store`]) and its error and option types; the
+//! opens and their pre-checks are in `open`, the journal mode in `journal`, the schema and
+//! its migration in `schema`, the reserve in `reserve`, runs in `runs`, what a run
+//! produced in `records`, groups and plan cells in `groups`, and dead processes' leftovers
+//! in `recovery`; each `*_tests` file tests one of them (`tests` the rest).
 
 mod groups;
 mod journal;
