@@ -255,63 +255,13 @@ impl MultiTone {
             };
         }
 
-        // Whole periods of each difference from the one before, then a weighted fit of
-        // the unwrapped phases: θ_k = φ0 − 2πkτ/N.
         let nf = n as f64;
-        let k0 = self.bins[0];
-        let diff = |i: usize| wrap(phases[i] - phases[0]);
-        let mut tau = (-diff(1) * nf / (2.0 * PI)).rem_euclid(nf);
-        for i in 2..self.bins.len() {
-            let d = (self.bins[i] - k0) as f64;
-            let predicted = -2.0 * PI * d * tau / nf;
-            tau -= wrap(diff(i) - predicted) * nf / (2.0 * PI * d);
-        }
-        let mut phi0 = 0.0;
-        for _ in 0..2 {
-            // Intercept at the current slope (circular mean), then unwrap and refit.
-            let (mut c, mut s) = (0.0, 0.0);
-            for (i, &k) in self.bins.iter().enumerate() {
-                let a = phases[i] + 2.0 * PI * k as f64 * tau / nf;
-                c += weights[i] * a.cos();
-                s += weights[i] * a.sin();
-            }
-            phi0 = s.atan2(c);
-            let (mut sw, mut sk, mut sy, mut skk, mut sky) = (0.0, 0.0, 0.0, 0.0, 0.0);
-            for (i, &k) in self.bins.iter().enumerate() {
-                let kf = k as f64;
-                let predicted = phi0 - 2.0 * PI * kf * tau / nf;
-                let y = predicted + wrap(phases[i] - predicted);
-                let w = weights[i];
-                sw += w;
-                sk += w * kf;
-                sy += w * y;
-                skk += w * kf * kf;
-                sky += w * kf * y;
-            }
-            let slope = (sw * sky - sk * sy) / (sw * skk - sk * sk);
-            let intercept = (sy - slope * sk) / sw;
-            tau = -slope * nf / (2.0 * PI);
-            phi0 = intercept;
-        }
-        let (mut sw, mut sres, mut skk_c) = (0.0, 0.0, 0.0);
-        let kbar: f64 = self
-            .bins
-            .iter()
-            .zip(&weights)
-            .map(|(&k, w)| k as f64 * w)
-            .sum::<f64>()
-            / weights.iter().sum::<f64>();
-        for (i, &k) in self.bins.iter().enumerate() {
-            let kf = k as f64;
-            let r = wrap(phases[i] - (phi0 - 2.0 * PI * kf * tau / nf));
-            sw += weights[i];
-            sres += weights[i] * r * r;
-            skk_c += weights[i] * (kf - kbar) * (kf - kbar);
-        }
-        let residual_rad = (sres / sw).sqrt();
-        let dof = (self.bins.len() as f64 - 2.0).max(1.0);
-        let slope_var = sres / dof / skk_c;
-        let stderr_frames = slope_var.sqrt() * nf / (2.0 * PI);
+        let PhaseLine {
+            tau,
+            phi0,
+            residual_rad,
+            stderr_frames,
+        } = fit_phase_line(&self.bins, &phases, &weights, n);
         let inverted = phi0.cos() < 0.0;
         let verdict = if gain < 1e-3 || snr_db < 10.0 {
             Verdict::NoSignal
@@ -336,6 +286,86 @@ impl MultiTone {
             clipped,
             verdict,
         }
+    }
+}
+
+/// A line fitted through the partials' phases (see [`fit_phase_line`]).
+struct PhaseLine {
+    /// The delay τ, frames (any number of periods).
+    tau: f64,
+    /// The intercept φ0, rad.
+    phi0: f64,
+    /// The weighted RMS residual of the phases about the line, rad.
+    residual_rad: f64,
+    /// τ's standard error, frames.
+    stderr_frames: f64,
+}
+
+/// The line through the partials' phases, θ_k = φ0 − 2πkτ/N (bins `bins` of an
+/// `n`-sample period, each phase weighted by its partial's power): the delay τ in frames,
+/// its intercept, how well it fits and how sure τ is.
+fn fit_phase_line(bins: &[usize], phases: &[f64], weights: &[f64], n: usize) -> PhaseLine {
+    // Whole periods of each difference from the one before, then a weighted fit of
+    // the unwrapped phases: θ_k = φ0 − 2πkτ/N.
+    let nf = n as f64;
+    let k0 = bins[0];
+    let diff = |i: usize| wrap(phases[i] - phases[0]);
+    let mut tau = (-diff(1) * nf / (2.0 * PI)).rem_euclid(nf);
+    for (i, &k) in bins.iter().enumerate().skip(2) {
+        let d = (k - k0) as f64;
+        let predicted = -2.0 * PI * d * tau / nf;
+        tau -= wrap(diff(i) - predicted) * nf / (2.0 * PI * d);
+    }
+    let mut phi0 = 0.0;
+    for _ in 0..2 {
+        // Intercept at the current slope (circular mean), then unwrap and refit.
+        let (mut c, mut s) = (0.0, 0.0);
+        for (i, &k) in bins.iter().enumerate() {
+            let a = phases[i] + 2.0 * PI * k as f64 * tau / nf;
+            c += weights[i] * a.cos();
+            s += weights[i] * a.sin();
+        }
+        phi0 = s.atan2(c);
+        let (mut sw, mut sk, mut sy, mut skk, mut sky) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for (i, &k) in bins.iter().enumerate() {
+            let kf = k as f64;
+            let predicted = phi0 - 2.0 * PI * kf * tau / nf;
+            let y = predicted + wrap(phases[i] - predicted);
+            let w = weights[i];
+            sw += w;
+            sk += w * kf;
+            sy += w * y;
+            skk += w * kf * kf;
+            sky += w * kf * y;
+        }
+        let slope = (sw * sky - sk * sy) / (sw * skk - sk * sk);
+        let intercept = (sy - slope * sk) / sw;
+        tau = -slope * nf / (2.0 * PI);
+        phi0 = intercept;
+    }
+    let (mut sw, mut sres, mut skk_c) = (0.0, 0.0, 0.0);
+    let kbar: f64 = bins
+        .iter()
+        .zip(weights)
+        .map(|(&k, w)| k as f64 * w)
+        .sum::<f64>()
+        / weights.iter().sum::<f64>();
+    for (i, &k) in bins.iter().enumerate() {
+        let kf = k as f64;
+        let r = wrap(phases[i] - (phi0 - 2.0 * PI * kf * tau / nf));
+        sw += weights[i];
+        sres += weights[i] * r * r;
+        skk_c += weights[i] * (kf - kbar) * (kf - kbar);
+    }
+    let residual_rad = (sres / sw).sqrt();
+    let dof = (bins.len() as f64 - 2.0).max(1.0);
+    let slope_var = sres / dof / skk_c;
+    let stderr_frames = slope_var.sqrt() * nf / (2.0 * PI);
+    PhaseLine {
+        tau,
+        phi0,
+        residual_rad,
+        stderr_frames,
     }
 }
 

@@ -261,8 +261,9 @@ fn group_label(data: &ReportData, cell: &CellData) -> String {
 /// Per group: (buffer ms, mean latency ms) and (buffer ms, DSP load %).
 type ByBuffer = (Vec<(f64, f64)>, Vec<(f64, f64)>);
 
+/// The report's figures, each with its caption: histograms, latency and DSP load against
+/// the buffer, and latency against time.
 fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
-    let mut figures = Vec::new();
     // Complete runs only: an interrupted or failed run's samples stand in the runs table.
     let complete: Vec<(&CellData, &RunData)> = data
         .cells
@@ -270,9 +271,32 @@ fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
         .filter(|c| c.status == Some(results::RunStatus::Complete))
         .filter_map(|c| c.run.as_ref().map(|r| (c, r)))
         .collect();
+    let mut figures = histogram_figures(data, &complete);
+    figures.extend(buffer_figures(data, &complete));
+    // Latency against time, for the first run of each group (latencytest's graphs).
+    let mut seen = BTreeSet::new();
+    for (c, r) in &complete {
+        let label = group_label(data, c);
+        if !seen.insert(label.clone()) || seen.len() > 6 {
+            continue;
+        }
+        if let Some((caption, svg)) = time_plot(c, r) {
+            figures.push((caption, svg));
+        }
+    }
+    figures
+}
+
+/// One histogram figure per headline metric, each run's histogram merged into its
+/// group's.
+fn histogram_figures(
+    data: &ReportData,
+    complete: &[(&CellData, &RunData)],
+) -> Vec<(String, String)> {
+    let mut figures = Vec::new();
     // Histograms, merged per group, one plot per metric.
     let mut metrics: Vec<String> = Vec::new();
-    for (_, r) in &complete {
+    for (_, r) in complete {
         if let Some(m) = r.headline() {
             if !metrics.contains(&m.metric) {
                 metrics.push(m.metric.clone());
@@ -282,7 +306,7 @@ fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
     for metric in &metrics {
         let mut merged: BTreeMap<String, results::LatencyHistogram> = BTreeMap::new();
         let mut order: Vec<String> = Vec::new();
-        for (c, r) in &complete {
+        for (c, r) in complete {
             let Some(h) = r.measurement(metric).and_then(|m| m.histogram.as_ref()) else {
                 continue;
             };
@@ -315,10 +339,17 @@ fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
             ));
         }
     }
+    figures
+}
+
+/// Mean event latency and DSP load against the playback buffer (event runs), a series
+/// per group.
+fn buffer_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<(String, String)> {
+    let mut figures = Vec::new();
     // Latency and DSP load against the buffer (event runs).
     let mut by_buffer: BTreeMap<String, ByBuffer> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    for (c, r) in &complete {
+    for (c, r) in complete {
         let Some(buffer_ms) = r.value("result.buffer_ms") else {
             continue;
         };
@@ -372,17 +403,6 @@ fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
             "Mean DSP time per cycle of each run, in percent of its period.".into(),
             svg,
         ));
-    }
-    // Latency against time, for the first run of each group (latencytest's graphs).
-    let mut seen = BTreeSet::new();
-    for (c, r) in &complete {
-        let label = group_label(data, c);
-        if !seen.insert(label.clone()) || seen.len() > 6 {
-            continue;
-        }
-        if let Some((caption, svg)) = time_plot(c, r) {
-            figures.push((caption, svg));
-        }
     }
     figures
 }

@@ -135,182 +135,217 @@ pub fn tables(data: &ReportData) -> Vec<PaperTable> {
         return Vec::new();
     };
     let axes = data.axes();
-    let labels_of = |name: &str| {
-        axes.iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, l)| l.clone())
-            .unwrap_or_default()
+    specs
+        .iter()
+        .map(|spec| table(data, plan, &axes, spec))
+        .collect()
+}
+
+/// The labels of the plan's axis `name` (none for an unknown axis).
+fn axis_labels(axes: &[(String, Vec<String>)], name: &str) -> Vec<String> {
+    axes.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, l)| l.clone())
+        .unwrap_or_default()
+}
+
+/// The strings of a JSON array (none for anything else).
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One `[[report.table]]` of the plan (`spec`), filled from its cells.
+fn table(
+    data: &ReportData,
+    plan: &Value,
+    axes: &[(String, Vec<String>)],
+    spec: &Value,
+) -> PaperTable {
+    let labels_of = |name: &str| axis_labels(axes, name);
+    let value = spec["value"].as_str().unwrap_or("").to_string();
+    let scale = spec["scale"].as_f64().unwrap_or(1.0);
+    let digits = spec["digits"].as_u64().unwrap_or(2) as usize;
+    let how = spec["aggregate"].as_str().unwrap_or("mean").to_string();
+    // Only runs whose value at this path is zero count (e.g. no under-runs).
+    let valid_if_zero = spec["valid_if_zero"].as_str().map(str::to_string);
+    let row_axes = names(&spec["rows"]);
+    let column_axes: Vec<(String, Vec<String>)> = names(&spec["columns"])
+        .into_iter()
+        .map(|n| {
+            let l = labels_of(&n);
+            (n, l)
+        })
+        .collect();
+    let filter: BTreeMap<String, String> = spec["filter"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let label = match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (k.clone(), label)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let published = spec["published"]
+        .as_str()
+        .map(|k| &plan["published"][k])
+        .filter(|p| p.is_object());
+    let published_rows = published.and_then(|p| p["rows"].as_object());
+    let row_list = table_rows(data, axes, &row_axes, &filter, published_rows);
+    let columns = combos(&column_axes);
+    let mut rows = Vec::new();
+    for r in &row_list {
+        let mut cells = Vec::new();
+        for (ci, c) in columns.iter().enumerate() {
+            let mut fixed = filter.clone();
+            fixed.extend(row_axes.iter().cloned().zip(r.iter().cloned()));
+            fixed.extend(
+                column_axes
+                    .iter()
+                    .map(|(n, _)| n.clone())
+                    .zip(c.iter().cloned()),
+            );
+            let matching: Vec<&CellData> =
+                data.cells.iter().filter(|x| matches(x, &fixed)).collect();
+            let values: Vec<f64> = matching
+                .iter()
+                .filter(|x| x.status == Some(results::RunStatus::Complete))
+                .filter(|x| match (&valid_if_zero, &x.run) {
+                    (Some(path), Some(r)) => r.value(path) == Some(0.0),
+                    _ => true,
+                })
+                .filter_map(|x| x.run.as_ref()?.value(&value))
+                .map(|v| v * scale)
+                .collect();
+            let note = values
+                .is_empty()
+                .then(|| why_no_value(data, &matching, &fixed, valid_if_zero.as_deref(), &value));
+            let published = published_rows
+                .and_then(|rows| rows.get(&r.join(" ")))
+                .and_then(|v| v.as_array())
+                .and_then(|a| a.get(ci))
+                .cloned();
+            cells.push(TableCell {
+                value: aggregate(&values, &how),
+                spread: spread(&values),
+                runs: values.len(),
+                published,
+                note,
+            });
+        }
+        rows.push((r.clone(), cells));
+    }
+    PaperTable {
+        title: spec["title"].as_str().unwrap_or(&value).to_string(),
+        unit: spec["unit"].as_str().unwrap_or("").to_string(),
+        digits,
+        row_axes,
+        column_axes,
+        rows,
+        caption: published.and_then(|p| p["caption"].as_str().map(str::to_string)),
+        aggregate: how,
+        value,
+    }
+}
+
+/// A table's rows: the published figure's (its shape), else every combination of the
+/// row axes that has a cell; in the order of the first row axis's labels.
+fn table_rows(
+    data: &ReportData,
+    axes: &[(String, Vec<String>)],
+    row_axes: &[String],
+    filter: &BTreeMap<String, String>,
+    published_rows: Option<&serde_json::Map<String, Value>>,
+) -> Vec<Vec<String>> {
+    let labels_of = |name: &str| axis_labels(axes, name);
+    let row_list: Vec<Vec<String>> = match published_rows {
+        Some(rows) if row_axes.len() == 1 => rows.keys().map(|k| vec![k.clone()]).collect(),
+        _ => {
+            let all = combos(
+                &row_axes
+                    .iter()
+                    .map(|n| (n.clone(), labels_of(n)))
+                    .collect::<Vec<_>>(),
+            );
+            all.into_iter()
+                .filter(|r| {
+                    let mut fixed = filter.clone();
+                    fixed.extend(row_axes.iter().cloned().zip(r.iter().cloned()));
+                    data.cells.iter().any(|c| matches(c, &fixed))
+                })
+                .collect()
+        }
     };
-    let names = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut out = Vec::new();
-    for spec in specs {
-        let value = spec["value"].as_str().unwrap_or("").to_string();
-        let scale = spec["scale"].as_f64().unwrap_or(1.0);
-        let digits = spec["digits"].as_u64().unwrap_or(2) as usize;
-        let how = spec["aggregate"].as_str().unwrap_or("mean").to_string();
-        // Only runs whose value at this path is zero count (e.g. no under-runs).
-        let valid_if_zero = spec["valid_if_zero"].as_str().map(str::to_string);
-        let row_axes = names(&spec["rows"]);
-        let column_axes: Vec<(String, Vec<String>)> = names(&spec["columns"])
-            .into_iter()
-            .map(|n| {
-                let l = labels_of(&n);
-                (n, l)
-            })
-            .collect();
-        let filter: BTreeMap<String, String> = spec["filter"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        let label = match v {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        (k.clone(), label)
-                    })
-                    .collect()
+    // A published row's key order is the file's; keep the axis order instead.
+    {
+        let order = row_axes.first().map(|n| labels_of(n)).unwrap_or_default();
+        let mut r = row_list;
+        r.sort_by_key(|labels| {
+            order
+                .iter()
+                .position(|l| Some(l) == labels.first())
+                .unwrap_or(usize::MAX)
+        });
+        r
+    }
+}
+
+/// Why a table cell has no value: not in the plan (or excluded here), not run yet, its
+/// runs lack the value, or how they ended.
+fn why_no_value(
+    data: &ReportData,
+    matching: &[&CellData],
+    fixed: &BTreeMap<String, String>,
+    valid_if_zero: Option<&str>,
+    value: &str,
+) -> String {
+    if matching.is_empty() {
+        data.exclusion(fixed)
+            .map(|r| format!("not run here: {r}"))
+            .unwrap_or_else(|| "not in this plan".into())
+    } else if matching.iter().all(|x| x.status.is_none()) {
+        "not run yet".into()
+    } else if matching
+        .iter()
+        .any(|x| x.status == Some(results::RunStatus::Complete))
+    {
+        match valid_if_zero {
+            Some(p) => format!("no run with {p} = 0"),
+            None => format!("no `{value}` in the run"),
+        }
+    } else {
+        let reason = matching
+            .iter()
+            .find_map(|x| {
+                x.error
+                    .clone()
+                    .or_else(|| x.run.as_ref()?.record.error.clone())
             })
             .unwrap_or_default();
-        let published = spec["published"]
-            .as_str()
-            .map(|k| &plan["published"][k])
-            .filter(|p| p.is_object());
-        let published_rows = published.and_then(|p| p["rows"].as_object());
-        // Rows: the published figure's (its shape), else every combination of the row
-        // axes that has a cell.
-        let row_list: Vec<Vec<String>> = match published_rows {
-            Some(rows) if row_axes.len() == 1 => rows.keys().map(|k| vec![k.clone()]).collect(),
-            _ => {
-                let all = combos(
-                    &row_axes
-                        .iter()
-                        .map(|n| (n.clone(), labels_of(n)))
-                        .collect::<Vec<_>>(),
-                );
-                all.into_iter()
-                    .filter(|r| {
-                        let mut fixed = filter.clone();
-                        fixed.extend(row_axes.iter().cloned().zip(r.iter().cloned()));
-                        data.cells.iter().any(|c| matches(c, &fixed))
-                    })
-                    .collect()
+        format!(
+            "{}{}",
+            matching
+                .iter()
+                .find_map(|x| x.status)
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
             }
-        };
-        // A published row's key order is the file's; keep the axis order instead.
-        let row_list = {
-            let order = row_axes.first().map(|n| labels_of(n)).unwrap_or_default();
-            let mut r = row_list;
-            r.sort_by_key(|labels| {
-                order
-                    .iter()
-                    .position(|l| Some(l) == labels.first())
-                    .unwrap_or(usize::MAX)
-            });
-            r
-        };
-        let columns = combos(&column_axes);
-        let mut rows = Vec::new();
-        for r in &row_list {
-            let mut cells = Vec::new();
-            for (ci, c) in columns.iter().enumerate() {
-                let mut fixed = filter.clone();
-                fixed.extend(row_axes.iter().cloned().zip(r.iter().cloned()));
-                fixed.extend(
-                    column_axes
-                        .iter()
-                        .map(|(n, _)| n.clone())
-                        .zip(c.iter().cloned()),
-                );
-                let matching: Vec<&CellData> =
-                    data.cells.iter().filter(|x| matches(x, &fixed)).collect();
-                let values: Vec<f64> = matching
-                    .iter()
-                    .filter(|x| x.status == Some(results::RunStatus::Complete))
-                    .filter(|x| match (&valid_if_zero, &x.run) {
-                        (Some(path), Some(r)) => r.value(path) == Some(0.0),
-                        _ => true,
-                    })
-                    .filter_map(|x| x.run.as_ref()?.value(&value))
-                    .map(|v| v * scale)
-                    .collect();
-                let note = if !values.is_empty() {
-                    None
-                } else if matching.is_empty() {
-                    Some(
-                        data.exclusion(&fixed)
-                            .map(|r| format!("not run here: {r}"))
-                            .unwrap_or_else(|| "not in this plan".into()),
-                    )
-                } else if matching.iter().all(|x| x.status.is_none()) {
-                    Some("not run yet".into())
-                } else if matching
-                    .iter()
-                    .any(|x| x.status == Some(results::RunStatus::Complete))
-                {
-                    Some(match &valid_if_zero {
-                        Some(p) => format!("no run with {p} = 0"),
-                        None => format!("no `{value}` in the run"),
-                    })
-                } else {
-                    let reason = matching
-                        .iter()
-                        .find_map(|x| {
-                            x.error
-                                .clone()
-                                .or_else(|| x.run.as_ref()?.record.error.clone())
-                        })
-                        .unwrap_or_default();
-                    Some(format!(
-                        "{}{}",
-                        matching
-                            .iter()
-                            .find_map(|x| x.status)
-                            .map(|s| s.to_string())
-                            .unwrap_or_default(),
-                        if reason.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {reason}")
-                        }
-                    ))
-                };
-                let published = published_rows
-                    .and_then(|rows| rows.get(&r.join(" ")))
-                    .and_then(|v| v.as_array())
-                    .and_then(|a| a.get(ci))
-                    .cloned();
-                cells.push(TableCell {
-                    value: aggregate(&values, &how),
-                    spread: spread(&values),
-                    runs: values.len(),
-                    published,
-                    note,
-                });
-            }
-            rows.push((r.clone(), cells));
-        }
-        out.push(PaperTable {
-            title: spec["title"].as_str().unwrap_or(&value).to_string(),
-            unit: spec["unit"].as_str().unwrap_or("").to_string(),
-            digits,
-            row_axes,
-            column_axes,
-            rows,
-            caption: published.and_then(|p| p["caption"].as_str().map(str::to_string)),
-            aggregate: how,
-            value,
-        });
+        )
     }
-    out
 }
 
 fn fmt_published(v: &Value, digits: usize) -> String {

@@ -1,0 +1,225 @@
+//! The SQLite store.
+//!
+//! One file (default `./audiolat.db`) holds every run. A run row is written when the run
+//! starts (status `running`), events and measurements as they are produced, and the
+//! status when it ends, so an interrupted run keeps what it measured. A run whose process
+//! died without closing it is summarised (by the caller's [`Summarise`]) and marked
+//! `interrupted` the next time the store is opened for writing on the same host
+//! ([`Store::open_recovering`], or [`Store::close_abandoned`] for a reader); so are its
+//! group and plan cells.
+//!
+//! The schema is versioned with `PRAGMA user_version`; [`Store::open`] creates or
+//! migrates it in one `BEGIN IMMEDIATE` transaction (two first runs may race to create
+//! it) and refuses files from a newer audiolat or from another program, which are never
+//! written. [`Store::open_read_only`] writes nothing at all.
+//!
+//! Beside the database a writer keeps a reserve file (`FILE-reserve`, [`RESERVE_BYTES`]):
+//! when the filesystem fills mid-run, [`Store::closing`] removes it so the run can still
+//! be closed with its summary and the real reason.
+//!
+//! Layout: this file holds the handle ([`Store`]) and its error and option types; the
+//! opens and their pre-checks are in `open`, the journal mode in `journal`, the schema and
+//! its migration in `schema`, the reserve in `reserve`, runs in `runs`, what a run
+//! produced in `records`, groups and plan cells in `groups`, and dead processes' leftovers
+//! in `recovery`; each `*_tests` file tests one of them (`tests` the rest).
+
+mod groups;
+mod journal;
+mod open;
+mod records;
+mod recovery;
+mod reserve;
+mod runs;
+mod schema;
+
+use crate::model::{Measurement, RunRecord, RunStatus};
+use rusqlite::Connection;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[cfg(test)]
+use journal::{in_wal_mode, shared_mmap_works, wal_path};
+pub use reserve::RESERVE_BYTES;
+#[cfg(test)]
+use reserve::{make_reserve, remove_dead_reserve_tmps, reserve_path, MIN_FREE_BYTES};
+#[cfg(test)]
+use schema::schema_up_to;
+pub use schema::SCHEMA_VERSION;
+
+/// Errors of the store. Messages say what the user can do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file cannot be opened or created.
+    #[error("cannot use results database {path}: {reason}; {fix}")]
+    Open {
+        /// The path.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+        /// What to do.
+        fix: String,
+    },
+    /// No database at the path, for commands that only read.
+    #[error("no results database at {0}: run a probe first (e.g. `audiolat jitter`) or point --db at one")]
+    Missing(PathBuf),
+    /// A newer audiolat wrote this file.
+    #[error("results database {path} has schema version {found}, newer than this audiolat's {SCHEMA_VERSION}: upgrade audiolat")]
+    TooNew {
+        /// The path.
+        path: PathBuf,
+        /// Version found.
+        found: i64,
+    },
+    /// A read-only open of a database whose write-ahead log holds writes, on a
+    /// filesystem that cannot share the log's index (9p, some NFS): only a writer can
+    /// fold the log in (see [`Journal::Rollback`]).
+    #[error("cannot use results database {0}: its write-ahead log cannot be read on this filesystem without writing; open it once with a command that records runs, or copy it with its -wal file to a local filesystem")]
+    UnsharedLog(PathBuf),
+    /// No such run.
+    #[error("no run with id {0}: `audiolat runs` lists them")]
+    NoSuchRun(i64),
+    /// No such group.
+    #[error("no group with id {0}: `audiolat runs` shows each run's group")]
+    NoSuchGroup(i64),
+    /// A plan cell is one run, but its process began a second one.
+    #[error("plan cell {cell} already has run {run_id}: a plan's cell must make exactly one run (sweep with the plan's axes, not with comma lists)")]
+    PlanCellTaken {
+        /// The cell.
+        cell: i64,
+        /// Its run.
+        run_id: i64,
+    },
+    /// A stored value could not be decoded.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// SQLite failed. (Not a `#[source]`: SQLite's message is said once, not again as a
+    /// cause.)
+    #[error("SQLite: {0}")]
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sql(e)
+    }
+}
+
+impl StoreError {
+    /// The filesystem under the database is full (SQLite's `SQLITE_FULL`).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
+    }
+
+    /// The file is damaged or not a database (a corrupt page, a truncated file): found
+    /// by a query after the open succeeded.
+    pub fn is_damaged(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        ))
+    }
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only this probe.
+    pub probe: Option<String>,
+    /// Only this group.
+    pub group_id: Option<i64>,
+    /// Only this status.
+    pub status: Option<RunStatus>,
+    /// At most this many, newest first.
+    pub limit: Option<usize>,
+}
+
+/// How the database keeps its transactions safe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Journal {
+    /// SQLite's write-ahead log: readers (`audiolat runs`) go on while a probe writes.
+    Wal,
+    /// A rollback journal, because the file's filesystem cannot share memory between
+    /// processes (9p, some NFS mounts), which the write-ahead log needs; readers wait
+    /// while a probe writes.
+    Rollback {
+        /// SQLite's error for the write-ahead log.
+        reason: String,
+        /// This open turned the database to a rollback journal (it was new, or had a
+        /// write-ahead log): the time to tell the user. Later opens find it so already.
+        switched: bool,
+    },
+}
+
+/// How a caller of [`Store::open_recovering`] summarises a run a dead process left
+/// `running`: the measurements to keep for it, from what it stored (or why not).
+pub type Summarise = dyn Fn(&Store, &RunRecord) -> Result<Vec<Measurement>, String>;
+
+/// A handle on the results database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    journal: Journal,
+    /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
+    plan_cell: std::cell::Cell<Option<(i64, i64)>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+pub(super) fn json_text(v: &Value) -> String {
+    serde_json::to_string(v).expect("JSON values always serialise")
+}
+
+pub(super) fn parse_json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or(Value::Null)
+}
+
+pub(super) fn now_mono_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer; CLOCK_MONOTONIC exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+impl Store {
+    /// The file this store is backed by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How the database journals: the write-ahead log, or a rollback journal where the
+    /// filesystem cannot carry the log's shared memory (say so to the user once).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+}
+
+pub(super) fn writable(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// This host's name, as stored in runs.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod journal_tests;
+#[cfg(test)]
+mod open_tests;
+#[cfg(test)]
+mod recovery_tests;
+#[cfg(test)]
+mod tests;

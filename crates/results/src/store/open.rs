@@ -1,0 +1,471 @@
+//! Opening the database: the checks made before anything is written (what the file
+//! holds, whether it can be written), the writer's and the reader's opens, and open-time
+//! failures as one line naming the file and the fix.
+
+use super::journal::{
+    in_wal_mode, is_busy, is_shared_memory_error, journal_of, shared_mmap_works, wal_path,
+};
+use super::reserve::{free_bytes, MIN_FREE_BYTES};
+use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
+use super::{writable, Journal, Store, StoreError, Summarise};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+/// What a file holds, judged before anything is written to it.
+pub(super) enum Contents {
+    /// No schema at all (a new or empty file): audiolat may create its own.
+    Empty,
+    /// audiolat's schema, at this version.
+    Ours(i64),
+    /// Somebody else's database: these tables, and no audiolat schema.
+    Foreign(Vec<String>),
+}
+
+pub(super) fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
+    // One statement, so one snapshot: a process creating the schema meanwhile is seen
+    // before or after, never half way.
+    let (version, objects, tables): (i64, i64, Option<String>) = conn.query_row(
+        "SELECT user_version, (SELECT count(*) FROM sqlite_master),
+            (SELECT group_concat(name, char(31)) FROM (SELECT name FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))
+         FROM pragma_user_version",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let tables: Vec<String> = tables
+        .map(|t| t.split('\u{1f}').map(str::to_string).collect())
+        .unwrap_or_default();
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    Ok(if objects == 0 && version == 0 {
+        Contents::Empty
+    } else if version >= 1 && has("run") && has("run_group") {
+        Contents::Ours(version)
+    } else {
+        Contents::Foreign(tables)
+    })
+}
+
+/// `f`, tried again while another connection holds a lock SQLite's busy handler does not
+/// wait for (a journal-mode switch, a schema being made), for at most 20 s.
+pub(super) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(
+                    20 + u64::from(std::process::id() % 30),
+                ));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The one-line refusal of a database audiolat did not make.
+pub(super) fn foreign(path: &Path, tables: &[String]) -> StoreError {
+    let mut names = tables
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tables.len() > 5 {
+        names.push_str(&format!(" and {} more", tables.len() - 5));
+    }
+    StoreError::Open {
+        path: path.to_path_buf(),
+        reason: if tables.is_empty() {
+            "it is not an audiolat results database (no audiolat schema)".into()
+        } else {
+            format!("it is not an audiolat results database (it has tables {names} and no audiolat schema)")
+        },
+        fix: "pass --db with an audiolat results database or a new file name (audiolat never changes a database it did not make)".into(),
+    }
+}
+
+/// An SQLite failure while opening `path`, as one line with what to do: no raw error
+/// repeated.
+pub(super) fn open_failure(path: &Path, e: &rusqlite::Error, writing: bool) -> StoreError {
+    use rusqlite::ErrorCode as C;
+    let (reason, fix) = match e.sqlite_error_code() {
+        Some(C::NotADatabase) => (
+            "it is not an SQLite database".to_string(),
+            "pass --db with an audiolat results database or a new file name",
+        ),
+        Some(C::DatabaseCorrupt) => (
+            "it is damaged (a corrupt page or a truncated file)".to_string(),
+            "restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name",
+        ),
+        Some(C::DiskFull) => (
+            "its filesystem is full".to_string(),
+            "free space there, or pass --db with a path on another filesystem",
+        ),
+        Some(C::DatabaseBusy | C::DatabaseLocked) => (
+            "another process holds it locked".to_string(),
+            "wait for it to finish (another audiolat?), or pass --db with another file",
+        ),
+        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) if writing => (
+            "SQLite cannot write it or its -wal/-shm files beside it (permissions, another user's files, or a read-only filesystem)".to_string(),
+            "fix their permissions, run as their owner, or pass --db with a path you can write",
+        ),
+        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) => (
+            "SQLite cannot open it or its -wal/-shm files beside it (permissions, or another user's files)".to_string(),
+            "fix their permissions, run as their owner, or pass --db with a path you can read",
+        ),
+        _ => (
+            format!("not a usable SQLite database ({})", sqlite_message(e)),
+            "pass --db with a new file name",
+        ),
+    };
+    StoreError::Open {
+        path: path.to_path_buf(),
+        reason,
+        fix: fix.into(),
+    }
+}
+
+/// SQLite's own message, once.
+fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) if !msg.is_empty() => msg.clone(),
+        rusqlite::Error::SqliteFailure(f, _) => f.to_string(),
+        other => other.to_string(),
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it to the current
+    /// schema, for commands that record runs. Fails with a message naming the fix when
+    /// the path cannot be written, its filesystem is full, or the file is not audiolat's
+    /// (which is never changed).
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_recovering(path, &|_, _| Ok(Vec::new()))
+    }
+
+    /// [`Store::open`], summarising each run a dead process left `running` with
+    /// `summarise` (given the store and the run; it returns the measurements to keep
+    /// for it, computed from what the run stored) before closing it.
+    pub fn open_recovering(path: &Path, summarise: &Summarise) -> Result<Store, StoreError> {
+        let store = Store::open_checking(path, shared_mmap_works)?;
+        store.keep_reserve();
+        store.recover_abandoned(summarise)?;
+        Ok(store)
+    }
+
+    /// Closes what dead processes left `running` in an existing database of the current
+    /// schema, as [`Store::open_recovering`] would, making nothing else (no reserve): for
+    /// commands that only read. Returns how many runs.
+    /// It is left in its journal mode, and an older audiolat's file is refused (its runs
+    /// are shown as stored).
+    pub fn close_abandoned(path: &Path, summarise: &Summarise) -> Result<usize, StoreError> {
+        Store::open_read_only(path)?;
+        Store::reader_writer(
+            path,
+            "closing its dead processes' runs would need it upgraded, which only a command that records runs does",
+            shared_mmap_works,
+        )?
+        .recover_abandoned(summarise)
+    }
+
+    /// [`Store::open`] without recovery, with the check of whether the filesystem can
+    /// share the write-ahead log's memory given (tests stand in for 9p with one that
+    /// says no).
+    pub(super) fn open_checking(
+        path: &Path,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<Store, StoreError> {
+        let (mut store, _) = Store::writer(path, shared_memory)?;
+        store.configure(shared_memory)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// A writing connection on the database at `path` (made when missing), after the
+    /// checks that find what SQLite would fail on only mid-run, with the version found
+    /// (0 for a new file): nothing is written yet, and another program's file or a newer
+    /// audiolat's is refused.
+    fn writer(
+        path: &Path,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<(Store, i64), StoreError> {
+        let open_err = |reason: String, fix: &str| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+            fix: fix.to_string(),
+        };
+        if path.is_dir() {
+            return Err(open_err(
+                "it is a directory".into(),
+                "give a file path, e.g. --db ./audiolat.db",
+            ));
+        }
+        if path.exists() && !path.is_file() {
+            return Err(open_err(
+                "it is not a regular file".into(),
+                "give a path to a file, e.g. --db ./audiolat.db",
+            ));
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(open_err(
+                format!("directory {} does not exist", parent.display()),
+                "create it or pass --db with a path in an existing directory",
+            ));
+        }
+        let probe_path = if path.exists() { path } else { parent };
+        if !writable(probe_path) {
+            return Err(open_err(
+                format!("{} is not writable", probe_path.display()),
+                "pass --db with a path you can write, or fix its permissions",
+            ));
+        }
+        // SQLite opens a write-ahead log or shared-memory file it cannot write read-only
+        // and fails only at the first write, mid-run: found here instead.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let beside = PathBuf::from(name);
+            // Asked in this order: a journal another process's open makes and removes
+            // (racing first runs) may vanish between the two questions.
+            if !writable(&beside) && beside.exists() {
+                return Err(open_err(
+                    format!("{} beside it is not writable (another user's?)", beside.display()),
+                    "run as the user who owns it, fix its permissions, or pass --db with another file",
+                ));
+            }
+        }
+        if let Some(free) = free_bytes(parent) {
+            if free < MIN_FREE_BYTES {
+                return Err(open_err(
+                    format!("its filesystem is full ({} KiB free)", free / 1024),
+                    "free space there, or pass --db with a path on another filesystem",
+                ));
+            }
+        }
+        let conn = Connection::open(path).map_err(|e| open_failure(path, &e, true))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // A write-ahead-log database where the log's index cannot be shared (9p) can only
+        // be read by a connection that keeps the index on its heap: exclusive locking.
+        if in_wal_mode(path) && shared_memory(parent).is_err() {
+            conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")
+                .map_err(|e| open_failure(path, &e, true))?;
+        }
+        // Judged before anything is written: the journal switch below writes the header.
+        let found =
+            match retry_busy(|| contents(&conn)).map_err(|e| open_failure(path, &e, true))? {
+                Contents::Foreign(tables) => return Err(foreign(path, &tables)),
+                Contents::Ours(found) if found > SCHEMA_VERSION => {
+                    return Err(StoreError::TooNew {
+                        path: path.to_path_buf(),
+                        found,
+                    })
+                }
+                Contents::Ours(found) => found,
+                Contents::Empty => 0,
+            };
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+            journal: Journal::Wal,
+            plan_cell: std::cell::Cell::new(None),
+        };
+        Ok((store, found))
+    }
+
+    /// A writing connection, for a command that only reads, on an existing database of
+    /// the current schema, left in its journal mode: nothing is created, migrated,
+    /// switched or reserved. `why` says what the write is for, in the refusal of any
+    /// other file.
+    fn reader_writer(
+        path: &Path,
+        why: &str,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let (mut store, found) = Store::writer(path, shared_memory)?;
+        if found != SCHEMA_VERSION {
+            // Closing the connection would fold a write-ahead log in: left as it is.
+            let _ = store.conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            );
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                reason: if found == 0 {
+                    format!("it holds no audiolat schema, and {why}")
+                } else {
+                    format!("it has schema version {found}, from an older audiolat, and {why}")
+                },
+                fix: "a command that records runs into it upgrades it first (e.g. `audiolat jitter -D 1 --db FILE`)".into(),
+            });
+        }
+        store.journal = journal_of(&store.conn).map_err(|e| store.unusable(&e))?;
+        store.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        Ok(store)
+    }
+
+    /// Folds the write-ahead log of an existing database of the current schema into the
+    /// file, for a command that only reads where the log's index cannot be shared
+    /// ([`StoreError::UnsharedLog`], 9p): there the database turns to a rollback journal
+    /// (as a recording command's open does; [`Journal::Rollback`] says it happened),
+    /// elsewhere the log is checkpointed. Nothing is migrated, recovered or reserved; an
+    /// older audiolat's file is refused with the command that upgrades it.
+    pub fn fold_log(path: &Path) -> Result<Store, StoreError> {
+        Store::fold_log_checking(path, shared_mmap_works)
+    }
+
+    pub(super) fn fold_log_checking(
+        path: &Path,
+        shared_memory: fn(&Path) -> Result<(), String>,
+    ) -> Result<Store, StoreError> {
+        let mut store = Store::reader_writer(
+            path,
+            "its write-ahead log must be folded in to be read on this filesystem, which only the current schema's reader does",
+            shared_memory,
+        )?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        if let Err(why) = shared_memory(&dir) {
+            store.rollback_journal(why)?;
+        } else if store.journal == Journal::Wal {
+            retry_busy(|| {
+                store
+                    .conn
+                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                        r.get::<_, i64>(0)
+                    })
+            })
+            .map_err(|e| open_failure(path, &e, true))?;
+        }
+        Ok(store)
+    }
+
+    /// Opens an existing database for reading and writing; a missing file is an error.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.is_file() && !path.is_dir() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        Store::open(path)
+    }
+
+    /// Opens an existing database read-only (`SQLITE_OPEN_READ_ONLY`), for commands that
+    /// only read: nothing is created, migrated, switched or written, so a read-only file,
+    /// directory or mount will do. A database of the previous schema (3) is read as it
+    /// is; an older one is refused with the command that upgrades it, and another
+    /// program's is refused.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |reason: String, fix: &str| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+            fix: fix.to_string(),
+        };
+        if path.is_dir() {
+            return Err(open_err(
+                "it is a directory".into(),
+                "give a file path, e.g. --db ./audiolat.db",
+            ));
+        }
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        if !path.is_file() {
+            return Err(open_err(
+                "it is not a regular file".into(),
+                "give a path to a file, e.g. --db ./audiolat.db",
+            ));
+        }
+        // A log that holds writes, on a filesystem that cannot share the log's index
+        // (9p): SQLite's own error there is a bare I/O error, so ask the filesystem first.
+        if std::fs::metadata(wal_path(path)).is_ok_and(|m| m.len() > 0)
+            && shared_mmap_works(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            )
+            .is_err()
+        {
+            return Err(StoreError::UnsharedLog(path.to_path_buf()));
+        }
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let open = |conn: rusqlite::Result<Connection>| {
+            let conn = conn?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            let found = contents(&conn)?;
+            Ok::<_, rusqlite::Error>((conn, found))
+        };
+        let (conn, found) = match open(Connection::open_with_flags(path, flags)) {
+            Ok(v) => v,
+            // A write-ahead-log database whose log holds writes, where its index cannot
+            // be shared: only a writer can fold the log in.
+            Err(e)
+                if (matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+                ) || is_shared_memory_error(&e))
+                    && std::fs::metadata(wal_path(path)).is_ok_and(|m| m.len() > 0) =>
+            {
+                return Err(StoreError::UnsharedLog(path.to_path_buf()));
+            }
+            // A write-ahead-log database without a log, on a read-only directory (where
+            // its `-shm` cannot be made) or a filesystem without shared memory: nobody
+            // can be writing it there, so it is read as unchanging.
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+                ) || is_shared_memory_error(&e) =>
+            {
+                let uri = format!(
+                    "file:{}?immutable=1",
+                    path.to_string_lossy()
+                        .replace('%', "%25")
+                        .replace('?', "%3f")
+                        .replace('#', "%23")
+                );
+                open(Connection::open_with_flags(uri, flags))
+                    .map_err(|_| open_failure(path, &e, false))?
+            }
+            Err(e) => return Err(open_failure(path, &e, false)),
+        };
+        match found {
+            Contents::Empty => Err(open_err(
+                "it is empty: no audiolat runs in it".into(),
+                "record a run into it first (e.g. `audiolat jitter --db FILE`), or point --db at a results database",
+            )),
+            Contents::Foreign(tables) => Err(foreign(path, &tables)),
+            Contents::Ours(found) if found > SCHEMA_VERSION => Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+            }),
+            Contents::Ours(found) if found < OLDEST_READABLE => Err(open_err(
+                format!("it has schema version {found}, from an older audiolat (this one reads {OLDEST_READABLE} to {SCHEMA_VERSION})"),
+                "a command that records runs into it upgrades it (e.g. `audiolat jitter -D 1 --db FILE`)",
+            )),
+            Contents::Ours(_) => Ok(Store {
+                journal: journal_of(&conn).map_err(|e| open_failure(path, &e, false))?,
+                conn,
+                path: path.to_path_buf(),
+                plan_cell: std::cell::Cell::new(None),
+            }),
+        }
+    }
+
+    pub(super) fn unusable(&self, e: &rusqlite::Error) -> StoreError {
+        open_failure(&self.path, e, true)
+    }
+
+    pub(super) fn locked(&self, e: &rusqlite::Error) -> StoreError {
+        open_failure(&self.path, e, true)
+    }
+}

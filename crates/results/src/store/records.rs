@@ -1,0 +1,311 @@
+//! What a run produced: measurements (with their histograms), triggers, events and
+//! series, written as they come and read back.
+
+use super::{json_text, parse_json, Store, StoreError};
+use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
+use crate::model::{Event, Measurement, MeasurementRecord, Series, TriggerRow};
+use rusqlite::params;
+use serde_json::Value;
+
+impl Store {
+    /// Stores a measurement.
+    pub fn add_measurement(&self, run_id: i64, m: &Measurement) -> Result<i64, StoreError> {
+        let stored = m.histogram.as_ref().map(LatencyHistogram::to_stored);
+        let exact = stored.as_ref().map(|s| {
+            json_text(&serde_json::json!({
+                "count": s.count, "min": s.min, "max": s.max,
+                "sum": s.sum.to_string(), "sum_sq": s.sum_sq.to_string(),
+            }))
+        });
+        let s = m.summary.as_ref();
+        let stat = |f: fn(&Summary) -> f64| s.map(f);
+        self.conn.execute(
+            "INSERT INTO measurement (run_id, probe, metric, unit, method, count, min, mean, stdev,
+                p50, p90, p99, p999, p9999, max, clamped, overflows, deadline, misses, histogram,
+                histogram_bound, histogram_exact, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                ?18, ?19, ?20, ?21, ?22, ?23)",
+            params![
+                run_id,
+                m.probe,
+                m.metric,
+                m.unit,
+                m.method,
+                m.count() as i64,
+                stat(|s| s.min),
+                stat(|s| s.mean),
+                stat(|s| s.stdev),
+                stat(|s| s.p50),
+                stat(|s| s.p90),
+                stat(|s| s.p99),
+                stat(|s| s.p999),
+                stat(|s| s.p9999),
+                stat(|s| s.max),
+                s.is_some_and(|s| s.clamped_at.is_some()),
+                m.overflows() as i64,
+                m.deadline,
+                m.misses.map(|v| v as i64),
+                stored.as_ref().map(|s| s.v2.clone()),
+                stored.as_ref().map(|s| s.bound as i64),
+                exact,
+                json_text(&m.detail),
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores measurements in place of any earlier ones of the same metrics in the run,
+    /// in one transaction: how a run's checkpoints are kept up to date while it goes on
+    /// (a reader, or a crash, sees one checkpoint whole, never a mix of two).
+    pub fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        for m in ms {
+            tx.execute(
+                "DELETE FROM measurement WHERE run_id = ?1 AND metric = ?2",
+                params![run_id, m.metric],
+            )?;
+            self.add_measurement(run_id, m)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores events in one transaction.
+    pub fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO event (run_id, mono_ns, kind, detail) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for e in events {
+                stmt.execute(params![
+                    run_id,
+                    e.mono_ns as i64,
+                    e.kind,
+                    json_text(&e.detail)
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores trigger rows in one transaction.
+    pub fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trigger (run_id, seq, source, trigger_ns, note_frame, offset_frames,
+                    cycle, dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, missed,
+                    measured_ns, underruns_before)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            )?;
+            for t in rows {
+                stmt.execute(params![
+                    run_id,
+                    t.seq as i64,
+                    t.source,
+                    t.trigger_ns as i64,
+                    t.note_frame as i64,
+                    t.offset_frames,
+                    t.cycle as i64,
+                    t.dac_ns as i64,
+                    t.latency_ns,
+                    t.wait_ns,
+                    t.lateness_ns,
+                    t.buffer_ns,
+                    t.late,
+                    t.missed,
+                    t.measured_ns,
+                    t.underruns_before as i64,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A run's trigger rows, in trigger order.
+    pub fn triggers(&self, run_id: i64) -> Result<Vec<TriggerRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns,
+                wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before
+             FROM trigger WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(TriggerRow {
+                seq: r.get::<_, i64>(0)? as u64,
+                source: r.get(1)?,
+                trigger_ns: r.get::<_, i64>(2)? as u64,
+                note_frame: r.get::<_, i64>(3)? as u64,
+                offset_frames: r.get(4)?,
+                cycle: r.get::<_, i64>(5)? as u64,
+                dac_ns: r.get::<_, i64>(6)? as u64,
+                latency_ns: r.get(7)?,
+                wait_ns: r.get(8)?,
+                lateness_ns: r.get(9)?,
+                buffer_ns: r.get(10)?,
+                late: r.get(11)?,
+                missed: r.get(12)?,
+                measured_ns: r.get(13)?,
+                underruns_before: r.get::<_, i64>(14)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores a series.
+    pub fn add_series(&self, run_id: i64, series: &Series) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO series (run_id, name, unit, columns, rows) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                run_id,
+                series.name,
+                series.unit,
+                json_text(&serde_json::to_value(&series.columns).expect("strings serialise")),
+                json_text(&serde_json::to_value(&series.rows).expect("numbers serialise")),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A run's measurements, in the order stored.
+    pub fn measurements(&self, run_id: i64) -> Result<Vec<MeasurementRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, run_id, probe, metric, unit, method, count, min, mean, stdev, p50, p90, p99,
+                p999, p9999, max, clamped, deadline, misses, histogram, histogram_bound,
+                histogram_exact, detail, overflows
+             FROM measurement WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            let blob: Option<Vec<u8>> = r.get(19)?;
+            let bound: Option<i64> = r.get(20)?;
+            let exact: Option<String> = r.get(21)?;
+            let clamped: bool = r.get(16)?;
+            let count = r.get::<_, i64>(6)? as u64;
+            // A row without samples has NULL statistics: no summary.
+            let summary = match (count, r.get::<_, Option<f64>>(7)?) {
+                (1.., Some(min)) => Some(Summary {
+                    count,
+                    min,
+                    mean: r.get(8)?,
+                    stdev: r.get(9)?,
+                    p50: r.get(10)?,
+                    p90: r.get(11)?,
+                    p99: r.get(12)?,
+                    p999: r.get(13)?,
+                    p9999: r.get(14)?,
+                    max: r.get(15)?,
+                    clamped_at: bound.filter(|_| clamped).map(|b| b as f64),
+                }),
+                _ => None,
+            };
+            let overflows: i64 = r.get(23)?;
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                Measurement {
+                    probe: r.get(2)?,
+                    metric: r.get(3)?,
+                    unit: r.get(4)?,
+                    method: r.get(5)?,
+                    summary,
+                    histogram: None,
+                    deadline: r.get(17)?,
+                    misses: r.get::<_, Option<i64>>(18)?.map(|v| v as u64),
+                    detail: parse_json(&r.get::<_, String>(22)?),
+                },
+                blob.zip(bound)
+                    .map(|(b, bound)| (b, bound, exact, overflows)),
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, run_id, mut m, hist) = row?;
+            if let Some((v2, bound, exact, overflows)) = hist {
+                let exact = exact.map(|e| parse_json(&e)).unwrap_or(Value::Null);
+                let num = |k: &str| exact[k].as_u64().unwrap_or(0);
+                let big = |k: &str| {
+                    exact[k]
+                        .as_str()
+                        .and_then(|s| s.parse::<u128>().ok())
+                        .unwrap_or(0)
+                };
+                let stored = StoredHistogram {
+                    v2,
+                    bound: bound as u64,
+                    overflows: overflows as u64,
+                    count: num("count"),
+                    min: num("min"),
+                    max: num("max"),
+                    sum: big("sum"),
+                    sum_sq: big("sum_sq"),
+                };
+                m.histogram = Some(
+                    LatencyHistogram::from_stored(&stored)
+                        .map_err(|e| StoreError::Corrupt(format!("measurement {id}: {e}")))?,
+                );
+            }
+            out.push(MeasurementRecord {
+                id,
+                run_id,
+                measurement: m,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A run's events in time order; at most `limit` when given.
+    pub fn events(&self, run_id: i64, limit: Option<usize>) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 ORDER BY mono_ns, id {}",
+            limit.map_or(String::new(), |l| format!("LIMIT {l}"))
+        ))?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(Event {
+                mono_ns: r.get::<_, i64>(0)? as u64,
+                kind: r.get(1)?,
+                detail: parse_json(&r.get::<_, String>(2)?),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Number of events of each kind in a run.
+    pub fn event_counts(&self, run_id: i64) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT kind, count(*) FROM event WHERE run_id = ?1 GROUP BY kind ORDER BY kind",
+        )?;
+        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A run's series.
+    pub fn series(&self, run_id: i64) -> Result<Vec<Series>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name, unit, columns, rows FROM series WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (name, unit, columns, data) = row?;
+            out.push(Series {
+                name,
+                unit,
+                columns: serde_json::from_str(&columns)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                rows: crate::model::nulls_to_nan(
+                    serde_json::from_str(&data).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                ),
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,207 @@
+//! Runs: begun, updated and finished as they go, listed and read back.
+
+use super::{json_text, now_mono_ns, parse_json, RunFilter, Store, StoreError};
+use crate::model::{rfc3339_utc, Machine, RunInfo, RunRecord, RunStatus, ToolInfo};
+use rusqlite::{params, OptionalExtension};
+use serde_json::Value;
+
+impl Store {
+    /// Records the start of a run (status `running`) and returns its id.
+    pub fn begin_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
+        if let Some((plan_group, cell)) = self.plan_cell.get() {
+            let run_id: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT run_id FROM plan_cell WHERE id = ?1 AND group_id = ?2 AND status = 'running'",
+                    params![cell, plan_group],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "plan cell {cell} of group {plan_group} is not waiting for a run"
+                    ))
+                })?;
+            if let Some(earlier) = run_id {
+                // This attempt already made its run.
+                return Err(StoreError::PlanCellTaken {
+                    cell,
+                    run_id: earlier,
+                });
+            }
+            let mut info = info.clone();
+            info.group_id = Some(plan_group);
+            let id = self.insert_run(&info)?;
+            self.conn.execute(
+                "UPDATE plan_cell SET run_id = ?2 WHERE id = ?1",
+                params![cell, id],
+            )?;
+            return Ok(id);
+        }
+        self.insert_run(info)
+    }
+
+    fn insert_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO run (group_id, probe, status, started_at, started_mono_ns, pid, hostname,
+                machine, tool_version, git_commit, build_profile, command_line, config, load,
+                qos_requested)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                info.group_id,
+                info.probe,
+                rfc3339_utc(std::time::SystemTime::now()),
+                now_mono_ns(),
+                std::process::id(),
+                info.machine.hostname,
+                json_text(&serde_json::to_value(&info.machine).expect("machine serialises")),
+                info.tool.version,
+                info.tool.git_commit,
+                info.tool.build_profile,
+                info.command_line,
+                json_text(&info.config),
+                json_text(&info.load),
+                json_text(&info.qos_requested),
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Updates fields known only once the run is under way.
+    pub fn update_run(
+        &self,
+        run_id: i64,
+        load: Option<&Value>,
+        qos_granted: Option<&Value>,
+    ) -> Result<(), StoreError> {
+        if let Some(load) = load {
+            self.conn.execute(
+                "UPDATE run SET load = ?2 WHERE id = ?1",
+                params![run_id, json_text(load)],
+            )?;
+        }
+        if let Some(q) = qos_granted {
+            self.conn.execute(
+                "UPDATE run SET qos_granted = ?2 WHERE id = ?1",
+                params![run_id, json_text(q)],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Replaces a running run's probe result: what recovery needs to summarise the run
+    /// should its process die (the closing [`Store::finish_run`] writes the real one).
+    pub fn set_result(&self, run_id: i64, result: &Value) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run SET result = ?2 WHERE id = ?1",
+            params![run_id, json_text(result)],
+        )?;
+        Ok(())
+    }
+
+    /// Closes a run with its status, validity flags, probe result and error.
+    pub fn finish_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        flags: &Value,
+        result: &Value,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE run SET status = ?2, ended_at = ?3, ended_mono_ns = ?4, flags = ?5, result = ?6,
+                error = ?7 WHERE id = ?1",
+            params![
+                run_id,
+                status.as_str(),
+                rfc3339_utc(std::time::SystemTime::now()),
+                now_mono_ns(),
+                json_text(flags),
+                json_text(result),
+                error
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Lists runs, newest first.
+    pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
+        let mut sql = format!("SELECT {RUN_COLUMNS} FROM run WHERE 1=1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(p) = &filter.probe {
+            args.push(p.clone().into());
+            sql.push_str(&format!(" AND probe = ?{}", args.len()));
+        }
+        if let Some(g) = filter.group_id {
+            args.push(g.into());
+            sql.push_str(&format!(" AND group_id = ?{}", args.len()));
+        }
+        if let Some(s) = filter.status {
+            args.push(s.as_str().to_string().into());
+            sql.push_str(&format!(" AND status = ?{}", args.len()));
+        }
+        sql.push_str(" ORDER BY id DESC");
+        if let Some(l) = filter.limit {
+            sql.push_str(&format!(" LIMIT {l}"));
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), run_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One run.
+    pub fn run(&self, run_id: i64) -> Result<RunRecord, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM run WHERE id = ?1"),
+                [run_id],
+                run_from_row,
+            )
+            .optional()?
+            .ok_or(StoreError::NoSuchRun(run_id))
+    }
+
+    /// The most recent run id, if any.
+    pub fn last_run_id(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM run", [], |r| r.get(0))?)
+    }
+}
+
+pub(super) const RUN_COLUMNS: &str =
+    "id, group_id, probe, status, started_at, ended_at, started_mono_ns,
+    ended_mono_ns, pid, machine, tool_version, git_commit, build_profile, command_line, config,
+    load, qos_requested, qos_granted, flags, result, error";
+
+pub(super) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let status: String = r.get(3)?;
+    let started: i64 = r.get(6)?;
+    let ended: Option<i64> = r.get(7)?;
+    let machine: Machine = serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default();
+    Ok(RunRecord {
+        id: r.get(0)?,
+        group_id: r.get(1)?,
+        probe: r.get(2)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        started_at: r.get(4)?,
+        ended_at: r.get(5)?,
+        duration_s: ended.map(|e| (e - started) as f64 / 1e9),
+        started_mono_ns: started.max(0) as u64,
+        pid: r.get(8)?,
+        machine,
+        tool: ToolInfo {
+            version: r.get(10)?,
+            git_commit: r.get(11)?,
+            build_profile: r.get(12)?,
+        },
+        command_line: r.get(13)?,
+        config: parse_json(&r.get::<_, String>(14)?),
+        load: parse_json(&r.get::<_, String>(15)?),
+        qos_requested: parse_json(&r.get::<_, String>(16)?),
+        qos_granted: parse_json(&r.get::<_, String>(17)?),
+        flags: parse_json(&r.get::<_, String>(18)?),
+        result: parse_json(&r.get::<_, String>(19)?),
+        error: r.get(20)?,
+    })
+}

@@ -1,0 +1,263 @@
+//! The schema: its versions, as each audiolat made it, and the forward migration run
+//! on open (one `BEGIN IMMEDIATE` transaction, so two first runs may race).
+
+use super::journal::is_busy;
+use super::open::{contents, foreign, open_failure, Contents};
+use super::{Store, StoreError};
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
+/// summary columns nullable, and the reader takes a row without samples (count 0) as no
+/// summary whatever its columns hold.
+pub(super) const OLDEST_READABLE: i64 = 3;
+
+/// Version 4: a statistic nobody measured is NULL, not 0. The summary columns of
+/// `measurement` become nullable (SQLite needs the table rebuilt for that), and the rows
+/// of measurements without samples (count 0), stored as zeros before, get NULLs.
+const SCHEMA_V4: &str = r#"
+CREATE TABLE measurement_v4 (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    probe           TEXT NOT NULL,
+    metric          TEXT NOT NULL,
+    unit            TEXT NOT NULL,
+    method          TEXT NOT NULL,
+    count           INTEGER NOT NULL,
+    min             REAL,
+    mean            REAL,
+    stdev           REAL,
+    p50             REAL,
+    p90             REAL,
+    p99             REAL,
+    p999            REAL,
+    p9999           REAL,
+    max             REAL,
+    clamped         INTEGER NOT NULL DEFAULT 0,
+    overflows       INTEGER NOT NULL DEFAULT 0,
+    deadline        REAL,
+    misses          INTEGER,
+    histogram       BLOB,
+    histogram_bound INTEGER,
+    histogram_exact TEXT,
+    detail          TEXT NOT NULL DEFAULT '{}'
+);
+INSERT INTO measurement_v4
+    SELECT id, run_id, probe, metric, unit, method, count,
+        CASE WHEN count > 0 THEN min END, CASE WHEN count > 0 THEN mean END,
+        CASE WHEN count > 0 THEN stdev END, CASE WHEN count > 0 THEN p50 END,
+        CASE WHEN count > 0 THEN p90 END, CASE WHEN count > 0 THEN p99 END,
+        CASE WHEN count > 0 THEN p999 END, CASE WHEN count > 0 THEN p9999 END,
+        CASE WHEN count > 0 THEN max END,
+        clamped, overflows, deadline, misses, histogram, histogram_bound, histogram_exact,
+        detail
+    FROM measurement;
+DROP TABLE measurement;
+ALTER TABLE measurement_v4 RENAME TO measurement;
+CREATE INDEX measurement_by_run ON measurement(run_id);
+"#;
+
+/// Version 3: the cells of plan runs (`audiolat run plan.toml`), one row per cell of the
+/// matrix, pointing at the run that measured it.
+const SCHEMA_V3: &str = r#"
+CREATE TABLE plan_cell (
+    id        INTEGER PRIMARY KEY,
+    group_id  INTEGER NOT NULL REFERENCES run_group(id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    key       TEXT NOT NULL,
+    axes      TEXT NOT NULL,
+    argv      TEXT NOT NULL,
+    profile   TEXT NOT NULL,
+    status    TEXT NOT NULL DEFAULT 'pending'
+              CHECK (status IN ('pending','running','complete','interrupted','failed')),
+    run_id    INTEGER REFERENCES run(id),
+    attempts  INTEGER NOT NULL DEFAULT 0,
+    error     TEXT,
+    UNIQUE (group_id, key)
+);
+CREATE INDEX plan_cell_by_group ON plan_cell(group_id);
+"#;
+
+/// Version 2: the `event` probe's per-trigger rows.
+const SCHEMA_V2: &str = r#"
+CREATE TABLE trigger (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    source          TEXT NOT NULL,
+    trigger_ns      INTEGER NOT NULL,
+    note_frame      INTEGER NOT NULL,
+    offset_frames   INTEGER NOT NULL,
+    cycle           INTEGER NOT NULL,
+    dac_ns          INTEGER NOT NULL,
+    latency_ns      INTEGER NOT NULL,
+    wait_ns         INTEGER NOT NULL,
+    lateness_ns     INTEGER NOT NULL,
+    buffer_ns       INTEGER NOT NULL,
+    late            INTEGER NOT NULL,
+    missed          INTEGER NOT NULL,
+    measured_ns     INTEGER,
+    underruns_before INTEGER NOT NULL
+);
+CREATE INDEX trigger_by_run ON trigger(run_id);
+"#;
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE run_group (
+    id            INTEGER PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'running'
+                  CHECK (status IN ('running','complete','interrupted','failed')),
+    started_at    TEXT NOT NULL,
+    ended_at      TEXT,
+    command_line  TEXT NOT NULL,
+    detail        TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE run (
+    id              INTEGER PRIMARY KEY,
+    group_id        INTEGER REFERENCES run_group(id),
+    probe           TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('running','complete','interrupted','failed')),
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT,
+    started_mono_ns INTEGER NOT NULL,
+    ended_mono_ns   INTEGER,
+    pid             INTEGER NOT NULL,
+    hostname        TEXT NOT NULL,
+    machine         TEXT NOT NULL,
+    tool_version    TEXT NOT NULL,
+    git_commit      TEXT NOT NULL,
+    build_profile   TEXT NOT NULL,
+    command_line    TEXT NOT NULL,
+    config          TEXT NOT NULL,
+    load            TEXT NOT NULL,
+    qos_requested   TEXT NOT NULL,
+    qos_granted     TEXT NOT NULL DEFAULT '{}',
+    flags           TEXT NOT NULL DEFAULT '{}',
+    result          TEXT NOT NULL DEFAULT '{}',
+    error           TEXT
+);
+CREATE INDEX run_by_group ON run(group_id);
+CREATE TABLE measurement (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    probe           TEXT NOT NULL,
+    metric          TEXT NOT NULL,
+    unit            TEXT NOT NULL,
+    method          TEXT NOT NULL,
+    count           INTEGER NOT NULL,
+    min             REAL NOT NULL,
+    mean            REAL NOT NULL,
+    stdev           REAL NOT NULL,
+    p50             REAL NOT NULL,
+    p90             REAL NOT NULL,
+    p99             REAL NOT NULL,
+    p999            REAL NOT NULL,
+    p9999           REAL NOT NULL,
+    max             REAL NOT NULL,
+    clamped         INTEGER NOT NULL DEFAULT 0,
+    overflows       INTEGER NOT NULL DEFAULT 0,
+    deadline        REAL,
+    misses          INTEGER,
+    histogram       BLOB,
+    histogram_bound INTEGER,
+    histogram_exact TEXT,
+    detail          TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX measurement_by_run ON measurement(run_id);
+CREATE TABLE event (
+    id       INTEGER PRIMARY KEY,
+    run_id   INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    mono_ns  INTEGER NOT NULL,
+    kind     TEXT NOT NULL,
+    detail   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX event_by_run ON event(run_id);
+CREATE TABLE series (
+    id       INTEGER PRIMARY KEY,
+    run_id   INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    name     TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    columns  TEXT NOT NULL,
+    rows     TEXT NOT NULL
+);
+CREATE INDEX series_by_run ON series(run_id);
+"#;
+
+impl Store {
+    /// Creates or migrates the schema: in one `BEGIN IMMEDIATE` transaction that looks
+    /// at the version again once it holds the write lock (another process may have just
+    /// made it), tried again while another process holds the lock (bounded).
+    pub(super) fn migrate(&self) -> Result<(), StoreError> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            match self.migrate_once() {
+                Err(StoreError::Sql(e)) if is_busy(&e) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(self.locked(&e));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(
+                        20 + u64::from(std::process::id() % 30),
+                    ));
+                }
+                Err(StoreError::Sql(e)) => return Err(open_failure(&self.path, &e, true)),
+                other => return other,
+            }
+        }
+    }
+
+    fn migrate_once(&self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )?;
+        let version = match contents(&tx)? {
+            Contents::Empty => 0,
+            Contents::Ours(v) => v,
+            Contents::Foreign(tables) => return Err(foreign(&self.path, &tables)),
+        };
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        if version < 1 {
+            tx.execute_batch(&format!("{SCHEMA_V1} PRAGMA user_version = 1;"))?;
+        }
+        if version < 2 {
+            tx.execute_batch(&format!("{SCHEMA_V2} PRAGMA user_version = 2;"))?;
+        }
+        if version < 3 {
+            tx.execute_batch(&format!("{SCHEMA_V3} PRAGMA user_version = 3;"))?;
+        }
+        if version < 4 {
+            tx.execute_batch(&format!("{SCHEMA_V4} PRAGMA user_version = 4;"))?;
+        }
+        // Later schema versions add `if version < N { ... }` steps here.
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}
+
+/// The schema as audiolat `version` made it, in one transaction: an older audiolat's file.
+#[cfg(test)]
+pub(super) fn schema_up_to(version: i64) -> String {
+    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+    let schema = steps[..version as usize].concat();
+    format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")
+}
