@@ -200,18 +200,18 @@ pub struct CellArgs {
 
 impl CellArgs {
     /// The cell set the flags and file describe.
-    pub fn cell_set(&self) -> Result<probes::cell::CellSet, UsageError> {
+    pub fn cell_set(&self) -> Result<qos::CellSet, UsageError> {
         let mut set = match &self.cells_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?;
-                probes::cell::CellSet::from_toml(&text)
+                qos::CellSet::from_toml(&text)
                     .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?
             }
-            None => probes::cell::CellSet::default(),
+            None => qos::CellSet::default(),
         };
         for flag in &self.cell {
-            let cell = probes::cell::CellSet::parse_flag(flag)
+            let cell = qos::CellSet::parse_flag(flag)
                 .map_err(|e| UsageError(format!("--cell: {e}")))?;
             set.push(cell)
                 .map_err(|e| UsageError(format!("--cell: {e}")))?;
@@ -228,7 +228,7 @@ impl CellArgs {
 }
 
 fn parse_mbps(s: &str) -> Result<f64, String> {
-    probes::cell::parse_mbps(s)
+    qos::parse_mbps(s)
 }
 
 fn parse_reserve_by(s: &str) -> Result<probes::net::ReserveBy, String> {

@@ -802,9 +802,9 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
 /// The `audiolat net` configuration from its flags (checked before anything opens).
 fn net_config(
     a: &cli::NetArgs,
-    cells: &probes::cell::CellSet,
+    cells: &qos::CellSet,
 ) -> Result<probes::net::NetConfig, UsageError> {
-    use probes::cell::CellKind;
+    use qos::CellKind;
     use probes::net::host::PollMode;
     let cpus = cpu_list;
     let host_kind = a
@@ -1100,7 +1100,7 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
         host_cell: a.cells.host_cell.clone(),
     };
     // Admission control before anything is printed or stored.
-    placement.admit(&config, &a.load)?;
+    runner::admit_net(&placement, &config, &a.load)?;
     let store = ctx.open_store()?;
     if !(a.quiet || a.json) {
         eprintln!(
@@ -1256,10 +1256,10 @@ fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
                 views::fmt_duration(a.warmup)
             );
         }
-        let mut cells = probes::cell::CellSet::default();
+        let mut cells = qos::CellSet::default();
         for c in &r.cells {
             cells
-                .push(probes::cell::CellSet::parse_flag(c).map_err(UsageError)?)
+                .push(qos::CellSet::parse_flag(c).map_err(UsageError)?)
                 .map_err(UsageError)?;
         }
         let load: load::LoadSpec = r
@@ -2002,8 +2002,7 @@ fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
                 cells,
                 host_cell: a.cells.host_cell.clone(),
             };
-            placement
-                .admit(&config, &a.load)
+            runner::admit_net(&placement, &config, &a.load)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         }

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cell::partition;
+use qos::partition;
 use crate::net::netns;
 
 /// What audiolats that are gone left, by pid.

@@ -70,7 +70,7 @@ pub struct HostConfig {
     /// root domain).
     pub cpus: Option<Vec<usize>>,
     /// Cgroup `tasks` files every thread writes its id to before it starts: a cell's
-    /// cpuset and CPU accounting ([`crate::cell::partition::PlacedCell::tasks_files`]).
+    /// cpuset and CPU accounting ([`qos::partition::PlacedCell::tasks_files`]).
     pub groups: Vec<std::path::PathBuf>,
     /// How the network thread waits.
     pub poll: PollMode,
@@ -206,7 +206,7 @@ pub fn serve(
         let grants_tx = grants_tx.clone();
         let groups = config.groups.clone();
         handles.push(std::thread::spawn(move || {
-            crate::cell::join_groups(&groups);
+            qos::join_groups(&groups);
             let rt = ThreadRt::apply(&policy, cpus.as_deref(), 128 * 1024);
             let _ = grants_tx.send((w, rt.sched));
             let mut seen = 0u64;
@@ -254,7 +254,7 @@ pub fn serve(
     if config.poll == PollMode::Block {
         let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
     }
-    let group_refusals = crate::cell::join_groups(&config.groups);
+    let group_refusals = qos::join_groups(&config.groups);
     let rt = ThreadRt::apply(&config.policy, cpu_for(0).as_deref(), 256 * 1024);
     let mut peer = config.peer;
     let mut answer = [0u8; OUTPUT_PACKET_BYTES];

@@ -80,7 +80,7 @@ pub struct NetConfig {
     pub netns: bool,
     /// The host's runtime in a cell: its threads join the cell's groups and take its
     /// policy and CPUs (instead of `policy` and `host_cpus`).
-    pub host_cell: Option<crate::cell::partition::PlacedCell>,
+    pub host_cell: Option<qos::partition::PlacedCell>,
     /// The controller-to-host direction shaped to a capacity, with or without a
     /// reservation for the audio flow.
     pub link: Option<LinkShaping>,
@@ -109,6 +109,17 @@ impl NetConfig {
             host_cell: None,
             link: None,
             stream: None,
+        }
+    }
+}
+
+impl NetConfig {
+    /// The host's threads for admission control: its network thread and workers, which
+    /// spin when it polls without sleeping or has workers.
+    pub fn host_threads(&self) -> qos::HostThreads {
+        qos::HostThreads {
+            threads: 1 + self.workers,
+            spinning: self.poll == host::PollMode::Spin || self.workers > 0,
         }
     }
 }
@@ -264,7 +275,7 @@ fn stream_send(
 
 /// The sink application: receives and counts until `stop`.
 fn stream_sink(socket: UdpSocket, groups: &[std::path::PathBuf], stop: &AtomicBool) -> (u64, f64) {
-    let _ = crate::cell::join_groups(groups);
+    let _ = qos::join_groups(groups);
     udp::set_receive_buffer(&socket, 8 << 20);
     let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
     let mut batch = udp::RecvBatch::new();
