@@ -134,7 +134,7 @@ pub struct NetArgs {
     /// time-triggered cell, block otherwise (a spinning SCHED_FIFO thread is stopped 50 ms
     /// a second by the kernel's RT throttling, even on a dedicated CPU).
     #[arg(long, value_name = "MODE", value_parser = parse_poll)]
-    pub poll: Option<probes::net::host::PollMode>,
+    pub poll: Option<netaudio::host::PollMode>,
     /// Scheduling policy of every thread of both ends.
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
     pub policy: PolicyName,
@@ -342,7 +342,7 @@ pub struct RespondArgs {
     pub workers: usize,
     /// How the network thread waits: block or spin.
     #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
-    pub poll: probes::net::host::PollMode,
+    pub poll: netaudio::host::PollMode,
     #[command(flatten)]
     pub threads: NetThreadArgs,
 }
@@ -403,11 +403,11 @@ fn parse_workers(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_poll(s: &str) -> Result<probes::net::host::PollMode, String> {
+fn parse_poll(s: &str) -> Result<netaudio::host::PollMode, String> {
     match s {
-        "block" => Ok(probes::net::host::PollMode::Block),
-        "spin" => Ok(probes::net::host::PollMode::Spin),
-        "periodic" => Ok(probes::net::host::PollMode::Periodic),
+        "block" => Ok(netaudio::host::PollMode::Block),
+        "spin" => Ok(netaudio::host::PollMode::Spin),
+        "periodic" => Ok(netaudio::host::PollMode::Periodic),
         _ => Err("use block, spin or periodic".into()),
     }
 }

@@ -1149,8 +1149,8 @@ pub fn net_run(
             "transport": if config.netns {
                 format!(
                     "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
-                    probes::net::netns::HOST_IP,
-                    probes::net::netns::CONTROLLER_IP
+                    netaudio::netns::HOST_IP,
+                    netaudio::netns::CONTROLLER_IP
                 )
             } else {
                 "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
@@ -1164,9 +1164,9 @@ pub fn net_run(
             "poll": config.poll.to_string(),
             "host_cpus": config.host_cpus,
             "controller_cpus": config.controller_cpus,
-            "deadline_ns": probes::net::wire::DEADLINE_NS,
-            "packet_interval_ns": probes::net::wire::PACKET_INTERVAL_NS,
-            "block_period_ns": probes::net::wire::BLOCK_PERIOD_NS,
+            "deadline_ns": netaudio::wire::DEADLINE_NS,
+            "packet_interval_ns": netaudio::wire::PACKET_INTERVAL_NS,
+            "block_period_ns": netaudio::wire::BLOCK_PERIOD_NS,
             "load": load_spec.to_string(),
             "cells": cells.cells.to_json(),
             "host_cell": cells.host_cell,

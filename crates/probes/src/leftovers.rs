@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use qos::partition;
-use crate::net::netns;
+use netaudio::netns;
 
 /// What audiolats that are gone left, by pid.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

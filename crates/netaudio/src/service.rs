@@ -4,7 +4,7 @@
 //!
 //! - [`Discipline::Fifo`]: first come, first served across flows: no guarantee, the
 //!   study's network service without reservations;
-//! - [`Discipline::MClock`]: the [`mclock`](super::mclock) scheduler with a
+//! - [`Discipline::MClock`]: the [`mclock`](crate::mclock) scheduler with a
 //!   reservation, weight and limit per flow (the study's network service with a
 //!   throughput reservation for the music application).
 //!
@@ -13,7 +13,7 @@
 //! which the sender counts as lost. The link gate is a token bucket at the link rate
 //! with a burst of [`BURST_NS`] of link time: the service sleeps between bursts instead
 //! of spinning. Bits on the link are the datagram plus
-//! [`WIRE_OVERHEAD_BYTES`](super::netns::WIRE_OVERHEAD_BYTES) of headers, as HTB
+//! [`WIRE_OVERHEAD_BYTES`](crate::netns::WIRE_OVERHEAD_BYTES) of headers, as HTB
 //! counts them.
 
 use std::net::{SocketAddr, UdpSocket};
@@ -24,9 +24,9 @@ use std::thread::JoinHandle;
 use engine::clock::{monotonic_ns, sleep_until_ns};
 use serde_json::{json, Value};
 
-use super::mclock::{FlowSpec, MClock, Phase};
-use super::netns::WIRE_OVERHEAD_BYTES;
-use super::udp;
+use crate::mclock::{FlowSpec, MClock, Phase};
+use crate::netns::WIRE_OVERHEAD_BYTES;
+use crate::udp;
 
 /// The largest datagram a flow may hand over.
 pub const MAX_FRAME: usize = 1472;

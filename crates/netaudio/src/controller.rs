@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, SchedGrant, ThreadRt};
-use results::LatencyHistogram;
 
-use super::udp::{self, RecvBatch};
-use super::wire::{
+use crate::udp::{self, RecvBatch};
+use crate::Histogram;
+use crate::wire::{
     self, Answer, AnswerMatcher, DropCounters, InputFrames, InputHeader, Packet, PadFrame,
     INPUT_PACKET_BYTES, PACKETS_PER_BLOCK, PADS,
 };
@@ -59,9 +59,9 @@ pub struct ControllerConfig {
     pub cpus: Option<Vec<usize>>,
 }
 
-/// What the controller measured.
+/// What the controller measured, its times in the caller's histograms `H`.
 #[derive(Debug)]
-pub struct ControllerOutcome {
+pub struct ControllerOutcome<H> {
     /// Counted blocks sent.
     pub blocks_sent: u64,
     /// Packets sent (all, warm-up included) and those the kernel would not take.
@@ -69,9 +69,9 @@ pub struct ControllerOutcome {
     /// Packets the kernel refused (queue full): lost before the wire.
     pub packets_refused: u64,
     /// `tf - t0` of every counted block answered, ns.
-    pub end_to_end: LatencyHistogram,
+    pub end_to_end: H,
     /// Pacing error of every packet (send time minus due time), ns.
-    pub pacing: LatencyHistogram,
+    pub pacing: H,
     /// Counted blocks answered within [`DEADLINE_NS`].
     pub on_time: u64,
     /// Counted blocks answered after it.
@@ -107,25 +107,25 @@ fn sleep_until(due_ns: u64, stop: &AtomicBool) {
 /// Runs the controller on `socket` (bound, not connected). `start_ns` is when packet 0
 /// is due (give the host time to be ready). Ends after `blocks` blocks and the drain,
 /// or when `stop` is raised.
-pub fn run(
+pub fn run<H: Histogram>(
     config: &ControllerConfig,
     socket: UdpSocket,
     start_ns: u64,
     stop: &AtomicBool,
-) -> ControllerOutcome {
+) -> ControllerOutcome<H> {
     run_via(config, socket, start_ns, stop, None)
 }
 
 /// As [`run`], but with `via` the packets go through audiolat's user-level network
 /// service (its flow's ring) instead of straight to the kernel; answers still arrive on
 /// `socket`, which the service sends from.
-pub fn run_via(
+pub fn run_via<H: Histogram>(
     config: &ControllerConfig,
     socket: UdpSocket,
     start_ns: u64,
     stop: &AtomicBool,
-    mut via: Option<super::service::FlowTx>,
-) -> ControllerOutcome {
+    mut via: Option<crate::service::FlowTx>,
+) -> ControllerOutcome<H> {
     let receiver_socket = socket.try_clone();
     let (mut sent_tx, mut sent_rx) = rtrb::RingBuffer::<(u32, u64)>::new(4096);
     let sender_done = AtomicBool::new(false);
@@ -154,7 +154,7 @@ pub fn run_via(
                     let _ = rs.set_read_timeout(Some(Duration::from_millis(20)));
                     let mut batch = RecvBatch::new();
                     let mut matcher = AnswerMatcher::new();
-                    let mut end_to_end = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
+                    let mut end_to_end = H::with_bound(HIST_BOUND_NS);
                     let mut malformed = DropCounters::default();
                     let (mut on_time, mut late, mut duplicates, mut unknown) =
                         (0u64, 0u64, 0u64, 0u64);
@@ -242,7 +242,7 @@ pub fn run_via(
         let via = &mut via;
         let sender = scope.spawn(|| {
             let rt = ThreadRt::apply(&config.policy, sender_cpus.as_deref(), 128 * 1024);
-            let mut pacing = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
+            let mut pacing = H::with_bound(HIST_BOUND_NS);
             let frames: InputFrames = [config.input; 2];
             let mut packet = [0u8; INPUT_PACKET_BYTES];
             let total = config.blocks + config.warmup_blocks;
@@ -298,7 +298,7 @@ pub fn run_via(
                         granted: Policy::Other { nice: 0 },
                         refusal: Some("the sender thread panicked".into()),
                     },
-                    LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound"),
+                    H::with_bound(HIST_BOUND_NS),
                     0,
                     0,
                     0,
@@ -323,7 +323,7 @@ pub fn run_via(
                 blocks_sent: counted_blocks,
                 packets_sent: sent,
                 packets_refused: refused,
-                end_to_end: LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound"),
+                end_to_end: H::with_bound(HIST_BOUND_NS),
                 pacing,
                 on_time: 0,
                 late: 0,

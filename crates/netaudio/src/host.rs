@@ -20,10 +20,10 @@ use std::time::Duration;
 use dsp::migrator::{Migrator, MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS};
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, SchedGrant, ThreadRt};
-use results::LatencyHistogram;
 
-use super::udp::{self, RecvBatch};
-use super::wire::{
+use crate::udp::{self, RecvBatch};
+use crate::Histogram;
+use crate::wire::{
     self, AssemblerCounters, BlockAssembler, DropReason, OutputFrames, OutputHeader, Packet,
     DEADLINE_NS, OUTPUT_PACKET_BYTES,
 };
@@ -83,17 +83,17 @@ pub struct HostConfig {
     pub warmup_after_first_ns: u64,
 }
 
-/// What the host measured.
+/// What the host measured, its times in the caller's histograms `H`.
 #[derive(Debug)]
-pub struct HostOutcome {
+pub struct HostOutcome<H> {
     /// `t2 - t1` of every counted block, ns.
-    pub response: LatencyHistogram,
+    pub response: H,
     /// `t2 -` the arrival of the block's last packet, ns: the host's own share.
-    pub after_last_packet: LatencyHistogram,
+    pub after_last_packet: H,
     /// Time in the synth per block, ns.
-    pub synth: LatencyHistogram,
+    pub synth: H,
     /// Arrival of the last packet minus the first, ns (the gathering).
-    pub gathering: LatencyHistogram,
+    pub gathering: H,
     /// Blocks answered and counted.
     pub answered: u64,
     /// Blocks answered during the warm-up.
@@ -158,12 +158,12 @@ unsafe impl Sync for WorkerSlot {}
 
 /// Serves on `socket` until `stop` is raised. `series_capacity` blocks of (t1, response)
 /// are kept. Allocates before the loop starts, never in it.
-pub fn serve(
+pub fn serve<H: Histogram>(
     config: &HostConfig,
     socket: UdpSocket,
     stop: &AtomicBool,
     series_capacity: usize,
-) -> HostOutcome {
+) -> HostOutcome<H> {
     let synth_config = MigratorConfig::default();
     let cpu_for = |k: usize| -> Option<Vec<usize>> {
         config
@@ -240,10 +240,10 @@ pub fn serve(
     }
     drop(grants_tx);
     let mut own_synth = (workers == 0 && config.synth).then(|| Migrator::new(synth_config));
-    let mut response = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
-    let mut after_last = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
-    let mut synth_hist = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
-    let mut gathering = LatencyHistogram::new(HIST_BOUND_NS).expect("valid bound");
+    let mut response = H::with_bound(HIST_BOUND_NS);
+    let mut after_last = H::with_bound(HIST_BOUND_NS);
+    let mut synth_hist = H::with_bound(HIST_BOUND_NS);
+    let mut gathering = H::with_bound(HIST_BOUND_NS);
     let mut series: Vec<(u64, u64)> = Vec::with_capacity(series_capacity);
     let mut batch = RecvBatch::new();
     let mut assembler = BlockAssembler::new();
