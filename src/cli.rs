@@ -211,8 +211,8 @@ impl CellArgs {
             None => qos::CellSet::default(),
         };
         for flag in &self.cell {
-            let cell = qos::CellSet::parse_flag(flag)
-                .map_err(|e| UsageError(format!("--cell: {e}")))?;
+            let cell =
+                qos::CellSet::parse_flag(flag).map_err(|e| UsageError(format!("--cell: {e}")))?;
             set.push(cell)
                 .map_err(|e| UsageError(format!("--cell: {e}")))?;
         }

@@ -804,8 +804,8 @@ fn net_config(
     a: &cli::NetArgs,
     cells: &qos::CellSet,
 ) -> Result<probes::net::NetConfig, UsageError> {
-    use qos::CellKind;
     use netaudio::host::PollMode;
+    use qos::CellKind;
     let cpus = cpu_list;
     let host_kind = a
         .cells

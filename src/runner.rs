@@ -1184,9 +1184,7 @@ pub fn net_run(
     // The cells before the run: a refusal (not root, no cpuset controller, CPUs the
     // kernel will not give) stores nothing.
     let partition = match &admission {
-        Some(a) => {
-            Some(qos::partition::Partition::create(&cells.cells, a).map_err(UsageError)?)
-        }
+        Some(a) => Some(qos::partition::Partition::create(&cells.cells, a).map_err(UsageError)?),
         None => None,
     };
     let run_id = store.begin_run(&info)?;

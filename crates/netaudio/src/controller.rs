@@ -19,11 +19,11 @@ use engine::clock::monotonic_ns;
 use engine::rt::{Policy, SchedGrant, ThreadRt};
 
 use crate::udp::{self, RecvBatch};
-use crate::Histogram;
 use crate::wire::{
     self, Answer, AnswerMatcher, DropCounters, InputFrames, InputHeader, Packet, PadFrame,
     INPUT_PACKET_BYTES, PACKETS_PER_BLOCK, PADS,
 };
+use crate::Histogram;
 
 /// The controlled input: every pad's (x, y, pressure), fixed for the run.
 pub type PadInput = [PadFrame; PADS];
@@ -116,6 +116,188 @@ pub fn run<H: Histogram>(
     run_via(config, socket, start_ns, stop, None)
 }
 
+/// What the receiver thread measured.
+struct Received<H> {
+    sched: SchedGrant,
+    end_to_end: H,
+    on_time: u64,
+    late: u64,
+    duplicates: u64,
+    unknown: u64,
+    malformed: DropCounters,
+    all_kernel: bool,
+    error: Option<String>,
+}
+
+/// What the sender thread did.
+struct Sent<H> {
+    sched: SchedGrant,
+    pacing: H,
+    sent: u64,
+    refused: u64,
+    counted_blocks: u64,
+    error: Option<String>,
+}
+
+/// The pacing of the sender: where packet 0 is due and from when blocks count.
+#[derive(Clone, Copy)]
+struct Schedule {
+    start_ns: u64,
+    counted_from_ns: u64,
+}
+
+/// The receiver thread's real-time loop: takes the blocks' send times from `sent_rx`,
+/// pairs each answer with its block and times it, until the drain after `sender_done`
+/// (or `stop`). Allocates nothing once started.
+fn receive_answers<H: Histogram>(
+    config: &ControllerConfig,
+    rs: UdpSocket,
+    cpus: Option<Vec<usize>>,
+    mut sent_rx: rtrb::Consumer<(u32, u64)>,
+    counted_from_ns: u64,
+    sender_done: &AtomicBool,
+    stop: &AtomicBool,
+) -> Received<H> {
+    let rt = ThreadRt::apply(&config.policy, cpus.as_deref(), 128 * 1024);
+    let kernel = udp::enable_receive_timestamps(&rs);
+    udp::set_receive_buffer(&rs, 1 << 20);
+    let _ = rs.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut batch = RecvBatch::new();
+    let mut matcher = AnswerMatcher::new();
+    let mut out = Received {
+        sched: rt.sched,
+        end_to_end: H::with_bound(HIST_BOUND_NS),
+        on_time: 0,
+        late: 0,
+        duplicates: 0,
+        unknown: 0,
+        malformed: DropCounters::default(),
+        all_kernel: kernel,
+        error: None,
+    };
+    let mut finished_at: Option<u64> = None;
+    loop {
+        while let Ok((block, t0)) = sent_rx.pop() {
+            matcher.sent(block, t0);
+        }
+        if sender_done.load(Ordering::Acquire) {
+            let now = monotonic_ns();
+            let since = *finished_at.get_or_insert(now);
+            if now - since > config.drain_ns || stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        let n = match batch.recv(&rs, true) {
+            Ok(n) => n,
+            Err(e) => {
+                out.error = Some(format!("receiving answers: {e}"));
+                break;
+            }
+        };
+        // Packets sent meanwhile must be known before their answers.
+        while let Ok((block, t0)) = sent_rx.pop() {
+            matcher.sent(block, t0);
+        }
+        for i in 0..n {
+            let Some(d) = batch.get(i) else { break };
+            out.all_kernel &= d.kernel_timestamp;
+            let packet = match wire::parse(d.bytes) {
+                Ok(Packet::Output(p)) => p,
+                Ok(Packet::Input(_)) => {
+                    out.malformed.record(wire::DropReason::UnknownKind);
+                    continue;
+                }
+                Err(e) => {
+                    out.malformed.record(e.kind());
+                    continue;
+                }
+            };
+            let counted = packet.header.echo_time_ns >= counted_from_ns;
+            match matcher.answered(&packet, d.arrival_ns) {
+                Answer::OnTime { end_to_end_ns, .. } if counted => {
+                    out.on_time += 1;
+                    out.end_to_end.record(end_to_end_ns);
+                }
+                Answer::Late { end_to_end_ns, .. } if counted => {
+                    out.late += 1;
+                    out.end_to_end.record(end_to_end_ns);
+                }
+                Answer::Duplicate { .. } => out.duplicates += 1,
+                Answer::Unknown { .. } => out.unknown += 1,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The sender thread's real-time loop: every packet of every block at its absolute due
+/// time, its pacing error recorded, each block's send time handed to the receiver
+/// through `sent_tx`; `sender_done` raised at the end. Allocates nothing once started.
+#[allow(clippy::too_many_arguments)]
+fn send_blocks<H: Histogram>(
+    config: &ControllerConfig,
+    socket: &UdpSocket,
+    via: &mut Option<crate::service::FlowTx>,
+    cpus: Option<Vec<usize>>,
+    schedule: Schedule,
+    mut sent_tx: rtrb::Producer<(u32, u64)>,
+    sender_done: &AtomicBool,
+    stop: &AtomicBool,
+) -> Sent<H> {
+    let rt = ThreadRt::apply(&config.policy, cpus.as_deref(), 128 * 1024);
+    let mut out = Sent {
+        sched: rt.sched,
+        pacing: H::with_bound(HIST_BOUND_NS),
+        sent: 0,
+        refused: 0,
+        counted_blocks: 0,
+        error: None,
+    };
+    let frames: InputFrames = [config.input; 2];
+    let mut packet = [0u8; INPUT_PACKET_BYTES];
+    let total = config.blocks + config.warmup_blocks;
+    'blocks: for block in 0..total {
+        for index in 0..PACKETS_PER_BLOCK as u64 {
+            if stop.load(Ordering::Relaxed) {
+                break 'blocks;
+            }
+            let k = block * PACKETS_PER_BLOCK as u64 + index;
+            let due = schedule.start_ns + wire::packet_due_ns(k);
+            sleep_until(due, stop);
+            let now = monotonic_ns();
+            out.pacing.record(now.saturating_sub(due));
+            let header = InputHeader {
+                index: index as u8,
+                seq: k as u32,
+                block: block as u32,
+                sender_time_ns: now,
+            };
+            wire::encode_input(&header, &frames, &mut packet);
+            let sent_now = match via.as_mut() {
+                Some(tx) => Ok(tx.send(&packet)),
+                None => udp::send_to(socket, &packet, config.host),
+            };
+            match sent_now {
+                Ok(true) => out.sent += 1,
+                Ok(false) => out.refused += 1,
+                Err(e) => {
+                    out.error = Some(format!("sending to the host {}: {e}", config.host));
+                    break 'blocks;
+                }
+            }
+            if index == 0 {
+                let _ = sent_tx.push((block as u32, now));
+                if now >= schedule.counted_from_ns {
+                    out.counted_blocks += 1;
+                }
+            }
+        }
+    }
+    sender_done.store(true, Ordering::Release);
+    out
+}
+
 /// As [`run`], but with `via` the packets go through audiolat's user-level network
 /// service (its flow's ring) instead of straight to the kernel; answers still arrive on
 /// `socket`, which the service sends from.
@@ -127,10 +309,14 @@ pub fn run_via<H: Histogram>(
     mut via: Option<crate::service::FlowTx>,
 ) -> ControllerOutcome<H> {
     let receiver_socket = socket.try_clone();
-    let (mut sent_tx, mut sent_rx) = rtrb::RingBuffer::<(u32, u64)>::new(4096);
+    let (sent_tx, sent_rx) = rtrb::RingBuffer::<(u32, u64)>::new(4096);
     let sender_done = AtomicBool::new(false);
     let counted_from_ns =
         start_ns + wire::packet_due_ns(config.warmup_blocks * PACKETS_PER_BLOCK as u64);
+    let schedule = Schedule {
+        start_ns,
+        counted_from_ns,
+    };
     let receiver_cpus = config
         .cpus
         .as_ref()
@@ -142,220 +328,100 @@ pub fn run_via<H: Histogram>(
         .and_then(|c| c.first())
         .map(|&c| vec![c]);
     std::thread::scope(|scope| {
-        let receiver = match receiver_socket {
-            Ok(rs) => {
-                let sender_done = &sender_done;
-                let policy = config.policy;
-                let drain_ns = config.drain_ns;
-                Some(scope.spawn(move || {
-                    let rt = ThreadRt::apply(&policy, receiver_cpus.as_deref(), 128 * 1024);
-                    let kernel = udp::enable_receive_timestamps(&rs);
-                    udp::set_receive_buffer(&rs, 1 << 20);
-                    let _ = rs.set_read_timeout(Some(Duration::from_millis(20)));
-                    let mut batch = RecvBatch::new();
-                    let mut matcher = AnswerMatcher::new();
-                    let mut end_to_end = H::with_bound(HIST_BOUND_NS);
-                    let mut malformed = DropCounters::default();
-                    let (mut on_time, mut late, mut duplicates, mut unknown) =
-                        (0u64, 0u64, 0u64, 0u64);
-                    let mut counted_sent = 0u64;
-                    // Send times of counted blocks, to know which answers count.
-                    let mut all_kernel = kernel;
-                    let mut finished_at: Option<u64> = None;
-                    let mut error = None;
-                    loop {
-                        while let Ok((block, t0)) = sent_rx.pop() {
-                            matcher.sent(block, t0);
-                            if t0 >= counted_from_ns {
-                                counted_sent += 1;
-                            }
-                        }
-                        if sender_done.load(Ordering::Acquire) {
-                            let now = monotonic_ns();
-                            let since = *finished_at.get_or_insert(now);
-                            if now - since > drain_ns || stop.load(Ordering::Relaxed) {
-                                break;
-                            }
-                        }
-                        let n = match batch.recv(&rs, true) {
-                            Ok(n) => n,
-                            Err(e) => {
-                                error = Some(format!("receiving answers: {e}"));
-                                break;
-                            }
-                        };
-                        // Packets sent meanwhile must be known before their answers.
-                        while let Ok((block, t0)) = sent_rx.pop() {
-                            matcher.sent(block, t0);
-                            if t0 >= counted_from_ns {
-                                counted_sent += 1;
-                            }
-                        }
-                        for i in 0..n {
-                            let Some(d) = batch.get(i) else { break };
-                            all_kernel &= d.kernel_timestamp;
-                            let packet = match wire::parse(d.bytes) {
-                                Ok(Packet::Output(p)) => p,
-                                Ok(Packet::Input(_)) => {
-                                    malformed.record(wire::DropReason::UnknownKind);
-                                    continue;
-                                }
-                                Err(e) => {
-                                    malformed.record(e.kind());
-                                    continue;
-                                }
-                            };
-                            let counted = packet.header.echo_time_ns >= counted_from_ns;
-                            match matcher.answered(&packet, d.arrival_ns) {
-                                Answer::OnTime { end_to_end_ns, .. } if counted => {
-                                    on_time += 1;
-                                    end_to_end.record(end_to_end_ns);
-                                }
-                                Answer::Late { end_to_end_ns, .. } if counted => {
-                                    late += 1;
-                                    end_to_end.record(end_to_end_ns);
-                                }
-                                Answer::Duplicate { .. } => duplicates += 1,
-                                Answer::Unknown { .. } => unknown += 1,
-                                _ => {}
-                            }
-                        }
-                    }
-                    (
-                        rt.sched,
-                        end_to_end,
-                        on_time,
-                        late,
-                        duplicates,
-                        unknown,
-                        malformed,
-                        counted_sent,
-                        all_kernel,
-                        error,
-                    )
-                }))
-            }
-            Err(_) => None,
-        };
+        let sender_done = &sender_done;
+        let receiver = receiver_socket.ok().map(|rs| {
+            scope.spawn(move || {
+                receive_answers::<H>(
+                    config,
+                    rs,
+                    receiver_cpus,
+                    sent_rx,
+                    counted_from_ns,
+                    sender_done,
+                    stop,
+                )
+            })
+        });
         // The sender, on a thread of its own (its policy and CPUs must not stick to the
         // caller, who starts the next phase's threads).
         let via = &mut via;
-        let sender = scope.spawn(|| {
-            let rt = ThreadRt::apply(&config.policy, sender_cpus.as_deref(), 128 * 1024);
-            let mut pacing = H::with_bound(HIST_BOUND_NS);
-            let frames: InputFrames = [config.input; 2];
-            let mut packet = [0u8; INPUT_PACKET_BYTES];
-            let total = config.blocks + config.warmup_blocks;
-            let (mut sent, mut refused) = (0u64, 0u64);
-            let mut counted_blocks = 0u64;
-            let mut error = None;
-            'blocks: for block in 0..total {
-                for index in 0..PACKETS_PER_BLOCK as u64 {
-                    if stop.load(Ordering::Relaxed) {
-                        break 'blocks;
-                    }
-                    let k = block * PACKETS_PER_BLOCK as u64 + index;
-                    let due = start_ns + wire::packet_due_ns(k);
-                    sleep_until(due, stop);
-                    let now = monotonic_ns();
-                    pacing.record(now.saturating_sub(due));
-                    let header = InputHeader {
-                        index: index as u8,
-                        seq: k as u32,
-                        block: block as u32,
-                        sender_time_ns: now,
-                    };
-                    wire::encode_input(&header, &frames, &mut packet);
-                    let sent_now = match via.as_mut() {
-                        Some(tx) => Ok(tx.send(&packet)),
-                        None => udp::send_to(&socket, &packet, config.host),
-                    };
-                    match sent_now {
-                        Ok(true) => sent += 1,
-                        Ok(false) => refused += 1,
-                        Err(e) => {
-                            error = Some(format!("sending to the host {}: {e}", config.host));
-                            break 'blocks;
-                        }
-                    }
-                    if index == 0 {
-                        let _ = sent_tx.push((block as u32, now));
-                        if now >= counted_from_ns {
-                            counted_blocks += 1;
-                        }
-                    }
-                }
-            }
-            sender_done.store(true, Ordering::Release);
-            (rt.sched, pacing, sent, refused, counted_blocks, error)
+        let socket = &socket;
+        let sender = scope.spawn(move || {
+            send_blocks::<H>(
+                config,
+                socket,
+                via,
+                sender_cpus,
+                schedule,
+                sent_tx,
+                sender_done,
+                stop,
+            )
         });
-        let (sender_sched, pacing, sent, refused, counted_blocks, error) =
-            sender.join().unwrap_or_else(|_| {
-                sender_done.store(true, Ordering::Release);
-                (
-                    SchedGrant {
-                        requested: config.policy,
-                        granted: Policy::Other { nice: 0 },
-                        refusal: Some("the sender thread panicked".into()),
-                    },
-                    H::with_bound(HIST_BOUND_NS),
-                    0,
-                    0,
-                    0,
-                    Some("the controller's sender thread panicked".to_string()),
-                )
-            });
+        let sent = sender.join().unwrap_or_else(|_| {
+            sender_done.store(true, Ordering::Release);
+            Sent {
+                sched: SchedGrant {
+                    requested: config.policy,
+                    granted: Policy::Other { nice: 0 },
+                    refusal: Some("the sender thread panicked".into()),
+                },
+                pacing: H::with_bound(HIST_BOUND_NS),
+                sent: 0,
+                refused: 0,
+                counted_blocks: 0,
+                error: Some("the controller's sender thread panicked".to_string()),
+            }
+        });
         let received = receiver.and_then(|r| r.join().ok());
-        let Some((
-            rx_sched,
-            end_to_end,
-            on_time,
-            late,
-            duplicates,
-            unknown,
-            malformed,
-            counted_sent,
-            kernel,
-            rx_error,
-        )) = received
-        else {
-            return ControllerOutcome {
-                blocks_sent: counted_blocks,
-                packets_sent: sent,
-                packets_refused: refused,
-                end_to_end: H::with_bound(HIST_BOUND_NS),
-                pacing,
-                on_time: 0,
-                late: 0,
-                lost: counted_blocks,
-                duplicate_answers: 0,
-                unknown_answers: 0,
-                malformed: DropCounters::default(),
-                sender_thread: sender_sched.clone(),
-                receiver_thread: None,
-                kernel_timestamps: false,
-                counted_from_ns,
-                error: error.or(Some("the answer receiver could not start".into())),
-            };
-        };
-        let _ = counted_sent;
-        ControllerOutcome {
-            blocks_sent: counted_blocks,
-            packets_sent: sent,
-            packets_refused: refused,
-            end_to_end,
-            pacing,
-            on_time,
-            late,
-            lost: counted_blocks.saturating_sub(on_time + late),
-            duplicate_answers: duplicates,
-            unknown_answers: unknown,
-            malformed,
-            sender_thread: sender_sched,
-            receiver_thread: Some(rx_sched),
-            kernel_timestamps: kernel,
-            counted_from_ns,
-            error: error.or(rx_error),
-        }
+        outcome(sent, received, counted_from_ns)
     })
+}
+
+/// Both threads' results as one outcome (without a receiver, every counted block lost).
+fn outcome<H: Histogram>(
+    sent: Sent<H>,
+    received: Option<Received<H>>,
+    counted_from_ns: u64,
+) -> ControllerOutcome<H> {
+    let Some(r) = received else {
+        return ControllerOutcome {
+            blocks_sent: sent.counted_blocks,
+            packets_sent: sent.sent,
+            packets_refused: sent.refused,
+            end_to_end: H::with_bound(HIST_BOUND_NS),
+            pacing: sent.pacing,
+            on_time: 0,
+            late: 0,
+            lost: sent.counted_blocks,
+            duplicate_answers: 0,
+            unknown_answers: 0,
+            malformed: DropCounters::default(),
+            sender_thread: sent.sched,
+            receiver_thread: None,
+            kernel_timestamps: false,
+            counted_from_ns,
+            error: sent
+                .error
+                .or(Some("the answer receiver could not start".into())),
+        };
+    };
+    ControllerOutcome {
+        blocks_sent: sent.counted_blocks,
+        packets_sent: sent.sent,
+        packets_refused: sent.refused,
+        end_to_end: r.end_to_end,
+        pacing: sent.pacing,
+        on_time: r.on_time,
+        late: r.late,
+        lost: sent.counted_blocks.saturating_sub(r.on_time + r.late),
+        duplicate_answers: r.duplicates,
+        unknown_answers: r.unknown,
+        malformed: r.malformed,
+        sender_thread: sent.sched,
+        receiver_thread: Some(r.sched),
+        kernel_timestamps: r.all_kernel,
+        counted_from_ns,
+        error: sent.error.or(r.error),
+    }
 }

@@ -22,11 +22,11 @@ use engine::clock::monotonic_ns;
 use engine::rt::{Policy, SchedGrant, ThreadRt};
 
 use crate::udp::{self, RecvBatch};
-use crate::Histogram;
 use crate::wire::{
     self, AssemblerCounters, BlockAssembler, DropReason, OutputFrames, OutputHeader, Packet,
     DEADLINE_NS, OUTPUT_PACKET_BYTES,
 };
+use crate::Histogram;
 
 /// How the network thread waits for packets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,8 +156,310 @@ struct WorkerSlot {
 // it sees it (Acquire). The generation protocol keeps the two from overlapping.
 unsafe impl Sync for WorkerSlot {}
 
+/// The workers splitting the synth's objects, and how to reach them.
+struct Workers {
+    slots: Vec<Arc<WorkerSlot>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    quit: Arc<AtomicBool>,
+    grants: std::sync::mpsc::Receiver<(usize, SchedGrant)>,
+}
+
+impl Workers {
+    /// Starts `workers` threads, each owning a contiguous part of the synth's objects, as
+    /// evenly split as possible; each joins the cell's groups and takes its policy and
+    /// CPUs (`cpu_for(w + 1)`) first.
+    fn start(
+        config: &HostConfig,
+        workers: usize,
+        synth_config: MigratorConfig,
+        cpu_for: &dyn Fn(usize) -> Option<Vec<usize>>,
+    ) -> Workers {
+        let slots: Vec<Arc<WorkerSlot>> = (0..workers)
+            .map(|_| {
+                Arc::new(WorkerSlot {
+                    generation: AtomicU64::new(0),
+                    done: AtomicU64::new(0),
+                    pads: std::cell::UnsafeCell::new([Pad::default(); OBJECTS]),
+                    out: std::cell::UnsafeCell::new([[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES]),
+                })
+            })
+            .collect();
+        let quit = Arc::new(AtomicBool::new(false));
+        let (grants_tx, grants) = std::sync::mpsc::channel();
+        let mut handles = Vec::new();
+        for (w, slot) in slots.iter().enumerate() {
+            let from = w * OBJECTS / workers;
+            let to = (w + 1) * OBJECTS / workers;
+            let part = Migrator::with_objects(synth_config, from..to);
+            let slot = slot.clone();
+            let quit = quit.clone();
+            let policy = config.policy;
+            let cpus = cpu_for(w + 1);
+            let grants_tx = grants_tx.clone();
+            let groups = config.groups.clone();
+            handles.push(std::thread::spawn(move || {
+                qos::join_groups(&groups);
+                let rt = ThreadRt::apply(&policy, cpus.as_deref(), 128 * 1024);
+                let _ = grants_tx.send((w, rt.sched));
+                worker_loop(&slot, part, &quit);
+            }));
+        }
+        Workers {
+            slots,
+            handles,
+            quit,
+            grants,
+        }
+    }
+
+    /// Stops and joins the workers; their grants in worker order.
+    fn finish(self) -> Vec<SchedGrant> {
+        self.quit.store(true, Ordering::Relaxed);
+        for h in self.handles {
+            let _ = h.join();
+        }
+        let mut worker_threads: Vec<(usize, SchedGrant)> = self.grants.try_iter().collect();
+        worker_threads.sort_by_key(|(w, _)| *w);
+        worker_threads.into_iter().map(|(_, g)| g).collect()
+    }
+
+    /// Hands `pads` to every worker and sums their parts into `frames`. Returns false
+    /// when `stop` was raised while waiting. Real-time safe: spins, allocates nothing.
+    fn synthesize(
+        &self,
+        generation: &mut u64,
+        pads: &[Pad; OBJECTS],
+        frames: &mut OutputFrames,
+        stop: &AtomicBool,
+    ) -> bool {
+        *generation += 1;
+        for slot in &self.slots {
+            // SAFETY: see WorkerSlot; the worker is idle (its done equals the
+            // previous generation).
+            unsafe { *slot.pads.get() = *pads };
+            slot.generation.store(*generation, Ordering::Release);
+        }
+        for slot in &self.slots {
+            let mut waited = 0u32;
+            while slot.done.load(Ordering::Acquire) != *generation {
+                if stop.load(Ordering::Relaxed) {
+                    return false;
+                }
+                waited += 1;
+                if waited.is_multiple_of(4096) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            // SAFETY: the worker published done for this generation.
+            let part = unsafe { &*slot.out.get() };
+            for (row, add) in frames.iter_mut().zip(part.iter()) {
+                for (x, y) in row.iter_mut().zip(add.iter()) {
+                    *x += y;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// A worker's real-time loop: spins on the next generation, runs its part of the synth
+/// on the published pads, publishes `done`; until `quit`. Allocates nothing.
+fn worker_loop(slot: &WorkerSlot, mut part: Migrator, quit: &AtomicBool) {
+    let mut seen = 0u64;
+    let mut idle = 0u32;
+    while !quit.load(Ordering::Relaxed) {
+        let generation = slot.generation.load(Ordering::Acquire);
+        if generation == seen {
+            // Spin (the study's workers never sleep), but after ~50 µs of nothing
+            // let other threads of the same priority, or any at SCHED_OTHER, run.
+            idle += 1;
+            if idle.is_multiple_of(4096) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        idle = 0;
+        seen = generation;
+        // SAFETY: see WorkerSlot: the network thread wrote pads before
+        // publishing this generation and waits for `done` before touching out.
+        unsafe {
+            let pads = &*slot.pads.get();
+            let out = &mut *slot.out.get();
+            *out = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            part.process(pads, out);
+        }
+        slot.done.store(generation, Ordering::Release);
+    }
+}
+
+/// The histograms and counters of the blocks served.
+struct Tally<H> {
+    response: H,
+    after_last: H,
+    synth: H,
+    gathering: H,
+    series: Vec<(u64, u64)>,
+    answered: u64,
+    answered_in_warmup: u64,
+    misses: u64,
+    below: u64,
+    short: u64,
+}
+
+impl<H: Histogram> Tally<H> {
+    /// Allocates the histograms and the series (`series_capacity` blocks).
+    fn new(series_capacity: usize) -> Tally<H> {
+        Tally {
+            response: H::with_bound(HIST_BOUND_NS),
+            after_last: H::with_bound(HIST_BOUND_NS),
+            synth: H::with_bound(HIST_BOUND_NS),
+            gathering: H::with_bound(HIST_BOUND_NS),
+            series: Vec::with_capacity(series_capacity),
+            answered: 0,
+            answered_in_warmup: 0,
+            misses: 0,
+            below: 0,
+            short: 0,
+        }
+    }
+
+    /// The outcome: the blocks counted, `rx`'s datagrams, the threads' grants and the
+    /// error that ended the loop.
+    fn into_outcome(
+        self,
+        rx: Receiver,
+        send_dropped: u64,
+        net_thread: SchedGrant,
+        worker_threads: Vec<SchedGrant>,
+        error: Option<String>,
+    ) -> HostOutcome<H> {
+        HostOutcome {
+            response: self.response,
+            after_last_packet: self.after_last,
+            synth: self.synth,
+            gathering: self.gathering,
+            answered: self.answered,
+            answered_in_warmup: self.answered_in_warmup,
+            misses: self.misses,
+            below_gathering: self.below,
+            short_responses: self.short,
+            send_dropped,
+            // The socket is this host's own, so its counter started at 0.
+            kernel_dropped: u64::from(rx.last_drop_count),
+            counters: rx.assembler.counters(),
+            kernel_timestamps: rx.all_kernel,
+            net_thread,
+            worker_threads,
+            error,
+            series: self.series,
+        }
+    }
+
+    /// Counts one block answered at `t2` after the warm-up, its synth started at
+    /// `synth_start`. Real-time safe.
+    fn count(&mut self, block: &BlockTimes, t2: u64, synth_start: u64) {
+        self.answered += 1;
+        let t = t2.saturating_sub(block.first_arrival_ns);
+        self.response.record(t);
+        self.after_last
+            .record(t2.saturating_sub(block.last_arrival_ns));
+        self.synth.record(t2.saturating_sub(synth_start));
+        let gather = block.last_arrival_ns.saturating_sub(block.first_arrival_ns);
+        self.gathering.record(gather);
+        if t > DEADLINE_NS {
+            self.misses += 1;
+        }
+        if t < gather {
+            self.below += 1;
+        }
+        if t < SHORT_RESPONSE_NS {
+            self.short += 1;
+        }
+        if self.series.len() < self.series.capacity() {
+            self.series.push((block.first_arrival_ns, t));
+        }
+    }
+}
+
+/// The network thread's state between datagrams.
+struct Receiver {
+    peer: Option<SocketAddr>,
+    assembler: BlockAssembler,
+    pads: [Pad; OBJECTS],
+    all_kernel: bool,
+    last_drop_count: u32,
+}
+
+impl Receiver {
+    /// Takes one datagram: drops it by reason, or adds it to its block; when that
+    /// completes the block, the pads' state at its last frame and its times. Real-time
+    /// safe.
+    fn accept(&mut self, d: &udp::Datagram<'_>) -> Option<BlockTimes> {
+        match (self.peer, d.from) {
+            (Some(p), Some(from)) if p != from => {
+                self.assembler.record_drop(DropReason::Foreign);
+                return None;
+            }
+            _ => {}
+        }
+        self.all_kernel &= d.kernel_timestamp;
+        if let Some(count) = d.kernel_drops {
+            self.last_drop_count = count;
+        }
+        if d.truncated {
+            self.assembler.record_drop(DropReason::WrongSize);
+            return None;
+        }
+        let packet = match wire::parse(d.bytes) {
+            Ok(Packet::Input(p)) => {
+                // Without a configured peer, the first sender of a valid packet
+                // becomes it (junk from anyone else cannot take the stream over).
+                if self.peer.is_none() {
+                    self.peer = d.from;
+                }
+                p
+            }
+            Ok(Packet::Output(_)) => {
+                self.assembler.record_drop(DropReason::UnknownKind);
+                return None;
+            }
+            Err(e) => {
+                self.assembler.record_drop(e.kind());
+                return None;
+            }
+        };
+        let block = self.assembler.push(&packet, d.arrival_ns)?;
+        // The pads' state at the block's last frame drives the synth; only that and
+        // the block's times are taken out of the assembler (not its 12 KiB of frames).
+        for (pad, frame) in self
+            .pads
+            .iter_mut()
+            .zip(block.frames[BLOCK_FRAMES - 1].iter())
+        {
+            *pad = Pad {
+                x: frame.x,
+                y: frame.y,
+                pressure: frame.pressure,
+            };
+        }
+        Some(BlockTimes {
+            block: block.block,
+            first_arrival_ns: block.first_arrival_ns,
+            last_arrival_ns: block.last_arrival_ns,
+            first_packet_sender_ns: block.first_packet_sender_ns,
+        })
+    }
+}
+
 /// Serves on `socket` until `stop` is raised. `series_capacity` blocks of (t1, response)
 /// are kept. Allocates before the loop starts, never in it.
+///
+/// The network thread's real-time loop: receive a batch, assemble, synthesize, answer,
+/// count; each step a helper that allocates nothing.
 pub fn serve<H: Histogram>(
     config: &HostConfig,
     socket: UdpSocket,
@@ -175,96 +477,28 @@ pub fn serve<H: Histogram>(
                 _ => vec![c[k % c.len()]],
             })
     };
-    // Split the objects over the workers as evenly as possible.
     // The reference host answers without the synth: no workers spinning beside it.
     let workers = if config.synth {
         config.workers.min(OBJECTS)
     } else {
         0
     };
-    let slots: Vec<Arc<WorkerSlot>> = (0..workers)
-        .map(|_| {
-            Arc::new(WorkerSlot {
-                generation: AtomicU64::new(0),
-                done: AtomicU64::new(0),
-                pads: std::cell::UnsafeCell::new([Pad::default(); OBJECTS]),
-                out: std::cell::UnsafeCell::new([[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES]),
-            })
-        })
-        .collect();
-    let quit = Arc::new(AtomicBool::new(false));
-    let (grants_tx, grants_rx) = std::sync::mpsc::channel();
-    let mut handles = Vec::new();
-    for (w, slot) in slots.iter().enumerate() {
-        let from = w * OBJECTS / workers;
-        let to = (w + 1) * OBJECTS / workers;
-        let mut part = Migrator::with_objects(synth_config, from..to);
-        let slot = slot.clone();
-        let quit = quit.clone();
-        let policy = config.policy;
-        let cpus = cpu_for(w + 1);
-        let grants_tx = grants_tx.clone();
-        let groups = config.groups.clone();
-        handles.push(std::thread::spawn(move || {
-            qos::join_groups(&groups);
-            let rt = ThreadRt::apply(&policy, cpus.as_deref(), 128 * 1024);
-            let _ = grants_tx.send((w, rt.sched));
-            let mut seen = 0u64;
-            let mut idle = 0u32;
-            while !quit.load(Ordering::Relaxed) {
-                let generation = slot.generation.load(Ordering::Acquire);
-                if generation == seen {
-                    // Spin (the study's workers never sleep), but after ~50 µs of nothing
-                    // let other threads of the same priority, or any at SCHED_OTHER, run.
-                    idle += 1;
-                    if idle.is_multiple_of(4096) {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
-                    continue;
-                }
-                idle = 0;
-                seen = generation;
-                // SAFETY: see WorkerSlot: the network thread wrote pads before
-                // publishing this generation and waits for `done` before touching out.
-                unsafe {
-                    let pads = &*slot.pads.get();
-                    let out = &mut *slot.out.get();
-                    *out = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-                    part.process(pads, out);
-                }
-                slot.done.store(generation, Ordering::Release);
-            }
-        }));
-    }
-    drop(grants_tx);
+    let pool = Workers::start(config, workers, synth_config, &cpu_for);
     let mut own_synth = (workers == 0 && config.synth).then(|| Migrator::new(synth_config));
-    let mut response = H::with_bound(HIST_BOUND_NS);
-    let mut after_last = H::with_bound(HIST_BOUND_NS);
-    let mut synth_hist = H::with_bound(HIST_BOUND_NS);
-    let mut gathering = H::with_bound(HIST_BOUND_NS);
-    let mut series: Vec<(u64, u64)> = Vec::with_capacity(series_capacity);
+    let mut tally = Tally::<H>::new(series_capacity);
     let mut batch = RecvBatch::new();
-    let mut assembler = BlockAssembler::new();
-    let kernel_timestamps = udp::enable_receive_timestamps(&socket);
-    udp::enable_drop_counter(&socket);
-    let mut last_drop_count: u32 = 0;
-    udp::set_receive_buffer(&socket, 4 << 20);
-    if config.poll == PollMode::Block {
-        let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
-    }
+    let kernel_timestamps = prepare_socket(&socket, config.poll);
     let group_refusals = qos::join_groups(&config.groups);
     let rt = ThreadRt::apply(&config.policy, cpu_for(0).as_deref(), 256 * 1024);
-    let mut peer = config.peer;
+    let mut rx = Receiver {
+        peer: config.peer,
+        assembler: BlockAssembler::new(),
+        pads: [Pad::default(); OBJECTS],
+        all_kernel: kernel_timestamps,
+        last_drop_count: 0,
+    };
     let mut answer = [0u8; OUTPUT_PACKET_BYTES];
-    let mut pads = [Pad::default(); OBJECTS];
-    let mut generation = 0u64;
-    let mut seq = 0u32;
-    let (mut answered, mut answered_in_warmup, mut misses, mut below, mut send_dropped) =
-        (0, 0, 0, 0, 0);
-    let mut short = 0u64;
-    let mut all_kernel = kernel_timestamps;
+    let (mut generation, mut seq, mut send_dropped) = (0u64, 0u32, 0u64);
     let mut offset_refreshed = monotonic_ns();
     let mut error = (!group_refusals.is_empty())
         .then(|| format!("joining the cell: {}", group_refusals.join("; ")));
@@ -279,108 +513,21 @@ pub fn serve<H: Histogram>(
             }
         };
         if n == 0 {
-            let now = monotonic_ns();
-            if now - offset_refreshed > 1_000_000_000 {
-                batch.realtime_offset_ns = udp::realtime_minus_monotonic_ns();
-                offset_refreshed = now;
-            }
-            match config.poll {
-                PollMode::Spin => std::hint::spin_loop(),
-                // SAFETY: no preconditions.
-                PollMode::Periodic => unsafe {
-                    libc::sched_yield();
-                },
-                PollMode::Block => {}
-            }
+            idle(config.poll, &mut batch, &mut offset_refreshed);
             continue;
         }
         for i in 0..n {
             let Some(d) = batch.get(i) else { break };
-            match (peer, d.from) {
-                (Some(p), Some(from)) if p != from => {
-                    assembler.record_drop(DropReason::Foreign);
-                    continue;
-                }
-                _ => {}
-            }
-            all_kernel &= d.kernel_timestamp;
-            if let Some(count) = d.kernel_drops {
-                last_drop_count = count;
-            }
-            if d.truncated {
-                assembler.record_drop(DropReason::WrongSize);
+            let Some(block) = rx.accept(&d) else {
                 continue;
-            }
-            let packet = match wire::parse(d.bytes) {
-                Ok(Packet::Input(p)) => {
-                    // Without a configured peer, the first sender of a valid packet
-                    // becomes it (junk from anyone else cannot take the stream over).
-                    if peer.is_none() {
-                        peer = d.from;
-                    }
-                    p
-                }
-                Ok(Packet::Output(_)) => {
-                    assembler.record_drop(DropReason::UnknownKind);
-                    continue;
-                }
-                Err(e) => {
-                    assembler.record_drop(e.kind());
-                    continue;
-                }
-            };
-            let Some(block) = assembler.push(&packet, d.arrival_ns) else {
-                continue;
-            };
-            // The pads' state at the block's last frame drives the synth; only that and
-            // the block's times are taken out of the assembler (not its 12 KiB of frames).
-            for (pad, frame) in pads.iter_mut().zip(block.frames[BLOCK_FRAMES - 1].iter()) {
-                *pad = Pad {
-                    x: frame.x,
-                    y: frame.y,
-                    pressure: frame.pressure,
-                };
-            }
-            let block = BlockTimes {
-                block: block.block,
-                first_arrival_ns: block.first_arrival_ns,
-                last_arrival_ns: block.last_arrival_ns,
-                first_packet_sender_ns: block.first_packet_sender_ns,
             };
             let synth_start = monotonic_ns();
             let mut frames: OutputFrames = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
             if config.synth {
                 if let Some(s) = own_synth.as_mut() {
-                    s.process(&pads, &mut frames);
-                } else {
-                    generation += 1;
-                    for slot in &slots {
-                        // SAFETY: see WorkerSlot; the worker is idle (its done equals the
-                        // previous generation).
-                        unsafe { *slot.pads.get() = pads };
-                        slot.generation.store(generation, Ordering::Release);
-                    }
-                    for slot in &slots {
-                        let mut waited = 0u32;
-                        while slot.done.load(Ordering::Acquire) != generation {
-                            if stop.load(Ordering::Relaxed) {
-                                break 'serve;
-                            }
-                            waited += 1;
-                            if waited.is_multiple_of(4096) {
-                                std::thread::yield_now();
-                            } else {
-                                std::hint::spin_loop();
-                            }
-                        }
-                        // SAFETY: the worker published done for this generation.
-                        let part = unsafe { &*slot.out.get() };
-                        for (row, add) in frames.iter_mut().zip(part.iter()) {
-                            for (x, y) in row.iter_mut().zip(add.iter()) {
-                                *x += y;
-                            }
-                        }
-                    }
+                    s.process(&rx.pads, &mut frames);
+                } else if !pool.synthesize(&mut generation, &rx.pads, &mut frames, stop) {
+                    break 'serve;
                 }
             }
             let t2 = monotonic_ns();
@@ -392,7 +539,7 @@ pub fn serve<H: Histogram>(
             };
             seq = seq.wrapping_add(1);
             wire::encode_output(&header, &frames, &mut answer);
-            let Some(to) = peer else { continue };
+            let Some(to) = rx.peer else { continue };
             match udp::send_to(&socket, &answer, to) {
                 Ok(true) => {}
                 Ok(false) => send_dropped += 1,
@@ -407,55 +554,43 @@ pub fn serve<H: Histogram>(
                     count_from_ns.max(block.first_arrival_ns + config.warmup_after_first_ns);
             }
             if block.first_arrival_ns < count_from_ns {
-                answered_in_warmup += 1;
+                tally.answered_in_warmup += 1;
                 continue;
             }
-            answered += 1;
-            let t = t2.saturating_sub(block.first_arrival_ns);
-            response.record(t);
-            after_last.record(t2.saturating_sub(block.last_arrival_ns));
-            synth_hist.record(t2.saturating_sub(synth_start));
-            let gather = block.last_arrival_ns.saturating_sub(block.first_arrival_ns);
-            gathering.record(gather);
-            if t > DEADLINE_NS {
-                misses += 1;
-            }
-            if t < gather {
-                below += 1;
-            }
-            if t < SHORT_RESPONSE_NS {
-                short += 1;
-            }
-            if series.len() < series.capacity() {
-                series.push((block.first_arrival_ns, t));
-            }
+            tally.count(&block, t2, synth_start);
         }
     }
-    quit.store(true, Ordering::Relaxed);
-    for h in handles {
-        let _ = h.join();
+    let worker_threads = pool.finish();
+    rx.assembler.finish();
+    tally.into_outcome(rx, send_dropped, rt.sched, worker_threads, error)
+}
+
+/// Receive timestamps (returns whether the kernel gives them), the drop counter, a
+/// 4 MiB receive queue, and for [`PollMode::Block`] a 50 ms timeout to see `stop`.
+fn prepare_socket(socket: &UdpSocket, poll: PollMode) -> bool {
+    let kernel_timestamps = udp::enable_receive_timestamps(socket);
+    udp::enable_drop_counter(socket);
+    udp::set_receive_buffer(socket, 4 << 20);
+    if poll == PollMode::Block {
+        let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
     }
-    let mut worker_threads: Vec<(usize, SchedGrant)> = grants_rx.try_iter().collect();
-    worker_threads.sort_by_key(|(w, _)| *w);
-    assembler.finish();
-    HostOutcome {
-        response,
-        after_last_packet: after_last,
-        synth: synth_hist,
-        gathering,
-        answered,
-        answered_in_warmup,
-        misses,
-        below_gathering: below,
-        short_responses: short,
-        send_dropped,
-        // The socket is this host's own, so its counter started at 0.
-        kernel_dropped: u64::from(last_drop_count),
-        counters: assembler.counters(),
-        kernel_timestamps: all_kernel,
-        net_thread: rt.sched,
-        worker_threads: worker_threads.into_iter().map(|(_, g)| g).collect(),
-        error,
-        series,
+    kernel_timestamps
+}
+
+/// Nothing arrived: refresh the realtime-to-monotonic offset once a second, then wait as
+/// the poll mode says (spin, yield the period, or nothing: `recvmmsg` slept).
+fn idle(poll: PollMode, batch: &mut RecvBatch, offset_refreshed: &mut u64) {
+    let now = monotonic_ns();
+    if now - *offset_refreshed > 1_000_000_000 {
+        batch.realtime_offset_ns = udp::realtime_minus_monotonic_ns();
+        *offset_refreshed = now;
+    }
+    match poll {
+        PollMode::Spin => std::hint::spin_loop(),
+        // SAFETY: no preconditions.
+        PollMode::Periodic => unsafe {
+            libc::sched_yield();
+        },
+        PollMode::Block => {}
     }
 }

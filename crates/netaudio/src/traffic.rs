@@ -85,7 +85,11 @@ pub fn stream_send(
 
 /// The sink application: joins `groups` (its cell's `tasks` files), then receives and
 /// counts until `stop`. Returns datagrams received and the Mbit/s of payload.
-pub fn stream_sink(socket: UdpSocket, groups: &[std::path::PathBuf], stop: &AtomicBool) -> (u64, f64) {
+pub fn stream_sink(
+    socket: UdpSocket,
+    groups: &[std::path::PathBuf],
+    stop: &AtomicBool,
+) -> (u64, f64) {
     let _ = qos::join_groups(groups);
     udp::set_receive_buffer(&socket, 8 << 20);
     let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));

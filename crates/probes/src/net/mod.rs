@@ -263,7 +263,13 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
     let synth = if stop.load(Ordering::Relaxed) {
         None
     } else {
-        Some(phase::run_phase(config, link.as_ref(), true, config.duration, stop)?)
+        Some(phase::run_phase(
+            config,
+            link.as_ref(),
+            true,
+            config.duration,
+            stop,
+        )?)
     };
     drop(link);
     Ok(NetOutcome {
@@ -275,4 +281,3 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
         end_ns: monotonic_ns(),
     })
 }
-

@@ -173,10 +173,7 @@ pub fn host_measurements(h: &HostOutcome, suffix: &str) -> Vec<Measurement> {
 
 /// The controller's measurements: end to end `tf - t0` against the deadline, and its
 /// pacing error.
-pub fn controller_measurements(
-    c: &ControllerOutcome,
-    suffix: &str,
-) -> Vec<Measurement> {
+pub fn controller_measurements(c: &ControllerOutcome, suffix: &str) -> Vec<Measurement> {
     let mut out = Vec::new();
     let mut e = Measurement::from_histogram(
             "net",

@@ -223,8 +223,7 @@ pub(super) fn run_phase(
 ) -> Result<Phase, NetError> {
     let sockets = open_sockets(config, link)?;
     let start_ns = monotonic_ns() + 50_000_000;
-    let (host_config, controller_config) =
-        end_configs(config, &sockets, synth, duration, start_ns);
+    let (host_config, controller_config) = end_configs(config, &sockets, synth, duration, start_ns);
     let host_stop = Arc::new(AtomicBool::new(false));
     let series = blocks_in(duration) as usize + 16;
     // The link's shaping: the kernel's classes, or the user-level service.
