@@ -72,7 +72,7 @@ pub struct ControllerOutcome<H> {
     pub end_to_end: H,
     /// Pacing error of every packet (send time minus due time), ns.
     pub pacing: H,
-    /// Counted blocks answered within [`DEADLINE_NS`].
+    /// Counted blocks answered within [`DEADLINE_NS`](wire::DEADLINE_NS).
     pub on_time: u64,
     /// Counted blocks answered after it.
     pub late: u64,

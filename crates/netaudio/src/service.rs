@@ -13,7 +13,7 @@
 //! which the sender counts as lost. The link gate is a token bucket at the link rate
 //! with a burst of [`BURST_NS`] of link time: the service sleeps between bursts instead
 //! of spinning. Bits on the link are the datagram plus
-//! [`WIRE_OVERHEAD_BYTES`](crate::netns::WIRE_OVERHEAD_BYTES) of headers, as HTB
+//! [`WIRE_OVERHEAD_BYTES`] of headers, as HTB
 //! counts them.
 
 use std::net::{SocketAddr, UdpSocket};
