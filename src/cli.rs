@@ -134,7 +134,7 @@ pub struct NetArgs {
     /// time-triggered cell, block otherwise (a spinning SCHED_FIFO thread is stopped 50 ms
     /// a second by the kernel's RT throttling, even on a dedicated CPU).
     #[arg(long, value_name = "MODE", value_parser = parse_poll)]
-    pub poll: Option<probes::net::host::PollMode>,
+    pub poll: Option<netaudio::host::PollMode>,
     /// Scheduling policy of every thread of both ends.
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
     pub policy: PolicyName,
@@ -200,19 +200,19 @@ pub struct CellArgs {
 
 impl CellArgs {
     /// The cell set the flags and file describe.
-    pub fn cell_set(&self) -> Result<probes::cell::CellSet, UsageError> {
+    pub fn cell_set(&self) -> Result<qos::CellSet, UsageError> {
         let mut set = match &self.cells_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?;
-                probes::cell::CellSet::from_toml(&text)
+                qos::CellSet::from_toml(&text)
                     .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?
             }
-            None => probes::cell::CellSet::default(),
+            None => qos::CellSet::default(),
         };
         for flag in &self.cell {
-            let cell = probes::cell::CellSet::parse_flag(flag)
-                .map_err(|e| UsageError(format!("--cell: {e}")))?;
+            let cell =
+                qos::CellSet::parse_flag(flag).map_err(|e| UsageError(format!("--cell: {e}")))?;
             set.push(cell)
                 .map_err(|e| UsageError(format!("--cell: {e}")))?;
         }
@@ -228,7 +228,7 @@ impl CellArgs {
 }
 
 fn parse_mbps(s: &str) -> Result<f64, String> {
-    probes::cell::parse_mbps(s)
+    qos::parse_mbps(s)
 }
 
 fn parse_reserve_by(s: &str) -> Result<probes::net::ReserveBy, String> {
@@ -342,7 +342,7 @@ pub struct RespondArgs {
     pub workers: usize,
     /// How the network thread waits: block or spin.
     #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
-    pub poll: probes::net::host::PollMode,
+    pub poll: netaudio::host::PollMode,
     #[command(flatten)]
     pub threads: NetThreadArgs,
 }
@@ -403,11 +403,11 @@ fn parse_workers(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_poll(s: &str) -> Result<probes::net::host::PollMode, String> {
+fn parse_poll(s: &str) -> Result<netaudio::host::PollMode, String> {
     match s {
-        "block" => Ok(probes::net::host::PollMode::Block),
-        "spin" => Ok(probes::net::host::PollMode::Spin),
-        "periodic" => Ok(probes::net::host::PollMode::Periodic),
+        "block" => Ok(netaudio::host::PollMode::Block),
+        "spin" => Ok(netaudio::host::PollMode::Spin),
+        "periodic" => Ok(netaudio::host::PollMode::Periodic),
         _ => Err("use block, spin or periodic".into()),
     }
 }

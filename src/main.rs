@@ -802,10 +802,10 @@ fn bench(ctx: &Context, a: &cli::BenchArgs) -> Result<ExitCode> {
 /// The `audiolat net` configuration from its flags (checked before anything opens).
 fn net_config(
     a: &cli::NetArgs,
-    cells: &probes::cell::CellSet,
+    cells: &qos::CellSet,
 ) -> Result<probes::net::NetConfig, UsageError> {
-    use probes::cell::CellKind;
-    use probes::net::host::PollMode;
+    use netaudio::host::PollMode;
+    use qos::CellKind;
     let cpus = cpu_list;
     let host_kind = a
         .cells
@@ -875,7 +875,7 @@ fn net_config(
             a.reference
         },
         warmup: a.warmup,
-        input: probes::net::controller::fixed_input(a.pads, a.x, a.y, a.pressure),
+        input: netaudio::controller::fixed_input(a.pads, a.x, a.y, a.pressure),
         workers: a.workers,
         poll,
         policy: cli::net_policy(a)?,
@@ -910,7 +910,7 @@ fn cpu_list(flag: &str, list: &Option<String>) -> Result<Option<Vec<usize>>, Usa
 }
 
 fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
-    use probes::net::host;
+    use netaudio::host;
     let policy = cli::thread_policy(a.threads.policy, a.threads.priority)?;
     let cpus = cpu_list("--cpus", &a.threads.cpus)?;
     if !a.bind.ip().is_loopback() && a.peer.is_none() {
@@ -920,7 +920,7 @@ fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
         ))
         .into());
     }
-    let socket = probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
     if !(a.threads.quiet || a.threads.json) {
         eprintln!(
@@ -950,7 +950,7 @@ fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
     let config_json = json!({"role": "respond", "bind": a.bind.to_string(), "peer": a.peer.map(|p| p.to_string()),
         "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": cpus,
         "warmup_s": a.warmup.as_secs_f64(), "duration_s": a.duration.map(|d| d.as_secs_f64()),
-        "deadline_ns": probes::net::wire::DEADLINE_NS});
+        "deadline_ns": netaudio::wire::DEADLINE_NS});
     let run = runner::net_end_run(
         ctx,
         &store,
@@ -984,7 +984,7 @@ fn net_respond(ctx: &Context, a: &cli::RespondArgs) -> Result<ExitCode> {
 }
 
 fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
-    use probes::net::controller;
+    use netaudio::controller;
     let policy = cli::thread_policy(a.threads.policy, a.threads.priority)?;
     let cpus = cpu_list("--cpus", &a.threads.cpus)?;
     if a.host.ip().is_unspecified() || a.host.port() == 0 {
@@ -994,21 +994,21 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
         ))
         .into());
     }
-    let socket = probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     if let Err(e) = socket.connect(a.host) {
         return Err(UsageError(format!("--host {}: unreachable from {} ({e}): check the address and the route (ip route get {})", a.host, a.bind, a.host.ip())).into());
     }
     // Sending goes through send_to; the socket stays unconnected for it.
     let socket = {
         drop(socket);
-        probes::net::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
+        netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
     let store = ctx.open_store()?;
     let config = controller::ControllerConfig {
         host: a.host,
         input: controller::fixed_input(a.pads, a.x, a.y, a.pressure),
-        blocks: probes::net::blocks_in(a.duration),
-        warmup_blocks: probes::net::blocks_in(a.warmup),
+        blocks: netaudio::blocks_in(a.duration),
+        warmup_blocks: netaudio::blocks_in(a.warmup),
         drain_ns: 100_000_000,
         policy,
         cpus: cpus.clone(),
@@ -1026,7 +1026,7 @@ fn net_emulate(ctx: &Context, a: &cli::EmulateArgs) -> Result<ExitCode> {
     let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
         "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": cpus,
         "duration_s": a.duration.as_secs_f64(), "warmup_s": a.warmup.as_secs_f64(),
-        "deadline_ns": probes::net::wire::DEADLINE_NS});
+        "deadline_ns": netaudio::wire::DEADLINE_NS});
     let run = runner::net_end_run(
         ctx,
         &store,
@@ -1100,7 +1100,7 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
         host_cell: a.cells.host_cell.clone(),
     };
     // Admission control before anything is printed or stored.
-    placement.admit(&config, &a.load)?;
+    runner::admit_net(&placement, &config, &a.load)?;
     let store = ctx.open_store()?;
     if !(a.quiet || a.json) {
         eprintln!(
@@ -1256,10 +1256,10 @@ fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
                 views::fmt_duration(a.warmup)
             );
         }
-        let mut cells = probes::cell::CellSet::default();
+        let mut cells = qos::CellSet::default();
         for c in &r.cells {
             cells
-                .push(probes::cell::CellSet::parse_flag(c).map_err(UsageError)?)
+                .push(qos::CellSet::parse_flag(c).map_err(UsageError)?)
                 .map_err(UsageError)?;
         }
         let load: load::LoadSpec = r
@@ -2002,8 +2002,7 @@ fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
                 cells,
                 host_cell: a.cells.host_cell.clone(),
             };
-            placement
-                .admit(&config, &a.load)
+            runner::admit_net(&placement, &config, &a.load)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         }

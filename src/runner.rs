@@ -1100,107 +1100,26 @@ pub struct NetRun {
     pub storage_error: Option<String>,
 }
 
-/// The cells of a run and the one the host's runtime goes in.
-#[derive(Clone, Debug, Default)]
-pub struct CellPlan {
-    /// Every cell.
-    pub cells: probes::cell::CellSet,
-    /// The host's cell.
-    pub host_cell: Option<String>,
-}
+pub use qos::CellPlan;
 
-impl CellPlan {
-    /// Admission control for a network run: the cells, the host's threads in its cell,
-    /// the loads' cells, the link. A refusal is a usage error, before anything starts.
-    pub fn admit(
-        &self,
-        config: &probes::net::NetConfig,
-        load_spec: &LoadSpec,
-    ) -> Result<Option<probes::cell::Admission>, UsageError> {
-        for item in &load_spec.items {
-            let Some(name) = load_spec.cell_of(item) else {
-                continue;
-            };
-            let Some(cell) = self.cells.get(name) else {
-                return Err(UsageError(format!(
-                    "--load {}@{name}: no such cell; define it with --cell {name}=KIND:... or in --cells",
-                    item.name()
-                )));
-            };
-            if cell.kind.is_deadline()
-                && !matches!(item, load::LoadItem::Stream { .. })
-                && load::deadline_threads(item, 1).is_none()
-            {
-                return Err(UsageError(format!(
-                    "--load {}@{name}: {name} is a {} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells",
-                    item.name(),
-                    cell.kind
-                )));
-            }
-        }
-        if self.cells.is_empty() {
-            return Ok(None);
-        }
-        let mut threads = std::collections::BTreeMap::new();
-        // Each thread of a built-in load in a deadline cell takes the cell's reservation.
-        let cpus = engine::rt::online_cpus().len();
-        for item in &load_spec.items {
-            if let Some(name) = load_spec.cell_of(item) {
-                if self.cells.get(name).is_some_and(|c| c.kind.is_deadline()) {
-                    if let Some(n) = load::deadline_threads(item, cpus) {
-                        *threads.entry(name.to_string()).or_insert(0) += n;
-                    }
-                }
-            }
-        }
-        let mut spinning = Vec::new();
-        if let Some(h) = &self.host_cell {
-            *threads.entry(h.clone()).or_insert(0) += 1 + config.workers;
-            if config.poll == probes::net::host::PollMode::Spin || config.workers > 0 {
-                spinning.push(h.clone());
-            }
-        }
-        let capacity = probes::cell::Capacity::here(config.link.map(|l| l.mbps));
-        let admission = self
-            .cells
-            .admit(&capacity, &threads, &spinning)
-            .map_err(UsageError)?;
-        probes::cell::partition::Partition::check(&admission).map_err(UsageError)?;
-        Ok(Some(admission))
-    }
-}
-
-/// A load process's placement in a cell.
-fn load_placement(cell: &probes::cell::partition::PlacedCell) -> load::Placement {
-    use engine::rt::Policy;
-    let policy = match cell.cell.policy {
-        Policy::Other { nice } => Some((libc::SCHED_OTHER, 0, nice)),
-        Policy::Batch { nice } => Some((libc::SCHED_BATCH, 0, nice)),
-        Policy::Idle => Some((libc::SCHED_IDLE, 0, 0)),
-        Policy::Fifo { priority } => Some((libc::SCHED_FIFO, priority as i32, 0)),
-        Policy::RoundRobin { priority } => Some((libc::SCHED_RR, priority as i32, 0)),
-        // Each thread of a built-in load takes it itself: a deadline task may not fork.
-        Policy::Deadline { .. } => None,
-    };
-    let deadline = match cell.cell.policy {
-        Policy::Deadline {
-            runtime_ns,
-            deadline_ns,
-            period_ns,
-        } => Some(load::DeadlineShare {
-            runtime_ns,
-            deadline_ns,
-            period_ns,
-            time_triggered: cell.cell.kind == probes::cell::CellKind::TimeTriggered,
-        }),
-        _ => None,
-    };
-    load::Placement {
-        procs_files: cell.procs_files(),
-        cpus: cell.cpus.clone(),
-        policy,
-        deadline,
-    }
+/// Admission control for a network run (`qos::CellPlan::admit` with the host's threads
+/// and link of `config`); a refusal is a usage error, before anything starts, in the
+/// words of the flags that placed the loads.
+pub fn admit_net(
+    plan: &CellPlan,
+    config: &probes::net::NetConfig,
+    load_spec: &LoadSpec,
+) -> Result<Option<qos::Admission>, UsageError> {
+    plan.admit(load_spec, Some(config.host_threads()), config.link.map(|l| l.mbps))
+        .map_err(|e| match e {
+            qos::PlanError::NoSuchCell { load, cell } => UsageError(format!(
+                "--load {load}@{cell}: no such cell; define it with --cell {cell}=KIND:... or in --cells"
+            )),
+            qos::PlanError::ForksInDeadlineCell { load, cell, kind } => UsageError(format!(
+                "--load {load}@{cell}: {cell} is a {kind} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells"
+            )),
+            qos::PlanError::Refused(why) => UsageError(why),
+        })
 }
 
 /// Runs `audiolat net` (reference phase, then synth phase, over loopback) as a stored run.
@@ -1215,7 +1134,7 @@ pub fn net_run(
 ) -> Result<NetRun> {
     let mut lctx = load_context(scratch);
     let planned = load::plan(load_spec, &lctx).map_err(|e| UsageError(e.to_string()))?;
-    let admission = cells.admit(config, load_spec)?;
+    let admission = admit_net(cells, config, load_spec)?;
     let pressed: Vec<usize> = (0..config.input.len())
         .filter(|&p| config.input[p].pressure > 0.0)
         .collect();
@@ -1230,8 +1149,8 @@ pub fn net_run(
             "transport": if config.netns {
                 format!(
                     "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
-                    probes::net::netns::HOST_IP,
-                    probes::net::netns::CONTROLLER_IP
+                    netaudio::netns::HOST_IP,
+                    netaudio::netns::CONTROLLER_IP
                 )
             } else {
                 "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
@@ -1245,9 +1164,9 @@ pub fn net_run(
             "poll": config.poll.to_string(),
             "host_cpus": config.host_cpus,
             "controller_cpus": config.controller_cpus,
-            "deadline_ns": probes::net::wire::DEADLINE_NS,
-            "packet_interval_ns": probes::net::wire::PACKET_INTERVAL_NS,
-            "block_period_ns": probes::net::wire::BLOCK_PERIOD_NS,
+            "deadline_ns": netaudio::wire::DEADLINE_NS,
+            "packet_interval_ns": netaudio::wire::PACKET_INTERVAL_NS,
+            "block_period_ns": netaudio::wire::BLOCK_PERIOD_NS,
             "load": load_spec.to_string(),
             "cells": cells.cells.to_json(),
             "host_cell": cells.host_cell,
@@ -1265,9 +1184,7 @@ pub fn net_run(
     // The cells before the run: a refusal (not root, no cpuset controller, CPUs the
     // kernel will not give) stores nothing.
     let partition = match &admission {
-        Some(a) => {
-            Some(probes::cell::partition::Partition::create(&cells.cells, a).map_err(UsageError)?)
-        }
+        Some(a) => Some(qos::partition::Partition::create(&cells.cells, a).map_err(UsageError)?),
         None => None,
     };
     let run_id = store.begin_run(&info)?;
@@ -1275,7 +1192,7 @@ pub fn net_run(
     if let Some(p) = &partition {
         for placed in p.cells() {
             lctx.placements
-                .insert(placed.cell.name.clone(), load_placement(placed));
+                .insert(placed.cell.name.clone(), qos::load_placement(placed));
         }
         config.host_cell = cells.host_cell.as_deref().and_then(|h| p.cell(h)).cloned();
         if let Some(stream) = config.stream.as_mut() {

@@ -1102,7 +1102,7 @@ pub fn fmt_duration(d: std::time::Duration) -> String {
 /// `audiolat net` as text: the study's Figure 7 (histogram, max, mean, stdev, missed
 /// deadlines) and what stands beside it.
 pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
-    use probes::net::wire::{DEADLINE_NS, PACKET_INTERVAL_NS};
+    use netaudio::wire::{DEADLINE_NS, PACKET_INTERVAL_NS};
     let o = &run.outcome;
     let c = &run.config;
     let mut out = String::new();
@@ -1165,7 +1165,7 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
         "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
         ns_stat(&h.gathering, |s| s.p50),
         h.short_responses,
-        fmt_ns(probes::net::host::SHORT_RESPONSE_NS as f64),
+        fmt_ns(netaudio::host::SHORT_RESPONSE_NS as f64),
         synth.controller.pacing.hdr().count_between(60_000, u64::MAX)
     );
     let _ = PACKET_INTERVAL_NS;
@@ -1230,7 +1230,7 @@ pub fn net_text(run: &crate::runner::NetRun, db: &std::path::Path) -> String {
             "abusive stream: {:.0} Mbit/s offered ({} datagrams of {} bytes, {} refused at once), {:.0} Mbit/s reached its sink ({} datagrams)",
             st.offered_mbps,
             st.sent,
-            probes::net::STREAM_DATAGRAM,
+            netaudio::traffic::STREAM_DATAGRAM,
             st.refused,
             st.received_mbps,
             st.received
@@ -1362,7 +1362,7 @@ pub fn net_end_text(run: &crate::runner::NetEndRun, db: &std::path::Path) -> Str
                 out,
                 "\n{} (deadline {})",
                 m.metric,
-                fmt_ns(probes::net::wire::DEADLINE_NS as f64)
+                fmt_ns(netaudio::wire::DEADLINE_NS as f64)
             );
             out.push_str(&histogram(h, 40));
             let blocks = m.detail["sent"].as_u64().unwrap_or(m.count());
@@ -1516,7 +1516,7 @@ pub fn experiment_text(
         "
 net experiment {which} (group {group}): {what}; deadline {}
 ",
-        fmt_ns(probes::net::wire::DEADLINE_NS as f64)
+        fmt_ns(netaudio::wire::DEADLINE_NS as f64)
     );
     let width = rows
         .iter()

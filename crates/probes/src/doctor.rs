@@ -523,7 +523,7 @@ fn check_steal(window: Duration) -> Finding {
 }
 
 fn check_cpuset() -> Finding {
-    use crate::cell::partition::{cpuset_hierarchy, CpusetHierarchy};
+    use qos::partition::{cpuset_hierarchy, CpusetHierarchy};
     let id = "cgroup.cpuset";
     match cpuset_hierarchy() {
         Some(CpusetHierarchy::V2(root)) => finding(

@@ -20,8 +20,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::cell::partition;
-use crate::net::netns;
+use netaudio::netns;
+use qos::partition;
 
 /// What audiolats that are gone left, by pid.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

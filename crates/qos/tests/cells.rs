@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use probes::cell::partition::{
+use qos::partition::{
     cpuset_hierarchy, v1_mount, v2_mount, CpusetHierarchy, Partition, SystemSnapshot,
 };
-use probes::cell::{Capacity, CellSet};
+use qos::{Capacity, CellSet};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 

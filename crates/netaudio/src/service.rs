@@ -4,7 +4,7 @@
 //!
 //! - [`Discipline::Fifo`]: first come, first served across flows: no guarantee, the
 //!   study's network service without reservations;
-//! - [`Discipline::MClock`]: the [`mclock`](super::mclock) scheduler with a
+//! - [`Discipline::MClock`]: the [`mclock`](crate::mclock) scheduler with a
 //!   reservation, weight and limit per flow (the study's network service with a
 //!   throughput reservation for the music application).
 //!
@@ -13,7 +13,7 @@
 //! which the sender counts as lost. The link gate is a token bucket at the link rate
 //! with a burst of [`BURST_NS`] of link time: the service sleeps between bursts instead
 //! of spinning. Bits on the link are the datagram plus
-//! [`WIRE_OVERHEAD_BYTES`](super::netns::WIRE_OVERHEAD_BYTES) of headers, as HTB
+//! [`WIRE_OVERHEAD_BYTES`] of headers, as HTB
 //! counts them.
 
 use std::net::{SocketAddr, UdpSocket};
@@ -24,9 +24,9 @@ use std::thread::JoinHandle;
 use engine::clock::{monotonic_ns, sleep_until_ns};
 use serde_json::{json, Value};
 
-use super::mclock::{FlowSpec, MClock, Phase};
-use super::netns::WIRE_OVERHEAD_BYTES;
-use super::udp;
+use crate::mclock::{FlowSpec, MClock, Phase};
+use crate::netns::WIRE_OVERHEAD_BYTES;
+use crate::udp;
 
 /// The largest datagram a flow may hand over.
 pub const MAX_FRAME: usize = 1472;
@@ -276,7 +276,7 @@ pub fn spawn(
             config.link_mbps
         ));
     }
-    let mut scheduler = match &config.discipline {
+    let scheduler = match &config.discipline {
         Discipline::Fifo => None,
         Discipline::MClock(specs) => {
             if specs.len() != outs.len() {
@@ -300,91 +300,15 @@ pub fn spawn(
         });
         rxs.push(c);
     }
-    let link_bps = config.link_mbps * 1e6;
     let discipline = config.discipline.name();
     let link_mbps = config.link_mbps;
     let handle = std::thread::Builder::new()
         .name("al-netsvc".into())
         .spawn(move || {
             let start = monotonic_ns();
-            let n = outs.len();
-            let mut counts = vec![FlowCount::default(); n];
-            // Frames of each ring already handed to the scheduler.
-            let mut seen = vec![0usize; n];
-            let mut link_free_ns = start;
-            let mut batch = Batch::new();
-            while !stop.load(Ordering::Relaxed) {
-                let now = monotonic_ns();
-                if let Some(s) = scheduler.as_mut() {
-                    for (f, rx) in rxs.iter_mut().enumerate() {
-                        let waiting = rx.slots();
-                        if waiting <= seen[f] {
-                            continue;
-                        }
-                        // Read without committing: the frames stay until sent.
-                        let Ok(chunk) = rx.read_chunk(waiting) else {
-                            continue;
-                        };
-                        let (a, b) = chunk.as_slices();
-                        for frame in a.iter().chain(b.iter()).skip(seen[f]) {
-                            let bits = (u32::from(frame.len) + WIRE_OVERHEAD_BYTES as u32) * 8;
-                            if !s.enqueue(f, bits, now) {
-                                break;
-                            }
-                            seen[f] += 1;
-                        }
-                    }
-                }
-                if link_free_ns > now + BURST_NS {
-                    batch.flush(&outs, &mut counts);
-                    sleep_until_ns(link_free_ns - BURST_NS);
-                    continue;
-                }
-                // Which flow goes next.
-                let pick = match scheduler.as_mut() {
-                    Some(s) => s
-                        .dequeue(now)
-                        .map(|served| (served.flow, served.phase == Phase::Reservation)),
-                    None => {
-                        let mut best: Option<(usize, u64)> = None;
-                        for (f, rx) in rxs.iter_mut().enumerate() {
-                            if let Ok(head) = rx.peek() {
-                                if best.is_none_or(|(_, t)| head.queued_ns < t) {
-                                    best = Some((f, head.queued_ns));
-                                }
-                            }
-                        }
-                        best.map(|(f, _)| (f, false))
-                    }
-                };
-                let Some((f, reserved)) = pick else {
-                    batch.flush(&outs, &mut counts);
-                    let next = scheduler
-                        .as_ref()
-                        .and_then(|s| s.next_eligible_ns())
-                        .unwrap_or(now + 20_000)
-                        .min(now + 20_000)
-                        .max(now + 2_000);
-                    sleep_until_ns(next);
-                    continue;
-                };
-                let Ok(frame) = rxs[f].pop() else { continue };
-                if scheduler.is_some() {
-                    seen[f] = seen[f].saturating_sub(1);
-                }
-                let len = frame.len as usize;
-                let c = &mut counts[f];
-                c.max_wait_ns = c.max_wait_ns.max(now.saturating_sub(frame.queued_ns));
-                if !batch.push(f, &frame.bytes[..len], reserved) {
-                    batch.flush(&outs, &mut counts);
-                    batch.push(f, &frame.bytes[..len], reserved);
-                }
-                let bits = ((len + WIRE_OVERHEAD_BYTES) * 8) as f64;
-                link_free_ns = link_free_ns.max(now) + (bits * 1e9 / link_bps) as u64;
-            }
-            batch.flush(&outs, &mut counts);
+            let flows = serve_flows(&outs, rxs, scheduler, link_mbps * 1e6, &stop);
             ServiceOutcome {
-                flows: counts,
+                flows,
                 seconds: (monotonic_ns() - start) as f64 / 1e9,
                 discipline,
                 link_mbps,
@@ -392,6 +316,104 @@ pub fn spawn(
         })
         .map_err(|e| format!("starting the network service thread: {e}"))?;
     Ok((txs, handle))
+}
+
+/// The service thread's real-time loop: offers the rings' new frames to the scheduler,
+/// paces the link at `link_bps`, sends the next flow's frame (mClock's pick, or the
+/// oldest head without one) in batches, until `stop`. Returns the flows' counts.
+fn serve_flows(
+    outs: &[FlowOut],
+    mut rxs: Vec<rtrb::Consumer<Frame>>,
+    mut scheduler: Option<MClock>,
+    link_bps: f64,
+    stop: &AtomicBool,
+) -> Vec<FlowCount> {
+    let start = monotonic_ns();
+    let n = outs.len();
+    let mut counts = vec![FlowCount::default(); n];
+    // Frames of each ring already handed to the scheduler.
+    let mut seen = vec![0usize; n];
+    let mut link_free_ns = start;
+    let mut batch = Batch::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = monotonic_ns();
+        if let Some(s) = scheduler.as_mut() {
+            offer(s, &mut rxs, &mut seen, now);
+        }
+        if link_free_ns > now + BURST_NS {
+            batch.flush(outs, &mut counts);
+            sleep_until_ns(link_free_ns - BURST_NS);
+            continue;
+        }
+        // Which flow goes next.
+        let pick = match scheduler.as_mut() {
+            Some(s) => s
+                .dequeue(now)
+                .map(|served| (served.flow, served.phase == Phase::Reservation)),
+            None => oldest_head(&mut rxs).map(|f| (f, false)),
+        };
+        let Some((f, reserved)) = pick else {
+            batch.flush(outs, &mut counts);
+            let next = scheduler
+                .as_ref()
+                .and_then(|s| s.next_eligible_ns())
+                .unwrap_or(now + 20_000)
+                .min(now + 20_000)
+                .max(now + 2_000);
+            sleep_until_ns(next);
+            continue;
+        };
+        let Ok(frame) = rxs[f].pop() else { continue };
+        if scheduler.is_some() {
+            seen[f] = seen[f].saturating_sub(1);
+        }
+        let len = frame.len as usize;
+        let c = &mut counts[f];
+        c.max_wait_ns = c.max_wait_ns.max(now.saturating_sub(frame.queued_ns));
+        if !batch.push(f, &frame.bytes[..len], reserved) {
+            batch.flush(outs, &mut counts);
+            batch.push(f, &frame.bytes[..len], reserved);
+        }
+        let bits = ((len + WIRE_OVERHEAD_BYTES) * 8) as f64;
+        link_free_ns = link_free_ns.max(now) + (bits * 1e9 / link_bps) as u64;
+    }
+    batch.flush(outs, &mut counts);
+    counts
+}
+
+/// Hands the scheduler each ring's frames it has not seen yet (read without
+/// committing: the frames stay in the ring until sent). Real-time safe.
+fn offer(s: &mut MClock, rxs: &mut [rtrb::Consumer<Frame>], seen: &mut [usize], now: u64) {
+    for (f, rx) in rxs.iter_mut().enumerate() {
+        let waiting = rx.slots();
+        if waiting <= seen[f] {
+            continue;
+        }
+        let Ok(chunk) = rx.read_chunk(waiting) else {
+            continue;
+        };
+        let (a, b) = chunk.as_slices();
+        for frame in a.iter().chain(b.iter()).skip(seen[f]) {
+            let bits = (u32::from(frame.len) + WIRE_OVERHEAD_BYTES as u32) * 8;
+            if !s.enqueue(f, bits, now) {
+                break;
+            }
+            seen[f] += 1;
+        }
+    }
+}
+
+/// FIFO across flows: the flow whose head frame was queued first.
+fn oldest_head(rxs: &mut [rtrb::Consumer<Frame>]) -> Option<usize> {
+    let mut best: Option<(usize, u64)> = None;
+    for (f, rx) in rxs.iter_mut().enumerate() {
+        if let Ok(head) = rx.peek() {
+            if best.is_none_or(|(_, t)| head.queued_ns < t) {
+                best = Some((f, head.queued_ns));
+            }
+        }
+    }
+    best.map(|(f, _)| f)
 }
 
 #[cfg(test)]

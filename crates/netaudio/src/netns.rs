@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
 
-use super::{bind, NetError};
+use crate::{bind, NetError};
 
 /// The host's address on the link.
 pub const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 213, 0, 1);

@@ -1,0 +1,596 @@
+//! The host (`audiolat net respond`): receives the controller's packets, gathers each
+//! 16-packet block, runs the Migrator synth on it and sends the block's answer, timing
+//! every block from `t1` (the kernel's receive timestamp of its first packet) to `t2`
+//! (just before the answer is handed to the kernel), as the Tessellation study timed it.
+//!
+//! The runtime mirrors the study's: one network thread polls the socket (`recvmmsg`,
+//! `MSG_DONTWAIT` when [`PollMode::Spin`]), gathers and answers; the synth's objects are
+//! split over `workers` threads that spin on the next block (or, with no workers, the
+//! network thread runs the synth itself). Every thread gets the requested policy and
+//! CPUs; memory is locked by the caller.
+//!
+//! Real-time contract: after start, the network and worker threads allocate, lock and
+//! print nothing; malformed and foreign datagrams become counters.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsp::migrator::{Migrator, MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS};
+use engine::clock::monotonic_ns;
+use engine::rt::{Policy, SchedGrant, ThreadRt};
+
+use crate::udp::{self, RecvBatch};
+use crate::wire::{
+    self, AssemblerCounters, BlockAssembler, DropReason, OutputFrames, OutputHeader, Packet,
+    DEADLINE_NS, OUTPUT_PACKET_BYTES,
+};
+use crate::Histogram;
+
+/// How the network thread waits for packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollMode {
+    /// Poll without blocking, never sleeping (the study's runtime): lowest latency, one
+    /// CPU spent.
+    Spin,
+    /// Sleep in `recvmmsg` until a packet arrives: the usual Linux way (and an
+    /// event-triggered cell's: woken by its input).
+    Block,
+    /// Poll without blocking; when nothing is there, `sched_yield`: under SCHED_DEADLINE
+    /// that ends the job until the next period (a time-triggered cell's runtime).
+    Periodic,
+}
+
+impl std::fmt::Display for PollMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PollMode::Spin => "spin",
+            PollMode::Block => "block",
+            PollMode::Periodic => "periodic",
+        })
+    }
+}
+
+/// What the host does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostConfig {
+    /// Answer only this address; datagrams from others are counted and dropped. `None`:
+    /// answer whoever sends (the first sender becomes the peer).
+    pub peer: Option<SocketAddr>,
+    /// Run the synth (`false`: answer silence at once, the reference responder that
+    /// shows what the network path alone costs).
+    pub synth: bool,
+    /// Worker threads the synth's objects are split over (0: the network thread runs it).
+    pub workers: usize,
+    /// Scheduling policy of the network and worker threads.
+    pub policy: Policy,
+    /// CPUs: the network thread takes the first, workers the following ones (cycling);
+    /// under SCHED_DEADLINE every thread takes them all (a deadline thread must span its
+    /// root domain).
+    pub cpus: Option<Vec<usize>>,
+    /// Cgroup `tasks` files every thread writes its id to before it starts: a cell's
+    /// cpuset and CPU accounting ([`qos::partition::PlacedCell::tasks_files`]).
+    pub groups: Vec<std::path::PathBuf>,
+    /// How the network thread waits.
+    pub poll: PollMode,
+    /// Blocks whose first packet arrives before this monotonic time are answered but not
+    /// counted (the warm-up).
+    pub count_from_ns: u64,
+    /// Also leave uncounted the blocks whose first packet arrives within this long of
+    /// the first packet served (a warm-up that starts with the controller, whenever it
+    /// starts).
+    pub warmup_after_first_ns: u64,
+}
+
+/// What the host measured, its times in the caller's histograms `H`.
+#[derive(Debug)]
+pub struct HostOutcome<H> {
+    /// `t2 - t1` of every counted block, ns.
+    pub response: H,
+    /// `t2 -` the arrival of the block's last packet, ns: the host's own share.
+    pub after_last_packet: H,
+    /// Time in the synth per block, ns.
+    pub synth: H,
+    /// Arrival of the last packet minus the first, ns (the gathering).
+    pub gathering: H,
+    /// Blocks answered and counted.
+    pub answered: u64,
+    /// Blocks answered during the warm-up.
+    pub answered_in_warmup: u64,
+    /// Counted blocks whose response exceeded [`DEADLINE_NS`].
+    pub misses: u64,
+    /// Counted blocks whose response was below their own gathering time (impossible for
+    /// a correct clock; kept as a check).
+    pub below_gathering: u64,
+    /// Counted blocks answered in less than [`SHORT_RESPONSE_NS`]: faster than 16
+    /// packets can be sent at the controller's rate, so their packets came in a burst
+    /// (a controller catching up after it was late), not from a fast host.
+    pub short_responses: u64,
+    /// Answers the kernel would not take (queue full).
+    pub send_dropped: u64,
+    /// Datagrams the kernel dropped because the socket's receive queue was full
+    /// (`SO_RXQ_OVFL`), while this host served.
+    pub kernel_dropped: u64,
+    /// The assembler's counters (drops by reason, complete/incomplete blocks).
+    pub counters: AssemblerCounters,
+    /// Arrival times came from the kernel's timestamps (else from user space).
+    pub kernel_timestamps: bool,
+    /// The network thread's policy as granted.
+    pub net_thread: SchedGrant,
+    /// Each worker's policy as granted.
+    pub worker_threads: Vec<SchedGrant>,
+    /// An error that ended the loop early, if any.
+    pub error: Option<String>,
+    /// (t1, response ns) of every counted block, for the series (pre-sized; the first
+    /// `series_capacity` blocks).
+    pub series: Vec<(u64, u64)>,
+}
+
+/// 90 % of the 15 packet intervals between a block's first and last packet: a response
+/// shorter than this means the packets did not arrive at the controller's pace.
+pub const SHORT_RESPONSE_NS: u64 = 15 * wire::PACKET_INTERVAL_NS * 9 / 10;
+
+/// The largest response the histograms hold exactly (beyond: counted as overflow).
+const HIST_BOUND_NS: u64 = 10_000_000_000;
+
+/// What the answer and the timing need of an assembled block.
+struct BlockTimes {
+    block: u32,
+    first_arrival_ns: u64,
+    last_arrival_ns: u64,
+    first_packet_sender_ns: u64,
+}
+
+/// Shared between the network thread and one worker.
+struct WorkerSlot {
+    generation: AtomicU64,
+    done: AtomicU64,
+    pads: std::cell::UnsafeCell<[Pad; OBJECTS]>,
+    out: std::cell::UnsafeCell<[[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES]>,
+}
+
+// SAFETY: `pads` is written only by the network thread before it publishes a generation
+// (Release) and read by the worker after it sees it (Acquire); `out` is written only by
+// the worker before it publishes `done` (Release) and read by the network thread after
+// it sees it (Acquire). The generation protocol keeps the two from overlapping.
+unsafe impl Sync for WorkerSlot {}
+
+/// The workers splitting the synth's objects, and how to reach them.
+struct Workers {
+    slots: Vec<Arc<WorkerSlot>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    quit: Arc<AtomicBool>,
+    grants: std::sync::mpsc::Receiver<(usize, SchedGrant)>,
+}
+
+impl Workers {
+    /// Starts `workers` threads, each owning a contiguous part of the synth's objects, as
+    /// evenly split as possible; each joins the cell's groups and takes its policy and
+    /// CPUs (`cpu_for(w + 1)`) first.
+    fn start(
+        config: &HostConfig,
+        workers: usize,
+        synth_config: MigratorConfig,
+        cpu_for: &dyn Fn(usize) -> Option<Vec<usize>>,
+    ) -> Workers {
+        let slots: Vec<Arc<WorkerSlot>> = (0..workers)
+            .map(|_| {
+                Arc::new(WorkerSlot {
+                    generation: AtomicU64::new(0),
+                    done: AtomicU64::new(0),
+                    pads: std::cell::UnsafeCell::new([Pad::default(); OBJECTS]),
+                    out: std::cell::UnsafeCell::new([[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES]),
+                })
+            })
+            .collect();
+        let quit = Arc::new(AtomicBool::new(false));
+        let (grants_tx, grants) = std::sync::mpsc::channel();
+        let mut handles = Vec::new();
+        for (w, slot) in slots.iter().enumerate() {
+            let from = w * OBJECTS / workers;
+            let to = (w + 1) * OBJECTS / workers;
+            let part = Migrator::with_objects(synth_config, from..to);
+            let slot = slot.clone();
+            let quit = quit.clone();
+            let policy = config.policy;
+            let cpus = cpu_for(w + 1);
+            let grants_tx = grants_tx.clone();
+            let groups = config.groups.clone();
+            handles.push(std::thread::spawn(move || {
+                qos::join_groups(&groups);
+                let rt = ThreadRt::apply(&policy, cpus.as_deref(), 128 * 1024);
+                let _ = grants_tx.send((w, rt.sched));
+                worker_loop(&slot, part, &quit);
+            }));
+        }
+        Workers {
+            slots,
+            handles,
+            quit,
+            grants,
+        }
+    }
+
+    /// Stops and joins the workers; their grants in worker order.
+    fn finish(self) -> Vec<SchedGrant> {
+        self.quit.store(true, Ordering::Relaxed);
+        for h in self.handles {
+            let _ = h.join();
+        }
+        let mut worker_threads: Vec<(usize, SchedGrant)> = self.grants.try_iter().collect();
+        worker_threads.sort_by_key(|(w, _)| *w);
+        worker_threads.into_iter().map(|(_, g)| g).collect()
+    }
+
+    /// Hands `pads` to every worker and sums their parts into `frames`. Returns false
+    /// when `stop` was raised while waiting. Real-time safe: spins, allocates nothing.
+    fn synthesize(
+        &self,
+        generation: &mut u64,
+        pads: &[Pad; OBJECTS],
+        frames: &mut OutputFrames,
+        stop: &AtomicBool,
+    ) -> bool {
+        *generation += 1;
+        for slot in &self.slots {
+            // SAFETY: see WorkerSlot; the worker is idle (its done equals the
+            // previous generation).
+            unsafe { *slot.pads.get() = *pads };
+            slot.generation.store(*generation, Ordering::Release);
+        }
+        for slot in &self.slots {
+            let mut waited = 0u32;
+            while slot.done.load(Ordering::Acquire) != *generation {
+                if stop.load(Ordering::Relaxed) {
+                    return false;
+                }
+                waited += 1;
+                if waited.is_multiple_of(4096) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            // SAFETY: the worker published done for this generation.
+            let part = unsafe { &*slot.out.get() };
+            for (row, add) in frames.iter_mut().zip(part.iter()) {
+                for (x, y) in row.iter_mut().zip(add.iter()) {
+                    *x += y;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// A worker's real-time loop: spins on the next generation, runs its part of the synth
+/// on the published pads, publishes `done`; until `quit`. Allocates nothing.
+fn worker_loop(slot: &WorkerSlot, mut part: Migrator, quit: &AtomicBool) {
+    let mut seen = 0u64;
+    let mut idle = 0u32;
+    while !quit.load(Ordering::Relaxed) {
+        let generation = slot.generation.load(Ordering::Acquire);
+        if generation == seen {
+            // Spin (the study's workers never sleep), but after ~50 µs of nothing
+            // let other threads of the same priority, or any at SCHED_OTHER, run.
+            idle += 1;
+            if idle.is_multiple_of(4096) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        idle = 0;
+        seen = generation;
+        // SAFETY: see WorkerSlot: the network thread wrote pads before
+        // publishing this generation and waits for `done` before touching out.
+        unsafe {
+            let pads = &*slot.pads.get();
+            let out = &mut *slot.out.get();
+            *out = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            part.process(pads, out);
+        }
+        slot.done.store(generation, Ordering::Release);
+    }
+}
+
+/// The histograms and counters of the blocks served.
+struct Tally<H> {
+    response: H,
+    after_last: H,
+    synth: H,
+    gathering: H,
+    series: Vec<(u64, u64)>,
+    answered: u64,
+    answered_in_warmup: u64,
+    misses: u64,
+    below: u64,
+    short: u64,
+}
+
+impl<H: Histogram> Tally<H> {
+    /// Allocates the histograms and the series (`series_capacity` blocks).
+    fn new(series_capacity: usize) -> Tally<H> {
+        Tally {
+            response: H::with_bound(HIST_BOUND_NS),
+            after_last: H::with_bound(HIST_BOUND_NS),
+            synth: H::with_bound(HIST_BOUND_NS),
+            gathering: H::with_bound(HIST_BOUND_NS),
+            series: Vec::with_capacity(series_capacity),
+            answered: 0,
+            answered_in_warmup: 0,
+            misses: 0,
+            below: 0,
+            short: 0,
+        }
+    }
+
+    /// The outcome: the blocks counted, `rx`'s datagrams, the threads' grants and the
+    /// error that ended the loop.
+    fn into_outcome(
+        self,
+        rx: Receiver,
+        send_dropped: u64,
+        net_thread: SchedGrant,
+        worker_threads: Vec<SchedGrant>,
+        error: Option<String>,
+    ) -> HostOutcome<H> {
+        HostOutcome {
+            response: self.response,
+            after_last_packet: self.after_last,
+            synth: self.synth,
+            gathering: self.gathering,
+            answered: self.answered,
+            answered_in_warmup: self.answered_in_warmup,
+            misses: self.misses,
+            below_gathering: self.below,
+            short_responses: self.short,
+            send_dropped,
+            // The socket is this host's own, so its counter started at 0.
+            kernel_dropped: u64::from(rx.last_drop_count),
+            counters: rx.assembler.counters(),
+            kernel_timestamps: rx.all_kernel,
+            net_thread,
+            worker_threads,
+            error,
+            series: self.series,
+        }
+    }
+
+    /// Counts one block answered at `t2` after the warm-up, its synth started at
+    /// `synth_start`. Real-time safe.
+    fn count(&mut self, block: &BlockTimes, t2: u64, synth_start: u64) {
+        self.answered += 1;
+        let t = t2.saturating_sub(block.first_arrival_ns);
+        self.response.record(t);
+        self.after_last
+            .record(t2.saturating_sub(block.last_arrival_ns));
+        self.synth.record(t2.saturating_sub(synth_start));
+        let gather = block.last_arrival_ns.saturating_sub(block.first_arrival_ns);
+        self.gathering.record(gather);
+        if t > DEADLINE_NS {
+            self.misses += 1;
+        }
+        if t < gather {
+            self.below += 1;
+        }
+        if t < SHORT_RESPONSE_NS {
+            self.short += 1;
+        }
+        if self.series.len() < self.series.capacity() {
+            self.series.push((block.first_arrival_ns, t));
+        }
+    }
+}
+
+/// The network thread's state between datagrams.
+struct Receiver {
+    peer: Option<SocketAddr>,
+    assembler: BlockAssembler,
+    pads: [Pad; OBJECTS],
+    all_kernel: bool,
+    last_drop_count: u32,
+}
+
+impl Receiver {
+    /// Takes one datagram: drops it by reason, or adds it to its block; when that
+    /// completes the block, the pads' state at its last frame and its times. Real-time
+    /// safe.
+    fn accept(&mut self, d: &udp::Datagram<'_>) -> Option<BlockTimes> {
+        match (self.peer, d.from) {
+            (Some(p), Some(from)) if p != from => {
+                self.assembler.record_drop(DropReason::Foreign);
+                return None;
+            }
+            _ => {}
+        }
+        self.all_kernel &= d.kernel_timestamp;
+        if let Some(count) = d.kernel_drops {
+            self.last_drop_count = count;
+        }
+        if d.truncated {
+            self.assembler.record_drop(DropReason::WrongSize);
+            return None;
+        }
+        let packet = match wire::parse(d.bytes) {
+            Ok(Packet::Input(p)) => {
+                // Without a configured peer, the first sender of a valid packet
+                // becomes it (junk from anyone else cannot take the stream over).
+                if self.peer.is_none() {
+                    self.peer = d.from;
+                }
+                p
+            }
+            Ok(Packet::Output(_)) => {
+                self.assembler.record_drop(DropReason::UnknownKind);
+                return None;
+            }
+            Err(e) => {
+                self.assembler.record_drop(e.kind());
+                return None;
+            }
+        };
+        let block = self.assembler.push(&packet, d.arrival_ns)?;
+        // The pads' state at the block's last frame drives the synth; only that and
+        // the block's times are taken out of the assembler (not its 12 KiB of frames).
+        for (pad, frame) in self
+            .pads
+            .iter_mut()
+            .zip(block.frames[BLOCK_FRAMES - 1].iter())
+        {
+            *pad = Pad {
+                x: frame.x,
+                y: frame.y,
+                pressure: frame.pressure,
+            };
+        }
+        Some(BlockTimes {
+            block: block.block,
+            first_arrival_ns: block.first_arrival_ns,
+            last_arrival_ns: block.last_arrival_ns,
+            first_packet_sender_ns: block.first_packet_sender_ns,
+        })
+    }
+}
+
+/// Serves on `socket` until `stop` is raised. `series_capacity` blocks of (t1, response)
+/// are kept. Allocates before the loop starts, never in it.
+///
+/// The network thread's real-time loop: receive a batch, assemble, synthesize, answer,
+/// count; each step a helper that allocates nothing.
+pub fn serve<H: Histogram>(
+    config: &HostConfig,
+    socket: UdpSocket,
+    stop: &AtomicBool,
+    series_capacity: usize,
+) -> HostOutcome<H> {
+    let synth_config = MigratorConfig::default();
+    let cpu_for = |k: usize| -> Option<Vec<usize>> {
+        config
+            .cpus
+            .as_ref()
+            .filter(|c| !c.is_empty())
+            .map(|c| match config.policy {
+                Policy::Deadline { .. } => c.clone(),
+                _ => vec![c[k % c.len()]],
+            })
+    };
+    // The reference host answers without the synth: no workers spinning beside it.
+    let workers = if config.synth {
+        config.workers.min(OBJECTS)
+    } else {
+        0
+    };
+    let pool = Workers::start(config, workers, synth_config, &cpu_for);
+    let mut own_synth = (workers == 0 && config.synth).then(|| Migrator::new(synth_config));
+    let mut tally = Tally::<H>::new(series_capacity);
+    let mut batch = RecvBatch::new();
+    let kernel_timestamps = prepare_socket(&socket, config.poll);
+    let group_refusals = qos::join_groups(&config.groups);
+    let rt = ThreadRt::apply(&config.policy, cpu_for(0).as_deref(), 256 * 1024);
+    let mut rx = Receiver {
+        peer: config.peer,
+        assembler: BlockAssembler::new(),
+        pads: [Pad::default(); OBJECTS],
+        all_kernel: kernel_timestamps,
+        last_drop_count: 0,
+    };
+    let mut answer = [0u8; OUTPUT_PACKET_BYTES];
+    let (mut generation, mut seq, mut send_dropped) = (0u64, 0u32, 0u64);
+    let mut offset_refreshed = monotonic_ns();
+    let mut error = (!group_refusals.is_empty())
+        .then(|| format!("joining the cell: {}", group_refusals.join("; ")));
+    let mut count_from_ns = config.count_from_ns;
+    let mut first_seen = false;
+    'serve: while !stop.load(Ordering::Relaxed) {
+        let n = match batch.recv(&socket, config.poll == PollMode::Block) {
+            Ok(n) => n,
+            Err(e) => {
+                error = Some(format!("receiving: {e}"));
+                break;
+            }
+        };
+        if n == 0 {
+            idle(config.poll, &mut batch, &mut offset_refreshed);
+            continue;
+        }
+        for i in 0..n {
+            let Some(d) = batch.get(i) else { break };
+            let Some(block) = rx.accept(&d) else {
+                continue;
+            };
+            let synth_start = monotonic_ns();
+            let mut frames: OutputFrames = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            if config.synth {
+                if let Some(s) = own_synth.as_mut() {
+                    s.process(&rx.pads, &mut frames);
+                } else if !pool.synthesize(&mut generation, &rx.pads, &mut frames, stop) {
+                    break 'serve;
+                }
+            }
+            let t2 = monotonic_ns();
+            let header = OutputHeader {
+                seq,
+                block: block.block,
+                sender_time_ns: t2,
+                echo_time_ns: block.first_packet_sender_ns,
+            };
+            seq = seq.wrapping_add(1);
+            wire::encode_output(&header, &frames, &mut answer);
+            let Some(to) = rx.peer else { continue };
+            match udp::send_to(&socket, &answer, to) {
+                Ok(true) => {}
+                Ok(false) => send_dropped += 1,
+                Err(e) => {
+                    error = Some(format!("sending the answer to {to}: {e}"));
+                    break 'serve;
+                }
+            }
+            if !first_seen {
+                first_seen = true;
+                count_from_ns =
+                    count_from_ns.max(block.first_arrival_ns + config.warmup_after_first_ns);
+            }
+            if block.first_arrival_ns < count_from_ns {
+                tally.answered_in_warmup += 1;
+                continue;
+            }
+            tally.count(&block, t2, synth_start);
+        }
+    }
+    let worker_threads = pool.finish();
+    rx.assembler.finish();
+    tally.into_outcome(rx, send_dropped, rt.sched, worker_threads, error)
+}
+
+/// Receive timestamps (returns whether the kernel gives them), the drop counter, a
+/// 4 MiB receive queue, and for [`PollMode::Block`] a 50 ms timeout to see `stop`.
+fn prepare_socket(socket: &UdpSocket, poll: PollMode) -> bool {
+    let kernel_timestamps = udp::enable_receive_timestamps(socket);
+    udp::enable_drop_counter(socket);
+    udp::set_receive_buffer(socket, 4 << 20);
+    if poll == PollMode::Block {
+        let _ = socket.set_read_timeout(Some(Duration::from_millis(50)));
+    }
+    kernel_timestamps
+}
+
+/// Nothing arrived: refresh the realtime-to-monotonic offset once a second, then wait as
+/// the poll mode says (spin, yield the period, or nothing: `recvmmsg` slept).
+fn idle(poll: PollMode, batch: &mut RecvBatch, offset_refreshed: &mut u64) {
+    let now = monotonic_ns();
+    if now - *offset_refreshed > 1_000_000_000 {
+        batch.realtime_offset_ns = udp::realtime_minus_monotonic_ns();
+        *offset_refreshed = now;
+    }
+    match poll {
+        PollMode::Spin => std::hint::spin_loop(),
+        // SAFETY: no preconditions.
+        PollMode::Periodic => unsafe {
+            libc::sched_yield();
+        },
+        PollMode::Block => {}
+    }
+}

@@ -1,0 +1,207 @@
+//! The host over loopback, for real: malformed, foreign and junk datagrams beside a
+//! valid stream, counted and dropped while every valid block is answered.
+
+use engine::rt::Policy;
+use netaudio::host::PollMode;
+use netaudio::wire;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// These tests look at the host's counters, not its times: a histogram that counts.
+struct Counts(u64);
+
+impl netaudio::Histogram for Counts {
+    fn with_bound(_bound_ns: u64) -> Self {
+        Counts(0)
+    }
+
+    fn record(&mut self, _value_ns: u64) {
+        self.0 += 1;
+    }
+}
+
+#[test]
+fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_answered() {
+    use netaudio::host::{self, HostConfig};
+    use netaudio::wire::{
+        encode_input, InputHeader, PadFrame, INPUT_PACKET_BYTES, PACKETS_PER_BLOCK,
+    };
+    use std::net::UdpSocket;
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let host_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let host_addr = host_socket.local_addr().unwrap();
+    let controller = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let foreign = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let config = HostConfig {
+        peer: Some(controller.local_addr().unwrap()),
+        synth: true,
+        workers: 2,
+        policy: Policy::Other { nice: 0 },
+        cpus: None,
+        groups: Vec::new(),
+        poll: PollMode::Block,
+        count_from_ns: 0,
+        warmup_after_first_ns: 0,
+    };
+    let stop = AtomicBool::new(false);
+    let blocks = 300u32;
+    let frames = [[PadFrame {
+        x: 0.5,
+        y: 0.5,
+        pressure: 0.9,
+    }; 32]; 2];
+    let mut packet = [0u8; INPUT_PACKET_BYTES];
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut malformed_sent, mut foreign_sent) = (0u64, 0u64);
+    let reader = controller.try_clone().unwrap();
+    reader
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let (outcome, answers) = std::thread::scope(|scope| {
+        let h = scope.spawn(|| host::serve::<Counts>(&config, host_socket, &stop, 1024));
+        // The answers are read as they come, so no queue has to hold them all.
+        let answers = scope.spawn(|| {
+            let mut buf = [0u8; 2048];
+            let mut answers = 0u32;
+            while let Ok((n, _)) = reader.recv_from(&mut buf) {
+                if matches!(wire::parse(&buf[..n]), Ok(wire::Packet::Output(_))) {
+                    answers += 1;
+                }
+            }
+            answers
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        for block in 0..blocks {
+            for index in 0..PACKETS_PER_BLOCK as u8 {
+                let header = InputHeader {
+                    index,
+                    seq: block * 16 + u32::from(index),
+                    block,
+                    sender_time_ns: 1,
+                };
+                encode_input(&header, &frames, &mut packet);
+                controller.send_to(&packet, host_addr).unwrap();
+                // Garbage from the peer itself: random bytes, a cut packet, a NaN.
+                let junk: Vec<u8> = (0..(next() % 1200) as usize)
+                    .map(|_| next() as u8)
+                    .collect();
+                controller.send_to(&junk, host_addr).unwrap();
+                controller
+                    .send_to(&packet[..INPUT_PACKET_BYTES - 7], host_addr)
+                    .unwrap();
+                let mut nan = packet;
+                nan[40..44].copy_from_slice(&f32::NAN.to_le_bytes());
+                controller.send_to(&nan, host_addr).unwrap();
+                malformed_sent += 3;
+                // A valid packet from a stranger.
+                foreign.send_to(&packet, host_addr).unwrap();
+                foreign_sent += 1;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (h.join().unwrap(), answers.join().unwrap())
+    });
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let d = &outcome.counters.drops;
+    // Every datagram is accounted for: accepted into a block, dropped by reason, or
+    // dropped by the kernel on a full queue (which this pace should not cause).
+    let sent = u64::from(blocks) * 16 + malformed_sent + foreign_sent;
+    assert_eq!(
+        outcome.counters.packets_accepted + d.total() + outcome.kernel_dropped,
+        sent,
+        "{:?}",
+        outcome.counters
+    );
+    assert_eq!(
+        outcome.kernel_dropped, 0,
+        "the kernel dropped datagrams: the host fell behind"
+    );
+    let malformed = d.wrong_size
+        + d.bad_magic
+        + d.unknown_version
+        + d.unknown_kind
+        + d.bad_index
+        + d.non_finite;
+    // Loopback with a 4 MiB receive buffer loses nothing here; every bad packet is
+    // counted under a reason, and only those.
+    assert_eq!(malformed, malformed_sent, "{d:?}");
+    assert_eq!(d.non_finite, u64::from(blocks) * 16, "{d:?}");
+    assert_eq!(d.foreign, foreign_sent);
+    assert_eq!(
+        outcome.answered,
+        u64::from(blocks),
+        "every valid block answered"
+    );
+    assert_eq!(outcome.counters.blocks_incomplete, 0);
+    // The answers reached the controller.
+    assert_eq!(answers, blocks);
+    let mut buf = [0u8; 2048];
+    // The foreign sender got nothing.
+    foreign
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    assert!(foreign.recv_from(&mut buf).is_err());
+}
+
+#[test]
+fn without_a_configured_peer_junk_cannot_take_the_stream_over() {
+    use netaudio::host::{self, HostConfig};
+    use netaudio::wire::{encode_input, InputHeader, PadFrame, INPUT_PACKET_BYTES};
+    use std::net::UdpSocket;
+    let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let host_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let host_addr = host_socket.local_addr().unwrap();
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let controller = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let config = HostConfig {
+        peer: None,
+        synth: false,
+        workers: 0,
+        policy: Policy::Other { nice: 0 },
+        cpus: None,
+        groups: Vec::new(),
+        poll: PollMode::Block,
+        count_from_ns: 0,
+        warmup_after_first_ns: 0,
+    };
+    let stop = AtomicBool::new(false);
+    let outcome = std::thread::scope(|scope| {
+        let h = scope.spawn(|| host::serve::<Counts>(&config, host_socket, &stop, 64));
+        std::thread::sleep(Duration::from_millis(50));
+        // Junk first, from a stranger: it must not become the peer.
+        stranger.send_to(b"junk", host_addr).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let frames = [[PadFrame::ZERO; 32]; 2];
+        let mut packet = [0u8; INPUT_PACKET_BYTES];
+        for block in 0..20u32 {
+            for index in 0..16u8 {
+                let header = InputHeader {
+                    index,
+                    seq: block * 16 + u32::from(index),
+                    block,
+                    sender_time_ns: 1,
+                };
+                encode_input(&header, &frames, &mut packet);
+                controller.send_to(&packet, host_addr).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.join().unwrap()
+    });
+    assert_eq!(outcome.answered, 20, "{:?}", outcome.counters);
+    assert_eq!(outcome.counters.drops.wrong_size, 1);
+    assert_eq!(outcome.counters.drops.foreign, 0);
+}
