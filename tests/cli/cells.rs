@@ -144,7 +144,7 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
             .unwrap(),
     );
     let pinned_cpus = || {
-        probes::cell::partition::task_affinity(pinned.id() as i32)
+        qos::partition::task_affinity(pinned.id() as i32)
             .map(|a| engine::rt::format_cpu_list(&a))
     };
     let start = std::time::Instant::now();
@@ -204,7 +204,7 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
     assert_nothing_left_by(pid);
     assert_eq!(root_load_balance(), balance_before);
     assert_eq!(new_process_cpus(), cpus_before);
-    let own = engine::rt::format_cpu_list(&probes::cell::partition::task_affinity(0).unwrap());
+    let own = engine::rt::format_cpu_list(&qos::partition::task_affinity(0).unwrap());
     assert_eq!(own, online, "this test's own affinity");
     assert_eq!(
         pinned_cpus().as_deref(),

@@ -41,10 +41,6 @@
 #![deny(missing_docs)]
 
 pub mod busy;
-/// The old path of the cells, now the `qos` crate: kept only for `tests/cli.rs`, which
-/// names `probes::cell::partition::task_affinity`; remove once it names `qos`.
-#[doc(hidden)]
-pub use qos as cell;
 pub mod devices;
 pub mod doctor;
 pub mod event;
