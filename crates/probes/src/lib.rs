@@ -14,6 +14,8 @@
 //!   data as audio-rate UDP, block assembly and answer deadlines (the Tessellation study).
 //! - [`cell`]: cells (exclusive cpusets, SCHED_DEADLINE, best-effort), admission
 //!   control, and undoing it all (Tessellation's partitions on stock Linux).
+//! - [`probe`]: the [`probe::Probe`] trait every probe offers a run's lifecycle (the
+//!   `runner` crate), its [`probe::Outcome`] and [`probe::Progress`].
 //! - [`leftovers`]: what an audiolat killed outright left changed (cpusets, load
 //!   balancing, namespaces, qdiscs, state files), found and undone by the next one.
 //! - [`doctor`]: the machine's set-up, finding by finding.
@@ -47,6 +49,7 @@ pub mod jitter;
 pub mod leftovers;
 pub mod machine;
 pub mod net;
+pub mod probe;
 pub mod roundtrip;
 pub mod stats;
 pub mod steal;

@@ -32,6 +32,7 @@
 pub mod export;
 pub mod hist;
 pub mod model;
+pub mod sink;
 #[cfg(feature = "sqlite")]
 pub mod store;
 
@@ -40,5 +41,6 @@ pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
     Series, ToolInfo, Verdict,
 };
+pub use sink::{RunSink, SinkError};
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, RunFilter, Store, StoreError, Summarise};
