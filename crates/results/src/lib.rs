@@ -14,6 +14,8 @@
 //!   measured; a run whose process vanished is marked `interrupted` on the next open.
 //! - Histograms are stored in HdrHistogram's V2 serialised form, readable by any
 //!   HdrHistogram implementation.
+//! - [`RunSink`] is what a run's lifecycle writes (begin, rows and events as they come,
+//!   checkpoints, the closing writes with their reserve, finish); the SQLite `Store` implements it.
 //! - The schema is versioned (`PRAGMA user_version`) and migrated forward on open.
 //!
 //! The store is behind the `sqlite` feature (on by default); real-time crates depend on
