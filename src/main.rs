@@ -198,10 +198,13 @@ fn command_line() -> String {
 fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let ctx = Context {
         db_path: cli.db.clone(),
-        command_line: command_line(),
-        tool: runner::tool_info(),
-        stop,
-        plan_cell: runner::plan_cell_from_env()?,
+        run: ::runner::Context {
+            command_line: command_line(),
+            tool: runner::tool_info(),
+            stop,
+            plan_cell: runner::plan_cell_from_env()?,
+            load_exe: std::env::current_exe().ok(),
+        },
     };
     if let Command::Doctor(a) = &cli.command {
         if a.fix {

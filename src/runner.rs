@@ -1,33 +1,38 @@
-//! Runs probes as stored runs: record the run, start its load, measure, stop the load on
-//! every path, store what was measured with its validity flags, close the run.
+//! Runs probes as stored runs through the `runner` crate's lifecycle (record the run,
+//! start its load, measure, stop the load on every path, store what was measured with
+//! its validity flags, close the run); here: the binary's side of it (opening the store,
+//! the live status line, errors as exit codes) and the network runs.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use ::runner::{storage_failure, Cell, Closing, Failure, RunError, RunLoad, Watch};
+use anyhow::Result;
 use load::{LoadContext, LoadSpec};
-use probes::jitter::{self, JitterConfig, JitterOutcome, LiveSnapshot, LoopEnd};
-use results::{Event, Measurement, RunInfo, RunStatus, Store, ToolInfo};
+use probes::jitter::{JitterConfig, JitterOutcome};
+use probes::probe::{EventProbe, JitterProbe, LiveStatus, RoundtripProbe};
+use results::{Measurement, RunInfo, RunStatus, SinkError, Store, ToolInfo};
 use serde_json::{json, Value};
 
 use crate::cli::UsageError;
 
-/// What every run shares: the tool, the command line, the stop flag.
+/// What every run shares: the database path, and the lifecycle's context (the tool,
+/// the command line, the stop flag, the plan cell), reached through `Deref`.
 pub struct Context {
     /// Database path (for messages and the io load's default directory).
     pub db_path: PathBuf,
-    /// The command line as typed.
-    pub command_line: String,
-    /// audiolat's version and build.
-    pub tool: ToolInfo,
-    /// Raised by SIGINT / SIGTERM.
-    pub stop: Arc<AtomicBool>,
-    /// Set when this process is a cell of a plan run (the runner's environment variable
-    /// [`PLAN_CELL_ENV`]): the plan run (group) and the cell its run is filed under.
-    pub plan_cell: Option<(i64, i64)>,
+    /// What the lifecycle needs.
+    pub run: ::runner::Context,
+}
+
+impl std::ops::Deref for Context {
+    type Target = ::runner::Context;
+
+    fn deref(&self) -> &::runner::Context {
+        &self.run
+    }
 }
 
 /// The environment variable a plan runner gives each cell's process: `GROUP:CELL`.
@@ -51,11 +56,6 @@ pub fn plan_cell_from_env() -> anyhow::Result<Option<(i64, i64)>> {
 }
 
 impl Context {
-    /// True once Ctrl-C (or SIGTERM) was received.
-    pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
     /// Opens the results database for writing runs; in a plan's cell, every run it
     /// begins is filed under the cell. Every measuring command opens it so, after its
     /// input is checked and before it measures: first, what an audiolat killed outright
@@ -145,9 +145,9 @@ pub fn summarise_abandoned(
     if run.probe != "event" {
         return Ok(Vec::new());
     }
-    let Some(summary) =
-        probes::event::TriggerSummary::from_json(&run.result[RECOVERY_KEY]["event_triggers"])
-    else {
+    let Some(summary) = probes::event::TriggerSummary::from_json(
+        &run.result[probes::probe::RECOVERY_KEY]["event_triggers"],
+    ) else {
         return Ok(Vec::new());
     };
     let rows = store.triggers(run.id).map_err(|e| e.to_string())?;
@@ -155,65 +155,6 @@ pub fn summarise_abandoned(
         return Ok(Vec::new());
     }
     Ok(summary.measurements(&rows))
-}
-
-/// Where a running run's result holds what recovery needs (replaced when it closes).
-const RECOVERY_KEY: &str = "recovery";
-
-/// A run's closing writes, each allowed the reserve beside the database
-/// ([`Store::closing`]). The first failure is kept for the run's end reason instead of
-/// ending the command, so what was measured is still printed; the writes after it are
-/// skipped.
-struct Closing<'a> {
-    store: &'a Store,
-    failed: Option<results::StoreError>,
-}
-
-impl<'a> Closing<'a> {
-    fn new(store: &'a Store) -> Closing<'a> {
-        Closing {
-            store,
-            failed: None,
-        }
-    }
-
-    fn write(&mut self, mut f: impl FnMut(&Store) -> Result<(), results::StoreError>) {
-        if self.failed.is_none() {
-            if let Err(e) = self.store.closing(|| f(self.store)) {
-                self.failed = Some(e);
-            }
-        }
-    }
-
-    /// Closes the run; a failure here leaves it `running` for the next open to close
-    /// and summarise. The error, for the user, when it could not.
-    fn finish(
-        self,
-        run_id: i64,
-        status: RunStatus,
-        flags: &mut Value,
-        result: &Value,
-        error: Option<&str>,
-    ) -> Option<String> {
-        let store = self.store;
-        store
-            .closing(|| finish_measured_run(store, run_id, status, flags, result, error))
-            .err()
-            .map(|e| {
-                format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", store.path().display())
-            })
-    }
-}
-
-/// A run's end reason when storing it failed (`what` says what was kept):
-/// `disk full: ...` for a full filesystem.
-fn storage_failure(e: &results::StoreError, db: &Path, what: &str) -> String {
-    let db = db.display();
-    if e.is_disk_full() {
-        format!("disk full: the filesystem of {db} filled while the run was stored ({what}); free space there, or pass --db with a path on another filesystem")
-    } else {
-        format!("storing the run in {db} failed: {e} ({what})")
-    }
 }
 
 /// The tool's own description, from the build.
@@ -227,40 +168,33 @@ pub fn tool_info() -> ToolInfo {
 
 /// The load context for a run.
 pub fn load_context(scratch: &Path) -> LoadContext {
-    let nanos = engine::clock::realtime_ns();
-    let self_exe = std::env::current_exe().ok();
-    LoadContext {
-        supervisor: self_exe.clone(),
-        self_exe,
-        scratch_dir: scratch.to_path_buf(),
-        tag: format!("audiolat-{}-{nanos}", std::process::id()),
-        cpus: engine::rt::online_cpus().len(),
-        placements: Default::default(),
+    ::runner::load_context(std::env::current_exe().ok(), scratch)
+}
+
+/// A run error from the lifecycle, for the user: a refusal is a usage error (exit 2);
+/// a store's error keeps its type (an unusable database is exit 2 too); a failed run
+/// says its id.
+pub fn run_error(e: RunError) -> anyhow::Error {
+    fn sink(e: SinkError) -> anyhow::Error {
+        match e {
+            SinkError::Store(e) => e.into(),
+            other => other.into(),
+        }
+    }
+    match e {
+        RunError::Refused(why) => UsageError(why).into(),
+        RunError::Begin(e) => sink(e),
+        RunError::Failed { run_id, failure } => match failure {
+            Failure::Probe(e) => anyhow::Error::from_boxed(e.into_inner()),
+            Failure::Load(e) => anyhow::Error::new(e).context("starting the load"),
+            Failure::Storage(e) => sink(e),
+        }
+        .context(format!("run {run_id} failed")),
     }
 }
 
 /// Marks a run that could not measure as failed with the reason, and returns the error
 /// for the user.
-/// Closes a run that measured something, with its validity flags and the machine's:
-/// `emulated_cpu` when the CPU is emulated (QEMU's TCG, as in the kernel lab), whose
-/// times describe the emulator rather than the hardware.
-fn finish_measured_run(
-    store: &Store,
-    run_id: i64,
-    status: RunStatus,
-    flags: &mut Value,
-    result: &Value,
-    error: Option<&str>,
-) -> Result<(), results::StoreError> {
-    if let Some(f) = flags.as_object_mut() {
-        f.insert(
-            "emulated_cpu".into(),
-            json!(probes::machine::emulated_cpu()),
-        );
-    }
-    store.finish_run(run_id, status, flags, result, error)
-}
-
 fn fail_run<E: std::error::Error + Send + Sync + 'static>(
     store: &Store,
     run_id: i64,
@@ -274,45 +208,6 @@ fn fail_run<E: std::error::Error + Send + Sync + 'static>(
         Some(&e.to_string()),
     );
     anyhow::Error::new(e).context(format!("run {run_id} failed"))
-}
-
-/// How an audio probe's stream ended.
-enum StreamEnd<'a> {
-    Done,
-    Interrupted,
-    Gone(&'a str),
-    Panicked(&'a str),
-}
-
-/// The stored status and message of an audio run that measured `measured` `what`
-/// (triggers, windows), and whether the message is an error to report (the stream
-/// failed) rather than a note (the user interrupted it).
-fn stream_end(
-    end: StreamEnd<'_>,
-    what: &str,
-    measured: usize,
-    run_id: i64,
-) -> (RunStatus, Option<String>, bool) {
-    match end {
-        StreamEnd::Done => (RunStatus::Complete, None, false),
-        StreamEnd::Interrupted => (
-            RunStatus::Interrupted,
-            Some(format!("interrupted by a signal (Ctrl-C or SIGTERM); the measured {what} are kept")),
-            false,
-        ),
-        StreamEnd::Gone(reason) => (
-            RunStatus::Interrupted,
-            Some(format!(
-                "the audio stream ended mid-run: {reason}; {measured} {what} measured before that are kept in run {run_id}"
-            )),
-            true,
-        ),
-        StreamEnd::Panicked(p) => (
-            RunStatus::Failed,
-            Some(format!("the audio callback panicked ({p}); {measured} {what} kept in run {run_id}")),
-            true,
-        ),
-    }
 }
 
 /// Checks that a load can start here (every tool installed, scratch directory usable)
@@ -358,42 +253,71 @@ pub struct JitterRun {
     pub error: Option<String>,
 }
 
-/// A one-line live status on stderr, when stderr is a terminal.
+/// A one-line live status on stderr, when stderr is a terminal; and a prompt said when
+/// measuring starts (press a key, play MIDI notes), whether or not it is a terminal.
 pub struct LiveLine {
     enabled: bool,
     label: String,
     period_ns: u64,
+    prompt: Option<String>,
 }
 
 impl LiveLine {
-    /// A status line for `label`, shown only on a terminal and unless `quiet`.
+    /// A status line for `label`, shown only on a terminal and unless `quiet`;
+    /// `period_ns` turns the jitter probe's cycles into seconds.
     pub fn new(label: &str, quiet: bool, period_ns: u64) -> LiveLine {
         LiveLine {
             enabled: !quiet && std::io::stderr().is_terminal(),
             label: label.to_string(),
             period_ns,
+            prompt: None,
         }
     }
 
-    fn show(&self, s: &LiveSnapshot) {
+    /// Says `prompt` when measuring starts.
+    fn with_prompt(self, prompt: Option<String>) -> LiveLine {
+        LiveLine { prompt, ..self }
+    }
+
+    fn show(&self, status: &LiveStatus) {
         if !self.enabled {
             return;
         }
-        let secs = s.cycles as f64 * self.period_ns as f64 / 1e9;
-        let total = s.planned as f64 * self.period_ns as f64 / 1e9;
+        let label = &self.label;
+        let line = match status {
+            LiveStatus::Jitter(s) => {
+                let secs = s.cycles as f64 * self.period_ns as f64 / 1e9;
+                let total = s.planned as f64 * self.period_ns as f64 / 1e9;
+                format!(
+                    "{label}  {secs:.1}/{total:.1} s  cycles {}  last {}  max {}  overflows {}  underruns {}",
+                    s.cycles,
+                    report::terminal::fmt_ns(s.last_ns as f64),
+                    report::terminal::fmt_ns(s.max_ns as f64),
+                    s.overflows,
+                    s.underruns
+                )
+            }
+            LiveStatus::Event {
+                measured,
+                wanted,
+                cycles,
+                underruns,
+            } => format!(
+                "{label}  triggers {measured}/{wanted}  cycles {cycles}  under-runs {underruns}"
+            ),
+            LiveStatus::Roundtrip {
+                windows,
+                last_delay_frames,
+                cycles,
+                underruns,
+            } => format!(
+                "{label}  windows {windows}  last {}  cycles {cycles}  under-runs {underruns}",
+                last_delay_frames.map_or("-".to_string(), |f| format!("{f:.3} frames")),
+            ),
+            LiveStatus::Text(text) => format!("{label}  {text}"),
+        };
         let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[K{}  {:.1}/{:.1} s  cycles {}  last {}  max {}  overflows {}  underruns {}",
-            self.label,
-            secs,
-            total,
-            s.cycles,
-            report::terminal::fmt_ns(s.last_ns as f64),
-            report::terminal::fmt_ns(s.max_ns as f64),
-            s.overflows,
-            s.underruns
-        );
+        let _ = write!(err, "\r\x1b[K{line}");
         let _ = err.flush();
     }
 
@@ -403,6 +327,22 @@ impl LiveLine {
             let _ = write!(err, "\r\x1b[K");
             let _ = err.flush();
         }
+    }
+}
+
+impl ::runner::Observer for LiveLine {
+    fn started(&self, _run_id: i64) {
+        if let Some(prompt) = &self.prompt {
+            eprintln!("{prompt}");
+        }
+    }
+
+    fn status(&self, status: &LiveStatus) {
+        self.show(status);
+    }
+
+    fn finished(&self) {
+        self.clear();
     }
 }
 
@@ -416,120 +356,34 @@ pub fn jitter_run(
     scratch: &Path,
     live: &LiveLine,
 ) -> Result<JitterRun> {
-    let lctx = load_context(scratch);
-    let planned = load::plan(load_spec, &lctx).map_err(|e| UsageError(e.to_string()))?;
-    let mut config_json = config.to_json();
-    config_json["load"] = json!(load_spec.to_string());
-    let info = RunInfo {
-        probe: "jitter".into(),
-        group_id: group,
-        machine: probes::machine::machine(),
-        tool: ctx.tool.clone(),
-        command_line: ctx.command_line.clone(),
-        config: config_json,
-        load: load::describe(load_spec, planned.iter().map(|c| (c, None))),
-        qos_requested: json!({
-            "policy": config.policy.to_string(),
-            "cpus": config.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
-            "lock_memory": config.lock_memory,
-            "cpu_dma_latency_us": config.dma_latency.then_some(0),
-        }),
+    let mut cell = Cell {
+        group,
+        ..Cell::new(
+            JitterProbe::new(config.clone()),
+            load_spec.clone(),
+            scratch.to_path_buf(),
+        )
     };
-    let run_id = store.begin_run(&info)?;
-    match measure_jitter(ctx, store, run_id, config, load_spec, &lctx, live) {
-        Ok(run) => Ok(run),
-        Err(e) => {
-            live.clear();
-            let msg = format!("{e:#}");
-            let _ = store.finish_run(
-                run_id,
-                RunStatus::Failed,
-                &json!({}),
-                &json!({}),
-                Some(&msg),
-            );
-            Err(e.context(format!("run {run_id} failed")))
-        }
-    }
+    let run = ::runner::run(ctx, store, &mut cell, None, live).map_err(run_error)?;
+    Ok(JitterRun {
+        run_id: run.run_id,
+        status: run.status,
+        outcome: measured(cell.probe.take_outcome())?,
+        measurements: run.measurements,
+        load: run.load,
+        flags: run.flags,
+        error: run.error,
+    })
 }
 
-fn measure_jitter(
-    ctx: &Context,
-    store: &Store,
-    run_id: i64,
-    config: &JitterConfig,
-    load_spec: &LoadSpec,
-    lctx: &LoadContext,
-    live: &LiveLine,
-) -> Result<JitterRun> {
-    let mut load = RunLoad::start(store, run_id, load_spec, lctx)?;
-    let mut checkpoint_error: Option<results::StoreError> = None;
-    let outcome = jitter::run(config, &ctx.stop, |progress| {
-        live.show(&progress.live);
-        // The run is written as it goes: a checkpoint replaces the measurements so far.
-        if let Some(totals) = progress.checkpoint {
-            let partial = jitter::measurements(config, totals, &[], true);
-            if let Err(e) = store.replace_measurements(run_id, &partial) {
-                checkpoint_error.get_or_insert(e);
-            }
-        }
-        load.poll();
-    });
-    live.clear();
-    // Stop the load before anything else can fail.
-    let (load_json, load_events) = load.stop();
-    let outcome = outcome?;
-    let measurements = outcome.measurements();
-    let mut closing = Closing::new(store);
-    closing.write(|s| s.replace_measurements(run_id, &measurements));
-    let mut events = outcome.events();
-    events.extend(load_events.iter().cloned());
-    closing.write(|s| s.add_events(run_id, &events));
-    closing.write(|s| s.add_series(run_id, &outcome.series()));
-    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
-    let mut flags = outcome.flags();
-    flags["load_exited_early"] = json!(!load_events.is_empty());
-    if let Some(e) = &checkpoint_error {
-        flags["checkpoint_error"] = json!(e.to_string());
-    }
-    let mut status = match outcome.end {
-        LoopEnd::Complete => RunStatus::Complete,
-        LoopEnd::Interrupted => RunStatus::Interrupted,
-    };
-    let mut error = (status == RunStatus::Interrupted).then(|| {
-        "interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept".to_string()
-    });
-    let mut report = None;
-    // A checkpoint that could not be stored lost nothing once the end is stored: it
-    // stays a flag. An end that could not be stored fails the run, with the reason.
-    if let Some(e) = &closing.failed {
-        status = RunStatus::Failed;
-        error = Some(storage_failure(
-            e,
-            store.path(),
-            "its measurements could not all be stored",
-        ));
-        report = error.clone();
-    }
-    if let Some(e) = closing.finish(
-        run_id,
-        status,
-        &mut flags,
-        &outcome.result_json(),
-        error.as_deref(),
-    ) {
-        status = RunStatus::Failed;
-        report = Some(report.map_or(e.clone(), |w| format!("{w}; {e}")));
-    }
-    Ok(JitterRun {
-        run_id,
-        status,
-        outcome,
-        measurements,
-        load: load_json,
-        flags,
-        error: report,
-    })
+/// The probe's typed outcome after a run that measured.
+fn measured<T>(outcome: Option<T>) -> Result<T> {
+    outcome.ok_or_else(|| anyhow::anyhow!("the probe measured but kept no outcome (a bug)"))
+}
+
+/// The private JACK server behind a stream, as what ends its run when it exits.
+fn watch(server: Option<&mut engine::jack_server::JackServer>) -> Option<&mut dyn Watch> {
+    server.map(|s| s as &mut dyn Watch)
 }
 
 /// Stores a doctor report as a run of probe `doctor`.
@@ -643,241 +497,44 @@ pub fn event_run(
     scratch: &Path,
     quiet: bool,
 ) -> Result<EventRun> {
-    let lctx = load_context(scratch);
-    let planned = load::plan(&cell.load, &lctx).map_err(|e| UsageError(e.to_string()))?;
     let sinfo = stream.info().clone();
-    let mut config_json = cell.config.to_json();
-    config_json["load"] = json!(cell.load.to_string());
-    config_json["repeat"] = json!(cell.repeat);
-    config_json["backend"] = json!(sinfo.backend);
-    config_json["device"] = json!(sinfo.client_name);
-    config_json["period_frames"] = json!(sinfo.period_frames);
-    config_json["rate_hz"] = json!(sinfo.sample_rate_hz);
-    config_json["playback_latency_frames"] = json!(sinfo.playback_latency_frames);
-    config_json["granted"] = cell.granted.clone().unwrap_or(Value::Null);
-    config_json["server"] = json!({
-        "name": sinfo.server.name, "private": sinfo.server.private,
-        "command_line": sinfo.server.command_line, "version": sinfo.server.version,
-    });
-    let info = RunInfo {
-        probe: "event".into(),
-        group_id: group,
-        machine: probes::machine::machine(),
-        tool: ctx.tool.clone(),
-        command_line: ctx.command_line.clone(),
-        config: config_json,
-        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
-        qos_requested: json!({
-            "trigger_thread": cell.config.trigger_policy.to_string(),
-            "lock_memory": cell.config.lock_memory,
-            "audio_thread": match sinfo.backend {
-                "jack" => "the JACK server's client thread (its -P/-R settings)",
-                _ => "SCHED_FIFO 80",
-            },
-        }),
-    };
-    let run_id = store.begin_run(&info)?;
-    let summary = probes::event::TriggerSummary::new(&cell.config, &sinfo);
-    store.set_result(
-        run_id,
-        &json!({RECOVERY_KEY: {"event_triggers": summary.to_json()}}),
-    )?;
-    let mut load = RunLoad::start(store, run_id, &cell.load, &lctx)?;
-    let mut server = server;
-    let live = !quiet && std::io::stderr().is_terminal();
-    let mut store_error: Option<results::StoreError> = None;
-    let mut rows_stored = 0usize;
-    let total = cell.config.triggers;
     let label = format!(
         "event {} {} period {} {}",
         cell.config.workload, cell.load, sinfo.period_frames, cell.config.policy
     );
-    if !quiet || cell.config.source != probes::event::TriggerSource::Timer {
-        match cell.config.source {
-            probes::event::TriggerSource::Key => eprintln!(
-                "{label}: press a key for each trigger ({} wanted); q ends",
-                cell.config.triggers
-            ),
-            probes::event::TriggerSource::Midi => eprintln!(
-                "{label}: waiting for {} MIDI note-ons on {}:midi_in{}",
-                cell.config.triggers,
-                sinfo.client_name,
-                match &sinfo.midi_port {
-                    Some(p) if !p.is_empty() => format!(" (connected to {p})"),
-                    _ => " (connect a MIDI source to it, e.g. with jack_connect)".into(),
-                }
-            ),
-            probes::event::TriggerSource::Timer => {}
-        }
-    }
-    let result = probes::event::run(stream, &cell.config, &ctx.stop, |p| {
-        // Written as it goes: trigger rows and under-runs are stored every ~50 ms.
-        if !p.rows.is_empty() {
-            match store.add_triggers(run_id, p.rows) {
-                Ok(()) => rows_stored += p.rows.len(),
-                Err(e) => {
-                    store_error.get_or_insert(e);
-                }
+    let prompt = match cell.config.source {
+        probes::event::TriggerSource::Key => Some(format!(
+            "{label}: press a key for each trigger ({} wanted); q ends",
+            cell.config.triggers
+        )),
+        probes::event::TriggerSource::Midi => Some(format!(
+            "{label}: waiting for {} MIDI note-ons on {}:midi_in{}",
+            cell.config.triggers,
+            sinfo.client_name,
+            match &sinfo.midi_port {
+                Some(p) if !p.is_empty() => format!(" (connected to {p})"),
+                _ => " (connect a MIDI source to it, e.g. with jack_connect)".into(),
             }
-        }
-        if !p.events.is_empty() {
-            if let Err(e) = store.add_events(run_id, p.events) {
-                store_error.get_or_insert(e);
-            }
-        }
-        load.poll();
-        if live {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(
-                err,
-                "\r\x1b[K{label}  triggers {}/{total}  cycles {}  under-runs {}",
-                p.measured, p.cycles, p.underruns
-            );
-            let _ = err.flush();
-        }
-        match server
-            .as_mut()
-            .and_then(|s| s.exited().map(|how| (s.name().to_string(), how)))
-        {
-            Some((name, how)) => Err(format!("the private JACK server `{name}` exited ({how})")),
-            None => Ok(()),
-        }
-    });
-    if live {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[K");
-        let _ = err.flush();
-    }
-    let (load_json, load_events) = load.stop();
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e) => return Err(fail_run(store, run_id, e)),
+        )),
+        probes::event::TriggerSource::Timer => None,
     };
-    let mut flags = outcome.flags();
-    flags["load_exited_early"] = json!(!load_events.is_empty());
-    if let Some(e) = &store_error {
-        flags["store_error"] = json!(e.to_string());
-    }
-    let mut closing = Closing::new(store);
-    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements()));
-    if !load_events.is_empty() {
-        closing.write(|s| s.add_events(run_id, &load_events));
-    }
-    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
-    use probes::event::EventEnd;
-    let (mut status, mut error, mut report) = stream_end(
-        match &outcome.end {
-            EventEnd::Complete => StreamEnd::Done,
-            EventEnd::Interrupted => StreamEnd::Interrupted,
-            EventEnd::ServerGone(r) => StreamEnd::Gone(r),
-            EventEnd::Panicked(p) => StreamEnd::Panicked(p),
-        },
-        "triggers",
-        outcome.rows.len(),
-        run_id,
-    );
-    let measured = outcome.rows.len();
-    if let Some(e) = closing.failed.as_ref().or(store_error.as_ref()) {
-        let summary = if closing.failed.is_some() {
-            "the summary could not be stored"
-        } else {
-            "the stored summary covers all of them"
-        };
-        let why = storage_failure(
-            e,
-            store.path(),
-            &format!("{rows_stored} of {measured} trigger rows stored; {summary}"),
-        );
-        (status, error, report) = (RunStatus::Failed, Some(why), true);
-    }
-    if let Some(e) = closing.finish(
-        run_id,
-        status,
-        &mut flags,
-        &outcome.result_json(),
-        error.as_deref(),
-    ) {
-        status = RunStatus::Failed;
-        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
-        report = true;
-    }
-    let error = error.filter(|_| report);
+    let live = LiveLine::new(&label, quiet, 0).with_prompt(prompt);
+    let probe = EventProbe::new(stream, cell.config.clone(), cell.granted.clone());
+    let mut run_cell = Cell {
+        group,
+        repeat: Some(cell.repeat),
+        ..Cell::new(probe, cell.load.clone(), scratch.to_path_buf())
+    };
+    let run = ::runner::run(ctx, store, &mut run_cell, watch(server), &live).map_err(run_error)?;
     Ok(EventRun {
-        run_id,
-        status,
-        outcome,
+        run_id: run.run_id,
+        status: run.status,
+        outcome: measured(run_cell.probe.take_outcome())?,
         load: cell.load.to_string(),
-        flags,
+        flags: run.flags,
         granted: cell.granted.clone(),
-        error,
+        error: run.error,
     })
-}
-
-/// A load started for a run: its exits are polled while the run goes on.
-struct RunLoad {
-    running: Option<load::RunningLoad>,
-    spec: LoadSpec,
-    exits: Vec<Event>,
-}
-
-impl RunLoad {
-    /// Starts `spec` for run `run_id` (nothing for `none`) and stores its description. A
-    /// load that cannot start fails the run.
-    fn start(store: &Store, run_id: i64, spec: &LoadSpec, lctx: &LoadContext) -> Result<RunLoad> {
-        let running = if spec.is_none() {
-            None
-        } else {
-            match load::start(spec, lctx).context("starting the load") {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    let msg = format!("{e:#}");
-                    let _ = store.finish_run(
-                        run_id,
-                        RunStatus::Failed,
-                        &json!({}),
-                        &json!({}),
-                        Some(&msg),
-                    );
-                    return Err(e);
-                }
-            }
-        };
-        if let Some(r) = &running {
-            store.update_run(run_id, Some(&r.describe()), None)?;
-        }
-        Ok(RunLoad {
-            running,
-            spec: spec.clone(),
-            exits: Vec::new(),
-        })
-    }
-
-    /// Notes load processes that ended on their own.
-    fn poll(&mut self) {
-        if let Some(r) = self.running.as_mut() {
-            for exit in r.poll_exits() {
-                self.exits.push(Event {
-                    mono_ns: engine::clock::monotonic_ns(),
-                    kind: "load_exit".into(),
-                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
-                                   "stderr_tail": exit.stderr_tail}),
-                });
-            }
-        }
-    }
-
-    /// Stops the load; its description with the exits, and the exit events.
-    fn stop(mut self) -> (Value, Vec<Event>) {
-        let json = match self.running.take() {
-            Some(r) => {
-                let mut desc = r.describe();
-                desc["exits"] = r.stop().to_json();
-                desc
-            }
-            None => load::describe(&self.spec, std::iter::empty()),
-        };
-        (json, self.exits)
-    }
 }
 
 /// One round-trip configuration.
@@ -925,155 +582,31 @@ pub fn roundtrip_run(
     scratch: &Path,
     quiet: bool,
 ) -> Result<RoundtripRun> {
-    let lctx = load_context(scratch);
-    let planned = load::plan(&cell.load, &lctx).map_err(|e| UsageError(e.to_string()))?;
-    let sinfo = stream.info().clone();
-    let c = &cell.config;
-    let config_json = json!({
-        "backend": sinfo.backend,
-        "rate_hz": sinfo.sample_rate_hz,
-        "period_frames": sinfo.period_frames,
-        "playback_latency_frames": sinfo.playback_latency_frames,
-        "capture_latency_frames": sinfo.capture_latency_frames,
-        "playback_ports": sinfo.playback_ports,
-        "capture_port": sinfo.capture_port,
-        "loop": cell.loop_description,
-        "load": cell.load.to_string(),
-        "repeat": cell.repeat,
-        "duration_ms": c.duration_ms,
-        "every_periods": c.every_periods,
-        "impulses": c.impulses,
-        "insert_delay_frames": c.insert_delay_frames,
-        "level": c.peak,
-        "max_delay_frames": c.max_delay_frames,
-        "lock_memory": c.lock_memory,
-        "tone_period_frames": c.tone_period(&sinfo),
-        "granted": cell.granted,
-        "server": {"name": sinfo.server.name, "private": sinfo.server.private,
-                   "command_line": sinfo.server.command_line, "version": sinfo.server.version},
-    });
-    let info = RunInfo {
-        probe: "roundtrip".into(),
-        group_id: group,
-        machine: probes::machine::machine(),
-        tool: ctx.tool.clone(),
-        command_line: ctx.command_line.clone(),
-        config: config_json,
-        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
-        qos_requested: json!({"audio_thread": match sinfo.backend {
-            "jack" => "the JACK server's client thread (its -P/-R settings)",
-            _ => "SCHED_FIFO 80 (hardware clock thread SCHED_FIFO 90)",
-        }}),
-    };
-    let run_id = store.begin_run(&info)?;
-    let mut load = RunLoad::start(store, run_id, &cell.load, &lctx)?;
-    let live = !quiet && std::io::stderr().is_terminal();
+    let sinfo = stream.info();
     let label = format!(
         "roundtrip {} period {} {}",
         sinfo.backend, sinfo.period_frames, cell.load
     );
-    let mut server = server;
-    let mut last: Option<f64> = None;
-    let mut windows = 0usize;
-    let mut checkpoint_error: Option<results::StoreError> = None;
-    let result = probes::roundtrip::run(stream, &cell.config, &ctx.stop, |p| {
-        load.poll();
-        // The run is written as it goes: a checkpoint replaces the measurements so far.
-        if let Some(so_far) = p.checkpoint {
-            if let Err(e) = store.replace_measurements(run_id, &so_far.measurements()) {
-                checkpoint_error.get_or_insert(e);
-            }
-        }
-        windows += p.estimates.len();
-        if let Some(e) = p
-            .estimates
-            .iter()
-            .rev()
-            .find(|e| e.estimate.verdict == dsp::loopdelay::Verdict::Ok)
-        {
-            last = Some(e.estimate.delay_frames);
-        }
-        if live {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(
-                err,
-                "\r\x1b[K{label}  windows {windows}  last {}  cycles {}  under-runs {}",
-                last.map_or("-".to_string(), |f| format!("{f:.3} frames")),
-                p.cycles,
-                p.underruns
-            );
-            let _ = err.flush();
-        }
-        match server
-            .as_mut()
-            .and_then(|s| s.exited().map(|how| (s.name().to_string(), how)))
-        {
-            Some((name, how)) => Err(format!("the private JACK server `{name}` exited ({how})")),
-            None => Ok(()),
-        }
-    });
-    if live {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[K");
-        let _ = err.flush();
-    }
-    let (load_json, load_events) = load.stop();
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e) => return Err(fail_run(store, run_id, e)),
-    };
-    let mut closing = Closing::new(store);
-    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements()));
-    for series in outcome.series() {
-        closing.write(|s| s.add_series(run_id, &series));
-    }
-    let mut events = outcome.events.clone();
-    events.extend(load_events.iter().cloned());
-    if !events.is_empty() {
-        closing.write(|s| s.add_events(run_id, &events));
-    }
-    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&outcome.qos_granted())));
-    let mut flags = outcome.flags();
-    flags["load_exited_early"] = json!(!load_events.is_empty());
-    // A checkpoint that could not be stored lost nothing once the end is stored.
-    if let Some(e) = &checkpoint_error {
-        flags["checkpoint_error"] = json!(e.to_string());
-    }
-    use probes::roundtrip::RoundtripEnd;
-    let (mut status, mut error, mut report) = stream_end(
-        match &outcome.end {
-            RoundtripEnd::Complete | RoundtripEnd::NoSignal => StreamEnd::Done,
-            RoundtripEnd::Interrupted => StreamEnd::Interrupted,
-            RoundtripEnd::ServerGone(r) => StreamEnd::Gone(r),
-            RoundtripEnd::Panicked(p) => StreamEnd::Panicked(p),
-        },
-        "windows",
-        outcome.estimates.len(),
-        run_id,
+    let live = LiveLine::new(&label, quiet, 0);
+    let probe = RoundtripProbe::new(
+        stream,
+        cell.config.clone(),
+        cell.loop_description.clone(),
+        cell.granted.clone(),
     );
-    if let Some(e) = &closing.failed {
-        let why = storage_failure(e, store.path(), "its measurements could not all be stored");
-        (status, error, report) = (RunStatus::Failed, Some(why), true);
-    }
-    if let Some(e) = closing.finish(
-        run_id,
-        status,
-        &mut flags,
-        &outcome.result_json(),
-        error.as_deref(),
-    ) {
-        status = RunStatus::Failed;
-        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
-        report = true;
-    }
-    let error = error.filter(|_| report);
+    let mut run_cell = Cell {
+        group,
+        repeat: Some(cell.repeat),
+        ..Cell::new(probe, cell.load.clone(), scratch.to_path_buf())
+    };
+    let run = ::runner::run(ctx, store, &mut run_cell, watch(server), &live).map_err(run_error)?;
     Ok(RoundtripRun {
-        run_id,
-        status,
-        outcome,
+        run_id: run.run_id,
+        status: run.status,
+        outcome: measured(run_cell.probe.take_outcome())?,
         cell: cell.clone(),
-        flags,
-        error,
+        flags: run.flags,
+        error: run.error,
     })
 }
 

@@ -12,6 +12,8 @@
 //!   and multi-tone phase (the desktop OS study).
 //! - [`net`]: network audio: the wire protocol of a 32-pad controller streaming gesture
 //!   data as audio-rate UDP, block assembly and answer deadlines (the Tessellation study).
+//! - [`probe`]: the [`probe::Probe`] trait every probe offers a run's lifecycle (the
+//!   `runner` crate), its [`probe::Outcome`] and [`probe::Progress`].
 //! - [`leftovers`]: what an audiolat killed outright left changed (cpusets, load
 //!   balancing, namespaces, qdiscs, state files), found and undone by the next one.
 //! - [`doctor`]: the machine's set-up, finding by finding.
@@ -48,6 +50,7 @@ pub mod jitter;
 pub mod leftovers;
 pub mod machine;
 pub mod net;
+pub mod probe;
 pub mod roundtrip;
 pub mod stats;
 pub mod steal;

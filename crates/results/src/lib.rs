@@ -14,6 +14,8 @@
 //!   measured; a run whose process vanished is marked `interrupted` on the next open.
 //! - Histograms are stored in HdrHistogram's V2 serialised form, readable by any
 //!   HdrHistogram implementation.
+//! - [`RunSink`] is what a run's lifecycle writes (begin, rows and events as they come,
+//!   checkpoints, the closing writes with their reserve, finish); the SQLite `Store` implements it.
 //! - The schema is versioned (`PRAGMA user_version`) and migrated forward on open.
 //!
 //! The store is behind the `sqlite` feature (on by default); real-time crates depend on
@@ -32,6 +34,7 @@
 pub mod export;
 pub mod hist;
 pub mod model;
+pub mod sink;
 #[cfg(feature = "sqlite")]
 pub mod store;
 
@@ -40,5 +43,6 @@ pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
     Series, ToolInfo, Verdict,
 };
+pub use sink::{RunSink, SinkError};
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, RunFilter, Store, StoreError, Summarise};

@@ -1,0 +1,441 @@
+//! The event probe: from a trigger to the first sample of a tone at the DAC.
+//!
+//! This is the BeagleBone Black study's measurement (a key press raises a GPIO and starts
+//! a tone; an oscilloscope shows the time from the edge to the sound), done by the
+//! machine itself on any backend:
+//!
+//! - a **trigger** happens at a known CLOCK_MONOTONIC time: a timer at random instants
+//!   (default; spread uniformly over the period so the cycle quantisation is sampled
+//!   fairly), a key press on the terminal, or a MIDI note-on from a JACK port;
+//! - the audio thread starts a note of the [`dsp`] workload at a frame chosen by the
+//!   **policy**: `asap` (offset 0 of the first cycle that sees the trigger: lowest mean,
+//!   up to one period of jitter) or `fixed` (the trigger's time mapped to a frame exactly
+//!   one period later: constant latency, what JACK MIDI gives);
+//! - the note's **DAC time** comes from the backend's timing model: the rendering cycle's
+//!   nominal start + frame offset / rate + the playback latency the ports report. The
+//!   latency is that minus the trigger time, decomposed into the *wait* (trigger to the
+//!   note's frame position in the stream), the *buffer* (playback latency), and the
+//!   rendering callback's *scheduling lateness* (shown beside them: it costs nothing
+//!   until the callback starts after its cycle's deadline, the next cycle's start; such
+//!   a note is flagged `missed` and left out of the figures);
+//! - with a **loopback** capture (a cable from output to input on real hardware) the
+//!   onset is also found in the captured signal, and that measured latency is kept next
+//!   to the model's.
+//!
+//! Notes are placed by splitting the period at event offsets, so every onset is
+//! sample-exact. The audio thread only does arithmetic, DSP and pushes into pre-sized
+//! `rtrb` rings; this module's [`run`] drains them on the calling thread, builds one
+//! [`TriggerRow`] per trigger and hands rows to the caller as they complete, so a run that
+//! is interrupted keeps every trigger measured so far.
+
+pub use crate::stats::Stats;
+use crate::steal::{StealSampler, StealTimeline};
+use dsp::{Workload, WorkloadKind};
+use engine::audio::{AudioError, Backend, Cycle, DuplexStart, Io, Processor, StreamInfo};
+use engine::clock::{monotonic_ns, sleep_until_ns};
+use engine::gpio::{GpioError, GpioLine, GpioSpec};
+use engine::rt::{Policy, ProcessRt, ThreadRt};
+use results::hist::LatencyHistogram;
+use results::model::{Event, Measurement, TriggerRow};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+mod collector;
+mod outcome;
+mod processor;
+mod triggers;
+
+use collector::*;
+pub use outcome::*;
+use processor::*;
+use triggers::*;
+
+/// Where triggers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriggerSource {
+    /// A timer at random instants.
+    Timer,
+    /// Key presses on the terminal (stdin); `q`, Escape or end of input ends the run
+    /// (complete, with the triggers pressed so far).
+    Key,
+    /// MIDI note-ons on the backend's MIDI input.
+    Midi,
+}
+
+impl std::str::FromStr for TriggerSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "timer" => Ok(TriggerSource::Timer),
+            "key" => Ok(TriggerSource::Key),
+            "midi" => Ok(TriggerSource::Midi),
+            o => Err(format!("unknown trigger `{o}`: use timer, key or midi")),
+        }
+    }
+}
+
+impl std::fmt::Display for TriggerSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TriggerSource::Timer => "timer",
+            TriggerSource::Key => "key",
+            TriggerSource::Midi => "midi",
+        })
+    }
+}
+
+/// When a triggered note starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotePolicy {
+    /// At offset 0 of the first cycle that sees the trigger.
+    Asap,
+    /// At the trigger's frame plus one period.
+    Fixed,
+}
+
+impl std::str::FromStr for NotePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "asap" => Ok(NotePolicy::Asap),
+            "fixed" => Ok(NotePolicy::Fixed),
+            o => Err(format!("unknown policy `{o}`: use asap or fixed")),
+        }
+    }
+}
+
+impl std::fmt::Display for NotePolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotePolicy::Asap => "asap",
+            NotePolicy::Fixed => "fixed",
+        })
+    }
+}
+
+/// One event-probe run.
+#[derive(Clone, Debug)]
+pub struct EventConfig {
+    /// Where triggers come from.
+    pub source: TriggerSource,
+    /// When notes start.
+    pub policy: NotePolicy,
+    /// Triggers to measure.
+    pub triggers: u64,
+    /// What the audio thread synthesises.
+    pub workload: WorkloadKind,
+    /// Tone frequency.
+    pub frequency_hz: f32,
+    /// Length of each note.
+    pub note_ms: f64,
+    /// Least time between timer triggers (a random fraction of a period is added).
+    pub spacing_ms: f64,
+    /// Time after the stream starts before the first timer trigger; under-runs in it
+    /// count as "at start".
+    pub warmup_ms: f64,
+    /// Seed of the trigger times.
+    pub seed: u64,
+    /// Scheduling of the trigger thread.
+    pub trigger_policy: Policy,
+    /// Raise this GPIO line at each trigger.
+    pub gpio: Option<GpioSpec>,
+    /// Loopback onset threshold, as a fraction of the note's first-sample amplitude.
+    pub loopback_threshold: f32,
+    /// Give up looking for a note's onset in the capture after this long.
+    pub loopback_timeout_ms: f64,
+    /// Lock memory and hold /dev/cpu_dma_latency at 0 while running.
+    pub lock_memory: bool,
+}
+
+impl EventConfig {
+    /// Defaults: 100 timer triggers, `asap`, a sine at 440 Hz, 30 ms notes every 60 ms or
+    /// more, trigger thread at SCHED_FIFO 60.
+    pub fn new(source: TriggerSource, policy: NotePolicy) -> EventConfig {
+        EventConfig {
+            source,
+            policy,
+            triggers: 100,
+            workload: WorkloadKind::Sine,
+            frequency_hz: dsp::DEFAULT_FREQUENCY_HZ,
+            note_ms: 30.0,
+            spacing_ms: 60.0,
+            warmup_ms: 500.0,
+            seed: 0x5eed_a0d1_0ca7,
+            trigger_policy: Policy::Fifo { priority: 60 },
+            gpio: None,
+            loopback_threshold: 0.5,
+            loopback_timeout_ms: 1000.0,
+            lock_memory: true,
+        }
+    }
+
+    /// Checks the numbers against each other.
+    pub fn validate(&self) -> Result<(), EventError> {
+        if self.triggers == 0 {
+            return Err(EventError::Config("--triggers must be at least 1".into()));
+        }
+        if !(self.note_ms > 0.0 && self.note_ms <= 10_000.0) {
+            return Err(EventError::Config(format!(
+                "note length {} ms: use more than 0 and at most 10000 ms",
+                self.note_ms
+            )));
+        }
+        if self.spacing_ms < self.note_ms * 1.5 {
+            return Err(EventError::Config(format!(
+                "trigger spacing {} ms is too short for {} ms notes: notes need silence between them, use at least {} ms",
+                self.spacing_ms,
+                self.note_ms,
+                self.note_ms * 1.5
+            )));
+        }
+        if !(self.loopback_threshold > 0.0 && self.loopback_threshold <= 1.0) {
+            return Err(EventError::Config(
+                "the loopback threshold must be in (0, 1]".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The configuration as stored with the run.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "trigger": self.source.to_string(),
+            "policy": self.policy.to_string(),
+            "triggers": self.triggers,
+            "workload": self.workload.to_string(),
+            "voices": self.workload.voices(),
+            "frequency_hz": self.frequency_hz,
+            "note_ms": self.note_ms,
+            "spacing_ms": self.spacing_ms,
+            "warmup_ms": self.warmup_ms,
+            "seed": self.seed,
+            "trigger_policy": self.trigger_policy.to_string(),
+            "gpio": self.gpio.as_ref().map(|g| g.to_string()),
+            "loopback_threshold": self.loopback_threshold,
+            "lock_memory": self.lock_memory,
+        })
+    }
+}
+
+/// Why the event probe could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
+    /// The audio backend failed.
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    /// The GPIO line could not be used.
+    #[error(transparent)]
+    Gpio(#[from] GpioError),
+    /// A thread could not be started.
+    #[error("starting the {what} thread: {source}")]
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Runs the probe on an opened, not yet started backend. `progress` is called about every
+/// 20 ms with the rows completed since the last call, and once more after the stream has
+/// stopped with the rest (so every trigger measured reaches the caller); returning
+/// `Err(reason)` ends the run as [`EventEnd::ServerGone`] (the caller watches a private
+/// server's process). Raising `stop` ends it as [`EventEnd::Interrupted`]. The backend is
+/// stopped before returning.
+pub fn run(
+    backend: &mut dyn Backend,
+    config: &EventConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(EventProgress<'_>) -> Result<(), String>,
+) -> Result<EventOutcome, EventError> {
+    config.validate()?;
+    let info = backend.info().clone();
+    if config.source == TriggerSource::Midi && info.midi_port.is_none() {
+        return Err(EventError::Config(
+            "MIDI triggers need the backend's MIDI input: open it with a MIDI port".into(),
+        ));
+    }
+    if config.source == TriggerSource::Midi && config.gpio.is_some() {
+        return Err(EventError::Config(
+            "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
+        ));
+    }
+    let gpio = match &config.gpio {
+        Some(spec) => Some(GpioLine::open(spec, "audiolat")?),
+        None => None,
+    };
+    let process_rt = config.lock_memory.then(|| ProcessRt::setup(true, Some(0)));
+    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
+    let capacity = 4096;
+    let (trigger_tx, trigger_rx) = rtrb::RingBuffer::new(capacity);
+    let (note_tx, mut note_rx) = rtrb::RingBuffer::new(capacity);
+    let (onset_tx, mut onset_rx) = rtrb::RingBuffer::new(capacity);
+    let counters = Arc::new(Counters::default());
+    let processor = EventProcessor {
+        workload: Workload::new(config.workload, config.frequency_hz),
+        policy: config.policy,
+        midi: config.source == TriggerSource::Midi,
+        triggers: trigger_rx,
+        notes: note_tx,
+        onsets: onset_tx,
+        counters: counters.clone(),
+        scheduled: [None; MAX_SCHEDULED],
+        awaiting: [None; MAX_AWAITING],
+        note_end_frame: None,
+        heard_until: 0,
+        note_frames: 0,
+        max_frames: 0,
+        threshold: config.loopback_threshold,
+        timeout_frames: 0,
+        midi_seq: 0,
+        note_ms: config.note_ms,
+        loopback_timeout_ms: config.loopback_timeout_ms,
+    };
+    let steal = StealSampler::start(Duration::from_millis(50), None);
+    let hist = || LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
+    let start_ns = monotonic_ns();
+    backend.start(Box::new(processor))?;
+    let mut c = Collector {
+        source: config.source.to_string(),
+        loopback: info.capture_port.is_some(),
+        buffer_ns: info.playback_latency_ns(),
+        capture_frames: info.capture_latency_frames as f64,
+        frame_ns: 1e9 / info.sample_rate_hz as f64,
+        stage_start_ns: start_ns + (config.warmup_ms * 1e6) as u64,
+        timer: config.source == TriggerSource::Timer,
+        rows: Vec::new(),
+        waiting: Vec::new(),
+        reported: 0,
+        events: Vec::new(),
+        cycles: 0,
+        lateness: hist(),
+        early: hist(),
+        dsp: hist(),
+        dsp_misses: 0,
+        period_ns: info.period_ns(),
+        xruns: (0, 0),
+        gaps: (0, 0),
+        first_trigger_ns: None,
+    };
+
+    let done = AtomicBool::new(false);
+    let input_ended = AtomicBool::new(false);
+    let mut end = EventEnd::Complete;
+    let trigger_rt = std::thread::scope(|s| -> Result<Option<ThreadRt>, EventError> {
+        let handle = if config.source == TriggerSource::Midi {
+            None
+        } else {
+            let (cfg, counters, done, input_ended) = (config, &*counters, &done, &input_ended);
+            let period_ns = info.period_ns();
+            Some(
+                std::thread::Builder::new()
+                    .name("audiolat-trigger".into())
+                    .spawn_scoped(s, move || {
+                        trigger_thread(
+                            cfg,
+                            period_ns,
+                            start_ns,
+                            trigger_tx,
+                            gpio,
+                            counters,
+                            done,
+                            input_ended,
+                        )
+                    })
+                    .map_err(|e| EventError::Thread {
+                        what: "trigger",
+                        source: e,
+                    })?,
+            )
+        };
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let new_events = c.drain(backend, &mut note_rx, &mut onset_rx);
+            let report = c.report(&new_events, &mut progress);
+            let status = backend.status();
+            if let Some(p) = status.panic {
+                end = EventEnd::Panicked(p);
+                break;
+            }
+            if let Some(reason) = status.shutdown {
+                end = EventEnd::ServerGone(reason);
+                break;
+            }
+            if let Err(reason) = report {
+                end = EventEnd::ServerGone(reason);
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                end = EventEnd::Interrupted;
+                break;
+            }
+            let measured = c.rows.len() as u64;
+            if measured >= config.triggers {
+                break;
+            }
+            let handed = counters.triggers_dropped.load(Ordering::Relaxed)
+                + counters.notes_dropped.load(Ordering::Relaxed);
+            if measured + handed >= config.triggers && c.waiting.is_empty() {
+                break;
+            }
+            if input_ended.load(Ordering::SeqCst) && c.waiting.is_empty() && note_rx.is_empty() {
+                // The trigger thread is done; give the audio thread two periods to start
+                // the last notes.
+                std::thread::sleep(Duration::from_nanos((info.period_ns() * 2.0) as u64));
+                if note_rx.is_empty() {
+                    // `q`, Escape or the end of the input: the user ended the run.
+                    break;
+                }
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        Ok(handle.and_then(|h| h.join().ok()))
+    })?;
+    backend.stop();
+    let end_ns = monotonic_ns();
+    // The last records, notes and onsets; rows still waiting for a loopback onset keep
+    // their model latency. Every row reaches the caller.
+    let new_events = c.drain(backend, &mut note_rx, &mut onset_rx);
+    let mut waiting = std::mem::take(&mut c.waiting);
+    c.rows.append(&mut waiting);
+    let _ = c.report(&new_events, &mut progress);
+    c.rows.sort_by_key(|r| r.seq);
+    let status = backend.status();
+    drop(process_rt);
+    Ok(EventOutcome {
+        config: config.clone(),
+        info,
+        end,
+        rows: c.rows,
+        cycles: c.cycles,
+        lateness: c.lateness,
+        early: c.early,
+        dsp: c.dsp,
+        dsp_misses: c.dsp_misses,
+        xruns: c.xruns,
+        gaps: c.gaps,
+        underrun_events: c.events,
+        dropped: counters.triggers_dropped.load(Ordering::Relaxed)
+            + counters.notes_dropped.load(Ordering::Relaxed),
+        midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
+        records_dropped: status.records_dropped,
+        oversized_cycles: counters.oversized_cycles.load(Ordering::Relaxed),
+        alloc_violations: status.alloc_violations,
+        trigger_thread: trigger_rt,
+        audio_thread: status.audio_thread,
+        duplex_start: status.duplex_start,
+        memory_locked,
+        steal: steal.finish(),
+        start_ns,
+        end_ns,
+        first_trigger_ns: c.first_trigger_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests;

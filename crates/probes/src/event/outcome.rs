@@ -1,0 +1,390 @@
+//! What an event run measured ([`EventOutcome`]) as the results model has it, and the summary of stored trigger rows ([`TriggerSummary`]).
+
+use super::*;
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventEnd {
+    /// Every trigger measured.
+    Complete,
+    /// Stopped early by the stop flag (Ctrl-C).
+    Interrupted,
+    /// The audio server went away.
+    ServerGone(String),
+    /// The processor panicked.
+    Panicked(String),
+}
+
+/// What the caller gets while the run goes on (about every 50 ms).
+pub struct EventProgress<'a> {
+    /// Trigger rows completed since the last call.
+    pub rows: &'a [TriggerRow],
+    /// Events (under-runs) since the last call.
+    pub events: &'a [Event],
+    /// Triggers measured so far.
+    pub measured: u64,
+    /// Cycles so far.
+    pub cycles: u64,
+    /// Under-runs so far (xruns plus skipped cycles).
+    pub underruns: u64,
+}
+
+/// Everything one run measured.
+#[derive(Debug)]
+pub struct EventOutcome {
+    /// The configuration.
+    pub config: EventConfig,
+    /// The stream.
+    pub info: StreamInfo,
+    /// How it ended.
+    pub end: EventEnd,
+    /// One row per measured trigger.
+    pub rows: Vec<TriggerRow>,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Callback start minus nominal cycle start, per cycle that started at or after it.
+    pub lateness: LatencyHistogram,
+    /// Nominal cycle start minus callback start, per cycle whose callback started before
+    /// the nominal start the backend reported (its clock estimate ran ahead).
+    pub early: LatencyHistogram,
+    /// Time in the processor per cycle.
+    pub dsp: LatencyHistogram,
+    /// Cycles whose processor time exceeded the period.
+    pub dsp_misses: u64,
+    /// Under-runs the server reported (xruns) before the first trigger, and after.
+    pub xruns: (u64, u64),
+    /// Cycles the stream skipped (frame gaps) before the first trigger, and after. The
+    /// dummy driver's xruns skip cycles, so these mostly come with the xruns above; they
+    /// are not added to them.
+    pub gaps: (u64, u64),
+    /// Xrun and skipped-cycle events with their times.
+    pub underrun_events: Vec<Event>,
+    /// Triggers that could not be handed to the audio thread or scheduled.
+    pub dropped: u64,
+    /// MIDI events that were malformed or did not fit.
+    pub midi_dropped: u64,
+    /// Cycle records the reader lost.
+    pub records_dropped: u64,
+    /// Cycles longer than the prepared period (rendered silent).
+    pub oversized_cycles: u64,
+    /// Debug builds with `assert_no_alloc`'s allocator: allocations on the audio thread.
+    pub alloc_violations: u64,
+    /// The trigger thread's scheduling, when there was one.
+    pub trigger_thread: Option<ThreadRt>,
+    /// The audio (process) thread's scheduling, as it read it in its first cycle.
+    pub audio_thread: Option<engine::rt::Policy>,
+    /// How a full-duplex ALSA device (with a loopback capture) started.
+    pub duplex_start: Option<DuplexStart>,
+    /// Memory lock granted.
+    pub memory_locked: bool,
+    /// Host steal through the run.
+    pub steal: StealTimeline,
+    /// Stream start and end, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// When the run ended.
+    pub end_ns: u64,
+    /// First trigger time.
+    pub first_trigger_ns: Option<u64>,
+}
+
+/// The model's mean latency of `config`'s policy on a stream (see
+/// [`EventOutcome::model_latency_ns`]).
+pub(super) fn model_latency_ns(config: &EventConfig, info: &StreamInfo) -> f64 {
+    let p = info.period_ns();
+    let base = info.playback_latency_ns();
+    match config.policy {
+        NotePolicy::Fixed => p + base,
+        NotePolicy::Asap => p / 2.0 + base,
+    }
+}
+
+/// How a run's trigger rows become its trigger measurements (`event_latency` and, with a
+/// loopback, `event_latency_loopback`): what they need of the configuration and the
+/// stream, known once the stream is open. A run stores it at its start, so the rows a
+/// killed run stored can be summarised later as the live run would have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TriggerSummary {
+    /// The model latency's method.
+    pub model_method: String,
+    /// The loopback latency's method.
+    pub loopback_method: String,
+    /// Playback latency, ns.
+    pub buffer_ns: f64,
+    /// The model's mean latency, ns.
+    pub model_mean_ns: f64,
+}
+
+impl TriggerSummary {
+    /// The summary of `config` on a stream described by `info`.
+    pub fn new(config: &EventConfig, info: &StreamInfo) -> TriggerSummary {
+        TriggerSummary {
+            model_method: format!(
+                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server + offset/rate + {} frames playback latency), {} policy",
+                config.source, info.backend, info.playback_latency_frames, config.policy
+            ),
+            loopback_method: format!(
+                "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {} frames capture latency",
+                info.capture_port.as_deref().unwrap_or("?"),
+                config.loopback_threshold,
+                info.capture_latency_frames
+            ),
+            buffer_ns: info.playback_latency_ns(),
+            model_mean_ns: model_latency_ns(config, info),
+        }
+    }
+
+    /// As stored with a run.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "model_method": self.model_method,
+            "loopback_method": self.loopback_method,
+            "buffer_ns": self.buffer_ns,
+            "model_mean_ns": self.model_mean_ns,
+        })
+    }
+
+    /// Read back from [`TriggerSummary::to_json`]; `None` when something is missing.
+    pub fn from_json(v: &Value) -> Option<TriggerSummary> {
+        Some(TriggerSummary {
+            model_method: v["model_method"].as_str()?.to_string(),
+            loopback_method: v["loopback_method"].as_str()?.to_string(),
+            buffer_ns: v["buffer_ns"].as_f64()?,
+            model_mean_ns: v["model_mean_ns"].as_f64()?,
+        })
+    }
+
+    /// The trigger measurements of `rows`: the model latency over the triggers that
+    /// sounded, with its wait and lateness parts, and the loopback latency when any row
+    /// has one.
+    pub fn measurements(&self, rows: &[TriggerRow]) -> Vec<Measurement> {
+        let sounded = || rows.iter().filter(|r| !r.missed);
+        let hist_from_rows = |f: &dyn Fn(&TriggerRow) -> Option<i64>| {
+            let mut h = LatencyHistogram::new(10_000_000_000).expect("10 s bound is valid");
+            for r in rows {
+                if let Some(v) = f(r) {
+                    h.record(v.max(0) as u64);
+                }
+            }
+            h
+        };
+        let mut out = Vec::new();
+        let mut m = Measurement::from_histogram(
+            "event",
+            "event_latency",
+            &self.model_method,
+            hist_from_rows(&|r| (!r.missed).then_some(r.latency_ns)),
+        );
+        // The latency histogram holds only positive values; the wait can be negative (a
+        // trigger that arrived after its cycle's nominal start, before the callback), so
+        // its statistics are kept exact, not as a histogram that would clamp them.
+        m.detail = json!({
+            "exact": Stats::of(sounded().map(|r| r.latency_ns as f64)).to_json(),
+            "wait_ns": Stats::of(sounded().map(|r| r.wait_ns as f64)).to_json(),
+            "rendering_callback_lateness_ns": Stats::of(sounded().map(|r| r.lateness_ns as f64)).to_json(),
+            "buffer_ns": self.buffer_ns,
+            "model_mean_ns": self.model_mean_ns,
+            "late_triggers": rows.iter().filter(|r| r.late).count() as u64,
+            "missed_triggers": rows.iter().filter(|r| r.missed).count() as u64,
+        });
+        out.push(m);
+        if rows.iter().any(|r| r.measured_ns.is_some()) {
+            let mut l = Measurement::from_histogram(
+                "event",
+                "event_latency_loopback",
+                &self.loopback_method,
+                hist_from_rows(&|r| r.measured_ns),
+            );
+            l.detail = json!({"exact": Stats::of(rows.iter().filter_map(|r| r.measured_ns.map(|m| m as f64))).to_json(),
+                              "not_found": rows.iter().filter(|r| r.measured_ns.is_none()).count()});
+            out.push(l);
+        }
+        out
+    }
+}
+
+impl EventOutcome {
+    /// The model's mean latency for this policy: `fixed` one period plus the playback
+    /// latency; `asap` half a period plus the playback latency (the wait for the next
+    /// cycle is uniform over a period). MIDI in `asap` mode waits a period minus the
+    /// offset, which has the same mean.
+    pub fn model_latency_ns(&self) -> f64 {
+        model_latency_ns(&self.config, &self.info)
+    }
+
+    /// The triggers whose note could sound at its modelled time (not
+    /// [`TriggerRow::missed`]): every latency figure and its decomposition is over these.
+    pub fn sounded(&self) -> impl Iterator<Item = &TriggerRow> {
+        self.rows.iter().filter(|r| !r.missed)
+    }
+
+    /// Statistics of the model latency over the [`sounded`](Self::sounded) triggers.
+    pub fn latency(&self) -> Stats {
+        Stats::of(self.sounded().map(|r| r.latency_ns as f64))
+    }
+
+    /// Triggers whose rendering callback started after its cycle's deadline (an under-run).
+    pub fn missed(&self) -> u64 {
+        self.rows.iter().filter(|r| r.missed).count() as u64
+    }
+
+    /// Statistics of the loopback-measured latency.
+    pub fn measured(&self) -> Stats {
+        Stats::of(
+            self.rows
+                .iter()
+                .filter_map(|r| r.measured_ns.map(|m| m as f64)),
+        )
+    }
+
+    /// Triggers whose frame had passed before the audio thread saw them (fixed policy).
+    pub fn late(&self) -> u64 {
+        self.rows.iter().filter(|r| r.late).count() as u64
+    }
+
+    /// The audio thread ran at a real-time policy, and so did the trigger thread (when
+    /// there was one).
+    pub fn realtime(&self) -> bool {
+        self.audio_thread.is_some_and(|p| p.is_realtime())
+            && self.trigger_thread.as_ref().is_none_or(|t| t.is_realtime())
+    }
+
+    /// How this run's trigger rows become measurements.
+    pub fn trigger_summary(&self) -> TriggerSummary {
+        TriggerSummary::new(&self.config, &self.info)
+    }
+
+    /// Measurements: event latency (model), its wait part, loopback latency, cycle
+    /// lateness and DSP time per cycle.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let mut out = self.trigger_summary().measurements(&self.rows);
+        let mut lat = Measurement::from_histogram(
+            "event",
+            "callback_lateness",
+            "per cycle: callback start - the cycle's nominal start from the server",
+            self.lateness.clone(),
+        );
+        lat.detail = json!({"cycles_early": self.early.count()});
+        out.push(lat);
+        if self.early.count() > 0 {
+            out.push(Measurement::from_histogram(
+                "event",
+                "callback_early",
+                "per cycle whose callback started before the cycle's nominal start from the server (its clock estimate ran ahead): nominal start - callback start",
+                self.early.clone(),
+            ));
+        }
+        let mut d = Measurement::from_histogram(
+            "event",
+            "dsp_time",
+            "per cycle: time in the processor (workload + note scheduling)",
+            self.dsp.clone(),
+        );
+        d.deadline = Some(self.info.period_ns());
+        d.misses = Some(self.dsp_misses);
+        d.detail = json!({"dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
+                          "dsp_load_percent_max": self.dsp.summary().map(|s| 100.0 * s.max / self.info.period_ns())});
+        out.push(d);
+        out
+    }
+
+    /// The server's facts and what the run was granted.
+    pub fn qos_granted(&self) -> Value {
+        json!({
+            "trigger_thread": self.trigger_thread.as_ref().map(|t| json!({
+                "policy": t.sched.granted.to_string(),
+                "refusal": t.sched.refusal,
+            })),
+            "audio_thread": self.audio_thread.map(|p| p.to_string()),
+            "memory_locked": self.memory_locked,
+        })
+    }
+
+    /// Validity flags.
+    pub fn flags(&self) -> Value {
+        let steal_ns = self.steal.total_ns(None);
+        let cpus = engine::rt::online_cpus().len();
+        json!({
+            "realtime": self.realtime(),
+            "memory_locked": self.memory_locked,
+            "interrupted": self.end != EventEnd::Complete,
+            "host_steal_ns": steal_ns,
+            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
+            "late_triggers": self.late(),
+            "missed_triggers": self.missed(),
+            "dropped_triggers": self.dropped,
+            "cycle_records_dropped": self.records_dropped,
+            "dsp_overload_cycles": self.dsp_misses,
+            "private_server": self.info.server.private,
+        })
+    }
+
+    /// Probe-specific results.
+    pub fn result_json(&self) -> Value {
+        let ms = 1e-6;
+        let mut out = stream_json(&self.info, self.duplex_start);
+        let own = json!({
+            "end": match &self.end {
+                EventEnd::Complete => "complete".to_string(),
+                EventEnd::Interrupted => "interrupted".to_string(),
+                EventEnd::ServerGone(r) => format!("server gone: {r}"),
+                EventEnd::Panicked(p) => format!("processor panicked: {p}"),
+            },
+            "client": self.info.client_name,
+            "midi_port": self.info.midi_port,
+            "clock_offset_ns": self.info.clock_offset_ns,
+            "triggers": self.rows.len(),
+            "latency_ms": self.latency().scaled(ms).to_json(),
+            "model_latency_ms": self.model_latency_ns() * ms,
+            "loopback_ms": self.rows.iter().any(|r| r.measured_ns.is_some())
+                .then(|| self.measured().scaled(ms).to_json()),
+            "wait_ms": Stats::of(self.sounded().map(|r| r.wait_ns as f64)).scaled(ms).to_json(),
+            "lateness_ms": Stats::of(self.sounded().map(|r| r.lateness_ns as f64)).scaled(ms).to_json(),
+            "buffer_ms": self.info.playback_latency_ns() * ms,
+            "cycles": self.cycles,
+            "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
+                          "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},
+            "late_triggers": self.late(),
+            "missed_triggers": self.missed(),
+            "dropped_triggers": self.dropped,
+            "midi_dropped": self.midi_dropped,
+            "oversized_cycles": self.oversized_cycles,
+            "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
+            "dsp_overload_cycles": self.dsp_misses,
+            "run_ns": self.end_ns.saturating_sub(self.start_ns),
+        });
+        merge(&mut out, own);
+        out
+    }
+}
+
+/// The stream an audio probe ran on, as stored with its result: backend, model, server,
+/// rate, period, the latencies it reports, its ports, and how a duplex device started.
+pub(crate) fn stream_json(info: &StreamInfo, start: Option<DuplexStart>) -> Value {
+    json!({
+        "duplex_start": start.map(|s| json!({
+            "linked": s.linked,
+            "skew_frames": s.skew_frames,
+            "attempts": s.attempts,
+            "starts": s.starts,
+            "steady_offset": s.steady_offset,
+        })),
+        "backend": info.backend,
+        "model": info.model.to_string(),
+        "server": {"name": info.server.name, "private": info.server.private,
+                   "command_line": info.server.command_line,
+                   "version": info.server.version},
+        "rate_hz": info.sample_rate_hz,
+        "period_frames": info.period_frames,
+        "playback_latency_frames": info.playback_latency_frames,
+        "capture_latency_frames": info.capture_latency_frames,
+        "playback_ports": info.playback_ports,
+        "capture_port": info.capture_port,
+    })
+}
+
+/// Adds `more`'s keys to the JSON object `into`.
+pub(crate) fn merge(into: &mut Value, more: Value) {
+    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), more) {
+        a.extend(b);
+    }
+}

@@ -1,0 +1,288 @@
+//! The audio thread's side: the [`Processor`] that starts each trigger's note in the stream and reports where it landed.
+
+use super::*;
+
+/// A trigger on its way to the audio thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Trigger {
+    pub(super) seq: u64,
+    pub(super) t_ns: u64,
+}
+
+/// A note the audio thread started, reported to the probe thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct NoteStart {
+    pub(super) seq: u64,
+    pub(super) trigger_ns: u64,
+    /// The cycle that rendered the note: its DAC time is read on this cycle's timing.
+    pub(super) cycle: Cycle,
+    pub(super) offset: u32,
+    pub(super) late: bool,
+}
+
+/// A loopback onset (or its absence) for a note.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Onset {
+    pub(super) seq: u64,
+    /// Stream position of the onset in the capture; `None` when it was not found in time.
+    pub(super) captured_frame: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Scheduled {
+    pub(super) seq: u64,
+    pub(super) trigger_ns: u64,
+    pub(super) frame: u64,
+    pub(super) late: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Awaiting {
+    pub(super) seq: u64,
+    pub(super) from_frame: u64,
+}
+
+pub(super) const MAX_SCHEDULED: usize = 32;
+pub(super) const MAX_AWAITING: usize = 16;
+
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) triggers_dropped: AtomicU64,
+    pub(super) notes_dropped: AtomicU64,
+    pub(super) oversized_cycles: AtomicU64,
+    pub(super) midi_dropped: AtomicU64,
+    pub(super) midi_seen: AtomicU64,
+}
+
+/// The audio-thread half of the probe.
+pub(super) struct EventProcessor {
+    pub(super) workload: Workload,
+    pub(super) policy: NotePolicy,
+    pub(super) midi: bool,
+    pub(super) triggers: rtrb::Consumer<Trigger>,
+    pub(super) notes: rtrb::Producer<NoteStart>,
+    pub(super) onsets: rtrb::Producer<Onset>,
+    pub(super) counters: Arc<Counters>,
+    pub(super) scheduled: [Option<Scheduled>; MAX_SCHEDULED],
+    pub(super) awaiting: [Option<Awaiting>; MAX_AWAITING],
+    pub(super) note_end_frame: Option<u64>,
+    /// Capture frames before this position belong to notes whose onset was found (the
+    /// note and a quarter of its length after it): a loop longer than the spacing between
+    /// triggers brings the previous note back while the next one is awaited. Timer
+    /// triggers are spaced 1.5 notes apart at least; notes triggered closer (keys, MIDI)
+    /// overlap in the capture too, and the later one's onset is looked for after this.
+    pub(super) heard_until: u64,
+    pub(super) note_frames: u64,
+    pub(super) max_frames: usize,
+    pub(super) threshold: f32,
+    pub(super) timeout_frames: u64,
+    pub(super) midi_seq: u64,
+    pub(super) note_ms: f64,
+    pub(super) loopback_timeout_ms: f64,
+}
+
+impl EventProcessor {
+    pub(super) fn schedule(&mut self, s: Scheduled) {
+        match self.scheduled.iter_mut().find(|x| x.is_none()) {
+            Some(slot) => *slot = Some(s),
+            None => {
+                self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Processor for EventProcessor {
+    fn prepare(&mut self, info: &StreamInfo) {
+        self.max_frames = info.period_frames as usize;
+        self.workload
+            .prepare(info.sample_rate_hz, info.period_frames as usize);
+        self.note_frames = (self.note_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+        self.timeout_frames =
+            (self.loopback_timeout_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+    }
+
+    fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
+        let n = cycle.frames as u64;
+        let first = cycle.first_frame;
+        let end = first + n;
+        if io.output.len() > self.max_frames {
+            // The server changed its buffer size beyond what was prepared: stay silent
+            // rather than allocate on this thread.
+            io.output.fill(0.0);
+            self.counters
+                .oversized_cycles
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // 1. New triggers become scheduled notes.
+        if self.midi {
+            self.counters
+                .midi_dropped
+                .fetch_add(io.midi_dropped as u64, Ordering::Relaxed);
+            for note in io.note_ons {
+                // JACK MIDI: an event read in this cycle at offset k happened during the
+                // previous period at offset k.
+                let trigger_ns =
+                    (cycle.frame_time_ns(note.offset as f64) - cycle.period_ns).max(0.0) as u64;
+                let frame = match self.policy {
+                    NotePolicy::Asap => first,
+                    NotePolicy::Fixed => first + note.offset as u64,
+                };
+                let seq = self.midi_seq;
+                self.midi_seq += 1;
+                self.counters.midi_seen.fetch_add(1, Ordering::Relaxed);
+                self.schedule(Scheduled {
+                    seq,
+                    trigger_ns,
+                    frame,
+                    late: false,
+                });
+            }
+        }
+        while let Ok(t) = self.triggers.pop() {
+            let (frame, late) = match self.policy {
+                NotePolicy::Asap => (first, false),
+                NotePolicy::Fixed => {
+                    let target = (cycle.frame_at(t.t_ns) + n as f64).round();
+                    if target < first as f64 {
+                        (first, true)
+                    } else {
+                        (target as u64, false)
+                    }
+                }
+            };
+            self.schedule(Scheduled {
+                seq: t.seq,
+                trigger_ns: t.t_ns,
+                frame,
+                late,
+            });
+        }
+        // 2. Events inside this cycle, in frame order: note-ons and the note-off.
+        let mut starts: [(u32, usize); MAX_SCHEDULED] = [(u32::MAX, 0); MAX_SCHEDULED];
+        let mut n_starts = 0;
+        for (i, slot) in self.scheduled.iter_mut().enumerate() {
+            if let Some(s) = slot {
+                if s.frame < end {
+                    if s.frame < first {
+                        // Its frame went by unrendered (the stream skipped cycles): it
+                        // starts at offset 0, late.
+                        s.late = true;
+                    }
+                    starts[n_starts] = ((s.frame.max(first) - first) as u32, i);
+                    n_starts += 1;
+                }
+            }
+        }
+        starts[..n_starts].sort_unstable();
+        let off_at = self
+            .note_end_frame
+            .filter(|&f| f < end)
+            .map(|f| (f.max(first) - first) as u32);
+        // 3. Render in segments split at the events.
+        let out = &mut *io.output;
+        let mut pos = 0usize;
+        let mut k = 0usize;
+        let mut off_pending = off_at;
+        loop {
+            let next_start = if k < n_starts {
+                starts[k].0 as usize
+            } else {
+                usize::MAX
+            };
+            let next_off = off_pending.map_or(usize::MAX, |o| o as usize);
+            let next = next_start.min(next_off).min(out.len());
+            if next > pos {
+                self.workload.process(&mut out[pos..next]);
+                pos = next;
+            }
+            if pos >= out.len() {
+                break;
+            }
+            if next_off <= next_start {
+                self.workload.note_off(0);
+                self.note_end_frame = None;
+                off_pending = None;
+                continue;
+            }
+            // One or more note-ons at this offset: the note starts once; every trigger
+            // that asked for this frame gets its row.
+            let offset = starts[k].0;
+            self.workload.note_on(0);
+            self.note_end_frame = Some(first + offset as u64 + self.note_frames);
+            off_pending = self
+                .note_end_frame
+                .filter(|&f| f < end)
+                .map(|f| (f - first) as u32);
+            while k < n_starts && starts[k].0 == offset {
+                if let Some(s) = self.scheduled[starts[k].1].take() {
+                    let start = NoteStart {
+                        seq: s.seq,
+                        trigger_ns: s.trigger_ns,
+                        cycle: *cycle,
+                        offset,
+                        late: s.late,
+                    };
+                    if self.notes.push(start).is_err() {
+                        self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if io.input.is_some() {
+                        let awaiting = Awaiting {
+                            seq: s.seq,
+                            from_frame: first + offset as u64,
+                        };
+                        match self.awaiting.iter_mut().find(|a| a.is_none()) {
+                            Some(slot) => *slot = Some(awaiting),
+                            // Too many notes in flight: this one is not looked for.
+                            None => {
+                                let _ = self.onsets.push(Onset {
+                                    seq: s.seq,
+                                    captured_frame: None,
+                                });
+                            }
+                        }
+                    }
+                }
+                k += 1;
+            }
+        }
+        // 4. Loopback: give up on notes whose onset did not come back in time, then find
+        // the oldest awaited onset in the capture.
+        for slot in self.awaiting.iter_mut() {
+            if let Some(a) = *slot {
+                if end.saturating_sub(a.from_frame) > self.timeout_frames {
+                    *slot = None;
+                    let _ = self.onsets.push(Onset {
+                        seq: a.seq,
+                        captured_frame: None,
+                    });
+                }
+            }
+        }
+        if let Some(input) = io.input {
+            let oldest = self
+                .awaiting
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| a.map(|a| (a.from_frame, i)))
+                .min();
+            if let Some((from, i)) = oldest {
+                let seq = self.awaiting[i].map_or(0, |a| a.seq);
+                let start = from.max(self.heard_until).saturating_sub(first).min(n) as usize;
+                let threshold = self.threshold * self.workload.onset_amplitude();
+                let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
+                if let Some(g) = found {
+                    self.awaiting[i] = None;
+                    let onset = first + (start + g) as u64;
+                    self.heard_until = onset + self.note_frames + self.note_frames / 4;
+                    let captured_frame = Some(onset);
+                    let _ = self.onsets.push(Onset {
+                        seq,
+                        captured_frame,
+                    });
+                }
+            }
+        }
+    }
+}

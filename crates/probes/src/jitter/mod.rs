@@ -1,0 +1,472 @@
+//! The jitter probe: periodic wake-up latency, as latencytest (1999) and cyclictest
+//! measure it, and latencytest's audio-fragment deadline model.
+//!
+//! A real-time thread wakes on absolute CLOCK_MONOTONIC deadlines
+//! `start + k · period` and records, for every cycle, the wake-up latency
+//! (`now − deadline`) and the interval since the previous wake-up, into fixed-bound
+//! histograms. Three wake-up mechanisms are offered:
+//!
+//! - `nanosleep`: `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, cyclictest's
+//!   default. A cycle that ends after the next deadline skips the deadlines already past
+//!   (counted as skipped), as cyclictest does.
+//! - `timerfd`: a periodic `timerfd` armed on the absolute start time; `read` returns the
+//!   expirations since the last read, and all but the first are counted as skipped.
+//! - `signal`: a periodic POSIX timer delivering a real-time signal to this thread,
+//!   received with `sigwaitinfo`; overruns come from `timer_getoverrun`. This is the
+//!   modern form of latencytest's RTC + SIGIO.
+//!
+//! With `busy_percent`, every cycle also performs a calibrated amount of computation
+//! ([`crate::busy`]). With a [`FragmentModel`] (N fragments of F frames at R Hz) the
+//! period is F/R and the loop is latencytest's audio model: a cycle whose work ends later
+//! than (N − 1) periods after its deadline would have under-run the sound card; it is
+//! counted with its time, and the loop re-synchronises to the next period boundary as a
+//! driver restarting after an xrun would. In this mode no deadline is skipped: a late
+//! cycle makes the next ones late too, as it would a real buffer.
+//!
+//! The loop itself ([`JitterLoop::run`]) only reads the clock, does arithmetic and writes
+//! to memory allocated beforehand: no allocation, lock, print or system call other than
+//! the wake-up and the clock. A debug-build test proves it with `assert_no_alloc`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::clock::monotonic_ns;
+use engine::rt::{Policy, ProcessRt, ThreadRt};
+use results::{Event, LatencyHistogram, Measurement, Series};
+use serde_json::{json, Value};
+
+use crate::busy::BusyWork;
+use crate::steal::{StealSampler, StealTimeline};
+
+mod measuring;
+mod outcome;
+mod waiter;
+
+pub use measuring::*;
+pub use outcome::*;
+pub use waiter::*;
+
+/// How the thread is woken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeMode {
+    /// clock_nanosleep(TIMER_ABSTIME).
+    Nanosleep,
+    /// A periodic timerfd.
+    Timerfd,
+    /// A periodic POSIX timer delivering a signal, received with sigwaitinfo.
+    Signal,
+}
+
+impl WakeMode {
+    /// Name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WakeMode::Nanosleep => "nanosleep",
+            WakeMode::Timerfd => "timerfd",
+            WakeMode::Signal => "signal",
+        }
+    }
+
+    /// How the wake-up is obtained, for the measurement's method.
+    pub fn mechanism(&self) -> &'static str {
+        match self {
+            WakeMode::Nanosleep => "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)",
+            WakeMode::Timerfd => "periodic timerfd (CLOCK_MONOTONIC, absolute start), read()",
+            WakeMode::Signal => {
+                "periodic POSIX timer (CLOCK_MONOTONIC) signalling the thread (SIGEV_THREAD_ID), sigwaitinfo()"
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for WakeMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "nanosleep" => Ok(WakeMode::Nanosleep),
+            "timerfd" => Ok(WakeMode::Timerfd),
+            "signal" => Ok(WakeMode::Signal),
+            other => Err(format!(
+                "unknown wake-up mode '{other}': use nanosleep, timerfd or signal"
+            )),
+        }
+    }
+}
+
+/// latencytest's audio model: `fragments` buffers of `frames` frames at `sample_rate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentModel {
+    /// Fragments in the buffer (N ≥ 2).
+    pub fragments: u32,
+    /// Frames per fragment.
+    pub frames: u32,
+    /// Sample rate (Hz).
+    pub sample_rate: u32,
+}
+
+impl FragmentModel {
+    /// One fragment's duration, rounded to the nanosecond.
+    pub fn period_ns(&self) -> u64 {
+        ((self.frames as u128 * 1_000_000_000 + self.sample_rate as u128 / 2)
+            / self.sample_rate as u128) as u64
+    }
+
+    /// Time a cycle may take after its deadline before the buffer runs dry:
+    /// (N − 1) periods.
+    pub fn headroom_ns(&self) -> u64 {
+        (self.fragments as u64 - 1) * self.period_ns()
+    }
+}
+
+/// How long to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunLength {
+    /// For this long.
+    Duration(Duration),
+    /// For this many cycles.
+    Loops(u64),
+}
+
+/// Everything the jitter probe needs to know.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JitterConfig {
+    /// Wake-up mechanism.
+    pub mode: WakeMode,
+    /// Period (ns). With a fragment model, the fragment's duration.
+    pub period_ns: u64,
+    /// latencytest's audio model, when asked for.
+    pub fragments: Option<FragmentModel>,
+    /// Share of each period spent computing (0..100).
+    pub busy_percent: f64,
+    /// Scheduling policy of the measuring thread.
+    pub policy: Policy,
+    /// CPUs to pin the measuring thread to.
+    pub cpus: Option<Vec<usize>>,
+    /// How long to run.
+    pub length: RunLength,
+    /// Histogram bound (ns); larger values are overflows.
+    pub hist_bound_ns: u64,
+    /// Lock memory (mlockall).
+    pub lock_memory: bool,
+    /// Hold /dev/cpu_dma_latency at 0 µs.
+    pub dma_latency: bool,
+    /// Length of one point of the latency-against-time series (ns).
+    pub block_ns: u64,
+    /// How often the run's histograms so far are offered for storing (ns).
+    pub checkpoint_ns: u64,
+}
+
+/// Smallest period accepted (20 µs, 50 kHz).
+pub const MIN_PERIOD_NS: u64 = 20_000;
+/// Largest period accepted (10 s).
+pub const MAX_PERIOD_NS: u64 = 10_000_000_000;
+/// Overflows and under-runs kept with their cycle numbers (all are counted).
+pub const MAX_RECORDS: usize = 4096;
+/// Largest wake-ups kept with their cycle numbers.
+pub const TOP_OUTLIERS: usize = 32;
+/// Points kept in the latency-against-time series.
+pub const MAX_BLOCKS: usize = 1_000_000;
+/// How often host steal is sampled. Reading `/proc/stat` costs tens of microseconds of
+/// kernel time that a non-preemptible kernel will not interrupt for a waking real-time
+/// thread on the same CPU; at 20 Hz that costs under 0.1 % of cycles, while the
+/// counters' own resolution is a 10 ms tick anyway.
+pub const STEAL_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Why a jitter run could not be made. Messages name the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum JitterError {
+    /// The configuration is impossible.
+    #[error("{0}")]
+    Invalid(String),
+    /// A timer could not be set up.
+    #[error("{what}: {source}")]
+    Timer {
+        /// What failed.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The measuring thread panicked.
+    #[error("the measuring thread panicked: {0}")]
+    Panicked(String),
+}
+
+impl JitterConfig {
+    /// A configuration with latencytest's defaults: 2048 Hz, nanosleep, SCHED_FIFO 80.
+    pub fn new(period_ns: u64, length: RunLength) -> JitterConfig {
+        JitterConfig {
+            mode: WakeMode::Nanosleep,
+            period_ns,
+            fragments: None,
+            busy_percent: 0.0,
+            policy: Policy::Fifo { priority: 80 },
+            cpus: None,
+            length,
+            hist_bound_ns: 100_000_000,
+            lock_memory: true,
+            dma_latency: true,
+            block_ns: 100_000_000,
+            checkpoint_ns: 5_000_000_000,
+        }
+    }
+
+    /// Checks the configuration before anything is started.
+    pub fn validate(&self) -> Result<(), JitterError> {
+        let bad = |m: String| Err(JitterError::Invalid(m));
+        if self.period_ns < MIN_PERIOD_NS || self.period_ns > MAX_PERIOD_NS {
+            return bad(format!(
+                "period {} ns is out of range: use a rate of 0.1..50000 Hz (an interval of 20us..10s)",
+                self.period_ns
+            ));
+        }
+        if !(0.0..100.0).contains(&self.busy_percent) {
+            return bad(format!(
+                "--busy {} is out of range: use 0 up to, not including, 100 (percent of each period)",
+                self.busy_percent
+            ));
+        }
+        if let Some(f) = &self.fragments {
+            if f.fragments < 2 {
+                return bad(format!(
+                    "--fragments {} leaves no headroom: use 2 or more (latencytest used 3)",
+                    f.fragments
+                ));
+            }
+            if f.frames == 0 {
+                return bad("--frames must be at least 1".into());
+            }
+            if !(1_000..=768_000).contains(&f.sample_rate) {
+                return bad(format!(
+                    "sample rate {} Hz is out of range: use 1000..768000",
+                    f.sample_rate
+                ));
+            }
+        }
+        if self.hist_bound_ns < 1_000 || self.hist_bound_ns > 60_000_000_000 {
+            return bad(format!(
+                "histogram bound {} ns is out of range: use 1us..60s",
+                self.hist_bound_ns
+            ));
+        }
+        self.policy
+            .validate()
+            .map_err(|e| JitterError::Invalid(e.to_string()))?;
+        if matches!(self.policy, Policy::Deadline { .. }) && self.cpus.is_some() {
+            return bad(
+                "SCHED_DEADLINE cannot be combined with --cpu: the kernel requires a deadline \
+                 thread's affinity to span its whole root domain; drop --cpu"
+                    .into(),
+            );
+        }
+        if let Some(cpus) = &self.cpus {
+            let online = engine::rt::online_cpus();
+            if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+                return bad(format!(
+                    "CPU {c} is not online (online CPUs: {}); pick one of those",
+                    engine::rt::format_cpu_list(&online)
+                ));
+            }
+            if cpus.is_empty() {
+                return bad("--cpu needs at least one CPU".into());
+            }
+        }
+        match self.length {
+            RunLength::Duration(d) if d.is_zero() => bad("--duration must be positive".into()),
+            RunLength::Loops(0) => bad("--loops must be positive".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Cycles the run is planned for.
+    pub fn planned_cycles(&self) -> u64 {
+        match self.length {
+            RunLength::Loops(n) => n,
+            RunLength::Duration(d) => (d.as_nanos() as u64).div_ceil(self.period_ns),
+        }
+    }
+
+    /// The configuration as stored with the run.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "mode": self.mode.name(),
+            "period_ns": self.period_ns,
+            "rate_hz": 1e9 / self.period_ns as f64,
+            "fragments": self.fragments.map(|f| json!({
+                "fragments": f.fragments, "frames": f.frames, "sample_rate": f.sample_rate,
+                "period_ns": f.period_ns(), "headroom_ns": f.headroom_ns(),
+            })),
+            "busy_percent": self.busy_percent,
+            "policy": self.policy.to_string(),
+            "cpus": self.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
+            "duration_s": match self.length { RunLength::Duration(d) => Some(d.as_secs_f64()), _ => None },
+            "loops": match self.length { RunLength::Loops(n) => Some(n), _ => None },
+            "histogram_bound_ns": self.hist_bound_ns,
+            "lock_memory": self.lock_memory,
+            "dma_latency": self.dma_latency,
+        })
+    }
+}
+
+/// What the controlling thread reports about ten times a second.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Counters for a status line.
+    pub live: LiveSnapshot,
+    /// Every [`JitterConfig::checkpoint_ns`], the run's histograms and counts so far
+    /// (every interval handed over), for storing while the run goes on.
+    pub checkpoint: Option<&'a IntervalHistograms>,
+}
+
+/// Runs the jitter probe: sets up the process and a measuring thread, samples host
+/// steal beside it, and calls `progress` about ten times a second on the calling thread
+/// with a live snapshot and, every [`JitterConfig::checkpoint_ns`], a checkpoint of the
+/// histograms so far (so the caller can store the run as it goes). Raising `stop` ends
+/// the run early; what was measured is returned with [`LoopEnd::Interrupted`].
+pub fn run(
+    config: &JitterConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<JitterOutcome, JitterError> {
+    config.validate()?;
+    let process = ProcessRt::setup(config.lock_memory, config.dma_latency.then_some(0));
+    let steal = StealSampler::start(STEAL_SAMPLE_INTERVAL, config.cpus.as_deref());
+    let live = Arc::new(Live::default());
+    let planned = config.planned_cycles();
+    const PREFAULT: usize = 256 * 1024;
+
+    // Interval histograms circulate between the threads through two rings that can
+    // hold every set, so neither side ever waits, allocates or fails to hand over.
+    let (mut spare_tx, spare_rx) = rtrb::RingBuffer::new(HANDOFF_POOL);
+    let (full_tx, mut full_rx) = rtrb::RingBuffer::<IntervalHistograms>::new(HANDOFF_POOL);
+    for _ in 0..HANDOFF_POOL - 1 {
+        let _ = spare_tx.push(IntervalHistograms::new(config)?);
+    }
+    let mut total = IntervalHistograms::new(config)?;
+    let interval_ns = (config.checkpoint_ns / 2).clamp(1, 1_000_000_000);
+    let handoff = Handoff {
+        spare: spare_rx,
+        full: full_tx,
+        cycles_per_interval: (interval_ns / config.period_ns).max(1),
+    };
+
+    install_wake_handler();
+    let rt_pthread = Arc::new(AtomicU64::new(0));
+    let outcome = std::thread::scope(|s| {
+        let cfg = config.clone();
+        let thread_live = Arc::clone(&live);
+        let thread_id = Arc::clone(&rt_pthread);
+        let handle = std::thread::Builder::new()
+            .name("audiolat-jitter".into())
+            .stack_size(PREFAULT + (1 << 20))
+            .spawn_scoped(s, move || -> Result<_, JitterError> {
+                // SAFETY: pthread_self has no preconditions.
+                thread_id.store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
+                block_termination_signals();
+                let thread = ThreadRt::apply(&cfg.policy, cfg.cpus.as_deref(), PREFAULT);
+                let busy = (cfg.busy_percent > 0.0).then(|| BusyWork::calibrate(20_000, 25));
+                let mut lp = JitterLoop::prepare(&cfg, busy, thread_live, Some(handoff))?;
+                // First deadline a little ahead, so set-up cannot make cycle 0 late.
+                let start_ns = monotonic_ns() + 10_000_000;
+                let end = lp.run(start_ns, cfg.length, stop)?;
+                let end_ns = monotonic_ns();
+                Ok((lp.into_results(), thread, start_ns, end_ns, end, busy))
+            })
+            .map_err(|e| JitterError::Timer {
+                what: "spawning the measuring thread",
+                source: e,
+            })?;
+        let mut last_checkpoint = std::time::Instant::now();
+        while !handle.is_finished() {
+            std::thread::sleep(Duration::from_millis(100));
+            if stop.load(Ordering::Relaxed) {
+                // Repeated until the thread ends: a signal that lands between its stop
+                // check and its wait would otherwise be lost for a whole period.
+                let id = rt_pthread.load(Ordering::Acquire);
+                if id != 0 && !handle.is_finished() {
+                    // SAFETY: the thread has not been joined, so its id is valid; the
+                    // signal only interrupts its wait.
+                    unsafe { libc::pthread_kill(id as libc::pthread_t, wake_signal()) };
+                }
+            }
+            let mut merged = false;
+            while let Ok(mut filled) = full_rx.pop() {
+                total.add(&filled);
+                filled.reset();
+                let _ = spare_tx.push(filled);
+                merged = true;
+            }
+            let due =
+                merged && last_checkpoint.elapsed() >= Duration::from_nanos(config.checkpoint_ns);
+            if due {
+                last_checkpoint = std::time::Instant::now();
+            }
+            let snapshot = LiveSnapshot {
+                cycles: live.cycles.load(Ordering::Relaxed),
+                planned,
+                last_ns: live.last_ns.load(Ordering::Relaxed),
+                max_ns: live.max_ns.load(Ordering::Relaxed),
+                overflows: live.overflows.load(Ordering::Relaxed),
+                underruns: live.underruns.load(Ordering::Relaxed),
+                skipped: live.skipped.load(Ordering::Relaxed),
+            };
+            progress(Progress {
+                live: snapshot,
+                checkpoint: due.then_some(&total),
+            });
+        }
+        handle.join().map_err(|p| {
+            JitterError::Panicked(
+                p.downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into()),
+            )
+        })?
+    });
+    let steal = steal.finish();
+    let (mut recorded, thread, start_ns, end_ns, end, busy) = outcome?;
+    // The run's totals: every interval handed over, and the one in progress at the end.
+    while let Ok(filled) = full_rx.pop() {
+        total.add(&filled);
+    }
+    total.add(&recorded.histograms);
+    recorded.histograms = total;
+    Ok(JitterOutcome {
+        config: config.clone(),
+        end,
+        start_ns,
+        end_ns,
+        recorded,
+        busy,
+        thread,
+        memory: process.memory.clone(),
+        dma_latency: process
+            .dma_latency
+            .as_ref()
+            .map(|d| (d.is_held(), d.granted_us, d.refusal.clone())),
+        steal,
+    })
+}
+
+/// Keeps SIGINT and SIGTERM away from the measuring thread, so the handler runs on
+/// another thread and the loop only sees the stop flag.
+fn block_termination_signals() {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// The loop, run under `assert_no_alloc`: every allocation or deallocation on the
+/// measuring path is counted by the guard allocator, and the tests assert the count is
+/// zero. Only in debug builds, where the guard is armed; a control test proves it is.
+#[cfg(all(test, debug_assertions))]
+mod no_alloc;

@@ -1,0 +1,199 @@
+//! Unit tests of the jitter probe.
+
+use super::*;
+
+fn cfg(mode: WakeMode, period_ns: u64, loops: u64) -> JitterConfig {
+    JitterConfig {
+        mode,
+        policy: Policy::Other { nice: 0 },
+        lock_memory: false,
+        dma_latency: false,
+        ..JitterConfig::new(period_ns, RunLength::Loops(loops))
+    }
+}
+
+#[test]
+fn fragment_model_arithmetic() {
+    // latencytest's "3x128" were bytes of 16-bit stereo: 32 frames, 0.73 ms.
+    let f = FragmentModel {
+        fragments: 3,
+        frames: 32,
+        sample_rate: 44_100,
+    };
+    assert_eq!(f.period_ns(), 725_624);
+    assert_eq!(f.headroom_ns(), 2 * 725_624);
+}
+
+#[test]
+fn validation_names_the_fix() {
+    let mut c = cfg(WakeMode::Nanosleep, 1_000, 10);
+    assert!(c.validate().unwrap_err().to_string().contains("rate"));
+    c.period_ns = 1_000_000;
+    c.busy_percent = 100.0;
+    assert!(c.validate().unwrap_err().to_string().contains("--busy"));
+    c.busy_percent = 10.0;
+    c.policy = Policy::Fifo { priority: 200 };
+    assert!(c.validate().unwrap_err().to_string().contains("1..99"));
+    c.policy = Policy::Deadline {
+        runtime_ns: 100_000,
+        deadline_ns: 1_000_000,
+        period_ns: 1_000_000,
+    };
+    c.cpus = Some(vec![0]);
+    assert!(c.validate().unwrap_err().to_string().contains("--cpu"));
+    c.cpus = None;
+    c.fragments = Some(FragmentModel {
+        fragments: 1,
+        frames: 32,
+        sample_rate: 44_100,
+    });
+    assert!(c.validate().unwrap_err().to_string().contains("headroom"));
+}
+
+#[test]
+fn every_mode_measures_plausible_latencies() {
+    for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
+        let stop = AtomicBool::new(false);
+        let out = run(&cfg(mode, 1_000_000, 200), &stop, |_| {}).unwrap();
+        assert_eq!(out.end, LoopEnd::Complete, "{mode:?}");
+        assert_eq!(out.recorded.cycles, 200, "{mode:?}");
+        let s = out.recorded.histograms.latency.summary().unwrap();
+        assert_eq!(s.count, 200);
+        // A wake-up is never early, and its median is far below a period.
+        assert!(s.min >= 0.0 && s.p50 < 1_000_000.0, "{mode:?}: {s:?}");
+        // Intervals centre on the period.
+        let iv = out.recorded.histograms.interval.summary().unwrap();
+        assert!((iv.p50 - 1_000_000.0).abs() < 200_000.0, "{mode:?}: {iv:?}");
+        assert!(!out.recorded.blocks.is_empty());
+    }
+}
+
+#[test]
+fn stop_flag_interrupts_and_keeps_samples() {
+    let stop = AtomicBool::new(false);
+    let c = JitterConfig {
+        length: RunLength::Duration(Duration::from_secs(30)),
+        ..cfg(WakeMode::Nanosleep, 1_000_000, 1)
+    };
+    let mut ticks = 0;
+    let out = run(&c, &stop, |p| {
+        ticks += 1;
+        if p.live.cycles > 50 {
+            stop.store(true, Ordering::Relaxed);
+        }
+    })
+    .unwrap();
+    assert_eq!(out.end, LoopEnd::Interrupted);
+    assert!(out.recorded.cycles > 50 && out.recorded.cycles < 30_000);
+    assert_eq!(out.recorded.histograms.latency.count(), out.recorded.cycles);
+    assert!(ticks > 0);
+}
+
+#[test]
+fn stopping_interrupts_a_long_wait_in_every_mode() {
+    for mode in [WakeMode::Nanosleep, WakeMode::Timerfd, WakeMode::Signal] {
+        let stop = AtomicBool::new(false);
+        let c = JitterConfig {
+            length: RunLength::Duration(Duration::from_secs(60)),
+            ..cfg(mode, 5_000_000_000, 1)
+        };
+        let mut ticks = 0;
+        let out = run(&c, &stop, |_| {
+            ticks += 1;
+            if ticks == 5 {
+                stop.store(true, Ordering::Relaxed);
+            }
+        })
+        .unwrap();
+        assert_eq!(out.end, LoopEnd::Interrupted, "{mode:?}");
+        // Cycle 0 (10 ms after start) was measured; the stop came long before the
+        // next deadline and ended the wait for it without recording anything.
+        assert_eq!(out.recorded.cycles, 1, "{mode:?}");
+        assert!(out.end_ns < out.start_ns + 5_000_000_000, "{mode:?}");
+    }
+}
+
+#[test]
+fn an_impossible_fragment_budget_counts_underruns() {
+    // 90 % busy with 2 fragments of 0.5 ms: any wake-up later than ~50 µs plus
+    // calibration error under-runs; make it certain with a 60 µs period and 2
+    // fragments, where the work alone (54 µs) nearly fills the headroom, and a
+    // histogram bound of 1 µs so overflows are recorded too.
+    let c = JitterConfig {
+        fragments: Some(FragmentModel {
+            fragments: 2,
+            frames: 3,
+            sample_rate: 48_000,
+        }),
+        busy_percent: 99.0,
+        hist_bound_ns: 1_000,
+        ..cfg(WakeMode::Nanosleep, 62_500, 400)
+    };
+    let stop = AtomicBool::new(false);
+    let out = run(&c, &stop, |_| {}).unwrap();
+    assert_eq!(out.recorded.cycles, 400);
+    let completion = out.recorded.histograms.completion.as_ref().unwrap();
+    assert_eq!(completion.count(), 400);
+    // Completion is at least the work's calibrated time in the median.
+    assert!(completion.summary().unwrap().p50 >= 0.5 * 62_500.0);
+    assert_eq!(
+        out.recorded.underruns.len() as u64,
+        out.recorded.underrun_count.min(MAX_RECORDS as u64)
+    );
+    assert!(out.recorded.histograms.latency.overflows() > 0);
+    assert!(!out.recorded.overflows.is_empty());
+    let m = out.measurements();
+    assert_eq!(m.last().unwrap().metric, "fragment_completion");
+    assert_eq!(m.last().unwrap().misses, Some(out.recorded.underrun_count));
+}
+
+#[test]
+fn checkpoints_grow_and_the_totals_count_every_cycle() {
+    let c = JitterConfig {
+        checkpoint_ns: 300_000_000,
+        ..cfg(WakeMode::Nanosleep, 1_000_000, 1_500)
+    };
+    let stop = AtomicBool::new(false);
+    let mut seen: Vec<u64> = Vec::new();
+    let out = run(&c, &stop, |p| {
+        if let Some(cp) = p.checkpoint {
+            seen.push(cp.latency.count());
+            assert_eq!(
+                cp.cycles,
+                cp.latency.count(),
+                "counts from the same intervals"
+            );
+            let ms = measurements(&c, cp, &[], true);
+            assert_eq!(ms[0].detail["partial"], json!(true));
+            assert_eq!(ms[0].detail["cycles_so_far"], json!(cp.cycles));
+        }
+    })
+    .unwrap();
+    assert!(seen.len() >= 2, "checkpoints: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert!(*seen.last().unwrap() <= 1_500);
+    let h = &out.recorded.histograms;
+    assert_eq!(h.cycles, 1_500);
+    assert_eq!(h.skipped, out.recorded.skipped);
+    assert_eq!(h.latency.count(), 1_500);
+    assert_eq!(h.interval.count(), 1_499);
+    assert_eq!(out.measurements()[0].count(), 1_500);
+}
+
+#[test]
+fn outliers_are_the_largest_wakeups() {
+    let stop = AtomicBool::new(false);
+    let out = run(&cfg(WakeMode::Nanosleep, 500_000, 300), &stop, |_| {}).unwrap();
+    assert_eq!(out.recorded.outliers.len(), TOP_OUTLIERS);
+    assert_eq!(
+        out.recorded.outliers[0].value_ns,
+        out.recorded.histograms.latency.max()
+    );
+    assert!(out
+        .recorded
+        .outliers
+        .windows(2)
+        .all(|w| w[0].value_ns >= w[1].value_ns));
+    let p50 = out.recorded.histograms.latency.percentile(50.0).0;
+    assert!(out.recorded.outliers.last().unwrap().value_ns >= p50);
+}

@@ -1,0 +1,122 @@
+//! The event probe behind [`Probe`]: [`crate::event::run`] on an opened stream, its
+//! trigger rows and under-runs handed over as they come.
+
+use std::sync::atomic::AtomicBool;
+
+use engine::audio::Backend;
+use serde_json::{json, Value};
+
+use crate::event::{self, EventConfig, EventEnd, EventOutcome, TriggerSummary};
+use crate::probe::{
+    Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally, RECOVERY_KEY,
+};
+
+/// The event probe on an opened stream; after a run, its typed outcome.
+pub struct EventProbe<'a> {
+    stream: &'a mut dyn Backend,
+    config: EventConfig,
+    granted: Option<Value>,
+    outcome: Option<EventOutcome>,
+}
+
+impl<'a> EventProbe<'a> {
+    /// The event probe for `config` on `stream`; `granted` is what an ALSA device
+    /// granted (stored with the run), when the stream is ALSA's.
+    pub fn new(
+        stream: &'a mut dyn Backend,
+        config: EventConfig,
+        granted: Option<Value>,
+    ) -> EventProbe<'a> {
+        EventProbe {
+            stream,
+            config,
+            granted,
+            outcome: None,
+        }
+    }
+
+    /// The last measurement's outcome (taken once).
+    pub fn take_outcome(&mut self) -> Option<EventOutcome> {
+        self.outcome.take()
+    }
+}
+
+impl Probe for EventProbe<'_> {
+    fn describe(&self) -> Description {
+        let sinfo = self.stream.info();
+        let mut config = self.config.to_json();
+        config["backend"] = json!(sinfo.backend);
+        config["device"] = json!(sinfo.client_name);
+        config["period_frames"] = json!(sinfo.period_frames);
+        config["rate_hz"] = json!(sinfo.sample_rate_hz);
+        config["playback_latency_frames"] = json!(sinfo.playback_latency_frames);
+        config["granted"] = self.granted.clone().unwrap_or(Value::Null);
+        config["server"] = json!({
+            "name": sinfo.server.name, "private": sinfo.server.private,
+            "command_line": sinfo.server.command_line, "version": sinfo.server.version,
+        });
+        let summary = TriggerSummary::new(&self.config, sinfo);
+        Description {
+            probe: "event",
+            config,
+            qos_requested: json!({
+                "trigger_thread": self.config.trigger_policy.to_string(),
+                "lock_memory": self.config.lock_memory,
+                "audio_thread": match sinfo.backend {
+                    "jack" => "the JACK server's client thread (its -P/-R settings)",
+                    _ => "SCHED_FIFO 80",
+                },
+            }),
+            result_while_running: Some(
+                json!({RECOVERY_KEY: {"event_triggers": summary.to_json()}}),
+            ),
+            writes_rows: true,
+        }
+    }
+
+    /// Trigger rows and under-runs are handed over every ~50 ms.
+    fn measure(
+        &mut self,
+        stop: &AtomicBool,
+        progress: &mut dyn Progress,
+    ) -> Result<Outcome, ProbeError> {
+        let wanted = self.config.triggers;
+        let outcome = event::run(self.stream, &self.config, stop, |p| {
+            if !p.rows.is_empty() {
+                progress.triggers(p.rows);
+            }
+            if !p.events.is_empty() {
+                progress.events(p.events);
+            }
+            progress.status(&LiveStatus::Event {
+                measured: p.measured,
+                wanted,
+                cycles: p.cycles,
+                underruns: p.underruns,
+            });
+            progress.tick()
+        })
+        .map_err(ProbeError::new)?;
+        let stored = Outcome {
+            measurements: outcome.measurements(),
+            // Its under-runs were handed over as they came.
+            events: Vec::new(),
+            series: Vec::new(),
+            qos_granted: outcome.qos_granted(),
+            flags: outcome.flags(),
+            result: outcome.result_json(),
+            end: match &outcome.end {
+                EventEnd::Complete => End::Complete,
+                EventEnd::Interrupted => End::Interrupted,
+                EventEnd::ServerGone(r) => End::StreamGone(r.clone()),
+                EventEnd::Panicked(p) => End::Panicked(p.clone()),
+            },
+            measured: Some(Tally {
+                count: outcome.rows.len(),
+                noun: "triggers",
+            }),
+        };
+        self.outcome = Some(outcome);
+        Ok(stored)
+    }
+}

@@ -1,0 +1,134 @@
+//! The round-trip probe behind [`Probe`]: [`crate::roundtrip::run`] on an opened
+//! full-duplex stream, with its checkpoints.
+
+use std::sync::atomic::AtomicBool;
+
+use engine::audio::Backend;
+use serde_json::{json, Value};
+
+use crate::probe::{Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally};
+use crate::roundtrip::{self, RoundtripConfig, RoundtripEnd, RoundtripOutcome};
+
+/// The round-trip probe on an opened stream; after a run, its typed outcome.
+pub struct RoundtripProbe<'a> {
+    stream: &'a mut dyn Backend,
+    config: RoundtripConfig,
+    loop_description: String,
+    granted: Option<Value>,
+    outcome: Option<RoundtripOutcome>,
+}
+
+impl<'a> RoundtripProbe<'a> {
+    /// The round-trip probe for `config` on `stream`, whose loop is closed as
+    /// `loop_description` says (for people: "software loop in the JACK server");
+    /// `granted` is what an ALSA device granted, when the stream is ALSA's.
+    pub fn new(
+        stream: &'a mut dyn Backend,
+        config: RoundtripConfig,
+        loop_description: String,
+        granted: Option<Value>,
+    ) -> RoundtripProbe<'a> {
+        RoundtripProbe {
+            stream,
+            config,
+            loop_description,
+            granted,
+            outcome: None,
+        }
+    }
+
+    /// The last measurement's outcome (taken once).
+    pub fn take_outcome(&mut self) -> Option<RoundtripOutcome> {
+        self.outcome.take()
+    }
+}
+
+impl Probe for RoundtripProbe<'_> {
+    fn describe(&self) -> Description {
+        let sinfo = self.stream.info();
+        let c = &self.config;
+        Description {
+            probe: "roundtrip",
+            config: json!({
+                "backend": sinfo.backend,
+                "rate_hz": sinfo.sample_rate_hz,
+                "period_frames": sinfo.period_frames,
+                "playback_latency_frames": sinfo.playback_latency_frames,
+                "capture_latency_frames": sinfo.capture_latency_frames,
+                "playback_ports": sinfo.playback_ports,
+                "capture_port": sinfo.capture_port,
+                "loop": self.loop_description,
+                "duration_ms": c.duration_ms,
+                "every_periods": c.every_periods,
+                "impulses": c.impulses,
+                "insert_delay_frames": c.insert_delay_frames,
+                "level": c.peak,
+                "max_delay_frames": c.max_delay_frames,
+                "lock_memory": c.lock_memory,
+                "tone_period_frames": c.tone_period(sinfo),
+                "granted": self.granted,
+                "server": {"name": sinfo.server.name, "private": sinfo.server.private,
+                           "command_line": sinfo.server.command_line, "version": sinfo.server.version},
+            }),
+            qos_requested: json!({"audio_thread": match sinfo.backend {
+                "jack" => "the JACK server's client thread (its -P/-R settings)",
+                _ => "SCHED_FIFO 80 (hardware clock thread SCHED_FIFO 90)",
+            }}),
+            result_while_running: None,
+            writes_rows: false,
+        }
+    }
+
+    /// Checkpoints are the measurements so far.
+    fn measure(
+        &mut self,
+        stop: &AtomicBool,
+        progress: &mut dyn Progress,
+    ) -> Result<Outcome, ProbeError> {
+        let mut last: Option<f64> = None;
+        let mut windows = 0usize;
+        let outcome = roundtrip::run(self.stream, &self.config, stop, |p| {
+            // The run is written as it goes: a checkpoint replaces the measurements so far.
+            if let Some(so_far) = p.checkpoint {
+                progress.checkpoint(&so_far.measurements());
+            }
+            windows += p.estimates.len();
+            if let Some(e) = p
+                .estimates
+                .iter()
+                .rev()
+                .find(|e| e.estimate.verdict == dsp::loopdelay::Verdict::Ok)
+            {
+                last = Some(e.estimate.delay_frames);
+            }
+            progress.status(&LiveStatus::Roundtrip {
+                windows,
+                last_delay_frames: last,
+                cycles: p.cycles,
+                underruns: p.underruns,
+            });
+            progress.tick()
+        })
+        .map_err(ProbeError::new)?;
+        let stored = Outcome {
+            measurements: outcome.measurements(),
+            events: outcome.events.clone(),
+            series: outcome.series(),
+            qos_granted: outcome.qos_granted(),
+            flags: outcome.flags(),
+            result: outcome.result_json(),
+            end: match &outcome.end {
+                RoundtripEnd::Complete | RoundtripEnd::NoSignal => End::Complete,
+                RoundtripEnd::Interrupted => End::Interrupted,
+                RoundtripEnd::ServerGone(r) => End::StreamGone(r.clone()),
+                RoundtripEnd::Panicked(p) => End::Panicked(p.clone()),
+            },
+            measured: Some(Tally {
+                count: outcome.estimates.len(),
+                noun: "windows",
+            }),
+        };
+        self.outcome = Some(outcome);
+        Ok(stored)
+    }
+}

@@ -1,0 +1,385 @@
+//! The round-trip probe: full-duplex input-to-output latency, as the desktop OS study
+//! (MacMillan, Droettboom and Fujinaga, 2001) measured it, on any
+//! [`engine::audio::Backend`] whose input hears its output (a cable on hardware, a
+//! software loop on JACK, the `virtual` card's loopback).
+//!
+//! A run sends, on one stream position clock:
+//!
+//! 1. `impulses` clicks, one every tone period `M`, each found again by its onset
+//!    ([`dsp::loopdelay::impulse_onset`]): the study's count of frames between the sent
+//!    and the returned onset, in whole frames;
+//! 2. then the multi-tone ([`dsp::loopdelay::MultiTone`]) for the rest of the run, read
+//!    back in a window of one tone period every `every_periods` periods: a sub-frame
+//!    estimate with its error, gain, SNR, polarity and clipping, so the result is a
+//!    distribution over the whole run (under load) rather than one instant.
+//!
+//! Positions are the stream's: an output frame and an input frame at the same position
+//! are what the backend calls the same cycle offset. The round trip is the difference of
+//! positions, so it includes the playback latency, the capture latency and whatever the
+//! loop adds; the backend's reported latencies are stored beside it, and the rest is the
+//! loop's `extra`. `insert_delay_frames` delays what audiolat sends by that many whole
+//! frames, a delay element in the loop that lets the method prove itself: the figure must
+//! grow by exactly that.
+//!
+//! The audio thread only copies: the signal from a table, the captured frames into a
+//! pre-sized ring. The analysis runs on the calling thread.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsp::loopdelay::{impulse_onset, period_for, ImpulseOnset, MultiTone, PhaseEstimate, Verdict};
+use engine::audio::{AudioError, Backend, Cycle, Io, Processor, StreamInfo};
+use engine::clock::monotonic_ns;
+use results::{Event, LatencyHistogram, Measurement, Series};
+use serde_json::{json, Value};
+
+use crate::stats::{dsp_load_percent, Stats};
+use crate::steal::{StealSampler, StealTimeline};
+
+mod analyser;
+mod outcome;
+mod processor;
+
+use analyser::*;
+pub use outcome::*;
+use processor::*;
+
+/// What to measure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundtripConfig {
+    /// Time to measure with the multi-tone, after the clicks, in ms.
+    pub duration_ms: f64,
+    /// Periods between two multi-tone estimates; `None`: one per tone period (windows
+    /// side by side).
+    pub every_periods: Option<u32>,
+    /// Clicks sent first (the study's method).
+    pub impulses: u32,
+    /// Whole frames audiolat delays its own output by (a delay element in the loop).
+    pub insert_delay_frames: u32,
+    /// Peak of the test signals (full scale is 1.0).
+    pub peak: f32,
+    /// The longest loop expected, in frames; `None`: the stream's reported latencies,
+    /// [`loop_hint_frames`](Self::loop_hint_frames) and a margin. Sets the tone period
+    /// (twice this, at least): a longer loop cannot be told from a shorter one, and is
+    /// reported as ambiguous when it reads below the reported latency.
+    pub max_delay_frames: Option<f64>,
+    /// What the loop itself is known to add, in frames (a virtual card's cable), so the
+    /// default tone period covers it.
+    pub loop_hint_frames: f64,
+    /// Time the stream runs before the first click, in ms.
+    pub warmup_ms: f64,
+    /// End early when the first clicks and tone windows all find nothing.
+    pub give_up_without_signal: bool,
+    /// Lock the process's memory (`mlockall`) and hold `/dev/cpu_dma_latency` at 0 for
+    /// the run, as a real-time audio program does: a page fault on the audio path (code
+    /// first run, a buffer first touched) can cost a period.
+    pub lock_memory: bool,
+    /// Time between two checkpoints handed to the caller (see
+    /// [`RoundtripProgress::checkpoint`]), in ms.
+    pub checkpoint_ms: f64,
+}
+
+impl Default for RoundtripConfig {
+    /// 10 s of multi-tone after 4 clicks, windows side by side, peak 0.5, no inserted
+    /// delay, 200 ms of warm-up.
+    fn default() -> Self {
+        RoundtripConfig {
+            duration_ms: 10_000.0,
+            every_periods: None,
+            impulses: 4,
+            insert_delay_frames: 0,
+            peak: 0.5,
+            max_delay_frames: None,
+            loop_hint_frames: 0.0,
+            warmup_ms: 200.0,
+            give_up_without_signal: true,
+            lock_memory: true,
+            checkpoint_ms: 5_000.0,
+        }
+    }
+}
+
+impl RoundtripConfig {
+    /// Checks the settings; every error says what to use.
+    pub fn validate(&self) -> Result<(), RoundtripError> {
+        if !(self.duration_ms.is_finite() && self.duration_ms >= 0.0) {
+            return Err(RoundtripError::Config(
+                "--duration must be 0 s or more".into(),
+            ));
+        }
+        if self.every_periods == Some(0) {
+            return Err(RoundtripError::Config(
+                "--every must be at least 1 period".into(),
+            ));
+        }
+        if !(self.peak > 0.0 && self.peak <= 1.0) {
+            return Err(RoundtripError::Config(format!(
+                "--level {}: the test signal's peak must be above 0 and at most 1.0 (full scale)",
+                self.peak
+            )));
+        }
+        if self.insert_delay_frames > 1_000_000 {
+            return Err(RoundtripError::Config(format!(
+                "--insert-delay {}: use 0 to 1000000 frames",
+                self.insert_delay_frames
+            )));
+        }
+        if let Some(m) = self.max_delay_frames {
+            if !(m.is_finite() && m > 0.0 && m <= 4_000_000.0) {
+                return Err(RoundtripError::Config(format!(
+                    "--max-delay {m} frames: use 1 to 4000000 frames"
+                )));
+            }
+        }
+        if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0) {
+            return Err(RoundtripError::Config(
+                "warm-up must be 0 ms or more".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the settings against the opened stream: `--max-delay` cannot be shorter
+    /// than the latency the stream reports, which every loop includes.
+    pub fn check_against(&self, info: &StreamInfo) -> Result<(), RoundtripError> {
+        let reported = info.playback_latency_frames + info.capture_latency_frames;
+        match self.max_delay_frames {
+            Some(max) if max < f64::from(reported) => Err(RoundtripError::Config(format!(
+                "--max-delay {max} frames is shorter than the latency the stream reports ({reported} frames), which every loop includes: use at least {reported}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The tone period for a stream: twice the longest expected loop, a power of two.
+    /// Both estimators read loops from 0 to one tone period.
+    pub fn tone_period(&self, info: &StreamInfo) -> usize {
+        let expected = self.max_delay_frames.unwrap_or_else(|| {
+            f64::from(
+                info.playback_latency_frames + info.capture_latency_frames + 2 * info.period_frames,
+            ) + 2048.0
+                + self.loop_hint_frames.max(0.0)
+        }) + f64::from(self.insert_delay_frames);
+        period_for(expected)
+    }
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundtripError {
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
+    /// The stream has no input to hear the loop with.
+    #[error(
+        "the {0} stream has no input: a round trip needs one (name the capture port or device)"
+    )]
+    NoInput(&'static str),
+    /// The audio backend failed.
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+}
+
+/// Runs the probe on an opened, not yet started backend whose input hears its output.
+/// `progress` is called about every 20 ms with what was analysed since the last call;
+/// returning `Err(reason)` ends the run as [`RoundtripEnd::ServerGone`]. Raising `stop`
+/// ends it as [`RoundtripEnd::Interrupted`]. The backend is stopped before returning.
+pub fn run(
+    backend: &mut dyn Backend,
+    config: &RoundtripConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(RoundtripProgress<'_>) -> Result<(), String>,
+) -> Result<RoundtripOutcome, RoundtripError> {
+    config.validate()?;
+    let info = backend.info().clone();
+    if info.capture_port.is_none() {
+        return Err(RoundtripError::NoInput(info.backend));
+    }
+    config.check_against(&info)?;
+    let n = config.tone_period(&info);
+    let tone = Arc::new(MultiTone::new(n, info.sample_rate_hz, config.peak));
+    let spacing = n as u64;
+    let period = u64::from(info.period_frames);
+    let every = match config.every_periods {
+        Some(k) => u64::from(k) * period,
+        None => spacing,
+    };
+    // Room for a second of capture, and at least four tone periods.
+    let capacity = (info.sample_rate_hz as usize).max(4 * n);
+    let (samples_tx, mut samples_rx) = rtrb::RingBuffer::<f32>::new(capacity);
+    let (blocks_tx, mut blocks_rx) = rtrb::RingBuffer::<(u64, u32)>::new(capacity / 16 + 64);
+    let shared = Arc::new(ProcessorShared {
+        start: AtomicU64::new(u64::MAX),
+        blocks_dropped: AtomicU64::new(0),
+    });
+    let processor = LoopProcessor {
+        tone: tone.clone(),
+        warmup_frames: (config.warmup_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64,
+        spacing,
+        impulses: u64::from(config.impulses),
+        insert: u64::from(config.insert_delay_frames),
+        peak: config.peak,
+        start: None,
+        shared: shared.clone(),
+        samples: samples_tx,
+        blocks: blocks_tx,
+    };
+    let mut analyser = Analyser {
+        tone: tone.clone(),
+        spacing,
+        impulses: u64::from(config.impulses),
+        every,
+        // A returned click must stand well above silence: 1 % of what was sent.
+        min_peak: 0.01 * config.peak,
+        start: None,
+        history: VecDeque::with_capacity(2 * n + capacity),
+        history_first: 0,
+        next_impulse: 0,
+        next_window: 0,
+        window_seq: 0,
+        clock: None,
+    };
+    let process_rt = config
+        .lock_memory
+        .then(|| engine::rt::ProcessRt::setup(true, Some(0)));
+    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
+    let steal = StealSampler::start(Duration::from_millis(50), None);
+    let start_ns = monotonic_ns();
+    backend.start(Box::new(processor))?;
+    // What was measured so far, kept as the outcome itself so a checkpoint is the same
+    // figure the end gives; the end and the steal are filled in when the run ends.
+    let mut outcome = RoundtripOutcome {
+        config: config.clone(),
+        info: info.clone(),
+        end: RoundtripEnd::Interrupted,
+        tone_period: n,
+        impulses: Vec::new(),
+        estimates: Vec::new(),
+        cycles: 0,
+        xruns: 0,
+        gaps: 0,
+        events: Vec::new(),
+        blocks_dropped: 0,
+        records_dropped: 0,
+        alloc_violations: 0,
+        audio_thread: None,
+        duplex_start: None,
+        memory_locked,
+        dsp: LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid"),
+        dsp_overload_cycles: 0,
+        steal: StealTimeline::default(),
+        start_ns,
+        end_ns: start_ns,
+    };
+    let measure_frames = (config.duration_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64;
+    let checkpoint_every = Duration::from_secs_f64((config.checkpoint_ms * 1e-3).max(0.0));
+    let mut last_checkpoint = std::time::Instant::now();
+    let mut block = Vec::new();
+    let mut reported = (0usize, 0usize);
+    let end = loop {
+        std::thread::sleep(Duration::from_millis(20));
+        while let Ok(r) = backend.cycles().pop() {
+            outcome.cycles += 1;
+            outcome.dsp.record(r.dsp_ns);
+            if r.dsp_ns as f64 > r.cycle.period_ns {
+                outcome.dsp_overload_cycles += 1;
+            }
+            analyser.clock = Some((
+                r.cycle.first_frame,
+                r.cycle.nominal_ns,
+                r.cycle.period_ns,
+                r.cycle.frames,
+            ));
+            if r.gap_frames > 0 {
+                outcome.events.push(Event {
+                    mono_ns: r.cycle.callback_ns,
+                    kind: "skipped_cycles".into(),
+                    detail: json!({"cycle": r.cycle.index, "frames_skipped": r.gap_frames}),
+                });
+            }
+        }
+        for x in backend.take_xruns() {
+            outcome.events.push(Event {
+                mono_ns: x.mono_ns,
+                kind: "xrun".into(),
+                detail: json!({"cycles_done": x.cycles_done}),
+            });
+        }
+        if analyser.start.is_none() {
+            let s = shared.start.load(Ordering::Acquire);
+            if s != u64::MAX {
+                analyser.start = Some(s);
+            }
+        }
+        while let Ok((first, len)) = blocks_rx.pop() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            block.clear();
+            for _ in 0..len {
+                block.push(samples_rx.pop().unwrap_or(0.0));
+            }
+            analyser.feed(first, block.iter().copied());
+            analyser.analyse(&mut outcome.impulses, &mut outcome.estimates);
+        }
+        let status = backend.status();
+        outcome.take_status(&status, &shared);
+        let due = outcome.cycles > 0 && last_checkpoint.elapsed() >= checkpoint_every;
+        if due {
+            last_checkpoint = std::time::Instant::now();
+            outcome.end_ns = monotonic_ns();
+        }
+        let report = progress(RoundtripProgress {
+            impulses: &outcome.impulses[reported.0..],
+            estimates: &outcome.estimates[reported.1..],
+            cycles: outcome.cycles,
+            underruns: status.xruns + status.gaps,
+            checkpoint: due.then_some(&outcome),
+        });
+        reported = (outcome.impulses.len(), outcome.estimates.len());
+        if let Some(p) = status.panic {
+            break RoundtripEnd::Panicked(p);
+        }
+        if let Some(reason) = status.shutdown {
+            break RoundtripEnd::ServerGone(reason);
+        }
+        if let Err(reason) = report {
+            break RoundtripEnd::ServerGone(reason);
+        }
+        if stop.load(Ordering::Relaxed) {
+            break RoundtripEnd::Interrupted;
+        }
+        let (impulses, estimates) = (&outcome.impulses, &outcome.estimates);
+        if config.give_up_without_signal
+            && impulses.len() as u64 == u64::from(config.impulses)
+            && estimates.len() >= 3
+            && impulses.iter().all(|i| i.onset.is_none())
+            && estimates
+                .iter()
+                .all(|e| e.estimate.verdict == Verdict::NoSignal)
+        {
+            break RoundtripEnd::NoSignal;
+        }
+        if analyser.start.is_some()
+            && analyser.next_window > analyser.tone_start() + spacing + measure_frames
+            && impulses.len() as u64 == u64::from(config.impulses)
+        {
+            break RoundtripEnd::Complete;
+        }
+    };
+    backend.stop();
+    outcome.end_ns = monotonic_ns();
+    outcome.take_status(&backend.status(), &shared);
+    outcome.end = end;
+    outcome.steal = steal.finish();
+    for c in outcome.delay_changes() {
+        outcome.events.push(Event {
+            mono_ns: c.time_ns,
+            kind: "delay_change".into(),
+            detail: json!({"window": c.window, "from_frames": c.from_frames, "to_frames": c.to_frames}),
+        });
+    }
+    Ok(outcome)
+}

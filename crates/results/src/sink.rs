@@ -1,0 +1,160 @@
+//! What a run's lifecycle writes, as it goes: the [`RunSink`] trait.
+//!
+//! A run is begun (its row, before anything is measured), updated (its load as started,
+//! the QoS granted, a result recovery needs while it runs), fed (trigger rows, events,
+//! checkpoint measurements that replace the ones before), and finished (status, flags,
+//! result, end reason). The writes that close a run go through [`RunSink::closing`],
+//! which may spend a reserve kept for them (the SQLite store's file beside the database)
+//! when the filesystem is full, so a run measured on a filling disk still ends with its
+//! reason.
+//!
+//! [`Store`](crate::Store) implements it (with the `sqlite` feature) by calling its own
+//! methods; tests implement it in memory.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::model::{Event, Measurement, RunInfo, RunStatus, Series, TriggerRow};
+
+/// A write a [`RunSink`] could not make.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// The SQLite store failed.
+    #[cfg(feature = "sqlite")]
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// Another sink failed (an in-memory one in tests).
+    #[error("{message}")]
+    Other {
+        /// What failed.
+        message: String,
+        /// The failure was a full filesystem.
+        disk_full: bool,
+    },
+}
+
+impl SinkError {
+    /// The filesystem the sink writes to is full: a closing write may retry with the
+    /// reserve, and the end reason says `disk full`.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            #[cfg(feature = "sqlite")]
+            SinkError::Store(e) => e.is_disk_full(),
+            SinkError::Other { disk_full, .. } => *disk_full,
+        }
+    }
+}
+
+/// Where a run's lifecycle writes a run, as it goes. Ids are the sink's (a run id from
+/// [`RunSink::begin_run`]). Every method may fail; the lifecycle decides what a failure
+/// costs the run (a checkpoint that could not be stored is a flag; a summary that could
+/// not be stored fails the run).
+pub trait RunSink {
+    /// Where the sink writes (a database path), for end reasons ("the filesystem of
+    /// PATH filled").
+    fn path(&self) -> &Path;
+    /// Records a run as `running` and returns its id.
+    fn begin_run(&self, info: &RunInfo) -> Result<i64, SinkError>;
+    /// Sets the run's result while it runs (what recovery needs if its process dies).
+    fn set_result(&self, run_id: i64, result: &Value) -> Result<(), SinkError>;
+    /// Replaces the run's load description and/or the QoS granted.
+    fn update_run(
+        &self,
+        run_id: i64,
+        load: Option<&Value>,
+        qos_granted: Option<&Value>,
+    ) -> Result<(), SinkError>;
+    /// Adds trigger rows (as they come).
+    fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), SinkError>;
+    /// Adds events (as they come, or at the end).
+    fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), SinkError>;
+    /// Adds a series.
+    fn add_series(&self, run_id: i64, series: &Series) -> Result<(), SinkError>;
+    /// Replaces the measurements of the same metrics (a checkpoint, then the end).
+    fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), SinkError>;
+    /// Closes the run with its status, flags, result and end reason.
+    fn finish_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        flags: &Value,
+        result: &Value,
+        error: Option<&str>,
+    ) -> Result<(), SinkError>;
+    /// Makes a write that closes a run: when it fails because the filesystem is full,
+    /// the sink may free the room it keeps for this and try it once more.
+    fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError>;
+}
+
+#[cfg(feature = "sqlite")]
+impl RunSink for crate::Store {
+    fn path(&self) -> &Path {
+        crate::Store::path(self)
+    }
+
+    fn begin_run(&self, info: &RunInfo) -> Result<i64, SinkError> {
+        Ok(crate::Store::begin_run(self, info)?)
+    }
+
+    fn set_result(&self, run_id: i64, result: &Value) -> Result<(), SinkError> {
+        Ok(crate::Store::set_result(self, run_id, result)?)
+    }
+
+    fn update_run(
+        &self,
+        run_id: i64,
+        load: Option<&Value>,
+        qos_granted: Option<&Value>,
+    ) -> Result<(), SinkError> {
+        Ok(crate::Store::update_run(self, run_id, load, qos_granted)?)
+    }
+
+    fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), SinkError> {
+        Ok(crate::Store::add_triggers(self, run_id, rows)?)
+    }
+
+    fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), SinkError> {
+        Ok(crate::Store::add_events(self, run_id, events)?)
+    }
+
+    fn add_series(&self, run_id: i64, series: &Series) -> Result<(), SinkError> {
+        Ok(crate::Store::add_series(self, run_id, series)?)
+    }
+
+    fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), SinkError> {
+        Ok(crate::Store::replace_measurements(self, run_id, ms)?)
+    }
+
+    fn finish_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        flags: &Value,
+        result: &Value,
+        error: Option<&str>,
+    ) -> Result<(), SinkError> {
+        Ok(crate::Store::finish_run(
+            self, run_id, status, flags, result, error,
+        )?)
+    }
+
+    /// [`Store::closing`](crate::Store::closing): the reserve beside the database is
+    /// removed and the write tried once more. A failure that is not the store's (none
+    /// of a store's own writes) is returned as it is, without a retry.
+    fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError> {
+        let mut foreign = None;
+        let stored = crate::Store::closing(self, || match write() {
+            Ok(()) => Ok(()),
+            Err(SinkError::Store(e)) => Err(e),
+            Err(other) => {
+                foreign = Some(other);
+                Ok(())
+            }
+        });
+        match foreign {
+            Some(e) => Err(e),
+            None => stored.map_err(SinkError::Store),
+        }
+    }
+}

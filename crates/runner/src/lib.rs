@@ -1,0 +1,210 @@
+//! # runner: a probe measured as a stored run
+//!
+//! The run lifecycle, written once for every probe ([`run`]): the run is begun in a
+//! [`RunSink`] (its row before anything is measured), its load is started, the
+//! [`Probe`] measures while what it hands over is stored as it comes (trigger rows,
+//! events, checkpoints), the load's exits are polled and an optional [`Watch`] (the
+//! private JACK server behind the stream) can end the run, the load is stopped on every
+//! path (a guard: errors and panics too), and the run is closed with its end reason. The
+//! closing writes may spend the sink's reserve; a run whose summary could not be stored
+//! (a full disk) ends `failed` and still returns what was measured.
+//!
+//! Promises:
+//!
+//! - Nothing is printed: a live status goes to an [`Observer`] the caller implements.
+//! - A refusal before anything was stored ([`RunError::Refused`]: a load that cannot
+//!   start here) is told apart from a run that failed ([`RunError::Failed`], stored as
+//!   `failed` with its reason).
+//! - A load never outlives the run: it is stopped before the outcome is looked at.
+//!
+//! Adding a probe: implement [`probes::probe::Probe`] and give it to [`run`] in a
+//! [`Cell`]. The unit tests hold a test probe that does exactly that.
+//!
+//! ```no_run
+//! use std::sync::{atomic::AtomicBool, Arc};
+//! use probes::jitter::{JitterConfig, RunLength};
+//! use probes::probe::JitterProbe;
+//! # fn store() -> Box<dyn results::RunSink> { unimplemented!() }  // a results::Store
+//! let ctx = runner::Context {
+//!     tool: results::ToolInfo { version: "0".into(), git_commit: "-".into(), build_profile: "dev".into() },
+//!     command_line: "audiolat jitter".into(),
+//!     stop: Arc::new(AtomicBool::new(false)),
+//!     plan_cell: None,
+//!     load_exe: std::env::current_exe().ok(),
+//! };
+//! let config = JitterConfig::new(1_000_000, RunLength::Loops(1000));
+//! let mut cell = runner::Cell::new(JitterProbe::new(config), load::LoadSpec::none(), ".".into());
+//! let run = runner::run(&ctx, &*store(), &mut cell, None, &runner::Unobserved).unwrap();
+//! println!("run {} {}", run.run_id, run.status);
+//! ```
+#![deny(missing_docs)]
+
+mod lifecycle;
+mod load_run;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use load::LoadSpec;
+use probes::probe::{LiveStatus, ProbeError};
+use results::{Measurement, RunStatus, SinkError, ToolInfo};
+use serde_json::Value;
+
+pub use lifecycle::{run, storage_failure, Closing};
+pub use load_run::{load_context, RunLoad};
+pub use probes::probe::Probe;
+pub use results::RunSink;
+
+/// What every run shares: the tool, the command line, the stop flag.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// audiolat's version and build.
+    pub tool: ToolInfo,
+    /// The command line as typed.
+    pub command_line: String,
+    /// Raised by SIGINT / SIGTERM: the probe stops and the run is `interrupted`.
+    pub stop: Arc<AtomicBool>,
+    /// Set when this process is a cell of a plan run: the plan run (group) and the cell
+    /// its run is filed under (the store files the runs it begins so).
+    pub plan_cell: Option<(i64, i64)>,
+    /// The program that runs the built-in loads (`<exe> __load ep ...`) and supervises
+    /// the others (`<exe> __supervise ...`): audiolat itself. `None`: built-in loads are
+    /// refused and tools run unsupervised.
+    pub load_exe: Option<PathBuf>,
+}
+
+impl Context {
+    /// True once Ctrl-C (or SIGTERM) was received.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// One configuration to measure as one run.
+#[derive(Debug)]
+pub struct Cell<P> {
+    /// The probe, holding its typed configuration (and stream); after the run, its
+    /// typed outcome.
+    pub probe: P,
+    /// The background load.
+    pub load: LoadSpec,
+    /// Where the disk load writes.
+    pub scratch: PathBuf,
+    /// The group (sweep, suite) the run belongs to.
+    pub group: Option<i64>,
+    /// Repetition number in a sweep, from 1 (stored in the configuration when set).
+    pub repeat: Option<u32>,
+}
+
+impl<P> Cell<P> {
+    /// A cell of `probe` under `load`, in no group, not repeated.
+    pub fn new(probe: P, load: LoadSpec, scratch: PathBuf) -> Cell<P> {
+        Cell {
+            probe,
+            load,
+            scratch,
+            group: None,
+            repeat: None,
+        }
+    }
+}
+
+/// A run, stored.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The measurements stored.
+    pub measurements: Vec<Measurement>,
+    /// The load as run, with its exits.
+    pub load: Value,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// Set when the run ended with an error to report (its stream failed, or it could
+    /// not be stored whole): the reason, for the user. An interrupted run has none.
+    pub error: Option<String>,
+}
+
+/// Watches the run's live status (the binary's status line). Called on the thread that
+/// runs the lifecycle.
+pub trait Observer {
+    /// The run is begun and its load started: measuring starts now (a prompt goes here).
+    fn started(&self, _run_id: i64) {}
+    /// The probe's live status.
+    fn status(&self, _status: &LiveStatus) {}
+    /// Measuring is over (the status line is cleared here).
+    fn finished(&self) {}
+}
+
+/// An [`Observer`] that shows nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unobserved;
+
+impl Observer for Unobserved {}
+
+/// Something whose end ends the run (the private JACK server behind the stream).
+pub trait Watch {
+    /// Why the run must end, once it must.
+    fn ended(&mut self) -> Option<String>;
+}
+
+impl Watch for engine::jack_server::JackServer {
+    fn ended(&mut self) -> Option<String> {
+        let how = self.exited()?;
+        Some(format!(
+            "the private JACK server `{}` exited ({how})",
+            self.name()
+        ))
+    }
+}
+
+/// Why a run that was begun failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The probe could not measure.
+    #[error(transparent)]
+    Probe(ProbeError),
+    /// The load could not start.
+    #[error("starting the load: {0}")]
+    Load(load::LoadError),
+    /// The run could not be stored.
+    #[error(transparent)]
+    Storage(SinkError),
+}
+
+impl Failure {
+    /// The end reason stored with the failed run.
+    pub fn reason(&self) -> String {
+        match self {
+            Failure::Probe(e) => e.reason().to_string(),
+            Failure::Load(e) => format!("starting the load: {}", probes::probe::with_causes(e)),
+            Failure::Storage(e) => probes::probe::with_causes(e),
+        }
+    }
+}
+
+/// A run that did not end with a stored outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Refused before anything was stored (a load that cannot run here): the input or
+    /// the machine must change.
+    #[error("{0}")]
+    Refused(String),
+    /// The run could not be begun in the sink (nothing was measured).
+    #[error(transparent)]
+    Begin(SinkError),
+    /// The run was begun and failed: it is stored `failed` with the reason (when the
+    /// sink could still take it).
+    #[error("run {run_id} failed: {failure}")]
+    Failed {
+        /// The run.
+        run_id: i64,
+        /// Why.
+        failure: Failure,
+    },
+}

@@ -1,0 +1,353 @@
+//! The run lifecycle, written once: begin, start the load, measure through the sink,
+//! stop the load, close with the end reason.
+
+use std::path::Path;
+
+use load::{LoadCommand, LoadContext};
+use probes::probe::{Description, End, LiveStatus, Outcome, Probe, Progress, Tally, TriggerRow};
+use results::{Event, Measurement, RunInfo, RunSink, RunStatus, SinkError};
+use serde_json::{json, Value};
+
+use crate::load_run::{load_context, RunLoad};
+use crate::{Cell, Context, Failure, Observer, Run, RunError, Watch};
+
+/// Measures `cell` as a stored run in `sink`. `watch`, when given, can end the run (the
+/// private JACK server behind the probe's stream); `observer` sees the live status.
+///
+/// The load is checked before anything is stored (a refusal is [`RunError::Refused`]).
+/// Once the run is begun, a failure closes it `failed` with its reason
+/// ([`RunError::Failed`]). A run that measured is returned whatever its status; when
+/// its summary could not be stored whole (a full disk) its status is `failed` and
+/// [`Run::error`] says what was kept.
+pub fn run<P: Probe>(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    cell: &mut Cell<P>,
+    watch: Option<&mut dyn Watch>,
+    observer: &dyn Observer,
+) -> Result<Run, RunError> {
+    let lctx = load_context(ctx.load_exe.clone(), &cell.scratch);
+    let planned = load::plan(&cell.load, &lctx).map_err(|e| RunError::Refused(e.to_string()))?;
+    let description = cell.probe.describe();
+    let info = run_info(ctx, cell, &description, &planned);
+    let run_id = sink.begin_run(&info).map_err(RunError::Begin)?;
+    let measured = measure(
+        ctx,
+        sink,
+        run_id,
+        cell,
+        &description,
+        &lctx,
+        watch,
+        observer,
+    );
+    observer.finished();
+    match measured {
+        Ok(measured) => Ok(close(sink, run_id, &description, measured)),
+        Err(failure) => {
+            let _ = sink.finish_run(
+                run_id,
+                RunStatus::Failed,
+                &json!({}),
+                &json!({}),
+                Some(&failure.reason()),
+            );
+            Err(RunError::Failed { run_id, failure })
+        }
+    }
+}
+
+/// The run's row: the probe's description with the load, the machine and the tool.
+fn run_info<P: Probe>(
+    ctx: &Context,
+    cell: &Cell<P>,
+    description: &Description,
+    planned: &[LoadCommand],
+) -> RunInfo {
+    let mut config = description.config.clone();
+    config["load"] = json!(cell.load.to_string());
+    if let Some(repeat) = cell.repeat {
+        config["repeat"] = json!(repeat);
+    }
+    RunInfo {
+        probe: description.probe.into(),
+        group_id: cell.group,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config,
+        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
+        qos_requested: description.qos_requested.clone(),
+    }
+}
+
+/// What was stored as it went, and what could not be.
+#[derive(Default)]
+struct AsItWent {
+    rows_stored: usize,
+    /// The first trigger rows or events that could not be stored (the run fails).
+    store_error: Option<SinkError>,
+    /// The first checkpoint that could not be stored (a flag: the end replaces it).
+    checkpoint_error: Option<SinkError>,
+}
+
+/// A probe's outcome with its load as run.
+struct Measured {
+    outcome: Outcome,
+    load: Value,
+    load_events: Vec<Event>,
+    went: AsItWent,
+}
+
+/// The probe's [`Progress`]: into the sink as it comes, the status to the observer, the
+/// load and the watch polled.
+struct Through<'a, 'w> {
+    sink: &'a dyn RunSink,
+    run_id: i64,
+    load: &'a mut RunLoad,
+    watch: Option<&'a mut (dyn Watch + 'w)>,
+    observer: &'a dyn Observer,
+    went: AsItWent,
+}
+
+impl Progress for Through<'_, '_> {
+    fn triggers(&mut self, rows: &[TriggerRow]) {
+        match self.sink.add_triggers(self.run_id, rows) {
+            Ok(()) => self.went.rows_stored += rows.len(),
+            Err(e) => {
+                self.went.store_error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn events(&mut self, events: &[Event]) {
+        if let Err(e) = self.sink.add_events(self.run_id, events) {
+            self.went.store_error.get_or_insert(e);
+        }
+    }
+
+    fn checkpoint(&mut self, measurements: &[Measurement]) {
+        if let Err(e) = self.sink.replace_measurements(self.run_id, measurements) {
+            self.went.checkpoint_error.get_or_insert(e);
+        }
+    }
+
+    fn status(&mut self, status: &LiveStatus) {
+        self.observer.status(status);
+    }
+
+    fn tick(&mut self) -> Result<(), String> {
+        self.load.poll();
+        match self.watch.as_mut().and_then(|w| w.ended()) {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Starts the load and has the probe measure through the sink; the load is stopped
+/// before the outcome is looked at (and by its guard on every other path).
+#[allow(clippy::too_many_arguments)]
+fn measure<P: Probe>(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    run_id: i64,
+    cell: &mut Cell<P>,
+    description: &Description,
+    lctx: &LoadContext,
+    watch: Option<&mut dyn Watch>,
+    observer: &dyn Observer,
+) -> Result<Measured, Failure> {
+    if let Some(result) = &description.result_while_running {
+        sink.set_result(run_id, result).map_err(Failure::Storage)?;
+    }
+    let mut load = RunLoad::begin(&cell.load, lctx).map_err(Failure::Load)?;
+    load.store(sink, run_id)?;
+    observer.started(run_id);
+    let mut through = Through {
+        sink,
+        run_id,
+        load: &mut load,
+        watch,
+        observer,
+        went: AsItWent::default(),
+    };
+    let outcome = cell.probe.measure(&ctx.stop, &mut through);
+    let went = through.went;
+    // Stop the load before anything else can fail.
+    let (load, load_events) = load.stop();
+    Ok(Measured {
+        outcome: outcome.map_err(Failure::Probe)?,
+        load,
+        load_events,
+        went,
+    })
+}
+
+/// Stores the outcome with the closing writes and closes the run with its end reason.
+fn close(sink: &dyn RunSink, run_id: i64, description: &Description, m: Measured) -> Run {
+    let Measured {
+        outcome,
+        load,
+        load_events,
+        went,
+    } = m;
+    let mut closing = Closing::new(sink);
+    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements));
+    for series in &outcome.series {
+        closing.write(|s| s.add_series(run_id, series));
+    }
+    let mut events = outcome.events.clone();
+    events.extend(load_events.iter().cloned());
+    if !events.is_empty() {
+        closing.write(|s| s.add_events(run_id, &events));
+    }
+    closing.write(|s| s.update_run(run_id, Some(&load), Some(&outcome.qos_granted)));
+    let mut flags = outcome.flags.clone();
+    flags["load_exited_early"] = json!(!load_events.is_empty());
+    // A checkpoint that could not be stored lost nothing once the end is stored: it
+    // stays a flag. Rows or a summary that could not be stored fail the run.
+    if let Some(e) = &went.checkpoint_error {
+        flags["checkpoint_error"] = json!(e.to_string());
+    }
+    if let Some(e) = &went.store_error {
+        flags["store_error"] = json!(e.to_string());
+    }
+    let (mut status, mut error, mut report) = end_reason(&outcome.end, outcome.measured, run_id);
+    if let Some(e) = closing.failed.as_ref().or(went.store_error.as_ref()) {
+        let kept = match outcome.measured.filter(|_| description.writes_rows) {
+            Some(tally) => format!(
+                "{} of {} trigger rows stored; {}",
+                went.rows_stored,
+                tally.count,
+                if closing.failed.is_some() {
+                    "the summary could not be stored"
+                } else {
+                    "the stored summary covers all of them"
+                }
+            ),
+            None => "its measurements could not all be stored".to_string(),
+        };
+        let why = storage_failure(e, sink.path(), &kept);
+        (status, error, report) = (RunStatus::Failed, Some(why), true);
+    }
+    let mut reported = error.clone().filter(|_| report);
+    if let Some(e) = closing.finish(
+        run_id,
+        status,
+        &mut flags,
+        &outcome.result,
+        error.as_deref(),
+    ) {
+        status = RunStatus::Failed;
+        reported = Some(reported.map_or(e.clone(), |w| format!("{w}; {e}")));
+    }
+    error = reported;
+    Run {
+        run_id,
+        status,
+        measurements: outcome.measurements,
+        load,
+        flags,
+        error,
+    }
+}
+
+/// The stored status and message of a run that ended so, having measured `measured`,
+/// and whether the message is an error to report (the stream failed) rather than a
+/// note (the user interrupted it).
+fn end_reason(
+    end: &End,
+    measured: Option<Tally>,
+    run_id: i64,
+) -> (RunStatus, Option<String>, bool) {
+    let (count, what) = match measured {
+        Some(t) => (t.count.to_string(), t.noun),
+        None => ("what was".to_string(), "measured"),
+    };
+    match end {
+        End::Complete => (RunStatus::Complete, None, false),
+        End::Interrupted => (
+            RunStatus::Interrupted,
+            Some(match measured {
+                Some(t) => format!("interrupted by a signal (Ctrl-C or SIGTERM); the measured {} are kept", t.noun),
+                None => "interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept".to_string(),
+            }),
+            false,
+        ),
+        End::StreamGone(reason) => (
+            RunStatus::Interrupted,
+            Some(format!(
+                "the audio stream ended mid-run: {reason}; {count} {what} measured before that are kept in run {run_id}"
+            )),
+            true,
+        ),
+        End::Panicked(p) => (
+            RunStatus::Failed,
+            Some(format!("the audio callback panicked ({p}); {count} {what} kept in run {run_id}")),
+            true,
+        ),
+    }
+}
+
+/// A run's end reason when storing it failed (`what` says what was kept):
+/// `disk full: ...` for a full filesystem.
+pub fn storage_failure(e: &SinkError, db: &Path, what: &str) -> String {
+    let db = db.display();
+    if e.is_disk_full() {
+        format!("disk full: the filesystem of {db} filled while the run was stored ({what}); free space there, or pass --db with a path on another filesystem")
+    } else {
+        format!("storing the run in {db} failed: {e} ({what})")
+    }
+}
+
+/// A run's closing writes, each allowed the sink's reserve ([`RunSink::closing`]). The
+/// first failure is kept for the run's end reason instead of ending the command, so what
+/// was measured is still returned; the writes after it are skipped.
+pub struct Closing<'a> {
+    sink: &'a dyn RunSink,
+    /// The first closing write that failed.
+    pub failed: Option<SinkError>,
+}
+
+impl<'a> Closing<'a> {
+    /// Closing writes to `sink`.
+    pub fn new(sink: &'a dyn RunSink) -> Closing<'a> {
+        Closing { sink, failed: None }
+    }
+
+    /// Makes one closing write, unless one failed before.
+    pub fn write(&mut self, mut f: impl FnMut(&dyn RunSink) -> Result<(), SinkError>) {
+        if self.failed.is_none() {
+            let sink = self.sink;
+            if let Err(e) = sink.closing(&mut || f(sink)) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    /// Closes the run, with the machine's validity flag `emulated_cpu` (an emulated
+    /// CPU's times describe the emulator, not the hardware). A failure here leaves it
+    /// `running` for the next open to close and summarise: the error, for the user.
+    pub fn finish(
+        self,
+        run_id: i64,
+        status: RunStatus,
+        flags: &mut Value,
+        result: &Value,
+        error: Option<&str>,
+    ) -> Option<String> {
+        let sink = self.sink;
+        if let Some(f) = flags.as_object_mut() {
+            f.insert(
+                "emulated_cpu".into(),
+                json!(probes::machine::emulated_cpu()),
+            );
+        }
+        sink.closing(&mut || sink.finish_run(run_id, status, flags, result, error))
+            .err()
+            .map(|e| {
+                format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", sink.path().display())
+            })
+    }
+}

@@ -1,0 +1,111 @@
+//! A run's load: started before the probe measures, its exits polled while it does,
+//! stopped before anything else can fail (and by its guard on every other path).
+
+use std::path::{Path, PathBuf};
+
+use load::{LoadContext, LoadSpec};
+use results::{Event, RunSink, RunStatus};
+use serde_json::{json, Value};
+
+use crate::{Failure, RunError};
+
+/// The load context for a run: loads tagged with this process and the time, built-in
+/// loads run (and tools supervised) by `load_exe`, the disk load writing in `scratch`.
+pub fn load_context(load_exe: Option<PathBuf>, scratch: &Path) -> LoadContext {
+    let nanos = engine::clock::realtime_ns();
+    LoadContext {
+        supervisor: load_exe.clone(),
+        self_exe: load_exe,
+        scratch_dir: scratch.to_path_buf(),
+        tag: format!("audiolat-{}-{nanos}", std::process::id()),
+        cpus: engine::rt::online_cpus().len(),
+        placements: Default::default(),
+    }
+}
+
+/// A load started for a run: its exits are polled while the run goes on. Dropped
+/// without [`RunLoad::stop`] (an error, a panic), its processes are stopped all the same
+/// ([`load::RunningLoad`] stops them when dropped).
+#[derive(Debug)]
+pub struct RunLoad {
+    running: Option<load::RunningLoad>,
+    spec: LoadSpec,
+    exits: Vec<Event>,
+}
+
+impl RunLoad {
+    /// Starts `spec` (nothing for `none`).
+    pub fn begin(spec: &LoadSpec, lctx: &LoadContext) -> Result<RunLoad, load::LoadError> {
+        let running = if spec.is_none() {
+            None
+        } else {
+            Some(load::start(spec, lctx)?)
+        };
+        Ok(RunLoad {
+            running,
+            spec: spec.clone(),
+            exits: Vec::new(),
+        })
+    }
+
+    /// Starts `spec` for run `run_id` and stores its description. A load that cannot
+    /// start, or whose description cannot be stored, fails the run: it is closed
+    /// `failed` with the reason.
+    pub fn start(
+        sink: &dyn RunSink,
+        run_id: i64,
+        spec: &LoadSpec,
+        lctx: &LoadContext,
+    ) -> Result<RunLoad, RunError> {
+        let started = RunLoad::begin(spec, lctx)
+            .map_err(Failure::Load)
+            .and_then(|load| load.store(sink, run_id).map(|()| load));
+        started.map_err(|failure| {
+            let _ = sink.finish_run(
+                run_id,
+                RunStatus::Failed,
+                &json!({}),
+                &json!({}),
+                Some(&failure.reason()),
+            );
+            RunError::Failed { run_id, failure }
+        })
+    }
+
+    /// Stores the running load's description with run `run_id` (nothing for `none`).
+    pub fn store(&self, sink: &dyn RunSink, run_id: i64) -> Result<(), Failure> {
+        match &self.running {
+            Some(r) => sink
+                .update_run(run_id, Some(&r.describe()), None)
+                .map_err(Failure::Storage),
+            None => Ok(()),
+        }
+    }
+
+    /// Notes load processes that ended on their own.
+    pub fn poll(&mut self) {
+        if let Some(r) = self.running.as_mut() {
+            for exit in r.poll_exits() {
+                self.exits.push(Event {
+                    mono_ns: engine::clock::monotonic_ns(),
+                    kind: "load_exit".into(),
+                    detail: json!({"item": exit.item, "pgid": exit.pid, "status": exit.status,
+                                   "stderr_tail": exit.stderr_tail}),
+                });
+            }
+        }
+    }
+
+    /// Stops the load; its description with the exits, and the exit events.
+    pub fn stop(mut self) -> (Value, Vec<Event>) {
+        let json = match self.running.take() {
+            Some(r) => {
+                let mut desc = r.describe();
+                desc["exits"] = r.stop().to_json();
+                desc
+            }
+            None => load::describe(&self.spec, std::iter::empty()),
+        };
+        (json, self.exits)
+    }
+}
