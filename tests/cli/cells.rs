@@ -144,8 +144,7 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
             .unwrap(),
     );
     let pinned_cpus = || {
-        qos::partition::task_affinity(pinned.id() as i32)
-            .map(|a| engine::rt::format_cpu_list(&a))
+        qos::partition::task_affinity(pinned.id() as i32).map(|a| engine::rt::format_cpu_list(&a))
     };
     let start = std::time::Instant::now();
     while pinned_cpus().as_deref() != Some("1")
