@@ -12,10 +12,12 @@
 
 mod audio;
 mod cli;
+mod min_buffer;
 mod plan;
 mod plan_run;
 mod presets;
 mod report_data;
+mod run_views;
 mod runner;
 mod views;
 
@@ -212,9 +214,9 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);
             if a.json {
-                print_json(&views::doctor_json(&report))?;
+                print_json(&report::view::doctor::json(&report.machine, &report.findings))?;
             } else {
-                print!("{}", views::doctor_text(&report));
+                print!("{}", report::view::doctor::text(&report.machine, &report.findings));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -299,10 +301,12 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
         )
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
+    let view = run_views::jitter_view(&run);
     if a.json {
-        print_json(&views::jitter_json(&run))?;
+        print_json(&report::view::jitter::json(&view))?;
     } else {
-        print!("{}", views::jitter_text(&run, &ctx.db_path));
+        print!("{}", report::view::jitter::text(&view));
+        println!("\nstored as run {} in {}", run.run_id, ctx.db_path.display());
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -708,7 +712,7 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
                 }
                 // Finding the smallest buffer: the first setting that under-runs (or
                 // loses the loop) ends the descent.
-                let under_ran = a.find_min_buffer && !views::holds_without_underruns(&run);
+                let under_ran = a.find_min_buffer && !min_buffer::holds_without_underruns(&run);
                 runs.push(run);
                 if stop_sweep || under_ran {
                     break 'periods;
@@ -722,13 +726,18 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     if a.json {
         let mut v = views::roundtrip_json(group, &runs);
         if a.find_min_buffer {
-            v["min_buffer"] = views::min_buffer_json(&runs);
+            let (held, failed) = run_views::min_buffer(&runs);
+            v["min_buffer"] = report::view::min_buffer::json(held.as_ref(), failed.as_ref());
         }
         print_json(&v)?;
     } else {
-        print!("{}", views::roundtrip_text(group, &runs, &ctx.db_path));
+        print!("{}", run_views::roundtrip_text(group, &runs, &ctx.db_path));
         if a.find_min_buffer {
-            print!("{}", views::min_buffer_text(&runs));
+            let (held, failed) = run_views::min_buffer(&runs);
+            print!(
+                "{}",
+                report::view::min_buffer::text(held.as_ref(), failed.as_ref())
+            );
         }
     }
     sweep_exit(failure, status)
@@ -1065,7 +1074,7 @@ fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
             "error": run.error,
-            "measurements": run.measurements.iter().map(views::measurement_summary_json).collect::<Vec<_>>()}),
+            "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
     } else if !(nothing && run.error.is_some()) {
         print!("{}", views::net_end_text(run, db));
@@ -1639,7 +1648,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             "group_id": group,
             "status": group_status,
             "report": report_path,
-            "doctor": views::doctor_json(&report),
+            "doctor": report::view::doctor::json(&report.machine, &report.findings),
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),
@@ -1818,9 +1827,10 @@ fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
     } else {
         let counts = store.event_counts(run.id)?;
         let events = store.events(run.id, Some(a.events))?;
+        let view = results::RunView::from_stored(&run, &measurements, store.events(run.id, None)?);
         print!(
             "{}",
-            views::show_text(&run, &measurements, &counts, &events)
+            report::view::run::text(&run, &view, &counts, &events)
         );
     }
     Ok(ExitCode::SUCCESS)

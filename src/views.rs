@@ -3,175 +3,11 @@
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use probes::doctor::DoctorReport;
-use probes::jitter::JitterOutcome;
-use report::terminal::{doctor_table, flag_notes, fmt_ns, histogram, machine_line, summary_table};
-use results::export;
-use results::model::{MeasurementRecord, RunRecord};
-use results::{Event, Measurement, Store};
+use report::terminal::{flag_notes, fmt_ns, histogram, machine_line, summary_table};
+use report::view::{device_line, server_line};
+use results::model::RunRecord;
+use results::{Measurement, Store};
 use serde_json::{json, Value};
-
-use crate::runner::JitterRun;
-
-/// Doctor as text.
-pub fn doctor_text(r: &DoctorReport) -> String {
-    let mut out = format!("{}\n\n", machine_line(&r.machine));
-    out.push_str(&doctor_table(&r.findings));
-    out
-}
-
-/// Doctor as JSON.
-pub fn doctor_json(r: &DoctorReport) -> Value {
-    let (ok, warn, fail) = r.counts();
-    json!({"machine": r.machine, "findings": r.findings,
-           "counts": {"ok": ok, "warn": warn, "fail": fail}})
-}
-
-fn config_line(o: &JitterOutcome, load: &str) -> String {
-    let c = &o.config;
-    let what = match &c.fragments {
-        Some(f) => format!(
-            "{} x {} frames at {} Hz (period {})",
-            f.fragments,
-            f.frames,
-            f.sample_rate,
-            fmt_ns(c.period_ns as f64)
-        ),
-        None => format!(
-            "{:.1} Hz (period {})",
-            1e9 / c.period_ns as f64,
-            fmt_ns(c.period_ns as f64)
-        ),
-    };
-    let busy = if c.busy_percent > 0.0 {
-        format!(", {}% busy", c.busy_percent)
-    } else {
-        String::new()
-    };
-    format!(
-        "{} wake-ups, {what}{busy}, {} on CPUs {}, load {load}",
-        c.mode.name(),
-        o.thread.sched.granted,
-        engine::rt::format_cpu_list(&o.thread.cpus_granted)
-    )
-}
-
-/// A jitter run as text.
-pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
-    let o = &run.outcome;
-    let load = run.load["spec"].as_str().unwrap_or("none");
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "jitter run {}: {} after {} cycles in {:.1} s",
-        run.run_id,
-        run.status,
-        o.recorded.cycles,
-        o.end_ns.saturating_sub(o.start_ns) as f64 / 1e9
-    );
-    let _ = writeln!(out, "{}\n", config_line(o, load));
-    out.push_str(&summary_table(&run.measurements));
-    let _ = writeln!(out, "\nwake-up latency");
-    out.push_str(&histogram(&o.recorded.histograms.latency, 40));
-    if let (Some(f), Some(c)) = (&o.config.fragments, &o.recorded.histograms.completion) {
-        let _ = writeln!(
-            out,
-            "\nfragment model: headroom {} ((fragments-1) x period); {} would-be under-runs in {} fragments; worst completion {}",
-            fmt_ns(f.headroom_ns() as f64),
-            o.recorded.underrun_count,
-            o.recorded.cycles,
-            ns_stat(c, |s| s.max)
-        );
-        for u in o.recorded.underruns.iter().take(5) {
-            let _ = writeln!(
-                out,
-                "  under-run at cycle {} ({:.3} s): work ended {} after its deadline",
-                u.cycle,
-                u.deadline_ns.saturating_sub(o.start_ns) as f64 / 1e9,
-                fmt_ns(u.value_ns as f64)
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\nlargest wake-ups (host steal on that CPU in the sampled window around each):"
-    );
-    for a in o.attributed_outliers().iter().take(5) {
-        let steal = if a.steal_ns > 0 {
-            format!(
-                "{} in {}",
-                fmt_ns(a.steal_ns as f64),
-                fmt_ns(a.window_ns as f64)
-            )
-        } else {
-            format!("none in {}", fmt_ns(a.window_ns as f64))
-        };
-        let _ = writeln!(
-            out,
-            "  cycle {:>8} at {:>8.3} s on cpu{}: {:>9}   steal {steal}",
-            a.record.cycle,
-            a.record.deadline_ns.saturating_sub(o.start_ns) as f64 / 1e9,
-            a.record.cpu,
-            fmt_ns(a.record.value_ns as f64),
-        );
-    }
-    if o.recorded.skipped > 0 {
-        let why = if o.config.fragments.is_some() {
-            "the loop re-synchronised to the next period after each under-run, as a driver restarting after an xrun would"
-        } else {
-            "a cycle ended after them; see wakeup_latency_co_corrected"
-        };
-        let _ = writeln!(out, "\n{} deadlines skipped ({why})", o.recorded.skipped);
-    }
-    let mut notes = flag_notes(&run.flags);
-    for refusal in [
-        &o.thread.sched.refusal,
-        &o.thread.affinity_refusal,
-        &o.memory.refusal,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        notes.push(format!("refused: {refusal}"));
-    }
-    if let Some((false, _, Some(why))) = &o.dma_latency {
-        notes.push(format!("refused: {why}"));
-    }
-    if !notes.is_empty() {
-        let _ = writeln!(out);
-        for n in notes {
-            let _ = writeln!(out, "note: {n}");
-        }
-    }
-    if let Some(exits) = run.load["exits"].as_array() {
-        for e in exits.iter().filter(|e| e["early"] == json!(true)) {
-            let _ = writeln!(
-                out,
-                "note: load {} exited during the run ({}): {}",
-                e["item"].as_str().unwrap_or("?"),
-                e["status"].as_str().unwrap_or("?"),
-                e["stderr_tail"].as_str().unwrap_or("")
-            );
-        }
-    }
-    let _ = writeln!(out, "\nstored as run {} in {}", run.run_id, db.display());
-    out
-}
-
-/// How many of a measurement's values missed its deadline, out of how many: the blocks
-/// sent when the measurement counts them (a lost block has no time but missed all the
-/// same), else its samples. `None` without a deadline, or with nothing to count.
-fn deadline_line(m: &Measurement) -> Option<String> {
-    let (deadline, misses) = (m.deadline?, m.misses?);
-    let of = m.detail["sent"].as_u64().unwrap_or(m.count());
-    (of > 0).then(|| {
-        format!(
-            "{}: {misses} of {of} missed the deadline of {}",
-            m.metric,
-            fmt_ns(deadline)
-        )
-    })
-}
 
 /// What the synth adds after a block's last packet: the median of the synth phase less
 /// that of the reference (a host answering silence at once). `None` without a reference,
@@ -184,34 +20,6 @@ pub fn synth_adds_ns(
     Some(median(synth)? - median(reference?)?)
 }
 
-/// A statistic of a histogram in ns, or `-` when it recorded nothing.
-fn ns_stat(h: &results::LatencyHistogram, stat: fn(&results::Summary) -> f64) -> String {
-    h.summary().map_or_else(|| "-".into(), |s| fmt_ns(stat(&s)))
-}
-
-/// A measurement's summary as JSON.
-pub fn measurement_summary_json(m: &Measurement) -> Value {
-    json!({
-        "metric": m.metric, "unit": m.unit, "method": m.method,
-        "summary": export::summary_json(m.summary.as_ref()), "overflows": m.overflows(),
-        "deadline": m.deadline, "misses": m.misses,
-    })
-}
-
-/// A jitter run as JSON.
-pub fn jitter_json(run: &JitterRun) -> Value {
-    json!({
-        "run_id": run.run_id,
-        "status": run.status,
-        "config": run.outcome.config.to_json(),
-        "load": run.load,
-        "qos_granted": run.outcome.qos_granted(),
-        "flags": run.flags,
-        "measurements": run.measurements.iter().map(measurement_summary_json).collect::<Vec<_>>(),
-        "result": run.outcome.result_json(),
-    })
-}
-
 /// The measurement a run is summarised by in lists: the first one stored.
 pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>> {
     Ok(store
@@ -219,93 +27,6 @@ pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>> {
         .into_iter()
         .next()
         .map(|m| m.measurement))
-}
-
-/// One stored run as text.
-pub fn show_text(
-    run: &RunRecord,
-    measurements: &[MeasurementRecord],
-    event_counts: &[(String, u64)],
-    events: &[Event],
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "run {}: {} {}", run.id, run.probe, run.status);
-    if let Some(g) = run.group_id {
-        let _ = writeln!(out, "  group      {g}");
-    }
-    let _ = writeln!(
-        out,
-        "  started    {}{}",
-        run.started_at,
-        run.duration_s
-            .map_or(String::new(), |d| format!(", {d:.1} s"))
-    );
-    let _ = writeln!(out, "  machine    {}", machine_line(&run.machine));
-    let _ = writeln!(
-        out,
-        "  tool       audiolat {} (commit {}, {})",
-        run.tool.version, run.tool.git_commit, run.tool.build_profile
-    );
-    let _ = writeln!(out, "  command    {}", run.command_line);
-    let _ = writeln!(out, "  config     {}", run.config);
-    if let Some(procs) = run.load["processes"].as_array() {
-        let _ = writeln!(
-            out,
-            "  load       {}",
-            run.load["spec"].as_str().unwrap_or("none")
-        );
-        for p in procs {
-            let _ = writeln!(
-                out,
-                "             {}   [{}]",
-                p["command"].as_str().unwrap_or(""),
-                p["version"].as_str().unwrap_or("")
-            );
-        }
-    }
-    if run.qos_granted.as_object().is_some_and(|o| !o.is_empty()) {
-        let _ = writeln!(out, "  granted    {}", run.qos_granted);
-    }
-    if let Some(e) = &run.error {
-        let _ = writeln!(out, "  note       {e}");
-    }
-    for n in flag_notes(&run.flags) {
-        let _ = writeln!(out, "  validity   {n}");
-    }
-    if !measurements.is_empty() {
-        let ms: Vec<Measurement> = measurements.iter().map(|m| m.measurement.clone()).collect();
-        let _ = writeln!(out);
-        out.push_str(&summary_table(&ms));
-        for m in &ms {
-            if let Some(line) = deadline_line(m) {
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        if let Some(h) = ms.iter().find_map(|m| m.histogram.as_ref().map(|h| (m, h))) {
-            let _ = writeln!(out, "\n{}", h.0.metric);
-            out.push_str(&histogram(h.1, 40));
-        }
-    }
-    if let Some(findings) = run.result["findings"].as_array() {
-        let findings: Vec<results::Finding> = findings
-            .iter()
-            .filter_map(|f| serde_json::from_value(f.clone()).ok())
-            .collect();
-        let _ = writeln!(out);
-        out.push_str(&doctor_table(&findings));
-    }
-    if !event_counts.is_empty() {
-        let counts: Vec<String> = event_counts
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
-        let _ = writeln!(out, "\nevents: {}", counts.join(", "));
-        for e in events {
-            let t = e.mono_ns as f64 / 1e9 - run.started_mono_ns as f64 / 1e9;
-            let _ = writeln!(out, "  t={t:>+9.3} s  {:<10} {}", e.kind, e.detail);
-        }
-    }
-    out
 }
 
 fn ms(ns: f64) -> String {
@@ -321,7 +42,8 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
         return format!("\nno event runs were made (group {group})\n");
     };
     let info = &first.outcome.info;
-    let server = &info.server;
+    let stream = first.outcome.result_json();
+    let server = &stream["server"];
     let _ = writeln!(
         out,
         "\nevent latency: {} trigger -> first sample at the DAC, {} backend ({} model), {} Hz",
@@ -332,10 +54,10 @@ pub fn event_text(group: i64, runs: &[crate::runner::EventRun], db: &std::path::
             let _ = writeln!(
                 out,
                 "{}",
-                device_line(info, granted, first.outcome.duplex_start)
+                device_line(&stream, granted)
             );
             // The jack PCM's server; a hardware device has none.
-            if server.name != info.client_name {
+            if info.server.name != info.client_name {
                 let _ = writeln!(out, "{}", server_line(server));
             }
         }
@@ -719,158 +441,6 @@ pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
     })
 }
 
-/// The round-trip runs of one sweep as text: the stream, one row per run, what each
-/// figure means, and a line per run that needs one.
-pub fn roundtrip_text(
-    group: i64,
-    runs: &[crate::runner::RoundtripRun],
-    db: &std::path::Path,
-) -> String {
-    use report::terminal::Table;
-    let mut out = String::new();
-    let Some(first) = runs.first() else {
-        return format!("\nno round-trip runs were made (group {group})\n");
-    };
-    let info = &first.outcome.info;
-    let _ = writeln!(
-        out,
-        "\nround trip: a signal out, through {}, and back in; {} backend ({} model), {} Hz",
-        first.cell.loop_description, info.backend, info.model, info.sample_rate_hz
-    );
-    let server = &info.server;
-    if info.backend == "jack" {
-        let _ = writeln!(out, "{}", server_line(server));
-    } else if let Some(c) = &server.command_line {
-        let _ = writeln!(out, "{c}");
-    }
-    if let (Some(granted), "alsa") = (&first.cell.granted, info.backend) {
-        let _ = writeln!(
-            out,
-            "{}",
-            device_line(info, granted, first.outcome.duplex_start)
-        );
-    }
-    let _ = writeln!(out, "{}\n", machine_line(&probes::machine::machine()));
-    let mut t = Table::new(&[
-        "run",
-        "period",
-        "latency",
-        "load",
-        "windows",
-        "frames",
-        "ms",
-        "stdev",
-        "min",
-        "max",
-        "clicks",
-        "reported",
-        "extra",
-        "under-runs",
-        "rt",
-        "steal",
-    ])
-    .left_align(&[3]);
-    for r in runs {
-        let o = &r.outcome;
-        let m = o.measured_frames();
-        let frame_ms = 1e3 / f64::from(o.info.sample_rate_hz);
-        let clicks = o.impulse_frames();
-        let (ok, _, _) = o.verdicts();
-        let figure = |v: f64, digits: usize| {
-            if m.count > 0 {
-                format!("{v:.digits$}")
-            } else {
-                "-".into()
-            }
-        };
-        t.row(vec![
-            r.run_id.to_string(),
-            o.info.period_frames.to_string(),
-            format!(
-                "{}+{}",
-                o.info.playback_latency_frames, o.info.capture_latency_frames
-            ),
-            r.cell.load.to_string(),
-            format!("{ok}/{}", o.estimates.len()),
-            figure(m.mean, 3),
-            figure(m.mean * frame_ms, 3),
-            figure(m.stdev, 3),
-            figure(m.min, 3),
-            figure(m.max, 3),
-            if clicks.count > 0 {
-                if clicks.min == clicks.max {
-                    format!("{:.0}", clicks.min)
-                } else {
-                    format!("{:.0}-{:.0}", clicks.min, clicks.max)
-                }
-            } else {
-                "-".into()
-            },
-            o.reported_frames().to_string(),
-            if m.count > 0 {
-                // No "-0.000" for a difference of rounding noise.
-                let extra = m.mean
-                    - f64::from(o.reported_frames())
-                    - f64::from(o.config.insert_delay_frames);
-                format!("{:.3}", if extra.abs() < 5e-4 { 0.0 } else { extra })
-            } else {
-                "-".into()
-            },
-            format!("{}/{}", o.xruns, o.gaps),
-            if o.realtime() {
-                "yes".into()
-            } else {
-                "NO".into()
-            },
-            r.flags["host_steal_percent"]
-                .as_f64()
-                .map_or("-".into(), |p| format!("{p:.1}%")),
-        ]);
-    }
-    out.push_str(&t.render());
-    let _ = writeln!(
-        out,
-        "\nframes = the round trip by the multi-tone's phase slope (mean of the valid windows; stdev, min, max over them), ms the same in time;"
-    );
-    let _ = writeln!(
-        out,
-        "clicks = the study's count of frames from a sent to a returned click onset; latency = playback + capture latency the stream reports;"
-    );
-    let _ = writeln!(
-        out,
-        "reported = their sum; extra = what the loop adds beyond it (less any --insert-delay); under-runs = xruns / skipped cycles."
-    );
-    for r in runs {
-        let o = &r.outcome;
-        let _ = writeln!(out, "run {}: {}", r.run_id, o.verdict_line());
-        if o.config.insert_delay_frames > 0 {
-            let _ = writeln!(
-                out,
-                "run {}: audiolat delayed its own output by {} frames (--insert-delay); they are in frames, not in extra",
-                r.run_id, o.config.insert_delay_frames
-            );
-        }
-        if !o.realtime() {
-            let _ = writeln!(
-                out,
-                "run {}: NOT REAL-TIME: the audio thread ran {}",
-                r.run_id,
-                o.audio_thread
-                    .map_or("unknown (no cycle ran)".to_string(), |p| p.to_string())
-            );
-        }
-        if let Some(e) = &r.error {
-            let _ = writeln!(out, "run {}: {e}", r.run_id);
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run> --format series` every window",
-        db.display()
-    );
-    out
-}
-
 /// The round-trip runs as JSON.
 pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value {
     json!({
@@ -903,190 +473,9 @@ pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value
     })
 }
 
-/// A setting holds when its run completed with no under-run, no skipped cycle, no step
-/// in the loop's delay (a dropout nobody reported) and a loop found in its windows.
-pub fn holds_without_underruns(r: &crate::runner::RoundtripRun) -> bool {
-    let o = &r.outcome;
-    r.status == results::RunStatus::Complete
-        && o.end == probes::roundtrip::RoundtripEnd::Complete
-        && o.xruns == 0
-        && o.gaps == 0
-        && o.delay_changes().is_empty()
-        && o.measured_frames().count > 0
-}
-
-/// The smallest buffer that held, and the first that did not (runs in descending order).
-fn min_buffer(
-    runs: &[crate::runner::RoundtripRun],
-) -> (
-    Option<&crate::runner::RoundtripRun>,
-    Option<&crate::runner::RoundtripRun>,
-) {
-    let held = runs
-        .iter()
-        .take_while(|r| holds_without_underruns(r))
-        .last();
-    let failed = runs.iter().find(|r| !holds_without_underruns(r));
-    (held, failed)
-}
-
-fn buffer_label(r: &crate::runner::RoundtripRun) -> String {
-    let i = &r.outcome.info;
-    format!(
-        "period {} frames (latency {} + {} frames)",
-        i.period_frames, i.playback_latency_frames, i.capture_latency_frames
-    )
-}
-
-/// `--find-min-buffer`'s verdict as text.
-pub fn min_buffer_text(runs: &[crate::runner::RoundtripRun]) -> String {
-    let (held, failed) = min_buffer(runs);
-    let mut out = String::from("\n");
-    match held {
-        Some(r) => {
-            let m = r.outcome.measured_frames();
-            let _ = writeln!(
-                out,
-                "smallest buffer without under-runs: {} (run {}): round trip {:.3} frames = {:.3} ms, under load {}",
-                buffer_label(r),
-                r.run_id,
-                m.mean,
-                m.mean * 1e3 / f64::from(r.outcome.info.sample_rate_hz),
-                r.cell.load
-            );
-        }
-        None => {
-            let _ = writeln!(out, "no setting ran without under-runs: try larger periods (--period 4096,2048) or less load");
-        }
-    }
-    if let Some(r) = failed {
-        let o = &r.outcome;
-        let _ = writeln!(
-            out,
-            "the next one down failed: {} (run {}): {} xruns, {} skipped cycles, {}",
-            buffer_label(r),
-            r.run_id,
-            o.xruns,
-            o.gaps,
-            o.verdict_line()
-        );
-    } else if held.is_some() {
-        let _ = writeln!(
-            out,
-            "every setting tried held: the smallest tried is the answer as far as it goes"
-        );
-    }
-    out
-}
-
-/// `--find-min-buffer`'s verdict as JSON.
-pub fn min_buffer_json(runs: &[crate::runner::RoundtripRun]) -> Value {
-    let (held, failed) = min_buffer(runs);
-    let describe = |r: &crate::runner::RoundtripRun| {
-        json!({"run_id": r.run_id, "period_frames": r.outcome.info.period_frames,
-               "playback_latency_frames": r.outcome.info.playback_latency_frames,
-               "capture_latency_frames": r.outcome.info.capture_latency_frames,
-               "roundtrip_frames": r.outcome.measured_frames().measured().map(|m| m.mean),
-               "xruns": r.outcome.xruns, "skipped_cycles": r.outcome.gaps})
-    };
-    json!({"smallest_holding": held.map(describe), "first_failing": failed.map(describe)})
-}
-
-/// What an ALSA device granted, for people: the device(s), format, channels, rate,
-/// period and buffer as granted (never as asked), access, and how a duplex pair started.
-pub fn device_line(
-    info: &engine::audio::StreamInfo,
-    granted: &Value,
-    start: Option<engine::audio::DuplexStart>,
-) -> String {
-    let g = |k: &str| {
-        granted[k]
-            .as_u64()
-            .map_or("-".to_string(), |v| v.to_string())
-    };
-    let period = granted["period_frames"].as_u64();
-    let buffer = granted["buffer_frames"].as_u64();
-    let mut line = format!(
-        "device `{}`{}: granted {}, {} channel(s) out{}, {} Hz, period {} frames, buffer {} frames{}, {}",
-        info.client_name,
-        info.capture_port
-            .as_ref()
-            .map(|c| format!(" -> `{c}`"))
-            .unwrap_or_default(),
-        granted["format"].as_str().unwrap_or("-"),
-        g("playback_channels"),
-        granted["capture_channels"]
-            .as_u64()
-            .map(|c| format!(", {c} in"))
-            .unwrap_or_default(),
-        g("rate_hz"),
-        g("period_frames"),
-        g("buffer_frames"),
-        match (period, buffer) {
-            (Some(p), Some(b)) if p > 0 && b % p == 0 => format!(" ({} periods)", b / p),
-            _ => String::new(),
-        },
-        granted["access"].as_str().unwrap_or("-"),
-    );
-    if info.capture_port.is_some() {
-        let skew = |s: &engine::audio::DuplexStart| {
-            match s.skew_frames {
-            Some(0) => "aligned".to_string(),
-            Some(f) if s.steady_offset => format!(
-                "with capture {f:+} frames from playback on every start (the device's own offset)"
-            ),
-            Some(f) => format!(
-                "with capture {f:+} frames from playback (it changed from start to start: the round trip includes it)"
-            ),
-            None => "skew not read".to_string(),
-        }
-        };
-        let _ = match (granted["linked"].as_bool(), start) {
-            (Some(true), Some(s)) => write!(
-                line,
-                "; linked, started {} ({} start{}{})",
-                skew(&s),
-                s.attempts,
-                if s.attempts == 1 { "" } else { "s" },
-                if s.starts > 1 {
-                    format!(", {} restarts after under-runs", s.starts - 1)
-                } else {
-                    String::new()
-                }
-            ),
-            (Some(false), s) => write!(
-                line,
-                "; not linked ({}): capture started first, {}",
-                granted["link_error"]
-                    .as_str()
-                    .unwrap_or("the device refused"),
-                s.map_or("skew not read".to_string(), |s| skew(&s))
-            ),
-            _ => Ok(()),
-        };
-    }
-    line
-}
-
-/// The JACK server line of an audio run: name, private command line or external, version.
-fn server_line(server: &engine::audio::ServerInfo) -> String {
-    format!(
-        "server `{}`{}{}",
-        server.name,
-        if server.private {
-            format!(
-                " (private: {})",
-                server.command_line.as_deref().unwrap_or("?")
-            )
-        } else {
-            " (external)".into()
-        },
-        server
-            .version
-            .as_deref()
-            .map(|v| format!(", {v}"))
-            .unwrap_or_default()
-    )
+/// A statistic of a histogram in ns, or `-` when it recorded nothing.
+fn ns_stat(h: &results::LatencyHistogram, stat: fn(&results::Summary) -> f64) -> String {
+    h.summary().map_or_else(|| "-".into(), |s| fmt_ns(stat(&s)))
 }
 
 /// A duration for people: "10 s", "500 ms".
@@ -1345,7 +734,7 @@ pub fn net_json(run: &crate::runner::NetRun) -> Value {
         "status": run.status,
         "load": run.load.to_string(),
         "flags": run.flags,
-        "measurements": run.outcome.measurements().iter().map(measurement_summary_json).collect::<Vec<_>>(),
+        "measurements": run.outcome.measurements().iter().map(report::view::measurement_summary_json).collect::<Vec<_>>(),
         "result": run.outcome.result_json(),
     })
 }
@@ -1979,28 +1368,6 @@ pub fn devices_json(r: &probes::devices::DevicesReport) -> Value {
 mod tests {
     use super::*;
 
-    fn info(capture: Option<&str>) -> engine::audio::StreamInfo {
-        engine::audio::StreamInfo {
-            backend: "alsa",
-            model: engine::audio::Model::Push,
-            sample_rate_hz: 48_000,
-            period_frames: 1024,
-            playback_latency_frames: 1024,
-            capture_latency_frames: 1024,
-            client_name: "hw:Loopback,0,0".into(),
-            playback_ports: vec!["hw:Loopback,0,0".into()],
-            capture_port: capture.map(str::to_string),
-            midi_port: None,
-            server: engine::audio::ServerInfo {
-                name: "hw:Loopback,0,0".into(),
-                private: false,
-                command_line: None,
-                version: None,
-            },
-            clock_offset_ns: 0,
-        }
-    }
-
     #[test]
     fn a_net_row_or_deadline_without_answers_shows_no_figure_and_no_share_of_nothing() {
         let row = |summary, sent| ExperimentRow {
@@ -2039,62 +1406,5 @@ mod tests {
             "{json}"
         );
 
-        // `show`'s deadline line counts a lost block against the blocks sent ...
-        let mut m = Measurement::from_histogram(
-            "net",
-            "end_to_end",
-            "test",
-            results::LatencyHistogram::new(1_000_000_000).unwrap(),
-        );
-        m.deadline = Some(1_405_896.0);
-        m.misses = Some(1379);
-        m.detail = json!({"sent": 1379});
-        assert_eq!(
-            deadline_line(&m).unwrap(),
-            "end_to_end: 1379 of 1379 missed the deadline of 1.41 ms"
-        );
-        // ... and says nothing when there is nothing to count.
-        m.detail = json!({});
-        m.misses = Some(0);
-        assert_eq!(deadline_line(&m), None);
-    }
-
-    #[test]
-    fn the_device_line_says_what_was_granted_and_how_the_duplex_started() {
-        let granted = json!({"rate_hz": 48000, "period_frames": 1024, "buffer_frames": 2048,
-            "format": "S16_LE", "access": "RW_INTERLEAVED", "playback_channels": 1,
-            "capture_channels": 1, "linked": true, "link_error": null});
-        let start = engine::audio::DuplexStart {
-            linked: true,
-            skew_frames: Some(0),
-            attempts: 2,
-            starts: 1,
-            steady_offset: false,
-        };
-        let line = device_line(&info(Some("hw:Loopback,1,0")), &granted, Some(start));
-        assert_eq!(
-            line,
-            "device `hw:Loopback,0,0` -> `hw:Loopback,1,0`: granted S16_LE, 1 channel(s) out, 1 in, 48000 Hz, period 1024 frames, buffer 2048 frames (2 periods), RW_INTERLEAVED; linked, started aligned (2 starts)"
-        );
-        // Not linked: why, and the skew measured instead; a value nobody read is "-".
-        let granted = json!({"rate_hz": 48000, "period_frames": 1024, "format": "FLOAT_LE",
-            "access": "RW_INTERLEAVED", "playback_channels": 1, "capture_channels": 1,
-            "linked": false, "link_error": "Function not implemented"});
-        let start = engine::audio::DuplexStart {
-            linked: false,
-            skew_frames: Some(-64),
-            attempts: 2,
-            starts: 3,
-            steady_offset: true,
-        };
-        let line = device_line(&info(Some("jack")), &granted, Some(start));
-        assert!(line.contains("buffer - frames, RW_INTERLEAVED"), "{line}");
-        assert!(
-            line.ends_with("; not linked (Function not implemented): capture started first, with capture -64 frames from playback on every start (the device's own offset)"),
-            "{line}"
-        );
-        // Playback only: nothing about a duplex.
-        let line = device_line(&info(None), &granted, None);
-        assert!(!line.contains("linked"), "{line}");
     }
 }

@@ -23,3 +23,4 @@ pub mod html;
 pub mod paper;
 pub mod plots;
 pub mod terminal;
+pub mod view;

@@ -34,11 +34,13 @@ pub mod hist;
 pub mod model;
 #[cfg(feature = "sqlite")]
 pub mod store;
+pub mod view;
 
 pub use hist::{LatencyHistogram, Summary};
 pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
     Series, ToolInfo, Verdict,
 };
+pub use view::RunView;
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, RunFilter, Store, StoreError, Summarise};

@@ -1,0 +1,85 @@
+//! The results model of a run just made, built in memory from the values the runner
+//! stored (so a run whose storing failed still shows what it measured), for the same
+//! renderers `audiolat show` uses on a stored run.
+
+use results::RunView;
+use serde_json::json;
+
+use crate::runner::{JitterRun, RoundtripRun};
+
+/// The view of a fresh jitter run: what `jitter_run` stored.
+pub fn jitter_view(run: &JitterRun) -> RunView {
+    let o = &run.outcome;
+    let mut config = o.config.to_json();
+    config["load"] = run.load["spec"].clone();
+    RunView {
+        id: run.run_id,
+        probe: "jitter".into(),
+        status: run.status,
+        machine: probes::machine::machine(),
+        config,
+        load: run.load.clone(),
+        qos_granted: o.qos_granted(),
+        flags: run.flags.clone(),
+        result: o.result_json(),
+        error: run.error.clone(),
+        started_mono_ns: o.start_ns,
+        measurements: run.measurements.clone(),
+        events: o.events(),
+    }
+}
+
+/// The view of a fresh round-trip run: what `roundtrip_run` stored (of its
+/// configuration, the parts a report reads).
+pub fn roundtrip_view(run: &RoundtripRun) -> RunView {
+    let o = &run.outcome;
+    let config = json!({
+        "loop": run.cell.loop_description,
+        "load": run.cell.load.to_string(),
+        "insert_delay_frames": o.config.insert_delay_frames,
+        "granted": run.cell.granted,
+    });
+    RunView {
+        id: run.run_id,
+        probe: "roundtrip".into(),
+        status: run.status,
+        machine: probes::machine::machine(),
+        config,
+        load: json!({"spec": run.cell.load.to_string()}),
+        qos_granted: o.qos_granted(),
+        flags: run.flags.clone(),
+        result: o.result_json(),
+        error: run.error.clone(),
+        started_mono_ns: o.start_ns,
+        measurements: o.measurements(),
+        events: o.events.clone(),
+    }
+}
+
+/// `audiolat roundtrip`'s text: the runs' tables, the errors that stopped a run, and
+/// where they are stored.
+pub fn roundtrip_text(group: i64, runs: &[RoundtripRun], db: &std::path::Path) -> String {
+    if runs.is_empty() {
+        return format!("\nno round-trip runs were made (group {group})\n");
+    }
+    let views: Vec<RunView> = runs.iter().map(roundtrip_view).collect();
+    let mut out = report::view::roundtrip::text(&views);
+    for r in runs {
+        if let Some(e) = &r.error {
+            out.push_str(&format!("run {}: {e}\n", r.run_id));
+        }
+    }
+    out.push_str(&format!(
+        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run> --format series` every window\n",
+        db.display()
+    ));
+    out
+}
+
+/// `--find-min-buffer`'s verdict over a descending sweep: the views of the smallest
+/// buffer that held and of the first that did not.
+pub fn min_buffer(runs: &[RoundtripRun]) -> (Option<RunView>, Option<RunView>) {
+    let (held, failed) = crate::min_buffer::verdict(runs);
+    let view = |i: Option<usize>| i.map(|i| roundtrip_view(&runs[i]));
+    (view(held), view(failed))
+}
