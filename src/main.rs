@@ -507,7 +507,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&views::event_json(group, &runs))?;
     } else {
-        print!("{}", views::event_text(group, &runs, &ctx.db_path));
+        print!("{}", run_views::event_text(group, &runs, &ctx.db_path));
     }
     sweep_exit(failure, status)
 }
@@ -1827,7 +1827,12 @@ fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
     } else {
         let counts = store.event_counts(run.id)?;
         let events = store.events(run.id, Some(a.events))?;
-        let view = results::RunView::from_stored(&run, &measurements, store.events(run.id, None)?);
+        let view = results::RunView::from_stored(
+            &run,
+            &measurements,
+            store.events(run.id, None)?,
+            store.triggers(run.id)?,
+        );
         print!(
             "{}",
             report::view::run::text(&run, &view, &counts, &events)

@@ -5,7 +5,7 @@
 use results::RunView;
 use serde_json::json;
 
-use crate::runner::{JitterRun, RoundtripRun};
+use crate::runner::{EventRun, JitterRun, RoundtripRun};
 
 /// The view of a fresh jitter run: what `jitter_run` stored.
 pub fn jitter_view(run: &JitterRun) -> RunView {
@@ -26,6 +26,7 @@ pub fn jitter_view(run: &JitterRun) -> RunView {
         started_mono_ns: o.start_ns,
         measurements: run.measurements.clone(),
         events: o.events(),
+        triggers: Vec::new(),
     }
 }
 
@@ -53,7 +54,53 @@ pub fn roundtrip_view(run: &RoundtripRun) -> RunView {
         started_mono_ns: o.start_ns,
         measurements: o.measurements(),
         events: o.events.clone(),
+        triggers: Vec::new(),
     }
+}
+
+/// The view of a fresh event run: what `event_run` stored (of its configuration, the
+/// probe's own and the parts of the cell a report reads).
+pub fn event_view(run: &EventRun) -> RunView {
+    let o = &run.outcome;
+    let mut config = o.config.to_json();
+    config["load"] = json!(run.load);
+    config["granted"] = run.granted.clone().unwrap_or(serde_json::Value::Null);
+    RunView {
+        id: run.run_id,
+        probe: "event".into(),
+        status: run.status,
+        machine: probes::machine::machine(),
+        config,
+        load: json!({"spec": run.load}),
+        qos_granted: o.qos_granted(),
+        flags: run.flags.clone(),
+        result: o.result_json(),
+        error: run.error.clone(),
+        started_mono_ns: o.start_ns,
+        measurements: o.measurements(),
+        events: Vec::new(),
+        triggers: o.rows.clone(),
+    }
+}
+
+/// `audiolat event`'s text: the runs' tables, the errors that stopped a run, and where
+/// they are stored.
+pub fn event_text(group: i64, runs: &[EventRun], db: &std::path::Path) -> String {
+    if runs.is_empty() {
+        return format!("\nno event runs were made (group {group})\n");
+    }
+    let views: Vec<RunView> = runs.iter().map(event_view).collect();
+    let mut out = report::view::event::text(&views);
+    for r in runs {
+        if let Some(e) = &r.error {
+            out.push_str(&format!("run {}: {e}\n", r.run_id));
+        }
+    }
+    out.push_str(&format!(
+        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run>` every trigger\n",
+        db.display()
+    ));
+    out
 }
 
 /// `audiolat roundtrip`'s text: the runs' tables, the errors that stopped a run, and

@@ -32,6 +32,7 @@
 pub mod export;
 pub mod hist;
 pub mod model;
+pub mod stats;
 #[cfg(feature = "sqlite")]
 pub mod store;
 pub mod view;

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::model::{Event, Machine, MeasurementRecord, RunRecord, RunStatus};
+use crate::model::{Event, Machine, MeasurementRecord, RunRecord, RunStatus, TriggerRow};
 use crate::Measurement;
 
 /// One run, as rendered: what was configured, granted, flagged and found, with its
@@ -42,14 +42,18 @@ pub struct RunView {
     pub measurements: Vec<Measurement>,
     /// The events, in time order.
     pub events: Vec<Event>,
+    /// The event probe's triggers, one row each (empty for other probes).
+    pub triggers: Vec<TriggerRow>,
 }
 
 impl RunView {
-    /// The view of a stored run: its record, its measurements and its events.
+    /// The view of a stored run: its record, its measurements, its events and its
+    /// triggers.
     pub fn from_stored(
         run: &RunRecord,
         measurements: &[MeasurementRecord],
         events: Vec<Event>,
+        triggers: Vec<TriggerRow>,
     ) -> RunView {
         RunView {
             id: run.id,
@@ -65,6 +69,7 @@ impl RunView {
             started_mono_ns: run.started_mono_ns,
             measurements: measurements.iter().map(|m| m.measurement.clone()).collect(),
             events,
+            triggers,
         }
     }
 

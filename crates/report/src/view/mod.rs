@@ -13,6 +13,7 @@ use crate::terminal::fmt_ns;
 use results::Measurement;
 
 pub mod doctor;
+pub mod event;
 pub mod jitter;
 pub mod min_buffer;
 pub mod roundtrip;

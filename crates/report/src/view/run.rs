@@ -25,6 +25,7 @@ pub fn text(
             out.push_str(&super::jitter::text(view));
         }
         "roundtrip" => out.push_str(&super::roundtrip::text(std::slice::from_ref(view))),
+        "event" => out.push_str(&super::event::text(std::slice::from_ref(view))),
         _ => measurement_lines(&view.measurements, &mut out),
     }
     if let Some(findings) = record.result["findings"].as_array() {
