@@ -1290,10 +1290,10 @@ fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
             host_cell: r.host_cell.map(str::to_string),
         };
         match runner::net_run(ctx, &store, Some(group), &config, &load, &plan, &scratch) {
-            Ok(run) => rows.push(views::ExperimentRow::from_run(
+            Ok(run) => rows.push(views::experiment_row(
                 &r.label, metric, r.paper, &run,
             )),
-            Err(e) => rows.push(views::ExperimentRow::failed(&r.label, r.paper, &e)),
+            Err(e) => rows.push(views::ExperimentRow::failed(&r.label, r.paper, format!("{e:#}"))),
         }
     }
     if a.json {

@@ -14,6 +14,7 @@ use results::Measurement;
 
 pub mod doctor;
 pub mod event;
+pub mod experiment;
 pub mod jitter;
 pub mod min_buffer;
 pub mod roundtrip;
