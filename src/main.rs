@@ -214,9 +214,15 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);
             if a.json {
-                print_json(&report::view::doctor::json(&report.machine, &report.findings))?;
+                print_json(&report::view::doctor::json(
+                    &report.machine,
+                    &report.findings,
+                ))?;
             } else {
-                print!("{}", report::view::doctor::text(&report.machine, &report.findings));
+                print!(
+                    "{}",
+                    report::view::doctor::text(&report.machine, &report.findings)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -306,7 +312,11 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
         print_json(&report::view::jitter::json(&view))?;
     } else {
         print!("{}", report::view::jitter::text(&view));
-        println!("\nstored as run {} in {}", run.run_id, ctx.db_path.display());
+        println!(
+            "\nstored as run {} in {}",
+            run.run_id,
+            ctx.db_path.display()
+        );
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -1077,7 +1087,7 @@ fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -
             "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
     } else if !(nothing && run.error.is_some()) {
-        print!("{}", views::net_end_text(run, db));
+        print!("{}", run_views::net_end_text(run, db));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: {e}");
@@ -1126,9 +1136,9 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     }
     let run = runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
-        print_json(&views::net_json(&run))?;
+        print_json(&report::view::net::json(&run_views::net_view(&run)))?;
     } else {
-        print!("{}", views::net_text(&run, &ctx.db_path));
+        print!("{}", run_views::net_text(&run, &ctx.db_path));
     }
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -1290,10 +1300,12 @@ fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
             host_cell: r.host_cell.map(str::to_string),
         };
         match runner::net_run(ctx, &store, Some(group), &config, &load, &plan, &scratch) {
-            Ok(run) => rows.push(views::experiment_row(
-                &r.label, metric, r.paper, &run,
+            Ok(run) => rows.push(views::experiment_row(&r.label, metric, r.paper, &run)),
+            Err(e) => rows.push(views::ExperimentRow::failed(
+                &r.label,
+                r.paper,
+                format!("{e:#}"),
             )),
-            Err(e) => rows.push(views::ExperimentRow::failed(&r.label, r.paper, format!("{e:#}"))),
         }
     }
     if a.json {
@@ -1833,10 +1845,7 @@ fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
             store.events(run.id, None)?,
             store.triggers(run.id)?,
         );
-        print!(
-            "{}",
-            report::view::run::text(&run, &view, &counts, &events)
-        );
+        print!("{}", report::view::run::text(&run, &view, &counts, &events));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 use results::RunView;
 use serde_json::json;
 
-use crate::runner::{EventRun, JitterRun, RoundtripRun};
+use crate::runner::{EventRun, JitterRun, NetEndRun, NetRun, RoundtripRun};
 
 /// The view of a fresh jitter run: what `jitter_run` stored.
 pub fn jitter_view(run: &JitterRun) -> RunView {
@@ -19,6 +19,7 @@ pub fn jitter_view(run: &JitterRun) -> RunView {
         machine: probes::machine::machine(),
         config,
         load: run.load.clone(),
+        qos_requested: serde_json::Value::Null,
         qos_granted: o.qos_granted(),
         flags: run.flags.clone(),
         result: o.result_json(),
@@ -47,6 +48,7 @@ pub fn roundtrip_view(run: &RoundtripRun) -> RunView {
         machine: probes::machine::machine(),
         config,
         load: json!({"spec": run.cell.load.to_string()}),
+        qos_requested: serde_json::Value::Null,
         qos_granted: o.qos_granted(),
         flags: run.flags.clone(),
         result: o.result_json(),
@@ -72,6 +74,7 @@ pub fn event_view(run: &EventRun) -> RunView {
         machine: probes::machine::machine(),
         config,
         load: json!({"spec": run.load}),
+        qos_requested: serde_json::Value::Null,
         qos_granted: o.qos_granted(),
         flags: run.flags.clone(),
         result: o.result_json(),
@@ -129,4 +132,90 @@ pub fn min_buffer(runs: &[RoundtripRun]) -> (Option<RunView>, Option<RunView>) {
     let (held, failed) = crate::min_buffer::verdict(runs);
     let view = |i: Option<usize>| i.map(|i| roundtrip_view(&runs[i]));
     (view(held), view(failed))
+}
+
+/// The view of a fresh net run: what `net_run` stored (of its configuration and grants,
+/// the parts a report reads).
+pub fn net_view(run: &NetRun) -> RunView {
+    let (o, c) = (&run.outcome, &run.config);
+    let pressed: Vec<usize> = (0..c.input.len())
+        .filter(|&p| c.input[p].pressure > 0.0)
+        .collect();
+    let pad = c.input.iter().find(|p| p.pressure > 0.0);
+    let config = json!({
+        "transport": if c.netns { "UDP over a veth pair between two network namespaces" } else { "UDP over loopback" },
+        "pads_pressed": pressed,
+        "pad": pad.map(|p| json!({"x": p.x, "y": p.y, "pressure": p.pressure})),
+        "workers": c.workers,
+        "poll": c.poll.to_string(),
+        "load": run.load.to_string(),
+        "link": c.link.map(|l| json!({"mbps": l.mbps, "reserve_mbps": l.reserve_mbps, "by": l.by.to_string()})),
+    });
+    let mut qos_granted = json!({});
+    if let Some(cells) = &run.cells {
+        qos_granted["cells"] = cells.clone();
+        qos_granted["cells_undone"] = json!(run.cells_undone);
+    }
+    RunView {
+        id: run.run_id,
+        probe: "net".into(),
+        status: run.status,
+        machine: probes::machine::machine(),
+        config,
+        load: json!({"spec": run.load.to_string()}),
+        qos_requested: json!({"threads": c.policy.to_string()}),
+        qos_granted,
+        flags: run.flags.clone(),
+        result: o.result_json(),
+        error: run.storage_error.clone(),
+        started_mono_ns: o.start_ns,
+        measurements: o.measurements(),
+        events: Vec::new(),
+        triggers: Vec::new(),
+    }
+}
+
+/// `audiolat net`'s text: the run's tables and where it is stored.
+pub fn net_text(run: &NetRun, db: &std::path::Path) -> String {
+    let mut out = report::view::net::text(&net_view(run));
+    out.push_str(&format!(
+        "\nstored as run {} in {}; `audiolat show {}` shows it, `audiolat export {} --format series` every block\n",
+        run.run_id,
+        db.display(),
+        run.run_id,
+        run.run_id
+    ));
+    out
+}
+
+/// The view of a fresh run of one end of `audiolat net`: what `net_end_run` stored.
+pub fn net_end_view(run: &NetEndRun) -> RunView {
+    RunView {
+        id: run.run_id,
+        probe: "net".into(),
+        status: run.status,
+        machine: probes::machine::machine(),
+        config: serde_json::Value::Null,
+        load: serde_json::Value::Null,
+        qos_requested: serde_json::Value::Null,
+        qos_granted: serde_json::Value::Null,
+        flags: run.flags.clone(),
+        result: run.result.clone(),
+        error: None,
+        started_mono_ns: 0,
+        measurements: run.measurements.clone(),
+        events: Vec::new(),
+        triggers: Vec::new(),
+    }
+}
+
+/// `audiolat net respond|emulate`'s text: the run's tables and where it is stored.
+pub fn net_end_text(run: &NetEndRun, db: &std::path::Path) -> String {
+    let mut out = report::view::net::end_text(&net_end_view(run));
+    out.push_str(&format!(
+        "\nstored as run {} in {}\n",
+        run.run_id,
+        db.display()
+    ));
+    out
 }

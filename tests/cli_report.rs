@@ -59,7 +59,14 @@ fn a_roundtrip_run_shows_the_tables_it_printed() {
     let db = dir.path().join("r.db");
     let fresh = same_tables_in_show(
         &db,
-        &["roundtrip", "--backend", "virtual", "--duration", "300ms", "-q"],
+        &[
+            "roundtrip",
+            "--backend",
+            "virtual",
+            "--duration",
+            "300ms",
+            "-q",
+        ],
         "stored in",
     );
     assert!(fresh.contains("windows"), "{fresh}");

@@ -67,72 +67,72 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
 /// One card: its name, a row per PCM stream with what it accepts, the formats and
 /// access each group of streams takes, and the subdevices in use.
 fn card_text(card: &engine::alsa_devices::Card, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "card {} [{}]: {}{}",
-            card.index,
-            card.id,
-            card.long_name,
-            card.driver
-                .as_deref()
-                .map_or(String::new(), |d| format!(" (driver {d})"))
-        );
-        if let Some(e) = &card.error {
-            let _ = writeln!(out, "  {e}");
-        }
-        let mut t = report::terminal::Table::new(&[
-            "pcm",
-            "name",
-            "direction",
-            "free",
-            "channels",
-            "rate Hz",
-            "period",
-            "buffer",
-            "periods",
-            "audiolat formats",
-        ])
-        .left_align(&[1, 2, 9]);
-        // (what a stream takes, the streams that take it), and subdevices in use.
-        let mut formats: Vec<(String, Vec<String>)> = Vec::new();
-        let mut notes = Vec::new();
-        for d in &card.devices {
-            let pcm = format!("hw:{},{}", card.id, d.device);
-            for s in [&d.playback, &d.capture].into_iter().flatten() {
-                let mut row = vec![
-                    pcm.clone(),
-                    d.name.clone().unwrap_or_else(|| "-".into()),
-                    s.direction.name().to_string(),
-                    format!("{}/{}", s.subdevices_available, s.subdevices_count),
-                ];
-                stream_cells(&pcm, s, &mut row, &mut formats);
-                t.row(row);
-                for sub in s.subdevices.iter().filter(|x| x.in_use()) {
-                    notes.push(format!(
-                        "  {pcm},{} {}: {}{}",
-                        sub.index,
-                        s.direction.name(),
-                        sub.state.as_deref().unwrap_or("in use"),
-                        sub.holder
-                            .as_ref()
-                            .map_or(String::new(), |h| format!(", held by {h}"))
-                    ));
-                }
+    let _ = writeln!(
+        out,
+        "card {} [{}]: {}{}",
+        card.index,
+        card.id,
+        card.long_name,
+        card.driver
+            .as_deref()
+            .map_or(String::new(), |d| format!(" (driver {d})"))
+    );
+    if let Some(e) = &card.error {
+        let _ = writeln!(out, "  {e}");
+    }
+    let mut t = report::terminal::Table::new(&[
+        "pcm",
+        "name",
+        "direction",
+        "free",
+        "channels",
+        "rate Hz",
+        "period",
+        "buffer",
+        "periods",
+        "audiolat formats",
+    ])
+    .left_align(&[1, 2, 9]);
+    // (what a stream takes, the streams that take it), and subdevices in use.
+    let mut formats: Vec<(String, Vec<String>)> = Vec::new();
+    let mut notes = Vec::new();
+    for d in &card.devices {
+        let pcm = format!("hw:{},{}", card.id, d.device);
+        for s in [&d.playback, &d.capture].into_iter().flatten() {
+            let mut row = vec![
+                pcm.clone(),
+                d.name.clone().unwrap_or_else(|| "-".into()),
+                s.direction.name().to_string(),
+                format!("{}/{}", s.subdevices_available, s.subdevices_count),
+            ];
+            stream_cells(&pcm, s, &mut row, &mut formats);
+            t.row(row);
+            for sub in s.subdevices.iter().filter(|x| x.in_use()) {
+                notes.push(format!(
+                    "  {pcm},{} {}: {}{}",
+                    sub.index,
+                    s.direction.name(),
+                    sub.state.as_deref().unwrap_or("in use"),
+                    sub.holder
+                        .as_ref()
+                        .map_or(String::new(), |h| format!(", held by {h}"))
+                ));
             }
         }
-        out.push_str(&t.render());
-        let streams: usize = formats.iter().map(|(_, who)| who.len()).sum();
-        for (takes, who) in formats {
-            if who.len() == streams && streams > 1 {
-                let _ = writeln!(out, "  every device: {takes}");
-            } else {
-                let _ = writeln!(out, "  {}: {takes}", who.join(", "));
-            }
+    }
+    out.push_str(&t.render());
+    let streams: usize = formats.iter().map(|(_, who)| who.len()).sum();
+    for (takes, who) in formats {
+        if who.len() == streams && streams > 1 {
+            let _ = writeln!(out, "  every device: {takes}");
+        } else {
+            let _ = writeln!(out, "  {}: {takes}", who.join(", "));
         }
-        for n in notes {
-            let _ = writeln!(out, "{n}");
-        }
-        out.push('\n');
+    }
+    for n in notes {
+        let _ = writeln!(out, "{n}");
+    }
+    out.push('\n');
 }
 
 /// A stream's cells after its name and direction: what it accepts (and the formats it
@@ -144,60 +144,57 @@ fn stream_cells(
     formats: &mut Vec<(String, Vec<String>)>,
 ) {
     use engine::alsa_devices::Probe;
-                match &s.probe {
-                    Probe::Caps(c) => {
-                        let rates = match c.rates_continuous {
-                            Some(true) => format!("{} (any)", bounds(&c.rate_hz)),
-                            _ => c
-                                .standard_rates_hz
-                                .iter()
-                                .map(|r| r.to_string())
-                                .collect::<Vec<_>>()
-                                .join(","),
-                        };
-                        let ours: Vec<&str> =
-                            c.audiolat_formats().iter().map(|f| f.alsa_name()).collect();
-                        row.extend([
-                            bounds(&c.channels),
-                            if rates.is_empty() { "-".into() } else { rates },
-                            bounds(&c.period_frames),
-                            bounds(&c.buffer_frames),
-                            bounds(&c.periods),
-                            if ours.is_empty() {
-                                "none: use plughw:".into()
-                            } else {
-                                ours.join(" ")
-                            },
-                        ]);
-                        let takes = format!(
-                            "formats {}; access {}",
-                            c.formats.join(" "),
-                            c.access.join(" ")
-                        );
-                        match formats.iter_mut().find(|(t, _)| *t == takes) {
-                            Some((_, who)) => who.push(format!("{pcm} {}", s.direction.name())),
-                            None => {
-                                formats.push((takes, vec![format!("{pcm} {}", s.direction.name())]))
-                            }
-                        }
-                    }
-                    Probe::Busy(holders) => {
-                        let who: Vec<String> = holders.iter().map(|h| h.to_string()).collect();
-                        row.extend(std::iter::repeat_n("-".to_string(), 5));
-                        row.push(format!(
-                            "busy: {}",
-                            if who.is_empty() {
-                                "held by another program".to_string()
-                            } else {
-                                format!("held by {}", who.join(", "))
-                            }
-                        ));
-                    }
-                    Probe::Failed(why) => {
-                        row.extend(std::iter::repeat_n("-".to_string(), 5));
-                        row.push(format!("not readable: {why}"));
-                    }
+    match &s.probe {
+        Probe::Caps(c) => {
+            let rates = match c.rates_continuous {
+                Some(true) => format!("{} (any)", bounds(&c.rate_hz)),
+                _ => c
+                    .standard_rates_hz
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            let ours: Vec<&str> = c.audiolat_formats().iter().map(|f| f.alsa_name()).collect();
+            row.extend([
+                bounds(&c.channels),
+                if rates.is_empty() { "-".into() } else { rates },
+                bounds(&c.period_frames),
+                bounds(&c.buffer_frames),
+                bounds(&c.periods),
+                if ours.is_empty() {
+                    "none: use plughw:".into()
+                } else {
+                    ours.join(" ")
+                },
+            ]);
+            let takes = format!(
+                "formats {}; access {}",
+                c.formats.join(" "),
+                c.access.join(" ")
+            );
+            match formats.iter_mut().find(|(t, _)| *t == takes) {
+                Some((_, who)) => who.push(format!("{pcm} {}", s.direction.name())),
+                None => formats.push((takes, vec![format!("{pcm} {}", s.direction.name())])),
+            }
+        }
+        Probe::Busy(holders) => {
+            let who: Vec<String> = holders.iter().map(|h| h.to_string()).collect();
+            row.extend(std::iter::repeat_n("-".to_string(), 5));
+            row.push(format!(
+                "busy: {}",
+                if who.is_empty() {
+                    "held by another program".to_string()
+                } else {
+                    format!("held by {}", who.join(", "))
                 }
+            ));
+        }
+        Probe::Failed(why) => {
+            row.extend(std::iter::repeat_n("-".to_string(), 5));
+            row.push(format!("not readable: {why}"));
+        }
+    }
 }
 
 /// The ALSA PCM names (aplay -L), by their plug-in only for each card's devices.

@@ -11,11 +11,9 @@ use serde_json::{json, Value};
 
 mod bench;
 mod devices;
-mod net;
 
 pub use bench::{bench_json, bench_text, BenchFlags};
 pub use devices::{devices_json, devices_text};
-pub use net::{net_end_text, net_json, net_text};
 
 /// What the synth adds after a block's last packet: the median of the synth phase less
 /// that of the reference (a host answering silence at once). `None` without a reference,

@@ -42,6 +42,6 @@ pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
     Series, ToolInfo, Verdict,
 };
-pub use view::RunView;
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, RunFilter, Store, StoreError, Summarise};
+pub use view::RunView;

@@ -28,6 +28,8 @@ pub struct RunView {
     pub config: Value,
     /// The load as run (spec, processes, exits).
     pub load: Value,
+    /// The real-time settings asked for.
+    pub qos_requested: Value,
     /// The real-time settings granted.
     pub qos_granted: Value,
     /// Validity flags.
@@ -62,6 +64,7 @@ impl RunView {
             machine: run.machine.clone(),
             config: run.config.clone(),
             load: run.load.clone(),
+            qos_requested: run.qos_requested.clone(),
             qos_granted: run.qos_granted.clone(),
             flags: run.flags.clone(),
             result: run.result.clone(),

@@ -756,6 +756,8 @@ impl NetOutcome {
         };
         json!({
             "deadline_ns": wire::DEADLINE_NS,
+            "short_response_ns": host::SHORT_RESPONSE_NS,
+            "stream_datagram_bytes": STREAM_DATAGRAM,
             "reference": self.reference.as_ref().map(phase),
             "synth": self.synth.as_ref().map(phase),
         })

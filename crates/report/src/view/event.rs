@@ -66,7 +66,8 @@ fn stream_lines(first: &RunView, out: &mut String) {
 
 /// A figure of `s`, or `-` when no note sounded (the model's latency is the stream's).
 fn stat(s: Stats, f: fn(&Stats) -> f64, show: fn(f64) -> String) -> String {
-    s.measured().map_or_else(|| "-".to_string(), |s| show(f(&s)))
+    s.measured()
+        .map_or_else(|| "-".to_string(), |s| show(f(&s)))
 }
 
 /// One row per run.
@@ -102,7 +103,11 @@ fn run_table(runs: &[RunView]) -> String {
     for r in runs {
         let mut row = run_row(r);
         if loopback {
-            let m = Stats::of(r.triggers.iter().filter_map(|t| t.measured_ns.map(|m| m as f64)));
+            let m = Stats::of(
+                r.triggers
+                    .iter()
+                    .filter_map(|t| t.measured_ns.map(|m| m as f64)),
+            );
             row.insert(12, if m.count > 0 { ms(m.mean) } else { "-".into() });
         }
         t.row(row);
@@ -139,7 +144,11 @@ fn run_row(r: &RunView) -> Vec<String> {
             .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
         s["missed_triggers"].to_string(),
         format!("{}/{}", s["underruns"]["start"], s["underruns"]["steady"]),
-        if realtime(r) { "yes".into() } else { "NO".into() },
+        if realtime(r) {
+            "yes".into()
+        } else {
+            "NO".into()
+        },
         steal_cell(&r.flags),
     ]
 }
@@ -259,7 +268,11 @@ fn run_notes(r: &RunView, out: &mut String) {
     let s = &r.result;
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
     if let Some(port) = s["capture_port"].as_str() {
-        let missing = r.triggers.iter().filter(|t| t.measured_ns.is_none()).count();
+        let missing = r
+            .triggers
+            .iter()
+            .filter(|t| t.measured_ns.is_none())
+            .count();
         if missing > 0 {
             let _ = writeln!(
                 out,

@@ -126,9 +126,8 @@ fn row_lines(r: &ExperimentRow, width: usize, out: &mut String) {
         s.map_or(0, |s| s.count)
     };
     // No block answered: no times to summarise.
-    let time = |f: fn(&results::Summary) -> f64| {
-        s.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)))
-    };
+    let time =
+        |f: fn(&results::Summary) -> f64| s.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)));
     // No block sent: no share of them.
     let missed = if blocks > 0 {
         format!("{misses} ({:.2}%)", 100.0 * *misses as f64 / blocks as f64)

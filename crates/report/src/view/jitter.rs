@@ -134,7 +134,12 @@ fn largest_wakeups(run: &RunView, out: &mut String) {
         out,
         "\nlargest wake-ups (host steal on that CPU in the sampled window around each):"
     );
-    for a in run.result["outliers"].as_array().into_iter().flatten().take(5) {
+    for a in run.result["outliers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(5)
+    {
         let window = fmt_ns(a["steal_window_ns"].as_u64().unwrap_or(0) as f64);
         let steal = match a["steal_ns_around"].as_u64().unwrap_or(0) {
             0 => format!("none in {window}"),

@@ -17,6 +17,7 @@ pub mod event;
 pub mod experiment;
 pub mod jitter;
 pub mod min_buffer;
+pub mod net;
 pub mod roundtrip;
 pub mod run;
 

@@ -132,7 +132,11 @@ fn row(r: &RunView) -> Vec<String> {
             "-".into()
         },
         format!("{}/{}", u(&s["xruns"]), u(&s["skipped_cycles"])),
-        if realtime(r) { "yes".into() } else { "NO".into() },
+        if realtime(r) {
+            "yes".into()
+        } else {
+            "NO".into()
+        },
         steal_cell(&r.flags),
     ]
 }

@@ -26,6 +26,8 @@ pub fn text(
         }
         "roundtrip" => out.push_str(&super::roundtrip::text(std::slice::from_ref(view))),
         "event" => out.push_str(&super::event::text(std::slice::from_ref(view))),
+        "net" if view.flags["role"].is_string() => out.push_str(&super::net::end_text(view)),
+        "net" => out.push_str(&super::net::text(view)),
         _ => measurement_lines(&view.measurements, &mut out),
     }
     if let Some(findings) = record.result["findings"].as_array() {
