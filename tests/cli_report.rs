@@ -99,3 +99,60 @@ fn a_jitter_run_as_json_is_the_stored_run() {
         metrics(&shown["measurements"])
     );
 }
+
+#[test]
+fn an_event_run_shows_the_tables_it_printed() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("r.db");
+    let fresh = same_tables_in_show(
+        &db,
+        &["event", "--backend", "virtual", "--triggers", "20", "-q"],
+        "stored in",
+    );
+    assert!(fresh.contains("late cb"), "{fresh}");
+}
+
+#[test]
+fn a_net_run_shows_the_tables_it_printed() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("r.db");
+    let fresh = same_tables_in_show(
+        &db,
+        &[
+            "net",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--reference",
+            "200ms",
+        ],
+        "stored as run",
+    );
+    assert!(fresh.contains("Figure 7"), "{fresh}");
+}
+
+#[test]
+fn a_net_run_as_json_is_the_stored_run() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let db = dir.path().join("r.db");
+    let fresh = run_json(
+        &db,
+        &[
+            "net",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--no-reference",
+            "--json",
+        ],
+    );
+    let shown = run_json(&db, &["show", "last", "--json"]);
+    for key in ["status", "flags", "result"] {
+        assert_eq!(fresh[key], shown["run"][key], "{key}:\n{fresh}\n{shown}");
+    }
+}

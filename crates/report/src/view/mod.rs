@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::terminal::fmt_ns;
 use results::Measurement;
 
+pub mod bench;
 pub mod doctor;
 pub mod event;
 pub mod experiment;
