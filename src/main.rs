@@ -214,15 +214,9 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);
             if a.json {
-                print_json(&report::view::doctor::json(
-                    &report.machine,
-                    &report.findings,
-                ))?;
+                print_json(&views::doctor_json(&report))?;
             } else {
-                print!(
-                    "{}",
-                    report::view::doctor::text(&report.machine, &report.findings)
-                );
+                print!("{}", views::doctor_text(&report));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -307,16 +301,10 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
         )
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
-    let view = run_views::jitter_view(&run);
     if a.json {
-        print_json(&report::view::jitter::json(&view))?;
+        print_json(&run_views::jitter_json(&run))?;
     } else {
-        print!("{}", report::view::jitter::text(&view));
-        println!(
-            "\nstored as run {} in {}",
-            run.run_id,
-            ctx.db_path.display()
-        );
+        print!("{}", run_views::jitter_text(&run, &ctx.db_path));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -736,18 +724,13 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     if a.json {
         let mut v = views::roundtrip_json(group, &runs);
         if a.find_min_buffer {
-            let (held, failed) = run_views::min_buffer(&runs);
-            v["min_buffer"] = report::view::min_buffer::json(held.as_ref(), failed.as_ref());
+            v["min_buffer"] = run_views::min_buffer_json(&runs);
         }
         print_json(&v)?;
     } else {
         print!("{}", run_views::roundtrip_text(group, &runs, &ctx.db_path));
         if a.find_min_buffer {
-            let (held, failed) = run_views::min_buffer(&runs);
-            print!(
-                "{}",
-                report::view::min_buffer::text(held.as_ref(), failed.as_ref())
-            );
+            print!("{}", run_views::min_buffer_text(&runs));
         }
     }
     sweep_exit(failure, status)
@@ -1084,7 +1067,7 @@ fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
             "error": run.error,
-            "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
+            "measurements": run.measurements.iter().map(views::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
     } else if !(nothing && run.error.is_some()) {
         print!("{}", run_views::net_end_text(run, db));
@@ -1136,7 +1119,7 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     }
     let run = runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
-        print_json(&report::view::net::json(&run_views::net_view(&run)))?;
+        print_json(&run_views::net_json(&run))?;
     } else {
         print!("{}", run_views::net_text(&run, &ctx.db_path));
     }
@@ -1660,7 +1643,7 @@ fn suite(ctx: &Context, a: &cli::SuiteArgs) -> Result<ExitCode> {
             "group_id": group,
             "status": group_status,
             "report": report_path,
-            "doctor": report::view::doctor::json(&report.machine, &report.findings),
+            "doctor": views::doctor_json(&report),
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),

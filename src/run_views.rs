@@ -60,6 +60,22 @@ pub fn roundtrip_view(run: &RoundtripRun) -> RunView {
     }
 }
 
+/// `audiolat jitter`'s text: the run's tables and where it is stored.
+pub fn jitter_text(run: &JitterRun, db: &std::path::Path) -> String {
+    let mut out = report::view::jitter::text(&jitter_view(run));
+    out.push_str(&format!(
+        "\nstored as run {} in {}\n",
+        run.run_id,
+        db.display()
+    ));
+    out
+}
+
+/// `audiolat jitter --json`.
+pub fn jitter_json(run: &JitterRun) -> serde_json::Value {
+    report::view::jitter::json(&jitter_view(run))
+}
+
 /// The view of a fresh event run: what `event_run` stored (of its configuration, the
 /// probe's own and the parts of the cell a report reads).
 pub fn event_view(run: &EventRun) -> RunView {
@@ -128,10 +144,22 @@ pub fn roundtrip_text(group: i64, runs: &[RoundtripRun], db: &std::path::Path) -
 
 /// `--find-min-buffer`'s verdict over a descending sweep: the views of the smallest
 /// buffer that held and of the first that did not.
-pub fn min_buffer(runs: &[RoundtripRun]) -> (Option<RunView>, Option<RunView>) {
+fn min_buffer(runs: &[RoundtripRun]) -> (Option<RunView>, Option<RunView>) {
     let (held, failed) = crate::min_buffer::verdict(runs);
     let view = |i: Option<usize>| i.map(|i| roundtrip_view(&runs[i]));
     (view(held), view(failed))
+}
+
+/// `--find-min-buffer`'s verdict as text.
+pub fn min_buffer_text(runs: &[RoundtripRun]) -> String {
+    let (held, failed) = min_buffer(runs);
+    report::view::min_buffer::text(held.as_ref(), failed.as_ref())
+}
+
+/// `--find-min-buffer`'s verdict as JSON.
+pub fn min_buffer_json(runs: &[RoundtripRun]) -> serde_json::Value {
+    let (held, failed) = min_buffer(runs);
+    report::view::min_buffer::json(held.as_ref(), failed.as_ref())
 }
 
 /// The view of a fresh net run: what `net_run` stored (of its configuration and grants,
@@ -173,6 +201,11 @@ pub fn net_view(run: &NetRun) -> RunView {
         events: Vec::new(),
         triggers: Vec::new(),
     }
+}
+
+/// `audiolat net --json`.
+pub fn net_json(run: &NetRun) -> serde_json::Value {
+    report::view::net::json(&net_view(run))
 }
 
 /// `audiolat net`'s text: the run's tables and where it is stored.

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 mod bench;
 mod devices;
 
+pub use report::view::measurement_summary_json;
+
 pub use bench::{bench_json, bench_text, BenchFlags};
 pub use devices::{devices_json, devices_text};
 
@@ -159,4 +161,14 @@ maxima on a virtual machine are the hypervisor's as much as ours: read the count
         db.display()
     );
     out
+}
+
+/// Doctor as text.
+pub fn doctor_text(r: &probes::doctor::DoctorReport) -> String {
+    report::view::doctor::text(&r.machine, &r.findings)
+}
+
+/// Doctor as JSON.
+pub fn doctor_json(r: &probes::doctor::DoctorReport) -> Value {
+    report::view::doctor::json(&r.machine, &r.findings)
 }

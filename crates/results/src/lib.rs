@@ -1,7 +1,7 @@
 //! # results: what audiolat measured, kept
 //!
 //! This crate owns audiolat's data model (runs, measurements, events, series; see
-//! ARCHITECTURE.md), the fixed-bound HDR histograms every probe records into, the SQLite
+//! ARCHITECTURE.md; [`RunView`] is one run as its renderers read it), the fixed-bound HDR histograms every probe records into, the SQLite
 //! store and the exports.
 //!
 //! Promises:

@@ -28,7 +28,8 @@ pub struct RunView {
     pub config: Value,
     /// The load as run (spec, processes, exits).
     pub load: Value,
-    /// The real-time settings asked for.
+    /// The real-time settings asked for (`null` in a fresh run's view when its renderer
+    /// does not read them).
     pub qos_requested: Value,
     /// The real-time settings granted.
     pub qos_granted: Value,
