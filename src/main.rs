@@ -12,10 +12,12 @@
 
 mod audio;
 mod cli;
+mod min_buffer;
 mod plan;
 mod plan_run;
 mod presets;
 mod report_data;
+mod run_views;
 mod runner;
 mod views;
 
@@ -303,9 +305,9 @@ fn jitter(ctx: &Context, a: &cli::JitterArgs) -> Result<ExitCode> {
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
     if a.json {
-        print_json(&views::jitter_json(&run))?;
+        print_json(&run_views::jitter_json(&run))?;
     } else {
-        print!("{}", views::jitter_text(&run, &ctx.db_path));
+        print!("{}", run_views::jitter_text(&run, &ctx.db_path));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -506,7 +508,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&views::event_json(group, &runs))?;
     } else {
-        print!("{}", views::event_text(group, &runs, &ctx.db_path));
+        print!("{}", run_views::event_text(group, &runs, &ctx.db_path));
     }
     sweep_exit(failure, status)
 }
@@ -711,7 +713,7 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
                 }
                 // Finding the smallest buffer: the first setting that under-runs (or
                 // loses the loop) ends the descent.
-                let under_ran = a.find_min_buffer && !views::holds_without_underruns(&run);
+                let under_ran = a.find_min_buffer && !min_buffer::holds_without_underruns(&run);
                 runs.push(run);
                 if stop_sweep || under_ran {
                     break 'periods;
@@ -725,13 +727,13 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     if a.json {
         let mut v = views::roundtrip_json(group, &runs);
         if a.find_min_buffer {
-            v["min_buffer"] = views::min_buffer_json(&runs);
+            v["min_buffer"] = run_views::min_buffer_json(&runs);
         }
         print_json(&v)?;
     } else {
-        print!("{}", views::roundtrip_text(group, &runs, &ctx.db_path));
+        print!("{}", run_views::roundtrip_text(group, &runs, &ctx.db_path));
         if a.find_min_buffer {
-            print!("{}", views::min_buffer_text(&runs));
+            print!("{}", run_views::min_buffer_text(&runs));
         }
     }
     sweep_exit(failure, status)
@@ -1071,7 +1073,7 @@ fn print_net_end(run: &runner::NetEndRun, as_json: bool, db: &std::path::Path) -
             "measurements": run.measurements.iter().map(views::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
     } else if !(nothing && run.error.is_some()) {
-        print!("{}", views::net_end_text(run, db));
+        print!("{}", run_views::net_end_text(run, db));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: {e}");
@@ -1120,9 +1122,9 @@ fn net(ctx: &Context, a: &cli::NetArgs) -> Result<ExitCode> {
     }
     let run = runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
-        print_json(&views::net_json(&run))?;
+        print_json(&run_views::net_json(&run))?;
     } else {
-        print!("{}", views::net_text(&run, &ctx.db_path));
+        print!("{}", run_views::net_text(&run, &ctx.db_path));
     }
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -1284,10 +1286,12 @@ fn net_experiment(ctx: &Context, a: &cli::ExperimentArgs) -> Result<ExitCode> {
             host_cell: r.host_cell.map(str::to_string),
         };
         match runner::net_run(ctx, &store, Some(group), &config, &load, &plan, &scratch) {
-            Ok(run) => rows.push(views::ExperimentRow::from_run(
-                &r.label, metric, r.paper, &run,
+            Ok(run) => rows.push(views::experiment_row(&r.label, metric, r.paper, &run)),
+            Err(e) => rows.push(views::ExperimentRow::failed(
+                &r.label,
+                r.paper,
+                format!("{e:#}"),
             )),
-            Err(e) => rows.push(views::ExperimentRow::failed(&r.label, r.paper, &e)),
         }
     }
     if a.json {
@@ -1821,10 +1825,13 @@ fn show(ctx: &Context, a: &cli::ShowArgs) -> Result<ExitCode> {
     } else {
         let counts = store.event_counts(run.id)?;
         let events = store.events(run.id, Some(a.events))?;
-        print!(
-            "{}",
-            views::show_text(&run, &measurements, &counts, &events)
+        let view = results::RunView::from_stored(
+            &run,
+            &measurements,
+            store.events(run.id, None)?,
+            store.triggers(run.id)?,
         );
+        print!("{}", report::view::run::text(&run, &view, &counts, &events));
     }
     Ok(ExitCode::SUCCESS)
 }

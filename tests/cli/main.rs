@@ -22,6 +22,7 @@ mod net;
 mod plan;
 mod reports;
 mod roundtrip;
+mod show;
 mod signals;
 mod store;
 mod suite;

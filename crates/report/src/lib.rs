@@ -1,6 +1,8 @@
 //! # report: results, shown
 //!
 //! This crate only reads the results model and formats it; it never measures. It renders
+//! each probe's run for the terminal from a [`results::RunView`], one renderer per probe
+//! ([`view`]: the same function for a run just made and a stored one), the building blocks
 //! for the terminal (summary tables, log-count histograms, doctor findings, run lists),
 //! lays out a plan's paper-shaped tables with the studies' published figures beside ours
 //! ([`paper`]), writes one self-contained HTML report with inline SVG plots drawn by the
@@ -23,3 +25,4 @@ pub mod html;
 pub mod paper;
 pub mod plots;
 pub mod terminal;
+pub mod view;

@@ -1,7 +1,7 @@
 //! # results: what audiolat measured, kept
 //!
 //! This crate owns audiolat's data model (runs, measurements, events, series; see
-//! ARCHITECTURE.md), the fixed-bound HDR histograms every probe records into, the SQLite
+//! ARCHITECTURE.md; [`RunView`] is one run as its renderers read it), the fixed-bound HDR histograms every probe records into, the SQLite
 //! store and the exports.
 //!
 //! Promises:
@@ -35,8 +35,10 @@ pub mod export;
 pub mod hist;
 pub mod model;
 pub mod sink;
+pub mod stats;
 #[cfg(feature = "sqlite")]
 pub mod store;
+pub mod view;
 
 pub use hist::{LatencyHistogram, Summary};
 pub use model::{
@@ -46,3 +48,4 @@ pub use model::{
 pub use sink::{RunSink, SinkError};
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, RunFilter, Store, StoreError, Summarise};
+pub use view::RunView;

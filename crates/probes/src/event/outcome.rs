@@ -369,6 +369,7 @@ pub(crate) fn stream_json(info: &StreamInfo, start: Option<DuplexStart>) -> Valu
             "steady_offset": s.steady_offset,
         })),
         "backend": info.backend,
+        "client": info.client_name,
         "model": info.model.to_string(),
         "server": {"name": info.server.name, "private": info.server.private,
                    "command_line": info.server.command_line,

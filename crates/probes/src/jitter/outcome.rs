@@ -308,6 +308,7 @@ impl JitterOutcome {
             "underruns": self.recorded.underrun_count,
             "underrun_cycles": self.recorded.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
             "run_ns": self.end_ns.saturating_sub(self.start_ns),
+            "start_ns": self.start_ns,
             "busy": self.busy.map(|b| {
                 let iters = self.recorded.busy_iterations;
                 json!({

@@ -118,6 +118,8 @@ impl NetOutcome {
         };
         json!({
             "deadline_ns": wire::DEADLINE_NS,
+            "short_response_ns": netaudio::host::SHORT_RESPONSE_NS,
+            "stream_datagram_bytes": netaudio::traffic::STREAM_DATAGRAM,
             "reference": self.reference.as_ref().map(phase),
             "synth": self.synth.as_ref().map(phase),
         })

@@ -1,0 +1,326 @@
+//! Event runs: the stream, one row per run, the study's table (mean latency per
+//! configuration), how to read them, and a line per run that needs one.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use results::model::TriggerRow;
+use results::stats::Stats;
+use results::RunView;
+
+use super::{device_line, server_line, steal_cell};
+use crate::terminal::{fmt_ns, machine_line, Table};
+
+/// Milliseconds with two decimals.
+fn ms(ns: f64) -> String {
+    format!("{:.2}", ns / 1e6)
+}
+
+/// The triggers whose note could sound at its modelled time (not missed).
+fn sounded(r: &RunView) -> impl Iterator<Item = &TriggerRow> {
+    r.triggers.iter().filter(|t| !t.missed)
+}
+
+/// The event runs' tables (one sweep's, or one stored run's), as `audiolat event` and
+/// `audiolat show` print them. Nothing without runs.
+pub fn text(runs: &[RunView]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    stream_lines(first, &mut out);
+    out.push_str(&run_table(runs));
+    if runs.len() > 1 {
+        study_table(runs, &mut out);
+    }
+    legend(&mut out);
+    for r in runs {
+        run_notes(r, &mut out);
+    }
+    out
+}
+
+/// The trigger, the backend, its device or server, and the machine (from the first run).
+fn stream_lines(first: &RunView, out: &mut String) {
+    let s = &first.result;
+    let backend = s["backend"].as_str().unwrap_or("?");
+    let _ = writeln!(
+        out,
+        "\nevent latency: {} trigger -> first sample at the DAC, {backend} backend ({} model), {} Hz",
+        first.config["trigger"].as_str().unwrap_or("?"),
+        s["model"].as_str().unwrap_or("?"),
+        s["rate_hz"]
+    );
+    let granted = &first.config["granted"];
+    if !granted.is_null() && backend == "alsa" {
+        let _ = writeln!(out, "{}", device_line(s, granted));
+        // The jack PCM's server; a hardware device has none.
+        if s["server"]["name"] != s["client"] {
+            let _ = writeln!(out, "{}", server_line(&s["server"]));
+        }
+    } else {
+        let _ = writeln!(out, "{}", server_line(&s["server"]));
+    }
+    let _ = writeln!(out, "{}\n", machine_line(&first.machine));
+}
+
+/// A figure of `s`, or `-` when no note sounded (the model's latency is the stream's).
+fn stat(s: Stats, f: fn(&Stats) -> f64, show: fn(f64) -> String) -> String {
+    s.measured()
+        .map_or_else(|| "-".to_string(), |s| show(f(&s)))
+}
+
+/// One row per run.
+fn run_table(runs: &[RunView]) -> String {
+    let loopback = runs
+        .iter()
+        .any(|r| r.triggers.iter().any(|t| t.measured_ns.is_some()));
+    let mut head = vec![
+        "run",
+        "period",
+        "buffer",
+        "workload",
+        "load",
+        "policy",
+        "n",
+        "mean ms",
+        "min",
+        "max",
+        "stdev",
+        "model",
+        "wait",
+        "late cb",
+        "dsp",
+        "missed",
+        "under-runs",
+        "rt",
+        "steal",
+    ];
+    if loopback {
+        head.insert(12, "loopback");
+    }
+    let mut t = Table::new(&head).left_align(&[3, 4, 5]);
+    for r in runs {
+        let mut row = run_row(r);
+        if loopback {
+            let m = Stats::of(
+                r.triggers
+                    .iter()
+                    .filter_map(|t| t.measured_ns.map(|m| m as f64)),
+            );
+            row.insert(12, if m.count > 0 { ms(m.mean) } else { "-".into() });
+        }
+        t.row(row);
+    }
+    t.render()
+}
+
+/// One run's row, without the loopback column.
+fn run_row(r: &RunView) -> Vec<String> {
+    let s = &r.result;
+    let l = Stats::of(sounded(r).map(|t| t.latency_ns as f64));
+    let wait = Stats::of(sounded(r).map(|t| t.wait_ns as f64));
+    let cb = Stats::of(sounded(r).map(|t| t.lateness_ns as f64));
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    vec![
+        r.id.to_string(),
+        s["period_frames"].to_string(),
+        s["playback_latency_frames"].to_string(),
+        text(&r.config["workload"]),
+        text(&r.config["load"]),
+        text(&r.config["policy"]),
+        l.count.to_string(),
+        stat(l, |s| s.mean, ms),
+        stat(l, |s| s.min, ms),
+        stat(l, |s| s.max, ms),
+        stat(l, |s| s.stdev, ms),
+        s["model_latency_ms"]
+            .as_f64()
+            .map_or_else(|| "-".into(), |m| format!("{m:.2}")),
+        stat(wait, |s| s.mean, ms),
+        stat(cb, |s| s.mean, fmt_ns),
+        s["dsp_load_percent_mean"]
+            .as_f64()
+            .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
+        s["missed_triggers"].to_string(),
+        format!("{}/{}", s["underruns"]["start"], s["underruns"]["steady"]),
+        if realtime(r) {
+            "yes".into()
+        } else {
+            "NO".into()
+        },
+        steal_cell(&r.flags),
+    ]
+}
+
+/// Whether the audio thread (and the trigger thread, if any) ran real-time.
+fn realtime(r: &RunView) -> bool {
+    r.flags["realtime"].as_bool().unwrap_or(false)
+}
+
+/// A run's column in the study's table: its workload, its load, and its policy when
+/// the runs differ in it.
+fn column(r: &RunView, runs: &[RunView]) -> String {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    let mut c = text(&r.config["workload"]);
+    let load = text(&r.config["load"]);
+    if load != "none" {
+        c.push('+');
+        c.push_str(&load);
+    }
+    let policies: BTreeSet<String> = runs.iter().map(|r| text(&r.config["policy"])).collect();
+    if policies.len() > 1 {
+        c = format!("{c} {}", text(&r.config["policy"]));
+    }
+    c
+}
+
+/// A run's row in the study's table: (buffer, period) in frames.
+fn buffer_period(r: &RunView) -> (u64, u64) {
+    let s = &r.result;
+    (
+        s["playback_latency_frames"].as_u64().unwrap_or(0),
+        s["period_frames"].as_u64().unwrap_or(0),
+    )
+}
+
+/// The study's shape: rows are (buffer, period), columns the scenarios, each cell the
+/// mean latency of its runs' sounded notes.
+fn study_table(runs: &[RunView], out: &mut String) {
+    let mut columns: Vec<String> = Vec::new();
+    let mut rows: Vec<(u64, u64)> = Vec::new();
+    for r in runs {
+        let c = column(r, runs);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+        let k = buffer_period(r);
+        if !rows.contains(&k) {
+            rows.push(k);
+        }
+    }
+    let mut head: Vec<&str> = vec!["buffer", "period"];
+    head.extend(columns.iter().map(String::as_str));
+    let mut t = Table::new(&head);
+    let mut any_missed = false;
+    for &(buffer, period) in &rows {
+        let mut cells = vec![buffer.to_string(), period.to_string()];
+        for c in &columns {
+            let cell_runs: Vec<&RunView> = runs
+                .iter()
+                .filter(|r| buffer_period(r) == (buffer, period) && column(r, runs) == *c)
+                .collect();
+            let values: Vec<f64> = cell_runs
+                .iter()
+                .flat_map(|r| sounded(r).map(|t| t.latency_ns as f64))
+                .collect();
+            let all: usize = cell_runs.iter().map(|r| r.triggers.len()).sum();
+            let missed = all - values.len();
+            let mean = if values.is_empty() {
+                "-".to_string()
+            } else {
+                format!(
+                    "{:.1}",
+                    values.iter().sum::<f64>() / values.len() as f64 / 1e6
+                )
+            };
+            cells.push(if missed > 0 {
+                any_missed = true;
+                format!("{mean} ({missed}/{all} missed)")
+            } else {
+                mean
+            });
+        }
+        t.row(cells);
+    }
+    let _ = writeln!(
+        out,
+        "\naverage latency (ms), as in the BeagleBone study's Figures 4-7:"
+    );
+    out.push_str(&t.render());
+    if any_missed {
+        let _ = writeln!(
+            out,
+            "(n/m missed: n of the m notes were rendered after their cycle's deadline, an under-run; the mean is over the others)"
+        );
+    }
+}
+
+/// What the figures mean.
+fn legend(out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\nlatency = wait (trigger -> the note's frame in the stream) + buffer (the playback latency the ports report)."
+    );
+    let _ = writeln!(
+        out,
+        "model: asap = half a period + buffer on average (up to a period of jitter); fixed = one period + buffer, exactly."
+    );
+    let _ = writeln!(
+        out,
+        "late cb = mean lateness of the callback that rendered the note after its cycle's start; dsp = mean DSP time per cycle, in % of the period; missed = notes rendered after their cycle's deadline (an under-run: left out of n and every mean); under-runs = xruns the server reported before the first trigger / after it."
+    );
+}
+
+/// What a reader of one run's row must know: onsets the loopback missed, notes an
+/// under-run hit, DSP overloads, late triggers, threads that were not real-time.
+fn run_notes(r: &RunView, out: &mut String) {
+    let s = &r.result;
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    if let Some(port) = s["capture_port"].as_str() {
+        let missing = r
+            .triggers
+            .iter()
+            .filter(|t| t.measured_ns.is_none())
+            .count();
+        if missing > 0 {
+            let _ = writeln!(
+                out,
+                "run {}: no onset found in the loopback capture from {port} for {missing} of {} triggers: is the output connected back to it?",
+                r.id,
+                r.triggers.len()
+            );
+        }
+    }
+    let missed = n(&s["missed_triggers"]);
+    if missed > 0 {
+        let _ = writeln!(
+            out,
+            "run {}: {missed} notes were rendered by a callback that started after its cycle's deadline (an under-run); they are left out of n and the figures",
+            r.id
+        );
+    }
+    let overloads = n(&s["dsp_overload_cycles"]);
+    if overloads > 0 {
+        let _ = writeln!(
+            out,
+            "run {}: DSP overload: {overloads} of {} cycles took longer than their period to process (a lighter --workload or a larger --period fits)",
+            r.id, s["cycles"]
+        );
+    }
+    let late = n(&s["late_triggers"]);
+    if late > 0 {
+        let _ = writeln!(
+            out,
+            "run {}: {late} of the triggers reached the audio thread after their frame had passed (started at offset 0 of the next cycle)",
+            r.id
+        );
+    }
+    if !realtime(r) {
+        let q = &r.qos_granted;
+        let audio = q["audio_thread"]
+            .as_str()
+            .unwrap_or("unknown (no cycle ran)");
+        let t = &q["trigger_thread"];
+        let trigger = match (t["policy"].as_str(), t["refusal"].as_str()) {
+            (None, _) => "none".to_string(),
+            (Some(p), Some(why)) => format!("{p} (refused: {why})"),
+            (Some(p), None) => p.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "run {}: NOT REAL-TIME: the audio thread ran {audio}, the trigger thread {trigger}; a JACK server's client threads are real-time when it runs with -R and may (audiolat doctor checks the limits)",
+            r.id
+        );
+    }
+}

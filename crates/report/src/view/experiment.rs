@@ -1,0 +1,197 @@
+//! The Tessellation study's network experiments: our runs beside the study's figures.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::terminal::fmt_ns;
+
+/// The study's Figure 7(a): the music application's cells alone.
+pub const PAPER_FIG7A: &str = "0 misses, mean 997.54 us, stdev 35.11 us, max 1336 us (Fig. 7a)";
+/// Figure 7(b): with the interfering cells.
+pub const PAPER_FIG7B: &str = "0 misses, mean 1024.61 us, stdev 36.88 us, max 1405 us (Fig. 7b)";
+/// Figure 8(a): the abusive stream, no bandwidth guarantee.
+pub const PAPER_FIG8A: &str =
+    "243903 misses (99.91%), mean 461133.61 us, stdev 113320.00 us, max 562898 us (Fig. 8a)";
+/// Figure 8(b): 240 Mbit/s guaranteed.
+pub const PAPER_FIG8B: &str = "0 misses, mean 983.20 us, stdev 48.37 us, max 1389 us (Fig. 8b)";
+/// Section 4.2: 150 Mbit/s guaranteed.
+pub const PAPER_FIG8_150: &str = "8 misses (section 4.2; no figure)";
+
+/// One row of an experiment's table.
+pub struct ExperimentRow {
+    /// What the run changed.
+    pub label: String,
+    /// Run id, if it was stored.
+    pub run_id: Option<i64>,
+    /// complete, interrupted, failed.
+    pub status: String,
+    /// The metric's summary (`None` inside when it has no samples) and misses, if the
+    /// run has the metric.
+    pub summary: Option<(Option<results::Summary>, u64)>,
+    /// The study's numbers for this case.
+    pub paper: &'static str,
+    /// Why it failed, or what to know about it.
+    pub note: String,
+    /// Blocks sent (the misses' denominator: lost blocks have no time).
+    pub sent: u64,
+}
+
+impl ExperimentRow {
+    /// The row of a run that could not be made, and why.
+    pub fn failed(label: &str, paper: &'static str, why: String) -> ExperimentRow {
+        ExperimentRow {
+            label: label.into(),
+            run_id: None,
+            status: "failed".into(),
+            summary: None,
+            paper,
+            note: why,
+            sent: 0,
+        }
+    }
+
+    /// The row as JSON.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "label": self.label,
+            "run_id": self.run_id,
+            "status": self.status,
+            "blocks": self.sent,
+            "misses": self.summary.as_ref().map(|s| s.1),
+            "mean_ns": self.summary.and_then(|s| s.0).map(|s| s.mean),
+            "stdev_ns": self.summary.and_then(|s| s.0).map(|s| s.stdev),
+            "p999_ns": self.summary.and_then(|s| s.0).map(|s| s.p999),
+            "max_ns": self.summary.and_then(|s| s.0).map(|s| s.max),
+            "paper": self.paper,
+            "note": self.note,
+        })
+    }
+}
+
+/// An experiment's table: our runs beside the study's figures, for `metric` against a
+/// deadline of `deadline_ns`.
+pub fn text(
+    which: &str,
+    metric: &str,
+    group: i64,
+    deadline_ns: f64,
+    rows: &[ExperimentRow],
+) -> String {
+    let mut out = String::new();
+    let what = if metric == "end_to_end" {
+        "end to end tf - t0 at the controller (it includes the shaped link's queue; the study stamped t1 in the host's driver, before its network service's queue)"
+    } else {
+        "response time t2 - t1 at the host"
+    };
+    let _ = writeln!(
+        out,
+        "
+net experiment {which} (group {group}): {what}; deadline {}
+",
+        fmt_ns(deadline_ns)
+    );
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  the study",
+        "run", "id", "sent", "missed", "mean", "stdev", "p99.9", "max"
+    );
+    for r in rows {
+        row_lines(r, width, &mut out);
+    }
+    out
+}
+
+/// One row (and its note) of the table, `width` wide in its label.
+fn row_lines(r: &ExperimentRow, width: usize, out: &mut String) {
+    let id = r.run_id.map_or("-".into(), |i| i.to_string());
+    let Some((s, misses)) = &r.summary else {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>5}  {}: {}  | {}",
+            r.label, id, r.status, r.note, r.paper
+        );
+        return;
+    };
+    // Blocks sent: a block lost on the way has no time but missed all the same.
+    let blocks = if r.sent > 0 {
+        r.sent
+    } else {
+        s.map_or(0, |s| s.count)
+    };
+    // No block answered: no times to summarise.
+    let time =
+        |f: fn(&results::Summary) -> f64| s.as_ref().map_or_else(|| "-".into(), |s| fmt_ns(f(s)));
+    // No block sent: no share of them.
+    let missed = if blocks > 0 {
+        format!("{misses} ({:.2}%)", 100.0 * *misses as f64 / blocks as f64)
+    } else {
+        misses.to_string()
+    };
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>5}  {:>8}  {:>15}  {:>10}  {:>10}  {:>10}  {:>10}  {}",
+        r.label,
+        id,
+        blocks,
+        missed,
+        time(|s| s.mean),
+        time(|s| s.stdev),
+        time(|s| s.p999),
+        time(|s| s.max),
+        r.paper
+    );
+    if !r.note.is_empty() {
+        let _ = writeln!(out, "{:<width$}  note: {}", "", r.note);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_net_row_without_answers_shows_no_figure_and_no_share_of_nothing() {
+        let row = |summary, sent| ExperimentRow {
+            label: "lost".into(),
+            run_id: Some(3),
+            status: "complete".into(),
+            summary,
+            paper: "-",
+            note: String::new(),
+            sent,
+        };
+        let text = text(
+            "isolation",
+            "response_time",
+            1,
+            1_405_896.0,
+            &[row(Some((None, 1379)), 1379), row(Some((None, 0)), 0)],
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("lost")).collect();
+        let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        // Every block sent was lost: all missed, no times.
+        assert_eq!(
+            cells(lines[0])[1..],
+            ["3", "1379", "1379", "(100.00%)", "-", "-", "-", "-", "-"],
+            "{text}"
+        );
+        // Nothing sent: no share of nothing.
+        assert_eq!(
+            cells(lines[1])[1..],
+            ["3", "0", "0", "-", "-", "-", "-", "-"],
+            "{text}"
+        );
+        let json = row(Some((None, 1379)), 1379).to_json();
+        assert!(
+            json["mean_ns"].is_null() && json["max_ns"].is_null(),
+            "{json}"
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! A jitter run: its configuration, summary table, wake-up histogram, the fragment
+//! model's under-runs, the largest wake-ups with the host steal around them, and notes.
+
+use std::fmt::Write as _;
+
+use results::RunView;
+use serde_json::{json, Value};
+
+use super::ns_stat;
+use crate::terminal::{flag_notes, fmt_ns, histogram, summary_table};
+
+/// The jitter run's tables, as `audiolat jitter` and `audiolat show` print them.
+pub fn text(run: &RunView) -> String {
+    let r = &run.result;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "jitter run {}: {} after {} cycles in {:.1} s",
+        run.id,
+        run.status,
+        r["cycles"].as_u64().unwrap_or(0),
+        r["run_ns"].as_u64().unwrap_or(0) as f64 / 1e9
+    );
+    let _ = writeln!(out, "{}\n", config_line(run));
+    out.push_str(&summary_table(&run.measurements));
+    let _ = writeln!(out, "\nwake-up latency");
+    if let Some(h) = run
+        .measurement("wakeup_latency")
+        .and_then(|m| m.histogram.as_ref())
+    {
+        out.push_str(&histogram(h, 40));
+    }
+    fragment_model(run, &mut out);
+    largest_wakeups(run, &mut out);
+    if let Some(skipped) = r["skipped_deadlines"].as_u64().filter(|&n| n > 0) {
+        let why = if run.config["fragments"].is_object() {
+            "the loop re-synchronised to the next period after each under-run, as a driver restarting after an xrun would"
+        } else {
+            "a cycle ended after them; see wakeup_latency_co_corrected"
+        };
+        let _ = writeln!(out, "\n{skipped} deadlines skipped ({why})");
+    }
+    notes(run, &mut out);
+    out
+}
+
+/// The run as JSON: its configuration, load, granted settings, flags, measurement
+/// summaries and the probe's results.
+pub fn json(run: &RunView) -> Value {
+    // The load is stored beside the configuration; the JSON has it on its own.
+    let mut config = run.config.clone();
+    if let Some(c) = config.as_object_mut() {
+        c.remove("load");
+    }
+    json!({
+        "run_id": run.id,
+        "status": run.status,
+        "config": config,
+        "load": run.load,
+        "qos_granted": run.qos_granted,
+        "flags": run.flags,
+        "measurements": run.measurements.iter().map(super::measurement_summary_json).collect::<Vec<_>>(),
+        "result": run.result,
+    })
+}
+
+/// What woke, how often, with what work, under which policy on which CPUs and load.
+fn config_line(run: &RunView) -> String {
+    let c = &run.config;
+    let period_ns = c["period_ns"].as_u64().unwrap_or(0) as f64;
+    let what = match c["fragments"].as_object() {
+        Some(f) => format!(
+            "{} x {} frames at {} Hz (period {})",
+            f["fragments"],
+            f["frames"],
+            f["sample_rate"],
+            fmt_ns(period_ns)
+        ),
+        None => format!("{:.1} Hz (period {})", 1e9 / period_ns, fmt_ns(period_ns)),
+    };
+    let busy_percent = c["busy_percent"].as_f64().unwrap_or(0.0);
+    let busy = if busy_percent > 0.0 {
+        format!(", {busy_percent}% busy")
+    } else {
+        String::new()
+    };
+    format!(
+        "{} wake-ups, {what}{busy}, {} on CPUs {}, load {}",
+        c["mode"].as_str().unwrap_or("?"),
+        run.qos_granted["policy"].as_str().unwrap_or("?"),
+        run.qos_granted["cpus"].as_str().unwrap_or("?"),
+        run.load["spec"].as_str().unwrap_or("none")
+    )
+}
+
+/// The run's start on CLOCK_MONOTONIC: the probe's own, else the stored run's.
+fn start_ns(run: &RunView) -> u64 {
+    run.result["start_ns"]
+        .as_u64()
+        .unwrap_or(run.started_mono_ns)
+}
+
+/// The fragment model's headroom and its first would-be under-runs.
+fn fragment_model(run: &RunView, out: &mut String) {
+    let (Some(f), Some(completion)) = (
+        run.config["fragments"].as_object(),
+        run.measurement("fragment_completion"),
+    ) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\nfragment model: headroom {} ((fragments-1) x period); {} would-be under-runs in {} fragments; worst completion {}",
+        fmt_ns(f["headroom_ns"].as_u64().unwrap_or(0) as f64),
+        run.result["underruns"].as_u64().unwrap_or(0),
+        run.result["cycles"].as_u64().unwrap_or(0),
+        ns_stat(Some(completion), |s| s.max)
+    );
+    let start = start_ns(run);
+    for u in run.events.iter().filter(|e| e.kind == "underrun").take(5) {
+        let _ = writeln!(
+            out,
+            "  under-run at cycle {} ({:.3} s): work ended {} after its deadline",
+            u.detail["cycle"],
+            u.mono_ns.saturating_sub(start) as f64 / 1e9,
+            fmt_ns(u.detail["completion_ns"].as_u64().unwrap_or(0) as f64)
+        );
+    }
+}
+
+/// The largest wake-ups, with the host steal on their CPU around each.
+fn largest_wakeups(run: &RunView, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\nlargest wake-ups (host steal on that CPU in the sampled window around each):"
+    );
+    for a in run.result["outliers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(5)
+    {
+        let window = fmt_ns(a["steal_window_ns"].as_u64().unwrap_or(0) as f64);
+        let steal = match a["steal_ns_around"].as_u64().unwrap_or(0) {
+            0 => format!("none in {window}"),
+            ns => format!("{} in {window}", fmt_ns(ns as f64)),
+        };
+        let _ = writeln!(
+            out,
+            "  cycle {:>8} at {:>8.3} s on cpu{}: {:>9}   steal {steal}",
+            a["cycle"].as_u64().unwrap_or(0),
+            a["t_s"].as_f64().unwrap_or(0.0),
+            a["cpu"].as_u64().unwrap_or(0),
+            fmt_ns(a["latency_ns"].as_u64().unwrap_or(0) as f64),
+        );
+    }
+}
+
+/// Validity notes, settings the kernel refused, and loads that exited early.
+fn notes(run: &RunView, out: &mut String) {
+    let q = &run.qos_granted;
+    let mut notes = flag_notes(&run.flags);
+    for refusal in [
+        &q["policy_refusal"],
+        &q["affinity_refusal"],
+        &q["memory_locked"]["refusal"],
+    ] {
+        if let Some(why) = refusal.as_str() {
+            notes.push(format!("refused: {why}"));
+        }
+    }
+    let dma = &q["cpu_dma_latency"];
+    if let (Some(false), Some(why)) = (dma["held"].as_bool(), dma["refusal"].as_str()) {
+        notes.push(format!("refused: {why}"));
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(out);
+        for n in notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+    }
+    if let Some(exits) = run.load["exits"].as_array() {
+        for e in exits.iter().filter(|e| e["early"] == json!(true)) {
+            let _ = writeln!(
+                out,
+                "note: load {} exited during the run ({}): {}",
+                e["item"].as_str().unwrap_or("?"),
+                e["status"].as_str().unwrap_or("?"),
+                e["stderr_tail"].as_str().unwrap_or("")
+            );
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! One renderer per probe, for a fresh run and a stored one alike.
+//!
+//! Every renderer reads a [`results::RunView`] (the run's stored record, measurements
+//! and events) and returns text; none reads a probe's own types, so `audiolat <probe>`
+//! and `audiolat show <run>` print one run through the same function. Lines that only
+//! make sense live ("stored as run N", where to look next) are the caller's.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::terminal::fmt_ns;
+use results::Measurement;
+
+pub mod bench;
+pub mod doctor;
+pub mod event;
+pub mod experiment;
+pub mod jitter;
+pub mod min_buffer;
+pub mod net;
+pub mod roundtrip;
+pub mod run;
+
+/// A statistic of a measurement in ns, or `-` when it recorded nothing.
+pub fn ns_stat(m: Option<&Measurement>, stat: fn(&results::Summary) -> f64) -> String {
+    m.and_then(|m| m.summary.as_ref())
+        .map_or_else(|| "-".into(), |s| fmt_ns(stat(s)))
+}
+
+/// How many of a measurement's values missed its deadline, out of how many: the blocks
+/// sent when the measurement counts them (a lost block has no time but missed all the
+/// same), else its samples. `None` without a deadline, or with nothing to count.
+pub fn deadline_line(m: &Measurement) -> Option<String> {
+    let (deadline, misses) = (m.deadline?, m.misses?);
+    let of = m.detail["sent"].as_u64().unwrap_or(m.count());
+    (of > 0).then(|| {
+        format!(
+            "{}: {misses} of {of} missed the deadline of {}",
+            m.metric,
+            fmt_ns(deadline)
+        )
+    })
+}
+
+/// A measurement's summary as JSON.
+pub fn measurement_summary_json(m: &Measurement) -> Value {
+    json!({
+        "metric": m.metric, "unit": m.unit, "method": m.method,
+        "summary": results::export::summary_json(m.summary.as_ref()), "overflows": m.overflows(),
+        "deadline": m.deadline, "misses": m.misses,
+    })
+}
+
+/// A host-steal share from a run's flags, or `-` when it was not sampled.
+pub fn steal_cell(flags: &Value) -> String {
+    flags["host_steal_percent"]
+        .as_f64()
+        .map_or("-".into(), |p| format!("{p:.1}%"))
+}
+
+/// The JACK server line of an audio run from its stored `server` object (name, private,
+/// command_line, version).
+pub fn server_line(server: &Value) -> String {
+    format!(
+        "server `{}`{}{}",
+        server["name"].as_str().unwrap_or("?"),
+        if server["private"].as_bool().unwrap_or(false) {
+            format!(
+                " (private: {})",
+                server["command_line"].as_str().unwrap_or("?")
+            )
+        } else {
+            " (external)".into()
+        },
+        server["version"]
+            .as_str()
+            .map(|v| format!(", {v}"))
+            .unwrap_or_default()
+    )
+}
+
+/// How a duplex pair's capture stood against its playback at the start.
+fn skew(start: &Value) -> String {
+    match start["skew_frames"].as_i64() {
+        Some(0) => "aligned".to_string(),
+        Some(f) if start["steady_offset"].as_bool() == Some(true) => format!(
+            "with capture {f:+} frames from playback on every start (the device's own offset)"
+        ),
+        Some(f) => format!(
+            "with capture {f:+} frames from playback (it changed from start to start: the round trip includes it)"
+        ),
+        None => "skew not read".to_string(),
+    }
+}
+
+/// What an ALSA device granted, for people: the device(s), format, channels, rate,
+/// period and buffer as granted (never as asked), access, and how a duplex pair started.
+/// `stream` is an audio run's stored result (`client`, `capture_port`, `duplex_start`).
+pub fn device_line(stream: &Value, granted: &Value) -> String {
+    let g = |k: &str| {
+        granted[k]
+            .as_u64()
+            .map_or("-".to_string(), |v| v.to_string())
+    };
+    let period = granted["period_frames"].as_u64();
+    let buffer = granted["buffer_frames"].as_u64();
+    let capture = stream["capture_port"].as_str();
+    let mut line = format!(
+        "device `{}`{}: granted {}, {} channel(s) out{}, {} Hz, period {} frames, buffer {} frames{}, {}",
+        stream["client"].as_str().unwrap_or("?"),
+        capture.map(|c| format!(" -> `{c}`")).unwrap_or_default(),
+        granted["format"].as_str().unwrap_or("-"),
+        g("playback_channels"),
+        granted["capture_channels"]
+            .as_u64()
+            .map(|c| format!(", {c} in"))
+            .unwrap_or_default(),
+        g("rate_hz"),
+        g("period_frames"),
+        g("buffer_frames"),
+        match (period, buffer) {
+            (Some(p), Some(b)) if p > 0 && b % p == 0 => format!(" ({} periods)", b / p),
+            _ => String::new(),
+        },
+        granted["access"].as_str().unwrap_or("-"),
+    );
+    if capture.is_some() {
+        let start = &stream["duplex_start"];
+        let _ = match (granted["linked"].as_bool(), start.is_object()) {
+            (Some(true), true) => {
+                let attempts = start["attempts"].as_u64().unwrap_or(0);
+                let starts = start["starts"].as_u64().unwrap_or(0);
+                write!(
+                    line,
+                    "; linked, started {} ({} start{}{})",
+                    skew(start),
+                    attempts,
+                    if attempts == 1 { "" } else { "s" },
+                    if starts > 1 {
+                        format!(", {} restarts after under-runs", starts - 1)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            (Some(false), started) => write!(
+                line,
+                "; not linked ({}): capture started first, {}",
+                granted["link_error"]
+                    .as_str()
+                    .unwrap_or("the device refused"),
+                if started {
+                    skew(start)
+                } else {
+                    "skew not read".to_string()
+                }
+            ),
+            _ => Ok(()),
+        };
+    }
+    line
+}
+
+/// Figures of a stored statistics object (`count`, `mean`, `min`, `max`, `stdev`;
+/// every figure `null` without values).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonStats {
+    /// How many values.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Standard deviation.
+    pub stdev: f64,
+}
+
+impl JsonStats {
+    /// The figures of `v`; a missing figure reads 0 and is shown only when `count > 0`.
+    pub fn of(v: &Value) -> JsonStats {
+        let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        JsonStats {
+            count: v["count"].as_u64().unwrap_or(0),
+            mean: f("mean"),
+            min: f("min"),
+            max: f("max"),
+            stdev: f("stdev"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,362 @@
+//! A network-audio run (`audiolat net`): the study's Figure 7 (histogram, max, mean,
+//! stdev, missed deadlines) and what stands beside it: the controller's and the host's
+//! counters, the traffic beside the audio, and the cells.
+
+use std::fmt::Write as _;
+
+use results::RunView;
+use serde_json::{json, Value};
+
+use super::ns_stat;
+use crate::terminal::{flag_notes, fmt_ns, histogram, machine_line, summary_table};
+
+/// The net run's tables, as `audiolat net` and `audiolat show` print them.
+pub fn text(run: &RunView) -> String {
+    let mut out = header(run);
+    out.push_str(&summary_table(&run.measurements));
+    let r = &run.result;
+    let (phase, suffix) = if r["synth"].is_object() {
+        ("synth", "")
+    } else if r["reference"].is_object() {
+        ("reference", "_reference")
+    } else {
+        let _ = writeln!(out, "\nnothing measured");
+        return out;
+    };
+    let p = &r[phase];
+    response_lines(run, phase, suffix, &mut out);
+    counter_lines(run, p, suffix, &mut out);
+    traffic_lines(run, p, &mut out);
+    if run.qos_granted["cells"].is_object() {
+        cell_lines(&run.qos_granted, &mut out);
+    }
+    for note in flag_notes(&run.flags) {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
+}
+
+/// The run as JSON: its status, load, flags, measurement summaries and results.
+pub fn json(run: &RunView) -> Value {
+    json!({
+        "run_id": run.id,
+        "status": run.status,
+        "load": run.config["load"],
+        "flags": run.flags,
+        "measurements": run.measurements.iter().map(super::measurement_summary_json).collect::<Vec<_>>(),
+        "result": run.result,
+    })
+}
+
+/// What ran: the transport, the pads, the synth's threads, the policy, the load, and
+/// the machine.
+fn header(run: &RunView) -> String {
+    let c = &run.config;
+    let netns = c["transport"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("UDP over a veth"));
+    // Pads are stored from `f32`s: shown as they were given.
+    let f32_of = |v: &Value| v.as_f64().unwrap_or(0.0) as f32;
+    let pad = &c["pad"];
+    let workers = c["workers"].as_u64().unwrap_or(0);
+    format!(
+        "\nnet run {}: {}; controller -> host -> controller over UDP on {}, {} pads pressed{}, synth on {}, poll {}, threads {}, load {}\n{}\n\n",
+        run.id,
+        run.status,
+        if netns { "a veth pair between two network namespaces" } else { "loopback" },
+        c["pads_pressed"].as_array().map_or(0, Vec::len),
+        if pad.is_object() {
+            format!(" (x {}, y {}, pressure {})", f32_of(&pad["x"]), f32_of(&pad["y"]), f32_of(&pad["pressure"]))
+        } else {
+            String::new()
+        },
+        if workers == 0 { "the network thread".to_string() } else { format!("{workers} workers") },
+        c["poll"].as_str().unwrap_or("?"),
+        run.qos_requested["threads"].as_str().unwrap_or("?"),
+        c["load"].as_str().unwrap_or("none"),
+        machine_line(&run.machine)
+    )
+}
+
+/// The phase's response time (the study's Figure 7), its misses, the blocks lost, the
+/// gathering, and what the synth adds over the reference.
+fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
+    let r = &run.result;
+    let p = &r[phase];
+    let (h, ctl) = (&p["host"], &p["controller"]);
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let response = run.measurement(&format!("response_time{suffix}"));
+    let _ = writeln!(
+        out,
+        "\nresponse time t2 - t1 of the {phase} phase (the Tessellation study's Figure 7)"
+    );
+    if let Some(hist) = response.and_then(|m| m.histogram.as_ref()) {
+        out.push_str(&histogram(hist, 40));
+    }
+    let _ = writeln!(
+        out,
+        "\n{} missed deadlines of {} blocks (deadline {}: 62 frames at 44.1 kHz), max = {}, mean = {}, stdev = {}",
+        h["misses"],
+        h["answered"],
+        fmt_ns(n(&r["deadline_ns"]) as f64),
+        ns_stat(response, |s| s.max),
+        ns_stat(response, |s| s.mean),
+        ns_stat(response, |s| s.stdev)
+    );
+    let lost = n(&ctl["lost"]);
+    if lost > 0 {
+        // A block that never arrives whole misses its deadline too.
+        let sent = n(&ctl["blocks_sent"]);
+        let _ = writeln!(
+            out,
+            "and {lost} of the {sent} blocks sent were never answered (packets lost on the way): {} of {sent} missed in all",
+            lost + n(&ctl["late"]),
+        );
+    }
+    let detail = response.map_or(&Value::Null, |m| &m.detail);
+    let pacing = run.measurement(&format!("pacing_error{suffix}"));
+    let _ = writeln!(
+        out,
+        "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
+        detail["gathering_ns_median"].as_f64().map_or_else(|| "-".into(), fmt_ns),
+        n(&detail["short_responses"]),
+        fmt_ns(n(&r["short_response_ns"]) as f64),
+        pacing
+            .and_then(|m| m.histogram.as_ref())
+            .map_or(0, |h| h.hdr().count_between(60_000, u64::MAX))
+    );
+    if let Some(adds) = synth_adds_ns(run) {
+        let _ = writeln!(
+            out,
+            "after the last packet: {} with the synth against {} answering silence at once (median): the synth adds {} (synth time per block {}); the rest is the network path",
+            ns_stat(run.measurement("after_last_packet"), |s| s.p50),
+            ns_stat(run.measurement("after_last_packet_reference"), |s| s.p50),
+            fmt_ns(adds),
+            ns_stat(run.measurement("synth_time"), |s| s.p50)
+        );
+    }
+}
+
+/// What the synth adds after a block's last packet: the median of the synth phase less
+/// that of the reference (a host answering silence at once). `None` without a reference,
+/// or when either phase answered nothing: a difference with a missing side is no figure.
+pub fn synth_adds_ns(run: &RunView) -> Option<f64> {
+    let median = |metric: &str| run.measurement(metric)?.summary.as_ref().map(|s| s.p50);
+    Some(median("after_last_packet")? - median("after_last_packet_reference")?)
+}
+
+/// The controller's and the host's counters.
+fn counter_lines(run: &RunView, p: &Value, suffix: &str, out: &mut String) {
+    let (h, ctl) = (&p["host"], &p["controller"]);
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let end_to_end = run.measurement(&format!("end_to_end{suffix}"));
+    let pacing = run.measurement(&format!("pacing_error{suffix}"));
+    let _ = writeln!(
+        out,
+        "controller: {} blocks sent, {} answered on time, {} late, {} lost; end to end (tf - t0) median {}, max {}; {} duplicate and {} unknown answers",
+        ctl["blocks_sent"],
+        ctl["on_time"],
+        ctl["late"],
+        ctl["lost"],
+        ns_stat(end_to_end, |s| s.p50),
+        ns_stat(end_to_end, |s| s.max),
+        ctl["duplicate_answers"],
+        ctl["unknown_answers"]
+    );
+    let _ = writeln!(
+        out,
+        "sender pacing error (send time - due time): median {}, p99 {}, max {}; {} packets sent, {} refused by the kernel",
+        ns_stat(pacing, |s| s.p50),
+        ns_stat(pacing, |s| s.p99),
+        ns_stat(pacing, |s| s.max),
+        ctl["packets_sent"],
+        ctl["packets_refused"]
+    );
+    let d = &h["drops"];
+    let malformed: u64 = [
+        "wrong_size",
+        "bad_magic",
+        "unknown_version",
+        "unknown_kind",
+        "bad_index",
+        "non_finite",
+    ]
+    .iter()
+    .map(|k| n(&d[*k]))
+    .sum();
+    let (duplicate, stale, foreign) = (n(&d["duplicate"]), n(&d["stale"]), n(&d["foreign"]));
+    let kernel_timestamps = run
+        .measurement(&format!("response_time{suffix}"))
+        .is_some_and(|m| m.detail["kernel_timestamps"] == json!(true));
+    let _ = writeln!(
+        out,
+        "host: {} packets dropped ({malformed} malformed, {duplicate} duplicate, {stale} stale, {foreign} foreign; {} more by the kernel on a full queue), {} incomplete blocks, {} reordered packets; arrival times from {}",
+        malformed + duplicate + stale + foreign,
+        h["kernel_dropped"],
+        h["blocks_incomplete"],
+        h["reordered"],
+        if kernel_timestamps { "the kernel (SO_TIMESTAMPNS)" } else { "user space" }
+    );
+}
+
+/// The traffic beside the audio: a flood, an abusive stream, the shaped link, the
+/// service's flows and the tc classes.
+fn traffic_lines(run: &RunView, p: &Value, out: &mut String) {
+    let flood = &p["flood"];
+    if flood.is_object() {
+        let _ = writeln!(
+            out,
+            "flood: {} datagrams of 1400 bytes at {:.0} Mbit/s towards the host from a third socket (counted there as foreign)",
+            flood["datagrams"],
+            flood["mbit_per_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let st = &p["stream"];
+    if st.is_object() {
+        let f = |k: &str| st[k].as_f64().unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "abusive stream: {:.0} Mbit/s offered ({} datagrams of {} bytes, {} refused at once), {:.0} Mbit/s reached its sink ({} datagrams)",
+            f("offered_mbit_per_s"),
+            st["sent"],
+            run.result["stream_datagram_bytes"],
+            st["refused"],
+            f("received_mbit_per_s"),
+            st["received"]
+        );
+    }
+    let link = &run.config["link"];
+    if link.is_object() {
+        let _ = writeln!(
+            out,
+            "link: controller -> host shaped to {} Mbit/s by {}, {}",
+            link["mbps"].as_f64().unwrap_or(0.0),
+            if link["by"] == json!("tc") {
+                "tc HTB on the controller's veth"
+            } else {
+                "audiolat's user-level network service"
+            },
+            match link["reserve_mbps"].as_f64() {
+                Some(r) => format!("{r} Mbit/s guaranteed to the audio flow"),
+                None => "no reservation (first come, first served)".to_string(),
+            }
+        );
+    }
+    let svc = &p["service"];
+    for (name, f) in ["audio", "stream"]
+        .iter()
+        .zip(svc["flows"].as_array().into_iter().flatten())
+    {
+        let _ = writeln!(
+            out,
+            "  service ({}): {name} flow {} datagrams sent ({} in mClock's reservation phase), longest wait {}",
+            svc["discipline"].as_str().unwrap_or("?"),
+            f["sent"],
+            f["by_reservation"],
+            fmt_ns(f["max_wait_ns"].as_u64().unwrap_or(0) as f64)
+        );
+    }
+    if let Some(classes) = p["tc_classes"].as_object() {
+        for (id, st) in classes {
+            let _ = writeln!(
+                out,
+                "  tc class {id}: {} packets sent, {} dropped, {} over limit",
+                st["packets"], st["drops"], st["overlimits"]
+            );
+        }
+    }
+}
+
+/// The cells as granted, what each ran, and whether they were undone.
+fn cell_lines(granted: &Value, out: &mut String) {
+    let cells = &granted["cells"];
+    for cell in cells["cells"].as_array().into_iter().flatten() {
+        let usage = cell["usage_ns_per_cpu"]
+            .as_array()
+            .map(|u| {
+                u.iter()
+                    .enumerate()
+                    .map(|(i, v)| format!("CPU {i} {}", fmt_ns(v.as_f64().unwrap_or(0.0))))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .map(|u| format!("{u} (the kernel's cpuacct)"))
+            .or_else(|| {
+                cell["usage_ns"]
+                    .as_f64()
+                    .map(|ns| format!("{} on all its CPUs (cpu.stat)", fmt_ns(ns)))
+            })
+            .unwrap_or_else(|| "(no accounting)".into());
+        let _ = writeln!(
+            out,
+            "cell {}: {} on CPU {}{}, {}; ran {usage}",
+            cell["name"].as_str().unwrap_or("?"),
+            cell["kind"].as_str().unwrap_or("?"),
+            cell["cpus"].as_str().unwrap_or("?"),
+            if cell["exclusive"] == json!(true) {
+                " (exclusive)"
+            } else {
+                ""
+            },
+            cell["policy"].as_str().unwrap_or("?"),
+        );
+    }
+    let moved = if cells["cpusets"] == json!("cgroup v2") {
+        "cgroup v2 partitions: the kernel moved every other task off the exclusive CPUs for the run"
+            .to_string()
+    } else {
+        format!(
+            "{}: {} tasks moved off the exclusive CPUs for the run ({} kernel threads bound to a CPU could not move)",
+            cells["cpusets"].as_str().unwrap_or("cpusets"),
+            cells["tasks_moved"],
+            cells["tasks_unmovable"]
+        )
+    };
+    let _ = writeln!(
+        out,
+        "cells: {moved}; {}",
+        if granted["cells_undone"] == json!(true) {
+            "all undone at the end"
+        } else {
+            "NOT all undone: see the run's granted qos"
+        }
+    );
+}
+
+/// One end of `audiolat net` run on its own (`respond` or `emulate`, the run's `role`
+/// flag): its measurements, the first one's histogram against its deadline, and its
+/// results.
+pub fn end_text(run: &RunView) -> String {
+    let mut out = String::new();
+    let role = run.flags["role"].as_str().unwrap_or("net");
+    let _ = writeln!(out, "\nnet {role} run {}: {}\n", run.id, run.status);
+    out.push_str(&summary_table(&run.measurements));
+    if let Some(m) = run.measurements.first() {
+        if let (Some(h), Some(misses)) = (&m.histogram, m.misses) {
+            let _ = writeln!(
+                out,
+                "\n{} (deadline {})",
+                m.metric,
+                m.deadline.map_or_else(|| "-".into(), fmt_ns)
+            );
+            out.push_str(&histogram(h, 40));
+            let blocks = m.detail["sent"].as_u64().unwrap_or(m.count());
+            if blocks == 0 {
+                let _ = writeln!(out, "\nno blocks: nothing to time");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "\n{misses} missed deadlines of {blocks} blocks, max = {}, mean = {}, stdev = {}",
+                    ns_stat(Some(m), |s| s.max),
+                    ns_stat(Some(m), |s| s.mean),
+                    ns_stat(Some(m), |s| s.stdev)
+                );
+            }
+        }
+    }
+    let _ = writeln!(out, "{}", run.result);
+    for note in flag_notes(&run.flags) {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
+}

@@ -1,0 +1,122 @@
+//! `audiolat show`: one stored run's record, its probe's tables, and its events.
+
+use std::fmt::Write as _;
+
+use results::model::RunRecord;
+use results::{Event, Finding, Measurement, RunView};
+
+use super::deadline_line;
+use crate::terminal::{doctor_table, flag_notes, histogram, machine_line, summary_table};
+
+/// One stored run as text: when, where, with what and what it was granted; then the
+/// probe's own tables (the same a fresh run prints), or for a probe without its own
+/// renderer the measurements; then the findings and the events (`event_counts` of every
+/// kind, `events` the ones to list).
+pub fn text(
+    record: &RunRecord,
+    view: &RunView,
+    event_counts: &[(String, u64)],
+    events: &[Event],
+) -> String {
+    let mut out = record_lines(record);
+    match view.probe.as_str() {
+        "jitter" => {
+            let _ = writeln!(out);
+            out.push_str(&super::jitter::text(view));
+        }
+        "roundtrip" => out.push_str(&super::roundtrip::text(std::slice::from_ref(view))),
+        "event" => out.push_str(&super::event::text(std::slice::from_ref(view))),
+        "net" if view.flags["role"].is_string() => out.push_str(&super::net::end_text(view)),
+        "net" => out.push_str(&super::net::text(view)),
+        _ => measurement_lines(&view.measurements, &mut out),
+    }
+    if let Some(findings) = record.result["findings"].as_array() {
+        let findings: Vec<Finding> = findings
+            .iter()
+            .filter_map(|f| serde_json::from_value(f.clone()).ok())
+            .collect();
+        let _ = writeln!(out);
+        out.push_str(&doctor_table(&findings));
+    }
+    if !event_counts.is_empty() {
+        let counts: Vec<String> = event_counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let _ = writeln!(out, "\nevents: {}", counts.join(", "));
+        for e in events {
+            let t = e.mono_ns as f64 / 1e9 - record.started_mono_ns as f64 / 1e9;
+            let _ = writeln!(out, "  t={t:>+9.3} s  {:<10} {}", e.kind, e.detail);
+        }
+    }
+    out
+}
+
+/// The run's record: id, probe, status, when, machine, tool, command, configuration,
+/// load, what was granted, and its notes.
+fn record_lines(run: &RunRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "run {}: {} {}", run.id, run.probe, run.status);
+    if let Some(g) = run.group_id {
+        let _ = writeln!(out, "  group      {g}");
+    }
+    let _ = writeln!(
+        out,
+        "  started    {}{}",
+        run.started_at,
+        run.duration_s
+            .map_or(String::new(), |d| format!(", {d:.1} s"))
+    );
+    let _ = writeln!(out, "  machine    {}", machine_line(&run.machine));
+    let _ = writeln!(
+        out,
+        "  tool       audiolat {} (commit {}, {})",
+        run.tool.version, run.tool.git_commit, run.tool.build_profile
+    );
+    let _ = writeln!(out, "  command    {}", run.command_line);
+    let _ = writeln!(out, "  config     {}", run.config);
+    if let Some(procs) = run.load["processes"].as_array() {
+        let _ = writeln!(
+            out,
+            "  load       {}",
+            run.load["spec"].as_str().unwrap_or("none")
+        );
+        for p in procs {
+            let _ = writeln!(
+                out,
+                "             {}   [{}]",
+                p["command"].as_str().unwrap_or(""),
+                p["version"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if run.qos_granted.as_object().is_some_and(|o| !o.is_empty()) {
+        let _ = writeln!(out, "  granted    {}", run.qos_granted);
+    }
+    if let Some(e) = &run.error {
+        let _ = writeln!(out, "  note       {e}");
+    }
+    for n in flag_notes(&run.flags) {
+        let _ = writeln!(out, "  validity   {n}");
+    }
+    out
+}
+
+/// A run's measurements for a probe without its own renderer: the summary table, the
+/// deadlines missed, and the first histogram.
+fn measurement_lines(ms: &[Measurement], out: &mut String) {
+    if ms.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    out.push_str(&summary_table(ms));
+    for m in ms {
+        if let Some(line) = deadline_line(m) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if let Some((m, h)) = ms.iter().find_map(|m| m.histogram.as_ref().map(|h| (m, h))) {
+        let _ = writeln!(out, "\n{}", m.metric);
+        out.push_str(&histogram(h, 40));
+    }
+}

@@ -1,0 +1,51 @@
+//! `audiolat bench`: the DSP kernels' cost and the voice capacity.
+
+use serde_json::{json, Value};
+
+/// What a bench's figures depend on besides the kernels.
+pub struct BenchFlags {
+    /// The build profile audiolat was compiled with (the study's optimisation level).
+    pub build_profile: String,
+    /// The timing thread's scheduling policy.
+    pub policy: String,
+    /// Host steal over the run, percent of the machine's CPU time (`None`: not sampled).
+    pub host_steal_percent: Option<f64>,
+}
+
+/// `audiolat bench` as text: its JSON form, rendered by `report`.
+pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
+    report::view::bench::text(&bench_json(r, flags))
+}
+
+/// `audiolat bench` as JSON.
+pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
+    let k = |k: &dsp::bench::KernelTiming| {
+        json!({"name": k.name, "voices": k.voices, "ns_per_sample": k.ns_per_sample,
+               "ns_per_period": k.ns_per_period, "ns_per_voice_sample": k.ns_per_voice_sample,
+               "ratio_to_reference": k.ratio_to_reference})
+    };
+    json!({
+        "sample_rate_hz": r.config.sample_rate_hz,
+        "period_frames": r.config.period_frames,
+        "load_target": r.config.load_target,
+        "period_ns": r.period_ns,
+        "reference": k(&r.reference),
+        "kernels": r.kernels.iter().map(k).collect::<Vec<_>>(),
+        "voice_capacity": r.voice_capacity,
+        "voice_capacity_is_lower_bound": r.voice_capacity >= dsp::bench::MAX_SEARCH_VOICES,
+        "capacity_ns_per_period": r.capacity_ns_per_period,
+        "migrator": {
+            "kernel": r.migrator.kernel,
+            "block_ns": r.migrator.block_ns,
+            "portable_block_ns": r.migrator.portable_block_ns,
+            "naive_block_ns": r.migrator.naive_block_ns,
+            "speedup": r.migrator.speedup,
+            "block_period_ns": r.migrator.block_period_ns,
+            "target_ns": dsp::bench::MIGRATOR_TARGET_NS,
+            "target_speedup": dsp::bench::MIGRATOR_TARGET_SPEEDUP,
+        },
+        "build_profile": flags.build_profile,
+        "thread_policy": flags.policy,
+        "host_steal_percent": flags.host_steal_percent,
+    })
+}
