@@ -13,7 +13,6 @@
 mod audio;
 mod cli;
 mod plan;
-mod plan_run;
 mod presets;
 mod report_data;
 mod runner;
@@ -2020,7 +2019,7 @@ fn run_plan(ctx: &Context, a: &cli::RunPlanArgs) -> Result<ExitCode> {
     })?;
     let plan = plan::Plan::parse(&text, &a.plan.display().to_string())
         .map_err(|e| UsageError(e.to_string()))?;
-    plan_run::run(ctx, &plan, &a.run)
+    plan::run(ctx, &plan, &a.run)
 }
 
 fn reproduce(ctx: &Context, a: &cli::ReproduceArgs) -> Result<ExitCode> {
@@ -2035,7 +2034,7 @@ fn reproduce(ctx: &Context, a: &cli::ReproduceArgs) -> Result<ExitCode> {
         if a.quick { " --quick" } else { "" }
     );
     let plan = plan::Plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
-    plan_run::run(ctx, &plan, &a.run)
+    plan::run(ctx, &plan, &a.run)
 }
 
 fn write_report(ctx: &Context, a: &cli::ReportArgs) -> Result<ExitCode> {
