@@ -216,69 +216,7 @@ pub(super) fn parse_axis(
     let mut values: Vec<AxisValue> = Vec::new();
     let mut labels = std::collections::HashSet::new();
     for item in items {
-        let value = match &item.kind {
-            Kind::Table(fields) => {
-                let mut label = None;
-                let mut settings = Vec::new();
-                let mut profile = None;
-                for f in fields {
-                    match f.key.as_str() {
-                        "label" => label = Some(string_of(ctx, f)?),
-                        "profile" => profile = Some(profile_of(ctx, &f.node)?),
-                        _ => {
-                            settings.extend(setting(ctx, flags, probe, &f.key, &f.key_span, &f.node)?);
-                        }
-                    }
-                }
-                let label = label.unwrap_or_else(|| {
-                    settings
-                        .iter()
-                        .map(|s| match &s.value {
-                            Some(v) => format!("{}={v}", s.flag),
-                            None => s.flag.clone(),
-                        })
-                        .chain(profile.clone())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-                AxisValue {
-                    label,
-                    settings,
-                    profile,
-                    at: item.span.start,
-                }
-            }
-            Kind::Array(_) => {
-                return Err(ctx.err(
-                    item.span.start,
-                    format!("axis `{}`: a value is a list", a.key),
-                    "give one value per item, or a table { label = \"...\", flag = value, ... } to set several flags",
-                ))
-            }
-            _ if a.key == "profile" => {
-                let p = profile_of(ctx, item)?;
-                AxisValue {
-                    label: p.clone(),
-                    settings: Vec::new(),
-                    profile: Some(p),
-                    at: item.span.start,
-                }
-            }
-            _ => {
-                let s = setting(ctx, flags, probe, &a.key, &a.key_span, item)?;
-                let label = match s.first() {
-                    Some(Setting { value: Some(v), .. }) => v.clone(),
-                    Some(Setting { value: None, .. }) => "on".into(),
-                    None => "off".into(),
-                };
-                AxisValue {
-                    label,
-                    settings: s,
-                    profile: None,
-                    at: item.span.start,
-                }
-            }
-        };
+        let value = axis_value(ctx, flags, probe, a, item)?;
         if let Some(s) = value
             .settings
             .iter()
@@ -303,6 +241,81 @@ pub(super) fn parse_axis(
         name: a.key.clone(),
         values,
     })
+}
+
+/// One value of axis `a`: a table of flags (with an optional `label` and `profile`), a
+/// build profile (the `profile` axis), or the value of the axis's own flag.
+fn axis_value(
+    ctx: &Ctx<'_>,
+    flags: &[Flag],
+    probe: &str,
+    a: &Entry,
+    item: &Node,
+) -> Result<AxisValue, PlanError> {
+    let value = match &item.kind {
+        Kind::Table(fields) => {
+            let mut label = None;
+            let mut settings = Vec::new();
+            let mut profile = None;
+            for f in fields {
+                match f.key.as_str() {
+                    "label" => label = Some(string_of(ctx, f)?),
+                    "profile" => profile = Some(profile_of(ctx, &f.node)?),
+                    _ => {
+                        settings.extend(setting(ctx, flags, probe, &f.key, &f.key_span, &f.node)?);
+                    }
+                }
+            }
+            let label = label.unwrap_or_else(|| {
+                settings
+                    .iter()
+                    .map(|s| match &s.value {
+                        Some(v) => format!("{}={v}", s.flag),
+                        None => s.flag.clone(),
+                    })
+                    .chain(profile.clone())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+            AxisValue {
+                label,
+                settings,
+                profile,
+                at: item.span.start,
+            }
+        }
+        Kind::Array(_) => {
+            return Err(ctx.err(
+                item.span.start,
+                format!("axis `{}`: a value is a list", a.key),
+                "give one value per item, or a table { label = \"...\", flag = value, ... } to set several flags",
+            ))
+        }
+        _ if a.key == "profile" => {
+            let p = profile_of(ctx, item)?;
+            AxisValue {
+                label: p.clone(),
+                settings: Vec::new(),
+                profile: Some(p),
+                at: item.span.start,
+            }
+        }
+        _ => {
+            let s = setting(ctx, flags, probe, &a.key, &a.key_span, item)?;
+            let label = match s.first() {
+                Some(Setting { value: Some(v), .. }) => v.clone(),
+                Some(Setting { value: None, .. }) => "on".into(),
+                None => "off".into(),
+            };
+            AxisValue {
+                label,
+                settings: s,
+                profile: None,
+                at: item.span.start,
+            }
+        }
+    };
+    Ok(value)
 }
 
 pub(super) fn parse_exclude(

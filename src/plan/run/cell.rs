@@ -2,7 +2,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command as Process, Stdio};
+use std::process::{Command as Process, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -35,6 +35,40 @@ pub(super) fn run_cell(
     ));
     let log_file = std::fs::File::create(&log)
         .with_context(|| format!("creating the cell's log {}", log.display()))?;
+    let mut child = match cell_process(ctx, group, stored, binary, args, log_file).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&log);
+            let error = format!("cannot start {}: {e}", binary.display());
+            store.closing(|| store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error)))?;
+            return Ok(CellOutcome {
+                status: RunStatus::Failed,
+                error: Some(error),
+            });
+        }
+    };
+    let started = Instant::now();
+    let (exit, signalled) = wait_for(ctx, &mut child, &stored.key, started, progress)?;
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let outcome = outcome_of(store, group, stored, exit, signalled, &stderr)?;
+    store
+        .closing(|| store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref()))?;
+    progress.timed.push(started.elapsed().as_secs_f64());
+    Ok(outcome)
+}
+
+/// The cell's process, not yet started: the binary with the cell's arguments, filed
+/// under the cell (by the environment variable), its stderr to `log`, in its own
+/// process group, told to stop if the runner dies.
+fn cell_process(
+    ctx: &Context,
+    group: i64,
+    stored: &PlanCell,
+    binary: &Path,
+    args: &[String],
+    log: std::fs::File,
+) -> Process {
     let mut cmd = Process::new(binary);
     cmd.arg("--db")
         .arg(&ctx.db_path)
@@ -42,7 +76,7 @@ pub(super) fn run_cell(
         .env(PLAN_CELL_ENV, format!("{group}:{}", stored.id))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(log_file)
+        .stderr(log)
         // Its own process group: a terminal's Ctrl-C reaches the runner only, which
         // passes a SIGINT on (and a second one when the runner got two, to hasten the
         // cell's stop; the cell keeps what it measured either way).
@@ -58,19 +92,19 @@ pub(super) fn run_cell(
             Ok(())
         });
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&log);
-            let error = format!("cannot start {}: {e}", binary.display());
-            store.closing(|| store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error)))?;
-            return Ok(CellOutcome {
-                status: RunStatus::Failed,
-                error: Some(error),
-            });
-        }
-    };
-    let started = Instant::now();
+    cmd
+}
+
+/// Waits for the cell's process to end, passing a stop of the plan on to it as SIGINT
+/// (a second one when the runner was hurried), and redrawing a terminal's progress
+/// line every second. Returns how it exited and whether it was signalled.
+fn wait_for(
+    ctx: &Context,
+    child: &mut std::process::Child,
+    key: &str,
+    started: Instant,
+    progress: &Progress,
+) -> Result<(ExitStatus, bool)> {
     let mut signalled = false;
     let mut hurried = false;
     let mut last_shown = Instant::now();
@@ -92,15 +126,27 @@ pub(super) fn run_cell(
         if progress.tty && last_shown.elapsed() >= Duration::from_secs(1) {
             progress.show(&format!(
                 "{} ({:.0} s)",
-                stored.key,
+                key,
                 started.elapsed().as_secs_f64()
             ));
             last_shown = Instant::now();
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
+    Ok((exit, signalled))
+}
+
+/// What the cell came to: the status of the run its process stored (a run it left
+/// open is closed, interrupted when the plan was stopped, else failed), or, with no
+/// run, failed (interrupted when signalled) with the last error line of its stderr.
+fn outcome_of(
+    store: &Store,
+    group: i64,
+    stored: &PlanCell,
+    exit: ExitStatus,
+    signalled: bool,
+    stderr: &str,
+) -> Result<CellOutcome> {
     let cell = store
         .plan_cells(group)?
         .into_iter()
@@ -160,8 +206,5 @@ pub(super) fn run_cell(
             ),
         },
     };
-    store
-        .closing(|| store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref()))?;
-    progress.timed.push(started.elapsed().as_secs_f64());
     Ok(outcome)
 }

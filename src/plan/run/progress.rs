@@ -1,6 +1,6 @@
 //! The plan run's progress line.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 pub(super) fn fmt_eta(d: Duration) -> String {
@@ -25,6 +25,18 @@ pub(super) struct Progress {
 }
 
 impl Progress {
+    /// A progress line (shown when `enabled`) for `total` cells, `done` of them already.
+    pub(super) fn new(enabled: bool, total: usize, done: usize) -> Progress {
+        Progress {
+            enabled,
+            tty: std::io::stderr().is_terminal(),
+            total,
+            done,
+            started: Instant::now(),
+            timed: Vec::new(),
+        }
+    }
+
     pub(super) fn show(&self, current: &str) {
         if !self.enabled {
             return;

@@ -11,12 +11,7 @@ use crate::cli::{Resume, UsageError};
 use crate::plan::Plan;
 
 /// The plan run to continue, checked against the plan's cells.
-pub(super) fn resume_group(
-    store: &Store,
-    plan: &Plan,
-    how: Resume,
-    cells: &[Planned],
-) -> Result<i64> {
+fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
     let group = match how {
         Resume::Group(g) => {
             let rec = store.group(g)?;
@@ -81,4 +76,28 @@ pub(super) fn resume_group(
         .into());
     }
     Ok(group.id)
+}
+
+/// The plan run `--resume` continues, taken over by this process: refused while another
+/// live process runs it; then reopened with this process as its runner.
+pub(super) fn reopen(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
+    let g = resume_group(store, plan, how, cells)?;
+    let mut detail = store.group(g)?.detail;
+    if let Some(pid) = detail["runner_pid"].as_i64() {
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = pid > 0
+            && pid != std::process::id() as i64
+            && unsafe { libc::kill(pid as i32, 0) } == 0;
+        if alive {
+            return Err(UsageError(format!(
+                "plan run {g} is being run by process {pid}: wait for it, or stop it (Ctrl-C) and resume"
+            ))
+            .into());
+        }
+    }
+    detail["runner_pid"] = json!(std::process::id());
+    detail["runner_host"] = json!(results::store::hostname());
+    store.set_group_detail(g, &detail)?;
+    store.reopen_group(g)?;
+    Ok(g)
 }
