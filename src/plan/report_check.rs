@@ -169,7 +169,7 @@ fn table_dims(ctx: &Ctx<'_>, names: &[&str], tf: &[Entry]) -> Result<Vec<Vec<Str
                     return Err(ctx.err(
                         i.span.start,
                         format!("`{n}` is not an axis of this plan"),
-                        unknown_fix(&n, &names, "the axes"),
+                        unknown_fix(&n, names, "the axes"),
                     ));
                 }
                 list.push(n);
@@ -187,7 +187,7 @@ fn check_filter(ctx: &Ctx<'_>, plan: &Plan, names: &[&str], e: &Entry) -> Result
             return Err(ctx.err(
                 ff.key_span.start,
                 format!("`{}` is not an axis of this plan", ff.key),
-                unknown_fix(&ff.key, &names, "the axes"),
+                unknown_fix(&ff.key, names, "the axes"),
             ));
         };
         let l = ff.node.as_arg().unwrap_or_default();
