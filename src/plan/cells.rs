@@ -4,7 +4,7 @@
 use clap::Parser;
 
 use super::spanned::Ctx;
-use super::{Cell, Plan, PlanError, Setting};
+use super::{Cell, CellCommand, Plan, PlanError, Setting};
 use crate::cli::Cli;
 
 impl Plan {
@@ -77,7 +77,7 @@ impl Plan {
         repeat: u32,
         check: &dyn Fn(&Cli) -> Result<T, String>,
     ) -> Result<(Cell, T), PlanError> {
-        let mut argv = vec![self.probe.clone()];
+        let mut command = CellCommand::new(&self.probe);
         let mut axes = Vec::new();
         let mut profile = "current".to_string();
         let mut ats: Vec<(usize, Vec<String>)> = self
@@ -85,14 +85,11 @@ impl Plan {
             .iter()
             .map(|s| (s.at, vec![s.flag.clone()]))
             .collect();
-        let push = |argv: &mut Vec<String>, s: &Setting| {
-            argv.push(format!("--{}", s.flag));
-            if let Some(v) = &s.value {
-                argv.push(v.clone());
-            }
+        let push = |command: &mut CellCommand, s: &Setting| {
+            command.flag(&s.flag, s.value.as_deref());
         };
         for s in &self.set {
-            push(&mut argv, s);
+            push(&mut command, s);
         }
         let mut first_at = None;
         for (axis, &i) in self.axes.iter().zip(index) {
@@ -100,7 +97,7 @@ impl Plan {
             first_at.get_or_insert(v.at);
             axes.push((axis.name.clone(), v.label.clone()));
             for s in &v.settings {
-                push(&mut argv, s);
+                push(&mut command, s);
             }
             if let Some(p) = &v.profile {
                 profile = p.clone();
@@ -121,7 +118,7 @@ impl Plan {
                 .find(|(_, flags)| flags.iter().any(|f| msg.contains(&format!("--{f}"))))
                 .map_or(at, |(a, _)| *a)
         };
-        let cli = Cli::try_parse_from(std::iter::once("audiolat".to_string()).chain(argv.iter().cloned()))
+        let cli = Cli::try_parse_from(std::iter::once("audiolat".to_string()).chain(command.argv()))
             .map_err(|e| {
                 let msg = clap_message(&e);
                 ctx.err(
@@ -144,7 +141,7 @@ impl Plan {
             Cell {
                 key,
                 axes,
-                argv,
+                command,
                 profile,
                 repeat,
                 at,

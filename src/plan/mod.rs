@@ -30,13 +30,16 @@
 //!
 //! The files: [`spanned`] (TOML values with their place in the text, and the error
 //! helpers), [`axes`] (settings, axes and exclusions), [`parse`] (a plan file),
-//! [`cells`] (the expansion into cells), [`report_check`] (`[report]`), and [`run`]
-//! (running the cells).
+//! [`cells`] (the expansion into cells, each a typed [`CellCommand`]), [`report_check`]
+//! (`[report]`), [`cell_ref`] (the `GROUP:CELL` a cell's process is given, as a
+//! [`PlanCellRef`]) and [`run`] (running the cells).
 
 use serde_json::{json, Map, Value};
 
 mod axes;
+mod cell_ref;
 mod cells;
+mod command;
 mod parse;
 mod report_check;
 mod run;
@@ -44,6 +47,8 @@ mod spanned;
 #[cfg(test)]
 mod tests;
 
+pub use cell_ref::PlanCellRef;
+pub use command::{takes_quiet, CellCommand};
 pub use run::run;
 
 use spanned::Ctx;
@@ -161,8 +166,8 @@ pub struct Cell {
     pub key: String,
     /// Axis name -> label, in axis order, then `repeat`.
     pub axes: Vec<(String, String)>,
-    /// The arguments after the binary (`event --backend alsa ...`).
-    pub argv: Vec<String>,
+    /// Its command line (`event --backend alsa ...`).
+    pub command: CellCommand,
     /// The build profile (`current`: the running binary).
     pub profile: String,
     /// 1-based repeat.

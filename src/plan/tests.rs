@@ -41,7 +41,7 @@ fn a_plan_expands_outermost_axis_first_without_the_excluded_cells() {
         "backend=alsa buffer=128/64 profile=current repeat=1"
     );
     assert_eq!(
-        cells[0].argv,
+        cells[0].command.argv(),
         [
             "event",
             "--triggers",
@@ -236,7 +236,7 @@ fn plan_numbers_are_judged_as_written_by_the_clis_parser() {
     .unwrap();
     let cells = p.cells(&ok).unwrap();
     assert_eq!(
-        cells[0].0.argv,
+        cells[0].0.command.argv(),
         ["jitter", "--duration", "2.5", "--rate", "1000"]
     );
 }

@@ -9,7 +9,8 @@ use anyhow::{Context as _, Result};
 use results::{PlanCell, RunStatus, Store};
 
 use super::progress::Progress;
-use crate::runner::{Context, PLAN_CELL_ENV};
+use crate::plan::{CellCommand, PlanCellRef};
+use crate::runner::Context;
 
 /// What happened to one cell.
 pub(super) struct CellOutcome {
@@ -24,7 +25,7 @@ pub(super) fn run_cell(
     group: i64,
     stored: &PlanCell,
     binary: &Path,
-    args: &[String],
+    command: &CellCommand,
     progress: &mut Progress,
 ) -> Result<CellOutcome> {
     store.start_plan_cell(stored.id)?;
@@ -35,7 +36,7 @@ pub(super) fn run_cell(
     ));
     let log_file = std::fs::File::create(&log)
         .with_context(|| format!("creating the cell's log {}", log.display()))?;
-    let mut child = match cell_process(ctx, group, stored, binary, args, log_file).spawn() {
+    let mut child = match cell_process(ctx, group, stored, binary, command, log_file).spawn() {
         Ok(c) => c,
         Err(e) => {
             let _ = std::fs::remove_file(&log);
@@ -58,22 +59,24 @@ pub(super) fn run_cell(
     Ok(outcome)
 }
 
-/// The cell's process, not yet started: the binary with the cell's arguments, filed
-/// under the cell (by the environment variable), its stderr to `log`, in its own
+/// The cell's process, not yet started: the binary with the cell's command, filed under
+/// the cell (by the environment variable [`PlanCellRef::ENV`]), its stderr to `log`, in its own
 /// process group, told to stop if the runner dies.
 fn cell_process(
     ctx: &Context,
     group: i64,
     stored: &PlanCell,
     binary: &Path,
-    args: &[String],
+    command: &CellCommand,
     log: std::fs::File,
 ) -> Process {
     let mut cmd = Process::new(binary);
-    cmd.arg("--db")
-        .arg(&ctx.db_path)
-        .args(args)
-        .env(PLAN_CELL_ENV, format!("{group}:{}", stored.id))
+    let cell = PlanCellRef {
+        group,
+        cell: stored.id,
+    };
+    cmd.args(command.process_args(&ctx.db_path))
+        .env(PlanCellRef::ENV, cell.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

@@ -24,7 +24,8 @@ pub(super) fn dry_run_text(plan: &Plan, planned: &[Planned]) -> String {
             format!(
                 "audiolat {}",
                 p.cell
-                    .argv
+                    .command
+                    .argv()
                     .iter()
                     .map(|a| load::shell_quote(a))
                     .collect::<Vec<_>>()

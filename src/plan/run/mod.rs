@@ -3,6 +3,11 @@
 //! private JACK server per buffer setting, with a progress line, Ctrl-C that stops the
 //! current cell and keeps what is stored, and `--resume` that runs only the cells not yet
 //! stored complete.
+//!
+//! Here the whole run, start to summary; beside it [`order`] (run order and the
+//! private server each cell needs), [`binaries`] (the binary of each build profile),
+//! [`server`] (the plan's JACK server), [`cell`] (one cell's process), [`progress`],
+//! [`resume`], [`summary`] (status, report, exit code) and [`dry_run`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,13 +18,12 @@ use anyhow::Result;
 use results::{NewPlanCell, PlanCell, RunStatus, Store};
 use serde_json::json;
 
-use super::Plan;
+use super::{takes_quiet, Plan};
 use crate::cli::PlanRunArgs;
 use crate::runner::Context;
 
 mod binaries;
 mod cell;
-mod command;
 mod dry_run;
 mod order;
 mod progress;
@@ -29,10 +33,8 @@ mod summary;
 
 use binaries::binary_for;
 use cell::run_cell;
-use command::{child_args, takes_quiet};
 use dry_run::dry_run_text;
-use order::Planned;
-use order::{order, ServerKey};
+use order::{order, Planned, ServerKey};
 use progress::Progress;
 use server::PlanServer;
 
@@ -113,7 +115,7 @@ fn store_cells(store: &Store, group: i64, planned: &[Planned]) -> Result<()> {
             seq: i as i64,
             key: p.cell.key.clone(),
             axes: p.cell.axes_json(),
-            argv: p.cell.argv.clone(),
+            argv: p.cell.command.argv(),
             profile: p.cell.profile.clone(),
         })
         .collect();
@@ -246,7 +248,14 @@ fn run_cells(
                 break;
             }
         };
-        let args = child_args(&planned[*index].cell, server_name, quiet_flag);
+        // The cell on the plan's server instead of one of its own, with no status line.
+        let mut command = planned[*index].cell.command.clone();
+        if let Some(name) = server_name {
+            command = command.on_server(name);
+        }
+        if quiet_flag {
+            command = command.quiet();
+        }
         progress.show(&cell.key);
         let outcome = match run_cell(
             ctx,
@@ -254,7 +263,7 @@ fn run_cells(
             group,
             cell,
             &binaries[&cell.profile],
-            &args,
+            &command,
             progress,
         ) {
             Ok(o) => o,

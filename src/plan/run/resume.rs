@@ -49,7 +49,7 @@ fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> R
         stored.iter().map(|c| (c.key.as_str(), c)).collect();
     for p in cells {
         match stored_map.get(p.cell.key.as_str()) {
-            Some(s) if s.argv == p.cell.argv && s.profile == p.cell.profile => {}
+            Some(s) if s.argv == p.cell.command.argv() && s.profile == p.cell.profile => {}
             Some(_) => {
                 return Err(UsageError(format!(
                     "the plan changed since plan run {}: cell {} now runs different settings; run the plan anew (without --resume)",
