@@ -4,10 +4,10 @@
 //! current cell and keeps what is stored, and `--resume` that runs only the cells not yet
 //! stored complete.
 //!
-//! Here the whole run, start to summary; beside it [`order`] (run order and the
-//! private server each cell needs), [`binaries`] (the binary of each build profile),
-//! [`server`] (the plan's JACK server), [`cell`] (one cell's process), [`progress`],
-//! [`resume`], [`summary`] (status, report, exit code) and [`dry_run`].
+//! Here the whole run, start to summary; beside it `order` (run order and the
+//! private server each cell needs), `binaries` (the binary of each build profile),
+//! `server` (the plan's JACK server), `cell` (one cell's process), `progress`,
+//! `resume`, `summary` (status, report, exit code) and `dry_run`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
