@@ -14,7 +14,6 @@ mod audio;
 mod cli;
 mod min_buffer;
 mod plan;
-mod plan_run;
 mod presets;
 mod report_data;
 mod run_views;
@@ -2029,7 +2028,7 @@ fn run_plan(ctx: &Context, a: &cli::RunPlanArgs) -> Result<ExitCode> {
     })?;
     let plan = plan::Plan::parse(&text, &a.plan.display().to_string())
         .map_err(|e| UsageError(e.to_string()))?;
-    plan_run::run(ctx, &plan, &a.run)
+    plan::run(ctx, &plan, &a.run)
 }
 
 fn reproduce(ctx: &Context, a: &cli::ReproduceArgs) -> Result<ExitCode> {
@@ -2044,7 +2043,7 @@ fn reproduce(ctx: &Context, a: &cli::ReproduceArgs) -> Result<ExitCode> {
         if a.quick { " --quick" } else { "" }
     );
     let plan = plan::Plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
-    plan_run::run(ctx, &plan, &a.run)
+    plan::run(ctx, &plan, &a.run)
 }
 
 fn write_report(ctx: &Context, a: &cli::ReportArgs) -> Result<ExitCode> {

@@ -1,0 +1,213 @@
+//! Running one cell: its process, its log, and what it stored.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command as Process, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use results::{PlanCell, RunStatus, Store};
+
+use super::progress::Progress;
+use crate::plan::{CellCommand, PlanCellRef};
+use crate::runner::Context;
+
+/// What happened to one cell.
+pub(super) struct CellOutcome {
+    pub(super) status: RunStatus,
+    pub(super) error: Option<String>,
+}
+
+/// Runs one cell's process to its end (SIGINT to it when the plan is stopped).
+pub(super) fn run_cell(
+    ctx: &Context,
+    store: &Store,
+    group: i64,
+    stored: &PlanCell,
+    binary: &Path,
+    command: &CellCommand,
+    progress: &mut Progress,
+) -> Result<CellOutcome> {
+    store.start_plan_cell(stored.id)?;
+    let log = std::env::temp_dir().join(format!(
+        "audiolat-plan-{group}-cell-{}-{}.log",
+        stored.id,
+        std::process::id()
+    ));
+    let log_file = std::fs::File::create(&log)
+        .with_context(|| format!("creating the cell's log {}", log.display()))?;
+    let mut child = match cell_process(ctx, group, stored, binary, command, log_file).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&log);
+            let error = format!("cannot start {}: {e}", binary.display());
+            store.closing(|| store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error)))?;
+            return Ok(CellOutcome {
+                status: RunStatus::Failed,
+                error: Some(error),
+            });
+        }
+    };
+    let started = Instant::now();
+    let (exit, signalled) = wait_for(ctx, &mut child, &stored.key, started, progress)?;
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let outcome = outcome_of(store, group, stored, exit, signalled, &stderr)?;
+    store
+        .closing(|| store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref()))?;
+    progress.timed.push(started.elapsed().as_secs_f64());
+    Ok(outcome)
+}
+
+/// The cell's process, not yet started: the binary with the cell's command, filed under
+/// the cell (by the environment variable [`PlanCellRef::ENV`]), its stderr to `log`, in its own
+/// process group, told to stop if the runner dies.
+fn cell_process(
+    ctx: &Context,
+    group: i64,
+    stored: &PlanCell,
+    binary: &Path,
+    command: &CellCommand,
+    log: std::fs::File,
+) -> Process {
+    let mut cmd = Process::new(binary);
+    let cell = PlanCellRef {
+        group,
+        cell: stored.id,
+    };
+    cmd.args(command.process_args(&ctx.db_path))
+        .env(PlanCellRef::ENV, cell.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        // Its own process group: a terminal's Ctrl-C reaches the runner only, which
+        // passes a SIGINT on (and a second one when the runner got two, to hasten the
+        // cell's stop; the cell keeps what it measured either way).
+        .process_group(0);
+    // If the runner dies, the cell is told to stop.
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("the plan runner already exited"));
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Waits for the cell's process to end, passing a stop of the plan on to it as SIGINT
+/// (a second one when the runner was hurried), and redrawing a terminal's progress
+/// line every second. Returns how it exited and whether it was signalled.
+fn wait_for(
+    ctx: &Context,
+    child: &mut std::process::Child,
+    key: &str,
+    started: Instant,
+    progress: &Progress,
+) -> Result<(ExitStatus, bool)> {
+    let mut signalled = false;
+    let mut hurried = false;
+    let mut last_shown = Instant::now();
+    let exit = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if ctx.stopped() && !signalled {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            signalled = true;
+        }
+        if signalled && !hurried && load::hurried() {
+            // SAFETY: as above.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            hurried = true;
+        }
+        // A terminal's line is redrawn every second; a log gets one line per cell.
+        if progress.tty && last_shown.elapsed() >= Duration::from_secs(1) {
+            progress.show(&format!(
+                "{} ({:.0} s)",
+                key,
+                started.elapsed().as_secs_f64()
+            ));
+            last_shown = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Ok((exit, signalled))
+}
+
+/// What the cell came to: the status of the run its process stored (a run it left
+/// open is closed, interrupted when the plan was stopped, else failed), or, with no
+/// run, failed (interrupted when signalled) with the last error line of its stderr.
+fn outcome_of(
+    store: &Store,
+    group: i64,
+    stored: &PlanCell,
+    exit: ExitStatus,
+    signalled: bool,
+    stderr: &str,
+) -> Result<CellOutcome> {
+    let cell = store
+        .plan_cells(group)?
+        .into_iter()
+        .find(|c| c.id == stored.id)
+        .expect("the cell is stored");
+    // The run this attempt made (a new attempt starts with none).
+    let run = match cell.run_id {
+        Some(id) => Some(store.run(id)?),
+        None => None,
+    };
+    let last_error = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("error"))
+        .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| l.trim().to_string());
+    let outcome = match run {
+        Some(r) if r.status == RunStatus::Running => {
+            // The process ended without closing its run: stopped (we signalled it) or
+            // it crashed. What the run stored is kept.
+            let (status, why) = if signalled {
+                (
+                    RunStatus::Interrupted,
+                    format!("the plan was stopped and the cell's process ended ({exit})"),
+                )
+            } else {
+                (
+                    RunStatus::Failed,
+                    format!(
+                        "the cell's process ended ({exit}) without closing its run{}",
+                        last_error
+                            .as_ref()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ),
+                )
+            };
+            store.closing(|| store.close_abandoned_run(r.id, status, &why))?;
+            CellOutcome {
+                status,
+                error: Some(why),
+            }
+        }
+        Some(r) => CellOutcome {
+            status: r.status,
+            error: r.error.or(if exit.success() { None } else { last_error }),
+        },
+        None => CellOutcome {
+            status: if signalled {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Failed
+            },
+            error: Some(
+                last_error
+                    .unwrap_or_else(|| format!("the cell's process ended ({exit}) without a run")),
+            ),
+        },
+    };
+    Ok(outcome)
+}

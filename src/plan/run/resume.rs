@@ -1,0 +1,103 @@
+//! `--resume`: finding the plan run to continue and checking it against the plan.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use results::{PlanCell, RunStatus, Store};
+use serde_json::json;
+
+use super::order::Planned;
+use crate::cli::{Resume, UsageError};
+use crate::plan::Plan;
+
+/// The plan run to continue, checked against the plan's cells.
+fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
+    let group = match how {
+        Resume::Group(g) => {
+            let rec = store.group(g)?;
+            if rec.kind != "plan" {
+                return Err(UsageError(format!(
+                    "group {g} is a {} group, not a plan run: `audiolat runs` shows groups",
+                    rec.kind
+                ))
+                .into());
+            }
+            rec
+        }
+        Resume::Latest => store
+            .list_groups(Some("plan"))?
+            .into_iter()
+            .find(|g| g.detail["name"] == json!(plan.name) && g.status != RunStatus::Complete)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "no unfinished plan run of `{}` in this database: run it without --resume",
+                    plan.name
+                ))
+            })?,
+    };
+    if group.detail["name"] != json!(plan.name) {
+        return Err(UsageError(format!(
+            "group {} is the plan run of `{}`, not `{}`",
+            group.id,
+            group.detail["name"].as_str().unwrap_or("?"),
+            plan.name
+        ))
+        .into());
+    }
+    let stored = store.plan_cells(group.id)?;
+    let stored_map: BTreeMap<&str, &PlanCell> =
+        stored.iter().map(|c| (c.key.as_str(), c)).collect();
+    for p in cells {
+        match stored_map.get(p.cell.key.as_str()) {
+            Some(s) if s.argv == p.cell.command.argv() && s.profile == p.cell.profile => {}
+            Some(_) => {
+                return Err(UsageError(format!(
+                    "the plan changed since plan run {}: cell {} now runs different settings; run the plan anew (without --resume)",
+                    group.id, p.cell.key
+                ))
+                .into())
+            }
+            None => {
+                return Err(UsageError(format!(
+                    "the plan changed since plan run {}: cell {} is new; run the plan anew (without --resume)",
+                    group.id, p.cell.key
+                ))
+                .into())
+            }
+        }
+    }
+    if stored.len() != cells.len() {
+        return Err(UsageError(format!(
+            "the plan changed since plan run {}: it had {} cells, now {}; run the plan anew (without --resume)",
+            group.id,
+            stored.len(),
+            cells.len()
+        ))
+        .into());
+    }
+    Ok(group.id)
+}
+
+/// The plan run `--resume` continues, taken over by this process: refused while another
+/// live process runs it; then reopened with this process as its runner.
+pub(super) fn reopen(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
+    let g = resume_group(store, plan, how, cells)?;
+    let mut detail = store.group(g)?.detail;
+    if let Some(pid) = detail["runner_pid"].as_i64() {
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = pid > 0
+            && pid != std::process::id() as i64
+            && unsafe { libc::kill(pid as i32, 0) } == 0;
+        if alive {
+            return Err(UsageError(format!(
+                "plan run {g} is being run by process {pid}: wait for it, or stop it (Ctrl-C) and resume"
+            ))
+            .into());
+        }
+    }
+    detail["runner_pid"] = json!(std::process::id());
+    detail["runner_host"] = json!(results::store::hostname());
+    store.set_group_detail(g, &detail)?;
+    store.reopen_group(g)?;
+    Ok(g)
+}
