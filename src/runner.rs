@@ -35,26 +35,6 @@ impl std::ops::Deref for Context {
     }
 }
 
-/// The environment variable a plan runner gives each cell's process: `GROUP:CELL`.
-pub const PLAN_CELL_ENV: &str = "AUDIOLAT_PLAN_CELL";
-
-/// The plan cell in the environment, if any.
-pub fn plan_cell_from_env() -> anyhow::Result<Option<(i64, i64)>> {
-    let Ok(v) = std::env::var(PLAN_CELL_ENV) else {
-        return Ok(None);
-    };
-    let parsed = v
-        .split_once(':')
-        .and_then(|(g, c)| Some((g.parse().ok()?, c.parse().ok()?)));
-    match parsed {
-        Some(t) => Ok(Some(t)),
-        None => Err(UsageError(format!(
-            "{PLAN_CELL_ENV}={v}: expected GROUP:CELL (it is set by `audiolat run` for its cells; unset it)"
-        ))
-        .into()),
-    }
-}
-
 impl Context {
     /// Opens the results database for writing runs; in a plan's cell, every run it
     /// begins is filed under the cell. Every measuring command opens it so, after its

@@ -36,9 +36,6 @@ impl PlanCellRef {
 
     /// The plan cell in this process's environment, if any. A value that is not
     /// `GROUP:CELL` is a usage error (an unset or non-UTF-8 variable is no cell).
-    // Not called yet: `runner::plan_cell_from_env` should call it (issue 16 moves the
-    // runner into a crate; the lead re-points it).
-    #[allow(dead_code)]
     pub fn from_env() -> anyhow::Result<Option<PlanCellRef>> {
         let Ok(v) = std::env::var(Self::ENV) else {
             return Ok(None);
