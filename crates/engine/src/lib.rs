@@ -34,15 +34,22 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod alsa_backend;
-pub mod alsa_devices;
+pub mod alsa;
 pub mod audio;
 pub mod clock;
 pub mod gpio;
-pub mod jack_backend;
-pub mod jack_loop;
-pub mod jack_server;
+pub mod guard;
+pub mod jack;
 pub mod rt;
 pub mod servers;
 mod stream;
-pub mod virtual_backend;
+pub mod virtual_card;
+
+// The module paths before the backends had a folder each, kept so code written against
+// them compiles while it moves to the new paths.
+pub use alsa::devices as alsa_devices;
+pub use alsa::stream as alsa_backend;
+pub use jack::client as jack_backend;
+pub use jack::loop_client as jack_loop;
+pub use jack::server as jack_server;
+pub use virtual_card as virtual_backend;

@@ -12,16 +12,16 @@
 //! A value alsa-lib did not give is `None`, never 0.
 //!
 //! ```no_run
-//! let alsa = engine::alsa_devices::inventory();
+//! let alsa = engine::alsa::devices::inventory();
 //! for card in &alsa.cards {
 //!     println!("card {} [{}]: {}", card.index, card.id, card.long_name);
 //! }
-//! if let Some(h) = engine::alsa_devices::holder(0, 0, engine::alsa_devices::PcmDirection::Playback) {
+//! if let Some(h) = engine::alsa::devices::holder(0, 0, engine::alsa::devices::PcmDirection::Playback) {
 //!     println!("hw:0,0 is held by {} (pid {})", h.command, h.pid);
 //! }
 //! ```
 
-use crate::alsa_backend::{silence_alsa_lib, SampleFormat};
+use crate::alsa::stream::{silence_alsa_lib, SampleFormat};
 use alsa::pcm::{Access, Format, HwParams, PCM};
 use alsa::Direction;
 

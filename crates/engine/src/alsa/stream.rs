@@ -30,7 +30,7 @@
 //! that DAC time: the nominal start is when the period became free. The capture latency
 //! is one period (the frames read were sampled during the period before).
 
-use crate::alsa_devices::{holder_of_name, PcmDirection};
+use crate::alsa::devices::{holder_of_name, PcmDirection};
 use crate::audio::{
     AudioError, Backend, CycleRecord, DuplexStart, Io, Model, Processor, ServerInfo, StreamInfo,
     StreamStatus, XrunRecord,
