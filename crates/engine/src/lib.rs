@@ -36,6 +36,7 @@
 
 pub mod alsa;
 pub mod audio;
+pub mod backend;
 pub mod clock;
 pub mod gpio;
 pub mod guard;

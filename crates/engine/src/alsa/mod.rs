@@ -3,4 +3,5 @@
 //! cards and PCM devices with who holds them ([`devices`]).
 
 pub mod devices;
+pub mod setup;
 pub mod stream;

@@ -6,3 +6,4 @@
 pub mod client;
 pub mod loop_client;
 pub mod server;
+pub mod setup;
