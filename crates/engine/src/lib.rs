@@ -16,7 +16,15 @@
 //!   `/dev/cpu_dma_latency` are process-wide and done once; scheduling policy and
 //!   affinity are applied by the thread to itself before its first cycle.
 //!
-//! The crate depends on nothing but `libc`: no storage, no reporting, no logging.
+//! - **One guard around every cycle.** Every backend (JACK's callback, ALSA's write loop,
+//!   the virtual card's application thread) runs the processor through
+//!   [`guard::process_guard`]: denormals flushed to zero (FTZ/DAZ) for the cycle, the
+//!   allocation guard in debug builds.
+//! - **One place chooses the backend.** [`backend::open`] takes a typed
+//!   [`backend::BackendSpec`] and starts (or finds) the JACK server it needs; each backend
+//!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`).
+//!
+//! The crate depends on no storage, reporting or logging crate, and on no CLI parser.
 //!
 //! ```no_run
 //! use engine::rt::{Policy, ProcessRt, ThreadRt};
