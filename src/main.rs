@@ -357,17 +357,7 @@ fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
                         config,
                         load: load.clone(),
                         repeat,
-                        jack: engine::jack_backend::JackConfig {
-                            playback: a.playback.clone(),
-                            // With ALSA, --loopback names a capture device instead.
-                            capture: a
-                                .loopback
-                                .clone()
-                                .filter(|_| a.audio.backend != cli::BackendName::Alsa),
-                            midi: (a.trigger == probes::event::TriggerSource::Midi)
-                                .then(|| a.midi_port.clone().unwrap_or_default()),
-                            ..Default::default()
-                        },
+                        jack: audio::event_jack(a),
                         granted: None,
                     });
                 }
@@ -377,8 +367,12 @@ fn event_cells(a: &cli::EventArgs) -> Result<Vec<runner::EventCell>> {
     Ok(cells)
 }
 
-/// Everything `event` refuses before it starts anything: its cells, in sweep order.
-fn event_checks(a: &cli::EventArgs, scratch: &std::path::Path) -> Result<Vec<runner::EventCell>> {
+/// Everything `event` refuses before it starts anything: its cells, in sweep order, and
+/// its backend.
+fn event_checks(
+    a: &cli::EventArgs,
+    scratch: &std::path::Path,
+) -> Result<(Vec<runner::EventCell>, engine::backend::BackendSpec)> {
     let cells = event_cells(a)?;
     for load in &a.load.0 {
         runner::check_load(load, scratch)?;
@@ -386,11 +380,15 @@ fn event_checks(a: &cli::EventArgs, scratch: &std::path::Path) -> Result<Vec<run
     if a.midi_port.is_some() && a.trigger != probes::event::TriggerSource::Midi {
         return Err(UsageError("--midi-port needs --trigger midi".into()).into());
     }
-    if a.trigger == probes::event::TriggerSource::Midi && a.audio.backend != cli::BackendName::Jack
-    {
+    let spec = audio::sweep_spec(
+        &a.audio,
+        &audio::event_purpose(a),
+        &audio::periods(&a.audio),
+    )?;
+    if a.trigger == probes::event::TriggerSource::Midi && !spec.has_midi() {
         return Err(UsageError(format!(
             "--trigger midi reads note-ons from a JACK MIDI port: use --backend jack (with --backend {}, use --trigger timer or key)",
-            a.audio.backend
+            spec.name()
         ))
         .into());
     }
@@ -404,18 +402,7 @@ fn event_checks(a: &cli::EventArgs, scratch: &std::path::Path) -> Result<Vec<run
         )
         .into());
     }
-    validate_sweep_periods(&a.audio, &audio::periods(&a.audio))?;
-    audio::check_options(
-        &a.audio,
-        &audio::Purpose::Event {
-            jack: &cells[0].jack,
-            loopback_device: a
-                .loopback
-                .as_ref()
-                .filter(|_| a.audio.backend == cli::BackendName::Alsa),
-        },
-    )?;
-    Ok(cells)
+    Ok((cells, spec))
 }
 
 fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
@@ -424,22 +411,15 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
         .scratch_dir
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
-    let cells = event_checks(a, &scratch)?;
+    let (cells, spec) = event_checks(a, &scratch)?;
     let periods = audio::periods(&a.audio);
-    let purpose = audio::Purpose::Event {
-        jack: &cells[0].jack,
-        loopback_device: a
-            .loopback
-            .as_ref()
-            .filter(|_| a.audio.backend == cli::BackendName::Alsa),
-    };
-    let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
+    let first = audio::setup(&spec, periods[0], true)?;
     check_sweep_server(&first, &periods)?;
     let store = ctx.open_store()?;
     let group = store.create_group(
         "event",
         &ctx.command_line,
-        &json!({"backend": a.audio.backend.to_string(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
+        &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()}),
     )?;
     let quiet = a.quiet || a.json;
@@ -451,7 +431,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
             // Each period is a new set-up: the last one's server goes first (the next
             // takes its name).
             drop(setup.take());
-            match audio::setup(&a.audio, *period, false, &purpose) {
+            match audio::setup(&spec, *period, false) {
                 Ok(s) => setup = Some(s),
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -464,7 +444,7 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
             if ctx.stopped() {
                 break 'periods;
             }
-            let (mut stream, granted) = match setup.open() {
+            let (mut stream, granted) = match audio::open_stream(setup) {
                 Ok(s) => s,
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -512,20 +492,9 @@ fn event(ctx: &Context, a: &cli::EventArgs) -> Result<ExitCode> {
     sweep_exit(failure, status)
 }
 
-/// A sweep over several periods needs periods its backend runs: refused up front.
-fn validate_sweep_periods(audio: &cli::AudioArgs, periods: &[Option<u32>]) -> Result<()> {
-    if periods.len() > 1 && audio.backend == cli::BackendName::Jack {
-        // Each is a private server's period: refuse a bad one before the first starts.
-        for p in periods.iter().flatten() {
-            engine::jack_server::validate_period(*p).map_err(|e| UsageError(e.to_string()))?;
-        }
-    }
-    Ok(())
-}
-
 /// Several periods need private servers (each period is a new `jackd -d dummy`).
-fn check_sweep_server(first: &audio::Setup, periods: &[Option<u32>]) -> Result<()> {
-    if let Some(server) = &first.server {
+fn check_sweep_server(first: &engine::backend::Setup, periods: &[Option<u32>]) -> Result<()> {
+    if let Some(server) = first.server() {
         if periods.len() > 1 && !server.info().private {
             return Err(UsageError(format!(
                 "--period with several values needs a private server (each period is a new jackd -d dummy), but `{}` is an external server: use --server dummy, or one --period",
@@ -576,12 +545,17 @@ fn sweep_exit(failure: Option<String>, status: RunStatus) -> Result<ExitCode> {
     })
 }
 
-/// What `roundtrip` checks before it starts anything: the base configuration and the
-/// periods to run, in order.
+/// What `roundtrip` checks before it starts anything: the base configuration, the
+/// periods to run, in order, and the backend.
 fn roundtrip_checks(
     a: &cli::RoundtripArgs,
     scratch: &std::path::Path,
-) -> Result<(probes::roundtrip::RoundtripConfig, Vec<Option<u32>>)> {
+) -> Result<(
+    probes::roundtrip::RoundtripConfig,
+    Vec<Option<u32>>,
+    engine::backend::BackendSpec,
+)> {
+    let spec = audio::spec(&a.audio, &audio::roundtrip_purpose(a))?;
     let base = probes::roundtrip::RoundtripConfig {
         duration_ms: a.duration.as_secs_f64() * 1e3,
         every_periods: a.every,
@@ -589,10 +563,7 @@ fn roundtrip_checks(
         insert_delay_frames: a.insert_delay,
         peak: a.level,
         max_delay_frames: a.max_delay,
-        loop_hint_frames: match a.audio.backend {
-            cli::BackendName::Virtual if !a.no_cable => a.cable_delay,
-            _ => 0.0,
-        },
+        loop_hint_frames: spec.loop_hint_frames(),
         ..Default::default()
     };
     base.validate().map_err(|e| UsageError(e.to_string()))?;
@@ -607,10 +578,7 @@ fn roundtrip_checks(
             )
             .into());
         }
-        let smallest = match a.audio.backend {
-            cli::BackendName::Virtual => engine::virtual_backend::MIN_PERIOD_FRAMES,
-            _ => 16,
-        };
+        let smallest = spec.smallest_period();
         let mut list: Vec<u32> = match &a.audio.period {
             Some(p) => p.0.clone(),
             None => (4..=11)
@@ -622,19 +590,9 @@ fn roundtrip_checks(
         list.dedup();
         periods = list.into_iter().map(Some).collect();
     }
-    validate_sweep_periods(&a.audio, &periods)?;
-    audio::check_options(&a.audio, &roundtrip_purpose(a))?;
-    Ok((base, periods))
-}
-
-fn roundtrip_purpose(a: &cli::RoundtripArgs) -> audio::Purpose<'_> {
-    audio::Purpose::Roundtrip {
-        playback: &a.playback,
-        capture: a.capture.as_ref(),
-        capture_device: a.capture_device.as_ref(),
-        cable: (!a.no_cable).then_some((a.cable_delay, a.cable_gain)),
-        cable_given: a.no_cable || a.cable_delay != 0.0 || a.cable_gain != 1.0,
-    }
+    spec.check_periods(&periods)
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok((base, periods, spec))
 }
 
 fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
@@ -642,15 +600,14 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
         .scratch_dir
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
-    let (base, periods) = roundtrip_checks(a, &scratch)?;
-    let purpose = roundtrip_purpose(a);
-    let first = audio::setup(&a.audio, periods[0], true, &purpose)?;
+    let (base, periods, spec) = roundtrip_checks(a, &scratch)?;
+    let first = audio::setup(&spec, periods[0], true)?;
     check_sweep_server(&first, &periods)?;
     let store = ctx.open_store()?;
     let group = store.create_group(
         "roundtrip",
         &ctx.command_line,
-        &json!({"backend": a.audio.backend.to_string(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())}),
+        &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())}),
     )?;
     let quiet = a.quiet || a.json;
     let mut runs: Vec<runner::RoundtripRun> = Vec::new();
@@ -659,7 +616,7 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
     'periods: for (i, period) in periods.iter().enumerate() {
         if i > 0 {
             drop(setup.take());
-            match audio::setup(&a.audio, *period, false, &purpose) {
+            match audio::setup(&spec, *period, false) {
                 Ok(s) => setup = Some(s),
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -677,10 +634,10 @@ fn roundtrip(ctx: &Context, a: &cli::RoundtripArgs) -> Result<ExitCode> {
                     config: base.clone(),
                     load: load.clone(),
                     repeat,
-                    loop_description: setup.loop_description.clone(),
+                    loop_description: setup.loop_description().to_string(),
                     granted: None,
                 };
-                let (mut stream, granted) = match setup.open() {
+                let (mut stream, granted) = match audio::open_stream(setup) {
                     Ok(s) => s,
                     Err(e) => {
                         failure = Some(e.to_string());
@@ -1982,7 +1939,7 @@ fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
             runner::check_load(&a.load, &scratch).map_err(msg)
         }
         Command::Event(a) => {
-            let cells = event_checks(a, &scratch).map_err(msg)?;
+            let (cells, _) = event_checks(a, &scratch).map_err(msg)?;
             one_run(
                 cells.len() * audio::periods(&a.audio).len(),
                 "comma lists in --period, --policy, --workload or --load, or --repeat",
@@ -1994,7 +1951,7 @@ fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
                     "--find-min-buffer is a search of its own: sweep `period` as an axis instead, and the report finds the smallest buffer without under-runs".into(),
                 );
             }
-            let (_, periods) = roundtrip_checks(a, &scratch).map_err(msg)?;
+            let (_, periods, _) = roundtrip_checks(a, &scratch).map_err(msg)?;
             one_run(
                 periods.len() * a.load.0.len() * a.repeat as usize,
                 "comma lists in --period or --load, or --repeat",

@@ -16,7 +16,15 @@
 //!   `/dev/cpu_dma_latency` are process-wide and done once; scheduling policy and
 //!   affinity are applied by the thread to itself before its first cycle.
 //!
-//! The crate depends on nothing but `libc`: no storage, no reporting, no logging.
+//! - **One guard around every cycle.** Every backend (JACK's callback, ALSA's write loop,
+//!   the virtual card's application thread) runs the processor through
+//!   [`guard::process_guard`]: denormals flushed to zero (FTZ/DAZ) for the cycle, the
+//!   allocation guard in debug builds.
+//! - **One place chooses the backend.** [`backend::open`] takes a typed
+//!   [`backend::BackendSpec`] and starts (or finds) the JACK server it needs; each backend
+//!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`).
+//!
+//! The crate depends on no storage, reporting or logging crate, and on no CLI parser.
 //!
 //! ```no_run
 //! use engine::rt::{Policy, ProcessRt, ThreadRt};
@@ -34,15 +42,23 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod alsa_backend;
-pub mod alsa_devices;
+pub mod alsa;
 pub mod audio;
+pub mod backend;
 pub mod clock;
 pub mod gpio;
-pub mod jack_backend;
-pub mod jack_loop;
-pub mod jack_server;
+pub mod guard;
+pub mod jack;
 pub mod rt;
 pub mod servers;
 mod stream;
-pub mod virtual_backend;
+pub mod virtual_card;
+
+// The module paths before the backends had a folder each, kept so code written against
+// them compiles while it moves to the new paths.
+pub use alsa::devices as alsa_devices;
+pub use alsa::stream as alsa_backend;
+pub use jack::client as jack_backend;
+pub use jack::loop_client as jack_loop;
+pub use jack::server as jack_server;
+pub use virtual_card as virtual_backend;

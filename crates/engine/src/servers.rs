@@ -3,7 +3,7 @@
 //! server registry (`/dev/shm/jack-shm-registry`) and server sockets
 //! (`/dev/shm/jack_NAME_UID_0`), PipeWire's and PulseAudio's sockets in
 //! `$XDG_RUNTIME_DIR`. Whether a JACK server really answers, and with which ports, is
-//! [`crate::jack_server::survey`]'s to say.
+//! [`crate::jack::server::survey`]'s to say.
 
 use std::path::PathBuf;
 
@@ -162,7 +162,7 @@ pub struct JackCandidate {
 pub fn jack_candidates() -> Vec<JackCandidate> {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    let default = crate::jack_server::default_server_name();
+    let default = crate::jack::server::default_server_name();
     let mut out = vec![JackCandidate {
         name: default.clone(),
         pid: None,

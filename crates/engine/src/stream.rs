@@ -3,8 +3,9 @@
 //! owner reads from another thread ([`StreamShared`]).
 //!
 //! [`CycleRunner::run`] is the one place the engine calls a processor. On the audio thread
-//! it reads the clock, calls the processor inside `catch_unwind` (and, in debug builds,
-//! under `assert_no_alloc`), pushes one [`CycleRecord`] into a pre-sized ring and bumps
+//! it reads the clock, calls the processor inside `catch_unwind` and the
+//! [`process_guard`](crate::guard::process_guard) (denormals flushed to zero; in debug
+//! builds, `assert_no_alloc`), pushes one [`CycleRecord`] into a pre-sized ring and bumps
 //! atomic counters: no allocation, lock or print. A panic is caught, its message kept
 //! (with a `try_lock`, never a wait) and the stream outputs silence from then on.
 
@@ -248,20 +249,18 @@ impl CycleRunner {
     }
 
     /// Runs one cycle on the audio thread: `io.output` is `frames` long. Real-time safe.
+    ///
+    /// Every backend's audio thread calls this, and this is where the processor runs
+    /// inside [`process_guard`](crate::guard::process_guard): denormals flushed to zero
+    /// and, in debug builds, the allocation guard (a test binary that installs
+    /// `assert_no_alloc::AllocDisabler` counts any allocation made here).
     pub(crate) fn run(&mut self, timing: CycleTiming, io: &mut Io<'_>) {
-        // Debug builds run every cycle under the allocation guard: a test binary that
-        // installs `assert_no_alloc::AllocDisabler` counts any allocation made here.
+        crate::guard::process_guard(|| self.run_guarded(timing, io));
+        // The count is per thread: publish the audio thread's for readers elsewhere.
         #[cfg(debug_assertions)]
-        {
-            assert_no_alloc::assert_no_alloc(|| self.run_guarded(timing, io));
-            // The count is per thread: publish the audio thread's for readers elsewhere.
-            let violations = assert_no_alloc::violation_count() as u64;
-            self.shared
-                .alloc_violations
-                .store(violations, Ordering::Relaxed);
-        }
-        #[cfg(not(debug_assertions))]
-        self.run_guarded(timing, io);
+        self.shared
+            .alloc_violations
+            .store(assert_no_alloc::violation_count() as u64, Ordering::Relaxed);
     }
 
     fn run_guarded(&mut self, timing: CycleTiming, io: &mut Io<'_>) {

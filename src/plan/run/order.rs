@@ -5,7 +5,7 @@ use std::cell::OnceCell;
 use anyhow::Result;
 use engine::jack_server::ServerMode;
 
-use crate::cli::{self, Cli, Command, UsageError};
+use crate::cli::{Cli, Command, UsageError};
 use crate::plan::{Cell, Plan};
 
 /// The private JACK server a cell needs: (rate, period).
@@ -22,15 +22,14 @@ pub(super) struct Planned {
 /// `default_running` asks (once per plan) whether a JACK server answers under the
 /// default name, which `--server auto` cells use instead.
 fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> {
-    let (audio, roundtrip) = match &cli.command {
-        Command::Event(a) => (&a.audio, false),
-        Command::Roundtrip(a) => (&a.audio, true),
+    let (audio, purpose) = match &cli.command {
+        Command::Event(a) => (&a.audio, crate::audio::event_purpose(a)),
+        Command::Roundtrip(a) => (&a.audio, crate::audio::roundtrip_purpose(a)),
         _ => return None,
     };
-    if !crate::audio::uses_jack_server(audio, roundtrip) || audio.server_name.is_some() {
-        return None;
-    }
-    let private = match audio.server {
+    let spec = crate::audio::spec(audio, &purpose).ok()?;
+    let server = spec.jack_server().filter(|s| s.name.is_none())?;
+    let private = match server.mode {
         ServerMode::Dummy => true,
         ServerMode::External => false,
         ServerMode::Auto => !*default_running.get_or_init(|| {
@@ -43,17 +42,7 @@ fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> 
     if !private {
         return None;
     }
-    let alsa = audio.backend == cli::BackendName::Alsa;
-    let rate = audio.rate.unwrap_or(if alsa {
-        48_000
-    } else {
-        engine::jack_server::DEFAULT_RATE_HZ
-    });
-    let period = crate::audio::periods(audio)[0].unwrap_or(if alsa {
-        256
-    } else {
-        engine::jack_server::DEFAULT_PERIOD_FRAMES
-    });
+    let (rate, period) = spec.private_server_settings(crate::audio::periods(audio)[0]);
     Some((rate, period))
 }
 

@@ -62,10 +62,7 @@ impl Probe for EventProbe<'_> {
             qos_requested: json!({
                 "trigger_thread": self.config.trigger_policy.to_string(),
                 "lock_memory": self.config.lock_memory,
-                "audio_thread": match sinfo.backend {
-                    "jack" => "the JACK server's client thread (its -P/-R settings)",
-                    _ => "SCHED_FIFO 80",
-                },
+                "audio_thread": sinfo.audio_thread_requested(false),
             }),
             result_while_running: Some(
                 json!({RECOVERY_KEY: {"event_triggers": summary.to_json()}}),

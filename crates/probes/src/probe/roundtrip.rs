@@ -70,10 +70,7 @@ impl Probe for RoundtripProbe<'_> {
                 "server": {"name": sinfo.server.name, "private": sinfo.server.private,
                            "command_line": sinfo.server.command_line, "version": sinfo.server.version},
             }),
-            qos_requested: json!({"audio_thread": match sinfo.backend {
-                "jack" => "the JACK server's client thread (its -P/-R settings)",
-                _ => "SCHED_FIFO 80 (hardware clock thread SCHED_FIFO 90)",
-            }}),
+            qos_requested: json!({"audio_thread": sinfo.audio_thread_requested(true)}),
             result_while_running: None,
             writes_rows: false,
         }

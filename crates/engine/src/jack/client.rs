@@ -26,7 +26,7 @@ use crate::audio::{
     StreamStatus, XrunRecord, MAX_NOTE_ONS,
 };
 use crate::clock::monotonic_ns;
-use crate::jack_server::open_client;
+use crate::jack::server::open_client;
 use crate::stream::{CycleRunner, CycleTiming, StreamShared};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -306,7 +306,7 @@ pub struct JackStream {
 
 fn jack_err(op: &'static str) -> impl Fn(jack::Error) -> AudioError {
     move |e| {
-        let said = crate::jack_server::libjack_messages();
+        let said = crate::jack::server::libjack_messages();
         let detail = match said.last() {
             Some(m) => format!("{e} (libjack: {m})"),
             None => e.to_string(),

@@ -12,8 +12,8 @@
 //! or print on JACK's thread.
 
 use crate::audio::AudioError;
-use crate::jack_backend::CallbackExit;
-use crate::jack_server::open_client;
+use crate::jack::client::CallbackExit;
+use crate::jack::server::open_client;
 use std::sync::Arc;
 
 /// The most frames a loop delays by.
@@ -129,7 +129,7 @@ impl JackLoop {
 impl Drop for JackLoop {
     fn drop(&mut self) {
         if let Some(active) = self.client.take() {
-            crate::jack_backend::deactivate_with_deadline(active, &self.exit);
+            crate::jack::client::deactivate_with_deadline(active, &self.exit);
         }
     }
 }

@@ -323,45 +323,14 @@ impl JackServer {
             op: format!("starting {}", jackd.display()),
             source: e,
         })?;
-        let output: Arc<Mutex<VecDeque<String>>> = Arc::default();
-        for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let output = output.clone();
-            std::thread::Builder::new()
-                .name("jackd-output".into())
-                .spawn(move || {
-                    for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                        if let Ok(mut o) = output.lock() {
-                            if o.len() == 40 {
-                                o.pop_front();
-                            }
-                            o.push_back(line);
-                        }
-                    }
-                })
-                .map_err(|e| AudioError::Io {
-                    op: "starting a thread for jackd's output".into(),
-                    source: e,
-                })?;
-        }
+        let output = keep_output_tail(&mut child)?;
         let command_line = std::iter::once(jackd.display().to_string())
             .chain(args.iter().cloned())
             .collect::<Vec<_>>()
             .join(" ");
-        let mut server = JackServer {
+        let server = JackServer {
             info: ServerInfo {
-                name: name.clone(),
+                name,
                 private: true,
                 command_line: Some(command_line),
                 version: jackd_version(&jackd),
@@ -369,11 +338,18 @@ impl JackServer {
             child: Some(child),
             output,
         };
-        let deadline = Instant::now() + req.start_timeout;
+        server.wait_until_it_answers(req.start_timeout)
+    }
+
+    /// Waits for a private server just started to answer, at most `timeout`: the server,
+    /// or why it did not come up (it exited, or did not answer in time and was stopped).
+    fn wait_until_it_answers(mut self, timeout: Duration) -> Result<JackServer, AudioError> {
+        let name = self.info.name.clone();
+        let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = server.exited() {
+            if let Some(status) = self.exited() {
                 std::thread::sleep(Duration::from_millis(50)); // let the output threads finish
-                let mut output = server.output_tail();
+                let mut output = self.output_tail();
                 if output.contains("Too many servers already active") {
                     // jackd2's registry holds eight servers and keeps the entries of
                     // servers that were killed outright.
@@ -388,14 +364,14 @@ impl JackServer {
                 });
             }
             if probe(&name)?.is_some() {
-                return Ok(server);
+                return Ok(self);
             }
             if Instant::now() > deadline {
-                let output = server.output_tail();
-                server.stop();
+                let output = self.output_tail();
+                self.stop();
                 return Err(AudioError::ServerStart {
                     name,
-                    why: format!("no answer within {:?}", req.start_timeout),
+                    why: format!("no answer within {timeout:?}"),
                     output,
                 });
             }
@@ -482,6 +458,44 @@ impl Drop for JackServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Keeps the last 40 lines jackd prints (stdout and stderr) for the error that says why
+/// it did not start, read by a thread per stream.
+fn keep_output_tail(child: &mut Child) -> Result<Arc<Mutex<VecDeque<String>>>, AudioError> {
+    let output: Arc<Mutex<VecDeque<String>>> = Arc::default();
+    for stream in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let output = output.clone();
+        std::thread::Builder::new()
+            .name("jackd-output".into())
+            .spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if let Ok(mut o) = output.lock() {
+                        if o.len() == 40 {
+                            o.pop_front();
+                        }
+                        o.push_back(line);
+                    }
+                }
+            })
+            .map_err(|e| AudioError::Io {
+                op: "starting a thread for jackd's output".into(),
+                source: e,
+            })?;
+    }
+    Ok(output)
 }
 
 fn describe_status(status: std::process::ExitStatus) -> String {

@@ -49,6 +49,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+pub mod setup;
+
 /// The smallest period the card runs (its fractional loopback looks this far ahead).
 pub const MIN_PERIOD_FRAMES: u32 = 32;
 /// The largest period.

@@ -1,0 +1,84 @@
+//! The JACK backend's set-up: which server, and which ports a period's streams connect.
+
+use crate::audio::AudioError;
+use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
+use crate::jack::client::{check_ports, JackConfig};
+use crate::jack::loop_client::JackLoop;
+
+/// A JACK client's streams.
+#[derive(Clone, Debug)]
+pub struct JackSpec {
+    /// The server.
+    pub server: ServerChoice,
+    /// The rate a running server must run at, or a private one's (`None`: the server's,
+    /// or [`DEFAULT_RATE_HZ`](crate::jack::server::DEFAULT_RATE_HZ) for a private one).
+    pub rate_hz: Option<u32>,
+    /// What the streams connect to.
+    pub ports: JackPorts,
+}
+
+/// What a JACK stream connects to.
+#[derive(Clone, Debug)]
+pub enum JackPorts {
+    /// Playback (the event probe): these ports, with an optional loopback capture port
+    /// and MIDI input.
+    Playback(JackConfig),
+    /// A round trip through a cable: out on `playback` (empty: the first two physical
+    /// playback ports), back in on `capture`.
+    Cable {
+        /// Where the output goes.
+        playback: Vec<String>,
+        /// Where the loop comes back in.
+        capture: String,
+    },
+    /// A round trip through audiolat's software loop client in the server.
+    SoftwareLoop,
+}
+
+/// The set-up for one period (see [`crate::backend::open`]).
+pub(crate) fn open(
+    spec: &JackSpec,
+    period: Option<u32>,
+    step: SweepStep,
+) -> Result<Setup, AudioError> {
+    let server = spec.server.connect(step, spec.rate_hz, period)?;
+    let (config, loop_client, description) = match &spec.ports {
+        JackPorts::Playback(config) => {
+            check_ports(server.info(), config, "--loopback")?;
+            (config.clone(), None, String::new())
+        }
+        JackPorts::Cable { playback, capture } => {
+            let config = JackConfig {
+                playback: playback.clone(),
+                capture: Some(capture.clone()),
+                ..Default::default()
+            };
+            check_ports(server.info(), &config, "--capture")?;
+            let description = format!(
+                "cable {} -> {capture}",
+                if playback.is_empty() {
+                    "(first two physical playback ports)".to_string()
+                } else {
+                    playback.join(",")
+                }
+            );
+            (config, None, description)
+        }
+        JackPorts::SoftwareLoop => {
+            let lp = JackLoop::start(server.name(), "audiolat-loop", 0)?;
+            let config = JackConfig {
+                playback: vec![lp.input_port()],
+                capture: Some(lp.output_port()),
+                ..Default::default()
+            };
+            let description = "software loop in the JACK server (audiolat-loop)".to_string();
+            (config, Some(lp), description)
+        }
+    };
+    Ok(Setup {
+        server: Some(server),
+        _loop_client: loop_client,
+        kind: StreamKind::Jack(config),
+        loop_description: description,
+    })
+}
