@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(p) = &opts.report {
-        crate::check_output_path(p, "--report")?;
+        crate::commands::output::check_output_path(p, "--report")?;
     }
     let store = ctx.open_store()?;
     let group = match opts.resume {

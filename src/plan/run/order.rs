@@ -54,7 +54,7 @@ pub(super) fn order(plan: &Plan, stopped: &dyn Fn() -> bool) -> Result<Option<Ve
         if stopped() {
             return Err("interrupted".into());
         }
-        crate::check_plan_cell(cli)?;
+        crate::commands::plans::check_plan_cell(cli)?;
         Ok(server_key(cli, &default_running))
     });
     if stopped() {

@@ -119,7 +119,7 @@ fn write_report(
 
 /// `--json`: the summary as one JSON object, with the tables.
 fn print_json(plan: &Plan, s: &Summary) -> Result<()> {
-    crate::print_json(&json!({
+    crate::commands::output::print_json(&json!({
         "group_id": s.group,
         "plan": plan.name,
         "status": s.status,

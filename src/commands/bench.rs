@@ -1,0 +1,37 @@
+//! `audiolat bench`: the DSP kernels' speed against a reference measured in the same run.
+
+use crate::commands::output::print_json;
+use crate::process::EXIT_INTERRUPTED;
+use crate::runner::Context;
+use anyhow::Result;
+use std::process::ExitCode;
+
+pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode> {
+    let config = dsp::bench::BenchConfig {
+        sample_rate_hz: a.rate,
+        period_frames: a.period as usize,
+        load_target: a.target / 100.0,
+        seconds_per_kernel: a.each.as_secs_f64(),
+    };
+    // Bench stores nothing, but measures: on the machine as it should be.
+    crate::runner::undo_leftovers()?;
+    let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);
+    let report = dsp::bench::run(&config, &ctx.stop);
+    let steal = steal.finish();
+    let Ok(report) = report else {
+        eprintln!("audiolat: bench interrupted before it finished; nothing is reported");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    };
+    let cpus = engine::rt::online_cpus().len();
+    let flags = crate::views::BenchFlags {
+        build_profile: ctx.tool.build_profile.clone(),
+        policy: engine::rt::current_thread_policy().to_string(),
+        host_steal_percent: steal.percent_of_span(steal.total_ns(None), cpus),
+    };
+    if a.json {
+        print_json(&crate::views::bench_json(&report, &flags))?;
+    } else {
+        print!("{}", crate::views::bench_text(&report, &flags));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,188 @@
+//! `audiolat event`: event-to-audio latency, swept over periods, workloads, loads and
+//! repeats, one stored run per cell in a group.
+
+use crate::cli::UsageError;
+use crate::commands::output::print_json;
+use crate::commands::sweep::{check_sweep_server, finish_group, sweep_exit, sweep_status};
+use crate::runner::Context;
+use anyhow::Result;
+use results::RunStatus;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// The JACK server request for `--server`, `--server-name`, `--rate` and one period.
+pub(crate) fn server_request(
+    mode: engine::jack_server::ServerMode,
+    name: Option<String>,
+    rate: Option<u32>,
+    period: Option<u32>,
+) -> engine::jack_server::ServerRequest {
+    engine::jack_server::ServerRequest {
+        mode,
+        name,
+        rate_hz: rate,
+        period_frames: period,
+        jackd: load::find_in_path(load::JACKD.name),
+        start_timeout: std::time::Duration::from_secs(10),
+    }
+}
+
+/// The event cells of one period, in sweep order.
+pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<crate::runner::EventCell>> {
+    use probes::event::EventConfig;
+    let mut cells = Vec::new();
+    for policy in &a.policy.0 {
+        for workload in &a.workload.0 {
+            for load in &a.load.0 {
+                for repeat in 1..=a.repeat {
+                    let mut config = EventConfig::new(a.trigger, *policy);
+                    config.triggers = a.triggers;
+                    config.workload = *workload;
+                    config.frequency_hz = a.frequency as f32;
+                    config.note_ms = a.note.as_secs_f64() * 1e3;
+                    config.spacing_ms = a.spacing.as_secs_f64() * 1e3;
+                    config.gpio = a.gpio.clone();
+                    config.lock_memory = !a.no_mlock;
+                    config.seed ^= repeat as u64;
+                    config.validate().map_err(|e| UsageError(e.to_string()))?;
+                    cells.push(crate::runner::EventCell {
+                        config,
+                        load: load.clone(),
+                        repeat,
+                        jack: crate::audio::event_jack(a),
+                        granted: None,
+                    });
+                }
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// Everything `event` refuses before it starts anything: its cells, in sweep order, and
+/// its backend.
+pub(crate) fn event_checks(
+    a: &crate::cli::EventArgs,
+    scratch: &std::path::Path,
+) -> Result<(Vec<crate::runner::EventCell>, engine::backend::BackendSpec)> {
+    let cells = event_cells(a)?;
+    for load in &a.load.0 {
+        crate::runner::check_load(load, scratch)?;
+    }
+    if a.midi_port.is_some() && a.trigger != probes::event::TriggerSource::Midi {
+        return Err(UsageError("--midi-port needs --trigger midi".into()).into());
+    }
+    let spec = crate::audio::sweep_spec(
+        &a.audio,
+        &crate::audio::event_purpose(a),
+        &crate::audio::periods(&a.audio),
+    )?;
+    if a.trigger == probes::event::TriggerSource::Midi && !spec.has_midi() {
+        return Err(UsageError(format!(
+            "--trigger midi reads note-ons from a JACK MIDI port: use --backend jack (with --backend {}, use --trigger timer or key)",
+            spec.name()
+        ))
+        .into());
+    }
+    if let Some(spec) = &a.gpio {
+        // Open and release the line once now, so a missing chip is refused up front.
+        engine::gpio::GpioLine::open(spec, "audiolat").map_err(|e| UsageError(e.to_string()))?;
+    }
+    if a.gpio.is_some() && a.trigger == probes::event::TriggerSource::Midi {
+        return Err(UsageError(
+            "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
+        )
+        .into());
+    }
+    Ok((cells, spec))
+}
+
+pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
+    // Everything that can be refused is refused before the database is opened.
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    let (cells, spec) = event_checks(a, &scratch)?;
+    let periods = crate::audio::periods(&a.audio);
+    let first = crate::audio::setup(&spec, periods[0], true)?;
+    check_sweep_server(&first, &periods)?;
+    let store = ctx.open_store()?;
+    let group = store.create_group(
+        "event",
+        &ctx.command_line,
+        &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
+                "server": a.audio.server.to_string()}),
+    )?;
+    let quiet = a.quiet || a.json;
+    let mut runs: Vec<crate::runner::EventRun> = Vec::new();
+    let mut failure: Option<String> = None;
+    let mut setup = Some(first);
+    'periods: for (i, period) in periods.iter().enumerate() {
+        if i > 0 {
+            // Each period is a new set-up: the last one's server goes first (the next
+            // takes its name).
+            drop(setup.take());
+            match crate::audio::setup(&spec, *period, false) {
+                Ok(s) => setup = Some(s),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let Some(setup) = setup.as_mut() else { break };
+        for cell in &cells {
+            if ctx.stopped() {
+                break 'periods;
+            }
+            let (mut stream, granted) = match crate::audio::open_stream(setup) {
+                Ok(s) => s,
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break 'periods;
+                }
+            };
+            let mut cell = cell.clone();
+            cell.granted = granted;
+            let result = crate::runner::event_run(
+                ctx,
+                &store,
+                Some(group),
+                stream.as_mut(),
+                setup.server_mut(),
+                &cell,
+                &scratch,
+                quiet,
+            );
+            drop(stream);
+            let run = match result {
+                Ok(run) => run,
+                Err(e) => {
+                    let _ = store.finish_group(group, RunStatus::Failed);
+                    return Err(e);
+                }
+            };
+            let stop_sweep = run.error.is_some();
+            if let Some(e) = &run.error {
+                failure = Some(e.clone());
+            }
+            runs.push(run);
+            if stop_sweep {
+                break 'periods;
+            }
+        }
+    }
+    drop(setup);
+    let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
+    finish_group(&store, group, status);
+    if a.json {
+        print_json(&crate::views::event_json(group, &runs))?;
+    } else {
+        print!(
+            "{}",
+            crate::run_views::event_text(group, &runs, &ctx.db_path)
+        );
+    }
+    sweep_exit(failure, status)
+}

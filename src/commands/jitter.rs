@@ -1,0 +1,54 @@
+//! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
+
+use crate::commands::output::{check_output_path, print_json};
+use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::runner::{Context, LiveLine};
+use anyhow::{Context as _, Result};
+use results::RunStatus;
+use std::process::ExitCode;
+
+pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {
+    // Everything is checked before the database is opened: bad input writes nothing.
+    let config = crate::cli::jitter_config(a)?;
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    crate::runner::check_load(&a.load, &scratch)?;
+    if let Some(p) = &a.histfile {
+        check_output_path(p, "--histfile")?;
+    }
+    let store = ctx.open_store()?;
+    let live = LiveLine::new("jitter", a.quiet || a.json, config.period_ns);
+    let run = crate::runner::jitter_run(ctx, &store, None, &config, &a.load, &scratch, &live)?;
+    if let Some(path) = &a.histfile {
+        let overflow_cycles: Vec<u64> = run
+            .outcome
+            .recorded
+            .overflows
+            .iter()
+            .map(|o| o.cycle)
+            .collect();
+        std::fs::write(
+            path,
+            results::export::cyclictest_histogram(
+                &run.outcome.recorded.histograms.latency,
+                &overflow_cycles,
+            ),
+        )
+        .with_context(|| format!("writing --histfile {}", path.display()))?;
+    }
+    if a.json {
+        print_json(&crate::run_views::jitter_json(&run))?;
+    } else {
+        print!("{}", crate::run_views::jitter_text(&run, &ctx.db_path));
+    }
+    if let Some(e) = &run.error {
+        eprintln!("audiolat: error: run {}: {e}", run.run_id);
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    Ok(match run.status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,332 @@
+//! `audiolat net` (both ends over loopback or network namespaces) and the two ends of a
+//! two-machine run (`net respond`, `net emulate`).
+
+use crate::cli::UsageError;
+use crate::commands::experiment::net_experiment;
+use crate::commands::output::{cpu_list, print_json};
+use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::runner::Context;
+use anyhow::Result;
+use results::RunStatus;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// The `audiolat net` configuration from its flags (checked before anything opens).
+pub(crate) fn net_config(
+    a: &crate::cli::NetArgs,
+    cells: &qos::CellSet,
+) -> Result<probes::net::NetConfig, UsageError> {
+    use netaudio::host::PollMode;
+    use qos::CellKind;
+    let cpus = cpu_list;
+    let host_kind = a
+        .cells
+        .host_cell
+        .as_deref()
+        .and_then(|h| cells.get(h))
+        .map(|c| c.kind);
+    if host_kind.is_some() && (a.host_cpus.is_some() || a.priority.is_some()) {
+        return Err(UsageError(
+            "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
+        ));
+    }
+    // A dedicated cell blocks by default: a SCHED_FIFO thread that spins is stopped
+    // for 50 ms a second by the kernel's RT throttling (sched_rt_runtime_us).
+    let poll = a.poll.unwrap_or(match host_kind {
+        Some(CellKind::TimeTriggered) => PollMode::Periodic,
+        _ => PollMode::Block,
+    });
+    if let (Some(link), Some(reserve)) = (a.link, a.reserve) {
+        if reserve > link {
+            return Err(UsageError(format!(
+                "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
+                reserve - link
+            )));
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if a.netns && unsafe { libc::geteuid() } != 0 {
+        return Err(UsageError(
+            "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
+        ));
+    }
+    let shaped = a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc;
+    for (tool, wanted) in [("ip", a.netns), ("tc", a.netns && shaped)] {
+        if wanted && load::find_in_path(tool).is_none() {
+            return Err(UsageError(format!(
+                "--netns needs `{tool}`, which is not installed: install the iproute2 package (apt install iproute2)"
+            )));
+        }
+    }
+    if a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc && !a.netns {
+        return Err(UsageError(
+            "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),
+        ));
+    }
+    if a.load
+        .items
+        .iter()
+        .any(|i| matches!(i, load::LoadItem::Flood { .. }))
+        && a.load
+            .cell_of(&load::LoadItem::Flood { mbps: None })
+            .is_some()
+    {
+        return Err(UsageError(
+            "flood runs on a thread of audiolat's own, in no cell: leave out its @cell".into(),
+        ));
+    }
+    let stream = a.load.stream().map(|mbps| probes::net::StreamConfig {
+        mbps,
+        sink_groups: Vec::new(),
+    });
+    Ok(probes::net::NetConfig {
+        duration: a.duration,
+        reference_duration: if a.no_reference {
+            std::time::Duration::ZERO
+        } else {
+            a.reference
+        },
+        warmup: a.warmup,
+        input: netaudio::controller::fixed_input(a.pads, a.x, a.y, a.pressure),
+        workers: a.workers,
+        poll,
+        policy: crate::cli::net_policy(a)?,
+        host_cpus: cpus("--host-cpus", &a.host_cpus)?,
+        controller_cpus: cpus("--controller-cpus", &a.controller_cpus)?,
+        flood_mbps: None,
+        netns: a.netns,
+        host_cell: None,
+        link: a.link.map(|mbps| probes::net::LinkShaping {
+            mbps,
+            reserve_mbps: a.reserve,
+            by: a.reserve_by,
+        }),
+        stream,
+    })
+}
+
+pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
+    use netaudio::host;
+    let policy = crate::cli::thread_policy(a.threads.policy, a.threads.priority)?;
+    let cpus = cpu_list("--cpus", &a.threads.cpus)?;
+    if !a.bind.ip().is_loopback() && a.peer.is_none() {
+        return Err(UsageError(format!(
+            "--bind {}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)",
+            a.bind
+        ))
+        .into());
+    }
+    let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    let store = ctx.open_store()?;
+    if !(a.threads.quiet || a.threads.json) {
+        eprintln!(
+            "audiolat net respond: listening on {}{}, {}; Ctrl-C ends",
+            a.bind,
+            a.peer
+                .map(|p| format!(", answering {p} only"))
+                .unwrap_or_else(|| ", answering the first sender".into()),
+            if a.no_synth {
+                "answering silence (no synth)".to_string()
+            } else {
+                format!("Migrator synth on {} workers", a.workers)
+            }
+        );
+    }
+    let config = host::HostConfig {
+        peer: a.peer,
+        synth: !a.no_synth,
+        workers: a.workers,
+        policy,
+        cpus: cpus.clone(),
+        groups: Vec::new(),
+        poll: a.poll,
+        count_from_ns: 0,
+        warmup_after_first_ns: a.warmup.as_nanos() as u64,
+    };
+    let config_json = json!({"role": "respond", "bind": a.bind.to_string(), "peer": a.peer.map(|p| p.to_string()),
+        "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": cpus,
+        "warmup_s": a.warmup.as_secs_f64(), "duration_s": a.duration.map(|d| d.as_secs_f64()),
+        "deadline_ns": netaudio::wire::DEADLINE_NS});
+    let run = crate::runner::net_end_run(
+        ctx,
+        &store,
+        "respond",
+        config_json,
+        json!({"threads": policy.to_string()}),
+        || {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let outcome = std::thread::scope(|scope| {
+                scope.spawn(|| crate::runner::stop_after(ctx, a.duration, &stop, &done));
+                let o = host::serve(&config, socket, &stop, 1 << 20);
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                o
+            });
+            let suffix = if a.no_synth { "_reference" } else { "" };
+            let ms = probes::net::host_measurements(&outcome, suffix);
+            let flags = json!({"realtime": outcome.net_thread.is_realtime() && outcome.worker_threads.iter().all(|g| g.is_realtime()),
+                           "kernel_timestamps": outcome.kernel_timestamps});
+            let d = &outcome.counters.drops;
+            let result = json!({"answered": outcome.answered, "misses": outcome.misses,
+            "answered_in_warmup": outcome.answered_in_warmup, "kernel_dropped": outcome.kernel_dropped,
+            "send_dropped": outcome.send_dropped, "blocks_incomplete": outcome.counters.blocks_incomplete,
+            "drops": {"malformed": d.wrong_size + d.bad_magic + d.unknown_version + d.unknown_kind + d.bad_index + d.non_finite,
+                      "duplicate": d.duplicate, "stale": d.stale, "foreign": d.foreign},
+            "net_thread": outcome.net_thread.granted.to_string()});
+            (ms, flags, result, outcome.error)
+        },
+    )?;
+    print_net_end(&run, a.threads.json, &ctx.db_path)
+}
+
+pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
+    use netaudio::controller;
+    let policy = crate::cli::thread_policy(a.threads.policy, a.threads.priority)?;
+    let cpus = cpu_list("--cpus", &a.threads.cpus)?;
+    if a.host.ip().is_unspecified() || a.host.port() == 0 {
+        return Err(UsageError(format!(
+            "--host {}: name the host's address and port, e.g. 127.0.0.1:9700",
+            a.host
+        ))
+        .into());
+    }
+    let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    if let Err(e) = socket.connect(a.host) {
+        return Err(UsageError(format!("--host {}: unreachable from {} ({e}): check the address and the route (ip route get {})", a.host, a.bind, a.host.ip())).into());
+    }
+    // Sending goes through send_to; the socket stays unconnected for it.
+    let socket = {
+        drop(socket);
+        netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
+    };
+    let store = ctx.open_store()?;
+    let config = controller::ControllerConfig {
+        host: a.host,
+        input: controller::fixed_input(a.pads, a.x, a.y, a.pressure),
+        blocks: netaudio::blocks_in(a.duration),
+        warmup_blocks: netaudio::blocks_in(a.warmup),
+        drain_ns: 100_000_000,
+        policy,
+        cpus: cpus.clone(),
+    };
+    if !(a.threads.quiet || a.threads.json) {
+        eprintln!(
+            "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
+            a.pads,
+            a.host,
+            a.bind,
+            crate::views::fmt_duration(a.duration),
+            crate::views::fmt_duration(a.warmup)
+        );
+    }
+    let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
+        "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": cpus,
+        "duration_s": a.duration.as_secs_f64(), "warmup_s": a.warmup.as_secs_f64(),
+        "deadline_ns": netaudio::wire::DEADLINE_NS});
+    let run = crate::runner::net_end_run(
+        ctx,
+        &store,
+        "emulate",
+        config_json,
+        json!({"threads": policy.to_string()}),
+        || {
+            let o = controller::run(
+                &config,
+                socket,
+                engine::clock::monotonic_ns() + 20_000_000,
+                &ctx.stop,
+            );
+            let ms = probes::net::controller_measurements(&o, "");
+            let flags = json!({"realtime": o.sender_thread.is_realtime() && o.receiver_thread.as_ref().is_some_and(|g| g.is_realtime()),
+                           "kernel_timestamps": o.kernel_timestamps});
+            let result = json!({"blocks_sent": o.blocks_sent, "on_time": o.on_time, "late": o.late, "lost": o.lost,
+            "packets_sent": o.packets_sent, "packets_refused": o.packets_refused,
+            "duplicate_answers": o.duplicate_answers, "unknown_answers": o.unknown_answers,
+            "malformed_answers": o.malformed.total()});
+            let error = o.error.clone().or_else(|| {
+            (o.blocks_sent > 0 && o.on_time + o.late == 0).then(|| format!(
+                "no answer from {}: is `audiolat net respond` running there, and does its --peer name this controller's address ({} as the host sees it)?",
+                a.host, a.bind
+            ))
+        });
+            (ms, flags, result, error)
+        },
+    )?;
+    print_net_end(&run, a.threads.json, &ctx.db_path)
+}
+
+pub(crate) fn print_net_end(
+    run: &crate::runner::NetEndRun,
+    as_json: bool,
+    db: &std::path::Path,
+) -> Result<ExitCode> {
+    let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
+    if as_json {
+        print_json(
+            &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
+            "error": run.error,
+            "measurements": run.measurements.iter().map(crate::views::measurement_summary_json).collect::<Vec<_>>()}),
+        )?;
+    } else if !(nothing && run.error.is_some()) {
+        print!("{}", crate::run_views::net_end_text(run, db));
+    }
+    if let Some(e) = &run.error {
+        eprintln!("audiolat: error: {e}");
+    }
+    Ok(match run.status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
+    match &a.role {
+        Some(crate::cli::NetRole::Respond(r)) => return net_respond(ctx, r),
+        Some(crate::cli::NetRole::Emulate(e)) => return net_emulate(ctx, e),
+        Some(crate::cli::NetRole::Experiment(e)) => return net_experiment(ctx, e),
+        None => {}
+    }
+    let cells = a.cells.cell_set()?;
+    let mut config = net_config(a, &cells)?;
+    config.flood_mbps = a.load.flood_mbps();
+    let scratch = a
+        .scratch_dir
+        .clone()
+        .unwrap_or_else(|| ctx.default_scratch());
+    crate::runner::check_net_load(&a.load, &scratch)?;
+    let placement = crate::runner::CellPlan {
+        cells,
+        host_cell: a.cells.host_cell.clone(),
+    };
+    // Admission control before anything is printed or stored.
+    crate::runner::admit_net(&placement, &config, &a.load)?;
+    let store = ctx.open_store()?;
+    if !(a.quiet || a.json) {
+        eprintln!(
+            "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
+            crate::views::fmt_duration(config.reference_duration),
+            crate::views::fmt_duration(config.duration),
+            crate::views::fmt_duration(config.warmup),
+            if config.netns {
+                "a veth pair between two network namespaces"
+            } else {
+                "loopback"
+            }
+        );
+    }
+    let run = crate::runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
+    if a.json {
+        print_json(&crate::run_views::net_json(&run))?;
+    } else {
+        print!("{}", crate::run_views::net_text(&run, &ctx.db_path));
+    }
+    if let Some(e) = &run.storage_error {
+        eprintln!("audiolat: error: run {}: {e}", run.run_id);
+    }
+    Ok(match run.status {
+        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
+        _ => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,122 @@
+//! The process's edges: exit codes, clap's errors on one line, a database that cannot
+//! be used, the signal handlers (a stop flag, never an exit), the command line as typed.
+
+use clap::error::ErrorKind;
+use results::StoreError;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub(crate) const EXIT_FAILED: u8 = 1;
+
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+
+/// clap's errors, on one line with the way out; help and version as clap prints them.
+pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(EXIT_USAGE)
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            // The first paragraph is the error (clap continues lists on indented lines).
+            let first = rendered
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let first = first.trim_start_matches("error: ");
+            let tip = rendered
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("tip: "))
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default();
+            let sub = std::env::args()
+                .skip(1)
+                .find(|a| {
+                    [
+                        "doctor",
+                        "devices",
+                        "jitter",
+                        "event",
+                        "roundtrip",
+                        "net",
+                        "bench",
+                        "suite",
+                        "run",
+                        "reproduce",
+                        "report",
+                        "compare",
+                        "runs",
+                        "show",
+                        "export",
+                    ]
+                    .contains(&a.as_str())
+                })
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            eprintln!("audiolat: error: {first}{tip}; see 'audiolat{sub} --help'");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Why the database cannot be used, with the fix, when a store error found after the
+/// open says so (a damaged page a query found, a disk full before any run was made): the
+/// same line as the open's own refusal.
+pub(crate) fn database_unusable(e: &anyhow::Error) -> Option<&'static str> {
+    let store = e.chain().find_map(|c| c.downcast_ref::<StoreError>())?;
+    if store.is_damaged() {
+        Some("it is damaged (a corrupt page or a truncated file); restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name")
+    } else if store.is_disk_full() {
+        // A run that filled the disk closes itself with the reason (see runner's
+        // Closing); reaching here, nothing was measured yet (a run or group being made).
+        Some("its filesystem is full; free space there, or pass --db with a path on another filesystem")
+    } else {
+        None
+    }
+}
+
+/// A SIGINT/SIGTERM raises the stop flag: the run ends at its next check, what it
+/// measured is printed and stored `interrupted`, loads are stopped, the machine is
+/// restored, and the exit code is 130. A second signal only hastens that ([`load::hurry`]:
+/// loads are killed without their grace period); no signal exits the process at once,
+/// so none can cut short the storing of results or the undoing of system state.
+/// SIGKILL stays the user's last resort, and the next run recovers from it.
+pub(crate) fn install_signal_handlers() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let flag = Arc::clone(&stop);
+        // SAFETY: the action is async-signal-safe: atomic operations only.
+        let _ = unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    load::hurry();
+                }
+            })
+        };
+    }
+    stop
+}
+
+pub(crate) fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 0 {
+                "audiolat".to_string()
+            } else {
+                load::shell_quote(&a)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
