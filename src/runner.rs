@@ -5,14 +5,13 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ::runner::{storage_failure, Cell, Closing, Failure, RunError, RunLoad, Watch};
+use ::runner::{Cell, Failure, RunError, Watch};
 use anyhow::Result;
 use load::{LoadContext, LoadSpec};
 use probes::jitter::{JitterConfig, JitterOutcome};
-use probes::probe::{EventProbe, JitterProbe, LiveStatus, RoundtripProbe};
+use probes::probe::{EventProbe, JitterProbe, LiveStatus, NetProbe, RoundtripProbe};
 use results::{Measurement, RunInfo, RunStatus, SinkError, Store, ToolInfo};
 use serde_json::{json, Value};
 
@@ -163,6 +162,7 @@ pub fn run_error(e: RunError) -> anyhow::Error {
     }
     match e {
         RunError::Refused(why) => UsageError(why).into(),
+        RunError::CellsRefused(e) => cells_refusal(e).into(),
         RunError::Begin(e) => sink(e),
         RunError::Failed { run_id, failure } => match failure {
             Failure::Probe(e) => anyhow::Error::from_boxed(e.into_inner()),
@@ -171,23 +171,6 @@ pub fn run_error(e: RunError) -> anyhow::Error {
         }
         .context(format!("run {run_id} failed")),
     }
-}
-
-/// Marks a run that could not measure as failed with the reason, and returns the error
-/// for the user.
-fn fail_run<E: std::error::Error + Send + Sync + 'static>(
-    store: &Store,
-    run_id: i64,
-    e: E,
-) -> anyhow::Error {
-    let _ = store.finish_run(
-        run_id,
-        RunStatus::Failed,
-        &json!({}),
-        &json!({}),
-        Some(&e.to_string()),
-    );
-    anyhow::Error::new(e).context(format!("run {run_id} failed"))
 }
 
 /// Checks that a load can start here (every tool installed, scratch directory usable)
@@ -615,6 +598,19 @@ pub struct NetRun {
 
 pub use qos::CellPlan;
 
+/// A refusal of a run's cells, in the words of the flags that placed the loads.
+fn cells_refusal(e: qos::PlanError) -> UsageError {
+    match e {
+        qos::PlanError::NoSuchCell { load, cell } => UsageError(format!(
+            "--load {load}@{cell}: no such cell; define it with --cell {cell}=KIND:... or in --cells"
+        )),
+        qos::PlanError::ForksInDeadlineCell { load, cell, kind } => UsageError(format!(
+            "--load {load}@{cell}: {cell} is a {kind} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells"
+        )),
+        qos::PlanError::Refused(why) => UsageError(why),
+    }
+}
+
 /// Admission control for a network run (`qos::CellPlan::admit` with the host's threads
 /// and link of `config`); a refusal is a usage error, before anything starts, in the
 /// words of the flags that placed the loads.
@@ -623,19 +619,16 @@ pub fn admit_net(
     config: &probes::net::NetConfig,
     load_spec: &LoadSpec,
 ) -> Result<Option<qos::Admission>, UsageError> {
-    plan.admit(load_spec, Some(config.host_threads()), config.link.map(|l| l.mbps))
-        .map_err(|e| match e {
-            qos::PlanError::NoSuchCell { load, cell } => UsageError(format!(
-                "--load {load}@{cell}: no such cell; define it with --cell {cell}=KIND:... or in --cells"
-            )),
-            qos::PlanError::ForksInDeadlineCell { load, cell, kind } => UsageError(format!(
-                "--load {load}@{cell}: {cell} is a {kind} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells"
-            )),
-            qos::PlanError::Refused(why) => UsageError(why),
-        })
+    plan.admit(
+        load_spec,
+        Some(config.host_threads()),
+        config.link.map(|l| l.mbps),
+    )
+    .map_err(cells_refusal)
 }
 
-/// Runs `audiolat net` (reference phase, then synth phase, over loopback) as a stored run.
+/// Runs `audiolat net` (reference phase, then synth phase, over loopback) as a stored
+/// run, its loads placed in `cells`.
 pub fn net_run(
     ctx: &Context,
     store: &Store,
@@ -645,260 +638,50 @@ pub fn net_run(
     cells: &CellPlan,
     scratch: &Path,
 ) -> Result<NetRun> {
-    let mut lctx = load_context(scratch);
-    let planned = load::plan(load_spec, &lctx).map_err(|e| UsageError(e.to_string()))?;
-    let admission = admit_net(cells, config, load_spec)?;
-    let pressed: Vec<usize> = (0..config.input.len())
-        .filter(|&p| config.input[p].pressure > 0.0)
-        .collect();
-    let first = config.input.iter().find(|p| p.pressure > 0.0).copied();
-    let info = RunInfo {
-        probe: "net".into(),
-        group_id: group,
-        machine: probes::machine::machine(),
-        tool: ctx.tool.clone(),
-        command_line: ctx.command_line.clone(),
-        config: json!({
-            "transport": if config.netns {
-                format!(
-                    "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
-                    netaudio::netns::HOST_IP,
-                    netaudio::netns::CONTROLLER_IP
-                )
-            } else {
-                "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
-            },
-            "duration_s": config.duration.as_secs_f64(),
-            "reference_duration_s": config.reference_duration.as_secs_f64(),
-            "warmup_s": config.warmup.as_secs_f64(),
-            "pads_pressed": pressed,
-            "pad": first.map(|p| json!({"x": p.x, "y": p.y, "pressure": p.pressure})),
-            "workers": config.workers,
-            "poll": config.poll.to_string(),
-            "host_cpus": config.host_cpus,
-            "controller_cpus": config.controller_cpus,
-            "deadline_ns": netaudio::wire::DEADLINE_NS,
-            "packet_interval_ns": netaudio::wire::PACKET_INTERVAL_NS,
-            "block_period_ns": netaudio::wire::BLOCK_PERIOD_NS,
-            "load": load_spec.to_string(),
-            "cells": cells.cells.to_json(),
-            "host_cell": cells.host_cell,
-            "link": config.link.map(|l| json!({"mbps": l.mbps, "reserve_mbps": l.reserve_mbps, "by": l.by.to_string()})),
-            "stream": config.stream.as_ref().map(|s| json!({"mbps": s.mbps})),
-        }),
-        load: load::describe(load_spec, planned.iter().map(|c| (c, None))),
-        qos_requested: json!({
-            "threads": config.policy.to_string(),
-            "memory": "mlockall",
-            "cells": cells.cells.to_json(),
-            "admission": admission.as_ref().map(|a| json!(a.checks)),
-        }),
-    };
-    // The cells before the run: a refusal (not root, no cpuset controller, CPUs the
-    // kernel will not give) stores nothing.
-    let partition = match &admission {
-        Some(a) => Some(qos::partition::Partition::create(&cells.cells, a).map_err(UsageError)?),
-        None => None,
-    };
-    let run_id = store.begin_run(&info)?;
-    let mut config = config.clone();
-    if let Some(p) = &partition {
-        for placed in p.cells() {
-            lctx.placements
-                .insert(placed.cell.name.clone(), qos::load_placement(placed));
-        }
-        config.host_cell = cells.host_cell.as_deref().and_then(|h| p.cell(h)).cloned();
-        if let Some(stream) = config.stream.as_mut() {
-            let item = load::LoadItem::Stream { mbps: None };
-            if let Some(c) = load_spec.cell_of(&item).and_then(|n| p.cell(n)) {
-                stream.sink_groups = c.tasks_files();
-            }
-        }
-    }
-    let config = &config;
-    let mut load = RunLoad::start(store, run_id, load_spec, &lctx)?;
-    let memory = engine::rt::lock_memory();
-    let result = probes::net::run(config, &ctx.stop);
-    load.poll();
-    let (load_json, load_events) = load.stop();
-    let cells_granted = partition.as_ref().map(|p| p.granted());
-    let cell_problems = partition.map(|p| p.finish()).unwrap_or_default();
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e) => return Err(fail_run(store, run_id, e)),
-    };
-    let mut closing = Closing::new(store);
-    closing.write(|s| s.replace_measurements(run_id, &outcome.measurements()));
-    for series in outcome.series() {
-        closing.write(|s| s.add_series(run_id, &series));
-    }
-    if !load_events.is_empty() {
-        closing.write(|s| s.add_events(run_id, &load_events));
-    }
-    let mut granted = json!({
-        "memory_locked": memory.current && memory.future,
-        "memory_refusal": memory.refusal,
-    });
-    if let Some(p) = outcome.synth.as_ref().or(outcome.reference.as_ref()) {
-        granted["host_net_thread"] = json!(p.host.net_thread.granted.to_string());
-        granted["host_workers"] = json!(p
-            .host
-            .worker_threads
-            .iter()
-            .map(|g| g.granted.to_string())
-            .collect::<Vec<_>>());
-        granted["controller_sender"] = json!(p.controller.sender_thread.granted.to_string());
-        granted["refusal"] = json!(p.host.net_thread.refusal);
-    }
-    if let Some(c) = &cells_granted {
-        granted["cells"] = c.clone();
-        granted["cells_undone"] = json!(cell_problems.is_empty());
-        granted["cells_undo_problems"] = json!(cell_problems);
-    }
-    closing.write(|s| s.update_run(run_id, Some(&load_json), Some(&granted)));
-    let mut flags = outcome.flags();
-    flags["load_exited_early"] = json!(!load_events.is_empty());
-    if cells_granted.is_some() {
-        flags["cells_undone"] = json!(cell_problems.is_empty());
-    }
-    flags["memory_locked"] = json!(memory.current && memory.future);
-    let phase_error = outcome
-        .reference
-        .iter()
-        .chain(outcome.synth.iter())
-        .find_map(|p| p.host.error.clone().or(p.controller.error.clone()));
-    let (status, error) = if outcome.interrupted {
-        (
-            RunStatus::Interrupted,
-            Some(
-                "interrupted by a signal (Ctrl-C or SIGTERM); the blocks measured are kept"
-                    .to_string(),
-            ),
+    let mut cell = Cell {
+        group,
+        cells: Some(cells.clone()),
+        ..Cell::new(
+            NetProbe::new(config.clone()),
+            load_spec.clone(),
+            scratch.to_path_buf(),
         )
-    } else if let Some(e) = phase_error {
-        (RunStatus::Failed, Some(e))
-    } else {
-        (RunStatus::Complete, None)
     };
-    let (mut status, mut error) = (status, error);
-    let mut storage_error = None;
-    if let Some(e) = &closing.failed {
-        let why = storage_failure(e, store.path(), "its measurements could not all be stored");
-        (status, error) = (RunStatus::Failed, Some(why.clone()));
-        storage_error = Some(why);
-    }
-    if let Some(e) = closing.finish(
-        run_id,
-        status,
-        &mut flags,
-        &outcome.result_json(),
-        error.as_deref(),
-    ) {
-        status = RunStatus::Failed;
-        storage_error = Some(storage_error.map_or(e.clone(), |w| format!("{w}; {e}")));
-    }
+    let run =
+        ::runner::run(ctx, store, &mut cell, None, &::runner::Unobserved).map_err(run_error)?;
     Ok(NetRun {
-        run_id,
-        status,
-        outcome,
-        config: config.clone(),
+        run_id: run.run_id,
+        status: run.status,
+        outcome: measured(cell.probe.take_outcome())?,
+        config: cell.probe.config().clone(),
         load: load_spec.clone(),
-        flags,
-        cells: cells_granted,
-        cells_undone: cell_problems.is_empty(),
-        storage_error,
+        flags: run.flags,
+        cells: run.cells.as_ref().map(|c| c.granted.clone()),
+        cells_undone: run.cells.as_ref().is_none_or(|c| c.undone()),
+        storage_error: run.error,
     })
 }
 
 /// One end of `audiolat net` run on its own (`respond` or `emulate`), stored.
-pub struct NetEndRun {
-    /// Run id.
-    pub run_id: i64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub measurements: Vec<Measurement>,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// Counters and grants.
-    pub result: Value,
-    /// Why it did not complete, if so.
-    pub error: Option<String>,
-}
+pub use ::runner::EndRun as NetEndRun;
 
-/// Stops `stop` when `ctx` is stopped or after `limit`, polling every 20 ms, until
-/// `done` is raised.
-pub fn stop_after(ctx: &Context, limit: Option<Duration>, stop: &AtomicBool, done: &AtomicBool) {
-    let start = std::time::Instant::now();
-    while !done.load(Ordering::Relaxed) {
-        if ctx.stopped() || limit.is_some_and(|l| start.elapsed() >= l) {
-            stop.store(true, Ordering::Relaxed);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+pub use ::runner::stop_after;
 
-/// Runs one end of the network probe as a stored run. `measure` does the work and
-/// returns (measurements, flags, result, error); `interrupted` says whether a signal
-/// ended it.
+/// Runs one end of the network probe as a stored run (`::runner::end_run`). `measure`
+/// does the work and returns (measurements, flags, result, error); a signal ends it
+/// `interrupted`.
 pub fn net_end_run(
     ctx: &Context,
     store: &Store,
-    role: &str,
+    role: &'static str,
     config: Value,
     qos: Value,
     measure: impl FnOnce() -> (Vec<Measurement>, Value, Value, Option<String>),
 ) -> Result<NetEndRun> {
-    let info = RunInfo {
-        probe: "net".into(),
-        group_id: None,
-        machine: probes::machine::machine(),
-        tool: ctx.tool.clone(),
-        command_line: ctx.command_line.clone(),
+    let info = ::runner::EndRunInfo {
+        role,
         config,
-        load: json!({"spec": "none"}),
         qos_requested: qos,
     };
-    let run_id = store.begin_run(&info)?;
-    let memory = engine::rt::lock_memory();
-    let steal = probes::steal::StealSampler::start(Duration::from_millis(50), None);
-    let (measurements, mut flags, result, error) = measure();
-    let steal = steal.finish();
-    let cpus = engine::rt::online_cpus().len();
-    let steal_ns = steal.total_ns(None);
-    flags["host_steal_ns"] = json!(steal_ns);
-    flags["host_steal_percent"] = json!(steal.percent_of_span(steal_ns, cpus));
-    flags["memory_locked"] = json!(memory.current && memory.future);
-    flags["interrupted"] = json!(ctx.stopped());
-    flags["role"] = json!(role);
-    let mut closing = Closing::new(store);
-    closing.write(|s| s.replace_measurements(run_id, &measurements));
-    let (mut status, mut error) = if error.is_some() {
-        (RunStatus::Failed, error)
-    } else if ctx.stopped() {
-        (RunStatus::Interrupted, None)
-    } else {
-        (RunStatus::Complete, None)
-    };
-    if let Some(e) = &closing.failed {
-        status = RunStatus::Failed;
-        error = Some(storage_failure(
-            e,
-            store.path(),
-            "its measurements could not all be stored",
-        ));
-    }
-    if let Some(e) = closing.finish(run_id, status, &mut flags, &result, error.as_deref()) {
-        status = RunStatus::Failed;
-        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
-    }
-    Ok(NetEndRun {
-        run_id,
-        status,
-        measurements,
-        flags,
-        result,
-        error,
-    })
+    ::runner::end_run(ctx, store, info, measure).map_err(run_error)
 }

@@ -1,11 +1,16 @@
 //! # runner: a probe measured as a stored run
 //!
-//! The run lifecycle, written once for every probe ([`run`]): the run is begun in a
-//! [`RunSink`] (its row before anything is measured), its load is started, the
+//! The run lifecycle, written once for every probe ([`run`]): the run's cells, if it
+//! has any, are admitted and made (before anything is stored: a refusal stores
+//! nothing), the run is begun in a
+//! [`RunSink`] (its row before anything is measured), its load is started (its items
+//! placed in the cells), the
 //! [`Probe`] measures while what it hands over is stored as it comes (trigger rows,
 //! events, checkpoints), the load's exits are polled and an optional [`Watch`] (the
 //! private JACK server behind the stream) can end the run, the load is stopped on every
-//! path (a guard: errors and panics too), and the run is closed with its end reason. The
+//! path (a guard: errors and panics too), then the cells are undone (a guard too: the
+//! load's processes are in them until it stops), and the run is closed with its end
+//! reason. The
 //! closing writes may spend the sink's reserve; a run whose summary could not be stored
 //! (a full disk) ends `failed` and still returns what was measured.
 //!
@@ -16,6 +21,9 @@
 //!   start here) is told apart from a run that failed ([`RunError::Failed`], stored as
 //!   `failed` with its reason).
 //! - A load never outlives the run: it is stopped before the outcome is looked at.
+//! - Cells never outlive the run either, and never their load: undone after it stops.
+//! - The ends of a two-machine network run ([`end_run`]) are a run without a load,
+//!   closed the same way.
 //!
 //! Adding a probe: implement [`probes::probe::Probe`] and give it to [`run`] in a
 //! [`Cell`]. The unit tests hold a test probe that does exactly that.
@@ -39,6 +47,8 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cells;
+mod end_run;
 mod lifecycle;
 mod load_run;
 #[cfg(test)]
@@ -53,6 +63,8 @@ use probes::probe::{LiveStatus, ProbeError};
 use results::{Measurement, RunStatus, SinkError, ToolInfo};
 use serde_json::Value;
 
+pub use cells::{make_partition, CellsRecord, MadeCells, MakeCells};
+pub use end_run::{end_run, stop_after, EndRun, EndRunInfo};
 pub use lifecycle::{run, storage_failure, Closing};
 pub use load_run::{load_context, RunLoad};
 pub use probes::probe::Probe;
@@ -97,6 +109,11 @@ pub struct Cell<P> {
     pub group: Option<i64>,
     /// Repetition number in a sweep, from 1 (stored in the configuration when set).
     pub repeat: Option<u32>,
+    /// The run's cells and the probe's host cell, for a run that has them (stored with
+    /// its configuration even when empty). The load's items are placed in them.
+    pub cells: Option<qos::CellPlan>,
+    /// How the admitted cells are made ([`make_partition`]; a test's fake).
+    pub make_cells: MakeCells,
 }
 
 impl<P> Cell<P> {
@@ -108,6 +125,8 @@ impl<P> Cell<P> {
             scratch,
             group: None,
             repeat: None,
+            cells: None,
+            make_cells: make_partition,
         }
     }
 }
@@ -128,6 +147,8 @@ pub struct Run {
     /// Set when the run ended with an error to report (its stream failed, or it could
     /// not be stored whole): the reason, for the user. An interrupted run has none.
     pub error: Option<String>,
+    /// The cells as granted and undone, when the run had any.
+    pub cells: Option<CellsRecord>,
 }
 
 /// Watches the run's live status (the binary's status line). Called on the thread that
@@ -195,6 +216,9 @@ pub enum RunError {
     /// the machine must change.
     #[error("{0}")]
     Refused(String),
+    /// Admission control refused the run's cells (nothing was stored).
+    #[error(transparent)]
+    CellsRefused(qos::PlanError),
     /// The run could not be begun in the sink (nothing was measured).
     #[error(transparent)]
     Begin(SinkError),

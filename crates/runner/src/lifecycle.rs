@@ -1,21 +1,24 @@
-//! The run lifecycle, written once: begin, start the load, measure through the sink,
-//! stop the load, close with the end reason.
+//! The run lifecycle, written once: admit and make the cells, begin, start the load,
+//! measure through the sink, stop the load, undo the cells, close with the end reason.
 
 use std::path::Path;
 
-use load::{LoadCommand, LoadContext};
+use load::{LoadCommand, LoadContext, LoadSpec};
 use probes::probe::{Description, End, LiveStatus, Outcome, Probe, Progress, Tally, TriggerRow};
+use qos::CellPlan;
 use results::{Event, Measurement, RunInfo, RunSink, RunStatus, SinkError};
 use serde_json::{json, Value};
 
+use crate::cells::{self, Admitted, CellsRecord, MadeCells};
 use crate::load_run::{load_context, RunLoad};
 use crate::{Cell, Context, Failure, Observer, Run, RunError, Watch};
 
 /// Measures `cell` as a stored run in `sink`. `watch`, when given, can end the run (the
 /// private JACK server behind the probe's stream); `observer` sees the live status.
 ///
-/// The load is checked before anything is stored (a refusal is [`RunError::Refused`]).
-/// Once the run is begun, a failure closes it `failed` with its reason
+/// The load is checked, the cells admitted and made before anything is stored (a
+/// refusal is [`RunError::Refused`] or [`RunError::CellsRefused`]; cells made before a
+/// refusal are undone). Once the run is begun, a failure closes it `failed` with its reason
 /// ([`RunError::Failed`]). A run that measured is returned whatever its status; when
 /// its summary could not be stored whole (a full disk) its status is `failed` and
 /// [`Run::error`] says what was kept.
@@ -26,10 +29,27 @@ pub fn run<P: Probe>(
     watch: Option<&mut dyn Watch>,
     observer: &dyn Observer,
 ) -> Result<Run, RunError> {
-    let lctx = load_context(ctx.load_exe.clone(), &cell.scratch);
+    let mut lctx = load_context(ctx.load_exe.clone(), &cell.scratch);
     let planned = load::plan(&cell.load, &lctx).map_err(|e| RunError::Refused(e.to_string()))?;
+    let admitted = match &cell.cells {
+        Some(plan) => Some(admit(plan, &cell.load, &cell.probe)?),
+        None => None,
+    };
     let description = cell.probe.describe();
-    let info = run_info(ctx, cell, &description, &planned);
+    let mut info = run_info(ctx, cell, &description, &planned);
+    let mut made = None;
+    if let Some(admitted) = &admitted {
+        admitted.describe(&mut info.config, &mut info.qos_requested);
+        made = admitted
+            .make(cell.make_cells, &mut lctx)
+            .map_err(RunError::Refused)?;
+        if let Some(m) = &made {
+            cell.probe
+                .enter_cells(m.placed(), admitted.plan, &cell.load);
+        }
+    }
+    drop(admitted);
+    // Cells made and a failed begin: they are undone as `made` drops.
     let run_id = sink.begin_run(&info).map_err(RunError::Begin)?;
     let measured = measure(
         ctx,
@@ -38,6 +58,7 @@ pub fn run<P: Probe>(
         cell,
         &description,
         &lctx,
+        made,
         watch,
         observer,
     );
@@ -55,6 +76,19 @@ pub fn run<P: Probe>(
             Err(RunError::Failed { run_id, failure })
         }
     }
+}
+
+/// Admission control for a run's cells `plan` under `load` (with the probe's host
+/// threads and link), before anything is stored.
+fn admit<'a, P: Probe>(
+    plan: &'a CellPlan,
+    load: &LoadSpec,
+    probe: &P,
+) -> Result<Admitted<'a>, RunError> {
+    let admission = plan
+        .admit(load, probe.host_threads(), probe.link_mbps())
+        .map_err(RunError::CellsRefused)?;
+    Ok(Admitted { plan, admission })
 }
 
 /// The run's row: the probe's description with the load, the machine and the tool.
@@ -96,6 +130,7 @@ struct Measured {
     outcome: Outcome,
     load: Value,
     load_events: Vec<Event>,
+    cells: Option<CellsRecord>,
     went: AsItWent,
 }
 
@@ -146,7 +181,8 @@ impl Progress for Through<'_, '_> {
 }
 
 /// Starts the load and has the probe measure through the sink; the load is stopped
-/// before the outcome is looked at (and by its guard on every other path).
+/// before the outcome is looked at (and by its guard on every other path), then the
+/// cells `made` are undone (by their guard too: a parameter drops after the load).
 #[allow(clippy::too_many_arguments)]
 fn measure<P: Probe>(
     ctx: &Context,
@@ -155,6 +191,7 @@ fn measure<P: Probe>(
     cell: &mut Cell<P>,
     description: &Description,
     lctx: &LoadContext,
+    made: Option<Box<dyn MadeCells>>,
     watch: Option<&mut dyn Watch>,
     observer: &dyn Observer,
 ) -> Result<Measured, Failure> {
@@ -176,10 +213,13 @@ fn measure<P: Probe>(
     let went = through.went;
     // Stop the load before anything else can fail.
     let (load, load_events) = load.stop();
+    // The cells once their load is out of them.
+    let cells = cells::undo(made);
     Ok(Measured {
         outcome: outcome.map_err(Failure::Probe)?,
         load,
         load_events,
+        cells,
         went,
     })
 }
@@ -190,8 +230,14 @@ fn close(sink: &dyn RunSink, run_id: i64, description: &Description, m: Measured
         outcome,
         load,
         load_events,
+        cells,
         went,
     } = m;
+    let mut qos_granted = outcome.qos_granted.clone();
+    let mut flags = outcome.flags.clone();
+    if let Some(c) = &cells {
+        c.record(&mut qos_granted, &mut flags);
+    }
     let mut closing = Closing::new(sink);
     closing.write(|s| s.replace_measurements(run_id, &outcome.measurements));
     for series in &outcome.series {
@@ -202,8 +248,7 @@ fn close(sink: &dyn RunSink, run_id: i64, description: &Description, m: Measured
     if !events.is_empty() {
         closing.write(|s| s.add_events(run_id, &events));
     }
-    closing.write(|s| s.update_run(run_id, Some(&load), Some(&outcome.qos_granted)));
-    let mut flags = outcome.flags.clone();
+    closing.write(|s| s.update_run(run_id, Some(&load), Some(&qos_granted)));
     flags["load_exited_early"] = json!(!load_events.is_empty());
     // A checkpoint that could not be stored lost nothing once the end is stored: it
     // stays a flag. Rows or a summary that could not be stored fail the run.
@@ -250,6 +295,7 @@ fn close(sink: &dyn RunSink, run_id: i64, description: &Description, m: Measured
         load,
         flags,
         error,
+        cells,
     }
 }
 
@@ -287,6 +333,8 @@ fn end_reason(
             Some(format!("the audio callback panicked ({p}); {count} {what} kept in run {run_id}")),
             true,
         ),
+        End::InterruptedSaying(reason) => (RunStatus::Interrupted, Some(reason.clone()), false),
+        End::Failed(reason) => (RunStatus::Failed, Some(reason.clone()), false),
     }
 }
 

@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 
 use crate::{run, Cell, Context, Failure, Observer, RunError, Unobserved, Watch};
 
+mod cells;
+
 /// A run as the in-memory sink holds it.
 #[derive(Default)]
 struct StoredRun {

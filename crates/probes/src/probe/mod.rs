@@ -16,6 +16,7 @@
 
 mod event;
 mod jitter;
+mod net;
 mod roundtrip;
 
 use std::sync::atomic::AtomicBool;
@@ -25,6 +26,7 @@ use serde_json::Value;
 
 pub use crate::probe::event::EventProbe;
 pub use crate::probe::jitter::JitterProbe;
+pub use crate::probe::net::NetProbe;
 pub use crate::probe::roundtrip::RoundtripProbe;
 
 pub use results::model::TriggerRow;
@@ -35,7 +37,7 @@ pub const RECOVERY_KEY: &str = "recovery";
 /// What a probe says about itself before it measures: stored with the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Description {
-    /// The probe's name (`jitter`, `event`, `roundtrip`).
+    /// The probe's name (`jitter`, `event`, `roundtrip`, `net`).
     pub probe: &'static str,
     /// Its configuration as stored (the lifecycle adds the load and the repeat).
     pub config: Value,
@@ -60,6 +62,13 @@ pub enum End {
     StreamGone(String),
     /// The audio callback panicked: the panic's message.
     Panicked(String),
+    /// The stop flag was raised, and the probe words what was kept: the stored end
+    /// reason, as it is.
+    InterruptedSaying(String),
+    /// The probe's own work failed after it had measured (its outcome holds what was,
+    /// and shows the reason): the run is stored `failed` with this reason, which is not
+    /// reported again as the run's error.
+    Failed(String),
 }
 
 /// How much a probe measured, for end reasons: `count` `noun` ("12 triggers").
@@ -212,4 +221,25 @@ pub trait Probe {
         stop: &AtomicBool,
         progress: &mut dyn Progress,
     ) -> Result<Outcome, ProbeError>;
+
+    /// The threads it runs in its host cell, for admission control, when the run has
+    /// cells (`None`: it puts none there).
+    fn host_threads(&self) -> Option<qos::HostThreads> {
+        None
+    }
+
+    /// The link's shaped capacity (Mbit/s), for admission control, when it shapes one.
+    fn link_mbps(&self) -> Option<f64> {
+        None
+    }
+
+    /// The run's cells are made (before its load starts and it measures): `cells` as
+    /// placed, of `plan`, with its load `load` (which places its items in them).
+    fn enter_cells(
+        &mut self,
+        _cells: &[qos::partition::PlacedCell],
+        _plan: &qos::CellPlan,
+        _load: &load::LoadSpec,
+    ) {
+    }
 }

@@ -1,0 +1,173 @@
+//! The network probe behind [`Probe`]: [`crate::net::run`] (a reference phase, then a
+//! synth phase, controller and host in this process), its host runtime placed in the
+//! run's cells.
+//!
+//! The two ends of a two-machine run (`respond`, `emulate`) are not probes: they store
+//! no load and no granted QoS, and their configuration has no load (see
+//! `runner::end_run`).
+
+use std::sync::atomic::AtomicBool;
+
+use load::{LoadItem, LoadSpec};
+use serde_json::json;
+
+use crate::net::{self, NetConfig, NetOutcome};
+use crate::probe::{Description, End, Outcome, Probe, ProbeError, Progress};
+
+/// The end reason of an interrupted network run.
+const INTERRUPTED: &str =
+    "interrupted by a signal (Ctrl-C or SIGTERM); the blocks measured are kept";
+
+/// The network probe; after a run, its typed outcome.
+#[derive(Debug)]
+pub struct NetProbe {
+    config: NetConfig,
+    outcome: Option<NetOutcome>,
+}
+
+impl NetProbe {
+    /// The network probe for `config`.
+    pub fn new(config: NetConfig) -> NetProbe {
+        NetProbe {
+            config,
+            outcome: None,
+        }
+    }
+
+    /// Its configuration, with the host's cell and the stream's sink groups once the
+    /// run's cells were entered.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+
+    /// The last measurement's outcome (taken once).
+    pub fn take_outcome(&mut self) -> Option<NetOutcome> {
+        self.outcome.take()
+    }
+}
+
+impl Probe for NetProbe {
+    fn describe(&self) -> Description {
+        let config = &self.config;
+        let pressed: Vec<usize> = (0..config.input.len())
+            .filter(|&p| config.input[p].pressure > 0.0)
+            .collect();
+        let first = config.input.iter().find(|p| p.pressure > 0.0).copied();
+        Description {
+            probe: "net",
+            config: json!({
+                "transport": if config.netns {
+                    format!(
+                        "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
+                        netaudio::netns::HOST_IP,
+                        netaudio::netns::CONTROLLER_IP
+                    )
+                } else {
+                    "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
+                },
+                "duration_s": config.duration.as_secs_f64(),
+                "reference_duration_s": config.reference_duration.as_secs_f64(),
+                "warmup_s": config.warmup.as_secs_f64(),
+                "pads_pressed": pressed,
+                "pad": first.map(|p| json!({"x": p.x, "y": p.y, "pressure": p.pressure})),
+                "workers": config.workers,
+                "poll": config.poll.to_string(),
+                "host_cpus": config.host_cpus,
+                "controller_cpus": config.controller_cpus,
+                "deadline_ns": netaudio::wire::DEADLINE_NS,
+                "packet_interval_ns": netaudio::wire::PACKET_INTERVAL_NS,
+                "block_period_ns": netaudio::wire::BLOCK_PERIOD_NS,
+                "link": config.link.map(|l| json!({"mbps": l.mbps, "reserve_mbps": l.reserve_mbps, "by": l.by.to_string()})),
+                "stream": config.stream.as_ref().map(|s| json!({"mbps": s.mbps})),
+            }),
+            qos_requested: json!({
+                "threads": config.policy.to_string(),
+                "memory": "mlockall",
+            }),
+            result_while_running: None,
+            writes_rows: false,
+        }
+    }
+
+    /// Locks memory, then runs both phases. `net::run` reports no progress: the
+    /// lifecycle is ticked once when it returns (the load's exits are polled then).
+    fn measure(
+        &mut self,
+        stop: &AtomicBool,
+        progress: &mut dyn Progress,
+    ) -> Result<Outcome, ProbeError> {
+        let memory = engine::rt::lock_memory();
+        let result = net::run(&self.config, stop);
+        // No stream of its own to lose: a tick's verdict does not end it.
+        let _ = progress.tick();
+        let outcome = result.map_err(ProbeError::new)?;
+        let locked = memory.current && memory.future;
+        let mut granted = json!({
+            "memory_locked": locked,
+            "memory_refusal": memory.refusal,
+        });
+        if let Some(p) = outcome.synth.as_ref().or(outcome.reference.as_ref()) {
+            granted["host_net_thread"] = json!(p.host.net_thread.granted.to_string());
+            granted["host_workers"] = json!(p
+                .host
+                .worker_threads
+                .iter()
+                .map(|g| g.granted.to_string())
+                .collect::<Vec<_>>());
+            granted["controller_sender"] = json!(p.controller.sender_thread.granted.to_string());
+            granted["refusal"] = json!(p.host.net_thread.refusal);
+        }
+        let mut flags = outcome.flags();
+        flags["memory_locked"] = json!(locked);
+        let phase_error = outcome
+            .reference
+            .iter()
+            .chain(outcome.synth.iter())
+            .find_map(|p| p.host.error.clone().or(p.controller.error.clone()));
+        let end = if outcome.interrupted {
+            End::InterruptedSaying(INTERRUPTED.to_string())
+        } else if let Some(e) = phase_error {
+            End::Failed(e)
+        } else {
+            End::Complete
+        };
+        let stored = Outcome {
+            measurements: outcome.measurements(),
+            events: Vec::new(),
+            series: outcome.series(),
+            qos_granted: granted,
+            flags,
+            result: outcome.result_json(),
+            end,
+            measured: None,
+        };
+        self.outcome = Some(outcome);
+        Ok(stored)
+    }
+
+    fn host_threads(&self) -> Option<qos::HostThreads> {
+        Some(self.config.host_threads())
+    }
+
+    fn link_mbps(&self) -> Option<f64> {
+        self.config.link.map(|l| l.mbps)
+    }
+
+    /// The host's runtime goes in the plan's host cell; the stream's sink joins the
+    /// stream load's cell.
+    fn enter_cells(
+        &mut self,
+        cells: &[qos::partition::PlacedCell],
+        plan: &qos::CellPlan,
+        load: &LoadSpec,
+    ) {
+        let cell = |name: &str| cells.iter().find(|c| c.cell.name == name);
+        self.config.host_cell = plan.host_cell.as_deref().and_then(cell).cloned();
+        if let Some(stream) = self.config.stream.as_mut() {
+            let item = LoadItem::Stream { mbps: None };
+            if let Some(c) = load.cell_of(&item).and_then(cell) {
+                stream.sink_groups = c.tasks_files();
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! One end of a two-machine network run (`respond`, `emulate`) as a stored run.
+//!
+//! Not a [`crate::Probe`] given to [`crate::run`], on purpose: an end has no load (its
+//! stored load is `{"spec": "none"}`, its configuration has no `load`, it stores no
+//! granted QoS and no load flags), it samples the host's steal time around the whole
+//! measurement, and its error (no answer from the other end) is reported to the user.
+//! Forcing it through the probe lifecycle would change what is stored. It closes the
+//! same way ([`Closing`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use results::{Measurement, RunInfo, RunSink, RunStatus};
+use serde_json::{json, Value};
+
+use crate::{storage_failure, Closing, Context, RunError};
+
+/// What an end stores before it measures.
+#[derive(Debug, Clone)]
+pub struct EndRunInfo {
+    /// `respond` or `emulate` (stored as the flag `role`).
+    pub role: &'static str,
+    /// Its configuration.
+    pub config: Value,
+    /// The QoS it asks for.
+    pub qos_requested: Value,
+}
+
+/// One end of a network run, stored.
+#[derive(Debug, Clone)]
+pub struct EndRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub measurements: Vec<Measurement>,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// Counters and grants.
+    pub result: Value,
+    /// Why it did not complete, if so.
+    pub error: Option<String>,
+}
+
+/// Stops `stop` when `ctx` is stopped or after `limit`, polling every 20 ms, until
+/// `done` is raised.
+pub fn stop_after(ctx: &Context, limit: Option<Duration>, stop: &AtomicBool, done: &AtomicBool) {
+    let start = std::time::Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        if ctx.stopped() || limit.is_some_and(|l| start.elapsed() >= l) {
+            stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs one end of the network probe as a stored run of probe `net`. `measure` does
+/// the work and returns (measurements, flags, result, error); the run is `interrupted`
+/// when the stop flag was raised, `failed` on an error (or when it could not be stored
+/// whole).
+pub fn end_run(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    info: EndRunInfo,
+    measure: impl FnOnce() -> (Vec<Measurement>, Value, Value, Option<String>),
+) -> Result<EndRun, RunError> {
+    let run_info = RunInfo {
+        probe: "net".into(),
+        group_id: None,
+        machine: probes::machine::machine(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: info.config,
+        load: json!({"spec": "none"}),
+        qos_requested: info.qos_requested,
+    };
+    let run_id = sink.begin_run(&run_info).map_err(RunError::Begin)?;
+    let memory = engine::rt::lock_memory();
+    let steal = probes::steal::StealSampler::start(Duration::from_millis(50), None);
+    let (measurements, mut flags, result, error) = measure();
+    let steal = steal.finish();
+    let cpus = engine::rt::online_cpus().len();
+    let steal_ns = steal.total_ns(None);
+    flags["host_steal_ns"] = json!(steal_ns);
+    flags["host_steal_percent"] = json!(steal.percent_of_span(steal_ns, cpus));
+    flags["memory_locked"] = json!(memory.current && memory.future);
+    flags["interrupted"] = json!(ctx.stopped());
+    flags["role"] = json!(info.role);
+    let mut closing = Closing::new(sink);
+    closing.write(|s| s.replace_measurements(run_id, &measurements));
+    let (mut status, mut error) = if error.is_some() {
+        (RunStatus::Failed, error)
+    } else if ctx.stopped() {
+        (RunStatus::Interrupted, None)
+    } else {
+        (RunStatus::Complete, None)
+    };
+    if let Some(e) = &closing.failed {
+        status = RunStatus::Failed;
+        error = Some(storage_failure(
+            e,
+            sink.path(),
+            "its measurements could not all be stored",
+        ));
+    }
+    if let Some(e) = closing.finish(run_id, status, &mut flags, &result, error.as_deref()) {
+        status = RunStatus::Failed;
+        error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
+    }
+    Ok(EndRun {
+        run_id,
+        status,
+        measurements,
+        flags,
+        result,
+        error,
+    })
+}
