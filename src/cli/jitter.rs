@@ -190,3 +190,39 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
     config.validate().map_err(|e| UsageError(e.to_string()))?;
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn request(args: &[&str]) -> Result<super::JitterRequest, crate::cli::UsageError> {
+        let cli = Cli::try_parse_from(args).expect("the flags parse");
+        match cli.command {
+            Command::Jitter(a) => a.request(std::path::Path::new("/db/dir")),
+            other => panic!("not jitter: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn request_builds_the_config_and_resolves_defaults() {
+        let req = request(&["audiolat", "jitter", "--rate", "1000", "--json"]).unwrap();
+        assert_eq!(req.config.period_ns, 1_000_000);
+        assert_eq!(req.scratch_dir, std::path::PathBuf::from("/db/dir"));
+        assert!(req.json && req.quiet, "--json implies no live line");
+        let req = request(&["audiolat", "jitter", "--scratch-dir", "/s"]).unwrap();
+        assert_eq!(req.scratch_dir, std::path::PathBuf::from("/s"));
+        assert!(!req.quiet);
+    }
+
+    #[test]
+    fn request_refuses_what_needs_two_flags() {
+        let e =
+            request(&["audiolat", "jitter", "--policy", "other", "--priority", "5"]).unwrap_err();
+        assert!(
+            e.0.contains("--priority 5 has no meaning for SCHED_OTHER"),
+            "{e}"
+        );
+    }
+}

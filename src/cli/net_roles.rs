@@ -202,3 +202,54 @@ pub struct EmulateArgs {
     #[command(flatten)]
     pub threads: NetThreadArgs,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command, NetRole};
+
+    fn role(args: &[&str]) -> NetRole {
+        let cli = Cli::try_parse_from(args).expect("the flags parse");
+        match cli.command {
+            Command::Net(a) => a.role.expect("a role"),
+            other => panic!("not net: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_away_from_loopback_needs_its_peer() {
+        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--bind", "10.0.0.1:9700"])
+        else {
+            panic!("not respond")
+        };
+        let e = r.host_config().unwrap_err();
+        assert!(
+            e.0.starts_with("--bind 10.0.0.1:9700: away from loopback"),
+            "{e}"
+        );
+        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--no-synth"]) else {
+            panic!("not respond")
+        };
+        let c = r.host_config().unwrap();
+        assert!(!c.synth);
+        assert_eq!(c.warmup_after_first_ns, 1_000_000_000);
+    }
+
+    #[test]
+    fn a_controller_names_its_host() {
+        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "--host", "0.0.0.0:9700"])
+        else {
+            panic!("not emulate")
+        };
+        assert!(e.controller_config().is_err());
+        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "-D", "2s"]) else {
+            panic!("not emulate")
+        };
+        let c = e.controller_config().unwrap();
+        assert_eq!(
+            c.blocks,
+            netaudio::blocks_in(std::time::Duration::from_secs(2))
+        );
+    }
+}

@@ -187,3 +187,49 @@ fn parse_run_ref(s: &str) -> Result<RunRef, String> {
         .map(RunRef::Id)
         .ok_or_else(|| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::MetricChoice;
+    use crate::cli::{Cli, Command};
+
+    fn metrics(args: &[&str]) -> MetricChoice {
+        match Cli::try_parse_from(args).expect("the flags parse").command {
+            Command::Compare(a) => a.metrics(),
+            other => panic!("not compare: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn compare_metrics() {
+        assert_eq!(
+            metrics(&["audiolat", "compare", "1", "2"]),
+            MetricChoice::Headline
+        );
+        assert_eq!(
+            metrics(&["audiolat", "compare", "1", "2", "--all-metrics"]),
+            MetricChoice::All
+        );
+        assert_eq!(
+            metrics(&["audiolat", "compare", "1", "2", "--metric", "a", "--metric", "b"]),
+            MetricChoice::These(vec!["a".into(), "b".into()])
+        );
+    }
+
+    #[test]
+    fn runs_filter() {
+        let Command::Runs(a) =
+            Cli::try_parse_from(["audiolat", "runs", "--probe", "jitter", "-n", "3"])
+                .expect("the flags parse")
+                .command
+        else {
+            panic!("not runs")
+        };
+        let f = a.filter();
+        assert_eq!(f.probe.as_deref(), Some("jitter"));
+        assert_eq!(f.limit, Some(3));
+        assert_eq!(f.group_id, None);
+    }
+}
