@@ -33,6 +33,11 @@
 //! [`cells`] (the expansion into cells, each a typed [`CellCommand`]), [`report_check`]
 //! (`[report]`), [`cell_ref`] (the `GROUP:CELL` a cell's process is given, as a
 //! [`PlanCellRef`]) and [`run`] (running the cells).
+//!
+//! What a cell's command line may be is the command-line parser's to say, and this crate
+//! has none: the caller's [`CellChecker`] lists a probe's flags, checks a cell's command
+//! line and says which private JACK server it needs. Nothing here prints: a plan run's
+//! progress and news go to a [`PlanObserver`].
 
 use serde_json::{json, Map, Value};
 
@@ -47,11 +52,44 @@ mod spanned;
 #[cfg(test)]
 mod tests;
 
-pub use cell_ref::PlanCellRef;
-pub use command::{takes_quiet, CellCommand};
-pub use run::run;
+pub use axes::Flag;
+pub use cell_ref::{BadPlanCellRef, PlanCellRef};
+pub use command::CellCommand;
+pub use run::{
+    binary_for, build_binaries, cells_to_run, close, create_group, order, reopen, run_cells,
+    store_cells, Binaries, Closed, PlanObserver, PlanRunError, Planned, Resume, ServerKey, Tally,
+};
 
 use spanned::Ctx;
+
+/// What the command-line parser says about probes and cells: the plan's parse asks it
+/// a probe's flags, the plan run whether a probe takes `--quiet` and whether each cell's
+/// command line is one its process would run.
+pub trait CellChecker {
+    /// The flags of `probe`'s command line, hidden ones left out (empty: `probe` is not
+    /// a command).
+    fn flags(&self, probe: &str) -> Vec<Flag>;
+
+    /// Whether `probe`'s command takes `--quiet` (no status line of its own).
+    fn takes_quiet(&self, probe: &str) -> bool;
+
+    /// Checks a cell's command line as its process would, without side effects: parsed
+    /// by the command line's parser, then the probe's own checks. `Ok` with the private
+    /// JACK server the cell's process would start for itself (which the plan run starts
+    /// once for all the cells that share it), if any.
+    fn check(&self, command: &CellCommand) -> Result<Option<ServerKey>, CellRefusal>;
+}
+
+/// Why a cell's command line was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CellRefusal {
+    /// It is not a command line of the probe (the parser's message, one line).
+    #[error("{0}")]
+    NotACommandLine(String),
+    /// It parses, but the probe refuses to run it (its own checks' message).
+    #[error("{0}")]
+    CannotRun(String),
+}
 
 /// The probes a plan can sweep.
 pub const PROBES: [&str; 4] = ["jitter", "event", "roundtrip", "net"];

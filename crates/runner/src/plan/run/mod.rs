@@ -1,113 +1,120 @@
 //! Running a plan: every cell as a child `audiolat` process (the binary of the cell's
 //! build profile) whose one run is filed under the cell, in an order that starts one
-//! private JACK server per buffer setting, with a progress line, Ctrl-C that stops the
-//! current cell and keeps what is stored, and `--resume` that runs only the cells not yet
-//! stored complete.
+//! private JACK server per buffer setting, Ctrl-C that stops the current cell and keeps
+//! what is stored, and a resume that runs only the cells not yet stored complete.
 //!
-//! Here the whole run, start to summary; beside it `order` (run order and the
-//! private server each cell needs), `binaries` (the binary of each build profile),
-//! `server` (the plan's JACK server), `cell` (one cell's process), `progress`,
-//! `resume`, `summary` (status, report, exit code) and `dry_run`.
+//! The steps, in the order a caller takes them: [`order`] (the cells checked, in run
+//! order), [`create_group`] or [`reopen`] (the plan run), [`store_cells`],
+//! [`cells_to_run`], [`build_binaries`], [`run_cells`], [`close`]. Nothing is printed:
+//! progress and news go to a [`PlanObserver`]; the caller prints the summary.
+//!
+//! Beside this file: `order` (run order and the private server each cell needs),
+//! `binaries` (the binary of each build profile), `server` (the plan's JACK server),
+//! `cell` (one cell's process) and `resume`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Result;
-use results::{NewPlanCell, PlanCell, RunStatus, Store};
+use results::{NewPlanCell, PlanCell, RunStatus, Store, StoreError};
 use serde_json::json;
 
-use super::{takes_quiet, Plan};
-use crate::cli::PlanRunArgs;
-use crate::runner::Context;
+use super::{CellChecker, Plan};
+use crate::Context;
 
 mod binaries;
 mod cell;
-mod dry_run;
 mod order;
-mod progress;
 mod resume;
 mod server;
-mod summary;
 
-use binaries::binary_for;
+pub use binaries::binary_for;
+pub use order::{order, Planned, ServerKey};
+pub use resume::{reopen, Resume};
+
 use cell::run_cell;
-use dry_run::dry_run_text;
-use order::{order, Planned, ServerKey};
-use progress::Progress;
 use server::PlanServer;
 
-/// `audiolat run` / `audiolat reproduce`: check, order, run, summarise, report.
-pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
-    let quiet = opts.quiet || opts.json;
-    // Each cell is checked as a command line before any runs; thousands take seconds.
-    let cells = plan
-        .axes
-        .iter()
-        .fold(u64::from(plan.repeats), |n, a| n * a.values.len() as u64);
-    if cells >= 1000 && !quiet {
-        eprintln!("audiolat run: checking the plan's {cells} cells...");
+/// Why a plan run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanRunError {
+    /// Refused as asked, the user's to change: a resume that does not fit the plan, a
+    /// build profile that cannot be built.
+    #[error("{0}")]
+    Refused(String),
+    /// The results database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// audiolat's own binary is not to be found.
+    #[error("finding audiolat's own binary")]
+    OwnBinary(#[source] std::io::Error),
+    /// A cell's log file could not be made.
+    #[error("creating the cell's log {}", path.display())]
+    CellLog {
+        /// The log's path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored cell that the plan does not have.
+    #[error("plan cell {0} is not in the plan")]
+    NotInPlan(String),
+    /// Waiting for a cell's process failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// What a plan run tells as it goes; the caller shows it (a progress line, a log).
+pub trait PlanObserver {
+    /// A line of news: a private server started, a cell failed, a binary is built.
+    fn note(&mut self, text: &str);
+
+    /// Cell `key` starts (`elapsed` `None`), or still runs after `elapsed` (told about
+    /// once a second).
+    fn cell_running(&mut self, key: &str, elapsed: Option<Duration>) {
+        let _ = (key, elapsed);
     }
-    let Some(planned) = order(plan, &|| ctx.stopped())? else {
-        eprintln!("audiolat run: interrupted while checking the plan's cells: nothing was run");
-        return Ok(ExitCode::from(130));
-    };
-    if opts.dry_run {
-        print!("{}", dry_run_text(plan, &planned));
-        return Ok(ExitCode::SUCCESS);
+
+    /// A cell ended: its process took `took` (`None`: it did not start), and it
+    /// `counts` among the cells done (not one interrupted by the plan's stop).
+    fn cell_ended(&mut self, took: Option<Duration>, counts: bool) {
+        let _ = (took, counts);
     }
-    if let Some(p) = &opts.report {
-        crate::commands::output::check_output_path(p, "--report")?;
-    }
-    let store = ctx.open_store()?;
-    let group = match opts.resume {
-        Some(how) => resume::reopen(&store, plan, how, &planned)?,
-        None => create_group(ctx, &store, plan, &planned)?,
-    };
-    store_cells(&store, group, &planned)?;
-    // The machine as the plan found it, for the report (each start of a resumed plan
-    // run adds one: the machine may have changed in between).
-    let doctor = probes::doctor::run(Duration::from_secs(1));
-    crate::runner::doctor_run(ctx, &store, Some(group), &doctor)?;
-    let stored = store.plan_cells(group)?;
-    let to_run = cells_to_run(&planned, &stored)?;
-    let already = stored.len() - to_run.len();
-    if !quiet {
-        announce(plan, group, &planned, stored.len(), already, to_run.len());
-    }
-    let Some(binaries) = build_binaries(ctx, &store, group, &to_run, quiet)? else {
-        return Ok(ExitCode::from(130));
-    };
-    let mut progress = Progress::new(!quiet, stored.len(), already);
-    let tally = run_cells(
-        ctx,
-        &store,
-        plan,
-        group,
-        &planned,
-        &to_run,
-        &binaries,
-        &mut progress,
-    );
-    progress.finish();
-    summary::finish(ctx, &store, plan, opts, group, tally, &progress)
+}
+
+/// The binary of each build profile, or the profile whose build Ctrl-C stopped.
+#[derive(Debug)]
+pub enum Binaries {
+    /// Profile -> binary, for every profile the cells to run use.
+    Ready(BTreeMap<String, PathBuf>),
+    /// Ctrl-C stopped the build of this profile: the plan run is closed interrupted,
+    /// kept for a resume.
+    Stopped {
+        /// The profile being built.
+        profile: String,
+    },
 }
 
 /// A new plan run (group) for `plan`: its detail is the plan as JSON, its cell count
 /// and the runner's process and host.
-fn create_group(ctx: &Context, store: &Store, plan: &Plan, planned: &[Planned]) -> Result<i64> {
+pub fn create_group(
+    command_line: &str,
+    store: &Store,
+    plan: &Plan,
+    planned: &[Planned],
+) -> Result<i64, StoreError> {
     let mut detail = plan.to_json();
     detail["cells"] = json!(planned.len());
     detail["runner_pid"] = json!(std::process::id());
     // With the pid, how the next open knows the plan run was left by a dead process.
     detail["runner_host"] = json!(results::store::hostname());
-    Ok(store.create_group("plan", &ctx.command_line, &detail)?)
+    store.create_group("plan", command_line, &detail)
 }
 
 /// Stores the plan's cells under the plan run, in run order (cells already stored, on
 /// a resume, are kept as they are).
-fn store_cells(store: &Store, group: i64, planned: &[Planned]) -> Result<()> {
+pub fn store_cells(store: &Store, group: i64, planned: &[Planned]) -> Result<(), StoreError> {
     let new_cells: Vec<NewPlanCell> = planned
         .iter()
         .enumerate()
@@ -119,16 +126,15 @@ fn store_cells(store: &Store, group: i64, planned: &[Planned]) -> Result<()> {
             profile: p.cell.profile.clone(),
         })
         .collect();
-    store.add_plan_cells(group, &new_cells)?;
-    Ok(())
+    store.add_plan_cells(group, &new_cells)
 }
 
 /// The stored cells not yet complete, in run order, each with the index of its planned
 /// cell (same key).
-fn cells_to_run<'a>(
+pub fn cells_to_run<'a>(
     planned: &[Planned],
     stored: &'a [PlanCell],
-) -> Result<Vec<(usize, &'a PlanCell)>> {
+) -> Result<Vec<(usize, &'a PlanCell)>, PlanRunError> {
     let by_key: BTreeMap<&str, usize> = planned
         .iter()
         .enumerate()
@@ -141,64 +147,34 @@ fn cells_to_run<'a>(
             let i = by_key
                 .get(c.key.as_str())
                 .copied()
-                .ok_or_else(|| anyhow::anyhow!("plan cell {} is not in the plan", c.key))?;
+                .ok_or_else(|| PlanRunError::NotInPlan(c.key.clone()))?;
             Ok((i, c))
         })
         .collect()
 }
 
-/// The line that opens a plan run: its cells, how many are left, its private servers.
-fn announce(
-    plan: &Plan,
-    group: i64,
-    planned: &[Planned],
-    total: usize,
-    already: usize,
-    to_run: usize,
-) {
-    let servers = {
-        let mut s: Vec<ServerKey> = planned.iter().filter_map(|p| p.server).collect();
-        s.dedup();
-        s.len()
-    };
-    eprintln!(
-        "audiolat run: plan `{}` ({}), plan run {group}: {} cells{}{}",
-        plan.name,
-        plan.source,
-        total,
-        if already > 0 {
-            format!(", {already} already stored complete, {to_run} to run")
-        } else {
-            String::new()
-        },
-        if servers > 0 {
-            format!(", {servers} private JACK server settings")
-        } else {
-            String::new()
-        }
-    );
-}
-
 /// The binary of every profile the cells to run use, before any cell runs, so a build
-/// that fails fails first. On a failure the plan run is closed failed (the error
-/// returned); `None` when Ctrl-C stopped a build: the plan run is closed interrupted,
-/// kept for --resume.
-fn build_binaries(
+/// that fails fails first (`quiet`: cargo's output is not shown). On a failure the plan
+/// run is closed failed (the error returned); [`Binaries::Stopped`] when Ctrl-C stopped
+/// a build: the plan run is closed interrupted, kept for a resume.
+pub fn build_binaries(
     ctx: &Context,
     store: &Store,
     group: i64,
     to_run: &[(usize, &PlanCell)],
     quiet: bool,
-) -> Result<Option<BTreeMap<String, PathBuf>>> {
+    observer: &mut dyn PlanObserver,
+) -> Result<Binaries, PlanRunError> {
     let mut binaries: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (_, c) in to_run {
         if !binaries.contains_key(&c.profile) {
-            let b = match binary_for(&c.profile, quiet) {
+            let b = match binary_for(&c.profile, quiet, observer) {
                 Ok(b) => b,
                 Err(_) if ctx.stopped() => {
                     store.closing(|| store.finish_group(group, RunStatus::Interrupted))?;
-                    eprintln!("audiolat run: stopped while building the `{}` binary; plan run {group} kept, --resume {group} continues it", c.profile);
-                    return Ok(None);
+                    return Ok(Binaries::Stopped {
+                        profile: c.profile.clone(),
+                    });
                 }
                 Err(e) => {
                     store.closing(|| store.finish_group(group, RunStatus::Failed))?;
@@ -208,30 +184,36 @@ fn build_binaries(
             binaries.insert(c.profile.clone(), b);
         }
     }
-    Ok(Some(binaries))
+    Ok(Binaries::Ready(binaries))
 }
 
 /// How the cells went: the ones that failed, and what stopped the plan run, if anything
 /// did (a server that did not start, a cell that could not be run).
-struct Tally {
-    failed: usize,
-    plan_error: Option<String>,
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Cells that ran and did not complete (a stop's interrupted cell not counted).
+    pub failed: usize,
+    /// Why the plan run could not go on.
+    pub plan_error: Option<String>,
 }
 
 /// Runs the cells in order, each on its private server when it needs one, until all ran,
-/// Ctrl-C stopped the plan, or the plan run cannot go on.
+/// Ctrl-C stopped the plan, or the plan run cannot go on. Each cell's process writes to
+/// the database at `db_path`; `checker` says whether the probe takes `--quiet`.
 #[allow(clippy::too_many_arguments)]
-fn run_cells(
+pub fn run_cells(
     ctx: &Context,
+    db_path: &Path,
     store: &Store,
     plan: &Plan,
     group: i64,
     planned: &[Planned],
     to_run: &[(usize, &PlanCell)],
     binaries: &BTreeMap<String, PathBuf>,
-    progress: &mut Progress,
+    checker: &dyn CellChecker,
+    progress: &mut dyn PlanObserver,
 ) -> Tally {
-    let quiet_flag = takes_quiet(&plan.probe);
+    let quiet_flag = checker.takes_quiet(&plan.probe);
     let mut server = PlanServer::default();
     let mut tally = Tally {
         failed: 0,
@@ -256,9 +238,10 @@ fn run_cells(
         if quiet_flag {
             command = command.quiet();
         }
-        progress.show(&cell.key);
+        progress.cell_running(&cell.key, None);
         let outcome = match run_cell(
             ctx,
+            db_path,
             store,
             group,
             cell,
@@ -268,17 +251,18 @@ fn run_cells(
         ) {
             Ok(o) => o,
             Err(e) => {
-                let _ = store.finish_plan_cell(cell.id, RunStatus::Failed, Some(&format!("{e:#}")));
-                tally.plan_error = Some(format!("running cell {}: {e:#}", cell.key));
+                let e = chain(&e);
+                let _ = store.finish_plan_cell(cell.id, RunStatus::Failed, Some(&e));
+                tally.plan_error = Some(format!("running cell {}: {e}", cell.key));
                 break;
             }
         };
         match outcome.status {
-            RunStatus::Complete => progress.done += 1,
-            RunStatus::Interrupted if ctx.stopped() => {}
+            RunStatus::Complete => progress.cell_ended(outcome.took, true),
+            RunStatus::Interrupted if ctx.stopped() => progress.cell_ended(outcome.took, false),
             s => {
                 tally.failed += 1;
-                progress.done += 1;
+                progress.cell_ended(outcome.took, true);
                 progress.note(&format!(
                     "audiolat run: cell {} {s}: {} ({})",
                     cell.key,
@@ -290,4 +274,58 @@ fn run_cells(
     }
     server.stop();
     tally
+}
+
+/// A plan run, closed: its status and its cells.
+#[derive(Debug, Clone)]
+pub struct Closed {
+    /// Complete when every cell is; failed when the plan run could not go on or a cell
+    /// failed; interrupted when stopped with cells not run.
+    pub status: RunStatus,
+    /// Its cells.
+    pub cells: usize,
+    /// Its cells stored complete.
+    pub complete: usize,
+}
+
+/// Closes the plan run `group` with its status, as its cells and `tally` say.
+pub fn close(
+    ctx: &Context,
+    store: &Store,
+    group: i64,
+    tally: &Tally,
+) -> Result<Closed, StoreError> {
+    let cells = store.plan_cells(group)?;
+    let complete = cells
+        .iter()
+        .filter(|c| c.status == Some(RunStatus::Complete))
+        .count();
+    let status = if complete == cells.len() {
+        RunStatus::Complete
+    } else if tally.plan_error.is_some() {
+        RunStatus::Failed
+    } else if ctx.stopped() || cells.iter().any(|c| c.status.is_none()) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
+    };
+    // Closing writes may use the reserve a full disk leaves (see Store::closing).
+    store.closing(|| store.finish_group(group, status))?;
+    Ok(Closed {
+        status,
+        cells: cells.len(),
+        complete,
+    })
+}
+
+/// An error and its causes, as one line (`error: cause: cause`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
