@@ -49,8 +49,10 @@
 
 mod cells;
 mod end_run;
+pub mod experiment;
 mod lifecycle;
 mod load_run;
+pub mod suite;
 #[cfg(test)]
 mod tests;
 
