@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use engine::audio::Backend as _;
 use engine::jack_backend::{JackConfig, JackStream};
-use engine::jack_server::{JackServer, ServerMode, ServerRequest};
+use engine::jack_server::{JackServer, ServerRequest};
 use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
@@ -138,19 +138,9 @@ pub enum SuiteNote {
         /// Measured mean and the ports' reported latency, frames.
         frames: Option<(f64, u32)>,
     },
-    /// The network audio's synth phase.
-    Net {
-        /// Blocks past the deadline.
-        misses: u64,
-        /// Blocks answered.
-        answered: u64,
-        /// Blocks never answered.
-        lost: u64,
-        /// What the synth adds after the last packet (synth median less reference's).
-        synth_adds_ns: Option<f64>,
-    },
-    /// The network run ended before its synth phase.
-    NetNoSynth,
+    /// The network audio's outcome (its synth phase's misses and losses; none when it
+    /// ended before that phase).
+    Net(Box<probes::net::NetOutcome>),
 }
 
 /// One scenario's outcome.
@@ -260,13 +250,15 @@ pub fn jitter_scenarios(each: Duration) -> Vec<(&'static str, JitterConfig, Load
 impl SuitePlan {
     /// The suite for this machine: each probe for about `each`, the disk load in
     /// `scratch`, the built-in loads run by `load_exe`; a scenario whose load cannot start
-    /// here is marked skipped. The event latency and the round trip use a running JACK
-    /// server, else a private `jackd -d dummy` (`jackd` as found on the `PATH`).
+    /// here is marked skipped. The event latency and the round trip use the JACK server
+    /// `jack` asks for (the suite's: [`engine::jack_server::ServerMode::Auto`], a running server, else a private
+    /// `jackd -d dummy`).
     pub fn new(
         each: Duration,
         scratch: PathBuf,
         group: Option<i64>,
         load_exe: Option<PathBuf>,
+        jack: ServerRequest,
     ) -> SuitePlan {
         let lctx = crate::load_context(load_exe, &scratch);
         let jitter = jitter_scenarios(each)
@@ -283,14 +275,7 @@ impl SuitePlan {
             scratch,
             group,
             jitter,
-            jack: ServerRequest {
-                mode: ServerMode::Auto,
-                name: None,
-                rate_hz: None,
-                period_frames: None,
-                jackd: load::find_in_path(load::JACKD.name),
-                start_timeout: Duration::from_secs(10),
-            },
+            jack,
         }
     }
 }
@@ -578,19 +563,11 @@ impl Suite<'_> {
         let Some(o) = cell.probe.take_outcome() else {
             return self.fail(NET_LABEL, no_outcome());
         };
-        let note = match &o.synth {
-            Some(p) => SuiteNote::Net {
-                misses: p.host.misses,
-                answered: p.host.answered,
-                lost: p.controller.lost,
-                synth_adds_ns: synth_adds_ns(p, o.reference.as_ref()),
-            },
-            None => SuiteNote::NetNoSynth,
-        };
+        let headline = o.measurements().into_iter().next();
         self.failed |= run.status == RunStatus::Failed;
         self.entries.push(SuiteEntry {
-            note,
-            ..SuiteEntry::of_run(NET_LABEL, &run, o.measurements().into_iter().next())
+            note: SuiteNote::Net(Box::new(o)),
+            ..SuiteEntry::of_run(NET_LABEL, &run, headline)
         });
     }
 }
@@ -598,15 +575,4 @@ impl Suite<'_> {
 /// A probe that measured and kept no outcome (a bug).
 fn no_outcome() -> SuiteFailure {
     SuiteFailure::Open("the probe measured but kept no outcome (a bug)".into())
-}
-
-/// What the synth adds after a block's last packet: the median of the synth phase less
-/// that of the reference. `None` without a reference, or when either phase answered
-/// nothing.
-fn synth_adds_ns(
-    synth: &probes::net::Phase,
-    reference: Option<&probes::net::Phase>,
-) -> Option<f64> {
-    let median = |p: &probes::net::Phase| p.host.after_last_packet.summary().map(|s| s.p50);
-    Some(median(synth)? - median(reference?)?)
 }

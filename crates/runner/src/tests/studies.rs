@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use engine::jack_server::{ServerMode, ServerRequest};
 use probes::net::ReserveBy;
 
 use crate::experiment::ExperimentDesign;
@@ -123,18 +124,36 @@ fn the_suite_skips_by_name_a_scenario_whose_load_cannot_start_here() {
             "3x32-frame fragments, 80% busy, disk load"
         ]
     );
-    let plan = SuitePlan::new(each, PathBuf::from("/nonexistent/scratch"), Some(7), None);
+    let plan = SuitePlan::new(
+        each,
+        PathBuf::from("/nonexistent/scratch"),
+        Some(7),
+        None,
+        jack(),
+    );
     assert_eq!(plan.jitter.len(), 3);
     assert_eq!(plan.jitter[0].skip, None, "the idle scenario needs nothing");
     let disk = plan.jitter[2].skip.as_deref().expect("no scratch directory");
     assert!(disk.contains("/nonexistent/scratch"), "{disk}");
     assert_eq!(plan.group, Some(7));
-    assert_eq!(plan.jack.mode, engine::jack_server::ServerMode::Auto);
+    assert_eq!(plan.jack.mode, ServerMode::Auto);
     // A usable scratch directory: the disk load is planned when its tool is here.
     let dir = tempfile::tempdir().unwrap();
-    let plan = SuitePlan::new(each, dir.path().to_path_buf(), None, None);
+    let plan = SuitePlan::new(each, dir.path().to_path_buf(), None, None, jack());
     assert_eq!(plan.jitter[0].skip, None);
     if let Some(why) = &plan.jitter[2].skip {
         assert!(!why.contains(&dir.path().display().to_string()), "{why}");
+    }
+}
+
+/// The suite's server: a running one, else a private dummy (none started here).
+fn jack() -> ServerRequest {
+    ServerRequest {
+        mode: ServerMode::Auto,
+        name: None,
+        rate_hz: None,
+        period_frames: None,
+        jackd: None,
+        start_timeout: Duration::from_secs(1),
     }
 }
