@@ -135,7 +135,10 @@ impl ExperimentDesign {
             .and_then(|s| s.get("netns"))
             .and_then(toml::Value::as_bool)
             .unwrap_or(false);
-        let link_mbps = set_str("link").map(qos::parse_mbps).transpose().map_err(bad)?;
+        let link_mbps = set_str("link")
+            .map(qos::parse_mbps)
+            .transpose()
+            .map_err(bad)?;
         let metric = doc
             .get("report")
             .and_then(|r| r.get("table"))
@@ -230,7 +233,11 @@ fn case_design(case: &toml::Value, load: &str) -> Result<CaseDesign, String> {
         None => None,
         Some("tc") => Some(ReserveBy::Tc),
         Some("mclock") => Some(ReserveBy::Service),
-        Some(other) => return Err(format!("case {label}: reserve-by {other}: use tc or mclock")),
+        Some(other) => {
+            return Err(format!(
+                "case {label}: reserve-by {other}: use tc or mclock"
+            ))
+        }
     };
     Ok(CaseDesign {
         label: label.to_string(),

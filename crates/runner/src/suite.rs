@@ -399,10 +399,7 @@ impl Suite<'_> {
             .or(run.measurements.first())
             .cloned();
         self.entries.push(SuiteEntry {
-            underruns: s
-                .config
-                .fragments
-                .map(|_| outcome.recorded.underrun_count),
+            underruns: s.config.fragments.map(|_| outcome.recorded.underrun_count),
             ..SuiteEntry::of_run(s.label, &run, headline)
         });
     }

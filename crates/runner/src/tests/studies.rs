@@ -35,7 +35,9 @@ fn the_isolation_experiment_reads_its_four_cases_from_the_preset() {
         loads,
         ["none", "video+ep", "none", "video@others+ep@others"]
     );
-    assert!(d.cases[..2].iter().all(|c| c.cells.is_empty() && c.host_cell.is_none()));
+    assert!(d.cases[..2]
+        .iter()
+        .all(|c| c.cells.is_empty() && c.host_cell.is_none()));
     for c in &d.cases[2..] {
         assert_eq!(
             c.cells,
@@ -92,7 +94,10 @@ fn the_bandwidth_experiment_reads_its_reservations_from_the_preset() {
     // The experiment's --link changes the capacity, not the reservations.
     let cases = d.cases(None, Some(500.0)).unwrap();
     let link = cases[1].link.unwrap();
-    assert_eq!((link.mbps, link.reserve_mbps, link.by), (500.0, Some(240.0), ReserveBy::Tc));
+    assert_eq!(
+        (link.mbps, link.reserve_mbps, link.by),
+        (500.0, Some(240.0), ReserveBy::Tc)
+    );
     assert!(cases.iter().all(|c| c.load.stream().is_some()));
     assert_eq!(d.cases(None, None).unwrap()[0].link.unwrap().mbps, 1000.0);
 }
@@ -107,9 +112,14 @@ fn a_preset_without_cases_is_refused_by_name() {
         e.to_string(),
         "the experiment's preset x: no [sweep] case = [...] list"
     );
-    let e = ExperimentDesign::from_preset(&ISOLATION.replace("\"music\" }", "\"music\", reserve-by = \"x\" }"))
-        .unwrap_err();
-    assert!(e.to_string().contains("reserve-by x: use tc or mclock"), "{e}");
+    let e = ExperimentDesign::from_preset(
+        &ISOLATION.replace("\"music\" }", "\"music\", reserve-by = \"x\" }"),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("reserve-by x: use tc or mclock"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -133,7 +143,10 @@ fn the_suite_skips_by_name_a_scenario_whose_load_cannot_start_here() {
     );
     assert_eq!(plan.jitter.len(), 3);
     assert_eq!(plan.jitter[0].skip, None, "the idle scenario needs nothing");
-    let disk = plan.jitter[2].skip.as_deref().expect("no scratch directory");
+    let disk = plan.jitter[2]
+        .skip
+        .as_deref()
+        .expect("no scratch directory");
     assert!(disk.contains("/nonexistent/scratch"), "{disk}");
     assert_eq!(plan.group, Some(7));
     assert_eq!(plan.jack.mode, ServerMode::Auto);
