@@ -5,7 +5,7 @@
 //! file and `--print` shows exactly what runs.
 
 /// (name, plan text).
-const PRESETS: [(&str, &str); 4] = [
+const PRESETS: [(&str, &str); 5] = [
     ("bbb2014", include_str!("../presets/bbb2014.toml")),
     (
         "macmillan2001",
@@ -14,6 +14,10 @@ const PRESETS: [(&str, &str); 4] = [
     (
         "tessellation2013",
         include_str!("../presets/tessellation2013.toml"),
+    ),
+    (
+        "tessellation2013-bandwidth",
+        include_str!("../presets/tessellation2013-bandwidth.toml"),
     ),
     (
         "latencytest1999",

@@ -52,9 +52,11 @@
 
 mod cells;
 mod end_run;
+pub mod experiment;
 mod lifecycle;
 mod load_run;
 pub mod plan;
+pub mod suite;
 #[cfg(test)]
 mod tests;
 
