@@ -4,6 +4,7 @@
 //! starts its server. Options that belong to another backend are refused here, with the
 //! flags they were typed as.
 
+use engine::audio::{AudioError, PortRole, ServerSetting};
 pub use engine::backend::has_sound_card;
 use engine::backend::{BackendSpec, ServerChoice, Setup};
 use engine::jack_backend::JackConfig;
@@ -76,11 +77,14 @@ pub fn roundtrip_purpose(a: &RoundtripArgs) -> Purpose<'_> {
     }
 }
 
-/// A fresh stream of a set-up, and what an ALSA device granted (as JSON).
+/// A fresh stream of a set-up, and what an ALSA device granted (as JSON). The error is
+/// worded with the flags ([`audio_message`]).
 pub fn open_stream(
     setup: &Setup,
-) -> Result<(Box<dyn engine::audio::Backend>, Option<Value>), engine::audio::AudioError> {
-    let (stream, granted) = setup.open_stream()?;
+) -> anyhow::Result<(Box<dyn engine::audio::Backend>, Option<Value>)> {
+    let (stream, granted) = setup
+        .open_stream()
+        .map_err(|e| anyhow::anyhow!(audio_message(&e)))?;
     let granted = granted.and_then(|g| serde_json::from_str(&g.to_json_string()).ok());
     Ok((stream, granted))
 }
@@ -173,7 +177,7 @@ pub fn sweep_spec(
 ) -> anyhow::Result<BackendSpec> {
     let spec = spec(audio, purpose)?;
     spec.check_periods(periods)
-        .map_err(|e| usage(e.to_string()))?;
+        .map_err(|e| usage(audio_message(&e)))?;
     Ok(spec)
 }
 
@@ -242,5 +246,38 @@ pub fn setup(spec: &BackendSpec, period: Option<u32>, first: bool) -> anyhow::Re
     } else {
         engine::backend::SweepStep::Later
     };
-    engine::backend::open(spec, period, step).map_err(|e| usage(e.to_string()))
+    engine::backend::open(spec, period, step).map_err(|e| usage(audio_message(&e)))
+}
+
+/// An engine error as the user reads it: the engine names the problem (a period, a
+/// port's role, a private or external server) and this adds the flags that set it.
+/// Errors that name no setting are the engine's own text.
+pub fn audio_message(e: &AudioError) -> String {
+    match e {
+        AudioError::NoJackd => "jackd not found: install the jackd2 package (apt install jackd2), or run a JACK server yourself and use --server external".into(),
+        AudioError::BadPeriod(p) => format!("--period {p}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256"),
+        AudioError::BadRate(r) => format!("--rate {r}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000"),
+        AudioError::BadServerName(n) => format!("--server-name `{n}`: use letters, digits, '-', '_' or '.', at most 60 characters"),
+        AudioError::ServerBusy(n) => format!("a JACK server named `{n}` is already running: choose another --server-name, or use that server with --server external --server-name {n}"),
+        AudioError::NoServer(n) => format!("no JACK server named `{n}` answers: start one (e.g. jackd -d alsa), or use --server auto or --server dummy for a private one (`audiolat devices` lists the servers that answer)"),
+        AudioError::Mismatch { server, what, actual, wanted } => {
+            let flag = match what {
+                ServerSetting::Period => "--period",
+                ServerSetting::Rate => "--rate",
+            };
+            format!("the JACK server `{server}` runs {what} {actual} but {flag} {wanted} was asked for: drop {flag}, {}, or use --server dummy for a private server", what.change())
+        }
+        AudioError::Unresponsive { server, secs } => format!("the JACK server `{server}` does not answer (no reply in {secs} s): it is stopped or hung; restart it, or use --server dummy for a private one"),
+        AudioError::WrongPort { name, role, needed, found } => {
+            let flag = match role {
+                PortRole::Playback => "--playback",
+                PortRole::Loopback => "--loopback",
+                PortRole::Capture => "--capture",
+                PortRole::Midi => "--midi-port",
+            };
+            format!("{flag} {name}: that is {found}, but {flag} needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)")
+        }
+        AudioError::NoPlayback(server) => format!("the JACK server `{server}` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)"),
+        other => other.to_string(),
+    }
 }

@@ -144,7 +144,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
                 headline: None,
                 underruns: None,
                 flags: json!({}),
-                note: e.to_string(),
+                note: crate::audio::audio_message(&e),
             }),
             Ok(mut server) => {
                 // Without a card the suite's audio runs on a software clock: say where to
@@ -169,7 +169,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
                 };
                 let result =
                     engine::jack_backend::JackStream::open(server.info(), cell.jack.clone())
-                        .map_err(anyhow::Error::from)
+                        .map_err(|e| anyhow::anyhow!(crate::audio::audio_message(&e)))
                         .and_then(|mut stream| {
                             crate::runner::event_run(
                                 ctx,
@@ -375,7 +375,8 @@ pub(crate) fn suite_roundtrip(
     scratch: &std::path::Path,
     quiet: bool,
 ) -> Result<crate::runner::RoundtripRun> {
-    let lp = engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0)?;
+    let lp = engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0)
+        .map_err(|e| anyhow::anyhow!(crate::audio::audio_message(&e)))?;
     let mut stream = engine::jack_backend::JackStream::open(
         server.info(),
         engine::jack_backend::JackConfig {
@@ -383,7 +384,8 @@ pub(crate) fn suite_roundtrip(
             capture: Some(lp.output_port()),
             ..Default::default()
         },
-    )?;
+    )
+    .map_err(|e| anyhow::anyhow!(crate::audio::audio_message(&e)))?;
     // The clicks and the first window take about a second before the measuring starts.
     let cell = crate::runner::RoundtripCell {
         config: probes::roundtrip::RoundtripConfig {
