@@ -4,7 +4,7 @@
 //! starts its server. Options that belong to another backend are refused here, with the
 //! flags they were typed as.
 
-use engine::audio::{AudioError, PortRole, ServerSetting};
+use engine::audio::{AudioError, PortRole, ServerSetting, StreamSetting};
 pub use engine::backend::has_sound_card;
 use engine::backend::{BackendSpec, ServerChoice, Setup};
 use engine::jack_backend::JackConfig;
@@ -278,6 +278,18 @@ pub fn audio_message(e: &AudioError) -> String {
             format!("{flag} {name}: that is {found}, but {flag} needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)")
         }
         AudioError::NoPlayback(server) => format!("the JACK server `{server}` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)"),
+        AudioError::OutOfRange {
+            setting,
+            value,
+            problem,
+        } => {
+            let flag = match setting {
+                StreamSetting::Period => "--period",
+                StreamSetting::Periods => "--periods",
+                StreamSetting::LoopDelay => "--delay",
+            };
+            format!("{flag} {value}: {problem}")
+        }
         other => other.to_string(),
     }
 }

@@ -96,6 +96,17 @@ pub enum AudioError {
     /// A stream setting that cannot be used, with what to use instead.
     #[error("{0}")]
     BadSetting(String),
+    /// A stream setting out of what the backend takes: the setting, its value and what
+    /// to use instead.
+    #[error("{setting} {value}: {problem}")]
+    OutOfRange {
+        /// The setting.
+        setting: StreamSetting,
+        /// The value asked for.
+        value: u32,
+        /// What the backend takes.
+        problem: String,
+    },
     /// A port to connect to does not exist.
     #[error("JACK port `{0}` does not exist: list them with `audiolat devices` (or jack_lsp), or leave the option out to use the defaults")]
     NoSuchPort(String),
@@ -160,6 +171,27 @@ impl fmt::Display for ServerSetting {
         f.write_str(match self {
             ServerSetting::Period => "period",
             ServerSetting::Rate => "rate",
+        })
+    }
+}
+
+/// A stream setting a backend may refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamSetting {
+    /// The period, in frames.
+    Period,
+    /// The periods in the device buffer.
+    Periods,
+    /// A software loop's delay, in frames.
+    LoopDelay,
+}
+
+impl fmt::Display for StreamSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StreamSetting::Period => "period",
+            StreamSetting::Periods => "buffer periods",
+            StreamSetting::LoopDelay => "loop delay",
         })
     }
 }
