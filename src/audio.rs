@@ -293,3 +293,70 @@ pub fn audio_message(e: &AudioError) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flag words the engine's messages had before they named the problem instead.
+    #[test]
+    fn audio_messages_keep_the_flag_words() {
+        let cases = [
+            (
+                AudioError::Mismatch {
+                    server: "s".into(),
+                    what: ServerSetting::Period,
+                    actual: 128,
+                    wanted: 256,
+                },
+                "the JACK server `s` runs period 128 but --period 256 was asked for: drop --period, change the server's period (jack_bufsize), or use --server dummy for a private server",
+            ),
+            (
+                AudioError::Mismatch {
+                    server: "s".into(),
+                    what: ServerSetting::Rate,
+                    actual: 48000,
+                    wanted: 44100,
+                },
+                "the JACK server `s` runs rate 48000 but --rate 44100 was asked for: drop --rate, restart the server at that rate, or use --server dummy for a private server",
+            ),
+            (
+                AudioError::WrongPort {
+                    name: "system:playback_1".into(),
+                    role: PortRole::Loopback,
+                    needed: "an audio output".into(),
+                    found: "32 bit float mono audio input".into(),
+                },
+                "--loopback system:playback_1: that is 32 bit float mono audio input, but --loopback needs an audio output; list them with `audiolat devices` (or jack_lsp -t -p)",
+            ),
+            (
+                AudioError::NoPlayback("s".into()),
+                "the JACK server `s` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)",
+            ),
+            (
+                AudioError::ServerBusy("s".into()),
+                "a JACK server named `s` is already running: choose another --server-name, or use that server with --server external --server-name s",
+            ),
+            (
+                AudioError::OutOfRange {
+                    setting: StreamSetting::Periods,
+                    value: 1,
+                    problem: "a buffer holds at least two periods (one playing, one being written)".into(),
+                },
+                "--periods 1: a buffer holds at least two periods (one playing, one being written)",
+            ),
+            (
+                AudioError::OutOfRange {
+                    setting: StreamSetting::LoopDelay,
+                    value: 9_000_000,
+                    problem: "a loop delays by at most 1048576 frames".into(),
+                },
+                "--delay 9000000: a loop delays by at most 1048576 frames",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(audio_message(&error), text);
+            assert!(!error.to_string().contains("--"), "{error}");
+        }
+    }
+}
