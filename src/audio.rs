@@ -4,6 +4,7 @@
 //! starts its server. Options that belong to another backend are refused here, with the
 //! flags they were typed as.
 
+use engine::audio::{AudioError, PortRole, ServerSetting, StreamSetting};
 use engine::backend::{BackendSpec, ServerChoice, Setup};
 use engine::jack_backend::JackConfig;
 use serde_json::Value;
@@ -75,11 +76,14 @@ pub fn roundtrip_purpose(a: &RoundtripArgs) -> Purpose<'_> {
     }
 }
 
-/// A fresh stream of a set-up, and what an ALSA device granted (as JSON).
+/// A fresh stream of a set-up, and what an ALSA device granted (as JSON). The error is
+/// worded with the flags ([`audio_message`]).
 pub fn open_stream(
     setup: &Setup,
-) -> Result<(Box<dyn engine::audio::Backend>, Option<Value>), engine::audio::AudioError> {
-    let (stream, granted) = setup.open_stream()?;
+) -> anyhow::Result<(Box<dyn engine::audio::Backend>, Option<Value>)> {
+    let (stream, granted) = setup
+        .open_stream()
+        .map_err(|e| anyhow::anyhow!(audio_message(&e)))?;
     let granted = granted.and_then(|g| serde_json::from_str(&g.to_json_string()).ok());
     Ok((stream, granted))
 }
@@ -172,7 +176,7 @@ pub fn sweep_spec(
 ) -> anyhow::Result<BackendSpec> {
     let spec = spec(audio, purpose)?;
     spec.check_periods(periods)
-        .map_err(|e| usage(e.to_string()))?;
+        .map_err(|e| usage(audio_message(&e)))?;
     Ok(spec)
 }
 
@@ -241,5 +245,117 @@ pub fn setup(spec: &BackendSpec, period: Option<u32>, first: bool) -> anyhow::Re
     } else {
         engine::backend::SweepStep::Later
     };
-    engine::backend::open(spec, period, step).map_err(|e| usage(e.to_string()))
+    engine::backend::open(spec, period, step).map_err(|e| usage(audio_message(&e)))
+}
+
+/// An engine error as the user reads it: the engine names the problem (a period, a
+/// port's role, a private or external server) and this adds the flags that set it.
+/// Errors that name no setting are the engine's own text.
+pub fn audio_message(e: &AudioError) -> String {
+    match e {
+        AudioError::NoJackd => "jackd not found: install the jackd2 package (apt install jackd2), or run a JACK server yourself and use --server external".into(),
+        AudioError::BadPeriod(p) => format!("--period {p}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256"),
+        AudioError::BadRate(r) => format!("--rate {r}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000"),
+        AudioError::BadServerName(n) => format!("--server-name `{n}`: use letters, digits, '-', '_' or '.', at most 60 characters"),
+        AudioError::ServerBusy(n) => format!("a JACK server named `{n}` is already running: choose another --server-name, or use that server with --server external --server-name {n}"),
+        AudioError::NoServer(n) => format!("no JACK server named `{n}` answers: start one (e.g. jackd -d alsa), or use --server auto or --server dummy for a private one (`audiolat devices` lists the servers that answer)"),
+        AudioError::Mismatch { server, what, actual, wanted } => {
+            let flag = match what {
+                ServerSetting::Period => "--period",
+                ServerSetting::Rate => "--rate",
+            };
+            format!("the JACK server `{server}` runs {what} {actual} but {flag} {wanted} was asked for: drop {flag}, {}, or use --server dummy for a private server", what.change())
+        }
+        AudioError::Unresponsive { server, secs } => format!("the JACK server `{server}` does not answer (no reply in {secs} s): it is stopped or hung; restart it, or use --server dummy for a private one"),
+        AudioError::WrongPort { name, role, needed, found } => {
+            let flag = match role {
+                PortRole::Playback => "--playback",
+                PortRole::Loopback => "--loopback",
+                PortRole::Capture => "--capture",
+                PortRole::Midi => "--midi-port",
+            };
+            format!("{flag} {name}: that is {found}, but {flag} needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)")
+        }
+        AudioError::NoPlayback(server) => format!("the JACK server `{server}` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)"),
+        AudioError::OutOfRange {
+            setting,
+            value,
+            problem,
+        } => {
+            let flag = match setting {
+                StreamSetting::Period => "--period",
+                StreamSetting::Periods => "--periods",
+                StreamSetting::LoopDelay => "--delay",
+            };
+            format!("{flag} {value}: {problem}")
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flag words the engine's messages had before they named the problem instead.
+    #[test]
+    fn audio_messages_keep_the_flag_words() {
+        let cases = [
+            (
+                AudioError::Mismatch {
+                    server: "s".into(),
+                    what: ServerSetting::Period,
+                    actual: 128,
+                    wanted: 256,
+                },
+                "the JACK server `s` runs period 128 but --period 256 was asked for: drop --period, change the server's period (jack_bufsize), or use --server dummy for a private server",
+            ),
+            (
+                AudioError::Mismatch {
+                    server: "s".into(),
+                    what: ServerSetting::Rate,
+                    actual: 48000,
+                    wanted: 44100,
+                },
+                "the JACK server `s` runs rate 48000 but --rate 44100 was asked for: drop --rate, restart the server at that rate, or use --server dummy for a private server",
+            ),
+            (
+                AudioError::WrongPort {
+                    name: "system:playback_1".into(),
+                    role: PortRole::Loopback,
+                    needed: "an audio output".into(),
+                    found: "32 bit float mono audio input".into(),
+                },
+                "--loopback system:playback_1: that is 32 bit float mono audio input, but --loopback needs an audio output; list them with `audiolat devices` (or jack_lsp -t -p)",
+            ),
+            (
+                AudioError::NoPlayback("s".into()),
+                "the JACK server `s` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)",
+            ),
+            (
+                AudioError::ServerBusy("s".into()),
+                "a JACK server named `s` is already running: choose another --server-name, or use that server with --server external --server-name s",
+            ),
+            (
+                AudioError::OutOfRange {
+                    setting: StreamSetting::Periods,
+                    value: 1,
+                    problem: "a buffer holds at least two periods (one playing, one being written)".into(),
+                },
+                "--periods 1: a buffer holds at least two periods (one playing, one being written)",
+            ),
+            (
+                AudioError::OutOfRange {
+                    setting: StreamSetting::LoopDelay,
+                    value: 9_000_000,
+                    problem: "a loop delays by at most 1048576 frames".into(),
+                },
+                "--delay 9000000: a loop delays by at most 1048576 frames",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(audio_message(&error), text);
+            assert!(!error.to_string().contains("--"), "{error}");
+        }
+    }
 }

@@ -549,6 +549,9 @@ fn cells_refusal(e: qos::PlanError) -> UsageError {
         qos::PlanError::ForksInDeadlineCell { load, cell, kind } => UsageError(format!(
             "--load {load}@{cell}: {cell} is a {kind} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells"
         )),
+        qos::PlanError::NoShapedLink { reserved } => UsageError(format!(
+            "admission: cells reserve bandwidth ({reserved}) but the run has no shaped link; use --link"
+        )),
         qos::PlanError::Refused(why) => UsageError(why),
     }
 }

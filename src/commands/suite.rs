@@ -32,7 +32,11 @@ fn note_text(note: SuiteNote) -> String {
         SuiteNote::Skipped(why) | SuiteNote::RunError(why) => why,
         SuiteNote::Interrupted => "interrupted".into(),
         SuiteNote::Failed(SuiteFailure::Run(e)) => format!("{:#}", run_error(e)),
-        SuiteNote::Failed(SuiteFailure::Open(e)) => format!("{:#}", anyhow::Error::from_boxed(e)),
+        SuiteNote::NoServer(e) => crate::audio::audio_message(&e),
+        SuiteNote::Failed(SuiteFailure::Open(e)) => crate::audio::audio_message(&e),
+        SuiteNote::Failed(SuiteFailure::NoOutcome) => {
+            "the probe measured but kept no outcome (a bug)".into()
+        }
         SuiteNote::Doctor { ok, warn, fail } => format!("{ok} ok, {warn} warn, {fail} fail"),
         SuiteNote::EventModel {
             playback_latency_frames,

@@ -26,29 +26,32 @@
 
 use std::fmt;
 
-/// Why an audio stream or server could not be set up. Every message says what to do.
+/// Why an audio stream or server could not be set up. Every message says what to do, in
+/// the library's terms (a period, a port, a private or external server): the program
+/// that took the settings from its user words the same advice in its own terms (its
+/// flags), from the data each variant carries.
 #[derive(Debug, thiserror::Error)]
 pub enum AudioError {
     /// `jackd` is not installed and a private server was needed.
-    #[error("jackd not found: install the jackd2 package (apt install jackd2), or run a JACK server yourself and use --server external")]
+    #[error("jackd not found: install the jackd2 package (apt install jackd2), or run a JACK server yourself and use it as an external server")]
     NoJackd,
     /// libjack could not be loaded.
     #[error("libjack could not be loaded ({0}): install the libjack-jackd2-0 package (it comes with jackd2) or pipewire-jack")]
     NoLibjack(String),
     /// The requested period is not one a JACK server runs.
-    #[error("--period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
+    #[error("period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),
     /// The requested rate is outside what audiolat accepts.
-    #[error("--rate {0}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000")]
+    #[error("rate {0}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000")]
     BadRate(u32),
     /// A bad server name.
-    #[error("--server-name `{0}`: use letters, digits, '-', '_' or '.', at most 60 characters")]
+    #[error("server name `{0}`: use letters, digits, '-', '_' or '.', at most 60 characters")]
     BadServerName(String),
     /// A server already runs under the name a private server would take.
-    #[error("a JACK server named `{0}` is already running: choose another --server-name, or use that server with --server external --server-name {0}")]
+    #[error("a JACK server named `{0}` is already running: choose another name for the private server, or use that one as an external server")]
     ServerBusy(String),
     /// No server answers where one was required.
-    #[error("no JACK server named `{0}` answers: start one (e.g. jackd -d alsa), or use --server auto or --server dummy for a private one (`audiolat devices` lists the servers that answer)")]
+    #[error("no JACK server named `{0}` answers: start one (e.g. jackd -d alsa), or let audiolat start a private one (`audiolat devices` lists the servers that answer)")]
     NoServer(String),
     /// The private server did not come up.
     #[error("the private JACK server `{name}` did not start ({why}); jackd said: {output}")]
@@ -61,21 +64,19 @@ pub enum AudioError {
         output: String,
     },
     /// The running server does not run at the requested rate or period.
-    #[error("the JACK server `{server}` runs {what} {actual} but {flag} {wanted} was asked for: drop {flag}, {change}, or use --server dummy for a private server", change = if *what == "period" { "change the server's period (jack_bufsize)" } else { "restart the server at that rate" })]
+    #[error("the JACK server `{server}` runs {what} {actual} but {what} {wanted} was asked for: ask for none, {change}, or use a private server", change = what.change())]
     Mismatch {
         /// Server name.
         server: String,
-        /// "period" or "rate".
-        what: &'static str,
-        /// The flag.
-        flag: &'static str,
+        /// The setting that differs.
+        what: ServerSetting,
         /// What the server runs.
         actual: u32,
         /// What was asked for.
         wanted: u32,
     },
     /// The server did not answer in time (stopped or hung).
-    #[error("the JACK server `{server}` does not answer (no reply in {secs} s): it is stopped or hung; restart it, or use --server dummy for a private one")]
+    #[error("the JACK server `{server}` does not answer (no reply in {secs} s): it is stopped or hung; restart it, or use a private one")]
     Unresponsive {
         /// Server name.
         server: String,
@@ -95,18 +96,29 @@ pub enum AudioError {
     /// A stream setting that cannot be used, with what to use instead.
     #[error("{0}")]
     BadSetting(String),
+    /// A stream setting out of what the backend takes: the setting, its value and what
+    /// to use instead.
+    #[error("{setting} {value}: {problem}")]
+    OutOfRange {
+        /// The setting.
+        setting: StreamSetting,
+        /// The value asked for.
+        value: u32,
+        /// What the backend takes.
+        problem: String,
+    },
     /// A port to connect to does not exist.
     #[error("JACK port `{0}` does not exist: list them with `audiolat devices` (or jack_lsp), or leave the option out to use the defaults")]
     NoSuchPort(String),
     /// A port exists but cannot be connected the way it was asked for.
     #[error(
-        "{role} {name}: that is {found}, but {role} needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)"
+        "{role} port {name}: that is {found}, but a {role} port needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)"
     )]
     WrongPort {
         /// The port.
         name: String,
-        /// The option that named it.
-        role: String,
+        /// What it was named for.
+        role: PortRole,
         /// What the option needs.
         needed: String,
         /// What the port is.
@@ -114,7 +126,7 @@ pub enum AudioError {
     },
     /// No playback port to connect to.
     #[error(
-        "the JACK server `{0}` has no playback ports to connect to; name one with --playback PORT (`audiolat devices` lists them)"
+        "the JACK server `{0}` has no playback ports to connect to; name one (`audiolat devices` lists them)"
     )]
     NoPlayback(String),
     /// Any other JACK failure, with the operation.
@@ -133,6 +145,79 @@ pub enum AudioError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// A stream setting a running JACK server is compared on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerSetting {
+    /// The period, in frames.
+    Period,
+    /// The sample rate, in Hz.
+    Rate,
+}
+
+impl ServerSetting {
+    /// What changes the server's setting.
+    pub fn change(self) -> &'static str {
+        match self {
+            ServerSetting::Period => "change the server's period (jack_bufsize)",
+            ServerSetting::Rate => "restart the server at that rate",
+        }
+    }
+}
+
+impl fmt::Display for ServerSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ServerSetting::Period => "period",
+            ServerSetting::Rate => "rate",
+        })
+    }
+}
+
+/// A stream setting a backend may refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamSetting {
+    /// The period, in frames.
+    Period,
+    /// The periods in the device buffer.
+    Periods,
+    /// A software loop's delay, in frames.
+    LoopDelay,
+}
+
+impl fmt::Display for StreamSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StreamSetting::Period => "period",
+            StreamSetting::Periods => "buffer periods",
+            StreamSetting::LoopDelay => "loop delay",
+        })
+    }
+}
+
+/// What a JACK port was named for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortRole {
+    /// A port the output is connected to.
+    Playback,
+    /// The port that hears the event probe's output (a loopback cable).
+    Loopback,
+    /// The port a round trip's loop comes back on.
+    Capture,
+    /// The MIDI port triggers come from.
+    Midi,
+}
+
+impl fmt::Display for PortRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PortRole::Playback => "playback",
+            PortRole::Loopback => "loopback",
+            PortRole::Capture => "capture",
+            PortRole::Midi => "MIDI",
+        })
+    }
 }
 
 /// How a backend moves audio.

@@ -78,7 +78,8 @@ impl NetnsPair {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err(NetError::Config(
-                "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
+                "network namespaces need root: run as root, or measure over loopback without them"
+                    .into(),
             ));
         }
         let _ = remove_stale();

@@ -58,6 +58,28 @@ pub struct Admission {
     pub checks: Vec<String>,
 }
 
+/// Why admission control refused a set of cells.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// A reservation exceeds what the machine has (the text has the arithmetic).
+    #[error("{0}")]
+    Over(String),
+    /// Cells reserve link bandwidth, but the run shapes no link.
+    #[error(
+        "admission: cells reserve bandwidth ({reserved}) but the run has no shaped link; shape one"
+    )]
+    NoShapedLink {
+        /// The reservations, `NAME MBPS + ...`.
+        reserved: String,
+    },
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Over(why)
+    }
+}
+
 impl CellSet {
     /// Admission control: refuses a set whose reservations exceed what the machine has,
     /// before anything starts, with the arithmetic. `threads` is the number of threads
@@ -70,6 +92,17 @@ impl CellSet {
         threads: &BTreeMap<String, usize>,
         spinning: &[String],
     ) -> Result<Admission, String> {
+        self.admit_typed(capacity, threads, spinning)
+            .map_err(|r| r.to_string())
+    }
+
+    /// [`admit`](Self::admit), its refusal typed where the caller words it itself.
+    pub(crate) fn admit_typed(
+        &self,
+        capacity: &Capacity,
+        threads: &BTreeMap<String, usize>,
+        spinning: &[String],
+    ) -> Result<Admission, Refusal> {
         let online = &capacity.online;
         let mut checks = Vec::new();
         let exclusive = self.exclusive_sets(capacity)?;
@@ -242,7 +275,7 @@ impl CellSet {
 
     /// Link bandwidth: the cells' reservations against the shaped link; the check line,
     /// if any cell reserves.
-    fn check_link(&self, capacity: &Capacity) -> Result<Option<String>, String> {
+    fn check_link(&self, capacity: &Capacity) -> Result<Option<String>, Refusal> {
         let reserved: Vec<&Cell> = self
             .cells
             .iter()
@@ -256,10 +289,9 @@ impl CellSet {
                 .collect();
             match capacity.link_mbps {
                 None => {
-                    return Err(format!(
-                        "admission: cells reserve bandwidth ({}) but the run has no shaped link; use --link",
-                        terms.join(" + ")
-                    ))
+                    return Err(Refusal::NoShapedLink {
+                        reserved: terms.join(" + "),
+                    })
                 }
                 Some(link) => {
                     let line = format!(
@@ -267,10 +299,10 @@ impl CellSet {
                         terms.join(" + ")
                     );
                     if total > link + 1e-9 {
-                        return Err(format!(
+                        return Err(Refusal::Over(format!(
                             "admission: {line}: over by {} Mbit/s",
                             total - link
-                        ));
+                        )));
                     }
                     return Ok(Some(line));
                 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use engine::rt::Policy;
 use load::{LoadItem, LoadSpec};
 
+use crate::admission::Refusal;
 use crate::partition::{Partition, PlacedCell};
 use crate::{Admission, Capacity, CellKind, CellSet};
 
@@ -51,6 +52,23 @@ pub enum PlanError {
     /// Admission control refused the set (the text says what is over and by how much).
     #[error("{0}")]
     Refused(String),
+    /// Cells reserve link bandwidth, but the run shapes no link.
+    #[error(
+        "admission: cells reserve bandwidth ({reserved}) but the run has no shaped link; shape one"
+    )]
+    NoShapedLink {
+        /// The reservations, `NAME MBPS + ...`.
+        reserved: String,
+    },
+}
+
+impl From<Refusal> for PlanError {
+    fn from(r: Refusal) -> PlanError {
+        match r {
+            Refusal::Over(why) => PlanError::Refused(why),
+            Refusal::NoShapedLink { reserved } => PlanError::NoShapedLink { reserved },
+        }
+    }
 }
 
 impl CellPlan {
@@ -76,10 +94,7 @@ impl CellPlan {
             }
         }
         let capacity = Capacity::here(link_mbps);
-        let admission = self
-            .cells
-            .admit(&capacity, &threads, &spinning)
-            .map_err(PlanError::Refused)?;
+        let admission = self.cells.admit_typed(&capacity, &threads, &spinning)?;
         Partition::check(&admission).map_err(PlanError::Refused)?;
         Ok(Some(admission))
     }

@@ -12,7 +12,6 @@
 //! marked failed); a stop request leaves the scenarios not reached as `not run`; every
 //! load, private server and loop is stopped before [`run`] returns.
 
-use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -94,8 +93,11 @@ impl fmt::Display for EntryStatus {
 pub enum SuiteFailure {
     /// The lifecycle's error.
     Run(RunError),
-    /// Its stream or loop could not be opened.
-    Open(Box<dyn Error + Send + Sync>),
+    /// Its stream or loop could not be opened (the engine's reason; the binary adds the
+    /// flags).
+    Open(engine::audio::AudioError),
+    /// The probe measured but kept no outcome (a bug).
+    NoOutcome,
 }
 
 /// What to know about an entry, typed; the binary words it.
@@ -105,6 +107,9 @@ pub enum SuiteNote {
     None,
     /// Why it was skipped.
     Skipped(String),
+    /// Skipped: no JACK server could be had (the engine's reason; the binary adds the
+    /// flags that choose another).
+    NoServer(engine::audio::AudioError),
     /// The suite was interrupted before it.
     Interrupted,
     /// It could not run.
@@ -412,7 +417,7 @@ impl Suite<'_> {
         let mut server = match JackServer::connect(&self.plan.jack) {
             Ok(server) => server,
             Err(e) => {
-                let note = SuiteNote::Skipped(e.to_string());
+                let note = SuiteNote::NoServer(e);
                 return self
                     .entries
                     .push(SuiteEntry::new(EVENT_LABEL, EntryStatus::Skipped, note));
@@ -437,7 +442,7 @@ impl Suite<'_> {
         let no_card = server.info().private && !engine::backend::has_sound_card();
         let mut stream = match JackStream::open(server.info(), JackConfig::default()) {
             Ok(stream) => stream,
-            Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Open(Box::new(e))),
+            Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Open(e)),
         };
         let load = LoadSpec::none();
         let label = format!(
@@ -482,7 +487,7 @@ impl Suite<'_> {
     fn roundtrip(&mut self, server: &mut JackServer) {
         let lp = match engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0) {
             Ok(lp) => lp,
-            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(Box::new(e))),
+            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(e)),
         };
         let ports = JackConfig {
             playback: vec![lp.input_port()],
@@ -491,7 +496,7 @@ impl Suite<'_> {
         };
         let mut stream = match JackStream::open(server.info(), ports) {
             Ok(stream) => stream,
-            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(Box::new(e))),
+            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(e)),
         };
         let config = probes::roundtrip::RoundtripConfig {
             duration_ms: (self.plan.each.as_secs_f64() - 1.5).max(1.0) * 1e3,
@@ -571,5 +576,5 @@ impl Suite<'_> {
 
 /// A probe that measured and kept no outcome (a bug).
 fn no_outcome() -> SuiteFailure {
-    SuiteFailure::Open("the probe measured but kept no outcome (a bug)".into())
+    SuiteFailure::NoOutcome
 }

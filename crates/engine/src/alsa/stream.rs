@@ -32,8 +32,8 @@
 
 use crate::alsa::devices::{holder_of_name, PcmDirection};
 use crate::audio::{
-    AudioError, Backend, CycleRecord, Model, Processor, ServerInfo, StreamInfo, StreamStatus,
-    XrunRecord,
+    AudioError, Backend, CycleRecord, Model, Processor, ServerInfo, StreamInfo, StreamSetting,
+    StreamStatus, XrunRecord,
 };
 use crate::clock::monotonic_ns;
 use crate::rt::Policy;
@@ -381,16 +381,19 @@ impl AlsaStream {
     /// Opens and configures the device(s). Nothing runs until [`Backend::start`].
     pub fn open(config: AlsaConfig) -> Result<AlsaStream, AudioError> {
         if config.periods < 2 {
-            return Err(AudioError::BadSetting(format!(
-                "--periods {}: a buffer holds at least two periods (one playing, one being written)",
-                config.periods
-            )));
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::Periods,
+                value: config.periods,
+                problem: "a buffer holds at least two periods (one playing, one being written)"
+                    .into(),
+            });
         }
         if config.period_frames == 0 || config.period_frames > 1 << 20 {
-            return Err(AudioError::BadSetting(format!(
-                "--period {}: use 1 to 1048576 frames",
-                config.period_frames
-            )));
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::Period,
+                value: config.period_frames,
+                problem: "use 1 to 1048576 frames".into(),
+            });
         }
         silence_alsa_lib();
         if let Some(text) = &config.definitions {

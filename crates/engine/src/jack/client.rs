@@ -22,8 +22,8 @@
 //! still opening).
 
 use crate::audio::{
-    AudioError, Backend, CycleRecord, Io, Model, NoteOn, Processor, ServerInfo, StreamInfo,
-    StreamStatus, XrunRecord, MAX_NOTE_ONS,
+    AudioError, Backend, CycleRecord, Io, Model, NoteOn, PortRole, Processor, ServerInfo,
+    StreamInfo, StreamStatus, XrunRecord, MAX_NOTE_ONS,
 };
 use crate::clock::monotonic_ns;
 use crate::jack::server::open_client;
@@ -607,14 +607,14 @@ impl Backend for JackStream {
 /// Checks, before anything is stored or started, that the ports `config` names exist on
 /// `server` and can be connected the way the stream would: playback ports are audio
 /// inputs, the loopback capture an audio output, the MIDI source a MIDI output.
-/// `capture_flag` is the option that named the capture port, for the message.
+/// `capture_role` is what the capture port was named for, for the message.
 pub fn check_ports(
     server: &ServerInfo,
     config: &JackConfig,
-    capture_flag: &str,
+    capture_role: PortRole,
 ) -> Result<(), AudioError> {
     let client = open_client(&server.name, "audiolat-probe")?;
-    let check = |name: &str, midi: bool, want_output: bool, role: &str| {
+    let check = |name: &str, midi: bool, want_output: bool, role: PortRole| {
         let port = client
             .port_by_name(name)
             .ok_or_else(|| AudioError::NoSuchPort(name.to_string()))?;
@@ -635,7 +635,7 @@ pub fn check_ports(
             );
             return Err(AudioError::WrongPort {
                 name: name.to_string(),
-                role: role.to_string(),
+                role,
                 needed,
                 found,
             });
@@ -643,13 +643,13 @@ pub fn check_ports(
         Ok(())
     };
     for name in &config.playback {
-        check(name, false, false, "--playback")?;
+        check(name, false, false, PortRole::Playback)?;
     }
     if let Some(name) = &config.capture {
-        check(name, false, true, capture_flag)?;
+        check(name, false, true, capture_role)?;
     }
     if let Some(name) = config.midi.as_ref().filter(|m| !m.is_empty()) {
-        check(name, true, true, "--midi-port")?;
+        check(name, true, true, PortRole::Midi)?;
     }
     Ok(())
 }

@@ -11,7 +11,7 @@
 //! The process callback copies through a ring buffer sized at start: no allocation, lock
 //! or print on JACK's thread.
 
-use crate::audio::AudioError;
+use crate::audio::{AudioError, StreamSetting};
 use crate::jack::client::CallbackExit;
 use crate::jack::server::open_client;
 use std::sync::Arc;
@@ -64,9 +64,11 @@ impl JackLoop {
         delay_frames: u32,
     ) -> Result<JackLoop, AudioError> {
         if delay_frames > MAX_DELAY_FRAMES {
-            return Err(AudioError::BadSetting(format!(
-                "--delay {delay_frames}: a loop delays by at most {MAX_DELAY_FRAMES} frames"
-            )));
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::LoopDelay,
+                value: delay_frames,
+                problem: format!("a loop delays by at most {MAX_DELAY_FRAMES} frames"),
+            });
         }
         let client = open_client(server, client_name)?;
         let err = |op: &'static str| {

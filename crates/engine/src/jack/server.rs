@@ -22,7 +22,7 @@
 //! picks a server, and the `jack` crate cannot pass a server name): do it before other
 //! threads read the environment, as the binary does.
 
-use crate::audio::{AudioError, ServerInfo};
+use crate::audio::{AudioError, ServerInfo, ServerSetting};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -695,8 +695,7 @@ fn check_matches(name: &str, facts: ServerFacts, req: &ServerRequest) -> Result<
         if p != facts.period_frames {
             return Err(AudioError::Mismatch {
                 server: name.into(),
-                what: "period",
-                flag: "--period",
+                what: ServerSetting::Period,
                 actual: facts.period_frames,
                 wanted: p,
             });
@@ -706,8 +705,7 @@ fn check_matches(name: &str, facts: ServerFacts, req: &ServerRequest) -> Result<
         if r != facts.rate_hz {
             return Err(AudioError::Mismatch {
                 server: name.into(),
-                what: "rate",
-                flag: "--rate",
+                what: ServerSetting::Rate,
                 actual: facts.rate_hz,
                 wanted: r,
             });

@@ -1,6 +1,6 @@
 //! The JACK backend's set-up: which server, and which ports a period's streams connect.
 
-use crate::audio::AudioError;
+use crate::audio::{AudioError, PortRole};
 use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::client::{check_ports, JackConfig};
 use crate::jack::loop_client::JackLoop;
@@ -44,7 +44,7 @@ pub(crate) fn open(
     let server = spec.server.connect(step, spec.rate_hz, period)?;
     let (config, loop_client, description) = match &spec.ports {
         JackPorts::Playback(config) => {
-            check_ports(server.info(), config, "--loopback")?;
+            check_ports(server.info(), config, PortRole::Loopback)?;
             (config.clone(), None, String::new())
         }
         JackPorts::Cable { playback, capture } => {
@@ -53,7 +53,7 @@ pub(crate) fn open(
                 capture: Some(capture.clone()),
                 ..Default::default()
             };
-            check_ports(server.info(), &config, "--capture")?;
+            check_ports(server.info(), &config, PortRole::Capture)?;
             let description = format!(
                 "cable {} -> {capture}",
                 if playback.is_empty() {

@@ -38,8 +38,8 @@
 //! through a pre-sized ring.
 
 use crate::audio::{
-    AudioError, Backend, CycleRecord, Io, Model, Processor, ServerInfo, StreamInfo, StreamStatus,
-    XrunRecord,
+    AudioError, Backend, CycleRecord, Io, Model, Processor, ServerInfo, StreamInfo, StreamSetting,
+    StreamStatus, XrunRecord,
 };
 use crate::clock::{monotonic_ns, sleep_until_ns};
 use crate::rt::{Policy, ThreadRt};
@@ -101,22 +101,28 @@ impl VirtualConfig {
             return Err(AudioError::BadRate(self.sample_rate_hz));
         }
         if !(MIN_PERIOD_FRAMES..=MAX_PERIOD_FRAMES).contains(&self.period_frames) {
-            return Err(AudioError::BadSetting(format!(
-                "--period {}: the virtual card runs periods of {MIN_PERIOD_FRAMES} to {MAX_PERIOD_FRAMES} frames",
-                self.period_frames
-            )));
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::Period,
+                value: self.period_frames,
+                problem: format!(
+                    "the virtual card runs periods of {MIN_PERIOD_FRAMES} to {MAX_PERIOD_FRAMES} frames"
+                ),
+            });
         }
         if self.periods < 2 {
-            return Err(AudioError::BadSetting(format!(
-                "--periods {}: a buffer holds at least two periods (one playing, one being written)",
-                self.periods
-            )));
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::Periods,
+                value: self.periods,
+                problem: "a buffer holds at least two periods (one playing, one being written)"
+                    .into(),
+            });
         }
         if self.periods > 64 {
-            return Err(AudioError::BadSetting(format!(
-                "--periods {}: the virtual card holds at most 64 periods",
-                self.periods
-            )));
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::Periods,
+                value: self.periods,
+                problem: "the virtual card holds at most 64 periods".into(),
+            });
         }
         if let Some(d) = self.loop_delay_frames {
             if !(d.is_finite() && (0.0..=1_000_000.0).contains(&d)) {

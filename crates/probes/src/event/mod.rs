@@ -241,20 +241,9 @@ pub enum EventError {
     },
 }
 
-/// Runs the probe on an opened, not yet started backend. `progress` is called about every
-/// 20 ms with the rows completed since the last call, and once more after the stream has
-/// stopped with the rest (so every trigger measured reaches the caller); returning
-/// `Err(reason)` ends the run as [`EventEnd::ServerGone`] (the caller watches a private
-/// server's process). Raising `stop` ends it as [`EventEnd::Interrupted`]. The backend is
-/// stopped before returning.
-pub fn run(
-    backend: &mut dyn Backend,
-    config: &EventConfig,
-    stop: &AtomicBool,
-    mut progress: impl FnMut(EventProgress<'_>) -> Result<(), String>,
-) -> Result<EventOutcome, EventError> {
-    config.validate()?;
-    let info = backend.info().clone();
+/// Refuses trigger sources the backend or the settings cannot serve: MIDI triggers
+/// without the backend's MIDI input, or with a GPIO line to raise.
+fn check_source(config: &EventConfig, info: &StreamInfo) -> Result<(), EventError> {
     if config.source == TriggerSource::Midi && info.midi_port.is_none() {
         return Err(EventError::Config(
             "MIDI triggers need the backend's MIDI input: open it with a MIDI port".into(),
@@ -265,25 +254,25 @@ pub fn run(
             "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
         ));
     }
-    let gpio = match &config.gpio {
-        Some(spec) => Some(GpioLine::open(spec, "audiolat")?),
-        None => None,
-    };
-    let process_rt = config.lock_memory.then(|| ProcessRt::setup(true, Some(0)));
-    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
-    let capacity = 4096;
-    let (trigger_tx, trigger_rx) = rtrb::RingBuffer::new(capacity);
-    let (note_tx, mut note_rx) = rtrb::RingBuffer::new(capacity);
-    let (onset_tx, mut onset_rx) = rtrb::RingBuffer::new(capacity);
-    let counters = Arc::new(Counters::default());
-    let processor = EventProcessor {
+    Ok(())
+}
+
+/// The audio thread's half, before [`Processor::prepare`] sizes it to the stream.
+fn new_processor(
+    config: &EventConfig,
+    triggers: rtrb::Consumer<Trigger>,
+    notes: rtrb::Producer<NoteStart>,
+    onsets: rtrb::Producer<Onset>,
+    counters: Arc<Counters>,
+) -> EventProcessor {
+    EventProcessor {
         workload: Workload::new(config.workload, config.frequency_hz),
         policy: config.policy,
         midi: config.source == TriggerSource::Midi,
-        triggers: trigger_rx,
-        notes: note_tx,
-        onsets: onset_tx,
-        counters: counters.clone(),
+        triggers,
+        notes,
+        onsets,
+        counters,
         scheduled: [None; MAX_SCHEDULED],
         awaiting: [None; MAX_AWAITING],
         note_end_frame: None,
@@ -295,12 +284,13 @@ pub fn run(
         midi_seq: 0,
         note_ms: config.note_ms,
         loopback_timeout_ms: config.loopback_timeout_ms,
-    };
-    let steal = StealSampler::start(Duration::from_millis(50), None);
+    }
+}
+
+/// The calling thread's half, empty, for a stream started at `start_ns`.
+fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Collector {
     let hist = || LatencyHistogram::new(1_000_000_000).expect("1 s bound is valid");
-    let start_ns = monotonic_ns();
-    backend.start(Box::new(processor))?;
-    let mut c = Collector {
+    Collector {
         source: config.source.to_string(),
         loopback: info.capture_port.is_some(),
         buffer_ns: info.playback_latency_ns(),
@@ -321,12 +311,105 @@ pub fn run(
         xruns: (0, 0),
         gaps: (0, 0),
         first_trigger_ns: None,
+    }
+}
+
+/// What the calling thread reads from the other two while the run goes on.
+struct Watched<'a> {
+    counters: &'a Counters,
+    /// The stream's period, from its info at the start.
+    period_ns: f64,
+    /// Raised by the trigger thread when its input ended (`q`, Escape, end of input).
+    input_ended: &'a AtomicBool,
+    notes: &'a mut rtrb::Consumer<NoteStart>,
+    onsets: &'a mut rtrb::Consumer<Onset>,
+}
+
+/// The calling thread's loop: every 20 ms drains the rings into `c`, hands new rows to
+/// `progress` and checks whether the run is over; returns why it ended. A run ends
+/// [`EventEnd::Complete`] when every trigger is measured or handed on (dropped), or when
+/// the trigger thread's input ended and no note is left to start.
+fn collect_until_end(
+    backend: &mut dyn Backend,
+    config: &EventConfig,
+    c: &mut Collector,
+    w: Watched<'_>,
+    stop: &AtomicBool,
+    progress: &mut impl FnMut(EventProgress<'_>) -> Result<(), String>,
+) -> EventEnd {
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let new_events = c.drain(backend, w.notes, w.onsets);
+        let report = c.report(&new_events, progress);
+        let status = backend.status();
+        if let Some(p) = status.panic {
+            return EventEnd::Panicked(p);
+        }
+        if let Some(reason) = status.shutdown {
+            return EventEnd::ServerGone(reason);
+        }
+        if let Err(reason) = report {
+            return EventEnd::ServerGone(reason);
+        }
+        if stop.load(Ordering::Relaxed) {
+            return EventEnd::Interrupted;
+        }
+        let measured = c.rows.len() as u64;
+        if measured >= config.triggers {
+            return EventEnd::Complete;
+        }
+        let handed = w.counters.triggers_dropped.load(Ordering::Relaxed)
+            + w.counters.notes_dropped.load(Ordering::Relaxed);
+        if measured + handed >= config.triggers && c.waiting.is_empty() {
+            return EventEnd::Complete;
+        }
+        if w.input_ended.load(Ordering::SeqCst) && c.waiting.is_empty() && w.notes.is_empty() {
+            // The trigger thread is done; give the audio thread two periods to start
+            // the last notes.
+            std::thread::sleep(Duration::from_nanos((w.period_ns * 2.0) as u64));
+            if w.notes.is_empty() {
+                // `q`, Escape or the end of the input: the user ended the run.
+                return EventEnd::Complete;
+            }
+        }
+    }
+}
+
+/// Runs the probe on an opened, not yet started backend. `progress` is called about every
+/// 20 ms with the rows completed since the last call, and once more after the stream has
+/// stopped with the rest (so every trigger measured reaches the caller); returning
+/// `Err(reason)` ends the run as [`EventEnd::ServerGone`] (the caller watches a private
+/// server's process). Raising `stop` ends it as [`EventEnd::Interrupted`]. The backend is
+/// stopped before returning.
+pub fn run(
+    backend: &mut dyn Backend,
+    config: &EventConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(EventProgress<'_>) -> Result<(), String>,
+) -> Result<EventOutcome, EventError> {
+    config.validate()?;
+    let info = backend.info().clone();
+    check_source(config, &info)?;
+    let gpio = match &config.gpio {
+        Some(spec) => Some(GpioLine::open(spec, "audiolat")?),
+        None => None,
     };
+    let process_rt = config.lock_memory.then(|| ProcessRt::setup(true, Some(0)));
+    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
+    let capacity = 4096;
+    let (trigger_tx, trigger_rx) = rtrb::RingBuffer::new(capacity);
+    let (note_tx, mut note_rx) = rtrb::RingBuffer::new(capacity);
+    let (onset_tx, mut onset_rx) = rtrb::RingBuffer::new(capacity);
+    let counters = Arc::new(Counters::default());
+    let processor = new_processor(config, trigger_rx, note_tx, onset_tx, counters.clone());
+    let steal = StealSampler::start(Duration::from_millis(50), None);
+    let start_ns = monotonic_ns();
+    backend.start(Box::new(processor))?;
+    let mut c = new_collector(config, &info, start_ns);
 
     let done = AtomicBool::new(false);
     let input_ended = AtomicBool::new(false);
-    let mut end = EventEnd::Complete;
-    let trigger_rt = std::thread::scope(|s| -> Result<Option<ThreadRt>, EventError> {
+    let (trigger_rt, end) = std::thread::scope(|s| -> Result<_, EventError> {
         let handle = if config.source == TriggerSource::Midi {
             None
         } else {
@@ -353,48 +436,16 @@ pub fn run(
                     })?,
             )
         };
-        loop {
-            std::thread::sleep(Duration::from_millis(20));
-            let new_events = c.drain(backend, &mut note_rx, &mut onset_rx);
-            let report = c.report(&new_events, &mut progress);
-            let status = backend.status();
-            if let Some(p) = status.panic {
-                end = EventEnd::Panicked(p);
-                break;
-            }
-            if let Some(reason) = status.shutdown {
-                end = EventEnd::ServerGone(reason);
-                break;
-            }
-            if let Err(reason) = report {
-                end = EventEnd::ServerGone(reason);
-                break;
-            }
-            if stop.load(Ordering::Relaxed) {
-                end = EventEnd::Interrupted;
-                break;
-            }
-            let measured = c.rows.len() as u64;
-            if measured >= config.triggers {
-                break;
-            }
-            let handed = counters.triggers_dropped.load(Ordering::Relaxed)
-                + counters.notes_dropped.load(Ordering::Relaxed);
-            if measured + handed >= config.triggers && c.waiting.is_empty() {
-                break;
-            }
-            if input_ended.load(Ordering::SeqCst) && c.waiting.is_empty() && note_rx.is_empty() {
-                // The trigger thread is done; give the audio thread two periods to start
-                // the last notes.
-                std::thread::sleep(Duration::from_nanos((info.period_ns() * 2.0) as u64));
-                if note_rx.is_empty() {
-                    // `q`, Escape or the end of the input: the user ended the run.
-                    break;
-                }
-            }
-        }
+        let watched = Watched {
+            counters: &counters,
+            period_ns: info.period_ns(),
+            input_ended: &input_ended,
+            notes: &mut note_rx,
+            onsets: &mut onset_rx,
+        };
+        let end = collect_until_end(backend, config, &mut c, watched, stop, &mut progress);
         done.store(true, Ordering::SeqCst);
-        Ok(handle.and_then(|h| h.join().ok()))
+        Ok((handle.and_then(|h| h.join().ok()), end))
     })?;
     backend.stop();
     let end_ns = monotonic_ns();

@@ -81,6 +81,13 @@ pub(super) struct EventProcessor {
     pub(super) loopback_timeout_ms: f64,
 }
 
+/// The note-ons due in one cycle: (offset in the cycle, slot in `scheduled`), sorted by
+/// offset; only the first `len` are used.
+struct DueStarts {
+    starts: [(u32, usize); MAX_SCHEDULED],
+    len: usize,
+}
+
 impl EventProcessor {
     pub(super) fn schedule(&mut self, s: Scheduled) {
         match self.scheduled.iter_mut().find(|x| x.is_none()) {
@@ -90,56 +97,41 @@ impl EventProcessor {
             }
         }
     }
-}
 
-impl Processor for EventProcessor {
-    fn prepare(&mut self, info: &StreamInfo) {
-        self.max_frames = info.period_frames as usize;
-        self.workload
-            .prepare(info.sample_rate_hz, info.period_frames as usize);
-        self.note_frames = (self.note_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
-        self.timeout_frames =
-            (self.loopback_timeout_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+    /// Schedules this cycle's MIDI note-ons. Audio thread: no allocation, no lock.
+    #[inline]
+    fn schedule_midi(&mut self, cycle: &Cycle, io: &Io<'_>) {
+        let first = cycle.first_frame;
+        self.counters
+            .midi_dropped
+            .fetch_add(io.midi_dropped as u64, Ordering::Relaxed);
+        for note in io.note_ons {
+            // JACK MIDI: an event read in this cycle at offset k happened during the
+            // previous period at offset k.
+            let trigger_ns =
+                (cycle.frame_time_ns(note.offset as f64) - cycle.period_ns).max(0.0) as u64;
+            let frame = match self.policy {
+                NotePolicy::Asap => first,
+                NotePolicy::Fixed => first + note.offset as u64,
+            };
+            let seq = self.midi_seq;
+            self.midi_seq += 1;
+            self.counters.midi_seen.fetch_add(1, Ordering::Relaxed);
+            self.schedule(Scheduled {
+                seq,
+                trigger_ns,
+                frame,
+                late: false,
+            });
+        }
     }
 
-    fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
-        let n = cycle.frames as u64;
+    /// Schedules the triggers the trigger thread sent, at the frame the policy gives.
+    /// Audio thread: no allocation, no lock (a wait-free ring pop).
+    #[inline]
+    fn schedule_triggers(&mut self, cycle: &Cycle) {
         let first = cycle.first_frame;
-        let end = first + n;
-        if io.output.len() > self.max_frames {
-            // The server changed its buffer size beyond what was prepared: stay silent
-            // rather than allocate on this thread.
-            io.output.fill(0.0);
-            self.counters
-                .oversized_cycles
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        // 1. New triggers become scheduled notes.
-        if self.midi {
-            self.counters
-                .midi_dropped
-                .fetch_add(io.midi_dropped as u64, Ordering::Relaxed);
-            for note in io.note_ons {
-                // JACK MIDI: an event read in this cycle at offset k happened during the
-                // previous period at offset k.
-                let trigger_ns =
-                    (cycle.frame_time_ns(note.offset as f64) - cycle.period_ns).max(0.0) as u64;
-                let frame = match self.policy {
-                    NotePolicy::Asap => first,
-                    NotePolicy::Fixed => first + note.offset as u64,
-                };
-                let seq = self.midi_seq;
-                self.midi_seq += 1;
-                self.counters.midi_seen.fetch_add(1, Ordering::Relaxed);
-                self.schedule(Scheduled {
-                    seq,
-                    trigger_ns,
-                    frame,
-                    late: false,
-                });
-            }
-        }
+        let n = cycle.frames as u64;
         while let Ok(t) = self.triggers.pop() {
             let (frame, late) = match self.policy {
                 NotePolicy::Asap => (first, false),
@@ -159,32 +151,81 @@ impl Processor for EventProcessor {
                 late,
             });
         }
-        // 2. Events inside this cycle, in frame order: note-ons and the note-off.
-        let mut starts: [(u32, usize); MAX_SCHEDULED] = [(u32::MAX, 0); MAX_SCHEDULED];
-        let mut n_starts = 0;
+    }
+
+    /// The scheduled notes that start before `end`, in frame order; a note whose frame
+    /// went by unrendered (the stream skipped cycles) starts at offset 0, late. Audio
+    /// thread: a fixed array, sorted in place.
+    #[inline]
+    fn due_starts(&mut self, first: u64, end: u64) -> DueStarts {
+        let mut due = DueStarts {
+            starts: [(u32::MAX, 0); MAX_SCHEDULED],
+            len: 0,
+        };
         for (i, slot) in self.scheduled.iter_mut().enumerate() {
             if let Some(s) = slot {
                 if s.frame < end {
                     if s.frame < first {
-                        // Its frame went by unrendered (the stream skipped cycles): it
-                        // starts at offset 0, late.
                         s.late = true;
                     }
-                    starts[n_starts] = ((s.frame.max(first) - first) as u32, i);
-                    n_starts += 1;
+                    due.starts[due.len] = ((s.frame.max(first) - first) as u32, i);
+                    due.len += 1;
                 }
             }
         }
-        starts[..n_starts].sort_unstable();
-        let off_at = self
+        due.starts[..due.len].sort_unstable();
+        due
+    }
+
+    /// Reports the note started in scheduled slot `slot` at `offset`, and, with a
+    /// loopback, starts looking for its onset in the capture. Audio thread: ring pushes
+    /// and array writes only.
+    #[inline]
+    fn report_start(&mut self, slot: usize, cycle: &Cycle, offset: u32, loopback: bool) {
+        let Some(s) = self.scheduled[slot].take() else {
+            return;
+        };
+        let start = NoteStart {
+            seq: s.seq,
+            trigger_ns: s.trigger_ns,
+            cycle: *cycle,
+            offset,
+            late: s.late,
+        };
+        if self.notes.push(start).is_err() {
+            self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        if loopback {
+            let awaiting = Awaiting {
+                seq: s.seq,
+                from_frame: cycle.first_frame + offset as u64,
+            };
+            match self.awaiting.iter_mut().find(|a| a.is_none()) {
+                Some(slot) => *slot = Some(awaiting),
+                // Too many notes in flight: this one is not looked for.
+                None => {
+                    let _ = self.onsets.push(Onset {
+                        seq: s.seq,
+                        captured_frame: None,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Renders the cycle in segments split at the note-ons in `due` and the pending
+    /// note-off, so every onset is sample-exact. Audio thread: DSP and array writes.
+    #[inline]
+    fn render(&mut self, cycle: &Cycle, out: &mut [f32], due: &DueStarts, loopback: bool) {
+        let first = cycle.first_frame;
+        let end = first + cycle.frames as u64;
+        let (starts, n_starts) = (&due.starts, due.len);
+        let mut pos = 0usize;
+        let mut k = 0usize;
+        let mut off_pending = self
             .note_end_frame
             .filter(|&f| f < end)
             .map(|f| (f.max(first) - first) as u32);
-        // 3. Render in segments split at the events.
-        let out = &mut *io.output;
-        let mut pos = 0usize;
-        let mut k = 0usize;
-        let mut off_pending = off_at;
         loop {
             let next_start = if k < n_starts {
                 starts[k].0 as usize
@@ -216,39 +257,19 @@ impl Processor for EventProcessor {
                 .filter(|&f| f < end)
                 .map(|f| (f - first) as u32);
             while k < n_starts && starts[k].0 == offset {
-                if let Some(s) = self.scheduled[starts[k].1].take() {
-                    let start = NoteStart {
-                        seq: s.seq,
-                        trigger_ns: s.trigger_ns,
-                        cycle: *cycle,
-                        offset,
-                        late: s.late,
-                    };
-                    if self.notes.push(start).is_err() {
-                        self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if io.input.is_some() {
-                        let awaiting = Awaiting {
-                            seq: s.seq,
-                            from_frame: first + offset as u64,
-                        };
-                        match self.awaiting.iter_mut().find(|a| a.is_none()) {
-                            Some(slot) => *slot = Some(awaiting),
-                            // Too many notes in flight: this one is not looked for.
-                            None => {
-                                let _ = self.onsets.push(Onset {
-                                    seq: s.seq,
-                                    captured_frame: None,
-                                });
-                            }
-                        }
-                    }
-                }
+                self.report_start(starts[k].1, cycle, offset, loopback);
                 k += 1;
             }
         }
-        // 4. Loopback: give up on notes whose onset did not come back in time, then find
-        // the oldest awaited onset in the capture.
+    }
+
+    /// Loopback: gives up on notes whose onset did not come back in time, then finds the
+    /// oldest awaited onset in `input`. Audio thread: a scan of the capture, ring pushes.
+    #[inline]
+    fn find_onsets(&mut self, cycle: &Cycle, input: Option<&[f32]>) {
+        let n = cycle.frames as u64;
+        let first = cycle.first_frame;
+        let end = first + n;
         for slot in self.awaiting.iter_mut() {
             if let Some(a) = *slot {
                 if end.saturating_sub(a.from_frame) > self.timeout_frames {
@@ -260,29 +281,70 @@ impl Processor for EventProcessor {
                 }
             }
         }
-        if let Some(input) = io.input {
-            let oldest = self
-                .awaiting
-                .iter()
-                .enumerate()
-                .filter_map(|(i, a)| a.map(|a| (a.from_frame, i)))
-                .min();
-            if let Some((from, i)) = oldest {
-                let seq = self.awaiting[i].map_or(0, |a| a.seq);
-                let start = from.max(self.heard_until).saturating_sub(first).min(n) as usize;
-                let threshold = self.threshold * self.workload.onset_amplitude();
-                let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
-                if let Some(g) = found {
-                    self.awaiting[i] = None;
-                    let onset = first + (start + g) as u64;
-                    self.heard_until = onset + self.note_frames + self.note_frames / 4;
-                    let captured_frame = Some(onset);
-                    let _ = self.onsets.push(Onset {
-                        seq,
-                        captured_frame,
-                    });
-                }
+        let Some(input) = input else {
+            return;
+        };
+        let oldest = self
+            .awaiting
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.map(|a| (a.from_frame, i)))
+            .min();
+        if let Some((from, i)) = oldest {
+            let seq = self.awaiting[i].map_or(0, |a| a.seq);
+            let start = from.max(self.heard_until).saturating_sub(first).min(n) as usize;
+            let threshold = self.threshold * self.workload.onset_amplitude();
+            let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
+            if let Some(g) = found {
+                self.awaiting[i] = None;
+                let onset = first + (start + g) as u64;
+                self.heard_until = onset + self.note_frames + self.note_frames / 4;
+                let captured_frame = Some(onset);
+                let _ = self.onsets.push(Onset {
+                    seq,
+                    captured_frame,
+                });
             }
         }
+    }
+}
+
+impl Processor for EventProcessor {
+    fn prepare(&mut self, info: &StreamInfo) {
+        self.max_frames = info.period_frames as usize;
+        self.workload
+            .prepare(info.sample_rate_hz, info.period_frames as usize);
+        self.note_frames = (self.note_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+        self.timeout_frames =
+            (self.loopback_timeout_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+    }
+
+    /// The audio callback, a real-time loop: no allocation, no lock, no print. Schedules
+    /// the cycle's triggers, renders the cycle split at its note-ons and note-off, and
+    /// looks for the awaited onsets in the loopback capture.
+    fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
+        let first = cycle.first_frame;
+        let end = first + cycle.frames as u64;
+        if io.output.len() > self.max_frames {
+            // The server changed its buffer size beyond what was prepared: stay silent
+            // rather than allocate on this thread.
+            io.output.fill(0.0);
+            self.counters
+                .oversized_cycles
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // 1. New triggers become scheduled notes.
+        if self.midi {
+            self.schedule_midi(cycle, io);
+        }
+        self.schedule_triggers(cycle);
+        // 2. Events inside this cycle, in frame order: note-ons and the note-off.
+        let due = self.due_starts(first, end);
+        // 3. Render in segments split at the events.
+        let loopback = io.input.is_some();
+        self.render(cycle, io.output, &due, loopback);
+        // 4. Loopback: give up on late onsets, find the oldest awaited one.
+        self.find_onsets(cycle, io.input);
     }
 }

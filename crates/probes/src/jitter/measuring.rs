@@ -283,8 +283,8 @@ impl JitterLoop {
     }
 
     /// Runs cycles from deadline `start_ns` until `length` is done or `stop` is raised.
-    /// Real-time safe: allocates nothing, takes no lock, prints nothing. The real-time loop
-    /// (kept whole, as cyclictest's timer thread).
+    /// Real-time safe: allocates nothing, takes no lock, prints nothing. This is a
+    /// real-time loop, kept whole as cyclictest's timer thread is (wait, measure, record).
     pub fn run(
         &mut self,
         start_ns: u64,

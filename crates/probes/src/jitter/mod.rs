@@ -401,28 +401,14 @@ pub fn run(
             if due {
                 last_checkpoint = std::time::Instant::now();
             }
-            let snapshot = LiveSnapshot {
-                cycles: live.cycles.load(Ordering::Relaxed),
-                planned,
-                last_ns: live.last_ns.load(Ordering::Relaxed),
-                max_ns: live.max_ns.load(Ordering::Relaxed),
-                overflows: live.overflows.load(Ordering::Relaxed),
-                underruns: live.underruns.load(Ordering::Relaxed),
-                skipped: live.skipped.load(Ordering::Relaxed),
-            };
             progress(Progress {
-                live: snapshot,
+                live: live_snapshot(&live, planned),
                 checkpoint: due.then_some(&total),
             });
         }
-        handle.join().map_err(|p| {
-            JitterError::Panicked(
-                p.downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into()),
-            )
-        })?
+        handle
+            .join()
+            .map_err(|p| JitterError::Panicked(panic_message(p.as_ref())))?
     });
     let steal = steal.finish();
     let (mut recorded, thread, start_ns, end_ns, end, busy) = outcome?;
@@ -447,6 +433,27 @@ pub fn run(
             .map(|d| (d.is_held(), d.granted_us, d.refusal.clone())),
         steal,
     })
+}
+
+/// The measuring thread's counters, read for a status line.
+fn live_snapshot(live: &Live, planned: u64) -> LiveSnapshot {
+    LiveSnapshot {
+        cycles: live.cycles.load(Ordering::Relaxed),
+        planned,
+        last_ns: live.last_ns.load(Ordering::Relaxed),
+        max_ns: live.max_ns.load(Ordering::Relaxed),
+        overflows: live.overflows.load(Ordering::Relaxed),
+        underruns: live.underruns.load(Ordering::Relaxed),
+        skipped: live.skipped.load(Ordering::Relaxed),
+    }
+}
+
+/// The text a panic carried (`"unknown panic"` when it was not a string).
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// Keeps SIGINT and SIGTERM away from the measuring thread, so the handler runs on

@@ -224,13 +224,13 @@ pub struct NetOutcome {
 pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError> {
     if config.workers > 64 {
         return Err(NetError::Config(format!(
-            "--workers {}: use 0 (the network thread runs the synth) to 64",
+            "{} synth workers: use 0 (the network thread runs the synth) to 64",
             config.workers
         )));
     }
     if config.link.is_some_and(|l| l.by == ReserveBy::Tc) && !config.netns {
         return Err(NetError::Config(
-            "tc shaping needs --netns: it shapes the veth link between the two namespaces".into(),
+            "tc shaping needs network namespaces: it shapes the veth link between the two namespaces".into(),
         ));
     }
     let link = if config.netns {

@@ -140,7 +140,8 @@ fn tc_shaping(
     };
     if link.is_none() {
         return Err(NetError::Config(
-            "tc shaping needs --netns: it shapes the veth link between the namespaces".into(),
+            "tc shaping needs network namespaces: it shapes the veth link between the namespaces"
+                .into(),
         ));
     }
     if shape.reserve_mbps.is_some() {

@@ -182,23 +182,19 @@ pub enum RoundtripError {
     Audio(#[from] AudioError),
 }
 
-/// Runs the probe on an opened, not yet started backend whose input hears its output.
-/// `progress` is called about every 20 ms with what was analysed since the last call;
-/// returning `Err(reason)` ends the run as [`RoundtripEnd::ServerGone`]. Raising `stop`
-/// ends it as [`RoundtripEnd::Interrupted`]. The backend is stopped before returning.
-pub fn run(
-    backend: &mut dyn Backend,
-    config: &RoundtripConfig,
-    stop: &AtomicBool,
-    mut progress: impl FnMut(RoundtripProgress<'_>) -> Result<(), String>,
-) -> Result<RoundtripOutcome, RoundtripError> {
-    config.validate()?;
-    let info = backend.info().clone();
-    if info.capture_port.is_none() {
-        return Err(RoundtripError::NoInput(info.backend));
-    }
-    config.check_against(&info)?;
-    let n = config.tone_period(&info);
+/// The calling thread's half of a run: the analyser and the rings the audio thread's
+/// [`LoopProcessor`] fills.
+struct Capture {
+    analyser: Analyser,
+    shared: Arc<ProcessorShared>,
+    samples: rtrb::Consumer<f32>,
+    blocks: rtrb::Consumer<(u64, u32)>,
+}
+
+/// Builds both halves of a run for a stream and a tone period `n`: the audio thread's
+/// copier and the calling thread's [`Capture`]. May allocate (it runs before the stream
+/// starts): the rings hold a second of capture, and at least four tone periods.
+fn prepare(config: &RoundtripConfig, info: &StreamInfo, n: usize) -> (LoopProcessor, Capture) {
     let tone = Arc::new(MultiTone::new(n, info.sample_rate_hz, config.peak));
     let spacing = n as u64;
     let period = u64::from(info.period_frames);
@@ -206,10 +202,9 @@ pub fn run(
         Some(k) => u64::from(k) * period,
         None => spacing,
     };
-    // Room for a second of capture, and at least four tone periods.
     let capacity = (info.sample_rate_hz as usize).max(4 * n);
-    let (samples_tx, mut samples_rx) = rtrb::RingBuffer::<f32>::new(capacity);
-    let (blocks_tx, mut blocks_rx) = rtrb::RingBuffer::<(u64, u32)>::new(capacity / 16 + 64);
+    let (samples_tx, samples) = rtrb::RingBuffer::<f32>::new(capacity);
+    let (blocks_tx, blocks) = rtrb::RingBuffer::<(u64, u32)>::new(capacity / 16 + 64);
     let shared = Arc::new(ProcessorShared {
         start: AtomicU64::new(u64::MAX),
         blocks_dropped: AtomicU64::new(0),
@@ -226,8 +221,8 @@ pub fn run(
         samples: samples_tx,
         blocks: blocks_tx,
     };
-    let mut analyser = Analyser {
-        tone: tone.clone(),
+    let analyser = Analyser {
+        tone,
         spacing,
         impulses: u64::from(config.impulses),
         every,
@@ -241,20 +236,29 @@ pub fn run(
         window_seq: 0,
         clock: None,
     };
-    let process_rt = config
-        .lock_memory
-        .then(|| engine::rt::ProcessRt::setup(true, Some(0)));
-    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
-    let steal = StealSampler::start(Duration::from_millis(50), None);
-    let start_ns = monotonic_ns();
-    backend.start(Box::new(processor))?;
-    // What was measured so far, kept as the outcome itself so a checkpoint is the same
-    // figure the end gives; the end and the steal are filled in when the run ends.
-    let mut outcome = RoundtripOutcome {
+    let capture = Capture {
+        analyser,
+        shared,
+        samples,
+        blocks,
+    };
+    (processor, capture)
+}
+
+/// An outcome with nothing measured yet: the run fills it in as it goes, so a checkpoint
+/// is the same figure the end gives; the end and the steal are set when the run ends.
+fn empty_outcome(
+    config: &RoundtripConfig,
+    info: &StreamInfo,
+    tone_period: usize,
+    memory_locked: bool,
+    start_ns: u64,
+) -> RoundtripOutcome {
+    RoundtripOutcome {
         config: config.clone(),
         info: info.clone(),
         end: RoundtripEnd::Interrupted,
-        tone_period: n,
+        tone_period,
         impulses: Vec::new(),
         estimates: Vec::new(),
         cycles: 0,
@@ -272,7 +276,131 @@ pub fn run(
         steal: StealTimeline::default(),
         start_ns,
         end_ns: start_ns,
-    };
+    }
+}
+
+/// Drains the engine's cycle records and xruns into `outcome` (DSP load, skipped
+/// cycles and xruns as events) and gives the analyser the latest cycle's clock.
+fn drain_cycles(
+    backend: &mut dyn Backend,
+    outcome: &mut RoundtripOutcome,
+    analyser: &mut Analyser,
+) {
+    while let Ok(r) = backend.cycles().pop() {
+        outcome.cycles += 1;
+        outcome.dsp.record(r.dsp_ns);
+        if r.dsp_ns as f64 > r.cycle.period_ns {
+            outcome.dsp_overload_cycles += 1;
+        }
+        analyser.clock = Some((
+            r.cycle.first_frame,
+            r.cycle.nominal_ns,
+            r.cycle.period_ns,
+            r.cycle.frames,
+        ));
+        if r.gap_frames > 0 {
+            outcome.events.push(Event {
+                mono_ns: r.cycle.callback_ns,
+                kind: "skipped_cycles".into(),
+                detail: json!({"cycle": r.cycle.index, "frames_skipped": r.gap_frames}),
+            });
+        }
+    }
+    for x in backend.take_xruns() {
+        outcome.events.push(Event {
+            mono_ns: x.mono_ns,
+            kind: "xrun".into(),
+            detail: json!({"cycles_done": x.cycles_done}),
+        });
+    }
+}
+
+/// Analyses the captured blocks the audio thread handed over (clicks and tone windows
+/// into `outcome`), once the stream's first position is known. Stops early when `stop`
+/// is raised.
+fn analyse_capture(
+    capture: &mut Capture,
+    block: &mut Vec<f32>,
+    outcome: &mut RoundtripOutcome,
+    stop: &AtomicBool,
+) {
+    let analyser = &mut capture.analyser;
+    if analyser.start.is_none() {
+        let s = capture.shared.start.load(Ordering::Acquire);
+        if s != u64::MAX {
+            analyser.start = Some(s);
+        }
+    }
+    while let Ok((first, len)) = capture.blocks.pop() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        block.clear();
+        for _ in 0..len {
+            block.push(capture.samples.pop().unwrap_or(0.0));
+        }
+        analyser.feed(first, block.iter().copied());
+        analyser.analyse(&mut outcome.impulses, &mut outcome.estimates);
+    }
+}
+
+/// Whether the measurement is over by itself: every click sent and the multi-tone
+/// measured for `measure_frames` ([`RoundtripEnd::Complete`]), or, when
+/// [`RoundtripConfig::give_up_without_signal`], nothing heard in the clicks and the first
+/// windows ([`RoundtripEnd::NoSignal`]).
+fn measured_end(
+    config: &RoundtripConfig,
+    outcome: &RoundtripOutcome,
+    analyser: &Analyser,
+    measure_frames: u64,
+) -> Option<RoundtripEnd> {
+    let (impulses, estimates) = (&outcome.impulses, &outcome.estimates);
+    let all_clicks = impulses.len() as u64 == u64::from(config.impulses);
+    if config.give_up_without_signal
+        && all_clicks
+        && estimates.len() >= 3
+        && impulses.iter().all(|i| i.onset.is_none())
+        && estimates
+            .iter()
+            .all(|e| e.estimate.verdict == Verdict::NoSignal)
+    {
+        return Some(RoundtripEnd::NoSignal);
+    }
+    if analyser.start.is_some()
+        && analyser.next_window > analyser.tone_start() + analyser.spacing + measure_frames
+        && all_clicks
+    {
+        return Some(RoundtripEnd::Complete);
+    }
+    None
+}
+
+/// Runs the probe on an opened, not yet started backend whose input hears its output.
+/// `progress` is called about every 20 ms with what was analysed since the last call;
+/// returning `Err(reason)` ends the run as [`RoundtripEnd::ServerGone`]. Raising `stop`
+/// ends it as [`RoundtripEnd::Interrupted`]. The backend is stopped before returning.
+pub fn run(
+    backend: &mut dyn Backend,
+    config: &RoundtripConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(RoundtripProgress<'_>) -> Result<(), String>,
+) -> Result<RoundtripOutcome, RoundtripError> {
+    config.validate()?;
+    let info = backend.info().clone();
+    if info.capture_port.is_none() {
+        return Err(RoundtripError::NoInput(info.backend));
+    }
+    config.check_against(&info)?;
+    let n = config.tone_period(&info);
+    let (processor, mut capture) = prepare(config, &info, n);
+    let process_rt = config
+        .lock_memory
+        .then(|| engine::rt::ProcessRt::setup(true, Some(0)));
+    let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
+    let steal = StealSampler::start(Duration::from_millis(50), None);
+    let start_ns = monotonic_ns();
+    backend.start(Box::new(processor))?;
+    let mut outcome = empty_outcome(config, &info, n, memory_locked, start_ns);
     let measure_frames = (config.duration_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64;
     let checkpoint_every = Duration::from_secs_f64((config.checkpoint_ms * 1e-3).max(0.0));
     let mut last_checkpoint = std::time::Instant::now();
@@ -280,52 +408,10 @@ pub fn run(
     let mut reported = (0usize, 0usize);
     let end = loop {
         std::thread::sleep(Duration::from_millis(20));
-        while let Ok(r) = backend.cycles().pop() {
-            outcome.cycles += 1;
-            outcome.dsp.record(r.dsp_ns);
-            if r.dsp_ns as f64 > r.cycle.period_ns {
-                outcome.dsp_overload_cycles += 1;
-            }
-            analyser.clock = Some((
-                r.cycle.first_frame,
-                r.cycle.nominal_ns,
-                r.cycle.period_ns,
-                r.cycle.frames,
-            ));
-            if r.gap_frames > 0 {
-                outcome.events.push(Event {
-                    mono_ns: r.cycle.callback_ns,
-                    kind: "skipped_cycles".into(),
-                    detail: json!({"cycle": r.cycle.index, "frames_skipped": r.gap_frames}),
-                });
-            }
-        }
-        for x in backend.take_xruns() {
-            outcome.events.push(Event {
-                mono_ns: x.mono_ns,
-                kind: "xrun".into(),
-                detail: json!({"cycles_done": x.cycles_done}),
-            });
-        }
-        if analyser.start.is_none() {
-            let s = shared.start.load(Ordering::Acquire);
-            if s != u64::MAX {
-                analyser.start = Some(s);
-            }
-        }
-        while let Ok((first, len)) = blocks_rx.pop() {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            block.clear();
-            for _ in 0..len {
-                block.push(samples_rx.pop().unwrap_or(0.0));
-            }
-            analyser.feed(first, block.iter().copied());
-            analyser.analyse(&mut outcome.impulses, &mut outcome.estimates);
-        }
+        drain_cycles(backend, &mut outcome, &mut capture.analyser);
+        analyse_capture(&mut capture, &mut block, &mut outcome, stop);
         let status = backend.status();
-        outcome.take_status(&status, &shared);
+        outcome.take_status(&status, &capture.shared);
         let due = outcome.cycles > 0 && last_checkpoint.elapsed() >= checkpoint_every;
         if due {
             last_checkpoint = std::time::Instant::now();
@@ -351,27 +437,13 @@ pub fn run(
         if stop.load(Ordering::Relaxed) {
             break RoundtripEnd::Interrupted;
         }
-        let (impulses, estimates) = (&outcome.impulses, &outcome.estimates);
-        if config.give_up_without_signal
-            && impulses.len() as u64 == u64::from(config.impulses)
-            && estimates.len() >= 3
-            && impulses.iter().all(|i| i.onset.is_none())
-            && estimates
-                .iter()
-                .all(|e| e.estimate.verdict == Verdict::NoSignal)
-        {
-            break RoundtripEnd::NoSignal;
-        }
-        if analyser.start.is_some()
-            && analyser.next_window > analyser.tone_start() + spacing + measure_frames
-            && impulses.len() as u64 == u64::from(config.impulses)
-        {
-            break RoundtripEnd::Complete;
+        if let Some(end) = measured_end(config, &outcome, &capture.analyser, measure_frames) {
+            break end;
         }
     };
     backend.stop();
     outcome.end_ns = monotonic_ns();
-    outcome.take_status(&backend.status(), &shared);
+    outcome.take_status(&backend.status(), &capture.shared);
     outcome.end = end;
     outcome.steal = steal.finish();
     for c in outcome.delay_changes() {

@@ -50,7 +50,8 @@ impl PlanServer {
                     }
                     Err(e) => {
                         return Err(format!(
-                            "the plan's JACK server (rate {rate}, period {period}) did not start: {e}"
+                            "the plan's JACK server (rate {rate}, period {period}) did not start: {}",
+                            e
                         ));
                     }
                 }
