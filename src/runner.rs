@@ -11,7 +11,7 @@ use ::runner::{Cell, Failure, RunError, Watch};
 use anyhow::Result;
 use load::{LoadContext, LoadSpec};
 use probes::jitter::{JitterConfig, JitterOutcome};
-use probes::probe::{EventProbe, JitterProbe, LiveStatus, NetProbe, RoundtripProbe};
+use probes::probe::{JitterProbe, LiveStatus, NetProbe};
 use results::{Measurement, RunInfo, RunStatus, SinkError, Store, ToolInfo};
 use serde_json::{json, Value};
 
@@ -414,53 +414,11 @@ pub fn suite_plan(each: Duration) -> Vec<(&'static str, JitterConfig, LoadSpec)>
     ]
 }
 
-/// One event-probe configuration of a sweep.
-#[derive(Debug, Clone)]
-pub struct EventCell {
-    /// Probe configuration.
-    pub config: probes::event::EventConfig,
-    /// Background load.
-    pub load: LoadSpec,
-    /// Repetition number, from 1.
-    pub repeat: u32,
-    /// How a JACK stream is opened (ports).
-    pub jack: engine::jack_backend::JackConfig,
-    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
-    pub granted: Option<Value>,
-}
+pub use ::runner::sweep::{EventCell, EventRun, RoundtripCell, RoundtripRun};
 
-/// An event run, stored.
-pub struct EventRun {
-    /// Run id.
-    pub run_id: i64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: probes::event::EventOutcome,
-    /// The load's label.
-    pub load: String,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// What an ALSA device granted, when the stream is ALSA's.
-    pub granted: Option<Value>,
-    /// Set when the run could not finish: the reason, for the user.
-    pub error: Option<String>,
-}
-
-/// Runs one event cell on an opened stream as a stored run. `server` is the JACK server
-/// behind the stream, when there is one (its exit ends the run).
-#[allow(clippy::too_many_arguments)]
-pub fn event_run(
-    ctx: &Context,
-    store: &Store,
-    group: Option<i64>,
-    stream: &mut dyn engine::audio::Backend,
-    server: Option<&mut engine::jack_server::JackServer>,
-    cell: &EventCell,
-    scratch: &Path,
-    quiet: bool,
-) -> Result<EventRun> {
-    let sinfo = stream.info().clone();
+/// The live line of an event run of `cell` on a stream described by `sinfo`: its label,
+/// and the prompt a key or MIDI trigger needs.
+fn event_live(cell: &EventCell, sinfo: &engine::audio::StreamInfo, quiet: bool) -> LiveLine {
     let label = format!(
         "event {} {} period {} {}",
         cell.config.workload, cell.load, sinfo.period_frames, cell.config.policy
@@ -481,59 +439,74 @@ pub fn event_run(
         )),
         probes::event::TriggerSource::Timer => None,
     };
-    let live = LiveLine::new(&label, quiet, 0).with_prompt(prompt);
-    let probe = EventProbe::new(stream, cell.config.clone(), cell.granted.clone());
-    let mut run_cell = Cell {
+    LiveLine::new(&label, quiet, 0).with_prompt(prompt)
+}
+
+/// The live line of a round-trip run of `cell` on a stream described by `sinfo`.
+fn roundtrip_live(
+    cell: &RoundtripCell,
+    sinfo: &engine::audio::StreamInfo,
+    quiet: bool,
+) -> LiveLine {
+    let label = format!(
+        "roundtrip {} period {} {}",
+        sinfo.backend, sinfo.period_frames, cell.load
+    );
+    LiveLine::new(&label, quiet, 0)
+}
+
+/// A sweep's runs each shown on a live line (unless `quiet`).
+pub struct SweepLive {
+    /// Show nothing.
+    pub quiet: bool,
+}
+
+impl ::runner::sweep::SweepObserver<EventCell> for SweepLive {
+    fn run(
+        &self,
+        cell: &EventCell,
+        stream: &engine::audio::StreamInfo,
+    ) -> Box<dyn ::runner::Observer + '_> {
+        Box::new(event_live(cell, stream, self.quiet))
+    }
+}
+
+impl ::runner::sweep::SweepObserver<RoundtripCell> for SweepLive {
+    fn run(
+        &self,
+        cell: &RoundtripCell,
+        stream: &engine::audio::StreamInfo,
+    ) -> Box<dyn ::runner::Observer + '_> {
+        Box::new(roundtrip_live(cell, stream, self.quiet))
+    }
+}
+
+/// Runs one event cell on an opened stream as a stored run (`::runner::sweep::event_run`
+/// with a live line). `server` is the JACK server behind the stream, when there is one
+/// (its exit ends the run).
+#[allow(clippy::too_many_arguments)]
+pub fn event_run(
+    ctx: &Context,
+    store: &Store,
+    group: Option<i64>,
+    stream: &mut dyn engine::audio::Backend,
+    server: Option<&mut engine::jack_server::JackServer>,
+    cell: &EventCell,
+    scratch: &Path,
+    quiet: bool,
+) -> Result<EventRun> {
+    let live = event_live(cell, stream.info(), quiet);
+    let target = ::runner::sweep::Target {
+        sink: store,
         group,
-        repeat: Some(cell.repeat),
-        ..Cell::new(probe, cell.load.clone(), scratch.to_path_buf())
+        scratch,
     };
-    let run = ::runner::run(ctx, store, &mut run_cell, watch(server), &live).map_err(run_error)?;
-    Ok(EventRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(run_cell.probe.take_outcome())?,
-        load: cell.load.to_string(),
-        flags: run.flags,
-        granted: cell.granted.clone(),
-        error: run.error,
-    })
+    ::runner::sweep::event_run(ctx, target, stream, watch(server), cell, &live).map_err(run_error)
 }
 
-/// One round-trip configuration.
-#[derive(Debug, Clone)]
-pub struct RoundtripCell {
-    /// Probe configuration.
-    pub config: probes::roundtrip::RoundtripConfig,
-    /// Background load.
-    pub load: LoadSpec,
-    /// Repetition number, from 1.
-    pub repeat: u32,
-    /// How the loop is closed, for people ("software loop in the JACK server", "cable
-    /// system:playback_1 -> system:capture_1", "virtual cable of 12.5 frames").
-    pub loop_description: String,
-    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
-    pub granted: Option<Value>,
-}
-
-/// A round-trip run, stored.
-pub struct RoundtripRun {
-    /// Run id.
-    pub run_id: i64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: probes::roundtrip::RoundtripOutcome,
-    /// The cell.
-    pub cell: RoundtripCell,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// Set when the run could not finish: the reason, for the user.
-    pub error: Option<String>,
-}
-
-/// Runs one round-trip cell on an opened stream as a stored run. `server` is the JACK
-/// server behind the stream, when there is one (its exit ends the run).
+/// Runs one round-trip cell on an opened stream as a stored run
+/// (`::runner::sweep::roundtrip_run` with a live line). `server` is the JACK server
+/// behind the stream, when there is one (its exit ends the run).
 #[allow(clippy::too_many_arguments)]
 pub fn roundtrip_run(
     ctx: &Context,
@@ -545,32 +518,14 @@ pub fn roundtrip_run(
     scratch: &Path,
     quiet: bool,
 ) -> Result<RoundtripRun> {
-    let sinfo = stream.info();
-    let label = format!(
-        "roundtrip {} period {} {}",
-        sinfo.backend, sinfo.period_frames, cell.load
-    );
-    let live = LiveLine::new(&label, quiet, 0);
-    let probe = RoundtripProbe::new(
-        stream,
-        cell.config.clone(),
-        cell.loop_description.clone(),
-        cell.granted.clone(),
-    );
-    let mut run_cell = Cell {
+    let live = roundtrip_live(cell, stream.info(), quiet);
+    let target = ::runner::sweep::Target {
+        sink: store,
         group,
-        repeat: Some(cell.repeat),
-        ..Cell::new(probe, cell.load.clone(), scratch.to_path_buf())
+        scratch,
     };
-    let run = ::runner::run(ctx, store, &mut run_cell, watch(server), &live).map_err(run_error)?;
-    Ok(RoundtripRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(run_cell.probe.take_outcome())?,
-        cell: cell.clone(),
-        flags: run.flags,
-        error: run.error,
-    })
+    ::runner::sweep::roundtrip_run(ctx, target, stream, watch(server), cell, &live)
+        .map_err(run_error)
 }
 
 /// A network-audio run, stored.

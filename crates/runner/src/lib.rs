@@ -51,6 +51,8 @@ mod cells;
 mod end_run;
 mod lifecycle;
 mod load_run;
+pub mod min_buffer;
+pub mod sweep;
 #[cfg(test)]
 mod tests;
 
