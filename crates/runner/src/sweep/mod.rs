@@ -317,6 +317,3 @@ pub fn sweep_status(
         RunStatus::Complete
     }
 }
-
-#[cfg(test)]
-mod tests;
