@@ -481,52 +481,37 @@ impl ::runner::sweep::SweepObserver<RoundtripCell> for SweepLive {
     }
 }
 
-/// Runs one event cell on an opened stream as a stored run (`::runner::sweep::event_run`
-/// with a live line). `server` is the JACK server behind the stream, when there is one
-/// (its exit ends the run).
+/// Runs one cell of a sweep (an event or a round-trip cell) on an opened stream as a
+/// stored run, with a live line (unless `quiet`). `server` is the JACK server behind the
+/// stream, when there is one (its exit ends the run).
 #[allow(clippy::too_many_arguments)]
-pub fn event_run(
+pub fn stream_run<C>(
     ctx: &Context,
     store: &Store,
     group: Option<i64>,
     stream: &mut dyn engine::audio::Backend,
     server: Option<&mut engine::jack_server::JackServer>,
-    cell: &EventCell,
+    cell: &C,
     scratch: &Path,
     quiet: bool,
-) -> Result<EventRun> {
-    let live = event_live(cell, stream.info(), quiet);
+) -> Result<C::Run>
+where
+    C: ::runner::sweep::SweepCell,
+    SweepLive: ::runner::sweep::SweepObserver<C>,
+{
+    let live = SweepLive { quiet };
+    let live = ::runner::sweep::SweepObserver::run(&live, cell, stream.info());
     let target = ::runner::sweep::Target {
         sink: store,
         group,
         scratch,
     };
-    ::runner::sweep::event_run(ctx, target, stream, watch(server), cell, &live).map_err(run_error)
-}
-
-/// Runs one round-trip cell on an opened stream as a stored run
-/// (`::runner::sweep::roundtrip_run` with a live line). `server` is the JACK server
-/// behind the stream, when there is one (its exit ends the run).
-#[allow(clippy::too_many_arguments)]
-pub fn roundtrip_run(
-    ctx: &Context,
-    store: &Store,
-    group: Option<i64>,
-    stream: &mut dyn engine::audio::Backend,
-    server: Option<&mut engine::jack_server::JackServer>,
-    cell: &RoundtripCell,
-    scratch: &Path,
-    quiet: bool,
-) -> Result<RoundtripRun> {
-    let live = roundtrip_live(cell, stream.info(), quiet);
-    let target = ::runner::sweep::Target {
-        sink: store,
-        group,
-        scratch,
-    };
-    ::runner::sweep::roundtrip_run(ctx, target, stream, watch(server), cell, &live)
+    cell.run(ctx, target, stream, watch(server), &*live)
         .map_err(run_error)
 }
+
+pub use stream_run as event_run;
+pub use stream_run as roundtrip_run;
 
 /// A network-audio run, stored.
 pub struct NetRun {

@@ -4,12 +4,12 @@
 use engine::audio::Backend;
 use engine::backend::Setup;
 use load::LoadSpec;
-use probes::probe::{EventProbe, RoundtripProbe};
+use probes::probe::{EventProbe, Probe, RoundtripProbe};
 use results::RunStatus;
 use serde_json::Value;
 
 use super::{SweepCell, Target};
-use crate::{Cell, Context, Observer, RunError, Watch};
+use crate::{Cell, Context, Observer, Run, RunError, Watch};
 
 /// One event-probe configuration of a sweep.
 #[derive(Debug, Clone)]
@@ -84,64 +84,23 @@ fn measured<T>(outcome: Option<T>) -> T {
     outcome.expect("a probe that measured keeps its outcome")
 }
 
-/// Runs one event cell on an opened stream as a stored run in `target`. `watch` is the
-/// JACK server behind the stream, when there is one (its exit ends the run).
-pub fn event_run(
+/// Measures `probe` under `load` as repetition `repeat` of a sweep, a stored run in
+/// `target`; the probe is handed back with its outcome.
+fn run_in<P: Probe>(
     ctx: &Context,
     target: Target<'_>,
-    stream: &mut dyn Backend,
+    probe: P,
+    (load, repeat): (&LoadSpec, u32),
     watch: Option<&mut dyn Watch>,
-    cell: &EventCell,
     observer: &dyn Observer,
-) -> Result<EventRun, RunError> {
-    let probe = EventProbe::new(stream, cell.config.clone(), cell.granted.clone());
-    let mut run_cell = Cell {
+) -> Result<(Run, P), RunError> {
+    let mut cell = Cell {
         group: target.group,
-        repeat: Some(cell.repeat),
-        ..Cell::new(probe, cell.load.clone(), target.scratch.to_path_buf())
+        repeat: Some(repeat),
+        ..Cell::new(probe, load.clone(), target.scratch.to_path_buf())
     };
-    let run = crate::run(ctx, target.sink, &mut run_cell, watch, observer)?;
-    Ok(EventRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(run_cell.probe.take_outcome()),
-        load: cell.load.to_string(),
-        flags: run.flags,
-        granted: cell.granted.clone(),
-        error: run.error,
-    })
-}
-
-/// Runs one round-trip cell on an opened stream as a stored run in `target`. `watch` is
-/// the JACK server behind the stream, when there is one (its exit ends the run).
-pub fn roundtrip_run(
-    ctx: &Context,
-    target: Target<'_>,
-    stream: &mut dyn Backend,
-    watch: Option<&mut dyn Watch>,
-    cell: &RoundtripCell,
-    observer: &dyn Observer,
-) -> Result<RoundtripRun, RunError> {
-    let probe = RoundtripProbe::new(
-        stream,
-        cell.config.clone(),
-        cell.loop_description.clone(),
-        cell.granted.clone(),
-    );
-    let mut run_cell = Cell {
-        group: target.group,
-        repeat: Some(cell.repeat),
-        ..Cell::new(probe, cell.load.clone(), target.scratch.to_path_buf())
-    };
-    let run = crate::run(ctx, target.sink, &mut run_cell, watch, observer)?;
-    Ok(RoundtripRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(run_cell.probe.take_outcome()),
-        cell: cell.clone(),
-        flags: run.flags,
-        error: run.error,
-    })
+    let run = crate::run(ctx, target.sink, &mut cell, watch, observer)?;
+    Ok((run, cell.probe))
 }
 
 impl SweepCell for EventCell {
@@ -162,7 +121,24 @@ impl SweepCell for EventCell {
         watch: Option<&mut dyn Watch>,
         observer: &dyn Observer,
     ) -> Result<EventRun, RunError> {
-        event_run(ctx, target, stream, watch, self, observer)
+        let probe = EventProbe::new(stream, self.config.clone(), self.granted.clone());
+        let (run, mut probe) = run_in(
+            ctx,
+            target,
+            probe,
+            (&self.load, self.repeat),
+            watch,
+            observer,
+        )?;
+        Ok(EventRun {
+            run_id: run.run_id,
+            status: run.status,
+            outcome: measured(probe.take_outcome()),
+            load: self.load.to_string(),
+            flags: run.flags,
+            granted: self.granted.clone(),
+            error: run.error,
+        })
     }
 
     fn ended(run: &EventRun) -> (RunStatus, Option<&str>) {
@@ -189,7 +165,28 @@ impl SweepCell for RoundtripCell {
         watch: Option<&mut dyn Watch>,
         observer: &dyn Observer,
     ) -> Result<RoundtripRun, RunError> {
-        roundtrip_run(ctx, target, stream, watch, self, observer)
+        let probe = RoundtripProbe::new(
+            stream,
+            self.config.clone(),
+            self.loop_description.clone(),
+            self.granted.clone(),
+        );
+        let (run, mut probe) = run_in(
+            ctx,
+            target,
+            probe,
+            (&self.load, self.repeat),
+            watch,
+            observer,
+        )?;
+        Ok(RoundtripRun {
+            run_id: run.run_id,
+            status: run.status,
+            outcome: measured(probe.take_outcome()),
+            cell: self.clone(),
+            flags: run.flags,
+            error: run.error,
+        })
     }
 
     fn ended(run: &RoundtripRun) -> (RunStatus, Option<&str>) {
