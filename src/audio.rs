@@ -4,7 +4,6 @@
 //! starts its server. Options that belong to another backend are refused here, with the
 //! flags they were typed as.
 
-pub use engine::backend::has_sound_card;
 use engine::backend::{BackendSpec, ServerChoice};
 use engine::jack_backend::JackConfig;
 

@@ -100,7 +100,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             command_line: command_line(),
             tool: runner::tool_info(),
             stop,
-            plan_cell: plan::PlanCellRef::from_env()?.map(|c| (c.group, c.cell)),
+            plan_cell: plan::cell_from_env()?.map(|c| (c.group, c.cell)),
             load_exe: std::env::current_exe().ok(),
         },
     };

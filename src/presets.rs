@@ -5,7 +5,7 @@
 //! file and `--print` shows exactly what runs.
 
 /// (name, plan text).
-const PRESETS: [(&str, &str); 4] = [
+const PRESETS: [(&str, &str); 5] = [
     ("bbb2014", include_str!("../presets/bbb2014.toml")),
     (
         "macmillan2001",
@@ -14,6 +14,10 @@ const PRESETS: [(&str, &str); 4] = [
     (
         "tessellation2013",
         include_str!("../presets/tessellation2013.toml"),
+    ),
+    (
+        "tessellation2013-bandwidth",
+        include_str!("../presets/tessellation2013-bandwidth.toml"),
     ),
     (
         "latencytest1999",
@@ -79,11 +83,11 @@ mod tests {
         for name in names() {
             for quick in [false, true] {
                 let text = text(name, quick).unwrap();
-                let plan = crate::plan::Plan::parse(&text, &format!("preset {name}"))
+                let plan = crate::plan::parse(&text, &format!("preset {name}"))
                     .unwrap_or_else(|e| panic!("{e}"));
                 // The probes' own checks need the machine (tools, servers): only clap's here.
                 let cells = plan
-                    .cells(&|_| Ok::<(), String>(()))
+                    .cells(&|c| crate::plan::CliCells::parse(c).map(|_| ()))
                     .unwrap_or_else(|e| panic!("{e}"));
                 assert!(!cells.is_empty());
             }

@@ -5,15 +5,14 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use ::runner::{Cell, Failure, RunError, Watch};
+use ::runner::{Cell, Failure, RunError};
 use anyhow::Result;
 use load::{LoadContext, LoadSpec};
 use probes::jitter::{JitterConfig, JitterOutcome};
 use probes::probe::{JitterProbe, LiveStatus, NetProbe};
-use results::{Measurement, RunInfo, RunStatus, SinkError, Store, ToolInfo};
-use serde_json::{json, Value};
+use results::{Measurement, RunStatus, SinkError, Store, ToolInfo};
+use serde_json::Value;
 
 use crate::cli::UsageError;
 
@@ -344,11 +343,6 @@ fn measured<T>(outcome: Option<T>) -> Result<T> {
     outcome.ok_or_else(|| anyhow::anyhow!("the probe measured but kept no outcome (a bug)"))
 }
 
-/// The private JACK server behind a stream, as what ends its run when it exits.
-fn watch(server: Option<&mut engine::jack_server::JackServer>) -> Option<&mut dyn Watch> {
-    server.map(|s| s as &mut dyn Watch)
-}
-
 /// Stores a doctor report as a run of probe `doctor`.
 pub fn doctor_run(
     ctx: &Context,
@@ -356,62 +350,7 @@ pub fn doctor_run(
     group: Option<i64>,
     report: &probes::doctor::DoctorReport,
 ) -> Result<i64> {
-    let info = RunInfo {
-        probe: "doctor".into(),
-        group_id: group,
-        machine: report.machine.clone(),
-        tool: ctx.tool.clone(),
-        command_line: ctx.command_line.clone(),
-        config: json!({}),
-        load: json!({"spec": "none", "processes": []}),
-        qos_requested: json!({}),
-    };
-    let run_id = store.begin_run(&info)?;
-    let (ok, warn, fail) = report.counts();
-    store.finish_run(
-        run_id,
-        RunStatus::Complete,
-        &json!({}),
-        &json!({"findings": report.findings, "counts": {"ok": ok, "warn": warn, "fail": fail}}),
-        None,
-    )?;
-    Ok(run_id)
-}
-
-/// A suite's scenarios: (label, config, load).
-pub fn suite_plan(each: Duration) -> Vec<(&'static str, JitterConfig, LoadSpec)> {
-    use probes::jitter::{FragmentModel, RunLength};
-    let length = RunLength::Duration(each);
-    let latencytest = FragmentModel {
-        fragments: 3,
-        frames: 32,
-        sample_rate: 44_100,
-    };
-    let fragments = |load: &str| {
-        (
-            JitterConfig {
-                fragments: Some(latencytest),
-                busy_percent: 80.0,
-                ..JitterConfig::new(latencytest.period_ns(), length)
-            },
-            load.parse::<LoadSpec>().expect("built-in load spec"),
-        )
-    };
-    let (cpu_cfg, cpu_load) = fragments("cpu");
-    let (io_cfg, io_load) = fragments("io");
-    vec![
-        (
-            "wake-up jitter, 2048 Hz, idle",
-            JitterConfig::new((1e9f64 / 2048.0).round() as u64, length),
-            LoadSpec::none(),
-        ),
-        (
-            "3x32-frame fragments, 80% busy, CPU load",
-            cpu_cfg,
-            cpu_load,
-        ),
-        ("3x32-frame fragments, 80% busy, disk load", io_cfg, io_load),
-    ]
+    Ok(::runner::suite::store_doctor(ctx, store, group, report)?)
 }
 
 pub use ::runner::sweep::{EventCell, EventRun, RoundtripCell, RoundtripRun};
@@ -480,38 +419,6 @@ impl ::runner::sweep::SweepObserver<RoundtripCell> for SweepLive {
         Box::new(roundtrip_live(cell, stream, self.quiet))
     }
 }
-
-/// Runs one cell of a sweep (an event or a round-trip cell) on an opened stream as a
-/// stored run, with a live line (unless `quiet`). `server` is the JACK server behind the
-/// stream, when there is one (its exit ends the run).
-#[allow(clippy::too_many_arguments)]
-pub fn stream_run<C>(
-    ctx: &Context,
-    store: &Store,
-    group: Option<i64>,
-    stream: &mut dyn engine::audio::Backend,
-    server: Option<&mut engine::jack_server::JackServer>,
-    cell: &C,
-    scratch: &Path,
-    quiet: bool,
-) -> Result<C::Run>
-where
-    C: ::runner::sweep::SweepCell,
-    SweepLive: ::runner::sweep::SweepObserver<C>,
-{
-    let live = SweepLive { quiet };
-    let live = ::runner::sweep::SweepObserver::run(&live, cell, stream.info());
-    let target = ::runner::sweep::Target {
-        sink: store,
-        group,
-        scratch,
-    };
-    cell.run(ctx, target, stream, watch(server), &*live)
-        .map_err(run_error)
-}
-
-pub use stream_run as event_run;
-pub use stream_run as roundtrip_run;
 
 /// A network-audio run, stored.
 pub struct NetRun {
@@ -589,17 +496,33 @@ pub fn net_run(
     };
     let run =
         ::runner::run(ctx, store, &mut cell, None, &::runner::Unobserved).map_err(run_error)?;
-    Ok(NetRun {
+    let outcome = measured(cell.probe.take_outcome())?;
+    Ok(net_run_of(
+        run,
+        outcome,
+        cell.probe.config().clone(),
+        load_spec.clone(),
+    ))
+}
+
+/// A network run as the binary shows it, from the lifecycle's run and the probe's outcome.
+pub fn net_run_of(
+    run: ::runner::Run,
+    outcome: probes::net::NetOutcome,
+    config: probes::net::NetConfig,
+    load: LoadSpec,
+) -> NetRun {
+    NetRun {
         run_id: run.run_id,
         status: run.status,
-        outcome: measured(cell.probe.take_outcome())?,
-        config: cell.probe.config().clone(),
-        load: load_spec.clone(),
+        outcome,
+        config,
+        load,
         flags: run.flags,
         cells: run.cells.as_ref().map(|c| c.granted.clone()),
         cells_undone: run.cells.as_ref().is_none_or(|c| c.undone()),
         storage_error: run.error,
-    })
+    }
 }
 
 /// One end of `audiolat net` run on its own (`respond` or `emulate`), stored.

@@ -7,12 +7,7 @@ use anyhow::Result;
 use std::process::ExitCode;
 
 pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode> {
-    let config = dsp::bench::BenchConfig {
-        sample_rate_hz: a.rate,
-        period_frames: a.period as usize,
-        load_target: a.target / 100.0,
-        seconds_per_kernel: a.each.as_secs_f64(),
-    };
+    let config = a.config();
     // Bench stores nothing, but measures: on the machine as it should be.
     crate::runner::undo_leftovers()?;
     let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);

@@ -48,7 +48,6 @@ pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<crate::runner
                         config,
                         load: load.clone(),
                         repeat,
-                        jack: crate::audio::event_jack(a),
                         granted: None,
                     });
                 }

@@ -1,179 +1,144 @@
 //! `audiolat net experiment`: the Tessellation study's Figures 7 and 8 as a group of net
-//! runs.
+//! runs. The cases are the presets' (`tessellation2013`, `tessellation2013-bandwidth`),
+//! run by `runner::experiment`; here: the flags, the progress lines, the table.
 
-use crate::cli::UsageError;
+use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::Context;
+use crate::runner::{run_error, Context};
+use ::runner::experiment::{ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan};
 use anyhow::Result;
+use probes::net::ReserveBy;
 use serde_json::json;
 use std::process::ExitCode;
 
-/// One run of an experiment: what it changes from the base, and the study's figure.
-pub(crate) struct ExperimentRun {
-    label: String,
-    load: &'static str,
-    cells: Vec<String>,
-    host_cell: Option<&'static str>,
-    link: Option<probes::net::LinkShaping>,
-    paper: &'static str,
+/// The progress lines on stderr.
+struct Progress<'a> {
+    which: &'static str,
+    args: &'a ExperimentArgs,
 }
 
-pub(crate) fn net_experiment(ctx: &Context, a: &crate::cli::ExperimentArgs) -> Result<ExitCode> {
-    use probes::net::{LinkShaping, ReserveBy};
+impl ExperimentObserver for Progress<'_> {
+    fn case_starting(&self, index: usize, total: usize, case: &ExperimentCase) {
+        if self.args.quiet || self.args.json {
+            return;
+        }
+        eprintln!(
+            "audiolat net experiment {}: run {} of {}: {} ({} + {} warm-up)",
+            self.which,
+            index + 1,
+            total,
+            case.design.label,
+            crate::views::fmt_duration(self.args.duration),
+            crate::views::fmt_duration(self.args.warmup)
+        );
+    }
+}
+
+/// The study's numbers for a case: Figure 8 by its reservation, Figure 7 by its cells
+/// and load (the cases without cells have none).
+fn paper(case: &ExperimentCase) -> &'static str {
+    use crate::views::{PAPER_FIG7A, PAPER_FIG7B, PAPER_FIG8A, PAPER_FIG8B, PAPER_FIG8_150};
+    match (&case.link, case.cells.cells.cells.is_empty()) {
+        (Some(link), _) => match link.reserve_mbps {
+            None => PAPER_FIG8A,
+            Some(r) if r >= 240.0 => PAPER_FIG8B,
+            Some(_) => PAPER_FIG8_150,
+        },
+        (None, true) => "-",
+        (None, false) if case.load.is_none() => PAPER_FIG7A,
+        (None, false) => PAPER_FIG7B,
+    }
+}
+
+/// The experiment's cases from its preset, for the flags: the music cell on `--cpu`
+/// (isolation); the link's `--link` and the reservations `--by` keeps (bandwidth).
+fn cases(a: &ExperimentArgs) -> Result<(&'static str, ExperimentDesign, Vec<ExperimentCase>)> {
     let online = engine::rt::online_cpus();
     let cpu = a.cpu.unwrap_or_else(|| online.last().copied().unwrap_or(0));
     if !online.contains(&cpu) {
         return Err(UsageError(format!("--cpu {cpu} is not online here")).into());
     }
+    // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    let music = format!("music=dedicated:cpus={cpu}");
-    let others = "others=best-effort:policy=batch".to_string();
-    let (runs, metric, netns) = match a.which {
-        crate::cli::Experiment::Isolation => {
+    let (which, preset) = match a.which {
+        Experiment::Isolation => {
             if !root || online.len() < 2 {
                 return Err(UsageError(
                     "the isolation experiment moves tasks between cpusets: it needs root and at least 2 CPUs".into(),
                 )
                 .into());
             }
-            let run =
-                |label: &str, load: &'static str, cells: bool, paper: &'static str| ExperimentRun {
-                    label: label.into(),
-                    load,
-                    cells: if cells {
-                        vec![music.clone(), others.clone()]
-                    } else {
-                        Vec::new()
-                    },
-                    host_cell: cells.then_some("music"),
-                    link: None,
-                    paper,
-                };
-            (
-                vec![
-                    run("alone, no cells", "none", false, "-"),
-                    run("video + EP, no cells", "video+ep", false, "-"),
-                    run(
-                        "alone, dedicated cell",
-                        "none",
-                        true,
-                        crate::views::PAPER_FIG7A,
-                    ),
-                    run(
-                        "video + EP in a best-effort cell, dedicated cell",
-                        "video@others+ep@others",
-                        true,
-                        crate::views::PAPER_FIG7B,
-                    ),
-                ],
-                "response_time",
-                false,
-            )
+            ("isolation", "tessellation2013")
         }
-        crate::cli::Experiment::Bandwidth => {
+        Experiment::Bandwidth => {
             if !root {
                 return Err(UsageError(
                     "the bandwidth experiment shapes a veth link between two network namespaces: it needs root".into(),
                 )
                 .into());
             }
-            let mut runs = Vec::new();
-            for (by, name) in [(ReserveBy::Tc, "tc"), (ReserveBy::Service, "mclock")] {
-                if a.by != "both" && a.by != name {
-                    continue;
-                }
-                for (reserve, paper) in [
-                    (None, crate::views::PAPER_FIG8A),
-                    (Some(240.0), crate::views::PAPER_FIG8B),
-                    (Some(150.0), crate::views::PAPER_FIG8_150),
-                ] {
-                    let label = match (reserve, by) {
-                        (None, ReserveBy::Tc) => "no reservation (tc, one FIFO class)".to_string(),
-                        (None, ReserveBy::Service) => "no reservation (service, FIFO)".to_string(),
-                        (Some(r), _) => format!("{r:.0} Mbit/s reserved by {name}"),
-                    };
-                    runs.push(ExperimentRun {
-                        label,
-                        load: "stream",
-                        cells: Vec::new(),
-                        host_cell: None,
-                        link: Some(LinkShaping {
-                            mbps: a.link,
-                            reserve_mbps: reserve,
-                            by,
-                        }),
-                        paper,
-                    });
-                }
-            }
-            (runs, "end_to_end", true)
+            ("bandwidth", "tessellation2013-bandwidth")
         }
     };
+    let text = crate::presets::text(preset, false).expect("a shipped preset");
+    let design = ExperimentDesign::from_preset(&text)?;
+    let cases = match a.which {
+        Experiment::Isolation => design.cases(Some(cpu), None)?,
+        Experiment::Bandwidth => design
+            .cases(None, Some(a.link))?
+            .into_iter()
+            .filter(|c| {
+                let by = match c.design.reserve_by {
+                    Some(ReserveBy::Service) => "mclock",
+                    _ => "tc",
+                };
+                a.by == "both" || a.by == by
+            })
+            .collect(),
+    };
+    Ok((which, design, cases))
+}
+
+pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCode> {
+    let (which, design, cases) = cases(a)?;
+    let metric = design.metric.as_str();
     let scratch = a
         .scratch_dir
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
     let store = ctx.open_store()?;
-    let which = match a.which {
-        crate::cli::Experiment::Isolation => "isolation",
-        crate::cli::Experiment::Bandwidth => "bandwidth",
-    };
     let group = store.create_group(
         &format!("net experiment {which}"),
         &ctx.command_line,
-        &json!({"duration_s": a.duration.as_secs_f64(), "runs": runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>()}),
+        &json!({"duration_s": a.duration.as_secs_f64(), "runs": cases.iter().map(|c| c.design.label.clone()).collect::<Vec<_>>()}),
     )?;
-    let mut rows = Vec::new();
-    for (i, r) in runs.iter().enumerate() {
-        if ctx.stopped() {
-            break;
-        }
-        if !(a.quiet || a.json) {
-            eprintln!(
-                "audiolat net experiment {which}: run {} of {}: {} ({} + {} warm-up)",
-                i + 1,
-                runs.len(),
-                r.label,
-                crate::views::fmt_duration(a.duration),
-                crate::views::fmt_duration(a.warmup)
-            );
-        }
-        let mut cells = qos::CellSet::default();
-        for c in &r.cells {
-            cells
-                .push(qos::CellSet::parse_flag(c).map_err(UsageError)?)
-                .map_err(UsageError)?;
-        }
-        let load: load::LoadSpec = r
-            .load
-            .parse()
-            .map_err(|e: load::SpecError| UsageError(e.to_string()))?;
-        let config = probes::net::NetConfig {
+    let plan = ExperimentPlan {
+        cases,
+        base: probes::net::NetConfig {
             warmup: a.warmup,
-            netns,
-            link: r.link,
-            stream: load.stream().map(|mbps| probes::net::StreamConfig {
-                mbps,
-                sink_groups: Vec::new(),
-            }),
             ..probes::net::NetConfig::new(a.duration)
-        };
-        let plan = crate::runner::CellPlan {
-            cells,
-            host_cell: r.host_cell.map(str::to_string),
-        };
-        match crate::runner::net_run(ctx, &store, Some(group), &config, &load, &plan, &scratch) {
-            Ok(run) => rows.push(crate::views::experiment_row(
-                &r.label, metric, r.paper, &run,
-            )),
-            Err(e) => rows.push(crate::views::ExperimentRow::failed(
-                &r.label,
-                r.paper,
-                format!("{e:#}"),
-            )),
-        }
-    }
+        },
+        netns: design.netns,
+        group: Some(group),
+        scratch,
+    };
+    let results = ::runner::experiment::run(&ctx.run, &store, &plan, &Progress { which, args: a });
+    let rows: Vec<_> = results
+        .into_iter()
+        .map(|r| {
+            let (label, paper) = (&r.case.design.label, paper(&r.case));
+            match r.run {
+                Ok(c) => {
+                    let run = crate::runner::net_run_of(c.run, c.outcome, c.config, r.case.load);
+                    crate::views::experiment_row(label, metric, paper, &run)
+                }
+                Err(e) => {
+                    crate::views::ExperimentRow::failed(label, paper, format!("{:#}", run_error(e)))
+                }
+            }
+        })
+        .collect();
     if a.json {
         print_json(&json!({
             "group": group,

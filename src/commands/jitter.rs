@@ -9,19 +9,23 @@ use std::process::ExitCode;
 
 pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {
     // Everything is checked before the database is opened: bad input writes nothing.
-    let config = crate::cli::jitter_config(a)?;
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
-    crate::runner::check_load(&a.load, &scratch)?;
-    if let Some(p) = &a.histfile {
+    let req = a.request(&ctx.default_scratch())?;
+    crate::runner::check_load(&req.load, &req.scratch_dir)?;
+    if let Some(p) = &req.histfile {
         check_output_path(p, "--histfile")?;
     }
     let store = ctx.open_store()?;
-    let live = LiveLine::new("jitter", a.quiet || a.json, config.period_ns);
-    let run = crate::runner::jitter_run(ctx, &store, None, &config, &a.load, &scratch, &live)?;
-    if let Some(path) = &a.histfile {
+    let live = LiveLine::new("jitter", req.quiet, req.config.period_ns);
+    let run = crate::runner::jitter_run(
+        ctx,
+        &store,
+        None,
+        &req.config,
+        &req.load,
+        &req.scratch_dir,
+        &live,
+    )?;
+    if let Some(path) = &req.histfile {
         let overflow_cycles: Vec<u64> = run
             .outcome
             .recorded
@@ -38,7 +42,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         )
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
-    if a.json {
+    if req.json {
         print_json(&crate::run_views::jitter_json(&run))?;
     } else {
         print!("{}", crate::run_views::jitter_text(&run, &ctx.db_path));

@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
-use crate::commands::output::{cpu_list, print_json};
+use crate::commands::output::print_json;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::Context;
 use anyhow::Result;
@@ -11,111 +11,18 @@ use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
 
-/// The `audiolat net` configuration from its flags (checked before anything opens).
+/// The `audiolat net` configuration from its flags: [`crate::cli::NetArgs::config`],
+/// kept at this path for the plan's cell check.
 pub(crate) fn net_config(
     a: &crate::cli::NetArgs,
     cells: &qos::CellSet,
 ) -> Result<probes::net::NetConfig, UsageError> {
-    use netaudio::host::PollMode;
-    use qos::CellKind;
-    let cpus = cpu_list;
-    let host_kind = a
-        .cells
-        .host_cell
-        .as_deref()
-        .and_then(|h| cells.get(h))
-        .map(|c| c.kind);
-    if host_kind.is_some() && (a.host_cpus.is_some() || a.priority.is_some()) {
-        return Err(UsageError(
-            "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
-        ));
-    }
-    // A dedicated cell blocks by default: a SCHED_FIFO thread that spins is stopped
-    // for 50 ms a second by the kernel's RT throttling (sched_rt_runtime_us).
-    let poll = a.poll.unwrap_or(match host_kind {
-        Some(CellKind::TimeTriggered) => PollMode::Periodic,
-        _ => PollMode::Block,
-    });
-    if let (Some(link), Some(reserve)) = (a.link, a.reserve) {
-        if reserve > link {
-            return Err(UsageError(format!(
-                "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
-                reserve - link
-            )));
-        }
-    }
-    // SAFETY: geteuid has no preconditions.
-    if a.netns && unsafe { libc::geteuid() } != 0 {
-        return Err(UsageError(
-            "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
-        ));
-    }
-    let shaped = a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc;
-    for (tool, wanted) in [("ip", a.netns), ("tc", a.netns && shaped)] {
-        if wanted && load::find_in_path(tool).is_none() {
-            return Err(UsageError(format!(
-                "--netns needs `{tool}`, which is not installed: install the iproute2 package (apt install iproute2)"
-            )));
-        }
-    }
-    if a.link.is_some() && a.reserve_by == probes::net::ReserveBy::Tc && !a.netns {
-        return Err(UsageError(
-            "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),
-        ));
-    }
-    if a.load
-        .items
-        .iter()
-        .any(|i| matches!(i, load::LoadItem::Flood { .. }))
-        && a.load
-            .cell_of(&load::LoadItem::Flood { mbps: None })
-            .is_some()
-    {
-        return Err(UsageError(
-            "flood runs on a thread of audiolat's own, in no cell: leave out its @cell".into(),
-        ));
-    }
-    let stream = a.load.stream().map(|mbps| probes::net::StreamConfig {
-        mbps,
-        sink_groups: Vec::new(),
-    });
-    Ok(probes::net::NetConfig {
-        duration: a.duration,
-        reference_duration: if a.no_reference {
-            std::time::Duration::ZERO
-        } else {
-            a.reference
-        },
-        warmup: a.warmup,
-        input: netaudio::controller::fixed_input(a.pads, a.x, a.y, a.pressure),
-        workers: a.workers,
-        poll,
-        policy: crate::cli::net_policy(a)?,
-        host_cpus: cpus("--host-cpus", &a.host_cpus)?,
-        controller_cpus: cpus("--controller-cpus", &a.controller_cpus)?,
-        flood_mbps: None,
-        netns: a.netns,
-        host_cell: None,
-        link: a.link.map(|mbps| probes::net::LinkShaping {
-            mbps,
-            reserve_mbps: a.reserve,
-            by: a.reserve_by,
-        }),
-        stream,
-    })
+    a.config(cells)
 }
 
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
     use netaudio::host;
-    let policy = crate::cli::thread_policy(a.threads.policy, a.threads.priority)?;
-    let cpus = cpu_list("--cpus", &a.threads.cpus)?;
-    if !a.bind.ip().is_loopback() && a.peer.is_none() {
-        return Err(UsageError(format!(
-            "--bind {}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)",
-            a.bind
-        ))
-        .into());
-    }
+    let config = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
     if !(a.threads.quiet || a.threads.json) {
@@ -132,19 +39,8 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
             }
         );
     }
-    let config = host::HostConfig {
-        peer: a.peer,
-        synth: !a.no_synth,
-        workers: a.workers,
-        policy,
-        cpus: cpus.clone(),
-        groups: Vec::new(),
-        poll: a.poll,
-        count_from_ns: 0,
-        warmup_after_first_ns: a.warmup.as_nanos() as u64,
-    };
     let config_json = json!({"role": "respond", "bind": a.bind.to_string(), "peer": a.peer.map(|p| p.to_string()),
-        "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": cpus,
+        "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": config.cpus,
         "warmup_s": a.warmup.as_secs_f64(), "duration_s": a.duration.map(|d| d.as_secs_f64()),
         "deadline_ns": netaudio::wire::DEADLINE_NS});
     let run = crate::runner::net_end_run(
@@ -152,7 +48,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         &store,
         "respond",
         config_json,
-        json!({"threads": policy.to_string()}),
+        json!({"threads": config.policy.to_string()}),
         || {
             let stop = std::sync::atomic::AtomicBool::new(false);
             let done = std::sync::atomic::AtomicBool::new(false);
@@ -181,15 +77,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
     use netaudio::controller;
-    let policy = crate::cli::thread_policy(a.threads.policy, a.threads.priority)?;
-    let cpus = cpu_list("--cpus", &a.threads.cpus)?;
-    if a.host.ip().is_unspecified() || a.host.port() == 0 {
-        return Err(UsageError(format!(
-            "--host {}: name the host's address and port, e.g. 127.0.0.1:9700",
-            a.host
-        ))
-        .into());
-    }
+    let config = a.controller_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     if let Err(e) = socket.connect(a.host) {
         return Err(UsageError(format!("--host {}: unreachable from {} ({e}): check the address and the route (ip route get {})", a.host, a.bind, a.host.ip())).into());
@@ -200,15 +88,6 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
     let store = ctx.open_store()?;
-    let config = controller::ControllerConfig {
-        host: a.host,
-        input: controller::fixed_input(a.pads, a.x, a.y, a.pressure),
-        blocks: netaudio::blocks_in(a.duration),
-        warmup_blocks: netaudio::blocks_in(a.warmup),
-        drain_ns: 100_000_000,
-        policy,
-        cpus: cpus.clone(),
-    };
     if !(a.threads.quiet || a.threads.json) {
         eprintln!(
             "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
@@ -220,7 +99,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         );
     }
     let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
-        "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": cpus,
+        "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": config.cpus,
         "duration_s": a.duration.as_secs_f64(), "warmup_s": a.warmup.as_secs_f64(),
         "deadline_ns": netaudio::wire::DEADLINE_NS});
     let run = crate::runner::net_end_run(
@@ -228,7 +107,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         &store,
         "emulate",
         config_json,
-        json!({"threads": policy.to_string()}),
+        json!({"threads": config.policy.to_string()}),
         || {
             let o = controller::run(
                 &config,
@@ -287,9 +166,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         Some(crate::cli::NetRole::Experiment(e)) => return net_experiment(ctx, e),
         None => {}
     }
-    let cells = a.cells.cell_set()?;
-    let mut config = net_config(a, &cells)?;
-    config.flood_mbps = a.load.flood_mbps();
+    let crate::cli::NetRequest { cells, config } = a.request()?;
     let scratch = a
         .scratch_dir
         .clone()

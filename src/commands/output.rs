@@ -1,5 +1,5 @@
 //! What several commands share on their way out: JSON on stdout, an output path checked
-//! before anything runs, a CPU-list flag read against the online CPUs.
+//! before anything runs.
 
 use crate::cli::UsageError;
 use anyhow::Result;
@@ -25,23 +25,4 @@ pub(crate) fn check_output_path(path: &std::path::Path, flag: &str) -> Result<()
         .into());
     }
     Ok(())
-}
-
-pub(crate) fn cpu_list(
-    flag: &str,
-    list: &Option<String>,
-) -> Result<Option<Vec<usize>>, UsageError> {
-    match list {
-        None => Ok(None),
-        Some(l) => {
-            let parsed = engine::rt::parse_online_cpu_list(l)
-                .map_err(|e| UsageError(format!("{flag} {l}: {e}")))?;
-            if parsed.is_empty() {
-                return Err(UsageError(format!(
-                    "{flag} is empty: give CPUs like 1 or 0-3,6, or leave the flag out"
-                )));
-            }
-            Ok(Some(parsed))
-        }
-    }
 }

@@ -122,7 +122,7 @@ pub(crate) fn run_plan(ctx: &Context, a: &crate::cli::RunPlanArgs) -> Result<Exi
             a.plan.display()
         ))
     })?;
-    let plan = crate::plan::Plan::parse(&text, &a.plan.display().to_string())
+    let plan = crate::plan::parse(&text, &a.plan.display().to_string())
         .map_err(|e| UsageError(e.to_string()))?;
     crate::plan::run(ctx, &plan, &a.run)
 }
@@ -138,6 +138,6 @@ pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<
         a.study,
         if a.quick { " --quick" } else { "" }
     );
-    let plan = crate::plan::Plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
+    let plan = crate::plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
     crate::plan::run(ctx, &plan, &a.run)
 }

@@ -1,6 +1,6 @@
 //! The commands that read what is stored: `runs`, `show`, `export`, `report`, `compare`.
 
-use crate::cli::{ExportFormat, RunRef, UsageError};
+use crate::cli::{ExportFormat, MetricChoice, RunRef, UsageError};
 use crate::commands::output::{check_output_path, print_json};
 use crate::runner::Context;
 use anyhow::{Context as _, Result};
@@ -25,12 +25,7 @@ pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> 
     if a.groups {
         return groups(&store, a);
     }
-    let list = store.list_runs(&RunFilter {
-        probe: a.probe.clone(),
-        group_id: a.group,
-        status: a.status,
-        limit: Some(a.limit),
-    })?;
+    let list = store.list_runs(&a.filter())?;
     let mut rows = Vec::new();
     for r in list {
         let h = crate::views::headline(&store, &r)?;
@@ -209,12 +204,10 @@ pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<Exit
     let store = ctx.open_existing_store()?;
     let da = crate::report_data::subjects(&store, &[a.a])?;
     let db = crate::report_data::subjects(&store, &[a.b])?;
-    let metrics = if a.all_metrics {
-        Vec::new()
-    } else if a.metric.is_empty() {
-        report::compare::headline_metrics(&da, &db)
-    } else {
-        a.metric.clone()
+    let metrics = match a.metrics() {
+        MetricChoice::All => Vec::new(),
+        MetricChoice::Headline => report::compare::headline_metrics(&da, &db),
+        MetricChoice::These(metrics) => metrics,
     };
     let rows = report::compare::compare(&da, &db, &metrics);
     if a.json {

@@ -1,49 +1,76 @@
 //! `audiolat suite`: every probe that can run here, with the embedded defaults, as one
-//! group.
+//! group. What runs and how is `runner::suite`'s plan; here: the flags, the progress, the
+//! notes in words, the table, the report and the exit code.
 
 use crate::cli::UsageError;
 use crate::commands::event::server_request;
 use crate::commands::output::print_json;
 use crate::commands::sweep::finish_group;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::{Context, LiveLine};
+use crate::runner::{run_error, Context, LiveLine};
+use ::runner::suite::{SuiteEntry, SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use anyhow::{Context as _, Result};
-use results::{RunStatus, Store};
+use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
 
-impl SuiteEntry {
-    /// A scenario that could not run, with the reason.
-    fn failed(label: &str, e: &anyhow::Error) -> SuiteEntry {
-        SuiteEntry {
-            status: "failed".into(),
-            note: format!("{e:#}"),
-            ..SuiteEntry::not_run(label)
-        }
-    }
+/// The suite's live status lines (on a terminal, unless quiet).
+struct Live {
+    quiet: bool,
+}
 
-    /// A scenario the suite did not reach because it was interrupted.
-    fn not_run(label: &str) -> SuiteEntry {
-        SuiteEntry {
-            label: label.into(),
-            run_id: None,
-            status: "not run".into(),
-            headline: None,
-            underruns: None,
-            flags: json!({}),
-            note: "interrupted".into(),
-        }
+impl SuiteObserver for Live {
+    fn live(&self, label: &str, period_ns: u64) -> Box<dyn ::runner::Observer + '_> {
+        Box::new(LiveLine::new(label, self.quiet, period_ns))
     }
 }
 
-pub(crate) struct SuiteEntry {
-    label: String,
-    run_id: Option<i64>,
-    status: String,
-    headline: Option<results::Measurement>,
-    underruns: Option<u64>,
-    flags: serde_json::Value,
-    note: String,
+/// An entry's note in words (a failure's with its causes).
+fn note_text(note: SuiteNote) -> String {
+    match note {
+        SuiteNote::None => String::new(),
+        SuiteNote::Skipped(why) | SuiteNote::RunError(why) => why,
+        SuiteNote::Interrupted => "interrupted".into(),
+        SuiteNote::Failed(SuiteFailure::Run(e)) => format!("{:#}", run_error(e)),
+        SuiteNote::Failed(SuiteFailure::Open(e)) => format!("{:#}", anyhow::Error::from_boxed(e)),
+        SuiteNote::Doctor { ok, warn, fail } => format!("{ok} ok, {warn} warn, {fail} fail"),
+        SuiteNote::EventModel {
+            playback_latency_frames,
+            model_latency_ns,
+            no_card,
+        } => format!(
+            "model: half a period + {playback_latency_frames} frames playback latency = {}{}",
+            report::terminal::fmt_ns(model_latency_ns),
+            if no_card {
+                " (no sound card here: a private jackd -d dummy; `audiolat devices` lists what can be measured)"
+            } else {
+                ""
+            }
+        ),
+        SuiteNote::Roundtrip { verdict, frames } => match frames {
+            None => verdict,
+            Some((mean, reported)) => format!(
+                "{verdict}; {mean:.3} frames = {reported} reported by the ports + {:.3} extra",
+                mean - f64::from(reported)
+            ),
+        },
+        SuiteNote::Net(o) => match o.synth.as_ref() {
+            Some(p) => format!(
+                "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
+                p.host.misses,
+                p.host.answered,
+                p.controller.lost,
+                crate::views::synth_adds_ns(p, o.reference.as_ref()).map_or_else(
+                    String::new,
+                    |ns| format!(
+                        "; the synth adds {} after the last packet",
+                        report::terminal::fmt_ns(ns)
+                    )
+                )
+            ),
+            None => "interrupted before the synth phase".into(),
+        },
+    }
 }
 
 pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode> {
@@ -73,251 +100,16 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             a.each.as_secs_f64()
         );
     }
-    let report = probes::doctor::run(std::time::Duration::from_secs(1));
-    let doctor_id = crate::runner::doctor_run(ctx, &store, Some(group), &report)?;
-    let (ok, warn, fail) = report.counts();
-    let mut entries = vec![SuiteEntry {
-        label: "doctor".into(),
-        run_id: Some(doctor_id),
-        status: "complete".into(),
-        headline: None,
-        underruns: None,
-        flags: json!({}),
-        note: format!("{ok} ok, {warn} warn, {fail} fail"),
-    }];
-    let mut failed = false;
-    for (label, config, load) in crate::runner::suite_plan(a.each) {
-        if ctx.stopped() {
-            entries.push(SuiteEntry::not_run(label));
-            continue;
-        }
-        if let Err(e) = crate::runner::check_load(&load, &scratch) {
-            entries.push(SuiteEntry {
-                label: label.into(),
-                run_id: None,
-                status: "skipped".into(),
-                headline: None,
-                underruns: None,
-                flags: json!({}),
-                note: e.to_string(),
-            });
-            continue;
-        }
-        let live = LiveLine::new(label, quiet, config.period_ns);
-        match crate::runner::jitter_run(ctx, &store, Some(group), &config, &load, &scratch, &live) {
-            Ok(run) => {
-                let headline = run
-                    .measurements
-                    .iter()
-                    .find(|m| m.metric == "fragment_completion")
-                    .or(run.measurements.first())
-                    .cloned();
-                entries.push(SuiteEntry {
-                    label: label.into(),
-                    run_id: Some(run.run_id),
-                    status: run.status.to_string(),
-                    headline,
-                    underruns: config
-                        .fragments
-                        .map(|_| run.outcome.recorded.underrun_count),
-                    flags: run.flags.clone(),
-                    note: String::new(),
-                });
-            }
-            Err(e) => {
-                failed = true;
-                entries.push(SuiteEntry::failed(label, &e));
-            }
-        }
-    }
-    // Event-to-audio latency on JACK: a running server, else a private jackd -d dummy.
-    let event_label = "event latency, sine, asap";
-    if ctx.stopped() {
-        entries.push(SuiteEntry::not_run(event_label));
-    } else {
-        let req = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
-        match engine::jack_server::JackServer::connect(&req) {
-            Err(e) => entries.push(SuiteEntry {
-                label: event_label.into(),
-                run_id: None,
-                status: "skipped".into(),
-                headline: None,
-                underruns: None,
-                flags: json!({}),
-                note: e.to_string(),
-            }),
-            Ok(mut server) => {
-                // Without a card the suite's audio runs on a software clock: say where to
-                // look for something with a DAC.
-                let no_card = if server.info().private && !crate::audio::has_sound_card() {
-                    " (no sound card here: a private jackd -d dummy; `audiolat devices` lists what can be measured)"
-                } else {
-                    ""
-                };
-                let mut config = probes::event::EventConfig::new(
-                    probes::event::TriggerSource::Timer,
-                    probes::event::NotePolicy::Asap,
-                );
-                let budget_ms = (a.each.as_secs_f64() * 1e3 - config.warmup_ms).max(0.0);
-                config.triggers = ((budget_ms / (config.spacing_ms + 3.0)) as u64).max(10);
-                let cell = crate::runner::EventCell {
-                    config,
-                    load: load::LoadSpec::none(),
-                    repeat: 1,
-                    jack: engine::jack_backend::JackConfig::default(),
-                    granted: None,
-                };
-                let result =
-                    engine::jack_backend::JackStream::open(server.info(), cell.jack.clone())
-                        .map_err(anyhow::Error::from)
-                        .and_then(|mut stream| {
-                            crate::runner::event_run(
-                                ctx,
-                                &store,
-                                Some(group),
-                                &mut stream,
-                                Some(&mut server),
-                                &cell,
-                                &scratch,
-                                quiet,
-                            )
-                        });
-                match result {
-                    Ok(run) => {
-                        if run.error.is_some() {
-                            failed = true;
-                        }
-                        let headline = store
-                            .measurements(run.run_id)?
-                            .into_iter()
-                            .map(|m| m.measurement)
-                            .find(|m| m.metric == "event_latency");
-                        entries.push(SuiteEntry {
-                            label: event_label.into(),
-                            run_id: Some(run.run_id),
-                            status: run.status.to_string(),
-                            headline,
-                            underruns: Some(run.outcome.xruns.0 + run.outcome.xruns.1),
-                            flags: run.flags.clone(),
-                            note: run.error.clone().unwrap_or_else(|| {
-                                format!(
-                                    "model: half a period + {} frames playback latency = {}{no_card}",
-                                    run.outcome.info.playback_latency_frames,
-                                    report::terminal::fmt_ns(run.outcome.model_latency_ns())
-                                )
-                            }),
-                        });
-                    }
-                    Err(e) => {
-                        failed = true;
-                        entries.push(SuiteEntry::failed(event_label, &e));
-                    }
-                }
-                // The round trip on the same server, through audiolat's software loop
-                // (or nothing but a cable can close a loop on real hardware).
-                let rt_label = "round trip, JACK software loop";
-                if ctx.stopped() {
-                    entries.push(SuiteEntry::not_run(rt_label));
-                } else {
-                    let outcome =
-                        suite_roundtrip(ctx, &store, group, &mut server, a, &scratch, quiet);
-                    match outcome {
-                        Ok(run) => {
-                            if run.error.is_some() {
-                                failed = true;
-                            }
-                            let headline = store
-                                .measurements(run.run_id)?
-                                .into_iter()
-                                .map(|m| m.measurement)
-                                .find(|m| m.metric == "roundtrip");
-                            let o = &run.outcome;
-                            let m = o.measured_frames();
-                            entries.push(SuiteEntry {
-                                label: rt_label.into(),
-                                run_id: Some(run.run_id),
-                                status: run.status.to_string(),
-                                headline,
-                                underruns: Some(o.xruns + o.gaps),
-                                flags: run.flags.clone(),
-                                note: run.error.clone().unwrap_or_else(|| {
-                                    if m.count == 0 {
-                                        return o.verdict_line();
-                                    }
-                                    format!(
-                                        "{}; {:.3} frames = {} reported by the ports + {:.3} extra",
-                                        o.verdict_line(),
-                                        m.mean,
-                                        o.reported_frames(),
-                                        m.mean - f64::from(o.reported_frames())
-                                    )
-                                }),
-                            });
-                        }
-                        Err(e) => {
-                            failed = true;
-                            entries.push(SuiteEntry::failed(rt_label, &e));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    // The Tessellation study's network audio, over loopback: needs nothing installed.
-    let net_label = "network audio, Migrator synth, loopback";
-    if ctx.stopped() {
-        entries.push(SuiteEntry::not_run(net_label));
-    } else {
-        let config = probes::net::NetConfig {
-            reference_duration: (a.each / 4).max(std::time::Duration::from_secs(1)),
-            ..probes::net::NetConfig::new(a.each)
-        };
-        match crate::runner::net_run(
-            ctx,
-            &store,
-            Some(group),
-            &config,
-            &load::LoadSpec::default(),
-            &crate::runner::CellPlan::default(),
-            &scratch,
-        ) {
-            Ok(run) => {
-                let headline = run.outcome.measurements().into_iter().next();
-                let phase = run.outcome.synth.as_ref();
-                let note =
-                    match phase {
-                        Some(p) => format!(
-                            "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
-                            p.host.misses,
-                            p.host.answered,
-                            p.controller.lost,
-                            crate::views::synth_adds_ns(p, run.outcome.reference.as_ref())
-                                .map_or_else(String::new, |ns| format!(
-                                    "; the synth adds {} after the last packet",
-                                    report::terminal::fmt_ns(ns)
-                                ))
-                        ),
-                        None => "interrupted before the synth phase".into(),
-                    };
-                if run.status == RunStatus::Failed {
-                    failed = true;
-                }
-                entries.push(SuiteEntry {
-                    label: net_label.into(),
-                    run_id: Some(run.run_id),
-                    status: run.status.to_string(),
-                    headline,
-                    underruns: None,
-                    flags: run.flags.clone(),
-                    note,
-                });
-            }
-            Err(e) => {
-                failed = true;
-                entries.push(SuiteEntry::failed(net_label, &e));
-            }
-        }
-    }
+    // Event latency and round trip on JACK: a running server, else a private jackd -d dummy.
+    let jack = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
+    let plan = SuitePlan::new(a.each, scratch, Some(group), ctx.load_exe.clone(), jack);
+    let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
+    let failed = outcome.failed;
+    let mut entries = outcome.entries;
+    let notes: Vec<String> = entries
+        .iter_mut()
+        .map(|e| note_text(std::mem::replace(&mut e.note, SuiteNote::None)))
+        .collect();
     let group_status = if ctx.stopped() {
         RunStatus::Interrupted
     } else if failed {
@@ -341,16 +133,16 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             "group_id": group,
             "status": group_status,
             "report": report_path,
-            "doctor": crate::views::doctor_json(&report),
-            "runs": entries.iter().map(|e| json!({
-                "label": e.label, "run_id": e.run_id, "status": e.status,
+            "doctor": crate::views::doctor_json(&outcome.doctor),
+            "runs": entries.iter().zip(&notes).map(|(e, note)| json!({
+                "label": e.label, "run_id": e.run_id, "status": e.status.to_string(),
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),
                 "summary": e.headline.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
-                "underruns": e.underruns, "flags": e.flags, "note": e.note,
+                "underruns": e.underruns, "flags": e.flags, "note": note,
             })).collect::<Vec<_>>(),
         }))?;
     } else {
-        print!("{}", suite_text(group, &entries, &ctx.db_path));
+        print!("{}", suite_text(group, &entries, &notes, &ctx.db_path));
         if let Some(p) = &report_path {
             println!("report: {}", p.display());
         }
@@ -364,53 +156,14 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     })
 }
 
-/// The suite's round trip: audiolat's software loop in the suite's JACK server, measured
-/// for about `--each`.
-pub(crate) fn suite_roundtrip(
-    ctx: &Context,
-    store: &Store,
+/// The suite's table, each entry's note (`notes`, in the entries' order) and where its
+/// runs are stored.
+pub(crate) fn suite_text(
     group: i64,
-    server: &mut engine::jack_server::JackServer,
-    a: &crate::cli::SuiteArgs,
-    scratch: &std::path::Path,
-    quiet: bool,
-) -> Result<crate::runner::RoundtripRun> {
-    let lp = engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0)?;
-    let mut stream = engine::jack_backend::JackStream::open(
-        server.info(),
-        engine::jack_backend::JackConfig {
-            playback: vec![lp.input_port()],
-            capture: Some(lp.output_port()),
-            ..Default::default()
-        },
-    )?;
-    // The clicks and the first window take about a second before the measuring starts.
-    let cell = crate::runner::RoundtripCell {
-        config: probes::roundtrip::RoundtripConfig {
-            duration_ms: (a.each.as_secs_f64() - 1.5).max(1.0) * 1e3,
-            ..Default::default()
-        },
-        load: load::LoadSpec::none(),
-        repeat: 1,
-        loop_description: "software loop in the JACK server (audiolat-loop)".into(),
-        granted: None,
-    };
-    let run = crate::runner::roundtrip_run(
-        ctx,
-        store,
-        Some(group),
-        &mut stream,
-        Some(server),
-        &cell,
-        scratch,
-        quiet,
-    );
-    drop(stream);
-    drop(lp);
-    run
-}
-
-pub(crate) fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Path) -> String {
+    entries: &[SuiteEntry],
+    notes: &[String],
+    db: &std::path::Path,
+) -> String {
     use report::terminal::Table;
     let mut t = Table::new(&[
         "run",
@@ -430,7 +183,7 @@ pub(crate) fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Pat
         t.row(vec![
             e.run_id.map_or("-".into(), |i| i.to_string()),
             e.label.clone(),
-            e.status.clone(),
+            e.status.to_string(),
             metric,
             p50,
             p99,
@@ -448,8 +201,10 @@ pub(crate) fn suite_text(group: i64, entries: &[SuiteEntry], db: &std::path::Pat
     }
     let mut out = format!("\naudiolat suite, group {group}\n\n");
     out.push_str(&t.render());
-    for e in entries.iter().filter(|e| !e.note.is_empty()) {
-        out.push_str(&format!("{}: {}\n", e.label, e.note));
+    for (e, note) in entries.iter().zip(notes) {
+        if !note.is_empty() {
+            out.push_str(&format!("{}: {note}\n", e.label));
+        }
     }
     out.push_str(&format!(
         "\nstored in {}; `audiolat runs --group {group}` lists the runs, `audiolat show <run>` shows one\n",

@@ -1,226 +1,33 @@
-//! Plan files: one probe, the settings every cell shares, and the axes to sweep, expanded
-//! into the cells of a matrix. Everything here is checked before anything runs: a
-//! malformed plan is refused with its file, line and column and the fix.
-//!
-//! ```toml
-//! name = "alsa-periods"        # names the plan run
-//! probe = "event"              # jitter | event | roundtrip | net
-//! repeats = 3                  # every cell this many times (default 1)
-//!
-//! [set]                        # flags every cell gets: --triggers 20 --server dummy
-//! triggers = 20
-//! server = "dummy"
-//!
-//! [sweep]                      # axes; every combination is a cell, outermost first
-//! backend = ["alsa", "jack"]   # a flag's values
-//! profile = ["opt1", "opt3"]   # the build profile: target/opt1/audiolat ...
-//! buffer = [                   # several flags per value, with a label
-//!   { label = "128/64", period = 64, periods = 2 },
-//!   { label = "256/128", period = 128, periods = 2 },
-//! ]
-//!
-//! [[exclude]]                  # combinations not to run, by label
-//! backend = "jack"
-//! buffer = "256/64"
-//! reason = "a JACK server's buffer is two periods"
-//! ```
-//!
-//! `[report]` and `[published]` describe the paper-shaped tables of the report and the
-//! study's own figures; they are checked against the axes here and passed on as JSON.
-//!
-//! The files: [`spanned`] (TOML values with their place in the text, and the error
-//! helpers), [`axes`] (settings, axes and exclusions), [`parse`] (a plan file),
-//! [`cells`] (the expansion into cells, each a typed [`CellCommand`]), [`report_check`]
-//! (`[report]`), [`cell_ref`] (the `GROUP:CELL` a cell's process is given, as a
-//! [`PlanCellRef`]) and [`run`] (running the cells).
+//! Plans on the command line: the plan model and its run are `runner::plan`'s; here the
+//! command line's side of them. [`CliCells`] answers the plan's questions with clap's
+//! own definition of the commands (a probe's flags, whether a cell's command line parses
+//! and passes its probe's checks, which private JACK server it needs); [`run`] is
+//! `audiolat run` / `audiolat reproduce`'s flags, progress line and printing around
+//! the runner's steps.
 
-use serde_json::{json, Map, Value};
-
-mod axes;
-mod cell_ref;
-mod cells;
-mod command;
-mod parse;
-mod report_check;
+mod checker;
 mod run;
-mod spanned;
 #[cfg(test)]
 mod tests;
 
-pub use cell_ref::PlanCellRef;
-pub use command::{takes_quiet, CellCommand};
+pub use checker::CliCells;
 pub use run::run;
+pub use runner::plan::{Plan, PlanCellRef, PlanError};
 
-use spanned::Ctx;
-
-/// The probes a plan can sweep.
-pub const PROBES: [&str; 4] = ["jitter", "event", "roundtrip", "net"];
-
-/// The most values one axis may have.
-pub const MAX_AXIS_VALUES: usize = 1000;
-
-/// The most cells a plan may have (every combination of its axes, times its repeats,
-/// before exclusions). A cell is a run of seconds at least: this is days of measuring,
-/// and the largest study preset has 675.
-pub const MAX_CELLS: u64 = 10_000;
-
-/// A refusal, with where it is in the file and what to do.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanError {
-    /// The plan's file (or `preset NAME`).
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub fix: String,
+/// Parses and checks a plan's text against the CLI's probes. `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Plan, PlanError> {
+    Plan::parse(text, file, &CliCells::default())
 }
 
-impl std::fmt::Display for PlanError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}; fix: {}",
-            self.file, self.line, self.column, self.message, self.fix
-        )
-    }
-}
-
-impl std::error::Error for PlanError {}
-
-/// One flag of a cell: `--name value`, or `--name` for a switch.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Setting {
-    /// The long flag without dashes.
-    pub flag: String,
-    /// Its value (`None`: a switch).
-    pub value: Option<String>,
-    at: usize,
-}
-
-/// One value of an axis.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AxisValue {
-    /// How the value is named in keys, tables and exclusions.
-    pub label: String,
-    /// The flags it sets.
-    pub settings: Vec<Setting>,
-    /// The build profile it selects (the `profile` axis, or a `profile` key).
-    pub profile: Option<String>,
-    at: usize,
-}
-
-/// An axis to sweep.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    /// Its name.
-    pub name: String,
-    /// Its values, in order.
-    pub values: Vec<AxisValue>,
-}
-
-#[derive(Debug, Clone)]
-struct Exclude {
-    /// (axis index, value indices) that must all match.
-    matches: Vec<(usize, Vec<usize>)>,
-    reason: String,
-    at: usize,
-    used: std::cell::Cell<bool>,
-}
-
-/// A plan, parsed and checked (not yet expanded).
-#[derive(Debug, Clone)]
-pub struct Plan {
-    /// Names the plan run (and finds it again for --resume).
-    pub name: String,
-    /// A title for reports.
-    pub title: String,
-    /// What the plan reproduces, for reports.
-    pub description: String,
-    /// The probe every cell runs.
-    pub probe: String,
-    /// Runs per cell.
-    pub repeats: u32,
-    /// Flags every cell gets.
-    pub set: Vec<Setting>,
-    /// Axes, outermost first.
-    pub axes: Vec<Axis>,
-    /// Where the plan came from: a path, or `preset NAME`.
-    pub source: String,
-    /// The plan's text.
-    pub text: String,
-    /// `[report]` as JSON (tables to lay out).
-    pub report: Value,
-    /// `[published]` as JSON (the study's figures).
-    pub published: Value,
-    excludes: Vec<Exclude>,
-}
-
-/// One configuration of the matrix: one run of one binary.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
-    /// Identity in the plan: axis labels and the repeat.
-    pub key: String,
-    /// Axis name -> label, in axis order, then `repeat`.
-    pub axes: Vec<(String, String)>,
-    /// Its command line (`event --backend alsa ...`).
-    pub command: CellCommand,
-    /// The build profile (`current`: the running binary).
-    pub profile: String,
-    /// 1-based repeat.
-    pub repeat: u32,
-    at: usize,
-}
-
-impl Cell {
-    /// The axes as a JSON object (with the repeat).
-    pub fn axes_json(&self) -> Value {
-        Value::Object(
-            self.axes
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect(),
-        )
-    }
-}
-
-impl Plan {
-    /// Where a cell's first axis value is, as `file:line`.
-    pub fn location(&self, cell: &Cell) -> String {
-        let ctx = Ctx {
-            file: &self.source,
-            text: &self.text,
-        };
-        let e = ctx.err(cell.at, "", "");
-        format!("{}:{}", e.file, e.line)
-    }
-
-    /// The plan as JSON, stored with its plan run (the report reads its tables here).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "probe": self.probe,
-            "repeats": self.repeats,
-            "source": self.source,
-            "text": self.text,
-            "axes": self.axes.iter().map(|a| json!({
-                "name": a.name,
-                "labels": a.values.iter().map(|v| v.label.clone()).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "exclude": self.excludes.iter().map(|x| json!({
-                "axes": x.matches.iter().map(|(a, vs)| (
-                    self.axes[*a].name.clone(),
-                    json!(vs.iter().map(|v| self.axes[*a].values[*v].label.clone()).collect::<Vec<_>>()),
-                )).collect::<Map<_, _>>(),
-                "reason": x.reason,
-            })).collect::<Vec<_>>(),
-            "report": self.report,
-            "published": self.published,
-        })
-    }
+/// The plan cell in this process's environment, if any. A value that is not
+/// `GROUP:CELL` is a usage error (an unset or non-UTF-8 variable is no cell).
+pub fn cell_from_env() -> anyhow::Result<Option<PlanCellRef>> {
+    PlanCellRef::from_env().map_err(|e| {
+        crate::cli::UsageError(format!(
+            "{}={}: expected GROUP:CELL (it is set by `audiolat run` for its cells; unset it)",
+            PlanCellRef::ENV,
+            e.text
+        ))
+        .into()
+    })
 }

@@ -24,6 +24,9 @@
 //! - Cells never outlive the run either, and never their load: undone after it stops.
 //! - The ends of a two-machine network run ([`end_run`]) are a run without a load,
 //!   closed the same way.
+//! - A plan ([`plan`]) is parsed, expanded into cells and run, each cell a process of
+//!   its own, without a command-line parser: the caller's [`plan::CellChecker`] says
+//!   what a cell's command line may be, and its [`plan::PlanObserver`] shows progress.
 //!
 //! Adding a probe: implement [`probes::probe::Probe`] and give it to [`run`] in a
 //! [`Cell`]. The unit tests hold a test probe that does exactly that.
@@ -49,9 +52,12 @@
 
 mod cells;
 mod end_run;
+pub mod experiment;
 mod lifecycle;
 mod load_run;
 pub mod min_buffer;
+pub mod plan;
+pub mod suite;
 pub mod sweep;
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use crate::{run, Cell, Context, Failure, Observer, RunError, Unobserved, Watch};
 
 mod cells;
+mod studies;
 mod sweep;
 
 /// A run as the in-memory sink holds it.

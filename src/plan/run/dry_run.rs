@@ -1,7 +1,6 @@
 //! `--dry-run`: the cells in run order, as a table.
 
-use super::order::Planned;
-use crate::plan::Plan;
+use runner::plan::{Plan, Planned};
 
 pub(super) fn dry_run_text(plan: &Plan, planned: &[Planned]) -> String {
     let mut out = format!(

@@ -3,6 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use runner::plan::PlanObserver;
+
 pub(super) fn fmt_eta(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 3600 {
@@ -84,6 +86,30 @@ impl Progress {
     pub(super) fn finish(&self) {
         if self.enabled && self.tty {
             let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+impl PlanObserver for Progress {
+    fn note(&mut self, text: &str) {
+        Progress::note(self, text);
+    }
+
+    fn cell_running(&mut self, key: &str, elapsed: Option<Duration>) {
+        match elapsed {
+            None => self.show(key),
+            // A terminal's line is redrawn every second; a log gets one line per cell.
+            Some(e) if self.tty => self.show(&format!("{} ({:.0} s)", key, e.as_secs_f64())),
+            Some(_) => {}
+        }
+    }
+
+    fn cell_ended(&mut self, took: Option<Duration>, counts: bool) {
+        if let Some(t) = took {
+            self.timed.push(t.as_secs_f64());
+        }
+        if counts {
+            self.done += 1;
         }
     }
 }

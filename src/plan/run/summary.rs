@@ -6,12 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use report::data::ReportData;
 use results::{RunStatus, Store};
+use runner::plan::{Plan, Tally};
 use serde_json::json;
 
 use super::progress::{fmt_eta, Progress};
-use super::Tally;
 use crate::cli::PlanRunArgs;
-use crate::plan::Plan;
 use crate::runner::Context;
 
 /// What a plan run came to, as the summary shows it.
@@ -38,22 +37,8 @@ pub(super) fn finish(
     tally: Tally,
     progress: &Progress,
 ) -> Result<ExitCode> {
-    let cells = store.plan_cells(group)?;
-    let complete = cells
-        .iter()
-        .filter(|c| c.status == Some(RunStatus::Complete))
-        .count();
-    let status = if complete == cells.len() {
-        RunStatus::Complete
-    } else if tally.plan_error.is_some() {
-        RunStatus::Failed
-    } else if ctx.stopped() || cells.iter().any(|c| c.status.is_none()) {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Failed
-    };
-    // Closing writes may use the reserve a full disk leaves (see Store::closing).
-    store.closing(|| store.finish_group(group, status))?;
+    let closed = runner::plan::close(&ctx.run, store, group, &tally)?;
+    let status = closed.status;
     let elapsed = progress.started.elapsed();
     let data = match crate::report_data::group(store, group) {
         Ok(d) => Some(d),
@@ -71,8 +56,8 @@ pub(super) fn finish(
     let summary = Summary {
         group,
         status,
-        cells: cells.len(),
-        complete,
+        cells: closed.cells,
+        complete: closed.complete,
         failed: tally.failed,
         elapsed,
         report,

@@ -1,4 +1,5 @@
-//! `audiolat show`: one stored run's record, its probe's tables, and its events.
+//! `audiolat show`: one stored run's record, its probe's tables, its measurements and its
+//! events.
 
 use std::fmt::Write as _;
 
@@ -9,8 +10,8 @@ use super::deadline_line;
 use crate::terminal::{doctor_table, flag_notes, histogram, machine_line, summary_table};
 
 /// One stored run as text: when, where, with what and what it was granted; then the
-/// probe's own tables (the same a fresh run prints), or for a probe without its own
-/// renderer the measurements; then the findings and the events (`event_counts` of every
+/// probe's own tables (the same a fresh run prints), then every measurement's summary;
+/// then the findings and the events (`event_counts` of every
 /// kind, `events` the ones to list).
 pub fn text(
     record: &RunRecord,
@@ -28,8 +29,11 @@ pub fn text(
         "event" => out.push_str(&super::event::text(std::slice::from_ref(view))),
         "net" if view.flags["role"].is_string() => out.push_str(&super::net::end_text(view)),
         "net" => out.push_str(&super::net::text(view)),
-        _ => measurement_lines(&view.measurements, &mut out),
+        _ => {}
     }
+    // Every stored measurement's summary, as `show` always listed them (the probe's
+    // tables above read them; this lists each, `-` where nothing was measured).
+    measurement_lines(&view.measurements, &mut out);
     if let Some(findings) = record.result["findings"].as_array() {
         let findings: Vec<Finding> = findings
             .iter()

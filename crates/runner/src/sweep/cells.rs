@@ -20,8 +20,6 @@ pub struct EventCell {
     pub load: LoadSpec,
     /// Repetition number, from 1.
     pub repeat: u32,
-    /// How a JACK stream is opened (ports).
-    pub jack: engine::jack_backend::JackConfig,
     /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
     pub granted: Option<Value>,
 }

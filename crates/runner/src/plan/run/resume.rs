@@ -2,25 +2,37 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
 use results::{PlanCell, RunStatus, Store};
 use serde_json::json;
 
 use super::order::Planned;
-use crate::cli::{Resume, UsageError};
+use super::PlanRunError;
 use crate::plan::Plan;
 
+/// Which plan run to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// This one (its group id).
+    Group(i64),
+    /// The latest unfinished plan run of the plan's name.
+    Latest,
+}
+
 /// The plan run to continue, checked against the plan's cells.
-fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
+fn resume_group(
+    store: &Store,
+    plan: &Plan,
+    how: Resume,
+    cells: &[Planned],
+) -> Result<i64, PlanRunError> {
     let group = match how {
         Resume::Group(g) => {
             let rec = store.group(g)?;
             if rec.kind != "plan" {
-                return Err(UsageError(format!(
+                return Err(PlanRunError::Refused(format!(
                     "group {g} is a {} group, not a plan run: `audiolat runs` shows groups",
                     rec.kind
-                ))
-                .into());
+                )));
             }
             rec
         }
@@ -29,20 +41,19 @@ fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> R
             .into_iter()
             .find(|g| g.detail["name"] == json!(plan.name) && g.status != RunStatus::Complete)
             .ok_or_else(|| {
-                UsageError(format!(
+                PlanRunError::Refused(format!(
                     "no unfinished plan run of `{}` in this database: run it without --resume",
                     plan.name
                 ))
             })?,
     };
     if group.detail["name"] != json!(plan.name) {
-        return Err(UsageError(format!(
+        return Err(PlanRunError::Refused(format!(
             "group {} is the plan run of `{}`, not `{}`",
             group.id,
             group.detail["name"].as_str().unwrap_or("?"),
             plan.name
-        ))
-        .into());
+        )));
     }
     let stored = store.plan_cells(group.id)?;
     let stored_map: BTreeMap<&str, &PlanCell> =
@@ -51,36 +62,38 @@ fn resume_group(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> R
         match stored_map.get(p.cell.key.as_str()) {
             Some(s) if s.argv == p.cell.command.argv() && s.profile == p.cell.profile => {}
             Some(_) => {
-                return Err(UsageError(format!(
+                return Err(PlanRunError::Refused(format!(
                     "the plan changed since plan run {}: cell {} now runs different settings; run the plan anew (without --resume)",
                     group.id, p.cell.key
-                ))
-                .into())
+                )))
             }
             None => {
-                return Err(UsageError(format!(
+                return Err(PlanRunError::Refused(format!(
                     "the plan changed since plan run {}: cell {} is new; run the plan anew (without --resume)",
                     group.id, p.cell.key
-                ))
-                .into())
+                )))
             }
         }
     }
     if stored.len() != cells.len() {
-        return Err(UsageError(format!(
+        return Err(PlanRunError::Refused(format!(
             "the plan changed since plan run {}: it had {} cells, now {}; run the plan anew (without --resume)",
             group.id,
             stored.len(),
             cells.len()
-        ))
-        .into());
+        )));
     }
     Ok(group.id)
 }
 
 /// The plan run `--resume` continues, taken over by this process: refused while another
 /// live process runs it; then reopened with this process as its runner.
-pub(super) fn reopen(store: &Store, plan: &Plan, how: Resume, cells: &[Planned]) -> Result<i64> {
+pub fn reopen(
+    store: &Store,
+    plan: &Plan,
+    how: Resume,
+    cells: &[Planned],
+) -> Result<i64, PlanRunError> {
     let g = resume_group(store, plan, how, cells)?;
     let mut detail = store.group(g)?.detail;
     if let Some(pid) = detail["runner_pid"].as_i64() {
@@ -89,10 +102,9 @@ pub(super) fn reopen(store: &Store, plan: &Plan, how: Resume, cells: &[Planned])
             && pid != std::process::id() as i64
             && unsafe { libc::kill(pid as i32, 0) } == 0;
         if alive {
-            return Err(UsageError(format!(
+            return Err(PlanRunError::Refused(format!(
                 "plan run {g} is being run by process {pid}: wait for it, or stop it (Ctrl-C) and resume"
-            ))
-            .into());
+            )));
         }
     }
     detail["runner_pid"] = json!(std::process::id());

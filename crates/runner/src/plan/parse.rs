@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use super::axes::Flag;
-use super::axes::{parse_axis, parse_exclude, probe_flags, setting};
+use super::axes::{parse_axis, parse_exclude, setting};
 use super::report_check::check_report;
 
 use super::spanned::{convert_table, entries, string_of, unknown_fix, Ctx, Entry, Kind, Node};
-use super::{Axis, Exclude, Plan, PlanError, Setting, MAX_CELLS, PROBES};
+use super::{Axis, CellChecker, Exclude, Plan, PlanError, Setting, MAX_CELLS, PROBES};
 
 /// Top-level keys of a plan file.
 const TOP_KEYS: [&str; 10] = [
@@ -25,8 +25,9 @@ const TOP_KEYS: [&str; 10] = [
 ];
 
 impl Plan {
-    /// Parses and checks a plan's text. `file` names it in errors.
-    pub fn parse(text: &str, file: &str) -> Result<Plan, PlanError> {
+    /// Parses and checks a plan's text, its keys against the probe's flags as `checker`
+    /// lists them. `file` names it in errors.
+    pub fn parse(text: &str, file: &str, checker: &dyn CellChecker) -> Result<Plan, PlanError> {
         let ctx = Ctx { file, text };
         let root = document(&ctx)?;
         let Kind::Table(top) = &root.kind else {
@@ -44,7 +45,7 @@ impl Plan {
             None => String::new(),
         };
         let repeats = repeats_of(&ctx, get("repeats"))?;
-        let flags = probe_flags(&probe);
+        let flags = checker.flags(&probe);
         let set = parse_set(&ctx, &flags, &probe, get("set"))?;
         let mut axes: Vec<Axis> = Vec::new();
         if let Some(e) = get("sweep") {

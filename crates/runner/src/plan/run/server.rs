@@ -5,7 +5,7 @@ use std::time::Duration;
 use engine::jack_server::{JackServer, ServerMode};
 
 use super::order::ServerKey;
-use super::progress::Progress;
+use super::PlanObserver;
 
 /// The private JACK server the cells run on now, if any, with its setting.
 #[derive(Default)]
@@ -21,7 +21,7 @@ impl PlanServer {
     pub(super) fn serve(
         &mut self,
         want: Option<ServerKey>,
-        progress: &Progress,
+        progress: &mut dyn PlanObserver,
     ) -> Result<Option<&str>, String> {
         let dead = match self.current.as_mut() {
             Some((_, s)) => s.exited().is_some(),

@@ -5,38 +5,44 @@ use std::path::Path;
 use std::process::{Command as Process, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
-use results::{PlanCell, RunStatus, Store};
+use results::{PlanCell, RunStatus, Store, StoreError};
 
-use super::progress::Progress;
+use super::{PlanObserver, PlanRunError};
 use crate::plan::{CellCommand, PlanCellRef};
-use crate::runner::Context;
+use crate::Context;
 
 /// What happened to one cell.
 pub(super) struct CellOutcome {
     pub(super) status: RunStatus,
     pub(super) error: Option<String>,
+    /// How long its process ran (`None`: it did not start).
+    pub(super) took: Option<Duration>,
 }
 
-/// Runs one cell's process to its end (SIGINT to it when the plan is stopped).
+/// Runs one cell's process to its end (SIGINT to it when the plan is stopped), writing
+/// to the database at `db_path`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_cell(
     ctx: &Context,
+    db_path: &Path,
     store: &Store,
     group: i64,
     stored: &PlanCell,
     binary: &Path,
     command: &CellCommand,
-    progress: &mut Progress,
-) -> Result<CellOutcome> {
+    progress: &mut dyn PlanObserver,
+) -> Result<CellOutcome, PlanRunError> {
     store.start_plan_cell(stored.id)?;
     let log = std::env::temp_dir().join(format!(
         "audiolat-plan-{group}-cell-{}-{}.log",
         stored.id,
         std::process::id()
     ));
-    let log_file = std::fs::File::create(&log)
-        .with_context(|| format!("creating the cell's log {}", log.display()))?;
-    let mut child = match cell_process(ctx, group, stored, binary, command, log_file).spawn() {
+    let log_file = std::fs::File::create(&log).map_err(|source| PlanRunError::CellLog {
+        path: log.clone(),
+        source,
+    })?;
+    let mut child = match cell_process(db_path, group, stored, binary, command, log_file).spawn() {
         Ok(c) => c,
         Err(e) => {
             let _ = std::fs::remove_file(&log);
@@ -45,6 +51,7 @@ pub(super) fn run_cell(
             return Ok(CellOutcome {
                 status: RunStatus::Failed,
                 error: Some(error),
+                took: None,
             });
         }
     };
@@ -52,10 +59,10 @@ pub(super) fn run_cell(
     let (exit, signalled) = wait_for(ctx, &mut child, &stored.key, started, progress)?;
     let stderr = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
-    let outcome = outcome_of(store, group, stored, exit, signalled, &stderr)?;
+    let mut outcome = outcome_of(store, group, stored, exit, signalled, &stderr)?;
     store
         .closing(|| store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref()))?;
-    progress.timed.push(started.elapsed().as_secs_f64());
+    outcome.took = Some(started.elapsed());
     Ok(outcome)
 }
 
@@ -63,7 +70,7 @@ pub(super) fn run_cell(
 /// the cell (by the environment variable [`PlanCellRef::ENV`]), its stderr to `log`, in its own
 /// process group, told to stop if the runner dies.
 fn cell_process(
-    ctx: &Context,
+    db_path: &Path,
     group: i64,
     stored: &PlanCell,
     binary: &Path,
@@ -75,7 +82,7 @@ fn cell_process(
         group,
         cell: stored.id,
     };
-    cmd.args(command.process_args(&ctx.db_path))
+    cmd.args(command.process_args(db_path))
         .env(PlanCellRef::ENV, cell.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -99,15 +106,15 @@ fn cell_process(
 }
 
 /// Waits for the cell's process to end, passing a stop of the plan on to it as SIGINT
-/// (a second one when the runner was hurried), and redrawing a terminal's progress
-/// line every second. Returns how it exited and whether it was signalled.
+/// (a second one when the runner was hurried), and telling `progress` every second that
+/// it still runs. Returns how it exited and whether it was signalled.
 fn wait_for(
     ctx: &Context,
     child: &mut std::process::Child,
     key: &str,
     started: Instant,
-    progress: &Progress,
-) -> Result<(ExitStatus, bool)> {
+    progress: &mut dyn PlanObserver,
+) -> Result<(ExitStatus, bool), std::io::Error> {
     let mut signalled = false;
     let mut hurried = false;
     let mut last_shown = Instant::now();
@@ -125,13 +132,9 @@ fn wait_for(
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             hurried = true;
         }
-        // A terminal's line is redrawn every second; a log gets one line per cell.
-        if progress.tty && last_shown.elapsed() >= Duration::from_secs(1) {
-            progress.show(&format!(
-                "{} ({:.0} s)",
-                key,
-                started.elapsed().as_secs_f64()
-            ));
+        // Told every second (a terminal's progress line is redrawn so).
+        if last_shown.elapsed() >= Duration::from_secs(1) {
+            progress.cell_running(key, Some(started.elapsed()));
             last_shown = Instant::now();
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -149,7 +152,7 @@ fn outcome_of(
     exit: ExitStatus,
     signalled: bool,
     stderr: &str,
-) -> Result<CellOutcome> {
+) -> Result<CellOutcome, StoreError> {
     let cell = store
         .plan_cells(group)?
         .into_iter()
@@ -191,11 +194,13 @@ fn outcome_of(
             CellOutcome {
                 status,
                 error: Some(why),
+                took: None,
             }
         }
         Some(r) => CellOutcome {
             status: r.status,
             error: r.error.or(if exit.success() { None } else { last_error }),
+            took: None,
         },
         None => CellOutcome {
             status: if signalled {
@@ -207,6 +212,7 @@ fn outcome_of(
                 last_error
                     .unwrap_or_else(|| format!("the cell's process ended ({exit}) without a run")),
             ),
+            took: None,
         },
     };
     Ok(outcome)

@@ -34,20 +34,13 @@ impl PlanCellRef {
     /// The environment variable a plan runner gives each cell's process.
     pub const ENV: &'static str = "AUDIOLAT_PLAN_CELL";
 
-    /// The plan cell in this process's environment, if any. A value that is not
-    /// `GROUP:CELL` is a usage error (an unset or non-UTF-8 variable is no cell).
-    pub fn from_env() -> anyhow::Result<Option<PlanCellRef>> {
+    /// The plan cell in this process's environment, if any (an unset or non-UTF-8
+    /// variable is no cell). A value that is not `GROUP:CELL` is refused with its text.
+    pub fn from_env() -> Result<Option<PlanCellRef>, BadPlanCellRef> {
         let Ok(v) = std::env::var(Self::ENV) else {
             return Ok(None);
         };
-        match v.parse() {
-            Ok(c) => Ok(Some(c)),
-            Err(BadPlanCellRef { .. }) => Err(crate::cli::UsageError(format!(
-                "{}={v}: expected GROUP:CELL (it is set by `audiolat run` for its cells; unset it)",
-                Self::ENV
-            ))
-            .into()),
-        }
+        v.parse().map(Some)
     }
 }
 

@@ -3,15 +3,18 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
-use anyhow::{Context as _, Result};
-
-use crate::cli::UsageError;
+use super::{PlanObserver, PlanRunError};
 
 /// The binary of a cargo profile: `current` is this one; others are
 /// `<target>/<profile>/audiolat` beside it, built with cargo when missing and the
-/// source tree is there.
-pub(super) fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
-    let me = std::env::current_exe().context("finding audiolat's own binary")?;
+/// source tree is there (cargo's output shown unless `quiet`, what is built told to
+/// `observer`).
+pub fn binary_for(
+    profile: &str,
+    quiet: bool,
+    observer: &mut dyn PlanObserver,
+) -> Result<PathBuf, PlanRunError> {
+    let me = std::env::current_exe().map_err(PlanRunError::OwnBinary)?;
     if profile == "current" {
         return Ok(me);
     }
@@ -33,17 +36,16 @@ pub(super) fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
     }
     let build = format!("cargo build --locked --profile {profile} --bin audiolat");
     if !is_source {
-        return Err(UsageError(format!(
+        return Err(PlanRunError::Refused(format!(
             "build profile `{profile}` runs {}, which does not exist and there is no audiolat source tree at {} to build it: build it with `{build}` in the source tree, or remove `{profile}` from the plan's profile axis",
             path.display(),
             root.display()
-        ))
-        .into());
+        )));
     }
     // From a source tree, cargo builds the profile or finds it up to date, so every
     // profile runs the same code.
     if !quiet {
-        eprintln!("audiolat run: the `{profile}` binary: {build}");
+        observer.note(&format!("audiolat run: the `{profile}` binary: {build}"));
     }
     let status = Process::new("cargo")
         .args([
@@ -65,21 +67,19 @@ pub(super) fn binary_for(profile: &str, quiet: bool) -> Result<PathBuf> {
         .status();
     match status {
         Ok(s) if s.success() && path.is_file() => Ok(path),
-        Ok(s) => Err(UsageError(format!(
+        Ok(s) => Err(PlanRunError::Refused(format!(
             "`{build}` failed ({s}) in {}: a profile of the plan's profile axis must be one Cargo.toml defines (opt1, opt2, opt3, release, dev)",
             root.display()
-        ))
-        .into()),
+        ))),
         Err(e) if path.is_file() => {
-            eprintln!(
+            observer.note(&format!(
                 "audiolat: warning: cannot run cargo ({e}) to check that {} is built from this source tree; running it as it is (each run records the commit it was built from)",
                 path.display()
-            );
+            ));
             Ok(path)
         }
-        Err(e) => Err(UsageError(format!(
+        Err(e) => Err(PlanRunError::Refused(format!(
             "cannot run cargo to build the `{profile}` binary ({e}): install Rust (scripts/install-deps), or build it with `{build}`"
-        ))
-        .into()),
+        ))),
     }
 }

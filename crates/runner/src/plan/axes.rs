@@ -1,14 +1,12 @@
 //! A plan's settings and axes: each key checked against the flags of the probe's
-//! subcommand (clap's own definition), each axis value a label with the flags it sets,
+//! subcommand (as the [`CellChecker`](super::CellChecker) lists them), each axis value a
+//! label with the flags it sets,
 //! and the `[[exclude]]` combinations.
 
 use std::ops::Range;
 
-use clap::CommandFactory;
-
 use super::spanned::{entries, string_of, unknown_fix, Ctx, Entry, Kind, Node};
 use super::{Axis, AxisValue, Exclude, PlanError, Setting, MAX_AXIS_VALUES};
-use crate::cli::Cli;
 
 /// Flags a plan may not set: the plan runner sets them for every cell.
 const RESERVED: [(&str, &str); 4] = [
@@ -27,30 +25,15 @@ const RESERVED: [(&str, &str); 4] = [
     ("help", "it is not a setting"),
 ];
 
-/// What a probe's subcommand accepts: long flag -> (takes a value, may be repeated).
-pub(super) fn probe_flags(probe: &str) -> Vec<Flag> {
-    let cmd = Cli::command();
-    let Some(sub) = cmd.find_subcommand(probe) else {
-        return Vec::new();
-    };
-    sub.get_arguments()
-        .filter(|a| !a.is_hide_set())
-        .filter_map(|a| {
-            a.get_long().map(|l| Flag {
-                name: l.to_string(),
-                takes_value: a.get_action().takes_values(),
-                repeated: matches!(a.get_action(), clap::ArgAction::Append),
-            })
-        })
-        .collect()
-}
-
-/// A flag of a probe's command line.
-pub(super) struct Flag {
-    name: String,
-    takes_value: bool,
+/// A flag of a probe's command line, as a plan may set it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flag {
+    /// The long flag without dashes.
+    pub name: String,
+    /// It takes a value (`false`: a switch).
+    pub takes_value: bool,
     /// Given once per value (`--cell a --cell b`): a list becomes several flags.
-    repeated: bool,
+    pub repeated: bool,
 }
 
 pub(super) fn setting(

@@ -7,8 +7,6 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::cli::Cli;
-
 /// One flag of a cell's command line: `--name value`, or `--name` for a switch.
 #[derive(Debug, Clone, PartialEq)]
 struct Arg {
@@ -56,7 +54,7 @@ impl CellCommand {
     }
 
     /// The command with `--quiet` (no status line): only for a probe whose command
-    /// takes it ([`takes_quiet`]).
+    /// takes it ([`CellChecker::takes_quiet`](super::CellChecker::takes_quiet)).
     pub fn quiet(mut self) -> CellCommand {
         self.quiet = true;
         self
@@ -95,14 +93,6 @@ impl CellCommand {
         out.extend(self.argv().into_iter().map(OsString::from));
         out
     }
-}
-
-/// Whether `probe`'s command takes `--quiet`.
-pub fn takes_quiet(probe: &str) -> bool {
-    use clap::CommandFactory;
-    Cli::command()
-        .find_subcommand(probe)
-        .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some("quiet")))
 }
 
 #[cfg(test)]
@@ -164,11 +154,5 @@ mod tests {
         );
         // Quiet alone keeps the cell's own server.
         assert_eq!(event().quiet().argv()[3..5], ["--server", "dummy"]);
-    }
-
-    #[test]
-    fn only_probes_with_a_status_line_take_quiet() {
-        assert!(takes_quiet("event"));
-        assert!(!takes_quiet("no-such-probe"));
     }
 }

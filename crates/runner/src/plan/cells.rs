@@ -1,20 +1,18 @@
 //! Expanding a plan into its cells: every combination of the axes, outermost first,
-//! without the excluded ones, each parsed as a command line by the CLI's own parser.
-
-use clap::Parser;
+//! without the excluded ones, each checked as a command line by the caller (the CLI's
+//! own parser, then the probe's checks).
 
 use super::spanned::Ctx;
-use super::{Cell, CellCommand, Plan, PlanError, Setting};
-use crate::cli::Cli;
+use super::{Cell, CellCommand, CellRefusal, Plan, PlanError, Setting};
 
 impl Plan {
     /// Every cell, in plan order (outermost axis first, repeats innermost), each checked
-    /// by parsing it as a command line and by `check` (the probe's own checks, with no
-    /// side effects), with what `check` made of the parsed command line. The first cell
-    /// refused is the error.
+    /// by `check` (parsing it as a command line, then the probe's own checks, with no
+    /// side effects), with what `check` made of it. The first cell refused is the error,
+    /// at the value whose flag its message names.
     pub fn cells<T>(
         &self,
-        check: &dyn Fn(&Cli) -> Result<T, String>,
+        check: &dyn Fn(&CellCommand) -> Result<T, CellRefusal>,
     ) -> Result<Vec<(Cell, T)>, PlanError> {
         let ctx = Ctx {
             file: &self.source,
@@ -75,7 +73,7 @@ impl Plan {
         ctx: &Ctx<'_>,
         index: &[usize],
         repeat: u32,
-        check: &dyn Fn(&Cli) -> Result<T, String>,
+        check: &dyn Fn(&CellCommand) -> Result<T, CellRefusal>,
     ) -> Result<(Cell, T), PlanError> {
         let mut command = CellCommand::new(&self.probe);
         let mut axes = Vec::new();
@@ -118,24 +116,20 @@ impl Plan {
                 .find(|(_, flags)| flags.iter().any(|f| msg.contains(&format!("--{f}"))))
                 .map_or(at, |(a, _)| *a)
         };
-        let cli = Cli::try_parse_from(std::iter::once("audiolat".to_string()).chain(command.argv()))
-            .map_err(|e| {
-                let msg = clap_message(&e);
-                ctx.err(
-                    locate(&msg),
-                    format!("cell {key}: {msg}"),
-                    format!(
-                        "change the value, or leave this combination out with an [[exclude]] (`audiolat {} --help` lists the flags)",
-                        self.probe
-                    ),
-                )
-            })?;
-        let checked = check(&cli).map_err(|msg| {
-            ctx.err(
+        let checked = check(&command).map_err(|refusal| match refusal {
+            CellRefusal::NotACommandLine(msg) => ctx.err(
+                locate(&msg),
+                format!("cell {key}: {msg}"),
+                format!(
+                    "change the value, or leave this combination out with an [[exclude]] (`audiolat {} --help` lists the flags)",
+                    self.probe
+                ),
+            ),
+            CellRefusal::CannotRun(msg) => ctx.err(
                 locate(&msg),
                 format!("cell {key} cannot run: {msg}"),
                 "change the value, or leave this combination out with an [[exclude]]",
-            )
+            ),
         })?;
         Ok((
             Cell {
@@ -149,17 +143,4 @@ impl Plan {
             checked,
         ))
     }
-}
-
-/// clap's error, as one line.
-pub fn clap_message(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .trim_start_matches("error: ")
-        .to_string()
 }

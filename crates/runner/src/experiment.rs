@@ -1,0 +1,310 @@
+//! The Tessellation study's experiments (Figures 7 and 8) as a runner plan: the cases are
+//! read from the study's preset (its `[sweep] case = [...]`, the one design), and each
+//! is measured as a stored network run in one group.
+//!
+//! Promises: nothing is printed (progress goes to an [`ExperimentObserver`]); a case
+//! that fails does not stop the others (its row carries the error); a stop request ends
+//! the plan before the next case.
+
+use std::path::PathBuf;
+
+use load::LoadSpec;
+use probes::net::{LinkShaping, NetConfig, NetOutcome, ReserveBy, StreamConfig};
+use probes::probe::NetProbe;
+use qos::{CellPlan, CellSet};
+use results::RunSink;
+
+use crate::{Cell, Context, Run, RunError, Unobserved};
+
+/// A preset that does not describe an experiment (a bug in the shipped preset, or a
+/// `--cpu` its cells cannot take).
+#[derive(Debug, thiserror::Error)]
+#[error("the experiment's preset {preset}: {problem}")]
+pub struct DesignError {
+    /// The preset's name (or `?` before it was read).
+    pub preset: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// An experiment as its preset designs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentDesign {
+    /// The preset's name.
+    pub name: String,
+    /// The metric its first report table reads (`response_time`, `end_to_end`).
+    pub metric: String,
+    /// The two ends run in two network namespaces (`[set] netns`).
+    pub netns: bool,
+    /// The link's capacity, Mbit/s (`[set] link`), when the link is shaped.
+    pub link_mbps: Option<f64>,
+    /// The cases, in the preset's order.
+    pub cases: Vec<CaseDesign>,
+}
+
+/// One case of the design, as the preset writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseDesign {
+    /// What the case changes (the row's label).
+    pub label: String,
+    /// The load spec (`none` when the case and `[set]` give none).
+    pub load: String,
+    /// The cells, as `--cell` flags.
+    pub cells: Vec<String>,
+    /// The cell the host runs in.
+    pub host_cell: Option<String>,
+    /// The bandwidth reserved for the audio, Mbit/s.
+    pub reserve_mbps: Option<f64>,
+    /// Who shapes the link and keeps the reservation.
+    pub reserve_by: Option<ReserveBy>,
+}
+
+/// One case ready to run.
+#[derive(Debug, Clone)]
+pub struct ExperimentCase {
+    /// The case's design.
+    pub design: CaseDesign,
+    /// Its load.
+    pub load: LoadSpec,
+    /// Its cells and the host's cell.
+    pub cells: CellPlan,
+    /// Its link shaping, when the link is shaped.
+    pub link: Option<LinkShaping>,
+}
+
+/// What an experiment runs: its cases, each over `base` (duration, warm-up).
+#[derive(Debug, Clone)]
+pub struct ExperimentPlan {
+    /// The cases, in order.
+    pub cases: Vec<ExperimentCase>,
+    /// The network configuration every case starts from.
+    pub base: NetConfig,
+    /// The two ends in two network namespaces.
+    pub netns: bool,
+    /// The group the runs are stored in.
+    pub group: Option<i64>,
+    /// Where the disk load writes.
+    pub scratch: PathBuf,
+}
+
+/// A case's stored run.
+#[derive(Debug)]
+pub struct CaseRun {
+    /// The run as stored.
+    pub run: Run,
+    /// What the network probe measured.
+    pub outcome: NetOutcome,
+    /// The configuration as run.
+    pub config: NetConfig,
+}
+
+/// A case's row: its design and its run, or why it has none.
+#[derive(Debug)]
+pub struct CaseResult {
+    /// The case.
+    pub case: ExperimentCase,
+    /// The run, or the error that ended it.
+    pub run: Result<CaseRun, RunError>,
+}
+
+/// Watches an experiment's progress.
+pub trait ExperimentObserver {
+    /// Case `index` (from 0) of `total` starts.
+    fn case_starting(&self, _index: usize, _total: usize, _case: &ExperimentCase) {}
+}
+
+impl ExperimentDesign {
+    /// Reads the design from a preset's text: `name`, `[set] netns / link / load`, the
+    /// `[sweep] case` list (label, load, cell, host-cell, reserve, reserve-by), and the
+    /// metric of the first `[[report.table]]`.
+    pub fn from_preset(text: &str) -> Result<ExperimentDesign, DesignError> {
+        let err = |preset: &str, problem: String| DesignError {
+            preset: preset.to_string(),
+            problem,
+        };
+        let doc: toml::Table = text.parse().map_err(|e| err("?", format!("{e}")))?;
+        let name = doc
+            .get("name")
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| err("?", "no name".into()))?
+            .to_string();
+        let bad = |problem: String| err(&name, problem);
+        let set = doc.get("set").and_then(toml::Value::as_table);
+        let set_str = |k: &str| set.and_then(|s| s.get(k)).and_then(toml::Value::as_str);
+        let netns = set
+            .and_then(|s| s.get("netns"))
+            .and_then(toml::Value::as_bool)
+            .unwrap_or(false);
+        let link_mbps = set_str("link")
+            .map(qos::parse_mbps)
+            .transpose()
+            .map_err(bad)?;
+        let metric = doc
+            .get("report")
+            .and_then(|r| r.get("table"))
+            .and_then(|t| t.get(0))
+            .and_then(|t| t.get("value"))
+            .and_then(toml::Value::as_str)
+            .and_then(|v| v.split('.').next())
+            .ok_or_else(|| bad("no [[report.table]] value to name its metric".into()))?
+            .to_string();
+        let cases = doc
+            .get("sweep")
+            .and_then(|s| s.get("case"))
+            .and_then(toml::Value::as_array)
+            .ok_or_else(|| bad("no [sweep] case = [...] list".into()))?
+            .iter()
+            .map(|c| case_design(c, set_str("load").unwrap_or("none")).map_err(bad))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ExperimentDesign {
+            name,
+            metric,
+            netns,
+            link_mbps,
+            cases,
+        })
+    }
+
+    /// The cases ready to run: `host_cpu`, when given, is the host cell's CPU (instead of
+    /// the preset's); `link_mbps`, when given, the link's capacity.
+    pub fn cases(
+        &self,
+        host_cpu: Option<usize>,
+        link_mbps: Option<f64>,
+    ) -> Result<Vec<ExperimentCase>, DesignError> {
+        let bad = |problem: String| DesignError {
+            preset: self.name.clone(),
+            problem,
+        };
+        let link_mbps = link_mbps.or(self.link_mbps);
+        self.cases
+            .iter()
+            .map(|d| {
+                let load: LoadSpec = d
+                    .load
+                    .parse()
+                    .map_err(|e: load::SpecError| bad(format!("case {}: {e}", d.label)))?;
+                let mut cells = CellSet::default();
+                for flag in &d.cells {
+                    let mut cell = CellSet::parse_flag(flag).map_err(&bad)?;
+                    if d.host_cell.as_deref() == Some(cell.name.as_str()) {
+                        if let Some(cpu) = host_cpu {
+                            cell.cpus = Some(vec![cpu]);
+                        }
+                    }
+                    cells.push(cell).map_err(&bad)?;
+                }
+                let link = link_mbps.map(|mbps| LinkShaping {
+                    mbps,
+                    reserve_mbps: d.reserve_mbps,
+                    by: d.reserve_by.unwrap_or(ReserveBy::Tc),
+                });
+                Ok(ExperimentCase {
+                    design: d.clone(),
+                    load,
+                    cells: CellPlan {
+                        cells,
+                        host_cell: d.host_cell.clone(),
+                    },
+                    link,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One `{ label = ..., ... }` of `[sweep] case`; `load` is `[set]`'s.
+fn case_design(case: &toml::Value, load: &str) -> Result<CaseDesign, String> {
+    let table = case
+        .as_table()
+        .ok_or_else(|| format!("a case is a table, not {case}"))?;
+    let text = |k: &str| table.get(k).and_then(toml::Value::as_str);
+    let label = text("label").ok_or_else(|| format!("case {case} has no label"))?;
+    let cells = match table.get("cell") {
+        None => Vec::new(),
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .map(|c| c.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("case {label}: cell is a list of strings"))?,
+        Some(other) => return Err(format!("case {label}: cell is a list, not {other}")),
+    };
+    let reserve_by = match text("reserve-by") {
+        None => None,
+        Some("tc") => Some(ReserveBy::Tc),
+        Some("mclock") => Some(ReserveBy::Service),
+        Some(other) => {
+            return Err(format!(
+                "case {label}: reserve-by {other}: use tc or mclock"
+            ))
+        }
+    };
+    Ok(CaseDesign {
+        label: label.to_string(),
+        load: text("load").unwrap_or(load).to_string(),
+        cells,
+        host_cell: text("host-cell").map(str::to_string),
+        reserve_mbps: text("reserve").map(qos::parse_mbps).transpose()?,
+        reserve_by,
+    })
+}
+
+/// Runs the plan's cases in order as stored network runs, until a stop is requested.
+pub fn run(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    plan: &ExperimentPlan,
+    observer: &dyn ExperimentObserver,
+) -> Vec<CaseResult> {
+    let mut rows = Vec::new();
+    for (i, case) in plan.cases.iter().enumerate() {
+        if ctx.stopped() {
+            break;
+        }
+        observer.case_starting(i, plan.cases.len(), case);
+        rows.push(CaseResult {
+            case: case.clone(),
+            run: run_case(ctx, sink, plan, case),
+        });
+    }
+    rows
+}
+
+/// One case as a stored network run.
+fn run_case(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    plan: &ExperimentPlan,
+    case: &ExperimentCase,
+) -> Result<CaseRun, RunError> {
+    let config = NetConfig {
+        netns: plan.netns,
+        link: case.link,
+        stream: case.load.stream().map(|mbps| StreamConfig {
+            mbps,
+            sink_groups: Vec::new(),
+        }),
+        ..plan.base.clone()
+    };
+    let mut cell = Cell {
+        group: plan.group,
+        cells: Some(case.cells.clone()),
+        ..Cell::new(
+            NetProbe::new(config),
+            case.load.clone(),
+            plan.scratch.clone(),
+        )
+    };
+    let run = crate::run(ctx, sink, &mut cell, None, &Unobserved)?;
+    let config = cell.probe.config().clone();
+    match cell.probe.take_outcome() {
+        Some(outcome) => Ok(CaseRun {
+            run,
+            outcome,
+            config,
+        }),
+        None => Err(RunError::Refused(
+            "the probe measured but kept no outcome (a bug)".into(),
+        )),
+    }
+}

@@ -1,0 +1,575 @@
+//! The suite as a runner plan: every probe that can run here, with the embedded defaults,
+//! as one group of stored runs (`audiolat suite`).
+//!
+//! [`SuitePlan::new`] decides what runs (the jitter scenarios whose load can start here;
+//! a scenario whose tool is missing is skipped, by name, with the reason); [`run`] runs
+//! the doctor, then each scenario, then the event latency and the round trip on JACK (a
+//! running server, else a private `jackd -d dummy`; none: both skipped), then the network
+//! audio over loopback, and hands back one typed [`SuiteEntry`] per scenario.
+//!
+//! Promises: nothing is printed (live status goes through a [`SuiteObserver`]); a
+//! scenario that fails does not stop the others (its entry says why and the suite is
+//! marked failed); a stop request leaves the scenarios not reached as `not run`; every
+//! load, private server and loop is stopped before [`run`] returns.
+
+use std::error::Error;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use engine::audio::Backend as _;
+use engine::jack_backend::{JackConfig, JackStream};
+use engine::jack_server::{JackServer, ServerRequest};
+use load::LoadSpec;
+use probes::doctor::DoctorReport;
+use probes::jitter::{FragmentModel, JitterConfig, RunLength};
+use probes::probe::{EventProbe, JitterProbe, NetProbe, RoundtripProbe};
+use results::{Measurement, RunInfo, RunSink, RunStatus, SinkError};
+use serde_json::{json, Value};
+
+use crate::{Cell, Context, Observer, Run, RunError, Watch};
+
+/// The event scenario's label.
+pub const EVENT_LABEL: &str = "event latency, sine, asap";
+/// The round trip's label.
+pub const ROUNDTRIP_LABEL: &str = "round trip, JACK software loop";
+/// The network audio's label.
+pub const NET_LABEL: &str = "network audio, Migrator synth, loopback";
+
+/// One jitter scenario of the suite.
+#[derive(Debug, Clone)]
+pub struct JitterScenario {
+    /// Its label.
+    pub label: &'static str,
+    /// The probe's configuration.
+    pub config: JitterConfig,
+    /// Its load.
+    pub load: LoadSpec,
+    /// Why it cannot run here (its load's tool is missing, its scratch directory
+    /// unusable), when it cannot: it is skipped with this reason.
+    pub skip: Option<String>,
+}
+
+/// What the suite runs.
+#[derive(Debug, Clone)]
+pub struct SuitePlan {
+    /// About how long each probe measures.
+    pub each: Duration,
+    /// Where the disk load writes.
+    pub scratch: PathBuf,
+    /// The group the runs are stored in.
+    pub group: Option<i64>,
+    /// The jitter scenarios, in order.
+    pub jitter: Vec<JitterScenario>,
+    /// The JACK server the event latency and the round trip run on.
+    pub jack: ServerRequest,
+}
+
+/// How an entry ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryStatus {
+    /// A stored run, with its status.
+    Run(RunStatus),
+    /// It could not run (no stored run, or one that failed before it measured).
+    Failed,
+    /// It cannot run here.
+    Skipped,
+    /// The suite was stopped before it.
+    NotRun,
+}
+
+impl fmt::Display for EntryStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EntryStatus::Run(s) => s.fmt(f),
+            EntryStatus::Failed => f.write_str("failed"),
+            EntryStatus::Skipped => f.write_str("skipped"),
+            EntryStatus::NotRun => f.write_str("not run"),
+        }
+    }
+}
+
+/// Why a scenario could not run.
+#[derive(Debug)]
+pub enum SuiteFailure {
+    /// The lifecycle's error.
+    Run(RunError),
+    /// Its stream or loop could not be opened.
+    Open(Box<dyn Error + Send + Sync>),
+}
+
+/// What to know about an entry, typed; the binary words it.
+#[derive(Debug)]
+pub enum SuiteNote {
+    /// Nothing.
+    None,
+    /// Why it was skipped.
+    Skipped(String),
+    /// The suite was interrupted before it.
+    Interrupted,
+    /// It could not run.
+    Failed(SuiteFailure),
+    /// The run ended with an error to report (its stream failed, or it could not be
+    /// stored whole).
+    RunError(String),
+    /// The doctor's counts.
+    Doctor {
+        /// Findings that are fine.
+        ok: usize,
+        /// Warnings.
+        warn: usize,
+        /// Failures.
+        fail: usize,
+    },
+    /// The event latency's model.
+    EventModel {
+        /// The playback latency the ports report.
+        playback_latency_frames: u32,
+        /// Half a period plus that latency, ns.
+        model_latency_ns: f64,
+        /// A private dummy server on a machine with no sound card.
+        no_card: bool,
+    },
+    /// The round trip's verdict, and its mean against what the ports report when it
+    /// measured any window: (mean frames, reported frames).
+    Roundtrip {
+        /// The verdict line.
+        verdict: String,
+        /// Measured mean and the ports' reported latency, frames.
+        frames: Option<(f64, u32)>,
+    },
+    /// The network audio's outcome (its synth phase's misses and losses; none when it
+    /// ended before that phase).
+    Net(Box<probes::net::NetOutcome>),
+}
+
+/// One scenario's outcome.
+#[derive(Debug)]
+pub struct SuiteEntry {
+    /// The scenario.
+    pub label: String,
+    /// Its stored run.
+    pub run_id: Option<i64>,
+    /// How it ended.
+    pub status: EntryStatus,
+    /// The measurement it is summarised by.
+    pub headline: Option<Measurement>,
+    /// Under-runs (or xruns), when the probe counts them.
+    pub underruns: Option<u64>,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// What to know about it.
+    pub note: SuiteNote,
+}
+
+/// What the suite measured.
+#[derive(Debug)]
+pub struct SuiteOutcome {
+    /// The doctor's report (stored as the first run).
+    pub doctor: DoctorReport,
+    /// One entry per scenario, the doctor's first.
+    pub entries: Vec<SuiteEntry>,
+    /// A scenario failed.
+    pub failed: bool,
+}
+
+/// Shows the suite's live status.
+pub trait SuiteObserver {
+    /// The live status of a run labelled `label` (`period_ns` turns the jitter probe's
+    /// cycles into seconds; 0 for the others).
+    fn live(&self, label: &str, period_ns: u64) -> Box<dyn Observer + '_>;
+}
+
+impl SuiteEntry {
+    fn new(label: &str, status: EntryStatus, note: SuiteNote) -> SuiteEntry {
+        SuiteEntry {
+            label: label.into(),
+            run_id: None,
+            status,
+            headline: None,
+            underruns: None,
+            flags: json!({}),
+            note,
+        }
+    }
+
+    fn failed(label: &str, failure: SuiteFailure) -> SuiteEntry {
+        SuiteEntry::new(label, EntryStatus::Failed, SuiteNote::Failed(failure))
+    }
+
+    fn not_run(label: &str) -> SuiteEntry {
+        SuiteEntry::new(label, EntryStatus::NotRun, SuiteNote::Interrupted)
+    }
+
+    fn of_run(label: &str, run: &Run, headline: Option<Measurement>) -> SuiteEntry {
+        SuiteEntry {
+            run_id: Some(run.run_id),
+            headline,
+            flags: run.flags.clone(),
+            ..SuiteEntry::new(label, EntryStatus::Run(run.status), SuiteNote::None)
+        }
+    }
+}
+
+/// The suite's jitter scenarios: (label, config, load), each measured for `each`.
+pub fn jitter_scenarios(each: Duration) -> Vec<(&'static str, JitterConfig, LoadSpec)> {
+    let length = RunLength::Duration(each);
+    let latencytest = FragmentModel {
+        fragments: 3,
+        frames: 32,
+        sample_rate: 44_100,
+    };
+    let fragments = |load: LoadSpec| {
+        (
+            JitterConfig {
+                fragments: Some(latencytest),
+                busy_percent: 80.0,
+                ..JitterConfig::new(latencytest.period_ns(), length)
+            },
+            load,
+        )
+    };
+    let spec = |s: &str| s.parse::<LoadSpec>().expect("built-in load spec");
+    let (cpu_cfg, cpu_load) = fragments(spec("cpu"));
+    let (io_cfg, io_load) = fragments(spec("io"));
+    vec![
+        (
+            "wake-up jitter, 2048 Hz, idle",
+            JitterConfig::new((1e9f64 / 2048.0).round() as u64, length),
+            LoadSpec::none(),
+        ),
+        (
+            "3x32-frame fragments, 80% busy, CPU load",
+            cpu_cfg,
+            cpu_load,
+        ),
+        ("3x32-frame fragments, 80% busy, disk load", io_cfg, io_load),
+    ]
+}
+
+impl SuitePlan {
+    /// The suite for this machine: each probe for about `each`, the disk load in
+    /// `scratch`, the built-in loads run by `load_exe`; a scenario whose load cannot start
+    /// here is marked skipped. The event latency and the round trip use the JACK server
+    /// `jack` asks for (the suite's: [`engine::jack_server::ServerMode::Auto`], a running server, else a private
+    /// `jackd -d dummy`).
+    pub fn new(
+        each: Duration,
+        scratch: PathBuf,
+        group: Option<i64>,
+        load_exe: Option<PathBuf>,
+        jack: ServerRequest,
+    ) -> SuitePlan {
+        let lctx = crate::load_context(load_exe, &scratch);
+        let jitter = jitter_scenarios(each)
+            .into_iter()
+            .map(|(label, config, load)| JitterScenario {
+                skip: load::plan(&load, &lctx).err().map(|e| e.to_string()),
+                label,
+                config,
+                load,
+            })
+            .collect();
+        SuitePlan {
+            each,
+            scratch,
+            group,
+            jitter,
+            jack,
+        }
+    }
+}
+
+/// Stores a doctor report as a run of probe `doctor` in `group`.
+pub fn store_doctor(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    group: Option<i64>,
+    report: &DoctorReport,
+) -> Result<i64, SinkError> {
+    let info = RunInfo {
+        probe: "doctor".into(),
+        group_id: group,
+        machine: report.machine.clone(),
+        tool: ctx.tool.clone(),
+        command_line: ctx.command_line.clone(),
+        config: json!({}),
+        load: json!({"spec": "none", "processes": []}),
+        qos_requested: json!({}),
+    };
+    let run_id = sink.begin_run(&info)?;
+    let (ok, warn, fail) = report.counts();
+    sink.finish_run(
+        run_id,
+        RunStatus::Complete,
+        &json!({}),
+        &json!({"findings": report.findings, "counts": {"ok": ok, "warn": warn, "fail": fail}}),
+        None,
+    )?;
+    Ok(run_id)
+}
+
+/// Runs the suite: the doctor (a doctor that cannot be stored ends it: the sink is
+/// unusable), then every scenario of `plan`, each as a stored run in its group.
+pub fn run(
+    ctx: &Context,
+    sink: &dyn RunSink,
+    plan: &SuitePlan,
+    observer: &dyn SuiteObserver,
+) -> Result<SuiteOutcome, SinkError> {
+    let doctor = probes::doctor::run(Duration::from_secs(1));
+    let doctor_id = store_doctor(ctx, sink, plan.group, &doctor)?;
+    let (ok, warn, fail) = doctor.counts();
+    let mut suite = Suite {
+        ctx,
+        sink,
+        plan,
+        observer,
+        entries: vec![SuiteEntry {
+            run_id: Some(doctor_id),
+            ..SuiteEntry::new(
+                "doctor",
+                EntryStatus::Run(RunStatus::Complete),
+                SuiteNote::Doctor { ok, warn, fail },
+            )
+        }],
+        failed: false,
+    };
+    for scenario in &plan.jitter {
+        suite.jitter(scenario);
+    }
+    suite.jack();
+    suite.net();
+    Ok(SuiteOutcome {
+        doctor,
+        entries: suite.entries,
+        failed: suite.failed,
+    })
+}
+
+/// A suite being run: its entries so far.
+struct Suite<'a> {
+    ctx: &'a Context,
+    sink: &'a dyn RunSink,
+    plan: &'a SuitePlan,
+    observer: &'a dyn SuiteObserver,
+    entries: Vec<SuiteEntry>,
+    failed: bool,
+}
+
+impl Suite<'_> {
+    /// A run's cell in the suite's group.
+    fn cell<P>(&self, probe: P, load: LoadSpec, repeat: Option<u32>) -> Cell<P> {
+        Cell {
+            group: self.plan.group,
+            repeat,
+            ..Cell::new(probe, load, self.plan.scratch.clone())
+        }
+    }
+
+    /// Records a scenario that could not run.
+    fn fail(&mut self, label: &str, failure: SuiteFailure) {
+        self.failed = true;
+        self.entries.push(SuiteEntry::failed(label, failure));
+    }
+
+    fn jitter(&mut self, s: &JitterScenario) {
+        if self.ctx.stopped() {
+            return self.entries.push(SuiteEntry::not_run(s.label));
+        }
+        if let Some(why) = &s.skip {
+            let note = SuiteNote::Skipped(why.clone());
+            return self
+                .entries
+                .push(SuiteEntry::new(s.label, EntryStatus::Skipped, note));
+        }
+        let live = self.observer.live(s.label, s.config.period_ns);
+        let mut cell = self.cell(JitterProbe::new(s.config.clone()), s.load.clone(), None);
+        let run = match crate::run(self.ctx, self.sink, &mut cell, None, &*live) {
+            Ok(run) => run,
+            Err(e) => return self.fail(s.label, SuiteFailure::Run(e)),
+        };
+        let Some(outcome) = cell.probe.take_outcome() else {
+            return self.fail(s.label, no_outcome());
+        };
+        let headline = run
+            .measurements
+            .iter()
+            .find(|m| m.metric == "fragment_completion")
+            .or(run.measurements.first())
+            .cloned();
+        self.entries.push(SuiteEntry {
+            underruns: s.config.fragments.map(|_| outcome.recorded.underrun_count),
+            ..SuiteEntry::of_run(s.label, &run, headline)
+        });
+    }
+
+    /// The event latency and the round trip, on one JACK server.
+    fn jack(&mut self) {
+        if self.ctx.stopped() {
+            return self.entries.push(SuiteEntry::not_run(EVENT_LABEL));
+        }
+        let mut server = match JackServer::connect(&self.plan.jack) {
+            Ok(server) => server,
+            Err(e) => {
+                let note = SuiteNote::Skipped(e.to_string());
+                return self
+                    .entries
+                    .push(SuiteEntry::new(EVENT_LABEL, EntryStatus::Skipped, note));
+            }
+        };
+        self.event(&mut server);
+        if self.ctx.stopped() {
+            return self.entries.push(SuiteEntry::not_run(ROUNDTRIP_LABEL));
+        }
+        self.roundtrip(&mut server);
+    }
+
+    /// Event-to-audio latency, timer triggers, for about `each`.
+    fn event(&mut self, server: &mut JackServer) {
+        let mut config = probes::event::EventConfig::new(
+            probes::event::TriggerSource::Timer,
+            probes::event::NotePolicy::Asap,
+        );
+        let budget_ms = (self.plan.each.as_secs_f64() * 1e3 - config.warmup_ms).max(0.0);
+        config.triggers = ((budget_ms / (config.spacing_ms + 3.0)) as u64).max(10);
+        // Without a card the suite's audio runs on a software clock: the note says so.
+        let no_card = server.info().private && !engine::backend::has_sound_card();
+        let mut stream = match JackStream::open(server.info(), JackConfig::default()) {
+            Ok(stream) => stream,
+            Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Open(Box::new(e))),
+        };
+        let load = LoadSpec::none();
+        let label = format!(
+            "event {} {} period {} {}",
+            config.workload,
+            load,
+            stream.info().period_frames,
+            config.policy
+        );
+        let live = self.observer.live(&label, 0);
+        let mut cell = self.cell(EventProbe::new(&mut stream, config, None), load, Some(1));
+        let watch = Some(server as &mut dyn Watch);
+        let run = match crate::run(self.ctx, self.sink, &mut cell, watch, &*live) {
+            Ok(run) => run,
+            Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Run(e)),
+        };
+        let Some(o) = cell.probe.take_outcome() else {
+            return self.fail(EVENT_LABEL, no_outcome());
+        };
+        let headline = run
+            .measurements
+            .iter()
+            .find(|m| m.metric == "event_latency")
+            .cloned();
+        self.failed |= run.error.is_some();
+        self.entries.push(SuiteEntry {
+            underruns: Some(o.xruns.0 + o.xruns.1),
+            note: match &run.error {
+                Some(e) => SuiteNote::RunError(e.clone()),
+                None => SuiteNote::EventModel {
+                    playback_latency_frames: o.info.playback_latency_frames,
+                    model_latency_ns: o.model_latency_ns(),
+                    no_card,
+                },
+            },
+            ..SuiteEntry::of_run(EVENT_LABEL, &run, headline)
+        });
+    }
+
+    /// The round trip through audiolat's software loop in the same server, measured for
+    /// about `each` (the clicks and the first window take about a second before).
+    fn roundtrip(&mut self, server: &mut JackServer) {
+        let lp = match engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0) {
+            Ok(lp) => lp,
+            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(Box::new(e))),
+        };
+        let ports = JackConfig {
+            playback: vec![lp.input_port()],
+            capture: Some(lp.output_port()),
+            ..Default::default()
+        };
+        let mut stream = match JackStream::open(server.info(), ports) {
+            Ok(stream) => stream,
+            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(Box::new(e))),
+        };
+        let config = probes::roundtrip::RoundtripConfig {
+            duration_ms: (self.plan.each.as_secs_f64() - 1.5).max(1.0) * 1e3,
+            ..Default::default()
+        };
+        let load = LoadSpec::none();
+        let info = stream.info();
+        let label = format!(
+            "roundtrip {} period {} {load}",
+            info.backend, info.period_frames
+        );
+        let live = self.observer.live(&label, 0);
+        let loop_description = "software loop in the JACK server (audiolat-loop)".to_string();
+        let probe = RoundtripProbe::new(&mut stream, config, loop_description, None);
+        let mut cell = self.cell(probe, load, Some(1));
+        let watch = Some(server as &mut dyn Watch);
+        let run = crate::run(self.ctx, self.sink, &mut cell, watch, &*live);
+        let outcome = cell.probe.take_outcome();
+        drop(cell);
+        drop(stream);
+        drop(lp);
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Run(e)),
+        };
+        let Some(o) = outcome else {
+            return self.fail(ROUNDTRIP_LABEL, no_outcome());
+        };
+        let headline = run
+            .measurements
+            .iter()
+            .find(|m| m.metric == "roundtrip")
+            .cloned();
+        self.failed |= run.error.is_some();
+        let m = o.measured_frames();
+        self.entries.push(SuiteEntry {
+            underruns: Some(o.xruns + o.gaps),
+            note: match &run.error {
+                Some(e) => SuiteNote::RunError(e.clone()),
+                None => SuiteNote::Roundtrip {
+                    verdict: o.verdict_line(),
+                    frames: (m.count > 0).then(|| (m.mean, o.reported_frames())),
+                },
+            },
+            ..SuiteEntry::of_run(ROUNDTRIP_LABEL, &run, headline)
+        });
+    }
+
+    /// The Tessellation study's network audio, over loopback: needs nothing installed.
+    fn net(&mut self) {
+        if self.ctx.stopped() {
+            return self.entries.push(SuiteEntry::not_run(NET_LABEL));
+        }
+        let config = probes::net::NetConfig {
+            reference_duration: (self.plan.each / 4).max(Duration::from_secs(1)),
+            ..probes::net::NetConfig::new(self.plan.each)
+        };
+        let mut cell = Cell {
+            cells: Some(qos::CellPlan::default()),
+            ..self.cell(NetProbe::new(config), LoadSpec::default(), None)
+        };
+        let run = match crate::run(self.ctx, self.sink, &mut cell, None, &crate::Unobserved) {
+            Ok(run) => run,
+            Err(e) => return self.fail(NET_LABEL, SuiteFailure::Run(e)),
+        };
+        let Some(o) = cell.probe.take_outcome() else {
+            return self.fail(NET_LABEL, no_outcome());
+        };
+        let headline = o.measurements().into_iter().next();
+        self.failed |= run.status == RunStatus::Failed;
+        self.entries.push(SuiteEntry {
+            note: SuiteNote::Net(Box::new(o)),
+            ..SuiteEntry::of_run(NET_LABEL, &run, headline)
+        });
+    }
+}
+
+/// A probe that measured and kept no outcome (a bug).
+fn no_outcome() -> SuiteFailure {
+    SuiteFailure::Open("the probe measured but kept no outcome (a bug)".into())
+}

@@ -1,0 +1,172 @@
+//! The built-in studies' plans, without root: the experiments' cases as their presets
+//! design them, and the suite's choice of what runs given what this machine has.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use engine::jack_server::{ServerMode, ServerRequest};
+use probes::net::ReserveBy;
+
+use crate::experiment::ExperimentDesign;
+use crate::suite::{jitter_scenarios, SuitePlan};
+
+const ISOLATION: &str = include_str!("../../../../presets/tessellation2013.toml");
+const BANDWIDTH: &str = include_str!("../../../../presets/tessellation2013-bandwidth.toml");
+
+#[test]
+fn the_isolation_experiment_reads_its_four_cases_from_the_preset() {
+    let d = ExperimentDesign::from_preset(ISOLATION).unwrap();
+    assert_eq!(d.name, "tessellation2013");
+    assert_eq!(d.metric, "response_time");
+    assert!(!d.netns);
+    assert_eq!(d.link_mbps, None);
+    let labels: Vec<&str> = d.cases.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "alone, no cells",
+            "video + EP, no cells",
+            "alone, dedicated cell",
+            "video + EP in a best-effort cell, dedicated cell"
+        ]
+    );
+    let loads: Vec<&str> = d.cases.iter().map(|c| c.load.as_str()).collect();
+    assert_eq!(
+        loads,
+        ["none", "video+ep", "none", "video@others+ep@others"]
+    );
+    assert!(d.cases[..2]
+        .iter()
+        .all(|c| c.cells.is_empty() && c.host_cell.is_none()));
+    for c in &d.cases[2..] {
+        assert_eq!(
+            c.cells,
+            ["music=dedicated:cpus=1", "others=best-effort:policy=batch"]
+        );
+        assert_eq!(c.host_cell.as_deref(), Some("music"));
+        assert_eq!((c.reserve_mbps, c.reserve_by), (None, None));
+    }
+}
+
+#[test]
+fn the_isolation_experiment_moves_the_music_cell_to_the_cpu_asked_for() {
+    if engine::rt::online_cpus().len() < 2 {
+        eprintln!("skipped: the preset's music cell is on CPU 1");
+        return;
+    }
+    let d = ExperimentDesign::from_preset(ISOLATION).unwrap();
+    let cases = d.cases(Some(0), None).unwrap();
+    assert_eq!(cases.len(), 4);
+    let dedicated = &cases[3];
+    assert_eq!(dedicated.cells.host_cell.as_deref(), Some("music"));
+    let music = dedicated.cells.cells.get("music").unwrap();
+    assert_eq!(music.cpus, Some(vec![0]));
+    assert!(dedicated.cells.cells.get("others").unwrap().cpus.is_none());
+    assert!(cases.iter().all(|c| c.link.is_none()));
+    assert_eq!(cases[1].load.to_string(), "video+ep");
+}
+
+#[test]
+fn the_bandwidth_experiment_reads_its_reservations_from_the_preset() {
+    let d = ExperimentDesign::from_preset(BANDWIDTH).unwrap();
+    assert_eq!(d.metric, "end_to_end");
+    assert!(d.netns);
+    assert_eq!(d.link_mbps, Some(1000.0));
+    let design: Vec<(Option<f64>, Option<ReserveBy>)> = d
+        .cases
+        .iter()
+        .map(|c| (c.reserve_mbps, c.reserve_by))
+        .collect();
+    let (tc, service) = (Some(ReserveBy::Tc), Some(ReserveBy::Service));
+    assert_eq!(
+        design,
+        [
+            (None, tc),
+            (Some(240.0), tc),
+            (Some(150.0), tc),
+            (None, service),
+            (Some(240.0), service),
+            (Some(150.0), service)
+        ]
+    );
+    assert_eq!(d.cases[0].label, "no reservation (tc, one FIFO class)");
+    assert_eq!(d.cases[4].label, "240 Mbit/s reserved by mclock");
+    // The experiment's --link changes the capacity, not the reservations.
+    let cases = d.cases(None, Some(500.0)).unwrap();
+    let link = cases[1].link.unwrap();
+    assert_eq!(
+        (link.mbps, link.reserve_mbps, link.by),
+        (500.0, Some(240.0), ReserveBy::Tc)
+    );
+    assert!(cases.iter().all(|c| c.load.stream().is_some()));
+    assert_eq!(d.cases(None, None).unwrap()[0].link.unwrap().mbps, 1000.0);
+}
+
+#[test]
+fn a_preset_without_cases_is_refused_by_name() {
+    let e = ExperimentDesign::from_preset(
+        "name = \"x\"\nprobe = \"net\"\n[[report.table]]\nvalue = \"end_to_end.mean\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the experiment's preset x: no [sweep] case = [...] list"
+    );
+    let e = ExperimentDesign::from_preset(
+        &ISOLATION.replace("\"music\" }", "\"music\", reserve-by = \"x\" }"),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("reserve-by x: use tc or mclock"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_suite_skips_by_name_a_scenario_whose_load_cannot_start_here() {
+    let each = Duration::from_secs(2);
+    let labels: Vec<&str> = jitter_scenarios(each).iter().map(|s| s.0).collect();
+    assert_eq!(
+        labels,
+        [
+            "wake-up jitter, 2048 Hz, idle",
+            "3x32-frame fragments, 80% busy, CPU load",
+            "3x32-frame fragments, 80% busy, disk load"
+        ]
+    );
+    let plan = SuitePlan::new(
+        each,
+        PathBuf::from("/nonexistent/scratch"),
+        Some(7),
+        None,
+        jack(),
+    );
+    assert_eq!(plan.jitter.len(), 3);
+    assert_eq!(plan.jitter[0].skip, None, "the idle scenario needs nothing");
+    let disk = plan.jitter[2]
+        .skip
+        .as_deref()
+        .expect("no scratch directory");
+    assert!(disk.contains("/nonexistent/scratch"), "{disk}");
+    assert_eq!(plan.group, Some(7));
+    assert_eq!(plan.jack.mode, ServerMode::Auto);
+    // A usable scratch directory: the disk load is planned when its tool is here.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = SuitePlan::new(each, dir.path().to_path_buf(), None, None, jack());
+    assert_eq!(plan.jitter[0].skip, None);
+    if let Some(why) = &plan.jitter[2].skip {
+        assert!(!why.contains(&dir.path().display().to_string()), "{why}");
+    }
+}
+
+/// The suite's server: a running one, else a private dummy (none started here).
+fn jack() -> ServerRequest {
+    ServerRequest {
+        mode: ServerMode::Auto,
+        name: None,
+        rate_hz: None,
+        period_frames: None,
+        jackd: None,
+        start_timeout: Duration::from_secs(1),
+    }
+}

@@ -1,0 +1,50 @@
+//! `audiolat bench`: its flags (stage one) and the [`BenchConfig`] built from them
+//! (stage two).
+
+use std::time::Duration;
+
+use clap::Args;
+use dsp::bench::BenchConfig;
+
+use super::values::{parse_count_u32, parse_f64, parse_millis};
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Sample rate the period is timed at.
+    #[arg(long, value_name = "HZ", default_value_t = 44_100, value_parser = parse_count_u32)]
+    pub rate: u32,
+    /// Frames per period.
+    #[arg(long, value_name = "FRAMES", default_value_t = 128, value_parser = parse_count_u32)]
+    pub period: u32,
+    /// Share of the period the DSP may use when counting voices (e.g. 50%).
+    #[arg(long, value_name = "PERCENT", default_value = "50", value_parser = parse_load_target)]
+    pub target: f64,
+    /// Time spent on each kernel.
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_millis)]
+    pub each: Duration,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl BenchArgs {
+    /// Stage two: the benchmark's configuration (every value was checked by stage one).
+    pub fn config(&self) -> BenchConfig {
+        BenchConfig {
+            sample_rate_hz: self.rate,
+            period_frames: self.period as usize,
+            load_target: self.target / 100.0,
+            seconds_per_kernel: self.each.as_secs_f64(),
+        }
+    }
+}
+
+fn parse_load_target(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s.trim_end_matches('%'))?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(
+            "use a percentage of the period above 0 and at most 100 (e.g. --target 50)".into(),
+        );
+    }
+    Ok(v)
+}

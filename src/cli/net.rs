@@ -1,0 +1,344 @@
+//! `audiolat net` (both ends here): its flags and cells (stage one), and the
+//! [`NetConfig`] built from them (stage two). The two-machine roles and the study's
+//! experiments are in [`super::net_roles`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use engine::rt::Policy;
+use load::LoadSpec;
+use probes::net::NetConfig;
+
+use super::net_roles::NetRole;
+use super::policy::{parse_policy_name, policy, PolicyName};
+use super::values::{cpu_list, parse_f64, parse_i64, parse_load, parse_seconds};
+use super::UsageError;
+
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct NetArgs {
+    /// Run one end only (on two machines, or two namespaces): `respond` is the host,
+    /// `emulate` the controller. Without one, both run here over loopback.
+    #[command(subcommand)]
+    pub role: Option<NetRole>,
+    /// Measured time of the synth phase, after the warm-up.
+    #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Measured time of the reference phase first: a host that answers at once without
+    /// synthesis, so the synth's share shows against the network path's.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_seconds)]
+    pub reference: Duration,
+    /// Skip the reference phase.
+    #[arg(long, conflicts_with = "reference")]
+    pub no_reference: bool,
+    /// Warm-up of each phase, answered but not counted (the study's 1 s).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Pads pressed in the controlled input (0..32; each plays one synth object).
+    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
+    pub pads: usize,
+    /// The pressed pads' x (0..1: the width of the pitch distribution).
+    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub x: f32,
+    /// The pressed pads' y (0..1: which of the four pitch tables).
+    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub y: f32,
+    /// The pressed pads' pressure (0..1: the objects' amplitude).
+    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub pressure: f32,
+    /// Synth worker threads on the host (0: the network thread runs the synth).
+    #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
+    pub workers: usize,
+    /// How the host's network thread waits: block (sleep in recvmmsg), spin (poll
+    /// without blocking, as the study's runtime; takes a whole CPU) or periodic (poll,
+    /// then sched_yield: a time-triggered cell's jobs). Default: periodic in a
+    /// time-triggered cell, block otherwise (a spinning SCHED_FIFO thread is stopped 50 ms
+    /// a second by the kernel's RT throttling, even on a dedicated CPU).
+    #[arg(long, value_name = "MODE", value_parser = parse_poll)]
+    pub poll: Option<netaudio::host::PollMode>,
+    /// Scheduling policy of every thread of both ends.
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
+    pub policy: PolicyName,
+    /// Real-time priority for fifo/rr (1..99; default 70).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    pub priority: Option<i64>,
+    /// CPUs of the host's threads: the network thread takes the first, workers the next.
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
+    pub host_cpus: Option<String>,
+    /// CPUs of the controller's sender and receiver.
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
+    pub controller_cpus: Option<String>,
+    /// Background load (see jitter), plus video, flood[:mbit/s] (junk at the host's own
+    /// port) and stream[:mbit/s] (an abusive data stream to a sink beside the host,
+    /// sharing the link). `ep@others` runs an item in a cell.
+    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = parse_load)]
+    pub load: LoadSpec,
+    /// Run the two ends in two network namespaces joined by a veth pair (needs root)
+    /// instead of over loopback.
+    #[arg(long)]
+    pub netns: bool,
+    #[command(flatten)]
+    pub cells: CellArgs,
+    /// Shape the controller-to-host direction to this capacity (Mbit/s; 1G is 1000).
+    #[arg(long, value_name = "RATE", value_parser = parse_mbps)]
+    pub link: Option<f64>,
+    /// Guarantee the audio flow this much of the link (Mbit/s).
+    #[arg(long, value_name = "RATE", value_parser = parse_mbps, requires = "link")]
+    pub reserve: Option<f64>,
+    /// Who shapes the link and keeps the reservation: tc (the kernel's HTB on the veth
+    /// link; needs --netns) or mclock (audiolat's own user-level network service: FIFO
+    /// without --reserve, mClock with).
+    #[arg(long, value_name = "HOW", default_value = "tc", value_parser = parse_reserve_by)]
+    pub reserve_by: probes::net::ReserveBy,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `audiolat net` runs, built once from its flags (stage two).
+#[derive(Debug, Clone)]
+pub struct NetRequest {
+    /// The cells of `--cell` and `--cells`.
+    pub cells: qos::CellSet,
+    /// The measurement, with the load's flood rate.
+    pub config: NetConfig,
+}
+
+impl NetArgs {
+    /// Stage two: the cells and the checked configuration, with the flood the load asks
+    /// for.
+    pub fn request(&self) -> Result<NetRequest, UsageError> {
+        let cells = self.cells.cell_set()?;
+        let mut config = self.config(&cells)?;
+        config.flood_mbps = self.load.flood_mbps();
+        Ok(NetRequest { cells, config })
+    }
+
+    /// The configuration from the flags, checked against `cells` and the machine (root
+    /// for `--netns`, `ip` and `tc` installed), without the load's flood.
+    pub fn config(&self, cells: &qos::CellSet) -> Result<NetConfig, UsageError> {
+        use netaudio::host::PollMode;
+        use qos::CellKind;
+        let host_kind = self
+            .cells
+            .host_cell
+            .as_deref()
+            .and_then(|h| cells.get(h))
+            .map(|c| c.kind);
+        if host_kind.is_some() && (self.host_cpus.is_some() || self.priority.is_some()) {
+            return Err(UsageError(
+                "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
+            ));
+        }
+        // A dedicated cell blocks by default: a SCHED_FIFO thread that spins is stopped
+        // for 50 ms a second by the kernel's RT throttling (sched_rt_runtime_us).
+        let poll = self.poll.unwrap_or(match host_kind {
+            Some(CellKind::TimeTriggered) => PollMode::Periodic,
+            _ => PollMode::Block,
+        });
+        if let (Some(link), Some(reserve)) = (self.link, self.reserve) {
+            if reserve > link {
+                return Err(UsageError(format!(
+                    "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
+                    reserve - link
+                )));
+            }
+        }
+        // SAFETY: geteuid has no preconditions.
+        if self.netns && unsafe { libc::geteuid() } != 0 {
+            return Err(UsageError(
+                "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
+            ));
+        }
+        let shaped = self.link.is_some() && self.reserve_by == probes::net::ReserveBy::Tc;
+        for (tool, wanted) in [("ip", self.netns), ("tc", self.netns && shaped)] {
+            if wanted && load::find_in_path(tool).is_none() {
+                return Err(UsageError(format!(
+                    "--netns needs `{tool}`, which is not installed: install the iproute2 package (apt install iproute2)"
+                )));
+            }
+        }
+        if self.link.is_some() && self.reserve_by == probes::net::ReserveBy::Tc && !self.netns {
+            return Err(UsageError(
+                "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),
+            ));
+        }
+        if self
+            .load
+            .items
+            .iter()
+            .any(|i| matches!(i, load::LoadItem::Flood { .. }))
+            && self
+                .load
+                .cell_of(&load::LoadItem::Flood { mbps: None })
+                .is_some()
+        {
+            return Err(UsageError(
+                "flood runs on a thread of audiolat's own, in no cell: leave out its @cell".into(),
+            ));
+        }
+        let stream = self.load.stream().map(|mbps| probes::net::StreamConfig {
+            mbps,
+            sink_groups: Vec::new(),
+        });
+        Ok(probes::net::NetConfig {
+            duration: self.duration,
+            reference_duration: if self.no_reference {
+                std::time::Duration::ZERO
+            } else {
+                self.reference
+            },
+            warmup: self.warmup,
+            input: netaudio::controller::fixed_input(self.pads, self.x, self.y, self.pressure),
+            workers: self.workers,
+            poll,
+            policy: net_policy(self)?,
+            host_cpus: cpu_list("--host-cpus", &self.host_cpus)?,
+            controller_cpus: cpu_list("--controller-cpus", &self.controller_cpus)?,
+            flood_mbps: None,
+            netns: self.netns,
+            host_cell: None,
+            link: self.link.map(|mbps| probes::net::LinkShaping {
+                mbps,
+                reserve_mbps: self.reserve,
+                by: self.reserve_by,
+            }),
+            stream,
+        })
+    }
+}
+
+/// Cells: named sets of threads with guaranteed resources.
+#[derive(Debug, Clone, Args, Default)]
+pub struct CellArgs {
+    /// A cell (repeat for more): NAME=KIND[:key=value,...]. KIND is dedicated (exclusive
+    /// CPUs, SCHED_FIFO), time-triggered or event-triggered (SCHED_DEADLINE) or
+    /// best-effort (other, batch or idle on the CPUs left over); keys cpus, priority,
+    /// policy, nice, runtime, deadline, period, bandwidth. E.g.
+    /// music=dedicated:cpus=1 others=best-effort:policy=batch.
+    #[arg(long = "cell", value_name = "SPEC")]
+    pub cell: Vec<String>,
+    /// Cells from a TOML file: [cell.NAME] tables with the same keys.
+    #[arg(long = "cells", value_name = "FILE")]
+    pub cells_file: Option<PathBuf>,
+    /// The cell the host's runtime (network thread and synth workers) runs in.
+    #[arg(long, value_name = "NAME")]
+    pub host_cell: Option<String>,
+}
+
+impl CellArgs {
+    /// The cell set the flags and file describe.
+    pub fn cell_set(&self) -> Result<qos::CellSet, UsageError> {
+        let mut set = match &self.cells_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?;
+                qos::CellSet::from_toml(&text)
+                    .map_err(|e| UsageError(format!("--cells {}: {e}", path.display())))?
+            }
+            None => qos::CellSet::default(),
+        };
+        for flag in &self.cell {
+            let cell =
+                qos::CellSet::parse_flag(flag).map_err(|e| UsageError(format!("--cell: {e}")))?;
+            set.push(cell)
+                .map_err(|e| UsageError(format!("--cell: {e}")))?;
+        }
+        if let Some(h) = &self.host_cell {
+            if set.get(h).is_none() {
+                return Err(UsageError(format!(
+                    "--host-cell {h}: no such cell; define it with --cell {h}=KIND:... or in --cells"
+                )));
+            }
+        }
+        Ok(set)
+    }
+}
+
+pub(super) fn parse_mbps(s: &str) -> Result<f64, String> {
+    qos::parse_mbps(s)
+}
+
+pub(super) fn parse_reserve_by(s: &str) -> Result<probes::net::ReserveBy, String> {
+    match s {
+        "tc" => Ok(probes::net::ReserveBy::Tc),
+        "mclock" => Ok(probes::net::ReserveBy::Service),
+        _ => Err("use tc or mclock".into()),
+    }
+}
+
+pub(super) fn parse_pads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= 32 => Ok(n),
+        _ => Err("use 0 to 32 pads (the controller has 32)".into()),
+    }
+}
+
+pub(super) fn parse_unit(s: &str) -> Result<f32, String> {
+    let v = parse_f64(s)?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err("use a value from 0 to 1".into());
+    }
+    Ok(v as f32)
+}
+
+pub(super) fn parse_workers(s: &str) -> Result<usize, String> {
+    let cpus = engine::rt::online_cpus().len().max(1);
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= cpus => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} workers on {cpus} CPUs would spin against each other: use 0 to {cpus} (each worker spins on a CPU of its own while it waits)"
+        )),
+        Err(_) => Err("use a whole number of worker threads, 0 or more".into()),
+    }
+}
+
+pub(super) fn parse_poll(s: &str) -> Result<netaudio::host::PollMode, String> {
+    match s {
+        "block" => Ok(netaudio::host::PollMode::Block),
+        "spin" => Ok(netaudio::host::PollMode::Spin),
+        "periodic" => Ok(netaudio::host::PollMode::Periodic),
+        _ => Err("use block, spin or periodic".into()),
+    }
+}
+
+/// The scheduling policy of `audiolat net`'s threads.
+pub fn net_policy(a: &NetArgs) -> Result<Policy, UsageError> {
+    thread_policy(a.policy, a.priority)
+}
+
+/// The scheduling policy of one end's threads.
+pub fn thread_policy(name: PolicyName, priority: Option<i64>) -> Result<Policy, UsageError> {
+    let a = NetPolicyArgs {
+        policy: name,
+        priority,
+    };
+    if a.policy == PolicyName::Deadline {
+        return Err(UsageError(
+            "--policy deadline is not for net's threads (they poll or wait on packets, not on a period): use fifo, rr or other".into(),
+        ));
+    }
+    policy(
+        a.policy,
+        a.priority.or(match a.policy {
+            PolicyName::Fifo | PolicyName::Rr => Some(70),
+            _ => None,
+        }),
+        1_000_000,
+        0.0,
+        None,
+        None,
+    )
+}
+
+struct NetPolicyArgs {
+    policy: PolicyName,
+    priority: Option<i64>,
+}

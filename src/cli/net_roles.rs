@@ -1,0 +1,255 @@
+//! `audiolat net`'s subcommands: one end of a two-machine run (`respond`, `emulate`) and
+//! the Tessellation study's experiments. Their flags (stage one), and each end's
+//! configuration (stage two).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use netaudio::controller::{self, ControllerConfig};
+use netaudio::host::HostConfig;
+
+use super::net::{parse_mbps, parse_pads, parse_poll, parse_unit, parse_workers, thread_policy};
+use super::policy::{parse_policy_name, PolicyName};
+use super::values::{cpu_list, parse_i64, parse_seconds};
+use super::UsageError;
+
+/// Which of the study's experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Experiment {
+    /// Figure 7: the music application alone and with video players and EP beside it,
+    /// without cells and with a dedicated cell.
+    Isolation,
+    /// Figure 8: an abusive stream on the link, with no reservation and with 240 and 150
+    /// Mbit/s reserved, by tc and by mClock (root: two network namespaces).
+    Bandwidth,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExperimentArgs {
+    /// isolation (Figure 7) or bandwidth (Figure 8).
+    #[arg(value_enum)]
+    pub which: Experiment,
+    /// Measured time of each run, after its warm-up (the study's: 3 minutes).
+    #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Warm-up of each run.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// CPU of the music application's dedicated cell (default: the last online CPU).
+    #[arg(long, value_name = "CPU", allow_hyphen_values = true, value_parser = parse_count_or_zero)]
+    pub cpu: Option<usize>,
+    /// The link's capacity in the bandwidth experiment (Mbit/s; the study's 1G).
+    #[arg(long, value_name = "RATE", default_value = "1000", value_parser = parse_mbps)]
+    pub link: f64,
+    /// Who reserves in the bandwidth experiment: tc, mclock or both.
+    #[arg(long, value_name = "HOW", default_value = "both", value_parser = ["tc", "mclock", "both"])]
+    pub by: String,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl RespondArgs {
+    /// Stage two: the host's configuration, its threads' policy and CPUs checked, and a
+    /// host away from loopback told which controller to answer.
+    pub fn host_config(&self) -> Result<HostConfig, UsageError> {
+        let policy = thread_policy(self.threads.policy, self.threads.priority)?;
+        let cpus = cpu_list("--cpus", &self.threads.cpus)?;
+        if !self.bind.ip().is_loopback() && self.peer.is_none() {
+            return Err(UsageError(format!(
+                "--bind {}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)",
+                self.bind
+            )));
+        }
+        Ok(HostConfig {
+            peer: self.peer,
+            synth: !self.no_synth,
+            workers: self.workers,
+            policy,
+            cpus,
+            groups: Vec::new(),
+            poll: self.poll,
+            count_from_ns: 0,
+            warmup_after_first_ns: self.warmup.as_nanos() as u64,
+        })
+    }
+}
+
+impl EmulateArgs {
+    /// Stage two: the controller's configuration, its threads' policy and CPUs checked,
+    /// and the host named by an address and a port.
+    pub fn controller_config(&self) -> Result<ControllerConfig, UsageError> {
+        let policy = thread_policy(self.threads.policy, self.threads.priority)?;
+        let cpus = cpu_list("--cpus", &self.threads.cpus)?;
+        if self.host.ip().is_unspecified() || self.host.port() == 0 {
+            return Err(UsageError(format!(
+                "--host {}: name the host's address and port, e.g. 127.0.0.1:9700",
+                self.host
+            )));
+        }
+        Ok(ControllerConfig {
+            host: self.host,
+            input: controller::fixed_input(self.pads, self.x, self.y, self.pressure),
+            blocks: netaudio::blocks_in(self.duration),
+            warmup_blocks: netaudio::blocks_in(self.warmup),
+            drain_ns: 100_000_000,
+            policy,
+            cpus,
+        })
+    }
+}
+
+fn parse_count_or_zero(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("'{s}' is not a CPU number"))
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum NetRole {
+    /// Run one of the study's experiments end to end, every run stored, and print its
+    /// figure's statistics beside the study's.
+    Experiment(ExperimentArgs),
+    /// The host: answer a controller's blocks with the Migrator synth, timing t2 - t1.
+    Respond(RespondArgs),
+    /// The controller: stream the controlled input at the real rate to a host and time
+    /// its answers (tf - t0) and the sender's own pacing.
+    Emulate(EmulateArgs),
+}
+
+/// Options shared by both ends: threads.
+#[derive(Debug, Clone, Args)]
+pub struct NetThreadArgs {
+    /// Scheduling policy of this end's threads.
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
+    pub policy: PolicyName,
+    /// Real-time priority for fifo/rr (1..99; default 70).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    pub priority: Option<i64>,
+    /// CPUs of this end's threads (the first for the network or sender thread).
+    #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RespondArgs {
+    /// Address to listen on (loopback unless told otherwise).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9700")]
+    pub bind: std::net::SocketAddr,
+    /// The controller to answer; others are counted and dropped. Required when --bind is
+    /// not a loopback address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub peer: Option<std::net::SocketAddr>,
+    /// Serve for this long (default: until Ctrl-C).
+    #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Blocks in the first part of this are answered but not counted.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Answer silence at once, without the synth (the reference host).
+    #[arg(long)]
+    pub no_synth: bool,
+    /// Synth worker threads (0: the network thread runs the synth).
+    #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
+    pub workers: usize,
+    /// How the network thread waits: block or spin.
+    #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
+    pub poll: netaudio::host::PollMode,
+    #[command(flatten)]
+    pub threads: NetThreadArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EmulateArgs {
+    /// The host's address (where `audiolat net respond` listens).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9700")]
+    pub host: std::net::SocketAddr,
+    /// Local address to send from (its port is what the host's --peer names).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9701")]
+    pub bind: std::net::SocketAddr,
+    /// Measured time, after the warm-up.
+    #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Warm-up, sent but not counted.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
+    pub warmup: Duration,
+    /// Pads pressed (0..32).
+    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
+    pub pads: usize,
+    /// The pressed pads' x (0..1).
+    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub x: f32,
+    /// The pressed pads' y (0..1).
+    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub y: f32,
+    /// The pressed pads' pressure (0..1).
+    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub pressure: f32,
+    #[command(flatten)]
+    pub threads: NetThreadArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command, NetRole};
+
+    fn role(args: &[&str]) -> NetRole {
+        let cli = Cli::try_parse_from(args).expect("the flags parse");
+        match cli.command {
+            Command::Net(a) => a.role.expect("a role"),
+            other => panic!("not net: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_away_from_loopback_needs_its_peer() {
+        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--bind", "10.0.0.1:9700"])
+        else {
+            panic!("not respond")
+        };
+        let e = r.host_config().unwrap_err();
+        assert!(
+            e.0.starts_with("--bind 10.0.0.1:9700: away from loopback"),
+            "{e}"
+        );
+        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--no-synth"]) else {
+            panic!("not respond")
+        };
+        let c = r.host_config().unwrap();
+        assert!(!c.synth);
+        assert_eq!(c.warmup_after_first_ns, 1_000_000_000);
+    }
+
+    #[test]
+    fn a_controller_names_its_host() {
+        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "--host", "0.0.0.0:9700"])
+        else {
+            panic!("not emulate")
+        };
+        assert!(e.controller_config().is_err());
+        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "-D", "2s"]) else {
+            panic!("not emulate")
+        };
+        let c = e.controller_config().unwrap();
+        assert_eq!(
+            c.blocks,
+            netaudio::blocks_in(std::time::Duration::from_secs(2))
+        );
+    }
+}

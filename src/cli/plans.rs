@@ -1,0 +1,106 @@
+//! The commands that run several probes as one group: `suite`, `run` (a plan file) and
+//! `reproduce` (a study's preset plan). Their flags (stage one).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::values::parse_seconds;
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// Seconds per probe run.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub each: Duration,
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// How a plan runs (shared by `run` and `reproduce`).
+#[derive(Debug, Clone, Args)]
+pub struct PlanRunArgs {
+    /// Continue an interrupted plan run: the latest unfinished one of this plan, or the
+    /// plan run (group) given. Cells already stored complete are skipped.
+    #[arg(long, value_name = "GROUP", num_args = 0..=1, default_missing_value = "latest",
+          value_parser = parse_resume)]
+    pub resume: Option<Resume>,
+    /// Check the plan and list its cells in run order; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write the report here (default: audiolat-report-plan-GROUP.html beside the
+    /// database).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_report")]
+    pub report: Option<PathBuf>,
+    /// Write no HTML report (the terminal tables are still printed).
+    #[arg(long)]
+    pub no_report: bool,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Which plan run to resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// The latest unfinished plan run of the same plan.
+    Latest,
+    /// This group.
+    Group(i64),
+}
+
+fn parse_resume(s: &str) -> Result<Resume, String> {
+    if s == "latest" {
+        return Ok(Resume::Latest);
+    }
+    s.parse::<i64>()
+        .ok()
+        .filter(|g| *g > 0)
+        .map(Resume::Group)
+        .ok_or_else(|| format!("'{s}': give a plan run's group id (`audiolat runs` shows it), or no value for the latest"))
+}
+
+#[derive(Debug, Args)]
+pub struct RunPlanArgs {
+    /// The plan file (TOML; `audiolat reproduce bbb2014 --print` shows one).
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub run: PlanRunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// The study: bbb2014, macmillan2001, tessellation2013 or latencytest1999.
+    #[arg(value_name = "STUDY", value_parser = parse_study)]
+    pub study: String,
+    /// The few-minute variant (fewer repeats and triggers, shorter runs).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the preset's plan (TOML) and exit: save it, edit it, `audiolat run` it.
+    #[arg(long)]
+    pub print: bool,
+    #[command(flatten)]
+    pub run: PlanRunArgs,
+}
+
+fn parse_study(s: &str) -> Result<String, String> {
+    if crate::presets::names().contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not a study audiolat reproduces: use {}",
+            crate::presets::names().join(", ")
+        ))
+    }
+}

@@ -1,0 +1,122 @@
+//! `audiolat roundtrip` and `audiolat loop`: their flags (stage one).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use load::LoadSpec;
+
+use super::audio::AudioArgs;
+use super::values::{
+    parse_count_u32, parse_f64, parse_loads, parse_seconds, parse_u32_any, ListOf,
+};
+
+#[derive(Debug, Clone, Args)]
+pub struct RoundtripArgs {
+    #[command(flatten)]
+    pub audio: AudioArgs,
+    /// ALSA capture device (full duplex; default: the playback device).
+    #[arg(long, value_name = "DEVICE")]
+    pub capture_device: Option<String>,
+    /// JACK ports audiolat's output goes to (the start of a cable).
+    #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
+    pub playback: Vec<String>,
+    /// JACK port audiolat's input listens to (the end of the cable). Without it, audiolat
+    /// closes the loop itself with a software loop client in the server.
+    #[arg(long, value_name = "PORT")]
+    pub capture: Option<String>,
+    /// Virtual card: the cable's delay in frames (fractional allowed).
+    #[arg(long, value_name = "FRAMES", default_value_t = 0.0, allow_hyphen_values = true,
+          value_parser = parse_frames_f64)]
+    pub cable_delay: f64,
+    /// Virtual card: the cable's gain (negative inverts polarity).
+    #[arg(long, value_name = "GAIN", default_value_t = 1.0, allow_hyphen_values = true,
+          value_parser = parse_gain)]
+    pub cable_gain: f32,
+    /// Virtual card: no cable (the input hears silence).
+    #[arg(long)]
+    pub no_cable: bool,
+    /// Delay audiolat's own output by N frames: a delay element in the loop, so the
+    /// method can prove itself (the result must grow by exactly N).
+    #[arg(long, value_name = "FRAMES", default_value_t = 0, allow_hyphen_values = true,
+          value_parser = parse_u32_any)]
+    pub insert_delay: u32,
+    /// Time to measure with the multi-tone (after the clicks).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub duration: Duration,
+    /// Periods between two multi-tone estimates (default: one per tone period).
+    #[arg(long, value_name = "PERIODS", value_parser = parse_count_u32)]
+    pub every: Option<u32>,
+    /// Clicks sent first (the study's impulse onset count).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_u32_any)]
+    pub impulses: u32,
+    /// Peak level of the test signals (full scale is 1.0).
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.5, value_parser = parse_level)]
+    pub level: f32,
+    /// The longest loop expected, in frames (default: the stream's latencies plus 2048).
+    #[arg(long, value_name = "FRAMES", allow_hyphen_values = true, value_parser = parse_frames_f64)]
+    pub max_delay: Option<f64>,
+    /// Background load; a comma list sweeps them.
+    #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]
+    pub load: ListOf<LoadSpec>,
+    /// Repeat every configuration this many times.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count_u32)]
+    pub repeat: u32,
+    /// Step down through periods (--period's list, or 2048 down to the backend's
+    /// smallest), each for --duration under --load, and report the smallest buffer with
+    /// no under-run and its round trip (the study's trial of buffer settings, automated).
+    #[arg(long)]
+    pub find_min_buffer: bool,
+    /// Background-load scratch directory for io (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LoopArgs {
+    /// Frames the loop adds.
+    #[arg(long, value_name = "FRAMES", default_value_t = 0, value_parser = parse_u32_any)]
+    pub delay: u32,
+    /// JACK server name (default: $JACK_DEFAULT_SERVER or "default").
+    #[arg(long, value_name = "NAME")]
+    pub server_name: Option<String>,
+    /// The loop client's name.
+    #[arg(long, value_name = "NAME", default_value = "audiolat-loop")]
+    pub name: String,
+    /// Connect the loop's input from this port.
+    #[arg(long, value_name = "PORT")]
+    pub from: Option<String>,
+    /// Connect the loop's output to this port.
+    #[arg(long, value_name = "PORT")]
+    pub to: Option<String>,
+}
+
+fn parse_frames_f64(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if !(0.0..=1_000_000.0).contains(&v) {
+        return Err("use a number of frames from 0 to 1000000".into());
+    }
+    Ok(v)
+}
+
+fn parse_gain(s: &str) -> Result<f32, String> {
+    let v = parse_f64(s)?;
+    if v.abs() > 100.0 {
+        return Err("use a gain from -100 to 100 (1 is unity, negative inverts)".into());
+    }
+    Ok(v as f32)
+}
+
+fn parse_level(s: &str) -> Result<f32, String> {
+    let v = parse_f64(s)?;
+    if !(v > 0.0 && v <= 1.0) {
+        return Err("use a peak level above 0 and at most 1.0 (full scale), e.g. 0.5".into());
+    }
+    Ok(v as f32)
+}

@@ -1,0 +1,235 @@
+//! The commands that read the store (`runs`, `show`, `export`, `report`, `compare`):
+//! their flags (stage one) and the queries built from them (stage two).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// What a report or comparison is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// One run.
+    Run(RunRef),
+    /// A group of runs (a plan run, a suite, a sweep).
+    Group(i64),
+}
+
+fn parse_subject(s: &str) -> Result<Subject, String> {
+    if let Some(g) = s.strip_prefix("group:").or_else(|| s.strip_prefix("plan:")) {
+        return g
+            .parse::<i64>()
+            .ok()
+            .filter(|g| *g > 0)
+            .map(Subject::Group)
+            .ok_or_else(|| format!("'{s}': give a group id, e.g. group:3"));
+    }
+    parse_run_ref(s)
+        .map(Subject::Run)
+        .map_err(|_| format!("'{s}': give a run id, `last`, or group:ID for a plan run or suite"))
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// What to report: run ids, `last`, or group:ID (a plan run, suite or sweep).
+    /// Default: the latest group.
+    #[arg(value_name = "WHAT", value_parser = parse_subject)]
+    pub subjects: Vec<Subject>,
+    /// Where to write the HTML (default: audiolat-report-....html beside the database).
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Also print the terminal tables.
+    #[arg(long)]
+    pub print: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run id, `last`, or group:ID.
+    #[arg(value_parser = parse_subject)]
+    pub a: Subject,
+    /// The other: a run id, `last`, or group:ID.
+    #[arg(value_parser = parse_subject)]
+    pub b: Subject,
+    /// Compare this metric (repeatable; default: each probe's main one, e.g.
+    /// event_latency, wakeup_latency, roundtrip, response_time).
+    #[arg(long, value_name = "METRIC", conflicts_with = "all_metrics")]
+    pub metric: Vec<String>,
+    /// Compare every metric the runs have.
+    #[arg(long)]
+    pub all_metrics: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs of this probe.
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Only runs with this status (running, complete, interrupted, failed).
+    #[arg(long, value_parser = parse_status)]
+    pub status: Option<results::RunStatus>,
+    /// Only runs of this group (e.g. one suite).
+    #[arg(long)]
+    pub group: Option<i64>,
+    /// At most this many.
+    #[arg(long, short = 'n', default_value_t = 20)]
+    pub limit: usize,
+    /// List groups (suites, sweeps, plan runs) instead of runs: the ids `report group:N`
+    /// and `compare group:A group:B` take.
+    #[arg(long, conflicts_with_all = ["probe", "status", "group"])]
+    pub groups: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RunsArgs {
+    /// Stage two: the store query the filter flags ask for.
+    pub fn filter(&self) -> results::RunFilter {
+        results::RunFilter {
+            probe: self.probe.clone(),
+            group_id: self.group,
+            status: self.status,
+            limit: Some(self.limit),
+        }
+    }
+}
+
+/// Which metrics `compare` compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricChoice {
+    /// Every metric the runs have (`--all-metrics`).
+    All,
+    /// Each probe's main one (no `--metric`).
+    Headline,
+    /// These (`--metric`, repeated).
+    These(Vec<String>),
+}
+
+impl CompareArgs {
+    /// Stage two: which metrics to compare.
+    pub fn metrics(&self) -> MetricChoice {
+        if self.all_metrics {
+            MetricChoice::All
+        } else if self.metric.is_empty() {
+            MetricChoice::Headline
+        } else {
+            MetricChoice::These(self.metric.clone())
+        }
+    }
+}
+
+/// A run id, or `last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    Id(i64),
+    Last,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Run id, or `last`.
+    #[arg(value_parser = parse_run_ref)]
+    pub run: RunRef,
+    /// Events to list.
+    #[arg(long, default_value_t = 10)]
+    pub events: usize,
+    /// Print JSON (the same document as `export --format json`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// The whole run: metadata, measurements with histogram buckets, events, series.
+    Json,
+    /// One row per measurement with its summary.
+    Csv,
+    /// HdrHistogram interval log (one tagged histogram per measurement).
+    Hdr,
+    /// cyclictest's -h histogram text of a jitter run's wake-up latency, up to its last
+    /// used µs bucket.
+    Cyclictest,
+    /// One CSV row per trigger of an event run, with its latency decomposition.
+    Triggers,
+    /// The run's series (e.g. a round trip's every window and click) as CSV blocks.
+    Series,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Run id, or `last`.
+    #[arg(value_parser = parse_run_ref)]
+    pub run: RunRef,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value = "json")]
+    pub format: ExportFormat,
+    /// Write here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_status(s: &str) -> Result<results::RunStatus, String> {
+    results::RunStatus::parse(s).ok_or_else(|| {
+        format!("unknown status '{s}': use running, complete, interrupted or failed")
+    })
+}
+
+fn parse_run_ref(s: &str) -> Result<RunRef, String> {
+    if s == "last" {
+        return Ok(RunRef::Last);
+    }
+    s.parse::<i64>()
+        .ok()
+        .filter(|v| *v > 0)
+        .map(RunRef::Id)
+        .ok_or_else(|| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::MetricChoice;
+    use crate::cli::{Cli, Command};
+
+    fn metrics(args: &[&str]) -> MetricChoice {
+        match Cli::try_parse_from(args).expect("the flags parse").command {
+            Command::Compare(a) => a.metrics(),
+            other => panic!("not compare: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn compare_metrics() {
+        assert_eq!(
+            metrics(&["audiolat", "compare", "1", "2"]),
+            MetricChoice::Headline
+        );
+        assert_eq!(
+            metrics(&["audiolat", "compare", "1", "2", "--all-metrics"]),
+            MetricChoice::All
+        );
+        assert_eq!(
+            metrics(&["audiolat", "compare", "1", "2", "--metric", "a", "--metric", "b"]),
+            MetricChoice::These(vec!["a".into(), "b".into()])
+        );
+    }
+
+    #[test]
+    fn runs_filter() {
+        let Command::Runs(a) =
+            Cli::try_parse_from(["audiolat", "runs", "--probe", "jitter", "-n", "3"])
+                .expect("the flags parse")
+                .command
+        else {
+            panic!("not runs")
+        };
+        let f = a.filter();
+        assert_eq!(f.probe.as_deref(), Some("jitter"));
+        assert_eq!(f.limit, Some(3));
+        assert_eq!(f.group_id, None);
+    }
+}

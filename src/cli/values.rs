@@ -1,0 +1,147 @@
+//! Stage one's value parsers shared by several commands: numbers, counts, durations,
+//! loads and comma lists. Each checks one flag's value alone and says what to type instead.
+//! Also [`cpu_list`], the CPU-list check stage two shares (it reads the online CPUs).
+
+use std::time::Duration;
+
+use load::LoadSpec;
+
+/// A comma-separated list of values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListOf<T>(pub Vec<T>);
+
+pub(super) fn parse_list<T>(
+    s: &str,
+    what: &str,
+    f: impl Fn(&str) -> Result<T, String>,
+) -> Result<ListOf<T>, String> {
+    let items: Vec<&str> = s.split(',').map(str::trim).collect();
+    if items.iter().any(|i| i.is_empty()) {
+        return Err(format!("'{s}': an empty item in the {what} list"));
+    }
+    items
+        .into_iter()
+        .map(f)
+        .collect::<Result<Vec<_>, _>>()
+        .map(ListOf)
+}
+
+pub(super) fn parse_loads(s: &str) -> Result<ListOf<LoadSpec>, String> {
+    parse_list(s, "load", parse_load)
+}
+
+pub(super) fn parse_millis(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "ms")
+}
+
+pub(super) fn parse_u32_any(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if (0..=u32::MAX as i128).contains(&v) => Ok(v as u32),
+        Ok(_) => Err("use a whole number of 0 or more".into()),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+pub(super) fn parse_f64(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("'{s}' is not a number"))
+}
+
+pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if v <= 0.0 {
+        return Err("the rate must be a positive number of Hz (e.g. --rate 2048)".into());
+    }
+    Ok(v)
+}
+
+pub(super) fn parse_percent(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if !(0.0..100.0).contains(&v) {
+        return Err("use a percentage from 0 up to, not including, 100 (e.g. --busy 80)".into());
+    }
+    Ok(v)
+}
+
+pub(super) fn parse_i64(s: &str) -> Result<i64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number"))
+}
+
+pub(super) fn parse_count_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if v >= 1 && v <= u64::MAX as i128 => Ok(v as u64),
+        Ok(_) => Err("use a whole number of at least 1".into()),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+pub(super) fn parse_count_u32(s: &str) -> Result<u32, String> {
+    let v = parse_count_u64(s)?;
+    u32::try_from(v).map_err(|_| "too large".into())
+}
+
+pub use engine::clock::parse_duration;
+
+pub(super) fn parse_seconds(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "s")
+}
+
+pub(super) fn parse_micros(s: &str) -> Result<Duration, String> {
+    parse_duration(s, "us")
+}
+
+pub(super) fn parse_load(s: &str) -> Result<LoadSpec, String> {
+    s.parse::<LoadSpec>().map_err(|e| e.to_string())
+}
+
+/// A CPU-list flag's value read against the online CPUs (`None` when the flag is absent).
+pub fn cpu_list(
+    flag: &str,
+    list: &Option<String>,
+) -> Result<Option<Vec<usize>>, super::UsageError> {
+    use super::UsageError;
+    match list {
+        None => Ok(None),
+        Some(l) => {
+            let parsed = engine::rt::parse_online_cpu_list(l)
+                .map_err(|e| UsageError(format!("{flag} {l}: {e}")))?;
+            if parsed.is_empty() {
+                return Err(UsageError(format!(
+                    "{flag} is empty: give CPUs like 1 or 0-3,6, or leave the flag out"
+                )));
+            }
+            Ok(Some(parsed))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s", "s").unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            parse_duration("500ms", "s").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            parse_duration("488", "us").unwrap(),
+            Duration::from_micros(488)
+        );
+        assert_eq!(
+            parse_duration("1.5m", "s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert!(parse_duration("-1s", "s").is_err());
+        assert!(parse_duration("0", "s").is_err());
+        assert!(parse_duration("10 parsecs", "s").is_err());
+        assert!(parse_duration("abc", "s").is_err());
+    }
+}

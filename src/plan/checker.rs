@@ -1,0 +1,109 @@
+//! The plan's questions answered by clap's own definition of the commands.
+
+use std::cell::OnceCell;
+
+use clap::{CommandFactory, Parser};
+use engine::jack_server::ServerMode;
+use runner::plan::{CellChecker, CellCommand, CellRefusal, Flag, ServerKey};
+
+use crate::cli::{Cli, Command};
+
+/// A plan's cells checked as the CLI would: parsed by clap, then the probe's own checks
+/// ([`check_plan_cell`](crate::commands::plans::check_plan_cell)).
+#[derive(Debug, Default)]
+pub struct CliCells {
+    /// Whether a JACK server answers under the default name, asked once per plan.
+    default_running: OnceCell<bool>,
+}
+
+impl CliCells {
+    /// A cell's command line parsed by clap (its message as one line when refused).
+    pub fn parse(command: &CellCommand) -> Result<Cli, CellRefusal> {
+        Cli::try_parse_from(std::iter::once("audiolat".to_string()).chain(command.argv()))
+            .map_err(|e| CellRefusal::NotACommandLine(clap_message(&e)))
+    }
+}
+
+impl CellChecker for CliCells {
+    fn flags(&self, probe: &str) -> Vec<Flag> {
+        let cmd = Cli::command();
+        let Some(sub) = cmd.find_subcommand(probe) else {
+            return Vec::new();
+        };
+        sub.get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| {
+                a.get_long().map(|l| Flag {
+                    name: l.to_string(),
+                    takes_value: a.get_action().takes_values(),
+                    repeated: matches!(a.get_action(), clap::ArgAction::Append),
+                })
+            })
+            .collect()
+    }
+
+    fn takes_quiet(&self, probe: &str) -> bool {
+        Cli::command()
+            .find_subcommand(probe)
+            .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some("quiet")))
+    }
+
+    fn check(&self, command: &CellCommand) -> Result<Option<ServerKey>, CellRefusal> {
+        let cli = CliCells::parse(command)?;
+        crate::commands::plans::check_plan_cell(&cli).map_err(CellRefusal::CannotRun)?;
+        Ok(server_key(&cli, &self.default_running))
+    }
+}
+
+/// The server a cell's process would start for itself, which the runner starts once for
+/// all the cells that share it: JACK and ALSA's jack PCM on a private server.
+/// `default_running` asks (once per plan) whether a JACK server answers under the
+/// default name, which `--server auto` cells use instead.
+fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> {
+    let (audio, purpose) = match &cli.command {
+        Command::Event(a) => (&a.audio, crate::audio::event_purpose(a)),
+        Command::Roundtrip(a) => (&a.audio, crate::audio::roundtrip_purpose(a)),
+        _ => return None,
+    };
+    let spec = crate::audio::spec(audio, &purpose).ok()?;
+    let server = spec.jack_server().filter(|s| s.name.is_none())?;
+    let private = match server.mode {
+        ServerMode::Dummy => true,
+        ServerMode::External => false,
+        ServerMode::Auto => !*default_running.get_or_init(|| {
+            matches!(
+                engine::jack_server::probe(&engine::jack_server::default_server_name()),
+                Ok(Some(_))
+            )
+        }),
+    };
+    if !private {
+        return None;
+    }
+    let (rate, period) = spec.private_server_settings(crate::audio::periods(audio)[0]);
+    Some((rate, period))
+}
+
+/// clap's error, as one line.
+fn clap_message(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_probes_with_a_status_line_take_quiet() {
+        assert!(CliCells::default().takes_quiet("event"));
+        assert!(!CliCells::default().takes_quiet("no-such-probe"));
+    }
+}
