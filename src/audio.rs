@@ -5,9 +5,8 @@
 //! flags they were typed as.
 
 use engine::audio::{AudioError, PortRole, ServerSetting, StreamSetting};
-use engine::backend::{BackendSpec, ServerChoice, Setup};
+use engine::backend::{BackendSpec, ServerChoice};
 use engine::jack_backend::JackConfig;
-use serde_json::Value;
 
 use crate::cli::{AudioArgs, BackendName, EventArgs, RoundtripArgs, UsageError};
 use engine::alsa::setup::AlsaSpec;
@@ -74,18 +73,6 @@ pub fn roundtrip_purpose(a: &RoundtripArgs) -> Purpose<'_> {
         cable: (!a.no_cable).then_some((a.cable_delay, a.cable_gain)),
         cable_given: a.no_cable || a.cable_delay != 0.0 || a.cable_gain != 1.0,
     }
-}
-
-/// A fresh stream of a set-up, and what an ALSA device granted (as JSON). The error is
-/// worded with the flags ([`audio_message`]).
-pub fn open_stream(
-    setup: &Setup,
-) -> anyhow::Result<(Box<dyn engine::audio::Backend>, Option<Value>)> {
-    let (stream, granted) = setup
-        .open_stream()
-        .map_err(|e| anyhow::anyhow!(audio_message(&e)))?;
-    let granted = granted.and_then(|g| serde_json::from_str(&g.to_json_string()).ok());
-    Ok((stream, granted))
 }
 
 /// The periods of a sweep (`None`: the backend's default).
@@ -234,18 +221,6 @@ fn refuse_foreign_options(audio: &AudioArgs, purpose: &Purpose<'_>) -> anyhow::R
         ));
     }
     Ok(())
-}
-
-/// The set-up for one period of a sweep, its refusals as usage errors. `first`: the
-/// sweep's first period (the server is the one `--server` says; later periods each start
-/// a private one).
-pub fn setup(spec: &BackendSpec, period: Option<u32>, first: bool) -> anyhow::Result<Setup> {
-    let step = if first {
-        engine::backend::SweepStep::First
-    } else {
-        engine::backend::SweepStep::Later
-    };
-    engine::backend::open(spec, period, step).map_err(|e| usage(audio_message(&e)))
 }
 
 /// An engine error as the user reads it: the engine names the problem (a period, a

@@ -13,7 +13,6 @@
 mod audio;
 mod cli;
 mod commands;
-mod min_buffer;
 mod plan;
 mod presets;
 mod process;

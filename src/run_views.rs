@@ -145,7 +145,7 @@ pub fn roundtrip_text(group: i64, runs: &[RoundtripRun], db: &std::path::Path) -
 /// `--find-min-buffer`'s verdict over a descending sweep: the views of the smallest
 /// buffer that held and of the first that did not.
 fn min_buffer(runs: &[RoundtripRun]) -> (Option<RunView>, Option<RunView>) {
-    let (held, failed) = crate::min_buffer::verdict(runs);
+    let (held, failed) = ::runner::min_buffer::verdict(runs);
     let view = |i: Option<usize>| i.map(|i| roundtrip_view(&runs[i]));
     (view(held), view(failed))
 }

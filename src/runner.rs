@@ -6,11 +6,11 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use ::runner::{Cell, Failure, RunError, Watch};
+use ::runner::{Cell, Failure, RunError};
 use anyhow::Result;
 use load::{LoadContext, LoadSpec};
 use probes::jitter::{JitterConfig, JitterOutcome};
-use probes::probe::{EventProbe, JitterProbe, LiveStatus, NetProbe, RoundtripProbe};
+use probes::probe::{JitterProbe, LiveStatus, NetProbe};
 use results::{Measurement, RunStatus, SinkError, Store, ToolInfo};
 use serde_json::Value;
 
@@ -343,11 +343,6 @@ fn measured<T>(outcome: Option<T>) -> Result<T> {
     outcome.ok_or_else(|| anyhow::anyhow!("the probe measured but kept no outcome (a bug)"))
 }
 
-/// The private JACK server behind a stream, as what ends its run when it exits.
-fn watch(server: Option<&mut engine::jack_server::JackServer>) -> Option<&mut dyn Watch> {
-    server.map(|s| s as &mut dyn Watch)
-}
-
 /// Stores a doctor report as a run of probe `doctor`.
 pub fn doctor_run(
     ctx: &Context,
@@ -358,51 +353,11 @@ pub fn doctor_run(
     Ok(::runner::suite::store_doctor(ctx, store, group, report)?)
 }
 
-/// One event-probe configuration of a sweep.
-#[derive(Debug, Clone)]
-pub struct EventCell {
-    /// Probe configuration.
-    pub config: probes::event::EventConfig,
-    /// Background load.
-    pub load: LoadSpec,
-    /// Repetition number, from 1.
-    pub repeat: u32,
-    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
-    pub granted: Option<Value>,
-}
+pub use ::runner::sweep::{EventCell, EventRun, RoundtripCell, RoundtripRun};
 
-/// An event run, stored.
-pub struct EventRun {
-    /// Run id.
-    pub run_id: i64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: probes::event::EventOutcome,
-    /// The load's label.
-    pub load: String,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// What an ALSA device granted, when the stream is ALSA's.
-    pub granted: Option<Value>,
-    /// Set when the run could not finish: the reason, for the user.
-    pub error: Option<String>,
-}
-
-/// Runs one event cell on an opened stream as a stored run. `server` is the JACK server
-/// behind the stream, when there is one (its exit ends the run).
-#[allow(clippy::too_many_arguments)]
-pub fn event_run(
-    ctx: &Context,
-    store: &Store,
-    group: Option<i64>,
-    stream: &mut dyn engine::audio::Backend,
-    server: Option<&mut engine::jack_server::JackServer>,
-    cell: &EventCell,
-    scratch: &Path,
-    quiet: bool,
-) -> Result<EventRun> {
-    let sinfo = stream.info().clone();
+/// The live line of an event run of `cell` on a stream described by `sinfo`: its label,
+/// and the prompt a key or MIDI trigger needs.
+fn event_live(cell: &EventCell, sinfo: &engine::audio::StreamInfo, quiet: bool) -> LiveLine {
     let label = format!(
         "event {} {} period {} {}",
         cell.config.workload, cell.load, sinfo.period_frames, cell.config.policy
@@ -423,96 +378,46 @@ pub fn event_run(
         )),
         probes::event::TriggerSource::Timer => None,
     };
-    let live = LiveLine::new(&label, quiet, 0).with_prompt(prompt);
-    let probe = EventProbe::new(stream, cell.config.clone(), cell.granted.clone());
-    let mut run_cell = Cell {
-        group,
-        repeat: Some(cell.repeat),
-        ..Cell::new(probe, cell.load.clone(), scratch.to_path_buf())
-    };
-    let run = ::runner::run(ctx, store, &mut run_cell, watch(server), &live).map_err(run_error)?;
-    Ok(EventRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(run_cell.probe.take_outcome())?,
-        load: cell.load.to_string(),
-        flags: run.flags,
-        granted: cell.granted.clone(),
-        error: run.error,
-    })
+    LiveLine::new(&label, quiet, 0).with_prompt(prompt)
 }
 
-/// One round-trip configuration.
-#[derive(Debug, Clone)]
-pub struct RoundtripCell {
-    /// Probe configuration.
-    pub config: probes::roundtrip::RoundtripConfig,
-    /// Background load.
-    pub load: LoadSpec,
-    /// Repetition number, from 1.
-    pub repeat: u32,
-    /// How the loop is closed, for people ("software loop in the JACK server", "cable
-    /// system:playback_1 -> system:capture_1", "virtual cable of 12.5 frames").
-    pub loop_description: String,
-    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
-    pub granted: Option<Value>,
-}
-
-/// A round-trip run, stored.
-pub struct RoundtripRun {
-    /// Run id.
-    pub run_id: i64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: probes::roundtrip::RoundtripOutcome,
-    /// The cell.
-    pub cell: RoundtripCell,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// Set when the run could not finish: the reason, for the user.
-    pub error: Option<String>,
-}
-
-/// Runs one round-trip cell on an opened stream as a stored run. `server` is the JACK
-/// server behind the stream, when there is one (its exit ends the run).
-#[allow(clippy::too_many_arguments)]
-pub fn roundtrip_run(
-    ctx: &Context,
-    store: &Store,
-    group: Option<i64>,
-    stream: &mut dyn engine::audio::Backend,
-    server: Option<&mut engine::jack_server::JackServer>,
+/// The live line of a round-trip run of `cell` on a stream described by `sinfo`.
+fn roundtrip_live(
     cell: &RoundtripCell,
-    scratch: &Path,
+    sinfo: &engine::audio::StreamInfo,
     quiet: bool,
-) -> Result<RoundtripRun> {
-    let sinfo = stream.info();
+) -> LiveLine {
     let label = format!(
         "roundtrip {} period {} {}",
         sinfo.backend, sinfo.period_frames, cell.load
     );
-    let live = LiveLine::new(&label, quiet, 0);
-    let probe = RoundtripProbe::new(
-        stream,
-        cell.config.clone(),
-        cell.loop_description.clone(),
-        cell.granted.clone(),
-    );
-    let mut run_cell = Cell {
-        group,
-        repeat: Some(cell.repeat),
-        ..Cell::new(probe, cell.load.clone(), scratch.to_path_buf())
-    };
-    let run = ::runner::run(ctx, store, &mut run_cell, watch(server), &live).map_err(run_error)?;
-    Ok(RoundtripRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(run_cell.probe.take_outcome())?,
-        cell: cell.clone(),
-        flags: run.flags,
-        error: run.error,
-    })
+    LiveLine::new(&label, quiet, 0)
+}
+
+/// A sweep's runs each shown on a live line (unless `quiet`).
+pub struct SweepLive {
+    /// Show nothing.
+    pub quiet: bool,
+}
+
+impl ::runner::sweep::SweepObserver<EventCell> for SweepLive {
+    fn run(
+        &self,
+        cell: &EventCell,
+        stream: &engine::audio::StreamInfo,
+    ) -> Box<dyn ::runner::Observer + '_> {
+        Box::new(event_live(cell, stream, self.quiet))
+    }
+}
+
+impl ::runner::sweep::SweepObserver<RoundtripCell> for SweepLive {
+    fn run(
+        &self,
+        cell: &RoundtripCell,
+        stream: &engine::audio::StreamInfo,
+    ) -> Box<dyn ::runner::Observer + '_> {
+        Box::new(roundtrip_live(cell, stream, self.quiet))
+    }
 }
 
 /// A network-audio run, stored.

@@ -3,10 +3,9 @@
 
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{check_sweep_server, finish_group, sweep_exit, sweep_status};
-use crate::runner::Context;
+use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
+use crate::runner::{Context, SweepLive};
 use anyhow::Result;
-use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -103,9 +102,7 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
     let (cells, spec) = event_checks(a, &scratch)?;
-    let periods = crate::audio::periods(&a.audio);
-    let first = crate::audio::setup(&spec, periods[0], true)?;
-    check_sweep_server(&first, &periods)?;
+    let sweep = open_sweep(&spec, crate::audio::periods(&a.audio))?;
     let store = ctx.open_store()?;
     let group = store.create_group(
         "event",
@@ -113,75 +110,19 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
         &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()}),
     )?;
-    let quiet = a.quiet || a.json;
-    let mut runs: Vec<crate::runner::EventRun> = Vec::new();
-    let mut failure: Option<String> = None;
-    let mut setup = Some(first);
-    'periods: for (i, period) in periods.iter().enumerate() {
-        if i > 0 {
-            // Each period is a new set-up: the last one's server goes first (the next
-            // takes its name).
-            drop(setup.take());
-            match crate::audio::setup(&spec, *period, false) {
-                Ok(s) => setup = Some(s),
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break;
-                }
-            }
-        }
-        let Some(setup) = setup.as_mut() else { break };
-        for cell in &cells {
-            if ctx.stopped() {
-                break 'periods;
-            }
-            let (mut stream, granted) = match crate::audio::open_stream(setup) {
-                Ok(s) => s,
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break 'periods;
-                }
-            };
-            let mut cell = cell.clone();
-            cell.granted = granted;
-            let result = crate::runner::event_run(
-                ctx,
-                &store,
-                Some(group),
-                stream.as_mut(),
-                setup.server_mut(),
-                &cell,
-                &scratch,
-                quiet,
-            );
-            drop(stream);
-            let run = match result {
-                Ok(run) => run,
-                Err(e) => {
-                    let _ = store.finish_group(group, RunStatus::Failed);
-                    return Err(e);
-                }
-            };
-            let stop_sweep = run.error.is_some();
-            if let Some(e) = &run.error {
-                failure = Some(e.clone());
-            }
-            runs.push(run);
-            if stop_sweep {
-                break 'periods;
-            }
-        }
-    }
-    drop(setup);
-    let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
-    finish_group(&store, group, status);
+    let live = SweepLive {
+        quiet: a.quiet || a.json,
+    };
+    let out = run_sweep(&store, group, |g| {
+        sweep.run(ctx, &store, g, &cells, &scratch, &live)
+    })?;
     if a.json {
-        print_json(&crate::views::event_json(group, &runs))?;
+        print_json(&crate::views::event_json(group, &out.runs))?;
     } else {
         print!(
             "{}",
-            crate::run_views::event_text(group, &runs, &ctx.db_path)
+            crate::run_views::event_text(group, &out.runs, &ctx.db_path)
         );
     }
-    sweep_exit(failure, status)
+    sweep_exit(out.failure, out.status)
 }

@@ -3,10 +3,9 @@
 
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{check_sweep_server, finish_group, sweep_exit, sweep_status};
-use crate::runner::Context;
+use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
+use crate::runner::{Context, RoundtripCell, SweepLive};
 use anyhow::Result;
-use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -43,17 +42,8 @@ pub(crate) fn roundtrip_checks(
             )
             .into());
         }
-        let smallest = spec.smallest_period();
-        let mut list: Vec<u32> = match &a.audio.period {
-            Some(p) => p.0.clone(),
-            None => (4..=11)
-                .map(|k| 1u32 << k)
-                .filter(|&p| p >= smallest)
-                .collect(),
-        };
-        list.sort_unstable_by(|x, y| y.cmp(x));
-        list.dedup();
-        periods = list.into_iter().map(Some).collect();
+        let given = a.audio.period.as_ref().map(|p| p.0.as_slice());
+        periods = ::runner::min_buffer::search_periods(&spec, given);
     }
     spec.check_periods(&periods)
         .map_err(|e| UsageError(e.to_string()))?;
@@ -66,102 +56,57 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
     let (base, periods, spec) = roundtrip_checks(a, &scratch)?;
-    let first = crate::audio::setup(&spec, periods[0], true)?;
-    check_sweep_server(&first, &periods)?;
+    let sweep = open_sweep(&spec, periods)?;
     let store = ctx.open_store()?;
     let group = store.create_group(
         "roundtrip",
         &ctx.command_line,
         &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())}),
     )?;
-    let quiet = a.quiet || a.json;
-    let mut runs: Vec<crate::runner::RoundtripRun> = Vec::new();
-    let mut failure: Option<String> = None;
-    let mut setup = Some(first);
-    'periods: for (i, period) in periods.iter().enumerate() {
-        if i > 0 {
-            drop(setup.take());
-            match crate::audio::setup(&spec, *period, false) {
-                Ok(s) => setup = Some(s),
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break;
-                }
+    let live = SweepLive {
+        quiet: a.quiet || a.json,
+    };
+    // The loop description and what a device granted are the set-up's and the
+    // stream's: the sweep fills them in.
+    let cells: Vec<RoundtripCell> = a
+        .load
+        .0
+        .iter()
+        .flat_map(|load| {
+            (1..=a.repeat).map(|repeat| RoundtripCell {
+                config: base.clone(),
+                load: load.clone(),
+                repeat,
+                loop_description: String::new(),
+                granted: None,
+            })
+        })
+        .collect();
+    let out = run_sweep(&store, group, |g| {
+        match (a.find_min_buffer, cells.first()) {
+            (true, Some(cell)) => {
+                ::runner::min_buffer::search(sweep, ctx, &store, g, cell, &scratch, &live)
             }
+            _ => sweep.run(ctx, &store, g, &cells, &scratch, &live),
         }
-        let Some(setup) = setup.as_mut() else { break };
-        for load in &a.load.0 {
-            for repeat in 1..=a.repeat {
-                if ctx.stopped() {
-                    break 'periods;
-                }
-                let cell = crate::runner::RoundtripCell {
-                    config: base.clone(),
-                    load: load.clone(),
-                    repeat,
-                    loop_description: setup.loop_description().to_string(),
-                    granted: None,
-                };
-                let (mut stream, granted) = match crate::audio::open_stream(setup) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        failure = Some(e.to_string());
-                        break 'periods;
-                    }
-                };
-                let cell = crate::runner::RoundtripCell { granted, ..cell };
-                let result = crate::runner::roundtrip_run(
-                    ctx,
-                    &store,
-                    Some(group),
-                    stream.as_mut(),
-                    setup.server_mut(),
-                    &cell,
-                    &scratch,
-                    quiet,
-                );
-                drop(stream);
-                let run = match result {
-                    Ok(run) => run,
-                    Err(e) => {
-                        let _ = store.finish_group(group, RunStatus::Failed);
-                        return Err(e);
-                    }
-                };
-                let stop_sweep = run.error.is_some();
-                if let Some(e) = &run.error {
-                    failure = Some(e.clone());
-                }
-                // Finding the smallest buffer: the first setting that under-runs (or
-                // loses the loop) ends the descent.
-                let under_ran =
-                    a.find_min_buffer && !crate::min_buffer::holds_without_underruns(&run);
-                runs.push(run);
-                if stop_sweep || under_ran {
-                    break 'periods;
-                }
-            }
-        }
-    }
-    drop(setup);
-    let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
-    finish_group(&store, group, status);
+    })?;
+    let runs = &out.runs;
     if a.json {
-        let mut v = crate::views::roundtrip_json(group, &runs);
+        let mut v = crate::views::roundtrip_json(group, runs);
         if a.find_min_buffer {
-            v["min_buffer"] = crate::run_views::min_buffer_json(&runs);
+            v["min_buffer"] = crate::run_views::min_buffer_json(runs);
         }
         print_json(&v)?;
     } else {
         print!(
             "{}",
-            crate::run_views::roundtrip_text(group, &runs, &ctx.db_path)
+            crate::run_views::roundtrip_text(group, runs, &ctx.db_path)
         );
         if a.find_min_buffer {
-            print!("{}", crate::run_views::min_buffer_text(&runs));
+            print!("{}", crate::run_views::min_buffer_text(runs));
         }
     }
-    sweep_exit(failure, status)
+    sweep_exit(out.failure, out.status)
 }
 
 /// `audiolat loop`: a software loop client until Ctrl-C.

@@ -55,8 +55,10 @@ mod end_run;
 pub mod experiment;
 mod lifecycle;
 mod load_run;
+pub mod min_buffer;
 pub mod plan;
 pub mod suite;
+pub mod sweep;
 #[cfg(test)]
 mod tests;
 

@@ -21,6 +21,7 @@ use crate::{run, Cell, Context, Failure, Observer, RunError, Unobserved, Watch};
 
 mod cells;
 mod studies;
+mod sweep;
 
 /// A run as the in-memory sink holds it.
 #[derive(Default)]

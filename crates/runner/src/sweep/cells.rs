@@ -1,0 +1,193 @@
+//! The sweeps' cells: an event cell and a round-trip cell, each measured on an opened
+//! stream as a stored run through the lifecycle ([`crate::run`]).
+
+use engine::audio::Backend;
+use engine::backend::Setup;
+use load::LoadSpec;
+use probes::probe::{EventProbe, Probe, RoundtripProbe};
+use results::RunStatus;
+use serde_json::Value;
+
+use super::{SweepCell, Target};
+use crate::{Cell, Context, Observer, Run, RunError, Watch};
+
+/// One event-probe configuration of a sweep.
+#[derive(Debug, Clone)]
+pub struct EventCell {
+    /// Probe configuration.
+    pub config: probes::event::EventConfig,
+    /// Background load.
+    pub load: LoadSpec,
+    /// Repetition number, from 1.
+    pub repeat: u32,
+    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
+    pub granted: Option<Value>,
+}
+
+/// An event run, stored.
+#[derive(Debug)]
+pub struct EventRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub outcome: probes::event::EventOutcome,
+    /// The load's label.
+    pub load: String,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// What an ALSA device granted, when the stream is ALSA's.
+    pub granted: Option<Value>,
+    /// Set when the run could not finish: the reason, for the user.
+    pub error: Option<String>,
+}
+
+/// One round-trip configuration.
+#[derive(Debug, Clone)]
+pub struct RoundtripCell {
+    /// Probe configuration.
+    pub config: probes::roundtrip::RoundtripConfig,
+    /// Background load.
+    pub load: LoadSpec,
+    /// Repetition number, from 1.
+    pub repeat: u32,
+    /// How the loop is closed, for people ("software loop in the JACK server", "cable
+    /// system:playback_1 -> system:capture_1", "virtual cable of 12.5 frames").
+    pub loop_description: String,
+    /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
+    pub granted: Option<Value>,
+}
+
+/// A round-trip run, stored.
+#[derive(Debug)]
+pub struct RoundtripRun {
+    /// Run id.
+    pub run_id: i64,
+    /// How it ended.
+    pub status: RunStatus,
+    /// What was measured.
+    pub outcome: probes::roundtrip::RoundtripOutcome,
+    /// The cell.
+    pub cell: RoundtripCell,
+    /// Validity flags as stored.
+    pub flags: Value,
+    /// Set when the run could not finish: the reason, for the user.
+    pub error: Option<String>,
+}
+
+/// The probe's typed outcome after a run that measured: the lifecycle returns a run only
+/// when the probe measured, and a probe that measured keeps its outcome.
+fn measured<T>(outcome: Option<T>) -> T {
+    outcome.expect("a probe that measured keeps its outcome")
+}
+
+/// Measures `probe` under `load` as repetition `repeat` of a sweep, a stored run in
+/// `target`; the probe is handed back with its outcome.
+fn run_in<P: Probe>(
+    ctx: &Context,
+    target: Target<'_>,
+    probe: P,
+    (load, repeat): (&LoadSpec, u32),
+    watch: Option<&mut dyn Watch>,
+    observer: &dyn Observer,
+) -> Result<(Run, P), RunError> {
+    let mut cell = Cell {
+        group: target.group,
+        repeat: Some(repeat),
+        ..Cell::new(probe, load.clone(), target.scratch.to_path_buf())
+    };
+    let run = crate::run(ctx, target.sink, &mut cell, watch, observer)?;
+    Ok((run, cell.probe))
+}
+
+impl SweepCell for EventCell {
+    type Run = EventRun;
+
+    fn on_stream(&self, _setup: &Setup, granted: Option<Value>) -> EventCell {
+        EventCell {
+            granted,
+            ..self.clone()
+        }
+    }
+
+    fn run(
+        &self,
+        ctx: &Context,
+        target: Target<'_>,
+        stream: &mut dyn Backend,
+        watch: Option<&mut dyn Watch>,
+        observer: &dyn Observer,
+    ) -> Result<EventRun, RunError> {
+        let probe = EventProbe::new(stream, self.config.clone(), self.granted.clone());
+        let (run, mut probe) = run_in(
+            ctx,
+            target,
+            probe,
+            (&self.load, self.repeat),
+            watch,
+            observer,
+        )?;
+        Ok(EventRun {
+            run_id: run.run_id,
+            status: run.status,
+            outcome: measured(probe.take_outcome()),
+            load: self.load.to_string(),
+            flags: run.flags,
+            granted: self.granted.clone(),
+            error: run.error,
+        })
+    }
+
+    fn ended(run: &EventRun) -> (RunStatus, Option<&str>) {
+        (run.status, run.error.as_deref())
+    }
+}
+
+impl SweepCell for RoundtripCell {
+    type Run = RoundtripRun;
+
+    fn on_stream(&self, setup: &Setup, granted: Option<Value>) -> RoundtripCell {
+        RoundtripCell {
+            loop_description: setup.loop_description().to_string(),
+            granted,
+            ..self.clone()
+        }
+    }
+
+    fn run(
+        &self,
+        ctx: &Context,
+        target: Target<'_>,
+        stream: &mut dyn Backend,
+        watch: Option<&mut dyn Watch>,
+        observer: &dyn Observer,
+    ) -> Result<RoundtripRun, RunError> {
+        let probe = RoundtripProbe::new(
+            stream,
+            self.config.clone(),
+            self.loop_description.clone(),
+            self.granted.clone(),
+        );
+        let (run, mut probe) = run_in(
+            ctx,
+            target,
+            probe,
+            (&self.load, self.repeat),
+            watch,
+            observer,
+        )?;
+        Ok(RoundtripRun {
+            run_id: run.run_id,
+            status: run.status,
+            outcome: measured(probe.take_outcome()),
+            cell: self.clone(),
+            flags: run.flags,
+            error: run.error,
+        })
+    }
+
+    fn ended(run: &RoundtripRun) -> (RunStatus, Option<&str>) {
+        (run.status, run.error.as_deref())
+    }
+}

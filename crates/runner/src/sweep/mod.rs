@@ -1,0 +1,332 @@
+//! Sweeps: the cells of a probe run once on every period of a backend, one stored run a
+//! cell, all in one group.
+//!
+//! [`Sweep::open`] opens the first period's set-up (its server started or connected to)
+//! before anything is stored, so that what the backend refuses is refused first;
+//! [`Sweep::run`] then measures every cell on a fresh stream of each period's set-up
+//! (each later period is a new set-up: the last one's private server goes first, the
+//! next takes its name) and closes the group with the sweep's status on every path.
+//!
+//! The sweep stops at the first of: a raised stop flag (before the next cell), a period
+//! whose set-up or stream cannot be opened, a run that ended with an error to report (a
+//! server that exited, a stream that went away), a run the lifecycle could not finish
+//! ([`RunError`]: the group is closed `failed`), and, for a search
+//! ([`crate::min_buffer`]), a run that answers its question. Nothing is printed: each
+//! run's live status goes to the [`Observer`] a [`SweepObserver`] gives for it.
+
+mod cells;
+
+use std::path::Path;
+
+use engine::audio::{AudioError, Backend, StreamInfo};
+use engine::backend::{BackendSpec, Setup, SweepStep};
+use results::{RunSink, RunStatus, SinkError};
+use serde_json::Value;
+
+use crate::{Context, Observer, RunError, Watch};
+
+pub use cells::{EventCell, EventRun, RoundtripCell, RoundtripRun};
+
+/// Where a run of a sweep is stored: the sink, the group, the scratch directory.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    /// Where the run is written.
+    pub sink: &'a dyn RunSink,
+    /// The group (sweep, suite) the run is filed under.
+    pub group: Option<i64>,
+    /// Where the disk load writes.
+    pub scratch: &'a Path,
+}
+
+/// One configuration a sweep runs on every period: a probe's configuration, its load
+/// and its repetition number.
+pub trait SweepCell: Clone {
+    /// One stored run of the cell.
+    type Run;
+
+    /// The cell as run on a fresh stream of `setup` (what an ALSA device `granted`, the
+    /// loop the set-up closes).
+    fn on_stream(&self, setup: &Setup, granted: Option<Value>) -> Self;
+
+    /// Measures the cell on `stream` as a stored run in `target`; `watch` (the private
+    /// JACK server behind the stream) can end it.
+    fn run(
+        &self,
+        ctx: &Context,
+        target: Target<'_>,
+        stream: &mut dyn Backend,
+        watch: Option<&mut dyn Watch>,
+        observer: &dyn Observer,
+    ) -> Result<Self::Run, RunError>;
+
+    /// How a run ended: its status, and its error to report (the sweep stops on one).
+    fn ended(run: &Self::Run) -> (RunStatus, Option<&str>);
+}
+
+/// Gives each run of a sweep its observer (the binary's status line, labelled with the
+/// cell and the stream).
+pub trait SweepObserver<C> {
+    /// The observer of the run of `cell` on a stream described by `stream`.
+    fn run(&self, cell: &C, stream: &StreamInfo) -> Box<dyn Observer + '_>;
+}
+
+/// Every run of a sweep goes unobserved.
+impl<C> SweepObserver<C> for crate::Unobserved {
+    fn run(&self, _cell: &C, _stream: &StreamInfo) -> Box<dyn Observer + '_> {
+        Box::new(crate::Unobserved)
+    }
+}
+
+/// The group a sweep's runs are filed under, and how it is closed (a store closes it with
+/// the reserve it keeps for closing writes).
+pub struct Group<'a> {
+    /// The group's id.
+    pub id: i64,
+    /// Closes the group with its status.
+    pub close: &'a dyn Fn(RunStatus) -> Result<(), SinkError>,
+}
+
+/// Why a sweep was refused before anything was stored.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepRefused {
+    /// A sweep needs at least one period.
+    #[error("a sweep needs at least one period")]
+    NoPeriods,
+    /// The first period's set-up could not be opened.
+    #[error(transparent)]
+    Setup(AudioError),
+    /// Several periods on a JACK server audiolat did not start: each period is a new
+    /// private server, which an external one cannot be.
+    #[error("several periods need private servers (each period is a new jackd -d dummy), but `{server}` is an external server")]
+    ExternalServer {
+        /// The external server's name.
+        server: String,
+    },
+}
+
+/// What a sweep measured.
+#[derive(Debug)]
+pub struct SweepOutcome<R> {
+    /// The runs, in sweep order.
+    pub runs: Vec<R>,
+    /// Why the sweep stopped early with an error to report (a period or stream that
+    /// could not be opened, a run's error).
+    pub failure: Option<String>,
+    /// The group's status: `failed` on a failure, else `interrupted` when stopped or a
+    /// run was, else `complete`.
+    pub status: RunStatus,
+    /// Set when the group could not be closed (the next open of the store closes it).
+    pub group_not_closed: Option<SinkError>,
+}
+
+/// A sweep over the periods of one backend, its first set-up open.
+pub struct Sweep<'s> {
+    spec: &'s BackendSpec,
+    periods: Vec<Option<u32>>,
+    first: Setup,
+    word: fn(&AudioError) -> String,
+}
+
+/// Whether a sweep goes on after a period or a cell.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Go,
+    Stop,
+}
+
+impl<'s> Sweep<'s> {
+    /// Opens the first period's set-up of a sweep of `spec` over `periods` (`None`: the
+    /// backend's default period), in order. Several periods need the server to be a
+    /// private one.
+    pub fn open(
+        spec: &'s BackendSpec,
+        periods: Vec<Option<u32>>,
+    ) -> Result<Sweep<'s>, SweepRefused> {
+        let first_period = *periods.first().ok_or(SweepRefused::NoPeriods)?;
+        let first = engine::backend::open(spec, first_period, SweepStep::First)
+            .map_err(SweepRefused::Setup)?;
+        if let Some(server) = first.server() {
+            if periods.len() > 1 && !server.info().private {
+                return Err(SweepRefused::ExternalServer {
+                    server: server.name().to_string(),
+                });
+            }
+        }
+        Ok(Sweep {
+            spec,
+            periods,
+            first,
+            word: |e| e.to_string(),
+        })
+    }
+
+    /// How an engine error met mid-sweep (a later period's set-up, a stream that would
+    /// not open) is worded for the user: the engine names the problem, the caller may add
+    /// the flags that set it. The engine's own text unless told.
+    pub fn worded_by(self, word: fn(&AudioError) -> String) -> Sweep<'s> {
+        Sweep { word, ..self }
+    }
+
+    /// The periods, in order.
+    pub fn periods(&self) -> &[Option<u32>] {
+        &self.periods
+    }
+
+    /// Runs every cell on every period, in order, and closes the group. A run the
+    /// lifecycle could not finish ends the sweep with its error, the group closed
+    /// `failed`.
+    pub fn run<C: SweepCell>(
+        self,
+        ctx: &Context,
+        sink: &dyn RunSink,
+        group: &Group<'_>,
+        cells: &[C],
+        scratch: &Path,
+        observer: &dyn SweepObserver<C>,
+    ) -> Result<SweepOutcome<C::Run>, RunError> {
+        self.run_until(ctx, sink, group, cells, scratch, observer, &|_| false)
+    }
+
+    /// [`Sweep::run`], stopping after the first run for which `stop_after` is true.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_until<C: SweepCell>(
+        self,
+        ctx: &Context,
+        sink: &dyn RunSink,
+        group: &Group<'_>,
+        cells: &[C],
+        scratch: &Path,
+        observer: &dyn SweepObserver<C>,
+        stop_after: &dyn Fn(&C::Run) -> bool,
+    ) -> Result<SweepOutcome<C::Run>, RunError> {
+        let mut sweeping = Sweeping {
+            ctx,
+            target: Target {
+                sink,
+                group: Some(group.id),
+                scratch,
+            },
+            cells,
+            observer,
+            stop_after,
+            runs: Vec::new(),
+            failure: None,
+            word: |e| e.to_string(),
+        };
+        if let Err(e) = sweeping.periods(self) {
+            let _ = (group.close)(RunStatus::Failed);
+            return Err(e);
+        }
+        let Sweeping { runs, failure, .. } = sweeping;
+        let status = sweep_status(ctx, &failure, runs.iter().map(|r| C::ended(r).0));
+        let group_not_closed = (group.close)(status).err();
+        Ok(SweepOutcome {
+            runs,
+            failure,
+            status,
+            group_not_closed,
+        })
+    }
+}
+
+/// A sweep's state while it runs.
+struct Sweeping<'a, C: SweepCell> {
+    ctx: &'a Context,
+    target: Target<'a>,
+    cells: &'a [C],
+    observer: &'a dyn SweepObserver<C>,
+    stop_after: &'a dyn Fn(&C::Run) -> bool,
+    runs: Vec<C::Run>,
+    failure: Option<String>,
+    word: fn(&AudioError) -> String,
+}
+
+impl<C: SweepCell> Sweeping<'_, C> {
+    /// Every period in turn, each a new set-up once the last one is dropped.
+    fn periods(&mut self, sweep: Sweep<'_>) -> Result<(), RunError> {
+        let Sweep {
+            spec,
+            periods,
+            first,
+            word,
+        } = sweep;
+        self.word = word;
+        let mut setup = Some(first);
+        for (i, period) in periods.iter().enumerate() {
+            if i > 0 {
+                // The last period's server goes first: the next takes its name.
+                drop(setup.take());
+                match engine::backend::open(spec, *period, SweepStep::Later) {
+                    Ok(s) => setup = Some(s),
+                    Err(e) => {
+                        self.failure = Some((self.word)(&e));
+                        break;
+                    }
+                }
+            }
+            let Some(setup) = setup.as_mut() else { break };
+            if self.period(setup)? == Next::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every cell on a fresh stream of one period's set-up.
+    fn period(&mut self, setup: &mut Setup) -> Result<Next, RunError> {
+        let cells = self.cells;
+        for cell in cells {
+            if self.ctx.stopped() {
+                return Ok(Next::Stop);
+            }
+            let (mut stream, granted) = match open_stream(setup) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.failure = Some((self.word)(&e));
+                    return Ok(Next::Stop);
+                }
+            };
+            let cell = cell.on_stream(setup, granted);
+            let observer = self.observer.run(&cell, stream.info());
+            let watch = setup.server_mut().map(|s| s as &mut dyn Watch);
+            let result = cell.run(self.ctx, self.target, stream.as_mut(), watch, &*observer);
+            drop(observer);
+            drop(stream);
+            let run = result?;
+            let error = C::ended(&run).1.map(str::to_string);
+            let stop = error.is_some() || (self.stop_after)(&run);
+            if error.is_some() {
+                self.failure = error;
+            }
+            self.runs.push(run);
+            if stop {
+                return Ok(Next::Stop);
+            }
+        }
+        Ok(Next::Go)
+    }
+}
+
+/// A fresh stream of a set-up, and what an ALSA device granted (as JSON).
+pub fn open_stream(setup: &Setup) -> Result<(Box<dyn Backend>, Option<Value>), AudioError> {
+    let (stream, granted) = setup.open_stream()?;
+    let granted = granted.and_then(|g| serde_json::from_str(&g.to_json_string()).ok());
+    Ok((stream, granted))
+}
+
+/// A sweep's status from its failure and its runs' statuses: `failed` on a failure,
+/// `interrupted` when the stop flag is raised or a run was interrupted, else `complete`.
+pub fn sweep_status(
+    ctx: &Context,
+    failure: &Option<String>,
+    statuses: impl Iterator<Item = RunStatus>,
+) -> RunStatus {
+    let statuses: Vec<RunStatus> = statuses.collect();
+    if failure.is_some() {
+        RunStatus::Failed
+    } else if ctx.stopped() || statuses.contains(&RunStatus::Interrupted) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    }
+}
