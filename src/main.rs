@@ -18,7 +18,6 @@ mod plan;
 mod presets;
 mod process;
 mod report_data;
-mod run_views;
 mod runner;
 mod views;
 

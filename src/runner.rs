@@ -216,6 +216,19 @@ pub struct JitterRun {
     pub error: Option<String>,
 }
 
+impl JitterRun {
+    /// The run's view, for the renderers `audiolat show` uses.
+    pub fn view(&self) -> results::RunView {
+        let closed = ::runner::view::Closed {
+            run_id: self.run_id,
+            status: self.status,
+            flags: &self.flags,
+            error: self.error.as_ref(),
+        };
+        ::runner::view::jitter(closed, &self.outcome, &self.measurements, &self.load)
+    }
+}
+
 /// A one-line live status on stderr, when stderr is a terminal; and a prompt said when
 /// measuring starts (press a key, play MIDI notes), whether or not it is a terminal.
 pub struct LiveLine {
@@ -447,6 +460,19 @@ pub struct EventRun {
     pub error: Option<String>,
 }
 
+impl EventRun {
+    /// The run's view, for the renderers `audiolat show` uses.
+    pub fn view(&self) -> results::RunView {
+        let closed = ::runner::view::Closed {
+            run_id: self.run_id,
+            status: self.status,
+            flags: &self.flags,
+            error: self.error.as_ref(),
+        };
+        ::runner::view::event(closed, &self.outcome, &self.load, self.granted.as_ref())
+    }
+}
+
 /// Runs one event cell on an opened stream as a stored run. `server` is the JACK server
 /// behind the stream, when there is one (its exit ends the run).
 #[allow(clippy::too_many_arguments)]
@@ -532,6 +558,21 @@ pub struct RoundtripRun {
     pub error: Option<String>,
 }
 
+impl RoundtripRun {
+    /// The run's view, for the renderers `audiolat show` uses.
+    pub fn view(&self) -> results::RunView {
+        let closed = ::runner::view::Closed {
+            run_id: self.run_id,
+            status: self.status,
+            flags: &self.flags,
+            error: self.error.as_ref(),
+        };
+        let load = self.cell.load.to_string();
+        let (o, c) = (&self.outcome, &self.cell);
+        ::runner::view::roundtrip(closed, o, &c.loop_description, &load, c.granted.as_ref())
+    }
+}
+
 /// Runs one round-trip cell on an opened stream as a stored run. `server` is the JACK
 /// server behind the stream, when there is one (its exit ends the run).
 #[allow(clippy::too_many_arguments)]
@@ -594,6 +635,23 @@ pub struct NetRun {
     /// Set when the run could not be stored whole (status `failed`): the reason, for the
     /// user.
     pub storage_error: Option<String>,
+}
+
+impl NetRun {
+    /// The run's view, for the renderers `audiolat show` uses.
+    pub fn view(&self) -> results::RunView {
+        let closed = ::runner::view::Closed {
+            run_id: self.run_id,
+            status: self.status,
+            flags: &self.flags,
+            error: self.storage_error.as_ref(),
+        };
+        let cells = ::runner::view::CellsGranted {
+            granted: self.cells.as_ref(),
+            undone: self.cells_undone,
+        };
+        ::runner::view::net(closed, &self.outcome, &self.config, &self.load, cells)
+    }
 }
 
 pub use qos::CellPlan;

@@ -176,12 +176,13 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     drop(setup);
     let status = sweep_status(ctx, &failure, runs.iter().map(|r| r.status));
     finish_group(&store, group, status);
+    let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     if a.json {
-        print_json(&crate::views::event_json(group, &runs))?;
+        print_json(&report::view::fresh::event_json(group, &views))?;
     } else {
         print!(
             "{}",
-            crate::run_views::event_text(group, &runs, &ctx.db_path)
+            report::view::fresh::event_text(group, &views, &ctx.db_path)
         );
     }
     sweep_exit(failure, status)

@@ -265,10 +265,10 @@ pub(crate) fn print_net_end(
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
             "error": run.error,
-            "measurements": run.measurements.iter().map(crate::views::measurement_summary_json).collect::<Vec<_>>()}),
+            "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
     } else if !(nothing && run.error.is_some()) {
-        print!("{}", crate::run_views::net_end_text(run, db));
+        print!("{}", report::view::fresh::net_end_text(&run.view(), db));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: {e}");
@@ -317,9 +317,9 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     }
     let run = crate::runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
-        print_json(&crate::run_views::net_json(&run))?;
+        print_json(&report::view::net::json(&run.view()))?;
     } else {
-        print!("{}", crate::run_views::net_text(&run, &ctx.db_path));
+        print!("{}", report::view::fresh::net_text(&run.view(), &ctx.db_path));
     }
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);

@@ -291,7 +291,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
                             p.host.misses,
                             p.host.answered,
                             p.controller.lost,
-                            crate::views::synth_adds_ns(p, run.outcome.reference.as_ref())
+                            report::view::net::synth_adds_ns(&run.view())
                                 .map_or_else(String::new, |ns| format!(
                                     "; the synth adds {} after the last packet",
                                     report::terminal::fmt_ns(ns)

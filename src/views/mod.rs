@@ -7,26 +7,14 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use results::model::RunRecord;
 use results::{Measurement, Store};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 mod bench;
 mod devices;
 
-pub use report::view::measurement_summary_json;
 
 pub use bench::{bench_json, bench_text, BenchFlags};
 pub use devices::{devices_json, devices_text};
-
-/// What the synth adds after a block's last packet: the median of the synth phase less
-/// that of the reference (a host answering silence at once). `None` without a reference,
-/// or when either phase answered nothing: a difference with a missing side is no figure.
-pub fn synth_adds_ns(
-    synth: &probes::net::Phase,
-    reference: Option<&probes::net::Phase>,
-) -> Option<f64> {
-    let median = |p: &probes::net::Phase| p.host.after_last_packet.summary().map(|s| s.p50);
-    Some(median(synth)? - median(reference?)?)
-}
 
 /// The measurement a run is summarised by in lists: the first one stored.
 pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>> {
@@ -35,56 +23,6 @@ pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>> {
         .into_iter()
         .next()
         .map(|m| m.measurement))
-}
-
-/// The event runs of one sweep as JSON.
-pub fn event_json(group: i64, runs: &[crate::runner::EventRun]) -> Value {
-    json!({
-        "group_id": group,
-        "runs": runs.iter().map(|r| json!({
-            "run_id": r.run_id,
-            "status": r.status,
-            "load": r.load,
-            "config": r.outcome.config.to_json(),
-            "granted": r.granted,
-            "result": r.outcome.result_json(),
-            "flags": r.flags,
-            "error": r.error,
-            "triggers": r.outcome.rows,
-        })).collect::<Vec<_>>(),
-    })
-}
-
-/// The round-trip runs as JSON.
-pub fn roundtrip_json(group: i64, runs: &[crate::runner::RoundtripRun]) -> Value {
-    json!({
-        "group_id": group,
-        "runs": runs.iter().map(|r| {
-            let o = &r.outcome;
-            json!({
-                "run_id": r.run_id,
-                "status": r.status,
-                "load": r.cell.load.to_string(),
-                "loop": r.cell.loop_description,
-                "granted": r.cell.granted,
-                "result": o.result_json(),
-                "flags": r.flags,
-                "error": r.error,
-                "windows": o.estimates.iter().map(|e| json!({
-                    "seq": e.seq, "position": e.position, "time_ns": e.time_ns,
-                    "delay_frames": e.estimate.delay_frames, "stderr_frames": e.estimate.stderr_frames,
-                    "snr_db": e.estimate.snr_db, "gain": e.estimate.gain,
-                    "residual_rad": e.estimate.residual_rad, "inverted": e.estimate.inverted,
-                    "clipped": e.estimate.clipped, "verdict": e.estimate.verdict.to_string(),
-                })).collect::<Vec<_>>(),
-                "impulses": o.impulses.iter().map(|i| json!({
-                    "seq": i.seq, "position": i.position,
-                    "frames": i.onset.map(|x| x.frames), "peak": i.onset.map(|x| x.peak),
-                    "inverted": i.onset.map(|x| x.inverted),
-                })).collect::<Vec<_>>(),
-            })
-        }).collect::<Vec<_>>(),
-    })
 }
 
 /// A duration for people: "10 s", "500 ms".

@@ -24,6 +24,8 @@
 //! - Cells never outlive the run either, and never their load: undone after it stops.
 //! - The ends of a two-machine network run ([`end_run`]) are a run without a load,
 //!   closed the same way.
+//! - A run just made has the same [`results::RunView`] a stored one has ([`view`]), for
+//!   the same renderers.
 //!
 //! Adding a probe: implement [`probes::probe::Probe`] and give it to [`run`] in a
 //! [`Cell`]. The unit tests hold a test probe that does exactly that.
@@ -53,6 +55,7 @@ mod lifecycle;
 mod load_run;
 #[cfg(test)]
 mod tests;
+pub mod view;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

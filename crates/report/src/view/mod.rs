@@ -16,6 +16,7 @@ pub mod bench;
 pub mod doctor;
 pub mod event;
 pub mod experiment;
+pub mod fresh;
 pub mod jitter;
 pub mod min_buffer;
 pub mod net;
