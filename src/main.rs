@@ -17,7 +17,6 @@ mod min_buffer;
 mod plan;
 mod presets;
 mod process;
-mod report_data;
 mod runner;
 mod views;
 
@@ -113,9 +112,9 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);
             if a.json {
-                print_json(&views::doctor_json(&report))?;
+                print_json(&report::view::doctor::json(&report.machine, &report.findings))?;
             } else {
-                print!("{}", views::doctor_text(&report));
+                print!("{}", report::view::doctor::text(&report.machine, &report.findings));
             }
             Ok(ExitCode::SUCCESS)
         }

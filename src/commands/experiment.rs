@@ -58,13 +58,13 @@ pub(crate) fn net_experiment(ctx: &Context, a: &crate::cli::ExperimentArgs) -> R
                         "alone, dedicated cell",
                         "none",
                         true,
-                        crate::views::PAPER_FIG7A,
+                        report::view::experiment::PAPER_FIG7A,
                     ),
                     run(
                         "video + EP in a best-effort cell, dedicated cell",
                         "video@others+ep@others",
                         true,
-                        crate::views::PAPER_FIG7B,
+                        report::view::experiment::PAPER_FIG7B,
                     ),
                 ],
                 "response_time",
@@ -84,9 +84,9 @@ pub(crate) fn net_experiment(ctx: &Context, a: &crate::cli::ExperimentArgs) -> R
                     continue;
                 }
                 for (reserve, paper) in [
-                    (None, crate::views::PAPER_FIG8A),
-                    (Some(240.0), crate::views::PAPER_FIG8B),
-                    (Some(150.0), crate::views::PAPER_FIG8_150),
+                    (None, report::view::experiment::PAPER_FIG8A),
+                    (Some(240.0), report::view::experiment::PAPER_FIG8B),
+                    (Some(150.0), report::view::experiment::PAPER_FIG8_150),
                 ] {
                     let label = match (reserve, by) {
                         (None, ReserveBy::Tc) => "no reservation (tc, one FIFO class)".to_string(),
@@ -135,8 +135,8 @@ pub(crate) fn net_experiment(ctx: &Context, a: &crate::cli::ExperimentArgs) -> R
                 i + 1,
                 runs.len(),
                 r.label,
-                crate::views::fmt_duration(a.duration),
-                crate::views::fmt_duration(a.warmup)
+                report::terminal::fmt_duration(a.duration),
+                report::terminal::fmt_duration(a.warmup)
             );
         }
         let mut cells = qos::CellSet::default();
@@ -164,10 +164,13 @@ pub(crate) fn net_experiment(ctx: &Context, a: &crate::cli::ExperimentArgs) -> R
             host_cell: r.host_cell.map(str::to_string),
         };
         match crate::runner::net_run(ctx, &store, Some(group), &config, &load, &plan, &scratch) {
-            Ok(run) => rows.push(crate::views::experiment_row(
-                &r.label, metric, r.paper, &run,
+            Ok(run) => rows.push(report::view::experiment::ExperimentRow::of_run(
+                &r.label,
+                metric,
+                r.paper,
+                &run.view(),
             )),
-            Err(e) => rows.push(crate::views::ExperimentRow::failed(
+            Err(e) => rows.push(report::view::experiment::ExperimentRow::failed(
                 &r.label,
                 r.paper,
                 format!("{e:#}"),
@@ -179,12 +182,19 @@ pub(crate) fn net_experiment(ctx: &Context, a: &crate::cli::ExperimentArgs) -> R
             "group": group,
             "experiment": which,
             "metric": metric,
-            "rows": rows.iter().map(crate::views::ExperimentRow::to_json).collect::<Vec<_>>(),
+            "rows": rows.iter().map(report::view::experiment::ExperimentRow::to_json).collect::<Vec<_>>(),
         }))?;
     } else {
         print!(
             "{}",
-            crate::views::experiment_text(which, metric, group, &rows, &ctx.db_path)
+            report::view::experiment::stored_text(
+                which,
+                metric,
+                group,
+                netaudio::wire::DEADLINE_NS as f64,
+                &rows,
+                &ctx.db_path,
+            )
         );
     }
     Ok(if ctx.stopped() {

@@ -215,8 +215,8 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
             a.pads,
             a.host,
             a.bind,
-            crate::views::fmt_duration(a.duration),
-            crate::views::fmt_duration(a.warmup)
+            report::terminal::fmt_duration(a.duration),
+            report::terminal::fmt_duration(a.warmup)
         );
     }
     let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
@@ -305,9 +305,9 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     if !(a.quiet || a.json) {
         eprintln!(
             "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
-            crate::views::fmt_duration(config.reference_duration),
-            crate::views::fmt_duration(config.duration),
-            crate::views::fmt_duration(config.warmup),
+            report::terminal::fmt_duration(config.reference_duration),
+            report::terminal::fmt_duration(config.duration),
+            report::terminal::fmt_duration(config.warmup),
             if config.netns {
                 "a veth pair between two network namespaces"
             } else {

@@ -327,8 +327,10 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     };
     finish_group(&store, group, group_status);
     // The suite ends with its report, beside the database.
-    let report_path = crate::report_data::default_path(&ctx.db_path, &format!("suite-{group}"));
-    let report_written = crate::report_data::group(&store, group).and_then(|data| {
+    let report_path = report::gather::default_path(&ctx.db_path, &format!("suite-{group}"));
+    let report_written = report::gather::group(&store, group, &crate::runner::tool_info())
+        .map_err(anyhow::Error::from)
+        .and_then(|data| {
         std::fs::write(&report_path, report::html::render(&data))
             .with_context(|| format!("writing the report {}", report_path.display()))
     });
@@ -341,7 +343,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             "group_id": group,
             "status": group_status,
             "report": report_path,
-            "doctor": crate::views::doctor_json(&report),
+            "doctor": report::view::doctor::json(&report.machine, &report.findings),
             "runs": entries.iter().map(|e| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status,
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),

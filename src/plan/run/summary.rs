@@ -55,7 +55,7 @@ pub(super) fn finish(
     // Closing writes may use the reserve a full disk leaves (see Store::closing).
     store.closing(|| store.finish_group(group, status))?;
     let elapsed = progress.started.elapsed();
-    let data = match crate::report_data::group(store, group) {
+    let data = match report::gather::group(store, group, &crate::runner::tool_info()).map_err(anyhow::Error::from) {
         Ok(d) => Some(d),
         Err(e) => {
             eprintln!(
@@ -103,7 +103,7 @@ fn write_report(
     data: &ReportData,
 ) -> Option<PathBuf> {
     let path = opts.report.clone().unwrap_or_else(|| {
-        crate::report_data::default_path(&ctx.db_path, &format!("plan-{group}"))
+        report::gather::default_path(&ctx.db_path, &format!("plan-{group}"))
     });
     match std::fs::write(&path, report::html::render(data)) {
         Ok(()) => Some(path),

@@ -13,6 +13,7 @@ use crate::terminal::fmt_ns;
 use results::Measurement;
 
 pub mod bench;
+pub mod devices;
 pub mod doctor;
 pub mod event;
 pub mod experiment;
