@@ -112,9 +112,15 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);
             if a.json {
-                print_json(&report::view::doctor::json(&report.machine, &report.findings))?;
+                print_json(&report::view::doctor::json(
+                    &report.machine,
+                    &report.findings,
+                ))?;
             } else {
-                print!("{}", report::view::doctor::text(&report.machine, &report.findings));
+                print!(
+                    "{}",
+                    report::view::doctor::text(&report.machine, &report.findings)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

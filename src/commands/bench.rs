@@ -31,7 +31,10 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
     if a.json {
         print_json(&crate::views::bench_json(&report, &flags))?;
     } else {
-        print!("{}", report::view::bench::text(&crate::views::bench_json(&report, &flags)));
+        print!(
+            "{}",
+            report::view::bench::text(&crate::views::bench_json(&report, &flags))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

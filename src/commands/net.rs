@@ -319,7 +319,10 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&report::view::net::json(&run.view()))?;
     } else {
-        print!("{}", report::view::fresh::net_text(&run.view(), &ctx.db_path));
+        print!(
+            "{}",
+            report::view::fresh::net_text(&run.view(), &ctx.db_path)
+        );
     }
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);

@@ -284,21 +284,22 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             Ok(run) => {
                 let headline = run.outcome.measurements().into_iter().next();
                 let phase = run.outcome.synth.as_ref();
-                let note =
-                    match phase {
-                        Some(p) => format!(
-                            "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
-                            p.host.misses,
-                            p.host.answered,
-                            p.controller.lost,
-                            report::view::net::synth_adds_ns(&run.view())
-                                .map_or_else(String::new, |ns| format!(
-                                    "; the synth adds {} after the last packet",
-                                    report::terminal::fmt_ns(ns)
-                                ))
-                        ),
-                        None => "interrupted before the synth phase".into(),
-                    };
+                let note = match phase {
+                    Some(p) => format!(
+                        "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
+                        p.host.misses,
+                        p.host.answered,
+                        p.controller.lost,
+                        report::view::net::synth_adds_ns(&run.view()).map_or_else(
+                            String::new,
+                            |ns| format!(
+                                "; the synth adds {} after the last packet",
+                                report::terminal::fmt_ns(ns)
+                            )
+                        )
+                    ),
+                    None => "interrupted before the synth phase".into(),
+                };
                 if run.status == RunStatus::Failed {
                     failed = true;
                 }
@@ -331,9 +332,9 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let report_written = report::gather::group(&store, group, &crate::runner::tool_info())
         .map_err(anyhow::Error::from)
         .and_then(|data| {
-        std::fs::write(&report_path, report::html::render(&data))
-            .with_context(|| format!("writing the report {}", report_path.display()))
-    });
+            std::fs::write(&report_path, report::html::render(&data))
+                .with_context(|| format!("writing the report {}", report_path.display()))
+        });
     if let Err(e) = &report_written {
         eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
     }

@@ -55,7 +55,9 @@ pub(super) fn finish(
     // Closing writes may use the reserve a full disk leaves (see Store::closing).
     store.closing(|| store.finish_group(group, status))?;
     let elapsed = progress.started.elapsed();
-    let data = match report::gather::group(store, group, &crate::runner::tool_info()).map_err(anyhow::Error::from) {
+    let data = match report::gather::group(store, group, &crate::runner::tool_info())
+        .map_err(anyhow::Error::from)
+    {
         Ok(d) => Some(d),
         Err(e) => {
             eprintln!(
@@ -102,9 +104,10 @@ fn write_report(
     group: i64,
     data: &ReportData,
 ) -> Option<PathBuf> {
-    let path = opts.report.clone().unwrap_or_else(|| {
-        report::gather::default_path(&ctx.db_path, &format!("plan-{group}"))
-    });
+    let path = opts
+        .report
+        .clone()
+        .unwrap_or_else(|| report::gather::default_path(&ctx.db_path, &format!("plan-{group}")));
     match std::fs::write(&path, report::html::render(data)) {
         Ok(()) => Some(path),
         Err(e) => {

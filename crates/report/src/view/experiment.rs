@@ -189,6 +189,26 @@ fn row_lines(r: &ExperimentRow, width: usize, out: &mut String) {
     }
 }
 
+/// An experiment's table as `audiolat net experiment` prints it: [`text`], then where
+/// its runs are stored (`db`) and how to read a virtual machine's maxima.
+pub fn stored_text(
+    which: &str,
+    metric: &str,
+    group: i64,
+    deadline_ns: f64,
+    rows: &[ExperimentRow],
+    db: &std::path::Path,
+) -> String {
+    let mut out = text(which, metric, group, deadline_ns, rows);
+    let _ = writeln!(
+        out,
+        "
+maxima on a virtual machine are the hypervisor's as much as ours: read the counts and the means. Every run is stored in {}; `audiolat show ID` shows one.",
+        db.display()
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,24 +251,4 @@ mod tests {
             "{json}"
         );
     }
-}
-
-/// An experiment's table as `audiolat net experiment` prints it: [`text`], then where
-/// its runs are stored (`db`) and how to read a virtual machine's maxima.
-pub fn stored_text(
-    which: &str,
-    metric: &str,
-    group: i64,
-    deadline_ns: f64,
-    rows: &[ExperimentRow],
-    db: &std::path::Path,
-) -> String {
-    let mut out = text(which, metric, group, deadline_ns, rows);
-    let _ = writeln!(
-        out,
-        "
-maxima on a virtual machine are the hypervisor's as much as ours: read the counts and the means. Every run is stored in {}; `audiolat show ID` shows one.",
-        db.display()
-    );
-    out
 }

@@ -11,11 +11,7 @@ use serde_json::{json, Value};
 /// `audiolat jitter`'s text: the run's tables and where it is stored (`db`).
 pub fn jitter_text(run: &RunView, db: &Path) -> String {
     let mut out = super::jitter::text(run);
-    out.push_str(&format!(
-        "\nstored as run {} in {}\n",
-        run.id,
-        db.display()
-    ));
+    out.push_str(&format!("\nstored as run {} in {}\n", run.id, db.display()));
     out
 }
 
@@ -122,10 +118,6 @@ pub fn net_text(run: &RunView, db: &Path) -> String {
 /// `audiolat net respond|emulate`'s text: the run's tables and where it is stored.
 pub fn net_end_text(run: &RunView, db: &Path) -> String {
     let mut out = super::net::end_text(run);
-    out.push_str(&format!(
-        "\nstored as run {} in {}\n",
-        run.id,
-        db.display()
-    ));
+    out.push_str(&format!("\nstored as run {} in {}\n", run.id, db.display()));
     out
 }
