@@ -16,8 +16,6 @@ mod commands;
 mod plan;
 mod presets;
 mod process;
-mod report_data;
-mod run_views;
 mod runner;
 mod views;
 
@@ -113,9 +111,15 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Doctor(a) => {
             let report = probes::doctor::run(a.steal_window);
             if a.json {
-                print_json(&views::doctor_json(&report))?;
+                print_json(&report::view::doctor::json(
+                    &report.machine,
+                    &report.findings,
+                ))?;
             } else {
-                print!("{}", views::doctor_text(&report));
+                print!(
+                    "{}",
+                    report::view::doctor::text(&report.machine, &report.findings)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

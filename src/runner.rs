@@ -215,6 +215,19 @@ pub struct JitterRun {
     pub error: Option<String>,
 }
 
+impl JitterRun {
+    /// The run's view, for the renderers `audiolat show` uses.
+    pub fn view(&self) -> results::RunView {
+        let closed = ::runner::view::Closed {
+            run_id: self.run_id,
+            status: self.status,
+            flags: &self.flags,
+            error: self.error.as_ref(),
+        };
+        ::runner::view::jitter(closed, &self.outcome, &self.measurements, &self.load)
+    }
+}
+
 /// A one-line live status on stderr, when stderr is a terminal; and a prompt said when
 /// measuring starts (press a key, play MIDI notes), whether or not it is a terminal.
 pub struct LiveLine {
@@ -353,7 +366,7 @@ pub fn doctor_run(
     Ok(::runner::suite::store_doctor(ctx, store, group, report)?)
 }
 
-pub use ::runner::sweep::{EventCell, EventRun, RoundtripCell, RoundtripRun};
+pub use ::runner::sweep::{EventCell, RoundtripCell};
 
 /// The live line of an event run of `cell` on a stream described by `sinfo`: its label,
 /// and the prompt a key or MIDI trigger needs.
@@ -441,6 +454,23 @@ pub struct NetRun {
     /// Set when the run could not be stored whole (status `failed`): the reason, for the
     /// user.
     pub storage_error: Option<String>,
+}
+
+impl NetRun {
+    /// The run's view, for the renderers `audiolat show` uses.
+    pub fn view(&self) -> results::RunView {
+        let closed = ::runner::view::Closed {
+            run_id: self.run_id,
+            status: self.status,
+            flags: &self.flags,
+            error: self.storage_error.as_ref(),
+        };
+        let cells = ::runner::view::CellsGranted {
+            granted: self.cells.as_ref(),
+            undone: self.cells_undone,
+        };
+        ::runner::view::net(closed, &self.outcome, &self.config, &self.load, cells)
+    }
 }
 
 pub use qos::CellPlan;

@@ -26,7 +26,10 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
     if a.json {
         print_json(&crate::views::bench_json(&report, &flags))?;
     } else {
-        print!("{}", crate::views::bench_text(&report, &flags));
+        print!(
+            "{}",
+            report::view::bench::text(&crate::views::bench_json(&report, &flags))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

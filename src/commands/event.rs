@@ -116,12 +116,13 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let out = run_sweep(&store, group, |g| {
         sweep.run(ctx, &store, g, &cells, &scratch, &live)
     })?;
+    let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
     if a.json {
-        print_json(&crate::views::event_json(group, &out.runs))?;
+        print_json(&report::view::fresh::event_json(group, &views))?;
     } else {
         print!(
             "{}",
-            crate::run_views::event_text(group, &out.runs, &ctx.db_path)
+            report::view::fresh::event_text(group, &views, &ctx.db_path)
         );
     }
     sweep_exit(out.failure, out.status)

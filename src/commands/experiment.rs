@@ -29,8 +29,8 @@ impl ExperimentObserver for Progress<'_> {
             index + 1,
             total,
             case.design.label,
-            crate::views::fmt_duration(self.args.duration),
-            crate::views::fmt_duration(self.args.warmup)
+            report::terminal::fmt_duration(self.args.duration),
+            report::terminal::fmt_duration(self.args.warmup)
         );
     }
 }
@@ -38,7 +38,9 @@ impl ExperimentObserver for Progress<'_> {
 /// The study's numbers for a case: Figure 8 by its reservation, Figure 7 by its cells
 /// and load (the cases without cells have none).
 fn paper(case: &ExperimentCase) -> &'static str {
-    use crate::views::{PAPER_FIG7A, PAPER_FIG7B, PAPER_FIG8A, PAPER_FIG8B, PAPER_FIG8_150};
+    use report::view::experiment::{
+        PAPER_FIG7A, PAPER_FIG7B, PAPER_FIG8A, PAPER_FIG8B, PAPER_FIG8_150,
+    };
     match (&case.link, case.cells.cells.cells.is_empty()) {
         (Some(link), _) => match link.reserve_mbps {
             None => PAPER_FIG8A,
@@ -131,11 +133,18 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             match r.run {
                 Ok(c) => {
                     let run = crate::runner::net_run_of(c.run, c.outcome, c.config, r.case.load);
-                    crate::views::experiment_row(label, metric, paper, &run)
+                    report::view::experiment::ExperimentRow::of_run(
+                        label,
+                        metric,
+                        paper,
+                        &run.view(),
+                    )
                 }
-                Err(e) => {
-                    crate::views::ExperimentRow::failed(label, paper, format!("{:#}", run_error(e)))
-                }
+                Err(e) => report::view::experiment::ExperimentRow::failed(
+                    label,
+                    paper,
+                    format!("{:#}", run_error(e)),
+                ),
             }
         })
         .collect();
@@ -144,12 +153,19 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             "group": group,
             "experiment": which,
             "metric": metric,
-            "rows": rows.iter().map(crate::views::ExperimentRow::to_json).collect::<Vec<_>>(),
+            "rows": rows.iter().map(report::view::experiment::ExperimentRow::to_json).collect::<Vec<_>>(),
         }))?;
     } else {
         print!(
             "{}",
-            crate::views::experiment_text(which, metric, group, &rows, &ctx.db_path)
+            report::view::experiment::stored_text(
+                which,
+                metric,
+                group,
+                netaudio::wire::DEADLINE_NS as f64,
+                &rows,
+                &ctx.db_path,
+            )
         );
     }
     Ok(if ctx.stopped() {

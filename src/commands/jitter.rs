@@ -43,9 +43,10 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
     if req.json {
-        print_json(&crate::run_views::jitter_json(&run))?;
+        print_json(&report::view::jitter::json(&run.view()))?;
     } else {
-        print!("{}", crate::run_views::jitter_text(&run, &ctx.db_path));
+        let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path);
+        print!("{text}");
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);

@@ -94,8 +94,8 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
             a.pads,
             a.host,
             a.bind,
-            crate::views::fmt_duration(a.duration),
-            crate::views::fmt_duration(a.warmup)
+            report::terminal::fmt_duration(a.duration),
+            report::terminal::fmt_duration(a.warmup)
         );
     }
     let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
@@ -144,10 +144,10 @@ pub(crate) fn print_net_end(
         print_json(
             &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
             "error": run.error,
-            "measurements": run.measurements.iter().map(crate::views::measurement_summary_json).collect::<Vec<_>>()}),
+            "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
         )?;
     } else if !(nothing && run.error.is_some()) {
-        print!("{}", crate::run_views::net_end_text(run, db));
+        print!("{}", report::view::fresh::net_end_text(&run.view(), db));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: {e}");
@@ -182,9 +182,9 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     if !(a.quiet || a.json) {
         eprintln!(
             "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
-            crate::views::fmt_duration(config.reference_duration),
-            crate::views::fmt_duration(config.duration),
-            crate::views::fmt_duration(config.warmup),
+            report::terminal::fmt_duration(config.reference_duration),
+            report::terminal::fmt_duration(config.duration),
+            report::terminal::fmt_duration(config.warmup),
             if config.netns {
                 "a veth pair between two network namespaces"
             } else {
@@ -194,9 +194,12 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     }
     let run = crate::runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
     if a.json {
-        print_json(&crate::run_views::net_json(&run))?;
+        print_json(&report::view::net::json(&run.view()))?;
     } else {
-        print!("{}", crate::run_views::net_text(&run, &ctx.db_path));
+        print!(
+            "{}",
+            report::view::fresh::net_text(&run.view(), &ctx.db_path)
+        );
     }
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);

@@ -91,19 +91,24 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         }
     })?;
     let runs = &out.runs;
+    let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
+    let (held, failed) = ::runner::min_buffer::verdict(runs);
+    let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
     if a.json {
-        let mut v = crate::views::roundtrip_json(group, runs);
+        let details: Vec<_> = runs
+            .iter()
+            .map(|r| ::runner::view::roundtrip_windows(&r.outcome))
+            .collect();
+        let mut v = report::view::fresh::roundtrip_json(group, &views, &details);
         if a.find_min_buffer {
-            v["min_buffer"] = crate::run_views::min_buffer_json(runs);
+            v["min_buffer"] = report::view::min_buffer::json(held, failed);
         }
         print_json(&v)?;
     } else {
-        print!(
-            "{}",
-            crate::run_views::roundtrip_text(group, runs, &ctx.db_path)
-        );
+        let text = report::view::fresh::roundtrip_text(group, &views, &ctx.db_path);
+        print!("{text}");
         if a.find_min_buffer {
-            print!("{}", crate::run_views::min_buffer_text(runs));
+            print!("{}", report::view::min_buffer::text(held, failed));
         }
     }
     sweep_exit(out.failure, out.status)

@@ -2,7 +2,7 @@
 
 use crate::cli::{ExportFormat, MetricChoice, RunRef, UsageError};
 use crate::commands::output::{check_output_path, print_json};
-use crate::runner::Context;
+use crate::runner::{tool_info, Context};
 use anyhow::{Context as _, Result};
 use results::model::RunRecord;
 use results::{RunFilter, RunStatus, Store};
@@ -20,6 +20,24 @@ pub(crate) fn resolve(store: &Store, r: RunRef) -> Result<RunRecord> {
     Ok(store.run(id)?)
 }
 
+/// The report's subjects by id (`last`: the last run stored).
+fn gather(store: &Store, subjects: &[crate::cli::Subject]) -> Result<Vec<report::gather::Subject>> {
+    subjects
+        .iter()
+        .map(|s| {
+            Ok(match *s {
+                crate::cli::Subject::Group(g) => report::gather::Subject::Group(g),
+                crate::cli::Subject::Run(RunRef::Id(id)) => report::gather::Subject::Run(id),
+                crate::cli::Subject::Run(RunRef::Last) => report::gather::Subject::Run(
+                    store
+                        .last_run_id()?
+                        .ok_or_else(|| UsageError("no runs stored yet".into()))?,
+                ),
+            })
+        })
+        .collect()
+}
+
 pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> {
     let store = ctx.open_existing_store()?;
     if a.groups {
@@ -28,7 +46,7 @@ pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> 
     let list = store.list_runs(&a.filter())?;
     let mut rows = Vec::new();
     for r in list {
-        let h = crate::views::headline(&store, &r)?;
+        let h = report::gather::headline(&store, &r)?;
         rows.push((r, h));
     }
     if a.json {
@@ -172,7 +190,7 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
     } else {
         a.subjects.clone()
     };
-    let data = crate::report_data::subjects(&store, &subjects)?;
+    let data = report::gather::subjects(&store, &gather(&store, &subjects)?, &tool_info())?;
     let name = match subjects.as_slice() {
         [crate::cli::Subject::Group(g)] => match &data.group {
             Some(gr) if gr.kind == "plan" => format!("plan-{g}"),
@@ -190,7 +208,7 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
     let path = a
         .output
         .clone()
-        .unwrap_or_else(|| crate::report_data::default_path(&ctx.db_path, &name));
+        .unwrap_or_else(|| report::gather::default_path(&ctx.db_path, &name));
     std::fs::write(&path, report::html::render(&data))
         .with_context(|| format!("writing the report {}", path.display()))?;
     if a.print {
@@ -202,8 +220,8 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
 
 pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<ExitCode> {
     let store = ctx.open_existing_store()?;
-    let da = crate::report_data::subjects(&store, &[a.a])?;
-    let db = crate::report_data::subjects(&store, &[a.b])?;
+    let da = report::gather::subjects(&store, &gather(&store, &[a.a])?, &tool_info())?;
+    let db = report::gather::subjects(&store, &gather(&store, &[a.b])?, &tool_info())?;
     let metrics = match a.metrics() {
         MetricChoice::All => Vec::new(),
         MetricChoice::Headline => report::compare::headline_metrics(&da, &db),

@@ -64,13 +64,10 @@ fn note_text(note: SuiteNote) -> String {
                 p.host.misses,
                 p.host.answered,
                 p.controller.lost,
-                crate::views::synth_adds_ns(p, o.reference.as_ref()).map_or_else(
-                    String::new,
-                    |ns| format!(
-                        "; the synth adds {} after the last packet",
-                        report::terminal::fmt_ns(ns)
-                    )
-                )
+                o.synth_adds_ns().map_or_else(String::new, |ns| format!(
+                    "; the synth adds {} after the last packet",
+                    report::terminal::fmt_ns(ns)
+                ))
             ),
             None => "interrupted before the synth phase".into(),
         },
@@ -123,11 +120,13 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     };
     finish_group(&store, group, group_status);
     // The suite ends with its report, beside the database.
-    let report_path = crate::report_data::default_path(&ctx.db_path, &format!("suite-{group}"));
-    let report_written = crate::report_data::group(&store, group).and_then(|data| {
-        std::fs::write(&report_path, report::html::render(&data))
-            .with_context(|| format!("writing the report {}", report_path.display()))
-    });
+    let report_path = report::gather::default_path(&ctx.db_path, &format!("suite-{group}"));
+    let report_written = report::gather::group(&store, group, &crate::runner::tool_info())
+        .map_err(anyhow::Error::from)
+        .and_then(|data| {
+            std::fs::write(&report_path, report::html::render(&data))
+                .with_context(|| format!("writing the report {}", report_path.display()))
+        });
     if let Err(e) = &report_written {
         eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
     }
@@ -137,7 +136,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             "group_id": group,
             "status": group_status,
             "report": report_path,
-            "doctor": crate::views::doctor_json(&outcome.doctor),
+            "doctor": report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings),
             "runs": entries.iter().zip(&notes).map(|(e, note)| json!({
                 "label": e.label, "run_id": e.run_id, "status": e.status.to_string(),
                 "metric": e.headline.as_ref().map(|m| m.metric.clone()),

@@ -12,12 +12,7 @@ pub struct BenchFlags {
     pub host_steal_percent: Option<f64>,
 }
 
-/// `audiolat bench` as text: its JSON form, rendered by `report`.
-pub fn bench_text(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> String {
-    report::view::bench::text(&bench_json(r, flags))
-}
-
-/// `audiolat bench` as JSON.
+/// `audiolat bench` as JSON (what `report::view::bench::text` renders).
 pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
     let k = |k: &dsp::bench::KernelTiming| {
         json!({"name": k.name, "voices": k.voices, "ns_per_sample": k.ns_per_sample,

@@ -1,18 +1,7 @@
-//! `audiolat devices`: the sound cards, what each PCM device accepts, the audio servers.
-
-use std::fmt::Write as _;
+//! `audiolat devices`: the survey (engine's and probes' types) as its JSON form, which
+//! `report::view::devices` renders as text.
 
 use serde_json::{json, Value};
-
-fn bounds<T: std::fmt::Display + PartialEq>(b: &engine::alsa_devices::Bounds<T>) -> String {
-    match (&b.min, &b.max) {
-        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
-        (Some(lo), Some(hi)) => format!("{lo}-{hi}"),
-        (Some(lo), None) => format!("{lo}-?"),
-        (None, Some(hi)) => format!("?-{hi}"),
-        (None, None) => "-".into(),
-    }
-}
 
 fn bounds_json<T: serde::Serialize>(b: &engine::alsa_devices::Bounds<T>) -> Value {
     json!({"min": b.min, "max": b.max})
@@ -22,275 +11,22 @@ fn holder_json(h: &engine::alsa_devices::Holder) -> Value {
     json!({"pid": h.pid, "command": h.command})
 }
 
-/// `audiolat devices` as text: the cards and what each PCM device accepts, the audio
-/// servers, and the flags that measure each thing.
+/// `audiolat devices` as text: its JSON form rendered by `report`, with the PCM names
+/// split by whether they name a card (engine's parser) and whether `/dev/snd` exists.
 pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
-    let mut out = String::new();
-    if r.alsa.cards.is_empty() {
-        let _ = writeln!(
-            out,
-            "ALSA: no sound card here{}: no DAC to time against, audio probes run on a software clock (below)",
-            if std::path::Path::new("/dev/snd").exists() {
-                ""
-            } else {
-                " (no /dev/snd)"
-            }
-        );
-    }
-    for card in &r.alsa.cards {
-        card_text(card, &mut out);
-    }
-    if !r.alsa.cards.is_empty() {
-        let _ = writeln!(
-            out,
-            "free = subdevices free / all; period and buffer in frames; each device was opened read-only and closed, nothing played\n"
-        );
-    }
-    pcm_names_line(r, &mut out);
-    servers_text(r, &mut out);
-    let _ = writeln!(
-        out,
-        "\nwhat can be measured here: audiolat event|roundtrip FLAGS"
-    );
-    for s in &r.suggestions {
-        let _ = writeln!(
-            out,
-            "  {}\n      {}: {}",
-            s.args,
-            s.probes.join(", "),
-            s.what
-        );
-    }
-    out
-}
-
-/// One card: its name, a row per PCM stream with what it accepts, the formats and
-/// access each group of streams takes, and the subdevices in use.
-fn card_text(card: &engine::alsa_devices::Card, out: &mut String) {
-    let _ = writeln!(
-        out,
-        "card {} [{}]: {}{}",
-        card.index,
-        card.id,
-        card.long_name,
-        card.driver
-            .as_deref()
-            .map_or(String::new(), |d| format!(" (driver {d})"))
-    );
-    if let Some(e) = &card.error {
-        let _ = writeln!(out, "  {e}");
-    }
-    let mut t = report::terminal::Table::new(&[
-        "pcm",
-        "name",
-        "direction",
-        "free",
-        "channels",
-        "rate Hz",
-        "period",
-        "buffer",
-        "periods",
-        "audiolat formats",
-    ])
-    .left_align(&[1, 2, 9]);
-    // (what a stream takes, the streams that take it), and subdevices in use.
-    let mut formats: Vec<(String, Vec<String>)> = Vec::new();
-    let mut notes = Vec::new();
-    for d in &card.devices {
-        let pcm = format!("hw:{},{}", card.id, d.device);
-        for s in [&d.playback, &d.capture].into_iter().flatten() {
-            let mut row = vec![
-                pcm.clone(),
-                d.name.clone().unwrap_or_else(|| "-".into()),
-                s.direction.name().to_string(),
-                format!("{}/{}", s.subdevices_available, s.subdevices_count),
-            ];
-            stream_cells(&pcm, s, &mut row, &mut formats);
-            t.row(row);
-            for sub in s.subdevices.iter().filter(|x| x.in_use()) {
-                notes.push(format!(
-                    "  {pcm},{} {}: {}{}",
-                    sub.index,
-                    s.direction.name(),
-                    sub.state.as_deref().unwrap_or("in use"),
-                    sub.holder
-                        .as_ref()
-                        .map_or(String::new(), |h| format!(", held by {h}"))
-                ));
-            }
+    let mut local = report::view::devices::Local {
+        dev_snd: std::path::Path::new("/dev/snd").exists(),
+        ..Default::default()
+    };
+    for h in &r.alsa.names {
+        let parts = engine::alsa_devices::parse_pcm_name(&h.name);
+        if parts.card.is_none() {
+            local.plain_names.push(h.name.clone());
+        } else if !local.card_plugins.contains(&parts.plugin) {
+            local.card_plugins.push(parts.plugin);
         }
     }
-    out.push_str(&t.render());
-    let streams: usize = formats.iter().map(|(_, who)| who.len()).sum();
-    for (takes, who) in formats {
-        if who.len() == streams && streams > 1 {
-            let _ = writeln!(out, "  every device: {takes}");
-        } else {
-            let _ = writeln!(out, "  {}: {takes}", who.join(", "));
-        }
-    }
-    for n in notes {
-        let _ = writeln!(out, "{n}");
-    }
-    out.push('\n');
-}
-
-/// A stream's cells after its name and direction: what it accepts (and the formats it
-/// takes, added to `formats`), or why it could not be read.
-fn stream_cells(
-    pcm: &str,
-    s: &engine::alsa_devices::PcmStream,
-    row: &mut Vec<String>,
-    formats: &mut Vec<(String, Vec<String>)>,
-) {
-    use engine::alsa_devices::Probe;
-    match &s.probe {
-        Probe::Caps(c) => {
-            let rates = match c.rates_continuous {
-                Some(true) => format!("{} (any)", bounds(&c.rate_hz)),
-                _ => c
-                    .standard_rates_hz
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            };
-            let ours: Vec<&str> = c.audiolat_formats().iter().map(|f| f.alsa_name()).collect();
-            row.extend([
-                bounds(&c.channels),
-                if rates.is_empty() { "-".into() } else { rates },
-                bounds(&c.period_frames),
-                bounds(&c.buffer_frames),
-                bounds(&c.periods),
-                if ours.is_empty() {
-                    "none: use plughw:".into()
-                } else {
-                    ours.join(" ")
-                },
-            ]);
-            let takes = format!(
-                "formats {}; access {}",
-                c.formats.join(" "),
-                c.access.join(" ")
-            );
-            match formats.iter_mut().find(|(t, _)| *t == takes) {
-                Some((_, who)) => who.push(format!("{pcm} {}", s.direction.name())),
-                None => formats.push((takes, vec![format!("{pcm} {}", s.direction.name())])),
-            }
-        }
-        Probe::Busy(holders) => {
-            let who: Vec<String> = holders.iter().map(|h| h.to_string()).collect();
-            row.extend(std::iter::repeat_n("-".to_string(), 5));
-            row.push(format!(
-                "busy: {}",
-                if who.is_empty() {
-                    "held by another program".to_string()
-                } else {
-                    format!("held by {}", who.join(", "))
-                }
-            ));
-        }
-        Probe::Failed(why) => {
-            row.extend(std::iter::repeat_n("-".to_string(), 5));
-            row.push(format!("not readable: {why}"));
-        }
-    }
-}
-
-/// The ALSA PCM names (aplay -L), by their plug-in only for each card's devices.
-fn pcm_names_line(r: &probes::devices::DevicesReport, out: &mut String) {
-    match &r.alsa.names_error {
-        Some(e) => {
-            let _ = writeln!(out, "ALSA PCM names: {e}");
-        }
-        None => {
-            // The names of each card's devices (`plughw:CARD=Dummy,DEV=0`) by their
-            // plug-in only; --json lists them all.
-            let mut names: Vec<&str> = Vec::new();
-            let mut per_card: Vec<String> = Vec::new();
-            for h in &r.alsa.names {
-                let parts = engine::alsa_devices::parse_pcm_name(&h.name);
-                if parts.card.is_some() {
-                    if !per_card.contains(&parts.plugin) {
-                        per_card.push(parts.plugin);
-                    }
-                } else {
-                    names.push(&h.name);
-                }
-            }
-            let _ = writeln!(
-                out,
-                "ALSA PCM names (aplay -L): {}{}",
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                },
-                if per_card.is_empty() {
-                    String::new()
-                } else {
-                    format!("; for each card: {}", per_card.join(", "))
-                }
-            );
-        }
-    }
-}
-
-/// The audio servers: JACK (or how to start one), PipeWire, PulseAudio.
-fn servers_text(r: &probes::devices::DevicesReport, out: &mut String) {
-    let _ = writeln!(out, "\naudio servers:");
-    let mut any_jack = false;
-    for e in &r.jack {
-        any_jack = true;
-        let pid = e.pid.map_or(String::new(), |p| format!(" (pid {p})"));
-        match (&e.ports, &e.error) {
-            (Some(p), _) => {
-                let list = |v: &[String]| {
-                    if v.is_empty() {
-                        "none".to_string()
-                    } else {
-                        v.join(" ")
-                    }
-                };
-                let _ = writeln!(
-                    out,
-                    "  JACK `{}`{pid}: {} Hz, {} frames a period, {} ports; physical playback {}; physical capture {}",
-                    e.name,
-                    p.facts.rate_hz,
-                    p.facts.period_frames,
-                    p.all_ports,
-                    list(&p.playback),
-                    list(&p.capture)
-                );
-            }
-            (None, Some(why)) => {
-                let _ = writeln!(out, "  JACK `{}`{pid}: {why}", e.name);
-            }
-            (None, None) => {}
-        }
-    }
-    if !any_jack {
-        let _ = writeln!(
-            out,
-            "  JACK: no server answers{}",
-            match &r.jackd {
-                Some(j) => format!(" (audiolat can start a private one: {})", j.display()),
-                None => " and jackd is not installed (apt install jackd2)".into(),
-            }
-        );
-    }
-    for (name, s) in [("PipeWire", &r.pipewire), ("PulseAudio", &r.pulseaudio)] {
-        let _ = writeln!(
-            out,
-            "  {name}: {}",
-            match (s.running, &s.socket) {
-                (true, Some(p)) => format!("running, socket {}", p.display()),
-                (true, None) => "running (no socket for this user)".into(),
-                (false, Some(p)) => format!("socket {} (its process is not visible)", p.display()),
-                (false, None) => "not running".into(),
-            }
-        );
-    }
+    report::view::devices::text(&devices_json(r), &local)
 }
 
 /// `audiolat devices --json`. The shape (every key always present; `null` for what is

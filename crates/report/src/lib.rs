@@ -7,8 +7,8 @@
 //! lays out a plan's paper-shaped tables with the studies' published figures beside ours
 //! ([`paper`]), writes one self-contained HTML report with inline SVG plots drawn by the
 //! `plotters` library ([`html`], [`plots`]), and compares two selections of runs
-//! ([`compare`]). Every function returns a value or a `String`; printing and reading the
-//! store are the binary's job.
+//! ([`compare`]). It reads a report's data from the store ([`gather`]: reading only).
+//! Every function returns a value or a `String`; printing is the binary's job.
 //!
 //! ```
 //! use results::LatencyHistogram;
@@ -21,6 +21,7 @@
 
 pub mod compare;
 pub mod data;
+pub mod gather;
 pub mod html;
 pub mod paper;
 pub mod plots;

@@ -19,6 +19,16 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// A duration for people: "10 s", "500 ms".
+pub fn fmt_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{} s", (s * 1000.0).round() / 1000.0)
+    } else {
+        format!("{} ms", (s * 1e6).round() / 1e3)
+    }
+}
+
 /// A value in its unit (durations for `ns`, plain numbers otherwise).
 pub fn fmt_value(v: f64, unit: &str) -> String {
     if unit == "ns" {

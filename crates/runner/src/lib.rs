@@ -27,6 +27,8 @@
 //! - A plan ([`plan`]) is parsed, expanded into cells and run, each cell a process of
 //!   its own, without a command-line parser: the caller's [`plan::CellChecker`] says
 //!   what a cell's command line may be, and its [`plan::PlanObserver`] shows progress.
+//! - A run just made has the same [`results::RunView`] a stored one has ([`view`]), for
+//!   the same renderers.
 //!
 //! Adding a probe: implement [`probes::probe::Probe`] and give it to [`run`] in a
 //! [`Cell`]. The unit tests hold a test probe that does exactly that.
@@ -61,6 +63,7 @@ pub mod suite;
 pub mod sweep;
 #[cfg(test)]
 mod tests;
+pub mod view;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

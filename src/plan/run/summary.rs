@@ -40,7 +40,9 @@ pub(super) fn finish(
     let closed = runner::plan::close(&ctx.run, store, group, &tally)?;
     let status = closed.status;
     let elapsed = progress.started.elapsed();
-    let data = match crate::report_data::group(store, group) {
+    let data = match report::gather::group(store, group, &crate::runner::tool_info())
+        .map_err(anyhow::Error::from)
+    {
         Ok(d) => Some(d),
         Err(e) => {
             eprintln!(
@@ -87,9 +89,10 @@ fn write_report(
     group: i64,
     data: &ReportData,
 ) -> Option<PathBuf> {
-    let path = opts.report.clone().unwrap_or_else(|| {
-        crate::report_data::default_path(&ctx.db_path, &format!("plan-{group}"))
-    });
+    let path = opts
+        .report
+        .clone()
+        .unwrap_or_else(|| report::gather::default_path(&ctx.db_path, &format!("plan-{group}")));
     match std::fs::write(&path, report::html::render(data)) {
         Ok(()) => Some(path),
         Err(e) => {

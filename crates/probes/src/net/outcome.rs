@@ -23,6 +23,15 @@ impl NetOutcome {
             && (self.reference.is_some() || self.synth.is_some())
     }
 
+    /// What the synth adds after a block's last packet: the median of the synth phase less
+    /// that of the reference (a host answering silence at once). `None` without either
+    /// phase, or when either answered nothing: a difference with a missing side is no
+    /// figure.
+    pub fn synth_adds_ns(&self) -> Option<f64> {
+        let median = |p: &Phase| p.host.after_last_packet.summary().map(|s| s.p50);
+        Some(median(self.synth.as_ref()?)? - median(self.reference.as_ref()?)?)
+    }
+
     /// Measurements: per phase, the host's response time `t2 - t1` against the deadline
     /// (the study's figure), the host's own share after the last packet, the synth's
     /// time, the controller's end-to-end `tf - t0` and its pacing error.

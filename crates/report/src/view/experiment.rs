@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use results::RunView;
 use serde_json::{json, Value};
 
 use crate::terminal::fmt_ns;
@@ -48,6 +49,42 @@ impl ExperimentRow {
             paper,
             note: why,
             sent: 0,
+        }
+    }
+
+    /// The row of a finished net run `run` (its view): `metric`'s summary and misses (a
+    /// block never answered missed all the same), and why a run proves nothing when it
+    /// does not.
+    pub fn of_run(label: &str, metric: &str, paper: &'static str, run: &RunView) -> ExperimentRow {
+        let m = run.measurement(metric);
+        let synth = &run.result["synth"];
+        let controller = |k: &str| synth["controller"][k].as_u64().unwrap_or(0);
+        let sent = controller("blocks_sent");
+        // An abusive stream that could not fill the link proves nothing about it.
+        let received = synth["stream"]["received_mbit_per_s"].as_f64();
+        let note = match (received, run.config["link"]["mbps"].as_f64()) {
+            (Some(received), Some(link)) if received + 148.5 < 0.9 * link => format!(
+                "the stream reached only {received:.0} Mbit/s beside the audio's 148.5: this machine cannot fill a {link} Mbit/s link; use a lower --link"
+            ),
+            _ => String::new(),
+        };
+        ExperimentRow {
+            label: label.into(),
+            run_id: Some(run.id),
+            status: run.status.to_string(),
+            summary: m.map(|m| {
+                // The host's misses are of the blocks it answered; a block never
+                // answered missed all the same (end_to_end counts its lost already).
+                let lost = match metric {
+                    "response_time" if synth.is_object() => controller("lost"),
+                    _ => 0,
+                };
+                let misses = m.misses.unwrap_or(0) + lost;
+                (m.summary, if sent > 0 { misses.min(sent) } else { misses })
+            }),
+            paper,
+            note,
+            sent,
         }
     }
 
@@ -150,6 +187,26 @@ fn row_lines(r: &ExperimentRow, width: usize, out: &mut String) {
     if !r.note.is_empty() {
         let _ = writeln!(out, "{:<width$}  note: {}", "", r.note);
     }
+}
+
+/// An experiment's table as `audiolat net experiment` prints it: [`text`], then where
+/// its runs are stored (`db`) and how to read a virtual machine's maxima.
+pub fn stored_text(
+    which: &str,
+    metric: &str,
+    group: i64,
+    deadline_ns: f64,
+    rows: &[ExperimentRow],
+    db: &std::path::Path,
+) -> String {
+    let mut out = text(which, metric, group, deadline_ns, rows);
+    let _ = writeln!(
+        out,
+        "
+maxima on a virtual machine are the hypervisor's as much as ours: read the counts and the means. Every run is stored in {}; `audiolat show ID` shows one.",
+        db.display()
+    );
+    out
 }
 
 #[cfg(test)]

@@ -13,9 +13,11 @@ use crate::terminal::fmt_ns;
 use results::Measurement;
 
 pub mod bench;
+pub mod devices;
 pub mod doctor;
 pub mod event;
 pub mod experiment;
+pub mod fresh;
 pub mod jitter;
 pub mod min_buffer;
 pub mod net;

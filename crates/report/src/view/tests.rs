@@ -1,4 +1,5 @@
 use super::*;
+use results::RunView;
 
 fn stream(capture: Option<&str>, start: Value) -> Value {
     json!({"client": "hw:Loopback,0,0", "capture_port": capture, "duplex_start": start})
@@ -61,4 +62,91 @@ fn stats_without_values_read_as_no_count() {
     assert_eq!(s.count, 0);
     let s = JsonStats::of(&json!({"count": 3, "mean": 2.5, "min": 1.0, "max": 4.0, "stdev": 1.0}));
     assert_eq!((s.count, s.mean, s.max), (3, 2.5, 4.0));
+}
+
+#[test]
+fn the_devices_text_reads_the_survey_json() {
+    let survey = json!({
+        "alsa": {"cards": [{"index": 0, "id": "Dummy", "driver": "snd_dummy", "name": "Dummy",
+            "long_name": "Dummy 1", "error": null, "pcm": [{"device": 0, "id": "Dummy PCM",
+            "name": null, "capture": null, "playback": {"name": "hw:Dummy,0",
+            "subdevices": 2, "subdevices_available": 1,
+            "subdevice_list": [{"subdevice": 0, "name": "s0", "state": "RUNNING",
+                "holder": {"pid": 42, "command": "jackd"}}],
+            "status": "busy", "holders": [{"pid": 42, "command": "jackd"}], "error": null}}]}],
+            "pcm_names": [], "pcm_names_error": null},
+        "servers": {"jack": [], "jack_running": false, "jackd": null,
+            "pipewire": {"running": false, "socket": null},
+            "pulseaudio": {"running": true, "socket": "/run/pulse/native"}},
+        "suggestions": [{"probes": ["event", "roundtrip"], "args": "--backend virtual",
+            "what": "a virtual card"}],
+    });
+    let local = devices::Local {
+        dev_snd: true,
+        plain_names: vec!["null".into()],
+        card_plugins: vec!["plughw".into()],
+    };
+    let text = devices::text(&survey, &local);
+    assert!(
+        text.starts_with("card 0 [Dummy]: Dummy 1 (driver snd_dummy)\n"),
+        "{text}"
+    );
+    assert!(text.contains("busy: held by jackd (pid 42)"), "{text}");
+    assert!(
+        text.contains("  hw:Dummy,0,0 playback: RUNNING, held by jackd (pid 42)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ALSA PCM names (aplay -L): null; for each card: plughw"),
+        "{text}"
+    );
+    assert!(
+        text.contains("JACK: no server answers and jackd is not installed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  PulseAudio: running, socket /run/pulse/native"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("  --backend virtual\n      event, roundtrip: a virtual card\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
+    let mut m = Measurement::from_histogram(
+        "net",
+        "response_time",
+        "t2 - t1",
+        results::LatencyHistogram::new(10_000_000).unwrap(),
+    );
+    m.misses = Some(2);
+    let run = RunView {
+        id: 7,
+        probe: "net".into(),
+        status: results::RunStatus::Complete,
+        machine: results::Machine::default(),
+        config: json!({"link": {"mbps": 1000.0}}),
+        load: Value::Null,
+        qos_requested: Value::Null,
+        qos_granted: Value::Null,
+        flags: json!({}),
+        result: json!({"synth": {"controller": {"blocks_sent": 100, "lost": 3},
+            "stream": {"received_mbit_per_s": 400.0}}}),
+        error: None,
+        started_mono_ns: 0,
+        measurements: vec![m],
+        events: Vec::new(),
+        triggers: Vec::new(),
+    };
+    let row = experiment::ExperimentRow::of_run("abusive", "response_time", "-", &run);
+    assert_eq!((row.run_id, row.sent), (Some(7), 100));
+    assert_eq!(row.summary.map(|s| s.1), Some(5));
+    assert!(
+        row.note.contains("only 400 Mbit/s") && row.note.contains("a 1000 Mbit/s link"),
+        "{}",
+        row.note
+    );
 }

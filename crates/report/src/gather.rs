@@ -1,16 +1,24 @@
 //! Reading what a report or comparison shows from the store: a plan run with its cells,
-//! any other group, or a list of runs.
+//! any other group, or a list of runs ([`ReportData`]). Reads only; the store's errors
+//! pass through.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use report::data::{CellData, ReportData, RunData};
-use results::model::Finding;
-use results::{RunFilter, RunStatus, Store};
+use results::model::{Finding, RunRecord};
+use results::{Measurement, RunFilter, RunStatus, Store, StoreError, ToolInfo};
 
-use crate::cli::{RunRef, Subject};
+use crate::data::{CellData, ReportData, RunData};
 
-fn run_data(store: &Store, id: i64) -> Result<RunData> {
+/// What a report is about: one run or one group, by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// One run.
+    Run(i64),
+    /// A group of runs (a plan run, a suite, a sweep).
+    Group(i64),
+}
+
+fn run_data(store: &Store, id: i64) -> Result<RunData, StoreError> {
     let record = store.run(id)?;
     let triggers = if record.probe == "event" {
         store.triggers(id)?
@@ -34,14 +42,11 @@ fn doctor_of(run: &RunData) -> Option<Vec<Finding>> {
     serde_json::from_value(run.record.result["findings"].clone()).ok()
 }
 
-fn base() -> ReportData {
+/// An empty report made now by `tool`.
+fn base(tool: &ToolInfo) -> ReportData {
     ReportData {
         generated_at: results::model::rfc3339_utc(std::time::SystemTime::now()),
-        tool_version: format!(
-            "{} ({})",
-            env!("CARGO_PKG_VERSION"),
-            env!("AUDIOLAT_GIT_COMMIT")
-        ),
+        tool_version: format!("{} ({})", tool.version, tool.git_commit),
         ..Default::default()
     }
 }
@@ -57,10 +62,11 @@ fn single_cell(run: RunData) -> CellData {
     }
 }
 
-/// A group: a plan run's cells (each with its latest run), or any group's runs.
-pub fn group(store: &Store, id: i64) -> Result<ReportData> {
+/// A group's report, made by `tool`: a plan run's cells (each with its latest run), or
+/// any group's runs.
+pub fn group(store: &Store, id: i64, tool: &ToolInfo) -> Result<ReportData, StoreError> {
     let g = store.group(id)?;
-    let mut data = base();
+    let mut data = base(tool);
     let runs = store.list_runs(&RunFilter {
         group_id: Some(id),
         ..Default::default()
@@ -126,32 +132,26 @@ fn latest_doctor(store: &Store) -> Option<Vec<Finding>> {
     doctor_of(&run_data(store, last.id).ok()?)
 }
 
-fn resolve(store: &Store, r: RunRef) -> Result<i64> {
-    Ok(match r {
-        RunRef::Id(id) => id,
-        RunRef::Last => store
-            .last_run_id()?
-            .ok_or_else(|| crate::cli::UsageError("no runs stored yet".into()))?,
-    })
-}
-
-/// Runs and groups, as one report: one group alone is that group's report.
-pub fn subjects(store: &Store, subjects: &[Subject]) -> Result<ReportData> {
+/// Runs and groups as one report made by `tool`: one group alone is that group's report.
+pub fn subjects(
+    store: &Store,
+    subjects: &[Subject],
+    tool: &ToolInfo,
+) -> Result<ReportData, StoreError> {
     if let [Subject::Group(g)] = subjects {
-        return group(store, *g);
+        return group(store, *g, tool);
     }
-    let mut data = base();
+    let mut data = base(tool);
     let mut names = Vec::new();
     for s in subjects {
-        match s {
+        match *s {
             Subject::Group(g) => {
-                let d = group(store, *g)?;
+                let d = group(store, g, tool)?;
                 names.push(format!("group {g}"));
                 data.cells.extend(d.cells);
                 data.doctor = data.doctor.or(d.doctor);
             }
-            Subject::Run(r) => {
-                let id = resolve(store, *r)?;
+            Subject::Run(id) => {
                 names.push(format!("run {id}"));
                 let run = run_data(store, id)?;
                 if run.record.probe == "doctor" {
@@ -168,11 +168,20 @@ pub fn subjects(store: &Store, subjects: &[Subject]) -> Result<ReportData> {
     Ok(data)
 }
 
-/// Where a report goes by default: beside the database.
+/// Where a report goes by default: beside the database `db`, named for `what`.
 pub fn default_path(db: &Path, what: &str) -> PathBuf {
     let dir = match db.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     dir.join(format!("audiolat-report-{what}.html"))
+}
+
+/// The measurement a run is summarised by in lists: the first one stored.
+pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>, StoreError> {
+    Ok(store
+        .measurements(run.id)?
+        .into_iter()
+        .next()
+        .map(|m| m.measurement))
 }
