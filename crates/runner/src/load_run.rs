@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use load::{LoadContext, LoadSpec};
-use results::{Event, RunSink, RunStatus};
+use results::{Event, RunSink};
 use serde_json::{json, Value};
 
-use crate::{Failure, RunError};
+use crate::Failure;
 
 /// The load context for a run: loads tagged with this process and the time, built-in
 /// loads run (and tools supervised) by `load_exe`, the disk load writing in `scratch`.
@@ -45,30 +45,6 @@ impl RunLoad {
             running,
             spec: spec.clone(),
             exits: Vec::new(),
-        })
-    }
-
-    /// Starts `spec` for run `run_id` and stores its description. A load that cannot
-    /// start, or whose description cannot be stored, fails the run: it is closed
-    /// `failed` with the reason.
-    pub fn start(
-        sink: &dyn RunSink,
-        run_id: i64,
-        spec: &LoadSpec,
-        lctx: &LoadContext,
-    ) -> Result<RunLoad, RunError> {
-        let started = RunLoad::begin(spec, lctx)
-            .map_err(Failure::Load)
-            .and_then(|load| load.store(sink, run_id).map(|()| load));
-        started.map_err(|failure| {
-            let _ = sink.finish_run(
-                run_id,
-                RunStatus::Failed,
-                &json!({}),
-                &json!({}),
-                Some(&failure.reason()),
-            );
-            RunError::Failed { run_id, failure }
         })
     }
 
