@@ -382,6 +382,9 @@ fn net_experiment_isolation_runs_the_four_cases_and_leaves_no_cpuset() {
     }
     assert!(rows[2]["paper"].as_str().unwrap().contains("Fig. 7a"));
     let store = Store::open_existing(&db).unwrap();
+    // The experiment's group is closed with its runs, not left running.
+    let group = store.group(out["group"].as_i64().unwrap()).unwrap();
+    assert_eq!(group.status, results::RunStatus::Complete, "{group:?}");
     let run = store.run(rows[3]["run_id"].as_i64().unwrap()).unwrap();
     let cells = &run.qos_granted["cells"];
     assert_eq!(cells["cells"][0]["exclusive"], true, "{cells}");
