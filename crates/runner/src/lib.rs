@@ -37,7 +37,6 @@
 //! use std::sync::{atomic::AtomicBool, Arc};
 //! use probes::jitter::{JitterConfig, RunLength};
 //! use probes::probe::JitterProbe;
-//! # fn store() -> Box<dyn results::RunSink> { unimplemented!() }  // a results::Store
 //! let ctx = runner::Context {
 //!     tool: results::ToolInfo { version: "0".into(), git_commit: "-".into(), build_profile: "dev".into() },
 //!     command_line: "audiolat jitter".into(),
@@ -47,7 +46,8 @@
 //! };
 //! let config = JitterConfig::new(1_000_000, RunLength::Loops(1000));
 //! let mut cell = runner::Cell::new(JitterProbe::new(config), load::LoadSpec::none(), ".".into());
-//! let run = runner::run(&ctx, &*store(), &mut cell, None, &runner::Unobserved).unwrap();
+//! let store = results::Store::open(std::path::Path::new("audiolat.db")).unwrap();
+//! let run = runner::run(&ctx, &store, &mut cell, None, &runner::Unobserved).unwrap();
 //! println!("run {} {}", run.run_id, run.status);
 //! ```
 #![deny(missing_docs)]
