@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::util::{machine_lock, run, run_json, tempdir};
+use crate::util::{machine_lock, run, run_json, temp_db};
 
 /// The shared tables of a fresh run's output: everything before its live footer (the
 /// line that starts with `footer`, after a blank line).
@@ -39,8 +39,7 @@ fn same_tables_in_show(db: &Path, args: &[&str], footer: &str) -> String {
 #[test]
 fn a_jitter_run_shows_the_tables_it_printed() {
     let _m = machine_lock();
-    let dir = tempdir();
-    let db = dir.path().join("r.db");
+    let (_dir, db) = temp_db("r.db");
     let fresh = same_tables_in_show(
         &db,
         &["jitter", "--loops", "200", "--interval", "1ms", "-q"],
@@ -52,8 +51,7 @@ fn a_jitter_run_shows_the_tables_it_printed() {
 #[test]
 fn a_roundtrip_run_shows_the_tables_it_printed() {
     let _m = machine_lock();
-    let dir = tempdir();
-    let db = dir.path().join("r.db");
+    let (_dir, db) = temp_db("r.db");
     let fresh = same_tables_in_show(
         &db,
         &[
@@ -72,8 +70,7 @@ fn a_roundtrip_run_shows_the_tables_it_printed() {
 #[test]
 fn a_jitter_run_as_json_is_the_stored_run() {
     let _m = machine_lock();
-    let dir = tempdir();
-    let db = dir.path().join("r.db");
+    let (_dir, db) = temp_db("r.db");
     let fresh = run_json(
         &db,
         &["jitter", "--loops", "200", "--interval", "1ms", "--json"],
@@ -100,8 +97,7 @@ fn a_jitter_run_as_json_is_the_stored_run() {
 #[test]
 fn an_event_run_shows_the_tables_it_printed() {
     let _m = machine_lock();
-    let dir = tempdir();
-    let db = dir.path().join("r.db");
+    let (_dir, db) = temp_db("r.db");
     let fresh = same_tables_in_show(
         &db,
         &["event", "--backend", "virtual", "--triggers", "20", "-q"],
@@ -113,8 +109,7 @@ fn an_event_run_shows_the_tables_it_printed() {
 #[test]
 fn a_net_run_shows_the_tables_it_printed() {
     let _m = machine_lock();
-    let dir = tempdir();
-    let db = dir.path().join("r.db");
+    let (_dir, db) = temp_db("r.db");
     let fresh = same_tables_in_show(
         &db,
         &[
@@ -134,8 +129,7 @@ fn a_net_run_shows_the_tables_it_printed() {
 #[test]
 fn a_net_run_as_json_is_the_stored_run() {
     let _m = machine_lock();
-    let dir = tempdir();
-    let db = dir.path().join("r.db");
+    let (_dir, db) = temp_db("r.db");
     let fresh = run_json(
         &db,
         &[
