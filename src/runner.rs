@@ -371,10 +371,7 @@ pub use ::runner::sweep::{EventCell, RoundtripCell};
 /// The live line of an event run of `cell` on a stream described by `sinfo`: its label,
 /// and the prompt a key or MIDI trigger needs.
 fn event_live(cell: &EventCell, sinfo: &engine::audio::StreamInfo, quiet: bool) -> LiveLine {
-    let label = format!(
-        "event {} {} period {} {}",
-        cell.config.workload, cell.load, sinfo.period_frames, cell.config.policy
-    );
+    let label = ::runner::sweep::event_label(&cell.config, &cell.load, sinfo.period_frames);
     let prompt = match cell.config.source {
         probes::event::TriggerSource::Key => Some(format!(
             "{label}: press a key for each trigger ({} wanted); q ends",

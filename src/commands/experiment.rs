@@ -10,7 +10,6 @@ use crate::runner::{run_error, Context};
 use ::runner::experiment::{ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan};
 use anyhow::Result;
 use probes::net::ReserveBy;
-use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -150,16 +149,8 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             }
         })
         .collect();
-    // The group is closed as its runs ended: interrupted by a signal, failed when a case
-    // did not complete, else complete.
-    let status = if ctx.stopped() {
-        RunStatus::Interrupted
-    } else if rows.iter().any(|r| r.status != "complete") {
-        RunStatus::Failed
-    } else {
-        RunStatus::Complete
-    };
-    finish_group(&store, group, status);
+    let failed = rows.iter().any(|r| r.status != "complete");
+    finish_group(&store, group, ctx.run.group_status(failed));
     if a.json {
         print_json(&json!({
             "group": group,

@@ -10,7 +10,6 @@ use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context, LiveLine};
 use ::runner::suite::{SuiteEntry, SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use anyhow::{Context as _, Result};
-use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -111,13 +110,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         .iter_mut()
         .map(|e| note_text(std::mem::replace(&mut e.note, SuiteNote::None)))
         .collect();
-    let group_status = if ctx.stopped() {
-        RunStatus::Interrupted
-    } else if failed {
-        RunStatus::Failed
-    } else {
-        RunStatus::Complete
-    };
+    let group_status = ctx.run.group_status(failed);
     finish_group(&store, group, group_status);
     // The suite ends with its report, beside the database.
     let report_path = report::gather::default_path(&ctx.db_path, &format!("suite-{group}"));

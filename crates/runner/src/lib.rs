@@ -104,6 +104,18 @@ impl Context {
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
+
+    /// How a group of runs (a suite, an experiment) ends: `interrupted` once a signal
+    /// came, else `failed` when one of its runs could not complete, else `complete`.
+    pub fn group_status(&self, any_failed: bool) -> RunStatus {
+        if self.stopped() {
+            RunStatus::Interrupted
+        } else if any_failed {
+            RunStatus::Failed
+        } else {
+            RunStatus::Complete
+        }
+    }
 }
 
 /// One configuration to measure as one run.

@@ -445,13 +445,7 @@ impl Suite<'_> {
             Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Open(e)),
         };
         let load = LoadSpec::none();
-        let label = format!(
-            "event {} {} period {} {}",
-            config.workload,
-            load,
-            stream.info().period_frames,
-            config.policy
-        );
+        let label = crate::sweep::event_label(&config, &load, stream.info().period_frames);
         let live = self.observer.live(&label, 0);
         let mut cell = self.cell(EventProbe::new(&mut stream, config, None), load, Some(1));
         let watch = Some(server as &mut dyn Watch);

@@ -24,6 +24,18 @@ pub struct EventCell {
     pub granted: Option<Value>,
 }
 
+/// The live label of an event run: workload, load, period and note policy.
+pub fn event_label(
+    config: &probes::event::EventConfig,
+    load: &LoadSpec,
+    period_frames: u32,
+) -> String {
+    format!(
+        "event {} {load} period {period_frames} {}",
+        config.workload, config.policy
+    )
+}
+
 /// An event run, stored.
 #[derive(Debug)]
 pub struct EventRun {
