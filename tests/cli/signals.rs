@@ -71,11 +71,13 @@ fn two_quick_signals_keep_the_run_printed_and_stored_for_every_audio_probe() {
         // event stores each trigger, round trip only at its end).
         std::thread::sleep(Duration::from_millis(2500));
         if args[0] == "event" {
+            // A note that sounded: under this load the first notes may all be rendered
+            // after their cycle's deadline (missed: stored, but left out of the figures).
             let store = Store::open_read_only(&db).unwrap();
-            while store.triggers(id).unwrap().is_empty() {
+            while store.triggers(id).unwrap().iter().all(|t| t.missed) {
                 assert!(
-                    started.elapsed() < Duration::from_secs(60),
-                    "{args:?}: no trigger"
+                    started.elapsed() < Duration::from_secs(90),
+                    "{args:?}: no trigger sounded"
                 );
                 std::thread::sleep(Duration::from_millis(100));
             }
