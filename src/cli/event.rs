@@ -1,19 +1,22 @@
-//! `audiolat event`'s flags (stage one). Its sweep of cells is built in
-//! `commands::event` for now (see this module's parent for what stage two would be).
+//! `audiolat event`: its flags (stage one) and what it runs, built from them (stage
+//! two): the sweep's cells of one period, the periods and the backend.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ::runner::sweep::EventCell;
 use clap::Args;
 use dsp::WorkloadKind;
+use engine::backend::BackendSpec;
 use engine::gpio::GpioSpec;
 use load::LoadSpec;
-use probes::event::{NotePolicy, TriggerSource};
+use probes::event::{EventConfig, NotePolicy, TriggerSource};
 
 use super::audio::AudioArgs;
 use super::values::{
     parse_count_u32, parse_count_u64, parse_list, parse_loads, parse_millis, parse_rate, ListOf,
 };
+use super::UsageError;
 
 #[derive(Debug, Clone, Args)]
 pub struct EventArgs {
@@ -95,4 +98,92 @@ fn parse_workloads(s: &str) -> Result<ListOf<WorkloadKind>, String> {
 
 fn parse_gpio(s: &str) -> Result<GpioSpec, String> {
     s.parse::<GpioSpec>().map_err(|e| e.to_string())
+}
+
+/// What `audiolat event` runs, built once from its flags (stage two).
+#[derive(Debug)]
+pub struct EventRequest {
+    /// The cells of one period, in sweep order.
+    pub cells: Vec<EventCell>,
+    /// The periods to sweep, in order (`None`: the backend's own).
+    pub periods: Vec<Option<u32>>,
+    /// The backend.
+    pub spec: BackendSpec,
+    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
+    pub scratch_dir: PathBuf,
+}
+
+impl EventArgs {
+    /// The cells of one period, in sweep order: every policy, workload, load and repeat.
+    pub fn cells(&self) -> Result<Vec<EventCell>, UsageError> {
+        let mut cells = Vec::new();
+        for policy in &self.policy.0 {
+            for workload in &self.workload.0 {
+                for load in &self.load.0 {
+                    for repeat in 1..=self.repeat {
+                        let mut config = EventConfig::new(self.trigger, *policy);
+                        config.triggers = self.triggers;
+                        config.workload = *workload;
+                        config.frequency_hz = self.frequency as f32;
+                        config.note_ms = self.note.as_secs_f64() * 1e3;
+                        config.spacing_ms = self.spacing.as_secs_f64() * 1e3;
+                        config.gpio = self.gpio.clone();
+                        config.lock_memory = !self.no_mlock;
+                        config.seed ^= repeat as u64;
+                        config.validate().map_err(|e| UsageError(e.to_string()))?;
+                        cells.push(EventCell {
+                            config,
+                            load: load.clone(),
+                            repeat,
+                            granted: None,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(cells)
+    }
+
+    /// Stage two: everything `event` refuses before it starts anything, and what it
+    /// runs. `default_scratch` is the database's directory.
+    pub fn request(&self, default_scratch: &Path) -> anyhow::Result<EventRequest> {
+        let scratch_dir = self
+            .scratch_dir
+            .clone()
+            .unwrap_or_else(|| default_scratch.to_path_buf());
+        let cells = self.cells()?;
+        for load in &self.load.0 {
+            crate::runner::check_load(load, &scratch_dir)?;
+        }
+        if self.midi_port.is_some() && self.trigger != TriggerSource::Midi {
+            return Err(UsageError("--midi-port needs --trigger midi".into()).into());
+        }
+        let periods = crate::audio::periods(&self.audio);
+        let spec =
+            crate::audio::sweep_spec(&self.audio, &crate::audio::event_purpose(self), &periods)?;
+        if self.trigger == TriggerSource::Midi && !spec.has_midi() {
+            return Err(UsageError(format!(
+                "--trigger midi reads note-ons from a JACK MIDI port: use --backend jack (with --backend {}, use --trigger timer or key)",
+                spec.name()
+            ))
+            .into());
+        }
+        if let Some(gpio) = &self.gpio {
+            // Open and release the line once now, so a missing chip is refused up front.
+            engine::gpio::GpioLine::open(gpio, "audiolat")
+                .map_err(|e| UsageError(e.to_string()))?;
+        }
+        if self.gpio.is_some() && self.trigger == TriggerSource::Midi {
+            return Err(UsageError(
+                "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
+            )
+            .into());
+        }
+        Ok(EventRequest {
+            cells,
+            periods,
+            spec,
+            scratch_dir,
+        })
+    }
 }

@@ -7,26 +7,30 @@
 //! type instead (`'x' is not a number`); it never looks at another flag.
 //!
 //! **Stage two: typed configs.** A method on a command's args (e.g.
-//! [`JitterArgs::request`], [`NetArgs::config`], [`BenchArgs::config`],
-//! [`RunsArgs::filter`]) checks what needs several flags together or the machine (a
-//! priority the policy has no use for, `--reserve` above `--link`, a CPU list against the
-//! online CPUs, `--netns` without root) and builds the library's typed objects once
-//! (`JitterConfig`, `NetConfig`, `BenchConfig`, `RunFilter`). Its errors are
-//! [`UsageError`]s naming the flags (exit 2). The command's code in `commands/` calls it
-//! first, before anything is opened, started or written, and reads the typed objects,
-//! not the flags. Nothing below the binary sees a clap type.
+//! [`JitterArgs::request`], [`EventArgs::request`], [`NetArgs::config`],
+//! [`BenchArgs::config`], [`RunsArgs::filter`]) checks what needs several flags together
+//! or the machine (a priority the policy has no use for, `--reserve` above `--link`, a
+//! CPU list against the online CPUs, `--netns` without root) and builds the library's
+//! typed objects once (`JitterConfig`, the sweep's `EventCell`s, `NetConfig`,
+//! `BenchConfig`, `RunFilter`, a checked `Plan`). Its errors are [`UsageError`]s naming
+//! the flags (exit 2). The command's code in `commands/` calls it first, before anything
+//! is opened, started or written, and reads the typed objects, not the flags. Nothing
+//! below the binary sees a clap type.
 //!
 //! Neither stage has side effects: bad input is refused before anything starts.
 //!
 //! **A new command's flags** go in a module of their own here (or its family's: the net
 //! roles, the stored-run commands), with its value parsers beside it unless another
-//! command shares them ([`values`]); its variant goes in [`Command`] and its types are
-//! re-exported below, so every type's path stays `crate::cli::X`. Its stage two is a
-//! method on its args in the same module.
+//! command shares them ([`values`]); its variant goes in [`Command`], and what the rest
+//! of the binary names is re-exported below (nothing else). Its stage two is a method
+//! on its args in the same module.
 //!
-//! Not yet in stage two: `event`'s sweep of cells and `roundtrip`'s checks are built in
-//! `commands::event` and `commands::roundtrip` (moving to the runner's plans); the
-//! stored-run commands resolve `last` and the default group against the store.
+//! Every measuring command has its stage two: [`JitterArgs::request`],
+//! [`EventArgs::request`], [`RoundtripArgs::request`], [`NetArgs::config`],
+//! [`SuiteArgs::request`], [`RunPlanArgs::plan`] / [`ReproduceArgs::plan`] (the plan
+//! checked cell by cell against these very definitions). The stored-run commands
+//! resolve `last` and the default group against the store, so that part of their stage
+//! two waits for the store.
 
 mod audio;
 mod bench;
@@ -45,30 +49,21 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-// Every type and stage-two function keeps its path `crate::cli::X`, whether or not a
-// command names it by that path today.
+// What the rest of the binary names (the command's args and stage-two results it
+// destructures); callers import what they use.
 pub use self::audio::{AudioArgs, BackendName};
 pub use self::bench::BenchArgs;
-pub use self::event::EventArgs;
-#[allow(unused_imports)]
-pub use self::jitter::{jitter_config, JitterArgs, JitterRequest};
+pub use self::event::{EventArgs, EventRequest};
+pub use self::jitter::{jitter_config, JitterArgs};
 pub use self::machine::{DevicesArgs, DoctorArgs, LoadWorkerArgs, SuperviseArgs};
-#[allow(unused_imports)]
-pub use self::net::{net_policy, thread_policy, CellArgs, NetArgs, NetRequest};
-#[allow(unused_imports)]
-pub use self::net_roles::{
-    EmulateArgs, Experiment, ExperimentArgs, NetRole, NetThreadArgs, RespondArgs,
-};
-pub use self::plans::{PlanRunArgs, ReproduceArgs, Resume, RunPlanArgs, SuiteArgs};
-#[allow(unused_imports)]
-pub use self::policy::{policy, PolicyName};
-pub use self::roundtrip::{LoopArgs, RoundtripArgs};
+pub use self::net::{NetArgs, NetRequest};
+pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};
+pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
+pub use self::roundtrip::{LoopArgs, RoundtripArgs, RoundtripRequest};
 pub use self::stored::{
     CompareArgs, ExportArgs, ExportFormat, MetricChoice, ReportArgs, RunRef, RunsArgs, ShowArgs,
     Subject,
 };
-#[allow(unused_imports)]
-pub use self::values::{cpu_list, parse_duration, ListOf};
 
 /// A usage error: refused before anything started. Exit code 2.
 #[derive(Debug, thiserror::Error)]

@@ -1,12 +1,15 @@
 //! The commands that run several probes as one group: `suite`, `run` (a plan file) and
-//! `reproduce` (a study's preset plan). Their flags (stage one).
+//! `reproduce` (a study's preset plan). Their flags (stage one) and what they run
+//! (stage two): the suite's settings, the plan checked against the CLI's probes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ::runner::plan::{Plan, Resume};
 use clap::Args;
 
 use super::values::parse_seconds;
+use super::UsageError;
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
@@ -22,6 +25,43 @@ pub struct SuiteArgs {
     /// No live status lines.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What `audiolat suite` runs, built once from its flags (stage two).
+#[derive(Debug)]
+pub struct SuiteRequest {
+    /// Time per probe run.
+    pub each: Duration,
+    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
+    pub scratch_dir: PathBuf,
+    /// Print JSON instead of text.
+    pub json: bool,
+    /// No live status lines (`--quiet`, or `--json`).
+    pub quiet: bool,
+}
+
+impl SuiteArgs {
+    /// Stage two: the scratch directory checked before anything is written (a probe
+    /// whose tool is missing is skipped, by name, later: "every probe that can run
+    /// here"). `default_scratch` is the database's directory.
+    pub fn request(&self, default_scratch: &Path) -> Result<SuiteRequest, UsageError> {
+        let scratch_dir = self
+            .scratch_dir
+            .clone()
+            .unwrap_or_else(|| default_scratch.to_path_buf());
+        if !scratch_dir.is_dir() {
+            return Err(UsageError(format!(
+                "--scratch-dir {}: not a directory; give an existing directory on the disk to load",
+                scratch_dir.display()
+            )));
+        }
+        Ok(SuiteRequest {
+            each: self.each,
+            scratch_dir,
+            json: self.json,
+            quiet: self.quiet || self.json,
+        })
+    }
 }
 
 /// How a plan runs (shared by `run` and `reproduce`).
@@ -48,15 +88,6 @@ pub struct PlanRunArgs {
     /// No progress line.
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-/// Which plan run to resume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
-    /// The latest unfinished plan run of the same plan.
-    Latest,
-    /// This group.
-    Group(i64),
 }
 
 fn parse_resume(s: &str) -> Result<Resume, String> {
@@ -102,5 +133,36 @@ fn parse_study(s: &str) -> Result<String, String> {
             "'{s}' is not a study audiolat reproduces: use {}",
             crate::presets::names().join(", ")
         ))
+    }
+}
+
+impl RunPlanArgs {
+    /// Stage two: the plan file read, parsed and each cell checked as the CLI would.
+    pub fn plan(&self) -> Result<Plan, UsageError> {
+        let text = std::fs::read_to_string(&self.plan).map_err(|e| {
+            UsageError(format!(
+                "cannot read plan {}: {e} (`audiolat reproduce bbb2014 --print > plan.toml` writes one to start from)",
+                self.plan.display()
+            ))
+        })?;
+        crate::plan::parse(&text, &self.plan.display().to_string())
+            .map_err(|e| UsageError(e.to_string()))
+    }
+}
+
+impl ReproduceArgs {
+    /// The preset's plan text (TOML), as `--print` shows it.
+    pub fn text(&self) -> String {
+        crate::presets::text(&self.study, self.quick).expect("the study name was checked by clap")
+    }
+
+    /// Stage two: the preset's plan, parsed and checked against the CLI's probes.
+    pub fn plan(&self) -> Result<Plan, UsageError> {
+        let source = format!(
+            "preset {}{}",
+            self.study,
+            if self.quick { " --quick" } else { "" }
+        );
+        crate::plan::parse(&self.text(), &source).map_err(|e| UsageError(e.to_string()))
     }
 }

@@ -1,15 +1,20 @@
-//! `audiolat roundtrip` and `audiolat loop`: their flags (stage one).
+//! `audiolat roundtrip` and `audiolat loop`: their flags (stage one), and what
+//! `roundtrip` runs, built from them (stage two): its cells, periods and backend.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ::runner::sweep::RoundtripCell;
 use clap::Args;
+use engine::backend::BackendSpec;
 use load::LoadSpec;
+use probes::roundtrip::RoundtripConfig;
 
 use super::audio::AudioArgs;
 use super::values::{
     parse_count_u32, parse_f64, parse_loads, parse_seconds, parse_u32_any, ListOf,
 };
+use super::UsageError;
 
 #[derive(Debug, Clone, Args)]
 pub struct RoundtripArgs {
@@ -76,6 +81,80 @@ pub struct RoundtripArgs {
     /// No live status line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What `audiolat roundtrip` runs, built once from its flags (stage two).
+#[derive(Debug)]
+pub struct RoundtripRequest {
+    /// The cells of one period (every load, every repeat), in sweep order. The loop
+    /// description and what a device granted are the set-up's and the stream's: the
+    /// sweep fills them in.
+    pub cells: Vec<RoundtripCell>,
+    /// The periods to run, in order (with `--find-min-buffer`, the search's steps).
+    pub periods: Vec<Option<u32>>,
+    /// The backend.
+    pub spec: BackendSpec,
+    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
+    pub scratch_dir: PathBuf,
+}
+
+impl RoundtripArgs {
+    /// Stage two: everything `roundtrip` refuses before it starts anything, and what it
+    /// runs. `default_scratch` is the database's directory.
+    pub fn request(&self, default_scratch: &Path) -> anyhow::Result<RoundtripRequest> {
+        let scratch_dir = self
+            .scratch_dir
+            .clone()
+            .unwrap_or_else(|| default_scratch.to_path_buf());
+        let spec = crate::audio::spec(&self.audio, &crate::audio::roundtrip_purpose(self))?;
+        let base = RoundtripConfig {
+            duration_ms: self.duration.as_secs_f64() * 1e3,
+            every_periods: self.every,
+            impulses: self.impulses,
+            insert_delay_frames: self.insert_delay,
+            peak: self.level,
+            max_delay_frames: self.max_delay,
+            loop_hint_frames: spec.loop_hint_frames(),
+            ..Default::default()
+        };
+        base.validate().map_err(|e| UsageError(e.to_string()))?;
+        for load in &self.load.0 {
+            crate::runner::check_load(load, &scratch_dir)?;
+        }
+        let mut periods = crate::audio::periods(&self.audio);
+        if self.find_min_buffer {
+            if self.load.0.len() > 1 || self.repeat > 1 {
+                return Err(UsageError(
+                    "--find-min-buffer tries one load once per setting: give one --load and no --repeat".into(),
+                )
+                .into());
+            }
+            let given = self.audio.period.as_ref().map(|p| p.0.as_slice());
+            periods = ::runner::min_buffer::search_periods(&spec, given);
+        }
+        spec.check_periods(&periods)
+            .map_err(|e| UsageError(e.to_string()))?;
+        let cells = self
+            .load
+            .0
+            .iter()
+            .flat_map(|load| {
+                (1..=self.repeat).map(|repeat| RoundtripCell {
+                    config: base.clone(),
+                    load: load.clone(),
+                    repeat,
+                    loop_description: String::new(),
+                    granted: None,
+                })
+            })
+            .collect();
+        Ok(RoundtripRequest {
+            cells,
+            periods,
+            spec,
+            scratch_dir,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,7 +1,6 @@
 //! `audiolat event`: event-to-audio latency, swept over periods, workloads, loads and
 //! repeats, one stored run per cell in a group.
 
-use crate::cli::UsageError;
 use crate::commands::output::print_json;
 use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
 use crate::runner::{Context, SweepLive};
@@ -26,83 +25,15 @@ pub(crate) fn server_request(
     }
 }
 
-/// The event cells of one period, in sweep order.
-pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<crate::runner::EventCell>> {
-    use probes::event::EventConfig;
-    let mut cells = Vec::new();
-    for policy in &a.policy.0 {
-        for workload in &a.workload.0 {
-            for load in &a.load.0 {
-                for repeat in 1..=a.repeat {
-                    let mut config = EventConfig::new(a.trigger, *policy);
-                    config.triggers = a.triggers;
-                    config.workload = *workload;
-                    config.frequency_hz = a.frequency as f32;
-                    config.note_ms = a.note.as_secs_f64() * 1e3;
-                    config.spacing_ms = a.spacing.as_secs_f64() * 1e3;
-                    config.gpio = a.gpio.clone();
-                    config.lock_memory = !a.no_mlock;
-                    config.seed ^= repeat as u64;
-                    config.validate().map_err(|e| UsageError(e.to_string()))?;
-                    cells.push(crate::runner::EventCell {
-                        config,
-                        load: load.clone(),
-                        repeat,
-                        granted: None,
-                    });
-                }
-            }
-        }
-    }
-    Ok(cells)
-}
-
-/// Everything `event` refuses before it starts anything: its cells, in sweep order, and
-/// its backend.
-pub(crate) fn event_checks(
-    a: &crate::cli::EventArgs,
-    scratch: &std::path::Path,
-) -> Result<(Vec<crate::runner::EventCell>, engine::backend::BackendSpec)> {
-    let cells = event_cells(a)?;
-    for load in &a.load.0 {
-        crate::runner::check_load(load, scratch)?;
-    }
-    if a.midi_port.is_some() && a.trigger != probes::event::TriggerSource::Midi {
-        return Err(UsageError("--midi-port needs --trigger midi".into()).into());
-    }
-    let spec = crate::audio::sweep_spec(
-        &a.audio,
-        &crate::audio::event_purpose(a),
-        &crate::audio::periods(&a.audio),
-    )?;
-    if a.trigger == probes::event::TriggerSource::Midi && !spec.has_midi() {
-        return Err(UsageError(format!(
-            "--trigger midi reads note-ons from a JACK MIDI port: use --backend jack (with --backend {}, use --trigger timer or key)",
-            spec.name()
-        ))
-        .into());
-    }
-    if let Some(spec) = &a.gpio {
-        // Open and release the line once now, so a missing chip is refused up front.
-        engine::gpio::GpioLine::open(spec, "audiolat").map_err(|e| UsageError(e.to_string()))?;
-    }
-    if a.gpio.is_some() && a.trigger == probes::event::TriggerSource::Midi {
-        return Err(UsageError(
-            "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
-        )
-        .into());
-    }
-    Ok((cells, spec))
-}
-
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
-    let (cells, spec) = event_checks(a, &scratch)?;
-    let sweep = open_sweep(&spec, crate::audio::periods(&a.audio))?;
+    let crate::cli::EventRequest {
+        cells,
+        periods,
+        spec,
+        scratch_dir: scratch,
+    } = a.request(&ctx.default_scratch())?;
+    let sweep = open_sweep(&spec, periods)?;
     let store = ctx.open_store()?;
     let group = store.create_group(
         "event",

@@ -2,9 +2,7 @@
 //! the load worker a plan's loads run as.
 
 use crate::cli::{Cli, Command, UsageError};
-use crate::commands::event::event_checks;
 use crate::commands::net::net_config;
-use crate::commands::roundtrip::roundtrip_checks;
 use crate::runner::Context;
 use anyhow::Result;
 use std::process::ExitCode;
@@ -78,9 +76,9 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
             crate::runner::check_load(&a.load, &scratch).map_err(msg)
         }
         Command::Event(a) => {
-            let (cells, _) = event_checks(a, &scratch).map_err(msg)?;
+            let req = a.request(&scratch).map_err(msg)?;
             one_run(
-                cells.len() * crate::audio::periods(&a.audio).len(),
+                req.cells.len() * req.periods.len(),
                 "comma lists in --period, --policy, --workload or --load, or --repeat",
             )
         }
@@ -90,9 +88,9 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
                     "--find-min-buffer is a search of its own: sweep `period` as an axis instead, and the report finds the smallest buffer without under-runs".into(),
                 );
             }
-            let (_, periods, _) = roundtrip_checks(a, &scratch).map_err(msg)?;
+            let req = a.request(&scratch).map_err(msg)?;
             one_run(
-                periods.len() * a.load.0.len() * a.repeat as usize,
+                req.periods.len() * req.cells.len(),
                 "comma lists in --period or --load, or --repeat",
             )
         }
@@ -116,28 +114,13 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
 }
 
 pub(crate) fn run_plan(ctx: &Context, a: &crate::cli::RunPlanArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&a.plan).map_err(|e| {
-        UsageError(format!(
-            "cannot read plan {}: {e} (`audiolat reproduce bbb2014 --print > plan.toml` writes one to start from)",
-            a.plan.display()
-        ))
-    })?;
-    let plan = crate::plan::parse(&text, &a.plan.display().to_string())
-        .map_err(|e| UsageError(e.to_string()))?;
-    crate::plan::run(ctx, &plan, &a.run)
+    crate::plan::run(ctx, &a.plan()?, &a.run)
 }
 
 pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<ExitCode> {
-    let text = crate::presets::text(&a.study, a.quick).expect("the study name was checked by clap");
     if a.print {
-        print!("{text}");
+        print!("{}", a.text());
         return Ok(ExitCode::SUCCESS);
     }
-    let source = format!(
-        "preset {}{}",
-        a.study,
-        if a.quick { " --quick" } else { "" }
-    );
-    let plan = crate::plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
-    crate::plan::run(ctx, &plan, &a.run)
+    crate::plan::run(ctx, &a.plan()?, &a.run)
 }

@@ -4,58 +4,18 @@
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
 use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
-use crate::runner::{Context, RoundtripCell, SweepLive};
+use crate::runner::{Context, SweepLive};
 use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;
 
-/// What `roundtrip` checks before it starts anything: the base configuration, the
-/// periods to run, in order, and the backend.
-pub(crate) fn roundtrip_checks(
-    a: &crate::cli::RoundtripArgs,
-    scratch: &std::path::Path,
-) -> Result<(
-    probes::roundtrip::RoundtripConfig,
-    Vec<Option<u32>>,
-    engine::backend::BackendSpec,
-)> {
-    let spec = crate::audio::spec(&a.audio, &crate::audio::roundtrip_purpose(a))?;
-    let base = probes::roundtrip::RoundtripConfig {
-        duration_ms: a.duration.as_secs_f64() * 1e3,
-        every_periods: a.every,
-        impulses: a.impulses,
-        insert_delay_frames: a.insert_delay,
-        peak: a.level,
-        max_delay_frames: a.max_delay,
-        loop_hint_frames: spec.loop_hint_frames(),
-        ..Default::default()
-    };
-    base.validate().map_err(|e| UsageError(e.to_string()))?;
-    for load in &a.load.0 {
-        crate::runner::check_load(load, scratch)?;
-    }
-    let mut periods = crate::audio::periods(&a.audio);
-    if a.find_min_buffer {
-        if a.load.0.len() > 1 || a.repeat > 1 {
-            return Err(UsageError(
-                "--find-min-buffer tries one load once per setting: give one --load and no --repeat".into(),
-            )
-            .into());
-        }
-        let given = a.audio.period.as_ref().map(|p| p.0.as_slice());
-        periods = ::runner::min_buffer::search_periods(&spec, given);
-    }
-    spec.check_periods(&periods)
-        .map_err(|e| UsageError(e.to_string()))?;
-    Ok((base, periods, spec))
-}
-
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
-    let (base, periods, spec) = roundtrip_checks(a, &scratch)?;
+    let crate::cli::RoundtripRequest {
+        cells,
+        periods,
+        spec,
+        scratch_dir: scratch,
+    } = a.request(&ctx.default_scratch())?;
     let sweep = open_sweep(&spec, periods)?;
     let store = ctx.open_store()?;
     let group = store.create_group(
@@ -66,22 +26,6 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let live = SweepLive {
         quiet: a.quiet || a.json,
     };
-    // The loop description and what a device granted are the set-up's and the
-    // stream's: the sweep fills them in.
-    let cells: Vec<RoundtripCell> = a
-        .load
-        .0
-        .iter()
-        .flat_map(|load| {
-            (1..=a.repeat).map(|repeat| RoundtripCell {
-                config: base.clone(),
-                load: load.clone(),
-                repeat,
-                loop_description: String::new(),
-                granted: None,
-            })
-        })
-        .collect();
     let out = run_sweep(&store, group, |g| {
         match (a.find_min_buffer, cells.first()) {
             (true, Some(cell)) => {

@@ -2,7 +2,6 @@
 //! group. What runs and how is `runner::suite`'s plan; here: the flags, the progress, the
 //! notes in words, the table, the report and the exit code.
 
-use crate::cli::UsageError;
 use crate::commands::event::server_request;
 use crate::commands::output::print_json;
 use crate::commands::sweep::finish_group;
@@ -74,35 +73,27 @@ fn note_text(note: SuiteNote) -> String {
 }
 
 pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode> {
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
-    // Refuse what can be refused before anything is written; a probe whose tool is
-    // missing is skipped, by name, later ("every probe that can run here").
-    if !scratch.is_dir() {
-        return Err(UsageError(format!(
-            "--scratch-dir {}: not a directory; give an existing directory on the disk to load",
-            scratch.display()
-        ))
-        .into());
-    }
+    let crate::cli::SuiteRequest {
+        each,
+        scratch_dir: scratch,
+        json,
+        quiet,
+    } = a.request(&ctx.default_scratch())?;
     let store = ctx.open_store()?;
     let group = store.create_group(
         "suite",
         &ctx.command_line,
-        &json!({"each_s": a.each.as_secs_f64()}),
+        &json!({"each_s": each.as_secs_f64()}),
     )?;
-    let quiet = a.quiet || a.json;
     if !quiet {
         eprintln!(
             "audiolat suite: group {group}; doctor, then each probe for {:.0} s",
-            a.each.as_secs_f64()
+            each.as_secs_f64()
         );
     }
     // Event latency and round trip on JACK: a running server, else a private jackd -d dummy.
     let jack = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
-    let plan = SuitePlan::new(a.each, scratch, Some(group), ctx.load_exe.clone(), jack);
+    let plan = SuitePlan::new(each, scratch, Some(group), ctx.load_exe.clone(), jack);
     let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
     let failed = outcome.failed;
     let mut entries = outcome.entries;
@@ -124,7 +115,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
     }
     let report_path = report_written.is_ok().then_some(report_path);
-    if a.json {
+    if json {
         print_json(&json!({
             "group_id": group,
             "status": group_status,

@@ -12,7 +12,7 @@ use anyhow::Result;
 use runner::plan::{self as plan_run, Binaries, Plan, PlanObserver, PlanRunError, Planned};
 
 use super::CliCells;
-use crate::cli::{PlanRunArgs, Resume, UsageError};
+use crate::cli::{PlanRunArgs, UsageError};
 use crate::runner::Context;
 
 mod dry_run;
@@ -49,7 +49,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     }
     let store = ctx.open_store()?;
     let group = match opts.resume {
-        Some(how) => plan_run::reopen(&store, plan, resume(how), &planned).map_err(cli_error)?,
+        Some(how) => plan_run::reopen(&store, plan, how, &planned).map_err(cli_error)?,
         None => plan_run::create_group(&ctx.command_line, &store, plan, &planned)?,
     };
     plan_run::store_cells(&store, group, &planned)?;
@@ -87,14 +87,6 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     );
     progress.finish();
     summary::finish(ctx, &store, plan, opts, group, tally, &progress)
-}
-
-/// `--resume`, as the runner takes it.
-fn resume(how: Resume) -> plan_run::Resume {
-    match how {
-        Resume::Group(g) => plan_run::Resume::Group(g),
-        Resume::Latest => plan_run::Resume::Latest,
-    }
 }
 
 /// A plan run's error for the command line: a refusal is a usage error.
