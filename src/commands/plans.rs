@@ -1,11 +1,24 @@
-//! Plans: `audiolat run PLAN`, `audiolat reproduce STUDY`, a plan cell's own checks, and
-//! the load worker a plan's loads run as.
+//! Plans: `audiolat run PLAN`, `audiolat reproduce STUDY` (the runner's plan run, with
+//! its lines from `report::view::plan` written to the terminal, its report written and
+//! its exit code), a plan cell's own checks, and the load worker a plan's loads run as.
 
-use crate::cli::{Cli, Command, UsageError};
-use crate::commands::net::net_config;
-use crate::runner::Context;
-use anyhow::Result;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use report::view::plan::{self as view, DryRunCell, PlanStart, PlanSummary};
+use results::{PlanCell, RunStatus, Store};
+use runner::plan::{
+    self as plan_run, Binaries, Plan, PlanObserver, PlanProgress, PlanRunError, Planned,
+};
+
+use crate::cli::{Cli, Command, PlanRunArgs, UsageError};
+use crate::commands::net::net_config;
+use crate::plan::{CliCells, Progress};
+use crate::runner::Context;
 
 pub(crate) fn load_worker(ctx: &Context, a: &crate::cli::LoadWorkerArgs) -> Result<ExitCode> {
     // In a deadline cell each thread takes its reservation as it starts (a deadline task
@@ -114,7 +127,7 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
 }
 
 pub(crate) fn run_plan(ctx: &Context, a: &crate::cli::RunPlanArgs) -> Result<ExitCode> {
-    crate::plan::run(ctx, &a.plan()?, &a.run)
+    plan_run(ctx, &a.plan()?, &a.run)
 }
 
 pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<ExitCode> {
@@ -122,5 +135,209 @@ pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<
         print!("{}", a.text());
         return Ok(ExitCode::SUCCESS);
     }
-    crate::plan::run(ctx, &a.plan()?, &a.run)
+    plan_run(ctx, &a.plan()?, &a.run)
+}
+
+/// `audiolat run` / `audiolat reproduce`: check and order the cells, print them
+/// (`--dry-run`) or open the plan run, then [`run_cells`].
+fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
+    let quiet = opts.quiet || opts.json;
+    let checker = CliCells::default();
+    // Each cell is checked as a command line before any runs; thousands take seconds.
+    let cells = plan
+        .axes
+        .iter()
+        .fold(u64::from(plan.repeats), |n, a| n * a.values.len() as u64);
+    if cells >= 1000 && !quiet {
+        eprintln!("audiolat run: checking the plan's {cells} cells...");
+    }
+    let planned = plan_run::order(plan, &checker, &|| ctx.stopped())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let Some(planned) = planned else {
+        eprintln!("audiolat run: interrupted while checking the plan's cells: nothing was run");
+        return Ok(ExitCode::from(130));
+    };
+    if opts.dry_run {
+        let cells: Vec<DryRunCell> = planned
+            .iter()
+            .map(|p| DryRunCell {
+                key: p.cell.key.clone(),
+                profile: p.cell.profile.clone(),
+                server: p.server,
+                command: p.cell.command.shell_line(),
+            })
+            .collect();
+        print!(
+            "{}",
+            view::dry_run_text(&plan.name, &plan.source, &plan.probe, &cells)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(p) = &opts.report {
+        crate::commands::output::check_output_path(p, "--report")?;
+    }
+    let store = ctx.open_store()?;
+    let group = match opts.resume {
+        Some(how) => plan_run::reopen(&store, plan, how, &planned).map_err(cli_error)?,
+        None => plan_run::create_group(&ctx.command_line, &store, plan, &planned)?,
+    };
+    plan_run::store_cells(&store, group, &planned)?;
+    // The machine as the plan found it, for the report (each start of a resumed plan
+    // run adds one: the machine may have changed in between).
+    let doctor = probes::doctor::run(Duration::from_secs(1));
+    crate::runner::doctor_run(ctx, &store, Some(group), &doctor)?;
+    let stored = store.plan_cells(group)?;
+    let to_run = plan_run::cells_to_run(&planned, &stored).map_err(cli_error)?;
+    let already = stored.len() - to_run.len();
+    if !quiet {
+        eprintln!(
+            "{}",
+            view::start_line(&PlanStart {
+                name: &plan.name,
+                source: &plan.source,
+                group,
+                cells: stored.len(),
+                already,
+                to_run: to_run.len(),
+                servers: plan_run::server_settings(&planned),
+            })
+        );
+    }
+    let built = plan_run::build_binaries(&ctx.run, &store, group, &to_run, quiet, &mut Say)
+        .map_err(cli_error)?;
+    let binaries = match built {
+        Binaries::Ready(b) => b,
+        Binaries::Stopped { profile } => {
+            eprintln!("audiolat run: stopped while building the `{profile}` binary; plan run {group} kept, --resume {group} continues it");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    let progress = Progress {
+        enabled: !quiet,
+        tty: std::io::stderr().is_terminal(),
+        at: PlanProgress::new(stored.len(), already),
+    };
+    let cells = Cells {
+        planned: &planned,
+        to_run: &to_run,
+        binaries: &binaries,
+        checker: &checker,
+    };
+    run_cells(ctx, &store, plan, opts, group, cells, progress)
+}
+
+/// The cells a plan run is to run now, checked and ordered, with their binaries.
+struct Cells<'a> {
+    planned: &'a [Planned],
+    to_run: &'a [(usize, &'a PlanCell)],
+    binaries: &'a BTreeMap<String, PathBuf>,
+    checker: &'a CliCells,
+}
+
+/// Runs the cells with the progress line, closes the plan run, writes its report,
+/// prints its summary (or JSON) and says the exit code: 0 complete, 130 interrupted, 1
+/// otherwise (and 1 with the error when the plan run could not go on).
+fn run_cells(
+    ctx: &Context,
+    store: &Store,
+    plan: &Plan,
+    opts: &PlanRunArgs,
+    group: i64,
+    cells: Cells<'_>,
+    mut progress: Progress,
+) -> Result<ExitCode> {
+    let tally = plan_run::run_cells(
+        &ctx.run,
+        &ctx.db_path,
+        store,
+        plan,
+        group,
+        cells.planned,
+        cells.to_run,
+        cells.binaries,
+        cells.checker,
+        &mut progress,
+    );
+    progress.clear();
+    let closed = plan_run::close(&ctx.run, store, group, &tally)?;
+    let elapsed = progress.at.started.elapsed();
+    let data = report::gather::group(store, group, &crate::runner::tool_info())
+        .map_err(|e| {
+            eprintln!(
+                "audiolat: warning: reading plan run {group} back for its tables and report: {:#}",
+                anyhow::Error::from(e)
+            )
+        })
+        .ok();
+    let summary = PlanSummary {
+        plan: plan.name.clone(),
+        group,
+        status: closed.status,
+        cells: closed.cells,
+        complete: closed.complete,
+        failed: tally.failed,
+        elapsed,
+        db: ctx.db_path.clone(),
+        resume: plan.rerun_command(),
+        report: data
+            .as_ref()
+            .filter(|_| !opts.no_report)
+            .and_then(|d| write_report(ctx, opts, group, d)),
+        data,
+    };
+    if opts.json {
+        crate::commands::output::print_json(&view::summary_json(&summary))?;
+    } else {
+        print!("{}", view::summary_text(&summary));
+    }
+    if let Some(e) = tally.plan_error {
+        eprintln!("audiolat: error: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(match closed.status {
+        RunStatus::Complete => ExitCode::SUCCESS,
+        RunStatus::Interrupted => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    })
+}
+
+/// A plan run's error for the command line: a refusal is a usage error.
+fn cli_error(e: PlanRunError) -> anyhow::Error {
+    match e {
+        PlanRunError::Refused(msg) => UsageError(msg).into(),
+        e => e.into(),
+    }
+}
+
+/// Writes the HTML report (to `--report`, or beside the database); `None`, with a
+/// warning, when it cannot be written.
+fn write_report(
+    ctx: &Context,
+    opts: &PlanRunArgs,
+    group: i64,
+    data: &report::data::ReportData,
+) -> Option<PathBuf> {
+    let path = opts
+        .report
+        .clone()
+        .unwrap_or_else(|| report::gather::default_path(&ctx.db_path, &format!("plan-{group}")));
+    match std::fs::write(&path, report::html::render(data)) {
+        Ok(()) => Some(path),
+        Err(e) => {
+            eprintln!(
+                "audiolat: warning: the report was not written to {}: {e} (`audiolat report group:{group} -o PATH` writes it)",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// The news of building binaries, on stderr as it comes.
+struct Say;
+
+impl PlanObserver for Say {
+    fn note(&mut self, text: &str) {
+        eprintln!("{text}");
+    }
 }

@@ -3,7 +3,6 @@
 use std::cell::OnceCell;
 
 use clap::{CommandFactory, Parser};
-use engine::jack_server::ServerMode;
 use runner::plan::{CellChecker, CellCommand, CellRefusal, Flag, ServerKey};
 
 use crate::cli::{Cli, Command};
@@ -55,8 +54,8 @@ impl CellChecker for CliCells {
     }
 }
 
-/// The server a cell's process would start for itself, which the runner starts once for
-/// all the cells that share it: JACK and ALSA's jack PCM on a private server.
+/// The private JACK server a cell's process would start for itself, which the runner
+/// starts once for all the cells that share it (`runner::plan::private_server`).
 /// `default_running` asks (once per plan) whether a JACK server answers under the
 /// default name, which `--server auto` cells use instead.
 fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> {
@@ -66,22 +65,14 @@ fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> 
         _ => return None,
     };
     let spec = crate::audio::spec(audio, &purpose).ok()?;
-    let server = spec.jack_server().filter(|s| s.name.is_none())?;
-    let private = match server.mode {
-        ServerMode::Dummy => true,
-        ServerMode::External => false,
-        ServerMode::Auto => !*default_running.get_or_init(|| {
+    runner::plan::private_server(&spec, crate::audio::periods(audio)[0], || {
+        *default_running.get_or_init(|| {
             matches!(
                 engine::jack_server::probe(&engine::jack_server::default_server_name()),
                 Ok(Some(_))
             )
-        }),
-    };
-    if !private {
-        return None;
-    }
-    let (rate, period) = spec.private_server_settings(crate::audio::periods(audio)[0]);
-    Some((rate, period))
+        })
+    })
 }
 
 /// clap's error, as one line.
@@ -95,15 +86,4 @@ fn clap_message(e: &clap::Error) -> String {
         .join(" ")
         .trim_start_matches("error: ")
         .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_probes_with_a_status_line_take_quiet() {
-        assert!(CliCells::default().takes_quiet("event"));
-        assert!(!CliCells::default().takes_quiet("no-such-probe"));
-    }
 }

@@ -1,17 +1,16 @@
 //! Plans on the command line: the plan model and its run are `runner::plan`'s; here the
 //! command line's side of them. [`CliCells`] answers the plan's questions with clap's
 //! own definition of the commands (a probe's flags, whether a cell's command line parses
-//! and passes its probe's checks, which private JACK server it needs); [`run`] is
-//! `audiolat run` / `audiolat reproduce`'s flags, progress line and printing around
-//! the runner's steps.
+//! and passes its probe's checks, which private JACK server it needs); [`Progress`]
+//! writes a plan run's progress line. `commands::plans` runs the runner's steps.
 
 mod checker;
-mod run;
+mod progress;
 #[cfg(test)]
 mod tests;
 
 pub use checker::CliCells;
-pub use run::run;
+pub use progress::Progress;
 pub use runner::plan::{Plan, PlanCellRef, PlanError};
 
 /// Parses and checks a plan's text against the CLI's probes. `file` names it in errors.

@@ -91,3 +91,10 @@ fn plan_numbers_are_judged_as_written_by_the_clis_parser() {
         ["jitter", "--duration", "2.5", "--rate", "1000"]
     );
 }
+
+#[test]
+fn only_probes_with_a_status_line_take_quiet() {
+    use runner::plan::CellChecker;
+    assert!(CliCells::default().takes_quiet("event"));
+    assert!(!CliCells::default().takes_quiet("no-such-probe"));
+}

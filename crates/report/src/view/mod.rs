@@ -21,6 +21,7 @@ pub mod fresh;
 pub mod jitter;
 pub mod min_buffer;
 pub mod net;
+pub mod plan;
 pub mod roundtrip;
 pub mod run;
 

@@ -87,6 +87,15 @@ impl CellCommand {
         out
     }
 
+    /// [`argv`](Self::argv) as one line, each argument quoted for a shell.
+    pub fn shell_line(&self) -> String {
+        self.argv()
+            .iter()
+            .map(|a| load::shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The arguments a cell's process starts with: the database, then [`argv`](Self::argv).
     pub fn process_args(&self, db: &Path) -> Vec<OsString> {
         let mut out: Vec<OsString> = vec!["--db".into(), db.into()];

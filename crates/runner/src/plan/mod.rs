@@ -56,8 +56,9 @@ pub use axes::Flag;
 pub use cell_ref::{BadPlanCellRef, PlanCellRef};
 pub use command::CellCommand;
 pub use run::{
-    binary_for, build_binaries, cells_to_run, close, create_group, order, reopen, run_cells,
-    store_cells, Binaries, Closed, PlanObserver, PlanRunError, Planned, Resume, ServerKey, Tally,
+    binary_for, build_binaries, cells_to_run, close, create_group, order, private_server, reopen,
+    run_cells, server_settings, store_cells, Binaries, Closed, PlanObserver, PlanProgress,
+    PlanRunError, Planned, Resume, ServerKey, Tally,
 };
 
 use spanned::Ctx;
@@ -234,6 +235,23 @@ impl Plan {
         };
         let e = ctx.err(cell.at, "", "");
         format!("{}:{}", e.file, e.line)
+    }
+
+    /// The command (after `audiolat --db DB`) that runs this plan again, to which
+    /// `--resume GROUP` is added: `run FILE`, or `reproduce STUDY [--quick]` for a preset.
+    pub fn rerun_command(&self) -> String {
+        match self.source.strip_prefix("preset ") {
+            Some(name) => format!(
+                "reproduce {}{}",
+                name.trim_end_matches(" --quick"),
+                if name.ends_with(" --quick") {
+                    " --quick"
+                } else {
+                    ""
+                }
+            ),
+            None => format!("run {}", load::shell_quote(&self.source)),
+        }
     }
 
     /// The plan as JSON, stored with its plan run (the report reads its tables here).

@@ -10,7 +10,7 @@
 //!
 //! Beside this file: `order` (run order and the private server each cell needs),
 //! `binaries` (the binary of each build profile), `server` (the plan's JACK server),
-//! `cell` (one cell's process) and `resume`.
+//! `cell` (one cell's process), `progress` (cells done and the time left) and `resume`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,12 +25,15 @@ use crate::Context;
 mod binaries;
 mod cell;
 mod order;
+mod progress;
 mod resume;
 mod server;
 
 pub use binaries::binary_for;
-pub use order::{order, Planned, ServerKey};
+pub use order::{order, server_settings, Planned, ServerKey};
+pub use progress::PlanProgress;
 pub use resume::{reopen, Resume};
+pub use server::private_server;
 
 use cell::run_cell;
 use server::PlanServer;

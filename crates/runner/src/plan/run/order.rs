@@ -44,3 +44,11 @@ pub fn order(
     keyed.sort_by_key(|p| first_seen.iter().position(|s| *s == p.server));
     Ok(Some(keyed))
 }
+
+/// How many private JACK server settings the cells, in run order, start one after
+/// another.
+pub fn server_settings(planned: &[Planned]) -> usize {
+    let mut s: Vec<ServerKey> = planned.iter().filter_map(|p| p.server).collect();
+    s.dedup();
+    s.len()
+}

@@ -2,10 +2,29 @@
 
 use std::time::Duration;
 
+use engine::backend::BackendSpec;
 use engine::jack_server::{JackServer, ServerMode};
 
 use super::order::ServerKey;
 use super::PlanObserver;
+
+/// The private JACK server a cell of `spec` at `period` would start for itself, which
+/// the plan run starts once for all the cells that share it (JACK, and ALSA through the
+/// jack PCM). `default_running` says whether a JACK server answers under the default
+/// name, which `--server auto` cells use instead; it is asked only for those.
+pub fn private_server(
+    spec: &BackendSpec,
+    period: Option<u32>,
+    default_running: impl FnOnce() -> bool,
+) -> Option<ServerKey> {
+    let server = spec.jack_server().filter(|s| s.name.is_none())?;
+    let private = match server.mode {
+        ServerMode::Dummy => true,
+        ServerMode::External => false,
+        ServerMode::Auto => !default_running(),
+    };
+    private.then(|| spec.private_server_settings(period))
+}
 
 /// The private JACK server the cells run on now, if any, with its setting.
 #[derive(Default)]

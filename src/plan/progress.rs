@@ -1,0 +1,76 @@
+//! A plan run's progress line (`report::view::plan` renders it), written to stderr.
+
+use std::io::Write;
+use std::time::Duration;
+
+use report::view::plan as view;
+use runner::plan::{PlanObserver, PlanProgress};
+
+/// The progress line on stderr (when `enabled`): redrawn in place on a terminal, one
+/// line per cell in a log.
+pub struct Progress {
+    /// Whether anything is written.
+    pub enabled: bool,
+    /// Whether stderr is a terminal (the line is redrawn in place).
+    pub tty: bool,
+    /// Cells done of all, and the time left.
+    pub at: PlanProgress,
+}
+
+impl Progress {
+    /// Writes `line` (`redraw`: over the progress line, which stays below).
+    fn write(&self, line: &str, redraw: bool) {
+        if !self.enabled {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = match (self.tty, redraw) {
+            (true, true) => write!(err, "\r\x1b[K{}", fit_terminal(line)),
+            (true, false) => write!(err, "\r\x1b[K{line}\n"),
+            (false, _) => writeln!(err, "{line}"),
+        };
+        let _ = err.flush();
+    }
+
+    /// Clears the progress line at the end.
+    pub fn clear(&self) {
+        if self.enabled && self.tty {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+impl PlanObserver for Progress {
+    fn note(&mut self, text: &str) {
+        self.write(text, false);
+    }
+
+    fn cell_running(&mut self, key: &str, elapsed: Option<Duration>) {
+        let current = match elapsed {
+            None => key.to_string(),
+            // A terminal's line is redrawn every second; a log gets one line per cell.
+            Some(e) if self.tty => format!("{} ({:.0} s)", key, e.as_secs_f64()),
+            Some(_) => return,
+        };
+        let at = &self.at;
+        let line = view::progress_line(at.done, at.total, at.time_left(), &current);
+        self.write(&line, true);
+    }
+
+    fn cell_ended(&mut self, took: Option<Duration>, counts: bool) {
+        self.at.cell_ended(took, counts);
+    }
+}
+
+/// `line` cut to the terminal's width less one column (100 when it cannot be read).
+fn fit_terminal(line: &str) -> String {
+    let mut cols = 100;
+    // SAFETY: TIOCGWINSZ fills a winsize; stderr is a terminal here.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_col > 0 {
+            cols = ws.ws_col as usize;
+        }
+    }
+    line.chars().take(cols - 1).collect()
+}
