@@ -5,6 +5,7 @@ use crate::cli::UsageError;
 use crate::commands::output::print_json;
 use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
 use crate::runner::{Context, SweepLive};
+use ::runner::sweep::EventCell;
 use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;
@@ -27,7 +28,7 @@ pub(crate) fn server_request(
 }
 
 /// The event cells of one period, in sweep order.
-pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<crate::runner::EventCell>> {
+pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<EventCell>> {
     use probes::event::EventConfig;
     let mut cells = Vec::new();
     for policy in &a.policy.0 {
@@ -44,7 +45,7 @@ pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<crate::runner
                     config.lock_memory = !a.no_mlock;
                     config.seed ^= repeat as u64;
                     config.validate().map_err(|e| UsageError(e.to_string()))?;
-                    cells.push(crate::runner::EventCell {
+                    cells.push(EventCell {
                         config,
                         load: load.clone(),
                         repeat,
@@ -62,7 +63,7 @@ pub(crate) fn event_cells(a: &crate::cli::EventArgs) -> Result<Vec<crate::runner
 pub(crate) fn event_checks(
     a: &crate::cli::EventArgs,
     scratch: &std::path::Path,
-) -> Result<(Vec<crate::runner::EventCell>, engine::backend::BackendSpec)> {
+) -> Result<(Vec<EventCell>, engine::backend::BackendSpec)> {
     let cells = event_cells(a)?;
     for load in &a.load.0 {
         crate::runner::check_load(load, scratch)?;

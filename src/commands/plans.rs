@@ -103,13 +103,13 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
             let cells = a.cells.cell_set().map_err(|e| e.to_string())?;
             let config = net_config(a, &cells).map_err(|e| e.to_string())?;
             crate::runner::check_net_load(&a.load, &scratch).map_err(msg)?;
-            let placement = crate::runner::CellPlan {
+            let placement = qos::CellPlan {
                 cells,
                 host_cell: a.cells.host_cell.clone(),
             };
-            crate::runner::admit_net(&placement, &config, &a.load)
+            ::runner::admit_net(&placement, &config, &a.load)
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::runner::cells_refusal(e).to_string())
         }
         _ => Err("a plan's probe is jitter, event, roundtrip or net".into()),
     }

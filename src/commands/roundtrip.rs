@@ -4,7 +4,8 @@
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
 use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
-use crate::runner::{Context, RoundtripCell, SweepLive};
+use crate::runner::{Context, SweepLive};
+use ::runner::sweep::RoundtripCell;
 use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;

@@ -56,7 +56,7 @@ pub fn run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     // The machine as the plan found it, for the report (each start of a resumed plan
     // run adds one: the machine may have changed in between).
     let doctor = probes::doctor::run(Duration::from_secs(1));
-    crate::runner::doctor_run(ctx, &store, Some(group), &doctor)?;
+    ::runner::suite::store_doctor(ctx, &store, Some(group), &doctor)?;
     let stored = store.plan_cells(group)?;
     let to_run = plan_run::cells_to_run(&planned, &stored).map_err(cli_error)?;
     let already = stored.len() - to_run.len();
