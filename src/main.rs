@@ -17,7 +17,6 @@ mod plan;
 mod presets;
 mod process;
 mod runner;
-mod views;
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -126,9 +125,18 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Devices(a) => {
             let report = probes::devices::survey();
             if a.json {
-                print_json(&views::devices_json(&report))?;
+                print_json(&probes::devices::to_json(&report))?;
             } else {
-                print!("{}", views::devices_text(&report));
+                let (plain_names, card_plugins) = probes::devices::pcm_names_by_card(&report);
+                let local = report::view::devices::Local {
+                    dev_snd: std::path::Path::new("/dev/snd").exists(),
+                    plain_names,
+                    card_plugins,
+                };
+                print!(
+                    "{}",
+                    report::view::devices::text(&probes::devices::to_json(&report), &local)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

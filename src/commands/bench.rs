@@ -18,17 +18,17 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
     let cpus = engine::rt::online_cpus().len();
-    let flags = crate::views::BenchFlags {
+    let flags = probes::bench::BenchFlags {
         build_profile: ctx.tool.build_profile.clone(),
         policy: engine::rt::current_thread_policy().to_string(),
         host_steal_percent: steal.percent_of_span(steal.total_ns(None), cpus),
     };
     if a.json {
-        print_json(&crate::views::bench_json(&report, &flags))?;
+        print_json(&probes::bench::to_json(&report, &flags))?;
     } else {
         print!(
             "{}",
-            report::view::bench::text(&crate::views::bench_json(&report, &flags))
+            report::view::bench::text(&probes::bench::to_json(&report, &flags))
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -133,7 +133,7 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             let (label, paper) = (&r.case.design.label, paper(&r.case));
             match r.run {
                 Ok(c) => {
-                    let run = crate::runner::net_run_of(c.run, c.outcome, c.config, r.case.load);
+                    let run = ::runner::NetRun::of(c.run, c.outcome, c.config, r.case.load);
                     report::view::experiment::ExperimentRow::of_run(
                         label,
                         metric,

@@ -2,7 +2,7 @@
 
 use crate::commands::output::{check_output_path, print_json};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::{Context, LiveLine};
+use crate::runner::{run_error, Context, LiveLine};
 use anyhow::{Context as _, Result};
 use results::RunStatus;
 use std::process::ExitCode;
@@ -16,7 +16,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     }
     let store = ctx.open_store()?;
     let live = LiveLine::new("jitter", req.quiet, req.config.period_ns);
-    let run = crate::runner::jitter_run(
+    let run = ::runner::jitter(
         ctx,
         &store,
         None,
@@ -24,7 +24,8 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         &req.load,
         &req.scratch_dir,
         &live,
-    )?;
+    )
+    .map_err(run_error)?;
     if let Some(path) = &req.histfile {
         let overflow_cycles: Vec<u64> = run
             .outcome

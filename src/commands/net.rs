@@ -5,7 +5,7 @@ use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
 use crate::commands::output::print_json;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::Context;
+use crate::runner::{cells_refusal, run_error, Context};
 use anyhow::Result;
 use results::RunStatus;
 use serde_json::json;
@@ -43,17 +43,16 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": config.cpus,
         "warmup_s": a.warmup.as_secs_f64(), "duration_s": a.duration.map(|d| d.as_secs_f64()),
         "deadline_ns": netaudio::wire::DEADLINE_NS});
-    let run = crate::runner::net_end_run(
-        ctx,
-        &store,
-        "respond",
-        config_json,
-        json!({"threads": config.policy.to_string()}),
-        || {
+    let info = ::runner::EndRunInfo {
+        role: "respond",
+        config: config_json,
+        qos_requested: json!({"threads": config.policy.to_string()}),
+    };
+    let run = ::runner::end_run(ctx, &store, info, || {
             let stop = std::sync::atomic::AtomicBool::new(false);
             let done = std::sync::atomic::AtomicBool::new(false);
             let outcome = std::thread::scope(|scope| {
-                scope.spawn(|| crate::runner::stop_after(ctx, a.duration, &stop, &done));
+                scope.spawn(|| ::runner::stop_after(ctx, a.duration, &stop, &done));
                 let o = host::serve(&config, socket, &stop, 1 << 20);
                 done.store(true, std::sync::atomic::Ordering::Relaxed);
                 o
@@ -71,7 +70,8 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
             "net_thread": outcome.net_thread.granted.to_string()});
             (ms, flags, result, outcome.error)
         },
-    )?;
+    )
+    .map_err(run_error)?;
     print_net_end(&run, a.threads.json, &ctx.db_path)
 }
 
@@ -102,13 +102,12 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": config.cpus,
         "duration_s": a.duration.as_secs_f64(), "warmup_s": a.warmup.as_secs_f64(),
         "deadline_ns": netaudio::wire::DEADLINE_NS});
-    let run = crate::runner::net_end_run(
-        ctx,
-        &store,
-        "emulate",
-        config_json,
-        json!({"threads": config.policy.to_string()}),
-        || {
+    let info = ::runner::EndRunInfo {
+        role: "emulate",
+        config: config_json,
+        qos_requested: json!({"threads": config.policy.to_string()}),
+    };
+    let run = ::runner::end_run(ctx, &store, info, || {
             let o = controller::run(
                 &config,
                 socket,
@@ -130,12 +129,13 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         });
             (ms, flags, result, error)
         },
-    )?;
+    )
+    .map_err(run_error)?;
     print_net_end(&run, a.threads.json, &ctx.db_path)
 }
 
 pub(crate) fn print_net_end(
-    run: &crate::runner::NetEndRun,
+    run: &::runner::EndRun,
     as_json: bool,
     db: &std::path::Path,
 ) -> Result<ExitCode> {
@@ -172,12 +172,12 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| ctx.default_scratch());
     crate::runner::check_net_load(&a.load, &scratch)?;
-    let placement = crate::runner::CellPlan {
+    let placement = qos::CellPlan {
         cells,
         host_cell: a.cells.host_cell.clone(),
     };
     // Admission control before anything is printed or stored.
-    crate::runner::admit_net(&placement, &config, &a.load)?;
+    ::runner::admit_net(&placement, &config, &a.load).map_err(cells_refusal)?;
     let store = ctx.open_store()?;
     if !(a.quiet || a.json) {
         eprintln!(
@@ -192,7 +192,8 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
             }
         );
     }
-    let run = crate::runner::net_run(ctx, &store, None, &config, &a.load, &placement, &scratch)?;
+    let run = ::runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
+        .map_err(run_error)?;
     if a.json {
         print_json(&report::view::net::json(&run.view()))?;
     } else {

@@ -114,13 +114,13 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
             let cells = a.cells.cell_set().map_err(|e| e.to_string())?;
             let config = net_config(a, &cells).map_err(|e| e.to_string())?;
             crate::runner::check_net_load(&a.load, &scratch).map_err(msg)?;
-            let placement = crate::runner::CellPlan {
+            let placement = qos::CellPlan {
                 cells,
                 host_cell: a.cells.host_cell.clone(),
             };
-            crate::runner::admit_net(&placement, &config, &a.load)
+            ::runner::admit_net(&placement, &config, &a.load)
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::runner::cells_refusal(e).to_string())
         }
         _ => Err("a plan's probe is jitter, event, roundtrip or net".into()),
     }
@@ -185,7 +185,7 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
     // The machine as the plan found it, for the report (each start of a resumed plan
     // run adds one: the machine may have changed in between).
     let doctor = probes::doctor::run(Duration::from_secs(1));
-    crate::runner::doctor_run(ctx, &store, Some(group), &doctor)?;
+    ::runner::suite::store_doctor(ctx, &store, Some(group), &doctor)?;
     let stored = store.plan_cells(group)?;
     let to_run = plan_run::cells_to_run(&planned, &stored).map_err(cli_error)?;
     let already = stored.len() - to_run.len();

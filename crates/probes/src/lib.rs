@@ -18,7 +18,9 @@
 //!   balancing, namespaces, qdiscs, state files), found and undone by the next one.
 //! - [`doctor`]: the machine's set-up, finding by finding.
 //! - [`devices`]: what can be measured here (sound cards, audio servers) and the flags
-//!   that measure it.
+//!   that measure it, and the survey as JSON.
+//! - [`bench`]: the DSP kernels' bench ([`dsp::bench`]) as JSON, with what its figures
+//!   depend on (build profile, thread policy, host steal).
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
 //!   from the kernel's.
@@ -42,6 +44,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod busy;
 pub mod devices;
 pub mod doctor;

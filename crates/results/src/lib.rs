@@ -16,6 +16,8 @@
 //!   HdrHistogram implementation.
 //! - [`RunSink`] is what a run's lifecycle writes (begin, rows and events as they come,
 //!   checkpoints, the closing writes with their reserve, finish); the SQLite `Store` implements it.
+//! - A run in progress is described by [`LiveStatus`] (what a live status line shows;
+//!   never stored).
 //! - The schema is versioned (`PRAGMA user_version`) and migrated forward on open.
 //!
 //! The store is behind the `sqlite` feature (on by default); real-time crates depend on
@@ -33,6 +35,7 @@
 
 pub mod export;
 pub mod hist;
+pub mod live;
 pub mod model;
 pub mod sink;
 pub mod stats;
@@ -41,6 +44,7 @@ pub mod store;
 pub mod view;
 
 pub use hist::{LatencyHistogram, Summary};
+pub use live::{LiveSnapshot, LiveStatus};
 pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
     Series, ToolInfo, Verdict,

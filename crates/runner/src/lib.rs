@@ -29,6 +29,14 @@
 //!   what a cell's command line may be, and its [`plan::PlanObserver`] shows progress.
 //! - A run just made has the same [`results::RunView`] a stored one has ([`view`]), for
 //!   the same renderers.
+//! - A command's single runs ([`jitter`]; [`net`], its cells admitted first by
+//!   [`admit_net`]) return the probe's typed outcome beside what was stored; a load is
+//!   checked before anything is opened ([`check_load`]), a refusal a typed
+//!   [`LoadRefusal`] that names the problem (the caller words it with its flags).
+//! - What a live line says before the probe reports (a run's label, the prompt a key or
+//!   MIDI trigger needs) is [`live`]'s; its text while measuring is `report`'s.
+//! - A run a dead process left `running` is summarised by its probe's own code
+//!   ([`summarise_abandoned`], the store's recovery hook).
 //!
 //! Adding a probe: implement [`probes::probe::Probe`] and give it to [`run`] in a
 //! [`Cell`]. The unit tests hold a test probe that does exactly that.
@@ -56,9 +64,12 @@ mod cells;
 mod end_run;
 pub mod experiment;
 mod lifecycle;
+pub mod live;
 mod load_run;
 pub mod min_buffer;
 pub mod plan;
+mod recovery;
+mod runs;
 pub mod suite;
 pub mod sweep;
 #[cfg(test)]
@@ -77,9 +88,11 @@ use serde_json::Value;
 pub use cells::{make_partition, CellsRecord, MadeCells, MakeCells};
 pub use end_run::{end_run, stop_after, EndRun, EndRunInfo};
 pub use lifecycle::{run, storage_failure, Closing};
-pub use load_run::{load_context, RunLoad};
+pub use load_run::{check_load, check_net_load, load_context, LoadRefusal, RunLoad};
 pub use probes::probe::Probe;
+pub use recovery::summarise_abandoned;
 pub use results::RunSink;
+pub use runs::{admit_net, jitter, net, JitterRun, NetRun};
 
 /// What every run shares: the tool, the command line, the stop flag.
 #[derive(Debug, Clone)]

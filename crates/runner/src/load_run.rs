@@ -1,5 +1,6 @@
-//! A run's load: started before the probe measures, its exits polled while it does,
-//! stopped before anything else can fail (and by its guard on every other path).
+//! A run's load: checked before anything is opened ([`check_load`]), started before the
+//! probe measures, its exits polled while it does, stopped before anything else can
+//! fail (and by its guard on every other path).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,41 @@ pub fn load_context(load_exe: Option<PathBuf>, scratch: &Path) -> LoadContext {
         cpus: engine::rt::online_cpus().len(),
         placements: Default::default(),
     }
+}
+
+/// Why a load cannot be run here, found before anything starts.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadRefusal {
+    /// UDP streams (flood, stream) aimed at the network probe's host, in a run that has
+    /// none.
+    #[error("the load's UDP streams (flood, stream) need the network probe's host")]
+    NetItems,
+    /// Items placed in cells, in a run that has no cells.
+    #[error("the load places items in cells, but this run has no cells")]
+    Cells,
+    /// A tool is missing, or the scratch directory unusable.
+    #[error(transparent)]
+    Plan(load::LoadError),
+}
+
+/// Checks that `spec` can start here for a run without cells or a network host (every
+/// tool installed, `scratch` usable) without starting it.
+pub fn check_load(spec: &LoadSpec, scratch: &Path) -> Result<(), LoadRefusal> {
+    if spec.has_net_items() {
+        return Err(LoadRefusal::NetItems);
+    }
+    if spec.cells.iter().any(Option::is_some) {
+        return Err(LoadRefusal::Cells);
+    }
+    check_net_load(spec, scratch)
+}
+
+/// [`check_load`] for the network probe, which runs the UDP streams itself and has
+/// cells: only the tools and the scratch directory are checked.
+pub fn check_net_load(spec: &LoadSpec, scratch: &Path) -> Result<(), LoadRefusal> {
+    let lctx = load_context(std::env::current_exe().ok(), scratch);
+    load::plan(spec, &lctx).map_err(LoadRefusal::Plan)?;
+    Ok(())
 }
 
 /// A load started for a run: its exits are polled while the run goes on. Dropped

@@ -613,3 +613,21 @@ fn the_load_is_stopped_on_every_path() {
     assert!(unwound.is_err());
     assert!(load_stopped(&sink, 1));
 }
+
+#[test]
+fn a_load_that_needs_a_network_host_or_cells_is_refused_by_what_it_needs() {
+    let scratch = Path::new(".");
+    let net: LoadSpec = "flood".parse().unwrap();
+    let celled: LoadSpec = "cpu@others".parse().unwrap();
+    assert!(matches!(
+        crate::check_load(&net, scratch),
+        Err(crate::LoadRefusal::NetItems)
+    ));
+    assert!(matches!(
+        crate::check_load(&celled, scratch),
+        Err(crate::LoadRefusal::Cells)
+    ));
+    // The network probe runs the streams itself: only the tools are checked.
+    assert!(crate::check_net_load(&net, scratch).is_ok());
+    assert!(crate::check_load(&LoadSpec::none(), scratch).is_ok());
+}

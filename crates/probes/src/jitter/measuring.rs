@@ -50,24 +50,8 @@ pub struct Live {
     pub skipped: AtomicU64,
 }
 
-/// A copy of [`Live`] at one instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LiveSnapshot {
-    /// Cycles done.
-    pub cycles: u64,
-    /// Cycles planned.
-    pub planned: u64,
-    /// Last wake-up latency (ns).
-    pub last_ns: u64,
-    /// Largest wake-up latency so far (ns).
-    pub max_ns: u64,
-    /// Overflows so far.
-    pub overflows: u64,
-    /// Would-be under-runs so far.
-    pub underruns: u64,
-    /// Deadlines skipped so far.
-    pub skipped: u64,
-}
+/// A copy of [`Live`] at one instant (the results model's live counters).
+pub use results::live::LiveSnapshot;
 
 /// The histograms of one stretch of a run. The measuring thread fills one set while the
 /// controlling thread merges the sets it was handed into the run's totals and stores

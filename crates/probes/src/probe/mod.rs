@@ -101,36 +101,8 @@ pub struct Outcome {
     pub measured: Option<Tally>,
 }
 
-/// A live status line's content, for the binary to show.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LiveStatus {
-    /// The jitter probe's counters.
-    Jitter(crate::jitter::LiveSnapshot),
-    /// The event probe's.
-    Event {
-        /// Triggers measured so far.
-        measured: u64,
-        /// Triggers wanted.
-        wanted: u64,
-        /// Cycles so far.
-        cycles: u64,
-        /// Under-runs so far.
-        underruns: u64,
-    },
-    /// The round-trip probe's.
-    Roundtrip {
-        /// Windows estimated so far.
-        windows: usize,
-        /// The last good window's delay (frames).
-        last_delay_frames: Option<f64>,
-        /// Cycles so far.
-        cycles: u64,
-        /// Under-runs so far.
-        underruns: u64,
-    },
-    /// Another probe's, as words after the run's label.
-    Text(String),
-}
+/// A live status line's content, for the binary to show (the results model's).
+pub use results::live::LiveStatus;
 
 /// What a probe hands over while it measures, on the thread that called
 /// [`Probe::measure`] (never the real-time one). Handing over never fails: the

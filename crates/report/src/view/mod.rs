@@ -19,6 +19,7 @@ pub mod event;
 pub mod experiment;
 pub mod fresh;
 pub mod jitter;
+pub mod live;
 pub mod min_buffer;
 pub mod net;
 pub mod plan;

@@ -167,6 +167,33 @@ impl Store {
         .recover_abandoned(summarise)
     }
 
+    /// Opens an existing database for a command that only reads ([`Store::open_read_only`]:
+    /// never created, migrated or switched). A log only a writer can fold in (9p) is
+    /// folded in first ([`Store::fold_log`]; the one case where reading writes), the
+    /// writer given to `folded` (to tell of a switch to a rollback journal). Runs and
+    /// groups dead processes left `running` are closed (and summarised) when the
+    /// database can be written ([`Store::close_abandoned`]); otherwise they are shown as
+    /// stored.
+    pub fn open_reading(
+        path: &Path,
+        summarise: &Summarise,
+        folded: &dyn Fn(&Store),
+    ) -> Result<Store, StoreError> {
+        let store = match Store::open_read_only(path) {
+            Err(StoreError::UnsharedLog(_)) => {
+                folded(&Store::fold_log(path)?);
+                Store::open_read_only(path)?
+            }
+            other => other?,
+        };
+        let abandoned =
+            !store.abandoned_runs()?.is_empty() || !store.abandoned_groups()?.is_empty();
+        if abandoned && Store::close_abandoned(path, summarise).is_ok() {
+            return Store::open_read_only(path);
+        }
+        Ok(store)
+    }
+
     /// [`Store::open`] without recovery, with the check of whether the filesystem can
     /// share the write-ahead log's memory given (tests stand in for 9p with one that
     /// says no).

@@ -61,3 +61,37 @@ fn a_dead_processs_run_gets_the_summarisers_measurements_and_the_reason() {
         "closing runs for a reader makes nothing new"
     );
 }
+
+#[test]
+fn opening_for_reading_closes_a_dead_processs_run_and_folds_nothing_locally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let store = Store::open(&path).unwrap();
+    let info = RunInfo {
+        probe: "jitter".into(),
+        group_id: None,
+        machine: Machine {
+            hostname: hostname(),
+            ..Machine::default()
+        },
+        tool: ToolInfo::default(),
+        command_line: "audiolat jitter".into(),
+        config: json!({}),
+        load: json!({}),
+        qos_requested: json!({}),
+    };
+    let id = store.begin_run(&info).unwrap();
+    store
+        .conn
+        .execute(
+            "UPDATE run SET pid = ?2 WHERE id = ?1",
+            params![id, i32::MAX as i64 - 1],
+        )
+        .unwrap();
+    drop(store);
+    let folded = std::cell::Cell::new(false);
+    let reader = Store::open_reading(&path, &|_, _| Ok(Vec::new()), &|_| folded.set(true)).unwrap();
+    assert_eq!(reader.run(id).unwrap().status, RunStatus::Interrupted);
+    assert!(reader.abandoned_runs().unwrap().is_empty());
+    assert!(!folded.get(), "a local file's log is not folded in");
+}

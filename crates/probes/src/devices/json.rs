@@ -1,35 +1,34 @@
-//! `audiolat devices`: the survey (engine's and probes' types) as its JSON form, which
-//! `report::view::devices` renders as text.
+//! The survey as JSON, every key always present; `null` for what is not known, never 0.
 
 use serde_json::{json, Value};
 
-fn bounds_json<T: serde::Serialize>(b: &engine::alsa_devices::Bounds<T>) -> Value {
-    json!({"min": b.min, "max": b.max})
+use super::{DevicesReport, SocketServer};
+
+fn bounds_json<T: Copy + Into<Value>>(b: &engine::alsa_devices::Bounds<T>) -> Value {
+    json!({"min": b.min.map(Into::into), "max": b.max.map(Into::into)})
 }
 
 fn holder_json(h: &engine::alsa_devices::Holder) -> Value {
     json!({"pid": h.pid, "command": h.command})
 }
 
-/// `audiolat devices` as text: its JSON form rendered by `report`, with the PCM names
-/// split by whether they name a card (engine's parser) and whether `/dev/snd` exists.
-pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
-    let mut local = report::view::devices::Local {
-        dev_snd: std::path::Path::new("/dev/snd").exists(),
-        ..Default::default()
-    };
+/// The ALSA PCM names split by whether they name a card (engine's parser): the names
+/// that name none, and the plug-ins of those that do, each once, in the order first seen.
+pub fn pcm_names_by_card(r: &DevicesReport) -> (Vec<String>, Vec<String>) {
+    let (mut plain, mut plugins) = (Vec::new(), Vec::<String>::new());
     for h in &r.alsa.names {
         let parts = engine::alsa_devices::parse_pcm_name(&h.name);
         if parts.card.is_none() {
-            local.plain_names.push(h.name.clone());
-        } else if !local.card_plugins.contains(&parts.plugin) {
-            local.card_plugins.push(parts.plugin);
+            plain.push(h.name.clone());
+        } else if !plugins.contains(&parts.plugin) {
+            plugins.push(parts.plugin);
         }
     }
-    report::view::devices::text(&devices_json(r), &local)
+    (plain, plugins)
 }
 
-/// `audiolat devices --json`. The shape (every key always present; `null` for what is
+/// The survey as JSON (`audiolat devices --json`, which `report::view::devices` renders
+/// as text). The shape (every key always present; `null` for what is
 /// not known, never 0):
 ///
 /// - `alsa.cards[]`: `index`, `id`, `driver`, `name`, `long_name`, `error`, and `pcm[]`
@@ -46,7 +45,7 @@ pub fn devices_text(r: &probes::devices::DevicesReport) -> String {
 ///   `ports`, `playback_ports[]`, `capture_ports[]`, `error`; `servers.jack_running`,
 ///   `servers.jackd`; `servers.pipewire` and `servers.pulseaudio`: `running`, `socket`;
 /// - `suggestions[]`: `probes[]`, `args`, `what`.
-pub fn devices_json(r: &probes::devices::DevicesReport) -> Value {
+pub fn to_json(r: &DevicesReport) -> Value {
     use engine::alsa_devices::Probe;
     let stream = |card: &engine::alsa_devices::Card,
                   d: &engine::alsa_devices::PcmDevice,
@@ -126,7 +125,7 @@ pub fn devices_json(r: &probes::devices::DevicesReport) -> Value {
             })
         })
         .collect();
-    let socket_server = |s: &probes::devices::SocketServer| json!({"running": s.running, "socket": s.socket.as_ref().map(|p| p.display().to_string())});
+    let socket_server = |s: &SocketServer| json!({"running": s.running, "socket": s.socket.as_ref().map(|p| p.display().to_string())});
     json!({
         "alsa": {
             "cards": cards,

@@ -1,4 +1,5 @@
-//! `audiolat bench`: the DSP kernels' cost and the voice capacity.
+//! `audiolat bench` (the DSP kernels' cost and the voice capacity, measured by
+//! [`dsp::bench`]) as JSON, with what its figures depend on besides the kernels.
 
 use serde_json::{json, Value};
 
@@ -13,7 +14,7 @@ pub struct BenchFlags {
 }
 
 /// `audiolat bench` as JSON (what `report::view::bench::text` renders).
-pub fn bench_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
+pub fn to_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
     let k = |k: &dsp::bench::KernelTiming| {
         json!({"name": k.name, "voices": k.voices, "ns_per_sample": k.ns_per_sample,
                "ns_per_period": k.ns_per_period, "ns_per_voice_sample": k.ns_per_voice_sample,

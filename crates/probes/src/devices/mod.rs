@@ -8,6 +8,10 @@
 //! sound card or a server it still lists what always works: a private `jackd -d dummy`,
 //! ALSA's jack PCM into it, and the virtual card.
 
+mod json;
+
+pub use json::{pcm_names_by_card, to_json};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
