@@ -16,8 +16,10 @@
 //! the frame clock every cycle starts one period after the one before, and a callback
 //! never starts before its cycle, so each callback bounds every cycle's start from above:
 //! cycle `k` started at most `callback_j + (frames_k - frames_j) * frame_period`. The
-//! least of these bounds over the recent cycles (the lower envelope of the callbacks) is
-//! the estimate: it is the start plus the least wake-up delay among those cycles. It only
+//! least of these bounds over the cycles since the last discontinuity (the lower envelope
+//! of the callbacks, let advance slightly faster than the nominal rate to follow the two
+//! clocks' drift: [`RATE_ALLOWANCE`]) is the estimate: it is the start plus the least
+//! wake-up delay among those cycles, so lateness measured on it is short by that. It only
 //! holds between discontinuities (the stream's phase moves at an xrun, a jump in the
 //! frame count, or wherever a callback comes more than a period after the estimate), so
 //! it starts again at each one and the start is not known until [`SETTLE_CYCLES`] cycles
@@ -25,14 +27,21 @@
 //! `jack_frames_to_time` gives, and smoother); where it does not, the estimate is, and
 //! [`TimingSource`] says which one each cycle got.
 //!
-//! Real-time safe: a fixed array and arithmetic, no allocation.
+//! Real-time safe: arithmetic on a few numbers, no allocation.
 
 use crate::audio::{CheckedStart, TimingSource};
 
-/// Cycles the envelope spans at most: long enough to include an on-time callback under
-/// load, short enough that the two clocks' rates (JACK's and CLOCK_MONOTONIC's, a few
-/// parts per million apart) drift by far less than a frame across it.
-pub(crate) const WINDOW: usize = 32;
+/// How much faster than the nominal rate the envelope's start may advance, as a
+/// fraction: the frame clock (JACK's) and CLOCK_MONOTONIC run apart by the clock
+/// corrections NTP makes, a few parts per million, at most 500. Without the allowance a
+/// frame clock running slower than CLOCK_MONOTONIC would leave the envelope behind the
+/// cycles' starts; with it the envelope follows, half a microsecond per 10 ms period.
+pub(crate) const RATE_ALLOWANCE: f64 = 50e-6;
+
+/// Cycles JACK's start must agree in a row before it is taken again once it disagreed:
+/// a source that flips from cycle to cycle would move the notes a fixed policy placed on
+/// one cycle's time line and rendered on the next.
+pub(crate) const RETRUST_CYCLES: usize = 32;
 
 /// Cycles after a discontinuity before a start is known: the envelope of fewer is mostly
 /// one callback's own time.
@@ -43,10 +52,12 @@ pub(crate) const SETTLE_CYCLES: usize = 4;
 /// microsecond. A start later than that would put a callback before its cycle.
 pub(crate) const AHEAD_TOLERANCE_NS: f64 = 5_000.0;
 
-/// How far JACK's start may lie before the envelope and still agree, in frames: the
-/// least wake-up delay among the envelope's callbacks is in the envelope, a few tens of
-/// microseconds on an idle machine.
-pub(crate) const BEHIND_TOLERANCE_FRAMES: f64 = 2.0;
+/// How far JACK's start may lie before the envelope and still agree, in frames. The
+/// envelope is the start plus the least wake-up delay among its callbacks (the client is
+/// woken by the driver after the driver's own wake-up, which is JACK's start), a few to
+/// some tens of microseconds on an idle machine; JACK's loop, just started, trails by a
+/// few tens more for a second or two.
+pub(crate) const BEHIND_TOLERANCE_FRAMES: f64 = 4.0;
 
 /// JACK's view of one cycle.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,17 +86,16 @@ pub(crate) struct Observed {
 /// The per-stream estimator; see the module's documentation.
 pub(crate) struct StartCheck {
     frame_ns: f64,
-    /// (callback ns, first frame) of the cycles since the last discontinuity, a ring.
-    samples: [(u64, u64); WINDOW],
-    len: usize,
-    next: usize,
+    /// The envelope: the start of the cycle at this frame, CLOCK_MONOTONIC ns; `None`
+    /// just after a discontinuity.
+    envelope: Option<(f64, u64)>,
     /// Cycles seen since the last discontinuity.
     seen: usize,
     xruns: u64,
     next_frame: Option<u64>,
     /// JACK's start is used: it agreed at the last check.
     server_agrees: bool,
-    /// Consecutive cycles JACK's start agreed while the estimate was used.
+    /// Consecutive cycles JACK's start agreed while the envelope was used.
     agreeing_run: usize,
 }
 
@@ -94,9 +104,7 @@ impl StartCheck {
     pub(crate) fn new(rate_hz: u32) -> StartCheck {
         StartCheck {
             frame_ns: 1e9 / f64::from(rate_hz.max(1)),
-            samples: [(0, 0); WINDOW],
-            len: 0,
-            next: 0,
+            envelope: None,
             seen: 0,
             xruns: 0,
             next_frame: None,
@@ -105,13 +113,12 @@ impl StartCheck {
         }
     }
 
-    /// The envelope's start of the cycle at `frame`: the least bound the remembered
-    /// callbacks put on it.
-    fn envelope(&self, frame: u64) -> Option<f64> {
-        self.samples[..self.len]
-            .iter()
-            .map(|&(cb, f)| cb as f64 + (frame as f64 - f as f64) * self.frame_ns)
-            .reduce(f64::min)
+    /// The envelope's start of the cycle at `frame` from the callbacks before it: the
+    /// least bound they put on it, let advance by [`RATE_ALLOWANCE`] faster than the
+    /// nominal rate.
+    fn predicted(&self, frame: u64) -> Option<f64> {
+        let (ns, at) = self.envelope?;
+        Some(ns + (frame as f64 - at as f64) * self.frame_ns * (1.0 + RATE_ALLOWANCE))
     }
 
     /// Whether the stream's phase may have moved before this cycle.
@@ -123,26 +130,27 @@ impl StartCheck {
         // The driver restarted its schedule later: the callback is more than a period
         // after the envelope's start (a late callback in an unbroken stream is an
         // under-run the server reports).
-        self.envelope(o.first_frame)
+        self.predicted(o.first_frame)
             .is_some_and(|e| o.callback_ns as f64 > e + period_ns)
     }
 
     /// Takes one cycle and returns its checked start, `None` while it is not known.
     pub(crate) fn check(&mut self, o: Observed) -> Option<CheckedStart> {
         if self.discontinuity(&o) {
-            self.len = 0;
-            self.next = 0;
+            self.envelope = None;
             self.seen = 0;
             self.server_agrees = true;
             self.agreeing_run = 0;
         }
         self.xruns = o.xruns;
         self.next_frame = Some(o.first_frame + u64::from(o.frames));
-        self.samples[self.next] = (o.callback_ns, o.first_frame);
-        self.next = (self.next + 1) % WINDOW;
-        self.len = (self.len + 1).min(WINDOW);
+        // This callback bounds its own cycle's start too.
+        let callback = o.callback_ns as f64;
+        let envelope = self
+            .predicted(o.first_frame)
+            .map_or(callback, |p| p.min(callback));
+        self.envelope = Some((envelope, o.first_frame));
         self.seen += 1;
-        let envelope = self.envelope(o.first_frame)?;
         if self.seen < SETTLE_CYCLES {
             return None;
         }
@@ -150,12 +158,9 @@ impl StartCheck {
             let d = s.ns as f64 - envelope;
             d <= AHEAD_TOLERANCE_NS && d >= -BEHIND_TOLERANCE_FRAMES * self.frame_ns
         });
-        // Once JACK disagreed, its start is taken again only after agreeing for a whole
-        // window: a source that flips from cycle to cycle would move the notes a fixed
-        // policy placed on one cycle's time line and rendered on the next.
         if agrees.is_some() && !self.server_agrees {
             self.agreeing_run += 1;
-            if self.agreeing_run >= WINDOW {
+            if self.agreeing_run >= RETRUST_CYCLES {
                 self.server_agrees = true;
             }
         } else if agrees.is_none() {
