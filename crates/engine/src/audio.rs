@@ -9,7 +9,8 @@
 //!   for room in the device buffer, calls [`Processor::process`] and writes the period.
 //!
 //! Either way the processor gets a [`Cycle`] (the cycle's frame position, its nominal
-//! start time from the backend's clock and the time the callback really started) and an
+//! start time from the backend's clock, that start checked against the callbacks
+//! ([`CheckedStart`]) and the time the callback really started) and an
 //! [`Io`] with the period's buffers. The *timing model* that turns a frame into the time it
 //! reaches the DAC is the same for both: the cycle's nominal start, plus the frame's
 //! offset in the cycle, plus the playback latency the backend reports
@@ -305,7 +306,8 @@ pub struct Cycle {
     /// Stream position of this cycle's first frame (never wraps).
     pub first_frame: u64,
     /// When this cycle nominally started, from the backend's clock (JACK: the driver's
-    /// wake-up time from `jack_get_cycle_times`).
+    /// wake-up time from `jack_get_cycle_times`, its DLL's estimate, as it is: see
+    /// [`Cycle::checked`] for the start checked against the callbacks).
     pub nominal_ns: u64,
     /// The time this cycle spans, in ns: from its start to the next cycle's start as the
     /// backend predicts it (JACK: `next_usecs - current_usecs`, what `jack_frames_to_time`

@@ -123,7 +123,7 @@ impl TriggerSummary {
     pub fn new(config: &EventConfig, info: &StreamInfo) -> TriggerSummary {
         TriggerSummary {
             model_method: format!(
-                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server + offset/rate + {} frames playback latency), {} policy",
+                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server, checked against the callbacks, + offset/rate + {} frames playback latency), {} policy",
                 config.source, info.backend, info.playback_latency_frames, config.policy
             ),
             loopback_method: format!(
