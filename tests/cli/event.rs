@@ -76,20 +76,28 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         // Notes whose callback ran after their cycle's deadline (an under-run, here the
         // host's steal) are flagged `missed`, counted, and left out of the figures; how
         // many is the host's business, but the model needs notes to check.
+        // So are the notes rendered just after an xrun, whose cycle's start is not known:
+        // they have no timing figures.
         let missed = triggers.iter().filter(|t| t["missed"] == true).count();
         assert_eq!(result["missed_triggers"], missed as u64, "{result}");
+        let unknown = triggers.iter().filter(|t| t["timing"] == "unknown").count();
+        assert_eq!(
+            result["timing_unknown_triggers"], unknown as u64,
+            "{result}"
+        );
         assert_eq!(
             result["latency_ms"]["count"],
-            (100 - missed) as u64,
+            (100 - missed - unknown) as u64,
             "the figures are over the notes that sounded: {result}"
         );
         assert!(
-            missed <= 50,
-            "{missed} of 100 notes missed their deadline: too few left to check the model"
+            missed + unknown <= 50,
+            "{missed} of 100 notes missed their deadline and {unknown} came just after an xrun: too few left to check the model"
         );
+        let sounded = |t: &&serde_json::Value| t["missed"] == false && t["timing"] != "unknown";
         let latencies: Vec<f64> = triggers
             .iter()
-            .filter(|t| t["missed"] == false)
+            .filter(sounded)
             .map(|t| t["latency_ns"].as_f64().unwrap())
             .collect();
         let buffer_ns = playback * frame_ns;
@@ -100,10 +108,7 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
                 // the fixed latency.
                 let late = triggers.iter().filter(|t| t["late"] == true).count();
                 assert_eq!(result["late_triggers"], late as u64, "{result}");
-                for t in triggers
-                    .iter()
-                    .filter(|t| t["late"] == false && t["missed"] == false)
-                {
+                for t in triggers.iter().filter(|t| t["late"] == false && sounded(t)) {
                     let l = t["latency_ns"].as_f64().unwrap();
                     assert!(
                         (l - (period_ns + buffer_ns)).abs() <= frame_ns,
@@ -131,7 +136,13 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         let rows = store.triggers(r["run_id"].as_i64().unwrap()).unwrap();
         assert_eq!(rows.len(), 100);
         for row in &rows {
-            assert_eq!(row.latency_ns, row.wait_ns + row.buffer_ns, "{row:?}");
+            // A note rendered just after an xrun has no timing figures at all.
+            assert_eq!(
+                row.latency_ns,
+                row.wait_ns.map(|w| w + row.buffer_ns),
+                "{row:?}"
+            );
+            assert_eq!(row.timing_unknown(), row.timing == "unknown", "{row:?}");
             assert_eq!(row.source, "timer");
         }
     }
@@ -438,4 +449,116 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
             assert_eq!(gaps[gaps.len() / 2], 12000, "note frames {frames:?}");
         }
     }
+}
+
+/// Under a real load (stress-ng on every CPU, CPU and I/O, as `--load cpu+io` runs it)
+/// the private `jackd -d dummy` xruns every few hundred milliseconds, and after each one
+/// JACK's own estimate of the cycle start is off by tens of milliseconds for seconds
+/// (jackd2's frame timer keeps its stale prediction through an xrun). Every figure
+/// stored must still be a measurement, so the physical laws hold over the notes that
+/// sounded: a callback never starts before its cycle (lateness >= 0, to within JACK's
+/// microsecond clock and the offset measured to it); a note's frame precedes its trigger
+/// only by the time its callback was late, less than a period (wait >= -lateness, the
+/// trigger came before the callback that rendered it); and the median latency is the
+/// model's, half a period plus the playback latency, within a quarter of a period, as on
+/// an idle machine. Notes whose cycle's start was not known are counted, and have no
+/// figures at all.
+#[test]
+fn event_figures_stay_physical_under_a_real_load() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    require_tool("stress-ng", "stress-ng");
+    let (_dir, db) = temp_db("load.db");
+    let v = run_json(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &unique_server("load"),
+            "--rate",
+            "48000",
+            "--period",
+            "128",
+            "--triggers",
+            "80",
+            "--spacing",
+            "30ms",
+            "--note",
+            "15ms",
+            "--load",
+            "cpu+io",
+            "--json",
+        ],
+    );
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "complete", "{r}");
+    let result = &r["result"];
+    let frame_ns = 1e9 / 48_000.0;
+    let period_ns = 128.0 * frame_ns;
+    let buffer_ns = result["playback_latency_frames"].as_f64().unwrap() * frame_ns;
+    let triggers = r["triggers"].as_array().unwrap();
+    assert_eq!(triggers.len(), 80);
+    let unknown: Vec<&serde_json::Value> = triggers
+        .iter()
+        .filter(|t| t["timing"] == "unknown")
+        .collect();
+    assert_eq!(result["timing_unknown_triggers"], unknown.len() as u64);
+    for t in &unknown {
+        for figure in ["dac_ns", "latency_ns", "wait_ns", "lateness_ns"] {
+            assert!(
+                t[figure].is_null(),
+                "{figure} of a note with no timing: {t}"
+            );
+        }
+    }
+    let sounded: Vec<&serde_json::Value> = triggers
+        .iter()
+        .filter(|t| t["missed"] == false && t["timing"] != "unknown")
+        .collect();
+    assert_eq!(result["latency_ms"]["count"], sounded.len() as u64);
+    assert!(
+        sounded.len() >= 20,
+        "only {} of 80 notes sounded with known timing: {result}",
+        sounded.len()
+    );
+    let clock_tolerance_ns = 10_000.0;
+    let mut latencies = Vec::new();
+    for t in &sounded {
+        let figure = |name: &str| t[name].as_f64().unwrap_or_else(|| panic!("{name}: {t}"));
+        let (wait, lateness, latency) = (
+            figure("wait_ns"),
+            figure("lateness_ns"),
+            figure("latency_ns"),
+        );
+        assert!(
+            ["backend", "callbacks"].contains(&t["timing"].as_str().unwrap()),
+            "{t}"
+        );
+        assert!(
+            lateness >= -clock_tolerance_ns,
+            "a callback started {} us before its cycle: {t}",
+            -lateness / 1e3
+        );
+        assert!(
+            lateness <= period_ns,
+            "a note that sounded was rendered after its cycle's deadline: {t}"
+        );
+        assert!(
+            wait >= -lateness - frame_ns,
+            "the note's frame is {} us before its trigger, its callback only {} us late: {t}",
+            -wait / 1e3,
+            lateness / 1e3
+        );
+        assert!((latency - (wait + buffer_ns)).abs() <= 1.0, "{t}");
+        latencies.push(latency);
+    }
+    latencies.sort_by(f64::total_cmp);
+    let median = latencies[latencies.len() / 2];
+    let model = period_ns / 2.0 + buffer_ns;
+    assert!(
+        (median - model).abs() <= period_ns / 4.0,
+        "median latency {median} ns vs half a period + playback latency {model} ns"
+    );
 }

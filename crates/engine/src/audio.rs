@@ -9,7 +9,8 @@
 //!   for room in the device buffer, calls [`Processor::process`] and writes the period.
 //!
 //! Either way the processor gets a [`Cycle`] (the cycle's frame position, its nominal
-//! start time from the backend's clock and the time the callback really started) and an
+//! start time from the backend's clock, that start checked against the callbacks
+//! ([`CheckedStart`]) and the time the callback really started) and an
 //! [`Io`] with the period's buffers. The *timing model* that turns a frame into the time it
 //! reaches the DAC is the same for both: the cycle's nominal start, plus the frame's
 //! offset in the cycle, plus the playback latency the backend reports
@@ -305,7 +306,8 @@ pub struct Cycle {
     /// Stream position of this cycle's first frame (never wraps).
     pub first_frame: u64,
     /// When this cycle nominally started, from the backend's clock (JACK: the driver's
-    /// wake-up time from `jack_get_cycle_times`).
+    /// wake-up time from `jack_get_cycle_times`, its DLL's estimate, as it is: see
+    /// [`Cycle::checked`] for the start checked against the callbacks).
     pub nominal_ns: u64,
     /// The time this cycle spans, in ns: from its start to the next cycle's start as the
     /// backend predicts it (JACK: `next_usecs - current_usecs`, what `jack_frames_to_time`
@@ -313,6 +315,62 @@ pub struct Cycle {
     pub period_ns: f64,
     /// When the callback really started.
     pub callback_ns: u64,
+    /// The cycle's start as the engine checked it against the callbacks, or `None` when
+    /// it is not known (see [`CheckedStart`]). Every figure that says when a frame
+    /// sounded or how late a callback ran is computed from this, never from the
+    /// unchecked `nominal_ns`.
+    pub checked: Option<CheckedStart>,
+}
+
+/// Where a cycle's [`CheckedStart`] came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimingSource {
+    /// The backend's own start: JACK's (its DLL's estimate) where it agreed with the
+    /// callbacks, or a push backend's, taken as it is.
+    #[default]
+    Backend,
+    /// The engine's own estimate, where JACK's disagreed with the callbacks: the lower
+    /// envelope of the callback times on the frame clock since the last discontinuity
+    /// (each callback bounds its own cycle's start from above, and through the frame
+    /// count every other cycle's).
+    Callbacks,
+}
+
+impl TimingSource {
+    /// The name stored with a measurement: `backend` or `callbacks`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimingSource::Backend => "backend",
+            TimingSource::Callbacks => "callbacks",
+        }
+    }
+}
+
+impl fmt::Display for TimingSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A cycle's start on the stream's frame clock, checked: a callback never starts before
+/// its cycle, and cycles follow each other one period apart on the frame count.
+///
+/// JACK's cycle start (`jack_get_cycle_times`) is its DLL's estimate, and jackd2 does not
+/// restart the DLL after an xrun (`JackFrameTimer::ResetFrameTime` moves the current
+/// wake-up but keeps the stale next one), so after each xrun the estimate swings for
+/// seconds, tens of milliseconds away from the real cycle starts. The JACK backend keeps
+/// its own estimate and uses JACK's only where the two agree; right after a
+/// discontinuity (an xrun, a jump in the frame count, a callback far behind the
+/// estimate) the start is not known until a few cycles have been seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CheckedStart {
+    /// When the cycle started, CLOCK_MONOTONIC ns.
+    pub ns: u64,
+    /// The time the cycle spans, ns: the backend's where its start is used, the nominal
+    /// period otherwise.
+    pub period_ns: f64,
+    /// Where the start came from.
+    pub source: TimingSource,
 }
 
 impl Cycle {
@@ -332,6 +390,35 @@ impl Cycle {
     /// the backend's estimate runs ahead).
     pub fn lateness_ns(&self) -> i64 {
         self.callback_ns as i64 - self.nominal_ns as i64
+    }
+
+    /// Time of the frame `offset` frames after this cycle's first frame on its checked
+    /// time line ([`Cycle::checked`]); `None` when the cycle's start is not known.
+    pub fn checked_frame_time_ns(&self, offset: f64) -> Option<f64> {
+        let c = self.checked?;
+        Some(c.ns as f64 + offset * c.period_ns / self.frames.max(1) as f64)
+    }
+
+    /// Stream position (fractional frames) of time `t_ns` on this cycle's checked time
+    /// line; `None` when the cycle's start is not known.
+    pub fn checked_frame_at(&self, t_ns: u64) -> Option<f64> {
+        let c = self.checked?;
+        let since = t_ns as f64 - c.ns as f64;
+        Some(self.first_frame as f64 + since * self.frames as f64 / c.period_ns.max(1.0))
+    }
+
+    /// Wake-up lateness on the checked start: callback start minus the cycle's start, in
+    /// ns; `None` when the start is not known.
+    pub fn checked_lateness_ns(&self) -> Option<i64> {
+        Some(self.callback_ns as i64 - self.checked?.ns as i64)
+    }
+
+    /// Whether the callback started after the cycle's deadline (the next cycle's start,
+    /// when the backend takes the buffer), on the checked start; `None` when the start is
+    /// not known.
+    pub fn missed_deadline(&self) -> Option<bool> {
+        let c = self.checked?;
+        Some(self.callback_ns as f64 > c.ns as f64 + c.period_ns)
     }
 }
 

@@ -9,7 +9,10 @@
 //! atomic counters: no allocation, lock or print. A panic is caught, its message kept
 //! (with a `try_lock`, never a wait) and the stream outputs silence from then on.
 
-use crate::audio::{Cycle, CycleRecord, DuplexStart, Io, Processor, StreamStatus, XrunRecord};
+use crate::audio::{
+    CheckedStart, Cycle, CycleRecord, DuplexStart, Io, Processor, StreamStatus, TimingSource,
+    XrunRecord,
+};
 use crate::clock::monotonic_ns;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -254,8 +257,27 @@ impl CycleRunner {
     /// inside [`process_guard`](crate::guard::process_guard): denormals flushed to zero
     /// and, in debug builds, the allocation guard (a test binary that installs
     /// `assert_no_alloc::AllocDisabler` counts any allocation made here).
+    ///
+    /// The cycle's start is the backend's, taken as it is ([`TimingSource::Backend`]); a
+    /// backend that checks its starts calls [`CycleRunner::run_checked`].
     pub(crate) fn run(&mut self, timing: CycleTiming, io: &mut Io<'_>) {
-        crate::guard::process_guard(|| self.run_guarded(timing, io));
+        let checked = CheckedStart {
+            ns: timing.nominal_ns,
+            period_ns: timing.period_ns,
+            source: TimingSource::Backend,
+        };
+        self.run_checked(timing, Some(checked), io);
+    }
+
+    /// [`CycleRunner::run`] with the cycle's start as the backend checked it (`None`:
+    /// not known). Real-time safe.
+    pub(crate) fn run_checked(
+        &mut self,
+        timing: CycleTiming,
+        checked: Option<CheckedStart>,
+        io: &mut Io<'_>,
+    ) {
+        crate::guard::process_guard(|| self.run_guarded(timing, checked, io));
         // The count is per thread: publish the audio thread's for readers elsewhere.
         #[cfg(debug_assertions)]
         self.shared
@@ -263,13 +285,13 @@ impl CycleRunner {
             .store(assert_no_alloc::violation_count() as u64, Ordering::Relaxed);
     }
 
-    fn run_guarded(&mut self, timing: CycleTiming, io: &mut Io<'_>) {
+    fn run_guarded(&mut self, timing: CycleTiming, checked: Option<CheckedStart>, io: &mut Io<'_>) {
         IN_CALLBACK.with(|c| c.set(true));
-        self.run_inner(timing, io);
+        self.run_inner(timing, checked, io);
         IN_CALLBACK.with(|c| c.set(false));
     }
 
-    fn run_inner(&mut self, timing: CycleTiming, io: &mut Io<'_>) {
+    fn run_inner(&mut self, timing: CycleTiming, checked: Option<CheckedStart>, io: &mut Io<'_>) {
         let shared = &*self.shared;
         shared
             .last_callback_ns
@@ -300,6 +322,7 @@ impl CycleRunner {
             nominal_ns: timing.nominal_ns,
             period_ns: timing.period_ns,
             callback_ns: timing.callback_ns,
+            checked,
         };
         let started = monotonic_ns();
         let processor = &mut self.processor;

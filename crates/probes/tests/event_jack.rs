@@ -70,9 +70,12 @@ fn the_event_callback_never_allocates_and_the_loopback_onset_is_frame_exact() {
             // card's clock would. The onset must sit exactly on that grid: the note's
             // frame plus whole periods, to within one frame.
             let mut one_period = 0;
-            for row in &outcome.rows {
+            // A note rendered just after an xrun (the host's steal) has no timing: its
+            // cycle's start is not known, so neither is its wait nor its latency.
+            for row in outcome.rows.iter().filter(|r| !r.timing_unknown()) {
                 let measured = row.measured_ns.expect("onset found in the loopback");
-                let periods = (measured - row.wait_ns) as f64 / period_ns;
+                let wait = row.wait_ns.expect("known timing");
+                let periods = (measured - wait) as f64 / period_ns;
                 assert!(
                     periods > 0.99 && (periods - periods.round()).abs() * period_ns <= frame_ns,
                     "{policy} {workload}: onset {periods} periods after the note's frame: {row:?}"

@@ -45,7 +45,10 @@ fn a_loop_longer_than_the_spacing_between_notes_gives_each_note_its_own_onset() 
         let measured = row.measured_ns.expect("each note's onset is found");
         // The capture hears the output after the playback latency (which the model
         // counts) and the cable (which it does not).
-        let extra_frames = (measured - row.latency_ns) as f64 / frame_ns;
+        let latency = row
+            .latency_ns
+            .expect("the virtual card's cycle starts are known");
+        let extra_frames = (measured - latency) as f64 / frame_ns;
         assert!(
             (extra_frames - cable).abs() <= 1.0,
             "note {}: onset {extra_frames:.1} frames after the model, the cable is {cable}",

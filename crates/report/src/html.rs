@@ -413,12 +413,12 @@ fn time_plot(cell: &CellData, r: &RunData) -> Option<(String, String)> {
         let pts: Vec<(f64, f64)> = r
             .triggers
             .iter()
-            .filter(|t| !t.missed)
-            .map(|t| {
-                (
+            .filter(|t| t.sounded())
+            .filter_map(|t| {
+                Some((
                     (t.trigger_ns as f64 - start) / 1e9,
-                    t.latency_ns as f64 / 1e6,
-                )
+                    t.latency_ns? as f64 / 1e6,
+                ))
             })
             .collect();
         let svg = plots::xy(

@@ -77,12 +77,12 @@ pub fn run_json(
 /// One CSV row per trigger of an `event` run (times in ns, CLOCK_MONOTONIC).
 pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
     let mut out = String::from(
-        "run_id,seq,source,trigger_ns,note_frame,offset_frames,cycle,dac_ns,latency_ns,wait_ns,lateness_ns,buffer_ns,late,missed,measured_ns,underruns_before\n",
+        "run_id,seq,source,trigger_ns,note_frame,offset_frames,cycle,dac_ns,latency_ns,wait_ns,lateness_ns,buffer_ns,late,missed,measured_ns,underruns_before,timing\n",
     );
     for t in triggers {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             run.id,
             t.seq,
             t.source,
@@ -90,18 +90,24 @@ pub fn triggers_csv(run: &RunRecord, triggers: &[TriggerRow]) -> String {
             t.note_frame,
             t.offset_frames,
             t.cycle,
-            t.dac_ns,
-            t.latency_ns,
-            t.wait_ns,
-            t.lateness_ns,
+            cell(t.dac_ns),
+            cell(t.latency_ns),
+            cell(t.wait_ns),
+            cell(t.lateness_ns),
             t.buffer_ns,
             t.late,
             t.missed,
-            t.measured_ns.map_or(String::new(), |m| m.to_string()),
-            t.underruns_before
+            cell(t.measured_ns),
+            t.underruns_before,
+            t.timing
         );
     }
     out
+}
+
+/// A value nobody measured is an empty cell.
+fn cell<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
 }
 
 /// Every series of a run as CSV, one block per series: a `# name (unit)` line, the

@@ -428,16 +428,19 @@ pub struct TriggerRow {
     pub offset_frames: u32,
     /// Number of the cycle that rendered the note.
     pub cycle: u64,
-    /// When the note's first frame reaches the DAC, by the timing model.
-    pub dac_ns: u64,
-    /// `dac_ns - trigger_ns`.
-    pub latency_ns: i64,
+    /// When the note's first frame reaches the DAC, by the timing model; `None` when the
+    /// rendering cycle's start is not known (see `timing`).
+    pub dac_ns: Option<u64>,
+    /// `dac_ns - trigger_ns`; `None` when the cycle's start is not known.
+    pub latency_ns: Option<i64>,
     /// From the trigger to the note's frame position in the stream (the wait for the next
-    /// cycle plus the frame offset): `latency_ns - buffer_ns`.
-    pub wait_ns: i64,
-    /// How late the callback that rendered the note started after its cycle's nominal
-    /// start (scheduling lateness; already inside `wait_ns`'s cycle, not added to it).
-    pub lateness_ns: i64,
+    /// cycle plus the frame offset): `latency_ns - buffer_ns`; `None` when the cycle's
+    /// start is not known.
+    pub wait_ns: Option<i64>,
+    /// How late the callback that rendered the note started after its cycle's start
+    /// (scheduling lateness; already inside `wait_ns`'s cycle, not added to it); `None`
+    /// when the cycle's start is not known.
+    pub lateness_ns: Option<i64>,
     /// The playback latency the backend reports, in ns.
     pub buffer_ns: i64,
     /// Fixed policy only: the trigger reached the audio thread after its frame had
@@ -452,4 +455,24 @@ pub struct TriggerRow {
     pub measured_ns: Option<i64>,
     /// Under-runs (server xruns plus skipped cycles) seen before this trigger's note.
     pub underruns_before: u64,
+    /// Where the rendering cycle's start came from: `backend` (the backend's own, JACK's
+    /// where it agreed with the callbacks), `callbacks` (audiolat's estimate from the
+    /// callback times, where JACK's did not agree), `unknown` (just after a
+    /// discontinuity such as an xrun: the timing figures are absent and the row is left
+    /// out of the figures, like a missed one; `missed` is false) or `unchecked` (stored
+    /// before audiolat checked the backend's start).
+    pub timing: String,
+}
+
+impl TriggerRow {
+    /// The note could sound at its modelled time and its timing is known: the rows
+    /// every latency figure is over.
+    pub fn sounded(&self) -> bool {
+        !self.missed && self.latency_ns.is_some()
+    }
+
+    /// The rendering cycle's start is not known (see `timing`).
+    pub fn timing_unknown(&self) -> bool {
+        self.latency_ns.is_none()
+    }
 }

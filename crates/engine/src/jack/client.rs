@@ -27,6 +27,7 @@ use crate::audio::{
 };
 use crate::clock::monotonic_ns;
 use crate::jack::server::open_client;
+use crate::jack::start_check::{Observed, ServerStart, StartCheck};
 use crate::stream::{CycleRunner, CycleTiming, StreamShared};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -185,6 +186,10 @@ struct Handler {
     nominal_period_ns: f64,
     prepared_frames: u32,
     exit: Arc<CallbackExit>,
+    /// The client's own check of each cycle's start (JACK's is its DLL's estimate,
+    /// which an xrun throws off for seconds).
+    start_check: StartCheck,
+    shared: Arc<StreamShared>,
 }
 
 impl jack::ProcessHandler for Handler {
@@ -216,11 +221,14 @@ impl jack::ProcessHandler for Handler {
 }
 
 impl Handler {
+    /// One cycle on the process thread: JACK's timing, checked against the callbacks
+    /// ([`StartCheck`]), the MIDI note-ons, then the processor. Real-time safe.
     fn cycle(&mut self, ps: &jack::ProcessScope) {
         let callback_ns = monotonic_ns();
         let frames = ps.n_frames();
-        let (low, nominal_ns, period_ns) = match ps.cycle_times() {
-            Ok(t) => (
+        let times = ps.cycle_times().ok();
+        let (low, nominal_ns, period_ns) = match times {
+            Some(t) => (
                 t.current_frames,
                 (t.current_usecs as i64 * 1000 + self.clock_offset_ns).max(0) as u64,
                 // Frames inside the cycle map to time between this wake-up and the next
@@ -233,7 +241,7 @@ impl Handler {
                     self.nominal_period_ns
                 },
             ),
-            Err(_) => (ps.last_frame_time(), callback_ns, self.nominal_period_ns),
+            None => (ps.last_frame_time(), callback_ns, self.nominal_period_ns),
         };
         // JACK's frame counter is 32 bits: a wrap goes from near the top to near the
         // bottom. Any other backward step (a reset of its frame timer) is not a wrap.
@@ -247,6 +255,16 @@ impl Handler {
             period_ns,
             callback_ns,
         };
+        let checked = self.start_check.check(Observed {
+            callback_ns,
+            first_frame: timing.first_frame,
+            frames,
+            xruns: self.shared.xruns.load(Ordering::Relaxed),
+            server: times.map(|_| ServerStart {
+                ns: nominal_ns,
+                period_ns,
+            }),
+        });
         let mut n_notes = 0;
         let mut midi_dropped = 0;
         if let Some(midi) = self.midi.as_ref() {
@@ -275,7 +293,7 @@ impl Handler {
             note_ons: &self.note_ons[..n_notes],
             midi_dropped,
         };
-        self.runner.run(timing, &mut io);
+        self.runner.run_checked(timing, checked, &mut io);
     }
 }
 
@@ -517,6 +535,8 @@ impl Backend for JackStream {
             nominal_period_ns: self.info.period_ns(),
             prepared_frames: self.info.period_frames,
             exit: self.exit.clone(),
+            start_check: StartCheck::new(self.info.sample_rate_hz),
+            shared: self.shared.clone(),
         };
         let notifications = Notifications {
             shared: self.shared.clone(),

@@ -7,3 +7,4 @@ pub mod client;
 pub mod loop_client;
 pub mod server;
 pub mod setup;
+mod start_check;

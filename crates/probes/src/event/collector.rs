@@ -20,6 +20,8 @@ pub(super) struct Collector {
     pub(super) early: LatencyHistogram,
     pub(super) dsp: LatencyHistogram,
     pub(super) dsp_misses: u64,
+    /// Cycles whose start was not known (just after a discontinuity).
+    pub(super) cycles_timing_unknown: u64,
     pub(super) period_ns: f64,
     pub(super) xruns: (u64, u64),
     pub(super) gaps: (u64, u64),
@@ -44,11 +46,16 @@ impl Collector {
         let mut new_events = Vec::new();
         while let Ok(r) = backend.cycles().pop() {
             self.cycles += 1;
-            let l = r.cycle.lateness_ns();
-            if l < 0 {
-                self.early.record(l.unsigned_abs());
-            } else {
-                self.lateness.record(l as u64);
+            // Lateness on the checked start only: just after a discontinuity nobody
+            // knows when the cycle started.
+            match r.cycle.checked_lateness_ns() {
+                Some(l) if l < 0 => {
+                    self.early.record(l.unsigned_abs());
+                }
+                Some(l) => {
+                    self.lateness.record(l as u64);
+                }
+                None => self.cycles_timing_unknown += 1,
             }
             self.dsp.record(r.dsp_ns);
             if r.dsp_ns as f64 > self.period_ns {
@@ -87,11 +94,11 @@ impl Collector {
             );
             let c = n.cycle;
             let note_frame = c.first_frame + n.offset as u64;
-            // The DAC time on the rendering cycle's own timing (JACK's estimate of that
-            // cycle's start), as jack_frames_to_time would give it inside that cycle.
-            let frame_ns = c.frame_time_ns(n.offset as f64);
-            let dac_ns = frame_ns + self.buffer_ns;
-            let wait_ns = (frame_ns - n.trigger_ns as f64).round() as i64;
+            // The DAC time on the rendering cycle's checked start (JACK's where it agreed
+            // with the callbacks); none while that start is not known.
+            let frame_ns = c.checked_frame_time_ns(n.offset as f64);
+            let wait_ns = frame_ns.map(|f| (f - n.trigger_ns as f64).round() as i64);
+            let buffer_ns = self.buffer_ns.round() as i64;
             let row = TriggerRow {
                 seq: n.seq,
                 source: self.source.clone(),
@@ -99,17 +106,21 @@ impl Collector {
                 note_frame,
                 offset_frames: n.offset,
                 cycle: c.index,
-                dac_ns: dac_ns.max(0.0) as u64,
-                latency_ns: wait_ns + self.buffer_ns.round() as i64,
+                dac_ns: frame_ns.map(|f| (f + self.buffer_ns).max(0.0) as u64),
+                latency_ns: wait_ns.map(|w| w + buffer_ns),
                 wait_ns,
-                lateness_ns: c.lateness_ns(),
-                buffer_ns: self.buffer_ns.round() as i64,
+                lateness_ns: c.checked_lateness_ns(),
+                buffer_ns,
                 late: n.late,
                 // The cycle's buffer is due when the next cycle starts; a callback that
                 // only began after that could not have its note played on time.
-                missed: c.callback_ns as f64 > c.nominal_ns as f64 + c.period_ns,
+                missed: c.missed_deadline().unwrap_or(false),
                 measured_ns: None,
                 underruns_before: underruns,
+                timing: c
+                    .checked
+                    .map_or("unknown", |t| t.source.as_str())
+                    .to_string(),
             };
             if self.loopback {
                 self.waiting.push(row);
@@ -124,9 +135,9 @@ impl Collector {
                 // position in the output stream to its onset in the capture, less the
                 // capture latency, are the time from the note's frame to the sound,
                 // exactly. Added to the wait, that is the measured latency.
-                row.measured_ns = o.captured_frame.map(|c| {
+                row.measured_ns = o.captured_frame.zip(row.wait_ns).map(|(c, wait)| {
                     let frames = c as f64 - row.note_frame as f64 - self.capture_frames;
-                    row.wait_ns + (frames * self.frame_ns).round() as i64
+                    wait + (frames * self.frame_ns).round() as i64
                 });
                 self.rows.push(row);
             }

@@ -12,12 +12,16 @@
 //!   up to one period of jitter) or `fixed` (the trigger's time mapped to a frame exactly
 //!   one period later: constant latency, what JACK MIDI gives);
 //! - the note's **DAC time** comes from the backend's timing model: the rendering cycle's
-//!   nominal start + frame offset / rate + the playback latency the ports report. The
-//!   latency is that minus the trigger time, decomposed into the *wait* (trigger to the
-//!   note's frame position in the stream), the *buffer* (playback latency), and the
-//!   rendering callback's *scheduling lateness* (shown beside them: it costs nothing
-//!   until the callback starts after its cycle's deadline, the next cycle's start; such
-//!   a note is flagged `missed` and left out of the figures);
+//!   start + frame offset / rate + the playback latency the ports report. The start is
+//!   the one the engine checked against the callbacks ([`Cycle::checked`]: JACK's own
+//!   estimate is off for seconds after an xrun); the latency is that minus the trigger
+//!   time, decomposed into the *wait* (trigger to the note's frame position in the
+//!   stream), the *buffer* (playback latency), and the rendering callback's *scheduling
+//!   lateness* (shown beside them: it costs nothing until the callback starts after its
+//!   cycle's deadline, the next cycle's start; such a note is flagged `missed` and left
+//!   out of the figures). A note rendered just after a discontinuity (an xrun), when its
+//!   cycle's start is not known yet, has no timing figures at all (`timing` is
+//!   `unknown`): it is counted and left out of the figures the same way;
 //! - with a **loopback** capture (a cable from output to input on real hardware) the
 //!   onset is also found in the captured signal, and that measured latency is kept next
 //!   to the model's.
@@ -307,6 +311,7 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
         early: hist(),
         dsp: hist(),
         dsp_misses: 0,
+        cycles_timing_unknown: 0,
         period_ns: info.period_ns(),
         xruns: (0, 0),
         gaps: (0, 0),
@@ -468,6 +473,7 @@ pub fn run(
         early: c.early,
         dsp: c.dsp,
         dsp_misses: c.dsp_misses,
+        cycles_timing_unknown: c.cycles_timing_unknown,
         xruns: c.xruns,
         gaps: c.gaps,
         underrun_events: c.events,

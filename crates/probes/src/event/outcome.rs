@@ -42,7 +42,8 @@ pub struct EventOutcome {
     pub rows: Vec<TriggerRow>,
     /// Cycles run.
     pub cycles: u64,
-    /// Callback start minus nominal cycle start, per cycle that started at or after it.
+    /// Callback start minus the cycle's checked start, per cycle that started at or
+    /// after it.
     pub lateness: LatencyHistogram,
     /// Nominal cycle start minus callback start, per cycle whose callback started before
     /// the nominal start the backend reported (its clock estimate ran ahead).
@@ -51,6 +52,9 @@ pub struct EventOutcome {
     pub dsp: LatencyHistogram,
     /// Cycles whose processor time exceeded the period.
     pub dsp_misses: u64,
+    /// Cycles whose start was not known (just after a discontinuity): left out of
+    /// `lateness` and `early`.
+    pub cycles_timing_unknown: u64,
     /// Under-runs the server reported (xruns) before the first trigger, and after.
     pub xruns: (u64, u64),
     /// Cycles the stream skipped (frame gaps) before the first trigger, and after. The
@@ -119,7 +123,7 @@ impl TriggerSummary {
     pub fn new(config: &EventConfig, info: &StreamInfo) -> TriggerSummary {
         TriggerSummary {
             model_method: format!(
-                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server + offset/rate + {} frames playback latency), {} policy",
+                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server, checked against the callbacks, + offset/rate + {} frames playback latency), {} policy",
                 config.source, info.backend, info.playback_latency_frames, config.policy
             ),
             loopback_method: format!(
@@ -157,7 +161,7 @@ impl TriggerSummary {
     /// sounded, with its wait and lateness parts, and the loopback latency when any row
     /// has one.
     pub fn measurements(&self, rows: &[TriggerRow]) -> Vec<Measurement> {
-        let sounded = || rows.iter().filter(|r| !r.missed);
+        let sounded = || rows.iter().filter(|r| r.sounded());
         let hist_from_rows = |f: &dyn Fn(&TriggerRow) -> Option<i64>| {
             let mut h = LatencyHistogram::new(10_000_000_000).expect("10 s bound is valid");
             for r in rows {
@@ -172,19 +176,21 @@ impl TriggerSummary {
             "event",
             "event_latency",
             &self.model_method,
-            hist_from_rows(&|r| (!r.missed).then_some(r.latency_ns)),
+            hist_from_rows(&|r| r.latency_ns.filter(|_| r.sounded())),
         );
         // The latency histogram holds only positive values; the wait can be negative (a
         // trigger that arrived after its cycle's nominal start, before the callback), so
         // its statistics are kept exact, not as a histogram that would clamp them.
         m.detail = json!({
-            "exact": Stats::of(sounded().map(|r| r.latency_ns as f64)).to_json(),
-            "wait_ns": Stats::of(sounded().map(|r| r.wait_ns as f64)).to_json(),
-            "rendering_callback_lateness_ns": Stats::of(sounded().map(|r| r.lateness_ns as f64)).to_json(),
+            "exact": Stats::of(sounded().filter_map(|r| r.latency_ns.map(|v| v as f64))).to_json(),
+            "wait_ns": Stats::of(sounded().filter_map(|r| r.wait_ns.map(|v| v as f64))).to_json(),
+            "rendering_callback_lateness_ns": Stats::of(sounded().filter_map(|r| r.lateness_ns.map(|v| v as f64))).to_json(),
             "buffer_ns": self.buffer_ns,
             "model_mean_ns": self.model_mean_ns,
             "late_triggers": rows.iter().filter(|r| r.late).count() as u64,
             "missed_triggers": rows.iter().filter(|r| r.missed).count() as u64,
+            "timing_unknown_triggers": rows.iter().filter(|r| r.timing_unknown()).count() as u64,
+            "timing_from_callbacks_triggers": rows.iter().filter(|r| r.timing == "callbacks").count() as u64,
         });
         out.push(m);
         if rows.iter().any(|r| r.measured_ns.is_some()) {
@@ -212,19 +218,30 @@ impl EventOutcome {
     }
 
     /// The triggers whose note could sound at its modelled time (not
-    /// [`TriggerRow::missed`]): every latency figure and its decomposition is over these.
+    /// [`TriggerRow::missed`]) and whose rendering cycle's start is known (not
+    /// [`TriggerRow::timing_unknown`]): every latency figure and its decomposition is over
+    /// these.
     pub fn sounded(&self) -> impl Iterator<Item = &TriggerRow> {
-        self.rows.iter().filter(|r| !r.missed)
+        self.rows.iter().filter(|r| r.sounded())
     }
 
     /// Statistics of the model latency over the [`sounded`](Self::sounded) triggers.
     pub fn latency(&self) -> Stats {
-        Stats::of(self.sounded().map(|r| r.latency_ns as f64))
+        Stats::of(
+            self.sounded()
+                .filter_map(|r| r.latency_ns.map(|v| v as f64)),
+        )
     }
 
     /// Triggers whose rendering callback started after its cycle's deadline (an under-run).
     pub fn missed(&self) -> u64 {
         self.rows.iter().filter(|r| r.missed).count() as u64
+    }
+
+    /// Triggers whose rendering cycle's start was not known (just after a discontinuity
+    /// such as an xrun): no timing figure was measured for them.
+    pub fn timing_unknown(&self) -> u64 {
+        self.rows.iter().filter(|r| r.timing_unknown()).count() as u64
     }
 
     /// Statistics of the loopback-measured latency.
@@ -260,10 +277,11 @@ impl EventOutcome {
         let mut lat = Measurement::from_histogram(
             "event",
             "callback_lateness",
-            "per cycle: callback start - the cycle's nominal start from the server",
+            "per cycle: callback start - the cycle's start (the server's where it agreed with the callbacks, else the lower envelope of the callbacks on the frame clock; cycles just after a discontinuity, whose start is not known, are left out)",
             self.lateness.clone(),
         );
-        lat.detail = json!({"cycles_early": self.early.count()});
+        lat.detail = json!({"cycles_early": self.early.count(),
+                            "cycles_timing_unknown": self.cycles_timing_unknown});
         out.push(lat);
         if self.early.count() > 0 {
             out.push(Measurement::from_histogram(
@@ -311,6 +329,7 @@ impl EventOutcome {
             "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
             "late_triggers": self.late(),
             "missed_triggers": self.missed(),
+            "timing_unknown_triggers": self.timing_unknown(),
             "dropped_triggers": self.dropped,
             "cycle_records_dropped": self.records_dropped,
             "dsp_overload_cycles": self.dsp_misses,
@@ -337,14 +356,16 @@ impl EventOutcome {
             "model_latency_ms": self.model_latency_ns() * ms,
             "loopback_ms": self.rows.iter().any(|r| r.measured_ns.is_some())
                 .then(|| self.measured().scaled(ms).to_json()),
-            "wait_ms": Stats::of(self.sounded().map(|r| r.wait_ns as f64)).scaled(ms).to_json(),
-            "lateness_ms": Stats::of(self.sounded().map(|r| r.lateness_ns as f64)).scaled(ms).to_json(),
+            "wait_ms": Stats::of(self.sounded().filter_map(|r| r.wait_ns.map(|v| v as f64))).scaled(ms).to_json(),
+            "lateness_ms": Stats::of(self.sounded().filter_map(|r| r.lateness_ns.map(|v| v as f64))).scaled(ms).to_json(),
             "buffer_ms": self.info.playback_latency_ns() * ms,
             "cycles": self.cycles,
             "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
                           "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},
             "late_triggers": self.late(),
             "missed_triggers": self.missed(),
+            "timing_unknown_triggers": self.timing_unknown(),
+            "cycles_timing_unknown": self.cycles_timing_unknown,
             "dropped_triggers": self.dropped,
             "midi_dropped": self.midi_dropped,
             "oversized_cycles": self.oversized_cycles,

@@ -107,9 +107,19 @@ impl EventProcessor {
             .fetch_add(io.midi_dropped as u64, Ordering::Relaxed);
         for note in io.note_ons {
             // JACK MIDI: an event read in this cycle at offset k happened during the
-            // previous period at offset k.
-            let trigger_ns =
-                (cycle.frame_time_ns(note.offset as f64) - cycle.period_ns).max(0.0) as u64;
+            // previous period at offset k. On the checked time line; where the cycle's
+            // start is not known the backend's places it (the row's timing figures are
+            // absent then: the note renders in this cycle).
+            let trigger_ns = match cycle.checked {
+                Some(c) => {
+                    cycle
+                        .checked_frame_time_ns(note.offset as f64)
+                        .unwrap_or(0.0)
+                        - c.period_ns
+                }
+                None => cycle.frame_time_ns(note.offset as f64) - cycle.period_ns,
+            }
+            .max(0.0) as u64;
             let frame = match self.policy {
                 NotePolicy::Asap => first,
                 NotePolicy::Fixed => first + note.offset as u64,
@@ -136,7 +146,13 @@ impl EventProcessor {
             let (frame, late) = match self.policy {
                 NotePolicy::Asap => (first, false),
                 NotePolicy::Fixed => {
-                    let target = (cycle.frame_at(t.t_ns) + n as f64).round();
+                    // Placed on the checked time line; where the cycle's start is not
+                    // known, on the backend's (the rendering cycle's row says whether
+                    // its own start is known).
+                    let at = cycle
+                        .checked_frame_at(t.t_ns)
+                        .unwrap_or_else(|| cycle.frame_at(t.t_ns));
+                    let target = (at + n as f64).round();
                     if target < first as f64 {
                         (first, true)
                     } else {

@@ -16,9 +16,15 @@ fn ms(ns: f64) -> String {
     format!("{:.2}", ns / 1e6)
 }
 
-/// The triggers whose note could sound at its modelled time (not missed).
+/// The triggers whose note could sound at its modelled time (not missed) and whose
+/// cycle's start is known.
 fn sounded(r: &RunView) -> impl Iterator<Item = &TriggerRow> {
-    r.triggers.iter().filter(|t| !t.missed)
+    r.triggers.iter().filter(|t| t.sounded())
+}
+
+/// `f` of the sounded triggers, as f64.
+fn of_sounded(r: &RunView, f: fn(&TriggerRow) -> Option<i64>) -> impl Iterator<Item = f64> + '_ {
+    sounded(r).filter_map(move |t| f(t).map(|v| v as f64))
 }
 
 /// The event runs' tables (one sweep's, or one stored run's), as `audiolat event` and
@@ -118,9 +124,9 @@ fn run_table(runs: &[RunView]) -> String {
 /// One run's row, without the loopback column.
 fn run_row(r: &RunView) -> Vec<String> {
     let s = &r.result;
-    let l = Stats::of(sounded(r).map(|t| t.latency_ns as f64));
-    let wait = Stats::of(sounded(r).map(|t| t.wait_ns as f64));
-    let cb = Stats::of(sounded(r).map(|t| t.lateness_ns as f64));
+    let l = Stats::of(of_sounded(r, |t| t.latency_ns));
+    let wait = Stats::of(of_sounded(r, |t| t.wait_ns));
+    let cb = Stats::of(of_sounded(r, |t| t.lateness_ns));
     let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
     vec![
         r.id.to_string(),
@@ -212,7 +218,7 @@ fn study_table(runs: &[RunView], out: &mut String) {
                 .collect();
             let values: Vec<f64> = cell_runs
                 .iter()
-                .flat_map(|r| sounded(r).map(|t| t.latency_ns as f64))
+                .flat_map(|r| of_sounded(r, |t| t.latency_ns))
                 .collect();
             let all: usize = cell_runs.iter().map(|r| r.triggers.len()).sum();
             let missed = all - values.len();
@@ -241,7 +247,7 @@ fn study_table(runs: &[RunView], out: &mut String) {
     if any_missed {
         let _ = writeln!(
             out,
-            "(n/m missed: n of the m notes were rendered after their cycle's deadline, an under-run; the mean is over the others)"
+            "(n/m missed: n of the m notes were rendered after their cycle's deadline, an under-run, or just after one, when their cycle's start was not known; the mean is over the others)"
         );
     }
 }
@@ -258,7 +264,7 @@ fn legend(out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "late cb = mean lateness of the callback that rendered the note after its cycle's start; dsp = mean DSP time per cycle, in % of the period; missed = notes rendered after their cycle's deadline (an under-run: left out of n and every mean); under-runs = xruns the server reported before the first trigger / after it."
+        "late cb = mean lateness of the callback that rendered the note after its cycle's start; dsp = mean DSP time per cycle, in % of the period; missed = notes rendered after their cycle's deadline (an under-run: left out of n and every mean); timing unknown = notes rendered just after an under-run, before the cycles' start was known again (left out the same way); under-runs = xruns the server reported before the first trigger / after it."
     );
 }
 
@@ -287,6 +293,14 @@ fn run_notes(r: &RunView, out: &mut String) {
         let _ = writeln!(
             out,
             "run {}: {missed} notes were rendered by a callback that started after its cycle's deadline (an under-run); they are left out of n and the figures",
+            r.id
+        );
+    }
+    let unknown = n(&s["timing_unknown_triggers"]);
+    if unknown > 0 {
+        let _ = writeln!(
+            out,
+            "run {}: {unknown} notes were rendered just after an under-run, before audiolat knew again when the cycles started (the server's own estimate is off after an xrun); nothing about their timing was measured and they are left out of n and the figures",
             r.id
         );
     }

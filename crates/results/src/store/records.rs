@@ -97,8 +97,9 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trigger (run_id, seq, source, trigger_ns, note_frame, offset_frames,
                     cycle, dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, missed,
-                    measured_ns, underruns_before)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                    measured_ns, underruns_before, timing)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17)",
             )?;
             for t in rows {
                 stmt.execute(params![
@@ -109,7 +110,7 @@ impl Store {
                     t.note_frame as i64,
                     t.offset_frames,
                     t.cycle as i64,
-                    t.dac_ns as i64,
+                    t.dac_ns.map(|d| d as i64),
                     t.latency_ns,
                     t.wait_ns,
                     t.lateness_ns,
@@ -118,6 +119,7 @@ impl Store {
                     t.missed,
                     t.measured_ns,
                     t.underruns_before as i64,
+                    t.timing,
                 ])?;
             }
         }
@@ -126,12 +128,21 @@ impl Store {
     }
 
     /// A run's trigger rows, in trigger order.
+    ///
+    /// A file from before schema 5 (read as it is) has no `timing` column: its rows read
+    /// as `unchecked`.
     pub fn triggers(&self, run_id: i64) -> Result<Vec<TriggerRow>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let timing = if self.schema_version()? >= 5 {
+            "timing"
+        } else {
+            "'unchecked'"
+        };
+        let mut stmt = self.conn.prepare(&format!(
             "SELECT seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns,
-                wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before
-             FROM trigger WHERE run_id = ?1 ORDER BY seq",
-        )?;
+                wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before,
+                {timing}
+             FROM trigger WHERE run_id = ?1 ORDER BY seq"
+        ))?;
         let rows = stmt.query_map([run_id], |r| {
             Ok(TriggerRow {
                 seq: r.get::<_, i64>(0)? as u64,
@@ -140,7 +151,7 @@ impl Store {
                 note_frame: r.get::<_, i64>(3)? as u64,
                 offset_frames: r.get(4)?,
                 cycle: r.get::<_, i64>(5)? as u64,
-                dac_ns: r.get::<_, i64>(6)? as u64,
+                dac_ns: r.get::<_, Option<i64>>(6)?.map(|d| d as u64),
                 latency_ns: r.get(7)?,
                 wait_ns: r.get(8)?,
                 lateness_ns: r.get(9)?,
@@ -149,6 +160,7 @@ impl Store {
                 missed: r.get(12)?,
                 measured_ns: r.get(13)?,
                 underruns_before: r.get::<_, i64>(14)? as u64,
+                timing: r.get(15)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -6,12 +6,48 @@ use super::open::{contents, foreign, open_failure, Contents};
 use super::{Store, StoreError};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
 /// summary columns nullable, and the reader takes a row without samples (count 0) as no
 /// summary whatever its columns hold.
 pub(super) const OLDEST_READABLE: i64 = 3;
+
+/// Version 5: an event trigger's timing figures are NULL where the rendering cycle's
+/// start is not known (just after an xrun: JACK's estimate of it is off there, see the
+/// engine's `CheckedStart`), and each row says where its cycle's start came from
+/// (`timing`); rows stored before are `unchecked`. SQLite needs the table rebuilt to
+/// make columns nullable.
+const SCHEMA_V5: &str = r#"
+CREATE TABLE trigger_v5 (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    source          TEXT NOT NULL,
+    trigger_ns      INTEGER NOT NULL,
+    note_frame      INTEGER NOT NULL,
+    offset_frames   INTEGER NOT NULL,
+    cycle           INTEGER NOT NULL,
+    dac_ns          INTEGER,
+    latency_ns      INTEGER,
+    wait_ns         INTEGER,
+    lateness_ns     INTEGER,
+    buffer_ns       INTEGER NOT NULL,
+    late            INTEGER NOT NULL,
+    missed          INTEGER NOT NULL,
+    measured_ns     INTEGER,
+    underruns_before INTEGER NOT NULL,
+    timing          TEXT NOT NULL DEFAULT 'unchecked'
+);
+INSERT INTO trigger_v5
+    SELECT id, run_id, seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns,
+        latency_ns, wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns,
+        underruns_before, 'unchecked'
+    FROM trigger;
+DROP TABLE trigger;
+ALTER TABLE trigger_v5 RENAME TO trigger;
+CREATE INDEX trigger_by_run ON trigger(run_id);
+"#;
 
 /// Version 4: a statistic nobody measured is NULL, not 0. The summary columns of
 /// `measurement` become nullable (SQLite needs the table rebuilt for that), and the rows
@@ -241,6 +277,9 @@ impl Store {
         if version < 4 {
             tx.execute_batch(&format!("{SCHEMA_V4} PRAGMA user_version = 4;"))?;
         }
+        if version < 5 {
+            tx.execute_batch(&format!("{SCHEMA_V5} PRAGMA user_version = 5;"))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;
         Ok(())
@@ -257,7 +296,7 @@ impl Store {
 /// The schema as audiolat `version` made it, in one transaction: an older audiolat's file.
 #[cfg(test)]
 pub(super) fn schema_up_to(version: i64) -> String {
-    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
     let schema = steps[..version as usize].concat();
     format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")
 }

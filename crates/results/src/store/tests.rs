@@ -72,15 +72,63 @@ fn a_version_1_file_gains_the_trigger_table_and_triggers_round_trip() {
             seq: i,
             source: "timer".into(),
             trigger_ns: 1_000 + i,
-            latency_ns: 8_000_000 + i as i64,
+            // A note whose cycle's start was not known has no timing figures.
+            latency_ns: (i != 2).then_some(8_000_000 + i as i64),
             measured_ns: (i == 1).then_some(8_100_000),
             late: i == 2,
+            timing: if i == 2 { "unknown" } else { "backend" }.into(),
             ..TriggerRow::default()
         })
         .collect();
     store.add_triggers(id, &rows[..2]).unwrap();
     store.add_triggers(id, &rows[2..]).unwrap();
     assert_eq!(store.triggers(id).unwrap(), rows);
+}
+
+#[test]
+fn a_version_4_files_triggers_become_unchecked_with_their_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&schema_up_to(4)).unwrap();
+    }
+    let id = {
+        let store = Store::open(&path).unwrap();
+        store.begin_run(&info("event")).unwrap()
+    };
+    // Put the version back to 4 and store a row the way audiolat 4 did.
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t4 AS SELECT * FROM trigger; DROP TABLE trigger;
+             CREATE TABLE trigger (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, seq INTEGER NOT NULL,
+                source TEXT NOT NULL, trigger_ns INTEGER NOT NULL, note_frame INTEGER NOT NULL,
+                offset_frames INTEGER NOT NULL, cycle INTEGER NOT NULL, dac_ns INTEGER NOT NULL,
+                latency_ns INTEGER NOT NULL, wait_ns INTEGER NOT NULL, lateness_ns INTEGER NOT NULL,
+                buffer_ns INTEGER NOT NULL, late INTEGER NOT NULL, missed INTEGER NOT NULL,
+                measured_ns INTEGER, underruns_before INTEGER NOT NULL);
+             DROP TABLE t4; PRAGMA user_version = 4;",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO trigger (run_id, seq, source, trigger_ns, note_frame, offset_frames, cycle,
+                dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, missed, underruns_before)
+             VALUES (?1, 0, 'timer', 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 0)",
+            [id],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let rows = store.triggers(id).unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        (r.dac_ns, r.latency_ns, r.wait_ns, r.lateness_ns),
+        (Some(9), Some(10), Some(11), Some(12))
+    );
+    assert_eq!(r.timing, "unchecked");
 }
 
 #[test]
