@@ -55,6 +55,7 @@
 mod cells;
 mod end_run;
 pub mod experiment;
+pub mod group;
 mod lifecycle;
 mod load_run;
 pub mod min_buffer;
@@ -105,16 +106,15 @@ impl Context {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// How a group of runs (a suite, an experiment) ends: `interrupted` once a signal
-    /// came, else `failed` when one of its runs could not complete, else `complete`.
+    /// How a group of runs that goes on past a failed run (a suite, an experiment)
+    /// ends, by [`group::status`]: `interrupted` once a signal came, else `failed` when
+    /// one of its runs could not complete, else `complete`.
     pub fn group_status(&self, any_failed: bool) -> RunStatus {
-        if self.stopped() {
-            RunStatus::Interrupted
-        } else if any_failed {
-            RunStatus::Failed
-        } else {
-            RunStatus::Complete
-        }
+        group::status(group::GroupEnd {
+            stopped_by_error: false,
+            interrupted: self.stopped(),
+            run_failed: any_failed,
+        })
     }
 }
 
