@@ -23,6 +23,7 @@ pub mod min_buffer;
 pub mod net;
 pub mod roundtrip;
 pub mod run;
+pub mod stored;
 pub mod suite;
 
 /// A statistic of a measurement in ns, or `-` when it recorded nothing.
