@@ -56,19 +56,10 @@ pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> 
 pub(crate) fn show(ctx: &Context, a: &crate::cli::ShowArgs) -> Result<ExitCode> {
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
-    let measurements = store.measurements(run.id)?;
     if a.json {
-        let events = store.events(run.id, None)?;
-        let series = store.series(run.id)?;
-        let triggers = store.triggers(run.id)?;
-        print_json(&results::export::run_json(
-            &run,
-            &measurements,
-            &events,
-            &series,
-            &triggers,
-        ))?;
+        print_json(&report::view::stored::run_json(&store, &run)?)?;
     } else {
+        let measurements = store.measurements(run.id)?;
         let counts = store.event_counts(run.id)?;
         let events = store.events(run.id, Some(a.events))?;
         let view = results::RunView::from_stored(
@@ -88,70 +79,36 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
     }
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
-    let measurements = store.measurements(run.id)?;
-    let text = match a.format {
-        ExportFormat::Json => {
-            let events = store.events(run.id, None)?;
-            let series = store.series(run.id)?;
-            let triggers = store.triggers(run.id)?;
-            serde_json::to_string_pretty(&results::export::run_json(
-                &run,
-                &measurements,
-                &events,
-                &series,
-                &triggers,
-            ))? + "\n"
-        }
-        ExportFormat::Triggers => {
-            let triggers = store.triggers(run.id)?;
-            // An event run that measured no trigger exports the header alone.
-            if triggers.is_empty() && run.probe != "event" {
-                return Err(UsageError(format!(
-                    "run {} has no triggers: only event runs do (audiolat runs --probe event)",
-                    run.id
-                ))
-                .into());
-            }
-            results::export::triggers_csv(&run, &triggers)
-        }
-        ExportFormat::Series => {
-            let series = store.series(run.id)?;
-            if series.is_empty() {
-                return Err(UsageError(format!(
-                    "run {} has no series: jitter and roundtrip runs do (audiolat runs --probe roundtrip)",
-                    run.id
-                ))
-                .into());
-            }
-            results::export::series_csv(&run, &series)
-        }
-        ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
-        ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),
-        ExportFormat::Cyclictest => {
-            // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
-            if run.probe != "jitter" {
-                return Err(UsageError(format!(
-                    "run {} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
-                    run.id, run.probe
-                ))
-                .into());
-            }
-            let h = measurements
-                .iter()
-                .find(|m| m.measurement.metric == "wakeup_latency")
-                .and_then(|m| m.measurement.histogram.as_ref())
-                .ok_or_else(|| {
-                    UsageError(format!(
-                        "run {} has no wake-up latency histogram to export",
-                        run.id
-                    ))
-                })?;
-            let cycles: Vec<u64> = run.result["overflow_cycles"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
-                .unwrap_or_default();
-            results::export::cyclictest_histogram(h, &cycles)
-        }
+    use report::view::stored::{ExportError as E, ExportKind as K};
+    let kind = match a.format {
+        ExportFormat::Json => K::Json,
+        ExportFormat::Csv => K::Csv,
+        ExportFormat::Hdr => K::Hdr,
+        ExportFormat::Cyclictest => K::Cyclictest,
+        ExportFormat::Triggers => K::Triggers,
+        ExportFormat::Series => K::Series,
+    };
+    let id = run.id;
+    let text = match report::view::stored::export(&store, &run, kind) {
+        Ok(text) => text,
+        Err(E::Store(e)) => return Err(e.into()),
+        Err(E::NoTriggers) => return Err(UsageError(format!(
+            "run {id} has no triggers: only event runs do (audiolat runs --probe event)"
+        ))
+        .into()),
+        Err(E::NoSeries) => return Err(UsageError(format!(
+            "run {id} has no series: jitter and roundtrip runs do (audiolat runs --probe roundtrip)"
+        ))
+        .into()),
+        Err(E::NotJitter) => return Err(UsageError(format!(
+            "run {id} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
+            run.probe
+        ))
+        .into()),
+        Err(E::NoHistogram) => return Err(UsageError(format!(
+            "run {id} has no wake-up latency histogram to export"
+        ))
+        .into()),
     };
     match &a.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,

@@ -135,3 +135,101 @@ pub fn report_name(group: Option<i64>, data: &crate::data::ReportData) -> String
         [first, .., last] => format!("runs-{first}-to-{last}"),
     }
 }
+
+/// The run in full as JSON: record, measurements with their buckets, events, series and
+/// triggers (`show --json`, `export --format json`).
+pub fn run_json(store: &Store, run: &RunRecord) -> Result<Value, StoreError> {
+    let measurements = store.measurements(run.id)?;
+    let events = store.events(run.id, None)?;
+    let series = store.series(run.id)?;
+    let triggers = store.triggers(run.id)?;
+    Ok(results::export::run_json(
+        run,
+        &measurements,
+        &events,
+        &series,
+        &triggers,
+    ))
+}
+
+/// What a run can be exported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportKind {
+    /// The run in full ([`run_json`]).
+    Json,
+    /// One row per measurement with its summary.
+    Csv,
+    /// HdrHistogram interval log.
+    Hdr,
+    /// cyclictest's histogram of a jitter run's wake-up latency.
+    Cyclictest,
+    /// One CSV row per trigger of an event run.
+    Triggers,
+    /// The run's series as CSV blocks.
+    Series,
+}
+
+/// Why a run could not be exported.
+#[derive(Debug)]
+pub enum ExportError {
+    /// The store could not be read.
+    Store(StoreError),
+    /// Triggers asked of a run that is not an event run and has none.
+    NoTriggers,
+    /// Series asked of a run that has none.
+    NoSeries,
+    /// cyclictest's histogram asked of a run of another probe than jitter.
+    NotJitter,
+    /// A jitter run without a wake-up latency histogram.
+    NoHistogram,
+}
+
+impl From<StoreError> for ExportError {
+    fn from(e: StoreError) -> ExportError {
+        ExportError::Store(e)
+    }
+}
+
+/// The text of `run` exported as `kind`.
+pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String, ExportError> {
+    use results::export as x;
+    Ok(match kind {
+        ExportKind::Json => {
+            serde_json::to_string_pretty(&run_json(store, run)?).unwrap_or_default() + "\n"
+        }
+        ExportKind::Triggers => {
+            let triggers = store.triggers(run.id)?;
+            // An event run that measured no trigger exports the header alone.
+            if triggers.is_empty() && run.probe != "event" {
+                return Err(ExportError::NoTriggers);
+            }
+            x::triggers_csv(run, &triggers)
+        }
+        ExportKind::Series => {
+            let series = store.series(run.id)?;
+            if series.is_empty() {
+                return Err(ExportError::NoSeries);
+            }
+            x::series_csv(run, &series)
+        }
+        ExportKind::Csv => x::measurements_csv(run, &store.measurements(run.id)?),
+        ExportKind::Hdr => x::hdr_log(run, &store.measurements(run.id)?),
+        ExportKind::Cyclictest => {
+            // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
+            if run.probe != "jitter" {
+                return Err(ExportError::NotJitter);
+            }
+            let measurements = store.measurements(run.id)?;
+            let h = measurements
+                .iter()
+                .find(|m| m.measurement.metric == "wakeup_latency")
+                .and_then(|m| m.measurement.histogram.as_ref())
+                .ok_or(ExportError::NoHistogram)?;
+            let cycles: Vec<u64> = run.result["overflow_cycles"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+                .unwrap_or_default();
+            x::cyclictest_histogram(h, &cycles)
+        }
+    })
+}
