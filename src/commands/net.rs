@@ -94,10 +94,12 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         config_json,
         json!({"threads": config.policy.to_string()}),
         || {
-            ::runner::net_ends::emulate(ctx, &config, socket, || format!(
+            ::runner::net_ends::emulate(ctx, &config, socket, || {
+                format!(
                 "no answer from {}: is `audiolat net respond` running there, and does its --peer name this controller's address ({} as the host sees it)?",
                 a.host, a.bind
-            ))
+            )
+            })
         },
     )?;
     print_net_end(&run, a.threads.json, &ctx.db_path)

@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{open_group, open_sweep, swept, sweep_exit};
+use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, RoundtripCell, SweepLive};
 use anyhow::Result;
 use serde_json::json;

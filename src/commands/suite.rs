@@ -88,7 +88,12 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         .into());
     }
     let store = ctx.open_store()?;
-    let group = open_group(ctx, &store, "suite", &json!({"each_s": a.each.as_secs_f64()}))?;
+    let group = open_group(
+        ctx,
+        &store,
+        "suite",
+        &json!({"each_s": a.each.as_secs_f64()}),
+    )?;
     let quiet = a.quiet || a.json;
     if !quiet {
         eprintln!(
@@ -99,7 +104,13 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     }
     // Event latency and round trip on JACK: a running server, else a private jackd -d dummy.
     let jack = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
-    let plan = SuitePlan::new(a.each, scratch, Some(group.id()), ctx.load_exe.clone(), jack);
+    let plan = SuitePlan::new(
+        a.each,
+        scratch,
+        Some(group.id()),
+        ctx.load_exe.clone(),
+        jack,
+    );
     // An error here drops the group open: it is closed `failed`.
     let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
     let failed = outcome.failed;

@@ -159,7 +159,12 @@ impl RunSink for crate::Store {
         command_line: &str,
         detail: &Value,
     ) -> Result<i64, SinkError> {
-        Ok(crate::Store::create_group(self, kind, command_line, detail)?)
+        Ok(crate::Store::create_group(
+            self,
+            kind,
+            command_line,
+            detail,
+        )?)
     }
 
     fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError> {

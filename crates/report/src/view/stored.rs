@@ -78,12 +78,18 @@ pub fn group_rows(store: &Store, limit: usize) -> Result<Vec<GroupRow>, StoreErr
 pub fn groups_json(rows: &[GroupRow]) -> Value {
     json!(rows
         .iter()
-        .map(|GroupRow { group: g, runs: n, cells }| json!({
-            "id": g.id, "kind": g.kind, "name": g.detail["name"], "status": g.status,
-            "started_at": g.started_at, "ended_at": g.ended_at, "runs": n,
-            "cells": cells.map(|(c, t)| json!({"complete": c, "total": t})),
-            "command_line": g.command_line,
-        }))
+        .map(
+            |GroupRow {
+                 group: g,
+                 runs: n,
+                 cells,
+             }| json!({
+                "id": g.id, "kind": g.kind, "name": g.detail["name"], "status": g.status,
+                "started_at": g.started_at, "ended_at": g.ended_at, "runs": n,
+                "cells": cells.map(|(c, t)| json!({"complete": c, "total": t})),
+                "command_line": g.command_line,
+            })
+        )
         .collect::<Vec<_>>())
 }
 

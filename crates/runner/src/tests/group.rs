@@ -81,7 +81,9 @@ fn an_error_mid_group_leaves_the_group_closed_failed() {
 fn a_close_the_full_disk_refuses_spends_the_reserve_or_is_returned() {
     let sink = MemorySink::refusing(&["finish_group"], true);
     let group = Group::open(&sink, "event", "audiolat event", &json!({})).expect("opened");
-    group.close(RunStatus::Complete).expect("closed with the reserve");
+    group
+        .close(RunStatus::Complete)
+        .expect("closed with the reserve");
     assert_eq!(first_group(&sink).1, RunStatus::Complete);
 
     let sink = MemorySink::refusing(&["finish_group"], false);
