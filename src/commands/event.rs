@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
+use crate::commands::sweep::{open_group, open_sweep, scratch, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
 use serde_json::json;
@@ -97,10 +97,7 @@ pub(crate) fn event_checks(
 
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     let (cells, spec) = event_checks(a, &scratch)?;
     let sweep = open_sweep(&spec, crate::audio::periods(&a.audio))?;
     let store = ctx.open_store()?;

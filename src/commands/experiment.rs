@@ -4,7 +4,7 @@
 
 use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
-use crate::commands::sweep::{close_group, open_group, status_exit};
+use crate::commands::sweep::{close_group, open_group, scratch, status_exit};
 use crate::runner::{run_error, Context};
 use ::runner::experiment::{ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan};
 use anyhow::Result;
@@ -96,10 +96,7 @@ fn cases(a: &ExperimentArgs) -> Result<(&'static str, ExperimentDesign, Vec<Expe
 pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCode> {
     let (which, design, cases) = cases(a)?;
     let metric = design.metric.as_str();
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     let store = ctx.open_store()?;
     let detail = json!({"duration_s": a.duration.as_secs_f64(), "runs": cases.iter().map(|c| c.design.label.clone()).collect::<Vec<_>>()});
     let open = open_group(ctx, &store, &format!("net experiment {which}"), &detail)?;
@@ -140,12 +137,7 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
     let failed = rows.iter().any(|r| r.status != "complete");
     close_group(&store, &open, ctx.run.group_status(failed));
     if a.json {
-        print_json(&json!({
-            "group": group,
-            "experiment": which,
-            "metric": metric,
-            "rows": rows.iter().map(report::view::experiment::ExperimentRow::to_json).collect::<Vec<_>>(),
-        }))?;
+        print_json(&report::view::experiment::json(which, metric, group, &rows))?;
     } else {
         print!(
             "{}",

@@ -4,7 +4,7 @@
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
 use crate::commands::output::print_json;
-use crate::commands::sweep::status_exit;
+use crate::commands::sweep::{scratch, status_exit};
 use crate::runner::Context;
 use anyhow::Result;
 use serde_json::json;
@@ -134,10 +134,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         None => {}
     }
     let crate::cli::NetRequest { cells, config } = a.request()?;
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     crate::runner::check_net_load(&a.load, &scratch)?;
     let placement = crate::runner::CellPlan {
         cells,

@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
+use crate::commands::sweep::{open_group, open_sweep, scratch, sweep_exit, swept};
 use crate::runner::{Context, RoundtripCell, SweepLive};
 use anyhow::Result;
 use serde_json::json;
@@ -51,10 +51,7 @@ pub(crate) fn roundtrip_checks(
 }
 
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     let (base, periods, spec) = roundtrip_checks(a, &scratch)?;
     let sweep = open_sweep(&spec, periods)?;
     let store = ctx.open_store()?;

@@ -5,7 +5,7 @@
 use crate::cli::UsageError;
 use crate::commands::event::server_request;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{close_group, open_group, status_exit};
+use crate::commands::sweep::{close_group, open_group, scratch, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
 use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use anyhow::{Context as _, Result};
@@ -74,10 +74,7 @@ fn note_text(note: SuiteNote) -> String {
 }
 
 pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode> {
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     // Refuse what can be refused before anything is written; a probe whose tool is
     // missing is skipped, by name, later ("every probe that can run here").
     if !scratch.is_dir() {

@@ -85,6 +85,11 @@ pub(crate) fn sweep_exit(failure: Option<String>, status: RunStatus) -> Result<E
     Ok(status_exit(status))
 }
 
+/// Where the io load writes: `--scratch-dir`, else beside the database.
+pub(crate) fn scratch(ctx: &Context, given: &Option<std::path::PathBuf>) -> std::path::PathBuf {
+    given.clone().unwrap_or_else(|| ctx.default_scratch())
+}
+
 /// The exit code of a run or a group that ended with `status`.
 pub(crate) fn status_exit(status: RunStatus) -> ExitCode {
     match status {

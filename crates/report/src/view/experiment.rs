@@ -33,6 +33,16 @@ pub fn paper(link: Option<Option<f64>>, cells: bool, load: bool) -> &'static str
     }
 }
 
+/// An experiment's rows as JSON (`which`: isolation or bandwidth).
+pub fn json(which: &str, metric: &str, group: i64, rows: &[ExperimentRow]) -> Value {
+    json!({
+        "group": group,
+        "experiment": which,
+        "metric": metric,
+        "rows": rows.iter().map(ExperimentRow::to_json).collect::<Vec<_>>(),
+    })
+}
+
 /// One row of an experiment's table.
 pub struct ExperimentRow {
     /// What the run changed.
