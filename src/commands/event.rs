@@ -2,7 +2,7 @@
 //! repeats, one stored run per cell in a group.
 
 use crate::commands::output::print_json;
-use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
+use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
 use serde_json::json;
@@ -35,18 +35,18 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     } = a.request(&ctx.default_scratch())?;
     let sweep = open_sweep(&spec, periods)?;
     let store = ctx.open_store()?;
-    let group = store.create_group(
-        "event",
-        &ctx.command_line,
-        &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
-                "server": a.audio.server.to_string()}),
-    )?;
+    let detail = json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
+                "server": a.audio.server.to_string()});
+    let group = open_group(ctx, &store, "event", &detail)?;
     let live = SweepLive {
         quiet: a.quiet || a.json,
     };
-    let out = run_sweep(&store, group, |g| {
-        sweep.run(ctx, &store, g, &cells, &scratch, &live)
-    })?;
+    let out = swept(
+        &store,
+        &group,
+        sweep.run(ctx, &store, &group, &cells, &scratch, &live),
+    )?;
+    let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
     if a.json {
         print_json(&report::view::fresh::event_json(group, &views))?;

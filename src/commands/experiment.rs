@@ -4,8 +4,7 @@
 
 use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
-use crate::commands::sweep::finish_group;
-use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::commands::sweep::{close_group, open_group, scratch, status_exit};
 use crate::runner::{run_error, Context};
 use ::runner::experiment::{ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan};
 use anyhow::Result;
@@ -36,22 +35,13 @@ impl ExperimentObserver for Progress<'_> {
     }
 }
 
-/// The study's numbers for a case: Figure 8 by its reservation, Figure 7 by its cells
-/// and load (the cases without cells have none).
+/// The study's numbers for a case (`report::view::experiment::paper`).
 fn paper(case: &ExperimentCase) -> &'static str {
-    use report::view::experiment::{
-        PAPER_FIG7A, PAPER_FIG7B, PAPER_FIG8A, PAPER_FIG8B, PAPER_FIG8_150,
-    };
-    match (&case.link, case.cells.cells.cells.is_empty()) {
-        (Some(link), _) => match link.reserve_mbps {
-            None => PAPER_FIG8A,
-            Some(r) if r >= 240.0 => PAPER_FIG8B,
-            Some(_) => PAPER_FIG8_150,
-        },
-        (None, true) => "-",
-        (None, false) if case.load.is_none() => PAPER_FIG7A,
-        (None, false) => PAPER_FIG7B,
-    }
+    report::view::experiment::paper(
+        case.link.as_ref().map(|l| l.reserve_mbps),
+        !case.cells.cells.cells.is_empty(),
+        !case.load.is_none(),
+    )
 }
 
 /// The experiment's cases from its preset, for the flags: the music cell on `--cpu`
@@ -106,16 +96,11 @@ fn cases(a: &ExperimentArgs) -> Result<(&'static str, ExperimentDesign, Vec<Expe
 pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCode> {
     let (which, design, cases) = cases(a)?;
     let metric = design.metric.as_str();
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     let store = ctx.open_store()?;
-    let group = store.create_group(
-        &format!("net experiment {which}"),
-        &ctx.command_line,
-        &json!({"duration_s": a.duration.as_secs_f64(), "runs": cases.iter().map(|c| c.design.label.clone()).collect::<Vec<_>>()}),
-    )?;
+    let detail = json!({"duration_s": a.duration.as_secs_f64(), "runs": cases.iter().map(|c| c.design.label.clone()).collect::<Vec<_>>()});
+    let open = open_group(ctx, &store, &format!("net experiment {which}"), &detail)?;
+    let group = open.id();
     let plan = ExperimentPlan {
         cases,
         base: probes::net::NetConfig {
@@ -150,14 +135,9 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
         })
         .collect();
     let failed = rows.iter().any(|r| r.status != "complete");
-    finish_group(&store, group, ctx.run.group_status(failed));
+    close_group(&store, &open, ctx.run.group_status(failed));
     if a.json {
-        print_json(&json!({
-            "group": group,
-            "experiment": which,
-            "metric": metric,
-            "rows": rows.iter().map(report::view::experiment::ExperimentRow::to_json).collect::<Vec<_>>(),
-        }))?;
+        print_json(&report::view::experiment::json(which, metric, group, &rows))?;
     } else {
         print!(
             "{}",
@@ -171,11 +151,5 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             )
         );
     }
-    Ok(if ctx.stopped() {
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else if rows.iter().any(|r| r.status != "complete") {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(status_exit(ctx.run.group_status(failed)))
 }

@@ -4,12 +4,12 @@
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
 use crate::commands::output::print_json;
-use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::commands::sweep::{scratch, status_exit};
 use crate::runner::{cells_refusal, run_error, Context};
 use anyhow::Result;
-use results::RunStatus;
 use serde_json::json;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 
 /// The `audiolat net` configuration from its flags: [`crate::cli::NetArgs::config`],
 /// kept at this path for the plan's cell check.
@@ -21,7 +21,6 @@ pub(crate) fn net_config(
 }
 
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
-    use netaudio::host;
     let config = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
@@ -49,26 +48,13 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         qos_requested: json!({"threads": config.policy.to_string()}),
     };
     let run = ::runner::end_run(ctx, &store, info, || {
-            let stop = std::sync::atomic::AtomicBool::new(false);
-            let done = std::sync::atomic::AtomicBool::new(false);
-            let outcome = std::thread::scope(|scope| {
+            let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+            std::thread::scope(|scope| {
                 scope.spawn(|| ::runner::stop_after(ctx, a.duration, &stop, &done));
-                let o = host::serve(&config, socket, &stop, 1 << 20);
+                let measured = ::runner::net_ends::respond(&config, socket, &stop, !a.no_synth);
                 done.store(true, std::sync::atomic::Ordering::Relaxed);
-                o
-            });
-            let suffix = if a.no_synth { "_reference" } else { "" };
-            let ms = probes::net::host_measurements(&outcome, suffix);
-            let flags = json!({"realtime": outcome.net_thread.is_realtime() && outcome.worker_threads.iter().all(|g| g.is_realtime()),
-                           "kernel_timestamps": outcome.kernel_timestamps});
-            let d = &outcome.counters.drops;
-            let result = json!({"answered": outcome.answered, "misses": outcome.misses,
-            "answered_in_warmup": outcome.answered_in_warmup, "kernel_dropped": outcome.kernel_dropped,
-            "send_dropped": outcome.send_dropped, "blocks_incomplete": outcome.counters.blocks_incomplete,
-            "drops": {"malformed": d.wrong_size + d.bad_magic + d.unknown_version + d.unknown_kind + d.bad_index + d.non_finite,
-                      "duplicate": d.duplicate, "stale": d.stale, "foreign": d.foreign},
-            "net_thread": outcome.net_thread.granted.to_string()});
-            (ms, flags, result, outcome.error)
+                measured
+            })
         },
     )
     .map_err(run_error)?;
@@ -76,7 +62,6 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
 }
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
-    use netaudio::controller;
     let config = a.controller_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     if let Err(e) = socket.connect(a.host) {
@@ -108,26 +93,12 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         qos_requested: json!({"threads": config.policy.to_string()}),
     };
     let run = ::runner::end_run(ctx, &store, info, || {
-            let o = controller::run(
-                &config,
-                socket,
-                engine::clock::monotonic_ns() + 20_000_000,
-                &ctx.stop,
-            );
-            let ms = probes::net::controller_measurements(&o, "");
-            let flags = json!({"realtime": o.sender_thread.is_realtime() && o.receiver_thread.as_ref().is_some_and(|g| g.is_realtime()),
-                           "kernel_timestamps": o.kernel_timestamps});
-            let result = json!({"blocks_sent": o.blocks_sent, "on_time": o.on_time, "late": o.late, "lost": o.lost,
-            "packets_sent": o.packets_sent, "packets_refused": o.packets_refused,
-            "duplicate_answers": o.duplicate_answers, "unknown_answers": o.unknown_answers,
-            "malformed_answers": o.malformed.total()});
-            let error = o.error.clone().or_else(|| {
-            (o.blocks_sent > 0 && o.on_time + o.late == 0).then(|| format!(
+            ::runner::net_ends::emulate(ctx, &config, socket, || {
+                format!(
                 "no answer from {}: is `audiolat net respond` running there, and does its --peer name this controller's address ({} as the host sees it)?",
                 a.host, a.bind
-            ))
-        });
-            (ms, flags, result, error)
+            )
+            })
         },
     )
     .map_err(run_error)?;
@@ -152,11 +123,7 @@ pub(crate) fn print_net_end(
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: {e}");
     }
-    Ok(match run.status {
-        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(status_exit(run.status))
 }
 
 pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
@@ -167,10 +134,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         None => {}
     }
     let crate::cli::NetRequest { cells, config } = a.request()?;
-    let scratch = a
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(|| ctx.default_scratch());
+    let scratch = scratch(ctx, &a.scratch_dir);
     crate::runner::check_net_load(&a.load, &scratch)?;
     let placement = qos::CellPlan {
         cells,
@@ -205,9 +169,5 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
     }
-    Ok(match run.status {
-        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(status_exit(run.status))
 }

@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{open_sweep, run_sweep, sweep_exit};
+use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
 use serde_json::json;
@@ -18,22 +18,20 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     } = a.request(&ctx.default_scratch())?;
     let sweep = open_sweep(&spec, periods)?;
     let store = ctx.open_store()?;
-    let group = store.create_group(
-        "roundtrip",
-        &ctx.command_line,
-        &json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())}),
-    )?;
+    let detail =
+        json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
+    let group = open_group(ctx, &store, "roundtrip", &detail)?;
     let live = SweepLive {
         quiet: a.quiet || a.json,
     };
-    let out = run_sweep(&store, group, |g| {
-        match (a.find_min_buffer, cells.first()) {
-            (true, Some(cell)) => {
-                ::runner::min_buffer::search(sweep, ctx, &store, g, cell, &scratch, &live)
-            }
-            _ => sweep.run(ctx, &store, g, &cells, &scratch, &live),
+    let out = match (a.find_min_buffer, cells.first()) {
+        (true, Some(cell)) => {
+            ::runner::min_buffer::search(sweep, ctx, &store, &group, cell, &scratch, &live)
         }
-    })?;
+        _ => sweep.run(ctx, &store, &group, &cells, &scratch, &live),
+    };
+    let out = swept(&store, &group, out)?;
+    let group = group.id();
     let runs = &out.runs;
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);

@@ -5,8 +5,7 @@ use crate::commands::output::{check_output_path, print_json};
 use crate::runner::{tool_info, Context};
 use anyhow::{Context as _, Result};
 use results::model::RunRecord;
-use results::{RunFilter, RunStatus, Store};
-use serde_json::json;
+use results::Store;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -43,22 +42,9 @@ pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> 
     if a.groups {
         return groups(&store, a);
     }
-    let list = store.list_runs(&a.filter())?;
-    let mut rows = Vec::new();
-    for r in list {
-        let h = report::gather::headline(&store, &r)?;
-        rows.push((r, h));
-    }
+    let rows = report::view::stored::run_rows(&store, &a.filter())?;
     if a.json {
-        print_json(&json!(rows
-            .iter()
-            .map(|(r, h)| json!({
-                "id": r.id, "group_id": r.group_id, "probe": r.probe, "status": r.status,
-                "started_at": r.started_at, "duration_s": r.duration_s, "flags": r.flags,
-                "metric": h.as_ref().map(|m| m.metric.clone()),
-                "summary": h.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
-            }))
-            .collect::<Vec<_>>()))?;
+        print_json(&report::view::stored::runs_json(&rows))?;
     } else if rows.is_empty() {
         println!("no runs match");
     } else {
@@ -70,19 +56,10 @@ pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> 
 pub(crate) fn show(ctx: &Context, a: &crate::cli::ShowArgs) -> Result<ExitCode> {
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
-    let measurements = store.measurements(run.id)?;
     if a.json {
-        let events = store.events(run.id, None)?;
-        let series = store.series(run.id)?;
-        let triggers = store.triggers(run.id)?;
-        print_json(&results::export::run_json(
-            &run,
-            &measurements,
-            &events,
-            &series,
-            &triggers,
-        ))?;
+        print_json(&report::view::stored::run_json(&store, &run)?)?;
     } else {
+        let measurements = store.measurements(run.id)?;
         let counts = store.event_counts(run.id)?;
         let events = store.events(run.id, Some(a.events))?;
         let view = results::RunView::from_stored(
@@ -102,70 +79,36 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
     }
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
-    let measurements = store.measurements(run.id)?;
-    let text = match a.format {
-        ExportFormat::Json => {
-            let events = store.events(run.id, None)?;
-            let series = store.series(run.id)?;
-            let triggers = store.triggers(run.id)?;
-            serde_json::to_string_pretty(&results::export::run_json(
-                &run,
-                &measurements,
-                &events,
-                &series,
-                &triggers,
-            ))? + "\n"
-        }
-        ExportFormat::Triggers => {
-            let triggers = store.triggers(run.id)?;
-            // An event run that measured no trigger exports the header alone.
-            if triggers.is_empty() && run.probe != "event" {
-                return Err(UsageError(format!(
-                    "run {} has no triggers: only event runs do (audiolat runs --probe event)",
-                    run.id
-                ))
-                .into());
-            }
-            results::export::triggers_csv(&run, &triggers)
-        }
-        ExportFormat::Series => {
-            let series = store.series(run.id)?;
-            if series.is_empty() {
-                return Err(UsageError(format!(
-                    "run {} has no series: jitter and roundtrip runs do (audiolat runs --probe roundtrip)",
-                    run.id
-                ))
-                .into());
-            }
-            results::export::series_csv(&run, &series)
-        }
-        ExportFormat::Csv => results::export::measurements_csv(&run, &measurements),
-        ExportFormat::Hdr => results::export::hdr_log(&run, &measurements),
-        ExportFormat::Cyclictest => {
-            // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
-            if run.probe != "jitter" {
-                return Err(UsageError(format!(
-                    "run {} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
-                    run.id, run.probe
-                ))
-                .into());
-            }
-            let h = measurements
-                .iter()
-                .find(|m| m.measurement.metric == "wakeup_latency")
-                .and_then(|m| m.measurement.histogram.as_ref())
-                .ok_or_else(|| {
-                    UsageError(format!(
-                        "run {} has no wake-up latency histogram to export",
-                        run.id
-                    ))
-                })?;
-            let cycles: Vec<u64> = run.result["overflow_cycles"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
-                .unwrap_or_default();
-            results::export::cyclictest_histogram(h, &cycles)
-        }
+    use report::view::stored::{ExportError as E, ExportKind as K};
+    let kind = match a.format {
+        ExportFormat::Json => K::Json,
+        ExportFormat::Csv => K::Csv,
+        ExportFormat::Hdr => K::Hdr,
+        ExportFormat::Cyclictest => K::Cyclictest,
+        ExportFormat::Triggers => K::Triggers,
+        ExportFormat::Series => K::Series,
+    };
+    let id = run.id;
+    let text = match report::view::stored::export(&store, &run, kind) {
+        Ok(text) => text,
+        Err(E::Store(e)) => return Err(e.into()),
+        Err(E::NoTriggers) => return Err(UsageError(format!(
+            "run {id} has no triggers: only event runs do (audiolat runs --probe event)"
+        ))
+        .into()),
+        Err(E::NoSeries) => return Err(UsageError(format!(
+            "run {id} has no series: jitter and roundtrip runs do (audiolat runs --probe roundtrip)"
+        ))
+        .into()),
+        Err(E::NotJitter) => return Err(UsageError(format!(
+            "run {id} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
+            run.probe
+        ))
+        .into()),
+        Err(E::NoHistogram) => return Err(UsageError(format!(
+            "run {id} has no wake-up latency histogram to export"
+        ))
+        .into()),
     };
     match &a.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
@@ -191,20 +134,11 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
         a.subjects.clone()
     };
     let data = report::gather::subjects(&store, &gather(&store, &subjects)?, &tool_info())?;
-    let name = match subjects.as_slice() {
-        [crate::cli::Subject::Group(g)] => match &data.group {
-            Some(gr) if gr.kind == "plan" => format!("plan-{g}"),
-            _ => format!("group-{g}"),
-        },
-        _ => {
-            let ids: Vec<i64> = data.runs().map(|r| r.record.id).collect();
-            match ids.as_slice() {
-                [] => "empty".into(),
-                [one] => format!("run-{one}"),
-                [first, .., last] => format!("runs-{first}-to-{last}"),
-            }
-        }
+    let group = match subjects.as_slice() {
+        [crate::cli::Subject::Group(g)] => Some(*g),
+        _ => None,
     };
+    let name = report::view::stored::report_name(group, &data);
     let path = a
         .output
         .clone()
@@ -238,59 +172,11 @@ pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<Exit
 
 /// `audiolat runs --groups`: each group with its kind, name, status and runs.
 pub(crate) fn groups(store: &Store, a: &crate::cli::RunsArgs) -> Result<ExitCode> {
-    let mut rows = Vec::new();
-    for g in store.list_groups(None)?.into_iter().take(a.limit) {
-        let runs = store.list_runs(&RunFilter {
-            group_id: Some(g.id),
-            ..Default::default()
-        })?;
-        let cells = if g.kind == "plan" {
-            let cells = store.plan_cells(g.id)?;
-            let complete = cells
-                .iter()
-                .filter(|c| c.status == Some(RunStatus::Complete))
-                .count();
-            Some((complete, cells.len()))
-        } else {
-            None
-        };
-        rows.push((g, runs.len(), cells));
-    }
+    let rows = report::view::stored::group_rows(store, a.limit)?;
     if a.json {
-        print_json(&json!(rows
-            .iter()
-            .map(|(g, n, cells)| json!({
-                "id": g.id, "kind": g.kind, "name": g.detail["name"], "status": g.status,
-                "started_at": g.started_at, "ended_at": g.ended_at, "runs": n,
-                "cells": cells.map(|(c, t)| json!({"complete": c, "total": t})),
-                "command_line": g.command_line,
-            }))
-            .collect::<Vec<_>>()))?;
-        return Ok(ExitCode::SUCCESS);
+        print_json(&report::view::stored::groups_json(&rows))?;
+    } else {
+        print!("{}", report::view::stored::groups_text(&rows));
     }
-    if rows.is_empty() {
-        println!("no groups stored yet (a plan, a sweep or `audiolat suite` makes one)");
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut t = report::terminal::Table::new(&[
-        "group", "kind", "name", "status", "started", "runs", "cells", "command",
-    ])
-    .left_align(&[1, 2, 3, 4, 7]);
-    for (g, n, cells) in &rows {
-        t.row(vec![
-            g.id.to_string(),
-            g.kind.clone(),
-            g.detail["name"].as_str().unwrap_or("-").to_string(),
-            g.status.to_string(),
-            g.started_at.replace('T', " ").chars().take(19).collect(),
-            n.to_string(),
-            cells
-                .map(|(c, t)| format!("{c}/{t}"))
-                .unwrap_or_else(|| "-".into()),
-            g.command_line.clone(),
-        ]);
-    }
-    print!("{}", t.render());
-    println!("`audiolat report group:N` writes a group's report; `audiolat compare group:A group:B` compares two");
     Ok(ExitCode::SUCCESS)
 }

@@ -4,11 +4,11 @@
 
 use crate::commands::event::server_request;
 use crate::commands::output::print_json;
-use crate::commands::sweep::finish_group;
-use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
-use ::runner::suite::{SuiteEntry, SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
+use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use anyhow::{Context as _, Result};
+use report::view::suite::SuiteRow;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -80,29 +80,48 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         quiet,
     } = a.request(&ctx.default_scratch())?;
     let store = ctx.open_store()?;
-    let group = store.create_group(
+    let group = open_group(
+        ctx,
+        &store,
         "suite",
-        &ctx.command_line,
         &json!({"each_s": each.as_secs_f64()}),
     )?;
     if !quiet {
         eprintln!(
-            "audiolat suite: group {group}; doctor, then each probe for {:.0} s",
+            "audiolat suite: group {}; doctor, then each probe for {:.0} s",
+            group.id(),
             each.as_secs_f64()
         );
     }
     // Event latency and round trip on JACK: a running server, else a private jackd -d dummy.
     let jack = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
-    let plan = SuitePlan::new(each, scratch, Some(group), ctx.load_exe.clone(), jack);
+    let plan = SuitePlan::new(each, scratch, Some(group.id()), ctx.load_exe.clone(), jack);
+    // An error here drops the group open: it is closed `failed`.
     let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
     let failed = outcome.failed;
+    let group_status = ctx.run.group_status(failed);
+    close_group(&store, &group, group_status);
+    let group = group.id();
     let mut entries = outcome.entries;
     let notes: Vec<String> = entries
         .iter_mut()
         .map(|e| note_text(std::mem::replace(&mut e.note, SuiteNote::None)))
         .collect();
-    let group_status = ctx.run.group_status(failed);
-    finish_group(&store, group, group_status);
+    let statuses: Vec<String> = entries.iter().map(|e| e.status.to_string()).collect();
+    let rows: Vec<SuiteRow> = entries
+        .iter()
+        .zip(&notes)
+        .zip(&statuses)
+        .map(|((e, note), status)| SuiteRow {
+            label: &e.label,
+            run_id: e.run_id,
+            status,
+            headline: e.headline.as_ref(),
+            underruns: e.underruns,
+            flags: &e.flags,
+            note,
+        })
+        .collect();
     // The suite ends with its report, beside the database.
     let report_path = report::gather::default_path(&ctx.db_path, &format!("suite-{group}"));
     let report_written = report::gather::group(&store, group, &crate::runner::tool_info())
@@ -121,81 +140,14 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             "status": group_status,
             "report": report_path,
             "doctor": report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings),
-            "runs": entries.iter().zip(&notes).map(|(e, note)| json!({
-                "label": e.label, "run_id": e.run_id, "status": e.status.to_string(),
-                "metric": e.headline.as_ref().map(|m| m.metric.clone()),
-                "summary": e.headline.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
-                "underruns": e.underruns, "flags": e.flags, "note": note,
-            })).collect::<Vec<_>>(),
+            "runs": report::view::suite::rows_json(&rows),
         }))?;
     } else {
-        print!("{}", suite_text(group, &entries, &notes, &ctx.db_path));
+        print!("{}", report::view::suite::text(group, &rows, &ctx.db_path));
         if let Some(p) = &report_path {
             println!("report: {}", p.display());
         }
     }
-    Ok(if ctx.stopped() {
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else if failed {
-        ExitCode::from(EXIT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// The suite's table, each entry's note (`notes`, in the entries' order) and where its
-/// runs are stored.
-pub(crate) fn suite_text(
-    group: i64,
-    entries: &[SuiteEntry],
-    notes: &[String],
-    db: &std::path::Path,
-) -> String {
-    use report::terminal::Table;
-    let mut t = Table::new(&[
-        "run",
-        "scenario",
-        "status",
-        "metric",
-        "p50",
-        "p99",
-        "max",
-        "under-runs",
-        "rt",
-        "steal",
-    ])
-    .left_align(&[1, 2, 3, 8]);
-    for e in entries {
-        let [metric, p50, p99, max] = report::terminal::headline_cells(e.headline.as_ref());
-        t.row(vec![
-            e.run_id.map_or("-".into(), |i| i.to_string()),
-            e.label.clone(),
-            e.status.to_string(),
-            metric,
-            p50,
-            p99,
-            max,
-            e.underruns.map_or("-".into(), |u| u.to_string()),
-            match e.flags["realtime"].as_bool() {
-                Some(true) => "yes".into(),
-                Some(false) => "NO".into(),
-                None => "-".into(),
-            },
-            e.flags["host_steal_percent"]
-                .as_f64()
-                .map_or("-".into(), |p| format!("{p:.1}%")),
-        ]);
-    }
-    let mut out = format!("\naudiolat suite, group {group}\n\n");
-    out.push_str(&t.render());
-    for (e, note) in entries.iter().zip(notes) {
-        if !note.is_empty() {
-            out.push_str(&format!("{}: {note}\n", e.label));
-        }
-    }
-    out.push_str(&format!(
-        "\nstored in {}; `audiolat runs --group {group}` lists the runs, `audiolat show <run>` shows one\n",
-        db.display()
-    ));
-    out
+    // Ctrl-C while the report was written is an interrupted exit all the same.
+    Ok(status_exit(ctx.run.group_status(failed)))
 }

@@ -1,14 +1,17 @@
-//! What the event and round-trip sweeps share on the binary's side: a sweep's refusals
-//! in the words of the flags, its group closed (and a warning when it cannot be), and
-//! the exit code of a sweep. The sweep itself is `runner::sweep`.
+//! What the sweeps and the other groups of runs (suite, experiment) share on the
+//! binary's side: a sweep's refusals in the words of the flags, a group opened (closed
+//! on every path by `runner::group::Group`) and a warning when it cannot be closed, and
+//! the exit code of a group. The sweep itself is `runner::sweep`.
 
 use crate::cli::UsageError;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::run_error;
-use ::runner::sweep::{Group, Sweep, SweepOutcome, SweepRefused};
+use crate::runner::{run_error, Context};
+use ::runner::group::Group;
+use ::runner::sweep::{Sweep, SweepOutcome, SweepRefused};
 use ::runner::RunError;
 use anyhow::Result;
-use results::{RunStatus, SinkError, Store};
+use results::{RunStatus, Store};
+use serde_json::Value;
 use std::process::ExitCode;
 
 /// Opens a sweep's first set-up (`runner::sweep::Sweep::open`); a refusal is a usage
@@ -31,26 +34,29 @@ pub(crate) fn open_sweep(
     })
 }
 
-/// Runs a sweep `plan` filed under `group` of `store`, which it closes with the reserve
-/// a full disk leaves for closing writes; when even that fails, says so and goes on (the
-/// next audiolat command closes the group).
-pub(crate) fn run_sweep<R>(
+/// Opens a group of `kind` in `store` for this command line: closed `failed` if it is
+/// dropped before [`close_group`] (an error mid-group).
+pub(crate) fn open_group<'s>(
+    ctx: &Context,
+    store: &'s Store,
+    kind: &str,
+    detail: &Value,
+) -> Result<Group<'s>> {
+    // The store's own error, for the exit code of a database that refuses it.
+    let id = store.create_group(kind, &ctx.command_line, detail)?;
+    Ok(Group::adopt(store, id))
+}
+
+/// What a sweep returned: its error, or its outcome (with a warning when its group
+/// could not be closed).
+pub(crate) fn swept<R>(
     store: &Store,
-    group: i64,
-    plan: impl FnOnce(&Group<'_>) -> Result<SweepOutcome<R>, RunError>,
+    group: &Group<'_>,
+    out: Result<SweepOutcome<R>, RunError>,
 ) -> Result<SweepOutcome<R>> {
-    let close = |status| {
-        store
-            .closing(|| store.finish_group(group, status))
-            .map_err(SinkError::from)
-    };
-    let out = plan(&Group {
-        id: group,
-        close: &close,
-    })
-    .map_err(run_error)?;
+    let out = out.map_err(run_error)?;
     if let Some(e) = &out.group_not_closed {
-        warn_not_closed(store, group, e);
+        warn_not_closed(store, group.id(), e);
     }
     Ok(out)
 }
@@ -58,9 +64,9 @@ pub(crate) fn run_sweep<R>(
 /// Closes a group after its runs, with the reserve a full disk leaves for closing writes;
 /// when even that fails, says so and goes on to print what was measured (the next
 /// audiolat command closes the group).
-pub(crate) fn finish_group(store: &Store, group: i64, status: RunStatus) {
-    if let Err(e) = store.closing(|| store.finish_group(group, status)) {
-        warn_not_closed(store, group, &e);
+pub(crate) fn close_group(store: &Store, group: &Group<'_>, status: RunStatus) {
+    if let Err(e) = group.close(status) {
+        warn_not_closed(store, group.id(), &e);
     }
 }
 
@@ -76,8 +82,19 @@ pub(crate) fn sweep_exit(failure: Option<String>, status: RunStatus) -> Result<E
         eprintln!("audiolat: error: {f}");
         return Ok(ExitCode::from(EXIT_FAILED));
     }
-    Ok(match status {
+    Ok(status_exit(status))
+}
+
+/// Where the io load writes: `--scratch-dir`, else beside the database.
+pub(crate) fn scratch(ctx: &Context, given: &Option<std::path::PathBuf>) -> std::path::PathBuf {
+    given.clone().unwrap_or_else(|| ctx.default_scratch())
+}
+
+/// The exit code of a run or a group that ended with `status`.
+pub(crate) fn status_exit(status: RunStatus) -> ExitCode {
+    match status {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
         _ => ExitCode::SUCCESS,
-    })
+    }
 }

@@ -85,6 +85,17 @@ pub trait RunSink {
     /// Makes a write that closes a run: when it fails because the filesystem is full,
     /// the sink may free the room it keeps for this and try it once more.
     fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError>;
+    /// Records a group of runs (a sweep, a suite, an experiment) as `running` and
+    /// returns its id.
+    fn create_group(
+        &self,
+        kind: &str,
+        command_line: &str,
+        detail: &Value,
+    ) -> Result<i64, SinkError>;
+    /// Closes a group with its status (a closing write: call it through
+    /// [`RunSink::closing`]).
+    fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError>;
 }
 
 #[cfg(feature = "sqlite")]
@@ -142,6 +153,24 @@ impl RunSink for crate::Store {
     /// [`Store::closing`](crate::Store::closing): the reserve beside the database is
     /// removed and the write tried once more. A failure that is not the store's (none
     /// of a store's own writes) is returned as it is, without a retry.
+    fn create_group(
+        &self,
+        kind: &str,
+        command_line: &str,
+        detail: &Value,
+    ) -> Result<i64, SinkError> {
+        Ok(crate::Store::create_group(
+            self,
+            kind,
+            command_line,
+            detail,
+        )?)
+    }
+
+    fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError> {
+        Ok(crate::Store::finish_group(self, group_id, status)?)
+    }
+
     fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError> {
         let mut foreign = None;
         let stored = crate::Store::closing(self, || match write() {

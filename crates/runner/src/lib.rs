@@ -22,8 +22,11 @@
 //!   `failed` with its reason).
 //! - A load never outlives the run: it is stopped before the outcome is looked at.
 //! - Cells never outlive the run either, and never their load: undone after it stops.
-//! - The ends of a two-machine network run ([`end_run`]) are a run without a load,
-//!   closed the same way.
+//! - The ends of a two-machine network run ([`end_run`], measuring by [`net_ends`]) are
+//!   a run without a load, closed the same way.
+//! - A group of runs (a sweep, a suite, an experiment) is a [`group::Group`]: closed on
+//!   every path (`failed` when dropped open by an error), its status by one rule
+//!   ([`group::status`]) that plan runs follow too.
 //! - A plan ([`plan`]) is parsed, expanded into cells and run, each cell a process of
 //!   its own, without a command-line parser: the caller's [`plan::CellChecker`] says
 //!   what a cell's command line may be, and its [`plan::PlanObserver`] shows progress.
@@ -63,10 +66,12 @@
 mod cells;
 mod end_run;
 pub mod experiment;
+pub mod group;
 mod lifecycle;
 pub mod live;
 mod load_run;
 pub mod min_buffer;
+pub mod net_ends;
 pub mod plan;
 mod recovery;
 mod runs;
@@ -118,16 +123,15 @@ impl Context {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// How a group of runs (a suite, an experiment) ends: `interrupted` once a signal
-    /// came, else `failed` when one of its runs could not complete, else `complete`.
+    /// How a group of runs that goes on past a failed run (a suite, an experiment)
+    /// ends, by [`group::status`]: `interrupted` once a signal came, else `failed` when
+    /// one of its runs could not complete, else `complete`.
     pub fn group_status(&self, any_failed: bool) -> RunStatus {
-        if self.stopped() {
-            RunStatus::Interrupted
-        } else if any_failed {
-            RunStatus::Failed
-        } else {
-            RunStatus::Complete
-        }
+        group::status(group::GroupEnd {
+            stopped_by_error: false,
+            interrupted: self.stopped(),
+            run_failed: any_failed,
+        })
     }
 }
 

@@ -8,7 +8,8 @@ use std::path::Path;
 use engine::backend::BackendSpec;
 use results::{RunSink, RunStatus};
 
-use crate::sweep::{Group, RoundtripCell, RoundtripRun, Sweep, SweepObserver, SweepOutcome};
+use crate::group::Group;
+use crate::sweep::{RoundtripCell, RoundtripRun, Sweep, SweepObserver, SweepOutcome};
 use crate::{Context, RunError};
 
 /// The periods the search tries, largest first, each once: `given`, else the powers of

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use crate::{run, Cell, Context, Failure, Observer, RunError, Unobserved, Watch};
 
 mod cells;
+mod group;
 mod studies;
 mod sweep;
 
@@ -46,6 +47,10 @@ struct MemorySink {
     runs: RefCell<Vec<StoredRun>>,
     refuse: RefCell<Vec<&'static str>>,
     reserve: Flag<bool>,
+    /// Groups created: kind and status.
+    groups: RefCell<Vec<(String, RunStatus)>>,
+    /// Every group close, in order: the group and its status.
+    group_closes: RefCell<Vec<(i64, RunStatus)>>,
 }
 
 impl MemorySink {
@@ -154,6 +159,31 @@ impl RunSink for MemorySink {
             r.result = result.clone();
             r.error = error.map(str::to_string);
         })
+    }
+
+    fn create_group(
+        &self,
+        kind: &str,
+        _command_line: &str,
+        _detail: &Value,
+    ) -> Result<i64, SinkError> {
+        let mut groups = self.groups.borrow_mut();
+        groups.push((kind.to_string(), RunStatus::Running));
+        Ok(groups.len() as i64)
+    }
+
+    fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError> {
+        if self.refuse.borrow().contains(&"finish_group") {
+            return Err(SinkError::Other {
+                message: "database or disk is full (finish_group)".into(),
+                disk_full: true,
+            });
+        }
+        if let Some(g) = self.groups.borrow_mut().get_mut(group_id as usize - 1) {
+            g.1 = status;
+        }
+        self.group_closes.borrow_mut().push((group_id, status));
+        Ok(())
     }
 
     fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError> {

@@ -19,6 +19,30 @@ pub const PAPER_FIG8B: &str = "0 misses, mean 983.20 us, stdev 48.37 us, max 138
 /// Section 4.2: 150 Mbit/s guaranteed.
 pub const PAPER_FIG8_150: &str = "8 misses (section 4.2; no figure)";
 
+/// The study's numbers for a case: Figure 8 by its link's reservation (`link`: the
+/// bandwidth experiment's case, `None` inside without one), else Figure 7 by whether
+/// the case has cells and a load (a case without cells has no figure).
+pub fn paper(link: Option<Option<f64>>, cells: bool, load: bool) -> &'static str {
+    match (link, cells) {
+        (Some(None), _) => PAPER_FIG8A,
+        (Some(Some(r)), _) if r >= 240.0 => PAPER_FIG8B,
+        (Some(Some(_)), _) => PAPER_FIG8_150,
+        (None, false) => "-",
+        (None, true) if !load => PAPER_FIG7A,
+        (None, true) => PAPER_FIG7B,
+    }
+}
+
+/// An experiment's rows as JSON (`which`: isolation or bandwidth).
+pub fn json(which: &str, metric: &str, group: i64, rows: &[ExperimentRow]) -> Value {
+    json!({
+        "group": group,
+        "experiment": which,
+        "metric": metric,
+        "rows": rows.iter().map(ExperimentRow::to_json).collect::<Vec<_>>(),
+    })
+}
+
 /// One row of an experiment's table.
 pub struct ExperimentRow {
     /// What the run changed.

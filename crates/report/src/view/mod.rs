@@ -25,6 +25,8 @@ pub mod net;
 pub mod plan;
 pub mod roundtrip;
 pub mod run;
+pub mod stored;
+pub mod suite;
 
 /// A statistic of a measurement in ns, or `-` when it recorded nothing.
 pub fn ns_stat(m: Option<&Measurement>, stat: fn(&results::Summary) -> f64) -> String {

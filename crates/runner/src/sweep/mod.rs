@@ -21,6 +21,8 @@ use std::path::Path;
 use engine::audio::{AudioError, Backend, StreamInfo};
 use engine::backend::{BackendSpec, Setup, SweepStep};
 use results::{RunSink, RunStatus, SinkError};
+
+use crate::group::{Group, GroupEnd};
 use serde_json::Value;
 
 use crate::{Context, Observer, RunError, Watch};
@@ -77,15 +79,6 @@ impl<C> SweepObserver<C> for crate::Unobserved {
     }
 }
 
-/// The group a sweep's runs are filed under, and how it is closed (a store closes it with
-/// the reserve it keeps for closing writes).
-pub struct Group<'a> {
-    /// The group's id.
-    pub id: i64,
-    /// Closes the group with its status.
-    pub close: &'a dyn Fn(RunStatus) -> Result<(), SinkError>,
-}
-
 /// Why a sweep was refused before anything was stored.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepRefused {
@@ -112,8 +105,8 @@ pub struct SweepOutcome<R> {
     /// Why the sweep stopped early with an error to report (a period or stream that
     /// could not be opened, a run's error).
     pub failure: Option<String>,
-    /// The group's status: `failed` on a failure, else `interrupted` when stopped or a
-    /// run was, else `complete`.
+    /// The group's status ([`crate::group::status`]): `failed` on a failure, else
+    /// `interrupted` when stopped or a run was, else `complete`.
     pub status: RunStatus,
     /// Set when the group could not be closed (the next open of the store closes it).
     pub group_not_closed: Option<SinkError>,
@@ -203,7 +196,7 @@ impl<'s> Sweep<'s> {
             ctx,
             target: Target {
                 sink,
-                group: Some(group.id),
+                group: Some(group.id()),
                 scratch,
             },
             cells,
@@ -214,12 +207,17 @@ impl<'s> Sweep<'s> {
             word: |e| e.to_string(),
         };
         if let Err(e) = sweeping.periods(self) {
-            let _ = (group.close)(RunStatus::Failed);
+            let _ = group.close(RunStatus::Failed);
             return Err(e);
         }
         let Sweeping { runs, failure, .. } = sweeping;
-        let status = sweep_status(ctx, &failure, runs.iter().map(|r| C::ended(r).0));
-        let group_not_closed = (group.close)(status).err();
+        let statuses: Vec<RunStatus> = runs.iter().map(|r| C::ended(r).0).collect();
+        let status = crate::group::status(GroupEnd {
+            stopped_by_error: failure.is_some(),
+            interrupted: ctx.stopped() || statuses.contains(&RunStatus::Interrupted),
+            run_failed: statuses.contains(&RunStatus::Failed),
+        });
+        let group_not_closed = group.close(status).err();
         Ok(SweepOutcome {
             runs,
             failure,
@@ -312,21 +310,4 @@ pub fn open_stream(setup: &Setup) -> Result<(Box<dyn Backend>, Option<Value>), A
     let (stream, granted) = setup.open_stream()?;
     let granted = granted.and_then(|g| serde_json::from_str(&g.to_json_string()).ok());
     Ok((stream, granted))
-}
-
-/// A sweep's status from its failure and its runs' statuses: `failed` on a failure,
-/// `interrupted` when the stop flag is raised or a run was interrupted, else `complete`.
-pub fn sweep_status(
-    ctx: &Context,
-    failure: &Option<String>,
-    statuses: impl Iterator<Item = RunStatus>,
-) -> RunStatus {
-    let statuses: Vec<RunStatus> = statuses.collect();
-    if failure.is_some() {
-        RunStatus::Failed
-    } else if ctx.stopped() || statuses.contains(&RunStatus::Interrupted) {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
-    }
 }

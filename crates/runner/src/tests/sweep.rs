@@ -4,17 +4,17 @@
 //! stop rule, and the group's status on each path. The cells run the test probe through
 //! the lifecycle into the in-memory sink.
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
 use engine::audio::Backend;
 use engine::backend::{BackendSpec, Setup};
 use engine::virtual_card::setup::VirtualSpec;
-use results::{RunStatus, SinkError};
+use results::RunStatus;
 use serde_json::Value;
 
 use super::{context, MemorySink, ServerExits, TestProbe};
-use crate::sweep::{Group, Sweep, SweepCell, SweepOutcome, SweepRefused, Target};
+use crate::group::Group;
+use crate::sweep::{Sweep, SweepCell, SweepOutcome, SweepRefused, Target};
 use crate::{Cell, Context, Observer, RunError, Unobserved, Watch};
 
 /// What a test cell does when it runs.
@@ -108,6 +108,16 @@ fn cells<'a>(sink: &'a MemorySink, steps: &[(&'static str, Then)]) -> Vec<StepCe
         .collect()
 }
 
+/// The statuses group 7 was closed with, in order.
+fn closed_statuses(sink: &MemorySink) -> Vec<RunStatus> {
+    sink.group_closes
+        .borrow()
+        .iter()
+        .filter(|(g, _)| *g == 7)
+        .map(|(_, s)| *s)
+        .collect()
+}
+
 /// Runs `steps` on every period of the virtual card, in group 7; the statuses the group
 /// was closed with, in order.
 fn sweep(
@@ -117,15 +127,7 @@ fn sweep(
     steps: &[(&'static str, Then)],
     stop_after: Option<&dyn Fn(&StepRun) -> bool>,
 ) -> (Result<SweepOutcome<StepRun>, RunError>, Vec<RunStatus>) {
-    let closed = RefCell::new(Vec::new());
-    let close = |status| -> Result<(), SinkError> {
-        closed.borrow_mut().push(status);
-        Ok(())
-    };
-    let group = Group {
-        id: 7,
-        close: &close,
-    };
+    let group = Group::adopt(sink, 7);
     let spec = virtual_card();
     let opened = Sweep::open(&spec, periods.iter().copied().map(Some).collect())
         .expect("the virtual card opens");
@@ -135,7 +137,8 @@ fn sweep(
         Some(stop) => opened.run_until(ctx, sink, &group, &cells, &scratch, &Unobserved, stop),
         None => opened.run(ctx, sink, &group, &cells, &scratch, &Unobserved),
     };
-    (out, closed.into_inner())
+    drop(group);
+    (out, closed_statuses(sink))
 }
 
 fn names_and_periods(out: &SweepOutcome<StepRun>) -> Vec<(&'static str, u32)> {
@@ -309,15 +312,7 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
         loop_description: String::new(),
         granted: None,
     };
-    let closed = RefCell::new(Vec::new());
-    let close = |status| -> Result<(), SinkError> {
-        closed.borrow_mut().push(status);
-        Ok(())
-    };
-    let group = Group {
-        id: 7,
-        close: &close,
-    };
+    let group = Group::adopt(&sink, 7);
     let periods = crate::min_buffer::search_periods(&spec, Some(&[256]));
     let opened = Sweep::open(&spec, periods).expect("the virtual card opens");
     let out = search(
@@ -347,5 +342,6 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
         verdict(&out.runs),
         (held.then_some(0), (!held).then_some(0))
     );
-    assert_eq!(closed.into_inner(), [out.status]);
+    drop(group);
+    assert_eq!(closed_statuses(&sink), [out.status]);
 }

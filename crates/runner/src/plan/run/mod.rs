@@ -305,12 +305,12 @@ pub fn close(
         .count();
     let status = if complete == cells.len() {
         RunStatus::Complete
-    } else if tally.plan_error.is_some() {
-        RunStatus::Failed
-    } else if ctx.stopped() || cells.iter().any(|c| c.status.is_none()) {
-        RunStatus::Interrupted
     } else {
-        RunStatus::Failed
+        crate::group::status(crate::group::GroupEnd {
+            stopped_by_error: tally.plan_error.is_some(),
+            interrupted: ctx.stopped() || cells.iter().any(|c| c.status.is_none()),
+            run_failed: true,
+        })
     };
     // Closing writes may use the reserve a full disk leaves (see Store::closing).
     store.closing(|| store.finish_group(group, status))?;

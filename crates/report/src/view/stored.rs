@@ -1,0 +1,241 @@
+//! What is stored, listed: `audiolat runs` (each run with its headline) and `audiolat
+//! runs --groups` (each group with its runs and, for a plan run, its cells).
+
+use results::model::{GroupRecord, RunRecord};
+use results::{Measurement, RunFilter, RunStatus, Store, StoreError};
+use serde_json::{json, Value};
+
+use crate::terminal::Table;
+
+/// The runs `filter` selects, each with the measurement it is summarised by.
+pub fn run_rows(
+    store: &Store,
+    filter: &RunFilter,
+) -> Result<Vec<(RunRecord, Option<Measurement>)>, StoreError> {
+    store
+        .list_runs(filter)?
+        .into_iter()
+        .map(|r| {
+            let h = crate::gather::headline(store, &r)?;
+            Ok((r, h))
+        })
+        .collect()
+}
+
+/// `audiolat runs --json`.
+pub fn runs_json(rows: &[(RunRecord, Option<Measurement>)]) -> Value {
+    json!(rows
+        .iter()
+        .map(|(r, h)| json!({
+            "id": r.id, "group_id": r.group_id, "probe": r.probe, "status": r.status,
+            "started_at": r.started_at, "duration_s": r.duration_s, "flags": r.flags,
+            "metric": h.as_ref().map(|m| m.metric.clone()),
+            "summary": h.as_ref().map(|m| results::export::summary_json(m.summary.as_ref())),
+        }))
+        .collect::<Vec<_>>())
+}
+
+/// A group as listed: its record, its runs, and for a plan run its cells (complete,
+/// total).
+#[derive(Debug, Clone)]
+pub struct GroupRow {
+    /// The group.
+    pub group: GroupRecord,
+    /// How many runs are filed under it.
+    pub runs: usize,
+    /// A plan run's cells: complete, total.
+    pub cells: Option<(usize, usize)>,
+}
+
+/// The latest `limit` groups, newest first.
+pub fn group_rows(store: &Store, limit: usize) -> Result<Vec<GroupRow>, StoreError> {
+    let mut rows = Vec::new();
+    for g in store.list_groups(None)?.into_iter().take(limit) {
+        let runs = store.list_runs(&RunFilter {
+            group_id: Some(g.id),
+            ..Default::default()
+        })?;
+        let cells = if g.kind == "plan" {
+            let cells = store.plan_cells(g.id)?;
+            let complete = cells
+                .iter()
+                .filter(|c| c.status == Some(RunStatus::Complete))
+                .count();
+            Some((complete, cells.len()))
+        } else {
+            None
+        };
+        rows.push(GroupRow {
+            group: g,
+            runs: runs.len(),
+            cells,
+        });
+    }
+    Ok(rows)
+}
+
+/// `audiolat runs --groups --json`.
+pub fn groups_json(rows: &[GroupRow]) -> Value {
+    json!(rows
+        .iter()
+        .map(
+            |GroupRow {
+                 group: g,
+                 runs: n,
+                 cells,
+             }| json!({
+                "id": g.id, "kind": g.kind, "name": g.detail["name"], "status": g.status,
+                "started_at": g.started_at, "ended_at": g.ended_at, "runs": n,
+                "cells": cells.map(|(c, t)| json!({"complete": c, "total": t})),
+                "command_line": g.command_line,
+            })
+        )
+        .collect::<Vec<_>>())
+}
+
+/// `audiolat runs --groups`: the table and where to go next, or that there is none.
+pub fn groups_text(rows: &[GroupRow]) -> String {
+    if rows.is_empty() {
+        return "no groups stored yet (a plan, a sweep or `audiolat suite` makes one)\n".into();
+    }
+    let mut t = Table::new(&[
+        "group", "kind", "name", "status", "started", "runs", "cells", "command",
+    ])
+    .left_align(&[1, 2, 3, 4, 7]);
+    for GroupRow {
+        group: g,
+        runs: n,
+        cells,
+    } in rows
+    {
+        t.row(vec![
+            g.id.to_string(),
+            g.kind.clone(),
+            g.detail["name"].as_str().unwrap_or("-").to_string(),
+            g.status.to_string(),
+            g.started_at.replace('T', " ").chars().take(19).collect(),
+            n.to_string(),
+            cells
+                .map(|(c, t)| format!("{c}/{t}"))
+                .unwrap_or_else(|| "-".into()),
+            g.command_line.clone(),
+        ]);
+    }
+    t.render()
+        + "`audiolat report group:N` writes a group's report; `audiolat compare group:A group:B` compares two\n"
+}
+
+/// The file name a report is written to beside the database, for its data: `plan-N`
+/// or `group-N` for one group (`group`), else by its runs (`run-N`, `runs-A-to-B`).
+pub fn report_name(group: Option<i64>, data: &crate::data::ReportData) -> String {
+    if let Some(g) = group {
+        return match &data.group {
+            Some(gr) if gr.kind == "plan" => format!("plan-{g}"),
+            _ => format!("group-{g}"),
+        };
+    }
+    let ids: Vec<i64> = data.runs().map(|r| r.record.id).collect();
+    match ids.as_slice() {
+        [] => "empty".into(),
+        [one] => format!("run-{one}"),
+        [first, .., last] => format!("runs-{first}-to-{last}"),
+    }
+}
+
+/// The run in full as JSON: record, measurements with their buckets, events, series and
+/// triggers (`show --json`, `export --format json`).
+pub fn run_json(store: &Store, run: &RunRecord) -> Result<Value, StoreError> {
+    let measurements = store.measurements(run.id)?;
+    let events = store.events(run.id, None)?;
+    let series = store.series(run.id)?;
+    let triggers = store.triggers(run.id)?;
+    Ok(results::export::run_json(
+        run,
+        &measurements,
+        &events,
+        &series,
+        &triggers,
+    ))
+}
+
+/// What a run can be exported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportKind {
+    /// The run in full ([`run_json`]).
+    Json,
+    /// One row per measurement with its summary.
+    Csv,
+    /// HdrHistogram interval log.
+    Hdr,
+    /// cyclictest's histogram of a jitter run's wake-up latency.
+    Cyclictest,
+    /// One CSV row per trigger of an event run.
+    Triggers,
+    /// The run's series as CSV blocks.
+    Series,
+}
+
+/// Why a run could not be exported.
+#[derive(Debug)]
+pub enum ExportError {
+    /// The store could not be read.
+    Store(StoreError),
+    /// Triggers asked of a run that is not an event run and has none.
+    NoTriggers,
+    /// Series asked of a run that has none.
+    NoSeries,
+    /// cyclictest's histogram asked of a run of another probe than jitter.
+    NotJitter,
+    /// A jitter run without a wake-up latency histogram.
+    NoHistogram,
+}
+
+impl From<StoreError> for ExportError {
+    fn from(e: StoreError) -> ExportError {
+        ExportError::Store(e)
+    }
+}
+
+/// The text of `run` exported as `kind`.
+pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String, ExportError> {
+    use results::export as x;
+    Ok(match kind {
+        ExportKind::Json => {
+            serde_json::to_string_pretty(&run_json(store, run)?).unwrap_or_default() + "\n"
+        }
+        ExportKind::Triggers => {
+            let triggers = store.triggers(run.id)?;
+            // An event run that measured no trigger exports the header alone.
+            if triggers.is_empty() && run.probe != "event" {
+                return Err(ExportError::NoTriggers);
+            }
+            x::triggers_csv(run, &triggers)
+        }
+        ExportKind::Series => {
+            let series = store.series(run.id)?;
+            if series.is_empty() {
+                return Err(ExportError::NoSeries);
+            }
+            x::series_csv(run, &series)
+        }
+        ExportKind::Csv => x::measurements_csv(run, &store.measurements(run.id)?),
+        ExportKind::Hdr => x::hdr_log(run, &store.measurements(run.id)?),
+        ExportKind::Cyclictest => {
+            // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
+            if run.probe != "jitter" {
+                return Err(ExportError::NotJitter);
+            }
+            let measurements = store.measurements(run.id)?;
+            let h = measurements
+                .iter()
+                .find(|m| m.measurement.metric == "wakeup_latency")
+                .and_then(|m| m.measurement.histogram.as_ref())
+                .ok_or(ExportError::NoHistogram)?;
+            let cycles: Vec<u64> = run.result["overflow_cycles"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+                .unwrap_or_default();
+            x::cyclictest_histogram(h, &cycles)
+        }
+    })
+}
