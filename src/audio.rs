@@ -6,12 +6,12 @@
 
 use engine::audio::{AudioError, PortRole, ServerSetting, StreamSetting};
 use engine::backend::{BackendSpec, ServerChoice};
-use engine::jack_backend::JackConfig;
+use engine::jack::client::JackConfig;
 
 use crate::cli::{AudioArgs, BackendName, EventArgs, RoundtripArgs, UsageError};
 use engine::alsa::setup::AlsaSpec;
 use engine::jack::setup::{JackPorts, JackSpec};
-use engine::jack_server::ServerMode;
+use engine::jack::server::ServerMode;
 use engine::virtual_card::setup::{Cable, VirtualSpec};
 
 /// What the streams are for, with the options that only some backends take.

@@ -2,7 +2,7 @@
 //! `--server`, `--period`, `--rate`, `--device`, `--format`.
 
 use clap::{Args, ValueEnum};
-use engine::jack_server::ServerMode;
+use engine::jack::server::ServerMode;
 
 use super::values::{parse_count_u32, parse_list, ListOf};
 
@@ -63,10 +63,10 @@ pub struct AudioArgs {
     /// ALSA sample format: float, s32, s24 (S24_LE), s24_3 (S24_3LE) or s16 (default: the
     /// first of these the device takes).
     #[arg(long, value_name = "FORMAT", value_parser = parse_sample_format)]
-    pub format: Option<engine::alsa_backend::SampleFormat>,
+    pub format: Option<engine::alsa::stream::SampleFormat>,
 }
 
-fn parse_sample_format(s: &str) -> Result<engine::alsa_backend::SampleFormat, String> {
+fn parse_sample_format(s: &str) -> Result<engine::alsa::stream::SampleFormat, String> {
     s.parse()
 }
 

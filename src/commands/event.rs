@@ -10,12 +10,12 @@ use std::process::ExitCode;
 
 /// The JACK server request for `--server`, `--server-name`, `--rate` and one period.
 pub(crate) fn server_request(
-    mode: engine::jack_server::ServerMode,
+    mode: engine::jack::server::ServerMode,
     name: Option<String>,
     rate: Option<u32>,
     period: Option<u32>,
-) -> engine::jack_server::ServerRequest {
-    engine::jack_server::ServerRequest {
+) -> engine::jack::server::ServerRequest {
+    engine::jack::server::ServerRequest {
         mode,
         name,
         rate_hz: rate,

@@ -61,11 +61,11 @@ pub(crate) fn loop_client(ctx: &Context, a: &crate::cli::LoopArgs) -> Result<Exi
     let server = a
         .server_name
         .clone()
-        .unwrap_or_else(engine::jack_server::default_server_name);
-    let lp = engine::jack_loop::JackLoop::start(&server, &a.name, a.delay)
+        .unwrap_or_else(engine::jack::server::default_server_name);
+    let lp = engine::jack::loop_client::JackLoop::start(&server, &a.name, a.delay)
         .map_err(|e| UsageError(crate::audio::audio_message(&e)))?;
     let connect = |from: &str, to: &str| -> Result<()> {
-        let client = engine::jack_server::open_client(&server, "audiolat-connect")
+        let client = engine::jack::server::open_client(&server, "audiolat-connect")
             .map_err(|e| UsageError(crate::audio::audio_message(&e)))?;
         client
             .connect_ports_by_name(from, to)

@@ -94,7 +94,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         );
     }
     // Event latency and round trip on JACK: a running server, else a private jackd -d dummy.
-    let jack = server_request(engine::jack_server::ServerMode::Auto, None, None, None);
+    let jack = server_request(engine::jack::server::ServerMode::Auto, None, None, None);
     let plan = SuitePlan::new(each, scratch, Some(group.id()), ctx.load_exe.clone(), jack);
     // An error here drops the group open: it is closed `failed`.
     let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;

@@ -68,7 +68,7 @@ fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> 
     runner::plan::private_server(&spec, crate::audio::periods(audio)[0], || {
         *default_running.get_or_init(|| {
             matches!(
-                engine::jack_server::probe(&engine::jack_server::default_server_name()),
+                engine::jack::server::probe(&engine::jack::server::default_server_name()),
                 Ok(Some(_))
             )
         })

@@ -244,7 +244,7 @@ pub fn kill_with_its_server(mut child: KillOnDrop, name: &str) {
 /// jackd processes serving a server name, from /proc (so a test can kill the private
 /// server audiolat started, and check none is left).
 pub fn jackd_pids(server_name: &str) -> Vec<i32> {
-    engine::jack_server::jackd_processes()
+    engine::jack::server::jackd_processes()
         .into_iter()
         .filter(|(_, args)| args.windows(2).any(|w| w[0] == "-n" && w[1] == server_name))
         .map(|(pid, _)| pid)

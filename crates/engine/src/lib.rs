@@ -54,11 +54,3 @@ pub mod servers;
 mod stream;
 pub mod virtual_card;
 
-// The module paths before the backends had a folder each, kept so code written against
-// them compiles while it moves to the new paths.
-pub use alsa::devices as alsa_devices;
-pub use alsa::stream as alsa_backend;
-pub use jack::client as jack_backend;
-pub use jack::loop_client as jack_loop;
-pub use jack::server as jack_server;
-pub use virtual_card as virtual_backend;

@@ -3,10 +3,10 @@
 //! Skipped (with a message) when jackd or the plugin is not installed.
 
 use assert_no_alloc::AllocDisabler;
-use engine::alsa_backend::{AlsaConfig, AlsaStream, SampleFormat};
+use engine::alsa::stream::{AlsaConfig, AlsaStream, SampleFormat};
 use engine::audio::{Backend, Cycle, Io, Processor, StreamInfo};
-use engine::jack_loop::JackLoop;
-use engine::jack_server::{JackServer, ServerMode, ServerRequest};
+use engine::jack::loop_client::JackLoop;
+use engine::jack::server::{JackServer, ServerMode, ServerRequest};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -3,8 +3,8 @@
 
 use assert_no_alloc::AllocDisabler;
 use engine::audio::{Backend, Cycle, Io, Processor, StreamInfo};
-use engine::jack_backend::{JackConfig, JackStream};
-use engine::jack_server::{JackServer, ServerMode, ServerRequest};
+use engine::jack::client::{JackConfig, JackStream};
+use engine::jack::server::{JackServer, ServerMode, ServerRequest};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -303,7 +303,7 @@ fn a_server_that_stops_calling_is_reported_as_stalled() {
     // SAFETY: pausing the jackd this test started; it is resumed below.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let deadline = std::time::Instant::now()
-        + Duration::from_millis(engine::jack_backend::STALL_AFTER_MS + 5000);
+        + Duration::from_millis(engine::jack::client::STALL_AFTER_MS + 5000);
     while stream.status().shutdown.is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -316,7 +316,7 @@ fn a_server_that_stops_calling_is_reported_as_stalled() {
     // Stopping must not wait on the silent server (jack_deactivate would never return).
     stream.stop();
     // A new client on the stopped server: an error, not a wait without end.
-    let opened = engine::jack_server::open_client_within(
+    let opened = engine::jack::server::open_client_within(
         server.name(),
         "audiolat-late",
         Duration::from_secs(2),

@@ -3,7 +3,7 @@
 
 use assert_no_alloc::AllocDisabler;
 use engine::audio::{Backend, Cycle, Io, Processor, StreamInfo};
-use engine::virtual_backend::{VirtualConfig, VirtualStream};
+use engine::virtual_card::{VirtualConfig, VirtualStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -6,8 +6,8 @@
 
 use assert_no_alloc::AllocDisabler;
 use engine::audio::Backend;
-use engine::jack_backend::{JackConfig, JackStream};
-use engine::jack_server::{JackServer, ServerMode, ServerRequest};
+use engine::jack::client::{JackConfig, JackStream};
+use engine::jack::server::{JackServer, ServerMode, ServerRequest};
 use probes::event::{self, EventConfig, EventEnd, NotePolicy, TriggerSource};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 
 use assert_no_alloc::AllocDisabler;
 use engine::audio::Backend;
-use engine::virtual_backend::{VirtualConfig, VirtualStream};
+use engine::virtual_card::{VirtualConfig, VirtualStream};
 use probes::event::{self, EventConfig, EventEnd, NotePolicy, TriggerSource};
 use std::sync::atomic::AtomicBool;
 

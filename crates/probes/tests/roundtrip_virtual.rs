@@ -2,7 +2,7 @@
 //! playback latency + capture latency + a cable of known (fractional) delay, exactly.
 
 use assert_no_alloc::AllocDisabler;
-use engine::virtual_backend::{VirtualConfig, VirtualStream};
+use engine::virtual_card::{VirtualConfig, VirtualStream};
 use probes::roundtrip::{self, RoundtripConfig, RoundtripEnd, RoundtripOutcome};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;

@@ -214,7 +214,7 @@ pub trait Watch {
     fn ended(&mut self) -> Option<String>;
 }
 
-impl Watch for engine::jack_server::JackServer {
+impl Watch for engine::jack::server::JackServer {
     fn ended(&mut self) -> Option<String> {
         let how = self.exited()?;
         Some(format!(

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use engine::audio::Backend as _;
-use engine::jack_backend::{JackConfig, JackStream};
-use engine::jack_server::{JackServer, ServerRequest};
+use engine::jack::client::{JackConfig, JackStream};
+use engine::jack::server::{JackServer, ServerRequest};
 use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
@@ -256,7 +256,7 @@ impl SuitePlan {
     /// The suite for this machine: each probe for about `each`, the disk load in
     /// `scratch`, the built-in loads run by `load_exe`; a scenario whose load cannot start
     /// here is marked skipped. The event latency and the round trip use the JACK server
-    /// `jack` asks for (the suite's: [`engine::jack_server::ServerMode::Auto`], a running server, else a private
+    /// `jack` asks for (the suite's: [`engine::jack::server::ServerMode::Auto`], a running server, else a private
     /// `jackd -d dummy`).
     pub fn new(
         each: Duration,
@@ -479,7 +479,7 @@ impl Suite<'_> {
     /// The round trip through audiolat's software loop in the same server, measured for
     /// about `each` (the clicks and the first window take about a second before).
     fn roundtrip(&mut self, server: &mut JackServer) {
-        let lp = match engine::jack_loop::JackLoop::start(server.name(), "audiolat-loop", 0) {
+        let lp = match engine::jack::loop_client::JackLoop::start(server.name(), "audiolat-loop", 0) {
             Ok(lp) => lp,
             Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(e)),
         };

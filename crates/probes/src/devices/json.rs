@@ -4,11 +4,11 @@ use serde_json::{json, Value};
 
 use super::{DevicesReport, SocketServer};
 
-fn bounds_json<T: Copy + Into<Value>>(b: &engine::alsa_devices::Bounds<T>) -> Value {
+fn bounds_json<T: Copy + Into<Value>>(b: &engine::alsa::devices::Bounds<T>) -> Value {
     json!({"min": b.min.map(Into::into), "max": b.max.map(Into::into)})
 }
 
-fn holder_json(h: &engine::alsa_devices::Holder) -> Value {
+fn holder_json(h: &engine::alsa::devices::Holder) -> Value {
     json!({"pid": h.pid, "command": h.command})
 }
 
@@ -17,7 +17,7 @@ fn holder_json(h: &engine::alsa_devices::Holder) -> Value {
 pub fn pcm_names_by_card(r: &DevicesReport) -> (Vec<String>, Vec<String>) {
     let (mut plain, mut plugins) = (Vec::new(), Vec::<String>::new());
     for h in &r.alsa.names {
-        let parts = engine::alsa_devices::parse_pcm_name(&h.name);
+        let parts = engine::alsa::devices::parse_pcm_name(&h.name);
         if parts.card.is_none() {
             plain.push(h.name.clone());
         } else if !plugins.contains(&parts.plugin) {
@@ -46,10 +46,10 @@ pub fn pcm_names_by_card(r: &DevicesReport) -> (Vec<String>, Vec<String>) {
 ///   `servers.jackd`; `servers.pipewire` and `servers.pulseaudio`: `running`, `socket`;
 /// - `suggestions[]`: `probes[]`, `args`, `what`.
 pub fn to_json(r: &DevicesReport) -> Value {
-    use engine::alsa_devices::Probe;
-    let stream = |card: &engine::alsa_devices::Card,
-                  d: &engine::alsa_devices::PcmDevice,
-                  s: Option<&engine::alsa_devices::PcmStream>| {
+    use engine::alsa::devices::Probe;
+    let stream = |card: &engine::alsa::devices::Card,
+                  d: &engine::alsa::devices::PcmDevice,
+                  s: Option<&engine::alsa::devices::PcmStream>| {
         let Some(s) = s else {
             return Value::Null;
         };

@@ -1,7 +1,7 @@
 //! `audiolat devices`: what can be measured on this machine, and how to ask for it.
 //!
 //! [`survey`] lists the ALSA cards and PCM devices with what each accepts
-//! ([`engine::alsa_devices`]: opened read-only, nothing played), the audio servers that
+//! ([`engine::alsa::devices`]: opened read-only, nothing played), the audio servers that
 //! run (a JACK server that answers, with its rate, period and physical ports; PipeWire
 //! and PulseAudio by their sockets and processes), and, for each thing that can be
 //! measured, the exact `--backend`/`--device` flags to pass ([`Suggestion`]). Without a
@@ -15,8 +15,8 @@ pub use json::{pcm_names_by_card, to_json};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use engine::alsa_devices::{self, AlsaInventory, Card, HwCaps, PcmDirection, PcmStream};
-use engine::jack_server::ServerPorts;
+use engine::alsa::devices::{self as alsa_devices, AlsaInventory, Card, HwCaps, PcmDirection, PcmStream};
+use engine::jack::server::ServerPorts;
 use engine::servers;
 
 /// A JACK server this user's clients may reach.
@@ -102,7 +102,7 @@ pub fn survey() -> DevicesReport {
     let jack = servers::jack_candidates()
         .into_iter()
         .filter_map(|c| {
-            let (ports, error) = match engine::jack_server::survey(&c.name, JACK_TIMEOUT) {
+            let (ports, error) = match engine::jack::server::survey(&c.name, JACK_TIMEOUT) {
                 Ok(Some(p)) => (Some(p), None),
                 Ok(None) if c.default && c.pid.is_none() => return None,
                 Ok(None) => (
@@ -367,8 +367,8 @@ fn suggestions(r: &DevicesReport) -> Vec<Suggestion> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::alsa_devices::{Bounds, PcmDevice, Probe, Subdevice};
-    use engine::jack_server::ServerFacts;
+    use engine::alsa::devices::{Bounds, PcmDevice, Probe, Subdevice};
+    use engine::jack::server::ServerFacts;
 
     fn caps(formats: &[&str], rates: &[u32]) -> HwCaps {
         HwCaps {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use engine::jack_server::{ServerMode, ServerRequest};
+use engine::jack::server::{ServerMode, ServerRequest};
 use probes::net::ReserveBy;
 
 use crate::experiment::ExperimentDesign;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use engine::backend::BackendSpec;
-use engine::jack_server::{JackServer, ServerMode};
+use engine::jack::server::{JackServer, ServerMode};
 
 use super::order::ServerKey;
 use super::PlanObserver;
@@ -49,7 +49,7 @@ impl PlanServer {
         if self.current.as_ref().map(|(k, _)| Some(*k)) != Some(want) || dead {
             self.stop();
             if let Some((rate, period)) = want {
-                let req = engine::jack_server::ServerRequest {
+                let req = engine::jack::server::ServerRequest {
                     mode: ServerMode::Dummy,
                     // A free private name (audiolat-dummy, -2, ...): jackd keeps a short
                     // registry of names, so names are reused, not made per plan run.
