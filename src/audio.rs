@@ -10,8 +10,8 @@ use engine::jack::client::JackConfig;
 
 use crate::cli::{AudioArgs, BackendName, EventArgs, RoundtripArgs, UsageError};
 use engine::alsa::setup::AlsaSpec;
-use engine::jack::setup::{JackPorts, JackSpec};
 use engine::jack::server::ServerMode;
+use engine::jack::setup::{JackPorts, JackSpec};
 use engine::virtual_card::setup::{Cable, VirtualSpec};
 
 /// What the streams are for, with the options that only some backends take.

@@ -48,15 +48,14 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         qos_requested: json!({"threads": config.policy.to_string()}),
     };
     let run = ::runner::end_run(ctx, &store, info, || {
-            let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
-            std::thread::scope(|scope| {
-                scope.spawn(|| ::runner::stop_after(ctx, a.duration, &stop, &done));
-                let measured = ::runner::net_ends::respond(&config, socket, &stop, !a.no_synth);
-                done.store(true, std::sync::atomic::Ordering::Relaxed);
-                measured
-            })
-        },
-    )
+        let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|scope| {
+            scope.spawn(|| ::runner::stop_after(ctx, a.duration, &stop, &done));
+            let measured = ::runner::net_ends::respond(&config, socket, &stop, !a.no_synth);
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            measured
+        })
+    })
     .map_err(run_error)?;
     print_net_end(&run, a.threads.json, &ctx.db_path)
 }

@@ -80,12 +80,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         quiet,
     } = a.request(&ctx.default_scratch())?;
     let store = ctx.open_store()?;
-    let group = open_group(
-        ctx,
-        &store,
-        "suite",
-        &json!({"each_s": each.as_secs_f64()}),
-    )?;
+    let group = open_group(ctx, &store, "suite", &json!({"each_s": each.as_secs_f64()}))?;
     if !quiet {
         eprintln!(
             "audiolat suite: group {}; doctor, then each probe for {:.0} s",

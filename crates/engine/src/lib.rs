@@ -53,4 +53,3 @@ pub mod rt;
 pub mod servers;
 mod stream;
 pub mod virtual_card;
-

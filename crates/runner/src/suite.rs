@@ -479,7 +479,8 @@ impl Suite<'_> {
     /// The round trip through audiolat's software loop in the same server, measured for
     /// about `each` (the clicks and the first window take about a second before).
     fn roundtrip(&mut self, server: &mut JackServer) {
-        let lp = match engine::jack::loop_client::JackLoop::start(server.name(), "audiolat-loop", 0) {
+        let lp = match engine::jack::loop_client::JackLoop::start(server.name(), "audiolat-loop", 0)
+        {
             Ok(lp) => lp,
             Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(e)),
         };

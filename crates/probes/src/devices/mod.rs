@@ -15,7 +15,9 @@ pub use json::{pcm_names_by_card, to_json};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use engine::alsa::devices::{self as alsa_devices, AlsaInventory, Card, HwCaps, PcmDirection, PcmStream};
+use engine::alsa::devices::{
+    self as alsa_devices, AlsaInventory, Card, HwCaps, PcmDirection, PcmStream,
+};
 use engine::jack::server::ServerPorts;
 use engine::servers;
 
