@@ -4,7 +4,7 @@
 //! starts its server. Options that belong to another backend are refused here, with the
 //! flags they were typed as.
 
-use engine::audio::{AudioError, PortRole, ServerSetting, StreamSetting};
+use engine::audio::{plug_advice, AlsaRefusal, AudioError, PortRole, ServerSetting, StreamSetting};
 use engine::backend::{BackendSpec, ServerChoice};
 use engine::jack::client::JackConfig;
 
@@ -13,6 +13,7 @@ use engine::alsa::setup::AlsaSpec;
 use engine::jack::server::ServerMode;
 use engine::jack::setup::{JackPorts, JackSpec};
 use engine::virtual_card::setup::{Cable, VirtualSpec};
+use probes::devices::{Setup, SetupBackend};
 
 /// What the streams are for, with the options that only some backends take.
 pub enum Purpose<'a> {
@@ -264,13 +265,81 @@ pub fn audio_message(e: &AudioError) -> String {
             };
             format!("{flag} {value}: {problem}")
         }
+        AudioError::AlsaRefused { device, refusal } => alsa_refusal_message(device, refusal),
         other => other.to_string(),
+    }
+}
+
+/// A suggested audio setup (`audiolat devices`) as the flags that ask for it, typed after
+/// `audiolat event` or `audiolat roundtrip`.
+pub fn setup_args(setup: &Setup) -> String {
+    let mut out = String::from(match setup.backend {
+        Some(SetupBackend::Alsa) => "--backend alsa",
+        Some(SetupBackend::Jack) => "--backend jack",
+        Some(SetupBackend::Virtual) => "--backend virtual",
+        None => "",
+    });
+    let mut flag = |name: &str, value: &dyn std::fmt::Display| {
+        out.push_str(&format!(" --{name} {value}"));
+    };
+    if let Some(d) = &setup.device {
+        flag("device", d);
+    }
+    if let Some(d) = &setup.capture_device {
+        flag("capture-device", d);
+    }
+    if let Some(name) = &setup.external_server {
+        flag("server", &"external");
+        flag("server-name", name);
+    }
+    if let Some((playback, capture)) = &setup.ports {
+        flag("playback", playback);
+        flag("capture", capture);
+    }
+    if let Some(r) = setup.rate_hz {
+        flag("rate", &r);
+    }
+    if let Some(p) = setup.period_frames {
+        flag("period", &p);
+    }
+    if let Some(p) = setup.periods {
+        flag("periods", &p);
+    }
+    out.trim_start().to_string()
+}
+
+/// An ALSA device's refusal, worded with the flags that asked for the setting.
+fn alsa_refusal_message(device: &str, refusal: &AlsaRefusal) -> String {
+    let plug = plug_advice(device, refusal, "--device");
+    match refusal {
+        AlsaRefusal::Access { .. } | AlsaRefusal::NoFormat => {
+            format!("ALSA device `{device}` {refusal}{plug}")
+        }
+        AlsaRefusal::Format { asked, takes } => format!(
+            "--format {}: ALSA device `{device}` does not take it; it takes {}{plug}",
+            asked.flag_name(),
+            AlsaRefusal::takes_words(takes)
+        ),
+        AlsaRefusal::Rate { asked, runs } => format!(
+            "--rate {asked}: ALSA device `{device}` runs {runs} Hz instead: use --rate {runs}{plug}"
+        ),
+        AlsaRefusal::Period { asked, nearest } => format!(
+            "--period {asked}: ALSA device `{device}` refuses that period (the nearest it takes is {nearest} frames): use --period {nearest}"
+        ),
+        AlsaRefusal::Buffer {
+            periods,
+            wanted,
+            nearest,
+        } => format!(
+            "--periods {periods}: ALSA device `{device}` refuses a buffer of {wanted} frames (the nearest it takes is {nearest}): use a buffer it takes"
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::alsa::stream::SampleFormat;
 
     /// The flag words the engine's messages had before they named the problem instead.
     #[test]
@@ -326,6 +395,47 @@ mod tests {
                     problem: "a loop delays by at most 1048576 frames".into(),
                 },
                 "--delay 9000000: a loop delays by at most 1048576 frames",
+            ),
+            (
+                AudioError::AlsaRefused {
+                    device: "hw:1,0".into(),
+                    refusal: AlsaRefusal::Period {
+                        asked: 100,
+                        nearest: 128,
+                    },
+                },
+                "--period 100: ALSA device `hw:1,0` refuses that period (the nearest it takes is 128 frames): use --period 128",
+            ),
+            (
+                AudioError::AlsaRefused {
+                    device: "hw:1,0".into(),
+                    refusal: AlsaRefusal::Rate {
+                        asked: 44100,
+                        runs: 48000,
+                    },
+                },
+                "--rate 44100: ALSA device `hw:1,0` runs 48000 Hz instead: use --rate 48000: or use --device plughw:1,0 (alsa-lib's plug layer resamples)",
+            ),
+            (
+                AudioError::AlsaRefused {
+                    device: "hw:1,0".into(),
+                    refusal: AlsaRefusal::Format {
+                        asked: SampleFormat::S16,
+                        takes: vec![SampleFormat::S32],
+                    },
+                },
+                "--format s16: ALSA device `hw:1,0` does not take it; it takes s32: or use --device plughw:1,0 (alsa-lib's plug layer converts the format)",
+            ),
+            (
+                AudioError::AlsaRefused {
+                    device: "default".into(),
+                    refusal: AlsaRefusal::Buffer {
+                        periods: 3,
+                        wanted: 384,
+                        nearest: 512,
+                    },
+                },
+                "--periods 3: ALSA device `default` refuses a buffer of 384 frames (the nearest it takes is 512): use a buffer it takes",
             ),
         ];
         for (error, text) in cases {

@@ -125,7 +125,10 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Devices(a) => {
             let report = probes::devices::survey();
             if a.json {
-                print_json(&probes::devices::to_json(&report))?;
+                print_json(&probes::devices::to_json(
+                    &report,
+                    &crate::audio::setup_args,
+                ))?;
             } else {
                 let (plain_names, card_plugins) = probes::devices::pcm_names_by_card(&report);
                 let local = report::view::devices::Local {
@@ -135,7 +138,10 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                 };
                 print!(
                     "{}",
-                    report::view::devices::text(&probes::devices::to_json(&report), &local)
+                    report::view::devices::text(
+                        &probes::devices::to_json(&report, &crate::audio::setup_args),
+                        &local
+                    )
                 );
             }
             Ok(ExitCode::SUCCESS)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use ::runner::{Failure, LoadRefusal, RunError};
 use anyhow::Result;
-use load::LoadSpec;
+use load::{LoadError, LoadSpec};
 use probes::probe::LiveStatus;
 use results::{SinkError, Store, ToolInfo};
 
@@ -122,7 +122,7 @@ pub fn run_error(e: RunError) -> anyhow::Error {
         RunError::Begin(e) => sink(e),
         RunError::Failed { run_id, failure } => match failure {
             Failure::Probe(e) => anyhow::Error::from_boxed(e.into_inner()),
-            Failure::Load(e) => anyhow::Error::new(e).context("starting the load"),
+            Failure::Load(e) => load_error(e).context("starting the load"),
             Failure::Storage(e) => sink(e),
         }
         .context(format!("run {run_id} failed")),
@@ -145,8 +145,35 @@ fn load_refusal(e: LoadRefusal) -> UsageError {
     UsageError(match e {
         LoadRefusal::NetItems => "--load flood and stream are UDP streams aimed at the network probe's host: use them with audiolat net".into(),
         LoadRefusal::Cells => "cells (load@cell) are for audiolat net so far: leave out the @cell".into(),
-        LoadRefusal::Plan(e) => e.to_string(),
+        LoadRefusal::Plan(e) => load_message(&e),
     })
+}
+
+/// A load error for the user: [`load_message`]'s words where they differ from the
+/// library's, else the error itself (with its causes).
+fn load_error(e: LoadError) -> anyhow::Error {
+    match e {
+        LoadError::BadScratch(_)
+        | LoadError::UnknownCell { .. }
+        | LoadError::ForkInDeadlineCell { .. } => anyhow::anyhow!(load_message(&e)),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// A load error in the words of the flags that asked for the load.
+pub fn load_message(e: &LoadError) -> String {
+    match e {
+        LoadError::BadScratch(dir) => format!(
+            "disk load scratch directory {} is not a writable directory: pass one with --scratch-dir",
+            dir.display()
+        ),
+        LoadError::UnknownCell { item, cell } => format!(
+            "load '{item}' is placed in cell '{cell}', which no --cell or --cells defines"
+        ),
+        // "load X@cell: ..." is what `--load X@cell` asked for.
+        LoadError::ForkInDeadlineCell { .. } => format!("--{e}"),
+        other => other.to_string(),
+    }
 }
 
 /// A one-line live status on stderr, when stderr is a terminal (its text is

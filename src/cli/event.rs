@@ -8,9 +8,9 @@ use ::runner::sweep::EventCell;
 use clap::Args;
 use dsp::WorkloadKind;
 use engine::backend::BackendSpec;
-use engine::gpio::GpioSpec;
+use engine::gpio::{GpioError, GpioSpec};
 use load::LoadSpec;
-use probes::event::{EventConfig, NotePolicy, TriggerSource};
+use probes::event::{EventConfig, EventError, NotePolicy, TriggerSource};
 
 use super::audio::AudioArgs;
 use super::values::{
@@ -97,7 +97,33 @@ fn parse_workloads(s: &str) -> Result<ListOf<WorkloadKind>, String> {
 }
 
 fn parse_gpio(s: &str) -> Result<GpioSpec, String> {
-    s.parse::<GpioSpec>().map_err(|e| e.to_string())
+    s.parse::<GpioSpec>().map_err(|e| gpio_message(&e))
+}
+
+/// An event probe's setting error worded for the command line: the flags that set it.
+fn event_message(e: &EventError) -> String {
+    match e {
+        EventError::NoTriggers => "--triggers must be at least 1".into(),
+        EventError::GpioWithMidi => "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A GPIO error worded for the command line: the flag that named the line.
+fn gpio_message(e: &GpioError) -> String {
+    match e {
+        GpioError::InvalidSpec { text, problem } => format!("--gpio `{text}`: {problem}"),
+        GpioError::ChipMissing { path, available } if available.is_empty() => format!(
+            "no GPIO chip at {}: this machine exposes none (ls /dev/gpiochip*); drop --gpio or name an existing chip",
+            path.display()
+        ),
+        GpioError::ChipMissing { path, available } => format!(
+            "no GPIO chip at {}: this machine has {} (ls /dev/gpiochip*); name one of those or drop --gpio",
+            path.display(),
+            available.join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// What `audiolat event` runs, built once from its flags (stage two).
@@ -130,7 +156,9 @@ impl EventArgs {
                         config.gpio = self.gpio.clone();
                         config.lock_memory = !self.no_mlock;
                         config.seed ^= repeat as u64;
-                        config.validate().map_err(|e| UsageError(e.to_string()))?;
+                        config
+                            .validate()
+                            .map_err(|e| UsageError(event_message(&e)))?;
                         cells.push(EventCell {
                             config,
                             load: load.clone(),
@@ -171,13 +199,10 @@ impl EventArgs {
         if let Some(gpio) = &self.gpio {
             // Open and release the line once now, so a missing chip is refused up front.
             engine::gpio::GpioLine::open(gpio, "audiolat")
-                .map_err(|e| UsageError(e.to_string()))?;
+                .map_err(|e| UsageError(gpio_message(&e)))?;
         }
         if self.gpio.is_some() && self.trigger == TriggerSource::Midi {
-            return Err(UsageError(
-                "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
-            )
-            .into());
+            return Err(UsageError(event_message(&EventError::GpioWithMidi)).into());
         }
         Ok(EventRequest {
             cells,

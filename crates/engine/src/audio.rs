@@ -97,6 +97,17 @@ pub enum AudioError {
     /// A stream setting that cannot be used, with what to use instead.
     #[error("{0}")]
     BadSetting(String),
+    /// An ALSA device refuses a setting: the device, what was asked and what it takes.
+    #[error(
+        "ALSA device `{device}` {refusal}{}",
+        plug_advice(device, refusal, "the device")
+    )]
+    AlsaRefused {
+        /// The device.
+        device: String,
+        /// The setting refused, with what was asked and what the device takes.
+        refusal: AlsaRefusal,
+    },
     /// A stream setting out of what the backend takes: the setting, its value and what
     /// to use instead.
     #[error("{setting} {value}: {problem}")]
@@ -146,6 +157,140 @@ pub enum AudioError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// A setting an ALSA device refuses, with what was asked and what the device takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlsaRefusal {
+    /// Interleaved read/write access: the access modes the device takes instead
+    /// ("non-interleaved", "mmap interleaved", ...; maybe none).
+    Access {
+        /// The access modes the device takes.
+        takes: Vec<&'static str>,
+    },
+    /// The sample format: the one asked for and those the device takes (maybe none).
+    Format {
+        /// The format asked for.
+        asked: crate::alsa::stream::SampleFormat,
+        /// The formats the device takes.
+        takes: Vec<crate::alsa::stream::SampleFormat>,
+    },
+    /// No format was asked for, and the device takes none audiolat writes.
+    NoFormat,
+    /// The sample rate, in Hz: asked and the one the device runs.
+    Rate {
+        /// The rate asked for.
+        asked: u32,
+        /// The rate the device runs.
+        runs: u32,
+    },
+    /// The period, in frames: asked and the nearest the device takes.
+    Period {
+        /// The period asked for.
+        asked: u32,
+        /// The nearest period the device takes.
+        nearest: u32,
+    },
+    /// The buffer, in frames: the periods asked for, the buffer they make and the
+    /// nearest buffer the device takes.
+    Buffer {
+        /// The periods asked for.
+        periods: u32,
+        /// The buffer they make, in frames.
+        wanted: u32,
+        /// The nearest buffer the device takes, in frames.
+        nearest: u32,
+    },
+}
+
+impl AlsaRefusal {
+    /// What alsa-lib's plug layer does about this refusal ("converts the format",
+    /// "resamples"), if it helps at all.
+    pub fn plug_remedy(&self) -> Option<&'static str> {
+        match self {
+            AlsaRefusal::Access { .. } => Some("interleaves"),
+            AlsaRefusal::Format { .. } | AlsaRefusal::NoFormat => Some("converts the format"),
+            AlsaRefusal::Rate { .. } => Some("resamples"),
+            AlsaRefusal::Period { .. } | AlsaRefusal::Buffer { .. } => None,
+        }
+    }
+
+    /// The formats the device takes, worded: "s16, s32", or "none of float, ... or s16".
+    pub fn takes_words(takes: &[crate::alsa::stream::SampleFormat]) -> String {
+        if takes.is_empty() {
+            format!(
+                "none of {}",
+                crate::alsa::stream::SampleFormat::flag_names()
+            )
+        } else {
+            let names: Vec<&str> = takes.iter().map(|f| f.flag_name()).collect();
+            names.join(", ")
+        }
+    }
+}
+
+/// The `plughw:` twin of a `hw:` device (`hw:1,0` -> `plughw:1,0`), which does what the
+/// bare device cannot (alsa-lib's plug plugin); `None` for other devices.
+pub fn plug_twin(device: &str) -> Option<String> {
+    device
+        .strip_prefix("hw:")
+        .map(|rest| format!("plughw:{rest}"))
+}
+
+/// The end of a refusal that alsa-lib's plug layer can remedy: the `plughw:` twin of a
+/// `hw:` device, named as `name_device` words a device ("the device", or a flag), or a
+/// pointer to a plug device; empty when the plug layer does not help.
+pub fn plug_advice(device: &str, refusal: &AlsaRefusal, name_device: &str) -> String {
+    match (refusal.plug_remedy(), plug_twin(device)) {
+        (None, _) => String::new(),
+        (Some(what), Some(twin)) => {
+            format!(": or use {name_device} {twin} (alsa-lib's plug layer {what})")
+        }
+        (Some(what), None) => format!(": or use a plughw: device (alsa-lib's plug layer {what})"),
+    }
+}
+
+/// The library's wording of a refusal (after "ALSA device `X` ", before the plug advice).
+impl fmt::Display for AlsaRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlsaRefusal::Access { takes } => write!(
+                f,
+                "takes only {} access, and audiolat reads and writes interleaved frames",
+                if takes.is_empty() {
+                    "other".to_string()
+                } else {
+                    takes.join(" or ")
+                }
+            ),
+            AlsaRefusal::Format { asked, takes } => write!(
+                f,
+                "does not take the sample format {}; it takes {}",
+                asked.flag_name(),
+                Self::takes_words(takes)
+            ),
+            AlsaRefusal::NoFormat => write!(
+                f,
+                "takes none of {}",
+                crate::alsa::stream::SampleFormat::flag_names()
+            ),
+            AlsaRefusal::Rate { asked, runs } => {
+                write!(f, "refuses a rate of {asked} Hz; it runs {runs} Hz")
+            }
+            AlsaRefusal::Period { asked, nearest } => write!(
+                f,
+                "refuses a period of {asked} frames; the nearest it takes is {nearest}"
+            ),
+            AlsaRefusal::Buffer {
+                periods,
+                wanted,
+                nearest,
+            } => write!(
+                f,
+                "refuses a buffer of {periods} periods ({wanted} frames); the nearest it takes is {nearest} frames"
+            ),
+        }
+    }
 }
 
 /// A stream setting a running JACK server is compared on.

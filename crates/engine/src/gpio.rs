@@ -128,8 +128,8 @@ impl fmt::Display for GpioSpec {
 /// and says what the user can do.
 #[derive(Debug, thiserror::Error)]
 pub enum GpioError {
-    /// The `--gpio` text is not `CHIP:LINE`.
-    #[error("--gpio `{text}`: {problem}")]
+    /// A GPIO line's text is not `CHIP:LINE`.
+    #[error("GPIO line `{text}`: {problem}")]
     InvalidSpec {
         /// What was typed.
         text: String,
@@ -197,11 +197,11 @@ pub enum GpioError {
 
 fn describe_available(available: &[String]) -> String {
     if available.is_empty() {
-        "this machine exposes none (ls /dev/gpiochip*); drop --gpio or name an existing chip"
+        "this machine exposes none (ls /dev/gpiochip*); measure without a GPIO line or name an existing chip"
             .to_owned()
     } else {
         format!(
-            "this machine has {} (ls /dev/gpiochip*); name one of those or drop --gpio",
+            "this machine has {} (ls /dev/gpiochip*); name one of those or measure without a GPIO line",
             available.join(", ")
         )
     }

@@ -79,7 +79,7 @@ pub enum LoadError {
     NoSelfExe,
     /// The scratch directory for the disk load is unusable.
     #[error(
-        "disk load scratch directory {0} is not a writable directory: pass one with --scratch-dir"
+        "disk load scratch directory {0} is not a writable directory: name a writable one on the disk to load"
     )]
     BadScratch(PathBuf),
     /// A load failed to start.
@@ -100,9 +100,32 @@ pub enum LoadError {
         /// The end of what it printed.
         stderr: String,
     },
-    /// A load names a cell that does not exist.
-    #[error("{0}")]
-    Cell(String),
+    /// A load is placed in a cell that no cell definition defines.
+    #[error("load '{item}' is placed in cell '{cell}', which no cell definition defines")]
+    UnknownCell {
+        /// The load item, as written (`ep:1`).
+        item: String,
+        /// The cell it names.
+        cell: String,
+    },
+    /// A load that forks (an external tool) is placed in a SCHED_DEADLINE cell.
+    #[error("load {item}@{cell}: {cell} is a SCHED_DEADLINE cell, and a deadline task may not fork: only the built-in loads (video, ep) can run there, each thread taking the reservation itself")]
+    ForkInDeadlineCell {
+        /// The load item, as written (`cpu:50`).
+        item: String,
+        /// The cell it names.
+        cell: String,
+    },
+}
+
+/// A deadline share's text ([`DeadlineShare::to_arg`]'s form) that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("deadline share {text}: {problem}")]
+pub struct BadDeadlineShare {
+    /// The text.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: String,
 }
 
 /// Where and how loads run.
@@ -278,7 +301,8 @@ mod tests {
             ..ctx("scratch")
         };
         let err = plan(&"io".parse().unwrap(), &c).unwrap_err();
-        assert!(err.to_string().contains("--scratch-dir"), "{err}");
+        assert!(matches!(err, LoadError::BadScratch(_)), "{err}");
+        assert!(!err.to_string().contains("--"), "{err}");
     }
 
     #[test]

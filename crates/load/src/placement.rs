@@ -2,6 +2,7 @@
 //! the child between fork and exec, and the SCHED_DEADLINE share of the built-in loads.
 
 use crate::spec::LoadItem;
+use crate::BadDeadlineShare;
 use std::path::PathBuf;
 
 /// A cell as a load process joins it, before it runs its program: the groups it writes
@@ -49,13 +50,17 @@ impl DeadlineShare {
     }
 
     /// Parses [`DeadlineShare::to_arg`]'s form.
-    pub fn from_arg(s: &str) -> Result<DeadlineShare, String> {
+    pub fn from_arg(s: &str) -> Result<DeadlineShare, BadDeadlineShare> {
+        let bad = |problem: &str| BadDeadlineShare {
+            text: s.to_string(),
+            problem: problem.to_string(),
+        };
         let parts: Vec<&str> = s.split(',').collect();
-        let num = |i: usize| -> Result<u64, String> {
+        let num = |i: usize| -> Result<u64, BadDeadlineShare> {
             parts
                 .get(i)
                 .and_then(|v| v.trim().parse().ok())
-                .ok_or_else(|| format!("--deadline {s}: expected RUNTIME,DEADLINE,PERIOD in ns"))
+                .ok_or_else(|| bad("expected RUNTIME,DEADLINE,PERIOD in ns"))
         };
         let share = DeadlineShare {
             runtime_ns: num(0)?,
@@ -64,7 +69,7 @@ impl DeadlineShare {
             time_triggered: match parts.get(3) {
                 None => false,
                 Some(&"tt") => true,
-                Some(other) => return Err(format!("--deadline {s}: unknown flag '{other}'")),
+                Some(other) => return Err(bad(&format!("unknown flag '{other}'"))),
             },
         };
         if parts.len() > 4
@@ -72,9 +77,7 @@ impl DeadlineShare {
             || share.runtime_ns > share.deadline_ns
             || share.deadline_ns > share.period_ns
         {
-            return Err(format!(
-                "--deadline {s}: needs 0 < runtime <= deadline <= period"
-            ));
+            return Err(bad("needs 0 < runtime <= deadline <= period"));
         }
         Ok(share)
     }

@@ -137,10 +137,10 @@ pub fn plan(spec: &LoadSpec, ctx: &LoadContext) -> Result<Vec<LoadCommand>, Load
             .and_then(|cell| ctx.placements.get(cell).map(|p| (cell, p.deadline)));
         if let Some((cell, Some(share))) = deadline {
             if tool.is_some() {
-                return Err(LoadError::Cell(format!(
-                    "--load {}@{cell}: {cell} is a SCHED_DEADLINE cell, and a deadline task may not fork: only the built-in loads (video, ep) can run there, each thread taking the reservation itself",
-                    item.name()
-                )));
+                return Err(LoadError::ForkInDeadlineCell {
+                    item: item.name().to_string(),
+                    cell: cell.to_string(),
+                });
             }
             args.extend(["--deadline".into(), share.to_arg()]);
         }

@@ -90,10 +90,10 @@ pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadErro
     for item in &spec.items {
         if let Some(cell) = spec.cell_of(item) {
             if !ctx.placements.contains_key(cell) {
-                return Err(LoadError::Cell(format!(
-                    "load '{}' is placed in cell '{cell}', which no --cell or --cells defines",
-                    item.name()
-                )));
+                return Err(LoadError::UnknownCell {
+                    item: item.name().to_string(),
+                    cell: cell.to_string(),
+                });
             }
         }
     }

@@ -315,14 +315,15 @@ impl CellSet {
         Ok(set)
     }
 
-    /// Parses one `NAME=KIND[:key=value,...]` flag; CPUs must be online here.
+    /// Parses one cell's `NAME=KIND[:key=value,...]` text; CPUs must be online here.
+    /// The errors name the cell, not where its text came from (a flag, a file).
     pub fn parse_flag(flag: &str) -> Result<Cell, String> {
         Self::parse_flag_within(flag, &engine::rt::online_cpus())
     }
 
     pub(crate) fn parse_flag_within(flag: &str, online: &[usize]) -> Result<Cell, String> {
         let (name, rest) = flag.split_once('=').ok_or_else(|| {
-            format!("--cell '{flag}': use NAME=KIND[:key=value,...], e.g. music=dedicated:cpus=1")
+            format!("cell '{flag}': use NAME=KIND[:key=value,...], e.g. music=dedicated:cpus=1")
         })?;
         let (kind, params) = rest.split_once(':').unwrap_or((rest, ""));
         let mut raw = RawCell {

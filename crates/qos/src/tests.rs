@@ -64,7 +64,7 @@ fn flags_and_toml_give_the_same_cells() {
 #[test]
 fn bad_cells_are_refused_with_the_reason() {
     for (flag, says) in [
-        ("music", "NAME=KIND"),
+        ("music", "cell 'music': use NAME=KIND"),
         ("music=exclusive", "unknown cell kind"),
         ("music=dedicated", "needs its CPUs"),
         ("music=dedicated:cpus=", "empty CPU list"),

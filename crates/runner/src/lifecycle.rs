@@ -343,7 +343,7 @@ fn end_reason(
 pub fn storage_failure(e: &SinkError, db: &Path, what: &str) -> String {
     let db = db.display();
     if e.is_disk_full() {
-        format!("disk full: the filesystem of {db} filled while the run was stored ({what}); free space there, or pass --db with a path on another filesystem")
+        format!("disk full: the filesystem of {db} filled while the run was stored ({what}); free space there, or store into a database on another filesystem")
     } else {
         format!("storing the run in {db} failed: {e} ({what})")
     }

@@ -571,7 +571,7 @@ fn a_full_disk_at_the_end_fails_the_run_and_keeps_what_was_measured() {
     let sink = MemorySink::refusing(&["update_run"], false);
     let mut cell = test_cell(TestProbe::new(3, &sink), "none");
     let run = run(&context(None), &sink, &mut cell, None, &Unobserved).expect("the run");
-    let why = "disk full: the filesystem of :memory: filled while the run was stored (3 of 3 trigger rows stored; the summary could not be stored); free space there, or pass --db with a path on another filesystem";
+    let why = "disk full: the filesystem of :memory: filled while the run was stored (3 of 3 trigger rows stored; the summary could not be stored); free space there, or store into a database on another filesystem";
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_deref(), Some(why));
     assert_eq!(run.measurements[0].detail["steps"], 3);

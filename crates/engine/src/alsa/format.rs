@@ -62,8 +62,8 @@ impl SampleFormat {
         }
     }
 
-    /// The `--format` names, for messages: "float, s32, s24, s24_3 or s16".
-    pub(crate) fn flag_names() -> String {
+    /// The format names, for messages: "float, s32, s24, s24_3 or s16".
+    pub fn flag_names() -> String {
         let names: Vec<&str> = Self::ALL.iter().map(|f| f.flag_name()).collect();
         format!(
             "{} or {}",

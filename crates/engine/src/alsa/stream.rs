@@ -32,8 +32,8 @@
 
 use crate::alsa::devices::{holder_of_name, PcmDirection};
 use crate::audio::{
-    AudioError, Backend, CycleRecord, Model, Processor, ServerInfo, StreamInfo, StreamSetting,
-    StreamStatus, XrunRecord,
+    AlsaRefusal, AudioError, Backend, CycleRecord, Model, Processor, ServerInfo, StreamInfo,
+    StreamSetting, StreamStatus, XrunRecord,
 };
 use crate::clock::monotonic_ns;
 use crate::rt::Policy;
@@ -230,15 +230,6 @@ fn alsa_err<'a>(op: &'static str, device: &'a str) -> impl Fn(alsa::Error) -> Au
     }
 }
 
-/// The end of a refusal: the `plughw:` twin of a `hw:` device, which does what `hw:`
-/// cannot (alsa-lib's plug plugin); for other devices, a pointer to one.
-fn plug_hint(device: &str, what: &str) -> String {
-    match device.strip_prefix("hw:") {
-        Some(rest) => format!(": or use --device plughw:{rest} (alsa-lib's plug layer {what})"),
-        None => format!(": or use a plughw: device (alsa-lib's plug layer {what})"),
-    }
-}
-
 /// Sets the hardware parameters; returns (format, channels, rate, period, buffer).
 fn set_hw(
     pcm: &PCM,
@@ -258,30 +249,22 @@ fn set_hw(
         .filter(|(a, _)| hwp.test_access(*a).is_ok())
         .map(|(_, n)| n)
         .collect();
-        return Err(AudioError::BadSetting(format!(
-            "ALSA device `{device}` takes only {} access, and audiolat reads and writes interleaved frames{}",
-            if takes.is_empty() { "other".to_string() } else { takes.join(" or ") },
-            plug_hint(device, "interleaves")
-        )));
+        return Err(AudioError::AlsaRefused {
+            device: device.to_string(),
+            refusal: AlsaRefusal::Access { takes },
+        });
     }
     let format = match format {
         Some(f) => {
             hwp.set_format(f.alsa()).map_err(|_| {
-                let takes: Vec<&str> = SampleFormat::ALL
+                let takes: Vec<SampleFormat> = SampleFormat::ALL
                     .into_iter()
                     .filter(|c| hwp.test_format(c.alsa()).is_ok())
-                    .map(|c| c.flag_name())
                     .collect();
-                AudioError::BadSetting(format!(
-                    "--format {}: ALSA device `{device}` does not take it; it takes {}{}",
-                    f.flag_name(),
-                    if takes.is_empty() {
-                        format!("none of {}", SampleFormat::flag_names())
-                    } else {
-                        takes.join(", ")
-                    },
-                    plug_hint(device, "converts the format")
-                ))
+                AudioError::AlsaRefused {
+                    device: device.to_string(),
+                    refusal: AlsaRefusal::Format { asked: f, takes },
+                }
             })?;
             f
         }
@@ -289,12 +272,9 @@ fn set_hw(
             let f = SampleFormat::ALL
                 .into_iter()
                 .find(|c| hwp.test_format(c.alsa()).is_ok())
-                .ok_or_else(|| {
-                    AudioError::BadSetting(format!(
-                        "ALSA device `{device}` takes none of {}{}",
-                        SampleFormat::flag_names(),
-                        plug_hint(device, "converts the format")
-                    ))
+                .ok_or_else(|| AudioError::AlsaRefused {
+                    device: device.to_string(),
+                    refusal: AlsaRefusal::NoFormat,
                 })?;
             hwp.set_format(f.alsa())
                 .map_err(e("setting the sample format"))?;
@@ -312,30 +292,39 @@ fn set_hw(
         .set_rate_near(config.sample_rate_hz, ValueOr::Nearest)
         .map_err(e("setting the rate"))?;
     if rate != config.sample_rate_hz {
-        return Err(AudioError::BadSetting(format!(
-            "--rate {}: ALSA device `{device}` runs {rate} Hz instead: use --rate {rate}{}",
-            config.sample_rate_hz,
-            plug_hint(device, "resamples")
-        )));
+        return Err(AudioError::AlsaRefused {
+            device: device.to_string(),
+            refusal: AlsaRefusal::Rate {
+                asked: config.sample_rate_hz,
+                runs: rate,
+            },
+        });
     }
     let period = hwp
         .set_period_size_near(config.period_frames as alsa::pcm::Frames, ValueOr::Nearest)
         .map_err(e("setting the period"))? as u32;
     if period != config.period_frames {
-        return Err(AudioError::BadSetting(format!(
-            "--period {}: ALSA device `{device}` refuses that period (the nearest it takes is {period} frames): use --period {period}",
-            config.period_frames
-        )));
+        return Err(AudioError::AlsaRefused {
+            device: device.to_string(),
+            refusal: AlsaRefusal::Period {
+                asked: config.period_frames,
+                nearest: period,
+            },
+        });
     }
     let wanted = (config.period_frames * config.periods) as alsa::pcm::Frames;
     let buffer = hwp
         .set_buffer_size_near(wanted)
         .map_err(e("setting the buffer"))? as u32;
     if buffer != wanted as u32 {
-        return Err(AudioError::BadSetting(format!(
-            "--periods {}: ALSA device `{device}` refuses a buffer of {wanted} frames (the nearest it takes is {buffer}): use a buffer it takes",
-            config.periods
-        )));
+        return Err(AudioError::AlsaRefused {
+            device: device.to_string(),
+            refusal: AlsaRefusal::Buffer {
+                periods: config.periods,
+                wanted: wanted as u32,
+                nearest: buffer,
+            },
+        });
     }
     pcm.hw_params(&hwp).map_err(e("applying the parameters"))?;
     Ok((format, channels, rate, period, buffer))

@@ -62,7 +62,7 @@ fn gpio_spec_rejects_bad_forms_in_one_line() {
     let no_colon = parse_err("abc");
     assert_eq!(
         no_colon,
-        "--gpio `abc`: expected CHIP:LINE such as gpiochip0:17"
+        "GPIO line `abc`: expected CHIP:LINE such as gpiochip0:17"
     );
     assert!(parse_err(":17").contains("the chip is missing"));
     assert!(parse_err("gpiochip0:").contains("the line is missing"));
@@ -167,7 +167,8 @@ fn open_on_a_missing_chip_names_the_path() {
         message.starts_with(&format!("no GPIO chip at {}: ", missing.display())),
         "{message}"
     );
-    assert!(message.contains("drop --gpio"), "{message}");
+    assert!(message.contains("measure without a GPIO line"), "{message}");
+    assert!(!message.contains("--"), "{message}");
 }
 
 #[test]
@@ -178,7 +179,7 @@ fn chip_missing_message_lists_what_exists() {
     };
     assert_eq!(
         none.to_string(),
-        "no GPIO chip at /dev/gpiochip0: this machine exposes none (ls /dev/gpiochip*); drop --gpio or name an existing chip"
+        "no GPIO chip at /dev/gpiochip0: this machine exposes none (ls /dev/gpiochip*); measure without a GPIO line or name an existing chip"
     );
     let some = GpioError::ChipMissing {
         path: PathBuf::from("/dev/gpiochip3"),

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{DevicesReport, SocketServer};
+use super::{DevicesReport, Setup, SocketServer};
 
 fn bounds_json<T: Copy + Into<Value>>(b: &engine::alsa::devices::Bounds<T>) -> Value {
     json!({"min": b.min.map(Into::into), "max": b.max.map(Into::into)})
@@ -44,8 +44,9 @@ pub fn pcm_names_by_card(r: &DevicesReport) -> (Vec<String>, Vec<String>) {
 /// - `servers.jack[]`: `name`, `pid`, `default`, `answers`, `rate_hz`, `period_frames`,
 ///   `ports`, `playback_ports[]`, `capture_ports[]`, `error`; `servers.jack_running`,
 ///   `servers.jackd`; `servers.pipewire` and `servers.pulseaudio`: `running`, `socket`;
-/// - `suggestions[]`: `probes[]`, `args`, `what`.
-pub fn to_json(r: &DevicesReport) -> Value {
+/// - `suggestions[]`: `probes[]`, `args` (the setup as `args` words it: the program's
+///   flags), `what`.
+pub fn to_json(r: &DevicesReport, args: &dyn Fn(&Setup) -> String) -> Value {
     use engine::alsa::devices::Probe;
     let stream = |card: &engine::alsa::devices::Card,
                   d: &engine::alsa::devices::PcmDevice,
@@ -145,7 +146,7 @@ pub fn to_json(r: &DevicesReport) -> Value {
         },
         "suggestions": r.suggestions.iter().map(|s| json!({
             "probes": s.probes,
-            "args": s.args,
+            "args": args(&s.setup),
             "what": s.what,
         })).collect::<Vec<_>>(),
     })

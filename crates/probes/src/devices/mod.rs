@@ -53,15 +53,64 @@ impl SocketServer {
     }
 }
 
-/// Something that can be measured here, and the flags that measure it.
+/// Something that can be measured here, and the audio setup that measures it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Suggestion {
     /// The probes it suits: `event`, `roundtrip`.
     pub probes: Vec<&'static str>,
     /// What it measures, in words.
     pub what: String,
-    /// The flags, as typed after `audiolat event` or `audiolat roundtrip`.
-    pub args: String,
+    /// The setup; the program words it for its user (as flags).
+    pub setup: Setup,
+}
+
+/// The backend a [`Setup`] uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupBackend {
+    /// An ALSA device.
+    Alsa,
+    /// A JACK server.
+    Jack,
+    /// audiolat's virtual card.
+    Virtual,
+}
+
+/// An audio setup a [`Suggestion`] measures with: only what differs from the defaults
+/// (a private JACK server, 48 kHz, 2 x 256 frames) is set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Setup {
+    /// The backend; `None` never occurs in a suggestion (it is `Default`'s only).
+    pub backend: Option<SetupBackend>,
+    /// The ALSA device (playback, or both ways).
+    pub device: Option<String>,
+    /// The ALSA capture device, when it is not `device`.
+    pub capture_device: Option<String>,
+    /// The name of a running (external) JACK server to use.
+    pub external_server: Option<String>,
+    /// JACK ports to play into and capture from (a cable between them).
+    pub ports: Option<(String, String)>,
+    /// The sample rate, in Hz.
+    pub rate_hz: Option<u64>,
+    /// The period, in frames.
+    pub period_frames: Option<u64>,
+    /// The periods in the device buffer.
+    pub periods: Option<u64>,
+}
+
+impl Setup {
+    fn with(backend: SetupBackend) -> Setup {
+        Setup {
+            backend: Some(backend),
+            ..Setup::default()
+        }
+    }
+
+    fn alsa(device: impl Into<String>) -> Setup {
+        Setup {
+            device: Some(device.into()),
+            ..Setup::with(SetupBackend::Alsa)
+        }
+    }
 }
 
 /// Everything `audiolat devices` shows.
@@ -152,18 +201,15 @@ fn hw_name(plugin: &str, card: &Card, device: u32, stream: &PcmStream, sub: u32)
 }
 
 /// The ALSA backend asks for 48 kHz and 2 x 256 frames unless told otherwise: the
-/// flags a device needs beyond `--device`, from what it accepts.
-fn alsa_settings(caps: &HwCaps) -> String {
-    let mut flags = String::new();
+/// settings a device needs beyond its name, from what it accepts, set in `setup`.
+fn alsa_settings(caps: &HwCaps, setup: &mut Setup) {
     if !caps.standard_rates_hz.contains(&48_000) {
-        if let Some(r) = caps
+        setup.rate_hz = caps
             .standard_rates_hz
             .iter()
             .find(|r| **r == 44_100)
             .or(caps.standard_rates_hz.first())
-        {
-            flags.push_str(&format!(" --rate {r}"));
-        }
+            .map(|r| u64::from(*r));
     }
     let period = (4..=13)
         .map(|p| 1u64 << p)
@@ -173,13 +219,8 @@ fn alsa_settings(caps: &HwCaps) -> String {
                 .map(|p| 1u64 << p)
                 .find(|p| caps.period_frames.contains(*p))
         });
-    if let Some(p) = period.filter(|p| *p != 256) {
-        flags.push_str(&format!(" --period {p}"));
-    }
-    if let Some(min) = caps.periods.min.filter(|m| *m > 2) {
-        flags.push_str(&format!(" --periods {min}"));
-    }
-    flags
+    setup.period_frames = period.filter(|p| *p != 256);
+    setup.periods = caps.periods.min.filter(|m| *m > 2).map(u64::from);
 }
 
 /// One suggestion per card for playback (event), one for a loop (round trip) where the
@@ -195,27 +236,28 @@ fn card_suggestions(card: &Card, out: &mut Vec<Suggestion>) {
     };
     // Playback: the first device with a free subdevice.
     if let Some((device, stream, sub)) = usable(PcmDirection::Playback).next() {
-        let (plugin, why, settings) = match stream.caps() {
-            Some(c) if c.usable_by_audiolat() => ("hw", String::new(), alsa_settings(c)),
+        let (plugin, why, caps) = match stream.caps() {
+            Some(c) if c.usable_by_audiolat() => ("hw", String::new(), Some(c)),
             Some(c) if c.audiolat_formats().is_empty() => (
                 "plughw",
                 " (hw: takes none of FLOAT, S32, S24, S24_3, S16: plughw converts)".to_string(),
-                String::new(),
+                None,
             ),
             Some(_) => (
                 "plughw",
                 " (hw: takes none of the standard rates: plughw resamples)".to_string(),
-                String::new(),
+                None,
             ),
-            None => ("hw", String::new(), String::new()),
+            None => ("hw", String::new(), None),
         };
+        let mut setup = Setup::alsa(hw_name(plugin, card, device, stream, sub));
+        if let Some(c) = caps {
+            alsa_settings(c, &mut setup);
+        }
         out.push(Suggestion {
             probes: vec!["event"],
             what: format!("playback on card {} device {device}{why}", card.id),
-            args: format!(
-                "--backend alsa --device {}{settings}",
-                hw_name(plugin, card, device, stream, sub)
-            ),
+            setup,
         });
     }
     // A loop.
@@ -274,15 +316,17 @@ fn loop_suggestion(
     out: (u32, &PcmStream, u32),
     back: (u32, &PcmStream, u32),
 ) -> Suggestion {
-    let settings = out.1.caps().map(alsa_settings).unwrap_or_default();
+    let mut setup = Setup {
+        capture_device: Some(hw_name("hw", card, back.0, back.1, back.2)),
+        ..Setup::alsa(hw_name("hw", card, out.0, out.1, out.2))
+    };
+    if let Some(c) = out.1.caps() {
+        alsa_settings(c, &mut setup);
+    }
     Suggestion {
         probes: vec!["roundtrip"],
         what,
-        args: format!(
-            "--backend alsa --device {} --capture-device {}{settings}",
-            hw_name("hw", card, out.0, out.1, out.2),
-            hw_name("hw", card, back.0, back.1, back.2)
-        ),
+        setup,
     }
 }
 
@@ -303,25 +347,32 @@ fn suggestions(r: &DevicesReport) -> Vec<Suggestion> {
                 "the running JACK server `{name}` ({} Hz, {} frames); a round trip goes through audiolat's software loop in it",
                 facts.rate_hz, facts.period_frames
             ),
-            args: format!("--backend jack --server external --server-name {name}"),
+            setup: Setup {
+                external_server: Some(name.clone()),
+                ..Setup::with(SetupBackend::Jack)
+            },
         });
         if let (Some(p), Some(c)) = (ports.playback.first(), ports.capture.first()) {
             out.push(Suggestion {
                 probes: vec!["roundtrip"],
                 what: format!("round trip through a cable from {p} to {c} on `{name}`"),
-                args: format!(
-                    "--backend jack --server external --server-name {name} --playback {p} --capture {c}"
-                ),
+                setup: Setup {
+                    external_server: Some(name.clone()),
+                    ports: Some((p.clone(), c.clone())),
+                    ..Setup::with(SetupBackend::Jack)
+                },
             });
         }
         if jack_pcm {
             out.push(Suggestion {
                 probes: vec!["event", "roundtrip"],
                 what: format!("ALSA's jack PCM playing into `{name}`"),
-                args: format!(
-                    "--backend alsa --device jack --server external --server-name {name} --rate {} --period {}",
-                    facts.rate_hz, facts.period_frames
-                ),
+                setup: Setup {
+                    external_server: Some(name.clone()),
+                    rate_hz: Some(u64::from(facts.rate_hz)),
+                    period_frames: Some(u64::from(facts.period_frames)),
+                    ..Setup::alsa("jack")
+                },
             });
         }
     }
@@ -329,18 +380,18 @@ fn suggestions(r: &DevicesReport) -> Vec<Suggestion> {
         out.push(Suggestion {
             probes: vec!["event", "roundtrip"],
             what: "a private JACK server audiolat starts and stops (jackd -d dummy: a software clock, no sound card)".into(),
-            args: "--backend jack".into(),
+            setup: Setup::with(SetupBackend::Jack),
         });
         if jack_pcm {
             out.push(Suggestion {
                 probes: vec!["event"],
                 what: "ALSA's jack PCM playing into a private jackd -d dummy".into(),
-                args: "--backend alsa --device jack".into(),
+                setup: Setup::alsa("jack"),
             });
             out.push(Suggestion {
                 probes: vec!["roundtrip"],
                 what: "ALSA's jack PCM through a software loop in a private jackd -d dummy".into(),
-                args: "--backend alsa --device loop".into(),
+                setup: Setup::alsa("loop"),
             });
         }
     }
@@ -348,20 +399,20 @@ fn suggestions(r: &DevicesReport) -> Vec<Suggestion> {
         out.push(Suggestion {
             probes: vec!["event"],
             what: "PipeWire through its ALSA plug-in".into(),
-            args: "--backend alsa --device pipewire".into(),
+            setup: Setup::alsa("pipewire"),
         });
     }
     if r.pulseaudio.present() && r.alsa.knows("pulse") {
         out.push(Suggestion {
             probes: vec!["event"],
             what: "PulseAudio through its ALSA plug-in (adds the server's buffering)".into(),
-            args: "--backend alsa --device pulse".into(),
+            setup: Setup::alsa("pulse"),
         });
     }
     out.push(Suggestion {
         probes: vec!["event", "roundtrip"],
         what: "audiolat's virtual card (a software clock and loopback cable: exact ground truth, needs nothing)".into(),
-        args: "--backend virtual".into(),
+        setup: Setup::with(SetupBackend::Virtual),
     });
     out
 }
@@ -468,8 +519,33 @@ mod tests {
         }
     }
 
+    /// A setup in a compact test form: the settings it sets, as `key value` words in a
+    /// fixed order (the binary words them as its flags).
+    fn words(setup: &Setup) -> String {
+        let mut out = vec![format!("{:?}", setup.backend.expect("a backend")).to_lowercase()];
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                out.push(format!("{k} {v}"));
+            }
+        };
+        put("device", setup.device.clone());
+        put("capture-device", setup.capture_device.clone());
+        put("external", setup.external_server.clone());
+        put(
+            "ports",
+            setup.ports.as_ref().map(|(p, c)| format!("{p} {c}")),
+        );
+        put("rate", setup.rate_hz.map(|r| r.to_string()));
+        put("period", setup.period_frames.map(|p| p.to_string()));
+        put("periods", setup.periods.map(|p| p.to_string()));
+        out.join(" ")
+    }
+
     fn args(r: &DevicesReport) -> Vec<String> {
-        suggestions(r).into_iter().map(|s| s.args).collect()
+        suggestions(r)
+            .into_iter()
+            .map(|s| words(&s.setup))
+            .collect()
     }
 
     #[test]
@@ -477,16 +553,11 @@ mod tests {
         let r = report(Vec::new());
         assert_eq!(
             args(&r),
-            [
-                "--backend jack",
-                "--backend alsa --device jack",
-                "--backend alsa --device loop",
-                "--backend virtual"
-            ]
+            ["jack", "alsa device jack", "alsa device loop", "virtual"]
         );
         let mut r = r;
         r.jackd = None;
-        assert_eq!(args(&r), ["--backend virtual"]);
+        assert_eq!(args(&r), ["virtual"]);
     }
 
     /// snd-aloop's card: two devices of `subs` subdevices each way, subdevice 0 of
@@ -516,20 +587,20 @@ mod tests {
     #[test]
     fn the_loopback_card_is_played_and_looped_on_a_free_subdevice() {
         let a = args(&report(vec![loopback_playing_on_0_0_0(8)]));
-        assert_eq!(a[0], "--backend alsa --device hw:Loopback,0,1");
+        assert_eq!(a[0], "alsa device hw:Loopback,0,1");
         assert_eq!(
             a[1],
-            "--backend alsa --device hw:Loopback,0,1 --capture-device hw:Loopback,1,1"
+            "alsa device hw:Loopback,0,1 capture-device hw:Loopback,1,1"
         );
     }
 
     #[test]
     fn a_loopback_card_whose_only_subdevice_plays_loops_the_other_way() {
         let a = args(&report(vec![loopback_playing_on_0_0_0(1)]));
-        assert_eq!(a[0], "--backend alsa --device hw:Loopback,1");
+        assert_eq!(a[0], "alsa device hw:Loopback,1");
         assert_eq!(
             a[1],
-            "--backend alsa --device hw:Loopback,1 --capture-device hw:Loopback,0"
+            "alsa device hw:Loopback,1 capture-device hw:Loopback,0"
         );
     }
 
@@ -541,15 +612,15 @@ mod tests {
             vec![one_subdevice(caps(&["S24_3BE"], &[44100, 48000]), true)],
         );
         let s = suggestions(&report(vec![odd]));
-        assert_eq!(s[0].args, "--backend alsa --device plughw:USB,0");
+        assert_eq!(words(&s[0].setup), "alsa device plughw:USB,0");
         assert!(
             s[0].what.contains("none of FLOAT, S32, S24, S24_3, S16"),
             "{}",
             s[0].what
         );
         assert_eq!(
-            s[1].args,
-            "--backend alsa --device hw:USB,0 --capture-device hw:USB,0"
+            words(&s[1].setup),
+            "alsa device hw:USB,0 capture-device hw:USB,0"
         );
         // A device that does not run 48 kHz gets the rate it runs.
         let cd = card(
@@ -557,10 +628,7 @@ mod tests {
             "HDA-Intel",
             vec![one_subdevice(caps(&["S16_LE"], &[44100]), false)],
         );
-        assert_eq!(
-            args(&report(vec![cd]))[0],
-            "--backend alsa --device hw:CD,0 --rate 44100"
-        );
+        assert_eq!(args(&report(vec![cd]))[0], "alsa device hw:CD,0 rate 44100");
     }
 
     #[test]
@@ -584,10 +652,10 @@ mod tests {
         assert_eq!(
             args(&r),
             [
-                "--backend jack --server external --server-name studio",
-                "--backend jack --server external --server-name studio --playback system:playback_1 --capture system:capture_1",
-                "--backend alsa --device jack --server external --server-name studio --rate 44100 --period 128",
-                "--backend virtual"
+                "jack external studio",
+                "jack external studio ports system:playback_1 system:capture_1",
+                "alsa device jack external studio rate 44100 period 128",
+                "virtual"
             ]
         );
     }

@@ -178,7 +178,7 @@ impl EventConfig {
     /// Checks the numbers against each other.
     pub fn validate(&self) -> Result<(), EventError> {
         if self.triggers == 0 {
-            return Err(EventError::Config("--triggers must be at least 1".into()));
+            return Err(EventError::NoTriggers);
         }
         if !(self.note_ms > 0.0 && self.note_ms <= 10_000.0) {
             return Err(EventError::Config(format!(
@@ -229,6 +229,12 @@ pub enum EventError {
     /// A bad setting.
     #[error("{0}")]
     Config(String),
+    /// The run was asked for no triggers.
+    #[error("the number of triggers must be at least 1")]
+    NoTriggers,
+    /// A GPIO line was asked for with MIDI triggers.
+    #[error("a GPIO line needs timer or key triggers: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at")]
+    GpioWithMidi,
     /// The audio backend failed.
     #[error(transparent)]
     Audio(#[from] AudioError),
@@ -254,9 +260,7 @@ fn check_source(config: &EventConfig, info: &StreamInfo) -> Result<(), EventErro
         ));
     }
     if config.source == TriggerSource::Midi && config.gpio.is_some() {
-        return Err(EventError::Config(
-            "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
-        ));
+        return Err(EventError::GpioWithMidi);
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::audio::plug_advice;
 
 #[test]
 fn twenty_four_bit_samples_keep_their_sign_and_scale_both_ways() {
@@ -39,15 +40,44 @@ fn formats_parse_by_flag_and_alsa_name_and_list_in_preference_order() {
 
 #[test]
 fn a_refusal_points_to_the_plughw_twin_of_a_hw_device() {
+    let rate = AlsaRefusal::Rate {
+        asked: 44_100,
+        runs: 48_000,
+    };
     assert_eq!(
-        plug_hint("hw:Dummy", "resamples"),
-        ": or use --device plughw:Dummy (alsa-lib's plug layer resamples)"
+        plug_advice("hw:Dummy", &rate, "the device"),
+        ": or use the device plughw:Dummy (alsa-lib's plug layer resamples)"
     );
+    let format = AlsaRefusal::Format {
+        asked: SampleFormat::S16,
+        takes: vec![],
+    };
     assert_eq!(
-        plug_hint("hw:1,0,2", "converts the format"),
+        plug_advice("hw:1,0,2", &format, "--device"),
         ": or use --device plughw:1,0,2 (alsa-lib's plug layer converts the format)"
     );
-    assert!(plug_hint("default", "resamples").contains("a plughw: device"));
+    assert!(plug_advice("default", &rate, "the device").contains("a plughw: device"));
+    let period = AlsaRefusal::Period {
+        asked: 100,
+        nearest: 128,
+    };
+    assert_eq!(plug_advice("hw:0", &period, "the device"), "");
+    let e = AudioError::AlsaRefused {
+        device: "hw:0".into(),
+        refusal: period,
+    };
+    assert_eq!(
+        e.to_string(),
+        "ALSA device `hw:0` refuses a period of 100 frames; the nearest it takes is 128"
+    );
+    let e = AudioError::AlsaRefused {
+        device: "hw:0".into(),
+        refusal: format,
+    };
+    assert_eq!(
+        e.to_string(),
+        "ALSA device `hw:0` does not take the sample format s16; it takes none of float, s32, s24, s24_3 or s16: or use the device plughw:0 (alsa-lib's plug layer converts the format)"
+    );
 }
 
 #[test]
