@@ -274,10 +274,9 @@ pub fn audio_message(e: &AudioError) -> String {
 /// `audiolat event` or `audiolat roundtrip`.
 pub fn setup_args(setup: &Setup) -> String {
     let mut out = String::from(match setup.backend {
-        Some(SetupBackend::Alsa) => "--backend alsa",
-        Some(SetupBackend::Jack) => "--backend jack",
-        Some(SetupBackend::Virtual) => "--backend virtual",
-        None => "",
+        SetupBackend::Alsa => "--backend alsa",
+        SetupBackend::Jack => "--backend jack",
+        SetupBackend::Virtual => "--backend virtual",
     });
     let mut flag = |name: &str, value: &dyn std::fmt::Display| {
         out.push_str(&format!(" --{name} {value}"));
@@ -305,7 +304,7 @@ pub fn setup_args(setup: &Setup) -> String {
     if let Some(p) = setup.periods {
         flag("periods", &p);
     }
-    out.trim_start().to_string()
+    out
 }
 
 /// An ALSA device's refusal, worded with the flags that asked for the setting.
@@ -340,6 +339,38 @@ fn alsa_refusal_message(device: &str, refusal: &AlsaRefusal) -> String {
 mod tests {
     use super::*;
     use engine::alsa::stream::SampleFormat;
+
+    /// A suggested setup is worded as the flags `audiolat devices` always printed.
+    #[test]
+    fn a_setup_is_worded_as_its_flags() {
+        let setup = Setup {
+            backend: SetupBackend::Alsa,
+            device: Some("jack".into()),
+            capture_device: None,
+            external_server: Some("studio".into()),
+            ports: None,
+            rate_hz: Some(44_100),
+            period_frames: Some(128),
+            periods: Some(3),
+        };
+        assert_eq!(
+            setup_args(&setup),
+            "--backend alsa --device jack --server external --server-name studio --rate 44100 --period 128 --periods 3"
+        );
+        let cable = Setup {
+            backend: SetupBackend::Jack,
+            device: None,
+            rate_hz: None,
+            period_frames: None,
+            periods: None,
+            ports: Some(("a:out".into(), "b:in".into())),
+            ..setup
+        };
+        assert_eq!(
+            setup_args(&cable),
+            "--backend jack --server external --server-name studio --playback a:out --capture b:in"
+        );
+    }
 
     /// The flag words the engine's messages had before they named the problem instead.
     #[test]

@@ -77,10 +77,10 @@ pub enum SetupBackend {
 
 /// An audio setup a [`Suggestion`] measures with: only what differs from the defaults
 /// (a private JACK server, 48 kHz, 2 x 256 frames) is set.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
-    /// The backend; `None` never occurs in a suggestion (it is `Default`'s only).
-    pub backend: Option<SetupBackend>,
+    /// The backend.
+    pub backend: SetupBackend,
     /// The ALSA device (playback, or both ways).
     pub device: Option<String>,
     /// The ALSA capture device, when it is not `device`.
@@ -100,8 +100,14 @@ pub struct Setup {
 impl Setup {
     fn with(backend: SetupBackend) -> Setup {
         Setup {
-            backend: Some(backend),
-            ..Setup::default()
+            backend,
+            device: None,
+            capture_device: None,
+            external_server: None,
+            ports: None,
+            rate_hz: None,
+            period_frames: None,
+            periods: None,
         }
     }
 
@@ -522,7 +528,7 @@ mod tests {
     /// A setup in a compact test form: the settings it sets, as `key value` words in a
     /// fixed order (the binary words them as its flags).
     fn words(setup: &Setup) -> String {
-        let mut out = vec![format!("{:?}", setup.backend.expect("a backend")).to_lowercase()];
+        let mut out = vec![format!("{:?}", setup.backend).to_lowercase()];
         let mut put = |k: &str, v: Option<String>| {
             if let Some(v) = v {
                 out.push(format!("{k} {v}"));
