@@ -228,4 +228,23 @@ mod tests {
         assert_eq!(f.limit, Some(3));
         assert_eq!(f.group_id, None);
     }
+
+    #[test]
+    fn ids_parse_into_their_types() {
+        let Command::Runs(a) = Cli::try_parse_from(["audiolat", "runs", "--group", "3"])
+            .expect("the flags parse")
+            .command
+        else {
+            panic!("not runs")
+        };
+        assert_eq!(a.filter().group_id, Some(results::GroupId(3)));
+        assert!(Cli::try_parse_from(["audiolat", "runs", "--group", "0"]).is_err());
+        let Command::Show(s) = Cli::try_parse_from(["audiolat", "show", "12"])
+            .expect("the run parses")
+            .command
+        else {
+            panic!("not show")
+        };
+        assert_eq!(s.run, super::RunRef::Id(results::RunId(12)));
+    }
 }
