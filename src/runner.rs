@@ -208,7 +208,7 @@ impl LiveLine {
 }
 
 impl ::runner::Observer for LiveLine {
-    fn started(&self, _run_id: i64) {
+    fn started(&self, _run_id: results::RunId) {
         if let Some(prompt) = &self.prompt {
             eprintln!("{prompt}");
         }

@@ -94,11 +94,9 @@ fn parse_resume(s: &str) -> Result<Resume, String> {
     if s == "latest" {
         return Ok(Resume::Latest);
     }
-    s.parse::<i64>()
-        .ok()
-        .filter(|g| *g > 0)
+    s.parse::<results::GroupId>()
         .map(Resume::Group)
-        .ok_or_else(|| format!("'{s}': give a plan run's group id (`audiolat runs` shows it), or no value for the latest"))
+        .map_err(|_| format!("'{s}': give a plan run's group id (`audiolat runs` shows it), or no value for the latest"))
 }
 
 #[derive(Debug, Args)]

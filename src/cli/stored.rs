@@ -11,17 +11,15 @@ pub enum Subject {
     /// One run.
     Run(RunRef),
     /// A group of runs (a plan run, a suite, a sweep).
-    Group(i64),
+    Group(results::GroupId),
 }
 
 fn parse_subject(s: &str) -> Result<Subject, String> {
     if let Some(g) = s.strip_prefix("group:").or_else(|| s.strip_prefix("plan:")) {
         return g
-            .parse::<i64>()
-            .ok()
-            .filter(|g| *g > 0)
+            .parse::<results::GroupId>()
             .map(Subject::Group)
-            .ok_or_else(|| format!("'{s}': give a group id, e.g. group:3"));
+            .map_err(|_| format!("'{s}': give a group id, e.g. group:3"));
     }
     parse_run_ref(s)
         .map(Subject::Run)
@@ -72,7 +70,7 @@ pub struct RunsArgs {
     pub status: Option<results::RunStatus>,
     /// Only runs of this group (e.g. one suite).
     #[arg(long)]
-    pub group: Option<i64>,
+    pub group: Option<results::GroupId>,
     /// At most this many.
     #[arg(long, short = 'n', default_value_t = 20)]
     pub limit: usize,
@@ -124,7 +122,7 @@ impl CompareArgs {
 /// A run id, or `last`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunRef {
-    Id(i64),
+    Id(results::RunId),
     Last,
 }
 
@@ -181,11 +179,9 @@ fn parse_run_ref(s: &str) -> Result<RunRef, String> {
     if s == "last" {
         return Ok(RunRef::Last);
     }
-    s.parse::<i64>()
-        .ok()
-        .filter(|v| *v > 0)
+    s.parse::<results::RunId>()
         .map(RunRef::Id)
-        .ok_or_else(|| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
+        .map_err(|_| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
 }
 
 #[cfg(test)]
@@ -231,5 +227,24 @@ mod tests {
         assert_eq!(f.probe.as_deref(), Some("jitter"));
         assert_eq!(f.limit, Some(3));
         assert_eq!(f.group_id, None);
+    }
+
+    #[test]
+    fn ids_parse_into_their_types() {
+        let Command::Runs(a) = Cli::try_parse_from(["audiolat", "runs", "--group", "3"])
+            .expect("the flags parse")
+            .command
+        else {
+            panic!("not runs")
+        };
+        assert_eq!(a.filter().group_id, Some(results::GroupId(3)));
+        assert!(Cli::try_parse_from(["audiolat", "runs", "--group", "0"]).is_err());
+        let Command::Show(s) = Cli::try_parse_from(["audiolat", "show", "12"])
+            .expect("the run parses")
+            .command
+        else {
+            panic!("not show")
+        };
+        assert_eq!(s.run, super::RunRef::Id(results::RunId(12)));
     }
 }

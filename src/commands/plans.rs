@@ -242,7 +242,7 @@ fn run_cells(
     store: &Store,
     plan: &Plan,
     opts: &PlanRunArgs,
-    group: i64,
+    group: results::GroupId,
     cells: Cells<'_>,
     mut progress: Progress,
 ) -> Result<ExitCode> {
@@ -314,7 +314,7 @@ fn cli_error(e: PlanRunError) -> anyhow::Error {
 fn write_report(
     ctx: &Context,
     opts: &PlanRunArgs,
-    group: i64,
+    group: results::GroupId,
     data: &report::data::ReportData,
 ) -> Option<PathBuf> {
     let path = opts

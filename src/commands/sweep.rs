@@ -70,7 +70,7 @@ pub(crate) fn close_group(store: &Store, group: &Group<'_>, status: RunStatus) {
     }
 }
 
-fn warn_not_closed(store: &Store, group: i64, e: &dyn std::fmt::Display) {
+fn warn_not_closed(store: &Store, group: results::GroupId, e: &dyn std::fmt::Display) {
     eprintln!(
         "audiolat: warning: group {group} could not be closed in {} ({e}); the next audiolat command closes it",
         store.path().display()

@@ -134,7 +134,9 @@ fn alsa_through_the_jack_pcm_runs_event_and_roundtrip_under_load() {
     );
     assert_eq!(r["triggers"].as_array().unwrap().len(), 20);
     let store = Store::open_existing(&db).unwrap();
-    let run = store.run(r["run_id"].as_i64().unwrap()).unwrap();
+    let run = store
+        .run(results::RunId(r["run_id"].as_i64().unwrap()))
+        .unwrap();
     let granted = &run.config["granted"];
     assert_eq!(granted["period_frames"], 256, "{granted}");
     assert_eq!(granted["buffer_frames"], 768, "{granted}");
@@ -191,7 +193,9 @@ fn alsa_through_the_jack_pcm_runs_event_and_roundtrip_under_load() {
     let whole_periods = |f: f64| (f / 128.0 - (f / 128.0).round()).abs() < 1e-3;
     assert!(whole_periods(min) && whole_periods(max), "{frames}");
     let changes = result["delay_changes"].as_array().unwrap();
-    let run = store.run(r["run_id"].as_i64().unwrap()).unwrap();
+    let run = store
+        .run(results::RunId(r["run_id"].as_i64().unwrap()))
+        .unwrap();
     assert_eq!(run.flags["delay_changes"], changes.len(), "{result}");
     if changes.is_empty() {
         assert!(max - min < 1e-3, "{frames}");

@@ -133,7 +133,9 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         }
         // Every trigger is stored with its decomposition: wait + buffer = latency.
         let store = Store::open_existing(&db).unwrap();
-        let rows = store.triggers(r["run_id"].as_i64().unwrap()).unwrap();
+        let rows = store
+            .triggers(results::RunId(r["run_id"].as_i64().unwrap()))
+            .unwrap();
         assert_eq!(rows.len(), 100);
         for row in &rows {
             // A note rendered just after an xrun has no timing figures at all.

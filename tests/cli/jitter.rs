@@ -66,14 +66,17 @@ fn a_jitter_run_is_stored_listed_shown_and_exported() {
 
     // The store has it all, as written.
     let store = Store::open_existing(&db).unwrap();
-    let r = store.run(id).unwrap();
+    let r = store.run(results::RunId(id)).unwrap();
     assert_eq!(r.status, RunStatus::Complete);
     assert_eq!(r.probe, "jitter");
     assert!(r.command_line.contains("--mode timerfd"));
     assert!(!r.tool.git_commit.is_empty());
-    let ms = store.measurements(id).unwrap();
+    let ms = store.measurements(results::RunId(id)).unwrap();
     assert_eq!(ms[0].measurement.histogram.as_ref().unwrap().count(), 400);
-    assert_eq!(store.series(id).unwrap()[0].name, "wakeup_latency_by_block");
+    assert_eq!(
+        store.series(results::RunId(id)).unwrap()[0].name,
+        "wakeup_latency_by_block"
+    );
 
     let runs = run_json(&db, &["runs", "--json"]);
     assert_eq!(runs[0]["id"], id);
@@ -227,7 +230,9 @@ fn refused_real_time_priority_still_measures_and_is_flagged() {
         "the refusal names the fix: {refusal}"
     );
     let store = Store::open_existing(&db).unwrap();
-    let r = store.run(v["run_id"].as_i64().unwrap()).unwrap();
+    let r = store
+        .run(results::RunId(v["run_id"].as_i64().unwrap()))
+        .unwrap();
     assert_eq!(r.flags["realtime"], Value::Bool(false));
     let shown = run(&db, &["show", "last"]);
     assert!(shown.stdout.contains("NOT REAL-TIME"), "{}", shown.stdout);

@@ -11,7 +11,7 @@ use crate::util::{
 };
 
 /// Reads the run a background audiolat is making once its load has started.
-fn wait_for_load(db: &std::path::Path) -> (i64, Vec<i32>, String) {
+fn wait_for_load(db: &std::path::Path) -> (results::RunId, Vec<i32>, String) {
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(30) {
         if let Ok(store) = Store::open_existing(db) {

@@ -151,7 +151,9 @@ fn net_runs_across_two_network_namespaces_and_removes_them() {
     let c = &out["result"]["synth"]["controller"];
     assert!(c["on_time"].as_u64().unwrap() > 500, "{c}");
     let store = Store::open_existing(&db).unwrap();
-    let stored = store.run(out["run_id"].as_i64().unwrap()).unwrap();
+    let stored = store
+        .run(results::RunId(out["run_id"].as_i64().unwrap()))
+        .unwrap();
     assert!(
         stored.config["transport"]
             .as_str()
@@ -383,9 +385,13 @@ fn net_experiment_isolation_runs_the_four_cases_and_leaves_no_cpuset() {
     assert!(rows[2]["paper"].as_str().unwrap().contains("Fig. 7a"));
     let store = Store::open_existing(&db).unwrap();
     // The experiment's group is closed with its runs, not left running.
-    let group = store.group(out["group"].as_i64().unwrap()).unwrap();
+    let group = store
+        .group(results::GroupId(out["group"].as_i64().unwrap()))
+        .unwrap();
     assert_eq!(group.status, results::RunStatus::Complete, "{group:?}");
-    let run = store.run(rows[3]["run_id"].as_i64().unwrap()).unwrap();
+    let run = store
+        .run(results::RunId(rows[3]["run_id"].as_i64().unwrap()))
+        .unwrap();
     let cells = &run.qos_granted["cells"];
     assert_eq!(cells["cells"][0]["exclusive"], true, "{cells}");
     assert_eq!(run.qos_granted["cells_undone"], true);

@@ -35,7 +35,7 @@ rows = ["period"]
 columns = ["backend"]
 "#;
 
-fn plan_cells(db: &std::path::Path, group: i64) -> Vec<results::PlanCell> {
+fn plan_cells(db: &std::path::Path, group: results::GroupId) -> Vec<results::PlanCell> {
     Store::open_existing(db).unwrap().plan_cells(group).unwrap()
 }
 
@@ -62,7 +62,7 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
         let Ok(store) = Store::open_existing(&db) else {
             continue;
         };
-        let Ok(cells) = store.plan_cells(1) else {
+        let Ok(cells) = store.plan_cells(results::GroupId(1)) else {
             continue;
         };
         let complete = cells
@@ -82,10 +82,13 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
     assert_eq!(status.code(), Some(130), "{stdout}");
     assert!(stdout.contains("--resume 1"), "{stdout}");
     let store = Store::open_existing(&db).unwrap();
-    assert_eq!(store.group_status(1).unwrap().1, RunStatus::Interrupted);
-    let before = plan_cells(&db, 1);
+    assert_eq!(
+        store.group_status(results::GroupId(1)).unwrap().1,
+        RunStatus::Interrupted
+    );
+    let before = plan_cells(&db, results::GroupId(1));
     assert_eq!(before.len(), 8);
-    let complete_before: BTreeMap<String, i64> = before
+    let complete_before: BTreeMap<String, results::RunId> = before
         .iter()
         .filter(|c| c.status == Some(RunStatus::Complete))
         .map(|c| (c.key.clone(), c.run_id.unwrap()))
@@ -122,7 +125,7 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
         "{}",
         out.stdout
     );
-    let after = plan_cells(&db, 1);
+    let after = plan_cells(&db, results::GroupId(1));
     assert_eq!(after.len(), 8, "no cell added");
     let keys: std::collections::BTreeSet<&str> = after.iter().map(|c| c.key.as_str()).collect();
     assert_eq!(keys.len(), 8, "each cell once");
@@ -130,7 +133,7 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
         assert_eq!(c.status, Some(RunStatus::Complete), "{}", c.key);
         let run = store.run(c.run_id.unwrap()).unwrap();
         assert_eq!(run.status, RunStatus::Complete, "{}", c.key);
-        assert_eq!(run.group_id, Some(1));
+        assert_eq!(run.group_id, Some(results::GroupId(1)));
         if let Some(id) = complete_before.get(&c.key) {
             // Complete cells were not run again.
             assert_eq!(c.run_id, Some(*id), "{}", c.key);
@@ -139,7 +142,7 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
     }
     let runs = store
         .list_runs(&RunFilter {
-            group_id: Some(1),
+            group_id: Some(results::GroupId(1)),
             probe: Some("event".into()),
             ..Default::default()
         })
@@ -163,7 +166,10 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
     }
     assert_eq!(periods, [128, 128, 128, 128, 64, 64, 64, 64]);
     assert!(jackd_pids("audiolat-dummy").is_empty(), "no server left");
-    assert_eq!(store.group_status(1).unwrap().1, RunStatus::Complete);
+    assert_eq!(
+        store.group_status(results::GroupId(1)).unwrap().1,
+        RunStatus::Complete
+    );
     // The end of the plan printed its table and wrote its report.
     assert!(out.stdout.contains("mean latency (ms)"), "{}", out.stdout);
     assert!(dir.path().join("audiolat-report-plan-1.html").is_file());
@@ -392,13 +398,16 @@ fn a_killed_plan_run_leaves_no_group_or_cell_running() {
     .unwrap();
     let mut child = util::KillOnDrop(spawn(&db, &["run", plan.to_str().unwrap(), "--quiet"]));
     poll_read_only(&db, "the cell did not start its run", |s| {
-        s.plan_cells(1)
+        s.plan_cells(results::GroupId(1))
             .is_ok_and(|c| c.first().is_some_and(|c| c.run_id.is_some()))
     });
     // SAFETY: killing the plan runner this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.0.wait();
-    let cell_run = Store::open_read_only(&db).unwrap().plan_cells(1).unwrap()[0]
+    let cell_run = Store::open_read_only(&db)
+        .unwrap()
+        .plan_cells(results::GroupId(1))
+        .unwrap()[0]
         .run_id
         .unwrap();
     // The cell's process goes with its runner.
@@ -412,13 +421,13 @@ fn a_killed_plan_run_leaves_no_group_or_cell_running() {
     let out = run(&db, &["runs", "--groups", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let store = Store::open_read_only(&db).unwrap();
-    let group = store.group(1).unwrap();
+    let group = store.group(results::GroupId(1)).unwrap();
     assert_eq!(group.status, RunStatus::Interrupted);
     assert!(group.detail["end_reason"]
         .as_str()
         .unwrap()
         .contains("ended without closing"));
-    let cell = &store.plan_cells(1).unwrap()[0];
+    let cell = &store.plan_cells(results::GroupId(1)).unwrap()[0];
     assert_eq!(cell.status, Some(RunStatus::Interrupted), "{cell:?}");
     assert!(cell.error.is_some());
     assert_ne!(store.run(cell_run).unwrap().status, RunStatus::Running);

@@ -215,7 +215,7 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
         out
     };
     // (run id, metric that measured nothing)
-    let mut empty: Vec<(i64, &str)> = Vec::new();
+    let mut empty: Vec<(results::RunId, &str)> = Vec::new();
     let last = |db: &std::path::Path| {
         Store::open_existing(db)
             .unwrap()
@@ -340,7 +340,7 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
     }
     let listed = run_json(&db, &["runs", "--json"]);
     for r in listed.as_array().unwrap() {
-        if r["id"] != jitter {
+        if r["id"] != jitter.get() {
             assert_eq!(r["summary"]["count"], 0, "{r}");
             assert!(
                 r["summary"]["p50"].is_null() && r["summary"]["max"].is_null(),
@@ -437,7 +437,7 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
     let html_path = dir.path().join("r.html");
     let ids: Vec<String> = [roundtrip, event, emulate, respond]
         .iter()
-        .map(i64::to_string)
+        .map(results::RunId::to_string)
         .collect();
     let mut args = vec!["report", "-o", html_path.to_str().unwrap()];
     args.extend(ids.iter().map(String::as_str));

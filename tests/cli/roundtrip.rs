@@ -66,7 +66,7 @@ fn roundtrip_on_the_virtual_card_is_exact_and_the_inserted_delay_adds_its_frames
             "{result}"
         );
         let store = Store::open_existing(&db).unwrap();
-        let run_id = r["run_id"].as_i64().unwrap();
+        let run_id = results::RunId(r["run_id"].as_i64().unwrap());
         let series = store.series(run_id).unwrap();
         let windows = series
             .iter()

@@ -79,7 +79,7 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     let store = Store::open_existing(&db).unwrap();
     let loaded = store
         .list_runs(&RunFilter {
-            group_id: Some(group),
+            group_id: Some(results::GroupId(group)),
             ..RunFilter::default()
         })
         .unwrap();

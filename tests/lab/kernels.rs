@@ -98,9 +98,10 @@ fn the_suite_on_both_kernels_compares_stock_with_preempt_rt() {
             );
         }
     }
-    let groups: std::collections::BTreeSet<i64> = runs.iter().filter_map(|r| r.group_id).collect();
+    let groups: std::collections::BTreeSet<results::GroupId> =
+        runs.iter().filter_map(|r| r.group_id).collect();
     assert_eq!(groups.len(), 2, "{groups:?}");
-    let g: Vec<i64> = groups.into_iter().collect();
+    let g: Vec<results::GroupId> = groups.into_iter().collect();
     let out = std::process::Command::new(crate::util::bin())
         .arg("--db")
         .arg(&db)

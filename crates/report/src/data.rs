@@ -212,8 +212,8 @@ pub(crate) fn test_run(probe: &str, result: Value, measurements: Vec<Measurement
     use results::model::{Machine, ToolInfo};
     RunData {
         record: RunRecord {
-            id: 1,
-            group_id: Some(1),
+            id: results::RunId(1),
+            group_id: Some(results::GroupId(1)),
             probe: probe.into(),
             status: RunStatus::Complete,
             started_at: String::new(),

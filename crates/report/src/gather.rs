@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use results::model::{Finding, RunRecord};
-use results::{Measurement, RunFilter, RunStatus, Store, StoreError, ToolInfo};
+use results::{GroupId, Measurement, RunFilter, RunId, RunStatus, Store, StoreError, ToolInfo};
 
 use crate::data::{CellData, ReportData, RunData};
 
@@ -13,12 +13,12 @@ use crate::data::{CellData, ReportData, RunData};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subject {
     /// One run.
-    Run(i64),
+    Run(RunId),
     /// A group of runs (a plan run, a suite, a sweep).
-    Group(i64),
+    Group(GroupId),
 }
 
-fn run_data(store: &Store, id: i64) -> Result<RunData, StoreError> {
+fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
     let record = store.run(id)?;
     let triggers = if record.probe == "event" {
         store.triggers(id)?
@@ -64,7 +64,7 @@ fn single_cell(run: RunData) -> CellData {
 
 /// A group's report, made by `tool`: a plan run's cells (each with its latest run), or
 /// any group's runs.
-pub fn group(store: &Store, id: i64, tool: &ToolInfo) -> Result<ReportData, StoreError> {
+pub fn group(store: &Store, id: GroupId, tool: &ToolInfo) -> Result<ReportData, StoreError> {
     let g = store.group(id)?;
     let mut data = base(tool);
     let runs = store.list_runs(&RunFilter {

@@ -346,6 +346,7 @@ impl CyclictestHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RunId;
 
     #[test]
     fn cyclictest_text_round_trips() {
@@ -408,16 +409,16 @@ mod tests {
         );
         let record = MeasurementRecord {
             id: 1,
-            run_id: 7,
+            run_id: RunId(7),
             measurement: m,
         };
-        let csv = measurements_csv(&run_record(7), &[record]);
+        let csv = measurements_csv(&run_record(RunId(7)), &[record]);
         let row = csv.lines().nth(1).unwrap();
         assert_eq!(row, "7,roundtrip,roundtrip,ns,0,,,,,,,,,,0,,,complete");
         let json = measurement_json(
             &MeasurementRecord {
                 id: 1,
-                run_id: 7,
+                run_id: RunId(7),
                 measurement: crate::model::Measurement::from_histogram(
                     "net",
                     "response_time",
@@ -433,7 +434,7 @@ mod tests {
         }
     }
 
-    fn run_record(id: i64) -> RunRecord {
+    fn run_record(id: RunId) -> RunRecord {
         RunRecord {
             id,
             group_id: None,

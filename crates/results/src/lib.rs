@@ -18,6 +18,8 @@
 //!   checkpoints, the closing writes with their reserve, finish); the SQLite `Store` implements it.
 //! - A run in progress is described by [`LiveStatus`] (what a live status line shows;
 //!   never stored).
+//! - Runs, groups and plan cells are named by typed ids ([`RunId`], [`GroupId`],
+//!   [`PlanCellId`]) that serialise and print as the bare row number.
 //! - The schema is versioned (`PRAGMA user_version`) and migrated forward on open.
 //!
 //! The store is behind the `sqlite` feature (on by default); real-time crates depend on
@@ -35,6 +37,7 @@
 
 pub mod export;
 pub mod hist;
+pub mod id;
 pub mod live;
 pub mod model;
 pub mod sink;
@@ -44,6 +47,7 @@ pub mod store;
 pub mod view;
 
 pub use hist::{LatencyHistogram, Summary};
+pub use id::{GroupId, ParseIdError, PlanCellId, RunId};
 pub use live::{LiveSnapshot, LiveStatus};
 pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::hist::{LatencyHistogram, Summary};
+use crate::id::{GroupId, PlanCellId, RunId};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +94,7 @@ pub struct RunInfo {
     /// Probe name (`jitter`, `doctor`, ...).
     pub probe: String,
     /// The group (e.g. one `audiolat suite`) this run belongs to.
-    pub group_id: Option<i64>,
+    pub group_id: Option<GroupId>,
     /// Where.
     pub machine: Machine,
     /// With what.
@@ -207,9 +208,9 @@ pub(crate) fn nulls_to_nan(rows: Vec<Vec<Option<f64>>>) -> Vec<Vec<f64>> {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRecord {
     /// Run id.
-    pub id: i64,
+    pub id: RunId,
     /// Group id.
-    pub group_id: Option<i64>,
+    pub group_id: Option<GroupId>,
     /// Probe.
     pub probe: String,
     /// Status.
@@ -250,7 +251,7 @@ pub struct RunRecord {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRecord {
     /// Group id.
-    pub id: i64,
+    pub id: GroupId,
     /// What made it: `suite`, `event`, `roundtrip`, `experiment`, `plan`.
     pub kind: String,
     /// Status.
@@ -285,9 +286,9 @@ pub struct NewPlanCell {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanCell {
     /// Cell id.
-    pub id: i64,
+    pub id: PlanCellId,
     /// The plan run (group).
-    pub group_id: i64,
+    pub group_id: GroupId,
     /// Position in the run order.
     pub seq: i64,
     /// Identity in its plan.
@@ -301,7 +302,7 @@ pub struct PlanCell {
     /// `None` while pending; then the status of its run (or `failed`).
     pub status: Option<RunStatus>,
     /// The run that measured it (the latest attempt's).
-    pub run_id: Option<i64>,
+    pub run_id: Option<RunId>,
     /// How many times it was started.
     pub attempts: i64,
     /// Why it failed, when it made no run.
@@ -314,7 +315,7 @@ pub struct MeasurementRecord {
     /// Measurement id.
     pub id: i64,
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// The measurement.
     pub measurement: Measurement,
 }

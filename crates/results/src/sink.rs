@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::id::{GroupId, RunId};
 use crate::model::{Event, Measurement, RunInfo, RunStatus, Series, TriggerRow};
 
 /// A write a [`RunSink`] could not make.
@@ -55,28 +56,28 @@ pub trait RunSink {
     /// PATH filled").
     fn path(&self) -> &Path;
     /// Records a run as `running` and returns its id.
-    fn begin_run(&self, info: &RunInfo) -> Result<i64, SinkError>;
+    fn begin_run(&self, info: &RunInfo) -> Result<RunId, SinkError>;
     /// Sets the run's result while it runs (what recovery needs if its process dies).
-    fn set_result(&self, run_id: i64, result: &Value) -> Result<(), SinkError>;
+    fn set_result(&self, run_id: RunId, result: &Value) -> Result<(), SinkError>;
     /// Replaces the run's load description and/or the QoS granted.
     fn update_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         load: Option<&Value>,
         qos_granted: Option<&Value>,
     ) -> Result<(), SinkError>;
     /// Adds trigger rows (as they come).
-    fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), SinkError>;
+    fn add_triggers(&self, run_id: RunId, rows: &[TriggerRow]) -> Result<(), SinkError>;
     /// Adds events (as they come, or at the end).
-    fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), SinkError>;
+    fn add_events(&self, run_id: RunId, events: &[Event]) -> Result<(), SinkError>;
     /// Adds a series.
-    fn add_series(&self, run_id: i64, series: &Series) -> Result<(), SinkError>;
+    fn add_series(&self, run_id: RunId, series: &Series) -> Result<(), SinkError>;
     /// Replaces the measurements of the same metrics (a checkpoint, then the end).
-    fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), SinkError>;
+    fn replace_measurements(&self, run_id: RunId, ms: &[Measurement]) -> Result<(), SinkError>;
     /// Closes the run with its status, flags, result and end reason.
     fn finish_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         status: RunStatus,
         flags: &Value,
         result: &Value,
@@ -92,10 +93,10 @@ pub trait RunSink {
         kind: &str,
         command_line: &str,
         detail: &Value,
-    ) -> Result<i64, SinkError>;
+    ) -> Result<GroupId, SinkError>;
     /// Closes a group with its status (a closing write: call it through
     /// [`RunSink::closing`]).
-    fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError>;
+    fn finish_group(&self, group_id: GroupId, status: RunStatus) -> Result<(), SinkError>;
 }
 
 #[cfg(feature = "sqlite")]
@@ -104,42 +105,42 @@ impl RunSink for crate::Store {
         crate::Store::path(self)
     }
 
-    fn begin_run(&self, info: &RunInfo) -> Result<i64, SinkError> {
+    fn begin_run(&self, info: &RunInfo) -> Result<RunId, SinkError> {
         Ok(crate::Store::begin_run(self, info)?)
     }
 
-    fn set_result(&self, run_id: i64, result: &Value) -> Result<(), SinkError> {
+    fn set_result(&self, run_id: RunId, result: &Value) -> Result<(), SinkError> {
         Ok(crate::Store::set_result(self, run_id, result)?)
     }
 
     fn update_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         load: Option<&Value>,
         qos_granted: Option<&Value>,
     ) -> Result<(), SinkError> {
         Ok(crate::Store::update_run(self, run_id, load, qos_granted)?)
     }
 
-    fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), SinkError> {
+    fn add_triggers(&self, run_id: RunId, rows: &[TriggerRow]) -> Result<(), SinkError> {
         Ok(crate::Store::add_triggers(self, run_id, rows)?)
     }
 
-    fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), SinkError> {
+    fn add_events(&self, run_id: RunId, events: &[Event]) -> Result<(), SinkError> {
         Ok(crate::Store::add_events(self, run_id, events)?)
     }
 
-    fn add_series(&self, run_id: i64, series: &Series) -> Result<(), SinkError> {
+    fn add_series(&self, run_id: RunId, series: &Series) -> Result<(), SinkError> {
         Ok(crate::Store::add_series(self, run_id, series)?)
     }
 
-    fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), SinkError> {
+    fn replace_measurements(&self, run_id: RunId, ms: &[Measurement]) -> Result<(), SinkError> {
         Ok(crate::Store::replace_measurements(self, run_id, ms)?)
     }
 
     fn finish_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         status: RunStatus,
         flags: &Value,
         result: &Value,
@@ -158,7 +159,7 @@ impl RunSink for crate::Store {
         kind: &str,
         command_line: &str,
         detail: &Value,
-    ) -> Result<i64, SinkError> {
+    ) -> Result<GroupId, SinkError> {
         Ok(crate::Store::create_group(
             self,
             kind,
@@ -167,7 +168,7 @@ impl RunSink for crate::Store {
         )?)
     }
 
-    fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError> {
+    fn finish_group(&self, group_id: GroupId, status: RunStatus) -> Result<(), SinkError> {
         Ok(crate::Store::finish_group(self, group_id, status)?)
     }
 

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::model::{Event, Machine, MeasurementRecord, RunRecord, RunStatus, TriggerRow};
-use crate::Measurement;
+use crate::{Measurement, RunId};
 
 /// One run, as rendered: what was configured, granted, flagged and found, with its
 /// measurements and events. Every JSON part is the value stored with the run (`{}` or
@@ -17,7 +17,7 @@ use crate::Measurement;
 #[derive(Debug, Clone)]
 pub struct RunView {
     /// Run id.
-    pub id: i64,
+    pub id: RunId,
     /// The probe that made it (`jitter`, `event`, `roundtrip`, `net`, ...).
     pub probe: String,
     /// How it ended.

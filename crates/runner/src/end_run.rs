@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use results::{Measurement, RunInfo, RunSink, RunStatus};
+use results::{Measurement, RunId, RunInfo, RunSink, RunStatus};
 use serde_json::{json, Value};
 
 use crate::{storage_failure, Closing, Context, RunError};
@@ -30,7 +30,7 @@ pub struct EndRunInfo {
 #[derive(Debug, Clone)]
 pub struct EndRun {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// What was measured.

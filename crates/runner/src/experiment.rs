@@ -12,7 +12,7 @@ use load::LoadSpec;
 use probes::net::{LinkShaping, NetConfig, NetOutcome, ReserveBy, StreamConfig};
 use probes::probe::NetProbe;
 use qos::{CellPlan, CellSet};
-use results::RunSink;
+use results::{GroupId, RunSink};
 
 use crate::{Cell, Context, Run, RunError, Unobserved};
 
@@ -82,7 +82,7 @@ pub struct ExperimentPlan {
     /// The two ends in two network namespaces.
     pub netns: bool,
     /// The group the runs are stored in.
-    pub group: Option<i64>,
+    pub group: Option<GroupId>,
     /// Where the disk load writes.
     pub scratch: PathBuf,
 }

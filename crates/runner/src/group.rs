@@ -15,7 +15,7 @@
 
 use std::cell::Cell;
 
-use results::{RunSink, RunStatus, SinkError};
+use results::{GroupId, RunSink, RunStatus, SinkError};
 use serde_json::Value;
 
 /// How a group of runs went, for [`status`].
@@ -45,7 +45,7 @@ pub fn status(end: GroupEnd) -> RunStatus {
 /// A group of runs, open in its sink until closed; dropped open, it is closed `failed`.
 pub struct Group<'a> {
     sink: &'a dyn RunSink,
-    id: i64,
+    id: GroupId,
     closed: Cell<bool>,
 }
 
@@ -71,7 +71,7 @@ impl<'a> Group<'a> {
     }
 
     /// Takes charge of closing group `id`, already recorded in `sink`.
-    pub fn adopt(sink: &'a dyn RunSink, id: i64) -> Group<'a> {
+    pub fn adopt(sink: &'a dyn RunSink, id: GroupId) -> Group<'a> {
         Group {
             sink,
             id,
@@ -80,7 +80,7 @@ impl<'a> Group<'a> {
     }
 
     /// The group's id.
-    pub fn id(&self) -> i64 {
+    pub fn id(&self) -> GroupId {
         self.id
     }
 

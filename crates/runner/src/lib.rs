@@ -87,7 +87,7 @@ use std::sync::Arc;
 
 use load::LoadSpec;
 use probes::probe::{LiveStatus, ProbeError};
-use results::{Measurement, RunStatus, SinkError, ToolInfo};
+use results::{GroupId, Measurement, PlanCellId, RunId, RunStatus, SinkError, ToolInfo};
 use serde_json::Value;
 
 pub use cells::{make_partition, CellsRecord, MadeCells, MakeCells};
@@ -110,7 +110,7 @@ pub struct Context {
     pub stop: Arc<AtomicBool>,
     /// Set when this process is a cell of a plan run: the plan run (group) and the cell
     /// its run is filed under (the store files the runs it begins so).
-    pub plan_cell: Option<(i64, i64)>,
+    pub plan_cell: Option<(GroupId, PlanCellId)>,
     /// The program that runs the built-in loads (`<exe> __load ep ...`) and supervises
     /// the others (`<exe> __supervise ...`): audiolat itself. `None`: built-in loads are
     /// refused and tools run unsupervised.
@@ -146,7 +146,7 @@ pub struct Cell<P> {
     /// Where the disk load writes.
     pub scratch: PathBuf,
     /// The group (sweep, suite) the run belongs to.
-    pub group: Option<i64>,
+    pub group: Option<GroupId>,
     /// Repetition number in a sweep, from 1 (stored in the configuration when set).
     pub repeat: Option<u32>,
     /// The run's cells and the probe's host cell, for a run that has them (stored with
@@ -175,7 +175,7 @@ impl<P> Cell<P> {
 #[derive(Debug, Clone)]
 pub struct Run {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// The measurements stored.
@@ -195,7 +195,7 @@ pub struct Run {
 /// runs the lifecycle.
 pub trait Observer {
     /// The run is begun and its load started: measuring starts now (a prompt goes here).
-    fn started(&self, _run_id: i64) {}
+    fn started(&self, _run_id: RunId) {}
     /// The probe's live status.
     fn status(&self, _status: &LiveStatus) {}
     /// Measuring is over (the status line is cleared here).
@@ -267,7 +267,7 @@ pub enum RunError {
     #[error("run {run_id} failed: {failure}")]
     Failed {
         /// The run.
-        run_id: i64,
+        run_id: RunId,
         /// Why.
         failure: Failure,
     },

@@ -6,7 +6,7 @@ use std::path::Path;
 use load::{LoadCommand, LoadContext, LoadSpec};
 use probes::probe::{Description, End, LiveStatus, Outcome, Probe, Progress, Tally, TriggerRow};
 use qos::CellPlan;
-use results::{Event, Measurement, RunInfo, RunSink, RunStatus, SinkError};
+use results::{Event, Measurement, RunId, RunInfo, RunSink, RunStatus, SinkError};
 use serde_json::{json, Value};
 
 use crate::cells::{self, Admitted, CellsRecord, MadeCells};
@@ -138,7 +138,7 @@ struct Measured {
 /// load and the watch polled.
 struct Through<'a, 'w> {
     sink: &'a dyn RunSink,
-    run_id: i64,
+    run_id: RunId,
     load: &'a mut RunLoad,
     watch: Option<&'a mut (dyn Watch + 'w)>,
     observer: &'a dyn Observer,
@@ -187,7 +187,7 @@ impl Progress for Through<'_, '_> {
 fn measure<P: Probe>(
     ctx: &Context,
     sink: &dyn RunSink,
-    run_id: i64,
+    run_id: RunId,
     cell: &mut Cell<P>,
     description: &Description,
     lctx: &LoadContext,
@@ -225,7 +225,7 @@ fn measure<P: Probe>(
 }
 
 /// Stores the outcome with the closing writes and closes the run with its end reason.
-fn close(sink: &dyn RunSink, run_id: i64, description: &Description, m: Measured) -> Run {
+fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measured) -> Run {
     let Measured {
         outcome,
         load,
@@ -305,7 +305,7 @@ fn close(sink: &dyn RunSink, run_id: i64, description: &Description, m: Measured
 fn end_reason(
     end: &End,
     measured: Option<Tally>,
-    run_id: i64,
+    run_id: RunId,
 ) -> (RunStatus, Option<String>, bool) {
     let (count, what) = match measured {
         Some(t) => (t.count.to_string(), t.noun),
@@ -379,7 +379,7 @@ impl<'a> Closing<'a> {
     /// `running` for the next open to close and summarise: the error, for the user.
     pub fn finish(
         self,
-        run_id: i64,
+        run_id: RunId,
         status: RunStatus,
         flags: &mut Value,
         result: &Value,

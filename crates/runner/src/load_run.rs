@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use load::{LoadContext, LoadSpec};
-use results::{Event, RunSink};
+use results::{Event, RunId, RunSink};
 use serde_json::{json, Value};
 
 use crate::Failure;
@@ -85,7 +85,7 @@ impl RunLoad {
     }
 
     /// Stores the running load's description with run `run_id` (nothing for `none`).
-    pub fn store(&self, sink: &dyn RunSink, run_id: i64) -> Result<(), Failure> {
+    pub fn store(&self, sink: &dyn RunSink, run_id: RunId) -> Result<(), Failure> {
         match &self.running {
             Some(r) => sink
                 .update_run(run_id, Some(&r.describe()), None)

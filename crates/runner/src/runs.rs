@@ -10,7 +10,7 @@ use probes::jitter::{JitterConfig, JitterOutcome};
 use probes::net::{NetConfig, NetOutcome};
 use probes::probe::{JitterProbe, NetProbe};
 use qos::CellPlan;
-use results::{Measurement, RunSink, RunStatus};
+use results::{GroupId, Measurement, RunId, RunSink, RunStatus};
 use serde_json::Value;
 
 use crate::{Cell, Context, Observer, Run, RunError, Unobserved};
@@ -19,7 +19,7 @@ use crate::{Cell, Context, Observer, Run, RunError, Unobserved};
 #[derive(Debug)]
 pub struct JitterRun {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// What was measured.
@@ -53,7 +53,7 @@ impl JitterRun {
 pub fn jitter(
     ctx: &Context,
     sink: &dyn RunSink,
-    group: Option<i64>,
+    group: Option<GroupId>,
     config: &JitterConfig,
     load: &LoadSpec,
     scratch: &Path,
@@ -88,7 +88,7 @@ fn measured<T>(outcome: Option<T>) -> T {
 #[derive(Debug)]
 pub struct NetRun {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// What was measured.
@@ -159,7 +159,7 @@ pub fn admit_net(
 pub fn net(
     ctx: &Context,
     sink: &dyn RunSink,
-    group: Option<i64>,
+    group: Option<GroupId>,
     config: &NetConfig,
     load: &LoadSpec,
     cells: &CellPlan,

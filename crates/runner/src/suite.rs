@@ -23,7 +23,7 @@ use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
 use probes::probe::{EventProbe, JitterProbe, NetProbe, RoundtripProbe};
-use results::{Measurement, RunInfo, RunSink, RunStatus, SinkError};
+use results::{GroupId, Measurement, RunId, RunInfo, RunSink, RunStatus, SinkError};
 use serde_json::{json, Value};
 
 use crate::{Cell, Context, Observer, Run, RunError, Watch};
@@ -57,7 +57,7 @@ pub struct SuitePlan {
     /// Where the disk load writes.
     pub scratch: PathBuf,
     /// The group the runs are stored in.
-    pub group: Option<i64>,
+    pub group: Option<GroupId>,
     /// The jitter scenarios, in order.
     pub jitter: Vec<JitterScenario>,
     /// The JACK server the event latency and the round trip run on.
@@ -154,7 +154,7 @@ pub struct SuiteEntry {
     /// The scenario.
     pub label: String,
     /// Its stored run.
-    pub run_id: Option<i64>,
+    pub run_id: Option<RunId>,
     /// How it ended.
     pub status: EntryStatus,
     /// The measurement it is summarised by.
@@ -261,7 +261,7 @@ impl SuitePlan {
     pub fn new(
         each: Duration,
         scratch: PathBuf,
-        group: Option<i64>,
+        group: Option<GroupId>,
         load_exe: Option<PathBuf>,
         jack: ServerRequest,
     ) -> SuitePlan {
@@ -289,9 +289,9 @@ impl SuitePlan {
 pub fn store_doctor(
     ctx: &Context,
     sink: &dyn RunSink,
-    group: Option<i64>,
+    group: Option<GroupId>,
     report: &DoctorReport,
-) -> Result<i64, SinkError> {
+) -> Result<RunId, SinkError> {
     let info = RunInfo {
         probe: "doctor".into(),
         group_id: group,

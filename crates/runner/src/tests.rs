@@ -14,7 +14,9 @@ use load::LoadSpec;
 use probes::probe::{
     Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally, TriggerRow,
 };
-use results::{Event, Measurement, RunInfo, RunSink, RunStatus, Series, SinkError, ToolInfo};
+use results::{
+    Event, GroupId, Measurement, RunId, RunInfo, RunSink, RunStatus, Series, SinkError, ToolInfo,
+};
 use serde_json::{json, Value};
 
 use crate::{run, Cell, Context, Failure, Observer, RunError, Unobserved, Watch};
@@ -50,7 +52,7 @@ struct MemorySink {
     /// Groups created: kind and status.
     groups: RefCell<Vec<(String, RunStatus)>>,
     /// Every group close, in order: the group and its status.
-    group_closes: RefCell<Vec<(i64, RunStatus)>>,
+    group_closes: RefCell<Vec<(GroupId, RunStatus)>>,
 }
 
 impl MemorySink {
@@ -64,7 +66,7 @@ impl MemorySink {
     fn write(
         &self,
         what: &'static str,
-        run_id: i64,
+        run_id: RunId,
         f: impl FnOnce(&mut StoredRun),
     ) -> Result<(), SinkError> {
         if self.refuse.borrow().contains(&what) {
@@ -73,16 +75,16 @@ impl MemorySink {
                 disk_full: true,
             });
         }
-        f(&mut self.runs.borrow_mut()[run_id as usize - 1]);
+        f(&mut self.runs.borrow_mut()[run_id.get() as usize - 1]);
         Ok(())
     }
 
-    fn run(&self, run_id: i64) -> std::cell::Ref<'_, StoredRun> {
-        std::cell::Ref::map(self.runs.borrow(), |r| &r[run_id as usize - 1])
+    fn run(&self, run_id: RunId) -> std::cell::Ref<'_, StoredRun> {
+        std::cell::Ref::map(self.runs.borrow(), |r| &r[run_id.get() as usize - 1])
     }
 
     /// The steps a measurement stored now says.
-    fn steps_stored(&self, run_id: i64) -> Option<u64> {
+    fn steps_stored(&self, run_id: RunId) -> Option<u64> {
         let run = self.run(run_id);
         run.measurements
             .last()
@@ -95,23 +97,23 @@ impl RunSink for MemorySink {
         Path::new(":memory:")
     }
 
-    fn begin_run(&self, info: &RunInfo) -> Result<i64, SinkError> {
+    fn begin_run(&self, info: &RunInfo) -> Result<RunId, SinkError> {
         let mut runs = self.runs.borrow_mut();
         runs.push(StoredRun {
             info: Some(info.clone()),
             status: Some(RunStatus::Running),
             ..StoredRun::default()
         });
-        Ok(runs.len() as i64)
+        Ok(RunId(runs.len() as i64))
     }
 
-    fn set_result(&self, run_id: i64, result: &Value) -> Result<(), SinkError> {
+    fn set_result(&self, run_id: RunId, result: &Value) -> Result<(), SinkError> {
         self.write("set_result", run_id, |r| r.result = result.clone())
     }
 
     fn update_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         load: Option<&Value>,
         qos_granted: Option<&Value>,
     ) -> Result<(), SinkError> {
@@ -125,21 +127,21 @@ impl RunSink for MemorySink {
         })
     }
 
-    fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), SinkError> {
+    fn add_triggers(&self, run_id: RunId, rows: &[TriggerRow]) -> Result<(), SinkError> {
         self.write("add_triggers", run_id, |r| {
             r.triggers.extend_from_slice(rows)
         })
     }
 
-    fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), SinkError> {
+    fn add_events(&self, run_id: RunId, events: &[Event]) -> Result<(), SinkError> {
         self.write("add_events", run_id, |r| r.events.extend_from_slice(events))
     }
 
-    fn add_series(&self, run_id: i64, _series: &Series) -> Result<(), SinkError> {
+    fn add_series(&self, run_id: RunId, _series: &Series) -> Result<(), SinkError> {
         self.write("add_series", run_id, |r| r.series += 1)
     }
 
-    fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), SinkError> {
+    fn replace_measurements(&self, run_id: RunId, ms: &[Measurement]) -> Result<(), SinkError> {
         self.write("replace_measurements", run_id, |r| {
             r.measurements = ms.to_vec()
         })
@@ -147,7 +149,7 @@ impl RunSink for MemorySink {
 
     fn finish_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         status: RunStatus,
         flags: &Value,
         result: &Value,
@@ -166,20 +168,24 @@ impl RunSink for MemorySink {
         kind: &str,
         _command_line: &str,
         _detail: &Value,
-    ) -> Result<i64, SinkError> {
+    ) -> Result<GroupId, SinkError> {
         let mut groups = self.groups.borrow_mut();
         groups.push((kind.to_string(), RunStatus::Running));
-        Ok(groups.len() as i64)
+        Ok(GroupId(groups.len() as i64))
     }
 
-    fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), SinkError> {
+    fn finish_group(&self, group_id: GroupId, status: RunStatus) -> Result<(), SinkError> {
         if self.refuse.borrow().contains(&"finish_group") {
             return Err(SinkError::Other {
                 message: "database or disk is full (finish_group)".into(),
                 disk_full: true,
             });
         }
-        if let Some(g) = self.groups.borrow_mut().get_mut(group_id as usize - 1) {
+        if let Some(g) = self
+            .groups
+            .borrow_mut()
+            .get_mut(group_id.get() as usize - 1)
+        {
             g.1 = status;
         }
         self.group_closes.borrow_mut().push((group_id, status));
@@ -240,7 +246,7 @@ impl<'a> TestProbe<'a> {
 
     /// Makes the load's script exit and ticks until the lifecycle reaped it.
     fn kill_load(&self, die: &Path, progress: &mut dyn Progress) {
-        let pgid = self.sink.run(1).load["processes"][0]["pgid"]
+        let pgid = self.sink.run(RunId(1)).load["processes"][0]["pgid"]
             .as_i64()
             .expect("the load's process group is stored");
         std::fs::write(die, b"").expect("the die file is written");
@@ -284,7 +290,7 @@ impl Probe for TestProbe<'_> {
                 ..TriggerRow::default()
             }]);
             progress.checkpoint(&[Self::steps_measurement(step + 1)]);
-            self.seen_stored.push(self.sink.steps_stored(1));
+            self.seen_stored.push(self.sink.steps_stored(RunId(1)));
             progress.status(&LiveStatus::Text(format!("step {step}")));
             if let Some((at, die)) = &self.load_dies_at {
                 if *at == step {
@@ -340,7 +346,7 @@ fn context(load_exe: Option<PathBuf>) -> Context {
 
 fn test_cell<'a>(probe: TestProbe<'a>, load: &str) -> Cell<TestProbe<'a>> {
     Cell {
-        group: Some(7),
+        group: Some(GroupId(7)),
         repeat: Some(2),
         ..Cell::new(
             probe,
@@ -370,7 +376,7 @@ fn load_script(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// The run's load processes are all gone.
-fn load_stopped(sink: &MemorySink, run_id: i64) -> bool {
+fn load_stopped(sink: &MemorySink, run_id: RunId) -> bool {
     let tag = sink.run(run_id).load["tag"]
         .as_str()
         .expect("the load's tag is stored")
@@ -387,7 +393,7 @@ struct Seen {
 }
 
 impl Observer for Seen {
-    fn started(&self, run_id: i64) {
+    fn started(&self, run_id: RunId) {
         self.calls.borrow_mut().push(format!("started {run_id}"));
     }
 
@@ -412,13 +418,13 @@ fn a_complete_run_is_stored_with_its_description_outcome_and_flags() {
     let run = run(&context(None), &sink, &mut cell, None, &seen).expect("the run");
     assert_eq!(
         (run.run_id, run.status, run.error),
-        (1, RunStatus::Complete, None)
+        (RunId(1), RunStatus::Complete, None)
     );
     assert_eq!(run.measurements[0].detail["steps"], 3);
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     let info = stored.info.as_ref().expect("begun");
     assert_eq!(info.probe, "test");
-    assert_eq!(info.group_id, Some(7));
+    assert_eq!(info.group_id, Some(GroupId(7)));
     assert_eq!(info.command_line, "audiolat test");
     assert_eq!(
         info.config,
@@ -469,14 +475,14 @@ fn a_stop_flag_interrupts_the_run_and_keeps_what_was_measured() {
     assert_eq!(run.status, RunStatus::Interrupted);
     // An interruption is a note, not an error to report.
     assert_eq!(run.error, None);
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     assert_eq!(stored.status, Some(RunStatus::Interrupted));
     assert_eq!(
         stored.error.as_deref(),
         Some("interrupted by a signal (Ctrl-C or SIGTERM); the measured steps are kept")
     );
     assert_eq!(stored.triggers.len(), 2);
-    assert_eq!(sink.steps_stored(1), Some(2));
+    assert_eq!(sink.steps_stored(RunId(1)), Some(2));
 }
 
 /// Ends the run at its `after`th look.
@@ -511,8 +517,8 @@ fn a_watch_ends_the_run_as_its_stream_gone() {
     let why = "the audio stream ended mid-run: the test server exited; 2 steps measured before that are kept in run 1";
     assert_eq!(run.status, RunStatus::Interrupted);
     assert_eq!(run.error.as_deref(), Some(why));
-    assert_eq!(sink.run(1).error.as_deref(), Some(why));
-    assert_eq!(sink.run(1).triggers.len(), 2);
+    assert_eq!(sink.run(RunId(1)).error.as_deref(), Some(why));
+    assert_eq!(sink.run(RunId(1)).triggers.len(), 2);
 }
 
 #[test]
@@ -524,17 +530,17 @@ fn a_failed_probe_closes_the_run_failed_and_keeps_its_checkpoint() {
     let err = run(&context(None), &sink, &mut cell, None, &Unobserved).expect_err("a failure");
     match &err {
         RunError::Failed {
-            run_id: 1,
+            run_id: RunId(1),
             failure: Failure::Probe(e),
         } => assert_eq!(e.reason(), "the test probe broke"),
         other => panic!("not a failed probe: {other}"),
     }
     assert_eq!(err.to_string(), "run 1 failed: the test probe broke");
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     assert_eq!(stored.status, Some(RunStatus::Failed));
     assert_eq!(stored.error.as_deref(), Some("the test probe broke"));
     assert_eq!(stored.triggers.len(), 2);
-    assert_eq!(sink.steps_stored(1), Some(2));
+    assert_eq!(sink.steps_stored(RunId(1)), Some(2));
 }
 
 #[test]
@@ -559,11 +565,11 @@ fn a_load_that_dies_mid_run_is_an_event_and_a_flag() {
     assert_eq!(run.status, RunStatus::Complete);
     assert_eq!(run.flags["load_exited_early"], true);
     assert!(run.load["exits"].is_array(), "{}", run.load);
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     assert_eq!(stored.events.len(), 1);
     assert_eq!(stored.events[0].kind, "load_exit");
     assert_eq!(stored.events[0].detail["item"], "ep:1");
-    assert!(load_stopped(&sink, 1));
+    assert!(load_stopped(&sink, RunId(1)));
 }
 
 #[test]
@@ -575,10 +581,10 @@ fn a_full_disk_at_the_end_fails_the_run_and_keeps_what_was_measured() {
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_deref(), Some(why));
     assert_eq!(run.measurements[0].detail["steps"], 3);
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     assert_eq!(stored.status, Some(RunStatus::Failed));
     assert_eq!(stored.error.as_deref(), Some(why));
-    assert_eq!(sink.steps_stored(1), Some(3));
+    assert_eq!(sink.steps_stored(RunId(1)), Some(3));
 }
 
 #[test]
@@ -607,7 +613,7 @@ fn a_checkpoint_that_could_not_be_stored_is_a_flag_once_the_end_is() {
     assert_eq!(run.status, RunStatus::Complete);
     assert_eq!(run.error, None);
     assert!(!sink.reserve.get());
-    assert_eq!(sink.steps_stored(1), Some(2));
+    assert_eq!(sink.steps_stored(RunId(1)), Some(2));
     assert_eq!(
         run.flags["checkpoint_error"],
         "database or disk is full (replace_measurements)"
@@ -623,15 +629,15 @@ fn the_load_is_stopped_on_every_path() {
     let sink = MemorySink::default();
     let mut cell = test_cell(TestProbe::new(2, &sink), "ep:1");
     run(&ctx, &sink, &mut cell, None, &Unobserved).expect("the run");
-    assert!(load_stopped(&sink, 1));
-    assert_eq!(sink.run(1).load["exits"][0]["early"], false);
+    assert!(load_stopped(&sink, RunId(1)));
+    assert_eq!(sink.run(RunId(1)).load["exits"][0]["early"], false);
     // A failed probe.
     let sink = MemorySink::default();
     let mut probe = TestProbe::new(2, &sink);
     probe.fail = true;
     let mut cell = test_cell(probe, "ep:1");
     run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("a failure");
-    assert!(load_stopped(&sink, 1));
+    assert!(load_stopped(&sink, RunId(1)));
     // A panicking probe.
     let sink = MemorySink::default();
     let mut probe = TestProbe::new(2, &sink);
@@ -641,7 +647,7 @@ fn the_load_is_stopped_on_every_path() {
         run(&ctx, &sink, &mut cell, None, &Unobserved)
     }));
     assert!(unwound.is_err());
-    assert!(load_stopped(&sink, 1));
+    assert!(load_stopped(&sink, RunId(1)));
 }
 
 #[test]

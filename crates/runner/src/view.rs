@@ -11,7 +11,7 @@ use probes::event::EventOutcome;
 use probes::jitter::JitterOutcome;
 use probes::net::{NetConfig, NetOutcome};
 use probes::roundtrip::RoundtripOutcome;
-use results::{Measurement, RunStatus, RunView};
+use results::{Measurement, RunId, RunStatus, RunView};
 use serde_json::{json, Value};
 
 use crate::{EndRun, Run};
@@ -20,7 +20,7 @@ use crate::{EndRun, Run};
 #[derive(Debug, Clone, Copy)]
 pub struct Closed<'a> {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// Validity flags as stored.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use results::RunView;
+use results::{GroupId, RunView};
 use serde_json::{json, Value};
 
 use crate::terminal::fmt_ns;
@@ -34,7 +34,7 @@ pub fn paper(link: Option<Option<f64>>, cells: bool, load: bool) -> &'static str
 }
 
 /// An experiment's rows as JSON (`which`: isolation or bandwidth).
-pub fn json(which: &str, metric: &str, group: i64, rows: &[ExperimentRow]) -> Value {
+pub fn json(which: &str, metric: &str, group: GroupId, rows: &[ExperimentRow]) -> Value {
     json!({
         "group": group,
         "experiment": which,
@@ -48,7 +48,7 @@ pub struct ExperimentRow {
     /// What the run changed.
     pub label: String,
     /// Run id, if it was stored.
-    pub run_id: Option<i64>,
+    pub run_id: Option<results::RunId>,
     /// complete, interrupted, failed.
     pub status: String,
     /// The metric's summary (`None` inside when it has no samples) and misses, if the
@@ -135,7 +135,7 @@ impl ExperimentRow {
 pub fn text(
     which: &str,
     metric: &str,
-    group: i64,
+    group: GroupId,
     deadline_ns: f64,
     rows: &[ExperimentRow],
 ) -> String {
@@ -218,7 +218,7 @@ fn row_lines(r: &ExperimentRow, width: usize, out: &mut String) {
 pub fn stored_text(
     which: &str,
     metric: &str,
-    group: i64,
+    group: GroupId,
     deadline_ns: f64,
     rows: &[ExperimentRow],
     db: &std::path::Path,
@@ -241,7 +241,7 @@ mod tests {
     fn a_net_row_without_answers_shows_no_figure_and_no_share_of_nothing() {
         let row = |summary, sent| ExperimentRow {
             label: "lost".into(),
-            run_id: Some(3),
+            run_id: Some(results::RunId(3)),
             status: "complete".into(),
             summary,
             paper: "-",
@@ -251,7 +251,7 @@ mod tests {
         let text = text(
             "isolation",
             "response_time",
-            1,
+            GroupId(1),
             1_405_896.0,
             &[row(Some((None, 1379)), 1379), row(Some((None, 0)), 0)],
         );

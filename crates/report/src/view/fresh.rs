@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use results::RunView;
+use results::{GroupId, RunView};
 use serde_json::{json, Value};
 
 /// `audiolat jitter`'s text: the run's tables and where it is stored (`db`).
@@ -26,7 +26,7 @@ fn run_errors(runs: &[RunView], out: &mut String) {
 
 /// `audiolat event`'s text: the runs' tables (sweep `group`), the errors that stopped a
 /// run, and where they are stored.
-pub fn event_text(group: i64, runs: &[RunView], db: &Path) -> String {
+pub fn event_text(group: GroupId, runs: &[RunView], db: &Path) -> String {
     if runs.is_empty() {
         return format!("\nno event runs were made (group {group})\n");
     }
@@ -42,7 +42,7 @@ pub fn event_text(group: i64, runs: &[RunView], db: &Path) -> String {
 /// `audiolat event --json`: the runs of sweep `group`, each with the probe's own
 /// configuration (the view's, without the `load` and `granted` of its cell, which have
 /// their own keys) and every trigger.
-pub fn event_json(group: i64, runs: &[RunView]) -> Value {
+pub fn event_json(group: GroupId, runs: &[RunView]) -> Value {
     json!({
         "group_id": group,
         "runs": runs.iter().map(|r| {
@@ -68,7 +68,7 @@ pub fn event_json(group: i64, runs: &[RunView]) -> Value {
 
 /// `audiolat roundtrip`'s text: the runs' tables (sweep `group`), the errors that
 /// stopped a run, and where they are stored.
-pub fn roundtrip_text(group: i64, runs: &[RunView], db: &Path) -> String {
+pub fn roundtrip_text(group: GroupId, runs: &[RunView], db: &Path) -> String {
     if runs.is_empty() {
         return format!("\nno round-trip runs were made (group {group})\n");
     }
@@ -84,7 +84,7 @@ pub fn roundtrip_text(group: i64, runs: &[RunView], db: &Path) -> String {
 /// `audiolat roundtrip --json`: the runs of sweep `group`, each with its `windows` and
 /// `impulses` (`details`, in the same order: an object holding both, as the runner
 /// gives them).
-pub fn roundtrip_json(group: i64, runs: &[RunView], details: &[Value]) -> Value {
+pub fn roundtrip_json(group: GroupId, runs: &[RunView], details: &[Value]) -> Value {
     json!({
         "group_id": group,
         "runs": runs.iter().zip(details).map(|(r, detail)| json!({

@@ -45,7 +45,7 @@ pub struct PlanStart<'a> {
     /// Where the plan came from (a file, `preset NAME`).
     pub source: &'a str,
     /// The plan run (group).
-    pub group: i64,
+    pub group: results::GroupId,
     /// Cells in the plan run.
     pub cells: usize,
     /// Cells already stored complete (a resume).
@@ -123,7 +123,7 @@ pub struct PlanSummary {
     /// The plan's name.
     pub plan: String,
     /// The plan run (group).
-    pub group: i64,
+    pub group: results::GroupId,
     /// Its status as closed.
     pub status: RunStatus,
     /// Cells in the plan run.

@@ -127,14 +127,14 @@ pub fn groups_text(rows: &[GroupRow]) -> String {
 
 /// The file name a report is written to beside the database, for its data: `plan-N`
 /// or `group-N` for one group (`group`), else by its runs (`run-N`, `runs-A-to-B`).
-pub fn report_name(group: Option<i64>, data: &crate::data::ReportData) -> String {
+pub fn report_name(group: Option<results::GroupId>, data: &crate::data::ReportData) -> String {
     if let Some(g) = group {
         return match &data.group {
             Some(gr) if gr.kind == "plan" => format!("plan-{g}"),
             _ => format!("group-{g}"),
         };
     }
-    let ids: Vec<i64> = data.runs().map(|r| r.record.id).collect();
+    let ids: Vec<results::RunId> = data.runs().map(|r| r.record.id).collect();
     match ids.as_slice() {
         [] => "empty".into(),
         [one] => format!("run-{one}"),

@@ -12,7 +12,7 @@ pub struct SuiteRow<'a> {
     /// The scenario.
     pub label: &'a str,
     /// Its stored run.
-    pub run_id: Option<i64>,
+    pub run_id: Option<results::RunId>,
     /// How it ended (a run's status, `failed`, `skipped`, `not run`).
     pub status: &'a str,
     /// The measurement it is summarised by.
@@ -26,7 +26,7 @@ pub struct SuiteRow<'a> {
 }
 
 /// The suite's table, each row's note and where its runs are stored.
-pub fn text(group: i64, rows: &[SuiteRow<'_>], db: &std::path::Path) -> String {
+pub fn text(group: results::GroupId, rows: &[SuiteRow<'_>], db: &std::path::Path) -> String {
     let mut t = Table::new(&[
         "run",
         "scenario",

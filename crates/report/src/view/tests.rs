@@ -124,7 +124,7 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
     );
     m.misses = Some(2);
     let run = RunView {
-        id: 7,
+        id: results::RunId(7),
         probe: "net".into(),
         status: results::RunStatus::Complete,
         machine: results::Machine::default(),
@@ -142,7 +142,7 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
         triggers: Vec::new(),
     };
     let row = experiment::ExperimentRow::of_run("abusive", "response_time", "-", &run);
-    assert_eq!((row.run_id, row.sent), (Some(7), 100));
+    assert_eq!((row.run_id, row.sent), (Some(results::RunId(7)), 100));
     assert_eq!(row.summary.map(|s| s.1), Some(5));
     assert!(
         row.note.contains("only 400 Mbit/s") && row.note.contains("a 1000 Mbit/s link"),

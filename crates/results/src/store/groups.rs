@@ -1,6 +1,7 @@
 //! Groups of runs (a sweep, a plan) and a plan's cells: made, filed under, closed.
 
 use super::{hostname, json_text, parse_json, Store, StoreError};
+use crate::id::{GroupId, PlanCellId};
 use crate::model::{rfc3339_utc, GroupRecord, NewPlanCell, PlanCell, RunStatus};
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
@@ -12,7 +13,7 @@ impl Store {
         kind: &str,
         command_line: &str,
         detail: &Value,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<GroupId, StoreError> {
         if let Some((plan_group, _)) = self.plan_cell.get() {
             // A plan's cell is one run of the plan run: no group of its own.
             return Ok(plan_group);
@@ -31,11 +32,11 @@ impl Store {
                 hostname()
             ],
         )?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(GroupId(self.conn.last_insert_rowid()))
     }
 
     /// Closes a group of runs with its status.
-    pub fn finish_group(&self, group_id: i64, status: RunStatus) -> Result<(), StoreError> {
+    pub fn finish_group(&self, group_id: GroupId, status: RunStatus) -> Result<(), StoreError> {
         if self.plan_cell.get().is_some_and(|(g, _)| g == group_id) {
             // The plan runner closes its own group.
             return Ok(());
@@ -52,7 +53,7 @@ impl Store {
     }
 
     /// A group's kind and status.
-    pub fn group_status(&self, group_id: i64) -> Result<(String, RunStatus), StoreError> {
+    pub fn group_status(&self, group_id: GroupId) -> Result<(String, RunStatus), StoreError> {
         let (kind, status): (String, String) = self
             .conn
             .query_row(
@@ -69,7 +70,7 @@ impl Store {
     /// `group_id`: the run joins the plan's group (and [`Store::create_group`] returns
     /// it), and the cell points at the run. A cell takes one run per process; a second
     /// [`Store::begin_run`] fails with [`StoreError::PlanCellTaken`].
-    pub fn file_runs_under(&self, group_id: i64, cell: i64) -> Result<(), StoreError> {
+    pub fn file_runs_under(&self, group_id: GroupId, cell: PlanCellId) -> Result<(), StoreError> {
         let status: Option<String> = self
             .conn
             .query_row(
@@ -93,7 +94,7 @@ impl Store {
     }
 
     /// A group.
-    pub fn group(&self, group_id: i64) -> Result<GroupRecord, StoreError> {
+    pub fn group(&self, group_id: GroupId) -> Result<GroupRecord, StoreError> {
         self.conn
             .query_row(
                 &format!("SELECT {GROUP_COLUMNS} FROM run_group WHERE id = ?1"),
@@ -114,7 +115,7 @@ impl Store {
     }
 
     /// Marks a group running again (a resumed plan run).
-    pub fn reopen_group(&self, group_id: i64) -> Result<(), StoreError> {
+    pub fn reopen_group(&self, group_id: GroupId) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE run_group SET status = 'running', ended_at = NULL WHERE id = ?1",
             [group_id],
@@ -124,7 +125,11 @@ impl Store {
 
     /// Adds the cells of a plan run. Cells whose key the group already has are left as
     /// they are (a resumed plan run keeps its cells and their runs).
-    pub fn add_plan_cells(&self, group_id: i64, cells: &[NewPlanCell]) -> Result<(), StoreError> {
+    pub fn add_plan_cells(
+        &self,
+        group_id: GroupId,
+        cells: &[NewPlanCell],
+    ) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
         for c in cells {
             tx.execute(
@@ -149,7 +154,7 @@ impl Store {
     }
 
     /// The cells of a plan run, in run order.
-    pub fn plan_cells(&self, group_id: i64) -> Result<Vec<PlanCell>, StoreError> {
+    pub fn plan_cells(&self, group_id: GroupId) -> Result<Vec<PlanCell>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, group_id, seq, key, axes, argv, profile, status, run_id, attempts, error
              FROM plan_cell WHERE group_id = ?1 ORDER BY seq, id",
@@ -174,7 +179,7 @@ impl Store {
     }
 
     /// Marks a cell as being run (one more attempt) before its process starts.
-    pub fn start_plan_cell(&self, cell: i64) -> Result<(), StoreError> {
+    pub fn start_plan_cell(&self, cell: PlanCellId) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE plan_cell SET status = 'running', attempts = attempts + 1, error = NULL,
                 run_id = NULL
@@ -185,7 +190,7 @@ impl Store {
     }
 
     /// Replaces a group's detail (a plan run records its runner's pid there).
-    pub fn set_group_detail(&self, group_id: i64, detail: &Value) -> Result<(), StoreError> {
+    pub fn set_group_detail(&self, group_id: GroupId, detail: &Value) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE run_group SET detail = ?2 WHERE id = ?1",
             params![group_id, json_text(detail)],
@@ -197,7 +202,7 @@ impl Store {
     /// no run.
     pub fn finish_plan_cell(
         &self,
-        cell: i64,
+        cell: PlanCellId,
         status: RunStatus,
         error: Option<&str>,
     ) -> Result<(), StoreError> {

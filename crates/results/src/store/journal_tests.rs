@@ -70,7 +70,7 @@ fn without_shared_memory_a_wal_database_is_turned_over_whole_and_said_once() {
 /// A database whose write-ahead log still holds its last writes (the files copied
 /// while it was open), at schema `version`, with a run a dead process left
 /// `running`; and that run's id.
-fn copied_with_log(dir: &Path, version: i64) -> (PathBuf, i64) {
+fn copied_with_log(dir: &Path, version: i64) -> (PathBuf, crate::RunId) {
     let made = dir.join(format!("made{version}.db"));
     let conn = Connection::open(&made).unwrap();
     conn.execute_batch("PRAGMA journal_mode=WAL;").unwrap();
@@ -89,7 +89,7 @@ fn copied_with_log(dir: &Path, version: i64) -> (PathBuf, i64) {
     std::fs::copy(wal_path(&made), wal_path(&copy)).unwrap();
     drop(conn);
     assert!(std::fs::metadata(wal_path(&copy)).unwrap().len() > 0);
-    (copy, 7)
+    (copy, crate::RunId(7))
 }
 
 #[test]

@@ -32,6 +32,7 @@ mod reserve;
 mod runs;
 mod schema;
 
+use crate::id::{GroupId, PlanCellId, RunId};
 use crate::model::{Measurement, RunRecord, RunStatus};
 use rusqlite::Connection;
 use serde_json::Value;
@@ -77,17 +78,17 @@ pub enum StoreError {
     UnsharedLog(PathBuf),
     /// No such run.
     #[error("no run with id {0}: `audiolat runs` lists them")]
-    NoSuchRun(i64),
+    NoSuchRun(RunId),
     /// No such group.
     #[error("no group with id {0}: `audiolat runs` shows each run's group")]
-    NoSuchGroup(i64),
+    NoSuchGroup(GroupId),
     /// A plan cell is one run, but its process began a second one.
     #[error("plan cell {cell} already has run {run_id}: a plan's cell must make exactly one run (sweep with the plan's axes, not with comma lists)")]
     PlanCellTaken {
         /// The cell.
-        cell: i64,
+        cell: PlanCellId,
         /// Its run.
-        run_id: i64,
+        run_id: RunId,
     },
     /// A stored value could not be decoded.
     #[error("stored data is corrupt: {0}")]
@@ -126,7 +127,7 @@ pub struct RunFilter {
     /// Only this probe.
     pub probe: Option<String>,
     /// Only this group.
-    pub group_id: Option<i64>,
+    pub group_id: Option<GroupId>,
     /// Only this status.
     pub status: Option<RunStatus>,
     /// At most this many, newest first.
@@ -160,7 +161,7 @@ pub struct Store {
     path: PathBuf,
     journal: Journal,
     /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
-    plan_cell: std::cell::Cell<Option<(i64, i64)>>,
+    plan_cell: std::cell::Cell<Option<(GroupId, PlanCellId)>>,
 }
 
 impl std::fmt::Debug for Store {

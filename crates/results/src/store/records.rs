@@ -3,13 +3,14 @@
 
 use super::{json_text, parse_json, Store, StoreError};
 use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
+use crate::id::RunId;
 use crate::model::{Event, Measurement, MeasurementRecord, Series, TriggerRow};
 use rusqlite::params;
 use serde_json::Value;
 
 impl Store {
     /// Stores a measurement.
-    pub fn add_measurement(&self, run_id: i64, m: &Measurement) -> Result<i64, StoreError> {
+    pub fn add_measurement(&self, run_id: RunId, m: &Measurement) -> Result<i64, StoreError> {
         let stored = m.histogram.as_ref().map(LatencyHistogram::to_stored);
         let exact = stored.as_ref().map(|s| {
             json_text(&serde_json::json!({
@@ -57,7 +58,11 @@ impl Store {
     /// Stores measurements in place of any earlier ones of the same metrics in the run,
     /// in one transaction: how a run's checkpoints are kept up to date while it goes on
     /// (a reader, or a crash, sees one checkpoint whole, never a mix of two).
-    pub fn replace_measurements(&self, run_id: i64, ms: &[Measurement]) -> Result<(), StoreError> {
+    pub fn replace_measurements(
+        &self,
+        run_id: RunId,
+        ms: &[Measurement],
+    ) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
         for m in ms {
             tx.execute(
@@ -71,7 +76,7 @@ impl Store {
     }
 
     /// Stores events in one transaction.
-    pub fn add_events(&self, run_id: i64, events: &[Event]) -> Result<(), StoreError> {
+    pub fn add_events(&self, run_id: RunId, events: &[Event]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
         {
             let mut stmt = tx.prepare_cached(
@@ -91,7 +96,7 @@ impl Store {
     }
 
     /// Stores trigger rows in one transaction.
-    pub fn add_triggers(&self, run_id: i64, rows: &[TriggerRow]) -> Result<(), StoreError> {
+    pub fn add_triggers(&self, run_id: RunId, rows: &[TriggerRow]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
         {
             let mut stmt = tx.prepare_cached(
@@ -131,7 +136,7 @@ impl Store {
     ///
     /// A file from before schema 5 (read as it is) has no `timing` column: its rows read
     /// as `unchecked`.
-    pub fn triggers(&self, run_id: i64) -> Result<Vec<TriggerRow>, StoreError> {
+    pub fn triggers(&self, run_id: RunId) -> Result<Vec<TriggerRow>, StoreError> {
         let timing = if self.schema_version()? >= 5 {
             "timing"
         } else {
@@ -167,7 +172,7 @@ impl Store {
     }
 
     /// Stores a series.
-    pub fn add_series(&self, run_id: i64, series: &Series) -> Result<(), StoreError> {
+    pub fn add_series(&self, run_id: RunId, series: &Series) -> Result<(), StoreError> {
         self.conn.execute(
             "INSERT INTO series (run_id, name, unit, columns, rows) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![
@@ -182,7 +187,7 @@ impl Store {
     }
 
     /// A run's measurements, in the order stored.
-    pub fn measurements(&self, run_id: i64) -> Result<Vec<MeasurementRecord>, StoreError> {
+    pub fn measurements(&self, run_id: RunId) -> Result<Vec<MeasurementRecord>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, run_id, probe, metric, unit, method, count, min, mean, stdev, p50, p90, p99,
                 p999, p9999, max, clamped, deadline, misses, histogram, histogram_bound,
@@ -215,7 +220,7 @@ impl Store {
             let overflows: i64 = r.get(23)?;
             Ok((
                 r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
+                r.get::<_, RunId>(1)?,
                 Measurement {
                     probe: r.get(2)?,
                     metric: r.get(3)?,
@@ -268,7 +273,7 @@ impl Store {
     }
 
     /// A run's events in time order; at most `limit` when given.
-    pub fn events(&self, run_id: i64, limit: Option<usize>) -> Result<Vec<Event>, StoreError> {
+    pub fn events(&self, run_id: RunId, limit: Option<usize>) -> Result<Vec<Event>, StoreError> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 ORDER BY mono_ns, id {}",
             limit.map_or(String::new(), |l| format!("LIMIT {l}"))
@@ -284,7 +289,7 @@ impl Store {
     }
 
     /// Number of events of each kind in a run.
-    pub fn event_counts(&self, run_id: i64) -> Result<Vec<(String, u64)>, StoreError> {
+    pub fn event_counts(&self, run_id: RunId) -> Result<Vec<(String, u64)>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT kind, count(*) FROM event WHERE run_id = ?1 GROUP BY kind ORDER BY kind",
         )?;
@@ -293,7 +298,7 @@ impl Store {
     }
 
     /// A run's series.
-    pub fn series(&self, run_id: i64) -> Result<Vec<Series>, StoreError> {
+    pub fn series(&self, run_id: RunId) -> Result<Vec<Series>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT name, unit, columns, rows FROM series WHERE run_id = ?1 ORDER BY id",
         )?;

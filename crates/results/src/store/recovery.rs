@@ -3,6 +3,7 @@
 
 use super::runs::{run_from_row, RUN_COLUMNS};
 use super::{hostname, parse_json, Store, StoreError, Summarise};
+use crate::id::{GroupId, RunId};
 use crate::model::{rfc3339_utc, RunRecord, RunStatus};
 use rusqlite::{params, OptionalExtension};
 
@@ -25,12 +26,12 @@ impl Store {
     /// longer exist: the process that made the group (`runner_pid` in its detail; a plan
     /// run's runner), or, for a group an older audiolat made without it (not a plan's),
     /// the process that made its runs.
-    pub fn abandoned_groups(&self) -> Result<Vec<(i64, i64)>, StoreError> {
+    pub fn abandoned_groups(&self) -> Result<Vec<(GroupId, i64)>, StoreError> {
         let host = hostname();
         let mut stmt = self
             .conn
             .prepare("SELECT id, kind, detail FROM run_group WHERE status = 'running'")?;
-        let groups: Vec<(i64, String, String)> = stmt
+        let groups: Vec<(GroupId, String, String)> = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
         let mut out = Vec::new();
@@ -109,7 +110,7 @@ impl Store {
     /// that is closed.
     pub fn close_abandoned_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         status: RunStatus,
         error: &str,
     ) -> Result<(), StoreError> {

@@ -39,7 +39,7 @@ fn a_dead_processs_run_gets_the_summarisers_measurements_and_the_reason() {
     drop(reader);
     let summarise = |_: &Store, run: &RunRecord| {
         let mut h = LatencyHistogram::new(1_000_000).unwrap();
-        h.record(run.id as u64 * 1000);
+        h.record(run.id.get() as u64 * 1000);
         Ok(vec![Measurement::from_histogram(
             "event",
             "event_latency",

@@ -1,15 +1,16 @@
 //! Runs: begun, updated and finished as they go, listed and read back.
 
 use super::{json_text, now_mono_ns, parse_json, RunFilter, Store, StoreError};
+use crate::id::RunId;
 use crate::model::{rfc3339_utc, Machine, RunInfo, RunRecord, RunStatus, ToolInfo};
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 
 impl Store {
     /// Records the start of a run (status `running`) and returns its id.
-    pub fn begin_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
+    pub fn begin_run(&self, info: &RunInfo) -> Result<RunId, StoreError> {
         if let Some((plan_group, cell)) = self.plan_cell.get() {
-            let run_id: Option<i64> = self
+            let run_id: Option<RunId> = self
                 .conn
                 .query_row(
                     "SELECT run_id FROM plan_cell WHERE id = ?1 AND group_id = ?2 AND status = 'running'",
@@ -41,7 +42,7 @@ impl Store {
         self.insert_run(info)
     }
 
-    fn insert_run(&self, info: &RunInfo) -> Result<i64, StoreError> {
+    fn insert_run(&self, info: &RunInfo) -> Result<RunId, StoreError> {
         self.conn.execute(
             "INSERT INTO run (group_id, probe, status, started_at, started_mono_ns, pid, hostname,
                 machine, tool_version, git_commit, build_profile, command_line, config, load,
@@ -64,13 +65,13 @@ impl Store {
                 json_text(&info.qos_requested),
             ],
         )?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(RunId(self.conn.last_insert_rowid()))
     }
 
     /// Updates fields known only once the run is under way.
     pub fn update_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         load: Option<&Value>,
         qos_granted: Option<&Value>,
     ) -> Result<(), StoreError> {
@@ -91,7 +92,7 @@ impl Store {
 
     /// Replaces a running run's probe result: what recovery needs to summarise the run
     /// should its process die (the closing [`Store::finish_run`] writes the real one).
-    pub fn set_result(&self, run_id: i64, result: &Value) -> Result<(), StoreError> {
+    pub fn set_result(&self, run_id: RunId, result: &Value) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE run SET result = ?2 WHERE id = ?1",
             params![run_id, json_text(result)],
@@ -102,7 +103,7 @@ impl Store {
     /// Closes a run with its status, validity flags, probe result and error.
     pub fn finish_run(
         &self,
-        run_id: i64,
+        run_id: RunId,
         status: RunStatus,
         flags: &Value,
         result: &Value,
@@ -133,7 +134,7 @@ impl Store {
             sql.push_str(&format!(" AND probe = ?{}", args.len()));
         }
         if let Some(g) = filter.group_id {
-            args.push(g.into());
+            args.push(g.get().into());
             sql.push_str(&format!(" AND group_id = ?{}", args.len()));
         }
         if let Some(s) = filter.status {
@@ -150,7 +151,7 @@ impl Store {
     }
 
     /// One run.
-    pub fn run(&self, run_id: i64) -> Result<RunRecord, StoreError> {
+    pub fn run(&self, run_id: RunId) -> Result<RunRecord, StoreError> {
         self.conn
             .query_row(
                 &format!("SELECT {RUN_COLUMNS} FROM run WHERE id = ?1"),
@@ -162,7 +163,7 @@ impl Store {
     }
 
     /// The most recent run id, if any.
-    pub fn last_run_id(&self) -> Result<Option<i64>, StoreError> {
+    pub fn last_run_id(&self) -> Result<Option<RunId>, StoreError> {
         Ok(self
             .conn
             .query_row("SELECT max(id) FROM run", [], |r| r.get(0))?)

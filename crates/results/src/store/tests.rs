@@ -253,7 +253,7 @@ fn a_version_3_file_keeps_its_measurements_and_its_empty_ones_become_null() {
     let before = std::fs::read(&path).unwrap();
     let reader = Store::open_read_only(&path).unwrap();
     assert_eq!(reader.schema_version().unwrap(), 3);
-    let ms = reader.measurements(1).unwrap();
+    let ms = reader.measurements(crate::RunId(1)).unwrap();
     assert_eq!(ms.len(), 2);
     assert_eq!(
         (ms[0].measurement.count(), ms[0].measurement.summary),
@@ -266,7 +266,7 @@ fn a_version_3_file_keeps_its_measurements_and_its_empty_ones_become_null() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let store = Store::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-    let ms = store.measurements(1).unwrap();
+    let ms = store.measurements(crate::RunId(1)).unwrap();
     assert_eq!(ms.len(), 2);
     let empty = &ms[0].measurement;
     assert_eq!((empty.count(), empty.summary), (0, None));
@@ -278,7 +278,7 @@ fn a_version_3_file_keeps_its_measurements_and_its_empty_ones_become_null() {
         .conn
         .execute("DELETE FROM run WHERE id = 1", [])
         .unwrap();
-    assert!(store.measurements(1).unwrap().is_empty());
+    assert!(store.measurements(crate::RunId(1)).unwrap().is_empty());
 }
 
 #[test]
@@ -347,7 +347,7 @@ fn runs_of_dead_processes_become_interrupted() {
 fn unknown_run_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("u.db")).unwrap();
-    let err = store.run(42).unwrap_err();
+    let err = store.run(crate::RunId(42)).unwrap_err();
     assert!(err.to_string().contains("audiolat runs"));
 }
 
@@ -413,7 +413,7 @@ fn a_plan_cell_takes_the_run_its_process_begins_and_only_one() {
     let g = planner.group(group).unwrap();
     assert_eq!(g.kind, "plan");
     assert!(matches!(
-        planner.group(group + 1),
+        planner.group(crate::GroupId(group.get() + 1)),
         Err(StoreError::NoSuchGroup(_))
     ));
 }

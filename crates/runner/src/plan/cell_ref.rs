@@ -6,13 +6,15 @@
 use std::fmt;
 use std::str::FromStr;
 
+use results::{GroupId, PlanCellId};
+
 /// A cell of a plan run, as its process is told which cell its run is filed under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanCellRef {
     /// The plan run (its group id).
-    pub group: i64,
+    pub group: GroupId,
     /// The cell (its plan-cell id).
-    pub cell: i64,
+    pub cell: PlanCellId,
 }
 
 /// A `GROUP:CELL` text that is not one.
@@ -75,7 +77,10 @@ mod tests {
 
     #[test]
     fn the_wire_text_is_group_colon_cell_both_ways() {
-        let c = PlanCellRef { group: 3, cell: 17 };
+        let c = PlanCellRef {
+            group: GroupId(3),
+            cell: PlanCellId(17),
+        };
         assert_eq!(c.to_string(), "3:17");
         assert_eq!("3:17".parse(), Ok(c));
         assert_eq!(PlanCellRef::ENV, "AUDIOLAT_PLAN_CELL");

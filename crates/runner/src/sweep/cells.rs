@@ -5,7 +5,7 @@ use engine::audio::Backend;
 use engine::backend::Setup;
 use load::LoadSpec;
 use probes::probe::{EventProbe, Probe, RoundtripProbe};
-use results::RunStatus;
+use results::{RunId, RunStatus};
 use serde_json::Value;
 
 use super::{SweepCell, Target};
@@ -40,7 +40,7 @@ pub fn event_label(
 #[derive(Debug)]
 pub struct EventRun {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// What was measured.
@@ -75,7 +75,7 @@ pub struct RoundtripCell {
 #[derive(Debug)]
 pub struct RoundtripRun {
     /// Run id.
-    pub run_id: i64,
+    pub run_id: RunId,
     /// How it ended.
     pub status: RunStatus,
     /// What was measured.

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use engine::audio::{AudioError, Backend, StreamInfo};
 use engine::backend::{BackendSpec, Setup, SweepStep};
-use results::{RunSink, RunStatus, SinkError};
+use results::{GroupId, RunSink, RunStatus, SinkError};
 
 use crate::group::{Group, GroupEnd};
 use serde_json::Value;
@@ -35,7 +35,7 @@ pub struct Target<'a> {
     /// Where the run is written.
     pub sink: &'a dyn RunSink,
     /// The group (sweep, suite) the run is filed under.
-    pub group: Option<i64>,
+    pub group: Option<GroupId>,
     /// Where the disk load writes.
     pub scratch: &'a Path,
 }

@@ -10,7 +10,7 @@ use qos::{Admission, CellPlan, CellSet};
 use serde_json::{json, Value};
 
 use super::{context, load_script, test_cell, MemorySink, TestProbe};
-use results::RunStatus;
+use results::{RunId, RunStatus};
 
 use crate::{run, MadeCells, RunError, Unobserved};
 
@@ -131,7 +131,7 @@ fn cells_are_described_granted_and_undone_with_the_run() {
     let record = run.cells.expect("the cells' record");
     assert!(!record.undone());
     assert_eq!(run.flags["cells_undone"], false);
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     let info = stored.info.as_ref().expect("begun");
     assert_eq!(info.config["cells"], plan().cells.to_json());
     assert_eq!(info.config["host_cell"], Value::Null);
@@ -153,7 +153,7 @@ fn a_run_without_cells_stores_no_cells() {
     let run = run(&context(None), &sink, &mut cell, None, &Unobserved).expect("the run");
     assert!(run.cells.is_none());
     assert!(cells_seen().is_empty());
-    let stored = sink.run(1);
+    let stored = sink.run(RunId(1));
     assert!(stored
         .info
         .as_ref()

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use results::{RunStatus, SinkError};
+use results::{GroupId, RunStatus, SinkError};
 use serde_json::json;
 
 use super::{context, MemorySink};
@@ -18,7 +18,7 @@ fn a_group_whose_runs_all_completed_is_closed_complete() {
     let sink = MemorySink::default();
     let ctx = context(None);
     let group = Group::open(&sink, "suite", "audiolat suite", &json!({})).expect("opened");
-    assert_eq!(group.id(), 1);
+    assert_eq!(group.id(), GroupId(1));
     assert_eq!(first_group(&sink), ("suite".into(), RunStatus::Running));
     group.close(ctx.group_status(false)).expect("closed");
     drop(group);

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use results::GroupId;
+
 use engine::jack::server::{ServerMode, ServerRequest};
 use probes::net::ReserveBy;
 
@@ -137,7 +139,7 @@ fn the_suite_skips_by_name_a_scenario_whose_load_cannot_start_here() {
     let plan = SuitePlan::new(
         each,
         PathBuf::from("/nonexistent/scratch"),
-        Some(7),
+        Some(GroupId(7)),
         None,
         jack(),
     );
@@ -148,7 +150,7 @@ fn the_suite_skips_by_name_a_scenario_whose_load_cannot_start_here() {
         .as_deref()
         .expect("no scratch directory");
     assert!(disk.contains("/nonexistent/scratch"), "{disk}");
-    assert_eq!(plan.group, Some(7));
+    assert_eq!(plan.group, Some(GroupId(7)));
     assert_eq!(plan.jack.mode, ServerMode::Auto);
     // A usable scratch directory: the disk load is planned when its tool is here.
     let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use engine::audio::Backend;
 use engine::backend::{BackendSpec, Setup};
 use engine::virtual_card::setup::VirtualSpec;
-use results::RunStatus;
+use results::{GroupId, RunId, RunStatus};
 use serde_json::Value;
 
 use super::{context, MemorySink, ServerExits, TestProbe};
@@ -43,7 +43,7 @@ struct StepCell<'a> {
 struct StepRun {
     name: &'static str,
     period_frames: u32,
-    run_id: i64,
+    run_id: RunId,
     status: RunStatus,
     error: Option<String>,
 }
@@ -113,7 +113,7 @@ fn closed_statuses(sink: &MemorySink) -> Vec<RunStatus> {
     sink.group_closes
         .borrow()
         .iter()
-        .filter(|(g, _)| *g == 7)
+        .filter(|(g, _)| *g == GroupId(7))
         .map(|(_, s)| *s)
         .collect()
 }
@@ -127,7 +127,7 @@ fn sweep(
     steps: &[(&'static str, Then)],
     stop_after: Option<&dyn Fn(&StepRun) -> bool>,
 ) -> (Result<SweepOutcome<StepRun>, RunError>, Vec<RunStatus>) {
-    let group = Group::adopt(sink, 7);
+    let group = Group::adopt(sink, GroupId(7));
     let spec = virtual_card();
     let opened = Sweep::open(&spec, periods.iter().copied().map(Some).collect())
         .expect("the virtual card opens");
@@ -162,7 +162,10 @@ fn a_sweep_runs_every_cell_on_every_period_in_order_and_closes_its_group_complet
     assert_eq!(closed, [RunStatus::Complete]);
     for run in &out.runs {
         let stored = sink.run(run.run_id);
-        assert_eq!(stored.info.as_ref().and_then(|i| i.group_id), Some(7));
+        assert_eq!(
+            stored.info.as_ref().and_then(|i| i.group_id),
+            Some(GroupId(7))
+        );
         assert_eq!(stored.status, Some(RunStatus::Complete));
     }
 }
@@ -219,8 +222,8 @@ fn a_cell_the_lifecycle_cannot_finish_ends_the_sweep_with_its_error_and_the_grou
     let (out, closed) = sweep(&ctx, &sink, &[64, 128], &steps, None);
     match out {
         Err(RunError::Failed { run_id, .. }) => {
-            assert_eq!(run_id, 2);
-            assert_eq!(sink.run(2).status, Some(RunStatus::Failed));
+            assert_eq!(run_id, RunId(2));
+            assert_eq!(sink.run(RunId(2)).status, Some(RunStatus::Failed));
         }
         other => panic!("expected the failed run's error, got {other:?}"),
     }
@@ -312,7 +315,7 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
         loop_description: String::new(),
         granted: None,
     };
-    let group = Group::adopt(&sink, 7);
+    let group = Group::adopt(&sink, GroupId(7));
     let periods = crate::min_buffer::search_periods(&spec, Some(&[256]));
     let opened = Sweep::open(&spec, periods).expect("the virtual card opens");
     let out = search(
@@ -335,7 +338,7 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
     assert_eq!(run.outcome.info.period_frames, 256);
     assert_eq!(
         sink.run(run.run_id).info.as_ref().and_then(|i| i.group_id),
-        Some(7)
+        Some(GroupId(7))
     );
     let held = holds_without_underruns(run);
     assert_eq!(

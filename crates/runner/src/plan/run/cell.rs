@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command as Process, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use results::{PlanCell, RunStatus, Store, StoreError};
+use results::{GroupId, PlanCell, RunStatus, Store, StoreError};
 
 use super::{PlanObserver, PlanRunError};
 use crate::plan::{CellCommand, PlanCellRef};
@@ -26,7 +26,7 @@ pub(super) fn run_cell(
     ctx: &Context,
     db_path: &Path,
     store: &Store,
-    group: i64,
+    group: GroupId,
     stored: &PlanCell,
     binary: &Path,
     command: &CellCommand,
@@ -71,7 +71,7 @@ pub(super) fn run_cell(
 /// process group, told to stop if the runner dies.
 fn cell_process(
     db_path: &Path,
-    group: i64,
+    group: GroupId,
     stored: &PlanCell,
     binary: &Path,
     command: &CellCommand,
@@ -147,7 +147,7 @@ fn wait_for(
 /// run, failed (interrupted when signalled) with the last error line of its stderr.
 fn outcome_of(
     store: &Store,
-    group: i64,
+    group: GroupId,
     stored: &PlanCell,
     exit: ExitStatus,
     signalled: bool,

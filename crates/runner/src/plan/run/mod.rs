@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use results::{NewPlanCell, PlanCell, RunStatus, Store, StoreError};
+use results::{GroupId, NewPlanCell, PlanCell, RunStatus, Store, StoreError};
 use serde_json::json;
 
 use super::{CellChecker, Plan};
@@ -106,7 +106,7 @@ pub fn create_group(
     store: &Store,
     plan: &Plan,
     planned: &[Planned],
-) -> Result<i64, StoreError> {
+) -> Result<GroupId, StoreError> {
     let mut detail = plan.to_json();
     detail["cells"] = json!(planned.len());
     detail["runner_pid"] = json!(std::process::id());
@@ -117,7 +117,7 @@ pub fn create_group(
 
 /// Stores the plan's cells under the plan run, in run order (cells already stored, on
 /// a resume, are kept as they are).
-pub fn store_cells(store: &Store, group: i64, planned: &[Planned]) -> Result<(), StoreError> {
+pub fn store_cells(store: &Store, group: GroupId, planned: &[Planned]) -> Result<(), StoreError> {
     let new_cells: Vec<NewPlanCell> = planned
         .iter()
         .enumerate()
@@ -163,7 +163,7 @@ pub fn cells_to_run<'a>(
 pub fn build_binaries(
     ctx: &Context,
     store: &Store,
-    group: i64,
+    group: GroupId,
     to_run: &[(usize, &PlanCell)],
     quiet: bool,
     observer: &mut dyn PlanObserver,
@@ -209,7 +209,7 @@ pub fn run_cells(
     db_path: &Path,
     store: &Store,
     plan: &Plan,
-    group: i64,
+    group: GroupId,
     planned: &[Planned],
     to_run: &[(usize, &PlanCell)],
     binaries: &BTreeMap<String, PathBuf>,
@@ -295,7 +295,7 @@ pub struct Closed {
 pub fn close(
     ctx: &Context,
     store: &Store,
-    group: i64,
+    group: GroupId,
     tally: &Tally,
 ) -> Result<Closed, StoreError> {
     let cells = store.plan_cells(group)?;

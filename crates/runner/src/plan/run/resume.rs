@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use results::{PlanCell, RunStatus, Store};
+use results::{GroupId, PlanCell, RunStatus, Store};
 use serde_json::json;
 
 use super::order::Planned;
@@ -13,7 +13,7 @@ use crate::plan::Plan;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {
     /// This one (its group id).
-    Group(i64),
+    Group(GroupId),
     /// The latest unfinished plan run of the plan's name.
     Latest,
 }
@@ -24,7 +24,7 @@ fn resume_group(
     plan: &Plan,
     how: Resume,
     cells: &[Planned],
-) -> Result<i64, PlanRunError> {
+) -> Result<GroupId, PlanRunError> {
     let group = match how {
         Resume::Group(g) => {
             let rec = store.group(g)?;
@@ -93,7 +93,7 @@ pub fn reopen(
     plan: &Plan,
     how: Resume,
     cells: &[Planned],
-) -> Result<i64, PlanRunError> {
+) -> Result<GroupId, PlanRunError> {
     let g = resume_group(store, plan, how, cells)?;
     let mut detail = store.group(g)?.detail;
     if let Some(pid) = detail["runner_pid"].as_i64() {
