@@ -5,14 +5,14 @@
 //! flags they were typed as.
 
 use engine::audio::{plug_advice, AlsaRefusal, AudioError, PortRole, ServerSetting, StreamSetting};
-use engine::backend::{BackendSpec, ServerChoice};
+use engine::backend::{
+    BackendSpec, ServerChoice, SpecError, StreamPurpose, StreamSettings, RATE_RANGE_HZ,
+};
 use engine::jack::client::JackConfig;
 
 use crate::cli::{AudioArgs, BackendName, EventArgs, RoundtripArgs, UsageError};
-use engine::alsa::setup::AlsaSpec;
 use engine::jack::server::ServerMode;
-use engine::jack::setup::{JackPorts, JackSpec};
-use engine::virtual_card::setup::{Cable, VirtualSpec};
+use engine::virtual_card::setup::Cable;
 use probes::devices::{Setup, SetupBackend};
 
 /// What the streams are for, with the options that only some backends take.
@@ -37,6 +37,33 @@ pub enum Purpose<'a> {
         /// Virtual options were given (any of --cable-delay, --cable-gain, --no-cable).
         cable_given: bool,
     },
+}
+
+impl Purpose<'_> {
+    /// What the streams are for, as the engine takes it.
+    fn streams(&self) -> StreamPurpose {
+        match self {
+            Purpose::Event {
+                jack,
+                loopback_device,
+            } => StreamPurpose::Event {
+                jack: jack.clone(),
+                loopback_device: loopback_device.cloned(),
+            },
+            Purpose::Roundtrip {
+                playback,
+                capture,
+                capture_device,
+                cable,
+                ..
+            } => StreamPurpose::Roundtrip {
+                playback: playback.to_vec(),
+                capture: capture.cloned(),
+                capture_device: capture_device.cloned(),
+                cable: cable.map(|(delay_frames, gain)| Cable { delay_frames, gain }),
+            },
+        }
+    }
 }
 
 /// The JACK ports of an event run: `--playback`, `--loopback` (a JACK port unless the
@@ -93,65 +120,26 @@ fn usage(m: impl Into<String>) -> anyhow::Error {
 /// runs).
 pub fn spec(audio: &AudioArgs, purpose: &Purpose<'_>) -> anyhow::Result<BackendSpec> {
     refuse_foreign_options(audio, purpose)?;
-    if let Some(r) = audio.rate {
-        if !(8_000..=384_000).contains(&r) {
-            return Err(usage(format!(
-                "--rate {r}: use a sample rate from 8000 to 384000 Hz"
-            )));
-        }
-    }
-    let server = ServerChoice {
-        mode: audio.server,
-        name: audio.server_name.clone(),
-        jackd: load::find_in_path(load::JACKD.name),
+    let settings = StreamSettings {
+        rate_hz: audio.rate,
+        periods: audio.periods,
+        device: audio.device.clone(),
+        format: audio.format,
+        server: ServerChoice {
+            mode: audio.server,
+            name: audio.server_name.clone(),
+            jackd: load::find_in_path(load::JACKD.name),
+        },
     };
-    Ok(match audio.backend {
-        BackendName::Jack => BackendSpec::Jack(JackSpec {
-            server,
-            rate_hz: audio.rate,
-            ports: match purpose {
-                Purpose::Event { jack, .. } => JackPorts::Playback(jack.clone()),
-                Purpose::Roundtrip {
-                    playback,
-                    capture: Some(capture),
-                    ..
-                } => JackPorts::Cable {
-                    playback: playback.to_vec(),
-                    capture: (*capture).clone(),
-                },
-                Purpose::Roundtrip { playback, .. } if !playback.is_empty() => {
-                    return Err(usage(
-                        "--playback needs --capture: name the port where the cable comes back in (or leave both out for audiolat's software loop)",
-                    ))
-                }
-                Purpose::Roundtrip { .. } => JackPorts::SoftwareLoop,
-            },
-        }),
-        BackendName::Alsa => BackendSpec::Alsa(AlsaSpec {
-            device: audio.device.clone(),
-            capture_device: match purpose {
-                Purpose::Event {
-                    loopback_device, ..
-                } => loopback_device.cloned(),
-                Purpose::Roundtrip { capture_device, .. } => capture_device.cloned(),
-            },
-            duplex: matches!(purpose, Purpose::Roundtrip { .. }),
-            rate_hz: audio.rate,
-            periods: audio.periods,
-            format: audio.format,
-            server,
-        }),
-        BackendName::Virtual => BackendSpec::Virtual(VirtualSpec {
-            rate_hz: audio.rate,
-            periods: audio.periods,
-            cable: match purpose {
-                Purpose::Roundtrip { cable, .. } => cable.map(|(delay_frames, gain)| Cable {
-                    delay_frames,
-                    gain,
-                }),
-                Purpose::Event { .. } => None,
-            },
-        }),
+    BackendSpec::build(audio.backend.kind(), settings, purpose.streams()).map_err(|e| {
+        usage(match e {
+            SpecError::RateOutOfRange(r) => format!(
+                "--rate {r}: use a sample rate from {} to {} Hz",
+                RATE_RANGE_HZ.start(),
+                RATE_RANGE_HZ.end()
+            ),
+            SpecError::PlaybackWithoutCapture => "--playback needs --capture: name the port where the cable comes back in (or leave both out for audiolat's software loop)".into(),
+        })
     })
 }
 

@@ -2,6 +2,7 @@
 //! `--server`, `--period`, `--rate`, `--device`, `--format`.
 
 use clap::{Args, ValueEnum};
+use engine::backend::BackendKind;
 use engine::jack::server::ServerMode;
 
 use super::values::{parse_count_u32, parse_list, ListOf};
@@ -24,6 +25,17 @@ impl std::fmt::Display for BackendName {
             BackendName::Alsa => "alsa",
             BackendName::Virtual => "virtual",
         })
+    }
+}
+
+impl BackendName {
+    /// The engine's name for the backend.
+    pub fn kind(self) -> BackendKind {
+        match self {
+            BackendName::Jack => BackendKind::Jack,
+            BackendName::Alsa => BackendKind::Alsa,
+            BackendName::Virtual => BackendKind::Virtual,
+        }
     }
 }
 

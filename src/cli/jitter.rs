@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use engine::rt::SchedClass;
 use load::LoadSpec;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength, WakeMode};
 
-use super::policy::{parse_policy_name, policy, PolicyName};
+use super::policy::policy;
 use super::values::{
     parse_count_u32, parse_count_u64, parse_i64, parse_load, parse_micros, parse_percent,
     parse_rate, parse_seconds,
@@ -43,8 +44,8 @@ pub struct JitterArgs {
           value_parser = parse_count_u32)]
     pub frames: Option<u32>,
     /// Scheduling policy of the measuring thread.
-    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
-    pub policy: PolicyName,
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
+    pub policy: SchedClass,
     /// Real-time priority for fifo/rr (1..99).
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
     pub priority: Option<i64>,
@@ -136,16 +137,11 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
     let (period_ns, fragments) = match (a.fragments, a.frames) {
         (Some(fragments), Some(frames)) => {
             let rate = a.rate.unwrap_or(44_100.0);
-            if rate.fract() != 0.0 || !(1_000.0..=768_000.0).contains(&rate) {
-                return Err(UsageError(format!(
+            let f = FragmentModel::at_rate(fragments, frames, rate).map_err(|_| {
+                UsageError(format!(
                     "--rate {rate} is not a sample rate: with --frames, --rate is the sample rate in Hz (1000..768000, e.g. 44100)"
-                )));
-            }
-            let f = FragmentModel {
-                fragments,
-                frames,
-                sample_rate: rate as u32,
-            };
+                ))
+            })?;
             (f.period_ns(), Some(f))
         }
         _ => {

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use engine::rt::Policy;
+use engine::rt::{Policy, SchedClass};
 use load::LoadSpec;
 use probes::net::NetConfig;
 
 use super::net_roles::NetRole;
-use super::policy::{parse_policy_name, policy, PolicyName};
+use super::policy::policy;
 use super::values::{cpu_list, parse_f64, parse_i64, parse_load, parse_seconds};
 use super::UsageError;
 
@@ -58,8 +58,8 @@ pub struct NetArgs {
     #[arg(long, value_name = "MODE", value_parser = parse_poll)]
     pub poll: Option<netaudio::host::PollMode>,
     /// Scheduling policy of every thread of both ends.
-    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
-    pub policy: PolicyName,
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
+    pub policy: SchedClass,
     /// Real-time priority for fifo/rr (1..99; default 70).
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
     pub priority: Option<i64>,
@@ -315,12 +315,12 @@ pub fn net_policy(a: &NetArgs) -> Result<Policy, UsageError> {
 }
 
 /// The scheduling policy of one end's threads.
-pub fn thread_policy(name: PolicyName, priority: Option<i64>) -> Result<Policy, UsageError> {
+pub fn thread_policy(name: SchedClass, priority: Option<i64>) -> Result<Policy, UsageError> {
     let a = NetPolicyArgs {
         policy: name,
         priority,
     };
-    if a.policy == PolicyName::Deadline {
+    if a.policy == SchedClass::Deadline {
         return Err(UsageError(
             "--policy deadline is not for net's threads (they poll or wait on packets, not on a period): use fifo, rr or other".into(),
         ));
@@ -328,7 +328,7 @@ pub fn thread_policy(name: PolicyName, priority: Option<i64>) -> Result<Policy, 
     policy(
         a.policy,
         a.priority.or(match a.policy {
-            PolicyName::Fifo | PolicyName::Rr => Some(70),
+            SchedClass::Fifo | SchedClass::RoundRobin => Some(70),
             _ => None,
         }),
         1_000_000,
@@ -339,6 +339,6 @@ pub fn thread_policy(name: PolicyName, priority: Option<i64>) -> Result<Policy, 
 }
 
 struct NetPolicyArgs {
-    policy: PolicyName,
+    policy: SchedClass,
     priority: Option<i64>,
 }

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use engine::rt::SchedClass;
 
 use netaudio::controller::{self, ControllerConfig};
 use netaudio::host::HostConfig;
 
 use super::net::{parse_mbps, parse_pads, parse_poll, parse_unit, parse_workers, thread_policy};
-use super::policy::{parse_policy_name, PolicyName};
 use super::values::{cpu_list, parse_i64, parse_seconds};
 use super::UsageError;
 
@@ -129,8 +129,8 @@ pub enum NetRole {
 #[derive(Debug, Clone, Args)]
 pub struct NetThreadArgs {
     /// Scheduling policy of this end's threads.
-    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = parse_policy_name)]
-    pub policy: PolicyName,
+    #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
+    pub policy: SchedClass,
     /// Real-time priority for fifo/rr (1..99; default 70).
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
     pub priority: Option<i64>,

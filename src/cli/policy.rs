@@ -1,106 +1,45 @@
 //! The scheduling policy flags (`--policy`, `--priority`, SCHED_DEADLINE's shares) and
 //! the one function that turns them into an [`engine::rt::Policy`] (stage two, shared by
-//! jitter and net).
+//! jitter and net): the engine chooses the policy, this words its refusals with the flags.
 
 use std::time::Duration;
 
-use clap::ValueEnum;
-use engine::rt::Policy;
+use engine::rt::{Policy, PolicyChoiceError, Reservation, SchedClass};
 
 use super::UsageError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyName {
-    /// SCHED_FIFO (real-time, default)
-    Fifo,
-    /// SCHED_RR (real-time, round robin)
-    Rr,
-    /// SCHED_OTHER (not real-time)
-    Other,
-    /// SCHED_BATCH (not real-time)
-    Batch,
-    /// SCHED_IDLE (not real-time)
-    Idle,
-    /// SCHED_DEADLINE (EDF reservation)
-    Deadline,
-}
-
-pub(super) fn parse_policy_name(s: &str) -> Result<PolicyName, String> {
-    PolicyName::from_str(s, true)
-        .map_err(|_| format!("unknown policy '{s}': use fifo, rr, other, batch, idle or deadline"))
-}
-
-/// Builds the scheduling policy from the flags.
+/// Builds the scheduling policy from the flags ([`Policy::choose`], its refusals worded
+/// with the flags).
 pub fn policy(
-    name: PolicyName,
+    class: SchedClass,
     priority: Option<i64>,
     period_ns: u64,
     busy_percent: f64,
     dl_runtime: Option<Duration>,
     dl_deadline: Option<Duration>,
 ) -> Result<Policy, UsageError> {
-    let prio = |default: i64| -> Result<u32, UsageError> {
-        let p = priority.unwrap_or(default);
-        if !(1..=99).contains(&p) {
-            return Err(UsageError(format!(
-                "--priority {p} is out of range for {}: use 1..99",
-                if name == PolicyName::Rr {
-                    "SCHED_RR"
-                } else {
-                    "SCHED_FIFO"
-                }
-            )));
-        }
-        Ok(p as u32)
+    let reservation = Reservation {
+        period_ns,
+        busy_percent,
+        runtime: dl_runtime,
+        deadline: dl_deadline,
     };
-    let no_prio = |what: &str| -> Result<(), UsageError> {
-        match priority {
-            Some(p) => Err(UsageError(format!(
-                "--priority {p} has no meaning for {what}: use --policy fifo or rr to set a priority"
-            ))),
-            None => Ok(()),
-        }
-    };
-    if name != PolicyName::Deadline && (dl_runtime.is_some() || dl_deadline.is_some()) {
-        return Err(UsageError(
-            "--dl-runtime and --dl-deadline need --policy deadline".into(),
-        ));
-    }
-    let policy = match name {
-        PolicyName::Fifo => Policy::Fifo {
-            priority: prio(80)?,
-        },
-        PolicyName::Rr => Policy::RoundRobin {
-            priority: prio(80)?,
-        },
-        PolicyName::Other => {
-            no_prio("SCHED_OTHER")?;
-            Policy::Other { nice: 0 }
-        }
-        PolicyName::Batch => {
-            no_prio("SCHED_BATCH")?;
-            Policy::Batch { nice: 0 }
-        }
-        PolicyName::Idle => {
-            no_prio("SCHED_IDLE")?;
-            Policy::Idle
-        }
-        PolicyName::Deadline => {
-            no_prio("SCHED_DEADLINE")?;
-            let default_runtime = ((period_ns as f64 * (busy_percent / 100.0 + 0.1))
-                .min(period_ns as f64 * 0.95)) as u64;
-            let runtime_ns =
-                dl_runtime.map_or(default_runtime.max(20_000), |d| d.as_nanos() as u64);
-            let deadline_ns = dl_deadline.map_or(period_ns, |d| d.as_nanos() as u64);
-            Policy::Deadline {
-                runtime_ns,
-                deadline_ns,
-                period_ns,
+    Policy::choose(class, priority, &reservation).map_err(|e| {
+        UsageError(match e {
+            PolicyChoiceError::PriorityOutOfRange { class, priority } => format!(
+                "--priority {priority} is out of range for {}: use 1..99",
+                class.kernel_name()
+            ),
+            PolicyChoiceError::PriorityWithoutMeaning { class, priority } => format!(
+                "--priority {priority} has no meaning for {}: use --policy fifo or rr to set a priority",
+                class.kernel_name()
+            ),
+            PolicyChoiceError::ReservationWithoutDeadline(_) => {
+                "--dl-runtime and --dl-deadline need --policy deadline".into()
             }
-        }
-    };
-    policy.validate().map_err(|e| UsageError(e.to_string()))?;
-    Ok(policy)
+            PolicyChoiceError::Invalid(e) => e.to_string(),
+        })
+    })
 }
 
 #[cfg(test)]
@@ -113,11 +52,22 @@ mod tests {
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("-5").is_err());
         assert_eq!(parse_rate("2048").unwrap(), 2048.0);
-        assert!(policy(PolicyName::Fifo, Some(0), 1_000_000, 0.0, None, None).is_err());
-        assert!(policy(PolicyName::Fifo, Some(100), 1_000_000, 0.0, None, None).is_err());
-        assert!(policy(PolicyName::Other, Some(10), 1_000_000, 0.0, None, None).is_err());
         assert_eq!(
-            policy(PolicyName::Deadline, None, 1_000_000, 50.0, None, None).unwrap(),
+            policy(SchedClass::RoundRobin, Some(0), 1_000_000, 0.0, None, None)
+                .unwrap_err()
+                .to_string(),
+            "--priority 0 is out of range for SCHED_RR: use 1..99"
+        );
+        assert_eq!(
+            policy(SchedClass::Idle, Some(5), 1_000_000, 0.0, None, None)
+                .unwrap_err()
+                .to_string(),
+            "--priority 5 has no meaning for SCHED_IDLE: use --policy fifo or rr to set a priority"
+        );
+        assert!(policy(SchedClass::Fifo, Some(100), 1_000_000, 0.0, None, None).is_err());
+        assert!(policy(SchedClass::Other, Some(10), 1_000_000, 0.0, None, None).is_err());
+        assert_eq!(
+            policy(SchedClass::Deadline, None, 1_000_000, 50.0, None, None).unwrap(),
             Policy::Deadline {
                 runtime_ns: 600_000,
                 deadline_ns: 1_000_000,

@@ -11,6 +11,9 @@
 //! Everything a set-up can refuse (a bad device, a period the device or server will not
 //! run, a port that does not exist) is refused when it is made.
 //!
+//! A spec is built from typed values with [`BackendSpec::build`] (the backend, the
+//! settings every backend shares and what the streams are for), or written out.
+//!
 //! Adding a backend: a folder beside `jack/`, `alsa/` and `virtual_card/` with its spec
 //! and its `open`, and one variant here.
 //!
@@ -34,6 +37,10 @@ use crate::virtual_card::setup::VirtualSpec;
 use crate::virtual_card::{VirtualConfig, VirtualStream};
 use std::path::PathBuf;
 use std::time::Duration;
+
+mod build;
+
+pub use build::{BackendKind, SpecError, StreamPurpose, StreamSettings, RATE_RANGE_HZ};
 
 /// How long a private JACK server may take to answer after it was started.
 pub const SERVER_START_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,12 +8,19 @@
 //! Process-wide state ([`ProcessRt`]) is set up once, on any thread, before the
 //! measuring thread starts, and held for the run. Per-thread state ([`ThreadRt`]) is
 //! applied by the measuring thread to itself before its first cycle.
+//!
+//! A policy is written out as a [`Policy`], or chosen from a class, a priority and a
+//! reservation with [`Policy::choose`] (beside this file, `choose`).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 
+mod choose;
 mod cpus;
+pub use choose::{
+    PolicyChoiceError, Reservation, SchedClass, UnknownSchedClass, DEFAULT_RT_PRIORITY,
+};
 pub use cpus::*;
 
 /// A Linux scheduling policy with its parameters.

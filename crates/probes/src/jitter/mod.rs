@@ -105,7 +105,33 @@ pub struct FragmentModel {
     pub sample_rate: u32,
 }
 
+/// The sample rates a [`FragmentModel`] may run at, in Hz.
+pub const FRAGMENT_RATE_RANGE_HZ: std::ops::RangeInclusive<u32> = 1_000..=768_000;
+
+/// A fragment model's rate that is not a sample rate.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "{0} Hz is not a sample rate: use a whole number of Hz from {min} to {max}",
+    min = FRAGMENT_RATE_RANGE_HZ.start(),
+    max = FRAGMENT_RATE_RANGE_HZ.end()
+)]
+pub struct NotASampleRate(pub f64);
+
 impl FragmentModel {
+    /// `fragments` buffers of `frames` frames at `rate_hz`, which must be a whole number
+    /// of Hz in [`FRAGMENT_RATE_RANGE_HZ`].
+    pub fn at_rate(fragments: u32, frames: u32, rate_hz: f64) -> Result<Self, NotASampleRate> {
+        let range = *FRAGMENT_RATE_RANGE_HZ.start() as f64..=*FRAGMENT_RATE_RANGE_HZ.end() as f64;
+        if rate_hz.fract() != 0.0 || !range.contains(&rate_hz) {
+            return Err(NotASampleRate(rate_hz));
+        }
+        Ok(FragmentModel {
+            fragments,
+            frames,
+            sample_rate: rate_hz as u32,
+        })
+    }
+
     /// One fragment's duration, rounded to the nanosecond.
     pub fn period_ns(&self) -> u64 {
         ((self.frames as u128 * 1_000_000_000 + self.sample_rate as u128 / 2)

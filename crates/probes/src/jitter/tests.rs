@@ -25,6 +25,25 @@ fn fragment_model_arithmetic() {
 }
 
 #[test]
+fn a_fragment_model_runs_at_a_sample_rate() {
+    assert_eq!(
+        FragmentModel::at_rate(3, 32, 44_100.0),
+        Ok(FragmentModel {
+            fragments: 3,
+            frames: 32,
+            sample_rate: 44_100,
+        })
+    );
+    assert_eq!(
+        FragmentModel::at_rate(3, 32, 44_100.5),
+        Err(NotASampleRate(44_100.5))
+    );
+    assert!(FragmentModel::at_rate(3, 32, 999.0).is_err());
+    assert!(FragmentModel::at_rate(3, 32, 768_000.0).is_ok());
+    assert!(FragmentModel::at_rate(3, 32, 768_001.0).is_err());
+}
+
+#[test]
 fn validation_names_the_fix() {
     let mut c = cfg(WakeMode::Nanosleep, 1_000, 10);
     assert!(c.validate().unwrap_err().to_string().contains("rate"));

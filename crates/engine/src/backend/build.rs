@@ -1,0 +1,236 @@
+//! Building a [`BackendSpec`] from typed values: the backend, the settings every backend
+//! shares ([`StreamSettings`]) and what the streams are for ([`StreamPurpose`]). Each
+//! backend takes the part of them it uses; the two settings no backend can run (a rate
+//! out of range, playback ports without the port the cable comes back in) are refused
+//! with a [`SpecError`]. Which options belong to which backend is the caller's to check:
+//! it knows how they were given.
+
+use crate::alsa::setup::AlsaSpec;
+use crate::alsa::stream::SampleFormat;
+use crate::jack::client::JackConfig;
+use crate::jack::setup::{JackPorts, JackSpec};
+use crate::virtual_card::setup::{Cable, VirtualSpec};
+
+use super::{BackendSpec, ServerChoice};
+
+/// The sample rates a spec may ask for, in Hz.
+pub const RATE_RANGE_HZ: std::ops::RangeInclusive<u32> = 8_000..=384_000;
+
+/// Which backend a spec is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// A JACK client.
+    Jack,
+    /// An ALSA device.
+    Alsa,
+    /// The virtual card.
+    Virtual,
+}
+
+/// The settings every backend shares; each takes the ones it uses.
+#[derive(Clone, Debug)]
+pub struct StreamSettings {
+    /// The rate (`None`: the backend's default, or a running server's).
+    pub rate_hz: Option<u32>,
+    /// Periods in the buffer (ALSA and the virtual card; a JACK server's is its own).
+    pub periods: u32,
+    /// The ALSA device (`None`: see [`AlsaSpec::device`]).
+    pub device: Option<String>,
+    /// The ALSA sample format (`None`: the first the device takes).
+    pub format: Option<SampleFormat>,
+    /// The JACK server (JACK, and ALSA's jack PCM).
+    pub server: ServerChoice,
+}
+
+/// What the streams are for, with what only some backends take.
+#[derive(Clone, Debug)]
+pub enum StreamPurpose {
+    /// The event probe: playback.
+    Event {
+        /// JACK: ports, loopback capture port and MIDI input.
+        jack: JackConfig,
+        /// ALSA: the capture device that hears the output (`None`: none).
+        loopback_device: Option<String>,
+    },
+    /// The round trip: a loop.
+    Roundtrip {
+        /// JACK: the ports the output goes to (empty: the first two physical playback
+        /// ports, or audiolat's software loop when `capture` is `None` too).
+        playback: Vec<String>,
+        /// JACK: the port the loop comes back on (`None`: audiolat's software loop).
+        capture: Option<String>,
+        /// ALSA: the capture device (`None`: the playback device).
+        capture_device: Option<String>,
+        /// The virtual card: the cable (`None`: the input hears silence).
+        cable: Option<Cable>,
+    },
+}
+
+/// A spec no backend can run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The rate is outside [`RATE_RANGE_HZ`].
+    #[error(
+        "a sample rate of {0} Hz is out of range: use one from {min} to {max} Hz",
+        min = RATE_RANGE_HZ.start(),
+        max = RATE_RANGE_HZ.end()
+    )]
+    RateOutOfRange(u32),
+    /// A JACK round trip names the ports the output goes to, but not the port the
+    /// cable comes back in.
+    #[error("a JACK round trip's playback ports need the capture port the cable comes back in")]
+    PlaybackWithoutCapture,
+}
+
+impl BackendSpec {
+    /// The spec of `kind`'s streams for `purpose`, with the `settings` that backend
+    /// takes. No side effects: nothing is opened or started.
+    pub fn build(
+        kind: BackendKind,
+        settings: StreamSettings,
+        purpose: StreamPurpose,
+    ) -> Result<BackendSpec, SpecError> {
+        if let Some(r) = settings.rate_hz {
+            if !RATE_RANGE_HZ.contains(&r) {
+                return Err(SpecError::RateOutOfRange(r));
+            }
+        }
+        Ok(match kind {
+            BackendKind::Jack => BackendSpec::Jack(JackSpec {
+                server: settings.server,
+                rate_hz: settings.rate_hz,
+                ports: jack_ports(purpose)?,
+            }),
+            BackendKind::Alsa => BackendSpec::Alsa(AlsaSpec {
+                device: settings.device,
+                duplex: matches!(purpose, StreamPurpose::Roundtrip { .. }),
+                capture_device: match purpose {
+                    StreamPurpose::Event {
+                        loopback_device, ..
+                    } => loopback_device,
+                    StreamPurpose::Roundtrip { capture_device, .. } => capture_device,
+                },
+                rate_hz: settings.rate_hz,
+                periods: settings.periods,
+                format: settings.format,
+                server: settings.server,
+            }),
+            BackendKind::Virtual => BackendSpec::Virtual(VirtualSpec {
+                rate_hz: settings.rate_hz,
+                periods: settings.periods,
+                cable: match purpose {
+                    StreamPurpose::Roundtrip { cable, .. } => cable,
+                    StreamPurpose::Event { .. } => None,
+                },
+            }),
+        })
+    }
+}
+
+/// What a JACK client's streams connect to, for `purpose`.
+fn jack_ports(purpose: StreamPurpose) -> Result<JackPorts, SpecError> {
+    Ok(match purpose {
+        StreamPurpose::Event { jack, .. } => JackPorts::Playback(jack),
+        StreamPurpose::Roundtrip {
+            playback,
+            capture: Some(capture),
+            ..
+        } => JackPorts::Cable { playback, capture },
+        StreamPurpose::Roundtrip { playback, .. } if !playback.is_empty() => {
+            return Err(SpecError::PlaybackWithoutCapture)
+        }
+        StreamPurpose::Roundtrip { .. } => JackPorts::SoftwareLoop,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jack::server::ServerMode;
+
+    fn settings(rate_hz: Option<u32>) -> StreamSettings {
+        StreamSettings {
+            rate_hz,
+            periods: 3,
+            device: Some("hw:1".into()),
+            format: None,
+            server: ServerChoice {
+                mode: ServerMode::Auto,
+                name: None,
+                jackd: None,
+            },
+        }
+    }
+
+    fn roundtrip(playback: &[&str], capture: Option<&str>) -> StreamPurpose {
+        StreamPurpose::Roundtrip {
+            playback: playback.iter().map(|p| p.to_string()).collect(),
+            capture: capture.map(str::to_string),
+            capture_device: Some("hw:2".into()),
+            cable: Some(Cable {
+                delay_frames: 10.0,
+                gain: 0.5,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_rate_out_of_range_is_refused_for_every_backend() {
+        for kind in [BackendKind::Jack, BackendKind::Alsa, BackendKind::Virtual] {
+            let e = BackendSpec::build(kind, settings(Some(7_999)), roundtrip(&[], None));
+            assert_eq!(e.unwrap_err(), SpecError::RateOutOfRange(7_999));
+        }
+        assert!(BackendSpec::build(
+            BackendKind::Virtual,
+            settings(Some(384_000)),
+            roundtrip(&[], None)
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn jack_round_trip_ports() {
+        let spec =
+            |p: &[&str], c| BackendSpec::build(BackendKind::Jack, settings(None), roundtrip(p, c));
+        assert!(matches!(
+            spec(&[], None),
+            Ok(BackendSpec::Jack(JackSpec {
+                ports: JackPorts::SoftwareLoop,
+                ..
+            }))
+        ));
+        assert!(matches!(
+            spec(&["system:playback_1"], Some("system:capture_1")),
+            Ok(BackendSpec::Jack(JackSpec {
+                ports: JackPorts::Cable { .. },
+                ..
+            }))
+        ));
+        assert_eq!(
+            spec(&["system:playback_1"], None).unwrap_err(),
+            SpecError::PlaybackWithoutCapture
+        );
+    }
+
+    #[test]
+    fn each_backend_takes_its_settings() {
+        let alsa = BackendSpec::build(BackendKind::Alsa, settings(None), roundtrip(&[], None));
+        let Ok(BackendSpec::Alsa(alsa)) = alsa else {
+            panic!("an ALSA spec");
+        };
+        assert!(alsa.duplex);
+        assert_eq!(alsa.device.as_deref(), Some("hw:1"));
+        assert_eq!(alsa.capture_device.as_deref(), Some("hw:2"));
+        assert_eq!(alsa.periods, 3);
+        let event = StreamPurpose::Event {
+            jack: JackConfig::default(),
+            loopback_device: None,
+        };
+        let virt = BackendSpec::build(BackendKind::Virtual, settings(None), event);
+        let Ok(BackendSpec::Virtual(virt)) = virt else {
+            panic!("a virtual spec");
+        };
+        assert!(virt.cable.is_none());
+        assert_eq!(virt.periods, 3);
+    }
+}
