@@ -80,7 +80,12 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
         // they have no timing figures.
         let missed = triggers.iter().filter(|t| t["missed"] == true).count();
         assert_eq!(result["missed_triggers"], missed as u64, "{result}");
-        let unknown = triggers.iter().filter(|t| t["timing"] == "unknown").count();
+        // (A note rendered by the callback that broke the phase is `missed`, its start
+        // unknown too: counted as missed.)
+        let unknown = triggers
+            .iter()
+            .filter(|t| t["timing"] == "unknown" && t["missed"] == false)
+            .count();
         assert_eq!(
             result["timing_unknown_triggers"], unknown as u64,
             "{result}"
@@ -506,7 +511,9 @@ fn event_figures_stay_physical_under_a_real_load() {
         .iter()
         .filter(|t| t["timing"] == "unknown")
         .collect();
-    assert_eq!(result["timing_unknown_triggers"], unknown.len() as u64);
+    // Counted apart from the missed ones (the under-run's own notes are missed).
+    let unknown_not_missed = unknown.iter().filter(|t| t["missed"] == false).count();
+    assert_eq!(result["timing_unknown_triggers"], unknown_not_missed as u64);
     for t in &unknown {
         for figure in ["dac_ns", "latency_ns", "wait_ns", "lateness_ns"] {
             assert!(

@@ -465,6 +465,11 @@ pub struct Cycle {
     /// sounded or how late a callback ran is computed from this, never from the
     /// unchecked `nominal_ns`.
     pub checked: Option<CheckedStart>,
+    /// The callback started more than a period after the start the stream's phase
+    /// predicted for this cycle: its buffer was late (an under-run), although the phase
+    /// having moved, the cycle's own start (`checked`) is not known. Only a backend that
+    /// checks its starts (JACK) sets it.
+    pub overran: bool,
 }
 
 /// Where a cycle's [`CheckedStart`] came from.
@@ -559,9 +564,12 @@ impl Cycle {
     }
 
     /// Whether the callback started after the cycle's deadline (the next cycle's start,
-    /// when the backend takes the buffer), on the checked start; `None` when the start is
-    /// not known.
+    /// when the backend takes the buffer), on the checked start, or [`Cycle::overran`];
+    /// `None` when neither is known.
     pub fn missed_deadline(&self) -> Option<bool> {
+        if self.overran {
+            return Some(true);
+        }
         let c = self.checked?;
         Some(self.callback_ns as f64 > c.ns as f64 + c.period_ns)
     }

@@ -227,6 +227,9 @@ pub(crate) struct CycleTiming {
     pub(crate) period_ns: f64,
     /// When the cycle's processing really started (the callback or the wake-up).
     pub(crate) callback_ns: u64,
+    /// The callback started more than a period after the start the stream's phase
+    /// predicted ([`Cycle::overran`]); only a backend that checks its starts knows.
+    pub(crate) overran: bool,
 }
 
 impl CycleRunner {
@@ -323,6 +326,7 @@ impl CycleRunner {
             period_ns: timing.period_ns,
             callback_ns: timing.callback_ns,
             checked,
+            overran: timing.overran,
         };
         let started = monotonic_ns();
         let processor = &mut self.processor;

@@ -460,7 +460,9 @@ pub struct TriggerRow {
     /// where it agreed with the callbacks), `callbacks` (audiolat's estimate from the
     /// callback times, where JACK's did not agree), `unknown` (just after a
     /// discontinuity such as an xrun: the timing figures are absent and the row is left
-    /// out of the figures, like a missed one; `missed` is false) or `unchecked` (stored
+    /// out of the figures, like a missed one; `missed` is true only when the rendering
+    /// callback started more than a period after the stream's phase predicted, i.e. the
+    /// under-run itself) or `unchecked` (stored
     /// before audiolat checked the backend's start).
     pub timing: String,
 }
@@ -472,8 +474,10 @@ impl TriggerRow {
         !self.missed && self.latency_ns.is_some()
     }
 
-    /// The rendering cycle's start is not known (see `timing`).
+    /// The rendering cycle's start is not known (see `timing`) and the note is not
+    /// known to have missed its deadline either: the two reasons a note is left out of
+    /// the figures are counted apart.
     pub fn timing_unknown(&self) -> bool {
-        self.latency_ns.is_none()
+        self.latency_ns.is_none() && !self.missed
     }
 }

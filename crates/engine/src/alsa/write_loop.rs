@@ -272,6 +272,7 @@ impl Loop {
                 nominal_ns,
                 period_ns,
                 callback_ns,
+                overran: false,
             };
             let mut io = Io {
                 output: &mut out_f32,

@@ -249,11 +249,12 @@ impl Handler {
             self.frame_high += 1 << 32;
         }
         self.last_frame_low = low;
-        let timing = CycleTiming {
+        let mut timing = CycleTiming {
             first_frame: self.frame_high | low as u64,
             nominal_ns,
             period_ns,
             callback_ns,
+            overran: false,
         };
         let checked = self.start_check.check(Observed {
             callback_ns,
@@ -265,6 +266,7 @@ impl Handler {
                 period_ns,
             }),
         });
+        timing.overran = self.start_check.overran();
         let mut n_notes = 0;
         let mut midi_dropped = 0;
         if let Some(midi) = self.midi.as_ref() {

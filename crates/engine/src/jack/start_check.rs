@@ -32,11 +32,15 @@
 use crate::audio::{CheckedStart, TimingSource};
 
 /// How much faster than the nominal rate the envelope's start may advance, as a
-/// fraction: the frame clock (JACK's) and CLOCK_MONOTONIC run apart by the clock
-/// corrections NTP makes, a few parts per million, at most 500. Without the allowance a
-/// frame clock running slower than CLOCK_MONOTONIC would leave the envelope behind the
-/// cycles' starts; with it the envelope follows, half a microsecond per 10 ms period.
-pub(crate) const RATE_ALLOWANCE: f64 = 50e-6;
+/// fraction. The frame clock is the driver's: CLOCK_MONOTONIC itself for `-d dummy`, a
+/// sound card's crystal for `-d alsa` (commonly within 100 ppm of its nominal rate, a
+/// cheap one further off), and CLOCK_MONOTONIC is slewed by NTP by up to 500 ppm. A
+/// frame clock running slower than nominal by more than the allowance would leave the
+/// envelope ahead of the cycles' starts (lateness overstated, growing); 1000 ppm covers
+/// both. The price: a callback's bound goes stale by the allowance (1 us per ms), so the
+/// envelope is the least wake-up delay over the last stretch of cycles rather than over
+/// all since the last discontinuity (a stretch of 40 ms when the delays vary by 40 us).
+pub(crate) const RATE_ALLOWANCE: f64 = 1e-3;
 
 /// Cycles JACK's start must agree in a row before it is taken again once it disagreed:
 /// a source that flips from cycle to cycle would move the notes a fixed policy placed on
@@ -52,12 +56,12 @@ pub(crate) const SETTLE_CYCLES: usize = 4;
 /// microsecond. A start later than that would put a callback before its cycle.
 pub(crate) const AHEAD_TOLERANCE_NS: f64 = 5_000.0;
 
-/// How far JACK's start may lie before the envelope and still agree, in frames. The
-/// envelope is the start plus the least wake-up delay among its callbacks (the client is
+/// How far JACK's start may lie before the envelope and still agree, ns. The envelope
+/// is the start plus the least wake-up delay among its recent callbacks (the client is
 /// woken by the driver after the driver's own wake-up, which is JACK's start), a few to
 /// some tens of microseconds on an idle machine; JACK's loop, just started, trails by a
-/// few tens more for a second or two.
-pub(crate) const BEHIND_TOLERANCE_FRAMES: f64 = 4.0;
+/// few tens more for a second or two. A wake-up delay is a time, whatever the rate.
+pub(crate) const BEHIND_TOLERANCE_NS: f64 = 100_000.0;
 
 /// JACK's view of one cycle.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -97,6 +101,9 @@ pub(crate) struct StartCheck {
     server_agrees: bool,
     /// Consecutive cycles JACK's start agreed while the envelope was used.
     agreeing_run: usize,
+    /// The last cycle's callback came more than a period after the start the stream's
+    /// phase predicted for it: see [`StartCheck::overran`].
+    overran: bool,
 }
 
 impl StartCheck {
@@ -110,7 +117,15 @@ impl StartCheck {
             next_frame: None,
             server_agrees: true,
             agreeing_run: 0,
+            overran: false,
         }
+    }
+
+    /// Whether the cycle last checked had its callback start more than a period after
+    /// the start the stream's phase predicted for it: its buffer was late (an under-run)
+    /// even though, the phase having moved, its own start is not known.
+    pub(crate) fn overran(&self) -> bool {
+        self.overran
     }
 
     /// The envelope's start of the cycle at `frame` from the callbacks before it: the
@@ -121,25 +136,31 @@ impl StartCheck {
         Some(ns + (frame as f64 - at as f64) * self.frame_ns * (1.0 + RATE_ALLOWANCE))
     }
 
-    /// Whether the stream's phase may have moved before this cycle.
-    fn discontinuity(&self, o: &Observed) -> bool {
+    /// Whether the callback is more than a period after the start the envelope
+    /// predicts for its cycle: the driver restarted its schedule later, or (in an
+    /// unbroken stream) an under-run the server reports.
+    fn late_past_phase(&self, o: &Observed) -> bool {
         let period_ns = f64::from(o.frames) * self.frame_ns;
-        if o.xruns != self.xruns || self.next_frame.is_some_and(|f| f != o.first_frame) {
-            return true;
-        }
-        // The driver restarted its schedule later: the callback is more than a period
-        // after the envelope's start (a late callback in an unbroken stream is an
-        // under-run the server reports).
         self.predicted(o.first_frame)
             .is_some_and(|e| o.callback_ns as f64 > e + period_ns)
     }
 
+    /// Whether the stream's phase may have moved before this cycle.
+    fn discontinuity(&self, o: &Observed) -> bool {
+        o.xruns != self.xruns
+            || self.next_frame.is_some_and(|f| f != o.first_frame)
+            || self.late_past_phase(o)
+    }
+
     /// Takes one cycle and returns its checked start, `None` while it is not known.
     pub(crate) fn check(&mut self, o: Observed) -> Option<CheckedStart> {
+        self.overran = self.late_past_phase(&o);
         if self.discontinuity(&o) {
             self.envelope = None;
             self.seen = 0;
-            self.server_agrees = true;
+            // Just after a discontinuity JACK's start is least to be trusted (its loop
+            // keeps the old phase): it must agree RETRUST_CYCLES times first.
+            self.server_agrees = false;
             self.agreeing_run = 0;
         }
         self.xruns = o.xruns;
@@ -156,7 +177,7 @@ impl StartCheck {
         }
         let agrees = o.server.filter(|s| {
             let d = s.ns as f64 - envelope;
-            d <= AHEAD_TOLERANCE_NS && d >= -BEHIND_TOLERANCE_FRAMES * self.frame_ns
+            (-BEHIND_TOLERANCE_NS..=AHEAD_TOLERANCE_NS).contains(&d)
         });
         if agrees.is_some() && !self.server_agrees {
             self.agreeing_run += 1;

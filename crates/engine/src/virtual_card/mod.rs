@@ -397,6 +397,7 @@ fn application_thread(
             nominal_ns: t0 + (c as f64 * period_ns) as u64,
             period_ns,
             callback_ns: monotonic_ns(),
+            overran: false,
         };
         let mut io = Io {
             output: &mut output,

@@ -34,14 +34,14 @@ fn observe(k: u64, start_ns: f64, server_ns: f64, xruns: u64) -> Observed {
 
 /// Asserts the checked start lies between the true start and the callback (a callback
 /// never starts before its cycle), within the tolerances JACK's start is taken with
-/// (it may lie up to [`BEHIND_TOLERANCE_FRAMES`] before the envelope); once the envelope has seen an
+/// (it may lie up to [`BEHIND_TOLERANCE_NS`] before the envelope); once the envelope has seen an
 /// on-time callback (`tight`: 8 cycles since it started again), within a microsecond of
 /// the true start plus that callback's delay (8 us) and the rate allowance over the 8
-/// cycles to the next one (2.2 us).
+/// cycles to the next one.
 fn assert_physical(c: &CheckedStart, start_ns: f64, o: &Observed, tight: bool, what: &str) {
     let ns = c.ns as f64;
     let behind = match c.source {
-        TimingSource::Backend => BEHIND_TOLERANCE_FRAMES * 1e9 / f64::from(RATE),
+        TimingSource::Backend => BEHIND_TOLERANCE_NS,
         TimingSource::Callbacks => 0.0,
     };
     assert!(
@@ -51,7 +51,7 @@ fn assert_physical(c: &CheckedStart, start_ns: f64, o: &Observed, tight: bool, w
         c.source
     );
     assert!(
-        !tight || ns <= start_ns + 11_300.0,
+        !tight || ns <= start_ns + 9_000.0 + 8.0 * period_ns() * RATE_ALLOWANCE,
         "{what}: checked start {ns} ns, true start {start_ns} ns ({:?})",
         c.source
     );
@@ -67,6 +67,7 @@ fn jacks_start_is_used_while_it_agrees_and_the_envelope_after_an_xrun_phase_jump
         let start = t0 + k as f64 * p;
         let o = observe(k, start, start + 3_000.0, 0);
         let c = check.check(o);
+        assert!(!check.overran(), "cycle {k}: on time");
         if (k as usize) < SETTLE_CYCLES - 1 {
             assert_eq!(c, None, "cycle {k}: the start is not known yet");
             continue;
@@ -94,6 +95,9 @@ fn jacks_start_is_used_while_it_agrees_and_the_envelope_after_an_xrun_phase_jump
         let xruns = u64::from(k > 100);
         let o = observe(k, start, start + jack_error, xruns);
         let c = check.check(o);
+        // The cycle whose callback broke the phase missed its deadline (an under-run),
+        // though its own start is not known; the ones after it did not.
+        assert_eq!(check.overran(), k == 100, "cycle {k}");
         // The jump is more than a period: the first cycle after it starts again.
         if k < 100 + SETTLE_CYCLES as u64 - 1 {
             assert_eq!(
@@ -172,5 +176,27 @@ fn without_jacks_start_the_envelope_alone_gives_the_start() {
             assert_eq!(c.source, TimingSource::Callbacks);
             assert_physical(&c, start, &o, k >= 8, &format!("cycle {k}"));
         }
+    }
+}
+
+/// A sound card's crystal 200 ppm slow (a `jackd -d alsa` stream: its frame clock is the
+/// card's), JACK's start right: the envelope follows the card, JACK's start is used
+/// throughout, and no cycle goes unknown or reads as an under-run.
+#[test]
+fn a_card_clock_slower_than_nominal_keeps_the_start_known_and_jacks() {
+    let mut check = StartCheck::new(RATE);
+    let p = period_ns() * (1.0 + 200e-6);
+    let t0 = 1e12;
+    for k in 0..20_000u64 {
+        let start = t0 + k as f64 * p;
+        let o = observe(k, start, start + 3_000.0, 0);
+        let c = check.check(o);
+        assert!(!check.overran(), "cycle {k}");
+        if (k as usize) < SETTLE_CYCLES - 1 {
+            continue;
+        }
+        let c = c.unwrap_or_else(|| panic!("cycle {k}: start not known"));
+        assert_eq!(c.source, TimingSource::Backend, "cycle {k}");
+        assert_physical(&c, start, &o, false, &format!("cycle {k}"));
     }
 }
