@@ -134,8 +134,15 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             }
         })
         .collect();
-    let failed = rows.iter().any(|r| r.status != "complete");
-    close_group(&store, &open, ctx.run.group_status(failed));
+    let mut end = ::runner::group::GroupEnd::default();
+    for r in &rows {
+        match r.status.as_str() {
+            "complete" => {}
+            "interrupted" => end.interrupted = true,
+            _ => end.run_failed = true,
+        }
+    }
+    close_group(&store, &open, ctx.run.group_status(end));
     if a.json {
         print_json(&report::view::experiment::json(which, metric, group, &rows))?;
     } else {
@@ -151,5 +158,5 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             )
         );
     }
-    Ok(status_exit(ctx.run.group_status(failed)))
+    Ok(status_exit(ctx.run.group_status(end)))
 }

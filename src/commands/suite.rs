@@ -93,8 +93,8 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let plan = SuitePlan::new(each, scratch, Some(group.id()), ctx.load_exe.clone(), jack);
     // An error here drops the group open: it is closed `failed`.
     let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
-    let failed = outcome.failed;
-    let group_status = ctx.run.group_status(failed);
+    let end = outcome.end;
+    let group_status = ctx.run.group_status(end);
     close_group(&store, &group, group_status);
     let group = group.id();
     let mut entries = outcome.entries;
@@ -144,5 +144,5 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         }
     }
     // Ctrl-C while the report was written is an interrupted exit all the same.
-    Ok(status_exit(ctx.run.group_status(failed)))
+    Ok(status_exit(ctx.run.group_status(end)))
 }

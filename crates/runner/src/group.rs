@@ -29,6 +29,18 @@ pub struct GroupEnd {
     pub run_failed: bool,
 }
 
+impl GroupEnd {
+    /// Folds one of the group's runs in by its stored status: an interrupted run makes
+    /// the group interrupted, a failed one counts as a failed run.
+    pub fn add_run(&mut self, status: RunStatus) {
+        match status {
+            RunStatus::Interrupted => self.interrupted = true,
+            RunStatus::Failed => self.run_failed = true,
+            _ => {}
+        }
+    }
+}
+
 /// The status a group ends with (see the module's rule).
 pub fn status(end: GroupEnd) -> RunStatus {
     if end.stopped_by_error {

@@ -124,13 +124,12 @@ impl Context {
     }
 
     /// How a group of runs that goes on past a failed run (a suite, an experiment)
-    /// ends, by [`group::status`]: `interrupted` once a signal came, else `failed` when
-    /// one of its runs could not complete, else `complete`.
-    pub fn group_status(&self, any_failed: bool) -> RunStatus {
+    /// ends, by [`group::status`]: its runs' `end` (see [`group::GroupEnd::add_run`]),
+    /// interrupted too once a signal came.
+    pub fn group_status(&self, end: group::GroupEnd) -> RunStatus {
         group::status(group::GroupEnd {
-            stopped_by_error: false,
-            interrupted: self.stopped(),
-            run_failed: any_failed,
+            interrupted: end.interrupted || self.stopped(),
+            ..end
         })
     }
 }

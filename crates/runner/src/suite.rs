@@ -174,8 +174,9 @@ pub struct SuiteOutcome {
     pub doctor: DoctorReport,
     /// One entry per scenario, the doctor's first.
     pub entries: Vec<SuiteEntry>,
-    /// A scenario failed.
-    pub failed: bool,
+    /// How its scenarios went, for the group's status: one could not run or failed, or
+    /// one was interrupted.
+    pub end: crate::group::GroupEnd,
 }
 
 /// Shows the suite's live status.
@@ -338,7 +339,7 @@ pub fn run(
                 SuiteNote::Doctor { ok, warn, fail },
             )
         }],
-        failed: false,
+        end: crate::group::GroupEnd::default(),
     };
     for scenario in &plan.jitter {
         suite.jitter(scenario);
@@ -348,7 +349,7 @@ pub fn run(
     Ok(SuiteOutcome {
         doctor,
         entries: suite.entries,
-        failed: suite.failed,
+        end: suite.end,
     })
 }
 
@@ -359,10 +360,17 @@ struct Suite<'a> {
     plan: &'a SuitePlan,
     observer: &'a dyn SuiteObserver,
     entries: Vec<SuiteEntry>,
-    failed: bool,
+    end: crate::group::GroupEnd,
 }
 
 impl Suite<'_> {
+    /// Folds a scenario's run into the group's end: by its status, and a run that ended
+    /// with an error to report counts as failed.
+    fn tally(&mut self, run: &Run) {
+        self.end.add_run(run.status);
+        self.end.run_failed |= run.error.is_some();
+    }
+
     /// A run's cell in the suite's group.
     fn cell<P>(&self, probe: P, load: LoadSpec, repeat: Option<u32>) -> Cell<P> {
         Cell {
@@ -374,7 +382,7 @@ impl Suite<'_> {
 
     /// Records a scenario that could not run.
     fn fail(&mut self, label: &str, failure: SuiteFailure) {
-        self.failed = true;
+        self.end.run_failed = true;
         self.entries.push(SuiteEntry::failed(label, failure));
     }
 
@@ -403,6 +411,7 @@ impl Suite<'_> {
             .find(|m| m.metric == "fragment_completion")
             .or(run.measurements.first())
             .cloned();
+        self.tally(&run);
         self.entries.push(SuiteEntry {
             underruns: s.config.fragments.map(|_| outcome.recorded.underrun_count),
             ..SuiteEntry::of_run(s.label, &run, headline)
@@ -461,7 +470,7 @@ impl Suite<'_> {
             .iter()
             .find(|m| m.metric == "event_latency")
             .cloned();
-        self.failed |= run.error.is_some();
+        self.tally(&run);
         self.entries.push(SuiteEntry {
             underruns: Some(o.xruns.0 + o.xruns.1),
             note: match &run.error {
@@ -525,7 +534,7 @@ impl Suite<'_> {
             .iter()
             .find(|m| m.metric == "roundtrip")
             .cloned();
-        self.failed |= run.error.is_some();
+        self.tally(&run);
         let m = o.measured_frames();
         self.entries.push(SuiteEntry {
             underruns: Some(o.xruns + o.gaps),
@@ -561,7 +570,7 @@ impl Suite<'_> {
             return self.fail(NET_LABEL, no_outcome());
         };
         let headline = o.measurements().into_iter().next();
-        self.failed |= run.status == RunStatus::Failed;
+        self.tally(&run);
         self.entries.push(SuiteEntry {
             note: SuiteNote::Net(Box::new(o)),
             ..SuiteEntry::of_run(NET_LABEL, &run, headline)

@@ -20,7 +20,9 @@ fn a_group_whose_runs_all_completed_is_closed_complete() {
     let group = Group::open(&sink, "suite", "audiolat suite", &json!({})).expect("opened");
     assert_eq!(group.id(), GroupId(1));
     assert_eq!(first_group(&sink), ("suite".into(), RunStatus::Running));
-    group.close(ctx.group_status(false)).expect("closed");
+    group
+        .close(ctx.group_status(GroupEnd::default()))
+        .expect("closed");
     drop(group);
     assert_eq!(first_group(&sink), ("suite".into(), RunStatus::Complete));
     // Closed once: dropping it after its close does not close it again.
@@ -32,8 +34,25 @@ fn a_group_with_a_failed_run_is_closed_failed() {
     let sink = MemorySink::default();
     let ctx = context(None);
     let group = Group::open(&sink, "event", "audiolat event", &json!({})).expect("opened");
-    group.close(ctx.group_status(true)).expect("closed");
+    let mut end = GroupEnd::default();
+    end.add_run(RunStatus::Complete);
+    end.add_run(RunStatus::Failed);
+    group.close(ctx.group_status(end)).expect("closed");
     assert_eq!(first_group(&sink).1, RunStatus::Failed);
+}
+
+#[test]
+fn a_group_with_an_interrupted_run_is_interrupted_without_a_signal() {
+    // A run the server's death interrupted (no Ctrl-C): the group did not run to its
+    // end either, in a suite or an experiment as in a sweep.
+    let sink = MemorySink::default();
+    let ctx = context(None);
+    let group = Group::open(&sink, "suite", "audiolat suite", &json!({})).expect("opened");
+    let mut end = GroupEnd::default();
+    end.add_run(RunStatus::Interrupted);
+    end.add_run(RunStatus::Failed);
+    group.close(ctx.group_status(end)).expect("closed");
+    assert_eq!(first_group(&sink).1, RunStatus::Interrupted);
 }
 
 #[test]
@@ -42,7 +61,11 @@ fn a_stopped_group_is_interrupted_even_with_a_failed_run_unless_an_error_stopped
     let ctx = context(None);
     ctx.stop.store(true, Ordering::Relaxed);
     let group = Group::open(&sink, "suite", "audiolat suite", &json!({})).expect("opened");
-    group.close(ctx.group_status(true)).expect("closed");
+    let failed = GroupEnd {
+        run_failed: true,
+        ..GroupEnd::default()
+    };
+    group.close(ctx.group_status(failed)).expect("closed");
     assert_eq!(first_group(&sink).1, RunStatus::Interrupted);
     // The one rule: an error that stopped the group wins, then a stop, then a failed run.
     let end = |stopped_by_error, interrupted, run_failed| {
@@ -69,7 +92,7 @@ fn an_error_mid_group_leaves_the_group_closed_failed() {
             message: "the doctor's run could not be stored".into(),
             disk_full: false,
         })?;
-        let status = ctx.group_status(false);
+        let status = ctx.group_status(GroupEnd::default());
         group.close(status)?;
         Ok(status)
     };
