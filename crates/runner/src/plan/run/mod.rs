@@ -31,6 +31,8 @@ mod order;
 mod progress;
 mod resume;
 mod server;
+#[cfg(test)]
+mod tests;
 
 pub use binaries::binary_for;
 pub use flow::{execute, PlanRun, PlanRunEnd, PlanRunSummary, PlanStarted};
