@@ -180,7 +180,14 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
         quiet,
     };
     let mut progress = Progress::new(!quiet, std::io::stderr().is_terminal());
-    let end = plan_run::execute(&ctx.run, &ctx.db_path, &store, &checker, &run, &mut progress);
+    let end = plan_run::execute(
+        &ctx.run,
+        &ctx.db_path,
+        &store,
+        &checker,
+        &run,
+        &mut progress,
+    );
     progress.clear();
     match end.map_err(cli_error)? {
         PlanRunEnd::StoppedBuilding { group, profile } => {

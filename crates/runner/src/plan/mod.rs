@@ -57,8 +57,8 @@ pub use cell_ref::{BadPlanCellRef, PlanCellRef};
 pub use command::CellCommand;
 pub use run::{
     binary_for, execute, order, private_server, server_settings, Closed, PlanObserver,
-    PlanProgress, PlanRun, PlanRunEnd, PlanRunError, PlanRunSummary, PlanStarted, Planned,
-    Resume, ServerKey, Tally,
+    PlanProgress, PlanRun, PlanRunEnd, PlanRunError, PlanRunSummary, PlanStarted, Planned, Resume,
+    ServerKey, Tally,
 };
 
 use spanned::Ctx;
