@@ -2,18 +2,14 @@
 //! its lines from `report::view::plan` written to the terminal, its report written and
 //! its exit code), a plan cell's own checks, and the load worker a plan's loads run as.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
-use report::view::plan::{self as view, DryRunCell, PlanStart, PlanSummary};
-use results::{PlanCell, RunStatus, Store};
-use runner::plan::{
-    self as plan_run, Binaries, Plan, PlanObserver, PlanProgress, PlanRunError, Planned,
-};
+use report::view::plan::{self as view, DryRunCell, PlanSummary};
+use results::{RunStatus, Store};
+use runner::plan::{self as plan_run, Plan, PlanRun, PlanRunEnd, PlanRunError, PlanRunSummary};
 
 use crate::cli::{Cli, Command, PlanRunArgs, UsageError};
 use crate::commands::net::net_config;
@@ -139,7 +135,7 @@ pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<
 }
 
 /// `audiolat run` / `audiolat reproduce`: check and order the cells, print them
-/// (`--dry-run`) or open the plan run, then [`run_cells`].
+/// (`--dry-run`) or run them (`runner::plan::execute`), then [`finish`].
 fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     let quiet = opts.quiet || opts.json;
     let checker = CliCells::default();
@@ -177,90 +173,47 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
         crate::commands::output::check_output_path(p, "--report")?;
     }
     let store = ctx.open_store()?;
-    let group = match opts.resume {
-        Some(how) => plan_run::reopen(&store, plan, how, &planned).map_err(cli_error)?,
-        None => plan_run::create_group(&ctx.command_line, &store, plan, &planned)?,
-    };
-    plan_run::store_cells(&store, group, &planned)?;
-    // The machine as the plan found it, for the report (each start of a resumed plan
-    // run adds one: the machine may have changed in between).
-    let doctor = probes::doctor::run(Duration::from_secs(1));
-    ::runner::suite::store_doctor(ctx, &store, Some(group), &doctor)?;
-    let stored = store.plan_cells(group)?;
-    let to_run = plan_run::cells_to_run(&planned, &stored).map_err(cli_error)?;
-    let already = stored.len() - to_run.len();
-    if !quiet {
-        eprintln!(
-            "{}",
-            view::start_line(&PlanStart {
-                name: &plan.name,
-                source: &plan.source,
-                group,
-                cells: stored.len(),
-                already,
-                to_run: to_run.len(),
-                servers: plan_run::server_settings(&planned),
-            })
-        );
-    }
-    let built = plan_run::build_binaries(&ctx.run, &store, group, &to_run, quiet, &mut Say)
-        .map_err(cli_error)?;
-    let binaries = match built {
-        Binaries::Ready(b) => b,
-        Binaries::Stopped { profile } => {
-            eprintln!("audiolat run: stopped while building the `{profile}` binary; plan run {group} kept, --resume {group} continues it");
-            return Ok(ExitCode::from(130));
-        }
-    };
-    let progress = Progress {
-        enabled: !quiet,
-        tty: std::io::stderr().is_terminal(),
-        at: PlanProgress::new(stored.len(), already),
-    };
-    let cells = Cells {
+    let run = PlanRun {
+        plan,
         planned: &planned,
-        to_run: &to_run,
-        binaries: &binaries,
-        checker: &checker,
+        resume: opts.resume,
+        quiet,
     };
-    run_cells(ctx, &store, plan, opts, group, cells, progress)
+    let mut progress = Progress::new(!quiet, std::io::stderr().is_terminal());
+    let end = plan_run::execute(
+        &ctx.run,
+        &ctx.db_path,
+        &store,
+        &checker,
+        &run,
+        &mut progress,
+    );
+    progress.clear();
+    match end.map_err(cli_error)? {
+        PlanRunEnd::StoppedBuilding { group, profile } => {
+            eprintln!("audiolat run: stopped while building the `{profile}` binary; plan run {group} kept, --resume {group} continues it");
+            Ok(ExitCode::from(130))
+        }
+        PlanRunEnd::Ran(ran) => finish(ctx, &store, plan, opts, ran),
+    }
 }
 
-/// The cells a plan run is to run now, checked and ordered, with their binaries.
-struct Cells<'a> {
-    planned: &'a [Planned],
-    to_run: &'a [(usize, &'a PlanCell)],
-    binaries: &'a BTreeMap<String, PathBuf>,
-    checker: &'a CliCells,
-}
-
-/// Runs the cells with the progress line, closes the plan run, writes its report,
-/// prints its summary (or JSON) and says the exit code: 0 complete, 130 interrupted, 1
-/// otherwise (and 1 with the error when the plan run could not go on).
-fn run_cells(
+/// Writes the closed plan run's report, prints its summary (or JSON) and says the exit
+/// code: 0 complete, 130 interrupted, 1 otherwise (and 1 with the error when the plan
+/// run could not go on).
+fn finish(
     ctx: &Context,
     store: &Store,
     plan: &Plan,
     opts: &PlanRunArgs,
-    group: results::GroupId,
-    cells: Cells<'_>,
-    mut progress: Progress,
+    ran: PlanRunSummary,
 ) -> Result<ExitCode> {
-    let tally = plan_run::run_cells(
-        &ctx.run,
-        &ctx.db_path,
-        store,
-        plan,
+    let PlanRunSummary {
         group,
-        cells.planned,
-        cells.to_run,
-        cells.binaries,
-        cells.checker,
-        &mut progress,
-    );
-    progress.clear();
-    let closed = plan_run::close(&ctx.run, store, group, &tally)?;
-    let elapsed = progress.at.started.elapsed();
+        closed,
+        tally,
+        elapsed,
+    } = ran;
     let data = report::gather::group(store, group, &crate::runner::tool_info())
         .map_err(|e| {
             eprintln!(
@@ -330,14 +283,5 @@ fn write_report(
             );
             None
         }
-    }
-}
-
-/// The news of building binaries, on stderr as it comes.
-struct Say;
-
-impl PlanObserver for Say {
-    fn note(&mut self, text: &str) {
-        eprintln!("{text}");
     }
 }

@@ -2,7 +2,8 @@
 //! command line's side of them. [`CliCells`] answers the plan's questions with clap's
 //! own definition of the commands (a probe's flags, whether a cell's command line parses
 //! and passes its probe's checks, which private JACK server it needs); [`Progress`]
-//! writes a plan run's progress line. `commands::plans` runs the runner's steps.
+//! writes a plan run's start and progress lines. `commands::plans` runs the plan
+//! (`runner::plan::execute`) and prints its summary.
 
 mod checker;
 mod progress;

@@ -1,28 +1,43 @@
-//! A plan run's progress line (`report::view::plan` renders it), written to stderr.
+//! A plan run's start line and progress line (`report::view::plan` renders them),
+//! written to stderr.
 
 use std::io::Write;
 use std::time::Duration;
 
 use report::view::plan as view;
-use runner::plan::{PlanObserver, PlanProgress};
+use runner::plan::{PlanObserver, PlanProgress, PlanStarted};
 
-/// The progress line on stderr (when `enabled`): redrawn in place on a terminal, one
-/// line per cell in a log.
+/// The start line and the progress line on stderr (when `enabled`; warnings always):
+/// redrawn in place on a terminal, one line per cell in a log.
 pub struct Progress {
-    /// Whether anything is written.
-    pub enabled: bool,
+    /// Whether anything but warnings is written.
+    enabled: bool,
     /// Whether stderr is a terminal (the line is redrawn in place).
-    pub tty: bool,
+    tty: bool,
     /// Cells done of all, and the time left.
-    pub at: PlanProgress,
+    at: PlanProgress,
 }
 
 impl Progress {
+    /// Nothing done yet; `enabled`: anything but warnings is written; `tty`: stderr is a
+    /// terminal.
+    pub fn new(enabled: bool, tty: bool) -> Progress {
+        Progress {
+            enabled,
+            tty,
+            at: PlanProgress::new(0, 0),
+        }
+    }
+
     /// Writes `line` (`redraw`: over the progress line, which stays below).
     fn write(&self, line: &str, redraw: bool) {
-        if !self.enabled {
-            return;
+        if self.enabled {
+            self.put(line, redraw);
         }
+    }
+
+    /// Writes `line`, enabled or not.
+    fn put(&self, line: &str, redraw: bool) {
         let mut err = std::io::stderr().lock();
         let _ = match (self.tty, redraw) {
             (true, true) => write!(err, "\r\x1b[K{}", fit_terminal(line)),
@@ -41,8 +56,28 @@ impl Progress {
 }
 
 impl PlanObserver for Progress {
+    fn started(&mut self, s: &PlanStarted<'_>) {
+        self.at = PlanProgress::new(s.cells, s.already);
+        if self.enabled {
+            let start = view::PlanStart {
+                name: s.name,
+                source: s.source,
+                group: s.group,
+                cells: s.cells,
+                already: s.already,
+                to_run: s.to_run,
+                servers: s.servers,
+            };
+            eprintln!("{}", view::start_line(&start));
+        }
+    }
+
     fn note(&mut self, text: &str) {
         self.write(text, false);
+    }
+
+    fn warning(&mut self, text: &str) {
+        self.put(text, false);
     }
 
     fn cell_running(&mut self, key: &str, elapsed: Option<Duration>) {

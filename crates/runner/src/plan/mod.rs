@@ -56,9 +56,9 @@ pub use axes::Flag;
 pub use cell_ref::{BadPlanCellRef, PlanCellRef};
 pub use command::CellCommand;
 pub use run::{
-    binary_for, build_binaries, cells_to_run, close, create_group, order, private_server, reopen,
-    run_cells, server_settings, store_cells, Binaries, Closed, PlanObserver, PlanProgress,
-    PlanRunError, Planned, Resume, ServerKey, Tally,
+    binary_for, execute, order, private_server, server_settings, Closed, PlanObserver,
+    PlanProgress, PlanRun, PlanRunEnd, PlanRunError, PlanRunSummary, PlanStarted, Planned, Resume,
+    ServerKey, Tally,
 };
 
 use spanned::Ctx;

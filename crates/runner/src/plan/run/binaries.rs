@@ -72,7 +72,7 @@ pub fn binary_for(
             root.display()
         ))),
         Err(e) if path.is_file() => {
-            observer.note(&format!(
+            observer.warning(&format!(
                 "audiolat: warning: cannot run cargo ({e}) to check that {} is built from this source tree; running it as it is (each run records the commit it was built from)",
                 path.display()
             ));

@@ -3,12 +3,13 @@
 //! private JACK server per buffer setting, Ctrl-C that stops the current cell and keeps
 //! what is stored, and a resume that runs only the cells not yet stored complete.
 //!
-//! The steps, in the order a caller takes them: [`order`] (the cells checked, in run
-//! order), [`create_group`] or [`reopen`] (the plan run), [`store_cells`],
-//! [`cells_to_run`], [`build_binaries`], [`run_cells`], [`close`]. Nothing is printed:
-//! progress and news go to a [`PlanObserver`]; the caller prints the summary.
+//! A caller takes two steps: [`order`] (the cells checked, in run order; a dry run stops
+//! there), then [`execute`] (`flow`: the plan run opened or reopened, its cells and a
+//! doctor run stored, the binaries built, the cells run, the plan run closed). Here are
+//! the steps `execute` takes. Nothing is printed: the start, progress and news go to a
+//! [`PlanObserver`]; the caller prints the summary [`execute`] returns.
 //!
-//! Beside this file: `order` (run order and the private server each cell needs),
+//! Beside this file: `flow` ([`execute`]), `order` (run order and the private server each cell needs),
 //! `binaries` (the binary of each build profile), `server` (the plan's JACK server),
 //! `cell` (one cell's process), `progress` (cells done and the time left) and `resume`.
 
@@ -16,26 +17,32 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use results::{GroupId, NewPlanCell, PlanCell, RunStatus, Store, StoreError};
+use results::{GroupId, NewPlanCell, PlanCell, RunStatus, SinkError, Store, StoreError};
 use serde_json::json;
 
 use super::{CellChecker, Plan};
+use crate::group::Group;
 use crate::Context;
 
 mod binaries;
 mod cell;
+mod flow;
 mod order;
 mod progress;
 mod resume;
 mod server;
+#[cfg(test)]
+mod tests;
 
 pub use binaries::binary_for;
+pub use flow::{execute, PlanRun, PlanRunEnd, PlanRunSummary, PlanStarted};
 pub use order::{order, server_settings, Planned, ServerKey};
 pub use progress::PlanProgress;
-pub use resume::{reopen, Resume};
+pub use resume::Resume;
 pub use server::private_server;
 
 use cell::run_cell;
+use resume::reopen;
 use server::PlanServer;
 
 /// Why a plan run could not go on.
@@ -48,6 +55,10 @@ pub enum PlanRunError {
     /// The results database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The results database failed, written to as a run sink (the doctor run, the
+    /// plan run's close).
+    #[error(transparent)]
+    Sink(#[from] SinkError),
     /// audiolat's own binary is not to be found.
     #[error("finding audiolat's own binary")]
     OwnBinary(#[source] std::io::Error),
@@ -70,8 +81,18 @@ pub enum PlanRunError {
 
 /// What a plan run tells as it goes; the caller shows it (a progress line, a log).
 pub trait PlanObserver {
+    /// The plan run is open, its cells stored; its binaries are built next.
+    fn started(&mut self, start: &PlanStarted<'_>) {
+        let _ = start;
+    }
+
     /// A line of news: a private server started, a cell failed, a binary is built.
     fn note(&mut self, text: &str);
+
+    /// A warning, which a caller shows even when it shows no news (by default, a note).
+    fn warning(&mut self, text: &str) {
+        self.note(text);
+    }
 
     /// Cell `key` starts (`elapsed` `None`), or still runs after `elapsed` (told about
     /// once a second).
@@ -88,7 +109,7 @@ pub trait PlanObserver {
 
 /// The binary of each build profile, or the profile whose build Ctrl-C stopped.
 #[derive(Debug)]
-pub enum Binaries {
+enum Binaries {
     /// Profile -> binary, for every profile the cells to run use.
     Ready(BTreeMap<String, PathBuf>),
     /// Ctrl-C stopped the build of this profile: the plan run is closed interrupted,
@@ -101,7 +122,7 @@ pub enum Binaries {
 
 /// A new plan run (group) for `plan`: its detail is the plan as JSON, its cell count
 /// and the runner's process and host.
-pub fn create_group(
+fn create_group(
     command_line: &str,
     store: &Store,
     plan: &Plan,
@@ -117,7 +138,7 @@ pub fn create_group(
 
 /// Stores the plan's cells under the plan run, in run order (cells already stored, on
 /// a resume, are kept as they are).
-pub fn store_cells(store: &Store, group: GroupId, planned: &[Planned]) -> Result<(), StoreError> {
+fn store_cells(store: &Store, group: GroupId, planned: &[Planned]) -> Result<(), StoreError> {
     let new_cells: Vec<NewPlanCell> = planned
         .iter()
         .enumerate()
@@ -134,7 +155,7 @@ pub fn store_cells(store: &Store, group: GroupId, planned: &[Planned]) -> Result
 
 /// The stored cells not yet complete, in run order, each with the index of its planned
 /// cell (same key).
-pub fn cells_to_run<'a>(
+fn cells_to_run<'a>(
     planned: &[Planned],
     stored: &'a [PlanCell],
 ) -> Result<Vec<(usize, &'a PlanCell)>, PlanRunError> {
@@ -160,10 +181,9 @@ pub fn cells_to_run<'a>(
 /// that fails fails first (`quiet`: cargo's output is not shown). On a failure the plan
 /// run is closed failed (the error returned); [`Binaries::Stopped`] when Ctrl-C stopped
 /// a build: the plan run is closed interrupted, kept for a resume.
-pub fn build_binaries(
+fn build_binaries(
     ctx: &Context,
-    store: &Store,
-    group: GroupId,
+    group: &Group<'_>,
     to_run: &[(usize, &PlanCell)],
     quiet: bool,
     observer: &mut dyn PlanObserver,
@@ -174,13 +194,13 @@ pub fn build_binaries(
             let b = match binary_for(&c.profile, quiet, observer) {
                 Ok(b) => b,
                 Err(_) if ctx.stopped() => {
-                    store.closing(|| store.finish_group(group, RunStatus::Interrupted))?;
+                    group.close(RunStatus::Interrupted)?;
                     return Ok(Binaries::Stopped {
                         profile: c.profile.clone(),
                     });
                 }
                 Err(e) => {
-                    store.closing(|| store.finish_group(group, RunStatus::Failed))?;
+                    group.close(RunStatus::Failed)?;
                     return Err(e);
                 }
             };
@@ -204,7 +224,7 @@ pub struct Tally {
 /// Ctrl-C stopped the plan, or the plan run cannot go on. Each cell's process writes to
 /// the database at `db_path`; `checker` says whether the probe takes `--quiet`.
 #[allow(clippy::too_many_arguments)]
-pub fn run_cells(
+fn run_cells(
     ctx: &Context,
     db_path: &Path,
     store: &Store,
@@ -292,13 +312,13 @@ pub struct Closed {
 }
 
 /// Closes the plan run `group` with its status, as its cells and `tally` say.
-pub fn close(
+fn close(
     ctx: &Context,
     store: &Store,
-    group: GroupId,
+    group: &Group<'_>,
     tally: &Tally,
-) -> Result<Closed, StoreError> {
-    let cells = store.plan_cells(group)?;
+) -> Result<Closed, PlanRunError> {
+    let cells = store.plan_cells(group.id())?;
     let complete = cells
         .iter()
         .filter(|c| c.status == Some(RunStatus::Complete))
@@ -313,7 +333,7 @@ pub fn close(
         })
     };
     // Closing writes may use the reserve a full disk leaves (see Store::closing).
-    store.closing(|| store.finish_group(group, status))?;
+    group.close(status)?;
     Ok(Closed {
         status,
         cells: cells.len(),

@@ -88,7 +88,7 @@ fn resume_group(
 
 /// The plan run `--resume` continues, taken over by this process: refused while another
 /// live process runs it; then reopened with this process as its runner.
-pub fn reopen(
+pub(super) fn reopen(
     store: &Store,
     plan: &Plan,
     how: Resume,
