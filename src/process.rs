@@ -187,3 +187,33 @@ pub(crate) fn command_line() -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_refusal_is_worded_with_db() {
+        let open = StoreError::Open {
+            path: "/tmp/x".into(),
+            reason: "it is a directory".into(),
+            fix: Remedy::FilePath { directory: true },
+        };
+        assert_eq!(
+            store_message(&open),
+            "cannot use results database /tmp/x: it is a directory; give a file path, e.g. --db ./audiolat.db"
+        );
+        assert!(!open.to_string().contains("--"), "{open}");
+        let missing = StoreError::Missing("a.db".into());
+        assert!(store_message(&missing).ends_with("or point --db at one"));
+        assert_eq!(
+            remedy_text(&Remedy::UpgradeByRecording { first: true }),
+            "a command that records runs into it upgrades it first (e.g. `audiolat jitter -D 1 --db FILE`)"
+        );
+        let e = anyhow::Error::new(missing).context("reading");
+        assert_eq!(
+            error_text(&e),
+            "reading: no results database at a.db: run a probe first (e.g. `audiolat jitter`) or point --db at one"
+        );
+    }
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use load::LoadSpec;
-use probes::jitter::{FragmentModel, JitterConfig, RunLength, WakeMode};
+use probes::jitter::{FragmentModel, JitterConfig, JitterSetting, RunLength, WakeMode};
 
 use super::policy::{parse_policy_name, policy, PolicyName};
 use super::values::{
@@ -187,8 +187,22 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         dma_latency: !a.no_dma_latency,
         ..JitterConfig::new(period_ns, length)
     };
-    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    config
+        .validate()
+        .map_err(|e| UsageError(e.message(jitter_flag)))?;
     Ok(config)
+}
+
+/// The flag that sets each setting the jitter probe refuses by name.
+fn jitter_flag(setting: JitterSetting) -> &'static str {
+    match setting {
+        JitterSetting::Busy => "--busy",
+        JitterSetting::Fragments => "--fragments",
+        JitterSetting::Frames => "--frames",
+        JitterSetting::Cpus => "--cpu",
+        JitterSetting::Duration => "--duration",
+        JitterSetting::Loops => "--loops",
+    }
 }
 
 #[cfg(test)]
