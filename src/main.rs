@@ -36,7 +36,8 @@ use crate::commands::roundtrip::{loop_client, roundtrip};
 use crate::commands::stored::{compare, export, runs, show, write_report};
 use crate::commands::suite::suite;
 use crate::process::{
-    clap_error, command_line, database_unusable, install_signal_handlers, EXIT_FAILED, EXIT_USAGE,
+    clap_error, command_line, database_unusable, error_text, install_signal_handlers, EXIT_FAILED,
+    EXIT_USAGE,
 };
 use cli::{Cli, Command, UsageError};
 use runner::Context;
@@ -83,7 +84,7 @@ fn main() -> ExitCode {
                         )
                     )
                 });
-            let msg = format!("{e:#}").replace('\n', " ");
+            let msg = error_text(&e).replace('\n', " ");
             eprintln!("audiolat: error: {msg}");
             ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILED })
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use engine::rt::SchedClass;
 use load::LoadSpec;
-use probes::jitter::{FragmentModel, JitterConfig, RunLength, WakeMode};
+use probes::jitter::{FragmentModel, JitterConfig, JitterSetting, RunLength, WakeMode};
 
 use super::policy::policy;
 use super::values::{
@@ -183,8 +183,22 @@ pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         dma_latency: !a.no_dma_latency,
         ..JitterConfig::new(period_ns, length)
     };
-    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    config
+        .validate()
+        .map_err(|e| UsageError(e.message(jitter_flag)))?;
     Ok(config)
+}
+
+/// The flag that sets each setting the jitter probe refuses by name.
+fn jitter_flag(setting: JitterSetting) -> &'static str {
+    match setting {
+        JitterSetting::Busy => "--busy",
+        JitterSetting::Fragments => "--fragments",
+        JitterSetting::Frames => "--frames",
+        JitterSetting::Cpus => "--cpu",
+        JitterSetting::Duration => "--duration",
+        JitterSetting::Loops => "--loops",
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use ::runner::sweep::RoundtripCell;
 use clap::Args;
 use engine::backend::BackendSpec;
 use load::LoadSpec;
-use probes::roundtrip::RoundtripConfig;
+use probes::roundtrip::{RoundtripConfig, RoundtripSetting};
 
 use super::audio::AudioArgs;
 use super::values::{
@@ -117,7 +117,8 @@ impl RoundtripArgs {
             loop_hint_frames: spec.loop_hint_frames(),
             ..Default::default()
         };
-        base.validate().map_err(|e| UsageError(e.to_string()))?;
+        base.validate()
+            .map_err(|e| UsageError(e.message(roundtrip_flag)))?;
         for load in &self.load.0 {
             crate::runner::check_load(load, &scratch_dir)?;
         }
@@ -154,6 +155,19 @@ impl RoundtripArgs {
             spec,
             scratch_dir,
         })
+    }
+}
+
+/// The flag that sets each setting the round-trip probe refuses by name.
+fn roundtrip_flag(setting: RoundtripSetting) -> &'static str {
+    match setting {
+        RoundtripSetting::Duration => "--duration",
+        RoundtripSetting::Every => "--every",
+        RoundtripSetting::Level => "--level",
+        RoundtripSetting::InsertDelay => "--insert-delay",
+        RoundtripSetting::MaxDelay => "--max-delay",
+        // Not a flag: the probe's own warm-up, set by audiolat.
+        RoundtripSetting::Warmup => "warm-up",
     }
 }
 

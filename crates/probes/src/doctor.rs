@@ -277,7 +277,7 @@ fn check_deadline() -> Finding {
             id,
             Verdict::Warn,
             "refused",
-            "SCHED_DEADLINE is needed for time-triggered cells and --policy deadline",
+            "SCHED_DEADLINE is needed for time-triggered cells and the deadline scheduling policy",
             why,
         ),
     }
@@ -373,7 +373,7 @@ fn check_isolation() -> Finding {
             Verdict::Warn,
             "no isolated or nohz_full CPUs",
             "the audio thread shares every CPU with the rest of the system",
-            "boot with isolcpus=N nohz_full=N and pin the audio thread there (--cpu N), or use a dedicated cell",
+            "boot with isolcpus=N nohz_full=N and pin the audio thread to those CPUs, or use a dedicated cell",
         )
     } else {
         finding(
@@ -388,7 +388,7 @@ fn check_isolation() -> Finding {
                 },
                 if nohz.is_empty() { "none" } else { &nohz }
             ),
-            "pin the measuring thread there with --cpu",
+            "pin the measuring thread to those CPUs",
             "",
         )
     }

@@ -55,5 +55,5 @@ pub use model::{
 };
 pub use sink::{RunSink, SinkError};
 #[cfg(feature = "sqlite")]
-pub use store::{Journal, RunFilter, Store, StoreError, Summarise};
+pub use store::{Journal, Remedy, RunFilter, Store, StoreError, Summarise};
 pub use view::RunView;

@@ -199,12 +199,56 @@ pub const MAX_BLOCKS: usize = 1_000_000;
 /// counters' own resolution is a 10 ms tick anyway.
 pub const STEAL_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 
+/// A setting [`JitterConfig::validate`] refuses by name: a front end words it with
+/// what sets it ([`JitterError::message`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitterSetting {
+    /// The busy share of each period.
+    Busy,
+    /// The fragments per buffer of the fragment mode.
+    Fragments,
+    /// The frames per fragment.
+    Frames,
+    /// The CPUs the thread is pinned to.
+    Cpus,
+    /// The run's duration.
+    Duration,
+    /// The run's number of loops.
+    Loops,
+}
+
+impl JitterSetting {
+    /// The setting's name in the library's own words.
+    pub fn name(self) -> &'static str {
+        match self {
+            JitterSetting::Busy => "the busy share",
+            JitterSetting::Fragments => "the fragment count",
+            JitterSetting::Frames => "the frames per fragment",
+            JitterSetting::Cpus => "the CPU list",
+            JitterSetting::Duration => "the duration",
+            JitterSetting::Loops => "the loop count",
+        }
+    }
+}
+
 /// Why a jitter run could not be made. Messages name the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum JitterError {
-    /// The configuration is impossible.
+    /// The configuration is impossible (a setting no flag names by itself: the period,
+    /// the rate, the histogram bound, an offline CPU, the policy).
     #[error("{0}")]
     Invalid(String),
+    /// A named setting is out of its range; `value` is what was asked, where said.
+    #[error("{}", out_of_range(*.setting, .value.as_deref(), JitterSetting::name(*.setting)))]
+    OutOfRange {
+        /// The setting.
+        setting: JitterSetting,
+        /// Its value, as asked.
+        value: Option<String>,
+    },
+    /// SCHED_DEADLINE with pinned CPUs, which the kernel refuses.
+    #[error("{}", deadline_with_cpus(JitterSetting::Cpus.name()))]
+    DeadlineWithCpus,
     /// A timer could not be set up.
     #[error("{what}: {source}")]
     Timer {
@@ -216,6 +260,43 @@ pub enum JitterError {
     /// The measuring thread panicked.
     #[error("the measuring thread panicked: {0}")]
     Panicked(String),
+}
+
+/// A setting out of range, the setting called `name`.
+fn out_of_range(setting: JitterSetting, value: Option<&str>, name: &str) -> String {
+    let value = value.map(|v| format!(" {v}")).unwrap_or_default();
+    let rule = match setting {
+        JitterSetting::Busy => {
+            "is out of range: use 0 up to, not including, 100 (percent of each period)"
+        }
+        JitterSetting::Fragments => "leaves no headroom: use 2 or more (latencytest used 3)",
+        JitterSetting::Frames => "must be at least 1",
+        JitterSetting::Cpus => "needs at least one CPU",
+        JitterSetting::Duration | JitterSetting::Loops => "must be positive",
+    };
+    format!("{name}{value} {rule}")
+}
+
+/// SCHED_DEADLINE refused with pinned CPUs, set by what is called `cpus`.
+fn deadline_with_cpus(cpus: &str) -> String {
+    format!(
+        "SCHED_DEADLINE cannot be combined with {cpus}: the kernel requires a deadline \
+         thread's affinity to span its whole root domain; drop {cpus}"
+    )
+}
+
+impl JitterError {
+    /// The message with each named setting called `name(setting)` (a front end's
+    /// flag); other errors as they are.
+    pub fn message(&self, name: impl Fn(JitterSetting) -> &'static str) -> String {
+        match self {
+            JitterError::OutOfRange { setting, value } => {
+                out_of_range(*setting, value.as_deref(), name(*setting))
+            }
+            JitterError::DeadlineWithCpus => deadline_with_cpus(name(JitterSetting::Cpus)),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl JitterConfig {
@@ -246,21 +327,17 @@ impl JitterConfig {
                 self.period_ns
             ));
         }
+        let out_of_range =
+            |setting, value: Option<String>| Err(JitterError::OutOfRange { setting, value });
         if !(0.0..100.0).contains(&self.busy_percent) {
-            return bad(format!(
-                "--busy {} is out of range: use 0 up to, not including, 100 (percent of each period)",
-                self.busy_percent
-            ));
+            return out_of_range(JitterSetting::Busy, Some(self.busy_percent.to_string()));
         }
         if let Some(f) = &self.fragments {
             if f.fragments < 2 {
-                return bad(format!(
-                    "--fragments {} leaves no headroom: use 2 or more (latencytest used 3)",
-                    f.fragments
-                ));
+                return out_of_range(JitterSetting::Fragments, Some(f.fragments.to_string()));
             }
             if f.frames == 0 {
-                return bad("--frames must be at least 1".into());
+                return out_of_range(JitterSetting::Frames, None);
             }
             if !(1_000..=768_000).contains(&f.sample_rate) {
                 return bad(format!(
@@ -279,11 +356,7 @@ impl JitterConfig {
             .validate()
             .map_err(|e| JitterError::Invalid(e.to_string()))?;
         if matches!(self.policy, Policy::Deadline { .. }) && self.cpus.is_some() {
-            return bad(
-                "SCHED_DEADLINE cannot be combined with --cpu: the kernel requires a deadline \
-                 thread's affinity to span its whole root domain; drop --cpu"
-                    .into(),
-            );
+            return Err(JitterError::DeadlineWithCpus);
         }
         if let Some(cpus) = &self.cpus {
             let online = engine::rt::online_cpus();
@@ -294,12 +367,12 @@ impl JitterConfig {
                 ));
             }
             if cpus.is_empty() {
-                return bad("--cpu needs at least one CPU".into());
+                return out_of_range(JitterSetting::Cpus, None);
             }
         }
         match self.length {
-            RunLength::Duration(d) if d.is_zero() => bad("--duration must be positive".into()),
-            RunLength::Loops(0) => bad("--loops must be positive".into()),
+            RunLength::Duration(d) if d.is_zero() => out_of_range(JitterSetting::Duration, None),
+            RunLength::Loops(0) => out_of_range(JitterSetting::Loops, None),
             _ => Ok(()),
         }
     }

@@ -49,7 +49,18 @@ fn validation_names_the_fix() {
     assert!(c.validate().unwrap_err().to_string().contains("rate"));
     c.period_ns = 1_000_000;
     c.busy_percent = 100.0;
-    assert!(c.validate().unwrap_err().to_string().contains("--busy"));
+    let busy = c.validate().unwrap_err();
+    assert!(matches!(
+        &busy,
+        JitterError::OutOfRange { setting: JitterSetting::Busy, value: Some(v) } if v == "100"
+    ));
+    assert!(
+        busy.to_string()
+            .starts_with("the busy share 100 is out of range"),
+        "{busy}"
+    );
+    let flag = |_| "--busy";
+    assert!(busy.message(flag).starts_with("--busy 100 is out of range"));
     c.busy_percent = 10.0;
     c.policy = Policy::Fifo { priority: 200 };
     assert!(c.validate().unwrap_err().to_string().contains("1..99"));
@@ -59,14 +70,28 @@ fn validation_names_the_fix() {
         period_ns: 1_000_000,
     };
     c.cpus = Some(vec![0]);
-    assert!(c.validate().unwrap_err().to_string().contains("--cpu"));
+    let pinned = c.validate().unwrap_err();
+    assert!(matches!(pinned, JitterError::DeadlineWithCpus));
+    assert!(pinned.to_string().contains("drop the CPU list"), "{pinned}");
+    assert!(pinned.message(|_| "--cpu").ends_with("drop --cpu"));
     c.cpus = None;
     c.fragments = Some(FragmentModel {
         fragments: 1,
         frames: 32,
         sample_rate: 44_100,
     });
-    assert!(c.validate().unwrap_err().to_string().contains("headroom"));
+    let few = c.validate().unwrap_err();
+    assert!(few.to_string().contains("headroom"));
+    assert!(
+        !few.to_string().contains("--"),
+        "a library error names no flag: {few}"
+    );
+    c.fragments = None;
+    c.length = RunLength::Loops(0);
+    assert_eq!(
+        c.validate().unwrap_err().to_string(),
+        "the loop count must be positive"
+    );
 }
 
 #[test]

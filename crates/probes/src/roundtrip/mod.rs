@@ -104,51 +104,42 @@ impl Default for RoundtripConfig {
 impl RoundtripConfig {
     /// Checks the settings; every error says what to use.
     pub fn validate(&self) -> Result<(), RoundtripError> {
+        let out_of_range =
+            |setting, value: Option<String>| Err(RoundtripError::OutOfRange { setting, value });
         if !(self.duration_ms.is_finite() && self.duration_ms >= 0.0) {
-            return Err(RoundtripError::Config(
-                "--duration must be 0 s or more".into(),
-            ));
+            return out_of_range(RoundtripSetting::Duration, None);
         }
         if self.every_periods == Some(0) {
-            return Err(RoundtripError::Config(
-                "--every must be at least 1 period".into(),
-            ));
+            return out_of_range(RoundtripSetting::Every, None);
         }
         if !(self.peak > 0.0 && self.peak <= 1.0) {
-            return Err(RoundtripError::Config(format!(
-                "--level {}: the test signal's peak must be above 0 and at most 1.0 (full scale)",
-                self.peak
-            )));
+            return out_of_range(RoundtripSetting::Level, Some(self.peak.to_string()));
         }
         if self.insert_delay_frames > 1_000_000 {
-            return Err(RoundtripError::Config(format!(
-                "--insert-delay {}: use 0 to 1000000 frames",
-                self.insert_delay_frames
-            )));
+            return out_of_range(
+                RoundtripSetting::InsertDelay,
+                Some(self.insert_delay_frames.to_string()),
+            );
         }
         if let Some(m) = self.max_delay_frames {
             if !(m.is_finite() && m > 0.0 && m <= 4_000_000.0) {
-                return Err(RoundtripError::Config(format!(
-                    "--max-delay {m} frames: use 1 to 4000000 frames"
-                )));
+                return out_of_range(RoundtripSetting::MaxDelay, Some(m.to_string()));
             }
         }
         if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0) {
-            return Err(RoundtripError::Config(
-                "warm-up must be 0 ms or more".into(),
-            ));
+            return out_of_range(RoundtripSetting::Warmup, None);
         }
         Ok(())
     }
 
-    /// Checks the settings against the opened stream: `--max-delay` cannot be shorter
-    /// than the latency the stream reports, which every loop includes.
+    /// Checks the settings against the opened stream: the longest expected delay cannot
+    /// be shorter than the latency the stream reports, which every loop includes.
     pub fn check_against(&self, info: &StreamInfo) -> Result<(), RoundtripError> {
         let reported = info.playback_latency_frames + info.capture_latency_frames;
         match self.max_delay_frames {
-            Some(max) if max < f64::from(reported) => Err(RoundtripError::Config(format!(
-                "--max-delay {max} frames is shorter than the latency the stream reports ({reported} frames), which every loop includes: use at least {reported}"
-            ))),
+            Some(max) if max < f64::from(reported) => {
+                Err(RoundtripError::MaxDelayBelowReported { max, reported })
+            }
             _ => Ok(()),
         }
     }
@@ -166,12 +157,100 @@ impl RoundtripConfig {
     }
 }
 
+/// A setting [`RoundtripConfig`] refuses by name: a front end words it with what sets
+/// it ([`RoundtripError::message`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundtripSetting {
+    /// How long to measure.
+    Duration,
+    /// The impulse spacing, in periods.
+    Every,
+    /// The test signal's peak.
+    Level,
+    /// The delay inserted into the loop.
+    InsertDelay,
+    /// The longest delay expected.
+    MaxDelay,
+    /// The warm-up (no user setting: a caller's).
+    Warmup,
+}
+
+impl RoundtripSetting {
+    /// The setting's name in the library's own words.
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundtripSetting::Duration => "the duration",
+            RoundtripSetting::Every => "the impulse spacing",
+            RoundtripSetting::Level => "the level",
+            RoundtripSetting::InsertDelay => "the inserted delay",
+            RoundtripSetting::MaxDelay => "the longest expected delay",
+            RoundtripSetting::Warmup => "warm-up",
+        }
+    }
+}
+
+/// A setting out of range, the setting called `name`.
+fn out_of_range(setting: RoundtripSetting, value: Option<&str>, name: &str) -> String {
+    let value = value.map(|v| format!(" {v}")).unwrap_or_default();
+    let rule = match setting {
+        RoundtripSetting::Duration => "must be 0 s or more",
+        RoundtripSetting::Every => "must be at least 1 period",
+        RoundtripSetting::Level => {
+            ": the test signal's peak must be above 0 and at most 1.0 (full scale)"
+        }
+        RoundtripSetting::InsertDelay => ": use 0 to 1000000 frames",
+        RoundtripSetting::MaxDelay => " frames: use 1 to 4000000 frames",
+        RoundtripSetting::Warmup => "must be 0 ms or more",
+    };
+    let space = if rule.starts_with([':', ' ']) {
+        ""
+    } else {
+        " "
+    };
+    format!("{name}{value}{space}{rule}")
+}
+
+/// The longest expected delay, called `name`, below the stream's reported latency.
+fn below_reported(name: &str, max: f64, reported: u32) -> String {
+    format!("{name} {max} frames is shorter than the latency the stream reports ({reported} frames), which every loop includes: use at least {reported}")
+}
+
+impl RoundtripError {
+    /// The message with each named setting called `name(setting)` (a front end's
+    /// flag); other errors as they are.
+    pub fn message(&self, name: impl Fn(RoundtripSetting) -> &'static str) -> String {
+        match self {
+            RoundtripError::OutOfRange { setting, value } => {
+                out_of_range(*setting, value.as_deref(), name(*setting))
+            }
+            RoundtripError::MaxDelayBelowReported { max, reported } => {
+                below_reported(name(RoundtripSetting::MaxDelay), *max, *reported)
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 /// Why a run could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum RoundtripError {
-    /// A bad setting.
-    #[error("{0}")]
-    Config(String),
+    /// A setting out of its range; `value` is what was asked, where said.
+    #[error("{}", out_of_range(*.setting, .value.as_deref(), RoundtripSetting::name(*.setting)))]
+    OutOfRange {
+        /// The setting.
+        setting: RoundtripSetting,
+        /// Its value, as asked.
+        value: Option<String>,
+    },
+    /// The longest expected delay is shorter than the latency the opened stream
+    /// reports, which every loop includes.
+    #[error("{}", below_reported(RoundtripSetting::MaxDelay.name(), *.max, *.reported))]
+    MaxDelayBelowReported {
+        /// The longest expected delay, frames.
+        max: f64,
+        /// The stream's reported playback + capture latency, frames.
+        reported: u32,
+    },
     /// The stream has no input to hear the loop with.
     #[error(
         "the {0} stream has no input: a round trip needs one (name the capture port or device)"

@@ -2,7 +2,7 @@
 //! memory, a rollback journal where it cannot (9p, some NFS), and how that is found out.
 
 use super::open::retry_busy;
-use super::{Journal, Store, StoreError};
+use super::{Journal, Remedy, Store, StoreError};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
@@ -193,7 +193,7 @@ impl Store {
                         reason: format!(
                             "its filesystem cannot share SQLite's write-ahead log ({why}), and the database stayed in {mode} mode"
                         ),
-                        fix: "pass --db with a path on a local filesystem".into(),
+                        fix: Remedy::LocalFilesystem,
                     });
                 }
                 self.conn = conn;

@@ -18,7 +18,8 @@
 //! be closed with its summary and the real reason.
 //!
 //! Layout: this file holds the handle ([`Store`]) and its error and option types; the
-//! opens and their pre-checks are in `open`, the journal mode in `journal`, the schema and
+//! opens and their pre-checks are in `open` (what to do about a refusal, typed, in
+//! `remedy`), the journal mode in `journal`, the schema and
 //! its migration in `schema`, the reserve in `reserve`, runs in `runs`, what a run
 //! produced in `records`, groups and plan cells in `groups`, and dead processes' leftovers
 //! in `recovery`; each `*_tests` file tests one of them (`tests` the rest).
@@ -28,6 +29,7 @@ mod journal;
 mod open;
 mod records;
 mod recovery;
+mod remedy;
 mod reserve;
 mod runs;
 mod schema;
@@ -40,6 +42,7 @@ use std::path::{Path, PathBuf};
 
 #[cfg(test)]
 use journal::{in_wal_mode, shared_mmap_works, wal_path};
+pub use remedy::Remedy;
 pub use reserve::RESERVE_BYTES;
 #[cfg(test)]
 use reserve::{make_reserve, remove_dead_reserve_tmps, reserve_path, MIN_FREE_BYTES};
@@ -58,10 +61,11 @@ pub enum StoreError {
         /// What went wrong.
         reason: String,
         /// What to do.
-        fix: String,
+        fix: Remedy,
     },
-    /// No database at the path, for commands that only read.
-    #[error("no results database at {0}: run a probe first (e.g. `audiolat jitter`) or point --db at one")]
+    /// No database at the path, for commands that only read. (The binary adds how to
+    /// make one or choose another.)
+    #[error("no results database at {0}: run a probe first, or use an existing results database")]
     Missing(PathBuf),
     /// A newer audiolat wrote this file.
     #[error("results database {path} has schema version {found}, newer than this audiolat's {SCHEMA_VERSION}: upgrade audiolat")]

@@ -7,7 +7,7 @@ use super::journal::{
 };
 use super::reserve::{free_bytes, MIN_FREE_BYTES};
 use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
-use super::{writable, Journal, Store, StoreError, Summarise};
+use super::{writable, Journal, Remedy, Store, StoreError, Summarise};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,7 @@ pub(super) fn foreign(path: &Path, tables: &[String]) -> StoreError {
         } else {
             format!("it is not an audiolat results database (it has tables {names} and no audiolat schema)")
         },
-        fix: "pass --db with an audiolat results database or a new file name (audiolat never changes a database it did not make)".into(),
+        fix: Remedy::ResultsOrNewFile { not_ours: true },
     }
 }
 
@@ -90,37 +90,37 @@ pub(super) fn open_failure(path: &Path, e: &rusqlite::Error, writing: bool) -> S
     let (reason, fix) = match e.sqlite_error_code() {
         Some(C::NotADatabase) => (
             "it is not an SQLite database".to_string(),
-            "pass --db with an audiolat results database or a new file name",
+            Remedy::ResultsOrNewFile { not_ours: false },
         ),
         Some(C::DatabaseCorrupt) => (
             "it is damaged (a corrupt page or a truncated file)".to_string(),
-            "restore it from a backup (`sqlite3 FILE .recover` may save its runs), or pass --db with a new file name",
+            Remedy::RestoreOrNewFile,
         ),
         Some(C::DiskFull) => (
             "its filesystem is full".to_string(),
-            "free space there, or pass --db with a path on another filesystem",
+            Remedy::FreeSpace,
         ),
         Some(C::DatabaseBusy | C::DatabaseLocked) => (
             "another process holds it locked".to_string(),
-            "wait for it to finish (another audiolat?), or pass --db with another file",
+            Remedy::WaitForWriter,
         ),
         Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) if writing => (
             "SQLite cannot write it or its -wal/-shm files beside it (permissions, another user's files, or a read-only filesystem)".to_string(),
-            "fix their permissions, run as their owner, or pass --db with a path you can write",
+            Remedy::FixPermissions { writing: true },
         ),
         Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) => (
             "SQLite cannot open it or its -wal/-shm files beside it (permissions, or another user's files)".to_string(),
-            "fix their permissions, run as their owner, or pass --db with a path you can read",
+            Remedy::FixPermissions { writing: false },
         ),
         _ => (
             format!("not a usable SQLite database ({})", sqlite_message(e)),
-            "pass --db with a new file name",
+            Remedy::NewFile,
         ),
     };
     StoreError::Open {
         path: path.to_path_buf(),
         reason,
-        fix: fix.into(),
+        fix,
     }
 }
 
@@ -215,21 +215,21 @@ impl Store {
         path: &Path,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<(Store, i64), StoreError> {
-        let open_err = |reason: String, fix: &str| StoreError::Open {
+        let open_err = |reason: String, fix: Remedy| StoreError::Open {
             path: path.to_path_buf(),
             reason,
-            fix: fix.to_string(),
+            fix,
         };
         if path.is_dir() {
             return Err(open_err(
                 "it is a directory".into(),
-                "give a file path, e.g. --db ./audiolat.db",
+                Remedy::FilePath { directory: true },
             ));
         }
         if path.exists() && !path.is_file() {
             return Err(open_err(
                 "it is not a regular file".into(),
-                "give a path to a file, e.g. --db ./audiolat.db",
+                Remedy::FilePath { directory: false },
             ));
         }
         let parent = path
@@ -239,14 +239,14 @@ impl Store {
         if !parent.is_dir() {
             return Err(open_err(
                 format!("directory {} does not exist", parent.display()),
-                "create it or pass --db with a path in an existing directory",
+                Remedy::ExistingDirectory,
             ));
         }
         let probe_path = if path.exists() { path } else { parent };
         if !writable(probe_path) {
             return Err(open_err(
                 format!("{} is not writable", probe_path.display()),
-                "pass --db with a path you can write, or fix its permissions",
+                Remedy::WritableFile,
             ));
         }
         // SQLite opens a write-ahead log or shared-memory file it cannot write read-only
@@ -259,8 +259,11 @@ impl Store {
             // (racing first runs) may vanish between the two questions.
             if !writable(&beside) && beside.exists() {
                 return Err(open_err(
-                    format!("{} beside it is not writable (another user's?)", beside.display()),
-                    "run as the user who owns it, fix its permissions, or pass --db with another file",
+                    format!(
+                        "{} beside it is not writable (another user's?)",
+                        beside.display()
+                    ),
+                    Remedy::RunAsOwner,
                 ));
             }
         }
@@ -268,7 +271,7 @@ impl Store {
             if free < MIN_FREE_BYTES {
                 return Err(open_err(
                     format!("its filesystem is full ({} KiB free)", free / 1024),
-                    "free space there, or pass --db with a path on another filesystem",
+                    Remedy::FreeSpace,
                 ));
             }
         }
@@ -328,7 +331,7 @@ impl Store {
                 } else {
                     format!("it has schema version {found}, from an older audiolat, and {why}")
                 },
-                fix: "a command that records runs into it upgrades it first (e.g. `audiolat jitter -D 1 --db FILE`)".into(),
+                fix: Remedy::UpgradeByRecording { first: true },
             });
         }
         store.journal = journal_of(&store.conn).map_err(|e| store.unusable(&e))?;
@@ -389,15 +392,15 @@ impl Store {
     /// is; an older one is refused with the command that upgrades it, and another
     /// program's is refused.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        let open_err = |reason: String, fix: &str| StoreError::Open {
+        let open_err = |reason: String, fix: Remedy| StoreError::Open {
             path: path.to_path_buf(),
             reason,
-            fix: fix.to_string(),
+            fix,
         };
         if path.is_dir() {
             return Err(open_err(
                 "it is a directory".into(),
-                "give a file path, e.g. --db ./audiolat.db",
+                Remedy::FilePath { directory: true },
             ));
         }
         if !path.exists() {
@@ -406,7 +409,7 @@ impl Store {
         if !path.is_file() {
             return Err(open_err(
                 "it is not a regular file".into(),
-                "give a path to a file, e.g. --db ./audiolat.db",
+                Remedy::FilePath { directory: false },
             ));
         }
         // A log that holds writes, on a filesystem that cannot share the log's index
@@ -468,7 +471,7 @@ impl Store {
         match found {
             Contents::Empty => Err(open_err(
                 "it is empty: no audiolat runs in it".into(),
-                "record a run into it first (e.g. `audiolat jitter --db FILE`), or point --db at a results database",
+                Remedy::RecordFirst,
             )),
             Contents::Foreign(tables) => Err(foreign(path, &tables)),
             Contents::Ours(found) if found > SCHEMA_VERSION => Err(StoreError::TooNew {
@@ -477,7 +480,7 @@ impl Store {
             }),
             Contents::Ours(found) if found < OLDEST_READABLE => Err(open_err(
                 format!("it has schema version {found}, from an older audiolat (this one reads {OLDEST_READABLE} to {SCHEMA_VERSION})"),
-                "a command that records runs into it upgrades it (e.g. `audiolat jitter -D 1 --db FILE`)",
+                Remedy::UpgradeByRecording { first: false },
             )),
             Contents::Ours(_) => Ok(Store {
                 journal: journal_of(&conn).map_err(|e| open_failure(path, &e, false))?,

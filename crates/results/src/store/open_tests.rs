@@ -140,6 +140,7 @@ fn open_time_failures_are_one_line_naming_the_file_and_the_fix() {
             assert!(msg.contains(want), "{path:?}: {msg}");
             assert!(msg.contains(&path.display().to_string()), "{msg}");
             assert!(!msg.contains("Error code"), "raw SQLite error: {msg}");
+            assert!(!msg.contains("--"), "a library error names no flag: {msg}");
         }
     }
 }
