@@ -1,5 +1,6 @@
 //! `audiolat net` (both ends here): its flags and cells (stage one), and the
-//! [`NetConfig`] built from them (stage two). The two-machine roles and the study's
+//! [`NetConfig`] built from them by `probes::net::NetSetup` (stage two), its errors in
+//! the flags' words. The two-machine roles and the study's
 //! experiments are in [`super::net_roles`].
 
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 use engine::rt::{Policy, SchedClass};
 use load::LoadSpec;
-use probes::net::NetConfig;
+use probes::net::{NetConfig, NetConfigError};
 
 use super::net_roles::NetRole;
 use super::policy::policy;
@@ -116,103 +117,65 @@ impl NetArgs {
     /// for.
     pub fn request(&self) -> Result<NetRequest, UsageError> {
         let cells = self.cells.cell_set()?;
-        let mut config = self.config(&cells)?;
-        config.flood_mbps = self.load.flood_mbps();
+        let config = self.config(&cells)?;
         Ok(NetRequest { cells, config })
     }
 
     /// The configuration from the flags, checked against `cells` and the machine (root
-    /// for `--netns`, `ip` and `tc` installed), without the load's flood.
+    /// for `--netns`, `ip` and `tc` installed), with the load's flood.
     pub fn config(&self, cells: &qos::CellSet) -> Result<NetConfig, UsageError> {
-        use netaudio::host::PollMode;
-        use qos::CellKind;
-        let host_kind = self
+        let host_cell = self
             .cells
             .host_cell
             .as_deref()
             .and_then(|h| cells.get(h))
             .map(|c| c.kind);
-        if host_kind.is_some() && (self.host_cpus.is_some() || self.priority.is_some()) {
-            return Err(UsageError(
-                "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
-            ));
-        }
-        // A dedicated cell blocks by default: a SCHED_FIFO thread that spins is stopped
-        // for 50 ms a second by the kernel's RT throttling (sched_rt_runtime_us).
-        let poll = self.poll.unwrap_or(match host_kind {
-            Some(CellKind::TimeTriggered) => PollMode::Periodic,
-            _ => PollMode::Block,
-        });
-        if let (Some(link), Some(reserve)) = (self.link, self.reserve) {
-            if reserve > link {
-                return Err(UsageError(format!(
-                    "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
-                    reserve - link
-                )));
-            }
-        }
-        // SAFETY: geteuid has no preconditions.
-        if self.netns && unsafe { libc::geteuid() } != 0 {
-            return Err(UsageError(
-                "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
-            ));
-        }
-        let shaped = self.link.is_some() && self.reserve_by == probes::net::ReserveBy::Tc;
-        for (tool, wanted) in [("ip", self.netns), ("tc", self.netns && shaped)] {
-            if wanted && load::find_in_path(tool).is_none() {
-                return Err(UsageError(format!(
-                    "--netns needs `{tool}`, which is not installed: install the iproute2 package (apt install iproute2)"
-                )));
-            }
-        }
-        if self.link.is_some() && self.reserve_by == probes::net::ReserveBy::Tc && !self.netns {
-            return Err(UsageError(
-                "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),
-            ));
-        }
-        if self
-            .load
-            .items
-            .iter()
-            .any(|i| matches!(i, load::LoadItem::Flood { .. }))
-            && self
-                .load
-                .cell_of(&load::LoadItem::Flood { mbps: None })
-                .is_some()
-        {
-            return Err(UsageError(
-                "flood runs on a thread of audiolat's own, in no cell: leave out its @cell".into(),
-            ));
-        }
-        let stream = self.load.stream().map(|mbps| probes::net::StreamConfig {
-            mbps,
-            sink_groups: Vec::new(),
-        });
-        Ok(probes::net::NetConfig {
+        let setup = probes::net::NetSetup {
             duration: self.duration,
             reference_duration: if self.no_reference {
-                std::time::Duration::ZERO
+                Duration::ZERO
             } else {
                 self.reference
             },
             warmup: self.warmup,
             input: netaudio::controller::fixed_input(self.pads, self.x, self.y, self.pressure),
             workers: self.workers,
-            poll,
-            policy: net_policy(self)?,
-            host_cpus: cpu_list("--host-cpus", &self.host_cpus)?,
-            controller_cpus: cpu_list("--controller-cpus", &self.controller_cpus)?,
-            flood_mbps: None,
+            poll: self.poll,
+            host_threads_placed: self.host_cpus.is_some() || self.priority.is_some(),
+            host_cell,
             netns: self.netns,
-            host_cell: None,
             link: self.link.map(|mbps| probes::net::LinkShaping {
                 mbps,
                 reserve_mbps: self.reserve,
                 by: self.reserve_by,
             }),
-            stream,
+            load: &self.load,
+        };
+        let config = setup.config().map_err(net_usage)?;
+        Ok(NetConfig {
+            policy: net_policy(self)?,
+            host_cpus: cpu_list("--host-cpus", &self.host_cpus)?,
+            controller_cpus: cpu_list("--controller-cpus", &self.controller_cpus)?,
+            ..config
         })
     }
+}
+
+/// A [`NetConfigError`] in the words of `audiolat net`'s flags.
+fn net_usage(e: NetConfigError) -> UsageError {
+    UsageError(match e {
+        NetConfigError::HostCellOwnsThreads => "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
+        NetConfigError::ReserveExceedsLink { reserve, link } => format!(
+            "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
+            reserve - link
+        ),
+        NetConfigError::NetnsNeedsRoot => "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
+        NetConfigError::ToolMissing { tool } => format!(
+            "--netns needs `{tool}`, which is not installed: install the iproute2 package (apt install iproute2)"
+        ),
+        NetConfigError::TcNeedsNetns => "--link with --reserve-by tc shapes the veth link between two namespaces: add --netns (root), or use --reserve-by mclock".into(),
+        NetConfigError::FloodInCell => e.to_string(),
+    })
 }
 
 /// Cells: named sets of threads with guaranteed resources.

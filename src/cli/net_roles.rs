@@ -1,6 +1,6 @@
 //! `audiolat net`'s subcommands: one end of a two-machine run (`respond`, `emulate`) and
-//! the Tessellation study's experiments. Their flags (stage one), and each end's
-//! configuration (stage two).
+//! the Tessellation study's experiments. Their flags (stage one), and each end's setup
+//! and configuration from them (stage two; built and checked by `netaudio::ends`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use engine::rt::SchedClass;
 
-use netaudio::controller::{self, ControllerConfig};
+use netaudio::controller::ControllerConfig;
+use netaudio::ends::{ControllerSetup, EndConfigError, HostSetup};
 use netaudio::host::HostConfig;
 
 use super::net::{parse_mbps, parse_pads, parse_poll, parse_unit, parse_workers, thread_policy};
@@ -58,53 +59,64 @@ pub struct ExperimentArgs {
 }
 
 impl RespondArgs {
-    /// Stage two: the host's configuration, its threads' policy and CPUs checked, and a
-    /// host away from loopback told which controller to answer.
-    pub fn host_config(&self) -> Result<HostConfig, UsageError> {
-        let policy = thread_policy(self.threads.policy, self.threads.priority)?;
-        let cpus = cpu_list("--cpus", &self.threads.cpus)?;
-        if !self.bind.ip().is_loopback() && self.peer.is_none() {
-            return Err(UsageError(format!(
-                "--bind {}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)",
-                self.bind
-            )));
-        }
-        Ok(HostConfig {
+    /// Stage two: what the host is asked for, its threads' policy and CPUs checked (its
+    /// own checks are [`HostSetup::config`]'s).
+    pub fn host_setup(&self) -> Result<HostSetup, UsageError> {
+        Ok(HostSetup {
+            bind: self.bind,
             peer: self.peer,
+            serve_for: self.duration,
+            warmup: self.warmup,
             synth: !self.no_synth,
             workers: self.workers,
-            policy,
-            cpus,
-            groups: Vec::new(),
             poll: self.poll,
-            count_from_ns: 0,
-            warmup_after_first_ns: self.warmup.as_nanos() as u64,
+            policy: thread_policy(self.threads.policy, self.threads.priority)?,
+            cpus: cpu_list("--cpus", &self.threads.cpus)?,
         })
+    }
+
+    /// Stage two: the host's configuration, and a host away from loopback told which
+    /// controller to answer.
+    pub fn host_config(&self) -> Result<HostConfig, UsageError> {
+        self.host_setup()?.config().map_err(end_usage)
     }
 }
 
 impl EmulateArgs {
-    /// Stage two: the controller's configuration, its threads' policy and CPUs checked,
-    /// and the host named by an address and a port.
-    pub fn controller_config(&self) -> Result<ControllerConfig, UsageError> {
-        let policy = thread_policy(self.threads.policy, self.threads.priority)?;
-        let cpus = cpu_list("--cpus", &self.threads.cpus)?;
-        if self.host.ip().is_unspecified() || self.host.port() == 0 {
-            return Err(UsageError(format!(
-                "--host {}: name the host's address and port, e.g. 127.0.0.1:9700",
-                self.host
-            )));
-        }
-        Ok(ControllerConfig {
+    /// Stage two: what the controller is asked for, its threads' policy and CPUs
+    /// checked (its own checks are [`ControllerSetup::config`]'s).
+    pub fn controller_setup(&self) -> Result<ControllerSetup, UsageError> {
+        Ok(ControllerSetup {
             host: self.host,
-            input: controller::fixed_input(self.pads, self.x, self.y, self.pressure),
-            blocks: netaudio::blocks_in(self.duration),
-            warmup_blocks: netaudio::blocks_in(self.warmup),
-            drain_ns: 100_000_000,
-            policy,
-            cpus,
+            bind: self.bind,
+            duration: self.duration,
+            warmup: self.warmup,
+            pads: self.pads,
+            x: self.x,
+            y: self.y,
+            pressure: self.pressure,
+            policy: thread_policy(self.threads.policy, self.threads.priority)?,
+            cpus: cpu_list("--cpus", &self.threads.cpus)?,
         })
     }
+
+    /// Stage two: the controller's configuration, the host named by an address and a
+    /// port.
+    pub fn controller_config(&self) -> Result<ControllerConfig, UsageError> {
+        self.controller_setup()?.config().map_err(end_usage)
+    }
+}
+
+/// An [`EndConfigError`] in the words of the roles' flags.
+fn end_usage(e: EndConfigError) -> UsageError {
+    UsageError(match e {
+        EndConfigError::NoPeer { bind } => format!(
+            "--bind {bind}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)"
+        ),
+        EndConfigError::NoHost { host } => format!(
+            "--host {host}: name the host's address and port, e.g. 127.0.0.1:9700"
+        ),
+    })
 }
 
 fn parse_count_or_zero(s: &str) -> Result<usize, String> {

@@ -21,6 +21,7 @@ pub(crate) fn net_config(
 }
 
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
+    let setup = a.host_setup()?;
     let config = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
@@ -38,10 +39,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
             }
         );
     }
-    let config_json = json!({"role": "respond", "bind": a.bind.to_string(), "peer": a.peer.map(|p| p.to_string()),
-        "synth": !a.no_synth, "workers": a.workers, "poll": a.poll.to_string(), "cpus": config.cpus,
-        "warmup_s": a.warmup.as_secs_f64(), "duration_s": a.duration.map(|d| d.as_secs_f64()),
-        "deadline_ns": netaudio::wire::DEADLINE_NS});
+    let config_json = setup.to_json();
     let info = ::runner::EndRunInfo {
         role: "respond",
         config: config_json,
@@ -61,6 +59,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
 }
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
+    let setup = a.controller_setup()?;
     let config = a.controller_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     if let Err(e) = socket.connect(a.host) {
@@ -82,10 +81,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
             report::terminal::fmt_duration(a.warmup)
         );
     }
-    let config_json = json!({"role": "emulate", "host": a.host.to_string(), "bind": a.bind.to_string(),
-        "pads": a.pads, "x": a.x, "y": a.y, "pressure": a.pressure, "cpus": config.cpus,
-        "duration_s": a.duration.as_secs_f64(), "warmup_s": a.warmup.as_secs_f64(),
-        "deadline_ns": netaudio::wire::DEADLINE_NS});
+    let config_json = setup.to_json();
     let info = ::runner::EndRunInfo {
         role: "emulate",
         config: config_json,

@@ -17,52 +17,9 @@ use crate::plan::{CliCells, Progress};
 use crate::runner::Context;
 
 pub(crate) fn load_worker(ctx: &Context, a: &crate::cli::LoadWorkerArgs) -> Result<ExitCode> {
-    // In a deadline cell each thread takes its reservation as it starts (a deadline task
-    // may not create threads). The kernel's admission refusing it means audiolat's own
-    // admission was wrong: the load ends with the kernel's reason rather than run outside
-    // its cell.
-    let thread_start = || {
-        let Some(share) = a.deadline else {
-            return;
-        };
-        let policy = engine::rt::Policy::Deadline {
-            runtime_ns: share.runtime_ns,
-            deadline_ns: share.deadline_ns,
-            period_ns: share.period_ns,
-        };
-        let grant = engine::rt::ThreadRt::apply(&policy, None, 0);
-        if !grant.sched.is_exact() {
-            eprintln!(
-                "audiolat: {} load thread: SCHED_DEADLINE {}: {}",
-                a.kind,
-                share.to_arg(),
-                grant
-                    .sched
-                    .refusal
-                    .unwrap_or_else(|| format!("got {}", grant.sched.granted))
-            );
-            std::process::exit(3);
-        }
-    };
-    match a.kind.as_str() {
-        "ep" => {
-            let passes = std::sync::atomic::AtomicU64::new(0);
-            let failures = std::sync::atomic::AtomicU64::new(0);
-            load::ep::run_until(a.threads, &ctx.stop, &passes, &failures, &thread_start);
-            Ok(ExitCode::SUCCESS)
-        }
-        "video" => {
-            let frames = std::sync::atomic::AtomicU64::new(0);
-            let pace = if a.deadline.is_some_and(|d| d.time_triggered) {
-                load::video::Pace::YieldToPeriod
-            } else {
-                load::video::Pace::Timer
-            };
-            load::video::run_until(a.threads, &ctx.stop, &frames, pace, &thread_start);
-            Ok(ExitCode::SUCCESS)
-        }
-        other => Err(UsageError(format!("unknown built-in load '{other}': ep or video")).into()),
-    }
+    load::worker::run(&a.kind, a.threads, a.deadline, &ctx.stop)
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A plan cell's probe checks, without side effects: what its command would refuse

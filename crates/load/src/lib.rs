@@ -22,6 +22,9 @@
 //! - Every load process carries `AUDIOLAT_LOAD_TAG` in its environment, so a test (or a
 //!   worried user) can find any that survived.
 //!
+//! The built-in loads (EP, video) run in a process of their own, audiolat's hidden
+//! `__load` command: [`worker::run`] is that process's body.
+//!
 //! ```no_run
 //! use load::{LoadContext, LoadSpec};
 //! let spec: LoadSpec = "cpu:80+io".parse().unwrap();
@@ -41,6 +44,7 @@ pub mod spec;
 mod supervisor;
 mod tools;
 pub mod video;
+pub mod worker;
 
 use std::path::PathBuf;
 

@@ -67,6 +67,7 @@
 #![deny(missing_docs)]
 
 pub mod controller;
+pub mod ends;
 pub mod host;
 pub mod mclock;
 pub mod netns;

@@ -6,15 +6,16 @@
 //!
 //! The network-audio system itself (wire protocol, host, controller, user-level service
 //! with mClock, UDP, netns/tc, interference) is the `netaudio` crate; this probe is its
-//! configuration ([`NetConfig`]), its phases (a reference host answering silence, then
-//! the Migrator synth; [`run`]) and the outcome as measurements ([`NetOutcome`],
-//! [`host_measurements`], [`controller_measurements`]). Times on one block, as the study
-//! names them: `t0` the controller sends the block's first packet, `t1` the host receives
+//! configuration ([`NetConfig`], checked from a [`NetSetup`]), its phases (a reference
+//! host answering silence, then the Migrator synth; [`run`]) and the outcome as
+//! measurements ([`NetOutcome`], [`host_measurements`], [`controller_measurements`]).
+//! Times on one block, as the study names them: `t0` the controller sends the block's first packet, `t1` the host receives
 //! the block's first packet, `t2` the host sends its answer, `tf` the answer arrives;
 //! `tf - t0` must stay under [`wire::DEADLINE_NS`], `t2 - t1` is the host's share.
 
 mod outcome;
 mod phase;
+mod setup;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -27,6 +28,7 @@ use results::LatencyHistogram;
 use crate::steal::{StealSampler, StealTimeline};
 
 pub use outcome::{controller_measurements, host_measurements};
+pub use setup::{NetConfigError, NetSetup};
 
 /// The probe's histogram: results' fixed-bound HDR histogram, which netaudio's loops
 /// record into (without allocating). Dereferences to the [`LatencyHistogram`].
