@@ -213,6 +213,20 @@ pub(super) fn writable(path: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
+/// Whether `path` exists and this process may not write it, asked in one question (a
+/// journal another process's open makes and removes, racing first runs, may appear or
+/// vanish between two).
+pub(super) fn present_and_unwritable(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        return false;
+    }
+    std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOENT)
+}
+
 /// This host's name, as stored in runs.
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

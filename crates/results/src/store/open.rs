@@ -7,7 +7,7 @@ use super::journal::{
 };
 use super::reserve::{free_bytes, MIN_FREE_BYTES};
 use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
-use super::{writable, Journal, Remedy, Store, StoreError, Summarise};
+use super::{present_and_unwritable, writable, Journal, Remedy, Store, StoreError, Summarise};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
@@ -255,9 +255,7 @@ impl Store {
             let mut name = path.as_os_str().to_owned();
             name.push(suffix);
             let beside = PathBuf::from(name);
-            // Asked in this order: a journal another process's open makes and removes
-            // (racing first runs) may vanish between the two questions.
-            if !writable(&beside) && beside.exists() {
+            if present_and_unwritable(&beside) {
                 return Err(open_err(
                     format!(
                         "{} beside it is not writable (another user's?)",

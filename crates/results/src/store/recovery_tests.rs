@@ -4,20 +4,21 @@ use crate::model::{Machine, RunInfo, ToolInfo};
 use rusqlite::params;
 use serde_json::json;
 
-#[test]
-fn a_dead_processs_run_gets_the_summarisers_measurements_and_the_reason() {
+/// A database at `r.db` in a new temporary directory, with one `probe` run left
+/// `running` by a process that no longer exists.
+fn a_dead_processs_run(probe: &str) -> (tempfile::TempDir, std::path::PathBuf, RunId) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.db");
     let store = Store::open(&path).unwrap();
     let info = RunInfo {
-        probe: "event".into(),
+        probe: probe.into(),
         group_id: None,
         machine: Machine {
             hostname: hostname(),
             ..Machine::default()
         },
         tool: ToolInfo::default(),
-        command_line: "audiolat event".into(),
+        command_line: format!("audiolat {probe}"),
         config: json!({}),
         load: json!({}),
         qos_requested: json!({}),
@@ -30,7 +31,12 @@ fn a_dead_processs_run_gets_the_summarisers_measurements_and_the_reason() {
             params![id, i32::MAX as i64 - 1],
         )
         .unwrap();
-    drop(store);
+    (dir, path, id)
+}
+
+#[test]
+fn a_dead_processs_run_gets_the_summarisers_measurements_and_the_reason() {
+    let (_dir, path, id) = a_dead_processs_run("event");
     std::fs::remove_file(reserve_path(&path)).unwrap();
     // A reader sees it as stored and changes nothing.
     let reader = Store::open_read_only(&path).unwrap();
@@ -64,31 +70,7 @@ fn a_dead_processs_run_gets_the_summarisers_measurements_and_the_reason() {
 
 #[test]
 fn opening_for_reading_closes_a_dead_processs_run_and_folds_nothing_locally() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.db");
-    let store = Store::open(&path).unwrap();
-    let info = RunInfo {
-        probe: "jitter".into(),
-        group_id: None,
-        machine: Machine {
-            hostname: hostname(),
-            ..Machine::default()
-        },
-        tool: ToolInfo::default(),
-        command_line: "audiolat jitter".into(),
-        config: json!({}),
-        load: json!({}),
-        qos_requested: json!({}),
-    };
-    let id = store.begin_run(&info).unwrap();
-    store
-        .conn
-        .execute(
-            "UPDATE run SET pid = ?2 WHERE id = ?1",
-            params![id, i32::MAX as i64 - 1],
-        )
-        .unwrap();
-    drop(store);
+    let (_dir, path, id) = a_dead_processs_run("jitter");
     let folded = std::cell::Cell::new(false);
     let reader = Store::open_reading(&path, &|_, _| Ok(Vec::new()), &|_| folded.set(true)).unwrap();
     assert_eq!(reader.run(id).unwrap().status, RunStatus::Interrupted);
