@@ -45,8 +45,9 @@ pub struct EventOutcome {
     /// Callback start minus the cycle's checked start, per cycle that started at or
     /// after it.
     pub lateness: LatencyHistogram,
-    /// Nominal cycle start minus callback start, per cycle whose callback started before
-    /// the nominal start the backend reported (its clock estimate ran ahead).
+    /// Checked cycle start minus callback start, per cycle whose callback started before
+    /// it (within the start check's tolerance: the checked start is the backend's where
+    /// it agreed with the callbacks, and JACK's may lie a few microseconds after them).
     pub early: LatencyHistogram,
     /// Time in the processor per cycle.
     pub dsp: LatencyHistogram,
@@ -287,7 +288,7 @@ impl EventOutcome {
             out.push(Measurement::from_histogram(
                 "event",
                 "callback_early",
-                "per cycle whose callback started before the cycle's nominal start from the server (its clock estimate ran ahead): nominal start - callback start",
+                "per cycle whose callback started before the cycle's checked start (the backend's start, where it agreed with the callbacks to within the check's tolerance): checked start - callback start",
                 self.early.clone(),
             ));
         }
