@@ -75,10 +75,12 @@ impl RespondArgs {
         })
     }
 
-    /// Stage two: the host's configuration, and a host away from loopback told which
-    /// controller to answer.
-    pub fn host_config(&self) -> Result<HostConfig, UsageError> {
-        self.host_setup()?.config().map_err(end_usage)
+    /// Stage two: what the host is asked for (stored with the run) and its
+    /// configuration, a host away from loopback told which controller to answer.
+    pub fn host_config(&self) -> Result<(HostSetup, HostConfig), UsageError> {
+        let setup = self.host_setup()?;
+        let config = setup.config().map_err(end_usage)?;
+        Ok((setup, config))
     }
 }
 
@@ -100,10 +102,12 @@ impl EmulateArgs {
         })
     }
 
-    /// Stage two: the controller's configuration, the host named by an address and a
-    /// port.
-    pub fn controller_config(&self) -> Result<ControllerConfig, UsageError> {
-        self.controller_setup()?.config().map_err(end_usage)
+    /// Stage two: what the controller is asked for (stored with the run) and its
+    /// configuration, the host named by an address and a port.
+    pub fn controller_config(&self) -> Result<(ControllerSetup, ControllerConfig), UsageError> {
+        let setup = self.controller_setup()?;
+        let config = setup.config().map_err(end_usage)?;
+        Ok((setup, config))
     }
 }
 
@@ -243,7 +247,7 @@ mod tests {
         let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--no-synth"]) else {
             panic!("not respond")
         };
-        let c = r.host_config().unwrap();
+        let (_, c) = r.host_config().unwrap();
         assert!(!c.synth);
         assert_eq!(c.warmup_after_first_ns, 1_000_000_000);
     }
@@ -258,7 +262,7 @@ mod tests {
         let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "-D", "2s"]) else {
             panic!("not emulate")
         };
-        let c = e.controller_config().unwrap();
+        let (_, c) = e.controller_config().unwrap();
         assert_eq!(
             c.blocks,
             netaudio::blocks_in(std::time::Duration::from_secs(2))

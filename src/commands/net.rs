@@ -21,8 +21,7 @@ pub(crate) fn net_config(
 }
 
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
-    let setup = a.host_setup()?;
-    let config = a.host_config()?;
+    let (setup, config) = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
     if !(a.threads.quiet || a.threads.json) {
@@ -59,8 +58,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
 }
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
-    let setup = a.controller_setup()?;
-    let config = a.controller_config()?;
+    let (setup, config) = a.controller_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     if let Err(e) = socket.connect(a.host) {
         return Err(UsageError(format!("--host {}: unreachable from {} ({e}): check the address and the route (ip route get {})", a.host, a.bind, a.host.ip())).into());

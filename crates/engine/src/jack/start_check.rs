@@ -145,17 +145,16 @@ impl StartCheck {
             .is_some_and(|e| o.callback_ns as f64 > e + period_ns)
     }
 
-    /// Whether the stream's phase may have moved before this cycle.
-    fn discontinuity(&self, o: &Observed) -> bool {
-        o.xruns != self.xruns
-            || self.next_frame.is_some_and(|f| f != o.first_frame)
-            || self.late_past_phase(o)
+    /// Whether the stream's phase may have moved before this cycle, besides a late
+    /// callback ([`StartCheck::late_past_phase`]): an xrun or a jump in the frame count.
+    fn broken(&self, o: &Observed) -> bool {
+        o.xruns != self.xruns || self.next_frame.is_some_and(|f| f != o.first_frame)
     }
 
     /// Takes one cycle and returns its checked start, `None` while it is not known.
     pub(crate) fn check(&mut self, o: Observed) -> Option<CheckedStart> {
         self.overran = self.late_past_phase(&o);
-        if self.discontinuity(&o) {
+        if self.overran || self.broken(&o) {
             self.envelope = None;
             self.seen = 0;
             // Just after a discontinuity JACK's start is least to be trusted (its loop
