@@ -39,27 +39,12 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
                 .find_map(|l| l.trim().strip_prefix("tip: "))
                 .map(|t| format!(" ({t})"))
                 .unwrap_or_default();
+            let cli = <crate::cli::Cli as clap::CommandFactory>::command();
             let sub = std::env::args()
                 .skip(1)
                 .find(|a| {
-                    [
-                        "doctor",
-                        "devices",
-                        "jitter",
-                        "event",
-                        "roundtrip",
-                        "net",
-                        "bench",
-                        "suite",
-                        "run",
-                        "reproduce",
-                        "report",
-                        "compare",
-                        "runs",
-                        "show",
-                        "export",
-                    ]
-                    .contains(&a.as_str())
+                    cli.get_subcommands()
+                        .any(|c| !c.is_hide_set() && c.get_name() == a)
                 })
                 .map(|s| format!(" {s}"))
                 .unwrap_or_default();

@@ -77,7 +77,15 @@ pub fn undo_leftovers() -> anyhow::Result<()> {
             Ok(())
         }
         Ok(None) => Ok(()),
-        Err(refusal) => Err(UsageError(refusal).into()),
+        Err(left) => Err(UsageError(format!(
+            "{left}{}",
+            if left.root {
+                " and run `audiolat doctor`"
+            } else {
+                ": run `sudo audiolat doctor --fix`"
+            }
+        ))
+        .into()),
     }
 }
 

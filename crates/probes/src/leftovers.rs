@@ -14,7 +14,7 @@
 //! match probes::leftovers::undo() {
 //!     Ok(Some(line)) => eprintln!("audiolat: {line}"),
 //!     Ok(None) => {}
-//!     Err(refusal) => eprintln!("audiolat: error: {refusal}"),
+//!     Err(left) => eprintln!("audiolat: error: {left}"),
 //! }
 //! ```
 
@@ -70,9 +70,9 @@ pub fn find() -> Leftovers {
 /// removed. It never looks at a stop flag, so a signal during it does not cut it short.
 ///
 /// `Ok(None)` when there was nothing to undo, `Ok(Some(line))` saying what was undone,
-/// `Err` naming what is left and the fix when something could not be undone (not root,
-/// say): a measuring command refuses then, rather than measure a changed machine.
-pub fn undo() -> Result<Option<String>, String> {
+/// `Err` naming what is left when something could not be undone (not root, say): a
+/// measuring command refuses then, rather than measure a changed machine.
+pub fn undo() -> Result<Option<String>, NotUndone> {
     let before = find();
     if before.is_empty() {
         return Ok(None);
@@ -93,21 +93,28 @@ pub fn undo() -> Result<Option<String>, String> {
             .collect();
         return Ok(Some(undone.join("; ")));
     }
-    // SAFETY: geteuid has no preconditions.
-    let fix = if unsafe { libc::geteuid() } != 0 {
-        "only root can undo it: run `sudo audiolat doctor --fix`"
-    } else {
-        "undo it by hand (rmdir the cpusets after moving their tasks to the root's tasks file, ip netns del) and run `audiolat doctor`"
-    };
-    let why = if problems.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", problems.join("; "))
-    };
-    Err(format!(
-        "the machine is not as it was: {}, which could not be undone{why}; {fix}",
-        after.describe()
-    ))
+    Err(NotUndone {
+        left: after,
+        problems,
+        // SAFETY: geteuid has no preconditions.
+        root: unsafe { libc::geteuid() } == 0,
+    })
+}
+
+/// What [`undo`] could not undo, and why; its text ends with what to do, without
+/// naming a command (the caller adds how to run the undo again).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the machine is not as it was: {}, which could not be undone{}; {}",
+    .left.describe(),
+    if .problems.is_empty() { String::new() } else { format!(" ({})", .problems.join("; ")) },
+    if *.root { "undo it by hand (rmdir the cpusets after moving their tasks to the root's tasks file, ip netns del)" } else { "only root can undo it" })]
+pub struct NotUndone {
+    /// What is still left.
+    pub left: Leftovers,
+    /// Why each removal failed.
+    pub problems: Vec<String>,
+    /// Whether this process was root (then only a hand can undo it).
+    pub root: bool,
 }
 
 #[cfg(test)]

@@ -293,7 +293,7 @@ impl RoundtripOutcome {
         let wrapped = self.wrapped_windows();
         if self.ambiguous() {
             return format!(
-                "ambiguous: the loop looks longer than the test signal's period ({} frames; the first click found nothing in its window, or the figure reads below the {} frames the stream reports), so it wrapped around; measure again with --max-delay above the loop's length",
+                "ambiguous: the loop looks longer than the test signal's period ({} frames; the first click found nothing in its window, or the figure reads below the {} frames the stream reports), so it wrapped around; measure again with a max-delay above the loop's length",
                 self.tone_period,
                 self.reported_frames()
             );
@@ -314,7 +314,7 @@ impl RoundtripOutcome {
         let clipped = self.clipped();
         if clipped > 0 {
             notes.push(format!(
-                "{clipped} captured samples at full scale: lower the level (--level) or the gain in the loop"
+                "{clipped} captured samples at full scale: lower the signal's level or the gain in the loop"
             ));
         }
         let gain = Stats::of(self.valid().map(|e| e.estimate.gain)).measured();
