@@ -132,6 +132,7 @@ pub fn run_error(e: RunError) -> anyhow::Error {
             Failure::Probe(e) => anyhow::Error::from_boxed(e.into_inner()),
             Failure::Load(e) => load_error(e).context("starting the load"),
             Failure::Storage(e) => sink(e),
+            failure @ Failure::Panicked(_) => failure.into(),
         }
         .context(format!("run {run_id} failed")),
     }

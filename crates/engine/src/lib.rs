@@ -52,4 +52,5 @@ pub mod jack;
 pub mod rt;
 pub mod servers;
 mod stream;
+pub use stream::panic_message;
 pub mod virtual_card;

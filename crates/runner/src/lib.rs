@@ -235,6 +235,9 @@ pub enum Failure {
     /// The run could not be stored.
     #[error(transparent)]
     Storage(SinkError),
+    /// The probe panicked (a bug): its message.
+    #[error("the probe panicked: {0}")]
+    Panicked(String),
 }
 
 impl Failure {
@@ -244,6 +247,7 @@ impl Failure {
             Failure::Probe(e) => e.reason().to_string(),
             Failure::Load(e) => format!("starting the load: {}", probes::probe::with_causes(e)),
             Failure::Storage(e) => probes::probe::with_causes(e),
+            Failure::Panicked(_) => self.to_string(),
         }
     }
 }

@@ -209,12 +209,17 @@ fn measure<P: Probe>(
         observer,
         went: AsItWent::default(),
     };
-    let outcome = cell.probe.measure(&ctx.stop, &mut through);
+    // A panic in the probe is a failed run, closed with its message, not a run left
+    // `running` (the guards below run either way).
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cell.probe.measure(&ctx.stop, &mut through)
+    }));
     let went = through.went;
     // Stop the load before anything else can fail.
     let (load, load_events) = load.stop();
     // The cells once their load is out of them.
     let cells = cells::undo(made);
+    let outcome = outcome.map_err(|p| Failure::Panicked(engine::panic_message(p.as_ref())))?;
     Ok(Measured {
         outcome: outcome.map_err(Failure::Probe)?,
         load,

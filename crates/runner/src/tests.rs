@@ -643,11 +643,23 @@ fn the_load_is_stopped_on_every_path() {
     let mut probe = TestProbe::new(2, &sink);
     probe.panic = true;
     let mut cell = test_cell(probe, "ep:1");
-    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run(&ctx, &sink, &mut cell, None, &Unobserved)
-    }));
-    assert!(unwound.is_err());
+    match run(&ctx, &sink, &mut cell, None, &Unobserved) {
+        Err(RunError::Failed {
+            run_id,
+            failure: Failure::Panicked(text),
+        }) => {
+            assert_eq!(run_id, RunId(1));
+            assert_eq!(text, "the test probe panicked");
+        }
+        other => panic!("not a panicked run: {other:?}"),
+    }
     assert!(load_stopped(&sink, RunId(1)));
+    let stored = sink.run(RunId(1));
+    assert_eq!(stored.status, Some(RunStatus::Failed));
+    assert_eq!(
+        stored.error.as_deref(),
+        Some("the probe panicked: the test probe panicked")
+    );
 }
 
 #[test]

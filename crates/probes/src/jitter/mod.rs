@@ -507,7 +507,7 @@ pub fn run(
         }
         handle
             .join()
-            .map_err(|p| JitterError::Panicked(panic_message(p.as_ref())))?
+            .map_err(|p| JitterError::Panicked(engine::panic_message(p.as_ref())))?
     });
     let steal = steal.finish();
     let (mut recorded, thread, start_ns, end_ns, end, busy) = outcome?;
@@ -545,14 +545,6 @@ fn live_snapshot(live: &Live, planned: u64) -> LiveSnapshot {
         underruns: live.underruns.load(Ordering::Relaxed),
         skipped: live.skipped.load(Ordering::Relaxed),
     }
-}
-
-/// The text a panic carried (`"unknown panic"` when it was not a string).
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// Keeps SIGINT and SIGTERM away from the measuring thread, so the handler runs on
