@@ -65,11 +65,11 @@ pub fn run<P: Probe>(
     observer.finished();
     match measured {
         Ok(measured) => Ok(close(sink, run_id, &description, measured)),
-        Err(failure) => {
+        Err(Failed { failure, flags }) => {
             let _ = sink.finish_run(
                 run_id,
                 RunStatus::Failed,
-                &json!({}),
+                &flags,
                 &json!({}),
                 Some(&failure.reason()),
             );
@@ -134,6 +134,22 @@ struct Measured {
     went: AsItWent,
 }
 
+/// A run that failed once begun, with the flags to close it with (what its load and
+/// cells did, when the probe had started).
+struct Failed {
+    failure: Failure,
+    flags: Value,
+}
+
+impl From<Failure> for Failed {
+    fn from(failure: Failure) -> Failed {
+        Failed {
+            failure,
+            flags: json!({}),
+        }
+    }
+}
+
 /// The probe's [`Progress`]: into the sink as it comes, the status to the observer, the
 /// load and the watch polled.
 struct Through<'a, 'w> {
@@ -194,7 +210,7 @@ fn measure<P: Probe>(
     made: Option<Box<dyn MadeCells>>,
     watch: Option<&mut dyn Watch>,
     observer: &dyn Observer,
-) -> Result<Measured, Failure> {
+) -> Result<Measured, Failed> {
     if let Some(result) = &description.result_while_running {
         sink.set_result(run_id, result).map_err(Failure::Storage)?;
     }
@@ -219,14 +235,46 @@ fn measure<P: Probe>(
     let (load, load_events) = load.stop();
     // The cells once their load is out of them.
     let cells = cells::undo(made);
-    let outcome = outcome.map_err(|p| Failure::Panicked(engine::panic_message(p.as_ref())))?;
+    let outcome = match outcome {
+        Ok(result) => result.map_err(Failure::Probe),
+        Err(p) => Err(Failure::Panicked(engine::panic_message(p.as_ref()))),
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(failure) => {
+            let flags = keep_load(sink, run_id, &load, &load_events, cells.as_ref());
+            return Err(Failed { failure, flags });
+        }
+    };
     Ok(Measured {
-        outcome: outcome.map_err(Failure::Probe)?,
+        outcome,
         load,
         load_events,
         cells,
         went,
     })
+}
+
+/// A failed probe's load and cells as they ran, stored with the closing writes'
+/// reserve before the run is closed `failed`; the flags to close it with.
+fn keep_load(
+    sink: &dyn RunSink,
+    run_id: RunId,
+    load: &Value,
+    load_events: &[Event],
+    cells: Option<&CellsRecord>,
+) -> Value {
+    let mut qos_granted = json!({});
+    let mut flags = json!({ "load_exited_early": !load_events.is_empty() });
+    if let Some(c) = cells {
+        c.record(&mut qos_granted, &mut flags);
+    }
+    let mut closing = Closing::new(sink);
+    if !load_events.is_empty() {
+        closing.write(|s| s.add_events(run_id, load_events));
+    }
+    closing.write(|s| s.update_run(run_id, Some(load), Some(&qos_granted)));
+    flags
 }
 
 /// Stores the outcome with the closing writes and closes the run with its end reason.

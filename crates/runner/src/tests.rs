@@ -638,6 +638,9 @@ fn the_load_is_stopped_on_every_path() {
     let mut cell = test_cell(probe, "ep:1");
     run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("a failure");
     assert!(load_stopped(&sink, RunId(1)));
+    // What the load did is kept with the failed run.
+    assert_eq!(sink.run(RunId(1)).load["exits"][0]["early"], false);
+    assert_eq!(sink.run(RunId(1)).flags["load_exited_early"], false);
     // A panicking probe.
     let sink = MemorySink::default();
     let mut probe = TestProbe::new(2, &sink);
@@ -655,6 +658,7 @@ fn the_load_is_stopped_on_every_path() {
     }
     assert!(load_stopped(&sink, RunId(1)));
     let stored = sink.run(RunId(1));
+    assert_eq!(stored.load["exits"][0]["early"], false);
     assert_eq!(stored.status, Some(RunStatus::Failed));
     assert_eq!(
         stored.error.as_deref(),

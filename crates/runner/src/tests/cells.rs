@@ -214,6 +214,13 @@ fn cells_are_undone_after_the_load_stops_on_every_path() {
     cell.make_cells = make_fake;
     run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("a failure");
     assert_eq!(cells_seen(), ["made 1 cells, 0 exclusive", undone]);
+    // The failed run keeps what its cells were granted and what could not be undone
+    // (the fake's cgroup that stayed).
+    assert_eq!(sink.run(RunId(1)).flags["cells_undone"], false);
+    assert_eq!(
+        sink.run(RunId(1)).qos_granted["cells_undo_problems"],
+        json!(["one cgroup stayed"])
+    );
     // A panicking probe: a failed run, the cells undone all the same.
     let sink = MemorySink::default();
     let mut probe = TestProbe::new(2, &sink);
