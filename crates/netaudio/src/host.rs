@@ -10,7 +10,9 @@
 //! CPUs; memory is locked by the caller.
 //!
 //! Real-time contract: after start, the network and worker threads allocate, lock and
-//! print nothing; malformed and foreign datagrams become counters.
+//! print nothing; malformed and foreign datagrams become counters. The synth runs in
+//! the audio guard (`engine::guard::process_guard`: denormals flushed to zero, and in
+//! debug builds the allocation guard), as an audio callback's processor does.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -265,7 +267,8 @@ impl Workers {
 }
 
 /// A worker's real-time loop: spins on the next generation, runs its part of the synth
-/// on the published pads, publishes `done`; until `quit`. Allocates nothing.
+/// on the published pads (in the audio guard: denormals flushed, no allocation),
+/// publishes `done`; until `quit`. Allocates nothing.
 fn worker_loop(slot: &WorkerSlot, mut part: Migrator, quit: &AtomicBool) {
     let mut seen = 0u64;
     let mut idle = 0u32;
@@ -290,7 +293,7 @@ fn worker_loop(slot: &WorkerSlot, mut part: Migrator, quit: &AtomicBool) {
             let pads = &*slot.pads.get();
             let out = &mut *slot.out.get();
             *out = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-            part.process(pads, out);
+            engine::guard::process_guard(|| part.process(pads, out));
         }
         slot.done.store(generation, Ordering::Release);
     }
@@ -525,7 +528,7 @@ pub fn serve<H: Histogram>(
             let mut frames: OutputFrames = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
             if config.synth {
                 if let Some(s) = own_synth.as_mut() {
-                    s.process(&rx.pads, &mut frames);
+                    engine::guard::process_guard(|| s.process(&rx.pads, &mut frames));
                 } else if !pool.synthesize(&mut generation, &rx.pads, &mut frames, stop) {
                     break 'serve;
                 }
