@@ -124,12 +124,12 @@ pub struct ReproduceArgs {
 }
 
 fn parse_study(s: &str) -> Result<String, String> {
-    if crate::presets::names().contains(&s) {
+    if ::runner::presets::names().contains(&s) {
         Ok(s.to_string())
     } else {
         Err(format!(
             "'{s}' is not a study audiolat reproduces: use {}",
-            crate::presets::names().join(", ")
+            ::runner::presets::names().join(", ")
         ))
     }
 }
@@ -151,16 +151,13 @@ impl RunPlanArgs {
 impl ReproduceArgs {
     /// The preset's plan text (TOML), as `--print` shows it.
     pub fn text(&self) -> String {
-        crate::presets::text(&self.study, self.quick).expect("the study name was checked by clap")
+        ::runner::presets::text(&self.study, self.quick)
+            .expect("the study name was checked by clap")
     }
 
     /// Stage two: the preset's plan, parsed and checked against the CLI's probes.
     pub fn plan(&self) -> Result<Plan, UsageError> {
-        let source = format!(
-            "preset {}{}",
-            self.study,
-            if self.quick { " --quick" } else { "" }
-        );
+        let source = ::runner::presets::source(&self.study, self.quick);
         crate::plan::parse(&self.text(), &source).map_err(|e| UsageError(e.to_string()))
     }
 }

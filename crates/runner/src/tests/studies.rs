@@ -172,3 +172,45 @@ fn jack() -> ServerRequest {
         start_timeout: Duration::from_secs(1),
     }
 }
+
+#[test]
+fn each_experiment_reads_its_shipped_preset_and_says_what_the_machine_lacks() {
+    use crate::experiment::{Study, StudyRefusal};
+    let isolation = ExperimentDesign::from_preset(ISOLATION).unwrap();
+    assert_eq!(Study::Isolation.design().unwrap(), isolation);
+    let bandwidth = ExperimentDesign::from_preset(BANDWIDTH).unwrap();
+    assert_eq!(Study::Bandwidth.design().unwrap(), bandwidth);
+    assert_eq!(
+        (Study::Isolation.name(), Study::Bandwidth.name()),
+        ("isolation", "bandwidth")
+    );
+    assert_eq!(
+        Study::Isolation.check_machine(true, 1),
+        Err(StudyRefusal::IsolationNeedsRootAndCpus)
+    );
+    assert_eq!(
+        Study::Isolation.check_machine(false, 4),
+        Err(StudyRefusal::IsolationNeedsRootAndCpus)
+    );
+    assert_eq!(Study::Isolation.check_machine(true, 2), Ok(()));
+    assert_eq!(
+        Study::Bandwidth.check_machine(false, 4),
+        Err(StudyRefusal::BandwidthNeedsRoot)
+    );
+    assert_eq!(Study::Bandwidth.check_machine(true, 1), Ok(()));
+}
+
+#[test]
+fn an_experiment_case_without_a_run_fails_its_group() {
+    use crate::experiment::{group_end, CaseResult};
+    use crate::group::GroupEnd;
+    let design = ExperimentDesign::from_preset(ISOLATION).unwrap();
+    let case = design.cases(None, None).unwrap().remove(0);
+    assert_eq!(group_end(&[]), GroupEnd::default());
+    let failed = CaseResult {
+        case,
+        run: Err(crate::RunError::Refused("no".into())),
+    };
+    let end = group_end(&[failed]);
+    assert!(end.run_failed && !end.interrupted && !end.stopped_by_error);
+}

@@ -1,27 +1,30 @@
-//! The studies' plans, shipped with the tool: `audiolat reproduce NAME [--quick]`.
+//! The studies' plans, shipped with the tool (`audiolat reproduce NAME [--quick]` runs
+//! them; the net experiments read theirs through [`ExperimentDesign::from_preset`]).
 //!
 //! Each preset is one TOML plan (in `presets/`), the full design. Lines that end in
 //! `# quick: VALUE` take that value in the few-minute variant, so both variants are one
 //! file and `--print` shows exactly what runs.
+//!
+//! [`ExperimentDesign::from_preset`]: crate::experiment::ExperimentDesign::from_preset
 
 /// (name, plan text).
 const PRESETS: [(&str, &str); 5] = [
-    ("bbb2014", include_str!("../presets/bbb2014.toml")),
+    ("bbb2014", include_str!("../../../presets/bbb2014.toml")),
     (
         "macmillan2001",
-        include_str!("../presets/macmillan2001.toml"),
+        include_str!("../../../presets/macmillan2001.toml"),
     ),
     (
         "tessellation2013",
-        include_str!("../presets/tessellation2013.toml"),
+        include_str!("../../../presets/tessellation2013.toml"),
     ),
     (
         "tessellation2013-bandwidth",
-        include_str!("../presets/tessellation2013-bandwidth.toml"),
+        include_str!("../../../presets/tessellation2013-bandwidth.toml"),
     ),
     (
         "latencytest1999",
-        include_str!("../presets/latencytest1999.toml"),
+        include_str!("../../../presets/latencytest1999.toml"),
     ),
 ];
 
@@ -45,6 +48,14 @@ pub fn text(name: &str, quick: bool) -> Option<String> {
         out.push('\n');
     }
     Some(out)
+}
+
+/// Where a preset's plan comes from, as its errors and its plan run name it:
+/// `preset NAME`, `preset NAME --quick` ([`Plan::rerun_command`] reads it back).
+///
+/// [`Plan::rerun_command`]: crate::plan::Plan::rerun_command
+pub fn source(name: &str, quick: bool) -> String {
+    format!("preset {name}{}", if quick { " --quick" } else { "" })
 }
 
 /// `key = full   # quick: q` -> `key = q   # full: full`.
@@ -79,18 +90,8 @@ mod tests {
     }
 
     #[test]
-    fn every_preset_parses_and_expands_in_both_variants() {
-        for name in names() {
-            for quick in [false, true] {
-                let text = text(name, quick).unwrap();
-                let plan = crate::plan::parse(&text, &format!("preset {name}"))
-                    .unwrap_or_else(|e| panic!("{e}"));
-                // The probes' own checks need the machine (tools, servers): only clap's here.
-                let cells = plan
-                    .cells(&|c| crate::plan::CliCells::parse(c).map(|_| ()))
-                    .unwrap_or_else(|e| panic!("{e}"));
-                assert!(!cells.is_empty());
-            }
-        }
+    fn a_presets_source_names_its_variant() {
+        assert_eq!(source("bbb2014", false), "preset bbb2014");
+        assert_eq!(source("bbb2014", true), "preset bbb2014 --quick");
     }
 }
