@@ -85,7 +85,8 @@ pub(crate) fn run_plan(ctx: &Context, a: &crate::cli::RunPlanArgs) -> Result<Exi
 
 pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<ExitCode> {
     if a.print {
-        print!("{}", a.text());
+        // The preset's plan text (TOML): save it, edit it, `audiolat run` it.
+        print!("{}", a.study.text(a.quick));
         return Ok(ExitCode::SUCCESS);
     }
     plan_run(ctx, &a.plan()?, &a.run)

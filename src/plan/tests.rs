@@ -5,9 +5,10 @@ use super::*;
 
 #[test]
 fn every_preset_parses_and_expands_in_both_variants() {
-    for name in ::runner::presets::names() {
+    for preset in ::runner::presets::Preset::all() {
         for quick in [false, true] {
-            let text = ::runner::presets::text(name, quick).unwrap();
+            let text = preset.text(quick);
+            let name = preset.name();
             let plan = parse(&text, &format!("preset {name}")).unwrap_or_else(|e| panic!("{e}"));
             // The probes' own checks need the machine (tools, servers): only clap's here.
             let cells = plan

@@ -78,7 +78,8 @@ impl Study {
             Study::Isolation => "tessellation2013",
             Study::Bandwidth => "tessellation2013-bandwidth",
         };
-        ExperimentDesign::from_preset(&crate::presets::text(preset, false).expect("shipped"))
+        let preset: crate::presets::Preset = preset.parse().expect("a shipped preset");
+        ExperimentDesign::from_preset(&preset.text(false))
     }
 }
 

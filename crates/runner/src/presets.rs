@@ -28,34 +28,71 @@ const PRESETS: [(&str, &str); 5] = [
     ),
 ];
 
-/// The presets' names.
-pub fn names() -> Vec<&'static str> {
-    PRESETS.iter().map(|(n, _)| *n).collect()
+/// A shipped preset, named on the command line (`FromStr`: its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    name: &'static str,
+    text: &'static str,
 }
 
-/// A preset's plan text, full or quick.
-pub fn text(name: &str, quick: bool) -> Option<String> {
-    let full = PRESETS.iter().find(|(n, _)| *n == name)?.1;
-    if !quick {
-        return Some(full.to_string());
+/// A name that is no shipped preset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a study audiolat reproduces: use {names}", names = names().join(", "))]
+pub struct UnknownPreset(pub String);
+
+impl std::str::FromStr for Preset {
+    type Err = UnknownPreset;
+
+    fn from_str(s: &str) -> Result<Preset, UnknownPreset> {
+        Preset::all()
+            .find(|p| p.name == s)
+            .ok_or_else(|| UnknownPreset(s.to_string()))
     }
-    let mut out = String::with_capacity(full.len());
-    for line in full.lines() {
-        match quick_line(line) {
-            Some(l) => out.push_str(&l),
-            None => out.push_str(line),
+}
+
+impl Preset {
+    /// Every shipped preset.
+    pub fn all() -> impl Iterator<Item = Preset> {
+        PRESETS.iter().map(|&(name, text)| Preset { name, text })
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// Its plan text, full or quick.
+    pub fn text(self, quick: bool) -> String {
+        if !quick {
+            return self.text.to_string();
         }
-        out.push('\n');
+        let mut out = String::with_capacity(self.text.len());
+        for line in self.text.lines() {
+            match quick_line(line) {
+                Some(l) => out.push_str(&l),
+                None => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        out
     }
-    Some(out)
+
+    /// Where its plan comes from, as its errors and its plan run name it:
+    /// `preset NAME`, `preset NAME --quick` ([`Plan::rerun_command`] reads it back).
+    ///
+    /// [`Plan::rerun_command`]: crate::plan::Plan::rerun_command
+    pub fn source(self, quick: bool) -> String {
+        format!(
+            "preset {}{}",
+            self.name,
+            if quick { " --quick" } else { "" }
+        )
+    }
 }
 
-/// Where a preset's plan comes from, as its errors and its plan run name it:
-/// `preset NAME`, `preset NAME --quick` ([`Plan::rerun_command`] reads it back).
-///
-/// [`Plan::rerun_command`]: crate::plan::Plan::rerun_command
-pub fn source(name: &str, quick: bool) -> String {
-    format!("preset {name}{}", if quick { " --quick" } else { "" })
+/// The presets' names.
+fn names() -> Vec<&'static str> {
+    Preset::all().map(Preset::name).collect()
 }
 
 /// `key = full   # quick: q` -> `key = q   # full: full`.
@@ -81,7 +118,7 @@ mod tests {
             Some("repeats = 1  # full: 5")
         );
         assert_eq!(quick_line("repeats = 5"), None);
-        let quick = text("bbb2014", true).unwrap();
+        let quick = "bbb2014".parse::<Preset>().unwrap().text(true);
         assert!(quick.contains("name = \"bbb2014-quick\""));
         assert!(quick
             .lines()
@@ -90,8 +127,16 @@ mod tests {
     }
 
     #[test]
-    fn a_presets_source_names_its_variant() {
-        assert_eq!(source("bbb2014", false), "preset bbb2014");
-        assert_eq!(source("bbb2014", true), "preset bbb2014 --quick");
+    fn a_preset_is_parsed_from_its_name_and_its_source_names_its_variant() {
+        let bbb: Preset = "bbb2014".parse().unwrap();
+        assert_eq!(bbb.name(), "bbb2014");
+        assert_eq!(bbb.source(false), "preset bbb2014");
+        assert_eq!(bbb.source(true), "preset bbb2014 --quick");
+        assert_eq!(Preset::all().count(), 5);
+        let e = "bbb2015".parse::<Preset>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "'bbb2015' is not a study audiolat reproduces: use bbb2014, macmillan2001, tessellation2013, tessellation2013-bandwidth, latencytest1999"
+        );
     }
 }
