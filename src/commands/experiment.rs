@@ -65,20 +65,12 @@ fn cases(a: &ExperimentArgs) -> Result<(Study, ExperimentDesign, Vec<ExperimentC
         .check_machine(root, online.len())
         .map_err(|e| UsageError(e.to_string()))?;
     let design = study.design()?;
-    let cases = match study {
-        Study::Isolation => design.cases(Some(cpu), None)?,
-        Study::Bandwidth => design
-            .cases(None, Some(a.link))?
-            .into_iter()
-            .filter(|c| {
-                let by = match c.design.reserve_by {
-                    Some(ReserveBy::Service) => "mclock",
-                    _ => "tc",
-                };
-                a.by == "both" || a.by == by
-            })
-            .collect(),
+    let by = match a.by.as_str() {
+        "tc" => Some(ReserveBy::Tc),
+        "mclock" => Some(ReserveBy::Service),
+        _ => None,
     };
+    let cases = study.cases(&design, cpu, a.link, by)?;
     Ok((study, design, cases))
 }
 

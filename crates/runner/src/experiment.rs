@@ -72,6 +72,26 @@ impl Study {
         }
     }
 
+    /// Its cases from its `design`: isolation's music cell on `host_cpu`; bandwidth's
+    /// over a link of `link_mbps`, only those whose reservation `by` keeps (`None`: all;
+    /// a case that names nobody is `tc`'s).
+    pub fn cases(
+        self,
+        design: &ExperimentDesign,
+        host_cpu: usize,
+        link_mbps: f64,
+        by: Option<ReserveBy>,
+    ) -> Result<Vec<ExperimentCase>, DesignError> {
+        match self {
+            Study::Isolation => design.cases(Some(host_cpu), None),
+            Study::Bandwidth => Ok(design
+                .cases(None, Some(link_mbps))?
+                .into_iter()
+                .filter(|c| by.is_none_or(|by| c.design.reserve_by.unwrap_or(ReserveBy::Tc) == by))
+                .collect()),
+        }
+    }
+
     /// Its design, read from its shipped preset.
     pub fn design(self) -> Result<ExperimentDesign, DesignError> {
         let preset = match self {

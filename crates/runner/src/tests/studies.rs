@@ -214,3 +214,46 @@ fn an_experiment_case_without_a_run_fails_its_group() {
     let end = group_end(&[failed]);
     assert!(end.run_failed && !end.interrupted && !end.stopped_by_error);
 }
+
+#[test]
+fn the_bandwidth_experiment_keeps_the_cases_whose_reservation_was_asked_for() {
+    use crate::experiment::Study;
+    let design = Study::Bandwidth.design().unwrap();
+    let labels = |cases: &[crate::experiment::ExperimentCase]| {
+        cases
+            .iter()
+            .map(|c| c.design.label.clone())
+            .collect::<Vec<_>>()
+    };
+    let all = Study::Bandwidth.cases(&design, 0, 500.0, None).unwrap();
+    assert_eq!(
+        labels(&all),
+        labels(&design.cases(None, Some(500.0)).unwrap())
+    );
+    assert!(all.iter().all(|c| c.link.unwrap().mbps == 500.0));
+    let by = |c: &crate::experiment::ExperimentCase| c.design.reserve_by;
+    let tc = Study::Bandwidth
+        .cases(&design, 0, 500.0, Some(ReserveBy::Tc))
+        .unwrap();
+    let mclock = Study::Bandwidth
+        .cases(&design, 0, 500.0, Some(ReserveBy::Service))
+        .unwrap();
+    assert!(tc.iter().all(|c| by(c) != Some(ReserveBy::Service)));
+    assert!(mclock.iter().all(|c| by(c) == Some(ReserveBy::Service)));
+    assert!(!tc.is_empty() && !mclock.is_empty());
+    assert_eq!(tc.len() + mclock.len(), all.len());
+    // The isolation experiment's music cell goes on the CPU given.
+    let design = Study::Isolation.design().unwrap();
+    let cases = Study::Isolation
+        .cases(&design, 1, 500.0, Some(ReserveBy::Tc))
+        .unwrap();
+    let expected = design.cases(Some(1), None).unwrap();
+    assert_eq!(labels(&cases), labels(&expected));
+    let cpus = |cases: &[crate::experiment::ExperimentCase]| {
+        cases
+            .iter()
+            .map(|c| format!("{:?}", c.cells))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cpus(&cases), cpus(&expected));
+}
