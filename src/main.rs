@@ -14,7 +14,6 @@ mod audio;
 mod cli;
 mod commands;
 mod plan;
-mod presets;
 mod process;
 mod runner;
 

@@ -26,14 +26,7 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = e.render().to_string();
-            // The first paragraph is the error (clap continues lists on indented lines).
-            let first = rendered
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect::<Vec<_>>()
-                .join(" ");
-            let first = first.trim_start_matches("error: ");
+            let first = clap_line(&e);
             let tip = rendered
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("tip: "))
@@ -52,6 +45,19 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// clap's error on one line: its first paragraph (clap continues lists on indented
+/// lines), without clap's `error: `.
+pub(crate) fn clap_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let first = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    first.trim_start_matches("error: ").to_string()
 }
 
 /// Why the database cannot be used, with the fix, when a store error found after the

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ::runner::plan::{Plan, Resume};
+use ::runner::presets::Preset;
 use clap::Args;
 
 use super::values::parse_seconds;
@@ -111,8 +112,8 @@ pub struct RunPlanArgs {
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
     /// The study: bbb2014, macmillan2001, tessellation2013 or latencytest1999.
-    #[arg(value_name = "STUDY", value_parser = parse_study)]
-    pub study: String,
+    #[arg(value_name = "STUDY", value_parser = str::parse::<Preset>)]
+    pub study: Preset,
     /// The few-minute variant (fewer repeats and triggers, shorter runs).
     #[arg(long)]
     pub quick: bool,
@@ -121,17 +122,6 @@ pub struct ReproduceArgs {
     pub print: bool,
     #[command(flatten)]
     pub run: PlanRunArgs,
-}
-
-fn parse_study(s: &str) -> Result<String, String> {
-    if crate::presets::names().contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "'{s}' is not a study audiolat reproduces: use {}",
-            crate::presets::names().join(", ")
-        ))
-    }
 }
 
 impl RunPlanArgs {
@@ -149,18 +139,9 @@ impl RunPlanArgs {
 }
 
 impl ReproduceArgs {
-    /// The preset's plan text (TOML), as `--print` shows it.
-    pub fn text(&self) -> String {
-        crate::presets::text(&self.study, self.quick).expect("the study name was checked by clap")
-    }
-
     /// Stage two: the preset's plan, parsed and checked against the CLI's probes.
     pub fn plan(&self) -> Result<Plan, UsageError> {
-        let source = format!(
-            "preset {}{}",
-            self.study,
-            if self.quick { " --quick" } else { "" }
-        );
-        crate::plan::parse(&self.text(), &source).map_err(|e| UsageError(e.to_string()))
+        let (text, source) = (self.study.text(self.quick), self.study.source(self.quick));
+        crate::plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))
     }
 }

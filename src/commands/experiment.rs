@@ -6,9 +6,12 @@ use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
 use crate::commands::sweep::{close_group, open_group, scratch, status_exit};
 use crate::runner::{run_error, Context};
-use ::runner::experiment::{ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan};
+use ::runner::experiment::{
+    ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan, Study,
+};
 use anyhow::Result;
 use probes::net::ReserveBy;
+use report::view::experiment::{self as view, ExperimentRow};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -37,7 +40,7 @@ impl ExperimentObserver for Progress<'_> {
 
 /// The study's numbers for a case (`report::view::experiment::paper`).
 fn paper(case: &ExperimentCase) -> &'static str {
-    report::view::experiment::paper(
+    view::paper(
         case.link.as_ref().map(|l| l.reserve_mbps),
         !case.cells.cells.cells.is_empty(),
         !case.load.is_none(),
@@ -46,55 +49,34 @@ fn paper(case: &ExperimentCase) -> &'static str {
 
 /// The experiment's cases from its preset, for the flags: the music cell on `--cpu`
 /// (isolation); the link's `--link` and the reservations `--by` keeps (bandwidth).
-fn cases(a: &ExperimentArgs) -> Result<(&'static str, ExperimentDesign, Vec<ExperimentCase>)> {
+fn cases(a: &ExperimentArgs) -> Result<(Study, ExperimentDesign, Vec<ExperimentCase>)> {
     let online = engine::rt::online_cpus();
     let cpu = a.cpu.unwrap_or_else(|| online.last().copied().unwrap_or(0));
     if !online.contains(&cpu) {
         return Err(UsageError(format!("--cpu {cpu} is not online here")).into());
     }
+    let study = match a.which {
+        Experiment::Isolation => Study::Isolation,
+        Experiment::Bandwidth => Study::Bandwidth,
+    };
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    let (which, preset) = match a.which {
-        Experiment::Isolation => {
-            if !root || online.len() < 2 {
-                return Err(UsageError(
-                    "the isolation experiment moves tasks between cpusets: it needs root and at least 2 CPUs".into(),
-                )
-                .into());
-            }
-            ("isolation", "tessellation2013")
-        }
-        Experiment::Bandwidth => {
-            if !root {
-                return Err(UsageError(
-                    "the bandwidth experiment shapes a veth link between two network namespaces: it needs root".into(),
-                )
-                .into());
-            }
-            ("bandwidth", "tessellation2013-bandwidth")
-        }
+    study
+        .check_machine(root, online.len())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let design = study.design()?;
+    let by = match a.by.as_str() {
+        "tc" => Some(ReserveBy::Tc),
+        "mclock" => Some(ReserveBy::Service),
+        _ => None,
     };
-    let text = crate::presets::text(preset, false).expect("a shipped preset");
-    let design = ExperimentDesign::from_preset(&text)?;
-    let cases = match a.which {
-        Experiment::Isolation => design.cases(Some(cpu), None)?,
-        Experiment::Bandwidth => design
-            .cases(None, Some(a.link))?
-            .into_iter()
-            .filter(|c| {
-                let by = match c.design.reserve_by {
-                    Some(ReserveBy::Service) => "mclock",
-                    _ => "tc",
-                };
-                a.by == "both" || a.by == by
-            })
-            .collect(),
-    };
-    Ok((which, design, cases))
+    let cases = study.cases(&design, cpu, a.link, by)?;
+    Ok((study, design, cases))
 }
 
 pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCode> {
-    let (which, design, cases) = cases(a)?;
+    let (study, design, cases) = cases(a)?;
+    let which = study.name();
     let metric = design.metric.as_str();
     let scratch = scratch(ctx, &a.scratch_dir);
     let store = ctx.open_store()?;
@@ -112,6 +94,7 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
         scratch,
     };
     let results = ::runner::experiment::run(&ctx.run, &store, &plan, &Progress { which, args: a });
+    let end = ::runner::experiment::group_end(&results);
     let rows: Vec<_> = results
         .into_iter()
         .map(|r| {
@@ -119,36 +102,19 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             match r.run {
                 Ok(c) => {
                     let run = ::runner::NetRun::of(c.run, c.outcome, c.config, r.case.load);
-                    report::view::experiment::ExperimentRow::of_run(
-                        label,
-                        metric,
-                        paper,
-                        &run.view(),
-                    )
+                    ExperimentRow::of_run(label, metric, paper, &run.view())
                 }
-                Err(e) => report::view::experiment::ExperimentRow::failed(
-                    label,
-                    paper,
-                    format!("{:#}", run_error(e)),
-                ),
+                Err(e) => ExperimentRow::failed(label, paper, format!("{:#}", run_error(e))),
             }
         })
         .collect();
-    let mut end = ::runner::group::GroupEnd::default();
-    for r in &rows {
-        match r.status.as_str() {
-            "complete" => {}
-            "interrupted" => end.interrupted = true,
-            _ => end.run_failed = true,
-        }
-    }
     close_group(&store, &open, ctx.run.group_status(end));
     if a.json {
-        print_json(&report::view::experiment::json(which, metric, group, &rows))?;
+        print_json(&view::json(which, metric, group, &rows))?;
     } else {
         print!(
             "{}",
-            report::view::experiment::stored_text(
+            view::stored_text(
                 which,
                 metric,
                 group,

@@ -3,16 +3,16 @@
 //! its exit code), a plan cell's own checks, and the load worker a plan's loads run as.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use report::view::plan::{self as view, DryRunCell, PlanSummary};
-use results::{RunStatus, Store};
+use results::Store;
 use runner::plan::{self as plan_run, Plan, PlanRun, PlanRunEnd, PlanRunError, PlanRunSummary};
 
 use crate::cli::{Cli, Command, PlanRunArgs, UsageError};
 use crate::commands::net::net_config;
+use crate::commands::sweep::status_exit;
 use crate::plan::{CliCells, Progress};
 use crate::runner::Context;
 
@@ -85,7 +85,8 @@ pub(crate) fn run_plan(ctx: &Context, a: &crate::cli::RunPlanArgs) -> Result<Exi
 
 pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<ExitCode> {
     if a.print {
-        print!("{}", a.text());
+        // The preset's plan text (TOML): save it, edit it, `audiolat run` it.
+        print!("{}", a.study.text(a.quick));
         return Ok(ExitCode::SUCCESS);
     }
     plan_run(ctx, &a.plan()?, &a.run)
@@ -97,10 +98,7 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
     let quiet = opts.quiet || opts.json;
     let checker = CliCells::default();
     // Each cell is checked as a command line before any runs; thousands take seconds.
-    let cells = plan
-        .axes
-        .iter()
-        .fold(u64::from(plan.repeats), |n, a| n * a.values.len() as u64);
+    let cells = plan.cell_count();
     if cells >= 1000 && !quiet {
         eprintln!("audiolat run: checking the plan's {cells} cells...");
     }
@@ -146,18 +144,22 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
         &mut progress,
     );
     progress.clear();
-    match end.map_err(cli_error)? {
-        PlanRunEnd::StoppedBuilding { group, profile } => {
+    match end {
+        // A refusal is a usage error.
+        Err(PlanRunError::Refused(msg)) => Err(UsageError(msg).into()),
+        Err(e) => Err(e.into()),
+        Ok(PlanRunEnd::StoppedBuilding { group, profile }) => {
             eprintln!("audiolat run: stopped while building the `{profile}` binary; plan run {group} kept, --resume {group} continues it");
             Ok(ExitCode::from(130))
         }
-        PlanRunEnd::Ran(ran) => finish(ctx, &store, plan, opts, ran),
+        Ok(PlanRunEnd::Ran(ran)) => finish(ctx, &store, plan, opts, ran),
     }
 }
 
-/// Writes the closed plan run's report, prints its summary (or JSON) and says the exit
-/// code: 0 complete, 130 interrupted, 1 otherwise (and 1 with the error when the plan
-/// run could not go on).
+/// Writes the closed plan run's report (to `--report`, or beside the database; a
+/// warning when it cannot be), prints its summary (or JSON) and says the exit code: 0
+/// complete, 130 interrupted, 1 otherwise (and 1 with the error when the plan run could
+/// not go on).
 fn finish(
     ctx: &Context,
     store: &Store,
@@ -189,10 +191,15 @@ fn finish(
         elapsed,
         db: ctx.db_path.clone(),
         resume: plan.rerun_command(),
-        report: data
-            .as_ref()
-            .filter(|_| !opts.no_report)
-            .and_then(|d| write_report(ctx, opts, group, d)),
+        report: data.as_ref().filter(|_| !opts.no_report).and_then(|d| {
+            let what = format!("plan-{group}");
+            report::html::write(d, opts.report.as_deref(), &ctx.db_path, &what)
+                .map_err(|e| eprintln!(
+                    "audiolat: warning: the report was not written to {}: {} (`audiolat report group:{group} -o PATH` writes it)",
+                    e.path.display(), e.io
+                ))
+                .ok()
+        }),
         data,
     };
     if opts.json {
@@ -204,41 +211,5 @@ fn finish(
         eprintln!("audiolat: error: {e}");
         return Ok(ExitCode::from(1));
     }
-    Ok(match closed.status {
-        RunStatus::Complete => ExitCode::SUCCESS,
-        RunStatus::Interrupted => ExitCode::from(130),
-        _ => ExitCode::from(1),
-    })
-}
-
-/// A plan run's error for the command line: a refusal is a usage error.
-fn cli_error(e: PlanRunError) -> anyhow::Error {
-    match e {
-        PlanRunError::Refused(msg) => UsageError(msg).into(),
-        e => e.into(),
-    }
-}
-
-/// Writes the HTML report (to `--report`, or beside the database); `None`, with a
-/// warning, when it cannot be written.
-fn write_report(
-    ctx: &Context,
-    opts: &PlanRunArgs,
-    group: results::GroupId,
-    data: &report::data::ReportData,
-) -> Option<PathBuf> {
-    let path = opts
-        .report
-        .clone()
-        .unwrap_or_else(|| report::gather::default_path(&ctx.db_path, &format!("plan-{group}")));
-    match std::fs::write(&path, report::html::render(data)) {
-        Ok(()) => Some(path),
-        Err(e) => {
-            eprintln!(
-                "audiolat: warning: the report was not written to {}: {e} (`audiolat report group:{group} -o PATH` writes it)",
-                path.display()
-            );
-            None
-        }
-    }
+    Ok(status_exit(closed.status))
 }

@@ -139,12 +139,7 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
         _ => None,
     };
     let name = report::view::stored::report_name(group, &data);
-    let path = a
-        .output
-        .clone()
-        .unwrap_or_else(|| report::gather::default_path(&ctx.db_path, &name));
-    std::fs::write(&path, report::html::render(&data))
-        .with_context(|| format!("writing the report {}", path.display()))?;
+    let path = report::html::write(&data, a.output.as_deref(), &ctx.db_path, &name)?;
     if a.print {
         print!("{}", report::paper::tables_text(&data));
     }

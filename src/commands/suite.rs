@@ -7,7 +7,7 @@ use crate::commands::output::print_json;
 use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
 use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use report::view::suite::SuiteRow;
 use serde_json::json;
 use std::process::ExitCode;
@@ -23,15 +23,18 @@ impl SuiteObserver for Live {
     }
 }
 
-/// An entry's note in words (a failure's with its causes).
+/// An entry's note in words (a failure's with its causes; the measurements' are
+/// `report::view::suite`'s).
 fn note_text(note: SuiteNote) -> String {
+    use report::view::suite as view;
     match note {
         SuiteNote::None => String::new(),
         SuiteNote::Skipped(why) | SuiteNote::RunError(why) => why,
         SuiteNote::Interrupted => "interrupted".into(),
         SuiteNote::Failed(SuiteFailure::Run(e)) => format!("{:#}", run_error(e)),
-        SuiteNote::NoServer(e) => crate::audio::audio_message(&e),
-        SuiteNote::Failed(SuiteFailure::Open(e)) => crate::audio::audio_message(&e),
+        SuiteNote::NoServer(e) | SuiteNote::Failed(SuiteFailure::Open(e)) => {
+            crate::audio::audio_message(&e)
+        }
         SuiteNote::Failed(SuiteFailure::NoOutcome) => {
             "the probe measured but kept no outcome (a bug)".into()
         }
@@ -40,35 +43,13 @@ fn note_text(note: SuiteNote) -> String {
             playback_latency_frames,
             model_latency_ns,
             no_card,
-        } => format!(
-            "model: half a period + {playback_latency_frames} frames playback latency = {}{}",
-            report::terminal::fmt_ns(model_latency_ns),
-            if no_card {
-                " (no sound card here: a private jackd -d dummy; `audiolat devices` lists what can be measured)"
-            } else {
-                ""
-            }
-        ),
-        SuiteNote::Roundtrip { verdict, frames } => match frames {
-            None => verdict,
-            Some((mean, reported)) => format!(
-                "{verdict}; {mean:.3} frames = {reported} reported by the ports + {:.3} extra",
-                mean - f64::from(reported)
-            ),
-        },
-        SuiteNote::Net(o) => match o.synth.as_ref() {
-            Some(p) => format!(
-                "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
-                p.host.misses,
-                p.host.answered,
-                p.controller.lost,
-                o.synth_adds_ns().map_or_else(String::new, |ns| format!(
-                    "; the synth adds {} after the last packet",
-                    report::terminal::fmt_ns(ns)
-                ))
-            ),
-            None => "interrupted before the synth phase".into(),
-        },
+        } => view::event_model_note(playback_latency_frames, model_latency_ns, no_card),
+        SuiteNote::Roundtrip { verdict, frames } => view::roundtrip_note(verdict, frames),
+        SuiteNote::Net(o) => {
+            let synth = o.synth.as_ref();
+            let counts = synth.map(|p| (p.host.misses, p.host.answered, p.controller.lost));
+            view::net_note(counts, o.synth_adds_ns())
+        }
     }
 }
 
@@ -98,16 +79,14 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     close_group(&store, &group, group_status);
     let group = group.id();
     let mut entries = outcome.entries;
-    let notes: Vec<String> = entries
+    let words: Vec<(String, String)> = entries
         .iter_mut()
-        .map(|e| note_text(std::mem::replace(&mut e.note, SuiteNote::None)))
+        .map(|e| (e.status.to_string(), note_text(std::mem::take(&mut e.note))))
         .collect();
-    let statuses: Vec<String> = entries.iter().map(|e| e.status.to_string()).collect();
     let rows: Vec<SuiteRow> = entries
         .iter()
-        .zip(&notes)
-        .zip(&statuses)
-        .map(|((e, note), status)| SuiteRow {
+        .zip(&words)
+        .map(|(e, (status, note))| SuiteRow {
             label: &e.label,
             run_id: e.run_id,
             status,
@@ -118,30 +97,29 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         })
         .collect();
     // The suite ends with its report, beside the database.
-    let report_path = report::gather::default_path(&ctx.db_path, &format!("suite-{group}"));
-    let report_written = report::gather::group(&store, group, &crate::runner::tool_info())
+    let what = format!("suite-{group}");
+    let report_path = report::gather::group(&store, group, &crate::runner::tool_info())
         .map_err(anyhow::Error::from)
-        .and_then(|data| {
-            std::fs::write(&report_path, report::html::render(&data))
-                .with_context(|| format!("writing the report {}", report_path.display()))
-        });
-    if let Err(e) = &report_written {
+        .and_then(|data| Ok(report::html::write(&data, None, &ctx.db_path, &what)?));
+    if let Err(e) = &report_path {
         eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
     }
-    let report_path = report_written.is_ok().then_some(report_path);
+    let report_path = report_path.ok();
+    let report = report_path.as_deref();
     if json {
-        print_json(&json!({
-            "group_id": group,
-            "status": group_status,
-            "report": report_path,
-            "doctor": report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings),
-            "runs": report::view::suite::rows_json(&rows),
-        }))?;
+        let doctor = report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings);
+        print_json(&report::view::suite::json(
+            group,
+            group_status,
+            report,
+            doctor,
+            &rows,
+        ))?;
     } else {
-        print!("{}", report::view::suite::text(group, &rows, &ctx.db_path));
-        if let Some(p) = &report_path {
-            println!("report: {}", p.display());
-        }
+        print!(
+            "{}",
+            report::view::suite::text(group, &rows, &ctx.db_path, report)
+        );
     }
     // Ctrl-C while the report was written is an interrupted exit all the same.
     Ok(status_exit(ctx.run.group_status(end)))

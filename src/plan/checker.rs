@@ -19,7 +19,7 @@ impl CliCells {
     /// A cell's command line parsed by clap (its message as one line when refused).
     pub fn parse(command: &CellCommand) -> Result<Cli, CellRefusal> {
         Cli::try_parse_from(std::iter::once("audiolat".to_string()).chain(command.argv()))
-            .map_err(|e| CellRefusal::NotACommandLine(clap_message(&e)))
+            .map_err(|e| CellRefusal::NotACommandLine(crate::process::clap_line(&e)))
     }
 }
 
@@ -73,17 +73,4 @@ fn server_key(cli: &Cli, default_running: &OnceCell<bool>) -> Option<ServerKey> 
             )
         })
     })
-}
-
-/// clap's error, as one line.
-fn clap_message(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .trim_start_matches("error: ")
-        .to_string()
 }

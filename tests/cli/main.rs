@@ -20,6 +20,7 @@ mod jitter;
 mod loads;
 mod net;
 mod plan;
+mod plan_checks;
 mod reports;
 mod roundtrip;
 mod show;

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use results::model::Verdict;
 use serde_json::Value;
@@ -51,6 +52,42 @@ figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 nav ul { columns: 2; }
 details summary { cursor: pointer; }
 "#;
+
+/// Writes the report of `data` to `path`, else beside the database `db` named for `what`
+/// ([`default_path`](crate::gather::default_path)); returns where it went.
+pub fn write(
+    data: &ReportData,
+    path: Option<&Path>,
+    db: &Path,
+    what: &str,
+) -> Result<PathBuf, WriteError> {
+    let path = path.map_or_else(|| crate::gather::default_path(db, what), Path::to_path_buf);
+    match std::fs::write(&path, render(data)) {
+        Ok(()) => Ok(path),
+        Err(io) => Err(WriteError { path, io }),
+    }
+}
+
+/// A report that could not be written: where, and the file system's reason.
+#[derive(Debug)]
+pub struct WriteError {
+    /// Where the report was to go.
+    pub path: PathBuf,
+    /// Why it could not.
+    pub io: std::io::Error,
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing the report {}", self.path.display())
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.io)
+    }
+}
 
 /// The report as one HTML document.
 pub fn render(data: &ReportData) -> String {

@@ -8,7 +8,9 @@
 //! ([`paper`]), writes one self-contained HTML report with inline SVG plots drawn by the
 //! `plotters` library ([`html`], [`plots`]), and compares two selections of runs
 //! ([`compare`]). It reads a report's data from the store ([`gather`]: reading only).
-//! Every function returns a value or a `String`; printing is the binary's job.
+//! Every function returns a value or a `String` (but [`html::write`], which writes the
+//! report's file where it is asked to, or beside the database); printing is the
+//! binary's job.
 //!
 //! ```
 //! use results::LatencyHistogram;

@@ -12,8 +12,9 @@ use load::LoadSpec;
 use probes::net::{LinkShaping, NetConfig, NetOutcome, ReserveBy, StreamConfig};
 use probes::probe::NetProbe;
 use qos::{CellPlan, CellSet};
-use results::{GroupId, RunSink};
+use results::{GroupId, RunSink, RunStatus};
 
+use crate::group::GroupEnd;
 use crate::{Cell, Context, Run, RunError, Unobserved};
 
 /// A preset that does not describe an experiment (a bug in the shipped preset, or a
@@ -25,6 +26,81 @@ pub struct DesignError {
     pub preset: String,
     /// What is wrong.
     pub problem: String,
+}
+
+/// The study's two experiments, each designed by its shipped preset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Study {
+    /// Figure 7: the music application alone and beside video players and EP, without
+    /// and with a dedicated cell (`tessellation2013`).
+    Isolation,
+    /// Figure 8: an abusive stream on a shaped link, with and without a reservation
+    /// (`tessellation2013-bandwidth`).
+    Bandwidth,
+}
+
+/// Why this machine cannot run an experiment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StudyRefusal {
+    /// The isolation experiment without root or with one CPU.
+    #[error(
+        "the isolation experiment moves tasks between cpusets: it needs root and at least 2 CPUs"
+    )]
+    IsolationNeedsRootAndCpus,
+    /// The bandwidth experiment without root.
+    #[error(
+        "the bandwidth experiment shapes a veth link between two network namespaces: it needs root"
+    )]
+    BandwidthNeedsRoot,
+}
+
+impl Study {
+    /// Its name: `isolation` or `bandwidth`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Study::Isolation => "isolation",
+            Study::Bandwidth => "bandwidth",
+        }
+    }
+
+    /// Whether a machine with `root` and `cpus` online CPUs can run it.
+    pub fn check_machine(self, root: bool, cpus: usize) -> Result<(), StudyRefusal> {
+        match self {
+            Study::Isolation if !root || cpus < 2 => Err(StudyRefusal::IsolationNeedsRootAndCpus),
+            Study::Bandwidth if !root => Err(StudyRefusal::BandwidthNeedsRoot),
+            _ => Ok(()),
+        }
+    }
+
+    /// Its cases from its `design`: isolation's music cell on `host_cpu`; bandwidth's
+    /// over a link of `link_mbps`, only those whose reservation `by` keeps (`None`: all;
+    /// a case that names nobody is `tc`'s).
+    pub fn cases(
+        self,
+        design: &ExperimentDesign,
+        host_cpu: usize,
+        link_mbps: f64,
+        by: Option<ReserveBy>,
+    ) -> Result<Vec<ExperimentCase>, DesignError> {
+        match self {
+            Study::Isolation => design.cases(Some(host_cpu), None),
+            Study::Bandwidth => Ok(design
+                .cases(None, Some(link_mbps))?
+                .into_iter()
+                .filter(|c| by.is_none_or(|by| c.design.reserve_by.unwrap_or(ReserveBy::Tc) == by))
+                .collect()),
+        }
+    }
+
+    /// Its design, read from its shipped preset.
+    pub fn design(self) -> Result<ExperimentDesign, DesignError> {
+        let preset = match self {
+            Study::Isolation => "tessellation2013",
+            Study::Bandwidth => "tessellation2013-bandwidth",
+        };
+        let preset: crate::presets::Preset = preset.parse().expect("a shipped preset");
+        ExperimentDesign::from_preset(&preset.text(false))
+    }
 }
 
 /// An experiment as its preset designs it.
@@ -247,6 +323,20 @@ fn case_design(case: &toml::Value, load: &str) -> Result<CaseDesign, String> {
         reserve_mbps: text("reserve").map(qos::parse_mbps).transpose()?,
         reserve_by,
     })
+}
+
+/// How an experiment's runs went, for its group's status: each case by its stored
+/// status, a case without a run as failed.
+pub fn group_end(results: &[CaseResult]) -> GroupEnd {
+    let mut end = GroupEnd::default();
+    for r in results {
+        match r.run.as_ref().map(|c| c.run.status) {
+            Ok(RunStatus::Complete) => {}
+            Ok(RunStatus::Interrupted) => end.interrupted = true,
+            _ => end.run_failed = true,
+        }
+    }
+    end
 }
 
 /// Runs the plan's cases in order as stored network runs, until a stop is requested.

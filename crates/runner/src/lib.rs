@@ -30,6 +30,7 @@
 //! - A plan ([`plan`]) is parsed, expanded into cells and run, each cell a process of
 //!   its own, without a command-line parser: the caller's [`plan::CellChecker`] says
 //!   what a cell's command line may be, and its [`plan::PlanObserver`] shows progress.
+//!   The studies' plans ship with it ([`presets`]).
 //! - A run just made has the same [`results::RunView`] a stored one has ([`view`]), for
 //!   the same renderers.
 //! - A command's single runs ([`jitter`]; [`net`], its cells admitted first by
@@ -73,6 +74,7 @@ mod load_run;
 pub mod min_buffer;
 pub mod net_ends;
 pub mod plan;
+pub mod presets;
 mod recovery;
 mod runs;
 pub mod suite;

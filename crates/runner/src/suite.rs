@@ -101,9 +101,10 @@ pub enum SuiteFailure {
 }
 
 /// What to know about an entry, typed; the binary words it.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub enum SuiteNote {
     /// Nothing.
+    #[default]
     None,
     /// Why it was skipped.
     Skipped(String),

@@ -25,8 +25,14 @@ pub struct SuiteRow<'a> {
     pub note: &'a str,
 }
 
-/// The suite's table, each row's note and where its runs are stored.
-pub fn text(group: results::GroupId, rows: &[SuiteRow<'_>], db: &std::path::Path) -> String {
+/// The suite's table, each row's note, where its runs are stored and its report (when
+/// written).
+pub fn text(
+    group: results::GroupId,
+    rows: &[SuiteRow<'_>],
+    db: &std::path::Path,
+    report: Option<&std::path::Path>,
+) -> String {
     let mut t = Table::new(&[
         "run",
         "scenario",
@@ -70,7 +76,73 @@ pub fn text(group: results::GroupId, rows: &[SuiteRow<'_>], db: &std::path::Path
         "\nstored in {}; `audiolat runs --group {group}` lists the runs, `audiolat show <run>` shows one\n",
         db.display()
     ));
+    if let Some(p) = report {
+        out.push_str(&format!("report: {}\n", p.display()));
+    }
     out
+}
+
+/// The event latency's note: its model, `no_card` when a private dummy server stood in
+/// for a sound card.
+pub fn event_model_note(
+    playback_latency_frames: u32,
+    model_latency_ns: f64,
+    no_card: bool,
+) -> String {
+    format!(
+        "model: half a period + {playback_latency_frames} frames playback latency = {}{}",
+        crate::terminal::fmt_ns(model_latency_ns),
+        if no_card {
+            " (no sound card here: a private jackd -d dummy; `audiolat devices` lists what can be measured)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The round trip's note: its verdict, and its mean (frames) against the latency the
+/// ports report, when it measured any.
+pub fn roundtrip_note(verdict: String, frames: Option<(f64, u32)>) -> String {
+    match frames {
+        None => verdict,
+        Some((mean, reported)) => format!(
+            "{verdict}; {mean:.3} frames = {reported} reported by the ports + {:.3} extra",
+            mean - f64::from(reported)
+        ),
+    }
+}
+
+/// The network audio's note: its synth phase's (misses, blocks answered, packets lost),
+/// none when it ended before that phase, and what the synth adds after the last packet.
+pub fn net_note(synth: Option<(u64, u64, u64)>, synth_adds_ns: Option<f64>) -> String {
+    match synth {
+        Some((misses, answered, lost)) => format!(
+            "{misses} of {answered} blocks missed the 1.41 ms deadline; {lost} lost{}",
+            synth_adds_ns.map_or_else(String::new, |ns| format!(
+                "; the synth adds {} after the last packet",
+                crate::terminal::fmt_ns(ns)
+            ))
+        ),
+        None => "interrupted before the synth phase".into(),
+    }
+}
+
+/// The suite's JSON: its group, how it ended, its report (when written), the doctor's
+/// `doctor::json` and one row per scenario.
+pub fn json(
+    group: results::GroupId,
+    status: results::RunStatus,
+    report: Option<&std::path::Path>,
+    doctor: Value,
+    rows: &[SuiteRow<'_>],
+) -> Value {
+    json!({
+        "group_id": group,
+        "status": status,
+        "report": report,
+        "doctor": doctor,
+        "runs": rows_json(rows),
+    })
 }
 
 /// The rows as JSON (`runs` of the suite's JSON).

@@ -150,3 +150,37 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
         row.note
     );
 }
+
+#[test]
+fn a_suites_notes_word_the_model_the_verdict_and_the_deadline() {
+    use suite::{event_model_note, net_note, roundtrip_note};
+    let model = event_model_note(256, 8_000_000.0, false);
+    assert!(model.starts_with("model: half a period + 256 frames playback latency = "));
+    assert!(!model.contains("no sound card"));
+    assert!(event_model_note(256, 8e6, true).contains("(no sound card here: a private"));
+    assert_eq!(roundtrip_note("ok".into(), None), "ok");
+    assert_eq!(
+        roundtrip_note("ok".into(), Some((300.5, 256))),
+        "ok; 300.500 frames = 256 reported by the ports + 44.500 extra"
+    );
+    assert_eq!(
+        net_note(None, Some(1.0)),
+        "interrupted before the synth phase"
+    );
+    assert_eq!(
+        net_note(Some((2, 100, 1)), None),
+        "2 of 100 blocks missed the 1.41 ms deadline; 1 lost"
+    );
+    assert!(net_note(Some((0, 1, 0)), Some(5e5)).contains("; the synth adds "));
+}
+
+#[test]
+fn a_report_that_cannot_be_written_says_where_it_was_to_go() {
+    let data = crate::data::ReportData::default();
+    let dir = std::env::temp_dir().join("audiolat-no-such-dir-for-a-report");
+    let db = dir.join("a.db");
+    let e = crate::html::write(&data, None, &db, "suite-1").unwrap_err();
+    assert_eq!(e.path, dir.join("audiolat-report-suite-1.html"));
+    assert!(e.to_string().starts_with("writing the report "), "{e}");
+    assert!(std::error::Error::source(&e).is_some());
+}

@@ -227,6 +227,12 @@ impl Cell {
 }
 
 impl Plan {
+    /// Its cells before exclusions: every combination of its axes, times its repeats.
+    pub fn cell_count(&self) -> u64 {
+        let combinations = |n, a: &Axis| n * a.values.len() as u64;
+        self.axes.iter().fold(u64::from(self.repeats), combinations)
+    }
+
     /// Where a cell's first axis value is, as `file:line`.
     pub fn location(&self, cell: &Cell) -> String {
         let ctx = Ctx {

@@ -90,6 +90,7 @@ fn a_plan_expands_outermost_axis_first_without_the_excluded_cells() {
     let cells: Vec<Cell> = plan.cells(&ok).unwrap().into_iter().map(|c| c.0).collect();
     // 2 x 2 x 2 = 8 combinations, 2 excluded, 2 repeats each.
     assert_eq!(cells.len(), 12);
+    assert_eq!(plan.cell_count(), 8 * 2, "before exclusions");
     assert_eq!(
         cells[0].key,
         "backend=alsa buffer=128/64 profile=current repeat=1"

@@ -172,3 +172,88 @@ fn jack() -> ServerRequest {
         start_timeout: Duration::from_secs(1),
     }
 }
+
+#[test]
+fn each_experiment_reads_its_shipped_preset_and_says_what_the_machine_lacks() {
+    use crate::experiment::{Study, StudyRefusal};
+    let isolation = ExperimentDesign::from_preset(ISOLATION).unwrap();
+    assert_eq!(Study::Isolation.design().unwrap(), isolation);
+    let bandwidth = ExperimentDesign::from_preset(BANDWIDTH).unwrap();
+    assert_eq!(Study::Bandwidth.design().unwrap(), bandwidth);
+    assert_eq!(
+        (Study::Isolation.name(), Study::Bandwidth.name()),
+        ("isolation", "bandwidth")
+    );
+    assert_eq!(
+        Study::Isolation.check_machine(true, 1),
+        Err(StudyRefusal::IsolationNeedsRootAndCpus)
+    );
+    assert_eq!(
+        Study::Isolation.check_machine(false, 4),
+        Err(StudyRefusal::IsolationNeedsRootAndCpus)
+    );
+    assert_eq!(Study::Isolation.check_machine(true, 2), Ok(()));
+    assert_eq!(
+        Study::Bandwidth.check_machine(false, 4),
+        Err(StudyRefusal::BandwidthNeedsRoot)
+    );
+    assert_eq!(Study::Bandwidth.check_machine(true, 1), Ok(()));
+}
+
+#[test]
+fn an_experiment_case_without_a_run_fails_its_group() {
+    use crate::experiment::{group_end, CaseResult};
+    use crate::group::GroupEnd;
+    let design = ExperimentDesign::from_preset(ISOLATION).unwrap();
+    let case = design.cases(None, None).unwrap().remove(0);
+    assert_eq!(group_end(&[]), GroupEnd::default());
+    let failed = CaseResult {
+        case,
+        run: Err(crate::RunError::Refused("no".into())),
+    };
+    let end = group_end(&[failed]);
+    assert!(end.run_failed && !end.interrupted && !end.stopped_by_error);
+}
+
+#[test]
+fn the_bandwidth_experiment_keeps_the_cases_whose_reservation_was_asked_for() {
+    use crate::experiment::Study;
+    let design = Study::Bandwidth.design().unwrap();
+    let labels = |cases: &[crate::experiment::ExperimentCase]| {
+        cases
+            .iter()
+            .map(|c| c.design.label.clone())
+            .collect::<Vec<_>>()
+    };
+    let all = Study::Bandwidth.cases(&design, 0, 500.0, None).unwrap();
+    assert_eq!(
+        labels(&all),
+        labels(&design.cases(None, Some(500.0)).unwrap())
+    );
+    assert!(all.iter().all(|c| c.link.unwrap().mbps == 500.0));
+    let by = |c: &crate::experiment::ExperimentCase| c.design.reserve_by;
+    let tc = Study::Bandwidth
+        .cases(&design, 0, 500.0, Some(ReserveBy::Tc))
+        .unwrap();
+    let mclock = Study::Bandwidth
+        .cases(&design, 0, 500.0, Some(ReserveBy::Service))
+        .unwrap();
+    assert!(tc.iter().all(|c| by(c) != Some(ReserveBy::Service)));
+    assert!(mclock.iter().all(|c| by(c) == Some(ReserveBy::Service)));
+    assert!(!tc.is_empty() && !mclock.is_empty());
+    assert_eq!(tc.len() + mclock.len(), all.len());
+    // The isolation experiment's music cell goes on the CPU given.
+    let design = Study::Isolation.design().unwrap();
+    let cases = Study::Isolation
+        .cases(&design, 1, 500.0, Some(ReserveBy::Tc))
+        .unwrap();
+    let expected = design.cases(Some(1), None).unwrap();
+    assert_eq!(labels(&cases), labels(&expected));
+    let cpus = |cases: &[crate::experiment::ExperimentCase]| {
+        cases
+            .iter()
+            .map(|c| format!("{:?}", c.cells))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cpus(&cases), cpus(&expected));
+}
