@@ -6,7 +6,8 @@
 
 use engine::audio::{plug_advice, AlsaRefusal, AudioError, PortRole, ServerSetting, StreamSetting};
 use engine::backend::{
-    BackendSpec, OptionGroup, ServerChoice, SpecError, StreamPurpose, StreamSettings, RATE_RANGE_HZ,
+    BackendKind, BackendSpec, OptionGroup, ServerChoice, SpecError, StreamPurpose, StreamSettings,
+    RATE_RANGE_HZ,
 };
 use engine::jack::client::JackConfig;
 
@@ -71,24 +72,24 @@ pub fn spec(audio: &AudioArgs, purpose: &StreamPurpose) -> anyhow::Result<Backen
         },
     };
     BackendSpec::build(audio.backend.kind(), settings, purpose.clone())
-        .map_err(|e| usage(spec_message(&e, audio.backend)))
+        .map_err(|e| usage(spec_message(&e)))
 }
 
-/// A spec's refusal worded with the flags that set it (`backend`: `--backend`).
-fn spec_message(e: &SpecError, backend: BackendName) -> String {
-    let options = match e {
+/// A spec's refusal worded with the flags that set it.
+fn spec_message(e: &SpecError) -> String {
+    let (options, backend) = match e {
         SpecError::RateOutOfRange(r) => return format!(
             "--rate {r}: use a sample rate from {} to {} Hz",
             RATE_RANGE_HZ.start(),
             RATE_RANGE_HZ.end()
         ),
         SpecError::PlaybackWithoutCapture => return "--playback needs --capture: name the port where the cable comes back in (or leave both out for audiolat's software loop)".into(),
-        SpecError::ForeignOptions { options, .. } => options,
+        SpecError::ForeignOptions { options, backend } => (options, backend),
     };
     match options {
         OptionGroup::JackPorts => format!(
             "--playback, --capture, --loopback and --midi-port name JACK ports: use them with --backend jack (with --backend {backend}, {})",
-            if backend == BackendName::Alsa { "name the device with --device" } else { "the card has one loop: --cable-delay, --cable-gain, --no-cable" }
+            if *backend == BackendKind::Alsa { "name the device with --device" } else { "the card has one loop: --cable-delay, --cable-gain, --no-cable" }
         ),
         OptionGroup::Cable => "--cable-delay, --cable-gain and --no-cable set the virtual card: use them with --backend virtual".into(),
         OptionGroup::AlsaDevice => "--device, --capture-device and --format name an ALSA device: use them with --backend alsa".into(),

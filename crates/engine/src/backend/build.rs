@@ -27,6 +27,17 @@ pub enum BackendKind {
     Virtual,
 }
 
+impl std::fmt::Display for BackendKind {
+    /// The backend's name, as [`BackendSpec::name`] says it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendKind::Jack => "jack",
+            BackendKind::Alsa => "alsa",
+            BackendKind::Virtual => "virtual",
+        })
+    }
+}
+
 /// Periods in a buffer unless told (ALSA and the virtual card).
 pub const DEFAULT_PERIODS: u32 = 2;
 
@@ -101,7 +112,7 @@ impl std::fmt::Display for OptionGroup {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
     /// Options that belong to another backend than the one chosen.
-    #[error("{options} do not apply to the {backend:?} backend")]
+    #[error("{options} do not apply to the {backend} backend")]
     ForeignOptions {
         /// Which options.
         options: OptionGroup,
