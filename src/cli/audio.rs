@@ -1,8 +1,12 @@
 //! The audio backend flags the audio probes (event, roundtrip) share: `--backend`,
-//! `--server`, `--period`, `--rate`, `--device`, `--format`.
+//! `--server`, `--period`, `--rate`, `--device`, `--format`; and what their sweeps run,
+//! built from their flags ([`SweepRequest`]).
+
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use engine::backend::BackendKind;
+use engine::alsa::stream::SampleFormat;
+use engine::backend::{BackendKind, BackendSpec};
 use engine::jack::server::ServerMode;
 
 use super::values::{parse_count_u32, parse_list, ListOf};
@@ -16,16 +20,6 @@ pub enum BackendName {
     Alsa,
     /// The virtual sound card: a software card with a loopback cable (ground truth)
     Virtual,
-}
-
-impl std::fmt::Display for BackendName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BackendName::Jack => "jack",
-            BackendName::Alsa => "alsa",
-            BackendName::Virtual => "virtual",
-        })
-    }
 }
 
 impl BackendName {
@@ -50,7 +44,7 @@ pub struct AudioArgs {
     /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
     /// running one or an error), dummy (always a private one). Also the server behind
     /// ALSA's jack PCM.
-    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_server_mode)]
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = str::parse::<ServerMode>)]
     pub server: ServerMode,
     /// JACK server name: the one to use (external/auto), or the private one's (dummy).
     #[arg(long, value_name = "NAME")]
@@ -74,18 +68,25 @@ pub struct AudioArgs {
     pub device: Option<String>,
     /// ALSA sample format: float, s32, s24 (S24_LE), s24_3 (S24_3LE) or s16 (default: the
     /// first of these the device takes).
-    #[arg(long, value_name = "FORMAT", value_parser = parse_sample_format)]
-    pub format: Option<engine::alsa::stream::SampleFormat>,
+    #[arg(long, value_name = "FORMAT", value_parser = str::parse::<SampleFormat>)]
+    pub format: Option<SampleFormat>,
 }
 
-fn parse_sample_format(s: &str) -> Result<engine::alsa::stream::SampleFormat, String> {
-    s.parse()
+/// What an audio probe's sweep runs, built once from its flags (stage two).
+#[derive(Debug)]
+pub struct SweepRequest<C> {
+    /// The cells of one period, in sweep order (`runner::sweep::event_cells`,
+    /// `runner::sweep::roundtrip_cells`).
+    pub cells: Vec<C>,
+    /// The periods to run, in order (`None`: the backend's own; with
+    /// `--find-min-buffer`, the search's steps).
+    pub periods: Vec<Option<u32>>,
+    /// The backend.
+    pub spec: BackendSpec,
+    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
+    pub scratch_dir: PathBuf,
 }
 
 fn parse_periods(s: &str) -> Result<ListOf<u32>, String> {
     parse_list(s, "period", parse_count_u32)
-}
-
-fn parse_server_mode(s: &str) -> Result<ServerMode, String> {
-    s.parse()
 }

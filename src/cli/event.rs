@@ -7,12 +7,11 @@ use std::time::Duration;
 use ::runner::sweep::EventCell;
 use clap::Args;
 use dsp::WorkloadKind;
-use engine::backend::BackendSpec;
 use engine::gpio::{GpioError, GpioSpec};
 use load::LoadSpec;
 use probes::event::{EventConfig, EventError, NotePolicy, TriggerSource};
 
-use super::audio::AudioArgs;
+use super::audio::{AudioArgs, SweepRequest};
 use super::values::{
     parse_count_u32, parse_count_u64, parse_list, parse_loads, parse_millis, parse_rate, ListOf,
 };
@@ -22,7 +21,7 @@ use super::UsageError;
 pub struct EventArgs {
     /// What triggers a note: timer (random instants), key (a key press on this terminal;
     /// q ends), midi (note-ons on audiolat's JACK MIDI input).
-    #[arg(long, value_name = "SOURCE", default_value = "timer", value_parser = parse_trigger)]
+    #[arg(long, value_name = "SOURCE", default_value = "timer", value_parser = str::parse::<TriggerSource>)]
     pub trigger: TriggerSource,
     /// When a note starts: asap (next cycle, offset 0) or fixed (trigger time + one
     /// period: constant latency). A comma list runs each.
@@ -84,10 +83,6 @@ pub struct EventArgs {
     pub quiet: bool,
 }
 
-fn parse_trigger(s: &str) -> Result<TriggerSource, String> {
-    s.parse()
-}
-
 fn parse_note_policies(s: &str) -> Result<ListOf<NotePolicy>, String> {
     parse_list(s, "policy", |i| i.parse())
 }
@@ -126,55 +121,25 @@ fn gpio_message(e: &GpioError) -> String {
     }
 }
 
-/// What `audiolat event` runs, built once from its flags (stage two).
-#[derive(Debug)]
-pub struct EventRequest {
-    /// The cells of one period, in sweep order.
-    pub cells: Vec<EventCell>,
-    /// The periods to sweep, in order (`None`: the backend's own).
-    pub periods: Vec<Option<u32>>,
-    /// The backend.
-    pub spec: BackendSpec,
-    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
-    pub scratch_dir: PathBuf,
-}
-
 impl EventArgs {
-    /// The cells of one period, in sweep order: every policy, workload, load and repeat.
+    /// The cells of one period, in sweep order: every policy, workload, load and repeat
+    /// (each cell's policy and workload replace the base's).
     pub fn cells(&self) -> Result<Vec<EventCell>, UsageError> {
-        let mut cells = Vec::new();
-        for policy in &self.policy.0 {
-            for workload in &self.workload.0 {
-                for load in &self.load.0 {
-                    for repeat in 1..=self.repeat {
-                        let mut config = EventConfig::new(self.trigger, *policy);
-                        config.triggers = self.triggers;
-                        config.workload = *workload;
-                        config.frequency_hz = self.frequency as f32;
-                        config.note_ms = self.note.as_secs_f64() * 1e3;
-                        config.spacing_ms = self.spacing.as_secs_f64() * 1e3;
-                        config.gpio = self.gpio.clone();
-                        config.lock_memory = !self.no_mlock;
-                        config.seed ^= repeat as u64;
-                        config
-                            .validate()
-                            .map_err(|e| UsageError(event_message(&e)))?;
-                        cells.push(EventCell {
-                            config,
-                            load: load.clone(),
-                            repeat,
-                            granted: None,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(cells)
+        let mut base = EventConfig::new(self.trigger, NotePolicy::Asap);
+        base.triggers = self.triggers;
+        base.frequency_hz = self.frequency as f32;
+        base.note_ms = self.note.as_secs_f64() * 1e3;
+        base.spacing_ms = self.spacing.as_secs_f64() * 1e3;
+        base.gpio = self.gpio.clone();
+        base.lock_memory = !self.no_mlock;
+        let (policies, workloads) = (&self.policy.0, &self.workload.0);
+        ::runner::sweep::event_cells(&base, policies, workloads, &self.load.0, self.repeat)
+            .map_err(|e| UsageError(event_message(&e)))
     }
 
     /// Stage two: everything `event` refuses before it starts anything, and what it
     /// runs. `default_scratch` is the database's directory.
-    pub fn request(&self, default_scratch: &Path) -> anyhow::Result<EventRequest> {
+    pub fn request(&self, default_scratch: &Path) -> anyhow::Result<SweepRequest<EventCell>> {
         let scratch_dir = self
             .scratch_dir
             .clone()
@@ -204,7 +169,7 @@ impl EventArgs {
         if self.gpio.is_some() && self.trigger == TriggerSource::Midi {
             return Err(UsageError(event_message(&EventError::GpioWithMidi)).into());
         }
-        Ok(EventRequest {
+        Ok(SweepRequest {
             cells,
             periods,
             spec,

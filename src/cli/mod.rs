@@ -51,15 +51,15 @@ use clap::{Parser, Subcommand};
 
 // What the rest of the binary names (the command's args and stage-two results it
 // destructures); callers import what they use.
-pub use self::audio::{AudioArgs, BackendName};
+pub use self::audio::{AudioArgs, BackendName, SweepRequest};
 pub use self::bench::BenchArgs;
-pub use self::event::{EventArgs, EventRequest};
+pub use self::event::EventArgs;
 pub use self::jitter::{jitter_config, JitterArgs};
 pub use self::machine::{DevicesArgs, DoctorArgs, LoadWorkerArgs, SuperviseArgs};
 pub use self::net::{NetArgs, NetRequest};
 pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
-pub use self::roundtrip::{LoopArgs, RoundtripArgs, RoundtripRequest};
+pub use self::roundtrip::{LoopArgs, RoundtripArgs};
 pub use self::stored::{
     CompareArgs, ExportArgs, ExportFormat, MetricChoice, ReportArgs, RunRef, RunsArgs, ShowArgs,
     Subject,

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use ::runner::sweep::RoundtripCell;
 use clap::Args;
-use engine::backend::BackendSpec;
 use load::LoadSpec;
 use probes::roundtrip::{RoundtripConfig, RoundtripSetting};
 
-use super::audio::AudioArgs;
+use super::audio::{AudioArgs, SweepRequest};
 use super::values::{
     parse_count_u32, parse_f64, parse_loads, parse_seconds, parse_u32_any, ListOf,
 };
@@ -83,25 +82,10 @@ pub struct RoundtripArgs {
     pub quiet: bool,
 }
 
-/// What `audiolat roundtrip` runs, built once from its flags (stage two).
-#[derive(Debug)]
-pub struct RoundtripRequest {
-    /// The cells of one period (every load, every repeat), in sweep order. The loop
-    /// description and what a device granted are the set-up's and the stream's: the
-    /// sweep fills them in.
-    pub cells: Vec<RoundtripCell>,
-    /// The periods to run, in order (with `--find-min-buffer`, the search's steps).
-    pub periods: Vec<Option<u32>>,
-    /// The backend.
-    pub spec: BackendSpec,
-    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
-    pub scratch_dir: PathBuf,
-}
-
 impl RoundtripArgs {
     /// Stage two: everything `roundtrip` refuses before it starts anything, and what it
     /// runs. `default_scratch` is the database's directory.
-    pub fn request(&self, default_scratch: &Path) -> anyhow::Result<RoundtripRequest> {
+    pub fn request(&self, default_scratch: &Path) -> anyhow::Result<SweepRequest<RoundtripCell>> {
         let scratch_dir = self
             .scratch_dir
             .clone()
@@ -135,22 +119,8 @@ impl RoundtripArgs {
         }
         spec.check_periods(&periods)
             .map_err(|e| UsageError(e.to_string()))?;
-        let cells = self
-            .load
-            .0
-            .iter()
-            .flat_map(|load| {
-                (1..=self.repeat).map(|repeat| RoundtripCell {
-                    config: base.clone(),
-                    load: load.clone(),
-                    repeat,
-                    loop_description: String::new(),
-                    granted: None,
-                })
-            })
-            .collect();
-        Ok(RoundtripRequest {
-            cells,
+        Ok(SweepRequest {
+            cells: ::runner::sweep::roundtrip_cells(&base, &self.load.0, self.repeat),
             periods,
             spec,
             scratch_dir,

@@ -27,25 +27,16 @@ pub(crate) fn server_request(
 
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
-    let crate::cli::EventRequest {
-        cells,
-        periods,
-        spec,
-        scratch_dir: scratch,
-    } = a.request(&ctx.default_scratch())?;
-    let sweep = open_sweep(&spec, periods)?;
-    let store = ctx.open_store()?;
-    let detail = json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
+    let req = a.request(&ctx.default_scratch())?;
+    let (sweep, store) = open_sweep(ctx, &req)?;
+    let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()});
     let group = open_group(ctx, &store, "event", &detail)?;
     let live = SweepLive {
         quiet: a.quiet || a.json,
     };
-    let out = swept(
-        &store,
-        &group,
-        sweep.run(ctx, &store, &group, &cells, &scratch, &live),
-    )?;
+    let run = sweep.run(ctx, &store, &group, &req.cells, &req.scratch_dir, &live);
+    let out = swept(&store, &group, run)?;
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
     if a.json {

@@ -10,25 +10,19 @@ use serde_json::json;
 use std::process::ExitCode;
 
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
-    let crate::cli::RoundtripRequest {
-        cells,
-        periods,
-        spec,
-        scratch_dir: scratch,
-    } = a.request(&ctx.default_scratch())?;
-    let sweep = open_sweep(&spec, periods)?;
-    let store = ctx.open_store()?;
-    let detail =
-        json!({"backend": spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
+    let req = a.request(&ctx.default_scratch())?;
+    let (sweep, store) = open_sweep(ctx, &req)?;
+    let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
     let group = open_group(ctx, &store, "roundtrip", &detail)?;
     let live = SweepLive {
         quiet: a.quiet || a.json,
     };
-    let out = match (a.find_min_buffer, cells.first()) {
+    let scratch = &req.scratch_dir;
+    let out = match (a.find_min_buffer, req.cells.first()) {
         (true, Some(cell)) => {
-            ::runner::min_buffer::search(sweep, ctx, &store, &group, cell, &scratch, &live)
+            ::runner::min_buffer::search(sweep, ctx, &store, &group, cell, scratch, &live)
         }
-        _ => sweep.run(ctx, &store, &group, &cells, &scratch, &live),
+        _ => sweep.run(ctx, &store, &group, &req.cells, scratch, &live),
     };
     let out = swept(&store, &group, out)?;
     let group = group.id();

@@ -3,7 +3,7 @@
 //! on every path by `runner::group::Group`) and a warning when it cannot be closed, and
 //! the exit code of a group. The sweep itself is `runner::sweep`.
 
-use crate::cli::UsageError;
+use crate::cli::{SweepRequest, UsageError};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context};
 use ::runner::group::Group;
@@ -14,24 +14,22 @@ use results::{RunStatus, Store};
 use serde_json::Value;
 use std::process::ExitCode;
 
-/// Opens a sweep's first set-up (`runner::sweep::Sweep::open`); a refusal is a usage
-/// error, before the database is opened.
-pub(crate) fn open_sweep(
-    spec: &engine::backend::BackendSpec,
-    periods: Vec<Option<u32>>,
-) -> Result<Sweep<'_>> {
-    Sweep::open(spec, periods)
+/// Opens a sweep's first set-up (`runner::sweep::Sweep::open`), then the store: a
+/// refusal is a usage error, before the database is opened.
+pub(crate) fn open_sweep<'r, C>(
+    ctx: &Context,
+    req: &'r SweepRequest<C>,
+) -> Result<(Sweep<'r>, Store)> {
+    let sweep = Sweep::open(&req.spec, req.periods.clone())
         .map(|s| s.worded_by(crate::audio::audio_message))
-        .map_err(|e| {
-        match e {
+        .map_err(|e| match e {
             SweepRefused::Setup(e) => UsageError(crate::audio::audio_message(&e)),
             SweepRefused::ExternalServer { server } => UsageError(format!(
                 "--period with several values needs a private server (each period is a new jackd -d dummy), but `{server}` is an external server: use --server dummy, or one --period"
             )),
             other => UsageError(other.to_string()),
-        }
-        .into()
-    })
+        })?;
+    Ok((sweep, ctx.open_store()?))
 }
 
 /// Opens a group of `kind` in `store` for this command line: closed `failed` if it is

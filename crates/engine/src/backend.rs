@@ -40,7 +40,10 @@ use std::time::Duration;
 
 mod build;
 
-pub use build::{BackendKind, SpecError, StreamPurpose, StreamSettings, RATE_RANGE_HZ};
+pub use build::{
+    BackendKind, OptionGroup, SpecError, StreamPurpose, StreamSettings, DEFAULT_PERIODS,
+    RATE_RANGE_HZ,
+};
 
 /// How long a private JACK server may take to answer after it was started.
 pub const SERVER_START_TIMEOUT: Duration = Duration::from_secs(10);

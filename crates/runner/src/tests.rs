@@ -25,6 +25,7 @@ mod cells;
 mod group;
 mod studies;
 mod sweep;
+mod sweep_cells;
 
 /// A run as the in-memory sink holds it.
 #[derive(Default)]

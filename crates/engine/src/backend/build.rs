@@ -1,13 +1,13 @@
 //! Building a [`BackendSpec`] from typed values: the backend, the settings every backend
 //! shares ([`StreamSettings`]) and what the streams are for ([`StreamPurpose`]). Each
-//! backend takes the part of them it uses; the two settings no backend can run (a rate
-//! out of range, playback ports without the port the cable comes back in) are refused
-//! with a [`SpecError`]. Which options belong to which backend is the caller's to check:
-//! it knows how they were given.
+//! backend takes the part of them it uses. What the chosen backend cannot run is refused
+//! with a [`SpecError`]: options that belong to another backend ([`OptionGroup`]), a rate
+//! out of range, playback ports without the port the cable comes back in.
 
 use crate::alsa::setup::AlsaSpec;
 use crate::alsa::stream::SampleFormat;
 use crate::jack::client::JackConfig;
+use crate::jack::server::ServerMode;
 use crate::jack::setup::{JackPorts, JackSpec};
 use crate::virtual_card::setup::{Cable, VirtualSpec};
 
@@ -26,6 +26,20 @@ pub enum BackendKind {
     /// The virtual card.
     Virtual,
 }
+
+impl std::fmt::Display for BackendKind {
+    /// The backend's name, as [`BackendSpec::name`] says it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendKind::Jack => "jack",
+            BackendKind::Alsa => "alsa",
+            BackendKind::Virtual => "virtual",
+        })
+    }
+}
+
+/// Periods in a buffer unless told (ALSA and the virtual card).
+pub const DEFAULT_PERIODS: u32 = 2;
 
 /// The settings every backend shares; each takes the ones it uses.
 #[derive(Clone, Debug)]
@@ -66,9 +80,45 @@ pub enum StreamPurpose {
     },
 }
 
-/// A spec no backend can run.
+/// Options only some backends take, as a spec groups them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionGroup {
+    /// JACK ports: playback ports, a loopback or capture port (JACK only).
+    JackPorts,
+    /// A cable other than [`Cable::PLAIN`], or none (the virtual card only).
+    Cable,
+    /// An ALSA device, capture device or sample format (ALSA only).
+    AlsaDevice,
+    /// Periods in the buffer other than [`DEFAULT_PERIODS`] (not JACK: a server's buffer
+    /// is its own).
+    BufferPeriods,
+    /// A JACK server: a mode other than auto, or a name (not the virtual card).
+    JackServer,
+}
+
+impl std::fmt::Display for OptionGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OptionGroup::JackPorts => "JACK ports",
+            OptionGroup::Cable => "a virtual cable",
+            OptionGroup::AlsaDevice => "an ALSA device or sample format",
+            OptionGroup::BufferPeriods => "periods in the buffer",
+            OptionGroup::JackServer => "a JACK server",
+        })
+    }
+}
+
+/// A spec the chosen backend cannot run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
+    /// Options that belong to another backend than the one chosen.
+    #[error("{options} do not apply to the {backend} backend")]
+    ForeignOptions {
+        /// Which options.
+        options: OptionGroup,
+        /// The backend chosen.
+        backend: BackendKind,
+    },
     /// The rate is outside [`RATE_RANGE_HZ`].
     #[error(
         "a sample rate of {0} Hz is out of range: use one from {min} to {max} Hz",
@@ -84,12 +134,19 @@ pub enum SpecError {
 
 impl BackendSpec {
     /// The spec of `kind`'s streams for `purpose`, with the `settings` that backend
-    /// takes. No side effects: nothing is opened or started.
+    /// takes. No side effects: nothing is opened or started. Options of another backend
+    /// are refused first, in [`OptionGroup`]'s order, then the rate.
     pub fn build(
         kind: BackendKind,
         settings: StreamSettings,
         purpose: StreamPurpose,
     ) -> Result<BackendSpec, SpecError> {
+        if let Some(options) = foreign_options(kind, &settings, &purpose) {
+            return Err(SpecError::ForeignOptions {
+                options,
+                backend: kind,
+            });
+        }
         if let Some(r) = settings.rate_hz {
             if !RATE_RANGE_HZ.contains(&r) {
                 return Err(SpecError::RateOutOfRange(r));
@@ -127,6 +184,54 @@ impl BackendSpec {
     }
 }
 
+/// The first group of options given that `kind` does not take, if any.
+fn foreign_options(
+    kind: BackendKind,
+    settings: &StreamSettings,
+    purpose: &StreamPurpose,
+) -> Option<OptionGroup> {
+    let (jack_ports, cable, capture_device) = match purpose {
+        StreamPurpose::Event {
+            jack,
+            loopback_device,
+        } => (
+            !jack.playback.is_empty() || jack.capture.is_some(),
+            false,
+            loopback_device.is_some(),
+        ),
+        StreamPurpose::Roundtrip {
+            playback,
+            capture,
+            capture_device,
+            cable,
+        } => (
+            !playback.is_empty() || capture.is_some(),
+            *cable != Some(Cable::PLAIN),
+            capture_device.is_some(),
+        ),
+    };
+    let alsa = settings.device.is_some() || settings.format.is_some() || capture_device;
+    let server = settings.server.mode != ServerMode::Auto || settings.server.name.is_some();
+    [
+        (
+            OptionGroup::JackPorts,
+            jack_ports && kind != BackendKind::Jack,
+        ),
+        (OptionGroup::Cable, cable && kind != BackendKind::Virtual),
+        (OptionGroup::AlsaDevice, alsa && kind != BackendKind::Alsa),
+        (
+            OptionGroup::BufferPeriods,
+            settings.periods != DEFAULT_PERIODS && kind == BackendKind::Jack,
+        ),
+        (
+            OptionGroup::JackServer,
+            server && kind == BackendKind::Virtual,
+        ),
+    ]
+    .into_iter()
+    .find_map(|(group, foreign)| foreign.then_some(group))
+}
+
 /// What a JACK client's streams connect to, for `purpose`.
 fn jack_ports(purpose: StreamPurpose) -> Result<JackPorts, SpecError> {
     Ok(match purpose {
@@ -148,11 +253,12 @@ mod tests {
     use super::*;
     use crate::jack::server::ServerMode;
 
+    /// Settings every backend takes: no backend's own options.
     fn settings(rate_hz: Option<u32>) -> StreamSettings {
         StreamSettings {
             rate_hz,
-            periods: 3,
-            device: Some("hw:1".into()),
+            periods: DEFAULT_PERIODS,
+            device: None,
             format: None,
             server: ServerChoice {
                 mode: ServerMode::Auto,
@@ -162,15 +268,13 @@ mod tests {
         }
     }
 
+    /// A round trip with the plain cable and no capture device.
     fn roundtrip(playback: &[&str], capture: Option<&str>) -> StreamPurpose {
         StreamPurpose::Roundtrip {
             playback: playback.iter().map(|p| p.to_string()).collect(),
             capture: capture.map(str::to_string),
-            capture_device: Some("hw:2".into()),
-            cable: Some(Cable {
-                delay_frames: 10.0,
-                gain: 0.5,
-            }),
+            capture_device: None,
+            cable: Some(Cable::PLAIN),
         }
     }
 
@@ -214,7 +318,18 @@ mod tests {
 
     #[test]
     fn each_backend_takes_its_settings() {
-        let alsa = BackendSpec::build(BackendKind::Alsa, settings(None), roundtrip(&[], None));
+        let alsa_settings = StreamSettings {
+            device: Some("hw:1".into()),
+            periods: 3,
+            ..settings(None)
+        };
+        let duplex = StreamPurpose::Roundtrip {
+            playback: Vec::new(),
+            capture: None,
+            capture_device: Some("hw:2".into()),
+            cable: Some(Cable::PLAIN),
+        };
+        let alsa = BackendSpec::build(BackendKind::Alsa, alsa_settings, duplex);
         let Ok(BackendSpec::Alsa(alsa)) = alsa else {
             panic!("an ALSA spec");
         };
@@ -226,11 +341,90 @@ mod tests {
             jack: JackConfig::default(),
             loopback_device: None,
         };
-        let virt = BackendSpec::build(BackendKind::Virtual, settings(None), event);
+        let virt_settings = StreamSettings {
+            periods: 3,
+            ..settings(None)
+        };
+        let virt = BackendSpec::build(BackendKind::Virtual, virt_settings, event);
         let Ok(BackendSpec::Virtual(virt)) = virt else {
             panic!("a virtual spec");
         };
         assert!(virt.cable.is_none());
         assert_eq!(virt.periods, 3);
+    }
+
+    /// Options of another backend are refused with their group and the backend, in
+    /// [`OptionGroup`]'s order and before the rate.
+    #[test]
+    fn options_of_another_backend_are_refused() {
+        let refused = |kind, settings, purpose| match BackendSpec::build(kind, settings, purpose) {
+            Err(SpecError::ForeignOptions { options, backend }) => {
+                assert_eq!(backend, kind);
+                Some(options)
+            }
+            _ => None,
+        };
+        use BackendKind::{Alsa, Jack, Virtual};
+        let ports = || roundtrip(&["a:out"], Some("b:in"));
+        assert_eq!(
+            refused(Alsa, settings(None), ports()),
+            Some(OptionGroup::JackPorts)
+        );
+        assert_eq!(refused(Jack, settings(None), ports()), None);
+        let loopback = StreamPurpose::Event {
+            jack: JackConfig {
+                capture: Some("b:in".into()),
+                ..Default::default()
+            },
+            loopback_device: None,
+        };
+        assert_eq!(
+            refused(Virtual, settings(None), loopback),
+            Some(OptionGroup::JackPorts)
+        );
+        for cable in [
+            None,
+            Some(Cable {
+                delay_frames: 3.0,
+                gain: 1.0,
+            }),
+        ] {
+            let purpose = StreamPurpose::Roundtrip {
+                playback: Vec::new(),
+                capture: None,
+                capture_device: None,
+                cable,
+            };
+            assert_eq!(
+                refused(Jack, settings(None), purpose.clone()),
+                Some(OptionGroup::Cable)
+            );
+            assert_eq!(refused(Virtual, settings(None), purpose), None);
+        }
+        let device = StreamSettings {
+            device: Some("hw:1".into()),
+            ..settings(Some(1))
+        };
+        assert_eq!(
+            refused(Virtual, device.clone(), roundtrip(&[], None)),
+            Some(OptionGroup::AlsaDevice)
+        );
+        assert_eq!(refused(Alsa, device, roundtrip(&[], None)), None);
+        let periods = StreamSettings {
+            periods: 3,
+            ..settings(None)
+        };
+        assert_eq!(
+            refused(Jack, periods.clone(), roundtrip(&[], None)),
+            Some(OptionGroup::BufferPeriods)
+        );
+        assert_eq!(refused(Virtual, periods, roundtrip(&[], None)), None);
+        let mut named = settings(None);
+        named.server.name = Some("studio".into());
+        assert_eq!(
+            refused(Virtual, named.clone(), roundtrip(&[], None)),
+            Some(OptionGroup::JackServer)
+        );
+        assert_eq!(refused(Alsa, named, roundtrip(&[], None)), None);
     }
 }

@@ -18,6 +18,14 @@ pub struct Cable {
     pub gain: f32,
 }
 
+impl Cable {
+    /// The cable a virtual card has unless told: no delay, unity gain.
+    pub const PLAIN: Cable = Cable {
+        delay_frames: 0.0,
+        gain: 1.0,
+    };
+}
+
 /// The virtual card's streams.
 #[derive(Clone, Debug)]
 pub struct VirtualSpec {

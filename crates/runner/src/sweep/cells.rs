@@ -1,10 +1,15 @@
 //! The sweeps' cells: an event cell and a round-trip cell, each measured on an opened
-//! stream as a stored run through the lifecycle ([`crate::run`]).
+//! stream as a stored run through the lifecycle ([`crate::run`]), and the cells of one
+//! period of a sweep built from the lists a sweep is over ([`event_cells`],
+//! [`roundtrip_cells`]).
 
+use dsp::WorkloadKind;
 use engine::audio::Backend;
 use engine::backend::Setup;
 use load::LoadSpec;
+use probes::event::{EventConfig, EventError, NotePolicy};
 use probes::probe::{EventProbe, Probe, RoundtripProbe};
+use probes::roundtrip::RoundtripConfig;
 use results::{RunId, RunStatus};
 use serde_json::Value;
 
@@ -22,6 +27,64 @@ pub struct EventCell {
     pub repeat: u32,
     /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
     pub granted: Option<Value>,
+}
+
+/// The event cells of one period, in sweep order: every policy, then every workload,
+/// every load and every repeat (from 1) of `base`. Repeat `r`'s trigger times are seeded
+/// with `base`'s seed xor `r`. Each configuration is validated: the first refused is the
+/// error.
+pub fn event_cells(
+    base: &EventConfig,
+    policies: &[NotePolicy],
+    workloads: &[WorkloadKind],
+    loads: &[LoadSpec],
+    repeats: u32,
+) -> Result<Vec<EventCell>, EventError> {
+    let mut cells = Vec::new();
+    for &policy in policies {
+        for &workload in workloads {
+            for load in loads {
+                for repeat in 1..=repeats {
+                    let config = EventConfig {
+                        policy,
+                        workload,
+                        seed: base.seed ^ repeat as u64,
+                        ..base.clone()
+                    };
+                    config.validate()?;
+                    cells.push(EventCell {
+                        config,
+                        load: load.clone(),
+                        repeat,
+                        granted: None,
+                    });
+                }
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// The round-trip cells of one period, in sweep order: every load, then every repeat
+/// (from 1) of `config`. The loop's description and what a device granted are the
+/// set-up's and the stream's: the sweep fills them in.
+pub fn roundtrip_cells(
+    config: &RoundtripConfig,
+    loads: &[LoadSpec],
+    repeats: u32,
+) -> Vec<RoundtripCell> {
+    loads
+        .iter()
+        .flat_map(|load| {
+            (1..=repeats).map(|repeat| RoundtripCell {
+                config: config.clone(),
+                load: load.clone(),
+                repeat,
+                loop_description: String::new(),
+                granted: None,
+            })
+        })
+        .collect()
 }
 
 /// The live label of an event run: workload, load, period and note policy.

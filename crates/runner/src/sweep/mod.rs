@@ -27,7 +27,9 @@ use serde_json::Value;
 
 use crate::{Context, Observer, RunError, Watch};
 
-pub use cells::{event_label, EventCell, EventRun, RoundtripCell, RoundtripRun};
+pub use cells::{
+    event_cells, event_label, roundtrip_cells, EventCell, EventRun, RoundtripCell, RoundtripRun,
+};
 
 /// Where a run of a sweep is stored: the sink, the group, the scratch directory.
 #[derive(Clone, Copy)]
