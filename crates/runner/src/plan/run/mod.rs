@@ -323,15 +323,8 @@ fn close(
         .iter()
         .filter(|c| c.status == Some(RunStatus::Complete))
         .count();
-    let status = if complete == cells.len() {
-        RunStatus::Complete
-    } else {
-        crate::group::status(crate::group::GroupEnd {
-            stopped_by_error: tally.plan_error.is_some(),
-            interrupted: ctx.stopped() || cells.iter().any(|c| c.status.is_none()),
-            run_failed: true,
-        })
-    };
+    let statuses: Vec<_> = cells.iter().map(|c| c.status).collect();
+    let status = plan_status(&statuses, ctx.stopped(), tally.plan_error.is_some());
     // Closing writes may use the reserve a full disk leaves (see Store::closing).
     group.close(status)?;
     Ok(Closed {
@@ -339,6 +332,30 @@ fn close(
         cells: cells.len(),
         complete,
     })
+}
+
+/// A plan run's status from its cells' (`None`: not run), as every group's
+/// ([`crate::group::status`]): complete when every cell is; failed when the plan run
+/// could not go on (`plan_error`); else interrupted when it was `stopped`, a cell was
+/// not run or a cell was interrupted (its server went away); else failed.
+fn plan_status(cells: &[Option<RunStatus>], stopped: bool, plan_error: bool) -> RunStatus {
+    if cells.iter().all(|c| *c == Some(RunStatus::Complete)) {
+        return RunStatus::Complete;
+    }
+    let mut end = crate::group::GroupEnd {
+        stopped_by_error: plan_error,
+        interrupted: stopped,
+        run_failed: false,
+    };
+    for cell in cells {
+        match cell {
+            None | Some(RunStatus::Interrupted) => end.interrupted = true,
+            Some(RunStatus::Complete) => {}
+            // Failed, or left running by a cell's process that is gone.
+            Some(_) => end.run_failed = true,
+        }
+    }
+    crate::group::status(end)
 }
 
 /// An error and its causes, as one line (`error: cause: cause`).
