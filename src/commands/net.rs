@@ -72,7 +72,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
     if !(a.threads.quiet || a.threads.json) {
         eprintln!(
             "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
-            a.pads,
+            a.input.pads,
             a.host,
             a.bind,
             report::terminal::fmt_duration(a.duration),
