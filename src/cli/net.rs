@@ -128,10 +128,12 @@ impl NetArgs {
                 self.reference
             },
             warmup: self.warmup,
-            input: {
-                let InputArgs { pads, x, y, pressure } = self.input;
-                netaudio::controller::fixed_input(pads, x, y, pressure)
-            },
+            input: netaudio::controller::fixed_input(
+                self.input.pads,
+                self.input.x,
+                self.input.y,
+                self.input.pressure,
+            ),
             workers: self.workers,
             poll: self.poll,
             host_threads_placed: self.host_cpus.is_some() || self.priority.is_some(),
@@ -219,7 +221,7 @@ impl CellArgs {
 }
 
 /// The controlled input: the pads pressed and where (`net` and `net emulate`).
-#[derive(Debug, Clone, Copy, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct InputArgs {
     /// Pads pressed in the controlled input (0..32; each plays one synth object).
     #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]

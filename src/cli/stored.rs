@@ -66,7 +66,7 @@ pub struct RunsArgs {
     #[arg(long)]
     pub probe: Option<String>,
     /// Only runs with this status (running, complete, interrupted, failed).
-    #[arg(long, value_parser = parse_status)]
+    #[arg(long, value_parser = str::parse::<results::RunStatus>)]
     pub status: Option<results::RunStatus>,
     /// Only runs of this group (e.g. one suite).
     #[arg(long)]
@@ -167,12 +167,6 @@ pub struct ExportArgs {
     /// Write here instead of standard output.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
-}
-
-fn parse_status(s: &str) -> Result<results::RunStatus, String> {
-    results::RunStatus::parse(s).ok_or_else(|| {
-        format!("unknown status '{s}': use running, complete, interrupted or failed")
-    })
 }
 
 fn parse_run_ref(s: &str) -> Result<RunRef, String> {

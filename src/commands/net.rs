@@ -7,7 +7,6 @@ use crate::commands::output::print_json;
 use crate::commands::sweep::{scratch, status_exit};
 use crate::runner::{cells_refusal, run_error, Context};
 use anyhow::Result;
-use serde_json::json;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -38,12 +37,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
             }
         );
     }
-    let config_json = setup.to_json();
-    let info = ::runner::EndRunInfo {
-        role: "respond",
-        config: config_json,
-        qos_requested: json!({"threads": config.policy.to_string()}),
-    };
+    let info = ::runner::EndRunInfo::new("respond", setup.to_json(), config.policy);
     let run = ::runner::end_run(ctx, &store, info, || {
         let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
@@ -79,12 +73,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
             report::terminal::fmt_duration(a.warmup)
         );
     }
-    let config_json = setup.to_json();
-    let info = ::runner::EndRunInfo {
-        role: "emulate",
-        config: config_json,
-        qos_requested: json!({"threads": config.policy.to_string()}),
-    };
+    let info = ::runner::EndRunInfo::new("emulate", setup.to_json(), config.policy);
     let run = ::runner::end_run(ctx, &store, info, || {
             ::runner::net_ends::emulate(ctx, &config, socket, || {
                 format!(
@@ -105,11 +94,10 @@ pub(crate) fn print_net_end(
 ) -> Result<ExitCode> {
     let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
-        print_json(
-            &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
-            "error": run.error,
-            "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
-        )?;
+        print_json(&report::view::net::end_json(
+            &run.view(),
+            run.error.as_deref(),
+        ))?;
     } else if !(nothing && run.error.is_some()) {
         print!("{}", report::view::fresh::net_end_text(&run.view(), db));
     }
