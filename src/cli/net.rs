@@ -93,26 +93,10 @@ pub struct NetArgs {
     pub quiet: bool,
 }
 
-/// What `audiolat net` runs, built once from its flags (stage two).
-#[derive(Debug, Clone)]
-pub struct NetRequest {
-    /// The cells of `--cell` and `--cells`.
-    pub cells: qos::CellSet,
-    /// The measurement, with the load's flood rate.
-    pub config: NetConfig,
-}
-
 impl NetArgs {
-    /// Stage two: the cells and the checked configuration, with the flood the load asks
-    /// for.
-    pub fn request(&self) -> Result<NetRequest, UsageError> {
-        let cells = self.cells.cell_set()?;
-        let config = self.config(&cells)?;
-        Ok(NetRequest { cells, config })
-    }
-
-    /// The configuration from the flags, checked against `cells` and the machine (root
-    /// for `--netns`, `ip` and `tc` installed), with the load's flood.
+    /// Stage two: the configuration from the flags, checked against `cells` (the
+    /// [`CellArgs::cell_set`]) and the machine (root for `--netns`, `ip` and `tc`
+    /// installed), with the load's flood.
     pub fn config(&self, cells: &qos::CellSet) -> Result<NetConfig, UsageError> {
         let host_cell = self
             .cells

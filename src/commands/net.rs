@@ -114,7 +114,8 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         Some(crate::cli::NetRole::Experiment(e)) => return net_experiment(ctx, e),
         None => {}
     }
-    let crate::cli::NetRequest { cells, config } = a.request()?;
+    let cells = a.cells.cell_set()?;
+    let config = a.config(&cells)?;
     let scratch = scratch(ctx, &a.scratch_dir);
     crate::runner::check_net_load(&a.load, &scratch)?;
     let placement = qos::CellPlan {

@@ -115,6 +115,11 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
             "see 'audiolat jitter --help'",
         ),
         (
+            &["runs", "--group", "0"],
+            "'0' is not a group id",
+            "give a whole number above 0",
+        ),
+        (
             &["frobnicate"],
             "unrecognized subcommand 'frobnicate'",
             "see 'audiolat --help'",
