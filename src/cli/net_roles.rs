@@ -208,37 +208,3 @@ pub struct EmulateArgs {
     #[command(flatten)]
     pub threads: NetThreadArgs,
 }
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use crate::cli::{Cli, Command, NetRole};
-
-    fn role(args: &[&str]) -> NetRole {
-        let cli = Cli::try_parse_from(args).expect("the flags parse");
-        match cli.command {
-            Command::Net(a) => a.role.expect("a role"),
-            other => panic!("not net: {other:?}"),
-        }
-    }
-
-    /// The flags reach each end's configuration (the refusals are CLI tests, `errors.rs`).
-    #[test]
-    fn each_end_is_configured_from_its_flags() {
-        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--no-synth"]) else {
-            panic!("not respond")
-        };
-        let (_, c) = r.host_config().unwrap();
-        assert!(!c.synth);
-        assert_eq!(c.warmup_after_first_ns, 1_000_000_000);
-        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "-D", "2s"]) else {
-            panic!("not emulate")
-        };
-        let (_, c) = e.controller_config().unwrap();
-        assert_eq!(
-            c.blocks,
-            netaudio::blocks_in(std::time::Duration::from_secs(2))
-        );
-    }
-}

@@ -10,15 +10,6 @@ use anyhow::Result;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-/// The `audiolat net` configuration from its flags: [`crate::cli::NetArgs::config`],
-/// kept at this path for the plan's cell check.
-pub(crate) fn net_config(
-    a: &crate::cli::NetArgs,
-    cells: &qos::CellSet,
-) -> Result<probes::net::NetConfig, UsageError> {
-    a.config(cells)
-}
-
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
     let (setup, config) = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
