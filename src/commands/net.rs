@@ -15,18 +15,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
     if !(a.threads.quiet || a.threads.json) {
-        eprintln!(
-            "audiolat net respond: listening on {}{}, {}; Ctrl-C ends",
-            a.bind,
-            a.peer
-                .map(|p| format!(", answering {p} only"))
-                .unwrap_or_else(|| ", answering the first sender".into()),
-            if a.no_synth {
-                "answering silence (no synth)".to_string()
-            } else {
-                format!("Migrator synth on {} workers", a.workers)
-            }
-        );
+        eprintln!("audiolat net respond: {}; Ctrl-C ends", setup.summary());
     }
     let info = ::runner::EndRunInfo::new("respond", setup.to_json(), config.policy);
     let run = ::runner::end_run(ctx, &store, info, || {
