@@ -56,13 +56,12 @@ pub use self::bench::BenchArgs;
 pub use self::event::EventArgs;
 pub use self::jitter::{jitter_config, JitterArgs};
 pub use self::machine::{DevicesArgs, DoctorArgs, LoadWorkerArgs, SuperviseArgs};
-pub use self::net::{NetArgs, NetRequest};
+pub use self::net::NetArgs;
 pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
 pub use self::roundtrip::{LoopArgs, RoundtripArgs};
 pub use self::stored::{
-    CompareArgs, ExportArgs, ExportFormat, MetricChoice, ReportArgs, RunRef, RunsArgs, ShowArgs,
-    Subject,
+    CompareArgs, ExportArgs, ExportFormat, ReportArgs, RunRef, RunsArgs, ShowArgs, Subject,
 };
 
 /// A usage error: refused before anything started. Exit code 2.

@@ -36,18 +36,8 @@ pub struct NetArgs {
     /// Warm-up of each phase, answered but not counted (the study's 1 s).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
-    /// Pads pressed in the controlled input (0..32; each plays one synth object).
-    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
-    pub pads: usize,
-    /// The pressed pads' x (0..1: the width of the pitch distribution).
-    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
-    pub x: f32,
-    /// The pressed pads' y (0..1: which of the four pitch tables).
-    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
-    pub y: f32,
-    /// The pressed pads' pressure (0..1: the objects' amplitude).
-    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
-    pub pressure: f32,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Synth worker threads on the host (0: the network thread runs the synth).
     #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
     pub workers: usize,
@@ -56,7 +46,7 @@ pub struct NetArgs {
     /// then sched_yield: a time-triggered cell's jobs). Default: periodic in a
     /// time-triggered cell, block otherwise (a spinning SCHED_FIFO thread is stopped 50 ms
     /// a second by the kernel's RT throttling, even on a dedicated CPU).
-    #[arg(long, value_name = "MODE", value_parser = parse_poll)]
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<netaudio::host::PollMode>)]
     pub poll: Option<netaudio::host::PollMode>,
     /// Scheduling policy of every thread of both ends.
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
@@ -82,15 +72,15 @@ pub struct NetArgs {
     #[command(flatten)]
     pub cells: CellArgs,
     /// Shape the controller-to-host direction to this capacity (Mbit/s; 1G is 1000).
-    #[arg(long, value_name = "RATE", value_parser = parse_mbps)]
+    #[arg(long, value_name = "RATE", value_parser = qos::parse_mbps)]
     pub link: Option<f64>,
     /// Guarantee the audio flow this much of the link (Mbit/s).
-    #[arg(long, value_name = "RATE", value_parser = parse_mbps, requires = "link")]
+    #[arg(long, value_name = "RATE", value_parser = qos::parse_mbps, requires = "link")]
     pub reserve: Option<f64>,
     /// Who shapes the link and keeps the reservation: tc (the kernel's HTB on the veth
     /// link; needs --netns) or mclock (audiolat's own user-level network service: FIFO
     /// without --reserve, mClock with).
-    #[arg(long, value_name = "HOW", default_value = "tc", value_parser = parse_reserve_by)]
+    #[arg(long, value_name = "HOW", default_value = "tc", value_parser = str::parse::<probes::net::ReserveBy>)]
     pub reserve_by: probes::net::ReserveBy,
     /// Directory for the io load's files (default: the database's directory).
     #[arg(long, value_name = "DIR")]
@@ -103,26 +93,10 @@ pub struct NetArgs {
     pub quiet: bool,
 }
 
-/// What `audiolat net` runs, built once from its flags (stage two).
-#[derive(Debug, Clone)]
-pub struct NetRequest {
-    /// The cells of `--cell` and `--cells`.
-    pub cells: qos::CellSet,
-    /// The measurement, with the load's flood rate.
-    pub config: NetConfig,
-}
-
 impl NetArgs {
-    /// Stage two: the cells and the checked configuration, with the flood the load asks
-    /// for.
-    pub fn request(&self) -> Result<NetRequest, UsageError> {
-        let cells = self.cells.cell_set()?;
-        let config = self.config(&cells)?;
-        Ok(NetRequest { cells, config })
-    }
-
-    /// The configuration from the flags, checked against `cells` and the machine (root
-    /// for `--netns`, `ip` and `tc` installed), with the load's flood.
+    /// Stage two: the configuration from the flags, checked against `cells` (the
+    /// [`CellArgs::cell_set`]) and the machine (root for `--netns`, `ip` and `tc`
+    /// installed), with the load's flood.
     pub fn config(&self, cells: &qos::CellSet) -> Result<NetConfig, UsageError> {
         let host_cell = self
             .cells
@@ -138,7 +112,12 @@ impl NetArgs {
                 self.reference
             },
             warmup: self.warmup,
-            input: netaudio::controller::fixed_input(self.pads, self.x, self.y, self.pressure),
+            input: netaudio::controller::fixed_input(
+                self.input.pads,
+                self.input.x,
+                self.input.y,
+                self.input.pressure,
+            ),
             workers: self.workers,
             poll: self.poll,
             host_threads_placed: self.host_cpus.is_some() || self.priority.is_some(),
@@ -153,7 +132,7 @@ impl NetArgs {
         };
         let config = setup.config().map_err(net_usage)?;
         Ok(NetConfig {
-            policy: net_policy(self)?,
+            policy: thread_policy(self.policy, self.priority)?,
             host_cpus: cpu_list("--host-cpus", &self.host_cpus)?,
             controller_cpus: cpu_list("--controller-cpus", &self.controller_cpus)?,
             ..config
@@ -225,26 +204,31 @@ impl CellArgs {
     }
 }
 
-pub(super) fn parse_mbps(s: &str) -> Result<f64, String> {
-    qos::parse_mbps(s)
+/// The controlled input: the pads pressed and where (`net` and `net emulate`).
+#[derive(Debug, Clone, Args)]
+pub struct InputArgs {
+    /// Pads pressed in the controlled input (0..32; each plays one synth object).
+    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
+    pub pads: usize,
+    /// The pressed pads' x (0..1: the width of the pitch distribution).
+    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub x: f32,
+    /// The pressed pads' y (0..1: which of the four pitch tables).
+    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub y: f32,
+    /// The pressed pads' pressure (0..1: the objects' amplitude).
+    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
+    pub pressure: f32,
 }
 
-pub(super) fn parse_reserve_by(s: &str) -> Result<probes::net::ReserveBy, String> {
-    match s {
-        "tc" => Ok(probes::net::ReserveBy::Tc),
-        "mclock" => Ok(probes::net::ReserveBy::Service),
-        _ => Err("use tc or mclock".into()),
-    }
-}
-
-pub(super) fn parse_pads(s: &str) -> Result<usize, String> {
+fn parse_pads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n <= 32 => Ok(n),
         _ => Err("use 0 to 32 pads (the controller has 32)".into()),
     }
 }
 
-pub(super) fn parse_unit(s: &str) -> Result<f32, String> {
+fn parse_unit(s: &str) -> Result<f32, String> {
     let v = parse_f64(s)?;
     if !(0.0..=1.0).contains(&v) {
         return Err("use a value from 0 to 1".into());
@@ -263,45 +247,16 @@ pub(super) fn parse_workers(s: &str) -> Result<usize, String> {
     }
 }
 
-pub(super) fn parse_poll(s: &str) -> Result<netaudio::host::PollMode, String> {
-    match s {
-        "block" => Ok(netaudio::host::PollMode::Block),
-        "spin" => Ok(netaudio::host::PollMode::Spin),
-        "periodic" => Ok(netaudio::host::PollMode::Periodic),
-        _ => Err("use block, spin or periodic".into()),
-    }
-}
-
-/// The scheduling policy of `audiolat net`'s threads.
-pub fn net_policy(a: &NetArgs) -> Result<Policy, UsageError> {
-    thread_policy(a.policy, a.priority)
-}
-
-/// The scheduling policy of one end's threads.
-pub fn thread_policy(name: SchedClass, priority: Option<i64>) -> Result<Policy, UsageError> {
-    let a = NetPolicyArgs {
-        policy: name,
-        priority,
-    };
-    if a.policy == SchedClass::Deadline {
+/// The scheduling policy of one end's threads (fifo and rr at priority 70 unless told).
+pub fn thread_policy(class: SchedClass, priority: Option<i64>) -> Result<Policy, UsageError> {
+    if class == SchedClass::Deadline {
         return Err(UsageError(
             "--policy deadline is not for net's threads (they poll or wait on packets, not on a period): use fifo, rr or other".into(),
         ));
     }
-    policy(
-        a.policy,
-        a.priority.or(match a.policy {
-            SchedClass::Fifo | SchedClass::RoundRobin => Some(70),
-            _ => None,
-        }),
-        1_000_000,
-        0.0,
-        None,
-        None,
-    )
-}
-
-struct NetPolicyArgs {
-    policy: SchedClass,
-    priority: Option<i64>,
+    let priority = priority.or(match class {
+        SchedClass::Fifo | SchedClass::RoundRobin => Some(70),
+        _ => None,
+    });
+    policy(class, priority, 1_000_000, 0.0, None, None)
 }

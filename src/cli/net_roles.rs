@@ -12,7 +12,7 @@ use netaudio::controller::ControllerConfig;
 use netaudio::ends::{ControllerSetup, EndConfigError, HostSetup};
 use netaudio::host::HostConfig;
 
-use super::net::{parse_mbps, parse_pads, parse_poll, parse_unit, parse_workers, thread_policy};
+use super::net::{parse_workers, thread_policy, InputArgs};
 use super::values::{cpu_list, parse_i64, parse_seconds};
 use super::UsageError;
 
@@ -42,7 +42,7 @@ pub struct ExperimentArgs {
     #[arg(long, value_name = "CPU", allow_hyphen_values = true, value_parser = parse_count_or_zero)]
     pub cpu: Option<usize>,
     /// The link's capacity in the bandwidth experiment (Mbit/s; the study's 1G).
-    #[arg(long, value_name = "RATE", default_value = "1000", value_parser = parse_mbps)]
+    #[arg(long, value_name = "RATE", default_value = "1000", value_parser = qos::parse_mbps)]
     pub link: f64,
     /// Who reserves in the bandwidth experiment: tc, mclock or both.
     #[arg(long, value_name = "HOW", default_value = "both", value_parser = ["tc", "mclock", "both"])]
@@ -93,10 +93,10 @@ impl EmulateArgs {
             bind: self.bind,
             duration: self.duration,
             warmup: self.warmup,
-            pads: self.pads,
-            x: self.x,
-            y: self.y,
-            pressure: self.pressure,
+            pads: self.input.pads,
+            x: self.input.x,
+            y: self.input.y,
+            pressure: self.input.pressure,
             policy: thread_policy(self.threads.policy, self.threads.priority)?,
             cpus: cpu_list("--cpus", &self.threads.cpus)?,
         })
@@ -183,7 +183,7 @@ pub struct RespondArgs {
     #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
     pub workers: usize,
     /// How the network thread waits: block or spin.
-    #[arg(long, value_name = "MODE", default_value = "block", value_parser = parse_poll)]
+    #[arg(long, value_name = "MODE", default_value = "block", value_parser = str::parse::<netaudio::host::PollMode>)]
     pub poll: netaudio::host::PollMode,
     #[command(flatten)]
     pub threads: NetThreadArgs,
@@ -203,69 +203,8 @@ pub struct EmulateArgs {
     /// Warm-up, sent but not counted.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
-    /// Pads pressed (0..32).
-    #[arg(long, value_name = "N", default_value_t = 8, allow_hyphen_values = true, value_parser = parse_pads)]
-    pub pads: usize,
-    /// The pressed pads' x (0..1).
-    #[arg(long, value_name = "X", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
-    pub x: f32,
-    /// The pressed pads' y (0..1).
-    #[arg(long, value_name = "Y", default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_unit)]
-    pub y: f32,
-    /// The pressed pads' pressure (0..1).
-    #[arg(long, value_name = "P", default_value_t = 0.8, allow_hyphen_values = true, value_parser = parse_unit)]
-    pub pressure: f32,
+    #[command(flatten)]
+    pub input: InputArgs,
     #[command(flatten)]
     pub threads: NetThreadArgs,
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use crate::cli::{Cli, Command, NetRole};
-
-    fn role(args: &[&str]) -> NetRole {
-        let cli = Cli::try_parse_from(args).expect("the flags parse");
-        match cli.command {
-            Command::Net(a) => a.role.expect("a role"),
-            other => panic!("not net: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_host_away_from_loopback_needs_its_peer() {
-        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--bind", "10.0.0.1:9700"])
-        else {
-            panic!("not respond")
-        };
-        let e = r.host_config().unwrap_err();
-        assert!(
-            e.0.starts_with("--bind 10.0.0.1:9700: away from loopback"),
-            "{e}"
-        );
-        let NetRole::Respond(r) = role(&["audiolat", "net", "respond", "--no-synth"]) else {
-            panic!("not respond")
-        };
-        let (_, c) = r.host_config().unwrap();
-        assert!(!c.synth);
-        assert_eq!(c.warmup_after_first_ns, 1_000_000_000);
-    }
-
-    #[test]
-    fn a_controller_names_its_host() {
-        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "--host", "0.0.0.0:9700"])
-        else {
-            panic!("not emulate")
-        };
-        assert!(e.controller_config().is_err());
-        let NetRole::Emulate(e) = role(&["audiolat", "net", "emulate", "-D", "2s"]) else {
-            panic!("not emulate")
-        };
-        let (_, c) = e.controller_config().unwrap();
-        assert_eq!(
-            c.blocks,
-            netaudio::blocks_in(std::time::Duration::from_secs(2))
-        );
-    }
 }

@@ -41,38 +41,3 @@ pub fn policy(
         })
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::values::parse_rate;
-
-    #[test]
-    fn rate_and_priority_validation() {
-        assert!(parse_rate("0").is_err());
-        assert!(parse_rate("-5").is_err());
-        assert_eq!(parse_rate("2048").unwrap(), 2048.0);
-        assert_eq!(
-            policy(SchedClass::RoundRobin, Some(0), 1_000_000, 0.0, None, None)
-                .unwrap_err()
-                .to_string(),
-            "--priority 0 is out of range for SCHED_RR: use 1..99"
-        );
-        assert_eq!(
-            policy(SchedClass::Idle, Some(5), 1_000_000, 0.0, None, None)
-                .unwrap_err()
-                .to_string(),
-            "--priority 5 has no meaning for SCHED_IDLE: use --policy fifo or rr to set a priority"
-        );
-        assert!(policy(SchedClass::Fifo, Some(100), 1_000_000, 0.0, None, None).is_err());
-        assert!(policy(SchedClass::Other, Some(10), 1_000_000, 0.0, None, None).is_err());
-        assert_eq!(
-            policy(SchedClass::Deadline, None, 1_000_000, 50.0, None, None).unwrap(),
-            Policy::Deadline {
-                runtime_ns: 600_000,
-                deadline_ns: 1_000_000,
-                period_ns: 1_000_000
-            }
-        );
-    }
-}

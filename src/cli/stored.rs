@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use report::compare::MetricChoice;
 
 /// What a report or comparison is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub struct RunsArgs {
     #[arg(long)]
     pub probe: Option<String>,
     /// Only runs with this status (running, complete, interrupted, failed).
-    #[arg(long, value_parser = parse_status)]
+    #[arg(long, value_parser = str::parse::<results::RunStatus>)]
     pub status: Option<results::RunStatus>,
     /// Only runs of this group (e.g. one suite).
     #[arg(long)]
@@ -95,19 +96,9 @@ impl RunsArgs {
     }
 }
 
-/// Which metrics `compare` compares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetricChoice {
-    /// Every metric the runs have (`--all-metrics`).
-    All,
-    /// Each probe's main one (no `--metric`).
-    Headline,
-    /// These (`--metric`, repeated).
-    These(Vec<String>),
-}
-
 impl CompareArgs {
-    /// Stage two: which metrics to compare.
+    /// Stage two: which metrics to compare (`--all-metrics`, no `--metric`: the
+    /// headlines, or each `--metric`).
     pub fn metrics(&self) -> MetricChoice {
         if self.all_metrics {
             MetricChoice::All
@@ -169,12 +160,6 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-fn parse_status(s: &str) -> Result<results::RunStatus, String> {
-    results::RunStatus::parse(s).ok_or_else(|| {
-        format!("unknown status '{s}': use running, complete, interrupted or failed")
-    })
-}
-
 fn parse_run_ref(s: &str) -> Result<RunRef, String> {
     if s == "last" {
         return Ok(RunRef::Last);
@@ -182,69 +167,4 @@ fn parse_run_ref(s: &str) -> Result<RunRef, String> {
     s.parse::<results::RunId>()
         .map(RunRef::Id)
         .map_err(|_| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::MetricChoice;
-    use crate::cli::{Cli, Command};
-
-    fn metrics(args: &[&str]) -> MetricChoice {
-        match Cli::try_parse_from(args).expect("the flags parse").command {
-            Command::Compare(a) => a.metrics(),
-            other => panic!("not compare: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn compare_metrics() {
-        assert_eq!(
-            metrics(&["audiolat", "compare", "1", "2"]),
-            MetricChoice::Headline
-        );
-        assert_eq!(
-            metrics(&["audiolat", "compare", "1", "2", "--all-metrics"]),
-            MetricChoice::All
-        );
-        assert_eq!(
-            metrics(&["audiolat", "compare", "1", "2", "--metric", "a", "--metric", "b"]),
-            MetricChoice::These(vec!["a".into(), "b".into()])
-        );
-    }
-
-    #[test]
-    fn runs_filter() {
-        let Command::Runs(a) =
-            Cli::try_parse_from(["audiolat", "runs", "--probe", "jitter", "-n", "3"])
-                .expect("the flags parse")
-                .command
-        else {
-            panic!("not runs")
-        };
-        let f = a.filter();
-        assert_eq!(f.probe.as_deref(), Some("jitter"));
-        assert_eq!(f.limit, Some(3));
-        assert_eq!(f.group_id, None);
-    }
-
-    #[test]
-    fn ids_parse_into_their_types() {
-        let Command::Runs(a) = Cli::try_parse_from(["audiolat", "runs", "--group", "3"])
-            .expect("the flags parse")
-            .command
-        else {
-            panic!("not runs")
-        };
-        assert_eq!(a.filter().group_id, Some(results::GroupId(3)));
-        assert!(Cli::try_parse_from(["audiolat", "runs", "--group", "0"]).is_err());
-        let Command::Show(s) = Cli::try_parse_from(["audiolat", "show", "12"])
-            .expect("the run parses")
-            .command
-        else {
-            panic!("not show")
-        };
-        assert_eq!(s.run, super::RunRef::Id(results::RunId(12)));
-    }
 }

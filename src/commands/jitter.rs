@@ -27,21 +27,8 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     )
     .map_err(run_error)?;
     if let Some(path) = &req.histfile {
-        let overflow_cycles: Vec<u64> = run
-            .outcome
-            .recorded
-            .overflows
-            .iter()
-            .map(|o| o.cycle)
-            .collect();
-        std::fs::write(
-            path,
-            results::export::cyclictest_histogram(
-                &run.outcome.recorded.histograms.latency,
-                &overflow_cycles,
-            ),
-        )
-        .with_context(|| format!("writing --histfile {}", path.display()))?;
+        std::fs::write(path, run.outcome.cyclictest_histogram())
+            .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
     if req.json {
         print_json(&report::view::jitter::json(&run.view()))?;

@@ -7,43 +7,17 @@ use crate::commands::output::print_json;
 use crate::commands::sweep::{scratch, status_exit};
 use crate::runner::{cells_refusal, run_error, Context};
 use anyhow::Result;
-use serde_json::json;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
-
-/// The `audiolat net` configuration from its flags: [`crate::cli::NetArgs::config`],
-/// kept at this path for the plan's cell check.
-pub(crate) fn net_config(
-    a: &crate::cli::NetArgs,
-    cells: &qos::CellSet,
-) -> Result<probes::net::NetConfig, UsageError> {
-    a.config(cells)
-}
 
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
     let (setup, config) = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
     if !(a.threads.quiet || a.threads.json) {
-        eprintln!(
-            "audiolat net respond: listening on {}{}, {}; Ctrl-C ends",
-            a.bind,
-            a.peer
-                .map(|p| format!(", answering {p} only"))
-                .unwrap_or_else(|| ", answering the first sender".into()),
-            if a.no_synth {
-                "answering silence (no synth)".to_string()
-            } else {
-                format!("Migrator synth on {} workers", a.workers)
-            }
-        );
+        eprintln!("audiolat net respond: {}; Ctrl-C ends", setup.summary());
     }
-    let config_json = setup.to_json();
-    let info = ::runner::EndRunInfo {
-        role: "respond",
-        config: config_json,
-        qos_requested: json!({"threads": config.policy.to_string()}),
-    };
+    let info = ::runner::EndRunInfo::new("respond", setup.to_json(), config.policy);
     let run = ::runner::end_run(ctx, &store, info, || {
         let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
@@ -72,19 +46,14 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
     if !(a.threads.quiet || a.threads.json) {
         eprintln!(
             "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
-            a.pads,
+            a.input.pads,
             a.host,
             a.bind,
             report::terminal::fmt_duration(a.duration),
             report::terminal::fmt_duration(a.warmup)
         );
     }
-    let config_json = setup.to_json();
-    let info = ::runner::EndRunInfo {
-        role: "emulate",
-        config: config_json,
-        qos_requested: json!({"threads": config.policy.to_string()}),
-    };
+    let info = ::runner::EndRunInfo::new("emulate", setup.to_json(), config.policy);
     let run = ::runner::end_run(ctx, &store, info, || {
             ::runner::net_ends::emulate(ctx, &config, socket, || {
                 format!(
@@ -105,11 +74,10 @@ pub(crate) fn print_net_end(
 ) -> Result<ExitCode> {
     let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
-        print_json(
-            &json!({"run_id": run.run_id, "status": run.status, "flags": run.flags, "result": run.result,
-            "error": run.error,
-            "measurements": run.measurements.iter().map(report::view::measurement_summary_json).collect::<Vec<_>>()}),
-        )?;
+        print_json(&report::view::net::end_json(
+            &run.view(),
+            run.error.as_deref(),
+        ))?;
     } else if !(nothing && run.error.is_some()) {
         print!("{}", report::view::fresh::net_end_text(&run.view(), db));
     }
@@ -126,7 +94,8 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         Some(crate::cli::NetRole::Experiment(e)) => return net_experiment(ctx, e),
         None => {}
     }
-    let crate::cli::NetRequest { cells, config } = a.request()?;
+    let cells = a.cells.cell_set()?;
+    let config = a.config(&cells)?;
     let scratch = scratch(ctx, &a.scratch_dir);
     crate::runner::check_net_load(&a.load, &scratch)?;
     let placement = qos::CellPlan {

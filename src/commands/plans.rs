@@ -11,7 +11,6 @@ use results::Store;
 use runner::plan::{self as plan_run, Plan, PlanRun, PlanRunEnd, PlanRunError, PlanRunSummary};
 
 use crate::cli::{Cli, Command, PlanRunArgs, UsageError};
-use crate::commands::net::net_config;
 use crate::commands::sweep::status_exit;
 use crate::plan::{CliCells, Progress};
 use crate::runner::Context;
@@ -65,7 +64,7 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
                 return Err("a plan runs `audiolat net` itself, not its experiment, respond or emulate roles".into());
             }
             let cells = a.cells.cell_set().map_err(|e| e.to_string())?;
-            let config = net_config(a, &cells).map_err(|e| e.to_string())?;
+            let config = a.config(&cells).map_err(|e| e.to_string())?;
             crate::runner::check_net_load(&a.load, &scratch).map_err(msg)?;
             let placement = qos::CellPlan {
                 cells,

@@ -1,6 +1,6 @@
 //! The commands that read what is stored: `runs`, `show`, `export`, `report`, `compare`.
 
-use crate::cli::{ExportFormat, MetricChoice, RunRef, UsageError};
+use crate::cli::{ExportFormat, RunRef, UsageError};
 use crate::commands::output::{check_output_path, print_json};
 use crate::runner::{tool_info, Context};
 use anyhow::{Context as _, Result};
@@ -59,16 +59,10 @@ pub(crate) fn show(ctx: &Context, a: &crate::cli::ShowArgs) -> Result<ExitCode> 
     if a.json {
         print_json(&report::view::stored::run_json(&store, &run)?)?;
     } else {
-        let measurements = store.measurements(run.id)?;
-        let counts = store.event_counts(run.id)?;
-        let events = store.events(run.id, Some(a.events))?;
-        let view = results::RunView::from_stored(
-            &run,
-            &measurements,
-            store.events(run.id, None)?,
-            store.triggers(run.id)?,
+        print!(
+            "{}",
+            report::view::stored::run_text(&store, &run, a.events)?
         );
-        print!("{}", report::view::run::text(&run, &view, &counts, &events));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -151,11 +145,7 @@ pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<Exit
     let store = ctx.open_existing_store()?;
     let da = report::gather::subjects(&store, &gather(&store, &[a.a])?, &tool_info())?;
     let db = report::gather::subjects(&store, &gather(&store, &[a.b])?, &tool_info())?;
-    let metrics = match a.metrics() {
-        MetricChoice::All => Vec::new(),
-        MetricChoice::Headline => report::compare::headline_metrics(&da, &db),
-        MetricChoice::These(metrics) => metrics,
-    };
+    let metrics = a.metrics().metrics(&da, &db);
     let rows = report::compare::compare(&da, &db, &metrics);
     if a.json {
         print_json(&report::compare::json(&da, &db, &rows, &metrics))?;

@@ -39,6 +39,16 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
             "use 1..99",
         ),
         (
+            &["jitter", "--policy", "rr", "--priority", "0"],
+            "--priority 0 is out of range for SCHED_RR: use 1..99",
+            "use 1..99",
+        ),
+        (
+            &["jitter", "--policy", "idle", "--priority", "5"],
+            "--priority 5 has no meaning for SCHED_IDLE: use --policy fifo or rr to set a priority",
+            "use --policy fifo or rr",
+        ),
+        (
             &["jitter", "--policy", "other", "--priority", "5"],
             "no meaning for SCHED_OTHER",
             "use --policy fifo or rr",
@@ -103,6 +113,11 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
             &["jitter", "--frobnicate"],
             "unexpected argument '--frobnicate'",
             "see 'audiolat jitter --help'",
+        ),
+        (
+            &["runs", "--group", "0"],
+            "'0' is not a group id",
+            "give a whole number above 0",
         ),
         (
             &["frobnicate"],
@@ -283,6 +298,10 @@ fn net_bad_input_is_one_line_with_the_fix() {
             "give --peer",
         ),
         (
+            vec!["net", "respond", "--bind", "10.0.0.1:9700"],
+            "error: --bind 10.0.0.1:9700: away from loopback",
+        ),
+        (
             vec!["net", "--workers", "1000"],
             "would spin against each other",
         ),
@@ -298,6 +317,10 @@ fn net_bad_input_is_one_line_with_the_fix() {
         (
             vec!["net", "emulate", "--host", "0.0.0.0:0"],
             "name the host's address",
+        ),
+        (
+            vec!["net", "emulate", "--host", "0.0.0.0:9700"],
+            "--host 0.0.0.0:9700: name the host's address and port",
         ),
     ] {
         let out = run(&db, &args);

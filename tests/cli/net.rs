@@ -250,6 +250,37 @@ fn net_respond_and_emulate_talk_across_processes() {
     );
 }
 
+/// Each end's flags reach the setup it stores (what a setup configures is
+/// `netaudio::ends`'s unit tests): `--no-synth` and the default 1 s warm-up, `-D`.
+#[test]
+fn each_end_stores_the_setup_its_flags_ask_for() {
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("setups.db");
+    let respond = [
+        "net",
+        "respond",
+        "--no-synth",
+        "-D",
+        "200ms",
+        "--bind",
+        "127.0.0.1:19726",
+    ];
+    let out = run(&db, &[&respond[..], &["--quiet"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let emulate = ["net", "emulate", "-D", "2s", "--warmup", "100ms", "--quiet"];
+    let to = ["--host", "127.0.0.1:19727", "--bind", "127.0.0.1:19728"];
+    let out = run(&db, &[&emulate[..], &to].concat());
+    assert_eq!(out.code, 1, "nobody answers: {}", out.stderr);
+    let store = Store::open_existing(&db).unwrap();
+    let host = store.run(results::RunId(1)).unwrap().config;
+    assert_eq!(
+        (&host["synth"], &host["warmup_s"]),
+        (&Value::from(false), &Value::from(1.0))
+    );
+    let controller = store.run(results::RunId(2)).unwrap().config;
+    assert_eq!(controller["duration_s"], 2.0, "{controller}");
+}
+
 /// The stored result of the newest net run of `role`.
 fn store_result(db: &std::path::Path, role: &str) -> Value {
     let store = Store::open_existing(db).unwrap();

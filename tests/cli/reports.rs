@@ -167,6 +167,42 @@ fn compare_says_whether_a_change_exceeds_the_noise_of_the_repeats() {
     // 960 more frames of period at 48 kHz: the buffer alone adds 40 ms.
     assert!(mean["delta"].as_f64().unwrap() > 20e6, "{mean}");
     assert_eq!(mean["verdict"], "exceeds noise", "{mean}");
+    // Without --metric each probe's headline; --all-metrics every one; --metric these.
+    let metrics_of = |v: &serde_json::Value| {
+        let mut m: Vec<String> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["metric"].as_str().unwrap().to_string())
+            .collect();
+        m.dedup();
+        m
+    };
+    assert_eq!(metrics_of(&v), ["event_latency"]);
+    let all = metrics_of(&run_json(
+        &db,
+        &["compare", "group:1", "group:2", "--all-metrics", "--json"],
+    ));
+    let other = all
+        .iter()
+        .find(|m| *m != "event_latency")
+        .expect("more than the headline");
+    let args = [
+        "compare",
+        "group:1",
+        "group:2",
+        "--metric",
+        other,
+        "--metric",
+        "event_latency",
+        "--json",
+    ];
+    let mut these = metrics_of(&run_json(&db, &args));
+    these.sort();
+    these.dedup();
+    let mut want = vec![other.clone(), "event_latency".to_string()];
+    want.sort();
+    assert_eq!(these, want);
     let same = run_json(&db, &["compare", "group:1", "group:1", "--json"]);
     for r in same["rows"].as_array().unwrap() {
         assert_eq!(r["verdict"], "within noise", "{r}");
@@ -338,6 +374,10 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
             .collect();
         assert_eq!(row[row.len() - 3..], ["-", "-", "-"], "run {id}: {row:?}");
     }
+    // The filter flags reach the store's query: a probe and a limit.
+    let nets = run_json(&db, &["runs", "--probe", "net", "-n", "1", "--json"]);
+    assert_eq!(nets.as_array().unwrap().len(), 1, "{nets}");
+    assert_eq!(nets[0]["probe"], "net", "{nets}");
     let listed = run_json(&db, &["runs", "--json"]);
     for r in listed.as_array().unwrap() {
         if r["id"] != jitter.get() {

@@ -136,6 +136,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("10s", "s").unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            parse_duration("500ms", "s").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            parse_duration("488", "us").unwrap(),
+            Duration::from_micros(488)
+        );
+        assert_eq!(
+            parse_duration("1.5m", "s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert!(parse_duration("-1s", "s").is_err());
+        assert!(parse_duration("0", "s").is_err());
+        assert!(parse_duration("10 parsecs", "s").is_err());
+        assert!(parse_duration("abc", "s").is_err());
+    }
+
+    #[test]
     fn monotonic_never_goes_back() {
         let mut last = monotonic_ns();
         for _ in 0..10_000 {

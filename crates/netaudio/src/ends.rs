@@ -73,6 +73,19 @@ impl HostSetup {
         })
     }
 
+    /// One line of what the host does: where it listens, whom it answers and with what.
+    pub fn summary(&self) -> String {
+        let answering = match self.peer {
+            Some(p) => format!("answering {p} only"),
+            None => "answering the first sender".into(),
+        };
+        let with = match self.synth {
+            true => format!("Migrator synth on {} workers", self.workers),
+            false => "answering silence (no synth)".into(),
+        };
+        format!("listening on {}, {answering}, {with}", self.bind)
+    }
+
     /// The description stored with the run (`role` "respond"; times in seconds, the
     /// deadline in ns).
     pub fn to_json(&self) -> Value {
@@ -161,6 +174,10 @@ mod tests {
         let near = host_setup("127.0.0.1:9700").config().unwrap();
         assert_eq!(near.warmup_after_first_ns, 1_000_000_000);
         assert!(!near.synth);
+        assert_eq!(
+            far.summary(),
+            "listening on 10.0.0.1:9700, answering the first sender, answering silence (no synth)"
+        );
         let described = host_setup("127.0.0.1:9700").to_json();
         assert_eq!(described["role"], "respond");
         assert!(described["duration_s"].is_null());

@@ -54,6 +54,20 @@ impl std::fmt::Display for PollMode {
     }
 }
 
+impl std::str::FromStr for PollMode {
+    type Err = String;
+
+    /// `block`, `spin` or `periodic` (the [`Display`](std::fmt::Display) spelling).
+    fn from_str(s: &str) -> Result<PollMode, String> {
+        match s {
+            "block" => Ok(PollMode::Block),
+            "spin" => Ok(PollMode::Spin),
+            "periodic" => Ok(PollMode::Periodic),
+            _ => Err("use block, spin or periodic".into()),
+        }
+    }
+}
+
 /// What the host does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostConfig {
@@ -595,5 +609,21 @@ fn idle(poll: PollMode, batch: &mut RecvBatch, offset_refreshed: &mut u64) {
             libc::sched_yield();
         },
         PollMode::Block => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PollMode;
+
+    #[test]
+    fn poll_modes_parse_their_own_spelling() {
+        for mode in [PollMode::Block, PollMode::Spin, PollMode::Periodic] {
+            assert_eq!(mode.to_string().parse::<PollMode>(), Ok(mode));
+        }
+        assert_eq!(
+            "busy".parse::<PollMode>(),
+            Err("use block, spin or periodic".into())
+        );
     }
 }

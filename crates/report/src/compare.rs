@@ -182,6 +182,28 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
+/// Which metrics a comparison covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricChoice {
+    /// Every metric the runs have.
+    All,
+    /// Each probe's main one ([`headline_metrics`]).
+    Headline,
+    /// These.
+    These(Vec<String>),
+}
+
+impl MetricChoice {
+    /// The metric list [`compare`] takes for `a` against `b` (empty: all of them).
+    pub fn metrics(self, a: &ReportData, b: &ReportData) -> Vec<String> {
+        match self {
+            MetricChoice::All => Vec::new(),
+            MetricChoice::Headline => headline_metrics(a, b),
+            MetricChoice::These(metrics) => metrics,
+        }
+    }
+}
+
 /// The metrics a comparison shows by default: each run's headline (its probe's main
 /// metric), on either side.
 pub fn headline_metrics(a: &ReportData, b: &ReportData) -> Vec<String> {
@@ -591,5 +613,14 @@ mod tests {
         let mean = rows.iter().find(|r| r.statistic == "mean").unwrap();
         assert_eq!(mean.verdict(), "noise unknown");
         assert!((mean.delta_percent().unwrap() - 20.0).abs() < 0.5);
+    }
+
+    #[test]
+    fn a_metric_choice_names_the_metrics_compare_takes() {
+        let (a, b) = (side(&[5_000_000]), side(&[6_000_000]));
+        assert_eq!(MetricChoice::Headline.metrics(&a, &b), ["event_latency"]);
+        assert!(MetricChoice::All.metrics(&a, &b).is_empty());
+        let these = MetricChoice::These(vec!["a".into()]);
+        assert_eq!(these.metrics(&a, &b), ["a"]);
     }
 }

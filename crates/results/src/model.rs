@@ -56,6 +56,17 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
+impl std::str::FromStr for RunStatus {
+    type Err = String;
+
+    /// The stored spelling ([`RunStatus::parse`]), refused with the four to choose from.
+    fn from_str(s: &str) -> Result<RunStatus, String> {
+        RunStatus::parse(s).ok_or_else(|| {
+            format!("unknown status '{s}': use running, complete, interrupted or failed")
+        })
+    }
+}
+
 /// The machine a run was made on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Machine {
@@ -388,6 +399,15 @@ pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_status_parses_its_stored_spelling() {
+        assert_eq!("interrupted".parse(), Ok(RunStatus::Interrupted));
+        assert_eq!(
+            "done".parse::<RunStatus>(),
+            Err("unknown status 'done': use running, complete, interrupted or failed".into())
+        );
+    }
 
     #[test]
     fn rfc3339_known_instants() {

@@ -26,6 +26,17 @@ pub struct EndRunInfo {
     pub qos_requested: Value,
 }
 
+impl EndRunInfo {
+    /// End `role`, described by `config`, its threads asking for `threads`.
+    pub fn new(role: &'static str, config: Value, threads: engine::rt::Policy) -> EndRunInfo {
+        EndRunInfo {
+            role,
+            config,
+            qos_requested: json!({"threads": threads.to_string()}),
+        }
+    }
+}
+
 /// One end of a network run, stored.
 #[derive(Debug, Clone)]
 pub struct EndRun {

@@ -110,6 +110,13 @@ pub struct AttributedOutlier {
 }
 
 impl JitterOutcome {
+    /// The wake-up latency histogram in cyclictest's `-h` text format, with the cycle
+    /// numbers of its overflows.
+    pub fn cyclictest_histogram(&self) -> String {
+        let overflow_cycles: Vec<u64> = self.recorded.overflows.iter().map(|o| o.cycle).collect();
+        results::export::cyclictest_histogram(&self.recorded.histograms.latency, &overflow_cycles)
+    }
+
     /// True when the thread ran at a real-time policy.
     pub fn realtime(&self) -> bool {
         self.thread.is_realtime()

@@ -151,6 +151,19 @@ impl std::fmt::Display for ReserveBy {
     }
 }
 
+impl std::str::FromStr for ReserveBy {
+    type Err = String;
+
+    /// `tc` or `mclock` (the [`Display`](std::fmt::Display) spelling).
+    fn from_str(s: &str) -> Result<ReserveBy, String> {
+        match s {
+            "tc" => Ok(ReserveBy::Tc),
+            "mclock" => Ok(ReserveBy::Service),
+            _ => Err("use tc or mclock".into()),
+        }
+    }
+}
+
 /// The controller-to-host direction, shaped.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkShaping {
@@ -282,4 +295,16 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
         start_ns,
         end_ns: monotonic_ns(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReserveBy;
+
+    #[test]
+    fn reserve_by_parses_its_own_spelling() {
+        assert_eq!("tc".parse::<ReserveBy>(), Ok(ReserveBy::Tc));
+        assert_eq!("mclock".parse::<ReserveBy>(), Ok(ReserveBy::Service));
+        assert_eq!("htb".parse::<ReserveBy>(), Err("use tc or mclock".into()));
+    }
 }

@@ -48,6 +48,14 @@ pub fn json(run: &RunView) -> Value {
     })
 }
 
+/// One end's run as JSON (`net respond|emulate --json`): its status, flags and results,
+/// the error that ended it, and its measurement summaries.
+pub fn end_json(run: &RunView, error: Option<&str>) -> Value {
+    json!({"run_id": run.id, "status": run.status, "flags": run.flags, "result": run.result,
+        "error": error,
+        "measurements": run.measurements.iter().map(super::measurement_summary_json).collect::<Vec<_>>()})
+}
+
 /// What ran: the transport, the pads, the synth's threads, the policy, the load, and
 /// the machine.
 fn header(run: &RunView) -> String {

@@ -142,6 +142,21 @@ pub fn report_name(group: Option<results::GroupId>, data: &crate::data::ReportDa
     }
 }
 
+/// The run as `show` prints it: the probe's tables from the stored view ([`super::run::text`]),
+/// its event counts and its first `events` events.
+pub fn run_text(store: &Store, run: &RunRecord, events: usize) -> Result<String, StoreError> {
+    let measurements = store.measurements(run.id)?;
+    let counts = store.event_counts(run.id)?;
+    let listed = store.events(run.id, Some(events))?;
+    let view = results::RunView::from_stored(
+        run,
+        &measurements,
+        store.events(run.id, None)?,
+        store.triggers(run.id)?,
+    );
+    Ok(super::run::text(run, &view, &counts, &listed))
+}
+
 /// The run in full as JSON: record, measurements with their buckets, events, series and
 /// triggers (`show --json`, `export --format json`).
 pub fn run_json(store: &Store, run: &RunRecord) -> Result<Value, StoreError> {
