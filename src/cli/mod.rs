@@ -56,7 +56,7 @@ pub use self::bench::BenchArgs;
 pub use self::event::EventArgs;
 pub use self::jitter::{jitter_config, JitterArgs};
 pub use self::machine::{DevicesArgs, DoctorArgs, LoadWorkerArgs, SuperviseArgs};
-pub use self::net::NetArgs;
+pub use self::net::{NetArgs, NetRequest};
 pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
 pub use self::roundtrip::{LoopArgs, RoundtripArgs};

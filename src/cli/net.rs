@@ -93,8 +93,43 @@ pub struct NetArgs {
     pub quiet: bool,
 }
 
+/// What `audiolat net` runs, built once from its flags (stage two).
+#[derive(Debug)]
+pub struct NetRequest {
+    /// The measurement, with the load's flood.
+    pub config: NetConfig,
+    /// The cells of `--cell` and `--cells`, and the host's.
+    pub placement: qos::CellPlan,
+    /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
+    pub scratch: PathBuf,
+}
+
 impl NetArgs {
-    /// Stage two: the configuration from the flags, checked against `cells` (the
+    /// Stage two: the cells, the checked configuration, the load checked against the
+    /// machine, and admission control of the cells, before anything is printed or
+    /// stored. `default_scratch` is the database's directory.
+    pub fn request(&self, default_scratch: &std::path::Path) -> anyhow::Result<NetRequest> {
+        let cells = self.cells.cell_set()?;
+        let config = self.config(&cells)?;
+        let scratch = self
+            .scratch_dir
+            .clone()
+            .unwrap_or_else(|| default_scratch.to_path_buf());
+        crate::runner::check_net_load(&self.load, &scratch)?;
+        let placement = qos::CellPlan {
+            cells,
+            host_cell: self.cells.host_cell.clone(),
+        };
+        ::runner::admit_net(&placement, &config, &self.load)
+            .map_err(crate::runner::cells_refusal)?;
+        Ok(NetRequest {
+            config,
+            placement,
+            scratch,
+        })
+    }
+
+    /// The configuration from the flags, checked against `cells` (the
     /// [`CellArgs::cell_set`]) and the machine (root for `--netns`, `ip` and `tc`
     /// installed), with the load's flood.
     pub fn config(&self, cells: &qos::CellSet) -> Result<NetConfig, UsageError> {

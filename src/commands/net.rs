@@ -4,8 +4,8 @@
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
 use crate::commands::output::print_json;
-use crate::commands::sweep::{scratch, status_exit};
-use crate::runner::{cells_refusal, run_error, Context};
+use crate::commands::sweep::status_exit;
+use crate::runner::{run_error, Context};
 use anyhow::Result;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -94,16 +94,11 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         Some(crate::cli::NetRole::Experiment(e)) => return net_experiment(ctx, e),
         None => {}
     }
-    let cells = a.cells.cell_set()?;
-    let config = a.config(&cells)?;
-    let scratch = scratch(ctx, &a.scratch_dir);
-    crate::runner::check_net_load(&a.load, &scratch)?;
-    let placement = qos::CellPlan {
-        cells,
-        host_cell: a.cells.host_cell.clone(),
-    };
-    // Admission control before anything is printed or stored.
-    ::runner::admit_net(&placement, &config, &a.load).map_err(cells_refusal)?;
+    let crate::cli::NetRequest {
+        config,
+        placement,
+        scratch,
+    } = a.request(&ctx.default_scratch())?;
     let store = ctx.open_store()?;
     if !(a.quiet || a.json) {
         eprintln!(

@@ -63,16 +63,7 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
             if a.role.is_some() {
                 return Err("a plan runs `audiolat net` itself, not its experiment, respond or emulate roles".into());
             }
-            let cells = a.cells.cell_set().map_err(|e| e.to_string())?;
-            let config = a.config(&cells).map_err(|e| e.to_string())?;
-            crate::runner::check_net_load(&a.load, &scratch).map_err(msg)?;
-            let placement = qos::CellPlan {
-                cells,
-                host_cell: a.cells.host_cell.clone(),
-            };
-            ::runner::admit_net(&placement, &config, &a.load)
-                .map(|_| ())
-                .map_err(|e| crate::runner::cells_refusal(e).to_string())
+            a.request(&scratch).map(|_| ()).map_err(msg)
         }
         _ => Err("a plan's probe is jitter, event, roundtrip or net".into()),
     }
