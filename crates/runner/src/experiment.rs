@@ -198,18 +198,17 @@ impl ExperimentDesign {
             preset: preset.to_string(),
             problem,
         };
-        let doc: toml::Table = text.parse().map_err(|e| err("?", format!("{e}")))?;
+        let doc: toml_edit::DocumentMut = text.parse().map_err(|e| err("?", format!("{e}")))?;
         let name = doc
             .get("name")
-            .and_then(toml::Value::as_str)
+            .and_then(toml_edit::Item::as_str)
             .ok_or_else(|| err("?", "no name".into()))?
             .to_string();
         let bad = |problem: String| err(&name, problem);
-        let set = doc.get("set").and_then(toml::Value::as_table);
-        let set_str = |k: &str| set.and_then(|s| s.get(k)).and_then(toml::Value::as_str);
-        let netns = set
-            .and_then(|s| s.get("netns"))
-            .and_then(toml::Value::as_bool)
+        let set = |k: &str| doc.get("set").and_then(|s| s.get(k));
+        let set_str = |k: &str| set(k).and_then(toml_edit::Item::as_str);
+        let netns = set("netns")
+            .and_then(toml_edit::Item::as_bool)
             .unwrap_or(false);
         let link_mbps = set_str("link")
             .map(qos::parse_mbps)
@@ -220,14 +219,14 @@ impl ExperimentDesign {
             .and_then(|r| r.get("table"))
             .and_then(|t| t.get(0))
             .and_then(|t| t.get("value"))
-            .and_then(toml::Value::as_str)
+            .and_then(toml_edit::Item::as_str)
             .and_then(|v| v.split('.').next())
             .ok_or_else(|| bad("no [[report.table]] value to name its metric".into()))?
             .to_string();
         let cases = doc
             .get("sweep")
             .and_then(|s| s.get("case"))
-            .and_then(toml::Value::as_array)
+            .and_then(toml_edit::Item::as_array)
             .ok_or_else(|| bad("no [sweep] case = [...] list".into()))?
             .iter()
             .map(|c| case_design(c, set_str("load").unwrap_or("none")).map_err(bad))
@@ -290,31 +289,34 @@ impl ExperimentDesign {
 }
 
 /// One `{ label = ..., ... }` of `[sweep] case`; `load` is `[set]`'s.
-fn case_design(case: &toml::Value, load: &str) -> Result<CaseDesign, String> {
+fn case_design(case: &toml_edit::Value, load: &str) -> Result<CaseDesign, String> {
+    let shown = case.to_string();
+    let shown = shown.trim();
     let table = case
-        .as_table()
-        .ok_or_else(|| format!("a case is a table, not {case}"))?;
-    let text = |k: &str| table.get(k).and_then(toml::Value::as_str);
-    let label = text("label").ok_or_else(|| format!("case {case} has no label"))?;
+        .as_inline_table()
+        .ok_or_else(|| format!("a case is a table, not {shown}"))?;
+    let text = |k: &str| table.get(k).and_then(toml_edit::Value::as_str);
+    let label = text("label").ok_or_else(|| format!("case {shown} has no label"))?;
     let cells = match table.get("cell") {
         None => Vec::new(),
-        Some(toml::Value::Array(a)) => a
+        Some(toml_edit::Value::Array(a)) => a
             .iter()
             .map(|c| c.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| format!("case {label}: cell is a list of strings"))?,
-        Some(other) => return Err(format!("case {label}: cell is a list, not {other}")),
-    };
-    let reserve_by = match text("reserve-by") {
-        None => None,
-        Some("tc") => Some(ReserveBy::Tc),
-        Some("mclock") => Some(ReserveBy::Service),
         Some(other) => {
             return Err(format!(
-                "case {label}: reserve-by {other}: use tc or mclock"
+                "case {label}: cell is a list, not {}",
+                other.to_string().trim()
             ))
         }
     };
+    let reserve_by = text("reserve-by")
+        .map(|by| {
+            by.parse::<ReserveBy>()
+                .map_err(|e| format!("case {label}: reserve-by {by}: {e}"))
+        })
+        .transpose()?;
     Ok(CaseDesign {
         label: label.to_string(),
         load: text("load").unwrap_or(load).to_string(),

@@ -10,7 +10,8 @@
 //! private JACK server behind the stream) can end the run, the load is stopped on every
 //! path (a guard: errors and panics too), then the cells are undone (a guard too: the
 //! load's processes are in them until it stops), and the run is closed with its end
-//! reason. The
+//! reason (a probe that failed or panicked: `failed`, its panic's message the reason,
+//! what its load and cells did stored all the same). The
 //! closing writes may spend the sink's reserve; a run whose summary could not be stored
 //! (a full disk) ends `failed` and still returns what was measured.
 //!

@@ -256,7 +256,8 @@ fn measure<P: Probe>(
 }
 
 /// A failed probe's load and cells as they ran, stored with the closing writes'
-/// reserve before the run is closed `failed`; the flags to close it with.
+/// reserve before the run is closed `failed`; the flags to close it with (with
+/// `store_error` when even that could not be stored).
 fn keep_load(
     sink: &dyn RunSink,
     run_id: RunId,
@@ -264,17 +265,48 @@ fn keep_load(
     load_events: &[Event],
     cells: Option<&CellsRecord>,
 ) -> Value {
-    let mut qos_granted = json!({});
-    let mut flags = json!({ "load_exited_early": !load_events.is_empty() });
-    if let Some(c) = cells {
-        c.record(&mut qos_granted, &mut flags);
-    }
+    let mut flags = json!({});
     let mut closing = Closing::new(sink);
-    if !load_events.is_empty() {
-        closing.write(|s| s.add_events(run_id, load_events));
+    let ran = LoadAsRun {
+        load,
+        load_events,
+        cells,
+    };
+    ran.write(&mut closing, run_id, Vec::new(), json!({}), &mut flags);
+    if let Some(e) = &closing.failed {
+        flags["store_error"] = json!(e.to_string());
     }
-    closing.write(|s| s.update_run(run_id, Some(load), Some(&qos_granted)));
     flags
+}
+
+/// What a run's load and cells did, as its closing writes store it.
+struct LoadAsRun<'a> {
+    load: &'a Value,
+    load_events: &'a [Event],
+    cells: Option<&'a CellsRecord>,
+}
+
+impl LoadAsRun<'_> {
+    /// Writes the probe's `events` and the load's, the load as run, and the granted QoS
+    /// (`qos_granted`, with the cells' record); sets the cells' and the load's flags.
+    fn write(
+        &self,
+        closing: &mut Closing<'_>,
+        run_id: RunId,
+        mut events: Vec<Event>,
+        mut qos_granted: Value,
+        flags: &mut Value,
+    ) {
+        if let Some(c) = self.cells {
+            c.record(&mut qos_granted, flags);
+        }
+        events.extend(self.load_events.iter().cloned());
+        if !events.is_empty() {
+            closing.write(|s| s.add_events(run_id, &events));
+        }
+        closing.write(|s| s.update_run(run_id, Some(self.load), Some(&qos_granted)));
+        flags["load_exited_early"] = json!(!self.load_events.is_empty());
+    }
 }
 
 /// Stores the outcome with the closing writes and closes the run with its end reason.
@@ -286,23 +318,25 @@ fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measur
         cells,
         went,
     } = m;
-    let mut qos_granted = outcome.qos_granted.clone();
     let mut flags = outcome.flags.clone();
-    if let Some(c) = &cells {
-        c.record(&mut qos_granted, &mut flags);
-    }
     let mut closing = Closing::new(sink);
     closing.write(|s| s.replace_measurements(run_id, &outcome.measurements));
     for series in &outcome.series {
         closing.write(|s| s.add_series(run_id, series));
     }
-    let mut events = outcome.events.clone();
-    events.extend(load_events.iter().cloned());
-    if !events.is_empty() {
-        closing.write(|s| s.add_events(run_id, &events));
-    }
-    closing.write(|s| s.update_run(run_id, Some(&load), Some(&qos_granted)));
-    flags["load_exited_early"] = json!(!load_events.is_empty());
+    let ran = LoadAsRun {
+        load: &load,
+        load_events: &load_events,
+        cells: cells.as_ref(),
+    };
+    let qos_granted = outcome.qos_granted.clone();
+    ran.write(
+        &mut closing,
+        run_id,
+        outcome.events.clone(),
+        qos_granted,
+        &mut flags,
+    );
     // A checkpoint that could not be stored lost nothing once the end is stored: it
     // stays a flag. Rows or a summary that could not be stored fail the run.
     if let Some(e) = &went.checkpoint_error {

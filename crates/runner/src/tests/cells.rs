@@ -228,7 +228,19 @@ fn cells_are_undone_after_the_load_stops_on_every_path() {
     let mut cell = test_cell(probe, "ep:1@ep");
     cell.cells = Some(plan());
     cell.make_cells = make_fake;
-    run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("a panic");
+    let e = run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("a panic");
+    assert!(
+        matches!(
+            &e,
+            RunError::Failed {
+                failure: crate::Failure::Panicked(_),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(sink.run(RunId(1)).status, Some(RunStatus::Failed));
+    assert_eq!(sink.run(RunId(1)).flags["cells_undone"], false);
     assert_eq!(cells_seen(), ["made 1 cells, 0 exclusive", undone]);
     LOAD_SCRIPT.with(|s| *s.borrow_mut() = None);
 }

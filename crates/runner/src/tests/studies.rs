@@ -122,6 +122,15 @@ fn a_preset_without_cases_is_refused_by_name() {
         e.to_string().contains("reserve-by x: use tc or mclock"),
         "{e}"
     );
+    // A case's text is quoted as written, without the file's spacing around it.
+    let e = ExperimentDesign::from_preset(
+        "name = \"x\"\n[sweep]\ncase = [ \"plain\" ]\n[[report.table]]\nvalue = \"end_to_end.mean\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the experiment's preset x: a case is a table, not \"plain\""
+    );
 }
 
 #[test]

@@ -214,7 +214,8 @@ fn build_binaries(
 /// did (a server that did not start, a cell that could not be run).
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
-    /// Cells that ran and did not complete (a stop's interrupted cell not counted).
+    /// Cells that ran and failed (an interrupted cell is not counted: its server went
+    /// away, or the plan run was stopped).
     pub failed: usize,
     /// Why the plan run could not go on.
     pub plan_error: Option<String>,
@@ -284,7 +285,8 @@ fn run_cells(
             RunStatus::Complete => progress.cell_ended(outcome.took, true),
             RunStatus::Interrupted if ctx.stopped() => progress.cell_ended(outcome.took, false),
             s => {
-                tally.failed += 1;
+                // A cell whose server went away is interrupted, not failed.
+                tally.failed += usize::from(s != RunStatus::Interrupted);
                 progress.cell_ended(outcome.took, true);
                 progress.note(&format!(
                     "audiolat run: cell {} {s}: {} ({})",
@@ -302,8 +304,9 @@ fn run_cells(
 /// A plan run, closed: its status and its cells.
 #[derive(Debug, Clone)]
 pub struct Closed {
-    /// Complete when every cell is; failed when the plan run could not go on or a cell
-    /// failed; interrupted when stopped with cells not run.
+    /// As every group's ([`plan_status`]): complete when every cell is; failed when the
+    /// plan run could not go on; else interrupted when stopped, or a cell was not run or
+    /// was interrupted; else failed.
     pub status: RunStatus,
     /// Its cells.
     pub cells: usize,
