@@ -272,6 +272,15 @@ fn alsa_and_backend_bad_input_is_one_line_with_the_fix() {
             &["roundtrip", "--backend", "virtual", "--server", "dummy"][..],
             "needs none",
         ),
+        (
+            &["roundtrip", "--backend", "alsa", "--capture", "x:y"][..],
+            "(with --backend alsa, name the device with --device)",
+        ),
+        (
+            // clap's refusals point at the subcommand's own help, `loop`'s too.
+            &["loop", "--bogus"][..],
+            "see 'audiolat loop --help'",
+        ),
     ] {
         let out = run(&db, args);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);

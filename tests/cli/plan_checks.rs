@@ -93,6 +93,11 @@ fn plan_numbers_are_judged_as_written_by_the_clis_parser() {
         let flag = needle.split('\'').nth(3).unwrap();
         let out = run(&db, &[probe, flag, value]);
         assert_eq!(out.code, 2, "{probe} {flag} {value}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(needle),
+            "{probe} {flag} {value}: {}",
+            out.stderr
+        );
         assert!(!db.exists());
     }
     // Numbers the command line takes are taken as they are written.

@@ -1,6 +1,7 @@
 //! The host over loopback, for real: malformed, foreign and junk datagrams beside a
 //! valid stream, counted and dropped while every valid block is answered.
 
+use assert_no_alloc::AllocDisabler;
 use engine::rt::Policy;
 use netaudio::host::PollMode;
 use netaudio::wire;
@@ -9,6 +10,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Counts an allocation inside the audio guard the synth runs in (debug builds).
+#[global_allocator]
+static ALLOCATOR: AllocDisabler = AllocDisabler;
 
 /// These tests look at the host's counters, not its times: a histogram that counts.
 struct Counts(u64);
@@ -66,6 +71,7 @@ fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_
     reader
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
+    let violations = assert_no_alloc::violation_count();
     let (outcome, answers) = std::thread::scope(|scope| {
         let h = scope.spawn(|| host::serve::<Counts>(&config, host_socket, &stop, 1024));
         // The answers are read as they come, so no queue has to hold them all.
@@ -113,6 +119,11 @@ fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_
         (h.join().unwrap(), answers.join().unwrap())
     });
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(
+        assert_no_alloc::violation_count(),
+        violations,
+        "the synth allocated in its guard"
+    );
     let d = &outcome.counters.drops;
     // Every datagram is accounted for: accepted into a block, dropped by reason, or
     // dropped by the kernel on a full queue (which this pace should not cause).

@@ -179,7 +179,8 @@ fn polarity_and_a_quiet_loop_are_reported() {
     let (o, _) = measure(card, &quick());
     assert!(o.clipped() > 0);
     assert!(
-        o.verdict_line().contains("full scale"),
+        o.verdict_line()
+            .contains("at full scale: lower the signal's level or the gain in the loop"),
         "{}",
         o.verdict_line()
     );
@@ -232,6 +233,13 @@ fn a_loop_longer_than_the_tone_period_is_ambiguous_not_a_number() {
     assert_eq!(o.impulse_frames().count, 0);
     assert!(
         o.verdict_line().starts_with("ambiguous"),
+        "{}",
+        o.verdict_line()
+    );
+    // It names the setting to raise (as the flag and the plan key spell it, `--` aside).
+    assert!(
+        o.verdict_line()
+            .ends_with("measure again with a max-delay above the loop's length"),
         "{}",
         o.verdict_line()
     );

@@ -75,7 +75,9 @@ pub enum StreamPurpose {
         capture: Option<String>,
         /// ALSA: the capture device (`None`: the playback device).
         capture_device: Option<String>,
-        /// The virtual card: the cable (`None`: the input hears silence).
+        /// The virtual card: the cable (`None`: the input hears silence). Other backends
+        /// take [`Cable::PLAIN`] only (no cable options), which is what their callers
+        /// pass: anything else is refused as [`OptionGroup::Cable`].
         cable: Option<Cable>,
     },
 }
@@ -100,10 +102,10 @@ impl std::fmt::Display for OptionGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             OptionGroup::JackPorts => "JACK ports",
-            OptionGroup::Cable => "a virtual cable",
-            OptionGroup::AlsaDevice => "an ALSA device or sample format",
-            OptionGroup::BufferPeriods => "periods in the buffer",
-            OptionGroup::JackServer => "a JACK server",
+            OptionGroup::Cable => "virtual cable",
+            OptionGroup::AlsaDevice => "ALSA device or sample format",
+            OptionGroup::BufferPeriods => "buffer size in periods",
+            OptionGroup::JackServer => "JACK server",
         })
     }
 }
@@ -112,7 +114,7 @@ impl std::fmt::Display for OptionGroup {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
     /// Options that belong to another backend than the one chosen.
-    #[error("{options} do not apply to the {backend} backend")]
+    #[error("the {backend} backend takes no {options}")]
     ForeignOptions {
         /// Which options.
         options: OptionGroup,
