@@ -55,7 +55,7 @@ pub struct AudioArgs {
     #[arg(long, value_name = "FRAMES[,FRAMES]", value_parser = parse_periods)]
     pub period: Option<ListOf<u32>>,
     /// Periods in the buffer (ALSA and virtual; at least 2).
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = parse_count_u32)]
+    #[arg(long, value_name = "N", default_value_t = engine::backend::DEFAULT_PERIODS, value_parser = parse_count_u32)]
     pub periods: u32,
     /// Sample rate (default: a running JACK server's, 44100 for a private one, 48000 for
     /// ALSA and the virtual card).

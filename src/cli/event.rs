@@ -1,7 +1,7 @@
 //! `audiolat event`: its flags (stage one) and what it runs, built from them (stage
 //! two): the sweep's cells of one period, the periods and the backend.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use ::runner::sweep::EventCell;
@@ -69,9 +69,8 @@ pub struct EventArgs {
     /// Tone frequency in Hz.
     #[arg(long, value_name = "HZ", default_value_t = 440.0, value_parser = parse_rate)]
     pub frequency: f64,
-    /// Background-load scratch directory for io (default: the database's directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub scratch: super::values::ScratchArgs,
     /// Do not lock memory (mlockall).
     #[arg(long)]
     pub no_mlock: bool,
@@ -140,10 +139,7 @@ impl EventArgs {
     /// Stage two: everything `event` refuses before it starts anything, and what it
     /// runs. `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> anyhow::Result<SweepRequest<EventCell>> {
-        let scratch_dir = self
-            .scratch_dir
-            .clone()
-            .unwrap_or_else(|| default_scratch.to_path_buf());
+        let scratch_dir = self.scratch.or(default_scratch);
         let cells = self.cells()?;
         for load in &self.load.0 {
             crate::runner::check_load(load, &scratch_dir)?;

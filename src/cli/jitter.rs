@@ -76,9 +76,8 @@ pub struct JitterArgs {
     /// combinations like cpu:80+io.
     #[arg(long, value_name = "SPEC", default_value = "none", value_parser = parse_load)]
     pub load: LoadSpec,
-    /// Directory for the io load's files (default: the database's directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub scratch: super::values::ScratchArgs,
     /// Do not lock memory (mlockall).
     #[arg(long)]
     pub no_mlock: bool,
@@ -116,10 +115,7 @@ impl JitterArgs {
         Ok(JitterRequest {
             config: jitter_config(self)?,
             load: self.load.clone(),
-            scratch_dir: self
-                .scratch_dir
-                .clone()
-                .unwrap_or_else(|| default_scratch.to_path_buf()),
+            scratch_dir: self.scratch.or(default_scratch),
             histfile: self.histfile.clone(),
             json: self.json,
             quiet: self.quiet || self.json,
@@ -128,8 +124,8 @@ impl JitterArgs {
 }
 
 /// Builds and validates the jitter configuration from the flags: the measurement part of
-/// [`JitterArgs::request`], which a plan's cell check uses alone.
-pub fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
+/// [`JitterArgs::request`].
+fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
     let (period_ns, fragments) = match (a.fragments, a.frames) {
         (Some(fragments), Some(frames)) => {
             let rate = a.rate.unwrap_or(44_100.0);

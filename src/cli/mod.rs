@@ -54,7 +54,7 @@ use clap::{Parser, Subcommand};
 pub use self::audio::{AudioArgs, BackendName, SweepRequest};
 pub use self::bench::BenchArgs;
 pub use self::event::EventArgs;
-pub use self::jitter::{jitter_config, JitterArgs};
+pub use self::jitter::JitterArgs;
 pub use self::machine::{DevicesArgs, DoctorArgs, LoadWorkerArgs, SuperviseArgs};
 pub use self::net::{NetArgs, NetRequest};
 pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};

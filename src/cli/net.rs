@@ -82,9 +82,8 @@ pub struct NetArgs {
     /// without --reserve, mClock with).
     #[arg(long, value_name = "HOW", default_value = "tc", value_parser = str::parse::<probes::net::ReserveBy>)]
     pub reserve_by: probes::net::ReserveBy,
-    /// Directory for the io load's files (default: the database's directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub scratch: super::values::ScratchArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -111,10 +110,7 @@ impl NetArgs {
     pub fn request(&self, default_scratch: &std::path::Path) -> anyhow::Result<NetRequest> {
         let cells = self.cells.cell_set()?;
         let config = self.config(&cells)?;
-        let scratch = self
-            .scratch_dir
-            .clone()
-            .unwrap_or_else(|| default_scratch.to_path_buf());
+        let scratch = self.scratch.or(default_scratch);
         crate::runner::check_net_load(&self.load, &scratch)?;
         let placement = qos::CellPlan {
             cells,

@@ -2,7 +2,6 @@
 //! the Tessellation study's experiments. Their flags (stage one), and each end's setup
 //! and configuration from them (stage two; built and checked by `netaudio::ends`).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -47,9 +46,8 @@ pub struct ExperimentArgs {
     /// Who reserves in the bandwidth experiment: tc, mclock or both.
     #[arg(long, value_name = "HOW", default_value = "both", value_parser = ["tc", "mclock", "both"])]
     pub by: String,
-    /// Directory for the io load's files (default: the database's directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub scratch: super::values::ScratchArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

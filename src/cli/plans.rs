@@ -17,9 +17,8 @@ pub struct SuiteArgs {
     /// Seconds per probe run.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub each: Duration,
-    /// Directory for the io load's files (default: the database's directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub scratch: super::values::ScratchArgs,
     /// Print a JSON summary instead of text.
     #[arg(long)]
     pub json: bool,
@@ -46,10 +45,7 @@ impl SuiteArgs {
     /// whose tool is missing is skipped, by name, later: "every probe that can run
     /// here"). `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> Result<SuiteRequest, UsageError> {
-        let scratch_dir = self
-            .scratch_dir
-            .clone()
-            .unwrap_or_else(|| default_scratch.to_path_buf());
+        let scratch_dir = self.scratch.or(default_scratch);
         if !scratch_dir.is_dir() {
             return Err(UsageError(format!(
                 "--scratch-dir {}: not a directory; give an existing directory on the disk to load",

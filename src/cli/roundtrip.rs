@@ -1,11 +1,12 @@
 //! `audiolat roundtrip` and `audiolat loop`: their flags (stage one), and what
 //! `roundtrip` runs, built from them (stage two): its cells, periods and backend.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use ::runner::sweep::RoundtripCell;
 use clap::Args;
+use engine::virtual_card::setup::Cable;
 use load::LoadSpec;
 use probes::roundtrip::{RoundtripConfig, RoundtripSetting};
 
@@ -30,11 +31,11 @@ pub struct RoundtripArgs {
     #[arg(long, value_name = "PORT")]
     pub capture: Option<String>,
     /// Virtual card: the cable's delay in frames (fractional allowed).
-    #[arg(long, value_name = "FRAMES", default_value_t = 0.0, allow_hyphen_values = true,
-          value_parser = parse_frames_f64)]
+    #[arg(long, value_name = "FRAMES", default_value_t = Cable::PLAIN.delay_frames,
+          allow_hyphen_values = true, value_parser = parse_frames_f64)]
     pub cable_delay: f64,
     /// Virtual card: the cable's gain (negative inverts polarity).
-    #[arg(long, value_name = "GAIN", default_value_t = 1.0, allow_hyphen_values = true,
+    #[arg(long, value_name = "GAIN", default_value_t = Cable::PLAIN.gain, allow_hyphen_values = true,
           value_parser = parse_gain)]
     pub cable_gain: f32,
     /// Virtual card: no cable (the input hears silence).
@@ -71,9 +72,8 @@ pub struct RoundtripArgs {
     /// no under-run and its round trip (the study's trial of buffer settings, automated).
     #[arg(long)]
     pub find_min_buffer: bool,
-    /// Background-load scratch directory for io (default: the database's directory).
-    #[arg(long, value_name = "DIR")]
-    pub scratch_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub scratch: super::values::ScratchArgs,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -86,10 +86,7 @@ impl RoundtripArgs {
     /// Stage two: everything `roundtrip` refuses before it starts anything, and what it
     /// runs. `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> anyhow::Result<SweepRequest<RoundtripCell>> {
-        let scratch_dir = self
-            .scratch_dir
-            .clone()
-            .unwrap_or_else(|| default_scratch.to_path_buf());
+        let scratch_dir = self.scratch.or(default_scratch);
         let spec = crate::audio::spec(&self.audio, &crate::audio::roundtrip_purpose(self))?;
         let base = RoundtripConfig {
             duration_ms: self.duration.as_secs_f64() * 1e3,

@@ -120,6 +120,23 @@ pub fn cpu_list(
     }
 }
 
+/// Where the io load writes: a flag every measuring command shares.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ScratchArgs {
+    /// Directory for the io load's files (default: the database's directory).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<std::path::PathBuf>,
+}
+
+impl ScratchArgs {
+    /// `--scratch-dir`, else `default` (the database's directory).
+    pub fn or(&self, default: &std::path::Path) -> std::path::PathBuf {
+        self.scratch_dir
+            .clone()
+            .unwrap_or_else(|| default.to_path_buf())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,5 +47,5 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
             report::view::fresh::event_text(group, &views, &ctx.db_path)
         );
     }
-    sweep_exit(out.failure, out.status)
+    sweep_exit(ctx, out.failure, out.status)
 }

@@ -4,7 +4,7 @@
 
 use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
-use crate::commands::sweep::{close_group, open_group, scratch, status_exit};
+use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context};
 use ::runner::experiment::{
     ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan, Study,
@@ -78,7 +78,7 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
     let (study, design, cases) = cases(a)?;
     let which = study.name();
     let metric = design.metric.as_str();
-    let scratch = scratch(ctx, &a.scratch_dir);
+    let scratch = a.scratch.or(&ctx.default_scratch());
     let store = ctx.open_store()?;
     let detail = json!({"duration_s": a.duration.as_secs_f64(), "runs": cases.iter().map(|c| c.design.label.clone()).collect::<Vec<_>>()});
     let open = open_group(ctx, &store, &format!("net experiment {which}"), &detail)?;
@@ -124,5 +124,5 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
             )
         );
     }
-    Ok(status_exit(ctx.run.group_status(end)))
+    Ok(status_exit(ctx, ctx.run.group_status(end)))
 }

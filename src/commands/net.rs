@@ -28,7 +28,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         })
     })
     .map_err(run_error)?;
-    print_net_end(&run, a.threads.json, &ctx.db_path)
+    print_net_end(ctx, &run, a.threads.json)
 }
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
@@ -64,14 +64,15 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         },
     )
     .map_err(run_error)?;
-    print_net_end(&run, a.threads.json, &ctx.db_path)
+    print_net_end(ctx, &run, a.threads.json)
 }
 
 pub(crate) fn print_net_end(
+    ctx: &Context,
     run: &::runner::EndRun,
     as_json: bool,
-    db: &std::path::Path,
 ) -> Result<ExitCode> {
+    let db = &ctx.db_path;
     let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
         print_json(&report::view::net::end_json(
@@ -84,7 +85,7 @@ pub(crate) fn print_net_end(
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: {e}");
     }
-    Ok(status_exit(run.status))
+    Ok(status_exit(ctx, run.status))
 }
 
 pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
@@ -126,5 +127,5 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
     }
-    Ok(status_exit(run.status))
+    Ok(status_exit(ctx, run.status))
 }

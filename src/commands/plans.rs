@@ -37,8 +37,8 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
     let msg = |e: anyhow::Error| format!("{e:#}");
     match &cli.command {
         Command::Jitter(a) => {
-            crate::cli::jitter_config(a).map_err(|e| e.to_string())?;
-            crate::runner::check_load(&a.load, &scratch).map_err(msg)
+            let req = a.request(&scratch).map_err(|e| e.to_string())?;
+            crate::runner::check_load(&req.load, &req.scratch_dir).map_err(msg)
         }
         Command::Event(a) => {
             let req = a.request(&scratch).map_err(msg)?;
@@ -201,5 +201,5 @@ fn finish(
         eprintln!("audiolat: error: {e}");
         return Ok(ExitCode::from(1));
     }
-    Ok(status_exit(closed.status))
+    Ok(status_exit(ctx, closed.status))
 }

@@ -47,7 +47,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
             print!("{}", report::view::min_buffer::text(held, failed));
         }
     }
-    sweep_exit(out.failure, out.status)
+    sweep_exit(ctx, out.failure, out.status)
 }
 
 /// `audiolat loop`: a software loop client until Ctrl-C.

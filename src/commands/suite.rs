@@ -122,5 +122,5 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         );
     }
     // Ctrl-C while the report was written is an interrupted exit all the same.
-    Ok(status_exit(ctx.run.group_status(end)))
+    Ok(status_exit(ctx, ctx.run.group_status(end)))
 }

@@ -75,24 +75,25 @@ fn warn_not_closed(store: &Store, group: results::GroupId, e: &dyn std::fmt::Dis
     );
 }
 
-pub(crate) fn sweep_exit(failure: Option<String>, status: RunStatus) -> Result<ExitCode> {
+pub(crate) fn sweep_exit(
+    ctx: &Context,
+    failure: Option<String>,
+    status: RunStatus,
+) -> Result<ExitCode> {
     if let Some(f) = failure {
         eprintln!("audiolat: error: {f}");
         return Ok(ExitCode::from(EXIT_FAILED));
     }
-    Ok(status_exit(status))
+    Ok(status_exit(ctx, status))
 }
 
-/// Where the io load writes: `--scratch-dir`, else beside the database.
-pub(crate) fn scratch(ctx: &Context, given: &Option<std::path::PathBuf>) -> std::path::PathBuf {
-    given.clone().unwrap_or_else(|| ctx.default_scratch())
-}
-
-/// The exit code of a run or a group that ended with `status`.
-pub(crate) fn status_exit(status: RunStatus) -> ExitCode {
+/// The exit code of a run or a group that ended with `status`: 130 when a signal
+/// interrupted it, 1 when it failed or was interrupted otherwise (its audio server went
+/// away: a run or a plan's cell stored `interrupted`).
+pub(crate) fn status_exit(ctx: &Context, status: RunStatus) -> ExitCode {
     match status {
-        RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        RunStatus::Failed => ExitCode::from(EXIT_FAILED),
-        _ => ExitCode::SUCCESS,
+        RunStatus::Complete => ExitCode::SUCCESS,
+        RunStatus::Interrupted if ctx.stopped() => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::from(EXIT_FAILED),
     }
 }
