@@ -49,6 +49,7 @@ pub mod clock;
 pub mod gpio;
 pub mod guard;
 pub mod jack;
+pub mod pipewire;
 pub mod rt;
 pub mod servers;
 mod stream;

@@ -1,0 +1,207 @@
+//! The programs a private PipeWire runs: where they are, the Debian package that ships
+//! each, their versions, and the tail of their output.
+
+use super::server::{PipewireError, PipewireProcess};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The last lines a process printed, filled by its output threads.
+pub(super) type OutputTail = Arc<Mutex<VecDeque<String>>>;
+
+/// A program and the Debian (bookworm) package that ships it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Tool {
+    pub(super) name: &'static str,
+    pub(super) package: &'static str,
+}
+
+pub(super) const PIPEWIRE: Tool = Tool {
+    name: "pipewire",
+    package: "pipewire-bin",
+};
+pub(super) const WIREPLUMBER: Tool = Tool {
+    name: "wireplumber",
+    package: "wireplumber",
+};
+/// `dbus-daemon` is its own package since bookworm; the `dbus` package depends on it
+/// (and shipped the program itself before).
+pub(super) const DBUS_DAEMON: Tool = Tool {
+    name: "dbus-daemon",
+    package: "dbus-daemon",
+};
+pub(super) const PW_LINK: Tool = Tool {
+    name: "pw-link",
+    package: "pipewire-bin",
+};
+
+/// The resolved paths of the programs.
+#[derive(Clone, Debug)]
+pub(super) struct Tools {
+    pub(super) pipewire: PathBuf,
+    pub(super) wireplumber: PathBuf,
+    pub(super) dbus_daemon: PathBuf,
+    pub(super) pw_link: PathBuf,
+}
+
+impl Tools {
+    /// Each program's first executable in `dirs` (`None`: `$PATH`), looked for in the
+    /// order pipewire, wireplumber, dbus-daemon, pw-link: the first missing one is the
+    /// error, with its package.
+    pub(super) fn find(dirs: Option<&[PathBuf]>) -> Result<Tools, PipewireError> {
+        let path_dirs: Vec<PathBuf> = match dirs {
+            Some(dirs) => dirs.to_vec(),
+            None => std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).collect())
+                .unwrap_or_default(),
+        };
+        let find = |tool: Tool| {
+            path_dirs
+                .iter()
+                .map(|d| d.join(tool.name))
+                .find(|p| is_executable(p))
+                .ok_or(PipewireError::ToolMissing {
+                    tool: tool.name,
+                    package: tool.package,
+                })
+        };
+        Ok(Tools {
+            pipewire: find(PIPEWIRE)?,
+            wireplumber: find(WIREPLUMBER)?,
+            dbus_daemon: find(DBUS_DAEMON)?,
+            pw_link: find(PW_LINK)?,
+        })
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Runs `cmd` (stdin closed, stderr dropped) and returns its standard output when it
+/// exits successfully within `timeout`; it is killed otherwise. The output must be small
+/// (under a pipe's 64 KiB), as a listing of a private server's ports or a version is.
+pub(super) fn run_bounded(mut cmd: Command, timeout: Duration) -> Option<String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut text = String::new();
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    status.success().then_some(text)
+}
+
+/// The library version `TOOL --version` reports ("Linked with libpipewire 0.3.65" ->
+/// "0.3.65"), or the compiled-with one.
+pub(super) fn library_version(tool: &Path) -> Option<String> {
+    let mut cmd = Command::new(tool);
+    cmd.arg("--version");
+    let text = run_bounded(cmd, Duration::from_secs(5))?;
+    parse_library_version(&text)
+}
+
+fn parse_library_version(text: &str) -> Option<String> {
+    let version_after = |prefix: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(prefix))
+            .and_then(|l| l.split_whitespace().last())
+            .map(str::to_string)
+    };
+    version_after("Linked with").or_else(|| version_after("Compiled with"))
+}
+
+/// Keeps the last 40 lines a process prints (stdout and stderr), read by a thread per
+/// stream.
+pub(super) fn keep_output_tail(
+    child: &mut Child,
+    process: PipewireProcess,
+) -> Result<OutputTail, PipewireError> {
+    let output: OutputTail = Arc::default();
+    let streams = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ];
+    for stream in streams.into_iter().flatten() {
+        let output = output.clone();
+        std::thread::Builder::new()
+            .name(format!("{process}-output"))
+            .spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if let Ok(mut o) = output.lock() {
+                        if o.len() == 40 {
+                            o.pop_front();
+                        }
+                        o.push_back(line);
+                    }
+                }
+            })
+            .map_err(|e| PipewireError::Io {
+                op: format!("starting a thread for {process}'s output"),
+                source: e,
+            })?;
+    }
+    Ok(output)
+}
+
+/// The last four non-empty lines, joined with " | ".
+pub(super) fn tail_of(output: &OutputTail) -> String {
+    let lines = output.lock().map(|o| o.clone()).unwrap_or_default();
+    let useful: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = &useful[useful.len().saturating_sub(4)..];
+    if tail.is_empty() {
+        "(nothing)".into()
+    } else {
+        tail.join(" | ")
+    }
+}
+
+pub(super) fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_come_from_the_linked_library() {
+        let text = "pipewire\nCompiled with libpipewire 0.3.65\nLinked with libpipewire 0.3.66\n";
+        assert_eq!(parse_library_version(text).as_deref(), Some("0.3.66"));
+        let text = "wireplumber\nCompiled with libwireplumber 0.4.13\n";
+        assert_eq!(parse_library_version(text).as_deref(), Some("0.4.13"));
+        assert_eq!(parse_library_version("something else"), None);
+    }
+}
