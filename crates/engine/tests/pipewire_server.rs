@@ -53,6 +53,7 @@ fn ports(server: &PipewireServer, flag: &str) -> Vec<String> {
         .arg(flag)
         .env_remove("PIPEWIRE_RUNTIME_DIR")
         .env_remove("PIPEWIRE_REMOTE")
+        .env_remove("PIPEWIRE_CONFIG_DIR")
         .envs(server.client_env())
         .output()
         .unwrap();
@@ -95,9 +96,28 @@ fn assert_all_gone(pids: &[u32], group: u32, dir: &Path) {
     assert!(!dir.exists(), "{} still exists", dir.display());
 }
 
-/// The server's private directory: the runtime directory's parent.
 fn private_dir(server: &PipewireServer) -> PathBuf {
-    server.info().runtime_dir.parent().unwrap().to_path_buf()
+    let info = server.info();
+    assert_eq!(info.runtime_dir.parent(), Some(info.private_dir.as_path()));
+    info.private_dir
+}
+
+/// The names left in `dir`.
+fn entries(dir: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect()
+}
+
+/// Asserts no process has `dir` on its command line (the bus's address and the daemon's
+/// configuration file are in the private directory).
+fn assert_no_process_under(dir: &Path) {
+    let pgrep = Command::new("pgrep")
+        .args(["-f", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(pgrep.status.code(), Some(1), "{pgrep:?}");
 }
 
 fn all_pids(server: &PipewireServer) -> Vec<u32> {
@@ -291,15 +311,118 @@ fn a_daemon_that_exits_at_once_is_an_error_with_its_output() {
         "{message}"
     );
     // Nothing is left: only the tools' directory remains in the parent.
-    let left: Vec<_> = std::fs::read_dir(&parent)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(left, vec![std::ffi::OsString::from("bin")]);
-    let own_bus = Command::new("pgrep")
-        .args(["-f", &parent.display().to_string()])
-        .output()
+    assert_eq!(entries(&parent), vec![std::ffi::OsString::from("bin")]);
+    assert_no_process_under(&parent);
+    std::fs::remove_dir_all(&parent).unwrap();
+}
+
+#[test]
+fn a_server_not_ready_in_time_is_an_error_and_is_stopped() {
+    let _serial = serial();
+    if !installed() {
+        return;
+    }
+    let parent = parent_dir("slow");
+    // No time at all: WirePlumber cannot have given the sink its ports at the first look.
+    let req = PipewireRequest {
+        start_timeout: Duration::ZERO,
+        ..request(&parent)
+    };
+    let err = PipewireServer::start(&req).unwrap_err();
+    assert!(matches!(err, PipewireError::NotReady { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("the private PipeWire was not ready within 0ns: "),
+        "{message}"
+    );
+    assert!(entries(&parent).is_empty(), "{:?}", entries(&parent));
+    assert_no_process_under(&parent);
+    std::fs::remove_dir_all(&parent).unwrap();
+}
+
+#[test]
+fn a_dead_audiolats_private_directory_is_removed() {
+    let _serial = serial();
+    if !installed() {
+        return;
+    }
+    let parent = parent_dir("stale");
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let stale = parent.join(format!("audiolat-pipewire-{}-0", gone.id()));
+    std::fs::create_dir_all(stale.join("runtime")).unwrap();
+    let not_ours = parent.join("audiolat-pipewire-notes");
+    std::fs::create_dir(&not_ours).unwrap();
+
+    let server = PipewireServer::start(&request(&parent)).unwrap();
+    assert!(!stale.exists(), "{} is still there", stale.display());
+    assert!(not_ours.exists());
+    drop(server);
+    assert_eq!(
+        entries(&parent),
+        vec![std::ffi::OsString::from("audiolat-pipewire-notes")]
+    );
+    std::fs::remove_dir_all(&parent).unwrap();
+}
+
+/// Set in the child process of [`a_killed_parent_takes_its_server_with_it`].
+const HOLDER_ENV: &str = "AUDIOLAT_TEST_PIPEWIRE_HOLDER";
+
+/// Only in the child of [`a_killed_parent_takes_its_server_with_it`]: starts a server in
+/// the directory given, prints its pids, and waits to be killed.
+#[test]
+fn holder_of_a_server_until_killed() {
+    let Some(parent) = std::env::var_os(HOLDER_ENV) else {
+        return;
+    };
+    let server = PipewireServer::start(&request(Path::new(&parent))).unwrap();
+    let p = server.info().pids;
+    println!("PIDS {} {} {}", p.dbus_daemon, p.pipewire, p.wireplumber);
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn a_killed_parent_takes_its_server_with_it() {
+    let _serial = serial();
+    if !installed() {
+        return;
+    }
+    use std::io::BufRead;
+    let parent = parent_dir("orphan");
+    let mut holder = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "holder_of_a_server_until_killed", "--nocapture"])
+        .env(HOLDER_ENV, &parent)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert_eq!(own_bus.status.code(), Some(1), "{own_bus:?}");
+    let pids: Vec<i32> = std::io::BufReader::new(holder.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("PIDS ")
+                .map(|p| p.split(' ').map(|n| n.parse().unwrap()).collect())
+        })
+        .expect("the holder printed no pids");
+    holder.kill().unwrap(); // SIGKILL: no Drop runs
+    holder.wait().unwrap();
+
+    // PR_SET_PDEATHSIG ends all three; init reaps them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|p| engine::servers::process_running(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in &pids {
+        assert!(
+            !engine::servers::process_running(*pid),
+            "pid {pid} outlived its audiolat"
+        );
+    }
+    // Its private directory is left behind, and the next server removes it.
+    let stale = format!("audiolat-pipewire-{}-0", holder.id());
+    assert_eq!(entries(&parent), vec![std::ffi::OsString::from(&stale)]);
+    let server = PipewireServer::start(&request(&parent)).unwrap();
+    assert!(!parent.join(&stale).exists());
+    drop(server);
+    assert!(entries(&parent).is_empty());
     std::fs::remove_dir_all(&parent).unwrap();
 }

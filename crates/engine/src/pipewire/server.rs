@@ -202,6 +202,9 @@ pub struct PipewireInfo {
     pub pipewire_version: Option<String>,
     /// `wireplumber --version`'s library version ("0.4.13"), when it said one.
     pub wireplumber_version: Option<String>,
+    /// The private directory (`audiolat-pipewire-PID-N`, mode 0700) holding everything
+    /// below; removed on stop.
+    pub private_dir: PathBuf,
     /// The runtime directory holding the sockets (`XDG_RUNTIME_DIR`, mode 0700).
     pub runtime_dir: PathBuf,
     /// The daemon's configuration file.
@@ -251,7 +254,9 @@ impl Member {
 /// A private headless PipeWire + WirePlumber with a null sink; stopped when dropped.
 pub struct PipewireServer {
     tools: Tools,
-    dir: Option<PathBuf>,
+    /// The private directory, removed on stop (then `dir_removed`).
+    dir: PathBuf,
+    dir_removed: bool,
     runtime_dir: PathBuf,
     config_file: PathBuf,
     clock: ClockSettings,
@@ -294,7 +299,8 @@ impl PipewireServer {
         // From here on, dropping `server` stops what was started and removes `dir`.
         let mut server = PipewireServer {
             tools,
-            dir: Some(dir.clone()),
+            dir: dir.clone(),
+            dir_removed: false,
             runtime_dir: runtime_dir.clone(),
             config_file: config_file.clone(),
             clock: req.clock(),
@@ -376,11 +382,11 @@ impl PipewireServer {
             }
         }
         cmd.envs(self.client_env())
-            .env("XDG_CONFIG_HOME", self.private_dir().join("config"))
-            .env("XDG_STATE_HOME", self.private_dir().join("state"))
-            .env("XDG_DATA_HOME", self.private_dir().join("data"))
+            .env("XDG_CONFIG_HOME", self.dir.join("config"))
+            .env("XDG_STATE_HOME", self.dir.join("state"))
+            .env("XDG_DATA_HOME", self.dir.join("data"))
             .env(PRIVATE_SERVER_ENV, std::process::id().to_string())
-            .current_dir(self.private_dir())
+            .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -456,6 +462,9 @@ impl PipewireServer {
     /// Whether `pw-link -o`, run as a client of this server, lists both monitor ports.
     fn sink_monitor_ports_exist(&self) -> bool {
         let mut cmd = Command::new(&self.tools.pw_link);
+        for var in DAEMON_ENV_REMOVED {
+            cmd.env_remove(var);
+        }
         cmd.arg("-o").envs(self.client_env());
         let Some(listing) = run_bounded(cmd, Duration::from_secs(2)) else {
             return false;
@@ -464,12 +473,6 @@ impl PipewireServer {
             let wanted = format!("{SINK_NODE_NAME}:{port}");
             listing.lines().any(|l| l.trim() == wanted)
         })
-    }
-
-    fn private_dir(&self) -> &Path {
-        self.dir
-            .as_deref()
-            .unwrap_or_else(|| self.runtime_dir.parent().unwrap_or(Path::new("/")))
     }
 
     fn pid_of(&self, process: PipewireProcess) -> u32 {
@@ -484,6 +487,7 @@ impl PipewireServer {
         PipewireInfo {
             pipewire_version: self.versions.0.clone(),
             wireplumber_version: self.versions.1.clone(),
+            private_dir: self.dir.clone(),
             runtime_dir: self.runtime_dir.clone(),
             config_file: self.config_file.clone(),
             sink_node: SINK_NODE_NAME.to_string(),
@@ -499,7 +503,9 @@ impl PipewireServer {
     }
 
     /// The environment a client process needs to reach this server (and no other):
-    /// `PIPEWIRE_RUNTIME_DIR`, `PIPEWIRE_REMOTE` and `XDG_RUNTIME_DIR`.
+    /// `PIPEWIRE_RUNTIME_DIR`, `PIPEWIRE_REMOTE` and `XDG_RUNTIME_DIR`. (A client that
+    /// inherits a `PIPEWIRE_CONFIG_DIR` looks for its `client.conf` there, and fails
+    /// unless the directory has one.)
     pub fn client_env(&self) -> Vec<(&'static str, OsString)> {
         vec![
             ("PIPEWIRE_RUNTIME_DIR", self.runtime_dir.clone().into()),
@@ -560,8 +566,9 @@ impl PipewireServer {
                 }
             }
         }
-        if let Some(dir) = self.dir.take() {
-            let _ = std::fs::remove_dir_all(dir);
+        if !self.dir_removed {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            self.dir_removed = true;
         }
     }
 }
@@ -572,9 +579,9 @@ impl Drop for PipewireServer {
     }
 }
 
-/// Variables a user's session may carry that would make the private daemon or its
-/// session manager read another configuration or join another bus: never passed on
-/// (the bus address is set anew for the daemon and WirePlumber).
+/// Variables a user's session may carry that would make the private daemon, its
+/// session manager or `pw-link` read another configuration or join another bus: never
+/// passed on (the bus address is set anew for the daemon and WirePlumber).
 const DAEMON_ENV_REMOVED: [&str; 8] = [
     "PIPEWIRE_CONFIG_DIR",
     "PIPEWIRE_CONFIG_NAME",
@@ -601,16 +608,43 @@ fn terminate(member: &mut Member, grace: Duration) {
     }
 }
 
-/// Makes `parent/audiolat-pipewire-PID-N`, mode 0700, for the first N not in use.
+/// The prefix of every private directory: `audiolat-pipewire-PID-N`, PID the audiolat
+/// that made it.
+const PRIVATE_DIR_PREFIX: &str = "audiolat-pipewire-";
+
+/// Makes `parent/audiolat-pipewire-PID-N`, mode 0700, for the first N not in use, after
+/// removing the private directories in `parent` of audiolats that no longer run (one
+/// killed outright leaves its directory behind; its server died with it).
 fn make_private_dir(parent: &Path) -> Result<PathBuf, PipewireError> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
+    remove_stale_dirs(parent);
     loop {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!("audiolat-pipewire-{}-{n}", std::process::id()));
+        let dir = parent.join(format!("{PRIVATE_DIR_PREFIX}{}-{n}", std::process::id()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(io_error(format!("creating {}", dir.display()), e)),
+        }
+    }
+}
+
+/// Removes `parent/audiolat-pipewire-PID-N` for every PID that no longer runs.
+/// A directory that cannot be removed (another user's) is left alone.
+fn remove_stale_dirs(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let owner = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PRIVATE_DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, n)| n.parse::<u32>().is_ok())
+            .and_then(|(pid, _)| pid.parse::<i32>().ok());
+        if owner.is_some_and(|pid| !crate::servers::process_alive(pid)) {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
