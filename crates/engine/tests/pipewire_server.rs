@@ -1,5 +1,5 @@
 //! Real-PipeWire tests: each starts a private headless PipeWire + WirePlumber through
-//! `PipewireServer`. Skipped (with a message) when PipeWire is not installed.
+//! `PipewireServer`. Each test requires PipeWire (scripts/install-deps installs it) and says which package is missing.
 
 use engine::pipewire::{PipewireError, PipewireProcess, PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
@@ -14,19 +14,23 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn installed() -> bool {
-    let found = ["pipewire", "wireplumber", "dbus-daemon", "pw-link"]
-        .iter()
-        .all(|tool| {
-            Command::new(tool)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    if !found {
-        eprintln!("skipped: PipeWire is not installed (scripts/install-deps)");
+/// Panics with the install command when a program the tests need is missing.
+fn require_pipewire() {
+    for (tool, package) in [
+        ("pipewire", "pipewire-bin"),
+        ("wireplumber", "wireplumber"),
+        ("dbus-daemon", "dbus-daemon"),
+        ("pw-link", "pipewire-bin"),
+    ] {
+        let found = Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            found,
+            "{tool} is not installed: apt install {package} (scripts/install-deps does)"
+        );
     }
-    found
 }
 
 /// A fresh parent directory for one test's private directories.
@@ -128,9 +132,7 @@ fn all_pids(server: &PipewireServer) -> Vec<u32> {
 #[test]
 fn starts_with_the_sinks_ports_and_stops_leaving_nothing() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     let parent = parent_dir("starts");
     let mut server = PipewireServer::start(&request(&parent)).unwrap();
     let info = server.info();
@@ -188,9 +190,7 @@ fn starts_with_the_sinks_ports_and_stops_leaving_nothing() {
 #[test]
 fn two_servers_in_a_row_each_start_fresh() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     let parent = parent_dir("twice");
     let mut first = PipewireServer::start(&request(&parent)).unwrap();
     let first_dir = private_dir(&first);
@@ -210,9 +210,7 @@ fn two_servers_in_a_row_each_start_fresh() {
 #[test]
 fn a_killed_wireplumber_is_reported_by_exited() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     let parent = parent_dir("killed");
     let mut server = PipewireServer::start(&request(&parent)).unwrap();
     let info = server.info();
@@ -243,9 +241,7 @@ fn a_killed_wireplumber_is_reported_by_exited() {
 #[test]
 fn dropping_a_started_server_stops_it() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     let parent = parent_dir("drop");
     let server = PipewireServer::start(&request(&parent)).unwrap();
     let (pids, group, dir) = (
@@ -261,9 +257,7 @@ fn dropping_a_started_server_stops_it() {
 #[test]
 fn a_daemon_that_exits_at_once_is_an_error_with_its_output() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     // The real bus, session manager and pw-link, and a `pipewire` that fails.
     let parent = parent_dir("fails");
     let tools = parent.join("bin");
@@ -319,9 +313,7 @@ fn a_daemon_that_exits_at_once_is_an_error_with_its_output() {
 #[test]
 fn a_server_not_ready_in_time_is_an_error_and_is_stopped() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     let parent = parent_dir("slow");
     // No time at all: WirePlumber cannot have given the sink its ports at the first look.
     let req = PipewireRequest {
@@ -343,9 +335,7 @@ fn a_server_not_ready_in_time_is_an_error_and_is_stopped() {
 #[test]
 fn a_dead_audiolats_private_directory_is_removed() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     let parent = parent_dir("stale");
     let mut gone = Command::new("true").spawn().unwrap();
     gone.wait().unwrap();
@@ -384,9 +374,7 @@ fn holder_of_a_server_until_killed() {
 #[test]
 fn a_killed_parent_takes_its_server_with_it() {
     let _serial = serial();
-    if !installed() {
-        return;
-    }
+    require_pipewire();
     use std::io::BufRead;
     let parent = parent_dir("orphan");
     let mut holder = Command::new(std::env::current_exe().unwrap())
