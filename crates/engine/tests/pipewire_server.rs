@@ -1,5 +1,6 @@
 //! Real-PipeWire tests: each starts a private headless PipeWire + WirePlumber through
-//! `PipewireServer`. Each test requires PipeWire (scripts/install-deps installs it) and says which package is missing.
+//! `PipewireServer`. Each requires PipeWire (scripts/install-deps installs it) and
+//! names the package that is missing.
 
 use engine::pipewire::{PipewireError, PipewireProcess, PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
