@@ -75,10 +75,7 @@ pub(crate) fn print_net_end(
     let db = &ctx.db_path;
     let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
-        print_json(&report::view::net::end_json(
-            &run.view(),
-            run.error.as_deref(),
-        ))?;
+        print_json(&report::view::net::end_json(&run.view()))?;
     } else if !(nothing && run.error.is_some()) {
         print!("{}", report::view::fresh::net_end_text(&run.view(), db));
     }

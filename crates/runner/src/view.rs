@@ -204,7 +204,7 @@ impl EndRun {
             run_id: self.run_id,
             status: self.status,
             flags: &self.flags,
-            error: None,
+            error: self.error.as_ref(),
         };
         RunView {
             result: self.result.clone(),

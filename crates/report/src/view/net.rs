@@ -50,9 +50,9 @@ pub fn json(run: &RunView) -> Value {
 
 /// One end's run as JSON (`net respond|emulate --json`): its status, flags and results,
 /// the error that ended it, and its measurement summaries.
-pub fn end_json(run: &RunView, error: Option<&str>) -> Value {
+pub fn end_json(run: &RunView) -> Value {
     json!({"run_id": run.id, "status": run.status, "flags": run.flags, "result": run.result,
-        "error": error,
+        "error": run.error,
         "measurements": run.measurements.iter().map(super::measurement_summary_json).collect::<Vec<_>>()})
 }
 
