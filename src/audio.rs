@@ -95,6 +95,7 @@ fn spec_message(e: &SpecError) -> String {
         OptionGroup::AlsaDevice => "--device, --capture-device and --format name an ALSA device: use them with --backend alsa".into(),
         OptionGroup::BufferPeriods => "--periods sets an ALSA or virtual buffer: a JACK server's buffer is its own (the playback latency its ports report)".into(),
         OptionGroup::JackServer => "--server and --server-name choose a JACK server: the virtual card needs none (use --backend jack or alsa)".into(),
+        OptionGroup::PipewireServer => format!("--server pipewire runs JACK clients on a private PipeWire: use it with --backend jack, not --backend {backend}"),
     }
 }
 

@@ -42,8 +42,9 @@ pub struct AudioArgs {
     #[arg(long, value_enum, default_value = "jack")]
     pub backend: BackendName,
     /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
-    /// running one or an error), dummy (always a private one). Also the server behind
-    /// ALSA's jack PCM.
+    /// running one or an error), dummy (always a private one), pipewire (a private
+    /// headless PipeWire through its JACK API; --backend jack only). Also the server
+    /// behind ALSA's jack PCM.
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = str::parse::<ServerMode>)]
     pub server: ServerMode,
     /// JACK server name: the one to use (external/auto), or the private one's (dummy).

@@ -19,6 +19,7 @@ mod jack;
 mod jitter;
 mod loads;
 mod net;
+mod pipewire;
 mod plan;
 mod plan_checks;
 mod reports;

@@ -373,3 +373,37 @@ impl Drop for DummyJackd {
         let _ = self.shut_down();
     }
 }
+
+/// Panics with the install command when a program a private PipeWire needs, or
+/// PipeWire's libjack, is missing (scripts/install-deps installs them).
+pub fn require_pipewire() {
+    require_tool("pipewire", "pipewire-bin");
+    require_tool("wireplumber", "wireplumber");
+    require_tool("dbus-daemon", "dbus-daemon");
+    require_tool("pw-link", "pipewire-bin");
+    assert!(
+        engine::jack::via_pipewire::libjack_candidates()
+            .iter()
+            .any(|p| p.exists()),
+        "PipeWire's libjack is not installed: apt install pipewire-jack (the README's test command does)"
+    );
+}
+
+/// The pids of the private PipeWire processes (pipewire, wireplumber, dbus-daemon) the
+/// audiolat of pid `audiolat_pid` started (they carry its pid in
+/// `AUDIOLAT_PRIVATE_SERVER`) that still have a /proc entry.
+pub fn private_pipewire_pids(audiolat_pid: u32) -> Vec<u32> {
+    let marker = format!("AUDIOLAT_PRIVATE_SERVER={audiolat_pid}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            ["pipewire", "wireplumber", "dbus-daemon"].contains(&comm.trim())
+                && environ.split(|b| *b == 0).any(|v| v == marker.as_bytes())
+        })
+        .collect()
+}

@@ -39,6 +39,18 @@ pub enum AudioError {
     /// libjack could not be loaded.
     #[error("libjack could not be loaded ({0}): install the libjack-jackd2-0 package (it comes with jackd2) or pipewire-jack")]
     NoLibjack(String),
+    /// PipeWire's libjack is not installed.
+    #[error("PipeWire's JACK library not found (looked for {looked}): install the pipewire-jack package")]
+    NoPipewireJack {
+        /// The paths looked at.
+        looked: String,
+    },
+    /// Another libjack (jackd2's) is already loaded, so PipeWire's cannot be.
+    #[error("this process already uses the JACK library {0} (a JACK client was opened earlier), and one process can use one libjack: measure the private PipeWire in a process of its own")]
+    OtherLibjackLoaded(String),
+    /// The private PipeWire did not start.
+    #[error("the private PipeWire did not start: {0}")]
+    Pipewire(#[from] crate::pipewire::PipewireError),
     /// The requested period is not one a JACK server runs.
     #[error("period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),

@@ -71,6 +71,7 @@ impl ServerChoice {
         let req = ServerRequest {
             mode: match step {
                 SweepStep::First => self.mode,
+                SweepStep::Later if self.mode == ServerMode::Pipewire => ServerMode::Pipewire,
                 SweepStep::Later => ServerMode::Dummy,
             },
             name: self.name.clone(),
@@ -183,7 +184,7 @@ impl BackendSpec {
         }
         if self
             .jack_server()
-            .is_some_and(|s| s.mode == ServerMode::Dummy)
+            .is_some_and(|s| matches!(s.mode, ServerMode::Dummy | ServerMode::Pipewire))
         {
             for p in periods {
                 let (_, period) = self.private_server_settings(*p);

@@ -94,6 +94,8 @@ pub enum OptionGroup {
     /// Periods in the buffer other than [`DEFAULT_PERIODS`] (not JACK: a server's buffer
     /// is its own).
     BufferPeriods,
+    /// A private PipeWire through its JACK API (JACK clients only).
+    PipewireServer,
     /// A JACK server: a mode other than auto, or a name (not the virtual card).
     JackServer,
 }
@@ -105,6 +107,7 @@ impl std::fmt::Display for OptionGroup {
             OptionGroup::Cable => "virtual cable",
             OptionGroup::AlsaDevice => "ALSA device or sample format",
             OptionGroup::BufferPeriods => "buffer size in periods",
+            OptionGroup::PipewireServer => "private PipeWire server",
             OptionGroup::JackServer => "JACK server",
         })
     }
@@ -224,6 +227,10 @@ fn foreign_options(
         (
             OptionGroup::BufferPeriods,
             settings.periods != DEFAULT_PERIODS && kind == BackendKind::Jack,
+        ),
+        (
+            OptionGroup::PipewireServer,
+            settings.server.mode == ServerMode::Pipewire && kind != BackendKind::Jack,
         ),
         (
             OptionGroup::JackServer,
@@ -428,5 +435,16 @@ mod tests {
             Some(OptionGroup::JackServer)
         );
         assert_eq!(refused(Alsa, named, roundtrip(&[], None)), None);
+        let mut pipewire = settings(None);
+        pipewire.server.mode = ServerMode::Pipewire;
+        assert_eq!(
+            refused(Alsa, pipewire.clone(), roundtrip(&[], None)),
+            Some(OptionGroup::PipewireServer)
+        );
+        assert_eq!(
+            refused(Virtual, pipewire.clone(), roundtrip(&[], None)),
+            Some(OptionGroup::PipewireServer)
+        );
+        assert_eq!(refused(Jack, pipewire, roundtrip(&[], None)), None);
     }
 }

@@ -8,6 +8,8 @@
 //!   its own (`audiolat-dummy`, or `audiolat-dummy-2` ... when that is in use, unless
 //!   `--server-name` says otherwise) and refuses a name a server already answers to.
 //! - `auto`: `external` when a server answers, otherwise `dummy`.
+//! - `pipewire`: audiolat starts a private headless PipeWire and opens its clients through
+//!   PipeWire's libjack ([`super::via_pipewire`]); it is stopped like a private jackd.
 //!
 //! libjack is never allowed to start a server by itself: every client is opened with
 //! `JackNoStartServer` and `JACK_NO_START_SERVER=1` is set.
@@ -40,6 +42,8 @@ pub enum ServerMode {
     External,
     /// Always a private dummy server.
     Dummy,
+    /// A private headless PipeWire, through its JACK API.
+    Pipewire,
 }
 
 impl std::str::FromStr for ServerMode {
@@ -49,8 +53,9 @@ impl std::str::FromStr for ServerMode {
             "auto" => Ok(ServerMode::Auto),
             "external" => Ok(ServerMode::External),
             "dummy" => Ok(ServerMode::Dummy),
+            "pipewire" => Ok(ServerMode::Pipewire),
             other => Err(format!(
-                "unknown server mode `{other}`: use auto, external or dummy"
+                "unknown server mode `{other}`: use auto, external, dummy or pipewire"
             )),
         }
     }
@@ -62,6 +67,7 @@ impl std::fmt::Display for ServerMode {
             ServerMode::Auto => "auto",
             ServerMode::External => "external",
             ServerMode::Dummy => "dummy",
+            ServerMode::Pipewire => "pipewire",
         })
     }
 }
@@ -232,6 +238,8 @@ pub struct JackServer {
     info: ServerInfo,
     child: Option<Child>,
     output: Arc<Mutex<VecDeque<String>>>,
+    /// A private PipeWire (`ServerMode::Pipewire`), stopped on drop.
+    pipewire: Option<crate::pipewire::PipewireServer>,
 }
 
 impl std::fmt::Debug for JackServer {
@@ -247,6 +255,9 @@ impl JackServer {
     /// Resolves the request to a server that answers. See the module docs.
     pub fn connect(req: &ServerRequest) -> Result<JackServer, AudioError> {
         req.validate()?;
+        if req.mode == ServerMode::Pipewire {
+            return Self::start_pipewire(req);
+        }
         prepare_environment();
         match req.mode {
             ServerMode::External | ServerMode::Auto => {
@@ -265,6 +276,7 @@ impl JackServer {
                             },
                             child: None,
                             output: Arc::default(),
+                            pipewire: None,
                         })
                     }
                     None if req.mode == ServerMode::External => Err(AudioError::NoServer(name)),
@@ -273,6 +285,28 @@ impl JackServer {
                 }
             }
             ServerMode::Dummy => Self::start_private(req, req.name.clone()),
+            ServerMode::Pipewire => Self::start_pipewire(req),
+        }
+    }
+
+    /// A private PipeWire, once it answers a JACK client (see [`super::via_pipewire`]).
+    fn start_pipewire(req: &ServerRequest) -> Result<JackServer, AudioError> {
+        let (pipewire, info) =
+            super::via_pipewire::start(req.rate_hz, req.period_frames, req.start_timeout)?;
+        prepare_environment();
+        let server = JackServer {
+            info,
+            child: None,
+            output: Arc::default(),
+            pipewire: Some(pipewire),
+        };
+        match probe(server.name())? {
+            Some(facts) => check_matches(server.name(), facts, req).map(|()| server),
+            None => Err(AudioError::ServerStart {
+                name: server.info.name.clone(),
+                why: "the private PipeWire runs but no JACK client could open on it".into(),
+                output: libjack_messages().join(" | "),
+            }),
         }
     }
 
@@ -337,6 +371,7 @@ impl JackServer {
             },
             child: Some(child),
             output,
+            pipewire: None,
         };
         server.wait_until_it_answers(req.start_timeout)
     }
@@ -384,18 +419,29 @@ impl JackServer {
         &self.info
     }
 
+    /// The private PipeWire, when this is one (`ServerMode::Pipewire`).
+    pub fn pipewire(&self) -> Option<&crate::pipewire::PipewireServer> {
+        self.pipewire.as_ref()
+    }
+
     /// The server name to open clients on.
     pub fn name(&self) -> &str {
         &self.info.name
     }
 
-    /// Process id of a private server.
+    /// Process id of a private server (a private PipeWire's daemon).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        let pipewire = self.pipewire.as_ref().map(|p| p.info().pids.pipewire);
+        self.child.as_ref().map(|c| c.id()).or(pipewire)
     }
 
-    /// For a private server that has exited: how it ended.
+    /// For a private server that has exited: how it ended (a private PipeWire: the
+    /// first of its processes that ended).
     pub fn exited(&mut self) -> Option<String> {
+        if let Some(pipewire) = self.pipewire.as_mut() {
+            let exit = pipewire.exited().into_iter().next()?;
+            return Some(format!("{} exited with {}", exit.process, exit.status));
+        }
         let child = self.child.as_mut()?;
         match child.try_wait() {
             Ok(Some(status)) => Some(describe_status(status)),
@@ -426,9 +472,13 @@ impl JackServer {
         }
     }
 
-    /// Stops a private server (SIGTERM to its group, SIGKILL after 3 s) and reaps it.
-    /// Does nothing for an external one.
+    /// Stops a private server (SIGTERM to its group, SIGKILL after 3 s) and reaps it
+    /// (a private PipeWire: [`crate::pipewire::PipewireServer::stop`]). Does nothing for
+    /// an external one.
     pub fn stop(&mut self) {
+        if let Some(mut pipewire) = self.pipewire.take() {
+            pipewire.stop();
+        }
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -715,62 +765,4 @@ fn check_matches(name: &str, facts: ServerFacts, req: &ServerRequest) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn periods_are_powers_of_two_in_jacks_range() {
-        for ok in [16, 32, 64, 128, 256, 1024, 8192] {
-            assert!(validate_period(ok).is_ok(), "{ok}");
-        }
-        for bad in [0, 8, 100, 96, 16384, 3] {
-            let e = validate_period(bad).unwrap_err().to_string();
-            assert!(
-                e.contains("powers of two") && e.contains(&bad.to_string()),
-                "{e}"
-            );
-        }
-    }
-
-    #[test]
-    fn modes_parse_and_print() {
-        for m in ["auto", "external", "dummy"] {
-            assert_eq!(m.parse::<ServerMode>().unwrap().to_string(), m);
-        }
-        assert!("pipewire"
-            .parse::<ServerMode>()
-            .unwrap_err()
-            .contains("auto, external or dummy"));
-    }
-
-    #[test]
-    fn server_names_are_checked() {
-        let mut req = ServerRequest {
-            mode: ServerMode::Dummy,
-            name: Some("bad name;rm".into()),
-            rate_hz: None,
-            period_frames: None,
-            jackd: None,
-            start_timeout: Duration::from_secs(1),
-        };
-        assert!(matches!(req.validate(), Err(AudioError::BadServerName(_))));
-        req.name = Some("audiolat-test.1".into());
-        assert!(req.validate().is_ok());
-        req.rate_hz = Some(1000);
-        assert!(req.validate().unwrap_err().to_string().contains("44100"));
-    }
-
-    #[test]
-    fn no_jackd_means_install_jackd2() {
-        let req = ServerRequest {
-            mode: ServerMode::Dummy,
-            name: Some(format!("audiolat-nojackd-{}", std::process::id())),
-            rate_hz: None,
-            period_frames: None,
-            jackd: None,
-            start_timeout: Duration::from_secs(1),
-        };
-        let e = JackServer::connect(&req).unwrap_err().to_string();
-        assert!(e.contains("jackd2"), "{e}");
-    }
-}
+mod tests;

@@ -4,6 +4,7 @@ use crate::audio::{AudioError, PortRole};
 use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::client::{check_ports, JackConfig};
 use crate::jack::loop_client::JackLoop;
+use crate::jack::via_pipewire::sink_port;
 
 /// A JACK client's streams.
 #[derive(Clone, Debug)]
@@ -20,8 +21,10 @@ pub struct JackSpec {
 /// What a JACK stream connects to.
 #[derive(Clone, Debug)]
 pub enum JackPorts {
-    /// Playback (the event probe): these ports, with an optional loopback capture port
-    /// and MIDI input.
+    /// Playback (the event probe): these ports (none: the first two physical playback
+    /// ports; on a private PipeWire, its null sink's), with an optional loopback capture
+    /// port (on a private PipeWire, `audiolat-sink:monitor_FL` hears the output) and MIDI
+    /// input.
     Playback(JackConfig),
     /// A round trip through a cable: out on `playback` (empty: the first two physical
     /// playback ports), back in on `capture`.
@@ -31,7 +34,8 @@ pub enum JackPorts {
         /// Where the loop comes back in.
         capture: String,
     },
-    /// A round trip through audiolat's software loop client in the server.
+    /// A round trip through audiolat's software loop client in the server (on a private
+    /// PipeWire: through its null sink, `playback_FL` to `monitor_FL`).
     SoftwareLoop,
 }
 
@@ -42,7 +46,17 @@ pub(crate) fn open(
     step: SweepStep,
 ) -> Result<Setup, AudioError> {
     let server = spec.server.connect(step, spec.rate_hz, period)?;
+    let on_pipewire = server.pipewire().is_some();
     let (config, loop_client, description) = match &spec.ports {
+        JackPorts::Playback(config) if on_pipewire && config.playback.is_empty() => {
+            // The null sink is the private PipeWire's card: play to both its channels.
+            let config = JackConfig {
+                playback: vec![sink_port("playback_FL"), sink_port("playback_FR")],
+                ..config.clone()
+            };
+            check_ports(server.info(), &config, PortRole::Loopback)?;
+            (config, None, String::new())
+        }
         JackPorts::Playback(config) => {
             check_ports(server.info(), config, PortRole::Loopback)?;
             (config.clone(), None, String::new())
@@ -62,6 +76,18 @@ pub(crate) fn open(
                     playback.join(",")
                 }
             );
+            (config, None, description)
+        }
+        JackPorts::SoftwareLoop if on_pipewire => {
+            // A JACK self-loop is unreliable on PipeWire: loop through the null sink.
+            let (playback, capture) = (sink_port("playback_FL"), sink_port("monitor_FL"));
+            let description = format!("PipeWire null sink {playback} -> {capture}");
+            let config = JackConfig {
+                playback: vec![playback],
+                capture: Some(capture),
+                ..Default::default()
+            };
+            check_ports(server.info(), &config, PortRole::Capture)?;
             (config, None, description)
         }
         JackPorts::SoftwareLoop => {

@@ -20,7 +20,8 @@ pub fn private_server(
     let server = spec.jack_server().filter(|s| s.name.is_none())?;
     let private = match server.mode {
         ServerMode::Dummy => true,
-        ServerMode::External => false,
+        // A private PipeWire is each cell's own (through PipeWire's libjack).
+        ServerMode::External | ServerMode::Pipewire => false,
         ServerMode::Auto => !default_running(),
     };
     private.then(|| spec.private_server_settings(period))

@@ -1,0 +1,193 @@
+//! `--server pipewire`: JACK clients of this process on a private headless PipeWire
+//! ([`PipewireServer`]), through PipeWire's own libjack.
+//!
+//! The `jack` crate loads `libjack.so.0` by its bare name, once, at its first call. Before
+//! that call, [`load_pipewire_libjack`] loads PipeWire's libjack by its absolute path
+//! (`/usr/lib/<multiarch>/pipewire-0.3/jack/libjack.so.0`) with `RTLD_NOW | RTLD_GLOBAL`:
+//! glibc then resolves the bare name to the object already loaded under that soname, as
+//! `pw-jack` does with `LD_LIBRARY_PATH`. One process gets one libjack: once jackd2's is
+//! loaded (a JACK client was opened), PipeWire's cannot be, and that is refused
+//! ([`AudioError::OtherLibjackLoaded`]) rather than measuring the wrong server.
+//!
+//! [`start`] then starts the server and sets the client environment
+//! ([`PipewireServer::client_env`]) in this process, like the private jackd's
+//! `JACK_DEFAULT_SERVER`: do it before other threads read the environment.
+//!
+//! On the private PipeWire, the null sink [`SINK_NODE_NAME`] is the "sound card": a
+//! round trip loops from its `playback_FL` to its `monitor_FL` (one quantum of the graph;
+//! a JACK self-loop is unreliable on PipeWire), and the event probe plays to its two
+//! playback ports ([`sink_port`]).
+
+use crate::audio::{AudioError, ServerInfo};
+use crate::pipewire::config::SINK_NODE_NAME;
+use crate::pipewire::{PipewireRequest, PipewireServer};
+use std::path::{Path, PathBuf};
+
+/// The server name JACK clients open on a private PipeWire: its socket's name, which
+/// PipeWire's libjack reaches through `PIPEWIRE_RUNTIME_DIR`.
+pub const SERVER_NAME: &str = crate::pipewire::server::REMOTE_NAME;
+
+/// The Debian package that ships PipeWire's libjack.
+pub const PIPEWIRE_JACK_PACKAGE: &str = "pipewire-jack";
+
+/// A port of the private PipeWire's null sink, as JACK clients name it
+/// (`sink_port("monitor_FL")` is `audiolat-sink:monitor_FL`).
+pub fn sink_port(port: &str) -> String {
+    format!("{SINK_NODE_NAME}:{port}")
+}
+
+/// Where PipeWire's libjack may be: the Debian multiarch directory of this build's
+/// architecture, then the `lib64` and plain `lib` layouts of other distributions.
+pub fn libjack_candidates() -> Vec<PathBuf> {
+    let multiarch = match std::env::consts::ARCH {
+        "x86" => "i386-linux-gnu".to_string(),
+        "arm" => "arm-linux-gnueabihf".to_string(),
+        "powerpc64" if cfg!(target_endian = "little") => "powerpc64le-linux-gnu".to_string(),
+        arch => format!("{arch}-linux-gnu"),
+    };
+    [
+        format!("/usr/lib/{multiarch}"),
+        "/usr/lib64".into(),
+        "/usr/lib".into(),
+    ]
+    .into_iter()
+    .map(|dir| PathBuf::from(dir).join("pipewire-0.3/jack/libjack.so.0"))
+    .collect()
+}
+
+/// Every libjack this process has loaded (from `/proc/self/maps`).
+pub fn loaded_libjacks() -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut found: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| {
+            Path::new(path)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libjack.so"))
+        })
+        .map(PathBuf::from)
+        .collect();
+    found.dedup();
+    found
+}
+
+/// Loads PipeWire's libjack (see the module docs) and returns its path. Loading it again
+/// is harmless; jackd2's libjack loaded first is [`AudioError::OtherLibjackLoaded`], a
+/// missing file [`AudioError::NoPipewireJack`].
+pub fn load_pipewire_libjack() -> Result<PathBuf, AudioError> {
+    let candidates = libjack_candidates();
+    let path = candidates
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .ok_or_else(|| AudioError::NoPipewireJack {
+            looked: candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    // PipeWire's own directory: the soname's file may be a link to a versioned one.
+    let pipewire_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    if let Some(other) = loaded_libjacks()
+        .into_iter()
+        .find(|l| !l.starts_with(&pipewire_dir))
+    {
+        return Err(AudioError::OtherLibjackLoaded(other.display().to_string()));
+    }
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| AudioError::NoLibjack(format!("{} has a NUL in its path", path.display())))?;
+    // SAFETY: dlopen with a valid NUL-terminated path. The handle is kept (never
+    // dlclose'd): the `jack` crate uses the library for the rest of the process.
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if handle.is_null() {
+        // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next
+        // dl call on this thread.
+        let why = unsafe {
+            let e = libc::dlerror();
+            if e.is_null() {
+                "dlopen failed".to_string()
+            } else {
+                std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        };
+        return Err(AudioError::NoLibjack(format!("{}: {why}", path.display())));
+    }
+    Ok(path)
+}
+
+/// Starts a private PipeWire at `rate_hz` and `quantum_frames` (`None`: PipeWire's
+/// defaults, 48000 Hz and 1024 frames), loads its libjack and points this process's JACK
+/// clients at it. Returns the server (stopped when dropped) and what is recorded of it.
+pub fn start(
+    rate_hz: Option<u32>,
+    quantum_frames: Option<u32>,
+    start_timeout: std::time::Duration,
+) -> Result<(PipewireServer, ServerInfo), AudioError> {
+    // Before anything else touches libjack (the logger set-up is a libjack call).
+    let libjack = load_pipewire_libjack()?;
+    let defaults = PipewireRequest::default();
+    let quantum = quantum_frames.unwrap_or(defaults.quantum_frames);
+    let req = PipewireRequest {
+        rate_hz: rate_hz.unwrap_or(defaults.rate_hz),
+        quantum_frames: quantum,
+        min_quantum_frames: defaults.min_quantum_frames.min(quantum),
+        max_quantum_frames: defaults.max_quantum_frames.max(quantum),
+        start_timeout,
+        ..defaults
+    };
+    let server = PipewireServer::start(&req)?;
+    for (var, value) in server.client_env() {
+        std::env::set_var(var, value);
+    }
+    let info = server.info();
+    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let record = ServerInfo {
+        name: SERVER_NAME.to_string(),
+        private: true,
+        command_line: Some(format!(
+            "pipewire -c {} (rate {} Hz, quantum {} frames), wireplumber, dbus-daemon --session; JACK clients through {}",
+            info.config_file.display(),
+            info.rate_hz,
+            info.quantum_frames,
+            libjack.display()
+        )),
+        version: Some(format!(
+            "PipeWire {}, WirePlumber {}",
+            known(&info.pipewire_version),
+            known(&info.wireplumber_version)
+        )),
+    };
+    Ok((server, record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_start_with_this_architectures_multiarch_dir() {
+        let first = libjack_candidates()[0].display().to_string();
+        assert!(first.starts_with("/usr/lib/"), "{first}");
+        assert!(first.contains("-linux-gnu"), "{first}");
+        assert!(
+            first.ends_with("/pipewire-0.3/jack/libjack.so.0"),
+            "{first}"
+        );
+        assert_eq!(sink_port("monitor_FL"), "audiolat-sink:monitor_FL");
+    }
+
+    #[test]
+    fn a_missing_libjack_names_the_package() {
+        let e = AudioError::NoPipewireJack {
+            looked: "/usr/lib/x/pipewire-0.3/jack/libjack.so.0".into(),
+        };
+        assert!(
+            e.to_string().ends_with("install the pipewire-jack package"),
+            "{e}"
+        );
+        assert_eq!(PIPEWIRE_JACK_PACKAGE, "pipewire-jack");
+    }
+}
