@@ -129,12 +129,13 @@ fn parse_library_version(text: &str) -> Option<String> {
 }
 
 /// Keeps the last 40 lines a process prints (stdout and stderr), read by a thread per
-/// stream.
+/// stream (their handles returned: a reader ends at the stream's end).
 pub(super) fn keep_output_tail(
     child: &mut Child,
     process: PipewireProcess,
-) -> Result<OutputTail, PipewireError> {
+) -> Result<(OutputTail, Vec<std::thread::JoinHandle<()>>), PipewireError> {
     let output: OutputTail = Arc::default();
+    let mut readers = Vec::new();
     let streams = [
         child
             .stdout
@@ -147,7 +148,7 @@ pub(super) fn keep_output_tail(
     ];
     for stream in streams.into_iter().flatten() {
         let output = output.clone();
-        std::thread::Builder::new()
+        let reader = std::thread::Builder::new()
             .name(format!("{process}-output"))
             .spawn(move || {
                 for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -163,8 +164,9 @@ pub(super) fn keep_output_tail(
                 op: format!("starting a thread for {process}'s output"),
                 source: e,
             })?;
+        readers.push(reader);
     }
-    Ok(output)
+    Ok((output, readers))
 }
 
 /// The last four non-empty lines, joined with " | ".

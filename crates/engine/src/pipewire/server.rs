@@ -237,6 +237,8 @@ struct Member {
     /// How it ended, once reaped.
     status: Option<String>,
     output: OutputTail,
+    /// The threads reading its output, until its streams end.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Member {
@@ -391,6 +393,8 @@ impl PipewireServer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let group = self.group.unwrap_or(0);
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid, errno) between
         // fork and exec.
         unsafe {
@@ -399,7 +403,8 @@ impl PipewireServer {
                     return Err(std::io::Error::last_os_error());
                 }
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-                if libc::getppid() == 1 {
+                // Reparented already (to init or a subreaper): the parent is gone.
+                if libc::getppid() != parent {
                     return Err(std::io::Error::other("parent already exited"));
                 }
                 Ok(())
@@ -408,7 +413,15 @@ impl PipewireServer {
         let mut child = cmd
             .spawn()
             .map_err(|e| io_error(format!("starting {process}"), e))?;
-        let output = keep_output_tail(&mut child, process)?;
+        let (output, readers) = match keep_output_tail(&mut child, process) {
+            Ok(kept) => kept,
+            Err(e) => {
+                // Not yet a member: stopped here, so nothing is left behind.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
         if self.group.is_none() {
             self.group = Some(child.id() as libc::pid_t);
         }
@@ -417,8 +430,20 @@ impl PipewireServer {
             child,
             status: None,
             output,
+            readers,
         });
         Ok(())
+    }
+
+    /// Waits (at most a second) until `process`'s output readers reached the end of its
+    /// streams, so its last lines are in its tail.
+    fn await_output(&self, process: PipewireProcess) {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for member in self.members.iter().filter(|m| m.process == process) {
+            while !member.readers.iter().all(|r| r.is_finished()) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
     }
 
     /// Polls `ready` until it holds; an error if a process ends first or `deadline`
@@ -432,7 +457,7 @@ impl PipewireServer {
     ) -> Result<(), PipewireError> {
         loop {
             if let Some(exit) = self.exited().into_iter().next() {
-                std::thread::sleep(Duration::from_millis(50)); // let the output threads finish
+                self.await_output(exit.process);
                 return Err(PipewireError::Exited {
                     process: exit.process,
                     status: exit.status,
