@@ -45,8 +45,9 @@ pub enum AudioError {
         /// The paths looked at.
         looked: String,
     },
-    /// Another libjack (jackd2's) is already loaded, so PipeWire's cannot be.
-    #[error("this process already uses the JACK library {0} (a JACK client was opened earlier), and one process can use one libjack: measure the private PipeWire in a process of its own")]
+    /// Another libjack is already loaded in this process (jackd2's before PipeWire's,
+    /// or PipeWire's before a jackd server is used).
+    #[error("this process already uses the JACK library {0} (loaded for an earlier JACK client), and one process can use one libjack: measure the other server in a process of its own")]
     OtherLibjackLoaded(String),
     /// The private PipeWire did not start.
     #[error("the private PipeWire did not start: {0}")]

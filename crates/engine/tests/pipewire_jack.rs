@@ -103,4 +103,18 @@ fn a_jack_client_reaches_the_private_pipewire_and_sees_the_sinks_ports() {
             "process {pid} left after the server dropped"
         );
     }
+    // PipeWire's libjack stays this process's: a jackd server is refused, not reached
+    // through PipeWire's library.
+    let jackd = ServerRequest {
+        mode: ServerMode::Dummy,
+        jackd: Some("/usr/bin/jackd".into()),
+        ..req
+    };
+    match JackServer::connect(&jackd) {
+        Err(engine::audio::AudioError::OtherLibjackLoaded(path)) => {
+            assert!(path.contains("/pipewire-0.3/"), "{path}")
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("a jackd server was used through PipeWire's libjack"),
+    }
 }

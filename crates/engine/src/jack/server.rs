@@ -258,6 +258,15 @@ impl JackServer {
         if req.mode == ServerMode::Pipewire {
             return Self::start_pipewire(req);
         }
+        // PipeWire's libjack, loaded for a private PipeWire, would answer for jackd.
+        if let Some(pipewire) = super::via_pipewire::loaded_libjacks()
+            .into_iter()
+            .find(|l| l.to_string_lossy().contains("/pipewire-0.3/"))
+        {
+            return Err(AudioError::OtherLibjackLoaded(
+                pipewire.display().to_string(),
+            ));
+        }
         prepare_environment();
         match req.mode {
             ServerMode::External | ServerMode::Auto => {
