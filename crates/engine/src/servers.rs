@@ -229,6 +229,59 @@ pub fn pulse_socket() -> Option<PathBuf> {
     socket_at(runtime_dir().join("pulse").join("native"))
 }
 
+/// The last lines a private server's process printed, newest last.
+pub(crate) type OutputTail = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>;
+
+/// Keeps the last 40 lines `child` prints (stdout and stderr) for the error that says why
+/// a private server did not start, read by a thread per stream (named `thread`); the
+/// readers' handles are returned (a reader ends at its stream's end).
+pub(crate) fn keep_output_tail(
+    child: &mut std::process::Child,
+    thread: &str,
+) -> std::io::Result<(OutputTail, Vec<std::thread::JoinHandle<()>>)> {
+    use std::io::{BufRead, BufReader, Read};
+    let output: OutputTail = OutputTail::default();
+    let streams = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ];
+    let mut readers = Vec::new();
+    for stream in streams.into_iter().flatten() {
+        let output = output.clone();
+        readers.push(
+            std::thread::Builder::new()
+                .name(thread.into())
+                .spawn(move || {
+                    for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                        if let Ok(mut o) = output.lock() {
+                            if o.len() == 40 {
+                                o.pop_front();
+                            }
+                            o.push_back(line);
+                        }
+                    }
+                })?,
+        );
+    }
+    Ok((output, readers))
+}
+
+/// How a process ended, in words (`exit status 3`, `signal 9`).
+pub(crate) fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "an unknown status".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,6 @@
 
 use crate::audio::{AudioError, ServerInfo, ServerSetting};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -237,7 +236,7 @@ fn started_by_dead_audiolat(pid: i32) -> bool {
 pub struct JackServer {
     info: ServerInfo,
     child: Option<Child>,
-    output: Arc<Mutex<VecDeque<String>>>,
+    output: crate::servers::OutputTail,
     /// A private PipeWire (`ServerMode::Pipewire`), stopped on drop.
     pipewire: Option<crate::pipewire::PipewireServer>,
 }
@@ -453,7 +452,7 @@ impl JackServer {
         }
         let child = self.child.as_mut()?;
         match child.try_wait() {
-            Ok(Some(status)) => Some(describe_status(status)),
+            Ok(Some(status)) => Some(crate::servers::describe_status(status)),
             _ => None,
         }
     }
@@ -520,50 +519,14 @@ impl Drop for JackServer {
 }
 
 /// Keeps the last 40 lines jackd prints (stdout and stderr) for the error that says why
-/// it did not start, read by a thread per stream.
-fn keep_output_tail(child: &mut Child) -> Result<Arc<Mutex<VecDeque<String>>>, AudioError> {
-    let output: Arc<Mutex<VecDeque<String>>> = Arc::default();
-    for stream in [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let output = output.clone();
-        std::thread::Builder::new()
-            .name("jackd-output".into())
-            .spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if let Ok(mut o) = output.lock() {
-                        if o.len() == 40 {
-                            o.pop_front();
-                        }
-                        o.push_back(line);
-                    }
-                }
-            })
-            .map_err(|e| AudioError::Io {
-                op: "starting a thread for jackd's output".into(),
-                source: e,
-            })?;
-    }
-    Ok(output)
-}
-
-fn describe_status(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(sig)) => format!("signal {sig}"),
-        _ => "an unknown status".into(),
-    }
+/// it did not start.
+fn keep_output_tail(child: &mut Child) -> Result<crate::servers::OutputTail, AudioError> {
+    crate::servers::keep_output_tail(child, "jackd-output")
+        .map(|(output, _readers)| output)
+        .map_err(|e| AudioError::Io {
+            op: "starting a thread for jackd's output".into(),
+            source: e,
+        })
 }
 
 /// `$JACK_DEFAULT_SERVER`, or "default".

@@ -2,16 +2,14 @@
 //! each, their versions, and the tail of their output.
 
 use super::server::{PipewireError, PipewireProcess};
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The last lines a process printed, filled by its output threads.
-pub(super) type OutputTail = Arc<Mutex<VecDeque<String>>>;
+pub(super) use crate::servers::OutputTail;
 
 /// A program and the Debian (bookworm) package that ships it.
 #[derive(Clone, Copy, Debug)]
@@ -134,39 +132,12 @@ pub(super) fn keep_output_tail(
     child: &mut Child,
     process: PipewireProcess,
 ) -> Result<(OutputTail, Vec<std::thread::JoinHandle<()>>), PipewireError> {
-    let output: OutputTail = Arc::default();
-    let mut readers = Vec::new();
-    let streams = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ];
-    for stream in streams.into_iter().flatten() {
-        let output = output.clone();
-        let reader = std::thread::Builder::new()
-            .name(format!("{process}-output"))
-            .spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if let Ok(mut o) = output.lock() {
-                        if o.len() == 40 {
-                            o.pop_front();
-                        }
-                        o.push_back(line);
-                    }
-                }
-            })
-            .map_err(|e| PipewireError::Io {
-                op: format!("starting a thread for {process}'s output"),
-                source: e,
-            })?;
-        readers.push(reader);
-    }
-    Ok((output, readers))
+    crate::servers::keep_output_tail(child, &format!("{process}-output")).map_err(|e| {
+        PipewireError::Io {
+            op: format!("starting a thread for {process}'s output"),
+            source: e,
+        }
+    })
 }
 
 /// The last four non-empty lines, joined with " | ".
@@ -185,14 +156,7 @@ pub(super) fn tail_of(output: &OutputTail) -> String {
     }
 }
 
-pub(super) fn describe_status(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(sig)) => format!("signal {sig}"),
-        _ => "an unknown status".into(),
-    }
-}
+pub(super) use crate::servers::describe_status;
 
 #[cfg(test)]
 mod tests {
