@@ -52,6 +52,9 @@ pub enum AudioError {
     /// The private PipeWire did not start.
     #[error("the private PipeWire did not start: {0}")]
     Pipewire(#[from] crate::pipewire::PipewireError),
+    /// A quantum could not be set on, or measured from, a PipeWire.
+    #[error(transparent)]
+    Quantum(#[from] crate::pipewire::quantum::QuantumError),
     /// The requested period is not one a JACK server runs.
     #[error("period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),
