@@ -411,6 +411,10 @@ pub struct ServerInfo {
     pub command_line: Option<String>,
     /// The server program's version line, when known.
     pub version: Option<String>,
+    /// On a PipeWire: the quantum asked for (`None`: none was, the server's default).
+    pub quantum_asked_frames: Option<u32>,
+    /// On a PipeWire: the quantum its graph was measured to run (`None`: not measured).
+    pub quantum_granted_frames: Option<u32>,
 }
 
 /// Facts about a stream, fixed when it is opened.
