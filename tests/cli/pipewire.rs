@@ -6,7 +6,9 @@
 use results::Store;
 use serde_json::Value;
 
-use crate::util::{machine_lock, private_pipewire_pids, require_pipewire, run, run_json, temp_db};
+use crate::util::{
+    machine_lock, private_pipewire_pids, require_pipewire, require_tool, run, run_json, temp_db,
+};
 
 /// PipeWire's default quantum: the graph's cycle when no client asks for another.
 const DEFAULT_QUANTUM_FRAMES: f64 = 1024.0;
@@ -130,4 +132,169 @@ fn pipewire_is_refused_with_the_alsa_and_virtual_backends() {
         );
     }
     assert!(!db.exists(), "nothing stored");
+}
+
+/// The round trip's median and mean, in frames, of a stored run's result.
+fn roundtrip_frames(result: &Value) -> (f64, f64) {
+    let frames = &result["roundtrip_frames"];
+    assert!(frames["count"].as_u64().unwrap_or(0) >= 3, "{result}");
+    (
+        frames["median"].as_f64().unwrap(),
+        frames["mean"].as_f64().unwrap(),
+    )
+}
+
+/// audiolat's round trip at each of `periods` (one sweep), after checking each run's
+/// recorded quantum (asked = granted = the period) and that the loop is one quantum.
+fn audiolat_roundtrips(periods: &[u32]) -> Vec<f64> {
+    let (_dir, db) = temp_db("pwq.db");
+    let list = periods
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let v = run_json(
+        &db,
+        &[
+            "roundtrip",
+            "--server",
+            "pipewire",
+            "--period",
+            &list,
+            "--duration",
+            "2s",
+            "--json",
+        ],
+    );
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), periods.len(), "{v}");
+    let mut medians = Vec::new();
+    for (r, &period) in runs.iter().zip(periods) {
+        assert_eq!(r["status"], "complete", "{r}");
+        let run_id = r["run_id"].as_i64().unwrap();
+        let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
+        let server = &stored["run"]["config"]["server"];
+        assert_pipewire_server(server);
+        assert_eq!(server["quantum_asked_frames"], period, "{server}");
+        assert_eq!(server["quantum_granted_frames"], period, "{server}");
+        let (median, mean) = roundtrip_frames(&r["result"]);
+        for (stat, got) in [("median", median), ("mean", mean)] {
+            assert!(
+                (got - f64::from(period)).abs() <= 0.05,
+                "{stat} {got} frames, not the granted quantum {period}: {r}"
+            );
+        }
+        assert_nothing_left(&db, run_id);
+        medians.push(median);
+    }
+    medians
+}
+
+/// `jack_iodelay`'s last round trip ("   128.000 frames ... total roundtrip latency").
+fn iodelay_frames(log: &str) -> Option<f64> {
+    log.lines()
+        .filter(|l| l.contains("total roundtrip latency"))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .next_back()
+}
+
+/// The reference: `jack_iodelay` through PipeWire's libjack on a private PipeWire this
+/// test starts, looped `jack_delay:out` -> the null sink's playback, its monitor ->
+/// `jack_delay:in`, at `clock.force-quantum` = `quantum`.
+fn iodelay_reference(quantum: u32) -> f64 {
+    use engine::pipewire::{PipewireRequest, PipewireServer};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    require_tool("jack_iodelay", "jackd2");
+    let server = PipewireServer::start(&PipewireRequest {
+        start_timeout: Duration::from_secs(10),
+        ..Default::default()
+    })
+    .expect("a private PipeWire");
+    let libdir = engine::jack::via_pipewire::libjack_candidates()
+        .into_iter()
+        .find(|p| p.exists())
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+        .unwrap();
+    let client = |program: &str| {
+        let mut cmd = Command::new(program);
+        cmd.envs(server.client_env())
+            .env("LD_LIBRARY_PATH", &libdir)
+            .env_remove("JACK_DEFAULT_SERVER")
+            .stdin(Stdio::null());
+        cmd
+    };
+    let ok = |mut cmd: Command| {
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{cmd:?}: {out:?}");
+    };
+    let mut set = client("pw-metadata");
+    set.args([
+        "-n",
+        "settings",
+        "0",
+        "clock.force-quantum",
+        &quantum.to_string(),
+    ]);
+    ok(set);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut iod = client("stdbuf");
+    iod.args(["-o0", "jack_iodelay"])
+        .stdout(log.reopen().unwrap())
+        .stderr(Stdio::null());
+    let mut iod = iod.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for (from, to) in [
+        ("jack_delay:out", "audiolat-sink:playback_FL"),
+        ("audiolat-sink:monitor_FL", "jack_delay:in"),
+    ] {
+        // Until jack_delay's ports exist.
+        loop {
+            let mut connect = client("jack_connect");
+            connect
+                .args([from, to])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if connect.status().unwrap().success() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "jack_connect {from} {to} failed");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // Until it has measured a few round trips (it prints one about every 0.5 s).
+    let frames = loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+        let n = text.matches("total roundtrip latency").count();
+        if n >= 3 {
+            break iodelay_frames(&text).unwrap();
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(10),
+            "jack_iodelay measured nothing: {text}"
+        );
+    };
+    // It ignores SIGINT.
+    unsafe { libc::kill(iod.id() as i32, libc::SIGTERM) };
+    let _ = iod.wait();
+    frames
+}
+
+/// `--period 128,256`: each run records the quantum asked for and granted, its loop is
+/// one granted quantum, and (the acceptance's reference) it agrees with `jack_iodelay`
+/// through PipeWire's libjack on the same loop, to 0.05 frame, at both quanta.
+#[test]
+fn a_period_sweep_is_granted_and_agrees_with_jack_iodelay() {
+    require_pipewire();
+    let _m = machine_lock();
+    let periods = [128, 256];
+    let ours = audiolat_roundtrips(&periods);
+    for (&period, ours) in periods.iter().zip(ours) {
+        let reference = iodelay_reference(period);
+        assert!(
+            (ours - reference).abs() <= 0.05,
+            "at quantum {period}: audiolat {ours} frames, jack_iodelay {reference}"
+        );
+    }
 }

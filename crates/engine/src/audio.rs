@@ -52,6 +52,9 @@ pub enum AudioError {
     /// The private PipeWire did not start.
     #[error("the private PipeWire did not start: {0}")]
     Pipewire(#[from] crate::pipewire::PipewireError),
+    /// A quantum could not be set on, or measured from, a PipeWire.
+    #[error(transparent)]
+    Quantum(#[from] crate::pipewire::quantum::QuantumError),
     /// The requested period is not one a JACK server runs.
     #[error("period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),
@@ -408,6 +411,10 @@ pub struct ServerInfo {
     pub command_line: Option<String>,
     /// The server program's version line, when known.
     pub version: Option<String>,
+    /// On a PipeWire: the quantum asked for (`None`: none was, the server's default).
+    pub quantum_asked_frames: Option<u32>,
+    /// On a PipeWire: the quantum its graph was measured to run (`None`: not measured).
+    pub quantum_granted_frames: Option<u32>,
 }
 
 /// Facts about a stream, fixed when it is opened.

@@ -436,6 +436,8 @@ impl AlsaStream {
                 private: false,
                 command_line: None,
                 version: Some(format!("alsa-lib {}", alsa_version())),
+                quantum_asked_frames: None,
+                quantum_granted_frames: None,
             }),
             clock_offset_ns: 0,
         };

@@ -281,6 +281,8 @@ impl JackServer {
                                 // Not the local jackd's: the running server may be another
                                 // build, or PipeWire.
                                 version: None,
+                                quantum_asked_frames: None,
+                                quantum_granted_frames: None,
                             },
                             child: None,
                             output: Arc::default(),
@@ -376,6 +378,8 @@ impl JackServer {
                 private: true,
                 command_line: Some(command_line),
                 version: jackd_version(&jackd),
+                quantum_asked_frames: None,
+                quantum_granted_frames: None,
             },
             child: Some(child),
             output,

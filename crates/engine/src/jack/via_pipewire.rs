@@ -20,6 +20,7 @@
 
 use crate::audio::{AudioError, ServerInfo};
 use crate::pipewire::config::SINK_NODE_NAME;
+use crate::pipewire::quantum::{measure_quantum, QuantumError};
 use crate::pipewire::{PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
 
@@ -120,7 +121,9 @@ pub fn load_pipewire_libjack() -> Result<PathBuf, AudioError> {
 
 /// Starts a private PipeWire at `rate_hz` and `quantum_frames` (`None`: PipeWire's
 /// defaults, 48000 Hz and 1024 frames), loads its libjack and points this process's JACK
-/// clients at it. Returns the server (stopped when dropped) and what is recorded of it.
+/// clients at it, then measures the quantum its graph runs ([`measure_quantum`]; one
+/// other than asked is refused). Returns the server (stopped when dropped) and what is
+/// recorded of it, with the quantum asked for and granted.
 pub fn start(
     rate_hz: Option<u32>,
     quantum_frames: Option<u32>,
@@ -142,6 +145,15 @@ pub fn start(
     for (var, value) in server.client_env() {
         std::env::set_var(var, value);
     }
+    // What the graph really runs, measured (a quantum it does not run is refused).
+    let granted = measure_quantum(SERVER_NAME, Some(quantum), start_timeout)?;
+    if granted != quantum {
+        return Err(QuantumError::NotGranted {
+            asked: quantum,
+            granted,
+        }
+        .into());
+    }
     let info = server.info();
     let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     let record = ServerInfo {
@@ -159,6 +171,8 @@ pub fn start(
             known(&info.pipewire_version),
             known(&info.wireplumber_version)
         )),
+        quantum_asked_frames: quantum_frames,
+        quantum_granted_frames: Some(granted),
     };
     Ok((server, record))
 }

@@ -35,10 +35,14 @@
 //!   (SIGTERM, then SIGKILL to the group), reaps all three and removes the private
 //!   directory.
 //!
+//! The quantum as a setting (`clock.force-quantum`, measured and restored) is
+//! [`quantum::ForcedQuantum`].
+//!
 //! Nothing here runs on an audio thread.
 
 pub mod config;
 mod programs;
+pub mod quantum;
 pub mod server;
 
 pub use server::{

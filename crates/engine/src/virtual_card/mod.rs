@@ -232,6 +232,8 @@ impl VirtualStream {
                     }
                 )),
                 version: None,
+                quantum_asked_frames: None,
+                quantum_granted_frames: None,
             },
             clock_offset_ns: 0,
         };

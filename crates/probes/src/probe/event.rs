@@ -54,6 +54,8 @@ impl Probe for EventProbe<'_> {
         config["server"] = json!({
             "name": sinfo.server.name, "private": sinfo.server.private,
             "command_line": sinfo.server.command_line, "version": sinfo.server.version,
+            "quantum_asked_frames": sinfo.server.quantum_asked_frames,
+            "quantum_granted_frames": sinfo.server.quantum_granted_frames,
         });
         let summary = TriggerSummary::new(&self.config, sinfo);
         Description {
