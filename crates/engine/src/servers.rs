@@ -272,6 +272,23 @@ pub(crate) fn keep_output_tail(
     Ok((output, readers))
 }
 
+/// The last four non-empty lines of `output` that `keep` accepts (trimmed), joined with
+/// " | "; "(nothing)" when there are none.
+pub(crate) fn tail_text(output: &OutputTail, keep: impl Fn(&str) -> bool) -> String {
+    let lines = output.lock().map(|o| o.clone()).unwrap_or_default();
+    let useful: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && keep(l))
+        .collect();
+    let tail = &useful[useful.len().saturating_sub(4)..];
+    if tail.is_empty() {
+        "(nothing)".into()
+    } else {
+        tail.join(" | ")
+    }
+}
+
 /// How a process ended, in words (`exit status 3`, `signal 9`).
 pub(crate) fn describe_status(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;

@@ -6,32 +6,11 @@
 //! A test binary of its own: once PipeWire's libjack is loaded, it is this process's
 //! libjack for good (jackd2's can no longer be used here).
 
-use engine::jack::server::{open_client, JackServer, ServerMode, ServerRequest};
-use engine::jack::via_pipewire::{libjack_candidates, loaded_libjacks, sink_port, SERVER_NAME};
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod common;
 
-/// Panics with the install command when a program or library the test needs is missing.
-fn require_pipewire_jack() {
-    for (tool, package) in [
-        ("pipewire", "pipewire-bin"),
-        ("wireplumber", "wireplumber"),
-        ("dbus-daemon", "dbus-daemon"),
-    ] {
-        let found = Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            found,
-            "{tool} is not installed: apt install {package} (scripts/install-deps does)"
-        );
-    }
-    assert!(
-        libjack_candidates().iter().any(|p| p.exists()),
-        "PipeWire's libjack is not installed: apt install pipewire-jack (scripts/install-deps does)"
-    );
-}
+use engine::jack::server::{open_client, JackServer, ServerMode, ServerRequest};
+use engine::jack::via_pipewire::{loaded_libjacks, sink_port, SERVER_NAME};
+use std::time::{Duration, Instant};
 
 /// Whether `pid` still has a /proc entry (running, or a zombie not yet reaped).
 fn has_proc_entry(pid: u32) -> bool {
@@ -40,7 +19,7 @@ fn has_proc_entry(pid: u32) -> bool {
 
 #[test]
 fn a_jack_client_reaches_the_private_pipewire_and_sees_the_sinks_ports() {
-    require_pipewire_jack();
+    common::require_pipewire_jack();
     let req = ServerRequest {
         mode: ServerMode::Pipewire,
         name: None,

@@ -5,7 +5,9 @@
 //!
 //! A test binary of its own: it loads PipeWire's libjack for good.
 
-use engine::jack::via_pipewire::{libjack_candidates, SERVER_NAME};
+mod common;
+
+use engine::jack::via_pipewire::SERVER_NAME;
 use engine::pipewire::quantum::{
     measure_quantum, read_settings, ForcedQuantum, QuantumError, FORCE_QUANTUM_KEY,
 };
@@ -30,10 +32,7 @@ fn apply(server: &PipewireServer, quantum: u32) -> Result<ForcedQuantum, Quantum
 /// One test: one private PipeWire, one libjack for the process.
 #[test]
 fn forced_quanta_are_granted_measured_and_restored() {
-    assert!(
-        libjack_candidates().iter().any(|p| p.exists()),
-        "PipeWire's libjack is not installed: apt install pipewire-jack (scripts/install-deps does)"
-    );
+    common::require_pipewire_jack();
     let (server, _info) = engine::jack::via_pipewire::start(None, None, TIMEOUT).unwrap();
     let before = force_quantum_setting(&server);
     assert_eq!(before, "0", "a fresh private PipeWire forces nothing");

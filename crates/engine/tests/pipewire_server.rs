@@ -2,6 +2,8 @@
 //! `PipewireServer`. Each requires PipeWire (scripts/install-deps installs it) and
 //! names the package that is missing.
 
+mod common;
+
 use engine::pipewire::{PipewireError, PipewireProcess, PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,25 +15,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Panics with the install command when a program the tests need is missing.
-fn require_pipewire() {
-    for (tool, package) in [
-        ("pipewire", "pipewire-bin"),
-        ("wireplumber", "wireplumber"),
-        ("dbus-daemon", "dbus-daemon"),
-        ("pw-link", "pipewire-bin"),
-    ] {
-        let found = Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            found,
-            "{tool} is not installed: apt install {package} (scripts/install-deps does)"
-        );
-    }
 }
 
 /// A fresh parent directory for one test's private directories.
@@ -133,7 +116,7 @@ fn all_pids(server: &PipewireServer) -> Vec<u32> {
 #[test]
 fn starts_with_the_sinks_ports_and_stops_leaving_nothing() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     let parent = parent_dir("starts");
     let mut server = PipewireServer::start(&request(&parent)).unwrap();
     let info = server.info();
@@ -191,7 +174,7 @@ fn starts_with_the_sinks_ports_and_stops_leaving_nothing() {
 #[test]
 fn two_servers_in_a_row_each_start_fresh() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     let parent = parent_dir("twice");
     let mut first = PipewireServer::start(&request(&parent)).unwrap();
     let first_dir = private_dir(&first);
@@ -211,7 +194,7 @@ fn two_servers_in_a_row_each_start_fresh() {
 #[test]
 fn a_killed_wireplumber_is_reported_by_exited() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     let parent = parent_dir("killed");
     let mut server = PipewireServer::start(&request(&parent)).unwrap();
     let info = server.info();
@@ -242,7 +225,7 @@ fn a_killed_wireplumber_is_reported_by_exited() {
 #[test]
 fn dropping_a_started_server_stops_it() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     let parent = parent_dir("drop");
     let server = PipewireServer::start(&request(&parent)).unwrap();
     let (pids, group, dir) = (
@@ -258,7 +241,7 @@ fn dropping_a_started_server_stops_it() {
 #[test]
 fn a_daemon_that_exits_at_once_is_an_error_with_its_output() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     // The real bus, session manager and pw-link, and a `pipewire` that fails.
     let parent = parent_dir("fails");
     let tools = parent.join("bin");
@@ -314,7 +297,7 @@ fn a_daemon_that_exits_at_once_is_an_error_with_its_output() {
 #[test]
 fn a_server_not_ready_in_time_is_an_error_and_is_stopped() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     let parent = parent_dir("slow");
     // No time at all: WirePlumber cannot have given the sink its ports at the first look.
     let req = PipewireRequest {
@@ -336,7 +319,7 @@ fn a_server_not_ready_in_time_is_an_error_and_is_stopped() {
 #[test]
 fn a_dead_audiolats_private_directory_is_removed() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     let parent = parent_dir("stale");
     let mut gone = Command::new("true").spawn().unwrap();
     gone.wait().unwrap();
@@ -375,7 +358,7 @@ fn holder_of_a_server_until_killed() {
 #[test]
 fn a_killed_parent_takes_its_server_with_it() {
     let _serial = serial();
-    require_pipewire();
+    common::require_pipewire();
     use std::io::BufRead;
     let parent = parent_dir("orphan");
     let mut holder = Command::new(std::env::current_exe().unwrap())

@@ -463,25 +463,13 @@ impl JackServer {
 
     /// The private server's last output lines, joined with " | ".
     pub fn output_tail(&self) -> String {
-        let lines = self.output.lock().map(|o| o.clone()).unwrap_or_default();
-        let useful: Vec<String> = lines
-            .into_iter()
-            .filter(|l| {
-                let l = l.trim();
-                !l.is_empty()
-                    && !l.starts_with("Copyright")
-                    && !l.contains("ABSOLUTELY NO WARRANTY")
-                    && !l.contains("free software")
-                    && !l.contains("certain conditions")
-                    && !l.starts_with("jackdmp ")
-            })
-            .collect();
-        let tail = &useful[useful.len().saturating_sub(4)..];
-        if tail.is_empty() {
-            "(nothing)".into()
-        } else {
-            tail.join(" | ")
-        }
+        crate::servers::tail_text(&self.output, |l| {
+            !l.starts_with("Copyright")
+                && !l.contains("ABSOLUTELY NO WARRANTY")
+                && !l.contains("free software")
+                && !l.contains("certain conditions")
+                && !l.starts_with("jackdmp ")
+        })
     }
 
     /// Stops a private server (SIGTERM to its group, SIGKILL after 3 s) and reaps it

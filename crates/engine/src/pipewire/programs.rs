@@ -142,18 +142,7 @@ pub(super) fn keep_output_tail(
 
 /// The last four non-empty lines, joined with " | ".
 pub(super) fn tail_of(output: &OutputTail) -> String {
-    let lines = output.lock().map(|o| o.clone()).unwrap_or_default();
-    let useful: Vec<&str> = lines
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty())
-        .collect();
-    let tail = &useful[useful.len().saturating_sub(4)..];
-    if tail.is_empty() {
-        "(nothing)".into()
-    } else {
-        tail.join(" | ")
-    }
+    crate::servers::tail_text(output, |_| true)
 }
 
 pub(super) use crate::servers::describe_status;
