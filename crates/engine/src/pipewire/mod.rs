@@ -41,7 +41,10 @@
 //! Nothing here runs on an audio thread.
 
 pub mod config;
+pub mod graph;
 mod programs;
+#[cfg(feature = "pipewire-native")]
+pub mod profiler;
 pub mod quantum;
 pub mod server;
 

@@ -1,0 +1,230 @@
+//! What a PipeWire run records of the graph it ran on: `clock.force-quantum` and
+//! `clock.force-rate` before and after the run, the driver node, and the profiler's
+//! per-node quantum, rate, errors and the driver's xruns in the run's first and last
+//! window of cycles ([`profiler`](super::profiler)).
+//!
+//! # The contract
+//!
+//! - [`GraphRecorder::start`] reads the settings (`pw-metadata`), then listens to the
+//!   profiler on a thread of its own (never an audio thread) while the run goes: the
+//!   graph only cycles while a client runs, so "before" is the first `window` of cycles
+//!   of the run and "after" its last window. [`GraphRecorder::finish`] (called when the
+//!   run's stream has stopped) reads the settings again and returns a [`GraphRecord`].
+//! - Whatever could not be measured is `None`, with the reason in
+//!   [`GraphRecord::problems`]; nothing is invented (a build without the
+//!   `pipewire-native` feature has no profiler).
+//!
+//! Usable by any PipeWire path: the JACK API (`--server pipewire`) and native streams.
+
+use super::quantum::{read_settings, FORCE_QUANTUM_KEY, FORCE_RATE_KEY};
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+
+/// The default window of cycles for "before" and "after".
+pub const DEFAULT_WINDOW: Duration = Duration::from_millis(300);
+
+/// The settings `clock.force-quantum` / `clock.force-rate` as read (0: not forced).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ForcedSettings {
+    /// `clock.force-quantum` (`None`: not read).
+    pub force_quantum: Option<u32>,
+    /// `clock.force-rate` (`None`: not read).
+    pub force_rate: Option<u32>,
+}
+
+/// Reads the forced quantum and rate of the PipeWire `env` reaches; a key not set is 0.
+pub fn read_forced(env: &[(&'static str, OsString)]) -> Result<ForcedSettings, String> {
+    let settings = read_settings(env).map_err(|e| e.to_string())?;
+    let get = |key: &str| {
+        settings
+            .get(key)
+            .map_or(Some(0), |v| v.trim().parse::<u32>().ok())
+    };
+    Ok(ForcedSettings {
+        force_quantum: get(FORCE_QUANTUM_KEY),
+        force_rate: get(FORCE_RATE_KEY),
+    })
+}
+
+/// What a PipeWire run recorded of its graph.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraphRecord {
+    /// The settings before the run.
+    pub before: ForcedSettings,
+    /// The settings after the run.
+    pub after: ForcedSettings,
+    /// The driver node of the run's cycles (the profiler's), when seen.
+    pub driver: Option<String>,
+    /// The profiler's first window of the run's cycles.
+    pub profiler_before: Option<ProfilerSnapshot>,
+    /// The profiler's last window of the run's cycles.
+    pub profiler_after: Option<ProfilerSnapshot>,
+    /// Why a part is missing, one line each.
+    pub problems: Vec<String>,
+}
+
+/// Whether a node drives the graph (its clock) or follows a driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRole {
+    /// The driver: its clock times the cycles.
+    Driver,
+    /// A follower, scheduled in its driver's cycles.
+    Follower,
+}
+
+/// One node as the profiler saw it in the window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeProfile {
+    /// The node's global id.
+    pub id: u32,
+    /// Its name (`node.name`).
+    pub name: String,
+    /// Driver or follower.
+    pub role: NodeRole,
+    /// The driver's quantum in the last cycle seen (the clock's duration), in frames.
+    pub quantum_frames: u64,
+    /// The driver's rate in the last cycle seen, in Hz.
+    pub rate_hz: u32,
+    /// Cycles in which this node was seen.
+    pub cycles: u64,
+    /// Cycles in which it did not finish (status not *finished*), as pw-top's ERR.
+    pub errors: u64,
+    /// A driver's xrun count since it started, as its last cycle reported it
+    /// (`None` for a follower: 0.3.65 counts none).
+    pub xruns: Option<u64>,
+}
+
+/// What the profiler reported over a window of cycles.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfilerSnapshot {
+    /// How long it listened, in ms.
+    pub window_ms: u64,
+    /// Profiler events received (the server batches several cycles in one).
+    pub events: u64,
+    /// The nodes seen, drivers first, then by id.
+    pub nodes: Vec<NodeProfile>,
+}
+
+impl ProfilerSnapshot {
+    /// The driver that ran the most cycles in the window.
+    pub fn driver(&self) -> Option<&NodeProfile> {
+        self.nodes
+            .iter()
+            .filter(|n| n.role == NodeRole::Driver)
+            .max_by_key(|n| n.cycles)
+    }
+}
+
+/// Records a run's graph (see the [module docs](self)).
+pub struct GraphRecorder {
+    env: Vec<(&'static str, OsString)>,
+    before: Result<ForcedSettings, String>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Profiled>>,
+}
+
+/// The profiler thread's result: (first window, last window, problem).
+type Profiled = (
+    Option<ProfilerSnapshot>,
+    Option<ProfilerSnapshot>,
+    Option<String>,
+);
+
+impl GraphRecorder {
+    /// Reads the settings and starts listening to the profiler of the PipeWire `env`
+    /// reaches (an empty `env`: this process's own environment's), in windows of
+    /// `window` of cycles.
+    pub fn start(env: Vec<(&'static str, OsString)>, window: Duration) -> GraphRecorder {
+        let before = read_forced(&env);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (env, stop) = (env.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("audiolat-pw-profiler".into())
+                .spawn(move || profile(&env, window, &stop))
+                .ok()
+        };
+        GraphRecorder {
+            env,
+            before,
+            stop,
+            thread,
+        }
+    }
+
+    /// Stops listening, reads the settings again and returns the record.
+    pub fn finish(mut self) -> GraphRecord {
+        self.stop.store(true, Ordering::Relaxed);
+        let profiled = self.thread.take().and_then(|t| t.join().ok());
+        let mut record = GraphRecord::default();
+        match &self.before {
+            Ok(s) => record.before = *s,
+            Err(e) => record.problems.push(format!("settings before the run: {e}")),
+        }
+        match read_forced(&self.env) {
+            Ok(s) => record.after = s,
+            Err(e) => record.problems.push(format!("settings after the run: {e}")),
+        }
+        let (first, last, problem) = profiled.unwrap_or((
+            None,
+            None,
+            Some("the profiler thread did not run".into()),
+        ));
+        record.driver = first
+            .as_ref()
+            .or(last.as_ref())
+            .and_then(|s| s.driver())
+            .map(|d| d.name.clone());
+        record.profiler_before = first;
+        record.profiler_after = last;
+        record.problems.extend(problem);
+        record
+    }
+}
+
+/// The profiler thread: the first window of cycles, then rotating windows until
+/// stopped; the last window with cycles is "after".
+#[cfg(feature = "pipewire-native")]
+fn profile(env: &[(&'static str, OsString)], window: Duration, stop: &AtomicBool) -> Profiled {
+    use std::time::Instant;
+    let mut session = match super::profiler::Session::open(env) {
+        Ok(s) => s,
+        Err(e) => return (None, None, Some(format!("profiler: {e}"))),
+    };
+    let (mut first, mut last) = (None, None);
+    let mut since: Option<Instant> = None;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        session.pump(Duration::from_millis(20));
+        if session.events() > 0 {
+            let started = *since.get_or_insert_with(Instant::now);
+            if started.elapsed() >= window || stopping {
+                let snapshot = session.take(started.elapsed());
+                // A short window at the end only stands in for a missing one.
+                if first.is_none() {
+                    first = Some(snapshot);
+                } else if !stopping || last.is_none() {
+                    last = Some(snapshot);
+                }
+                since = None;
+            }
+        }
+        if stopping {
+            break;
+        }
+    }
+    let problem = first
+        .is_none()
+        .then(|| "profiler: no cycle of the graph was seen during the run".to_string());
+    (first, last, problem)
+}
+
+#[cfg(not(feature = "pipewire-native"))]
+fn profile(_env: &[(&'static str, OsString)], _window: Duration, _stop: &AtomicBool) -> Profiled {
+    let why = "no profiler: audiolat was built without the pipewire-native feature";
+    (None, None, Some(why.into()))
+}
