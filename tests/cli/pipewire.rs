@@ -25,6 +25,37 @@ fn assert_pipewire_server(server: &Value) {
     assert!(command.starts_with("pipewire -c "), "{server}");
 }
 
+/// A stored PipeWire run's graph record (`result.server.graph`): the null sink drove
+/// the run's cycles, force-quantum was read before and after (a private server's is
+/// 0: its quantum is its default), and the profiler's first and last windows saw the
+/// driver run the quantum measured through the JACK client (`quantum_granted_frames`).
+fn assert_graph_record(run: &Value) {
+    let granted = &run["config"]["server"]["quantum_granted_frames"];
+    assert!(granted.as_u64().is_some(), "{run}");
+    let graph = &run["result"]["server"]["graph"];
+    assert_eq!(graph["driver"], "audiolat-sink", "{graph}");
+    assert_eq!(graph["problems"], serde_json::json!([]), "{graph}");
+    for when in ["before", "after"] {
+        assert_eq!(graph["force_quantum"][when], 0, "{graph}");
+        assert_eq!(graph["force_rate"][when], 0, "{graph}");
+        let window = &graph["profiler"][when];
+        let nodes = window["nodes"].as_array().expect("profiled nodes");
+        let sink = nodes
+            .iter()
+            .find(|n| n["role"] == "driver" && n["name"] == "audiolat-sink")
+            .unwrap_or_else(|| panic!("the sink drives the {when} window: {graph}"));
+        assert_eq!(&sink["quantum_frames"], granted, "{graph}");
+        assert_eq!(sink["rate_hz"], 48000, "{graph}");
+        assert!(sink["xruns"].as_u64().is_some(), "{graph}");
+        assert!(sink["cycles"].as_u64().unwrap() >= 1, "{graph}");
+        let audiolat = nodes
+            .iter()
+            .find(|n| n["role"] == "follower" && n["name"] == "audiolat")
+            .unwrap_or_else(|| panic!("audiolat follows in the {when} window: {graph}"));
+        assert!(audiolat["errors"].as_u64().is_some(), "{graph}");
+    }
+}
+
 /// No process of the run's private PipeWire (they carry the run's audiolat pid) and no
 /// private directory of it is left.
 fn assert_nothing_left(db: &std::path::Path, run_id: i64) {
@@ -85,6 +116,7 @@ fn roundtrip_through_the_null_sink_is_one_quantum_and_leaves_nothing() {
     let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
     assert_eq!(stored["run"]["status"], "complete");
     assert_pipewire_server(&stored["run"]["config"]["server"]);
+    assert_graph_record(&stored["run"]);
     assert_nothing_left(&db, run_id);
 }
 
@@ -177,6 +209,7 @@ fn audiolat_roundtrips(periods: &[u32]) -> Vec<f64> {
         assert_pipewire_server(server);
         assert_eq!(server["quantum_asked_frames"], period, "{server}");
         assert_eq!(server["quantum_granted_frames"], period, "{server}");
+        assert_graph_record(&stored["run"]);
         let (median, mean) = roundtrip_frames(&r["result"]);
         for (stat, got) in [("median", median), ("mean", mean)] {
             assert!(

@@ -101,7 +101,8 @@ pub struct NodeProfile {
 /// What the profiler reported over a window of cycles.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfilerSnapshot {
-    /// How long it listened, in ms.
+    /// The graph time its cycles cover (each driver cycle: its quantum at its rate),
+    /// in ms. The server sends cycles in batches, so a window is counted in cycles.
     pub window_ms: u64,
     /// Profiler events received (the server batches several cycles in one).
     pub events: u64,
@@ -174,9 +175,10 @@ impl GraphRecorder {
             None,
             Some("the profiler thread did not run".into()),
         ));
-        record.driver = first
+        // The run's steady state: its last window's driver.
+        record.driver = last
             .as_ref()
-            .or(last.as_ref())
+            .or(first.as_ref())
             .and_then(|s| s.driver())
             .map(|d| d.name.clone());
         record.profiler_before = first;
@@ -186,31 +188,33 @@ impl GraphRecorder {
     }
 }
 
+impl Drop for GraphRecorder {
+    fn drop(&mut self) {
+        // Not finished (the run failed): the thread ends at its next turn.
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The profiler thread: the first window of cycles, then rotating windows until
 /// stopped; the last window with cycles is "after".
 #[cfg(feature = "pipewire-native")]
 fn profile(env: &[(&'static str, OsString)], window: Duration, stop: &AtomicBool) -> Profiled {
-    use std::time::Instant;
     let mut session = match super::profiler::Session::open(env) {
         Ok(s) => s,
         Err(e) => return (None, None, Some(format!("profiler: {e}"))),
     };
     let (mut first, mut last) = (None, None);
-    let mut since: Option<Instant> = None;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         session.pump(Duration::from_millis(20));
-        if session.events() > 0 {
-            let started = *since.get_or_insert_with(Instant::now);
-            if started.elapsed() >= window || stopping {
-                let snapshot = session.take(started.elapsed());
-                // A short window at the end only stands in for a missing one.
-                if first.is_none() {
-                    first = Some(snapshot);
-                } else if !stopping || last.is_none() {
-                    last = Some(snapshot);
-                }
-                since = None;
+        // Windows of `window` of graph time (the server sends cycles in batches).
+        if session.graph_time() >= window || (stopping && session.events() > 0) {
+            let snapshot = session.take();
+            // A short window at the end only stands in for a missing one.
+            if first.is_none() {
+                first = Some(snapshot);
+            } else if !stopping || last.is_none() {
+                last = Some(snapshot);
             }
         }
         if stopping {

@@ -88,11 +88,12 @@ pub fn sample(
     if session.events() == 0 {
         return Err(ProfilerError::NoCycle(start.elapsed()));
     }
+    // The server sends its cycles in batches: wait for `window` of graph time.
     let first = Instant::now();
-    while first.elapsed() < window {
+    while session.graph_time() < window && first.elapsed() < window + Duration::from_secs(2) {
         session.pump(POLL);
     }
-    Ok(session.take(first.elapsed()))
+    Ok(session.take())
 }
 
 /// How long one turn of the loop waits for events.
@@ -178,10 +179,15 @@ impl Session {
         self.listener.events()
     }
 
-    /// What was received since the last take, as a snapshot of a `window`; starts a
-    /// new tally.
-    pub fn take(&mut self, window: Duration) -> ProfilerSnapshot {
-        self.listener.take().snapshot(window.as_millis() as u64)
+    /// The graph time the cycles received since the last take cover (each driver
+    /// cycle: its quantum at its rate).
+    pub fn graph_time(&self) -> Duration {
+        Duration::from_nanos(self.listener.graph_ns())
+    }
+
+    /// What was received since the last take; starts a new tally.
+    pub fn take(&mut self) -> ProfilerSnapshot {
+        self.listener.take().snapshot()
     }
 }
 
@@ -189,6 +195,8 @@ impl Session {
 #[derive(Default)]
 struct Tally {
     events: u64,
+    /// Graph time of the driver cycles seen, in ns.
+    graph_ns: u64,
     nodes: BTreeMap<(u8, u32), NodeProfile>,
 }
 
@@ -249,6 +257,9 @@ impl Tally {
                 node.errors += 1;
             }
             if role == NodeRole::Driver {
+                if rate > 0 {
+                    self.graph_ns += quantum * 1_000_000_000 / u64::from(rate);
+                }
                 node.xruns = xruns.map(|x| x.max(0) as u64);
             }
         };
@@ -263,9 +274,9 @@ impl Tally {
         }
     }
 
-    fn snapshot(self, window_ms: u64) -> ProfilerSnapshot {
+    fn snapshot(self) -> ProfilerSnapshot {
         ProfilerSnapshot {
-            window_ms,
+            window_ms: self.graph_ns / 1_000_000,
             events: self.events,
             nodes: self.nodes.into_values().collect(),
         }
@@ -387,6 +398,11 @@ mod bind {
         pub(super) fn events(&self) -> u64 {
             self.tally.events
         }
+
+        /// Graph time tallied so far, in ns.
+        pub(super) fn graph_ns(&self) -> u64 {
+            self.tally.graph_ns
+        }
     }
 
     impl Drop for ProfilerListener {
@@ -468,8 +484,9 @@ mod tests {
         tally.add_pod(&cycle(3));
         tally.add_pod(&cycle(1));
         tally.add_pod(&cycle(3));
-        let s = tally.snapshot(300);
-        assert_eq!((s.events, s.window_ms), (3, 300));
+        let s = tally.snapshot();
+        // 3 cycles of 256 frames at 48 kHz: 16 ms of graph time (whole ms: 15).
+        assert_eq!((s.events, s.window_ms), (3, 15));
         assert_eq!(s.nodes.len(), 2);
         let driver = s.driver().unwrap();
         assert_eq!((driver.id, driver.name.as_str()), (29, "audiolat-sink"));

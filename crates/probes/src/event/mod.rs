@@ -470,6 +470,7 @@ pub fn run(
     Ok(EventOutcome {
         config: config.clone(),
         info,
+        server_graph: None,
         end,
         rows: c.rows,
         cycles: c.cycles,

@@ -36,6 +36,9 @@ pub struct EventOutcome {
     pub config: EventConfig,
     /// The stream.
     pub info: StreamInfo,
+    /// On a PipeWire: the graph's record around the run (`server.graph` in the result;
+    /// see `engine::pipewire::graph`), `None` elsewhere.
+    pub server_graph: Option<Value>,
     /// How it ended.
     pub end: EventEnd,
     /// One row per measured trigger.
@@ -342,6 +345,9 @@ impl EventOutcome {
     pub fn result_json(&self) -> Value {
         let ms = 1e-6;
         let mut out = stream_json(&self.info, self.duplex_start);
+        if let Some(graph) = &self.server_graph {
+            out["server"]["graph"] = graph.clone();
+        }
         let own = json!({
             "end": match &self.end {
                 EventEnd::Complete => "complete".to_string(),

@@ -80,7 +80,8 @@ impl Probe for EventProbe<'_> {
         progress: &mut dyn Progress,
     ) -> Result<Outcome, ProbeError> {
         let wanted = self.config.triggers;
-        let outcome = event::run(self.stream, &self.config, stop, |p| {
+        let graph = super::pipewire_graph::start(self.stream.info());
+        let mut outcome = event::run(self.stream, &self.config, stop, |p| {
             if !p.rows.is_empty() {
                 progress.triggers(p.rows);
             }
@@ -96,6 +97,7 @@ impl Probe for EventProbe<'_> {
             progress.tick()
         })
         .map_err(ProbeError::new)?;
+        outcome.server_graph = super::pipewire_graph::finish(graph);
         let stored = Outcome {
             measurements: outcome.measurements(),
             // Its under-runs were handed over as they came.

@@ -17,6 +17,7 @@
 mod event;
 mod jitter;
 mod net;
+mod pipewire_graph;
 mod roundtrip;
 
 use std::sync::atomic::AtomicBool;

@@ -86,7 +86,8 @@ impl Probe for RoundtripProbe<'_> {
     ) -> Result<Outcome, ProbeError> {
         let mut last: Option<f64> = None;
         let mut windows = 0usize;
-        let outcome = roundtrip::run(self.stream, &self.config, stop, |p| {
+        let graph = super::pipewire_graph::start(self.stream.info());
+        let mut outcome = roundtrip::run(self.stream, &self.config, stop, |p| {
             // The run is written as it goes: a checkpoint replaces the measurements so far.
             if let Some(so_far) = p.checkpoint {
                 progress.checkpoint(&so_far.measurements());
@@ -109,6 +110,7 @@ impl Probe for RoundtripProbe<'_> {
             progress.tick()
         })
         .map_err(ProbeError::new)?;
+        outcome.server_graph = super::pipewire_graph::finish(graph);
         let stored = Outcome {
             measurements: outcome.measurements(),
             events: outcome.events.clone(),

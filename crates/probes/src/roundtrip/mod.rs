@@ -336,6 +336,7 @@ fn empty_outcome(
     RoundtripOutcome {
         config: config.clone(),
         info: info.clone(),
+        server_graph: None,
         end: RoundtripEnd::Interrupted,
         tone_period,
         impulses: Vec::new(),

@@ -85,6 +85,9 @@ pub struct RoundtripOutcome {
     pub config: RoundtripConfig,
     /// The stream.
     pub info: StreamInfo,
+    /// On a PipeWire: the graph's record around the run (`server.graph` in the result;
+    /// see `engine::pipewire::graph`), `None` elsewhere.
+    pub server_graph: Option<Value>,
     /// How it ended.
     pub end: RoundtripEnd,
     /// The tone's period in frames (also the click spacing).
@@ -585,6 +588,9 @@ impl RoundtripOutcome {
         let frame_ms = self.frame_ns() * 1e-6;
         let measured = self.measured_frames();
         let mut out = crate::event::stream_json(&self.info, self.duplex_start);
+        if let Some(graph) = &self.server_graph {
+            out["server"]["graph"] = graph.clone();
+        }
         let own = json!({
             "end": match &self.end {
                 RoundtripEnd::Complete => "complete".to_string(),

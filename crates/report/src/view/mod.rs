@@ -83,6 +83,39 @@ pub fn server_line(server: &Value) -> String {
             .as_str()
             .map(|v| format!(", {v}"))
             .unwrap_or_default()
+    ) + &graph_line(&server["graph"])
+}
+
+/// A PipeWire run's graph record (`server.graph`), on a line of its own: the driver,
+/// force-quantum before -> after, and the profiler's first and last windows (quantum,
+/// driver xruns, follower errors); `-` for what was not measured.
+fn graph_line(graph: &Value) -> String {
+    if graph.is_null() {
+        return String::new();
+    }
+    let num = |v: &Value| v.as_u64().map_or("-".into(), |n| n.to_string());
+    let window = |w: &Value| {
+        let Some(nodes) = w["nodes"].as_array() else {
+            return "-".to_string();
+        };
+        let driver = nodes.iter().find(|n| n["role"] == "driver");
+        let errors: u64 = nodes.iter().filter_map(|n| n["errors"].as_u64()).sum();
+        format!(
+            "quantum {}, xruns {}, errors {errors} in {} ms",
+            driver.map_or("-".into(), |d| num(&d["quantum_frames"])),
+            driver.map_or("-".into(), |d| num(&d["xruns"])),
+            num(&w["window_ms"])
+        )
+    };
+    format!(
+        "\nPipeWire graph: driver {}; force-quantum {} -> {}, force-rate {} -> {}; profiler first window: {}; last: {}",
+        graph["driver"].as_str().unwrap_or("-"),
+        num(&graph["force_quantum"]["before"]),
+        num(&graph["force_quantum"]["after"]),
+        num(&graph["force_rate"]["before"]),
+        num(&graph["force_rate"]["after"]),
+        window(&graph["profiler"]["before"]),
+        window(&graph["profiler"]["after"]),
     )
 }
 
