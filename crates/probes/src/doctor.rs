@@ -107,6 +107,7 @@ pub fn run(steal_window: Duration) -> DoctorReport {
     ] {
         f.push(check_tool(&tool, why));
     }
+    f.extend(crate::pipewire_doctor::findings());
     DoctorReport {
         machine,
         findings: f,

@@ -53,6 +53,7 @@ pub mod jitter;
 pub mod leftovers;
 pub mod machine;
 pub mod net;
+pub mod pipewire_doctor;
 pub mod probe;
 pub mod roundtrip;
 pub mod stats;

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-
 /// The default window of cycles for "before" and "after".
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(300);
 
@@ -164,17 +163,16 @@ impl GraphRecorder {
         let mut record = GraphRecord::default();
         match &self.before {
             Ok(s) => record.before = *s,
-            Err(e) => record.problems.push(format!("settings before the run: {e}")),
+            Err(e) => record
+                .problems
+                .push(format!("settings before the run: {e}")),
         }
         match read_forced(&self.env) {
             Ok(s) => record.after = s,
             Err(e) => record.problems.push(format!("settings after the run: {e}")),
         }
-        let (first, last, problem) = profiled.unwrap_or((
-            None,
-            None,
-            Some("the profiler thread did not run".into()),
-        ));
+        let (first, last, problem) =
+            profiled.unwrap_or((None, None, Some("the profiler thread did not run".into())));
         // The run's steady state: its last window's driver.
         record.driver = last
             .as_ref()

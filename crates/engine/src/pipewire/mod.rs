@@ -42,9 +42,9 @@
 
 pub mod config;
 pub mod graph;
-mod programs;
 #[cfg(feature = "pipewire-native")]
 pub mod profiler;
+mod programs;
 pub mod quantum;
 pub mod server;
 

@@ -51,7 +51,9 @@ pub enum ProfilerError {
         why: String,
     },
     /// The server has no profiler global.
-    #[error("the PipeWire has no profiler (load libpipewire-module-profiler in its configuration)")]
+    #[error(
+        "the PipeWire has no profiler (load libpipewire-module-profiler in its configuration)"
+    )]
     NoProfiler,
     /// The profiler sent nothing in the window.
     #[error("the PipeWire profiler reported no cycle within {0:?} (is a node running?)")]
@@ -121,8 +123,8 @@ impl Session {
         };
         let mainloop =
             pw::main_loop::MainLoopRc::new(None).map_err(|e| connect_err(e.to_string()))?;
-        let context = pw::context::ContextRc::new(&mainloop, None)
-            .map_err(|e| connect_err(e.to_string()))?;
+        let context =
+            pw::context::ContextRc::new(&mainloop, None).map_err(|e| connect_err(e.to_string()))?;
         // The client side of the profiler's protocol (its marshal) comes with the
         // module, as pw-top loads it.
         if !bind::load_profiler_module(&context) {
@@ -431,7 +433,12 @@ mod tests {
 
     fn block(id: i32, name: &str, status: i32) -> Vec<Value> {
         let mut b = vec![Value::Int(id), Value::String(name.into())];
-        b.extend([Value::Long(1), Value::Long(2), Value::Long(3), Value::Long(4)]);
+        b.extend([
+            Value::Long(1),
+            Value::Long(2),
+            Value::Long(3),
+            Value::Long(4),
+        ]);
         b.extend([
             Value::Int(status),
             Value::Fraction(Fraction { num: 0, denom: 1 }),
@@ -469,13 +476,19 @@ mod tests {
                 prop(PROFILER_INFO, info),
                 prop(PROFILER_CLOCK, clock),
                 prop(PROFILER_DRIVER_BLOCK, block(29, "audiolat-sink", 3)),
-                prop(PROFILER_FOLLOWER_BLOCK, block(50, "jack_delay", follower_status)),
+                prop(
+                    PROFILER_FOLLOWER_BLOCK,
+                    block(50, "jack_delay", follower_status),
+                ),
             ],
         });
-        PodSerializer::serialize(std::io::Cursor::new(Vec::new()), &Value::Struct(vec![object]))
-            .unwrap()
-            .0
-            .into_inner()
+        PodSerializer::serialize(
+            std::io::Cursor::new(Vec::new()),
+            &Value::Struct(vec![object]),
+        )
+        .unwrap()
+        .0
+        .into_inner()
     }
 
     #[test]
@@ -491,7 +504,10 @@ mod tests {
         let driver = s.driver().unwrap();
         assert_eq!((driver.id, driver.name.as_str()), (29, "audiolat-sink"));
         assert_eq!((driver.quantum_frames, driver.rate_hz), (256, 48000));
-        assert_eq!((driver.cycles, driver.errors, driver.xruns), (3, 0, Some(2)));
+        assert_eq!(
+            (driver.cycles, driver.errors, driver.xruns),
+            (3, 0, Some(2))
+        );
         let follower = &s.nodes[1];
         assert_eq!(follower.role, NodeRole::Follower);
         assert_eq!((follower.name.as_str(), follower.cycles), ("jack_delay", 3));

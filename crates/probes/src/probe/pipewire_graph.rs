@@ -1,8 +1,8 @@
 //! A PipeWire run's graph record ([`engine::pipewire::graph`]) around an audio probe's
 //! run, stored in the run's result as `server.graph`.
 
-use engine::pipewire::graph::{GraphRecord, GraphRecorder, ProfilerSnapshot, DEFAULT_WINDOW};
 use engine::audio::StreamInfo;
+use engine::pipewire::graph::{GraphRecord, GraphRecorder, ProfilerSnapshot, DEFAULT_WINDOW};
 use serde_json::{json, Value};
 
 /// Starts recording the graph when the stream is a JACK client on a PipeWire (this
