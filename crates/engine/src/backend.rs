@@ -149,7 +149,8 @@ impl BackendSpec {
                 period.unwrap_or(crate::virtual_card::setup::DEFAULT_PERIOD_FRAMES),
             ),
             BackendSpec::Pipewire(spec) => (
-                spec.rate_hz.unwrap_or(crate::pipewire::native::DEFAULT_RATE_HZ),
+                spec.rate_hz
+                    .unwrap_or(crate::pipewire::native::DEFAULT_RATE_HZ),
                 period.unwrap_or(crate::pipewire::server::DEFAULT_QUANTUM_FRAMES),
             ),
         }

@@ -137,11 +137,18 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     assert!(status.is_healthy(), "{status:?}");
     let cycles = seen.cycles.load(Ordering::Relaxed);
     assert!(cycles > 100, "{cycles} cycles");
-    assert_eq!(seen.wrong_frames.load(Ordering::Relaxed), 0, "cycles not of the quantum");
+    assert_eq!(
+        seen.wrong_frames.load(Ordering::Relaxed),
+        0,
+        "cycles not of the quantum"
+    );
     // The graph's own clock: every cycle's `now` one quantum after the previous one, but
     // for the rare stolen cycle on this VM.
     let uneven = seen.uneven_starts.load(Ordering::Relaxed);
-    assert!(uneven * 100 <= cycles, "{uneven} of {cycles} cycles off the quantum");
+    assert!(
+        uneven * 100 <= cycles,
+        "{uneven} of {cycles} cycles off the quantum"
+    );
     let loops = seen.loops.load(Ordering::Relaxed);
     assert!(loops >= 20, "{loops} impulses came back");
     // The loop through the null sink and its monitor: one quantum, as jack_iodelay says.
@@ -155,14 +162,20 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     stream.stop();
     drop(stream);
     let pids = setup.server().unwrap().pipewire().unwrap().info().pids;
-    assert!(setup.server_mut().unwrap().exited().is_none(), "the server died");
+    assert!(
+        setup.server_mut().unwrap().exited().is_none(),
+        "the server died"
+    );
     drop(setup);
     let gone = |pid: u32| !std::path::Path::new(&format!("/proc/{pid}")).exists();
     let deadline = Instant::now() + Duration::from_secs(5);
     while !(gone(pids.pipewire) && gone(pids.wireplumber)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(gone(pids.pipewire) && gone(pids.wireplumber), "{pids:?} left");
+    assert!(
+        gone(pids.pipewire) && gone(pids.wireplumber),
+        "{pids:?} left"
+    );
 }
 
 /// The private server killed under a running stream: the stream says so (its end
@@ -176,7 +189,14 @@ fn a_killed_server_ends_the_stream() {
     assert_eq!(stream.info().period_frames, 1024);
     stream.start(Box::new(Probe::default())).expect("started");
     std::thread::sleep(Duration::from_millis(300));
-    let pid = setup.server().unwrap().pipewire().unwrap().info().pids.pipewire;
+    let pid = setup
+        .server()
+        .unwrap()
+        .pipewire()
+        .unwrap()
+        .info()
+        .pids
+        .pipewire;
     // SAFETY: killing the private server this test started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let deadline = Instant::now() + Duration::from_secs(6);

@@ -94,8 +94,8 @@ pub struct NativeConfig {
 /// The socket of the user's PipeWire: `pipewire-0` (or `$PIPEWIRE_REMOTE`) in
 /// `$PIPEWIRE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR`.
 pub fn user_socket() -> Option<PathBuf> {
-    let dir = std::env::var_os("PIPEWIRE_RUNTIME_DIR")
-        .or_else(|| std::env::var_os("XDG_RUNTIME_DIR"))?;
+    let dir =
+        std::env::var_os("PIPEWIRE_RUNTIME_DIR").or_else(|| std::env::var_os("XDG_RUNTIME_DIR"))?;
     let name = std::env::var_os("PIPEWIRE_REMOTE")
         .unwrap_or_else(|| crate::pipewire::server::REMOTE_NAME.into());
     Some(PathBuf::from(dir).join(name))

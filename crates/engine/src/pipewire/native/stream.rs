@@ -154,7 +154,8 @@ impl Cell {
             } else {
                 self.steady.store(0, Ordering::Relaxed);
             }
-            self.rate_hz.store(rate.denom / rate.num.max(1), Ordering::Relaxed);
+            self.rate_hz
+                .store(rate.denom / rate.num.max(1), Ordering::Relaxed);
             if let Some(t) = time {
                 self.delay_frames.store(t.delay(), Ordering::Relaxed);
             }
@@ -381,9 +382,15 @@ impl NativeStream {
                 playback_latency_frames: 0,
                 capture_latency_frames: 0,
                 client_name: "audiolat".into(),
-                playback_ports: vec![config.target.clone().unwrap_or_else(|| "default sink".into())],
+                playback_ports: vec![config
+                    .target
+                    .clone()
+                    .unwrap_or_else(|| "default sink".into())],
                 capture_port: config.capture.then(|| {
-                    format!("{} (monitor)", config.target.as_deref().unwrap_or("default sink"))
+                    format!(
+                        "{} (monitor)",
+                        config.target.as_deref().unwrap_or("default sink")
+                    )
                 }),
                 midi_port: None,
                 server: config.server.clone(),
