@@ -41,8 +41,8 @@ impl BackendName {
 #[derive(Debug, Clone, Args)]
 pub struct AudioArgs {
     /// Audio backend: jack (a running server, or a private `jackd -d dummy`), alsa (a
-    /// device; without a sound card, the jack PCM on a private dummy server) or virtual
-    /// (the software card with a loopback cable).
+    /// device; without a sound card, the jack PCM on a private dummy server), virtual
+    /// (the software card with a loopback cable) or pipewire (native PipeWire streams).
     #[arg(long, value_enum, default_value = "jack")]
     pub backend: BackendName,
     /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a

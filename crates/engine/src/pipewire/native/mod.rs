@@ -143,11 +143,21 @@ pub(crate) fn open(
             ..spec.server.clone()
         };
         let server = choice.connect(step, spec.rate_hz, period)?;
+        let mut info = server.info().clone();
+        // The streams are native; PipeWire's libjack only measured the quantum granted.
+        if let Some(c) = info.command_line.as_mut() {
+            if let Some(at) = c.find("; JACK clients through ") {
+                *c = c[..at].to_string()
+                    + "; native streams (the quantum granted measured by a JACK client through "
+                    + &c[at + "; JACK clients through ".len()..]
+                    + ")";
+            }
+        }
         let config = NativeConfig {
             target: Some(sink.to_string()),
             capture: spec.capture,
             rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
-            server: server.info().clone(),
+            server: info,
             record_capacity: 8192,
         };
         return Ok(Setup {
