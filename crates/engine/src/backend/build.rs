@@ -461,4 +461,50 @@ mod tests {
         );
         assert_eq!(refused(Jack, pipewire, roundtrip(&[], None)), None);
     }
+
+    #[test]
+    fn the_native_pipewire_backend_takes_its_servers_and_no_other_backends_options() {
+        use BackendKind::Pipewire;
+        let on = |mode| {
+            let mut s = settings(None);
+            s.server.mode = mode;
+            s
+        };
+        let spec = |s, purpose| BackendSpec::build(Pipewire, s, purpose);
+        for mode in [ServerMode::Pipewire, ServerMode::External, ServerMode::Auto] {
+            match spec(on(mode), roundtrip(&[], None)) {
+                Ok(BackendSpec::Pipewire(s)) => assert!(s.capture && s.server.mode == mode),
+                other => panic!("{other:?}"),
+            }
+        }
+        let event = StreamPurpose::Event {
+            jack: JackConfig::default(),
+            loopback_device: None,
+        };
+        assert!(matches!(
+            spec(on(ServerMode::Pipewire), event),
+            Ok(BackendSpec::Pipewire(NativeSpec { capture: false, .. }))
+        ));
+        let foreign = |s, purpose| match spec(s, purpose) {
+            Err(SpecError::ForeignOptions { options, .. }) => Some(options),
+            _ => None,
+        };
+        assert_eq!(
+            foreign(on(ServerMode::Dummy), roundtrip(&[], None)),
+            Some(OptionGroup::JackServer)
+        );
+        assert_eq!(
+            foreign(settings(None), roundtrip(&[], Some("x:y"))),
+            Some(OptionGroup::JackPorts)
+        );
+        let periods = StreamSettings {
+            periods: 3,
+            ..settings(None)
+        };
+        assert_eq!(
+            foreign(periods, roundtrip(&[], None)),
+            Some(OptionGroup::BufferPeriods)
+        );
+        assert_eq!(Pipewire.to_string(), "pipewire");
+    }
 }

@@ -196,3 +196,52 @@ pub(crate) fn open(
         loop_description: "the default sink -> its monitor (native streams)".into(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_fix() {
+        let e = NativeError::NotBuilt.to_string();
+        for needed in [
+            "pipewire-native",
+            "libpipewire-0.3-dev",
+            "libspa-0.2-dev",
+            "libclang-dev",
+        ] {
+            assert!(e.contains(needed), "{e}");
+        }
+        let e = NativeError::QuantumOnExternal(128).to_string();
+        assert!(
+            e.contains("128 frames") && e.contains("private PipeWire"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_private_server_asked_for_is_private_and_takes_only_powers_of_two() {
+        let spec = |mode| NativeSpec {
+            server: ServerChoice {
+                mode,
+                name: None,
+                jackd: None,
+            },
+            rate_hz: None,
+            capture: true,
+        };
+        assert!(spec(ServerMode::Pipewire).private());
+        assert!(!spec(ServerMode::External).private());
+        assert!(spec(ServerMode::Pipewire)
+            .check_periods(&[Some(128), None])
+            .is_ok());
+        assert!(spec(ServerMode::Pipewire)
+            .check_periods(&[Some(100)])
+            .is_err());
+        assert!(matches!(
+            spec(ServerMode::External).check_periods(&[Some(128)]),
+            Err(AudioError::Native(NativeError::QuantumOnExternal(128)))
+        ));
+        assert!(spec(ServerMode::External).check_periods(&[None]).is_ok());
+    }
+}
