@@ -8,7 +8,10 @@ use serde_json::Value;
 use crate::pipewire::{
     assert_nothing_left, assert_pipewire_server, iodelay_reference, roundtrip_frames,
 };
-use crate::util::{machine_lock, require_pipewire, run, run_json, temp_db};
+use crate::util::{
+    command, machine_lock, private_pipewire_pids, require_pipewire, run, run_json, temp_db,
+    wait_timeout,
+};
 
 /// The native round trip at `--period 128,256`: two runs, each recording the quantum
 /// asked for and granted, whose loop is one granted quantum (median and mean within
@@ -248,4 +251,63 @@ fn native_refusals_name_the_fix() {
         out.stderr
     );
     assert!(!db.exists(), "nothing stored");
+}
+
+/// The private PipeWire killed mid-run (SIGKILL to its daemon; WirePlumber follows it):
+/// the run ends `interrupted` with the server's end as its reason, the triggers measured
+/// before it are kept, and nothing of the server is left.
+#[test]
+fn a_killed_private_pipewire_interrupts_the_native_run_and_keeps_its_triggers() {
+    require_pipewire();
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("pwnkill.db");
+    let mut child = command(
+        &db,
+        &[
+            "event",
+            "--backend",
+            "pipewire",
+            "--server",
+            "pipewire",
+            "--triggers",
+            "400",
+            "--spacing",
+            "50ms",
+            "--json",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // Until the run has measured some triggers (after the server and the warm-up).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let daemon = loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let daemon = private_pipewire_pids(pid).into_iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "pipewire")
+        });
+        assert!(std::time::Instant::now() < deadline, "no private PipeWire");
+        if let Some(d) = daemon {
+            break d;
+        }
+    };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: killing the private PipeWire this run started.
+    unsafe { libc::kill(daemon as i32, libc::SIGKILL) };
+    let status = wait_timeout(&mut child, std::time::Duration::from_secs(20));
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PipeWire"), "{stderr}");
+    let v = crate::util::parse_json(&out.stdout);
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    let kept = r["triggers"].as_array().map_or(0, Vec::len);
+    assert!(kept > 0 && kept < 400, "{kept} triggers kept");
+    let run_id = r["run_id"].as_i64().unwrap();
+    let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
+    assert_eq!(stored["run"]["status"], "interrupted");
+    assert_nothing_left(&db, run_id);
 }
