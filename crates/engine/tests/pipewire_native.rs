@@ -10,6 +10,10 @@
 
 mod common;
 
+use assert_no_alloc::AllocDisabler;
+#[global_allocator]
+static ALLOCATOR: AllocDisabler = AllocDisabler;
+
 use engine::audio::{Cycle, Io, Processor, StreamInfo};
 use engine::backend::{self, BackendSpec, ServerChoice, SweepStep};
 use engine::jack::server::ServerMode;
@@ -132,6 +136,10 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     }
     let status = stream.status();
     assert!(status.is_healthy(), "{status:?}");
+    assert_eq!(
+        status.alloc_violations, 0,
+        "the process callbacks allocated"
+    );
     let cycles = seen.cycles.load(Ordering::Relaxed);
     assert!(cycles > 100, "{cycles} cycles");
     assert_eq!(

@@ -107,8 +107,16 @@ fn pw_err(op: &'static str) -> impl Fn(pw::Error) -> String {
 }
 
 impl Cell {
-    /// The playback callback: the engine's cycle. Real-time safe.
+    /// The playback callback: the engine's cycle. Real-time safe: in debug builds the
+    /// whole callback (PipeWire's side too) runs under the allocation guard, as JACK's.
     fn playback(&self, s: &pw::stream::Stream) {
+        #[cfg(debug_assertions)]
+        assert_no_alloc::assert_no_alloc(|| self.playback_cycle(s));
+        #[cfg(not(debug_assertions))]
+        self.playback_cycle(s);
+    }
+
+    fn playback_cycle(&self, s: &pw::stream::Stream) {
         let callback_ns = monotonic_ns();
         let time = s.time().ok();
         let Some(mut buffer) = s.dequeue_buffer() else {
@@ -203,8 +211,16 @@ impl Cell {
         runner.run(timing, &mut io);
     }
 
-    /// The capture callback: keeps the chunk and its cycle's `now`. Real-time safe.
+    /// The capture callback: keeps the chunk and its cycle's `now`. Real-time safe (under
+    /// the allocation guard in debug builds).
     fn capture(&self, s: &pw::stream::Stream) {
+        #[cfg(debug_assertions)]
+        assert_no_alloc::assert_no_alloc(|| self.capture_chunk(s));
+        #[cfg(not(debug_assertions))]
+        self.capture_chunk(s);
+    }
+
+    fn capture_chunk(&self, s: &pw::stream::Stream) {
         let time = s.time().ok();
         let Some(mut buffer) = s.dequeue_buffer() else {
             return;
