@@ -10,6 +10,7 @@ use engine::backend::{
     RATE_RANGE_HZ,
 };
 use engine::jack::client::JackConfig;
+use engine::pipewire::native::NativeError;
 
 use crate::cli::{AudioArgs, BackendName, EventArgs, RoundtripArgs, UsageError};
 use engine::virtual_card::setup::Cable;
@@ -89,13 +90,14 @@ fn spec_message(e: &SpecError) -> String {
     match options {
         OptionGroup::JackPorts => format!(
             "--playback, --capture, --loopback and --midi-port name JACK ports: use them with --backend jack (with --backend {backend}, {})",
-            if *backend == BackendKind::Alsa { "name the device with --device" } else { "the card has one loop: --cable-delay, --cable-gain, --no-cable" }
+            match backend { BackendKind::Alsa => "name the device with --device", BackendKind::Pipewire => "the streams play to the sink and capture its monitor", _ => "the card has one loop: --cable-delay, --cable-gain, --no-cable" }
         ),
         OptionGroup::Cable => "--cable-delay, --cable-gain and --no-cable set the virtual card: use them with --backend virtual".into(),
         OptionGroup::AlsaDevice => "--device, --capture-device and --format name an ALSA device: use them with --backend alsa".into(),
         OptionGroup::BufferPeriods => "--periods sets an ALSA or virtual buffer: a JACK server's buffer is its own (the playback latency its ports report)".into(),
+        OptionGroup::JackServer if *backend == BackendKind::Pipewire => "--backend pipewire runs on --server pipewire (a private PipeWire), external (yours) or auto: it takes no --server dummy or --server-name".into(),
         OptionGroup::JackServer => "--server and --server-name choose a JACK server: the virtual card needs none (use --backend jack or alsa)".into(),
-        OptionGroup::PipewireServer => format!("--server pipewire runs JACK clients on a private PipeWire: use it with --backend jack, not --backend {backend}"),
+        OptionGroup::PipewireServer => format!("--server pipewire runs JACK clients or native streams on a private PipeWire: use it with --backend jack or pipewire, not --backend {backend}"),
     }
 }
 
@@ -154,6 +156,9 @@ pub fn audio_message(e: &AudioError) -> String {
             format!("{flag} {value}: {problem}")
         }
         AudioError::AlsaRefused { device, refusal } => alsa_refusal_message(device, refusal),
+        AudioError::Native(NativeError::QuantumOnExternal(p)) => format!("--period {p}: the native backend sets no quantum on a PipeWire audiolat did not start yet: drop --period (the graph's quantum is measured and recorded), or use --server pipewire"),
+        AudioError::Native(NativeError::NoUserPipewire(at)) => format!("no PipeWire socket at {at}: start your PipeWire (systemctl --user start pipewire wireplumber), or use --server pipewire for a private one"),
+        AudioError::Native(NativeError::NotBuilt) => format!("--backend pipewire is not built in: build audiolat with --features pipewire-native (a default feature), which needs the packages {}", engine::pipewire::native::BUILD_PACKAGES),
         other => other.to_string(),
     }
 }

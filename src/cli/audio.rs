@@ -20,6 +20,9 @@ pub enum BackendName {
     Alsa,
     /// The virtual sound card: a software card with a loopback cable (ground truth)
     Virtual,
+    /// Native PipeWire streams (pull model): a private PipeWire (--server pipewire) or
+    /// yours (--server external)
+    Pipewire,
 }
 
 impl BackendName {
@@ -29,6 +32,7 @@ impl BackendName {
             BackendName::Jack => BackendKind::Jack,
             BackendName::Alsa => BackendKind::Alsa,
             BackendName::Virtual => BackendKind::Virtual,
+            BackendName::Pipewire => BackendKind::Pipewire,
         }
     }
 }
@@ -37,14 +41,15 @@ impl BackendName {
 #[derive(Debug, Clone, Args)]
 pub struct AudioArgs {
     /// Audio backend: jack (a running server, or a private `jackd -d dummy`), alsa (a
-    /// device; without a sound card, the jack PCM on a private dummy server) or virtual
-    /// (the software card with a loopback cable).
+    /// device; without a sound card, the jack PCM on a private dummy server), virtual
+    /// (the software card with a loopback cable) or pipewire (native PipeWire streams).
     #[arg(long, value_enum, default_value = "jack")]
     pub backend: BackendName,
     /// JACK server: auto (a running one, else a private `jackd -d dummy`), external (a
     /// running one or an error), dummy (always a private one), pipewire (a private
-    /// headless PipeWire through its JACK API; --backend jack only). Also the server
-    /// behind ALSA's jack PCM.
+    /// headless PipeWire: through its JACK API with --backend jack, native streams with
+    /// --backend pipewire, where external is your own PipeWire). Also the server behind
+    /// ALSA's jack PCM.
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = str::parse::<ServerMode>)]
     pub server: ServerMode,
     /// JACK server name: the one to use (external/auto), or the private one's (dummy).

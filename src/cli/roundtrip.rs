@@ -115,7 +115,7 @@ impl RoundtripArgs {
             periods = ::runner::min_buffer::search_periods(&spec, given);
         }
         spec.check_periods(&periods)
-            .map_err(|e| UsageError(e.to_string()))?;
+            .map_err(|e| UsageError(crate::audio::audio_message(&e)))?;
         Ok(SweepRequest {
             cells: ::runner::sweep::roundtrip_cells(&base, &self.load.0, self.repeat),
             periods,

@@ -21,6 +21,7 @@ mod loads;
 mod net;
 mod pipewire;
 mod pipewire_doctor;
+mod pipewire_native;
 mod plan;
 mod plan_checks;
 mod reports;

@@ -14,7 +14,7 @@ use crate::util::{
 const DEFAULT_QUANTUM_FRAMES: f64 = 1024.0;
 
 /// The stored server of a run is the private PipeWire, with its versions.
-fn assert_pipewire_server(server: &Value) {
+pub(crate) fn assert_pipewire_server(server: &Value) {
     assert_eq!(server["name"], "pipewire-0", "{server}");
     assert_eq!(server["private"], true, "{server}");
     let version = server["version"].as_str().unwrap_or_default();
@@ -58,7 +58,7 @@ fn assert_graph_record(run: &Value) {
 
 /// No process of the run's private PipeWire (they carry the run's audiolat pid) and no
 /// private directory of it is left.
-fn assert_nothing_left(db: &std::path::Path, run_id: i64) {
+pub(crate) fn assert_nothing_left(db: &std::path::Path, run_id: i64) {
     let v = run_json(db, &["show", &run_id.to_string(), "--json"]);
     let pid = v["run"]["pid"].as_u64().expect("the run's pid") as u32;
     let left = private_pipewire_pids(pid);
@@ -158,7 +158,7 @@ fn pipewire_is_refused_with_the_alsa_and_virtual_backends() {
         assert_eq!(out.code, 2, "{}", out.stderr);
         assert!(
             out.stderr
-                .contains(&format!("--server pipewire runs JACK clients on a private PipeWire: use it with --backend jack, not --backend {backend}")),
+                .contains(&format!("--server pipewire runs JACK clients or native streams on a private PipeWire: use it with --backend jack or pipewire, not --backend {backend}")),
             "{}",
             out.stderr
         );
@@ -167,7 +167,7 @@ fn pipewire_is_refused_with_the_alsa_and_virtual_backends() {
 }
 
 /// The round trip's median and mean, in frames, of a stored run's result.
-fn roundtrip_frames(result: &Value) -> (f64, f64) {
+pub(crate) fn roundtrip_frames(result: &Value) -> (f64, f64) {
     let frames = &result["roundtrip_frames"];
     assert!(frames["count"].as_u64().unwrap_or(0) >= 3, "{result}");
     (
@@ -234,7 +234,7 @@ fn iodelay_frames(log: &str) -> Option<f64> {
 /// The reference: `jack_iodelay` through PipeWire's libjack on a private PipeWire this
 /// test starts, looped `jack_delay:out` -> the null sink's playback, its monitor ->
 /// `jack_delay:in`, at `clock.force-quantum` = `quantum`.
-fn iodelay_reference(quantum: u32) -> f64 {
+pub(crate) fn iodelay_reference(quantum: u32) -> f64 {
     use engine::pipewire::{PipewireRequest, PipewireServer};
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};

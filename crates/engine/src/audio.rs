@@ -55,6 +55,9 @@ pub enum AudioError {
     /// A quantum could not be set on, or measured from, a PipeWire.
     #[error(transparent)]
     Quantum(#[from] crate::pipewire::quantum::QuantumError),
+    /// The native PipeWire backend could not run.
+    #[error("{0}")]
+    Native(#[from] crate::pipewire::native::NativeError),
     /// The requested period is not one a JACK server runs.
     #[error("period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),

@@ -33,6 +33,7 @@ use crate::jack::client::{JackConfig, JackStream};
 use crate::jack::loop_client::JackLoop;
 use crate::jack::server::{JackServer, ServerMode, ServerRequest};
 use crate::jack::setup::JackSpec;
+use crate::pipewire::native::{NativeConfig, NativeSpec};
 use crate::virtual_card::setup::VirtualSpec;
 use crate::virtual_card::{VirtualConfig, VirtualStream};
 use std::path::PathBuf;
@@ -94,6 +95,8 @@ pub enum BackendSpec {
     Alsa(AlsaSpec),
     /// The virtual card.
     Virtual(VirtualSpec),
+    /// Native PipeWire streams.
+    Pipewire(NativeSpec),
 }
 
 /// Which period of a sweep a set-up is for: the first uses the server asked for, each
@@ -113,6 +116,7 @@ impl BackendSpec {
             BackendSpec::Jack(_) => "jack",
             BackendSpec::Alsa(_) => "alsa",
             BackendSpec::Virtual(_) => "virtual",
+            BackendSpec::Pipewire(_) => "pipewire",
         }
     }
 
@@ -123,7 +127,7 @@ impl BackendSpec {
         match self {
             BackendSpec::Jack(spec) => Some(&spec.server),
             BackendSpec::Alsa(spec) => spec.uses_jack_server().then_some(&spec.server),
-            BackendSpec::Virtual(_) => None,
+            BackendSpec::Virtual(_) | BackendSpec::Pipewire(_) => None,
         }
     }
 
@@ -144,6 +148,11 @@ impl BackendSpec {
                     .unwrap_or(crate::virtual_card::setup::DEFAULT_RATE_HZ),
                 period.unwrap_or(crate::virtual_card::setup::DEFAULT_PERIOD_FRAMES),
             ),
+            BackendSpec::Pipewire(spec) => (
+                spec.rate_hz
+                    .unwrap_or(crate::pipewire::native::DEFAULT_RATE_HZ),
+                period.unwrap_or(crate::pipewire::server::DEFAULT_QUANTUM_FRAMES),
+            ),
         }
     }
 
@@ -151,7 +160,7 @@ impl BackendSpec {
     pub fn smallest_period(&self) -> u32 {
         match self {
             BackendSpec::Virtual(_) => crate::virtual_card::MIN_PERIOD_FRAMES,
-            BackendSpec::Jack(_) | BackendSpec::Alsa(_) => 16,
+            BackendSpec::Jack(_) | BackendSpec::Alsa(_) | BackendSpec::Pipewire(_) => 16,
         }
     }
 
@@ -177,6 +186,9 @@ impl BackendSpec {
     ///
     /// [`validate_period`]: crate::jack::server::validate_period
     pub fn check_periods(&self, periods: &[Option<u32>]) -> Result<(), AudioError> {
+        if let BackendSpec::Pipewire(spec) = self {
+            return spec.check_periods(periods);
+        }
         if periods.len() > 1 && matches!(self, BackendSpec::Jack(_)) {
             for p in periods.iter().flatten() {
                 crate::jack::server::validate_period(*p)?;
@@ -203,6 +215,7 @@ pub fn open(spec: &BackendSpec, period: Option<u32>, step: SweepStep) -> Result<
         BackendSpec::Jack(spec) => crate::jack::setup::open(spec, period, step),
         BackendSpec::Alsa(spec) => crate::alsa::setup::open(spec, period, step),
         BackendSpec::Virtual(spec) => crate::virtual_card::setup::open(spec, period),
+        BackendSpec::Pipewire(spec) => crate::pipewire::native::open(spec, period, step),
     }
 }
 
@@ -215,6 +228,9 @@ pub(crate) enum StreamKind {
     Alsa(AlsaConfig),
     /// The virtual card.
     Virtual(VirtualConfig),
+    /// Native PipeWire streams.
+    #[allow(dead_code)] // opened only with the `pipewire-native` feature
+    Pipewire(NativeConfig),
 }
 
 /// One period's set-up, kept alive while its runs go: dropping it stops the loop client
@@ -247,6 +263,15 @@ impl Setup {
             StreamKind::Virtual(config) => {
                 Ok((Box::new(VirtualStream::open(config.clone())?), None))
             }
+            #[cfg(feature = "pipewire-native")]
+            StreamKind::Pipewire(config) => Ok((
+                Box::new(crate::pipewire::native::stream::NativeStream::open(
+                    config.clone(),
+                )?),
+                None,
+            )),
+            #[cfg(not(feature = "pipewire-native"))]
+            StreamKind::Pipewire(_) => Err(crate::pipewire::native::NativeError::NotBuilt.into()),
         }
     }
 
@@ -285,6 +310,7 @@ impl StreamInfo {
     pub fn audio_thread_requested(&self, duplex: bool) -> &'static str {
         match (self.backend, duplex) {
             ("jack", _) => "the JACK server's client thread (its -P/-R settings)",
+            ("pipewire", _) => "PipeWire's data thread (client-rt.conf: module-rt, SCHED_FIFO 88)",
             (_, false) => "SCHED_FIFO 80",
             (_, true) => "SCHED_FIFO 80 (hardware clock thread SCHED_FIFO 90)",
         }
@@ -293,7 +319,7 @@ impl StreamInfo {
     /// Whether the stream is a client of an audio server whose facts (name, command
     /// line, version) describe where it runs (JACK).
     pub fn is_server_client(&self) -> bool {
-        self.backend == "jack"
+        self.backend == "jack" || self.backend == "pipewire"
     }
 
     /// Whether the stream is a device that granted its own settings (ALSA: format,

@@ -9,6 +9,7 @@ use crate::alsa::stream::SampleFormat;
 use crate::jack::client::JackConfig;
 use crate::jack::server::ServerMode;
 use crate::jack::setup::{JackPorts, JackSpec};
+use crate::pipewire::native::NativeSpec;
 use crate::virtual_card::setup::{Cable, VirtualSpec};
 
 use super::{BackendSpec, ServerChoice};
@@ -25,6 +26,8 @@ pub enum BackendKind {
     Alsa,
     /// The virtual card.
     Virtual,
+    /// Native PipeWire streams.
+    Pipewire,
 }
 
 impl std::fmt::Display for BackendKind {
@@ -34,6 +37,7 @@ impl std::fmt::Display for BackendKind {
             BackendKind::Jack => "jack",
             BackendKind::Alsa => "alsa",
             BackendKind::Virtual => "virtual",
+            BackendKind::Pipewire => "pipewire",
         })
     }
 }
@@ -185,6 +189,11 @@ impl BackendSpec {
                     StreamPurpose::Event { .. } => None,
                 },
             }),
+            BackendKind::Pipewire => BackendSpec::Pipewire(NativeSpec {
+                server: settings.server,
+                rate_hz: settings.rate_hz,
+                capture: matches!(purpose, StreamPurpose::Roundtrip { .. }),
+            }),
         })
     }
 }
@@ -226,15 +235,20 @@ fn foreign_options(
         (OptionGroup::AlsaDevice, alsa && kind != BackendKind::Alsa),
         (
             OptionGroup::BufferPeriods,
-            settings.periods != DEFAULT_PERIODS && kind == BackendKind::Jack,
+            settings.periods != DEFAULT_PERIODS
+                && matches!(kind, BackendKind::Jack | BackendKind::Pipewire),
         ),
         (
             OptionGroup::PipewireServer,
-            settings.server.mode == ServerMode::Pipewire && kind != BackendKind::Jack,
+            settings.server.mode == ServerMode::Pipewire
+                && !matches!(kind, BackendKind::Jack | BackendKind::Pipewire),
         ),
         (
             OptionGroup::JackServer,
-            server && kind == BackendKind::Virtual,
+            (server && kind == BackendKind::Virtual)
+                || (kind == BackendKind::Pipewire
+                    && (settings.server.mode == ServerMode::Dummy
+                        || settings.server.name.is_some())),
         ),
     ]
     .into_iter()
@@ -446,5 +460,51 @@ mod tests {
             Some(OptionGroup::PipewireServer)
         );
         assert_eq!(refused(Jack, pipewire, roundtrip(&[], None)), None);
+    }
+
+    #[test]
+    fn the_native_pipewire_backend_takes_its_servers_and_no_other_backends_options() {
+        use BackendKind::Pipewire;
+        let on = |mode| {
+            let mut s = settings(None);
+            s.server.mode = mode;
+            s
+        };
+        let spec = |s, purpose| BackendSpec::build(Pipewire, s, purpose);
+        for mode in [ServerMode::Pipewire, ServerMode::External, ServerMode::Auto] {
+            match spec(on(mode), roundtrip(&[], None)) {
+                Ok(BackendSpec::Pipewire(s)) => assert!(s.capture && s.server.mode == mode),
+                other => panic!("{other:?}"),
+            }
+        }
+        let event = StreamPurpose::Event {
+            jack: JackConfig::default(),
+            loopback_device: None,
+        };
+        assert!(matches!(
+            spec(on(ServerMode::Pipewire), event),
+            Ok(BackendSpec::Pipewire(NativeSpec { capture: false, .. }))
+        ));
+        let foreign = |s, purpose| match spec(s, purpose) {
+            Err(SpecError::ForeignOptions { options, .. }) => Some(options),
+            _ => None,
+        };
+        assert_eq!(
+            foreign(on(ServerMode::Dummy), roundtrip(&[], None)),
+            Some(OptionGroup::JackServer)
+        );
+        assert_eq!(
+            foreign(settings(None), roundtrip(&[], Some("x:y"))),
+            Some(OptionGroup::JackPorts)
+        );
+        let periods = StreamSettings {
+            periods: 3,
+            ..settings(None)
+        };
+        assert_eq!(
+            foreign(periods, roundtrip(&[], None)),
+            Some(OptionGroup::BufferPeriods)
+        );
+        assert_eq!(Pipewire.to_string(), "pipewire");
     }
 }

@@ -38,10 +38,14 @@
 //! The quantum as a setting (`clock.force-quantum`, measured and restored) is
 //! [`quantum::ForcedQuantum`].
 //!
-//! Nothing here runs on an audio thread.
+//! The native backend (`--backend pipewire`: `pw_stream`s on such a server, or the
+//! user's) is [`native`].
+//!
+//! Nothing here runs on an audio thread, but [`native`]'s process callbacks.
 
 pub mod config;
 pub mod graph;
+pub mod native;
 #[cfg(feature = "pipewire-native")]
 pub mod profiler;
 mod programs;

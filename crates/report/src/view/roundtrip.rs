@@ -70,7 +70,7 @@ fn stream_lines(first: &RunView, out: &mut String) {
         s["rate_hz"]
     );
     let server = &s["server"];
-    if backend == "jack" {
+    if backend == "jack" || backend == "pipewire" {
         let _ = writeln!(out, "{}", server_line(server));
     } else if let Some(c) = server["command_line"].as_str() {
         let _ = writeln!(out, "{c}");

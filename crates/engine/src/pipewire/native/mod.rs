@@ -1,0 +1,247 @@
+//! The native PipeWire backend (`--backend pipewire`, pull model): `pw_stream`s through
+//! the `pipewire` crate, timed by the graph itself.
+//!
+//! # The streams
+//!
+//! [`NativeStream`](stream::NativeStream) (feature `pipewire-native`) connects a playback
+//! stream and, for a round trip, a capture stream on the *monitor* of the same sink
+//! (`stream.capture.sink=true`), both F32 mono at the graph's rate with
+//! `AUTOCONNECT|MAP_BUFFERS|RT_PROCESS`. On the private PipeWire (`--server pipewire`)
+//! both target its null sink [`SINK_NODE_NAME`](crate::pipewire::config::SINK_NODE_NAME);
+//! on the user's own PipeWire (`--server external`, the socket `pipewire-0` in
+//! `$PIPEWIRE_RUNTIME_DIR` or `$XDG_RUNTIME_DIR`) they take its default sink.
+//!
+//! The context loads `client-rt.conf`, whose `module-rt` makes the stream's data thread
+//! SCHED_FIFO (88 as root, PipeWire's default); the thread records its policy in its
+//! first cycle, as every backend's audio thread does. The main loop runs on a non-RT
+//! thread the stream owns; stopping quits it and disconnects the streams there.
+//!
+//! # Timing
+//!
+//! Both process callbacks run on the data thread, once per graph cycle. The capture
+//! callback copies its chunk into a pre-sized buffer with the cycle's `now`; the playback
+//! callback is the engine's cycle ([`CycleRunner`](crate::stream::CycleRunner)): its
+//! `pw_stream_get_time` gives `now` (the cycle's CLOCK_MONOTONIC start, the same for both
+//! streams of one cycle), `rate` and the stream's own `ticks` (the cycle's first frame on
+//! the stream's frame clock); the frames are the buffer's `requested` (the quantum). The
+//! input is the capture chunk of the same `now` and quantum, else silence (counted): the
+//! capture's first cycles may run before the graph settles. A frame `k` of a cycle reaches
+//! the sink at `now + k / rate + delay`, `delay` being what the stream reports
+//! ([`StreamInfo::playback_latency_frames`](crate::audio::StreamInfo): 0 on a null sink).
+//!
+//! A quantum change under a running stream ends the stream (the processor was prepared
+//! for the old one); so does a disconnection, an error of the server, or a stall.
+
+use crate::audio::{AudioError, ServerInfo};
+use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
+use crate::jack::server::ServerMode;
+use std::path::PathBuf;
+
+#[cfg(feature = "pipewire-native")]
+pub mod stream;
+
+/// The rate the streams ask for unless told (PipeWire's default graph rate).
+pub const DEFAULT_RATE_HZ: u32 = crate::pipewire::server::DEFAULT_RATE_HZ;
+
+/// The Debian packages the feature needs to build.
+pub const BUILD_PACKAGES: &str = "libpipewire-0.3-dev, libspa-0.2-dev, clang, libclang-dev";
+
+/// Why the native backend could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum NativeError {
+    /// audiolat was built without the `pipewire-native` feature.
+    #[error("the native PipeWire backend is not built in: build audiolat with the feature pipewire-native (the default), which needs the packages {BUILD_PACKAGES}")]
+    NotBuilt,
+    /// A quantum was asked for on a PipeWire audiolat did not start.
+    #[error("a quantum of {0} frames on a PipeWire audiolat did not start is not set by the native backend: ask for none (the graph's own quantum is measured), or use a private PipeWire")]
+    QuantumOnExternal(u32),
+    /// No PipeWire of the user's answers.
+    #[error("no PipeWire socket at {0}: start PipeWire (systemctl --user start pipewire wireplumber), or use a private PipeWire")]
+    NoUserPipewire(String),
+    /// The streams failed or did not run.
+    #[error("the native PipeWire streams did not run: {0}")]
+    Stream(String),
+}
+
+/// The native backend's streams.
+#[derive(Clone, Debug)]
+pub struct NativeSpec {
+    /// Which PipeWire: `Pipewire` (a private one), `External` (the user's), `Auto` (the
+    /// user's when its socket exists, else a private one).
+    pub server: ServerChoice,
+    /// The rate to ask for (`None`: a private server's, or [`DEFAULT_RATE_HZ`]).
+    pub rate_hz: Option<u32>,
+    /// A capture stream on the sink's monitor (the round trip).
+    pub capture: bool,
+}
+
+/// How a period's native streams are opened.
+#[derive(Clone, Debug)]
+pub struct NativeConfig {
+    /// The sink to target (`None`: the server's default sink).
+    pub target: Option<String>,
+    /// A capture stream on the target's monitor.
+    pub capture: bool,
+    /// The rate to ask for.
+    pub rate_hz: u32,
+    /// What is recorded of the server (the quantum granted is filled in at open when it
+    /// was not measured before).
+    pub server: ServerInfo,
+    /// Capacity of the cycle-record ring.
+    pub record_capacity: usize,
+}
+
+/// The socket of the user's PipeWire: `pipewire-0` (or `$PIPEWIRE_REMOTE`) in
+/// `$PIPEWIRE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR`.
+pub fn user_socket() -> Option<PathBuf> {
+    let dir =
+        std::env::var_os("PIPEWIRE_RUNTIME_DIR").or_else(|| std::env::var_os("XDG_RUNTIME_DIR"))?;
+    let name = std::env::var_os("PIPEWIRE_REMOTE")
+        .unwrap_or_else(|| crate::pipewire::server::REMOTE_NAME.into());
+    Some(PathBuf::from(dir).join(name))
+}
+
+impl NativeSpec {
+    /// Whether the streams run on a private PipeWire (asked for, or `auto` with no
+    /// PipeWire of the user's).
+    pub fn private(&self) -> bool {
+        match self.server.mode {
+            ServerMode::Pipewire => true,
+            ServerMode::Auto => !user_socket().is_some_and(|s| s.exists()),
+            _ => false,
+        }
+    }
+
+    /// Checks a sweep's periods: a private PipeWire runs powers of two from 16 to 8192
+    /// frames; on the user's PipeWire this slice sets no quantum.
+    pub fn check_periods(&self, periods: &[Option<u32>]) -> Result<(), AudioError> {
+        for p in periods.iter().flatten() {
+            if !self.private() {
+                return Err(NativeError::QuantumOnExternal(*p).into());
+            }
+            crate::jack::server::validate_period(*p)?;
+        }
+        Ok(())
+    }
+}
+
+/// The set-up for one period (see [`crate::backend::open`]): a private PipeWire started
+/// as `--server pipewire` starts it for JACK clients (its quantum set in its
+/// configuration and measured), or the user's.
+pub(crate) fn open(
+    spec: &NativeSpec,
+    period: Option<u32>,
+    step: SweepStep,
+) -> Result<Setup, AudioError> {
+    if !cfg!(feature = "pipewire-native") {
+        return Err(NativeError::NotBuilt.into());
+    }
+    let sink = crate::pipewire::config::SINK_NODE_NAME;
+    if spec.private() {
+        let choice = ServerChoice {
+            mode: ServerMode::Pipewire,
+            ..spec.server.clone()
+        };
+        let server = choice.connect(step, spec.rate_hz, period)?;
+        let mut info = server.info().clone();
+        // The streams are native; PipeWire's libjack only measured the quantum granted.
+        if let Some(c) = info.command_line.as_mut() {
+            if let Some(at) = c.find("; JACK clients through ") {
+                *c = c[..at].to_string()
+                    + "; native streams (the quantum granted measured by a JACK client through "
+                    + &c[at + "; JACK clients through ".len()..]
+                    + ")";
+            }
+        }
+        let config = NativeConfig {
+            target: Some(sink.to_string()),
+            capture: spec.capture,
+            rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
+            server: info,
+            record_capacity: 8192,
+        };
+        return Ok(Setup {
+            server: Some(server),
+            _loop_client: None,
+            kind: StreamKind::Pipewire(config),
+            loop_description: format!("PipeWire null sink {sink} -> its monitor (native streams)"),
+        });
+    }
+    if let Some(p) = period {
+        return Err(NativeError::QuantumOnExternal(p).into());
+    }
+    let socket = user_socket().filter(|s| s.exists()).ok_or_else(|| {
+        AudioError::from(NativeError::NoUserPipewire(
+            user_socket().map_or("$XDG_RUNTIME_DIR unset".into(), |s| s.display().to_string()),
+        ))
+    })?;
+    let config = NativeConfig {
+        target: None,
+        capture: spec.capture,
+        rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
+        server: ServerInfo {
+            name: socket.display().to_string(),
+            private: false,
+            command_line: None,
+            version: None,
+            quantum_asked_frames: None,
+            quantum_granted_frames: None,
+        },
+        record_capacity: 8192,
+    };
+    Ok(Setup {
+        server: None,
+        _loop_client: None,
+        kind: StreamKind::Pipewire(config),
+        loop_description: "the default sink -> its monitor (native streams)".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_fix() {
+        let e = NativeError::NotBuilt.to_string();
+        for needed in [
+            "pipewire-native",
+            "libpipewire-0.3-dev",
+            "libspa-0.2-dev",
+            "libclang-dev",
+        ] {
+            assert!(e.contains(needed), "{e}");
+        }
+        let e = NativeError::QuantumOnExternal(128).to_string();
+        assert!(
+            e.contains("128 frames") && e.contains("private PipeWire"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_private_server_asked_for_is_private_and_takes_only_powers_of_two() {
+        let spec = |mode| NativeSpec {
+            server: ServerChoice {
+                mode,
+                name: None,
+                jackd: None,
+            },
+            rate_hz: None,
+            capture: true,
+        };
+        assert!(spec(ServerMode::Pipewire).private());
+        assert!(!spec(ServerMode::External).private());
+        assert!(spec(ServerMode::Pipewire)
+            .check_periods(&[Some(128), None])
+            .is_ok());
+        assert!(spec(ServerMode::Pipewire)
+            .check_periods(&[Some(100)])
+            .is_err());
+        assert!(matches!(
+            spec(ServerMode::External).check_periods(&[Some(128)]),
+            Err(AudioError::Native(NativeError::QuantumOnExternal(128)))
+        ));
+        assert!(spec(ServerMode::External).check_periods(&[None]).is_ok());
+    }
+}

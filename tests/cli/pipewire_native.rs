@@ -1,0 +1,313 @@
+//! `--backend pipewire`: native `pw_stream`s on a private headless PipeWire. The round
+//! trip through the null sink and its monitor is one granted quantum and agrees with
+//! `jack_iodelay` through PipeWire's libjack; the event probe follows the native timing
+//! model; `compare` puts a JACK-API run and a native run side by side.
+
+use serde_json::Value;
+
+use crate::pipewire::{
+    assert_nothing_left, assert_pipewire_server, iodelay_reference, roundtrip_frames,
+};
+use crate::util::{
+    command, machine_lock, private_pipewire_pids, require_pipewire, run, run_json, temp_db,
+    wait_timeout,
+};
+
+/// The native round trip at `--period 128,256`: two runs, each recording the quantum
+/// asked for and granted, whose loop is one granted quantum (median and mean within
+/// 0.05 frame) and equals `jack_iodelay` through PipeWire's libjack on the same loop at
+/// the same quantum, to 0.05 frame.
+#[test]
+fn native_roundtrip_is_one_granted_quantum_and_agrees_with_jack_iodelay() {
+    require_pipewire();
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("pwn.db");
+    let periods = [128u32, 256];
+    let v = run_json(
+        &db,
+        &[
+            "roundtrip",
+            "--backend",
+            "pipewire",
+            "--server",
+            "pipewire",
+            "--period",
+            "128,256",
+            "--duration",
+            "2s",
+            "--json",
+        ],
+    );
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{v}");
+    for (r, &period) in runs.iter().zip(&periods) {
+        assert_eq!(r["status"], "complete", "{r}");
+        let result = &r["result"];
+        assert_eq!(result["backend"], "pipewire", "{result}");
+        assert_eq!(result["period_frames"], period, "{result}");
+        let run_id = r["run_id"].as_i64().unwrap();
+        let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
+        let server = &stored["run"]["config"]["server"];
+        assert_pipewire_server(server);
+        assert_eq!(server["quantum_asked_frames"], period, "{server}");
+        assert_eq!(server["quantum_granted_frames"], period, "{server}");
+        let (median, mean) = roundtrip_frames(result);
+        for (stat, got) in [("median", median), ("mean", mean)] {
+            assert!(
+                (got - f64::from(period)).abs() <= 0.05,
+                "{stat} {got} frames, not the granted quantum {period}: {r}"
+            );
+        }
+        assert_nothing_left(&db, run_id);
+        let reference = iodelay_reference(period);
+        assert!(
+            (median - reference).abs() <= 0.05,
+            "at quantum {period}: native {median} frames, jack_iodelay {reference}"
+        );
+    }
+}
+
+/// The native event model: a note's first frame reaches the sink at the cycle's `now` +
+/// its offset / rate + the stream's `delay` (0 on a null sink). So `fixed` (the note one
+/// quantum after its trigger) is one quantum + 0 for every trigger, to a frame, and
+/// `asap` half a quantum on average, within a quarter of a quantum (the JACK test's
+/// tolerance: 100 uniform waits put the mean within about 3 % of a quantum; the rest is
+/// for callbacks the host's steal makes late).
+#[test]
+fn native_event_agrees_with_the_native_timing_model() {
+    require_pipewire();
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("pwne.db");
+    let v = run_json(
+        &db,
+        &[
+            "event",
+            "--backend",
+            "pipewire",
+            "--server",
+            "pipewire",
+            "--period",
+            "256",
+            "--policy",
+            "fixed,asap",
+            "--triggers",
+            "100",
+            "--spacing",
+            "30ms",
+            "--note",
+            "15ms",
+            "--json",
+        ],
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{v}");
+    let frame_ns = 1e9 / 48_000.0;
+    let quantum_ns = 256.0 * frame_ns;
+    for r in runs {
+        assert_eq!(r["status"], "complete", "{r}");
+        let result = &r["result"];
+        assert_eq!(result["period_frames"], 256, "{result}");
+        assert_eq!(result["rate_hz"], 48_000, "{result}");
+        // The null sink's stream reports no delay, as its JACK ports report no latency.
+        assert_eq!(result["playback_latency_frames"], 0, "{result}");
+        let triggers = r["triggers"].as_array().unwrap();
+        assert_eq!(triggers.len(), 100);
+        let sounded = |t: &&Value| t["missed"] == false && t["timing"] != "unknown";
+        let latencies: Vec<f64> = triggers
+            .iter()
+            .filter(sounded)
+            .map(|t| t["latency_ns"].as_f64().unwrap())
+            .collect();
+        assert!(latencies.len() >= 50, "{} notes sounded", latencies.len());
+        match r["config"]["policy"].as_str().unwrap() {
+            "fixed" => {
+                let late = triggers.iter().filter(|t| t["late"] == true).count();
+                assert!(late <= 10, "{late} late triggers");
+                for t in triggers.iter().filter(|t| t["late"] == false && sounded(t)) {
+                    let l = t["latency_ns"].as_f64().unwrap();
+                    assert!(
+                        (l - quantum_ns).abs() <= frame_ns,
+                        "fixed latency {l} ns vs one quantum + delay 0 = {quantum_ns} ns"
+                    );
+                }
+            }
+            "asap" => {
+                let mean = latencies.iter().sum::<f64>() / latencies.len() as f64;
+                let model = quantum_ns / 2.0;
+                assert!(
+                    (mean - model).abs() <= quantum_ns / 4.0,
+                    "asap mean {mean} ns vs half a quantum {model} ns"
+                );
+            }
+            other => panic!("policy {other}"),
+        }
+    }
+}
+
+/// The same loop through the JACK API and through native streams, at the same quantum:
+/// `compare` prints both side by side, and they agree within 0.05 frame (one graph, two
+/// APIs).
+#[test]
+fn compare_puts_the_jack_api_and_native_round_trips_side_by_side() {
+    require_pipewire();
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("pwcmp.db");
+    let mut ids = Vec::new();
+    for backend in ["jack", "pipewire"] {
+        let v = run_json(
+            &db,
+            &[
+                "roundtrip",
+                "--backend",
+                backend,
+                "--server",
+                "pipewire",
+                "--period",
+                "256",
+                "--duration",
+                "2s",
+                "--json",
+            ],
+        );
+        let r = &v["runs"][0];
+        assert_eq!(r["status"], "complete", "{r}");
+        ids.push(r["run_id"].as_i64().unwrap().to_string());
+    }
+    let v = run_json(&db, &["compare", &ids[0], &ids[1], "--json"]);
+    let rows = v["rows"].as_array().expect("rows");
+    let row = |stat: &str| {
+        rows.iter()
+            .find(|r| r["metric"] == "roundtrip" && r["statistic"] == stat)
+            .unwrap_or_else(|| panic!("no roundtrip {stat}: {v}"))
+    };
+    for stat in ["mean", "p50"] {
+        let r = row(stat);
+        let config = r["configuration"].as_str().unwrap();
+        assert!(
+            config.contains("backend=jack") && config.contains("backend=pipewire"),
+            "{config}"
+        );
+        let (a, b) = (r["a"].as_f64().unwrap(), r["b"].as_f64().unwrap());
+        let frames = |ns: f64| ns * 48_000.0 / 1e9;
+        assert!(
+            (frames(a) - 256.0).abs() <= 0.05,
+            "JACK API {stat} {} frames",
+            frames(a)
+        );
+        assert!(
+            (frames(b) - frames(a)).abs() <= 0.05,
+            "{stat}: JACK API {} frames, native {} frames",
+            frames(a),
+            frames(b)
+        );
+    }
+    let text = run(&db, &["compare", &ids[0], &ids[1]]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.contains("backend=jack") && text.stdout.contains("backend=pipewire"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// Bad input for the native backend: one line naming the fix, exit 2, nothing stored.
+#[test]
+fn native_refusals_name_the_fix() {
+    let (_dir, db) = temp_db("pwnno.db");
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["roundtrip", "--backend", "pipewire", "--server", "dummy"],
+            "--backend pipewire runs on --server pipewire (a private PipeWire), external (yours) or auto",
+        ),
+        (
+            &["roundtrip", "--backend", "pipewire", "--capture", "x:y"],
+            "with --backend pipewire, the streams play to the sink and capture its monitor",
+        ),
+    ];
+    for (args, said) in cases {
+        let out = run(&db, args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
+    // --period on a PipeWire audiolat did not start.
+    let out = run(
+        &db,
+        &[
+            "roundtrip",
+            "--backend",
+            "pipewire",
+            "--server",
+            "external",
+            "--period",
+            "128",
+        ],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--period 128: the native backend sets no quantum"),
+        "{}",
+        out.stderr
+    );
+    assert!(!db.exists(), "nothing stored");
+}
+
+/// The private PipeWire killed mid-run (SIGKILL to its daemon; WirePlumber follows it):
+/// the run ends `interrupted` with the server's end as its reason, the triggers measured
+/// before it are kept, and nothing of the server is left.
+#[test]
+fn a_killed_private_pipewire_interrupts_the_native_run_and_keeps_its_triggers() {
+    require_pipewire();
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("pwnkill.db");
+    let mut child = command(
+        &db,
+        &[
+            "event",
+            "--backend",
+            "pipewire",
+            "--server",
+            "pipewire",
+            "--triggers",
+            "400",
+            "--spacing",
+            "50ms",
+            "--json",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // Until the run has measured some triggers (after the server and the warm-up).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let daemon = loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let daemon = private_pipewire_pids(pid).into_iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "pipewire")
+        });
+        assert!(std::time::Instant::now() < deadline, "no private PipeWire");
+        if let Some(d) = daemon {
+            break d;
+        }
+    };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: killing the private PipeWire this run started.
+    unsafe { libc::kill(daemon as i32, libc::SIGKILL) };
+    let status = wait_timeout(&mut child, std::time::Duration::from_secs(20));
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PipeWire"), "{stderr}");
+    let v = crate::util::parse_json(&out.stdout);
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    let kept = r["triggers"].as_array().map_or(0, Vec::len);
+    assert!(kept > 0 && kept < 400, "{kept} triggers kept");
+    let run_id = r["run_id"].as_i64().unwrap();
+    let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
+    assert_eq!(stored["run"]["status"], "interrupted");
+    assert_nothing_left(&db, run_id);
+}
