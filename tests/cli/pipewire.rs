@@ -29,7 +29,7 @@ pub(crate) fn assert_pipewire_server(server: &Value) {
 /// the run's cycles, force-quantum was read before and after (a private server's is
 /// 0: its quantum is its default), and the profiler's first and last windows saw the
 /// driver run the quantum measured through the JACK client (`quantum_granted_frames`).
-fn assert_graph_record(run: &Value) {
+pub(crate) fn assert_graph_record(run: &Value) {
     let granted = &run["config"]["server"]["quantum_granted_frames"];
     assert!(granted.as_u64().is_some(), "{run}");
     let graph = &run["result"]["server"]["graph"];

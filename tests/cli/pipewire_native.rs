@@ -6,7 +6,8 @@
 use serde_json::Value;
 
 use crate::pipewire::{
-    assert_nothing_left, assert_pipewire_server, iodelay_reference, roundtrip_frames,
+    assert_graph_record, assert_nothing_left, assert_pipewire_server, iodelay_reference,
+    roundtrip_frames,
 };
 use crate::util::{
     command, machine_lock, private_pipewire_pids, require_pipewire, run, run_json, temp_db,
@@ -49,6 +50,7 @@ fn native_roundtrip_is_one_granted_quantum_and_agrees_with_jack_iodelay() {
         let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
         let server = &stored["run"]["config"]["server"];
         assert_pipewire_server(server);
+        assert_graph_record(&stored["run"]);
         assert_eq!(server["quantum_asked_frames"], period, "{server}");
         assert_eq!(server["quantum_granted_frames"], period, "{server}");
         let (median, mean) = roundtrip_frames(result);

@@ -5,13 +5,15 @@ use engine::audio::StreamInfo;
 use engine::pipewire::graph::{GraphRecord, GraphRecorder, ProfilerSnapshot, DEFAULT_WINDOW};
 use serde_json::{json, Value};
 
-/// Starts recording the graph when the stream is a JACK client on a PipeWire (this
-/// process loaded PipeWire's libjack; its client environment is this process's).
+/// Starts recording the graph when the stream is on a PipeWire: native streams, or a
+/// JACK client through PipeWire's libjack (this process loaded it). The client
+/// environment is this process's, as the streams' is.
 pub(crate) fn start(info: &StreamInfo) -> Option<GraphRecorder> {
-    let on_pipewire = info.backend == "jack"
-        && engine::jack::via_pipewire::loaded_libjacks()
-            .iter()
-            .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"));
+    let on_pipewire = info.backend == "pipewire"
+        || info.backend == "jack"
+            && engine::jack::via_pipewire::loaded_libjacks()
+                .iter()
+                .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"));
     on_pipewire.then(|| GraphRecorder::start(Vec::new(), DEFAULT_WINDOW))
 }
 
