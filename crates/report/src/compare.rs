@@ -218,6 +218,29 @@ pub fn headline_metrics(a: &ReportData, b: &ReportData) -> Vec<String> {
     out
 }
 
+/// The label of two different configurations compared with each other: what they share
+/// at the front (the probe) once, then each side's settings the other does not have
+/// (`roundtrip backend=jack | backend=pipewire`), so that a long shared configuration
+/// does not hide the difference.
+fn paired_label(a: &[String], b: &[String]) -> String {
+    let shared = a.iter().zip(b).take_while(|(x, y)| x == y).count().min(1);
+    let only = |x: &[String], y: &[String]| {
+        x.iter()
+            .skip(shared)
+            .filter(|p| !y.contains(p))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let side_a = a[..shared]
+        .iter()
+        .cloned()
+        .chain(Some(only(a, b)).filter(|d| !d.is_empty()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!("{side_a} | {}", only(b, a)).trim_end().to_string()
+}
+
 /// The rows both sides have, configuration by configuration, for these metrics (all with
 /// an empty list). When each side is a single configuration (two runs, or two plan runs
 /// of one cell each), they are compared with each other even if their labels differ.
@@ -234,7 +257,9 @@ pub fn compare(a: &ReportData, b: &ReportData, metrics: &[String]) -> Vec<Row> {
     let mut rows = Vec::new();
     for ((config, metric, stat), (unit, parts, va)) in &sa {
         let other_config = if pair_all { &cb[0] } else { config };
-        let Some((_, _, vb)) = sb.get(&(other_config.clone(), metric.clone(), stat.clone())) else {
+        let Some((_, other_parts, vb)) =
+            sb.get(&(other_config.clone(), metric.clone(), stat.clone()))
+        else {
             continue;
         };
         let se2 = |v: &[f64]| spread(v).map(|s| s * s / v.len() as f64);
@@ -251,7 +276,7 @@ pub fn compare(a: &ReportData, b: &ReportData, metrics: &[String]) -> Vec<Row> {
         let paired = pair_all && config != other_config;
         rows.push(Row {
             config: if paired {
-                format!("{config} | {other_config}")
+                paired_label(parts, other_parts)
             } else {
                 config.clone()
             },
@@ -444,6 +469,29 @@ pub fn json(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_paired_label_says_the_probe_once_and_only_what_differs() {
+        let parts = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            super::paired_label(
+                &parts("roundtrip load=none backend=jack period_frames=256 rate_hz=48000"),
+                &parts("roundtrip load=none backend=pipewire period_frames=256 rate_hz=48000"),
+            ),
+            "roundtrip backend=jack | backend=pipewire"
+        );
+        assert_eq!(
+            super::paired_label(&parts("event buffer=128"), &parts("jitter buffer=128")),
+            "event | jitter"
+        );
+        assert_eq!(
+            super::paired_label(
+                &parts("event buffer=128"),
+                &parts("event buffer=128 load=cpu")
+            ),
+            "event | load=cpu"
+        );
+    }
+
     use super::*;
     use results::{LatencyHistogram, Measurement, RunStatus};
 
