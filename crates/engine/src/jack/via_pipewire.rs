@@ -21,6 +21,7 @@
 use crate::audio::{AudioError, ServerInfo};
 use crate::pipewire::config::SINK_NODE_NAME;
 use crate::pipewire::quantum::{measure_quantum, QuantumError};
+use crate::pipewire::running::{force_quantum, KeptQuantum, RunningPipewire};
 use crate::pipewire::{PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
 
@@ -175,6 +176,62 @@ pub fn start(
         quantum_granted_frames: Some(granted),
     };
     Ok((server, record))
+}
+
+/// A running PipeWire (the user's) in use: what is recorded of it, and the quantum
+/// forced on it, restored when this is dropped.
+#[derive(Debug)]
+pub struct OnRunning {
+    /// The server.
+    pub server: RunningPipewire,
+    /// What is recorded of it.
+    pub info: ServerInfo,
+    /// The quantum forced (`None`: none was asked for).
+    pub forced: Option<KeptQuantum>,
+}
+
+/// Uses the running PipeWire `server` through its JACK API: loads PipeWire's libjack,
+/// points this process's JACK clients at it, forces `quantum_frames` when given
+/// ([`crate::pipewire::running::force_quantum`]: kept in a state file until restored)
+/// and measures the quantum its graph runs.
+pub fn use_running(
+    server: RunningPipewire,
+    quantum_frames: Option<u32>,
+    timeout: std::time::Duration,
+) -> Result<OnRunning, AudioError> {
+    let libjack = load_pipewire_libjack()?;
+    for (var, value) in server.client_env() {
+        std::env::set_var(var, value);
+    }
+    let name = server.remote.clone();
+    let forced = match quantum_frames {
+        Some(q) => Some(force_quantum(&server, &name, q, timeout)?),
+        None => None,
+    };
+    let granted = match &forced {
+        Some(kept) => kept.granted(),
+        None => measure_quantum(&name, None, timeout)?,
+    };
+    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let info = ServerInfo {
+        name,
+        private: false,
+        command_line: None,
+        version: Some(format!(
+            "PipeWire {}, WirePlumber {} (running at {}, JACK clients through {})",
+            known(&server.version),
+            known(&server.wireplumber_version),
+            server.socket().display(),
+            libjack.display()
+        )),
+        quantum_asked_frames: quantum_frames,
+        quantum_granted_frames: Some(granted),
+    };
+    Ok(OnRunning {
+        server,
+        info,
+        forced,
+    })
 }
 
 #[cfg(test)]

@@ -36,13 +36,15 @@
 //!   directory.
 //!
 //! The quantum as a setting (`clock.force-quantum`, measured and restored) is
-//! [`quantum::ForcedQuantum`].
+//! [`quantum::ForcedQuantum`]; a running PipeWire audiolat did not start (the user's), with
+//! its quantum forced and restored even after a killed audiolat, is [`running`].
 //!
 //! Nothing here runs on an audio thread.
 
 pub mod config;
 mod programs;
 pub mod quantum;
+pub mod running;
 pub mod server;
 
 pub use server::{
