@@ -130,7 +130,7 @@ impl RunningPipewire {
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
         cmd.env_remove("PIPEWIRE_CONFIG_DIR")
-            .envs(self.client_env().into_iter());
+            .envs(self.client_env());
         cmd
     }
 
