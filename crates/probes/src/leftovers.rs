@@ -4,7 +4,8 @@
 //! A run with cells or `--netns` changes the system while it measures: cpusets with
 //! every task moved onto the CPUs no cell holds, the root cpuset's load balancing off,
 //! `cpuacct` groups, network namespaces with a veth pair and `tc` qdiscs, and a state
-//! file in `/run/audiolat` saying what to restore. An audiolat that ends normally undoes
+//! file in `/run/audiolat` saying what to restore; a run on a running PipeWire forces its
+//! `clock.force-quantum`, with a state file too. An audiolat that ends normally undoes
 //! all of it; one that is killed cannot. [`find`] lists what audiolats that are gone
 //! left (a running audiolat's state is never listed nor touched), `audiolat doctor`
 //! reports it as a FAIL, and [`undo`] restores the machine: every measuring command calls
