@@ -73,6 +73,9 @@ impl ServerChoice {
             mode: match step {
                 SweepStep::First => self.mode,
                 SweepStep::Later if self.mode == ServerMode::Pipewire => ServerMode::Pipewire,
+                // The first period ran on a running PipeWire (its libjack is loaded): the
+                // same server, its quantum forced to the next period.
+                SweepStep::Later if on_running_pipewire() => self.mode,
                 SweepStep::Later => ServerMode::Dummy,
             },
             name: self.name.clone(),
@@ -84,6 +87,14 @@ impl ServerChoice {
         req.validate()?;
         JackServer::connect(&req)
     }
+}
+
+/// Whether this process's JACK clients go to a PipeWire audiolat did not start (its
+/// libjack loaded, no private PipeWire asked for).
+fn on_running_pipewire() -> bool {
+    crate::jack::via_pipewire::loaded_libjacks()
+        .iter()
+        .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"))
 }
 
 /// What the streams of one configuration need: the backend and its settings.

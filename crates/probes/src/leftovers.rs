@@ -4,7 +4,8 @@
 //! A run with cells or `--netns` changes the system while it measures: cpusets with
 //! every task moved onto the CPUs no cell holds, the root cpuset's load balancing off,
 //! `cpuacct` groups, network namespaces with a veth pair and `tc` qdiscs, and a state
-//! file in `/run/audiolat` saying what to restore. An audiolat that ends normally undoes
+//! file in `/run/audiolat` saying what to restore; a run on a running PipeWire forces its
+//! `clock.force-quantum`, with a state file too. An audiolat that ends normally undoes
 //! all of it; one that is killed cannot. [`find`] lists what audiolats that are gone
 //! left (a running audiolat's state is never listed nor touched), `audiolat doctor`
 //! reports it as a FAIL, and [`undo`] restores the machine: every measuring command calls
@@ -57,6 +58,18 @@ impl Leftovers {
 /// confine), `cpuacct` groups, cgroup v2 groups, the root cpuset's `sched_load_balance`,
 /// network namespaces (with their qdiscs), veth ends, state files.
 pub fn find() -> Leftovers {
+    let mut left = find_on_machine();
+    for stale in engine::pipewire::running::stale() {
+        left.by_pid
+            .entry(stale.pid)
+            .or_default()
+            .push(stale.describe());
+    }
+    left
+}
+
+/// [`find`] without a running PipeWire's forced quantum.
+fn find_on_machine() -> Leftovers {
     let mut by_pid = partition::stale();
     for (pid, items) in netns::stale() {
         by_pid.entry(pid).or_default().extend(items);
@@ -73,24 +86,28 @@ pub fn find() -> Leftovers {
 /// `Err` naming what is left when something could not be undone (not root, say): a
 /// measuring command refuses then, rather than measure a changed machine.
 pub fn undo() -> Result<Option<String>, NotUndone> {
-    let before = find();
-    if before.is_empty() {
-        return Ok(None);
+    // A running PipeWire's clock.force-quantum first, one phrase per server.
+    let (mut undone, mut problems): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for restored in engine::pipewire::running::restore_stale() {
+        match restored {
+            Ok(line) => undone.push(line),
+            Err(problem) => problems.push(problem),
+        }
     }
-    let mut problems = partition::remove_stale();
+    let before = find_on_machine();
+    if before.is_empty() && problems.is_empty() {
+        return Ok((!undone.is_empty()).then(|| undone.join("; ")));
+    }
+    problems.extend(partition::remove_stale());
     problems.extend(netns::remove_stale());
     let after = find();
     if after.is_empty() {
-        let undone: Vec<String> = before
-            .by_pid
-            .iter()
-            .map(|(pid, items)| {
-                format!(
-                    "undid what audiolat PID {pid} left when it was killed: {}",
-                    items.join(", ")
-                )
-            })
-            .collect();
+        undone.extend(before.by_pid.iter().map(|(pid, items)| {
+            format!(
+                "undid what audiolat PID {pid} left when it was killed: {}",
+                items.join(", ")
+            )
+        }));
         return Ok(Some(undone.join("; ")));
     }
     Err(NotUndone {

@@ -7,7 +7,9 @@
 //! - `dummy`: audiolat starts `jackd -n NAME -d dummy -r RATE -p PERIOD` under a name of
 //!   its own (`audiolat-dummy`, or `audiolat-dummy-2` ... when that is in use, unless
 //!   `--server-name` says otherwise) and refuses a name a server already answers to.
-//! - `auto`: `external` when a server answers, otherwise `dummy`.
+//! - `auto`: `external` when a server answers, otherwise `dummy`. With no name asked, a
+//!   jackd comes first, then a running PipeWire ([`crate::pipewire::running`]) through its
+//!   JACK API (`external` too), its quantum forced to the period asked for and restored.
 //! - `pipewire`: audiolat starts a private headless PipeWire and opens its clients through
 //!   PipeWire's libjack ([`super::via_pipewire`]); it is stopped like a private jackd.
 //!
@@ -239,6 +241,8 @@ pub struct JackServer {
     output: crate::servers::OutputTail,
     /// A private PipeWire (`ServerMode::Pipewire`), stopped on drop.
     pipewire: Option<crate::pipewire::PipewireServer>,
+    /// A running PipeWire (the user's) and the quantum forced on it, restored on drop.
+    running: Option<super::via_pipewire::OnRunning>,
 }
 
 impl std::fmt::Debug for JackServer {
@@ -256,6 +260,16 @@ impl JackServer {
         req.validate()?;
         if req.mode == ServerMode::Pipewire {
             return Self::start_pipewire(req);
+        }
+        // The user's server comes first: a jackd, else a running PipeWire (found without
+        // loading jackd2's libjack, which would keep PipeWire's out of this process).
+        if matches!(req.mode, ServerMode::Auto | ServerMode::External)
+            && req.name.is_none()
+            && !jackd_listens(&default_server_name())
+        {
+            if let Some(found) = crate::pipewire::running::detect() {
+                return Self::use_running_pipewire(req, found);
+            }
         }
         // PipeWire's libjack, loaded for a private PipeWire, would answer for jackd.
         if let Some(pipewire) = super::via_pipewire::loaded_libjacks()
@@ -287,6 +301,7 @@ impl JackServer {
                             child: None,
                             output: Arc::default(),
                             pipewire: None,
+                            running: None,
                         })
                     }
                     None if req.mode == ServerMode::External => Err(AudioError::NoServer(name)),
@@ -309,6 +324,7 @@ impl JackServer {
             child: None,
             output: Arc::default(),
             pipewire: Some(pipewire),
+            running: None,
         };
         match probe(server.name())? {
             Some(facts) => check_matches(server.name(), facts, req).map(|()| server),
@@ -317,6 +333,27 @@ impl JackServer {
                 why: "the private PipeWire runs but no JACK client could open on it".into(),
                 output: libjack_messages().join(" | "),
             }),
+        }
+    }
+
+    /// The running PipeWire `found`, through its JACK API, its quantum forced to the
+    /// period asked for (see [`super::via_pipewire::use_running`]).
+    fn use_running_pipewire(
+        req: &ServerRequest,
+        found: crate::pipewire::running::RunningPipewire,
+    ) -> Result<JackServer, AudioError> {
+        let on = super::via_pipewire::use_running(found, req.period_frames, req.start_timeout)?;
+        prepare_environment();
+        let server = JackServer {
+            info: on.info.clone(),
+            child: None,
+            output: Arc::default(),
+            pipewire: None,
+            running: Some(on),
+        };
+        match probe(server.name())? {
+            Some(facts) => check_matches(server.name(), facts, req).map(|()| server),
+            None => Err(AudioError::NoServer(server.info.name.clone())),
         }
     }
 
@@ -384,6 +421,7 @@ impl JackServer {
             child: Some(child),
             output,
             pipewire: None,
+            running: None,
         };
         server.wait_until_it_answers(req.start_timeout)
     }
@@ -436,6 +474,11 @@ impl JackServer {
         self.pipewire.as_ref()
     }
 
+    /// The running PipeWire (not audiolat's), when this is one.
+    pub fn running_pipewire(&self) -> Option<&crate::pipewire::running::RunningPipewire> {
+        self.running.as_ref().map(|r| &r.server)
+    }
+
     /// The server name to open clients on.
     pub fn name(&self) -> &str {
         &self.info.name
@@ -476,6 +519,8 @@ impl JackServer {
     /// (a private PipeWire: [`crate::pipewire::PipewireServer::stop`]). Does nothing for
     /// an external one.
     pub fn stop(&mut self) {
+        // A running PipeWire's quantum goes back to what it was.
+        drop(self.running.take());
         if let Some(mut pipewire) = self.pipewire.take() {
             pipewire.stop();
         }
@@ -519,6 +564,14 @@ fn keep_output_tail(child: &mut Child) -> Result<crate::servers::OutputTail, Aud
             op: "starting a thread for jackd's output".into(),
             source: e,
         })
+}
+
+/// Whether a jackd answers under `name`: its socket `/dev/shm/jack_NAME_UID_0` accepts a
+/// connection. Asked without libjack, so that PipeWire's can still be loaded after.
+pub fn jackd_listens(name: &str) -> bool {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    std::os::unix::net::UnixStream::connect(format!("/dev/shm/jack_{name}_{uid}_0")).is_ok()
 }
 
 /// `$JACK_DEFAULT_SERVER`, or "default".

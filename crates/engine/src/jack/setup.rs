@@ -4,6 +4,7 @@ use crate::audio::{AudioError, PortRole};
 use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::client::{check_ports, JackConfig};
 use crate::jack::loop_client::JackLoop;
+use crate::jack::server::JackServer;
 use crate::jack::via_pipewire::sink_port;
 
 /// A JACK client's streams.
@@ -46,12 +47,13 @@ pub(crate) fn open(
     step: SweepStep,
 ) -> Result<Setup, AudioError> {
     let server = spec.server.connect(step, spec.rate_hz, period)?;
-    let on_pipewire = server.pipewire().is_some();
+    let on_pipewire = server.pipewire().is_some() || server.running_pipewire().is_some();
     let (config, loop_client, description) = match &spec.ports {
         JackPorts::Playback(config) if on_pipewire && config.playback.is_empty() => {
-            // The null sink is the private PipeWire's card: play to both its channels.
+            // The null sink is the PipeWire's card: play to both its channels.
+            let (sink, _) = pipewire_sink(&server)?;
             let config = JackConfig {
-                playback: vec![sink_port("playback_FL"), sink_port("playback_FR")],
+                playback: vec![format!("{sink}:playback_FL"), format!("{sink}:playback_FR")],
                 ..config.clone()
             };
             check_ports(server.info(), &config, PortRole::Loopback)?;
@@ -80,8 +82,9 @@ pub(crate) fn open(
         }
         JackPorts::SoftwareLoop if on_pipewire => {
             // A JACK self-loop is unreliable on PipeWire: loop through the null sink.
-            let (playback, capture) = (sink_port("playback_FL"), sink_port("monitor_FL"));
-            let description = format!("PipeWire null sink {playback} -> {capture}");
+            let (sink, which) = pipewire_sink(&server)?;
+            let (playback, capture) = (format!("{sink}:playback_FL"), format!("{sink}:monitor_FL"));
+            let description = format!("{which} {playback} -> {capture}");
             let config = JackConfig {
                 playback: vec![playback],
                 capture: Some(capture),
@@ -107,4 +110,35 @@ pub(crate) fn open(
         kind: StreamKind::Jack(config),
         loop_description: description,
     })
+}
+
+/// The JACK client name of the PipeWire sink audiolat plays into when no ports are named,
+/// and what it is, for people: a private PipeWire's null sink, or a running PipeWire's
+/// default sink when it is a null sink. A real device is refused: audiolat never plays its
+/// test signal into a sound card it was not told to use, and a round trip through a
+/// speaker and a microphone is not a loop.
+fn pipewire_sink(server: &JackServer) -> Result<(String, String), AudioError> {
+    let Some(running) = server.running_pipewire() else {
+        return Ok((
+            sink_port("").trim_end_matches(':').to_string(),
+            "PipeWire null sink".into(),
+        ));
+    };
+    let at = running.socket().display().to_string();
+    match running.default_sink() {
+        Some(sink) if sink.is_null() => Ok((
+            sink.description.clone(),
+            format!(
+                "the default sink `{}` (a null sink) of the running PipeWire at {at}:",
+                sink.node_name
+            ),
+        )),
+        Some(sink) => Err(AudioError::BadSetting(format!(
+            "the default sink of the running PipeWire at {at} is `{}` ({}), a real device: audiolat plays its test signal only into a null sink unless the ports are named, and a round trip through a speaker is not a loop; name the playback and capture ports of a loop (a null sink's playback_FL and monitor_FL, or a cable), or make a null sink the default",
+            sink.node_name, sink.factory
+        ))),
+        None => Err(AudioError::BadSetting(format!(
+            "the running PipeWire at {at} has no default sink (pw-metadata -n default 0 default.audio.sink): name the playback and capture ports to use"
+        ))),
+    }
 }

@@ -21,6 +21,7 @@
 use crate::audio::{AudioError, ServerInfo};
 use crate::pipewire::config::SINK_NODE_NAME;
 use crate::pipewire::quantum::{measure_quantum, QuantumError};
+use crate::pipewire::running::{force_quantum, KeptQuantum, RunningPipewire};
 use crate::pipewire::{PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
 
@@ -175,6 +176,110 @@ pub fn start(
         quantum_granted_frames: Some(granted),
     };
     Ok((server, record))
+}
+
+/// A running PipeWire (the user's) in use: what is recorded of it, and the quantum
+/// forced on it, restored when this is dropped.
+pub struct OnRunning {
+    /// The server.
+    pub server: RunningPipewire,
+    /// What is recorded of it.
+    pub info: ServerInfo,
+    /// The quantum forced (`None`: none was asked for).
+    pub forced: Option<KeptQuantum>,
+    /// A client feeding silence to the default null sink while this is held (see
+    /// [`Silence`]).
+    _keeper: Option<jack::AsyncClient<(), Silence>>,
+}
+
+/// The process handler of a client that plays silence into a running PipeWire's null
+/// sink so that the sink's graph keeps running between audiolat's streams. Measured
+/// here (PipeWire 0.3.65): a JACK client that links to the null sink of a graph that is
+/// not running gets a few cycles and then none, after the first session on that server;
+/// with another client linked to the sink, every session runs. Real-time safe: fills
+/// its buffer with zeros.
+pub struct Silence(jack::Port<jack::AudioOut>);
+
+impl jack::ProcessHandler for Silence {
+    fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
+        self.0.as_mut_slice(ps).fill(0.0);
+        jack::Control::Continue
+    }
+}
+
+/// Starts a [`Silence`] client on JACK server `name` linked to `port`.
+fn keep_running(name: &str, port: &str) -> Result<jack::AsyncClient<(), Silence>, AudioError> {
+    let err = |op: &'static str| {
+        move |e: jack::Error| AudioError::Jack {
+            op,
+            detail: e.to_string(),
+        }
+    };
+    let client = super::server::open_client(name, "audiolat-keeper")?;
+    let out = client
+        .register_port("silence", jack::AudioOut::default())
+        .map_err(err("registering the keeper's port"))?;
+    let out_name = out.name().map_err(err("naming the keeper's port"))?;
+    let active = client
+        .activate_async((), Silence(out))
+        .map_err(err("activating the keeper"))?;
+    active
+        .as_client()
+        .connect_ports_by_name(&out_name, port)
+        .map_err(err("connecting the keeper to the null sink"))?;
+    Ok(active)
+}
+
+/// Uses the running PipeWire `server` through its JACK API: loads PipeWire's libjack,
+/// points this process's JACK clients at it, forces `quantum_frames` when given
+/// ([`crate::pipewire::running::force_quantum`]: kept in a state file until restored)
+/// and measures the quantum its graph runs.
+pub fn use_running(
+    server: RunningPipewire,
+    quantum_frames: Option<u32>,
+    timeout: std::time::Duration,
+) -> Result<OnRunning, AudioError> {
+    let libjack = load_pipewire_libjack()?;
+    for (var, value) in server.client_env() {
+        std::env::set_var(var, value);
+    }
+    let name = server.remote.clone();
+    let keeper = match server.default_sink().filter(|s| s.is_null()) {
+        Some(sink) => Some(keep_running(
+            &name,
+            &format!("{}:playback_FL", sink.description),
+        )?),
+        None => None,
+    };
+    let forced = match quantum_frames {
+        Some(q) => Some(force_quantum(&server, &name, q, timeout)?),
+        None => None,
+    };
+    let granted = match &forced {
+        Some(kept) => kept.granted(),
+        None => measure_quantum(&name, None, timeout)?,
+    };
+    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let info = ServerInfo {
+        name,
+        private: false,
+        command_line: None,
+        version: Some(format!(
+            "PipeWire {}, WirePlumber {} (running at {}, JACK clients through {})",
+            known(&server.version),
+            known(&server.wireplumber_version),
+            server.socket().display(),
+            libjack.display()
+        )),
+        quantum_asked_frames: quantum_frames,
+        quantum_granted_frames: Some(granted),
+    };
+    Ok(OnRunning {
+        server,
+        info,
+        forced,
+        _keeper: keeper,
+    })
 }
 
 #[cfg(test)]

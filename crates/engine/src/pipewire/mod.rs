@@ -36,7 +36,8 @@
 //!   directory.
 //!
 //! The quantum as a setting (`clock.force-quantum`, measured and restored) is
-//! [`quantum::ForcedQuantum`].
+//! [`quantum::ForcedQuantum`]; a running PipeWire audiolat did not start (the user's), with
+//! its quantum forced and restored even after a killed audiolat, is [`running`].
 //!
 //! The native backend (`--backend pipewire`: `pw_stream`s on such a server, or the
 //! user's) is [`native`].
@@ -50,6 +51,7 @@ pub mod native;
 pub mod profiler;
 mod programs;
 pub mod quantum;
+pub mod running;
 pub mod server;
 
 pub use server::{

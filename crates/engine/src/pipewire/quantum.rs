@@ -22,9 +22,9 @@
 //! - The returned guard restores the previous values when dropped (the normal end of a
 //!   run, an error, Ctrl-C through the run's normal end) or with
 //!   [`ForcedQuantum::restore`], which reports a failure.
-//! - A killed audiolat leaves nothing to undo yet: the setting is only ever applied to
-//!   the private PipeWire audiolat started, which dies with it (`PR_SET_PDEATHSIG`), so
-//!   no state file is kept. Applying it to a server audiolat did not start needs one.
+//! - A killed audiolat leaves nothing to undo on the private PipeWire audiolat started,
+//!   which dies with it (`PR_SET_PDEATHSIG`). On a server audiolat did not start, use
+//!   [`super::running::force_quantum`], which keeps a state file for the next audiolat.
 //!
 //! Nothing here runs on an audio thread (the JACK callback only stores a number).
 

@@ -141,7 +141,7 @@ impl<'s> Sweep<'s> {
         let first = engine::backend::open(spec, first_period, SweepStep::First)
             .map_err(SweepRefused::Setup)?;
         if let Some(server) = first.server() {
-            if periods.len() > 1 && !server.info().private {
+            if periods.len() > 1 && !server.info().private && server.running_pipewire().is_none() {
                 return Err(SweepRefused::ExternalServer {
                     server: server.name().to_string(),
                 });

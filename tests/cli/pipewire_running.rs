@@ -1,0 +1,221 @@
+//! The user's running PipeWire (a desktop's), measured through its JACK API: a fixture
+//! plays that PipeWire (a headless PipeWire + WirePlumber started by the test, not by
+//! audiolat) and audiolat runs with its client environment. `--server auto` picks it
+//! (recorded, not private); each period of a sweep forces `clock.force-quantum`, the
+//! quantum granted is the one asked and the round trip through its null sink's monitor
+//! is that quantum; the value before (unset, or the user's own) is back after a sweep,
+//! after Ctrl-C, and after a killed audiolat (restored by the next one, which says so).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use engine::pipewire::{PipewireRequest, PipewireServer};
+use results::{RunStatus, Store};
+use serde_json::Value;
+
+use crate::util::{machine_lock, output, require_pipewire, run_json, temp_db, wait_timeout};
+
+/// "The user's desktop PipeWire": started by the test, outside audiolat.
+struct DesktopPipewire {
+    server: PipewireServer,
+}
+
+impl DesktopPipewire {
+    fn start() -> DesktopPipewire {
+        let server = PipewireServer::start(&PipewireRequest::default()).expect("a PipeWire");
+        DesktopPipewire { server }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.server.info().runtime_dir.join("pipewire-0")
+    }
+
+    /// audiolat as a client of this desktop would run it.
+    fn audiolat(&self, db: &std::path::Path, args: &[&str]) -> Command {
+        let mut cmd = crate::util::command(db, args);
+        cmd.envs(self.server.client_env())
+            .env_remove("JACK_DEFAULT_SERVER");
+        cmd
+    }
+
+    fn metadata(&self, args: &[&str]) -> String {
+        let out = Command::new("pw-metadata")
+            .envs(self.server.client_env())
+            .args(["-n", "settings", "0"])
+            .args(args)
+            .output()
+            .expect("pw-metadata");
+        assert!(out.status.success(), "pw-metadata {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `clock.force-quantum` as `pw-metadata` lists it ("0" when unset).
+    fn force_quantum(&self) -> String {
+        self.metadata(&[])
+            .lines()
+            .find(|l| l.contains("key:'clock.force-quantum'"))
+            .and_then(|l| l.split("value:'").nth(1)?.split('\'').next())
+            .unwrap_or("0")
+            .to_string()
+    }
+
+    /// Waits until `clock.force-quantum` reads `value`.
+    fn wait_for(&self, value: &str) {
+        let start = Instant::now();
+        while self.force_quantum() != value {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "clock.force-quantum never read {value}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// audiolat's state file for a running PipeWire's quantum.
+fn state_file(pid: u32) -> PathBuf {
+    PathBuf::from(format!("/run/audiolat/pipewire-quantum-{pid}.state"))
+}
+
+/// A sweep over `periods` on the desktop's PipeWire with `--server auto`: every run
+/// records that PipeWire (not private), asked = granted, and a round trip of one quantum
+/// (the later sessions on one server too: the next period, the next audiolat).
+fn sweep_checks(desktop: &DesktopPipewire, periods: &[u32]) {
+    let (_dir, db) = temp_db("pwr.db");
+    let list: Vec<String> = periods.iter().map(u32::to_string).collect();
+    let list = list.join(",");
+    let args = [
+        "roundtrip",
+        "--server",
+        "auto",
+        "--period",
+        &list,
+        "--duration",
+        "2s",
+        "--json",
+    ];
+    let out = output(&mut desktop.audiolat(&db, &args));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), periods.len(), "{v}");
+    for (r, &period) in runs.iter().zip(periods) {
+        assert_eq!(r["status"], "complete", "{r}");
+        let run_id = r["run_id"].as_i64().unwrap().to_string();
+        let stored = run_json(&db, &["show", &run_id, "--json"]);
+        let server = &stored["run"]["config"]["server"];
+        assert_eq!(server["name"], "pipewire-0", "{stored}");
+        assert_eq!(server["private"], false, "{server}");
+        let version = server["version"].as_str().unwrap_or_default();
+        assert!(version.starts_with("PipeWire "), "{server}");
+        assert!(version.contains(", WirePlumber "), "{server}");
+        assert!(!version.contains("unknown"), "{server}");
+        assert!(
+            version.contains(&desktop.socket().display().to_string()),
+            "{server}"
+        );
+        assert_eq!(server["quantum_asked_frames"], period, "{server}");
+        assert_eq!(server["quantum_granted_frames"], period, "{server}");
+        let frames = &r["result"]["roundtrip_frames"];
+        let median = frames["median"].as_f64().expect("a median");
+        assert!(frames["count"].as_u64().unwrap_or(0) >= 3, "{r}");
+        assert!(
+            (median - f64::from(period)).abs() <= 0.05,
+            "median {median} frames, not the granted quantum {period}: {r}"
+        );
+    }
+}
+
+#[test]
+fn auto_measures_the_running_pipewire_at_each_forced_quantum_and_restores_it() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    assert_eq!(desktop.force_quantum(), "0");
+    sweep_checks(&desktop, &[64, 128, 256, 1024]);
+    assert_eq!(desktop.force_quantum(), "0", "not restored to unset");
+    // The user's own forced quantum is restored as it was, never to 0.
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    sweep_checks(&desktop, &[64, 128, 256, 1024]);
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value not restored"
+    );
+}
+
+/// Spawns a long round trip at `period` on the desktop and waits until it forced it.
+fn spawn_forcing(
+    desktop: &DesktopPipewire,
+    db: &std::path::Path,
+    period: &str,
+) -> std::process::Child {
+    let mut cmd = desktop.audiolat(
+        db,
+        &[
+            "roundtrip",
+            "--server",
+            "auto",
+            "--period",
+            period,
+            "--duration",
+            "60s",
+        ],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("audiolat");
+    desktop.wait_for(period);
+    assert!(state_file(child.id()).exists());
+    // Measuring for a while.
+    std::thread::sleep(Duration::from_millis(1500));
+    child
+}
+
+#[test]
+fn ctrl_c_mid_run_restores_the_quantum_and_the_run_is_interrupted() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("pwint.db");
+    let mut child = spawn_forcing(&desktop, &db, "128");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(desktop.force_quantum(), "0");
+    assert!(!state_file(child.id()).exists());
+    let store = Store::open_read_only(&db).unwrap();
+    let id = store.last_run_id().unwrap().expect("a run");
+    assert_eq!(store.run(id).unwrap().status, RunStatus::Interrupted);
+}
+
+#[test]
+fn a_killed_audiolat_leaves_the_quantum_forced_and_the_next_one_restores_it() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    let (_dir, db) = temp_db("pwkill.db");
+    let mut child = spawn_forcing(&desktop, &db, "256");
+    let pid = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        desktop.force_quantum(),
+        "256",
+        "nothing restores after SIGKILL"
+    );
+    assert!(state_file(pid).exists());
+    // Any measuring command undoes what killed audiolats left, and says so.
+    let out = output(&mut desktop.audiolat(&db, &["jitter", "--duration", "1s", "-q"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let said = format!(
+        "audiolat: restored clock.force-quantum 512 on the PipeWire at {} (left at 256 by audiolat pid {pid}, which died)",
+        desktop.socket().display()
+    );
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    assert_eq!(desktop.force_quantum(), "512");
+    assert!(!state_file(pid).exists());
+}
