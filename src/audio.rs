@@ -10,6 +10,7 @@ use engine::backend::{
     RATE_RANGE_HZ,
 };
 use engine::jack::client::JackConfig;
+use engine::pipewire::{PipewireError, PipewireProcess};
 
 use crate::cli::{AudioArgs, BackendName, EventArgs, RoundtripArgs, UsageError};
 use engine::virtual_card::setup::Cable;
@@ -154,6 +155,7 @@ pub fn audio_message(e: &AudioError) -> String {
             format!("{flag} {value}: {problem}")
         }
         AudioError::AlsaRefused { device, refusal } => alsa_refusal_message(device, refusal),
+        AudioError::Pipewire(PipewireError::Exited { process: PipewireProcess::DbusDaemon, .. }) => format!("{e}; WirePlumber needs a session bus and audiolat starts its own: check that `dbus-daemon --session` runs here (the dbus-daemon package)"),
         other => other.to_string(),
     }
 }

@@ -20,6 +20,7 @@ mod jitter;
 mod loads;
 mod net;
 mod pipewire;
+mod pipewire_event;
 mod plan;
 mod plan_checks;
 mod reports;
