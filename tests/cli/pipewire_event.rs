@@ -15,8 +15,8 @@ use results::{RunStatus, Store};
 use serde_json::Value;
 
 use crate::util::{
-    command, machine_lock, private_pipewire_pids, require_pipewire, run_json, spawn,
-    temp_db, tempdir, wait_timeout,
+    command, machine_lock, private_pipewire_pids, require_pipewire, run_json, spawn, temp_db,
+    tempdir, wait_timeout,
 };
 
 const RATE_HZ: f64 = 48_000.0;
@@ -178,7 +178,10 @@ fn kill_mid_run(victim: &str) {
     let targets: Vec<u32> = private_pipewire_pids(pid)
         .into_iter()
         .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default().trim() == victim
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .unwrap_or_default()
+                .trim()
+                == victim
         })
         .collect();
     assert_eq!(targets.len(), 1, "one private {victim}: {targets:?}");
@@ -249,7 +252,10 @@ fn fake_path(dir: &Path, hide: &[&str], scripts: &[(&str, &str)]) -> PathBuf {
 /// stderr holding each of `wanted`, nothing stored and nothing left running.
 fn assert_setup_error(path: Option<&Path>, args: &[&str], wanted: &[&str]) {
     let (_dir, db) = temp_db("pwerr.db");
-    let mut cmd = command(&db, &[&["event", "--server", "pipewire", "-n", "3"], args].concat());
+    let mut cmd = command(
+        &db,
+        &[&["event", "--server", "pipewire", "-n", "3"], args].concat(),
+    );
     if let Some(path) = path {
         cmd.env("PATH", path);
     }
@@ -296,7 +302,9 @@ fn pipewire_setup_errors_are_one_line_with_the_fix() {
         assert_setup_error(
             Some(&path),
             &[],
-            &[&format!("{program} not found: install the {package} package")],
+            &[&format!(
+                "{program} not found: install the {package} package"
+            )],
         );
     }
     let dir = tempdir();
@@ -328,6 +336,9 @@ fn pipewire_setup_errors_are_one_line_with_the_fix() {
     assert_setup_error(
         None,
         &["--period", "3000"],
-        &["quantum of 3000 frames: the graph granted 2048", "ask for 2048"],
+        &[
+            "quantum of 3000 frames: the graph granted 2048",
+            "ask for 2048",
+        ],
     );
 }

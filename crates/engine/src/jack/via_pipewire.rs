@@ -227,6 +227,16 @@ mod tests {
     }
 
     #[test]
+    fn any_quantum_from_8_to_8192_is_asked_of_the_graph() {
+        for asked in [8, 128, 3000, 8192] {
+            assert!(validate_quantum(asked).is_ok(), "{asked}");
+        }
+        for refused in [0, 7, 8193] {
+            assert!(validate_quantum(refused).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
     fn a_missing_libjack_names_the_package() {
         let e = AudioError::NoPipewireJack {
             looked: "/usr/lib/x/pipewire-0.3/jack/libjack.so.0".into(),

@@ -184,10 +184,7 @@ fn column(r: &RunView, runs: &[RunView]) -> String {
 /// A run's row in the study's table: (buffer, period) in frames.
 fn buffer_period(r: &RunView) -> (u64, u64) {
     let s = &r.result;
-    (
-        buffer_frames(s),
-        s["period_frames"].as_u64().unwrap_or(0),
-    )
+    (buffer_frames(s), s["period_frames"].as_u64().unwrap_or(0))
 }
 
 /// The frames from a cycle's output to the DAC or sink the model used: the playback
