@@ -23,6 +23,7 @@ mod pipewire;
 mod pipewire_doctor;
 mod pipewire_native;
 mod pipewire_running;
+mod pipewire_event;
 mod plan;
 mod plan_checks;
 mod reports;

@@ -462,6 +462,30 @@ impl StreamInfo {
     pub fn playback_latency_ns(&self) -> f64 {
         self.playback_latency_frames as f64 * 1e9 / self.sample_rate_hz as f64
     }
+
+    /// Frames from a cycle's output to the sink that the ports do not report: on a
+    /// PipeWire (its quantum measured, [`ServerInfo::quantum_granted_frames`]) whose
+    /// ports report 0 playback latency, the graph's quantum, because the driver (the
+    /// sink) takes a cycle's output in the next cycle (measured: the round trip from the
+    /// null sink's playback port to its monitor is one quantum, as `jack_iodelay`
+    /// through PipeWire's libjack finds). `None` elsewhere: the ports' figure is the
+    /// server's own.
+    pub fn unreported_sink_frames(&self) -> Option<u32> {
+        self.server
+            .quantum_granted_frames
+            .filter(|_| self.playback_latency_frames == 0)
+    }
+
+    /// Frames from a cycle's output buffer to the DAC (or the sink): the playback
+    /// latency the ports report plus [`StreamInfo::unreported_sink_frames`].
+    pub fn buffer_frames(&self) -> u32 {
+        self.playback_latency_frames + self.unreported_sink_frames().unwrap_or(0)
+    }
+
+    /// [`StreamInfo::buffer_frames`] in nanoseconds at the nominal rate.
+    pub fn buffer_ns(&self) -> f64 {
+        self.buffer_frames() as f64 * 1e9 / self.sample_rate_hz as f64
+    }
 }
 
 /// One cycle as the audio thread sees it. All times are CLOCK_MONOTONIC nanoseconds.

@@ -200,6 +200,16 @@ impl BackendSpec {
         if let BackendSpec::Pipewire(spec) = self {
             return spec.check_periods(periods);
         }
+        if self
+            .jack_server()
+            .is_some_and(|s| s.mode == ServerMode::Pipewire)
+        {
+            // PipeWire's graph decides which quanta it runs: it is asked, and measured.
+            for p in periods.iter().flatten() {
+                crate::jack::via_pipewire::validate_quantum(*p)?;
+            }
+            return Ok(());
+        }
         if periods.len() > 1 && matches!(self, BackendSpec::Jack(_)) {
             for p in periods.iter().flatten() {
                 crate::jack::server::validate_period(*p)?;

@@ -20,7 +20,7 @@
 
 use crate::audio::{AudioError, ServerInfo};
 use crate::pipewire::config::SINK_NODE_NAME;
-use crate::pipewire::quantum::{measure_quantum, QuantumError};
+use crate::pipewire::quantum::{measure_quantum, ForcedQuantum, QuantumError};
 use crate::pipewire::running::{force_quantum, KeptQuantum, RunningPipewire};
 use crate::pipewire::{PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
@@ -120,6 +120,17 @@ pub fn load_pipewire_libjack() -> Result<PathBuf, AudioError> {
     Ok(path)
 }
 
+/// The quanta audiolat asks a private PipeWire for: 8 to 8192 frames (PipeWire's
+/// quantum limit). Whether the graph runs one is measured ([`start`]): it rounds a forced
+/// quantum down to a power of two.
+pub fn validate_quantum(frames: u32) -> Result<(), AudioError> {
+    if (8..=8192).contains(&frames) {
+        Ok(())
+    } else {
+        Err(AudioError::BadPeriod(frames))
+    }
+}
+
 /// Starts a private PipeWire at `rate_hz` and `quantum_frames` (`None`: PipeWire's
 /// defaults, 48000 Hz and 1024 frames), loads its libjack and points this process's JACK
 /// clients at it, then measures the quantum its graph runs ([`measure_quantum`]; one
@@ -134,11 +145,19 @@ pub fn start(
     let libjack = load_pipewire_libjack()?;
     let defaults = PipewireRequest::default();
     let quantum = quantum_frames.unwrap_or(defaults.quantum_frames);
+    // A quantum the configuration cannot name (not a power of two) is forced instead,
+    // and the graph's answer measured.
+    let forced = !quantum.is_power_of_two();
+    let configured = if forced {
+        defaults.quantum_frames
+    } else {
+        quantum
+    };
     let req = PipewireRequest {
         rate_hz: rate_hz.unwrap_or(defaults.rate_hz),
-        quantum_frames: quantum,
-        min_quantum_frames: defaults.min_quantum_frames.min(quantum),
-        max_quantum_frames: defaults.max_quantum_frames.max(quantum),
+        quantum_frames: configured,
+        min_quantum_frames: defaults.min_quantum_frames.min(configured),
+        max_quantum_frames: defaults.max_quantum_frames.max(configured),
         start_timeout,
         ..defaults
     };
@@ -147,7 +166,21 @@ pub fn start(
         std::env::set_var(var, value);
     }
     // What the graph really runs, measured (a quantum it does not run is refused).
-    let granted = measure_quantum(SERVER_NAME, Some(quantum), start_timeout)?;
+    let granted = if forced {
+        let guard = ForcedQuantum::apply(
+            server.client_env(),
+            SERVER_NAME,
+            quantum,
+            None,
+            start_timeout,
+        )?;
+        let granted = guard.granted();
+        // Kept for the run: the setting lives and dies with this private server.
+        std::mem::forget(guard);
+        granted
+    } else {
+        measure_quantum(SERVER_NAME, Some(quantum), start_timeout)?
+    };
     if granted != quantum {
         return Err(QuantumError::NotGranted {
             asked: quantum,
@@ -296,6 +329,16 @@ mod tests {
             "{first}"
         );
         assert_eq!(sink_port("monitor_FL"), "audiolat-sink:monitor_FL");
+    }
+
+    #[test]
+    fn any_quantum_from_8_to_8192_is_asked_of_the_graph() {
+        for asked in [8, 128, 3000, 8192] {
+            assert!(validate_quantum(asked).is_ok(), "{asked}");
+        }
+        for refused in [0, 7, 8193] {
+            assert!(validate_quantum(refused).is_err(), "{refused}");
+        }
     }
 
     #[test]

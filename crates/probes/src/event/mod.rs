@@ -301,7 +301,7 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
     Collector {
         source: config.source.to_string(),
         loopback: info.capture_port.is_some(),
-        buffer_ns: info.playback_latency_ns(),
+        buffer_ns: info.buffer_ns(),
         capture_frames: info.capture_latency_frames as f64,
         frame_ns: 1e9 / info.sample_rate_hz as f64,
         stage_start_ns: start_ns + (config.warmup_ms * 1e6) as u64,

@@ -99,11 +99,18 @@ pub struct EventOutcome {
 /// [`EventOutcome::model_latency_ns`]).
 pub(super) fn model_latency_ns(config: &EventConfig, info: &StreamInfo) -> f64 {
     let p = info.period_ns();
-    let base = info.playback_latency_ns();
+    let base = info.buffer_ns();
     match config.policy {
         NotePolicy::Fixed => p + base,
         NotePolicy::Asap => p / 2.0 + base,
     }
+}
+
+/// The model method's words for the sink's quantum the ports do not report, if any.
+fn unreported_text(info: &StreamInfo) -> String {
+    info.unreported_sink_frames().map_or_else(String::new, |q| {
+        format!(" the ports report + {q} frames, the PipeWire sink's quantum they do not report (the sink takes a cycle's output in the next cycle)")
+    })
 }
 
 /// How a run's trigger rows become its trigger measurements (`event_latency` and, with a
@@ -127,8 +134,12 @@ impl TriggerSummary {
     pub fn new(config: &EventConfig, info: &StreamInfo) -> TriggerSummary {
         TriggerSummary {
             model_method: format!(
-                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server, checked against the callbacks, + offset/rate + {} frames playback latency), {} policy",
-                config.source, info.backend, info.playback_latency_frames, config.policy
+                "{} trigger -> first sample at the DAC by the {} timing model (cycle start from the server, checked against the callbacks, + offset/rate + {} frames playback latency{}), {} policy",
+                config.source,
+                info.backend,
+                info.playback_latency_frames,
+                unreported_text(info),
+                config.policy
             ),
             loopback_method: format!(
                 "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {} frames capture latency",
@@ -136,7 +147,7 @@ impl TriggerSummary {
                 config.loopback_threshold,
                 info.capture_latency_frames
             ),
-            buffer_ns: info.playback_latency_ns(),
+            buffer_ns: info.buffer_ns(),
             model_mean_ns: model_latency_ns(config, info),
         }
     }
@@ -365,7 +376,9 @@ impl EventOutcome {
                 .then(|| self.measured().scaled(ms).to_json()),
             "wait_ms": Stats::of(self.sounded().filter_map(|r| r.wait_ns.map(|v| v as f64))).scaled(ms).to_json(),
             "lateness_ms": Stats::of(self.sounded().filter_map(|r| r.lateness_ns.map(|v| v as f64))).scaled(ms).to_json(),
-            "buffer_ms": self.info.playback_latency_ns() * ms,
+            "buffer_ms": self.info.buffer_ns() * ms,
+            "buffer_frames": self.info.buffer_frames(),
+            "unreported_sink_frames": self.info.unreported_sink_frames(),
             "cycles": self.cycles,
             "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
                           "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},

@@ -131,7 +131,7 @@ fn run_row(r: &RunView) -> Vec<String> {
     vec![
         r.id.to_string(),
         s["period_frames"].to_string(),
-        s["playback_latency_frames"].to_string(),
+        buffer_frames(s).to_string(),
         text(&r.config["workload"]),
         text(&r.config["load"]),
         text(&r.config["policy"]),
@@ -184,10 +184,16 @@ fn column(r: &RunView, runs: &[RunView]) -> String {
 /// A run's row in the study's table: (buffer, period) in frames.
 fn buffer_period(r: &RunView) -> (u64, u64) {
     let s = &r.result;
-    (
-        s["playback_latency_frames"].as_u64().unwrap_or(0),
-        s["period_frames"].as_u64().unwrap_or(0),
-    )
+    (buffer_frames(s), s["period_frames"].as_u64().unwrap_or(0))
+}
+
+/// The frames from a cycle's output to the DAC or sink the model used: the playback
+/// latency the ports report, plus on PipeWire the sink's quantum they do not report
+/// (`buffer_frames`, stored since that was measured).
+fn buffer_frames(s: &serde_json::Value) -> u64 {
+    s["buffer_frames"]
+        .as_u64()
+        .unwrap_or_else(|| s["playback_latency_frames"].as_u64().unwrap_or(0))
 }
 
 /// The study's shape: rows are (buffer, period), columns the scenarios, each cell the
@@ -287,6 +293,15 @@ fn run_notes(r: &RunView, out: &mut String) {
                 r.triggers.len()
             );
         }
+    }
+    if let Some(sink) = s["unreported_sink_frames"].as_u64() {
+        let _ = writeln!(
+            out,
+            "run {}: buffer {} = {} frames the ports report + {sink} frames the PipeWire sink's quantum adds, which they do not report (the sink takes a cycle's output in the next cycle: measured, the loop through its monitor is one quantum)",
+            r.id,
+            buffer_frames(s),
+            s["playback_latency_frames"]
+        );
     }
     let missed = n(&s["missed_triggers"]);
     if missed > 0 {

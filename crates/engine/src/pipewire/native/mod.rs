@@ -119,7 +119,7 @@ impl NativeSpec {
             if !self.private() {
                 return Err(NativeError::QuantumOnExternal(*p).into());
             }
-            crate::jack::server::validate_period(*p)?;
+            crate::jack::via_pipewire::validate_quantum(*p)?;
         }
         Ok(())
     }
