@@ -91,7 +91,7 @@ fn spec_message(e: &SpecError) -> String {
     match options {
         OptionGroup::JackPorts => format!(
             "--playback, --capture, --loopback and --midi-port name JACK ports: use them with --backend jack (with --backend {backend}, {})",
-            match backend { BackendKind::Alsa => "name the device with --device", BackendKind::Pipewire => "the streams play to the sink and capture its monitor", _ => "the card has one loop: --cable-delay, --cable-gain, --no-cable" }
+            match backend { BackendKind::Alsa => "name the device with --device", BackendKind::Pipewire => "the streams play to the sink and capture its monitor: --loopback monitor for an event run", _ => "the card has one loop: --cable-delay, --cable-gain, --no-cable" }
         ),
         OptionGroup::Cable => "--cable-delay, --cable-gain and --no-cable set the virtual card: use them with --backend virtual".into(),
         OptionGroup::AlsaDevice => "--device, --capture-device and --format name an ALSA device: use them with --backend alsa".into(),

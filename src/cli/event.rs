@@ -48,9 +48,10 @@ pub struct EventArgs {
     /// Playback ports to connect to (default: the first two physical playback ports).
     #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
     pub playback: Vec<String>,
-    /// Capture that carries the output back (a cable on real hardware): a JACK port, or
-    /// with --backend alsa a capture device (e.g. hw:Loopback,1,0). The onset is also
-    /// found in it and the measured latency shown beside the model's.
+    /// Capture that carries the output back (a cable on real hardware): a JACK port, with
+    /// --backend alsa a capture device (e.g. hw:Loopback,1,0), with --backend pipewire
+    /// `monitor` (the sink's). The onset is also found in it and the measured latency
+    /// shown beside the model's.
     #[arg(long, value_name = "PORT|DEVICE")]
     pub loopback: Option<String>,
     /// With --trigger midi: connect audiolat's MIDI input to this port.

@@ -43,30 +43,33 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// One quantum's event runs (`fixed` then `asap`), each with the monitor capture, held to
-/// the PipeWire model and the model to the capture.
-fn check_event_model(quantum: u32) {
+/// the PipeWire model and the model to the capture: through the JACK API, or through
+/// native streams (`--backend pipewire`, whose loopback is `monitor`).
+pub(crate) fn check_event_model(quantum: u32, native: bool) {
     let (_dir, db) = temp_db("pwm.db");
-    let v = run_json(
-        &db,
-        &[
-            "event",
-            "--server",
-            "pipewire",
-            "--period",
-            &quantum.to_string(),
-            "--policy",
-            "fixed,asap",
-            "--triggers",
-            "60",
-            "--spacing",
-            "30ms",
-            "--note",
-            "10ms",
-            "--loopback",
-            "audiolat-sink:monitor_FL",
-            "--json",
-        ],
-    );
+    let quantum_arg = quantum.to_string();
+    let mut args = vec![
+        "event",
+        "--server",
+        "pipewire",
+        "--period",
+        &quantum_arg,
+        "--policy",
+        "fixed,asap",
+        "--triggers",
+        "60",
+        "--spacing",
+        "30ms",
+        "--note",
+        "10ms",
+        "--json",
+    ];
+    if native {
+        args.extend(["--backend", "pipewire", "--loopback", "monitor"]);
+    } else {
+        args.extend(["--loopback", "audiolat-sink:monitor_FL"]);
+    }
+    let v = run_json(&db, &args);
     let frame_ns = 1e9 / RATE_HZ;
     let quantum_ns = f64::from(quantum) * frame_ns;
     let runs = v["runs"].as_array().unwrap();
@@ -74,6 +77,8 @@ fn check_event_model(quantum: u32) {
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");
         let result = &r["result"];
+        let backend = if native { "pipewire" } else { "jack" };
+        assert_eq!(result["backend"], backend, "{result}");
         assert_eq!(result["period_frames"], quantum, "{result}");
         // The ports report 0; the model adds the sink's quantum, and says so.
         assert_eq!(result["playback_latency_frames"], 0, "{result}");
@@ -137,7 +142,7 @@ fn event_latency_on_pipewire_is_the_model_with_the_sinks_quantum() {
     require_pipewire();
     let _m = machine_lock();
     for quantum in [128, 256] {
-        check_event_model(quantum);
+        check_event_model(quantum, false);
     }
 }
 

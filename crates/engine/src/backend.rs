@@ -43,7 +43,7 @@ mod build;
 
 pub use build::{
     BackendKind, OptionGroup, SpecError, StreamPurpose, StreamSettings, DEFAULT_PERIODS,
-    RATE_RANGE_HZ,
+    NATIVE_MONITOR_LOOPBACK, RATE_RANGE_HZ,
 };
 
 /// How long a private JACK server may take to answer after it was started.

@@ -45,6 +45,11 @@ impl std::fmt::Display for BackendKind {
 /// Periods in a buffer unless told (ALSA and the virtual card).
 pub const DEFAULT_PERIODS: u32 = 2;
 
+/// The event probe's loopback on the native PipeWire backend: `monitor`, a capture stream
+/// on the monitor of the sink the notes play to (an independent check of the model: the
+/// onset found in what the sink took).
+pub const NATIVE_MONITOR_LOOPBACK: &str = "monitor";
+
 /// The settings every backend shares; each takes the ones it uses.
 #[derive(Clone, Debug)]
 pub struct StreamSettings {
@@ -192,10 +197,20 @@ impl BackendSpec {
             BackendKind::Pipewire => BackendSpec::Pipewire(NativeSpec {
                 server: settings.server,
                 rate_hz: settings.rate_hz,
-                capture: matches!(purpose, StreamPurpose::Roundtrip { .. }),
+                capture: matches!(purpose, StreamPurpose::Roundtrip { .. })
+                    || native_monitor_loopback(&purpose),
             }),
         })
     }
+}
+
+/// The native backend's one loopback: an event run's `loopback` named
+/// [`NATIVE_MONITOR_LOOPBACK`], a capture of the sink's monitor, with no playback ports.
+fn native_monitor_loopback(purpose: &StreamPurpose) -> bool {
+    matches!(purpose, StreamPurpose::Event { jack, .. }
+        if jack.playback.is_empty()
+            && jack.midi.is_none()
+            && jack.capture.as_deref() == Some(NATIVE_MONITOR_LOOPBACK))
 }
 
 /// The first group of options given that `kind` does not take, if any.
@@ -229,7 +244,9 @@ fn foreign_options(
     [
         (
             OptionGroup::JackPorts,
-            jack_ports && kind != BackendKind::Jack,
+            jack_ports
+                && kind != BackendKind::Jack
+                && !(kind == BackendKind::Pipewire && native_monitor_loopback(purpose)),
         ),
         (OptionGroup::Cable, cable && kind != BackendKind::Virtual),
         (OptionGroup::AlsaDevice, alsa && kind != BackendKind::Alsa),

@@ -262,7 +262,7 @@ fn study_table(runs: &[RunView], out: &mut String) {
 fn legend(out: &mut String) {
     let _ = writeln!(
         out,
-        "\nlatency = wait (trigger -> the note's frame in the stream) + buffer (the playback latency the ports report)."
+        "\nlatency = wait (trigger -> the note's frame in the stream) + buffer (the playback latency the ports report, plus what a PipeWire sink adds that they do not: see the run's note)."
     );
     let _ = writeln!(
         out,
