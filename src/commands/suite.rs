@@ -41,9 +41,14 @@ fn note_text(note: SuiteNote) -> String {
         SuiteNote::Doctor { ok, warn, fail } => format!("{ok} ok, {warn} warn, {fail} fail"),
         SuiteNote::EventModel {
             playback_latency_frames,
+            unreported_sink_frames,
             model_latency_ns,
             no_card,
-        } => view::event_model_note(playback_latency_frames, model_latency_ns, no_card),
+        } => view::event_model_note(
+            (playback_latency_frames, unreported_sink_frames),
+            model_latency_ns,
+            no_card,
+        ),
         SuiteNote::Roundtrip { verdict, frames } => view::roundtrip_note(verdict, frames),
         SuiteNote::Net(o) => {
             let synth = o.synth.as_ref();

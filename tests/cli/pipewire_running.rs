@@ -17,22 +17,22 @@ use serde_json::Value;
 use crate::util::{machine_lock, output, require_pipewire, run_json, temp_db, wait_timeout};
 
 /// "The user's desktop PipeWire": started by the test, outside audiolat.
-struct DesktopPipewire {
+pub(crate) struct DesktopPipewire {
     server: PipewireServer,
 }
 
 impl DesktopPipewire {
-    fn start() -> DesktopPipewire {
+    pub(crate) fn start() -> DesktopPipewire {
         let server = PipewireServer::start(&PipewireRequest::default()).expect("a PipeWire");
         DesktopPipewire { server }
     }
 
-    fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.server.info().runtime_dir.join("pipewire-0")
     }
 
     /// audiolat as a client of this desktop would run it.
-    fn audiolat(&self, db: &std::path::Path, args: &[&str]) -> Command {
+    pub(crate) fn audiolat(&self, db: &std::path::Path, args: &[&str]) -> Command {
         let mut cmd = crate::util::command(db, args);
         cmd.envs(self.server.client_env())
             .env_remove("JACK_DEFAULT_SERVER");

@@ -2,7 +2,10 @@
 
 use results::{RunFilter, Store};
 
-use crate::util::{has_sound_card, machine_lock, require_tool, run_json, temp_db};
+use crate::pipewire_running::DesktopPipewire;
+use crate::util::{
+    has_sound_card, machine_lock, output, require_pipewire, require_tool, run_json, temp_db,
+};
 
 #[test]
 fn the_suite_runs_doctor_and_every_probe_as_one_group() {
@@ -94,4 +97,62 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
         .as_str()
         .unwrap()
         .starts_with("stress-ng, version"));
+}
+
+/// On a desktop whose audio server is PipeWire (one started by the test, outside
+/// audiolat, its default sink a null sink; no jackd), the suite measures that PipeWire:
+/// the event latency and the round trip through its JACK API and through native streams,
+/// four runs on the running server (not a private one), each round trip one quantum of
+/// its graph (the quantum it runs: the suite forces none), and PipeWire's event model.
+#[test]
+fn on_a_pipewire_desktop_the_suite_measures_pipewire_through_both_apis() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("spw.db");
+    let out = output(&mut desktop.audiolat(&db, &["suite", "--each", "2s", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let runs = v["runs"].as_array().unwrap();
+    let labels: Vec<&str> = runs.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    let on_pipewire = [
+        "event latency, sine, asap, PipeWire (JACK API)",
+        "round trip, PipeWire sink's monitor (JACK API)",
+        "event latency, sine, asap, PipeWire (native)",
+        "round trip, PipeWire sink's monitor (native)",
+    ];
+    for label in on_pipewire {
+        let r = runs
+            .iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no `{label}` in {labels:?}"));
+        assert_eq!(r["status"], "complete", "{r}");
+        let id = r["run_id"].as_i64().unwrap().to_string();
+        let stored = run_json(&db, &["show", &id, "--json"]);
+        let server = &stored["run"]["config"]["server"];
+        assert_eq!(server["private"], false, "{label}: {server}");
+        let socket = desktop.socket().display().to_string();
+        // The record names the running server's socket (in its name or its version).
+        assert!(server.to_string().contains(&socket), "{label}: {server}");
+        let quantum = stored["run"]["result"]["period_frames"].as_f64().unwrap();
+        if label.starts_with("round trip") {
+            let median = stored["run"]["result"]["roundtrip_frames"]["median"]
+                .as_f64()
+                .expect("a median");
+            assert!(
+                (median - quantum).abs() <= 0.05,
+                "{label}: {median} frames, not the quantum {quantum}"
+            );
+        } else {
+            // PipeWire's model: the sink's quantum the ports do not report is counted.
+            assert_eq!(
+                stored["run"]["result"]["unreported_sink_frames"], quantum as u64,
+                "{label}"
+            );
+        }
+    }
+    assert!(
+        !labels.contains(&"round trip, JACK software loop"),
+        "{labels:?}"
+    );
 }

@@ -4,8 +4,10 @@
 //! [`SuitePlan::new`] decides what runs (the jitter scenarios whose load can start here;
 //! a scenario whose tool is missing is skipped, by name, with the reason); [`run`] runs
 //! the doctor, then each scenario, then the event latency and the round trip on JACK (a
-//! running server, else a private `jackd -d dummy`; none: both skipped), then the network
-//! audio over loopback, and hands back one typed [`SuiteEntry`] per scenario.
+//! running server, else a private `jackd -d dummy`; none: both skipped) or, on a desktop
+//! whose audio server is PipeWire (what `--server auto` finds when no jackd runs), both
+//! through PipeWire's JACK API and through native streams, then the network audio over
+//! loopback, and hands back one typed [`SuiteEntry`] per scenario.
 //!
 //! Promises: nothing is printed (live status goes through a [`SuiteObserver`]); a
 //! scenario that fails does not stop the others (its entry says why and the suite is
@@ -16,9 +18,14 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use engine::audio::Backend as _;
+use engine::audio::Backend;
+use engine::backend::{
+    BackendKind, BackendSpec, ServerChoice, StreamPurpose, StreamSettings, SweepStep,
+    DEFAULT_PERIODS,
+};
 use engine::jack::client::{JackConfig, JackStream};
 use engine::jack::server::{JackServer, ServerRequest};
+use engine::virtual_card::setup::Cable;
 use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
@@ -34,6 +41,14 @@ pub const EVENT_LABEL: &str = "event latency, sine, asap";
 pub const ROUNDTRIP_LABEL: &str = "round trip, JACK software loop";
 /// The network audio's label.
 pub const NET_LABEL: &str = "network audio, Migrator synth, loopback";
+/// On a running PipeWire: the event latency through its JACK API.
+pub const PIPEWIRE_JACK_EVENT_LABEL: &str = "event latency, sine, asap, PipeWire (JACK API)";
+/// On a running PipeWire: the round trip through its JACK API.
+pub const PIPEWIRE_JACK_ROUNDTRIP_LABEL: &str = "round trip, PipeWire sink's monitor (JACK API)";
+/// On a running PipeWire: the event latency through native streams.
+pub const PIPEWIRE_NATIVE_EVENT_LABEL: &str = "event latency, sine, asap, PipeWire (native)";
+/// On a running PipeWire: the round trip through native streams.
+pub const PIPEWIRE_NATIVE_ROUNDTRIP_LABEL: &str = "round trip, PipeWire sink's monitor (native)";
 
 /// One jitter scenario of the suite.
 #[derive(Debug, Clone)]
@@ -131,6 +146,8 @@ pub enum SuiteNote {
     EventModel {
         /// The playback latency the ports report.
         playback_latency_frames: u32,
+        /// What a PipeWire sink adds that the ports do not report (its quantum).
+        unreported_sink_frames: Option<u32>,
         /// Half a period plus that latency, ns.
         model_latency_ns: f64,
         /// A private dummy server on a machine with no sound card.
@@ -419,7 +436,9 @@ impl Suite<'_> {
         });
     }
 
-    /// The event latency and the round trip, on one JACK server.
+    /// The event latency and the round trip, on one JACK server; on a running PipeWire
+    /// (the server `auto` found is the user's PipeWire), both through its JACK API and
+    /// through native streams instead ([`Suite::pipewire`]).
     fn jack(&mut self) {
         if self.ctx.stopped() {
             return self.entries.push(SuiteEntry::not_run(EVENT_LABEL));
@@ -433,62 +452,19 @@ impl Suite<'_> {
                     .push(SuiteEntry::new(EVENT_LABEL, EntryStatus::Skipped, note));
             }
         };
-        self.event(&mut server);
+        if server.running_pipewire().is_some() {
+            drop(server);
+            return self.pipewire();
+        }
+        // Without a card the suite's audio runs on a software clock: the note says so.
+        let no_card = server.info().private && !engine::backend::has_sound_card();
+        match JackStream::open(server.info(), JackConfig::default()) {
+            Ok(mut stream) => self.event(EVENT_LABEL, &mut stream, Some(&mut server), no_card),
+            Err(e) => self.fail(EVENT_LABEL, SuiteFailure::Open(e)),
+        }
         if self.ctx.stopped() {
             return self.entries.push(SuiteEntry::not_run(ROUNDTRIP_LABEL));
         }
-        self.roundtrip(&mut server);
-    }
-
-    /// Event-to-audio latency, timer triggers, for about `each`.
-    fn event(&mut self, server: &mut JackServer) {
-        let mut config = probes::event::EventConfig::new(
-            probes::event::TriggerSource::Timer,
-            probes::event::NotePolicy::Asap,
-        );
-        let budget_ms = (self.plan.each.as_secs_f64() * 1e3 - config.warmup_ms).max(0.0);
-        config.triggers = ((budget_ms / (config.spacing_ms + 3.0)) as u64).max(10);
-        // Without a card the suite's audio runs on a software clock: the note says so.
-        let no_card = server.info().private && !engine::backend::has_sound_card();
-        let mut stream = match JackStream::open(server.info(), JackConfig::default()) {
-            Ok(stream) => stream,
-            Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Open(e)),
-        };
-        let load = LoadSpec::none();
-        let label = crate::sweep::event_label(&config, &load, stream.info().period_frames);
-        let live = self.observer.live(&label, 0);
-        let mut cell = self.cell(EventProbe::new(&mut stream, config, None), load, Some(1));
-        let watch = Some(server as &mut dyn Watch);
-        let run = match crate::run(self.ctx, self.sink, &mut cell, watch, &*live) {
-            Ok(run) => run,
-            Err(e) => return self.fail(EVENT_LABEL, SuiteFailure::Run(e)),
-        };
-        let Some(o) = cell.probe.take_outcome() else {
-            return self.fail(EVENT_LABEL, no_outcome());
-        };
-        let headline = run
-            .measurements
-            .iter()
-            .find(|m| m.metric == "event_latency")
-            .cloned();
-        self.tally(&run);
-        self.entries.push(SuiteEntry {
-            underruns: Some(o.xruns.0 + o.xruns.1),
-            note: match &run.error {
-                Some(e) => SuiteNote::RunError(e.clone()),
-                None => SuiteNote::EventModel {
-                    playback_latency_frames: o.info.playback_latency_frames,
-                    model_latency_ns: o.model_latency_ns(),
-                    no_card,
-                },
-            },
-            ..SuiteEntry::of_run(EVENT_LABEL, &run, headline)
-        });
-    }
-
-    /// The round trip through audiolat's software loop in the same server, measured for
-    /// about `each` (the clicks and the first window take about a second before).
-    fn roundtrip(&mut self, server: &mut JackServer) {
         let lp = match engine::jack::loop_client::JackLoop::start(server.name(), "audiolat-loop", 0)
         {
             Ok(lp) => lp,
@@ -503,32 +479,168 @@ impl Suite<'_> {
             Ok(stream) => stream,
             Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Open(e)),
         };
+        let loop_description = "software loop in the JACK server (audiolat-loop)".to_string();
+        self.roundtrip(
+            ROUNDTRIP_LABEL,
+            &mut stream,
+            Some(&mut server),
+            loop_description,
+        );
+    }
+
+    /// On the user's running PipeWire: the event latency and the round trip through its
+    /// JACK API, then through native streams, each set up as `audiolat event` and
+    /// `audiolat roundtrip` set them up (the loop through the default sink's monitor when
+    /// it is a null sink; a real device is skipped, with the reason). The graph's own
+    /// quantum: nothing is forced.
+    fn pipewire(&mut self) {
+        let settings = StreamSettings {
+            rate_hz: None,
+            periods: DEFAULT_PERIODS,
+            device: None,
+            format: None,
+            server: ServerChoice {
+                mode: self.plan.jack.mode,
+                name: None,
+                jackd: None,
+            },
+        };
+        let event = StreamPurpose::Event {
+            jack: JackConfig::default(),
+            loopback_device: None,
+        };
+        let roundtrip = StreamPurpose::Roundtrip {
+            playback: Vec::new(),
+            capture: None,
+            capture_device: None,
+            cable: Some(Cable::PLAIN),
+        };
+        for (kind, event_label, roundtrip_label) in [
+            (
+                BackendKind::Jack,
+                PIPEWIRE_JACK_EVENT_LABEL,
+                PIPEWIRE_JACK_ROUNDTRIP_LABEL,
+            ),
+            (
+                BackendKind::Pipewire,
+                PIPEWIRE_NATIVE_EVENT_LABEL,
+                PIPEWIRE_NATIVE_ROUNDTRIP_LABEL,
+            ),
+        ] {
+            for (label, purpose) in [(event_label, &event), (roundtrip_label, &roundtrip)] {
+                let is_roundtrip = matches!(purpose, StreamPurpose::Roundtrip { .. });
+                if self.ctx.stopped() {
+                    self.entries.push(SuiteEntry::not_run(label));
+                    continue;
+                }
+                let spec = BackendSpec::build(kind, settings.clone(), purpose.clone())
+                    .expect("the suite's PipeWire specs take no foreign options");
+                self.on_backend(label, &spec, is_roundtrip);
+            }
+        }
+    }
+
+    /// One run of `spec` (a round trip, else an event) on a fresh set-up: what the
+    /// set-up refuses is a skipped entry with the reason.
+    fn on_backend(&mut self, label: &str, spec: &BackendSpec, roundtrip: bool) {
+        let mut setup = match engine::backend::open(spec, None, SweepStep::First) {
+            Ok(setup) => setup,
+            Err(e) => {
+                let note = SuiteNote::Skipped(e.to_string());
+                return self
+                    .entries
+                    .push(SuiteEntry::new(label, EntryStatus::Skipped, note));
+            }
+        };
+        let mut stream = match setup.open_stream() {
+            Ok((stream, _)) => stream,
+            Err(e) => return self.fail(label, SuiteFailure::Open(e)),
+        };
+        let loop_description = setup.loop_description().to_string();
+        let watch = setup.server_mut().map(|s| s as &mut dyn Watch);
+        if roundtrip {
+            self.roundtrip(label, stream.as_mut(), watch, loop_description);
+        } else {
+            self.event(label, stream.as_mut(), watch, false);
+        }
+    }
+
+    /// Event-to-audio latency, timer triggers, for about `each`, on `stream`.
+    fn event(
+        &mut self,
+        label: &str,
+        stream: &mut dyn Backend,
+        watch: Option<&mut dyn Watch>,
+        no_card: bool,
+    ) {
+        let mut config = probes::event::EventConfig::new(
+            probes::event::TriggerSource::Timer,
+            probes::event::NotePolicy::Asap,
+        );
+        let budget_ms = (self.plan.each.as_secs_f64() * 1e3 - config.warmup_ms).max(0.0);
+        config.triggers = ((budget_ms / (config.spacing_ms + 3.0)) as u64).max(10);
+        let load = LoadSpec::none();
+        let live_label = crate::sweep::event_label(&config, &load, stream.info().period_frames);
+        let live = self.observer.live(&live_label, 0);
+        let mut cell = self.cell(EventProbe::new(stream, config, None), load, Some(1));
+        let run = match crate::run(self.ctx, self.sink, &mut cell, watch, &*live) {
+            Ok(run) => run,
+            Err(e) => return self.fail(label, SuiteFailure::Run(e)),
+        };
+        let Some(o) = cell.probe.take_outcome() else {
+            return self.fail(label, no_outcome());
+        };
+        let headline = run
+            .measurements
+            .iter()
+            .find(|m| m.metric == "event_latency")
+            .cloned();
+        self.tally(&run);
+        self.entries.push(SuiteEntry {
+            underruns: Some(o.xruns.0 + o.xruns.1),
+            note: match &run.error {
+                Some(e) => SuiteNote::RunError(e.clone()),
+                None => SuiteNote::EventModel {
+                    playback_latency_frames: o.info.playback_latency_frames,
+                    unreported_sink_frames: o.info.unreported_sink_frames(),
+                    model_latency_ns: o.model_latency_ns(),
+                    no_card,
+                },
+            },
+            ..SuiteEntry::of_run(label, &run, headline)
+        });
+    }
+
+    /// The round trip through the loop `stream` is connected to, measured for about
+    /// `each` (the clicks and the first window take about a second before).
+    fn roundtrip(
+        &mut self,
+        label: &str,
+        stream: &mut dyn Backend,
+        watch: Option<&mut dyn Watch>,
+        loop_description: String,
+    ) {
         let config = probes::roundtrip::RoundtripConfig {
             duration_ms: (self.plan.each.as_secs_f64() - 1.5).max(1.0) * 1e3,
             ..Default::default()
         };
         let load = LoadSpec::none();
         let info = stream.info();
-        let label = format!(
+        let live_label = format!(
             "roundtrip {} period {} {load}",
             info.backend, info.period_frames
         );
-        let live = self.observer.live(&label, 0);
-        let loop_description = "software loop in the JACK server (audiolat-loop)".to_string();
-        let probe = RoundtripProbe::new(&mut stream, config, loop_description, None);
+        let live = self.observer.live(&live_label, 0);
+        let probe = RoundtripProbe::new(stream, config, loop_description, None);
         let mut cell = self.cell(probe, load, Some(1));
-        let watch = Some(server as &mut dyn Watch);
         let run = crate::run(self.ctx, self.sink, &mut cell, watch, &*live);
         let outcome = cell.probe.take_outcome();
-        drop(cell);
-        drop(stream);
-        drop(lp);
         let run = match run {
             Ok(run) => run,
-            Err(e) => return self.fail(ROUNDTRIP_LABEL, SuiteFailure::Run(e)),
+            Err(e) => return self.fail(label, SuiteFailure::Run(e)),
         };
         let Some(o) = outcome else {
-            return self.fail(ROUNDTRIP_LABEL, no_outcome());
+            return self.fail(label, no_outcome());
         };
         let headline = run
             .measurements
@@ -546,7 +658,7 @@ impl Suite<'_> {
                     frames: (m.count > 0).then(|| (m.mean, o.reported_frames())),
                 },
             },
-            ..SuiteEntry::of_run(ROUNDTRIP_LABEL, &run, headline)
+            ..SuiteEntry::of_run(label, &run, headline)
         });
     }
 

@@ -85,12 +85,15 @@ pub fn text(
 /// The event latency's note: its model, `no_card` when a private dummy server stood in
 /// for a sound card.
 pub fn event_model_note(
-    playback_latency_frames: u32,
+    (playback_latency_frames, unreported_sink_frames): (u32, Option<u32>),
     model_latency_ns: f64,
     no_card: bool,
 ) -> String {
     format!(
-        "model: half a period + {playback_latency_frames} frames playback latency = {}{}",
+        "model: half a period + {playback_latency_frames} frames playback latency{} = {}{}",
+        unreported_sink_frames.map_or_else(String::new, |f| format!(
+            " + {f} frames the PipeWire sink adds, which the ports do not report"
+        )),
         crate::terminal::fmt_ns(model_latency_ns),
         if no_card {
             " (no sound card here: a private jackd -d dummy; `audiolat devices` lists what can be measured)"

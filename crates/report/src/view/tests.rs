@@ -154,10 +154,13 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
 #[test]
 fn a_suites_notes_word_the_model_the_verdict_and_the_deadline() {
     use suite::{event_model_note, net_note, roundtrip_note};
-    let model = event_model_note(256, 8_000_000.0, false);
+    let model = event_model_note((256, None), 8_000_000.0, false);
     assert!(model.starts_with("model: half a period + 256 frames playback latency = "));
     assert!(!model.contains("no sound card"));
-    assert!(event_model_note(256, 8e6, true).contains("(no sound card here: a private"));
+    assert!(event_model_note((256, None), 8e6, true).contains("(no sound card here: a private"));
+    assert!(event_model_note((0, Some(1024)), 32e6, false).starts_with(
+        "model: half a period + 0 frames playback latency + 1024 frames the PipeWire sink adds, which the ports do not report = "
+    ));
     assert_eq!(roundtrip_note("ok".into(), None), "ok");
     assert_eq!(
         roundtrip_note("ok".into(), Some((300.5, 256))),
