@@ -66,16 +66,7 @@ pub(crate) fn assert_nothing_left(db: &std::path::Path, run_id: i64) {
         left.is_empty(),
         "processes of the private PipeWire left: {left:?}"
     );
-    let dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("audiolat-pipewire-{pid}-"))
-        })
-        .map(|e| e.path())
-        .collect();
+    let dirs = crate::util::private_dirs(pid);
     assert!(dirs.is_empty(), "private directories left: {dirs:?}");
 }
 

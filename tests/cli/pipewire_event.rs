@@ -15,25 +15,11 @@ use results::{RunStatus, Store};
 use serde_json::Value;
 
 use crate::util::{
-    command, machine_lock, private_pipewire_pids, require_pipewire, run_json, spawn, temp_db,
-    tempdir, wait_timeout,
+    command, machine_lock, private_dirs, private_pipewire_pids, require_pipewire, run_json, spawn,
+    temp_db, tempdir, wait_timeout,
 };
 
 const RATE_HZ: f64 = 48_000.0;
-
-/// The private directories of the PipeWire an audiolat of pid `pid` started.
-fn private_dirs(pid: u32) -> Vec<PathBuf> {
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("audiolat-pipewire-{pid}-"))
-        })
-        .map(|e| e.path())
-        .collect()
-}
 
 /// The median of `values`.
 fn median(mut values: Vec<f64>) -> f64 {

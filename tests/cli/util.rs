@@ -407,3 +407,17 @@ pub fn private_pipewire_pids(audiolat_pid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// The private directories of the PipeWire an audiolat of pid `pid` started.
+pub fn private_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("audiolat-pipewire-{pid}-"))
+        })
+        .map(|e| e.path())
+        .collect()
+}

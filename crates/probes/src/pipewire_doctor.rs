@@ -181,16 +181,21 @@ pub fn rt_thread(pid: u32) -> Option<(u32, u32)> {
         .map(|(prio, tid)| (tid, prio))
 }
 
+/// A finding about PipeWire's process that could not be read: no such process found.
+fn process_not_found(id: &'static str) -> Finding {
+    finding(
+        id,
+        Verdict::Warn,
+        "not read".into(),
+        "the pipewire process of this socket was not found in /proc",
+        "",
+    )
+}
+
 fn check_priority(pid: Option<u32>) -> Finding {
     let id = "pipewire.rt_priority";
     let Some(pid) = pid else {
-        return finding(
-            id,
-            Verdict::Warn,
-            "not read".into(),
-            "the pipewire process of this socket was not found in /proc",
-            "",
-        );
+        return process_not_found(id);
     };
     match rt_thread(pid) {
         None => finding(
@@ -220,13 +225,7 @@ fn check_priority(pid: Option<u32>) -> Finding {
 fn check_priority_source(pid: Option<u32>) -> Finding {
     let id = "pipewire.rt_source";
     let Some(pid) = pid else {
-        return finding(
-            id,
-            Verdict::Warn,
-            "not read".into(),
-            "the pipewire process of this socket was not found in /proc",
-            "",
-        );
+        return process_not_found(id);
     };
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let root = status
