@@ -137,8 +137,14 @@ mod tests {
         c.next(52224, 1024, t0, t0);
         c.next(52224, 1024, t0, t0 + MS);
         // 267264 frames on in 22.45 ms.
-        assert_eq!(c.next(319_488, 1024, t0 + 22_454_000, t0 + 22_495_000), 54272);
-        assert_eq!(c.next(320_512, 1024, t0 + 43_787_000, t0 + 43_800_000), 55296);
+        assert_eq!(
+            c.next(319_488, 1024, t0 + 22_454_000, t0 + 22_495_000),
+            54272
+        );
+        assert_eq!(
+            c.next(320_512, 1024, t0 + 43_787_000, t0 + 43_800_000),
+            55296
+        );
         assert_eq!(c.restarts(), 2);
     }
 
@@ -147,7 +153,10 @@ mod tests {
         let mut c = FrameCount::new(48000);
         c.next(10_000, 128, 0, 0);
         // The graph stopped for 100 ms (37.5 periods) and restarted its count at 0.
-        assert_eq!(c.next(0, 128, 100 * MS, 100 * MS + 50_000), 10_000 + 38 * 128);
+        assert_eq!(
+            c.next(0, 128, 100 * MS, 100 * MS + 50_000),
+            10_000 + 38 * 128
+        );
         // A restart whose callback came late by more than a cycle skipped nothing.
         assert_eq!(c.next(7, 128, 102_666_666, 106 * MS), 10_000 + 39 * 128);
         assert_eq!(c.restarts(), 2);
