@@ -157,7 +157,7 @@ pub fn audio_message(e: &AudioError) -> String {
             format!("{flag} {value}: {problem}")
         }
         AudioError::AlsaRefused { device, refusal } => alsa_refusal_message(device, refusal),
-        AudioError::Native(NativeError::QuantumOnExternal(p)) => format!("--period {p}: the native backend sets no quantum on a PipeWire audiolat did not start yet: drop --period (the graph's quantum is measured and recorded), or use --server pipewire"),
+        AudioError::Native(NativeError::QuantumOnExternal(p)) => format!("--period {p}: your PipeWire's quantum is forced and measured through its JACK API, but a jackd answers as the JACK server: stop that jackd, drop --period, or use --server pipewire"),
         AudioError::Native(NativeError::NoUserPipewire(at)) => format!("no PipeWire socket at {at}: start your PipeWire (systemctl --user start pipewire wireplumber), or use --server pipewire for a private one"),
         AudioError::Native(NativeError::NotBuilt) => format!("--backend pipewire is not built in: build audiolat with --features pipewire-native (a default feature), which needs the packages {}", engine::pipewire::native::BUILD_PACKAGES),
         AudioError::Pipewire(PipewireError::Exited { process: PipewireProcess::DbusDaemon, .. }) => format!("{e}; WirePlumber needs a session bus and audiolat starts its own: check that `dbus-daemon --session` runs here (the dbus-daemon package)"),

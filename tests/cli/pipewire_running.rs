@@ -5,6 +5,8 @@
 //! quantum granted is the one asked and the round trip through its null sink's monitor
 //! is that quantum; the value before (unset, or the user's own) is back after a sweep,
 //! after Ctrl-C, and after a killed audiolat (restored by the next one, which says so).
+//! Every session measures its loop, not only the first; the native backend's sweeps
+//! force each quantum the same way.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -78,23 +80,17 @@ fn state_file(pid: u32) -> PathBuf {
     PathBuf::from(format!("/run/audiolat/pipewire-quantum-{pid}.state"))
 }
 
-/// A sweep over `periods` on the desktop's PipeWire with `--server auto`: every run
-/// records that PipeWire (not private), asked = granted, and a round trip of one quantum
-/// (the later sessions on one server too: the next period, the next audiolat).
-fn sweep_checks(desktop: &DesktopPipewire, periods: &[u32]) {
+/// A sweep over `periods` on the desktop's PipeWire with `--server auto` and the JACK
+/// API (`backend` empty) or `backend`'s arguments: every run records that PipeWire (not
+/// private), asked = granted, and a round trip of one quantum (the later sessions on one
+/// server too: the next period, the next audiolat).
+fn sweep_checks(desktop: &DesktopPipewire, backend: &[&str], periods: &[u32]) {
     let (_dir, db) = temp_db("pwr.db");
     let list: Vec<String> = periods.iter().map(u32::to_string).collect();
     let list = list.join(",");
-    let args = [
-        "roundtrip",
-        "--server",
-        "auto",
-        "--period",
-        &list,
-        "--duration",
-        "2s",
-        "--json",
-    ];
+    let mut args = vec!["roundtrip", "--server", "auto"];
+    args.extend_from_slice(backend);
+    args.extend_from_slice(&["--period", &list, "--duration", "2s", "--json"]);
     let out = output(&mut desktop.audiolat(&db, &args));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
@@ -118,7 +114,8 @@ fn sweep_checks(desktop: &DesktopPipewire, periods: &[u32]) {
         assert_eq!(server["quantum_asked_frames"], period, "{server}");
         assert_eq!(server["quantum_granted_frames"], period, "{server}");
         let frames = &r["result"]["roundtrip_frames"];
-        let median = frames["median"].as_f64().expect("a median");
+        let median = frames["median"].as_f64();
+        let median = median.unwrap_or_else(|| panic!("no median: {stored}"));
         assert!(frames["count"].as_u64().unwrap_or(0) >= 3, "{r}");
         assert!(
             (median - f64::from(period)).abs() <= 0.05,
@@ -127,17 +124,86 @@ fn sweep_checks(desktop: &DesktopPipewire, periods: &[u32]) {
     }
 }
 
+/// One round trip on the desktop's PipeWire at its own quantum (`args` choose the server
+/// and backend): a loop of the quantum granted, recorded. Returns that quantum.
+fn one_quantum_loop(desktop: &DesktopPipewire, args: &[&str]) -> u64 {
+    let (_dir, db) = temp_db("pwr1.db");
+    let mut all = vec!["roundtrip"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--duration", "2s", "--json"]);
+    let out = output(&mut desktop.audiolat(&db, &all));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "complete", "{r}");
+    let run_id = r["run_id"].as_i64().unwrap().to_string();
+    let stored = run_json(&db, &["show", &run_id, "--json"]);
+    let server = &stored["run"]["config"]["server"];
+    assert_eq!(server["private"], false, "{server}");
+    assert!(server["quantum_asked_frames"].is_null(), "{server}");
+    let granted = server["quantum_granted_frames"].as_u64().expect("granted");
+    let frames = &r["result"]["roundtrip_frames"];
+    assert!(frames["count"].as_u64().unwrap_or(0) >= 3, "{r}");
+    let median = frames["median"].as_f64().expect("a median");
+    assert!(
+        (median - granted as f64).abs() <= 0.05,
+        "median {median} frames, not the granted quantum {granted}: {r}"
+    );
+    granted
+}
+
+/// Every session on a running PipeWire measures its loop, not only the first: the sink's
+/// graph stops between audiolat's sessions (nothing else plays into it) and PipeWire's
+/// libjack restarts its frame count (a step back or a jump of seconds in the first
+/// cycles), which audiolat's JACK client counts through. Two audiolats in a row, then a
+/// sweep whose later period is a later session; the native streams the same.
+#[test]
+fn every_session_on_a_running_pipewire_measures_its_loop() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    for _ in 0..2 {
+        assert_eq!(one_quantum_loop(&desktop, &["--server", "auto"]), 1024);
+    }
+    sweep_checks(&desktop, &[], &[128, 256]);
+    assert_eq!(desktop.force_quantum(), "0");
+    let native = ["--backend", "pipewire", "--server", "external"];
+    for _ in 0..2 {
+        assert_eq!(one_quantum_loop(&desktop, &native), 1024);
+    }
+}
+
+/// The native backend on a running PipeWire with `--period`: each period's quantum forced
+/// as for JACK clients (state file, measured), asked = granted, a loop of one quantum,
+/// and the value before back after the sweep.
+#[test]
+fn native_sweep_forces_each_quantum_on_the_running_pipewire_and_restores_it() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let native = ["--backend", "pipewire"];
+    sweep_checks(&desktop, &native, &[128, 256]);
+    assert_eq!(desktop.force_quantum(), "0", "not restored to unset");
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    sweep_checks(&desktop, &native, &[256, 128]);
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value not restored"
+    );
+}
+
 #[test]
 fn auto_measures_the_running_pipewire_at_each_forced_quantum_and_restores_it() {
     require_pipewire();
     let _m = machine_lock();
     let desktop = DesktopPipewire::start();
     assert_eq!(desktop.force_quantum(), "0");
-    sweep_checks(&desktop, &[64, 128, 256, 1024]);
+    sweep_checks(&desktop, &[], &[64, 128, 256, 1024]);
     assert_eq!(desktop.force_quantum(), "0", "not restored to unset");
     // The user's own forced quantum is restored as it was, never to 0.
     desktop.metadata(&["clock.force-quantum", "512"]);
-    sweep_checks(&desktop, &[64, 128, 256, 1024]);
+    sweep_checks(&desktop, &[], &[64, 128, 256, 1024]);
     assert_eq!(
         desktop.force_quantum(),
         "512",

@@ -250,11 +250,6 @@ impl CycleRunner {
         }
     }
 
-    /// Cycles run so far.
-    pub(crate) fn index(&self) -> u64 {
-        self.index
-    }
-
     /// Runs one cycle on the audio thread: `io.output` is `frames` long. Real-time safe.
     ///
     /// Every backend's audio thread calls this, and this is where the processor runs

@@ -26,6 +26,7 @@ use crate::audio::{
     StreamInfo, StreamStatus, XrunRecord, MAX_NOTE_ONS,
 };
 use crate::clock::monotonic_ns;
+use crate::jack::frame_count::FrameCount;
 use crate::jack::server::open_client;
 use crate::jack::start_check::{Observed, ServerStart, StartCheck};
 use crate::stream::{CycleRunner, CycleTiming, StreamShared};
@@ -180,8 +181,7 @@ struct Handler {
     runner: CycleRunner,
     flags: Arc<JackFlags>,
     clock_offset_ns: i64,
-    frame_high: u64,
-    last_frame_low: u32,
+    frame_count: FrameCount,
     note_ons: [NoteOn; MAX_NOTE_ONS],
     nominal_period_ns: f64,
     prepared_frames: u32,
@@ -243,14 +243,11 @@ impl Handler {
             ),
             None => (ps.last_frame_time(), callback_ns, self.nominal_period_ns),
         };
-        // JACK's frame counter is 32 bits: a wrap goes from near the top to near the
-        // bottom. Any other backward step (a reset of its frame timer) is not a wrap.
-        if self.runner.index() > 0 && self.last_frame_low > 0xC000_0000 && low < 0x4000_0000 {
-            self.frame_high += 1 << 32;
-        }
-        self.last_frame_low = low;
+        // JACK's 32-bit frame counter, made continuous (its wrap, and PipeWire's
+        // restarts of it: see `FrameCount`).
+        let first_frame = self.frame_count.next(low, frames, nominal_ns, callback_ns);
         let mut timing = CycleTiming {
-            first_frame: self.frame_high | low as u64,
+            first_frame,
             nominal_ns,
             period_ns,
             callback_ns,
@@ -531,8 +528,7 @@ impl Backend for JackStream {
             runner: CycleRunner::new(processor, producer, self.shared.clone()),
             flags: self.flags.clone(),
             clock_offset_ns: self.info.clock_offset_ns,
-            frame_high: 0,
-            last_frame_low: 0,
+            frame_count: FrameCount::new(self.info.sample_rate_hz),
             note_ons: [NoteOn::default(); MAX_NOTE_ONS],
             nominal_period_ns: self.info.period_ns(),
             prepared_frames: self.info.period_frames,

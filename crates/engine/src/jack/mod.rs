@@ -6,6 +6,7 @@
 //! ([`via_pipewire`]).
 
 pub mod client;
+mod frame_count;
 pub mod loop_client;
 pub mod server;
 pub mod setup;

@@ -220,47 +220,6 @@ pub struct OnRunning {
     pub info: ServerInfo,
     /// The quantum forced (`None`: none was asked for).
     pub forced: Option<KeptQuantum>,
-    /// A client feeding silence to the default null sink while this is held (see
-    /// [`Silence`]).
-    _keeper: Option<jack::AsyncClient<(), Silence>>,
-}
-
-/// The process handler of a client that plays silence into a running PipeWire's null
-/// sink so that the sink's graph keeps running between audiolat's streams. Measured
-/// here (PipeWire 0.3.65): a JACK client that links to the null sink of a graph that is
-/// not running gets a few cycles and then none, after the first session on that server;
-/// with another client linked to the sink, every session runs. Real-time safe: fills
-/// its buffer with zeros.
-pub struct Silence(jack::Port<jack::AudioOut>);
-
-impl jack::ProcessHandler for Silence {
-    fn process(&mut self, _: &jack::Client, ps: &jack::ProcessScope) -> jack::Control {
-        self.0.as_mut_slice(ps).fill(0.0);
-        jack::Control::Continue
-    }
-}
-
-/// Starts a [`Silence`] client on JACK server `name` linked to `port`.
-fn keep_running(name: &str, port: &str) -> Result<jack::AsyncClient<(), Silence>, AudioError> {
-    let err = |op: &'static str| {
-        move |e: jack::Error| AudioError::Jack {
-            op,
-            detail: e.to_string(),
-        }
-    };
-    let client = super::server::open_client(name, "audiolat-keeper")?;
-    let out = client
-        .register_port("silence", jack::AudioOut::default())
-        .map_err(err("registering the keeper's port"))?;
-    let out_name = out.name().map_err(err("naming the keeper's port"))?;
-    let active = client
-        .activate_async((), Silence(out))
-        .map_err(err("activating the keeper"))?;
-    active
-        .as_client()
-        .connect_ports_by_name(&out_name, port)
-        .map_err(err("connecting the keeper to the null sink"))?;
-    Ok(active)
 }
 
 /// Uses the running PipeWire `server` through its JACK API: loads PipeWire's libjack,
@@ -277,13 +236,6 @@ pub fn use_running(
         std::env::set_var(var, value);
     }
     let name = server.remote.clone();
-    let keeper = match server.default_sink().filter(|s| s.is_null()) {
-        Some(sink) => Some(keep_running(
-            &name,
-            &format!("{}:playback_FL", sink.description),
-        )?),
-        None => None,
-    };
     let forced = match quantum_frames {
         Some(q) => Some(force_quantum(&server, &name, q, timeout)?),
         None => None,
@@ -311,7 +263,6 @@ pub fn use_running(
         server,
         info,
         forced,
-        _keeper: keeper,
     })
 }
 

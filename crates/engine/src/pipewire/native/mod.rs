@@ -52,8 +52,9 @@ pub enum NativeError {
     /// audiolat was built without the `pipewire-native` feature.
     #[error("the native PipeWire backend is not built in: build audiolat with the feature pipewire-native (the default), which needs the packages {BUILD_PACKAGES}")]
     NotBuilt,
-    /// A quantum was asked for on a PipeWire audiolat did not start.
-    #[error("a quantum of {0} frames on a PipeWire audiolat did not start is not set by the native backend: ask for none (the graph's own quantum is measured), or use a private PipeWire")]
+    /// A quantum was asked for on the user's PipeWire, but its socket's JACK server (the
+    /// one that forces and measures the quantum) is a jackd, not that PipeWire.
+    #[error("a quantum of {0} frames is forced on the user's PipeWire through its JACK API, but a jackd answers as the JACK server: stop that jackd, ask for no quantum, or use a private PipeWire")]
     QuantumOnExternal(u32),
     /// No PipeWire of the user's answers.
     #[error("no PipeWire socket at {0}: start PipeWire (systemctl --user start pipewire wireplumber), or use a private PipeWire")]
@@ -112,13 +113,10 @@ impl NativeSpec {
         }
     }
 
-    /// Checks a sweep's periods: a private PipeWire runs powers of two from 16 to 8192
-    /// frames; on the user's PipeWire this slice sets no quantum.
+    /// Checks a sweep's periods: quanta from 8 to 8192 frames are asked of the graph
+    /// (whether it runs one is measured when it is forced).
     pub fn check_periods(&self, periods: &[Option<u32>]) -> Result<(), AudioError> {
         for p in periods.iter().flatten() {
-            if !self.private() {
-                return Err(NativeError::QuantumOnExternal(*p).into());
-            }
             crate::jack::via_pipewire::validate_quantum(*p)?;
         }
         Ok(())
@@ -127,7 +125,9 @@ impl NativeSpec {
 
 /// The set-up for one period (see [`crate::backend::open`]): a private PipeWire started
 /// as `--server pipewire` starts it for JACK clients (its quantum set in its
-/// configuration and measured), or the user's.
+/// configuration and measured), or the user's (a period's quantum forced on it as
+/// `--server auto` forces it for JACK clients: [`crate::pipewire::running::force_quantum`],
+/// kept in a state file, measured by a JACK client, restored after the period).
 pub(crate) fn open(
     spec: &NativeSpec,
     period: Option<u32>,
@@ -143,16 +143,7 @@ pub(crate) fn open(
             ..spec.server.clone()
         };
         let server = choice.connect(step, spec.rate_hz, period)?;
-        let mut info = server.info().clone();
-        // The streams are native; PipeWire's libjack only measured the quantum granted.
-        if let Some(c) = info.command_line.as_mut() {
-            if let Some(at) = c.find("; JACK clients through ") {
-                *c = c[..at].to_string()
-                    + "; native streams (the quantum granted measured by a JACK client through "
-                    + &c[at + "; JACK clients through ".len()..]
-                    + ")";
-            }
-        }
+        let info = native_info(&server);
         let config = NativeConfig {
             target: Some(sink.to_string()),
             capture: spec.capture,
@@ -167,14 +158,34 @@ pub(crate) fn open(
             loop_description: format!("PipeWire null sink {sink} -> its monitor (native streams)"),
         });
     }
-    if let Some(p) = period {
-        return Err(NativeError::QuantumOnExternal(p).into());
-    }
     let socket = user_socket().filter(|s| s.exists()).ok_or_else(|| {
         AudioError::from(NativeError::NoUserPipewire(
             user_socket().map_or("$XDG_RUNTIME_DIR unset".into(), |s| s.display().to_string()),
         ))
     })?;
+    if let Some(p) = period {
+        let choice = ServerChoice {
+            mode: ServerMode::External,
+            ..spec.server.clone()
+        };
+        let server = choice.connect(step, spec.rate_hz, Some(p))?;
+        if server.running_pipewire().is_none() {
+            return Err(NativeError::QuantumOnExternal(p).into());
+        }
+        let config = NativeConfig {
+            target: None,
+            capture: spec.capture,
+            rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
+            server: native_info(&server),
+            record_capacity: 8192,
+        };
+        return Ok(Setup {
+            server: Some(server),
+            _loop_client: None,
+            kind: StreamKind::Pipewire(config),
+            loop_description: "the default sink -> its monitor (native streams)".into(),
+        });
+    }
     let config = NativeConfig {
         target: None,
         capture: spec.capture,
@@ -197,6 +208,27 @@ pub(crate) fn open(
     })
 }
 
+/// What is recorded of a PipeWire reached through its JACK API for native streams: the
+/// streams are native; PipeWire's libjack only measured the quantum granted.
+fn native_info(server: &crate::jack::server::JackServer) -> ServerInfo {
+    let mut info = server.info().clone();
+    let through = "JACK clients through ";
+    for text in [info.command_line.as_mut(), info.version.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(at) = text.find(through) {
+            let (head, tail) = text.split_at(at);
+            let libjack = tail[through.len()..].trim_end_matches(')');
+            let closing = if tail.ends_with(')') { ")" } else { "" };
+            *text = format!(
+                "{head}native streams; the quantum granted measured by a JACK client through {libjack}{closing}"
+            );
+        }
+    }
+    info
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,13 +246,13 @@ mod tests {
         }
         let e = NativeError::QuantumOnExternal(128).to_string();
         assert!(
-            e.contains("128 frames") && e.contains("private PipeWire"),
+            e.contains("128 frames") && e.contains("stop that jackd"),
             "{e}"
         );
     }
 
     #[test]
-    fn a_private_server_asked_for_is_private_and_takes_only_powers_of_two() {
+    fn a_private_server_asked_for_is_private_and_either_takes_quanta_from_8_to_8192() {
         let spec = |mode| NativeSpec {
             server: ServerChoice {
                 mode,
@@ -235,13 +267,18 @@ mod tests {
         assert!(spec(ServerMode::Pipewire)
             .check_periods(&[Some(128), None])
             .is_ok());
+        // Not a power of two: asked of the graph, which rounds it down (measured).
         assert!(spec(ServerMode::Pipewire)
             .check_periods(&[Some(100)])
+            .is_ok());
+        assert!(spec(ServerMode::Pipewire)
+            .check_periods(&[Some(7)])
             .is_err());
-        assert!(matches!(
-            spec(ServerMode::External).check_periods(&[Some(128)]),
-            Err(AudioError::Native(NativeError::QuantumOnExternal(128)))
-        ));
-        assert!(spec(ServerMode::External).check_periods(&[None]).is_ok());
+        assert!(spec(ServerMode::External)
+            .check_periods(&[Some(128), None])
+            .is_ok());
+        assert!(spec(ServerMode::External)
+            .check_periods(&[Some(9000)])
+            .is_err());
     }
 }
