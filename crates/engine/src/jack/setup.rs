@@ -124,21 +124,13 @@ fn pipewire_sink(server: &JackServer) -> Result<(String, String), AudioError> {
             "PipeWire null sink".into(),
         ));
     };
-    let at = running.socket().display().to_string();
-    match running.default_sink() {
-        Some(sink) if sink.is_null() => Ok((
-            sink.description.clone(),
-            format!(
-                "the default sink `{}` (a null sink) of the running PipeWire at {at}:",
-                sink.node_name
-            ),
-        )),
-        Some(sink) => Err(AudioError::BadSetting(format!(
-            "the default sink of the running PipeWire at {at} is `{}` ({}), a real device: audiolat plays its test signal only into a null sink unless the ports are named, and a round trip through a speaker is not a loop; name the playback and capture ports of a loop (a null sink's playback_FL and monitor_FL, or a cable), or make a null sink the default",
-            sink.node_name, sink.factory
-        ))),
-        None => Err(AudioError::BadSetting(format!(
-            "the running PipeWire at {at} has no default sink (pw-metadata -n default 0 default.audio.sink): name the playback and capture ports to use"
-        ))),
-    }
+    let sink = running.null_default_sink()?;
+    Ok((
+        sink.description.clone(),
+        format!(
+            "the default sink `{}` (a null sink) of the running PipeWire at {}:",
+            sink.node_name,
+            running.socket().display()
+        ),
+    ))
 }

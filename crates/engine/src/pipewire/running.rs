@@ -30,8 +30,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// Where audiolat keeps what the next one must undo if this one is killed.
+/// Where audiolat, run as root, keeps what the next one must undo if this one is killed.
 pub const STATE_DIR: &str = "/run/audiolat";
+
+/// Where this user's audiolat keeps its PipeWire state files: [`STATE_DIR`] for root;
+/// for anyone else `$XDG_RUNTIME_DIR/audiolat` (the user's own runtime directory, where
+/// the PipeWire socket is too), else a directory of the user's under the temp directory.
+/// A desktop user cannot write `/run`.
+pub fn state_dir() -> PathBuf {
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if uid == 0 {
+        return PathBuf::from(STATE_DIR);
+    }
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| PathBuf::from(d).join("audiolat"))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("audiolat-{uid}")))
+}
 /// The factory of a null sink: a sink whose monitor is a loop, not a sound card.
 pub const NULL_SINK_FACTORY: &str = "support.null-audio-sink";
 const PW_TIMEOUT: Duration = Duration::from_secs(5);
@@ -152,6 +168,25 @@ impl RunningPipewire {
         None
     }
 
+    /// The default sink when it is a null sink, the sink audiolat plays its test signal
+    /// into when no ports are named. A real device is refused (audiolat never plays into a
+    /// sound card it was not told to use, and a round trip through a speaker and a
+    /// microphone is not a loop), and so is no default sink.
+    pub fn null_default_sink(&self) -> Result<DefaultSink, crate::audio::AudioError> {
+        use crate::audio::AudioError;
+        let at = self.socket().display().to_string();
+        match self.default_sink() {
+            Some(sink) if sink.is_null() => Ok(sink),
+            Some(sink) => Err(AudioError::BadSetting(format!(
+                "the default sink of the running PipeWire at {at} is `{}` ({}), a real device: audiolat plays its test signal only into a null sink unless the ports are named, and a round trip through a speaker is not a loop; name the playback and capture ports of a loop (a null sink's playback_FL and monitor_FL, or a cable), or make a null sink the default",
+                sink.node_name, sink.factory
+            ))),
+            None => Err(AudioError::BadSetting(format!(
+                "the running PipeWire at {at} has no default sink (pw-metadata -n default 0 default.audio.sink): name the playback and capture ports to use"
+            ))),
+        }
+    }
+
     /// The default sink (see the module docs); `None` when there is none or it could not
     /// be read.
     pub fn default_sink(&self) -> Option<DefaultSink> {
@@ -229,7 +264,7 @@ impl Drop for KeptQuantum {
 
 /// This process's state file.
 fn state_file() -> PathBuf {
-    Path::new(STATE_DIR).join(format!("pipewire-quantum-{}.state", std::process::id()))
+    state_dir().join(format!("pipewire-quantum-{}.state", std::process::id()))
 }
 
 /// Forces `quantum` on `server` (JACK server name `jack_server`) as [`ForcedQuantum`]
@@ -250,7 +285,7 @@ pub fn force_quantum(
         std::process::id(),
         server.socket().display()
     );
-    std::fs::create_dir_all(STATE_DIR)
+    std::fs::create_dir_all(state_dir())
         .and_then(|()| std::fs::write(&file, text))
         .map_err(|e| QuantumError::NotMeasured(format!("writing {}: {e}", file.display())))?;
     match ForcedQuantum::apply(server.client_env(), jack_server, quantum, None, timeout) {
@@ -301,7 +336,7 @@ fn parse_state(file: &Path, text: &str) -> Option<StaleQuantum> {
 
 /// The state files of audiolats that are no longer running.
 pub fn stale() -> Vec<StaleQuantum> {
-    let mut out: Vec<StaleQuantum> = std::fs::read_dir(STATE_DIR)
+    let mut out: Vec<StaleQuantum> = std::fs::read_dir(state_dir())
         .into_iter()
         .flatten()
         .flatten()

@@ -163,6 +163,15 @@ pub(crate) fn open(
             user_socket().map_or("$XDG_RUNTIME_DIR unset".into(), |s| s.display().to_string()),
         ))
     })?;
+    // The user's default sink, and only a null sink: never a sound card unasked.
+    let running = crate::pipewire::running::detect().ok_or_else(|| {
+        AudioError::from(NativeError::NoUserPipewire(socket.display().to_string()))
+    })?;
+    let sink = running.null_default_sink()?;
+    let loop_description = format!(
+        "the default sink `{}` (a null sink) -> its monitor (native streams)",
+        sink.node_name
+    );
     if let Some(p) = period {
         let choice = ServerChoice {
             mode: ServerMode::External,
@@ -173,7 +182,7 @@ pub(crate) fn open(
             return Err(NativeError::QuantumOnExternal(p).into());
         }
         let config = NativeConfig {
-            target: None,
+            target: Some(sink.node_name.clone()),
             capture: spec.capture,
             rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
             server: native_info(&server),
@@ -183,11 +192,11 @@ pub(crate) fn open(
             server: Some(server),
             _loop_client: None,
             kind: StreamKind::Pipewire(config),
-            loop_description: "the default sink -> its monitor (native streams)".into(),
+            loop_description,
         });
     }
     let config = NativeConfig {
-        target: None,
+        target: Some(sink.node_name.clone()),
         capture: spec.capture,
         rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
         server: ServerInfo {
@@ -204,7 +213,7 @@ pub(crate) fn open(
         server: None,
         _loop_client: None,
         kind: StreamKind::Pipewire(config),
-        loop_description: "the default sink -> its monitor (native streams)".into(),
+        loop_description,
     })
 }
 
