@@ -75,12 +75,8 @@ pub struct EventArgs {
     /// Do not lock memory (mlockall).
     #[arg(long)]
     pub no_mlock: bool,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 fn parse_note_policies(s: &str) -> Result<ListOf<NotePolicy>, String> {

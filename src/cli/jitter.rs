@@ -84,12 +84,8 @@ pub struct JitterArgs {
     /// Do not hold /dev/cpu_dma_latency at 0.
     #[arg(long)]
     pub no_dma_latency: bool,
-    /// Print a JSON summary instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 /// What `audiolat jitter` runs, built once from its flags (stage two).
@@ -103,10 +99,8 @@ pub struct JitterRequest {
     pub scratch_dir: PathBuf,
     /// Where to also write the histogram in cyclictest's `-h` text format.
     pub histfile: Option<PathBuf>,
-    /// Print JSON instead of text.
-    pub json: bool,
-    /// No live status line (`--quiet`, or `--json`).
-    pub quiet: bool,
+    /// `--json` and `--quiet`.
+    pub output: super::values::OutputArgs,
 }
 
 impl JitterArgs {
@@ -117,8 +111,7 @@ impl JitterArgs {
             load: self.load.clone(),
             scratch_dir: self.scratch.or(default_scratch),
             histfile: self.histfile.clone(),
-            json: self.json,
-            quiet: self.quiet || self.json,
+            output: self.output,
         })
     }
 }
@@ -212,9 +205,10 @@ mod tests {
         let req = request(&["audiolat", "jitter", "--rate", "1000", "--json"]).unwrap();
         assert_eq!(req.config.period_ns, 1_000_000);
         assert_eq!(req.scratch_dir, std::path::PathBuf::from("/db/dir"));
-        assert!(req.json && req.quiet, "--json implies no live line");
+        let quiet = req.output.quiet();
+        assert!(req.output.json && quiet, "--json implies no live line");
         let req = request(&["audiolat", "jitter", "--scratch-dir", "/s"]).unwrap();
         assert_eq!(req.scratch_dir, std::path::PathBuf::from("/s"));
-        assert!(!req.quiet);
+        assert!(!req.output.quiet());
     }
 }

@@ -84,12 +84,8 @@ pub struct NetArgs {
     pub reserve_by: probes::net::ReserveBy,
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 /// What `audiolat net` runs, built once from its flags (stage two).

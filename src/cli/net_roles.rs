@@ -48,12 +48,8 @@ pub struct ExperimentArgs {
     pub by: String,
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress lines.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 impl RespondArgs {
@@ -151,12 +147,8 @@ pub struct NetThreadArgs {
     /// CPUs of this end's threads (the first for the network or sender thread).
     #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub cpus: Option<String>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 #[derive(Debug, Clone, Args)]

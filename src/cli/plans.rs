@@ -19,12 +19,8 @@ pub struct SuiteArgs {
     pub each: Duration,
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
-    /// Print a JSON summary instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status lines.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 /// What `audiolat suite` runs, built once from its flags (stage two).
@@ -34,10 +30,8 @@ pub struct SuiteRequest {
     pub each: Duration,
     /// Directory for the io load's files: `--scratch-dir`, else the database's directory.
     pub scratch_dir: PathBuf,
-    /// Print JSON instead of text.
-    pub json: bool,
-    /// No live status lines (`--quiet`, or `--json`).
-    pub quiet: bool,
+    /// `--json` and `--quiet`.
+    pub output: super::values::OutputArgs,
 }
 
 impl SuiteArgs {
@@ -55,8 +49,7 @@ impl SuiteArgs {
         Ok(SuiteRequest {
             each: self.each,
             scratch_dir,
-            json: self.json,
-            quiet: self.quiet || self.json,
+            output: self.output,
         })
     }
 }
@@ -79,12 +72,8 @@ pub struct PlanRunArgs {
     /// Write no HTML report (the terminal tables are still printed).
     #[arg(long)]
     pub no_report: bool,
-    /// Print a JSON summary instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 fn parse_resume(s: &str) -> Result<Resume, String> {

@@ -74,12 +74,8 @@ pub struct RoundtripArgs {
     pub find_min_buffer: bool,
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status line.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: super::values::OutputArgs,
 }
 
 impl RoundtripArgs {

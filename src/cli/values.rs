@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use clap::Args;
 use load::LoadSpec;
 
 /// A comma-separated list of values.
@@ -134,6 +135,24 @@ impl ScratchArgs {
         self.scratch_dir
             .clone()
             .unwrap_or_else(|| default.to_path_buf())
+    }
+}
+
+/// How a measuring command prints: `--json` and `--quiet`, the same on every command.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct OutputArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status or progress lines (--json implies it).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// No live or progress lines: `--quiet`, or `--json` (stdout is the document).
+    pub fn quiet(&self) -> bool {
+        self.quiet || self.json
     }
 }
 

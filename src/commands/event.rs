@@ -33,13 +33,13 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
                 "server": a.audio.server.to_string()});
     let group = open_group(ctx, &store, "event", &detail)?;
     let live = SweepLive {
-        quiet: a.quiet || a.json,
+        quiet: a.output.quiet(),
     };
     let run = sweep.run(ctx, &store, &group, &req.cells, &req.scratch_dir, &live);
     let out = swept(&store, &group, run)?;
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
-    if a.json {
+    if a.output.json {
         print_json(&report::view::fresh::event_json(group, &views))?;
     } else {
         print!(

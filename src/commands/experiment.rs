@@ -23,7 +23,7 @@ struct Progress<'a> {
 
 impl ExperimentObserver for Progress<'_> {
     fn case_starting(&self, index: usize, total: usize, case: &ExperimentCase) {
-        if self.args.quiet || self.args.json {
+        if self.args.output.quiet() {
             return;
         }
         eprintln!(
@@ -109,7 +109,7 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
         })
         .collect();
     close_group(&store, &open, ctx.run.group_status(end));
-    if a.json {
+    if a.output.json {
         print_json(&view::json(which, metric, group, &rows))?;
     } else {
         print!(

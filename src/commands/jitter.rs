@@ -15,7 +15,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         check_output_path(p, "--histfile")?;
     }
     let store = ctx.open_store()?;
-    let live = LiveLine::new("jitter", req.quiet, req.config.period_ns);
+    let live = LiveLine::new("jitter", req.output.quiet(), req.config.period_ns);
     let run = ::runner::jitter(
         ctx,
         &store,
@@ -30,7 +30,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         std::fs::write(path, run.outcome.cyclictest_histogram())
             .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
-    if req.json {
+    if req.output.json {
         print_json(&report::view::jitter::json(&run.view()))?;
     } else {
         let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path);

@@ -14,7 +14,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
     let (setup, config) = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     let store = ctx.open_store()?;
-    if !(a.threads.quiet || a.threads.json) {
+    if !a.threads.output.quiet() {
         eprintln!("audiolat net respond: {}; Ctrl-C ends", setup.summary());
     }
     let info = ::runner::EndRunInfo::new("respond", setup.to_json(), config.policy);
@@ -28,7 +28,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         })
     })
     .map_err(run_error)?;
-    print_net_end(ctx, &run, a.threads.json)
+    print_net_end(ctx, &run, a.threads.output.json)
 }
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
@@ -43,7 +43,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
     let store = ctx.open_store()?;
-    if !(a.threads.quiet || a.threads.json) {
+    if !a.threads.output.quiet() {
         eprintln!(
             "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
             a.input.pads,
@@ -64,7 +64,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         },
     )
     .map_err(run_error)?;
-    print_net_end(ctx, &run, a.threads.json)
+    print_net_end(ctx, &run, a.threads.output.json)
 }
 
 pub(crate) fn print_net_end(
@@ -98,7 +98,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         scratch,
     } = a.request(&ctx.default_scratch())?;
     let store = ctx.open_store()?;
-    if !(a.quiet || a.json) {
+    if !a.output.quiet() {
         eprintln!(
             "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
             report::terminal::fmt_duration(config.reference_duration),
@@ -113,7 +113,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     }
     let run = ::runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
         .map_err(run_error)?;
-    if a.json {
+    if a.output.json {
         print_json(&report::view::net::json(&run.view()))?;
     } else {
         print!(

@@ -85,7 +85,7 @@ pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<
 /// `audiolat run` / `audiolat reproduce`: check and order the cells, print them
 /// (`--dry-run`) or run them (`runner::plan::execute`), then [`finish`].
 fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
-    let quiet = opts.quiet || opts.json;
+    let quiet = opts.output.quiet();
     let checker = CliCells::default();
     // Each cell is checked as a command line before any runs; thousands take seconds.
     let cells = plan.cell_count();
@@ -192,7 +192,7 @@ fn finish(
         }),
         data,
     };
-    if opts.json {
+    if opts.output.json {
         crate::commands::output::print_json(&view::summary_json(&summary))?;
     } else {
         print!("{}", view::summary_text(&summary));

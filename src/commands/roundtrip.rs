@@ -15,7 +15,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
     let group = open_group(ctx, &store, "roundtrip", &detail)?;
     let live = SweepLive {
-        quiet: a.quiet || a.json,
+        quiet: a.output.quiet(),
     };
     let scratch = &req.scratch_dir;
     let out = match (a.find_min_buffer, req.cells.first()) {
@@ -30,7 +30,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
-    if a.json {
+    if a.output.json {
         let details: Vec<_> = runs
             .iter()
             .map(|r| ::runner::view::roundtrip_windows(&r.outcome))

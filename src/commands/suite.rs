@@ -62,9 +62,9 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let crate::cli::SuiteRequest {
         each,
         scratch_dir: scratch,
-        json,
-        quiet,
+        output,
     } = a.request(&ctx.default_scratch())?;
+    let (json, quiet) = (output.json, output.quiet());
     let store = ctx.open_store()?;
     let group = open_group(ctx, &store, "suite", &json!({"each_s": each.as_secs_f64()}))?;
     if !quiet {
