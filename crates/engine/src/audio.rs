@@ -83,8 +83,8 @@ pub struct StreamInfo {
     /// backend for the connected playback ports (their maximum).
     pub playback_latency_frames: u32,
     /// Frames from the ADC to the start of a cycle's input buffer, for the capture source
-    /// (0 when there is none).
-    pub capture_latency_frames: u32,
+    /// (`None` when there is none, or the backend could not read it: never a made-up 0).
+    pub capture_latency_frames: Option<u32>,
     /// This client's full name on the server ("audiolat").
     pub client_name: String,
     /// Ports our output is connected to.

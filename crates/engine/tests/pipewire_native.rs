@@ -17,6 +17,8 @@ static ALLOCATOR: AllocDisabler = AllocDisabler;
 use engine::audio::{Cycle, Io, Processor, StreamInfo};
 use engine::backend::{self, BackendSpec, ServerChoice, SweepStep};
 use engine::jack::server::ServerMode;
+use engine::jack::via_pipewire::SERVER_NAME;
+use engine::pipewire::config::SINK_NODE_NAME;
 use engine::pipewire::native::NativeSpec;
 use engine::rt::Policy;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -99,6 +101,16 @@ impl Processor for Probe {
     }
 }
 
+/// The capture latency the JACK API (PipeWire's libjack, which the private server's
+/// quantum measurement loaded) reports for `port`.
+fn jack_capture_latency(port: &str) -> u32 {
+    let client = engine::jack::server::open_client(SERVER_NAME, "latency-reader").unwrap();
+    let port = client
+        .port_by_name(port)
+        .unwrap_or_else(|| panic!("no port {port}"));
+    port.get_latency_range(jack::LatencyType::Capture).1
+}
+
 fn spec(capture: bool) -> BackendSpec {
     BackendSpec::Pipewire(NativeSpec {
         server: ServerChoice {
@@ -125,6 +137,10 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     assert_eq!(info.sample_rate_hz, 48_000, "{info:?}");
     // The null sink reports no latency: the stream's delay is 0, like its JACK ports.
     assert_eq!(info.playback_latency_frames, 0, "{info:?}");
+    // The capture stream's delay is read (not assumed), and it is what the JACK API says
+    // of the same monitor port on the same graph.
+    let jack_capture = jack_capture_latency(&format!("{SINK_NODE_NAME}:monitor_FL"));
+    assert_eq!(info.capture_latency_frames, Some(jack_capture), "{info:?}");
     let probe = Probe::default();
     let seen = probe.seen.clone();
     stream.start(Box::new(probe)).expect("started");

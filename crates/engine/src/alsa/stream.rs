@@ -426,7 +426,7 @@ impl AlsaStream {
             sample_rate_hz: rate,
             period_frames: period,
             playback_latency_frames: buffer - period,
-            capture_latency_frames: if capture.is_some() { period } else { 0 },
+            capture_latency_frames: capture.is_some().then_some(period),
             client_name: config.device.clone(),
             playback_ports: vec![config.device.clone()],
             capture_port: config.capture_device.clone(),

@@ -405,12 +405,12 @@ impl JackStream {
             playback_latency =
                 playback_latency.max(port.get_latency_range(jack::LatencyType::Playback).1);
         }
-        let mut capture_latency = 0;
+        let mut capture_latency = None;
         if let Some(name) = &config.capture {
             let port = client
                 .port_by_name(name)
                 .ok_or_else(|| AudioError::NoSuchPort(name.clone()))?;
-            capture_latency = port.get_latency_range(jack::LatencyType::Capture).1;
+            capture_latency = Some(port.get_latency_range(jack::LatencyType::Capture).1);
         }
         if let Some(name) = config.midi.as_ref().filter(|m| !m.is_empty()) {
             client

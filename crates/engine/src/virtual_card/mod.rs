@@ -213,7 +213,7 @@ impl VirtualStream {
             sample_rate_hz: config.sample_rate_hz,
             period_frames: config.period_frames,
             playback_latency_frames: config.buffer_frames(),
-            capture_latency_frames: config.period_frames,
+            capture_latency_frames: Some(config.period_frames),
             client_name: "virtual".into(),
             playback_ports: vec!["virtual:playback".into()],
             capture_port: Some("virtual:capture".into()),
@@ -260,9 +260,9 @@ impl VirtualStream {
     /// The round trip a loop of `D` frames gives on this card: playback latency + capture
     /// latency + `D`, in frames.
     pub fn expected_roundtrip_frames(&self) -> Option<f64> {
-        self.config.loop_delay_frames.map(|d| {
-            f64::from(self.info.playback_latency_frames + self.info.capture_latency_frames) + d
-        })
+        self.config
+            .loop_delay_frames
+            .map(|d| f64::from(self.info.playback_latency_frames + self.config.period_frames) + d)
     }
 }
 

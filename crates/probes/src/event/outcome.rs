@@ -142,10 +142,10 @@ impl TriggerSummary {
                 config.policy
             ),
             loopback_method: format!(
-                "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {} frames capture latency",
+                "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {}",
                 info.capture_port.as_deref().unwrap_or("?"),
                 config.loopback_threshold,
-                info.capture_latency_frames
+                info.capture_latency_frames.map_or("no capture latency (the stream reported none)".into(), |f| format!("{f} frames capture latency"))
             ),
             buffer_ns: info.buffer_ns(),
             model_mean_ns: model_latency_ns(config, info),

@@ -135,7 +135,7 @@ impl RoundtripConfig {
     /// Checks the settings against the opened stream: the longest expected delay cannot
     /// be shorter than the latency the stream reports, which every loop includes.
     pub fn check_against(&self, info: &StreamInfo) -> Result<(), RoundtripError> {
-        let reported = info.playback_latency_frames + info.capture_latency_frames;
+        let reported = info.playback_latency_frames + info.capture_latency_frames.unwrap_or(0);
         match self.max_delay_frames {
             Some(max) if max < f64::from(reported) => {
                 Err(RoundtripError::MaxDelayBelowReported { max, reported })
@@ -149,7 +149,9 @@ impl RoundtripConfig {
     pub fn tone_period(&self, info: &StreamInfo) -> usize {
         let expected = self.max_delay_frames.unwrap_or_else(|| {
             f64::from(
-                info.playback_latency_frames + info.capture_latency_frames + 2 * info.period_frames,
+                info.playback_latency_frames
+                    + info.capture_latency_frames.unwrap_or(0)
+                    + 2 * info.period_frames,
             ) + 2048.0
                 + self.loop_hint_frames.max(0.0)
         }) + f64::from(self.insert_delay_frames);

@@ -243,9 +243,10 @@ impl RoundtripOutcome {
                 .all(|e| e.estimate.verdict == Verdict::NoSignal)
     }
 
-    /// The latency the stream reports for a loop: playback plus capture, in frames.
+    /// The latency the stream reports for a loop: playback plus capture, in frames (a
+    /// capture latency the backend could not read adds nothing).
     pub fn reported_frames(&self) -> u32 {
-        self.info.playback_latency_frames + self.info.capture_latency_frames
+        self.info.playback_latency_frames + self.info.capture_latency_frames.unwrap_or(0)
     }
 
     /// Windows by verdict: (ok, no signal, unreliable).

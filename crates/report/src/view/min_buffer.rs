@@ -13,7 +13,11 @@ fn buffer_label(r: &RunView) -> String {
     let s = &r.result;
     format!(
         "period {} frames (latency {} + {} frames)",
-        s["period_frames"], s["playback_latency_frames"], s["capture_latency_frames"]
+        s["period_frames"],
+        s["playback_latency_frames"],
+        s["capture_latency_frames"]
+            .as_u64()
+            .map_or("-".into(), |f| f.to_string())
     )
 }
 

@@ -105,7 +105,9 @@ fn row(r: &RunView) -> Vec<String> {
         format!(
             "{}+{}",
             u(&s["playback_latency_frames"]),
-            u(&s["capture_latency_frames"])
+            s["capture_latency_frames"]
+                .as_u64()
+                .map_or("-".into(), |f| f.to_string())
         ),
         r.config["load"].as_str().unwrap_or("none").to_string(),
         format!("{}/{}", u(&r.flags["windows_ok"]), u(&s["windows"])),

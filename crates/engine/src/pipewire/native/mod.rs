@@ -28,6 +28,9 @@
 //! capture's first cycles may run before the graph settles. A frame `k` of a cycle reaches
 //! the sink at `now + k / rate + delay`, `delay` being what the stream reports
 //! ([`StreamInfo::playback_latency_frames`](crate::audio::StreamInfo): 0 on a null sink).
+//! The capture stream's own `delay`, read in its cycles, is the capture latency
+//! ([`StreamInfo::capture_latency_frames`](crate::audio::StreamInfo): 0 on a null sink's
+//! monitor, as its JACK port reports; absent when no capture cycle reported one).
 //!
 //! A quantum change under a running stream ends the stream (the processor was prepared
 //! for the old one); so does a disconnection, an error of the server, or a stall.

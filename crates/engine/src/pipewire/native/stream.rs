@@ -24,6 +24,9 @@ const STEADY_CYCLES: u64 = 8;
 /// How long stopping waits for the main-loop thread.
 const STOP_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// A delay no cycle has reported.
+const NOT_READ: i64 = i64::MIN;
+
 const WARMING: u8 = 0;
 const RUNNING: u8 = 1;
 const CLOSING: u8 = 2;
@@ -48,6 +51,8 @@ struct Cell {
     steady: AtomicU64,
     rate_hz: AtomicU32,
     delay_frames: AtomicI64,
+    /// The capture stream's `delay` in its latest cycle ([`NOT_READ`]: none read).
+    cap_delay_frames: AtomicI64,
     /// The quantum the processor was prepared for, and one seen after it (0: none).
     prepared: AtomicU32,
     resized_to: AtomicU32,
@@ -243,7 +248,10 @@ impl Cell {
         keep[..n].copy_from_slice(&floats[..n]);
         self.cap_frames.store(n as u32, Ordering::Relaxed);
         self.cap_now
-            .store(time.map_or(-1, |t| t.now()), Ordering::Relaxed);
+            .store(time.as_ref().map_or(-1, |t| t.now()), Ordering::Relaxed);
+        if let Some(t) = &time {
+            self.cap_delay_frames.store(t.delay(), Ordering::Relaxed);
+        }
     }
 }
 
@@ -367,6 +375,7 @@ impl NativeStream {
             steady: AtomicU64::new(0),
             rate_hz: AtomicU32::new(0),
             delay_frames: AtomicI64::new(0),
+            cap_delay_frames: AtomicI64::new(NOT_READ),
             prepared: AtomicU32::new(0),
             resized_to: AtomicU32::new(0),
             unmatched: AtomicU64::new(0),
@@ -396,7 +405,7 @@ impl NativeStream {
                 sample_rate_hz: config.rate_hz,
                 period_frames: 0,
                 playback_latency_frames: 0,
-                capture_latency_frames: 0,
+                capture_latency_frames: None,
                 client_name: "audiolat".into(),
                 playback_ports: vec![config
                     .target
@@ -450,6 +459,12 @@ impl NativeStream {
         self.info.period_frames = quantum;
         self.info.sample_rate_hz = c.rate_hz.load(Ordering::Relaxed);
         self.info.playback_latency_frames = c.delay_frames.load(Ordering::Relaxed).max(0) as u32;
+        // The capture stream's own `delay` (the latency the sink's monitor reports), as
+        // read in its cycles; none read (or negative) stays absent.
+        let cap_delay = c.cap_delay_frames.load(Ordering::Relaxed);
+        self.info.capture_latency_frames = (self.cell.has_capture && cap_delay != NOT_READ)
+            .then(|| u32::try_from(cap_delay).ok())
+            .flatten();
         let server = &mut self.info.server;
         if server.quantum_granted_frames.is_none() {
             server.quantum_granted_frames = Some(quantum);
