@@ -19,6 +19,7 @@ use engine::backend::{self, BackendSpec, ServerChoice, SweepStep};
 use engine::jack::server::ServerMode;
 use engine::jack::via_pipewire::SERVER_NAME;
 use engine::pipewire::config::SINK_NODE_NAME;
+use engine::pipewire::graph::GraphRecorder;
 use engine::pipewire::native::NativeSpec;
 use engine::rt::Policy;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -111,6 +112,9 @@ fn jack_capture_latency(port: &str) -> u32 {
     port.get_latency_range(jack::LatencyType::Capture).1
 }
 
+/// The profiler's window of cycles.
+const WINDOW: Duration = Duration::from_millis(300);
+
 fn spec(capture: bool) -> BackendSpec {
     BackendSpec::Pipewire(NativeSpec {
         server: ServerChoice {
@@ -141,6 +145,9 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     // of the same monitor port on the same graph.
     let jack_capture = jack_capture_latency(&format!("{SINK_NODE_NAME}:monitor_FL"));
     assert_eq!(info.capture_latency_frames, Some(jack_capture), "{info:?}");
+    // The graph's profiler around the run, following our streams' nodes.
+    let env = setup.server().unwrap().pipewire().unwrap().client_env();
+    let recorder = GraphRecorder::following(env, WINDOW, Some(info.client_name.clone()));
     let probe = Probe::default();
     let seen = probe.seen.clone();
     stream.start(Box::new(probe)).expect("started");
@@ -182,6 +189,13 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     // The stream ends cleanly; then the server.
     stream.stop();
     drop(stream);
+    // Our streams followed the sink: its cycles at the granted quantum are the windows'.
+    let record = recorder.finish();
+    assert_eq!(record.driver.as_deref(), Some(SINK_NODE_NAME), "{record:?}");
+    let last = record.profiler_after.as_ref().expect("a last window");
+    let driver = last.driver().expect("a driver");
+    assert_eq!(last.followed, Some(driver.id), "{record:?}");
+    assert_eq!(driver.quantum_frames, Some(256), "{record:?}");
     let pids = setup.server().unwrap().pipewire().unwrap().info().pids;
     assert!(
         setup.server_mut().unwrap().exited().is_none(),

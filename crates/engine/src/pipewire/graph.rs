@@ -84,10 +84,11 @@ pub struct NodeProfile {
     pub name: String,
     /// Driver or follower.
     pub role: NodeRole,
-    /// The driver's quantum in the last cycle seen (the clock's duration), in frames.
-    pub quantum_frames: u64,
-    /// The driver's rate in the last cycle seen, in Hz.
-    pub rate_hz: u32,
+    /// The driver's quantum in the last cycle that reported it (the clock's duration),
+    /// in frames (`None`: no cycle reported it).
+    pub quantum_frames: Option<u64>,
+    /// The driver's rate in the last cycle that reported it, in Hz (`None`: none did).
+    pub rate_hz: Option<u32>,
     /// Cycles in which this node was seen.
     pub cycles: u64,
     /// Cycles in which it did not finish (status not *finished*), as pw-top's ERR.
@@ -100,9 +101,12 @@ pub struct NodeProfile {
 /// What the profiler reported over a window of cycles.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfilerSnapshot {
-    /// The graph time its cycles cover (each driver cycle: its quantum at its rate),
-    /// in ms. The server sends cycles in batches, so a window is counted in cycles.
+    /// The graph time its cycles cover, in ms: the cycles (each its quantum at its rate)
+    /// of the driver our nodes follow, else of the driver with the most graph time. The
+    /// server sends cycles in batches, so a window is counted in cycles.
     pub window_ms: u64,
+    /// The driver (node id) our own nodes followed, when they were named and seen.
+    pub followed: Option<u32>,
     /// Profiler events received (the server batches several cycles in one).
     pub events: u64,
     /// The nodes seen, drivers first, then by id.
@@ -110,12 +114,13 @@ pub struct ProfilerSnapshot {
 }
 
 impl ProfilerSnapshot {
-    /// The driver that ran the most cycles in the window.
+    /// The driver our nodes followed, else the driver that ran the most cycles in the
+    /// window.
     pub fn driver(&self) -> Option<&NodeProfile> {
-        self.nodes
-            .iter()
-            .filter(|n| n.role == NodeRole::Driver)
-            .max_by_key(|n| n.cycles)
+        let drivers = || self.nodes.iter().filter(|n| n.role == NodeRole::Driver);
+        self.followed
+            .and_then(|id| drivers().find(|n| n.id == id))
+            .or_else(|| drivers().max_by_key(|n| n.cycles))
     }
 }
 
@@ -139,13 +144,23 @@ impl GraphRecorder {
     /// reaches (an empty `env`: this process's own environment's), in windows of
     /// `window` of cycles.
     pub fn start(env: Vec<(&'static str, OsString)>, window: Duration) -> GraphRecorder {
+        GraphRecorder::following(env, window, None)
+    }
+
+    /// [`GraphRecorder::start`], our own nodes being named `ours` (or `ours-…`): the
+    /// windows count their driver's cycles, and that driver is the record's.
+    pub fn following(
+        env: Vec<(&'static str, OsString)>,
+        window: Duration,
+        ours: Option<String>,
+    ) -> GraphRecorder {
         let before = read_forced(&env);
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (env, stop) = (env.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("audiolat-pw-profiler".into())
-                .spawn(move || profile(&env, window, &stop))
+                .spawn(move || profile(&env, window, ours.as_deref(), &stop))
                 .ok()
         };
         GraphRecorder {
@@ -196,11 +211,19 @@ impl Drop for GraphRecorder {
 /// The profiler thread: the first window of cycles, then rotating windows until
 /// stopped; the last window with cycles is "after".
 #[cfg(feature = "pipewire-native")]
-fn profile(env: &[(&'static str, OsString)], window: Duration, stop: &AtomicBool) -> Profiled {
+fn profile(
+    env: &[(&'static str, OsString)],
+    window: Duration,
+    ours: Option<&str>,
+    stop: &AtomicBool,
+) -> Profiled {
     let mut session = match super::profiler::Session::open(env) {
         Ok(s) => s,
         Err(e) => return (None, None, Some(format!("profiler: {e}"))),
     };
+    if let Some(ours) = ours {
+        session.follow(ours);
+    }
     let (mut first, mut last) = (None, None);
     loop {
         let stopping = stop.load(Ordering::Relaxed);
@@ -226,7 +249,12 @@ fn profile(env: &[(&'static str, OsString)], window: Duration, stop: &AtomicBool
 }
 
 #[cfg(not(feature = "pipewire-native"))]
-fn profile(_env: &[(&'static str, OsString)], _window: Duration, _stop: &AtomicBool) -> Profiled {
+fn profile(
+    _env: &[(&'static str, OsString)],
+    _window: Duration,
+    _ours: Option<&str>,
+    _stop: &AtomicBool,
+) -> Profiled {
     let why = "no profiler: audiolat was built without the pipewire-native feature";
     (None, None, Some(why.into()))
 }

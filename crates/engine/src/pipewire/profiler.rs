@@ -14,6 +14,11 @@
 //!   and one `SPA_PROFILER_followerBlock` per follower (id, name, status). A follower whose
 //!   status is not *finished* (3) in a cycle did not finish in it: that cycle is one
 //!   error, as pw-top counts its ERR column. 0.3.65 has no per-follower xrun counter.
+//!   A clock field missing from a cycle (quantum, rate) is absent, never 0.
+//! - A window's graph time counts the cycles of one driver: the driver our own nodes
+//!   follow ([`Session::follow`]: a follower named so), else the driver with the most
+//!   graph time. Summing every driver's cycles would inflate it when several drivers run
+//!   (an idle `Dummy-Driver` beside the sink).
 //! - A PipeWire without the profiler module, or no cycle in the window, is an error
 //!   ([`ProfilerError`]); nothing is invented.
 //!
@@ -181,10 +186,19 @@ impl Session {
         self.listener.events()
     }
 
-    /// The graph time the cycles received since the last take cover (each driver
-    /// cycle: its quantum at its rate).
+    /// The graph time the cycles received since the last take cover: the cycles (each
+    /// its quantum at its rate) of the driver our nodes follow, else of the driver with
+    /// the most graph time (see the [module docs](self)).
     pub fn graph_time(&self) -> Duration {
         Duration::from_nanos(self.listener.graph_ns())
+    }
+
+    /// Our own nodes: followers named `node_name` or `node_name-…` (a stream's node and
+    /// its capture, `audiolat` and `audiolat-capture`; PipeWire's libjack may name a JACK
+    /// client's node after the process's first client, `audiolat-quantum`). Their
+    /// driver's cycles are the window's graph time and [`ProfilerSnapshot::followed`].
+    pub fn follow(&mut self, node_name: &str) {
+        self.listener.set_ours(node_name.to_string());
     }
 
     /// What was received since the last take; starts a new tally.
@@ -197,8 +211,12 @@ impl Session {
 #[derive(Default)]
 struct Tally {
     events: u64,
-    /// Graph time of the driver cycles seen, in ns.
-    graph_ns: u64,
+    /// Graph time of each driver's cycles seen (by node id), in ns.
+    driver_ns: BTreeMap<u32, u64>,
+    /// The name of our own nodes (see [`Session::follow`]).
+    ours: Option<String>,
+    /// Drivers (by node id) whose cycles had one of our nodes as a follower.
+    followed: BTreeMap<u32, u64>,
     nodes: BTreeMap<(u8, u32), NodeProfile>,
 }
 
@@ -230,11 +248,29 @@ impl Tally {
         let Some(clock) = field(PROFILER_CLOCK) else {
             return;
         };
-        let quantum = clock.get(6).and_then(int).unwrap_or(0).max(0) as u64;
+        // Absent when the cycle does not say (or says nonsense), never 0.
+        let quantum = clock
+            .get(6)
+            .and_then(int)
+            .and_then(|q| u64::try_from(q).ok())
+            .filter(|q| *q > 0);
         let rate = match clock.get(4) {
-            Some(Value::Fraction(f)) if f.num > 0 => f.denom / f.num,
-            _ => 0,
+            Some(Value::Fraction(f)) if f.num > 0 && f.denom >= f.num => Some(f.denom / f.num),
+            _ => None,
         };
+        let cycle_ns = quantum
+            .zip(rate)
+            .map(|(q, r)| q * 1_000_000_000 / u64::from(r));
+        let driver_id = field(PROFILER_DRIVER_BLOCK)
+            .and_then(|b| int(b.first()?))
+            .map(|id| id as u32);
+        let ours = self.ours.as_deref();
+        let is_ours = |name: &str| {
+            ours.is_some_and(|o| {
+                name == o || name.strip_prefix(o).is_some_and(|r| r.starts_with('-'))
+            })
+        };
+        let (driver_ns, followed) = (&mut self.driver_ns, &mut self.followed);
         let mut add = |role: NodeRole, block: &[Value]| {
             let (Some(id), Some(Value::String(name))) = (block.first().and_then(int), block.get(1))
             else {
@@ -246,22 +282,25 @@ impl Tally {
                 id: id as u32,
                 name: name.clone(),
                 role,
-                quantum_frames: 0,
-                rate_hz: 0,
+                quantum_frames: None,
+                rate_hz: None,
                 cycles: 0,
                 errors: 0,
                 xruns: None,
             });
             node.cycles += 1;
-            node.quantum_frames = quantum;
-            node.rate_hz = rate;
+            node.quantum_frames = quantum.or(node.quantum_frames);
+            node.rate_hz = rate.or(node.rate_hz);
             if role == NodeRole::Follower && status != Some(STATUS_FINISHED) {
                 node.errors += 1;
             }
-            if role == NodeRole::Driver {
-                if rate > 0 {
-                    self.graph_ns += quantum * 1_000_000_000 / u64::from(rate);
+            if role == NodeRole::Follower && is_ours(name) {
+                if let Some(d) = driver_id {
+                    *followed.entry(d).or_default() += 1;
                 }
+            }
+            if role == NodeRole::Driver {
+                *driver_ns.entry(id as u32).or_default() += cycle_ns.unwrap_or(0);
                 node.xruns = xruns.map(|x| x.max(0) as u64);
             }
         };
@@ -276,10 +315,45 @@ impl Tally {
         }
     }
 
+    /// The driver our nodes followed in the most cycles.
+    fn followed(&self) -> Option<u32> {
+        self.followed
+            .iter()
+            .max_by_key(|(_, cycles)| **cycles)
+            .map(|(id, _)| *id)
+    }
+
+    /// The window's graph time: the cycles of the driver(s) our nodes followed, else of
+    /// the driver with the most graph time.
+    fn graph_ns(&self) -> u64 {
+        if self.followed.is_empty() {
+            return self.driver_ns.values().copied().max().unwrap_or(0);
+        }
+        // Our nodes may move from one driver to another (a JACK client's first cycles
+        // run on Dummy-Driver): those cycles follow each other, so they add up.
+        self.followed
+            .keys()
+            .filter_map(|id| self.driver_ns.get(id))
+            .sum()
+    }
+
+    /// An empty tally that keeps the name of our nodes.
+    fn restart(&mut self) -> Tally {
+        let ours = self.ours.clone();
+        std::mem::replace(
+            self,
+            Tally {
+                ours,
+                ..Tally::default()
+            },
+        )
+    }
+
     fn snapshot(self) -> ProfilerSnapshot {
         ProfilerSnapshot {
-            window_ms: self.graph_ns / 1_000_000,
+            window_ms: self.graph_ns() / 1_000_000,
             events: self.events,
+            followed: self.followed(),
             nodes: self.nodes.into_values().collect(),
         }
     }
@@ -299,22 +373,33 @@ mod bind {
     use super::{pw, Tally};
     use pw::spa::spa_interface_call_method;
     use std::ffi::c_void;
-    use std::pin::Pin;
+    use std::ptr::NonNull;
 
     /// A bound profiler proxy with its listener; the proxy is destroyed when dropped.
+    ///
+    /// The hook, the events and the tally are heap objects owned through raw pointers
+    /// (from `Box::into_raw`, freed in `drop` after the proxy): the C side keeps their
+    /// addresses and writes the hook and the tally while this struct moves, so no `Box`
+    /// (a unique reference, re-asserted on every move) may coexist with those pointers.
+    /// Every access here goes through the same raw pointers, on the one thread that runs
+    /// the loop (the callback runs inside [`super::Session::pump`]).
     pub(super) struct ProfilerListener {
         proxy: *mut pw::sys::pw_proxy,
-        // Boxed: the server-side callbacks hold their addresses until the proxy is gone.
-        hook: Pin<Box<pw::spa::sys::spa_hook>>,
-        events: Pin<Box<pw::sys::pw_profiler_events>>,
-        tally: Pin<Box<Tally>>,
+        hook: NonNull<pw::spa::sys::spa_hook>,
+        events: NonNull<pw::sys::pw_profiler_events>,
+        tally: NonNull<Tally>,
+    }
+
+    fn leak<T>(value: T) -> NonNull<T> {
+        NonNull::from(Box::leak(Box::new(value)))
     }
 
     unsafe extern "C" fn on_profile(data: *mut c_void, pod: *const pw::spa::sys::spa_pod) {
         if data.is_null() || pod.is_null() {
             return;
         }
-        // SAFETY: `data` is the `Tally` boxed in the listener, alive until the proxy is
+        // SAFETY: `data` is the listener's `Tally` (a raw heap pointer; no reference to
+        // it lives while the loop runs this callback), alive until the proxy is
         // destroyed; `pod` points to a whole pod of `size` body bytes after its 8-byte
         // header, valid for this call.
         let (tally, bytes) = unsafe {
@@ -362,56 +447,73 @@ mod bind {
             if proxy.is_null() {
                 return None;
             }
-            let mut me = ProfilerListener {
+            let me = ProfilerListener {
                 proxy: proxy.cast(),
                 // SAFETY: a zeroed spa_hook is the C idiom for an unlinked hook.
-                hook: Box::pin(unsafe { std::mem::zeroed() }),
-                events: Box::pin(pw::sys::pw_profiler_events {
+                hook: leak(unsafe { std::mem::zeroed() }),
+                events: leak(pw::sys::pw_profiler_events {
                     version: pw::sys::PW_VERSION_PROFILER_EVENTS,
                     profile: Some(on_profile),
                 }),
-                tally: Box::pin(Tally::default()),
+                tally: leak(Tally::default()),
             };
-            let hook: *mut pw::spa::sys::spa_hook = &mut *me.hook;
-            let events: *const pw::sys::pw_profiler_events = &*me.events;
-            let data: *mut Tally = &mut *me.tally;
             // SAFETY: a bound proxy starts with its spa_interface (the profiler's
-            // methods); the hook, events and data are boxed and outlive the proxy,
-            // which `drop` destroys first.
+            // methods); the hook, events and data are heap objects that outlive the
+            // proxy, which `drop` destroys first. (On failure `me` is dropped: the proxy
+            // is destroyed, then the objects freed.)
             let res: i32 = unsafe {
                 spa_interface_call_method!(
                     proxy,
                     pw::sys::pw_profiler_methods,
                     add_listener,
-                    hook,
-                    events,
-                    data.cast()
+                    me.hook.as_ptr(),
+                    me.events.as_ptr().cast_const(),
+                    me.tally.as_ptr().cast::<c_void>()
                 )
             };
             (res >= 0).then_some(me)
         }
 
-        /// What was tallied so far (leaving an empty tally).
+        fn tally(&self) -> &Tally {
+            // SAFETY: the tally is alive until drop; the callback's `&mut` exists only
+            // inside `pump`, which no `&self` borrow spans (it takes `&mut Session`).
+            unsafe { self.tally.as_ref() }
+        }
+
+        /// What was tallied so far (leaving an empty tally that keeps our nodes' name).
         pub(super) fn take(&mut self) -> Tally {
-            std::mem::take(&mut *self.tally)
+            // SAFETY: as in `tally`; `&mut self` excludes the callback.
+            unsafe { self.tally.as_mut() }.restart()
+        }
+
+        /// Names our own nodes (see [`super::Session::follow`]).
+        pub(super) fn set_ours(&mut self, name: String) {
+            // SAFETY: as in `take`.
+            unsafe { self.tally.as_mut() }.ours = Some(name);
         }
 
         /// Events tallied so far.
         pub(super) fn events(&self) -> u64 {
-            self.tally.events
+            self.tally().events
         }
 
         /// Graph time tallied so far, in ns.
         pub(super) fn graph_ns(&self) -> u64 {
-            self.tally.graph_ns
+            self.tally().graph_ns()
         }
     }
 
     impl Drop for ProfilerListener {
         fn drop(&mut self) {
             // SAFETY: the proxy was returned by bind and is destroyed once; destroying
-            // it removes the hook from its lists while the boxes are still alive.
-            unsafe { pw::sys::pw_proxy_destroy(self.proxy) };
+            // it removes the hook from its lists while the objects are still alive.
+            // Then nothing refers to them: they are freed once, as the boxes they were.
+            unsafe {
+                pw::sys::pw_proxy_destroy(self.proxy);
+                drop(Box::from_raw(self.tally.as_ptr()));
+                drop(Box::from_raw(self.events.as_ptr()));
+                drop(Box::from_raw(self.hook.as_ptr()));
+            }
         }
     }
 }
@@ -447,21 +549,46 @@ mod tests {
     }
 
     fn cycle(follower_status: i32) -> Vec<u8> {
-        let clock = vec![
+        serialize(vec![driver_cycle(
+            (29, "audiolat-sink"),
+            Some(256),
+            ("jack_delay", follower_status),
+        )])
+    }
+
+    fn serialize(objects: Vec<Value>) -> Vec<u8> {
+        PodSerializer::serialize(std::io::Cursor::new(Vec::new()), &Value::Struct(objects))
+            .unwrap()
+            .0
+            .into_inner()
+    }
+
+    /// One driver's cycle: its clock (with `quantum` as its duration, or without one),
+    /// its block and one follower `(name, status)` (id 50 + its name's length).
+    fn driver_cycle(
+        (driver_id, driver): (i32, &str),
+        quantum: Option<i64>,
+        (follower, follower_status): (&str, i32),
+    ) -> Value {
+        let mut clock = vec![
             Value::Int(0),
-            Value::Int(29),
-            Value::String("audiolat-sink".into()),
+            Value::Int(driver_id),
+            Value::String(driver.into()),
             Value::Long(0),
             Value::Fraction(Fraction {
                 num: 1,
                 denom: 48000,
             }),
             Value::Long(0),
-            Value::Long(256),
-            Value::Long(0),
-            Value::Double(1.0),
-            Value::Long(0),
         ];
+        if let Some(q) = quantum {
+            clock.extend([
+                Value::Long(q),
+                Value::Long(0),
+                Value::Double(1.0),
+                Value::Long(0),
+            ]);
+        }
         let info = vec![
             Value::Long(7),
             Value::Float(0.1),
@@ -469,26 +596,19 @@ mod tests {
             Value::Float(0.1),
             Value::Int(2),
         ];
-        let object = Value::Object(Object {
+        Value::Object(Object {
             type_: pw::spa::sys::SPA_TYPE_OBJECT_Profiler,
             id: 0,
             properties: vec![
                 prop(PROFILER_INFO, info),
                 prop(PROFILER_CLOCK, clock),
-                prop(PROFILER_DRIVER_BLOCK, block(29, "audiolat-sink", 3)),
+                prop(PROFILER_DRIVER_BLOCK, block(driver_id, driver, 3)),
                 prop(
                     PROFILER_FOLLOWER_BLOCK,
-                    block(50, "jack_delay", follower_status),
+                    block(50 + follower.len() as i32, follower, follower_status),
                 ),
             ],
-        });
-        PodSerializer::serialize(
-            std::io::Cursor::new(Vec::new()),
-            &Value::Struct(vec![object]),
-        )
-        .unwrap()
-        .0
-        .into_inner()
+        })
     }
 
     #[test]
@@ -503,7 +623,10 @@ mod tests {
         assert_eq!(s.nodes.len(), 2);
         let driver = s.driver().unwrap();
         assert_eq!((driver.id, driver.name.as_str()), (29, "audiolat-sink"));
-        assert_eq!((driver.quantum_frames, driver.rate_hz), (256, 48000));
+        assert_eq!(
+            (driver.quantum_frames, driver.rate_hz),
+            (Some(256), Some(48000))
+        );
         assert_eq!(
             (driver.cycles, driver.errors, driver.xruns),
             (3, 0, Some(2))
@@ -512,6 +635,71 @@ mod tests {
         assert_eq!(follower.role, NodeRole::Follower);
         assert_eq!((follower.name.as_str(), follower.cycles), ("jack_delay", 3));
         assert_eq!((follower.errors, follower.xruns), (1, None));
+    }
+
+    #[test]
+    fn a_clock_without_its_quantum_leaves_it_absent_and_adds_no_graph_time() {
+        let mut tally = Tally::default();
+        let pod = serialize(vec![driver_cycle(
+            (29, "audiolat-sink"),
+            None,
+            ("audiolat", 3),
+        )]);
+        tally.add_pod(&pod);
+        let s = tally.snapshot();
+        let driver = s.driver().unwrap();
+        assert_eq!(
+            (driver.quantum_frames, driver.rate_hz, driver.cycles),
+            (None, Some(48000), 1)
+        );
+        assert_eq!(s.window_ms, 0);
+    }
+
+    #[test]
+    fn the_window_counts_the_driver_our_nodes_follow_not_every_driver() {
+        // Each event: the sink at 256 frames running our stream, and Dummy-Driver at
+        // 1024 running someone else's client, in the same batch.
+        let event = || {
+            serialize(vec![
+                driver_cycle((29, "audiolat-sink"), Some(256), ("audiolat", 3)),
+                driver_cycle((18, "Dummy-Driver"), Some(1024), ("other", 3)),
+            ])
+        };
+        let mut ours = Tally {
+            ours: Some("audiolat".into()),
+            ..Tally::default()
+        };
+        let mut anyone = Tally::default();
+        for _ in 0..6 {
+            ours.add_pod(&event());
+            anyone.add_pod(&event());
+        }
+        // 6 cycles of 256 frames at 48 kHz: 32 ms (each cycle's ns rounded down); not
+        // 32 + 128 ms.
+        assert_eq!(ours.graph_ns().abs_diff(32_000_000), 2);
+        let s = ours.restart().snapshot();
+        assert_eq!((s.window_ms, s.followed), (31, Some(29)));
+        assert_eq!(s.driver().unwrap().name, "audiolat-sink");
+        // The next window keeps our name.
+        assert_eq!(ours.ours.as_deref(), Some("audiolat"));
+        // Nobody named: the driver with the most graph time, alone (6 x 1024 frames).
+        assert_eq!(anyone.graph_ns().abs_diff(128_000_000), 2);
+        // A capture stream (`audiolat-capture`) is ours too; `audiolatx` is not.
+        let mut capture = Tally {
+            ours: Some("audiolat".into()),
+            ..Tally::default()
+        };
+        capture.add_pod(&serialize(vec![driver_cycle(
+            (18, "Dummy-Driver"),
+            Some(1024),
+            ("audiolatx", 3),
+        )]));
+        capture.add_pod(&serialize(vec![driver_cycle(
+            (29, "audiolat-sink"),
+            Some(256),
+            ("audiolat-capture", 3),
+        )]));
+        assert_eq!(capture.followed(), Some(29));
     }
 
     #[test]

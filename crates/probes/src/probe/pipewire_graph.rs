@@ -14,7 +14,9 @@ pub(crate) fn start(info: &StreamInfo) -> Option<GraphRecorder> {
             && engine::jack::via_pipewire::loaded_libjacks()
                 .iter()
                 .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"));
-    on_pipewire.then(|| GraphRecorder::start(Vec::new(), DEFAULT_WINDOW))
+    // Our nodes: the streams' (`audiolat`, `audiolat-capture`) or the JACK client's.
+    let ours = Some(info.client_name.clone());
+    on_pipewire.then(|| GraphRecorder::following(Vec::new(), DEFAULT_WINDOW, ours))
 }
 
 /// Stops recording: the record's stored form (`result["server"]["graph"]`).
@@ -27,6 +29,7 @@ fn profiler_json(s: &Option<ProfilerSnapshot>) -> Value {
     json!({
         "window_ms": s.window_ms,
         "events": s.events,
+        "followed_driver": s.followed,
         "nodes": s.nodes.iter().map(|n| json!({
             "id": n.id, "name": n.name,
             "role": format!("{:?}", n.role).to_lowercase(),

@@ -6,7 +6,8 @@
 //! [`NativeStream`](stream::NativeStream) (feature `pipewire-native`) connects a playback
 //! stream and, for a round trip, a capture stream on the *monitor* of the same sink
 //! (`stream.capture.sink=true`), both F32 mono at the graph's rate with
-//! `AUTOCONNECT|MAP_BUFFERS|RT_PROCESS`. On the private PipeWire (`--server pipewire`)
+//! `AUTOCONNECT|MAP_BUFFERS|RT_PROCESS`, their nodes named `audiolat` and
+//! `audiolat-capture` (what the profiler and pw-top show). On the private PipeWire (`--server pipewire`)
 //! both target its null sink [`SINK_NODE_NAME`](crate::pipewire::config::SINK_NODE_NAME);
 //! on the user's own PipeWire (`--server external`, the socket `pipewire-0` in
 //! `$PIPEWIRE_RUNTIME_DIR` or `$XDG_RUNTIME_DIR`) they take its default sink.

@@ -292,6 +292,9 @@ fn main_loop(
             *pw::keys::MEDIA_TYPE => "Audio",
             *pw::keys::MEDIA_CATEGORY => if capture { "Capture" } else { "Playback" },
             *pw::keys::MEDIA_ROLE => "Production",
+            // Named, not after the program (PipeWire's default): the profiler and pw-top
+            // tell our nodes by it.
+            *pw::keys::NODE_NAME => if capture { "audiolat-capture" } else { "audiolat" },
         };
         if let Some(t) = &config.target {
             p.insert(*pw::keys::TARGET_OBJECT, t.as_str());
