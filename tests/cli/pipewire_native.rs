@@ -111,6 +111,24 @@ fn compare_puts_the_jack_api_and_native_round_trips_side_by_side() {
         let r = &v["runs"][0];
         assert_eq!(r["status"], "complete", "{r}");
         ids.push(r["run_id"].as_i64().unwrap().to_string());
+        // Each API's own count is recorded with the run's validity, the other's is
+        // absent (null), never 0: the native cycles whose capture had not arrived (few:
+        // the capture runs in the same graph cycle), the JACK client's frame-count
+        // restarts (PipeWire's libjack restarts it).
+        let stored = run_json(&db, &["show", &ids[ids.len() - 1], "--json"]);
+        let flags = &stored["run"]["flags"];
+        let cycles = r["result"]["cycles"].as_u64().expect("cycles");
+        let (counted, absent) = if backend == "jack" {
+            ("frame_count_restarts", "unmatched_captures")
+        } else {
+            ("unmatched_captures", "frame_count_restarts")
+        };
+        let n = flags[counted].as_u64().unwrap_or_else(|| panic!("{flags}"));
+        assert!(
+            n * 20 <= cycles,
+            "{counted} {n} of {cycles} cycles: {flags}"
+        );
+        assert!(flags[absent].is_null(), "{flags}");
     }
     let v = run_json(&db, &["compare", &ids[0], &ids[1], "--json"]);
     let rows = v["rows"].as_array().expect("rows");

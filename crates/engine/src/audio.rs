@@ -358,6 +358,12 @@ pub struct StreamStatus {
     /// A full-duplex push stream (ALSA): how its two directions started the last time
     /// they did (`None` before the first cycle, and for other streams).
     pub duplex_start: Option<DuplexStart>,
+    /// Native PipeWire streams with a capture: running cycles whose input was silence
+    /// because the capture of the same cycle had not arrived (`None`: not counted).
+    pub unmatched_captures: Option<u64>,
+    /// A JACK client: restarts of the server's frame count that audiolat's own count
+    /// bridged (PipeWire's libjack restarts it; `None`: not counted).
+    pub frame_count_restarts: Option<u64>,
 }
 
 /// How the capture and playback of a full-duplex device started, measured from their

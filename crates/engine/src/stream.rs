@@ -160,6 +160,8 @@ impl StreamShared {
             audio_thread: self.audio_thread.get().copied(),
             alloc_violations: self.alloc_violations.load(Ordering::Relaxed),
             duplex_start: self.duplex_start.load(),
+            unmatched_captures: None,
+            frame_count_restarts: None,
         }
     }
 

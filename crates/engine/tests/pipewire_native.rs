@@ -165,6 +165,9 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     );
     let cycles = seen.cycles.load(Ordering::Relaxed);
     assert!(cycles > 100, "{cycles} cycles");
+    // Cycles whose capture had not arrived are counted (few: same graph cycle).
+    let unmatched = status.unmatched_captures.expect("counted with a capture");
+    assert!(unmatched * 20 <= cycles, "{unmatched} of {cycles}");
     assert_eq!(
         seen.wrong_frames.load(Ordering::Relaxed),
         0,
@@ -223,6 +226,8 @@ fn a_killed_server_ends_the_stream() {
     let (mut stream, _) = setup.open_stream().expect("the native streams");
     assert_eq!(stream.info().period_frames, 1024);
     stream.start(Box::new(Probe::default())).expect("started");
+    // No capture stream: nothing to match, nothing counted.
+    assert_eq!(stream.status().unmatched_captures, None);
     std::thread::sleep(Duration::from_millis(300));
     let pid = setup
         .server()

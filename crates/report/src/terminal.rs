@@ -330,6 +330,16 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
             "DSP overload: {n} cycles took longer than their period to process"
         ));
     }
+    if let Some(n) = flags["unmatched_captures"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "{n} cycles had silence as input: the capture of the same graph cycle had not arrived (native PipeWire streams)"
+        ));
+    }
+    if let Some(n) = flags["frame_count_restarts"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "the server's frame count restarted {n} times (PipeWire's libjack does); audiolat's own count went on by the cycles' times"
+        ));
+    }
     if let Some(n) = flags["alloc_violations"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(
             "the audio callback allocated {n} times (debug build check)"
@@ -476,5 +486,17 @@ mod tests {
         }));
         assert!(notes[0].starts_with("NOT REAL-TIME"));
         assert!(notes.iter().any(|n| n.contains("3 of the 32")));
+        // The streams' own counts: in words when some were counted; 0 or not counted
+        // (null) says nothing.
+        let notes = flag_notes(&serde_json::json!({
+            "unmatched_captures": 3, "frame_count_restarts": 2
+        }));
+        assert!(
+            notes[0].starts_with("3 cycles had silence as input"),
+            "{notes:?}"
+        );
+        assert!(notes[1].contains("restarted 2 times"), "{notes:?}");
+        let quiet = serde_json::json!({"unmatched_captures": 0, "frame_count_restarts": null});
+        assert!(flag_notes(&quiet).is_empty());
     }
 }

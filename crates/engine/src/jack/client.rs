@@ -131,6 +131,8 @@ struct JackFlags {
     resized_to: AtomicU64,
     rate_changed_to: AtomicU64,
     freewheeled: AtomicBool,
+    /// [`FrameCount::restarts`], published by the process thread.
+    frame_count_restarts: AtomicU64,
 }
 
 struct Notifications {
@@ -246,6 +248,9 @@ impl Handler {
         // JACK's 32-bit frame counter, made continuous (its wrap, and PipeWire's
         // restarts of it: see `FrameCount`).
         let first_frame = self.frame_count.next(low, frames, nominal_ns, callback_ns);
+        self.flags
+            .frame_count_restarts
+            .store(self.frame_count.restarts(), Ordering::Relaxed);
         let mut timing = CycleTiming {
             first_frame,
             nominal_ns,
@@ -594,6 +599,7 @@ impl Backend for JackStream {
                 })
             })
             .or_else(|| self.stalled());
+        status.frame_count_restarts = Some(f.frame_count_restarts.load(Ordering::Relaxed));
         status
     }
 

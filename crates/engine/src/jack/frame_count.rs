@@ -50,7 +50,6 @@ impl FrameCount {
     }
 
     /// The restarts of the server's count seen so far.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn restarts(&self) -> u64 {
         self.restarts
     }

@@ -486,6 +486,8 @@ pub fn run(
             + counters.notes_dropped.load(Ordering::Relaxed),
         midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
         records_dropped: status.records_dropped,
+        unmatched_captures: status.unmatched_captures,
+        frame_count_restarts: status.frame_count_restarts,
         oversized_cycles: counters.oversized_cycles.load(Ordering::Relaxed),
         alloc_violations: status.alloc_violations,
         trigger_thread: trigger_rt,

@@ -73,6 +73,12 @@ pub struct EventOutcome {
     pub midi_dropped: u64,
     /// Cycle records the reader lost.
     pub records_dropped: u64,
+    /// The stream's own counts where its backend keeps them (`None`: not counted):
+    /// native PipeWire cycles whose capture had not arrived, restarts of a JACK server's
+    /// frame count.
+    pub unmatched_captures: Option<u64>,
+    /// See `unmatched_captures`.
+    pub frame_count_restarts: Option<u64>,
     /// Cycles longer than the prepared period (rendered silent).
     pub oversized_cycles: u64,
     /// Debug builds with `assert_no_alloc`'s allocator: allocations on the audio thread.
@@ -347,6 +353,8 @@ impl EventOutcome {
             "timing_unknown_triggers": self.timing_unknown(),
             "dropped_triggers": self.dropped,
             "cycle_records_dropped": self.records_dropped,
+            "unmatched_captures": self.unmatched_captures,
+            "frame_count_restarts": self.frame_count_restarts,
             "dsp_overload_cycles": self.dsp_misses,
             "private_server": self.info.server.private,
         })

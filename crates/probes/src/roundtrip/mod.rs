@@ -349,6 +349,8 @@ fn empty_outcome(
         events: Vec::new(),
         blocks_dropped: 0,
         records_dropped: 0,
+        unmatched_captures: None,
+        frame_count_restarts: None,
         alloc_violations: 0,
         audio_thread: None,
         duplex_start: None,

@@ -108,6 +108,12 @@ pub struct RoundtripOutcome {
     pub blocks_dropped: u64,
     /// Cycle records the reader lost.
     pub records_dropped: u64,
+    /// The stream's own counts where its backend keeps them (`None`: not counted):
+    /// native PipeWire cycles whose capture had not arrived, restarts of a JACK server's
+    /// frame count.
+    pub unmatched_captures: Option<u64>,
+    /// See `unmatched_captures`.
+    pub frame_count_restarts: Option<u64>,
     /// Debug builds with `assert_no_alloc`'s allocator: allocations on the audio thread.
     pub alloc_violations: u64,
     /// The audio thread's scheduling, as it read it in its first cycle.
@@ -139,6 +145,8 @@ impl RoundtripOutcome {
         self.gaps = status.gaps;
         self.blocks_dropped = shared.blocks_dropped.load(Ordering::Relaxed);
         self.records_dropped = status.records_dropped;
+        self.unmatched_captures = status.unmatched_captures;
+        self.frame_count_restarts = status.frame_count_restarts;
         self.alloc_violations = status.alloc_violations;
         self.audio_thread = status.audio_thread;
         self.duplex_start = status.duplex_start;
@@ -572,6 +580,8 @@ impl RoundtripOutcome {
             "delay_changes": self.delay_changes().len(),
             "capture_blocks_dropped": self.blocks_dropped,
             "cycle_records_dropped": self.records_dropped,
+            "unmatched_captures": self.unmatched_captures,
+            "frame_count_restarts": self.frame_count_restarts,
             "dsp_overload_cycles": self.dsp_overload_cycles,
             "private_server": self.info.server.private,
             "memory_locked": self.memory_locked,

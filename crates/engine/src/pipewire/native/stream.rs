@@ -511,6 +511,10 @@ impl Backend for NativeStream {
 
     fn status(&self) -> StreamStatus {
         let mut status = self.cell.shared.status();
+        status.unmatched_captures = self
+            .cell
+            .has_capture
+            .then(|| self.cell.unmatched.load(Ordering::Relaxed));
         let resized = self.cell.resized_to.load(Ordering::Relaxed);
         if status.shutdown.is_none() && resized != 0 {
             status.shutdown = Some(format!(
