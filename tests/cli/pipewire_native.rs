@@ -7,6 +7,7 @@ use crate::pipewire::{
     assert_graph_record, assert_nothing_left, assert_pipewire_server, iodelay_reference,
     roundtrip_frames,
 };
+use crate::pipewire_running::{state_file, DesktopPipewire};
 use crate::util::{
     command, machine_lock, private_pipewire_pids, require_pipewire, run, run_json, temp_db,
     wait_timeout,
@@ -266,4 +267,131 @@ fn a_killed_private_pipewire_interrupts_the_native_run_and_keeps_its_triggers() 
     let stored = run_json(&db, &["show", &run_id.to_string(), "--json"]);
     assert_eq!(stored["run"]["status"], "interrupted");
     assert_nothing_left(&db, run_id);
+}
+
+/// A native event run on the desktop's PipeWire with `--period`, spawned, once its
+/// quantum is forced and it has measured for 3 s.
+fn spawn_native_event(
+    desktop: &DesktopPipewire,
+    db: &std::path::Path,
+    period: &str,
+) -> std::process::Child {
+    let mut cmd = desktop.audiolat(
+        db,
+        &[
+            "event",
+            "--backend",
+            "pipewire",
+            "--server",
+            "auto",
+            "--period",
+            period,
+            "--triggers",
+            "400",
+            "--spacing",
+            "50ms",
+            "--json",
+        ],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("audiolat");
+    desktop.wait_for(period);
+    assert!(state_file(child.id()).exists());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    child
+}
+
+/// No node of audiolat's streams (`audiolat`, `audiolat-capture`) is left on the
+/// desktop's PipeWire.
+fn assert_no_native_nodes(desktop: &DesktopPipewire) {
+    let out = std::process::Command::new("pw-cli")
+        .envs(desktop.server().client_env())
+        .args(["ls", "Node"])
+        .output()
+        .expect("pw-cli");
+    let nodes = String::from_utf8_lossy(&out.stdout);
+    for ours in ["\"audiolat\"", "\"audiolat-capture\""] {
+        assert!(
+            !nodes.contains(&format!("node.name = {ours}")),
+            "{ours} left: {nodes}"
+        );
+    }
+}
+
+/// The triggers an event run kept (its stdout's JSON), checked stored as `status`.
+fn kept_triggers(out: &std::process::Output, db: &std::path::Path, status: &str) -> usize {
+    let v = crate::util::parse_json(&out.stdout);
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], status, "{r}");
+    let run_id = r["run_id"].as_i64().unwrap().to_string();
+    let stored = run_json(db, &["show", &run_id, "--json"]);
+    assert_eq!(stored["run"]["status"], status, "{stored}");
+    r["triggers"].as_array().map_or(0, Vec::len)
+}
+
+/// Ctrl-C in the middle of a native run on the user's running PipeWire, whose own
+/// `clock.force-quantum` is 512: exit 130, the run `interrupted` with the triggers it
+/// measured, the user's 512 back, audiolat's state file gone, none of its nodes left.
+#[test]
+fn ctrl_c_mid_native_run_on_a_running_pipewire_restores_its_quantum_and_keeps_triggers() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    let (_dir, db) = temp_db("pwnint.db");
+    let child = spawn_native_event(&desktop, &db, "128");
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let mut child = child;
+    let status = wait_timeout(&mut child, std::time::Duration::from_secs(60));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(130), "{out:?}");
+    let kept = kept_triggers(&out, &db, "interrupted");
+    assert!(kept > 0 && kept < 400, "{kept} triggers kept");
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value not restored"
+    );
+    assert!(!state_file(pid).exists());
+    assert_no_native_nodes(&desktop);
+}
+
+/// WirePlumber (the session manager that linked the streams) killed under a native run
+/// on the user's running PipeWire: the run ends, interrupted with the PipeWire's reason
+/// or complete, either way with the triggers it measured; the quantum it forced is
+/// restored (the settings live in PipeWire, not WirePlumber) and none of its nodes is
+/// left.
+#[test]
+fn killing_wireplumber_under_native_streams_ends_the_run_honestly_and_leaves_nothing() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("pwnwp.db");
+    let mut child = spawn_native_event(&desktop, &db, "256");
+    let pid = child.id();
+    let wireplumber = desktop.server().info().pids.wireplumber;
+    // SAFETY: killing the WirePlumber of the test's own PipeWire.
+    unsafe { libc::kill(wireplumber as i32, libc::SIGKILL) };
+    let status = wait_timeout(&mut child, std::time::Duration::from_secs(60));
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let kept = match status.code() {
+        Some(0) => kept_triggers(&out, &db, "complete"),
+        Some(1) => {
+            assert!(stderr.contains("PipeWire"), "{stderr}");
+            kept_triggers(&out, &db, "interrupted")
+        }
+        other => panic!("exit {other:?}: {stderr}"),
+    };
+    assert!(kept > 0, "no trigger kept: {stderr}");
+    eprintln!(
+        "WirePlumber killed: exit {:?}, {kept} triggers kept; {stderr}",
+        status.code()
+    );
+    assert_eq!(desktop.force_quantum(), "0", "not restored");
+    assert!(!state_file(pid).exists());
+    assert_no_native_nodes(&desktop);
 }

@@ -29,6 +29,10 @@ impl DesktopPipewire {
         DesktopPipewire { server }
     }
 
+    pub(crate) fn server(&self) -> &PipewireServer {
+        &self.server
+    }
+
     pub(crate) fn socket(&self) -> PathBuf {
         self.server.info().runtime_dir.join("pipewire-0")
     }
@@ -41,7 +45,7 @@ impl DesktopPipewire {
         cmd
     }
 
-    fn metadata(&self, args: &[&str]) -> String {
+    pub(crate) fn metadata(&self, args: &[&str]) -> String {
         let out = Command::new("pw-metadata")
             .envs(self.server.client_env())
             .args(["-n", "settings", "0"])
@@ -53,7 +57,7 @@ impl DesktopPipewire {
     }
 
     /// `clock.force-quantum` as `pw-metadata` lists it ("0" when unset).
-    fn force_quantum(&self) -> String {
+    pub(crate) fn force_quantum(&self) -> String {
         self.metadata(&[])
             .lines()
             .find(|l| l.contains("key:'clock.force-quantum'"))
@@ -63,7 +67,7 @@ impl DesktopPipewire {
     }
 
     /// Waits until `clock.force-quantum` reads `value`.
-    fn wait_for(&self, value: &str) {
+    pub(crate) fn wait_for(&self, value: &str) {
         let start = Instant::now();
         while self.force_quantum() != value {
             assert!(
@@ -76,7 +80,7 @@ impl DesktopPipewire {
 }
 
 /// audiolat's state file for a running PipeWire's quantum.
-fn state_file(pid: u32) -> PathBuf {
+pub(crate) fn state_file(pid: u32) -> PathBuf {
     PathBuf::from(format!("/run/audiolat/pipewire-quantum-{pid}.state"))
 }
 
