@@ -395,3 +395,65 @@ fn killing_wireplumber_under_native_streams_ends_the_run_honestly_and_leaves_not
     assert!(!state_file(pid).exists());
     assert_no_native_nodes(&desktop);
 }
+
+/// A running PipeWire is recorded alike by the JACK API and by native streams (with no
+/// quantum asked, so no JACK client at all): the same name (its socket's), the same
+/// version text (PipeWire's and WirePlumber's versions, where it runs) but for how
+/// audiolat reached it, and the quantum granted (the streams' own measure for native).
+#[test]
+fn native_and_jack_api_runs_record_a_running_pipewire_alike() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("pwnrec.db");
+    let mut servers = Vec::new();
+    for backend in ["jack", "pipewire"] {
+        let args = [
+            "roundtrip",
+            "--backend",
+            backend,
+            "--server",
+            "auto",
+            "--duration",
+            "2s",
+            "--json",
+        ];
+        let out = crate::util::output(&mut desktop.audiolat(&db, &args));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let v = crate::util::parse_json(&out.stdout);
+        let run_id = v["runs"][0]["run_id"].as_i64().unwrap().to_string();
+        let stored = run_json(&db, &["show", &run_id, "--json"]);
+        servers.push(stored["run"]["config"]["server"].clone());
+    }
+    let (jack, native) = (&servers[0], &servers[1]);
+    assert_eq!(jack["name"], "pipewire-0", "{jack}");
+    for key in [
+        "name",
+        "private",
+        "quantum_asked_frames",
+        "quantum_granted_frames",
+    ] {
+        assert_eq!(jack[key], native[key], "{key}: {jack} {native}");
+    }
+    let running_at = format!("(running at {}, ", desktop.socket().display());
+    let version = |s: &serde_json::Value| s["version"].as_str().unwrap_or_default().to_string();
+    let (jv, nv) = (version(jack), version(native));
+    let head = |v: &str| v.split(&running_at).next().unwrap_or_default().to_string();
+    assert!(
+        jv.contains(&running_at) && nv.contains(&running_at),
+        "{jv} / {nv}"
+    );
+    assert_eq!(head(&jv), head(&nv));
+    let versions = head(&nv);
+    assert!(
+        versions.starts_with("PipeWire ")
+            && versions.contains(", WirePlumber ")
+            && !versions.contains("unknown"),
+        "{nv}"
+    );
+    assert!(jv.ends_with("/pipewire-0.3/jack/libjack.so.0)"), "{jv}");
+    assert!(
+        nv.ends_with(&format!("{running_at}native streams)")),
+        "{nv}"
+    );
+}

@@ -222,6 +222,20 @@ pub struct OnRunning {
     pub forced: Option<KeptQuantum>,
 }
 
+/// The version text recorded of a running PipeWire: `PipeWire X, WirePlumber Y (running
+/// at SOCKET, CLIENTS)`, `CLIENTS` saying how audiolat's clients reach it (the JACK API
+/// and native streams record the same text but for it); a version not known is
+/// `unknown`.
+pub fn running_version(server: &RunningPipewire, clients: &str) -> String {
+    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    format!(
+        "PipeWire {}, WirePlumber {} (running at {}, {clients})",
+        known(&server.version),
+        known(&server.wireplumber_version),
+        server.socket().display(),
+    )
+}
+
 /// Uses the running PipeWire `server` through its JACK API: loads PipeWire's libjack,
 /// points this process's JACK clients at it, forces `quantum_frames` when given
 /// ([`crate::pipewire::running::force_quantum`]: kept in a state file until restored)
@@ -244,17 +258,13 @@ pub fn use_running(
         Some(kept) => kept.granted(),
         None => measure_quantum(&name, None, timeout)?,
     };
-    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     let info = ServerInfo {
         name,
         private: false,
         command_line: None,
-        version: Some(format!(
-            "PipeWire {}, WirePlumber {} (running at {}, JACK clients through {})",
-            known(&server.version),
-            known(&server.wireplumber_version),
-            server.socket().display(),
-            libjack.display()
+        version: Some(running_version(
+            &server,
+            &format!("JACK clients through {}", libjack.display()),
         )),
         quantum_asked_frames: quantum_frames,
         quantum_granted_frames: Some(granted),

@@ -199,15 +199,21 @@ pub(crate) fn open(
             loop_description,
         });
     }
+    // Recorded as the JACK API path records this PipeWire (the socket's name, the
+    // versions of PipeWire and WirePlumber, where it runs), but for how audiolat reaches
+    // it; the quantum granted is the streams' own, measured at open.
     let config = NativeConfig {
         target: Some(sink.node_name.clone()),
         capture: spec.capture,
         rate_hz: spec.rate_hz.unwrap_or(DEFAULT_RATE_HZ),
         server: ServerInfo {
-            name: socket.display().to_string(),
+            name: running.remote.clone(),
             private: false,
             command_line: None,
-            version: None,
+            version: Some(crate::jack::via_pipewire::running_version(
+                &running,
+                NATIVE_CLIENTS,
+            )),
             quantum_asked_frames: None,
             quantum_granted_frames: None,
         },
@@ -220,6 +226,9 @@ pub(crate) fn open(
         loop_description,
     })
 }
+
+/// How native streams reach a PipeWire, in its recorded version text.
+const NATIVE_CLIENTS: &str = "native streams";
 
 /// What is recorded of a PipeWire reached through its JACK API for native streams: the
 /// streams are native; PipeWire's libjack only measured the quantum granted.
@@ -235,7 +244,7 @@ fn native_info(server: &crate::jack::server::JackServer) -> ServerInfo {
             let libjack = tail[through.len()..].trim_end_matches(')');
             let closing = if tail.ends_with(')') { ")" } else { "" };
             *text = format!(
-                "{head}native streams; the quantum granted measured by a JACK client through {libjack}{closing}"
+                "{head}{NATIVE_CLIENTS}; the quantum granted measured by a JACK client through {libjack}{closing}"
             );
         }
     }
