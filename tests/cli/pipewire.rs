@@ -54,6 +54,13 @@ pub(crate) fn assert_graph_record(run: &Value) {
             .unwrap_or_else(|| panic!("audiolat follows in the {when} window: {graph}"));
         assert!(audiolat["errors"].as_u64().is_some(), "{graph}");
     }
+    // The window follows the driver audiolat's own nodes ran on: the sink.
+    let last = &graph["profiler"]["after"];
+    let sink_id = last["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["name"] == "audiolat-sink"))
+        .map(|n| n["id"].clone());
+    assert_eq!(Some(last["followed_driver"].clone()), sink_id, "{graph}");
 }
 
 /// No process of the run's private PipeWire (they carry the run's audiolat pid) and no
