@@ -285,3 +285,64 @@ fn a_killed_audiolat_leaves_the_quantum_forced_and_the_next_one_restores_it() {
     assert_eq!(desktop.force_quantum(), "512");
     assert!(!state_file(pid).exists());
 }
+
+/// The user changes `clock.force-quantum` during a run: the run ends (its buffer size
+/// changed mid-run) and audiolat, which no longer owns the key, leaves the user's value,
+/// says so in one line, and removes its state file.
+#[test]
+fn a_quantum_changed_during_the_run_is_left_as_the_user_set_it() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("pwchanged.db");
+    let child = spawn_forcing(&desktop, &db, "128");
+    let pid = child.id();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    let out = child.wait_with_output().expect("audiolat");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("from 128 to 512 frames mid-run"),
+        "{stderr}"
+    );
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value overwritten"
+    );
+    let said = format!(
+        "audiolat: left clock.force-quantum at 512 on the PipeWire at {}: it was changed during the run (audiolat forced 128 and found 0 before)",
+        desktop.socket().display()
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(!state_file(pid).exists());
+}
+
+/// A state file of an audiolat killed before it set the key (the key holds the value
+/// before): nothing to restore and nothing said; the file goes.
+#[test]
+fn a_state_file_of_a_key_never_set_is_removed_silently() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    // Above pid_max: a dead audiolat.
+    let file = state_file(4_999_999);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = format!(
+        "pid=4999999\nsocket={}\nkey=clock.force-quantum\nprevious=512\nforced=64\n",
+        desktop.socket().display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_dir, db) = temp_db("pwnever.db");
+    let out = output(&mut desktop.audiolat(&db, &["jitter", "--duration", "1s", "-q"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("clock.force-quantum"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("4999999"), "{}", out.stderr);
+    assert_eq!(desktop.force_quantum(), "512");
+    assert!(!file.exists());
+}

@@ -21,7 +21,10 @@
 //!   the quantum granted; the previous settings are restored before it is returned.
 //! - The returned guard restores the previous values when dropped (the normal end of a
 //!   run, an error, Ctrl-C through the run's normal end) or with
-//!   [`ForcedQuantum::restore`], which reports a failure.
+//!   [`ForcedQuantum::restore`], which reports a failure. It restores only what audiolat
+//!   still owns ([`restore_setting`]): a key that no longer holds the value forced (the
+//!   user, or another audiolat, changed it during the run) is left as it is and listed
+//!   in [`ForcedQuantum::changed`].
 //! - A killed audiolat leaves nothing to undo on the private PipeWire audiolat started,
 //!   which dies with it (`PR_SET_PDEATHSIG`). On a server audiolat did not start, use
 //!   [`super::running::force_quantum`], which keeps a state file for the next audiolat.
@@ -78,6 +81,10 @@ pub struct ForcedQuantum {
     env: Vec<(&'static str, OsString)>,
     /// (key, previous value) of each key set, in the order set.
     previous: Vec<(&'static str, String)>,
+    /// The value set, for each key of `previous`.
+    forced: Vec<String>,
+    /// The keys left as they were found at the restore (changed during the run).
+    changed: Vec<Changed>,
     asked: u32,
     granted: u32,
     restored: bool,
@@ -103,6 +110,8 @@ impl ForcedQuantum {
         let mut guard = ForcedQuantum {
             env,
             previous: Vec::new(),
+            forced: Vec::new(),
+            changed: Vec::new(),
             asked: quantum,
             granted: 0,
             restored: false,
@@ -111,6 +120,7 @@ impl ForcedQuantum {
             let before = settings.get(key).cloned().unwrap_or_else(|| "0".into());
             set_setting(&guard.env, key, &value.to_string())?;
             guard.previous.push((key, before));
+            guard.forced.push(value.to_string());
         }
         // On an error from here on, dropping the guard restores the previous values.
         guard.granted = measure_quantum(jack_server, Some(quantum), timeout)?;
@@ -139,19 +149,79 @@ impl ForcedQuantum {
         &self.previous
     }
 
-    /// Puts the previous values back (once; dropping the guard does it otherwise).
+    /// Puts the previous values back where the keys still hold the values forced (once;
+    /// dropping the guard does it otherwise); a key changed since is left as it is and
+    /// listed in [`Self::changed`].
     pub fn restore(&mut self) -> Result<(), QuantumError> {
         if self.restored {
             return Ok(());
         }
         self.restored = true;
         let mut first_error = None;
-        for (key, value) in self.previous.iter().rev() {
-            if let Err(e) = set_setting(&self.env, key, value) {
-                first_error.get_or_insert(e);
+        for ((key, previous), forced) in self.previous.iter().zip(&self.forced).rev() {
+            match restore_setting(&self.env, key, forced, previous) {
+                Ok(Restore::Changed(changed)) => self.changed.push(changed),
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// The keys [`Self::restore`] left as it found them: changed during the run.
+    pub fn changed(&self) -> &[Changed] {
+        &self.changed
+    }
+}
+
+/// A forced key found holding another value than the one forced: someone else's now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Changed {
+    /// The key.
+    pub key: String,
+    /// The value it holds now (left as it is).
+    pub now: String,
+    /// The value audiolat forced.
+    pub forced: String,
+}
+
+/// What [`restore_setting`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Restore {
+    /// The key held the value forced: the previous value was put back.
+    Restored,
+    /// The key already held the previous value (it was never set, or was put back):
+    /// nothing to do.
+    AlreadyPrevious,
+    /// The key holds another value: left as it is.
+    Changed(Changed),
+}
+
+/// Puts `previous` back in `key` of the settings of the PipeWire `env` reaches, only when
+/// the key still holds `forced`, the value audiolat set ("0" stands for a key not set).
+pub fn restore_setting(
+    env: &[(&'static str, OsString)],
+    key: &str,
+    forced: &str,
+    previous: &str,
+) -> Result<Restore, QuantumError> {
+    let now = read_settings(env)?
+        .get(key)
+        .cloned()
+        .unwrap_or_else(|| "0".into());
+    if now == forced && now != previous {
+        set_setting(env, key, previous)?;
+        Ok(Restore::Restored)
+    } else if now == previous {
+        Ok(Restore::AlreadyPrevious)
+    } else {
+        Ok(Restore::Changed(Changed {
+            key: key.to_string(),
+            now,
+            forced: forced.to_string(),
+        }))
     }
 }
 
@@ -191,7 +261,7 @@ pub fn read_settings(
 }
 
 /// Sets `key` to `value` in the settings metadata.
-fn set_setting(
+pub(crate) fn set_setting(
     env: &[(&'static str, OsString)],
     key: &str,
     value: &str,
