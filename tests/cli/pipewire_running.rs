@@ -83,8 +83,10 @@ fn state_file(pid: u32) -> PathBuf {
 /// A sweep over `periods` on the desktop's PipeWire with `--server auto` and the JACK
 /// API (`backend` empty) or `backend`'s arguments: every run records that PipeWire (not
 /// private), asked = granted, and a round trip of one quantum (the later sessions on one
-/// server too: the next period, the next audiolat).
+/// server too: the next period, the next audiolat); its graph record's force-quantum
+/// "before" is the user's value (read before the sweep), not the one audiolat forced.
 fn sweep_checks(desktop: &DesktopPipewire, backend: &[&str], periods: &[u32]) {
+    let user: u64 = desktop.force_quantum().parse().expect("a number");
     let (_dir, db) = temp_db("pwr.db");
     let list: Vec<String> = periods.iter().map(u32::to_string).collect();
     let list = list.join(",");
@@ -113,6 +115,9 @@ fn sweep_checks(desktop: &DesktopPipewire, backend: &[&str], periods: &[u32]) {
         );
         assert_eq!(server["quantum_asked_frames"], period, "{server}");
         assert_eq!(server["quantum_granted_frames"], period, "{server}");
+        let graph = &stored["run"]["result"]["server"]["graph"];
+        assert_eq!(graph["force_quantum"]["before"], user, "{graph}");
+        assert_eq!(graph["force_quantum"]["after"], period, "{graph}");
         let frames = &r["result"]["roundtrip_frames"];
         let median = frames["median"].as_f64();
         let median = median.unwrap_or_else(|| panic!("no median: {stored}"));

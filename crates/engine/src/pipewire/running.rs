@@ -312,8 +312,30 @@ impl Drop for KeptQuantum {
     fn drop(&mut self) {
         for setting in self.settings.iter().rev() {
             setting.restore();
+            forget_held(setting.key);
         }
     }
+}
+
+/// (key, value before) of each key this process holds forced on a running PipeWire.
+static HELD: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn forget_held(key: &str) {
+    if let Ok(mut held) = HELD.lock() {
+        if let Some(at) = held.iter().rposition(|(k, _)| *k == key) {
+            held.remove(at);
+        }
+    }
+}
+
+/// The value `key` held before this process forced it on a running PipeWire (the
+/// user's), while it holds it forced; `None` when it does not.
+pub fn held_previous(key: &str) -> Option<String> {
+    let held = HELD.lock().ok()?;
+    held.iter()
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.clone())
 }
 
 /// This process's state file for `key`.
@@ -390,6 +412,9 @@ pub fn force_settings(
                 socket.display()
             ),
         )?;
+        if let Ok(mut held) = HELD.lock() {
+            held.push((key, previous.clone()));
+        }
         kept.settings.push(KeptSetting {
             env: env.clone(),
             socket: socket.clone(),
