@@ -54,9 +54,14 @@ impl DesktopPipewire {
 
     /// `clock.force-quantum` as `pw-metadata` lists it ("0" when unset).
     fn force_quantum(&self) -> String {
+        self.setting("clock.force-quantum")
+    }
+
+    /// A settings key as `pw-metadata` lists it ("0" when unset).
+    fn setting(&self, key: &str) -> String {
         self.metadata(&[])
             .lines()
-            .find(|l| l.contains("key:'clock.force-quantum'"))
+            .find(|l| l.contains(&format!("key:'{key}'")))
             .and_then(|l| l.split("value:'").nth(1)?.split('\'').next())
             .unwrap_or("0")
             .to_string()
@@ -350,4 +355,67 @@ fn a_state_file_of_a_key_never_set_is_removed_silently() {
     assert!(!out.stderr.contains("4999999"), "{}", out.stderr);
     assert_eq!(desktop.force_quantum(), "512");
     assert!(!file.exists());
+}
+
+/// `--rate` on a running PipeWire forces `clock.force-rate` as `--period` forces the
+/// quantum: the rate asked and the rate granted (the JACK client's) recorded, the stream
+/// at that rate, a loop of the quantum the graph then runs, the graph record's "before"
+/// the user's value, and force-rate (and the quantum forced with it) back as they were.
+#[test]
+fn rate_on_a_running_pipewire_forces_it_records_it_and_restores_it() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("pwrate.db");
+    let args = [
+        "roundtrip",
+        "--server",
+        "auto",
+        "--rate",
+        "44100",
+        "--duration",
+        "2s",
+        "--json",
+    ];
+    let out = output(&mut desktop.audiolat(&db, &args));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let r = &v["runs"][0];
+    assert_eq!(r["status"], "complete", "{r}");
+    let run_id = r["run_id"].as_i64().unwrap().to_string();
+    let stored = run_json(&db, &["show", &run_id, "--json"]);
+    let config = &stored["run"]["config"];
+    assert_eq!(config["server"]["private"], false, "{config}");
+    assert_eq!(config["server"]["rate_asked_hz"], 44100, "{config}");
+    assert_eq!(config["server"]["rate_granted_hz"], 44100, "{config}");
+    assert_eq!(config["rate_hz"], 44100, "{config}");
+    let granted = config["server"]["quantum_granted_frames"]
+        .as_f64()
+        .expect("a quantum");
+    let median = r["result"]["roundtrip_frames"]["median"]
+        .as_f64()
+        .expect("a median");
+    assert!(
+        (median - granted).abs() <= 0.05,
+        "{median} vs {granted}: {r}"
+    );
+    let graph = &stored["run"]["result"]["server"]["graph"];
+    assert_eq!(graph["force_rate"]["before"], 0, "{graph}");
+    assert_eq!(graph["force_rate"]["after"], 44100, "{graph}");
+    assert_eq!(
+        desktop.setting("clock.force-rate"),
+        "0",
+        "force-rate not restored"
+    );
+    let left: Vec<_> = std::fs::read_dir("/run/audiolat")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("pipewire-rate-")
+        })
+        .collect();
+    assert!(left.is_empty(), "state files left: {left:?}");
 }

@@ -69,6 +69,14 @@ pub enum QuantumError {
         /// The quantum the graph ran.
         granted: u32,
     },
+    /// The graph runs another rate than the one forced.
+    #[error("PipeWire does not run a rate of {asked} Hz: its graph runs {granted} Hz with clock.force-rate {asked} set; ask for {granted}, or for a rate the graph allows (default.clock.allowed-rates)")]
+    RateNotGranted {
+        /// The rate asked for.
+        asked: u32,
+        /// The rate the graph ran.
+        granted: u32,
+    },
     /// No cycle of the graph was seen.
     #[error("the quantum of the PipeWire graph could not be measured: {0}")]
     NotMeasured(String),
@@ -299,14 +307,29 @@ pub fn measure_quantum(
     expect: Option<u32>,
     timeout: Duration,
 ) -> Result<u32, QuantumError> {
+    measure_graph(jack_server, expect, timeout).map(|(quantum, _)| quantum)
+}
+
+/// [`measure_quantum`], with the rate the graph runs, measured from the same cycles
+/// (their frames over their period, `jack_get_cycle_times`; the client's sample rate
+/// follows `clock.force-rate` before the graph does): (quantum in frames, rate in Hz).
+pub fn measure_graph(
+    jack_server: &str,
+    expect: Option<u32>,
+    timeout: Duration,
+) -> Result<(u32, u32), QuantumError> {
     let not_measured = |e: String| QuantumError::NotMeasured(e);
     crate::jack::via_pipewire::load_pipewire_libjack().map_err(|e| not_measured(e.to_string()))?;
     let client = crate::jack::server::open_client(jack_server, "audiolat-quantum")
         .map_err(|e| not_measured(e.to_string()))?;
     let (last, cycles) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU64::new(0)));
-    let (l, c) = (last.clone(), cycles.clone());
+    let period_us = Arc::new(AtomicU32::new(0));
+    let (l, c, p) = (last.clone(), cycles.clone(), period_us.clone());
     let handler = jack::contrib::ClosureProcessHandler::new(move |_, ps| {
         l.store(ps.n_frames(), Ordering::Relaxed);
+        if let Ok(times) = ps.cycle_times() {
+            p.store(times.period_usecs.to_bits(), Ordering::Relaxed);
+        }
         c.fetch_add(1, Ordering::Relaxed);
         jack::Control::Continue
     });
@@ -333,7 +356,18 @@ pub fn measure_quantum(
         }
     };
     let _ = active.deactivate();
-    measured.ok_or_else(|| not_measured(format!("no cycle ran within {timeout:?}")))
+    let quantum =
+        measured.ok_or_else(|| not_measured(format!("no cycle ran within {timeout:?}")))?;
+    let period_us = f32::from_bits(period_us.load(Ordering::Relaxed));
+    if period_us <= 0.0 {
+        return Err(not_measured(
+            "the cycles had no period (jack_get_cycle_times)".into(),
+        ));
+    }
+    Ok((
+        quantum,
+        (f64::from(quantum) * 1e6 / f64::from(period_us)).round() as u32,
+    ))
 }
 
 #[cfg(test)]

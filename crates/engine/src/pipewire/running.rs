@@ -32,7 +32,7 @@
 
 use super::programs::{library_version, run_bounded};
 use super::quantum::{
-    measure_quantum, set_setting, QuantumError, Restore, FORCE_QUANTUM_KEY, FORCE_RATE_KEY,
+    measure_graph, set_setting, QuantumError, Restore, FORCE_QUANTUM_KEY, FORCE_RATE_KEY,
 };
 use std::ffi::OsString;
 use std::os::unix::net::UnixStream;
@@ -254,6 +254,7 @@ pub struct KeptQuantum {
     /// In the order set; restored in the reverse order when dropped.
     settings: Vec<KeptSetting>,
     granted: u32,
+    granted_rate_hz: u32,
 }
 
 /// One key forced, its state file, and what to put back.
@@ -271,6 +272,11 @@ impl KeptQuantum {
     /// The quantum measured.
     pub fn granted(&self) -> u32 {
         self.granted
+    }
+
+    /// The rate measured (the JACK client's sample rate), in Hz.
+    pub fn granted_rate_hz(&self) -> u32 {
+        self.granted_rate_hz
     }
 
     /// The value `key` held before audiolat forced it (the user's: another running
@@ -372,8 +378,9 @@ pub fn force_quantum(
 
 /// Forces `quantum` (`clock.force-quantum`) and `rate_hz` (`clock.force-rate`), those
 /// given, on `server`, each key's state file written before it is set, and measures the
-/// quantum the graph then runs (a JACK client of `jack_server`); a quantum other than
-/// asked is [`QuantumError::NotGranted`]. On an error what was set is restored as when
+/// quantum and rate the graph then runs (a JACK client of `jack_server`); a quantum
+/// other than asked is [`QuantumError::NotGranted`], a rate
+/// [`QuantumError::RateNotGranted`]. On an error what was set is restored as when
 /// the guard drops.
 pub fn force_settings(
     server: &RunningPipewire,
@@ -393,9 +400,9 @@ pub fn force_settings(
     let mut kept = KeptQuantum {
         settings: Vec::new(),
         granted: 0,
+        granted_rate_hz: 0,
     };
-    let wanted = [(FORCE_RATE_KEY, rate_hz), (FORCE_QUANTUM_KEY, quantum)];
-    for (key, value) in wanted.into_iter().filter_map(|(k, v)| Some((k, v?))) {
+    let force = |kept: &mut KeptQuantum, key: &'static str, value: u32| {
         let now = settings.get(key).cloned().unwrap_or_else(|| "0".into());
         // Another running audiolat's forced value: the user's is the one it found.
         let previous = others
@@ -424,11 +431,30 @@ pub fn force_settings(
             file,
         });
         // On an error from here on, dropping `kept` restores what it holds.
-        set_setting(&env, key, &forced)?;
+        set_setting(&env, key, &forced)
+    };
+    if let Some(rate) = rate_hz {
+        force(&mut kept, FORCE_RATE_KEY, rate)?;
     }
-    kept.granted = measure_quantum(jack_server, quantum, timeout)?;
-    match quantum {
-        Some(asked) if asked != kept.granted => Err(QuantumError::NotGranted {
+    if let Some(q) = quantum {
+        force(&mut kept, FORCE_QUANTUM_KEY, q)?;
+    }
+    (kept.granted, kept.granted_rate_hz) = measure_graph(jack_server, quantum, timeout)?;
+    if quantum.is_none() && rate_hz.is_some() {
+        // A JACK client's buffer size is clock.force-quantum, else the default
+        // clock.quantum, not the quantum the graph runs at the forced rate (512 at
+        // 44100 Hz by default): force the one measured so that they agree.
+        let measured = kept.granted;
+        force(&mut kept, FORCE_QUANTUM_KEY, measured)?;
+        (kept.granted, kept.granted_rate_hz) =
+            measure_graph(jack_server, Some(kept.granted), timeout)?;
+    }
+    match (quantum, rate_hz) {
+        (_, Some(asked)) if asked != kept.granted_rate_hz => Err(QuantumError::RateNotGranted {
+            asked,
+            granted: kept.granted_rate_hz,
+        }),
+        (Some(asked), _) if asked != kept.granted => Err(QuantumError::NotGranted {
             asked,
             granted: kept.granted,
         }),

@@ -206,6 +206,8 @@ pub(crate) fn open(
             version: None,
             quantum_asked_frames: None,
             quantum_granted_frames: None,
+            rate_asked_hz: None,
+            rate_granted_hz: None,
         },
         record_capacity: 8192,
     };
