@@ -419,3 +419,123 @@ fn rate_on_a_running_pipewire_forces_it_records_it_and_restores_it() {
         .collect();
     assert!(left.is_empty(), "state files left: {left:?}");
 }
+
+/// A quantum the running PipeWire's graph refuses (3000: it rounds it down to 2048):
+/// one line naming what it granted, exit 2, and the user's value back.
+#[test]
+fn a_refused_quantum_on_a_running_pipewire_is_one_line_and_restores_the_users_value() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    let (_dir, db) = temp_db("pwrefused.db");
+    let args = [
+        "roundtrip",
+        "--server",
+        "auto",
+        "--period",
+        "3000",
+        "--duration",
+        "2s",
+    ];
+    let out = output(&mut desktop.audiolat(&db, &args));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let line = out.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.starts_with("audiolat: error: "), "{line}");
+    assert!(
+        line.contains("quantum of 3000 frames: the graph granted 2048")
+            && line.contains("ask for 2048"),
+        "{line}"
+    );
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value not restored"
+    );
+    let left: Vec<_> = std::fs::read_dir("/run/audiolat")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("pipewire-"))
+        .collect();
+    assert!(left.is_empty(), "state files left: {left:?}");
+}
+
+/// A `--period` outside the quanta PipeWire's graph runs (8 to 8192 frames), on every
+/// PipeWire path (a private one, the running one through the JACK API, natively, in a
+/// sweep): refused in PipeWire's words, not JACK's, exit 2, nothing forced.
+#[test]
+fn a_period_outside_pipewires_quanta_is_refused_in_pipewires_words() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    let (_dir, db) = temp_db("pwrange.db");
+    for (server, period) in [
+        (&["--server", "pipewire"][..], "9000"),
+        (&["--server", "auto"][..], "9000"),
+        (&["--server", "external"][..], "4"),
+        (&["--server", "auto"][..], "4,64"),
+        (&["--backend", "pipewire"][..], "9000"),
+    ] {
+        let mut args = vec!["roundtrip"];
+        args.extend_from_slice(server);
+        args.extend_from_slice(&["--period", period, "--duration", "1s"]);
+        let out = output(&mut desktop.audiolat(&db, &args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        let first = period.split(',').next().unwrap();
+        let said = format!("--period {first}: PipeWire's graph runs quanta from 8 to 8192 frames");
+        assert!(out.stderr.contains(&said), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("JACK"), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
+    }
+    assert_eq!(desktop.force_quantum(), "0");
+}
+
+/// doctor on a quantum a killed audiolat left forced: a leftover worded for a PipeWire
+/// setting (not cpusets, not root), with the command that puts it back by hand; the
+/// next measuring command restores it.
+#[test]
+fn doctor_words_a_forced_quantum_left_by_a_killed_audiolat_for_pipewire() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "256"]);
+    // Above pid_max: a dead audiolat.
+    let file = state_file(4_999_998);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = format!(
+        "pid=4999998\nsocket={}\nkey=clock.force-quantum\nprevious=0\nforced=256\n",
+        desktop.socket().display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let (_dir, db) = temp_db("pwdoc.db");
+    let mut doctor = desktop.audiolat(&db, &["doctor", "--json", "--steal-window", "100ms"]);
+    let out = output(&mut doctor);
+    let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let left = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "system.leftovers")
+        .expect("the leftovers finding");
+    assert_eq!(left["verdict"], "fail", "{left}");
+    let fix = left["fix"].as_str().unwrap();
+    let by_hand = format!(
+        "pw-metadata -n settings 0 clock.force-quantum 0 (on the PipeWire at {})",
+        desktop.socket().display()
+    );
+    assert!(fix.contains(&by_hand), "{left}");
+    assert!(
+        !fix.contains("as root") && !fix.contains("cpuset"),
+        "{left}"
+    );
+    assert!(
+        !left["detail"].as_str().unwrap().contains("tasks"),
+        "{left}"
+    );
+    let out = output(&mut desktop.audiolat(&db, &["jitter", "--duration", "1s", "-q"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(desktop.force_quantum(), "0");
+    assert!(!file.exists());
+}

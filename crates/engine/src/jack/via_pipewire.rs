@@ -120,14 +120,14 @@ pub fn load_pipewire_libjack() -> Result<PathBuf, AudioError> {
     Ok(path)
 }
 
-/// The quanta audiolat asks a private PipeWire for: 8 to 8192 frames (PipeWire's
-/// quantum limit). Whether the graph runs one is measured ([`start`]): it rounds a forced
-/// quantum down to a power of two.
+/// The quanta audiolat asks a PipeWire for (private or running): 8 to 8192 frames
+/// (PipeWire's quantum limit), else [`QuantumError::OutOfRange`]. Whether the graph
+/// runs one is measured ([`start`]): it rounds a forced quantum down to a power of two.
 pub fn validate_quantum(frames: u32) -> Result<(), AudioError> {
     if (8..=8192).contains(&frames) {
         Ok(())
     } else {
-        Err(AudioError::BadPeriod(frames))
+        Err(QuantumError::OutOfRange(frames).into())
     }
 }
 
@@ -234,6 +234,9 @@ pub fn use_running(
     rate_hz: Option<u32>,
     timeout: std::time::Duration,
 ) -> Result<OnRunning, AudioError> {
+    if let Some(q) = quantum_frames {
+        validate_quantum(q)?;
+    }
     let libjack = load_pipewire_libjack()?;
     for (var, value) in server.client_env() {
         std::env::set_var(var, value);

@@ -77,6 +77,9 @@ pub enum QuantumError {
         /// The rate the graph ran.
         granted: u32,
     },
+    /// A quantum outside what PipeWire's graph runs.
+    #[error("a quantum of {0} frames: PipeWire's graph runs quanta from 8 to 8192 frames (its quantum limit; a forced quantum is rounded down to a power of two); try 64, 128 or 256")]
+    OutOfRange(u32),
     /// No cycle of the graph was seen.
     #[error("the quantum of the PipeWire graph could not be measured: {0}")]
     NotMeasured(String),
