@@ -539,3 +539,38 @@ fn doctor_words_a_forced_quantum_left_by_a_killed_audiolat_for_pipewire() {
     assert_eq!(desktop.force_quantum(), "0");
     assert!(!file.exists());
 }
+
+/// Two audiolats on one running PipeWire: the second finds the first's forced value and
+/// sees through it (the first's state file) to the user's. The first, whose quantum
+/// the second changed, ends on the change and leaves the second's value, saying so; the
+/// second restores the user's value, not the first's.
+#[test]
+fn two_audiolats_on_one_pipewire_leave_the_users_quantum() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    let (_dir, db) = temp_db("pwtwo.db");
+    let first = spawn_forcing(&desktop, &db, "128");
+    let (_dir2, db2) = temp_db("pwtwo2.db");
+    let mut second = spawn_forcing(&desktop, &db2, "256");
+    let out = first.wait_with_output().expect("the first audiolat");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let said = format!(
+        "audiolat: left clock.force-quantum at 256 on the PipeWire at {}: it was changed during the run (audiolat forced 128 and found 512 before)",
+        desktop.socket().display()
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+    assert_eq!(desktop.force_quantum(), "256");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(second.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut second, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value not restored"
+    );
+    assert!(!state_file(second.id()).exists());
+}
