@@ -121,6 +121,7 @@ pub fn sweep_spec(
 pub fn audio_message(e: &AudioError) -> String {
     match e {
         AudioError::NoJackd => "jackd not found: install the jackd2 package (apt install jackd2), or run a JACK server yourself and use --server external".into(),
+        AudioError::Quantum(engine::pipewire::quantum::QuantumError::OutOfRange(p)) => format!("--period {p}: PipeWire's graph runs quanta from 8 to 8192 frames (its quantum limit; a forced quantum is rounded down to a power of two); try 64, 128 or 256"),
         AudioError::BadPeriod(p) => format!("--period {p}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256"),
         AudioError::BadRate(r) => format!("--rate {r}: use a sample rate from 8000 to 384000 Hz, such as 44100 or 48000"),
         AudioError::BadServerName(n) => format!("--server-name `{n}`: use letters, digits, '-', '_' or '.', at most 60 characters"),

@@ -116,3 +116,39 @@ fn doctor_reports_a_running_pipewire_its_forced_quantum_and_priority() {
         assert_eq!(source["value"], "root", "{source}");
     }
 }
+
+/// doctor looks for PipeWire where a client does: `$PIPEWIRE_REMOTE` names the socket
+/// (here a link named `my-pipewire` to a private PipeWire's), not always `pipewire-0`.
+#[test]
+fn doctor_finds_the_pipewire_that_pipewire_remote_names() {
+    require_pipewire();
+    require_tool("pw-metadata", "pipewire-bin");
+    let _m = machine_lock();
+    let server = PipewireServer::start(&PipewireRequest {
+        start_timeout: Duration::from_secs(10),
+        ..Default::default()
+    })
+    .expect("a private PipeWire");
+    let set = Command::new("pw-metadata")
+        .envs(server.client_env())
+        .args(["-n", "settings", "0", "clock.force-quantum", "128"])
+        .output()
+        .expect("pw-metadata");
+    assert!(set.status.success());
+    let elsewhere = crate::util::tempdir();
+    let link = elsewhere.path().join("my-pipewire");
+    std::os::unix::fs::symlink(server.info().runtime_dir.join("pipewire-0"), &link).unwrap();
+    let v = doctor(&[
+        ("XDG_RUNTIME_DIR", elsewhere.path().into()),
+        ("PIPEWIRE_RUNTIME_DIR", elsewhere.path().into()),
+        ("PIPEWIRE_REMOTE", "my-pipewire".into()),
+    ]);
+    let forced = finding(&v, "pipewire.force_quantum").expect("the forced quantum");
+    assert!(
+        forced["value"]
+            .as_str()
+            .unwrap()
+            .contains("clock.force-quantum 128"),
+        "{forced}"
+    );
+}

@@ -66,6 +66,11 @@ pub struct ServerInfo {
     pub quantum_asked_frames: Option<u32>,
     /// On a PipeWire: the quantum its graph was measured to run (`None`: not measured).
     pub quantum_granted_frames: Option<u32>,
+    /// On a PipeWire: the rate asked for (`None`: none was, the graph's own).
+    pub rate_asked_hz: Option<u32>,
+    /// On a PipeWire: the rate its graph was measured to run (a JACK client's sample
+    /// rate; `None`: not measured).
+    pub rate_granted_hz: Option<u32>,
 }
 
 /// Facts about a stream, fixed when it is opened.

@@ -97,6 +97,12 @@ fn on_running_pipewire() -> bool {
         .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"))
 }
 
+/// Whether a running PipeWire (the user's) accepts connections on its socket.
+fn pipewire_answers() -> bool {
+    let (dir, remote) = crate::pipewire::running::socket_location();
+    std::os::unix::net::UnixStream::connect(dir.join(remote)).is_ok()
+}
+
 /// What the streams of one configuration need: the backend and its settings.
 #[derive(Clone, Debug)]
 pub enum BackendSpec {
@@ -210,7 +216,8 @@ impl BackendSpec {
             }
             return Ok(());
         }
-        if periods.len() > 1 && matches!(self, BackendSpec::Jack(_)) {
+        // A sweep on a running PipeWire is checked when each quantum is forced.
+        if periods.len() > 1 && matches!(self, BackendSpec::Jack(_)) && !pipewire_answers() {
             for p in periods.iter().flatten() {
                 crate::jack::server::validate_period(*p)?;
             }

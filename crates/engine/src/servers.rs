@@ -213,14 +213,12 @@ fn socket_at(path: PathBuf) -> Option<PathBuf> {
         .map(|_| path)
 }
 
-/// PipeWire's socket (`$PIPEWIRE_RUNTIME_DIR` or the runtime directory, `pipewire-0`),
-/// when it is there.
+/// PipeWire's socket, where a client of this process looks for it
+/// ([`crate::pipewire::running::socket_location`]: `$PIPEWIRE_REMOTE`, default
+/// `pipewire-0`, in `$PIPEWIRE_RUNTIME_DIR` or the runtime directory), when it is there.
 pub fn pipewire_socket() -> Option<PathBuf> {
-    let dir = std::env::var_os("PIPEWIRE_RUNTIME_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(runtime_dir);
-    socket_at(dir.join("pipewire-0"))
+    let (dir, remote) = crate::pipewire::running::socket_location();
+    socket_at(dir.join(remote))
 }
 
 /// PulseAudio's socket (`pulse/native` in the runtime directory; PipeWire's

@@ -563,6 +563,19 @@ fn check_leftovers() -> Finding {
             "",
         );
     }
+    if left.only_pipewire() {
+        let fix = format!(
+            "any measuring command (jitter, event, roundtrip, net, suite, run) puts the value before back before it measures, as the PipeWire's own user (no root needed); by hand: {}",
+            left.pipewire.join("; ")
+        );
+        return finding(
+            "system.leftovers",
+            Verdict::Fail,
+            left.describe(),
+            "an audiolat killed outright left a PipeWire setting forced (clock.force-quantum or clock.force-rate): every client of that PipeWire runs it, whatever it asks for",
+            &fix,
+        );
+    }
     finding(
         "system.leftovers",
         Verdict::Fail,

@@ -30,12 +30,22 @@ pub struct Leftovers {
     /// pid -> one phrase per thing left ("cpuset /sys/fs/cgroup/cpuset/audiolat-7-rest
     /// (93 tasks confined to CPU 0)", "network namespace al-host-7", ...).
     pub by_pid: BTreeMap<i32, Vec<String>>,
+    /// For each PipeWire setting left forced (also in `by_pid`), how to put it back by
+    /// hand ("pw-metadata -n settings 0 clock.force-quantum 0 (on the PipeWire at
+    /// /run/user/1000/pipewire-0)").
+    pub pipewire: Vec<String>,
 }
 
 impl Leftovers {
     /// True when nothing is left.
     pub fn is_empty(&self) -> bool {
         self.by_pid.is_empty()
+    }
+
+    /// True when all that is left is PipeWire settings forced (a quantum, a rate): no
+    /// cpuset, namespace or load balancing, nothing that needs root.
+    pub fn only_pipewire(&self) -> bool {
+        !self.is_empty() && self.by_pid.values().map(Vec::len).sum::<usize>() == self.pipewire.len()
     }
 
     /// One line: "audiolat PID 7 (no longer running) left cpuset ..., network namespace
@@ -64,6 +74,12 @@ pub fn find() -> Leftovers {
             .entry(stale.pid)
             .or_default()
             .push(stale.describe());
+        left.pipewire.push(format!(
+            "pw-metadata -n settings 0 {} {} (on the PipeWire at {})",
+            stale.key,
+            stale.previous,
+            stale.socket.display()
+        ));
     }
     left
 }
@@ -74,7 +90,10 @@ fn find_on_machine() -> Leftovers {
     for (pid, items) in netns::stale() {
         by_pid.entry(pid).or_default().extend(items);
     }
-    Leftovers { by_pid }
+    Leftovers {
+        by_pid,
+        pipewire: Vec::new(),
+    }
 }
 
 /// Undoes what audiolats that are gone left (see [`find`]), all of it: the root
@@ -110,11 +129,12 @@ pub fn undo() -> Result<Option<String>, NotUndone> {
         }));
         return Ok(Some(undone.join("; ")));
     }
+    let only_pipewire = after.only_pipewire();
     Err(NotUndone {
         left: after,
         problems,
         // SAFETY: geteuid has no preconditions.
-        root: unsafe { libc::geteuid() } == 0,
+        root: unsafe { libc::geteuid() } == 0 || only_pipewire,
     })
 }
 
@@ -124,13 +144,15 @@ pub fn undo() -> Result<Option<String>, NotUndone> {
 #[error("the machine is not as it was: {}, which could not be undone{}; {}",
     .left.describe(),
     if .problems.is_empty() { String::new() } else { format!(" ({})", .problems.join("; ")) },
-    if *.root { "undo it by hand (rmdir the cpusets after moving their tasks to the root's tasks file, ip netns del)" } else { "only root can undo it" })]
+    if .left.only_pipewire() { format!("put it back by hand: {}", .left.pipewire.join("; ")) }
+    else if *.root { "undo it by hand (rmdir the cpusets after moving their tasks to the root's tasks file, ip netns del)".to_string() } else { "only root can undo it".to_string() })]
 pub struct NotUndone {
     /// What is still left.
     pub left: Leftovers,
     /// Why each removal failed.
     pub problems: Vec<String>,
-    /// Whether this process was root (then only a hand can undo it).
+    /// Whether only a hand can undo it: this process was root, or all that is left is
+    /// PipeWire settings (which root undoes no better than their user).
     pub root: bool,
 }
 
@@ -151,6 +173,7 @@ mod tests {
                 ),
                 (9, vec!["state file /run/audiolat/cells-9.json".to_string()]),
             ]),
+            pipewire: Vec::new(),
         };
         assert_eq!(
             l.describe(),
@@ -158,6 +181,29 @@ mod tests {
         );
         assert!(!l.describe().contains('\n'));
         assert!(Leftovers::default().is_empty());
+        assert!(!l.only_pipewire());
+    }
+
+    #[test]
+    fn a_pipewire_setting_left_is_put_back_by_hand_without_root() {
+        let fix =
+            "pw-metadata -n settings 0 clock.force-quantum 0 (on the PipeWire at /p/pipewire-0)";
+        let left = Leftovers {
+            by_pid: BTreeMap::from([(
+                7,
+                vec!["clock.force-quantum 128 on the PipeWire at /p/pipewire-0 (was 0)".into()],
+            )]),
+            pipewire: vec![fix.into()],
+        };
+        assert!(left.only_pipewire());
+        let e = NotUndone {
+            left,
+            problems: vec!["pw-metadata could not set it".into()],
+            root: true,
+        }
+        .to_string();
+        assert!(e.ends_with(&format!("put it back by hand: {fix}")), "{e}");
+        assert!(!e.contains("cpuset") && !e.contains("root"), "{e}");
     }
 
     #[test]

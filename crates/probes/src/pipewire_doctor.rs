@@ -1,6 +1,7 @@
 //! doctor's JACK-library and PipeWire findings: which `libjack.so.0` a JACK client gets,
-//! and on a running PipeWire (its socket `pipewire-0` in `$PIPEWIRE_RUNTIME_DIR`, else
-//! `$XDG_RUNTIME_DIR`, else `/run/user/UID`): a forced quantum or rate left set, its
+//! and on a running PipeWire (its socket where a client looks for it:
+//! [`engine::servers::pipewire_socket`], `$PIPEWIRE_REMOTE` or `pipewire-0` in
+//! `$PIPEWIRE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR`, else `/run/user/UID`): a forced quantum or rate left set, its
 //! data thread's real-time priority (read from `/proc`) against the probe's, and what
 //! gives PipeWire that priority.
 
@@ -28,7 +29,7 @@ pub fn findings() -> Vec<Finding> {
     let mut out = vec![check_libjack()];
     if let Some(socket) = engine::servers::pipewire_socket() {
         let dir = socket.parent().map(Path::to_path_buf).unwrap_or_default();
-        out.push(check_forced(&dir));
+        out.push(check_forced(&socket));
         let pid = pipewire_pid(&dir);
         out.push(check_priority(pid));
         out.push(check_priority_source(pid));
@@ -85,11 +86,15 @@ fn check_libjack() -> Finding {
     }
 }
 
-fn check_forced(dir: &Path) -> Finding {
+fn check_forced(socket: &Path) -> Finding {
     let id = "pipewire.force_quantum";
+    let dir = socket.parent().unwrap_or(Path::new("/"));
     let env = vec![
         ("PIPEWIRE_RUNTIME_DIR", dir.as_os_str().to_owned()),
-        ("PIPEWIRE_REMOTE", "pipewire-0".into()),
+        (
+            "PIPEWIRE_REMOTE",
+            socket.file_name().unwrap_or_default().to_owned(),
+        ),
     ];
     match read_forced(&env) {
         Err(e) => finding(

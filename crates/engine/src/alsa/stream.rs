@@ -438,6 +438,8 @@ impl AlsaStream {
                 version: Some(format!("alsa-lib {}", alsa_version())),
                 quantum_asked_frames: None,
                 quantum_granted_frames: None,
+                rate_asked_hz: None,
+                rate_granted_hz: None,
             }),
             clock_offset_ns: 0,
         };

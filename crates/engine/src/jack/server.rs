@@ -297,6 +297,8 @@ impl JackServer {
                                 version: None,
                                 quantum_asked_frames: None,
                                 quantum_granted_frames: None,
+                                rate_asked_hz: None,
+                                rate_granted_hz: None,
                             },
                             child: None,
                             output: Arc::default(),
@@ -342,7 +344,12 @@ impl JackServer {
         req: &ServerRequest,
         found: crate::pipewire::running::RunningPipewire,
     ) -> Result<JackServer, AudioError> {
-        let on = super::via_pipewire::use_running(found, req.period_frames, req.start_timeout)?;
+        let on = super::via_pipewire::use_running(
+            found,
+            req.period_frames,
+            req.rate_hz,
+            req.start_timeout,
+        )?;
         prepare_environment();
         let server = JackServer {
             info: on.info.clone(),
@@ -417,6 +424,8 @@ impl JackServer {
                 version: jackd_version(&jackd),
                 quantum_asked_frames: None,
                 quantum_granted_frames: None,
+                rate_asked_hz: None,
+                rate_granted_hz: None,
             },
             child: Some(child),
             output,

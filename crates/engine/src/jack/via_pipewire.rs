@@ -20,8 +20,8 @@
 
 use crate::audio::{AudioError, ServerInfo};
 use crate::pipewire::config::SINK_NODE_NAME;
-use crate::pipewire::quantum::{measure_quantum, ForcedQuantum, QuantumError};
-use crate::pipewire::running::{force_quantum, KeptQuantum, RunningPipewire};
+use crate::pipewire::quantum::{measure_graph, ForcedQuantum, QuantumError};
+use crate::pipewire::running::{force_settings, KeptQuantum, RunningPipewire};
 use crate::pipewire::{PipewireRequest, PipewireServer};
 use std::path::{Path, PathBuf};
 
@@ -120,14 +120,14 @@ pub fn load_pipewire_libjack() -> Result<PathBuf, AudioError> {
     Ok(path)
 }
 
-/// The quanta audiolat asks a private PipeWire for: 8 to 8192 frames (PipeWire's
-/// quantum limit). Whether the graph runs one is measured ([`start`]): it rounds a forced
-/// quantum down to a power of two.
+/// The quanta audiolat asks a PipeWire for (private or running): 8 to 8192 frames
+/// (PipeWire's quantum limit), else [`QuantumError::OutOfRange`]. Whether the graph
+/// runs one is measured ([`start`]): it rounds a forced quantum down to a power of two.
 pub fn validate_quantum(frames: u32) -> Result<(), AudioError> {
     if (8..=8192).contains(&frames) {
         Ok(())
     } else {
-        Err(AudioError::BadPeriod(frames))
+        Err(QuantumError::OutOfRange(frames).into())
     }
 }
 
@@ -166,7 +166,7 @@ pub fn start(
         std::env::set_var(var, value);
     }
     // What the graph really runs, measured (a quantum it does not run is refused).
-    let granted = if forced {
+    let (granted, rate_granted) = if forced {
         let guard = ForcedQuantum::apply(
             server.client_env(),
             SERVER_NAME,
@@ -177,9 +177,9 @@ pub fn start(
         let granted = guard.granted();
         // Kept for the run: the setting lives and dies with this private server.
         std::mem::forget(guard);
-        granted
+        measure_graph(SERVER_NAME, Some(granted), start_timeout)?
     } else {
-        measure_quantum(SERVER_NAME, Some(quantum), start_timeout)?
+        measure_graph(SERVER_NAME, Some(quantum), start_timeout)?
     };
     if granted != quantum {
         return Err(QuantumError::NotGranted {
@@ -207,6 +207,8 @@ pub fn start(
         )),
         quantum_asked_frames: quantum_frames,
         quantum_granted_frames: Some(granted),
+        rate_asked_hz: rate_hz,
+        rate_granted_hz: Some(rate_granted),
     };
     Ok((server, record))
 }
@@ -237,26 +239,37 @@ pub fn running_version(server: &RunningPipewire, clients: &str) -> String {
 }
 
 /// Uses the running PipeWire `server` through its JACK API: loads PipeWire's libjack,
-/// points this process's JACK clients at it, forces `quantum_frames` when given
-/// ([`crate::pipewire::running::force_quantum`]: kept in a state file until restored)
-/// and measures the quantum its graph runs.
+/// points this process's JACK clients at it, forces `quantum_frames` and `rate_hz`
+/// when given ([`crate::pipewire::running::force_settings`]: kept in state files until
+/// restored) and measures the quantum its graph runs.
 pub fn use_running(
     server: RunningPipewire,
     quantum_frames: Option<u32>,
+    rate_hz: Option<u32>,
     timeout: std::time::Duration,
 ) -> Result<OnRunning, AudioError> {
+    if let Some(q) = quantum_frames {
+        validate_quantum(q)?;
+    }
     let libjack = load_pipewire_libjack()?;
     for (var, value) in server.client_env() {
         std::env::set_var(var, value);
     }
     let name = server.remote.clone();
-    let forced = match quantum_frames {
-        Some(q) => Some(force_quantum(&server, &name, q, timeout)?),
-        None => None,
+    let forced = if quantum_frames.is_some() || rate_hz.is_some() {
+        Some(force_settings(
+            &server,
+            &name,
+            quantum_frames,
+            rate_hz,
+            timeout,
+        )?)
+    } else {
+        None
     };
-    let granted = match &forced {
-        Some(kept) => kept.granted(),
-        None => measure_quantum(&name, None, timeout)?,
+    let (granted, rate_granted) = match &forced {
+        Some(kept) => (kept.granted(), kept.granted_rate_hz()),
+        None => measure_graph(&name, None, timeout)?,
     };
     let info = ServerInfo {
         name,
@@ -268,6 +281,8 @@ pub fn use_running(
         )),
         quantum_asked_frames: quantum_frames,
         quantum_granted_frames: Some(granted),
+        rate_asked_hz: rate_hz,
+        rate_granted_hz: Some(rate_granted),
     };
     Ok(OnRunning {
         server,

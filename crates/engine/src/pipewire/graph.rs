@@ -8,7 +8,8 @@
 //! - [`GraphRecorder::start`] reads the settings (`pw-metadata`), then listens to the
 //!   profiler on a thread of its own (never an audio thread) while the run goes: the
 //!   graph only cycles while a client runs, so "before" is the first `window` of cycles
-//!   of the run and "after" its last window. [`GraphRecorder::finish`] (called when the
+//!   of the run and "after" its last window; "before" a key this process forced on a
+//!   running PipeWire is the value it found (the user's). [`GraphRecorder::finish`] (called when the
 //!   run's stream has stopped) reads the settings again and returns a [`GraphRecord`].
 //! - Whatever could not be measured is `None`, with the reason in
 //!   [`GraphRecord::problems`]; nothing is invented (a build without the
@@ -154,7 +155,15 @@ impl GraphRecorder {
         window: Duration,
         ours: Option<String>,
     ) -> GraphRecorder {
-        let before = read_forced(&env);
+        // A quantum or rate this process forced on a running PipeWire: the value before
+        // it is the user's (`running::held_previous`).
+        let before = read_forced(&env).map(|s| {
+            let held = |key| super::running::held_previous(key)?.trim().parse().ok();
+            ForcedSettings {
+                force_quantum: held(FORCE_QUANTUM_KEY).or(s.force_quantum),
+                force_rate: held(FORCE_RATE_KEY).or(s.force_rate),
+            }
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (env, stop) = (env.clone(), stop.clone());

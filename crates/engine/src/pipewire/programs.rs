@@ -81,8 +81,9 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Runs `cmd` (stdin closed, stderr dropped) and returns its standard output when it
-/// exits successfully within `timeout`; it is killed otherwise. The output must be small
-/// (under a pipe's 64 KiB), as a listing of a private server's ports or a version is.
+/// exits successfully within `timeout`; it is killed otherwise. The output is read by a
+/// thread while the child runs, so an output of any size (`pw-cli ls Client` on a busy
+/// desktop) cannot fill the pipe and stall the child.
 pub(super) fn run_bounded(mut cmd: Command, timeout: Duration) -> Option<String> {
     let mut child = cmd
         .stdin(Stdio::null())
@@ -90,6 +91,18 @@ pub(super) fn run_bounded(mut cmd: Command, timeout: Duration) -> Option<String>
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::Builder::new()
+        .name("audiolat-pw-output".into())
+        .spawn(move || {
+            let mut text = String::new();
+            stdout.read_to_string(&mut text).ok().map(|_| text)
+        });
+    let Ok(reader) = reader else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    };
     let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
@@ -98,12 +111,13 @@ pub(super) fn run_bounded(mut cmd: Command, timeout: Duration) -> Option<String>
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
+                // The reader ends when the pipe closes (a child of the child holding
+                // it open would keep it: the thread is left, never waited for).
                 return None;
             }
         }
     };
-    let mut text = String::new();
-    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    let text = reader.join().ok()??;
     status.success().then_some(text)
 }
 
@@ -150,6 +164,21 @@ pub(super) use crate::servers::describe_status;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_bigger_than_a_pipe_is_read_whole() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "head -c 300000 /dev/zero | tr '\\0' x"]);
+        let text = run_bounded(cmd, Duration::from_secs(20)).expect("the output");
+        assert_eq!(text.len(), 300_000);
+        assert!(text.bytes().all(|b| b == b'x'));
+        let mut slow = Command::new("sleep");
+        slow.arg("10");
+        assert_eq!(run_bounded(slow, Duration::from_millis(200)), None);
+        let mut failed = Command::new("false");
+        failed.arg("");
+        assert_eq!(run_bounded(failed, Duration::from_secs(5)), None);
+    }
 
     #[test]
     fn versions_come_from_the_linked_library() {

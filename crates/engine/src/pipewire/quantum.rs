@@ -21,7 +21,10 @@
 //!   the quantum granted; the previous settings are restored before it is returned.
 //! - The returned guard restores the previous values when dropped (the normal end of a
 //!   run, an error, Ctrl-C through the run's normal end) or with
-//!   [`ForcedQuantum::restore`], which reports a failure.
+//!   [`ForcedQuantum::restore`], which reports a failure. It restores only what audiolat
+//!   still owns ([`restore_setting`]): a key that no longer holds the value forced (the
+//!   user, or another audiolat, changed it during the run) is left as it is and listed
+//!   in [`ForcedQuantum::changed`].
 //! - A killed audiolat leaves nothing to undo on the private PipeWire audiolat started,
 //!   which dies with it (`PR_SET_PDEATHSIG`). On a server audiolat did not start, use
 //!   [`super::running::force_quantum`], which keeps a state file for the next audiolat.
@@ -66,6 +69,17 @@ pub enum QuantumError {
         /// The quantum the graph ran.
         granted: u32,
     },
+    /// The graph runs another rate than the one forced.
+    #[error("PipeWire does not run a rate of {asked} Hz: its graph runs {granted} Hz with clock.force-rate {asked} set; ask for {granted}, or for a rate the graph allows (default.clock.allowed-rates)")]
+    RateNotGranted {
+        /// The rate asked for.
+        asked: u32,
+        /// The rate the graph ran.
+        granted: u32,
+    },
+    /// A quantum outside what PipeWire's graph runs.
+    #[error("a quantum of {0} frames: PipeWire's graph runs quanta from 8 to 8192 frames (its quantum limit; a forced quantum is rounded down to a power of two); try 64, 128 or 256")]
+    OutOfRange(u32),
     /// No cycle of the graph was seen.
     #[error("the quantum of the PipeWire graph could not be measured: {0}")]
     NotMeasured(String),
@@ -78,6 +92,10 @@ pub struct ForcedQuantum {
     env: Vec<(&'static str, OsString)>,
     /// (key, previous value) of each key set, in the order set.
     previous: Vec<(&'static str, String)>,
+    /// The value set, for each key of `previous`.
+    forced: Vec<String>,
+    /// The keys left as they were found at the restore (changed during the run).
+    changed: Vec<Changed>,
     asked: u32,
     granted: u32,
     restored: bool,
@@ -103,6 +121,8 @@ impl ForcedQuantum {
         let mut guard = ForcedQuantum {
             env,
             previous: Vec::new(),
+            forced: Vec::new(),
+            changed: Vec::new(),
             asked: quantum,
             granted: 0,
             restored: false,
@@ -111,6 +131,7 @@ impl ForcedQuantum {
             let before = settings.get(key).cloned().unwrap_or_else(|| "0".into());
             set_setting(&guard.env, key, &value.to_string())?;
             guard.previous.push((key, before));
+            guard.forced.push(value.to_string());
         }
         // On an error from here on, dropping the guard restores the previous values.
         guard.granted = measure_quantum(jack_server, Some(quantum), timeout)?;
@@ -139,19 +160,79 @@ impl ForcedQuantum {
         &self.previous
     }
 
-    /// Puts the previous values back (once; dropping the guard does it otherwise).
+    /// Puts the previous values back where the keys still hold the values forced (once;
+    /// dropping the guard does it otherwise); a key changed since is left as it is and
+    /// listed in [`Self::changed`].
     pub fn restore(&mut self) -> Result<(), QuantumError> {
         if self.restored {
             return Ok(());
         }
         self.restored = true;
         let mut first_error = None;
-        for (key, value) in self.previous.iter().rev() {
-            if let Err(e) = set_setting(&self.env, key, value) {
-                first_error.get_or_insert(e);
+        for ((key, previous), forced) in self.previous.iter().zip(&self.forced).rev() {
+            match restore_setting(&self.env, key, forced, previous) {
+                Ok(Restore::Changed(changed)) => self.changed.push(changed),
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// The keys [`Self::restore`] left as it found them: changed during the run.
+    pub fn changed(&self) -> &[Changed] {
+        &self.changed
+    }
+}
+
+/// A forced key found holding another value than the one forced: someone else's now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Changed {
+    /// The key.
+    pub key: String,
+    /// The value it holds now (left as it is).
+    pub now: String,
+    /// The value audiolat forced.
+    pub forced: String,
+}
+
+/// What [`restore_setting`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Restore {
+    /// The key held the value forced: the previous value was put back.
+    Restored,
+    /// The key already held the previous value (it was never set, or was put back):
+    /// nothing to do.
+    AlreadyPrevious,
+    /// The key holds another value: left as it is.
+    Changed(Changed),
+}
+
+/// Puts `previous` back in `key` of the settings of the PipeWire `env` reaches, only when
+/// the key still holds `forced`, the value audiolat set ("0" stands for a key not set).
+pub fn restore_setting(
+    env: &[(&'static str, OsString)],
+    key: &str,
+    forced: &str,
+    previous: &str,
+) -> Result<Restore, QuantumError> {
+    let now = read_settings(env)?
+        .get(key)
+        .cloned()
+        .unwrap_or_else(|| "0".into());
+    if now == forced && now != previous {
+        set_setting(env, key, previous)?;
+        Ok(Restore::Restored)
+    } else if now == previous {
+        Ok(Restore::AlreadyPrevious)
+    } else {
+        Ok(Restore::Changed(Changed {
+            key: key.to_string(),
+            now,
+            forced: forced.to_string(),
+        }))
     }
 }
 
@@ -191,7 +272,7 @@ pub fn read_settings(
 }
 
 /// Sets `key` to `value` in the settings metadata.
-fn set_setting(
+pub(crate) fn set_setting(
     env: &[(&'static str, OsString)],
     key: &str,
     value: &str,
@@ -229,14 +310,29 @@ pub fn measure_quantum(
     expect: Option<u32>,
     timeout: Duration,
 ) -> Result<u32, QuantumError> {
+    measure_graph(jack_server, expect, timeout).map(|(quantum, _)| quantum)
+}
+
+/// [`measure_quantum`], with the rate the graph runs, measured from the same cycles
+/// (their frames over their period, `jack_get_cycle_times`; the client's sample rate
+/// follows `clock.force-rate` before the graph does): (quantum in frames, rate in Hz).
+pub fn measure_graph(
+    jack_server: &str,
+    expect: Option<u32>,
+    timeout: Duration,
+) -> Result<(u32, u32), QuantumError> {
     let not_measured = |e: String| QuantumError::NotMeasured(e);
     crate::jack::via_pipewire::load_pipewire_libjack().map_err(|e| not_measured(e.to_string()))?;
     let client = crate::jack::server::open_client(jack_server, "audiolat-quantum")
         .map_err(|e| not_measured(e.to_string()))?;
     let (last, cycles) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU64::new(0)));
-    let (l, c) = (last.clone(), cycles.clone());
+    let period_us = Arc::new(AtomicU32::new(0));
+    let (l, c, p) = (last.clone(), cycles.clone(), period_us.clone());
     let handler = jack::contrib::ClosureProcessHandler::new(move |_, ps| {
         l.store(ps.n_frames(), Ordering::Relaxed);
+        if let Ok(times) = ps.cycle_times() {
+            p.store(times.period_usecs.to_bits(), Ordering::Relaxed);
+        }
         c.fetch_add(1, Ordering::Relaxed);
         jack::Control::Continue
     });
@@ -263,7 +359,18 @@ pub fn measure_quantum(
         }
     };
     let _ = active.deactivate();
-    measured.ok_or_else(|| not_measured(format!("no cycle ran within {timeout:?}")))
+    let quantum =
+        measured.ok_or_else(|| not_measured(format!("no cycle ran within {timeout:?}")))?;
+    let period_us = f32::from_bits(period_us.load(Ordering::Relaxed));
+    if period_us <= 0.0 {
+        return Err(not_measured(
+            "the cycles had no period (jack_get_cycle_times)".into(),
+        ));
+    }
+    Ok((
+        quantum,
+        (f64::from(quantum) * 1e6 / f64::from(period_us)).round() as u32,
+    ))
 }
 
 #[cfg(test)]

@@ -12,18 +12,28 @@
 //!   (`pw-metadata -n default 0`, `default.audio.sink`) with its factory: only a null
 //!   sink (`support.null-audio-sink`) is a loop audiolat plays into without being told
 //!   to; a real device is the caller's to refuse.
-//! - [`force_quantum`] sets `clock.force-quantum` with [`ForcedQuantum`] after writing a
-//!   state file `/run/audiolat/pipewire-quantum-PID.state` (the server's socket, the key,
-//!   the value before and the value forced); the file is removed once the value before is
-//!   back. [`restore_stale`] (the next audiolat's undo of what killed audiolats left)
-//!   puts the value before back when the file's audiolat is dead and the key still holds
-//!   what it forced, and says so in one line. A non-zero value found before is the
-//!   user's, and it is what is restored.
+//! - [`force_settings`] ([`force_quantum`]) sets `clock.force-quantum` (and
+//!   `clock.force-rate` when a rate is asked), each key after writing a state file
+//!   `pipewire-quantum-PID.state` / `pipewire-rate-PID.state` in [`state_dir`] (the
+//!   server's socket, the key, the value before and the value forced), and measures the
+//!   quantum granted. When the guard drops (the run's end, an error, Ctrl-C), each key
+//!   that still holds the value forced gets the value before back; a key changed during
+//!   the run (by the user, or another audiolat) is left as it is, said in one line on
+//!   stderr. The state file goes unless the restore failed (then the next audiolat
+//!   restores it). A value found before that another running audiolat forced (its state
+//!   file says so) is seen through: the value before is the one that audiolat found.
+//! - [`restore_stale`] (the next audiolat's undo of what killed audiolats left) does the
+//!   same for the state files of dead audiolats, in one line each: restored, left
+//!   (changed since), or nothing said when the key holds the value before (that audiolat
+//!   was killed between writing its file and setting the key). A non-zero value found
+//!   before is the user's, and it is what is restored.
 //!
 //! Nothing here runs on an audio thread.
 
 use super::programs::{library_version, run_bounded};
-use super::quantum::{ForcedQuantum, QuantumError, FORCE_QUANTUM_KEY};
+use super::quantum::{
+    measure_graph, set_setting, QuantumError, Restore, FORCE_QUANTUM_KEY, FORCE_RATE_KEY,
+};
 use std::ffi::OsString;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -237,67 +247,218 @@ fn prop(line: &str, key: &str) -> Option<String> {
     Some(rest.trim().trim_matches('"').to_string())
 }
 
-/// A quantum forced on a running PipeWire, recorded in a state file until restored.
+/// The quantum (and rate) forced on a running PipeWire, each key recorded in a state
+/// file until restored.
 #[derive(Debug)]
 pub struct KeptQuantum {
-    // Dropped first: restores the value before, then the state file goes.
-    forced: Option<ForcedQuantum>,
-    state_file: PathBuf,
+    /// In the order set; restored in the reverse order when dropped.
+    settings: Vec<KeptSetting>,
+    granted: u32,
+    granted_rate_hz: u32,
+}
+
+/// One key forced, its state file, and what to put back.
+#[derive(Debug)]
+struct KeptSetting {
+    env: Vec<(&'static str, OsString)>,
+    socket: PathBuf,
+    key: &'static str,
+    previous: String,
+    forced: String,
+    file: PathBuf,
 }
 
 impl KeptQuantum {
     /// The quantum measured.
     pub fn granted(&self) -> u32 {
-        self.forced.as_ref().map_or(0, ForcedQuantum::granted)
+        self.granted
+    }
+
+    /// The rate measured (the JACK client's sample rate), in Hz.
+    pub fn granted_rate_hz(&self) -> u32 {
+        self.granted_rate_hz
+    }
+
+    /// The value `key` held before audiolat forced it (the user's: another running
+    /// audiolat's forced value is seen through), `None` when this did not force it.
+    pub fn previous(&self, key: &str) -> Option<&str> {
+        self.settings
+            .iter()
+            .find(|s| s.key == key)
+            .map(|s| s.previous.as_str())
+    }
+}
+
+impl KeptSetting {
+    /// Restores the value before when the key still holds the value forced (else leaves
+    /// it and says so on stderr); the state file goes unless the restore failed, so that
+    /// the next audiolat restores it.
+    fn restore(&self) {
+        match super::quantum::restore_setting(&self.env, self.key, &self.forced, &self.previous) {
+            Ok(Restore::Changed(changed)) => {
+                eprintln!(
+                    "audiolat: left {} at {} on the PipeWire at {}: it was changed during the run (audiolat forced {} and found {} before)",
+                    changed.key,
+                    changed.now,
+                    self.socket.display(),
+                    changed.forced,
+                    self.previous
+                );
+                let _ = std::fs::remove_file(&self.file);
+            }
+            Ok(_) => {
+                let _ = std::fs::remove_file(&self.file);
+            }
+            Err(_) => {}
+        }
     }
 }
 
 impl Drop for KeptQuantum {
     fn drop(&mut self) {
-        if let Some(mut forced) = self.forced.take() {
-            if forced.restore().is_ok() {
-                let _ = std::fs::remove_file(&self.state_file);
-            }
+        for setting in self.settings.iter().rev() {
+            setting.restore();
+            forget_held(setting.key);
         }
     }
 }
 
-/// This process's state file.
-fn state_file() -> PathBuf {
-    state_dir().join(format!("pipewire-quantum-{}.state", std::process::id()))
+/// (key, value before) of each key this process holds forced on a running PipeWire.
+static HELD: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn forget_held(key: &str) {
+    if let Ok(mut held) = HELD.lock() {
+        if let Some(at) = held.iter().rposition(|(k, _)| *k == key) {
+            held.remove(at);
+        }
+    }
+}
+
+/// The value `key` held before this process forced it on a running PipeWire (the
+/// user's), while it holds it forced; `None` when it does not.
+pub fn held_previous(key: &str) -> Option<String> {
+    let held = HELD.lock().ok()?;
+    held.iter()
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// This process's state file for `key`.
+fn state_file(key: &str) -> PathBuf {
+    let what = if key == FORCE_RATE_KEY {
+        "rate"
+    } else {
+        "quantum"
+    };
+    state_dir().join(format!("pipewire-{what}-{}.state", std::process::id()))
+}
+
+/// Writes a state file whole or not at all (a kill mid-write leaves no half file).
+fn write_state(file: &Path, text: &str) -> Result<(), QuantumError> {
+    let partial = file.with_extension("partial");
+    std::fs::create_dir_all(state_dir())
+        .and_then(|()| std::fs::write(&partial, text))
+        .and_then(|()| std::fs::rename(&partial, file))
+        .map_err(|e| QuantumError::NotMeasured(format!("writing {}: {e}", file.display())))
 }
 
 /// Forces `quantum` on `server` (JACK server name `jack_server`) as [`ForcedQuantum`]
 /// does, keeping a state file while it is forced (see the module docs).
+///
+/// [`ForcedQuantum`]: super::quantum::ForcedQuantum
 pub fn force_quantum(
     server: &RunningPipewire,
     jack_server: &str,
     quantum: u32,
     timeout: Duration,
 ) -> Result<KeptQuantum, QuantumError> {
-    let before = super::quantum::read_settings(&server.client_env())?
-        .get(FORCE_QUANTUM_KEY)
-        .cloned()
-        .unwrap_or_else(|| "0".into());
-    let file = state_file();
-    let text = format!(
-        "pid={}\nsocket={}\nkey={FORCE_QUANTUM_KEY}\nprevious={before}\nforced={quantum}\n",
-        std::process::id(),
-        server.socket().display()
-    );
-    std::fs::create_dir_all(state_dir())
-        .and_then(|()| std::fs::write(&file, text))
-        .map_err(|e| QuantumError::NotMeasured(format!("writing {}: {e}", file.display())))?;
-    match ForcedQuantum::apply(server.client_env(), jack_server, quantum, None, timeout) {
-        Ok(forced) => Ok(KeptQuantum {
-            forced: Some(forced),
-            state_file: file,
-        }),
-        Err(e) => {
-            // apply restored the value before on its errors.
-            let _ = std::fs::remove_file(&file);
-            Err(e)
+    force_settings(server, jack_server, Some(quantum), None, timeout)
+}
+
+/// Forces `quantum` (`clock.force-quantum`) and `rate_hz` (`clock.force-rate`), those
+/// given, on `server`, each key's state file written before it is set, and measures the
+/// quantum and rate the graph then runs (a JACK client of `jack_server`); a quantum
+/// other than asked is [`QuantumError::NotGranted`], a rate
+/// [`QuantumError::RateNotGranted`]. On an error what was set is restored as when
+/// the guard drops.
+pub fn force_settings(
+    server: &RunningPipewire,
+    jack_server: &str,
+    quantum: Option<u32>,
+    rate_hz: Option<u32>,
+    timeout: Duration,
+) -> Result<KeptQuantum, QuantumError> {
+    let env = server.client_env();
+    let settings = super::quantum::read_settings(&env)?;
+    let socket = server.socket();
+    let others: Vec<StaleQuantum> = state_files()
+        .into_iter()
+        .filter(|s| s.pid != std::process::id() as i32 && s.socket == socket)
+        .filter(|s| crate::servers::process_running(s.pid))
+        .collect();
+    let mut kept = KeptQuantum {
+        settings: Vec::new(),
+        granted: 0,
+        granted_rate_hz: 0,
+    };
+    let force = |kept: &mut KeptQuantum, key: &'static str, value: u32| {
+        let now = settings.get(key).cloned().unwrap_or_else(|| "0".into());
+        // Another running audiolat's forced value: the user's is the one it found.
+        let previous = others
+            .iter()
+            .find(|s| s.key == key && s.forced == now)
+            .map_or(now, |s| s.previous.clone());
+        let file = state_file(key);
+        let forced = value.to_string();
+        write_state(
+            &file,
+            &format!(
+                "pid={}\nsocket={}\nkey={key}\nprevious={previous}\nforced={forced}\n",
+                std::process::id(),
+                socket.display()
+            ),
+        )?;
+        if let Ok(mut held) = HELD.lock() {
+            held.push((key, previous.clone()));
         }
+        kept.settings.push(KeptSetting {
+            env: env.clone(),
+            socket: socket.clone(),
+            key,
+            previous,
+            forced: forced.clone(),
+            file,
+        });
+        // On an error from here on, dropping `kept` restores what it holds.
+        set_setting(&env, key, &forced)
+    };
+    if let Some(rate) = rate_hz {
+        force(&mut kept, FORCE_RATE_KEY, rate)?;
+    }
+    if let Some(q) = quantum {
+        force(&mut kept, FORCE_QUANTUM_KEY, q)?;
+    }
+    (kept.granted, kept.granted_rate_hz) = measure_graph(jack_server, quantum, timeout)?;
+    if quantum.is_none() && rate_hz.is_some() {
+        // A JACK client's buffer size is clock.force-quantum, else the default
+        // clock.quantum, not the quantum the graph runs at the forced rate (512 at
+        // 44100 Hz by default): force the one measured so that they agree.
+        let measured = kept.granted;
+        force(&mut kept, FORCE_QUANTUM_KEY, measured)?;
+        (kept.granted, kept.granted_rate_hz) =
+            measure_graph(jack_server, Some(kept.granted), timeout)?;
+    }
+    match (quantum, rate_hz) {
+        (_, Some(asked)) if asked != kept.granted_rate_hz => Err(QuantumError::RateNotGranted {
+            asked,
+            granted: kept.granted_rate_hz,
+        }),
+        (Some(asked), _) if asked != kept.granted => Err(QuantumError::NotGranted {
+            asked,
+            granted: kept.granted,
+        }),
+        _ => Ok(kept),
     }
 }
 
@@ -334,21 +495,28 @@ fn parse_state(file: &Path, text: &str) -> Option<StaleQuantum> {
     })
 }
 
-/// The state files of audiolats that are no longer running.
-pub fn stale() -> Vec<StaleQuantum> {
+/// Every PipeWire state file in [`state_dir`], by pid.
+fn state_files() -> Vec<StaleQuantum> {
     let mut out: Vec<StaleQuantum> = std::fs::read_dir(state_dir())
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with("pipewire-quantum-") && name.ends_with(".state")
+            name.starts_with("pipewire-") && name.ends_with(".state")
         })
         .filter_map(|e| parse_state(&e.path(), &std::fs::read_to_string(e.path()).ok()?))
-        .filter(|s| s.pid != std::process::id() as i32 && !crate::servers::process_running(s.pid))
         .collect();
-    out.sort_by_key(|s| s.pid);
+    out.sort_by(|a, b| (a.pid, &a.key).cmp(&(b.pid, &b.key)));
     out
+}
+
+/// The state files of audiolats that are no longer running.
+pub fn stale() -> Vec<StaleQuantum> {
+    state_files()
+        .into_iter()
+        .filter(|s| s.pid != std::process::id() as i32 && !crate::servers::process_running(s.pid))
+        .collect()
 }
 
 impl StaleQuantum {
@@ -364,9 +532,11 @@ impl StaleQuantum {
     }
 
     /// Restores the value before when the key still holds the value forced, removes the
-    /// file and says what was done in one phrase; `Err` when the server answers but the
-    /// value could not be set (the file is kept).
-    pub fn restore(&self) -> Result<String, String> {
+    /// file and says what was done in one phrase (`None`: nothing was to do, the key
+    /// holds the value before: that audiolat was killed before it set it, or after it
+    /// restored it); `Err` when the server answers but the value could not be set (the
+    /// file is kept).
+    pub fn restore(&self) -> Result<Option<String>, String> {
         let runtime_dir = self.socket.parent().unwrap_or(Path::new("/")).to_path_buf();
         let remote = self
             .socket
@@ -379,49 +549,35 @@ impl StaleQuantum {
             version: None,
             wireplumber_version: None,
         };
-        let gone = UnixStream::connect(&self.socket).is_err();
-        let said = if gone {
-            format!(
-                "the PipeWire at {} where audiolat pid {} (which died) left {} at {} no longer runs: nothing to restore",
-                self.socket.display(),
-                self.pid,
-                self.key,
+        let (socket, key, pid) = (self.socket.display(), &self.key, self.pid);
+        let said = if UnixStream::connect(&self.socket).is_err() {
+            Some(format!(
+                "the PipeWire at {socket} where audiolat pid {pid} (which died) left {key} at {} no longer runs: nothing to restore",
                 self.forced
-            )
+            ))
         } else {
-            let now = super::quantum::read_settings(&server.client_env())
-                .map_err(|e| e.to_string())?
-                .get(&self.key)
-                .cloned()
-                .unwrap_or_else(|| "0".into());
-            if now == self.forced {
-                let mut cmd = server.command("pw-metadata");
-                cmd.args(["-n", "settings", "0", &self.key, &self.previous]);
-                run_bounded(cmd, PW_TIMEOUT).ok_or_else(|| {
-                    format!(
-                        "could not restore {} {} on the PipeWire at {}",
-                        self.key,
-                        self.previous,
-                        self.socket.display()
-                    )
-                })?;
+            let done = super::quantum::restore_setting(
+                &server.client_env(),
+                key,
+                &self.forced,
+                &self.previous,
+            )
+            .map_err(|e| {
                 format!(
-                    "restored {} {} on the PipeWire at {} (left at {} by audiolat pid {}, which died)",
-                    self.key,
-                    self.previous,
-                    self.socket.display(),
-                    self.forced,
-                    self.pid
+                    "could not restore {key} {} on the PipeWire at {socket}: {e}",
+                    self.previous
                 )
-            } else {
-                format!(
-                    "left {} at {} on the PipeWire at {}: it was changed after audiolat pid {} (which died) forced {}",
-                    self.key,
-                    now,
-                    self.socket.display(),
-                    self.pid,
-                    self.forced
-                )
+            })?;
+            match done {
+                Restore::Restored => Some(format!(
+                    "restored {key} {} on the PipeWire at {socket} (left at {} by audiolat pid {pid}, which died)",
+                    self.previous, self.forced
+                )),
+                Restore::AlreadyPrevious => None,
+                Restore::Changed(c) => Some(format!(
+                    "left {key} at {} on the PipeWire at {socket}: it was changed after audiolat pid {pid} (which died) forced {}",
+                    c.now, self.forced
+                )),
             }
         };
         let _ = std::fs::remove_file(&self.file);
@@ -430,9 +586,13 @@ impl StaleQuantum {
 }
 
 /// Restores what every audiolat that is gone left forced ([`StaleQuantum::restore`]):
-/// one phrase per state file, `Err` for those that could not be restored.
+/// one phrase per state file that had something to say, `Err` for those that could not
+/// be restored.
 pub fn restore_stale() -> Vec<Result<String, String>> {
-    stale().iter().map(StaleQuantum::restore).collect()
+    stale()
+        .iter()
+        .filter_map(|s| s.restore().transpose())
+        .collect()
 }
 
 #[cfg(test)]

@@ -234,6 +234,8 @@ impl VirtualStream {
                 version: None,
                 quantum_asked_frames: None,
                 quantum_granted_frames: None,
+                rate_asked_hz: None,
+                rate_granted_hz: None,
             },
             clock_offset_ns: 0,
         };

@@ -56,6 +56,8 @@ impl Probe for EventProbe<'_> {
             "command_line": sinfo.server.command_line, "version": sinfo.server.version,
             "quantum_asked_frames": sinfo.server.quantum_asked_frames,
             "quantum_granted_frames": sinfo.server.quantum_granted_frames,
+            "rate_asked_hz": sinfo.server.rate_asked_hz,
+            "rate_granted_hz": sinfo.server.rate_granted_hz,
         });
         let summary = TriggerSummary::new(&self.config, sinfo);
         Description {

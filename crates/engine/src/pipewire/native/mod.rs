@@ -216,6 +216,8 @@ pub(crate) fn open(
             )),
             quantum_asked_frames: None,
             quantum_granted_frames: None,
+            rate_asked_hz: None,
+            rate_granted_hz: None,
         },
         record_capacity: 8192,
     };
