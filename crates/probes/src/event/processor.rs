@@ -34,6 +34,9 @@ pub(super) struct Scheduled {
     pub(super) trigger_ns: u64,
     pub(super) frame: u64,
     pub(super) late: bool,
+    /// A trigger the fixed policy placed by its time: its frame is read again on each
+    /// cycle's time line until the note starts (see [`EventProcessor::replace_fixed`]).
+    pub(super) by_time: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -132,6 +135,7 @@ impl EventProcessor {
                 trigger_ns,
                 frame,
                 late: false,
+                by_time: false,
             });
         }
     }
@@ -165,7 +169,29 @@ impl EventProcessor {
                 trigger_ns: t.t_ns,
                 frame,
                 late,
+                by_time: self.policy == NotePolicy::Fixed && !late,
             });
+        }
+    }
+
+    /// Fixed policy: places every pending trigger again at its time plus one period on
+    /// this cycle's time line, the one its note's DAC time is read on if it starts here.
+    /// The cycle that first saw a trigger placed it on its own time line; a later
+    /// cycle's may differ (the start check switched between the server's start and the
+    /// callbacks' envelope, which lie tens of microseconds apart; the envelope advanced
+    /// by its rate allowance or was lowered; the frame count was restarted), and a note
+    /// placed on one and read on the other was off the policy by that difference.
+    /// Audio thread: arithmetic on the fixed array.
+    #[inline]
+    fn replace_fixed(&mut self, cycle: &Cycle) {
+        let n = cycle.frames as f64;
+        for s in self.scheduled.iter_mut().flatten() {
+            if s.by_time && !s.late {
+                let at = cycle
+                    .checked_frame_at(s.trigger_ns)
+                    .unwrap_or_else(|| cycle.frame_at(s.trigger_ns));
+                s.frame = (at + n).round().max(0.0) as u64;
+            }
         }
     }
 
@@ -355,6 +381,9 @@ impl Processor for EventProcessor {
             self.schedule_midi(cycle, io);
         }
         self.schedule_triggers(cycle);
+        if self.policy == NotePolicy::Fixed {
+            self.replace_fixed(cycle);
+        }
         // 2. Events inside this cycle, in frame order: note-ons and the note-off.
         let due = self.due_starts(first, end);
         // 3. Render in segments split at the events.
