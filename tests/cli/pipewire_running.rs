@@ -41,7 +41,7 @@ impl DesktopPipewire {
         cmd
     }
 
-    fn metadata(&self, args: &[&str]) -> String {
+    pub(crate) fn metadata(&self, args: &[&str]) -> String {
         let out = Command::new("pw-metadata")
             .envs(self.server.client_env())
             .args(["-n", "settings", "0"])
@@ -53,7 +53,7 @@ impl DesktopPipewire {
     }
 
     /// `clock.force-quantum` as `pw-metadata` lists it ("0" when unset).
-    fn force_quantum(&self) -> String {
+    pub(crate) fn force_quantum(&self) -> String {
         self.metadata(&[])
             .lines()
             .find(|l| l.contains("key:'clock.force-quantum'"))
@@ -63,7 +63,7 @@ impl DesktopPipewire {
     }
 
     /// Waits until `clock.force-quantum` reads `value`.
-    fn wait_for(&self, value: &str) {
+    pub(crate) fn wait_for(&self, value: &str) {
         let start = Instant::now();
         while self.force_quantum() != value {
             assert!(
