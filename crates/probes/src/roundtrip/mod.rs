@@ -380,7 +380,9 @@ fn drain_cycles(
             r.cycle.frames,
         ));
         if r.gap_frames > 0 {
-            analyser.dropouts.extend(analyser.position_at(r.cycle.callback_ns));
+            analyser
+                .dropouts
+                .extend(analyser.position_at(r.cycle.callback_ns));
             outcome.events.push(Event {
                 mono_ns: r.cycle.callback_ns,
                 kind: "skipped_cycles".into(),
