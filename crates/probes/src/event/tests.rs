@@ -128,3 +128,28 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
     assert!(!note.late);
     assert_eq!((note.cycle.index, note.offset), (12, 40));
 }
+
+/// An onset that fits a later awaited note at the loop's delay, where the oldest's
+/// (lost) does not, is the later note's; the oldest is given up. One that fits the
+/// oldest (a loop longer than the spacing) stays the oldest's.
+#[test]
+fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    p.loop_frames = 128;
+    p.awaiting[0] = Some(Awaiting { seq: 7, from_frame: 1000 });
+    p.awaiting[1] = Some(Awaiting { seq: 8, from_frame: 2440 });
+    // Note 8's onset, 128 frames after its start: note 7's was lost.
+    assert_eq!(p.onset_owner(0, 1000, 2568), 1);
+    let lost = onsets.pop().unwrap();
+    assert_eq!((lost.seq, lost.captured_frame), (7, None));
+    assert!(p.awaiting[0].is_none());
+    // A loop of 1500 frames, longer than the spacing: note 8's onset is its own.
+    p.loop_frames = 1500;
+    p.awaiting[0] = Some(Awaiting { seq: 9, from_frame: 3880 });
+    assert_eq!(p.onset_owner(1, 2440, 3940), 1);
+    assert!(onsets.pop().is_err());
+}
