@@ -140,8 +140,14 @@ fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
     let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
     let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
     p.loop_frames = 128;
-    p.awaiting[0] = Some(Awaiting { seq: 7, from_frame: 1000 });
-    p.awaiting[1] = Some(Awaiting { seq: 8, from_frame: 2440 });
+    p.awaiting[0] = Some(Awaiting {
+        seq: 7,
+        from_frame: 1000,
+    });
+    p.awaiting[1] = Some(Awaiting {
+        seq: 8,
+        from_frame: 2440,
+    });
     // Note 8's onset, 128 frames after its start: note 7's was lost.
     assert_eq!(p.onset_owner(0, 1000, 2568), 1);
     let lost = onsets.pop().unwrap();
@@ -149,7 +155,10 @@ fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
     assert!(p.awaiting[0].is_none());
     // A loop of 1500 frames, longer than the spacing: note 8's onset is its own.
     p.loop_frames = 1500;
-    p.awaiting[0] = Some(Awaiting { seq: 9, from_frame: 3880 });
+    p.awaiting[0] = Some(Awaiting {
+        seq: 9,
+        from_frame: 3880,
+    });
     assert_eq!(p.onset_owner(1, 2440, 3940), 1);
     assert!(onsets.pop().is_err());
 }
