@@ -98,6 +98,7 @@ impl Analyser {
                 seq: self.next_impulse as u32,
                 position: sent,
                 onset,
+                dropout: self.dropout_near(sent, self.spacing),
             });
             self.next_impulse += 1;
         }
