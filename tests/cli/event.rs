@@ -149,7 +149,13 @@ fn event_latency_agrees_with_the_jack_timing_model_in_both_policies() {
                 row.wait_ns.map(|w| w + row.buffer_ns),
                 "{row:?}"
             );
-            assert_eq!(row.timing_unknown(), row.timing == "unknown", "{row:?}");
+            // (The callback that broke the phase renders its notes `missed`, its start
+            // unknown too: missed, not counted as unknown, as above.)
+            assert_eq!(
+                row.timing_unknown(),
+                row.timing == "unknown" && !row.missed,
+                "{row:?}"
+            );
             assert_eq!(row.source, "timer");
         }
     }

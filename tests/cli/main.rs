@@ -22,6 +22,7 @@ mod net;
 mod pipewire;
 mod pipewire_doctor;
 mod pipewire_event;
+mod pipewire_min_buffer;
 mod pipewire_native;
 mod pipewire_running;
 mod plan;

@@ -116,6 +116,8 @@ pub fn roundtrip(
         "load": load,
         "insert_delay_frames": o.config.insert_delay_frames,
         "granted": granted,
+        // As the stored run's configuration has it (`--find-min-buffer` names it).
+        "server": {"quantum_granted_frames": o.info.server.quantum_granted_frames},
     });
     RunView {
         config,

@@ -285,6 +285,7 @@ fn new_processor(
         awaiting: [None; MAX_AWAITING],
         note_end_frame: None,
         heard_until: 0,
+        loop_frames: 0,
         note_frames: 0,
         max_frames: 0,
         threshold: config.loopback_threshold,

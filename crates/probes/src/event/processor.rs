@@ -34,6 +34,9 @@ pub(super) struct Scheduled {
     pub(super) trigger_ns: u64,
     pub(super) frame: u64,
     pub(super) late: bool,
+    /// A trigger the fixed policy placed by its time: its frame is read again on each
+    /// cycle's time line until the note starts (see [`EventProcessor::replace_fixed`]).
+    pub(super) by_time: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -72,6 +75,10 @@ pub(super) struct EventProcessor {
     /// triggers are spaced 1.5 notes apart at least; notes triggered closer (keys, MIDI)
     /// overlap in the capture too, and the later one's onset is looked for after this.
     pub(super) heard_until: u64,
+    /// The loop's delay in frames (onset minus note start) of the last note found, at
+    /// first the one the stream reports (playback + capture latency): an onset is given
+    /// to the awaited note whose start it fits (see [`EventProcessor::find_onsets`]).
+    pub(super) loop_frames: u64,
     pub(super) note_frames: u64,
     pub(super) max_frames: usize,
     pub(super) threshold: f32,
@@ -132,6 +139,7 @@ impl EventProcessor {
                 trigger_ns,
                 frame,
                 late: false,
+                by_time: false,
             });
         }
     }
@@ -165,7 +173,29 @@ impl EventProcessor {
                 trigger_ns: t.t_ns,
                 frame,
                 late,
+                by_time: self.policy == NotePolicy::Fixed && !late,
             });
+        }
+    }
+
+    /// Fixed policy: places every pending trigger again at its time plus one period on
+    /// this cycle's time line, the one its note's DAC time is read on if it starts here.
+    /// The cycle that first saw a trigger placed it on its own time line; a later
+    /// cycle's may differ (the start check switched between the server's start and the
+    /// callbacks' envelope, which lie tens of microseconds apart; the envelope advanced
+    /// by its rate allowance or was lowered; the frame count was restarted), and a note
+    /// placed on one and read on the other was off the policy by that difference.
+    /// Audio thread: arithmetic on the fixed array.
+    #[inline]
+    fn replace_fixed(&mut self, cycle: &Cycle) {
+        let n = cycle.frames as f64;
+        for s in self.scheduled.iter_mut().flatten() {
+            if s.by_time && !s.late {
+                let at = cycle
+                    .checked_frame_at(s.trigger_ns)
+                    .unwrap_or_else(|| cycle.frame_at(s.trigger_ns));
+                s.frame = (at + n).round().max(0.0) as u64;
+            }
         }
     }
 
@@ -279,6 +309,40 @@ impl EventProcessor {
         }
     }
 
+    /// The awaited note an onset at `onset` belongs to: the oldest (slot `oldest`,
+    /// starting at `from`), unless a later one started before the onset and fits it
+    /// better at the loop's last delay; the older ones are then given up (their onset
+    /// was lost). Audio thread: a scan of the fixed array, ring pushes.
+    #[inline]
+    pub(super) fn onset_owner(&mut self, oldest: usize, from: u64, onset: u64) -> usize {
+        let misfit = |start: u64| (onset.saturating_sub(start)).abs_diff(self.loop_frames);
+        let later = self
+            .awaiting
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.map(|a| (a.from_frame, i)))
+            .filter(|&(f, _)| f > from && f <= onset)
+            .min_by_key(|&(f, _)| misfit(f));
+        let Some((later_from, j)) = later else {
+            return oldest;
+        };
+        if misfit(later_from) >= misfit(from) {
+            return oldest;
+        }
+        for slot in self.awaiting.iter_mut() {
+            if let Some(a) = *slot {
+                if a.from_frame < later_from {
+                    *slot = None;
+                    let _ = self.onsets.push(Onset {
+                        seq: a.seq,
+                        captured_frame: None,
+                    });
+                }
+            }
+        }
+        j
+    }
+
     /// Loopback: gives up on notes whose onset did not come back in time, then finds the
     /// oldest awaited onset in `input`. Audio thread: a scan of the capture, ring pushes.
     #[inline]
@@ -312,8 +376,15 @@ impl EventProcessor {
             let threshold = self.threshold * self.workload.onset_amplitude();
             let found = dsp::first_onset(&input[start.min(input.len())..], threshold);
             if let Some(g) = found {
-                self.awaiting[i] = None;
                 let onset = first + (start + g) as u64;
+                // The oldest note's onset may have been lost (the stream skipped the
+                // cycle that carried it): then this is a later note's, which it fits
+                // at the loop's delay where the oldest's does not, and every later
+                // note would otherwise take the one after it (one spacing late).
+                let i = self.onset_owner(i, from, onset);
+                let (seq, from) = self.awaiting[i].map_or((seq, from), |a| (a.seq, a.from_frame));
+                self.awaiting[i] = None;
+                self.loop_frames = onset.saturating_sub(from);
                 self.heard_until = onset + self.note_frames + self.note_frames / 4;
                 let captured_frame = Some(onset);
                 let _ = self.onsets.push(Onset {
@@ -333,6 +404,10 @@ impl Processor for EventProcessor {
         self.note_frames = (self.note_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
         self.timeout_frames =
             (self.loopback_timeout_ms * info.sample_rate_hz as f64 / 1e3).round() as u64;
+        // A first guess only (the first onset found replaces it): a capture latency not
+        // read leaves its share out.
+        let capture = info.capture_latency_frames.unwrap_or(0);
+        self.loop_frames = u64::from(info.buffer_frames() + capture);
     }
 
     /// The audio callback, a real-time loop: no allocation, no lock, no print. Schedules
@@ -355,6 +430,9 @@ impl Processor for EventProcessor {
             self.schedule_midi(cycle, io);
         }
         self.schedule_triggers(cycle);
+        if self.policy == NotePolicy::Fixed {
+            self.replace_fixed(cycle);
+        }
         // 2. Events inside this cycle, in frame order: note-ons and the note-off.
         let due = self.due_starts(first, end);
         // 3. Render in segments split at the events.

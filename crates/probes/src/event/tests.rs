@@ -53,3 +53,112 @@ fn trigger_times_are_spread_over_the_period() {
     }
     assert!(bins.iter().all(|&b| (900..1100).contains(&b)), "{bins:?}");
 }
+
+/// The fixed policy reads a pending trigger's frame again on the rendering cycle's time
+/// line: a trigger seen by a cycle whose checked start came from the callbacks (80 us
+/// after the server's), rendered by one whose start is the server's again, starts one
+/// period after its time on the latter, not on the former (4 frames later).
+#[test]
+fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
+    use engine::audio::{CheckedStart, TimingSource};
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let (mut trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, mut notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    let frames = 256u32;
+    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
+    let server_ns = |k: u64| 1_000_000_000 + (k as f64 * period_ns) as u64;
+    let cycle = |k: u64, offset_ns: u64, source| Cycle {
+        index: k,
+        frames,
+        first_frame: k * u64::from(frames),
+        nominal_ns: server_ns(k),
+        period_ns,
+        callback_ns: server_ns(k) + 1_000_000,
+        checked: Some(CheckedStart {
+            ns: server_ns(k) + offset_ns,
+            period_ns,
+            source,
+        }),
+        overran: false,
+    };
+    let info = StreamInfo {
+        backend: "test",
+        model: engine::audio::Model::Pull,
+        sample_rate_hz: 48_000,
+        period_frames: frames,
+        playback_latency_frames: 0,
+        capture_latency_frames: 0,
+        client_name: "t".into(),
+        playback_ports: vec![],
+        capture_port: None,
+        midi_port: None,
+        server: engine::audio::ServerInfo {
+            name: "t".into(),
+            private: true,
+            command_line: None,
+            version: None,
+            quantum_asked_frames: None,
+            quantum_granted_frames: None,
+        },
+        clock_offset_ns: 0,
+    };
+    p.prepare(&info);
+    let mut out = vec![0.0f32; frames as usize];
+    let mut run = |p: &mut EventProcessor, c: &Cycle| {
+        let mut io = Io {
+            output: &mut out,
+            input: None,
+            note_ons: &[],
+            midi_dropped: 0,
+        };
+        p.process(c, &mut io);
+    };
+    // A trigger 40 frames into cycle 11 by the server's clock, seen by cycle 11's
+    // callback (1 ms late) on the callbacks' envelope (80 us after the server's start):
+    // on that time line it is 36.2 frames in, so its note would go to offset 36 of
+    // cycle 12; cycle 12's start is the server's, on which the note belongs at 40.
+    let t_ns = server_ns(11) + (40.0 * 1e9 / 48_000.0) as u64;
+    trigger_tx.push(Trigger { seq: 0, t_ns }).unwrap();
+    run(&mut p, &cycle(11, 80_000, TimingSource::Callbacks));
+    assert!(notes.pop().is_err(), "not due in cycle 11");
+    run(&mut p, &cycle(12, 0, TimingSource::Backend));
+    let note = notes.pop().expect("started in cycle 12");
+    assert!(!note.late);
+    assert_eq!((note.cycle.index, note.offset), (12, 40));
+}
+
+/// An onset that fits a later awaited note at the loop's delay, where the oldest's
+/// (lost) does not, is the later note's; the oldest is given up. One that fits the
+/// oldest (a loop longer than the spacing) stays the oldest's.
+#[test]
+fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    p.loop_frames = 128;
+    p.awaiting[0] = Some(Awaiting {
+        seq: 7,
+        from_frame: 1000,
+    });
+    p.awaiting[1] = Some(Awaiting {
+        seq: 8,
+        from_frame: 2440,
+    });
+    // Note 8's onset, 128 frames after its start: note 7's was lost.
+    assert_eq!(p.onset_owner(0, 1000, 2568), 1);
+    let lost = onsets.pop().unwrap();
+    assert_eq!((lost.seq, lost.captured_frame), (7, None));
+    assert!(p.awaiting[0].is_none());
+    // A loop of 1500 frames, longer than the spacing: note 8's onset is its own.
+    p.loop_frames = 1500;
+    p.awaiting[0] = Some(Awaiting {
+        seq: 9,
+        from_frame: 3880,
+    });
+    assert_eq!(p.onset_owner(1, 2440, 3940), 1);
+    assert!(onsets.pop().is_err());
+}

@@ -18,6 +18,9 @@ pub(super) struct Analyser {
     pub(super) window_seq: u32,
     /// The latest cycle's position and time, to date windows.
     pub(super) clock: Option<(u64, u64, f64, u32)>,
+    /// Stream positions of the under-runs (xruns, skipped cycles) so far, by their times
+    /// on the cycles' clock (see [`Analyser::dropout_near`]).
+    pub(super) dropouts: Vec<u64>,
 }
 
 impl Analyser {
@@ -55,6 +58,25 @@ impl Analyser {
         }
     }
 
+    /// Stream position of time `t_ns` on the latest cycle's clock; `None` before the
+    /// first cycle.
+    pub(super) fn position_at(&self, t_ns: u64) -> Option<u64> {
+        let (first, nominal_ns, period_ns, frames) = self.clock?;
+        let since = t_ns as f64 - nominal_ns as f64;
+        Some((first as f64 + since * f64::from(frames) / period_ns.max(1.0)).max(0.0) as u64)
+    }
+
+    /// Whether the capture window `[from, from + n)` may hold the return of an
+    /// under-run's dropout. An under-run reported at position `x` silenced output frames
+    /// before `x` (those due while the application was held up, a stall shorter than a
+    /// tone period), and the loop, shorter than half a tone period, brings them back by
+    /// `x + n / 2`: a window overlapping `(x - n, x + n / 2]` is not a clean loop.
+    pub(super) fn dropout_near(&self, from: u64, n: u64) -> bool {
+        self.dropouts
+            .iter()
+            .any(|&x| from <= x + n / 2 && from + n > x.saturating_sub(n))
+    }
+
     /// Clicks and windows that can be analysed now.
     pub(super) fn analyse(
         &mut self,
@@ -76,6 +98,7 @@ impl Analyser {
                 seq: self.next_impulse as u32,
                 position: sent,
                 onset,
+                dropout: self.dropout_near(sent, self.spacing),
             });
             self.next_impulse += 1;
         }
@@ -96,6 +119,13 @@ impl Analyser {
                 // is causal, so a negative reading is the period minus the loop's excess.
                 if estimate.delay_frames < -1.0 {
                     estimate.delay_frames += n as f64;
+                }
+                // A window holding an under-run's dropout reads a delay off by the
+                // hole's share of the fit (0.0008 frame for a period of silence in a
+                // window of 8192 frames on the virtual card), within its own standard
+                // error: it is a dropout, not the loop.
+                if estimate.verdict == Verdict::Ok && self.dropout_near(from, n as u64) {
+                    estimate.verdict = Verdict::Unreliable;
                 }
                 estimates.push(EstimateRow {
                     seq: self.window_seq,

@@ -316,6 +316,7 @@ fn prepare(config: &RoundtripConfig, info: &StreamInfo, n: usize) -> (LoopProces
         next_window: 0,
         window_seq: 0,
         clock: None,
+        dropouts: Vec::new(),
     };
     let capture = Capture {
         analyser,
@@ -383,6 +384,9 @@ fn drain_cycles(
             r.cycle.frames,
         ));
         if r.gap_frames > 0 {
+            analyser
+                .dropouts
+                .extend(analyser.position_at(r.cycle.callback_ns));
             outcome.events.push(Event {
                 mono_ns: r.cycle.callback_ns,
                 kind: "skipped_cycles".into(),
@@ -391,6 +395,7 @@ fn drain_cycles(
         }
     }
     for x in backend.take_xruns() {
+        analyser.dropouts.extend(analyser.position_at(x.mono_ns));
         outcome.events.push(Event {
             mono_ns: x.mono_ns,
             kind: "xrun".into(),

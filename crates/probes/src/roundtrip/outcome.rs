@@ -26,6 +26,9 @@ pub struct ImpulseRow {
     pub position: u64,
     /// What came back; `None`: nothing above the noise within a tone period.
     pub onset: Option<ImpulseOnset>,
+    /// An under-run may have silenced it: its window could hold a dropout's return (see
+    /// the windows' rule), so a lost click says nothing of the loop's length.
+    pub dropout: bool,
 }
 
 /// One multi-tone window.
@@ -172,7 +175,10 @@ impl RoundtripOutcome {
     /// before them), or every window that found a delayed copy reads shorter than the
     /// reported latency.
     pub fn ambiguous(&self) -> bool {
-        let first_click_lost = self.impulses.first().is_some_and(|i| i.onset.is_none())
+        let first_click_lost = self
+            .impulses
+            .first()
+            .is_some_and(|i| i.onset.is_none() && !i.dropout)
             && self.impulses.iter().skip(1).any(|i| i.onset.is_some());
         let found: Vec<f64> = self
             .estimates

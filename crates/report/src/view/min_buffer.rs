@@ -9,10 +9,15 @@ use serde_json::{json, Value};
 use super::JsonStats;
 
 /// A round-trip run's buffer: its period and the latencies the stream reports.
+/// On a PipeWire, the quantum its graph was measured to grant.
 fn buffer_label(r: &RunView) -> String {
     let s = &r.result;
+    let granted = match r.config["server"]["quantum_granted_frames"].as_u64() {
+        Some(q) => format!("PipeWire quantum granted {q}; "),
+        None => String::new(),
+    };
     format!(
-        "period {} frames (latency {} + {} frames)",
+        "period {} frames ({granted}latency {} + {} frames)",
         s["period_frames"],
         s["playback_latency_frames"],
         s["capture_latency_frames"]
@@ -68,6 +73,7 @@ pub fn json(held: Option<&RunView>, failed: Option<&RunView>) -> Value {
     let describe = |r: &RunView| {
         let s = &r.result;
         json!({"run_id": r.id, "period_frames": s["period_frames"],
+               "quantum_granted_frames": r.config["server"]["quantum_granted_frames"],
                "playback_latency_frames": s["playback_latency_frames"],
                "capture_latency_frames": s["capture_latency_frames"],
                "roundtrip_frames": s["roundtrip_frames"]["mean"],
