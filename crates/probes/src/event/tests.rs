@@ -89,7 +89,7 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
         sample_rate_hz: 48_000,
         period_frames: frames,
         playback_latency_frames: 0,
-        capture_latency_frames: 0,
+        capture_latency_frames: None,
         client_name: "t".into(),
         playback_ports: vec![],
         capture_port: None,
@@ -101,6 +101,8 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
             version: None,
             quantum_asked_frames: None,
             quantum_granted_frames: None,
+            rate_asked_hz: None,
+            rate_granted_hz: None,
         },
         clock_offset_ns: 0,
     };
