@@ -143,7 +143,7 @@ pub struct MigratorTiming {
     pub repeats: Vec<MigratorRepeat>,
 }
 
-/// One repeat of the Migrator timings: each a median of [`ROUNDS`] rounds.
+/// One repeat of the Migrator timings: each the median of 9 timed rounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MigratorRepeat {
     /// ns per block on the synth's kernel.
