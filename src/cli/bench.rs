@@ -22,6 +22,9 @@ pub struct BenchArgs {
     /// Time spent on each kernel.
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_millis)]
     pub each: Duration,
+    /// Time the Migrator block this many times and report the medians.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count_u32)]
+    pub repeat: u32,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -35,6 +38,7 @@ impl BenchArgs {
             period_frames: self.period as usize,
             load_target: self.target / 100.0,
             seconds_per_kernel: self.each.as_secs_f64(),
+            migrator_repeats: self.repeat as usize,
         }
     }
 }

@@ -29,10 +29,21 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
     }
     assert!(v["voice_capacity"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(v["period_frames"], 64);
+    let m = &v["migrator"];
+    assert_eq!(m["repeats"].as_array().unwrap().len(), 1);
+    for key in [
+        "block_ns",
+        "roofline_ns",
+        "roofline_ratio",
+        "portable_roofline_ratio",
+    ] {
+        assert!(m[key].as_f64().unwrap() > 0.0, "{key}: {m}");
+    }
     let text = run(&db, &["bench", "--each", "20ms"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("voice capacity:"));
     assert!(text.stdout.contains("ns/sample"));
+    assert!(text.stdout.contains("roofline"), "{}", text.stdout);
     assert!(
         text.stdout.contains("built ") && text.stdout.contains("host steal"),
         "the figures carry their build profile and validity: {}",
@@ -40,6 +51,10 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
     );
     assert!(v["build_profile"].as_str().unwrap().contains("opt-level"));
     assert!(v["host_steal_percent"].as_f64().is_some());
+    let v = run_json(&db, &["bench", "--each", "10ms", "--repeat", "3", "--json"]);
+    assert_eq!(v["migrator"]["repeats"].as_array().unwrap().len(), 3, "{v}");
+    let zero = run(&db, &["bench", "--repeat", "0"]);
+    assert_eq!(zero.code, 2, "{}", zero.stderr);
     // Ctrl-C ends it at once (within a round), exit 130, nothing half-measured printed.
     let mut child = spawn(&db, &["bench", "--each", "10s"]);
     std::thread::sleep(Duration::from_millis(500));

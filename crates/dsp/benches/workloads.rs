@@ -44,8 +44,9 @@ fn process_one_period(c: &mut Criterion) {
 }
 
 /// One block of the whole Migrator synth (3,200 oscillators × 32 frames, every pad
-/// pressed), its portable kernel, and the naive block calling `f32::sin` per oscillator
-/// and sample: the target is at most 15 µs and at least 50× the naive block.
+/// pressed), its portable kernel, its throughput reference (the roofline: the same
+/// operations, none waiting on another; the kernel's time over it shows as a ratio), and
+/// the naive block calling `f32::sin` per oscillator and sample.
 fn migrator_block(c: &mut Criterion) {
     use dsp::migrator::*;
     let mut group = c.benchmark_group("migrator_block");
@@ -68,6 +69,12 @@ fn migrator_block(c: &mut Criterion) {
     group.bench_function("portable", |b| {
         b.iter(|| portable.process(&pads, black_box(&mut out)))
     });
+    // Each kernel's roofline, built as it is.
+    for mut roofline in [Roofline::like(&synth), Roofline::like(&portable)] {
+        group.bench_function(format!("roofline ({})", roofline.kernel()), |b| {
+            b.iter(|| roofline.process(black_box(&mut out)))
+        });
+    }
     let mut naive = NaiveReference::like(&synth);
     group.bench_function("naive f32::sin", |b| {
         b.iter(|| naive.process(black_box(&mut out)))

@@ -45,6 +45,9 @@ pub struct BenchConfig {
     /// half of it. The whole run lasts about 15 times this (2.8 s by default on a machine
     /// that fits 8000 voices; more doublings on faster machines take a little longer).
     pub seconds_per_kernel: f64,
+    /// Times the Migrator block and its references are timed (at least 1); the report
+    /// gives their medians.
+    pub migrator_repeats: usize,
 }
 
 impl Default for BenchConfig {
@@ -55,6 +58,7 @@ impl Default for BenchConfig {
             period_frames: 128,
             load_target: 0.5,
             seconds_per_kernel: 0.2,
+            migrator_repeats: 1,
         }
     }
 }
@@ -104,8 +108,11 @@ pub struct BenchReport {
 }
 
 /// One block of the whole Migrator synth (32 objects × 100 oscillators × 32 frames, every
-/// pad pressed) on one core, against a naive block calling `f32::sin` per oscillator and
-/// sample, timed in the same run.
+/// pad pressed) on one core, against its throughput reference ([`Roofline`]) and a naive
+/// block calling `f32::sin` per oscillator and sample, all timed in the same run: the
+/// medians over [`BenchConfig::migrator_repeats`] repeats, each repeat's figures kept.
+///
+/// [`Roofline`]: crate::migrator::Roofline
 #[derive(Clone, Debug, PartialEq)]
 pub struct MigratorTiming {
     /// The kernel the synth ran ("avx2+fma" or "portable").
@@ -117,10 +124,38 @@ pub struct MigratorTiming {
     pub portable_block_ns: f64,
     /// Median ns per block of the naive reference.
     pub naive_block_ns: f64,
-    /// `naive_block_ns / block_ns`.
+    /// Median ns per block of the throughput reference, on the synth's kernel.
+    pub roofline_ns: f64,
+    /// Median ns per block of the throughput reference on the portable kernel (built
+    /// like it, for `portable_roofline_ratio`).
+    pub portable_roofline_ns: f64,
+    /// Median over the repeats of `naive_block_ns / block_ns`.
     pub speedup: f64,
+    /// Median over the repeats of `block_ns / roofline_ns`: 1 is the CPU's arithmetic
+    /// throughput.
+    pub roofline_ratio: f64,
+    /// Median over the repeats of `portable_block_ns / portable_roofline_ns`: the
+    /// portable kernel against the throughput of the code built as it is.
+    pub portable_roofline_ratio: f64,
     /// The block's period at 44.1 kHz, 32 frames: 725.6 µs.
     pub block_period_ns: f64,
+    /// Each repeat's figures, in the order they ran.
+    pub repeats: Vec<MigratorRepeat>,
+}
+
+/// One repeat of the Migrator timings: each the median of 9 timed rounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MigratorRepeat {
+    /// ns per block on the synth's kernel.
+    pub block_ns: f64,
+    /// ns per block on the portable kernel.
+    pub portable_block_ns: f64,
+    /// ns per block of the naive reference.
+    pub naive_block_ns: f64,
+    /// ns per block of the throughput reference.
+    pub roofline_ns: f64,
+    /// ns per block of the throughput reference on the portable kernel.
+    pub portable_roofline_ns: f64,
 }
 
 /// The study's target for one synth block on this class of machine, in ns.
@@ -229,7 +264,7 @@ pub fn run(config: &BenchConfig, stop: &AtomicBool) -> Result<BenchReport, Inter
         )
     })?;
 
-    let migrator = time_migrator(config.seconds_per_kernel, stop)?;
+    let migrator = time_migrator(config.seconds_per_kernel, config.migrator_repeats, stop)?;
 
     Ok(BenchReport {
         config: *config,
@@ -242,13 +277,54 @@ pub fn run(config: &BenchConfig, stop: &AtomicBool) -> Result<BenchReport, Inter
     })
 }
 
-/// Times the Migrator synth's block on its best kernel and on the portable one, and the
-/// naive reference, each for about `seconds`.
-pub fn time_migrator(seconds: f64, stop: &AtomicBool) -> Result<MigratorTiming, Interrupted> {
-    use crate::migrator::{
-        Migrator, MigratorConfig, NaiveReference, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS,
-    };
+/// Times the Migrator synth's block on its best kernel and on the portable one, its
+/// throughput reference and the naive reference, each for about `seconds`, `repeats`
+/// times (at least once).
+pub fn time_migrator(
+    seconds: f64,
+    repeats: usize,
+    stop: &AtomicBool,
+) -> Result<MigratorTiming, Interrupted> {
+    use crate::migrator::{Kernel, Migrator, MigratorConfig, BLOCK_FRAMES};
     let config = MigratorConfig::default();
+    let kernel = Migrator::new(config).kernel();
+    let repeats = (0..repeats.max(1))
+        .map(|_| time_migrator_once(config, seconds, stop))
+        .collect::<Result<Vec<_>, _>>()?;
+    let median = |f: &dyn Fn(&MigratorRepeat) -> f64| {
+        let mut v: Vec<f64> = repeats.iter().map(f).collect();
+        v.sort_unstable_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let portable_block_ns = if kernel == Kernel::Portable {
+        median(&|r| r.block_ns)
+    } else {
+        median(&|r| r.portable_block_ns)
+    };
+    Ok(MigratorTiming {
+        kernel: kernel.to_string(),
+        block_ns: median(&|r| r.block_ns),
+        portable_block_ns,
+        naive_block_ns: median(&|r| r.naive_block_ns),
+        roofline_ns: median(&|r| r.roofline_ns),
+        portable_roofline_ns: median(&|r| r.portable_roofline_ns),
+        speedup: median(&|r| r.naive_block_ns / r.block_ns),
+        roofline_ratio: median(&|r| r.block_ns / r.roofline_ns),
+        portable_roofline_ratio: median(&|r| r.portable_block_ns / r.portable_roofline_ns),
+        block_period_ns: BLOCK_FRAMES as f64 * 1e9 / config.sample_rate_hz,
+        repeats,
+    })
+}
+
+/// One repeat of [`time_migrator`].
+fn time_migrator_once(
+    config: crate::migrator::MigratorConfig,
+    seconds: f64,
+    stop: &AtomicBool,
+) -> Result<MigratorRepeat, Interrupted> {
+    use crate::migrator::{
+        Kernel, Migrator, NaiveReference, Pad, Roofline, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS,
+    };
     let pads = [Pad {
         x: 0.5,
         y: 0.5,
@@ -257,39 +333,31 @@ pub fn time_migrator(seconds: f64, stop: &AtomicBool) -> Result<MigratorTiming, 
     let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
     let mut unused = [0.0f32; 1];
     let mut synth = Migrator::new(config);
-    let kernel = synth.kernel();
-    let block_ns = median_ns_per_call(
-        |_| synth.process(&pads, black_box(&mut out)),
-        &mut unused,
-        seconds,
-        stop,
-    )?;
-    let portable_block_ns = if kernel == crate::migrator::Kernel::Portable {
-        block_ns
+    let mut time = |f: &mut dyn FnMut(&mut [[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES])| {
+        median_ns_per_call(|_| f(black_box(&mut out)), &mut unused, seconds, stop)
+    };
+    let block_ns = time(&mut |out| synth.process(&pads, out))?;
+    let mut roofline = Roofline::like(&synth);
+    let roofline_ns = time(&mut |out| roofline.process(out))?;
+    let (portable_block_ns, portable_roofline_ns) = if synth.kernel() == Kernel::Portable {
+        (block_ns, roofline_ns)
     } else {
         let mut portable = Migrator::new(config);
         portable.force_portable_kernel();
-        median_ns_per_call(
-            |_| portable.process(&pads, black_box(&mut out)),
-            &mut unused,
-            seconds,
-            stop,
-        )?
+        let mut roofline = Roofline::like(&portable);
+        (
+            time(&mut |out| portable.process(&pads, out))?,
+            time(&mut |out| roofline.process(out))?,
+        )
     };
     let mut naive = NaiveReference::like(&synth);
-    let naive_block_ns = median_ns_per_call(
-        |_| naive.process(black_box(&mut out)),
-        &mut unused,
-        seconds,
-        stop,
-    )?;
-    Ok(MigratorTiming {
-        kernel: kernel.to_string(),
+    let naive_block_ns = time(&mut |out| naive.process(out))?;
+    Ok(MigratorRepeat {
         block_ns,
         portable_block_ns,
         naive_block_ns,
-        speedup: naive_block_ns / block_ns,
-        block_period_ns: BLOCK_FRAMES as f64 * 1e9 / config.sample_rate_hz,
+        roofline_ns,
+        portable_roofline_ns,
     })
 }
 
@@ -411,6 +479,7 @@ mod tests {
         let config = BenchConfig {
             seconds_per_kernel: 0.005,
             load_target: 1.0,
+            migrator_repeats: 3,
             ..BenchConfig::default()
         };
         let report = run(&config, &AtomicBool::new(false)).unwrap();
@@ -452,6 +521,35 @@ mod tests {
         );
         assert!(report.capacity_ns_per_period > 0.0);
         assert!(report.capacity_ns_per_period <= report.period_ns);
+        // The Migrator's figures are the medians of its repeats, each ratio the median
+        // of the repeats' own ratios (a ratio within one repeat, never across them).
+        let m = &report.migrator;
+        assert_eq!(m.repeats.len(), 3);
+        let median = |f: fn(&MigratorRepeat) -> f64| {
+            let mut v: Vec<f64> = m.repeats.iter().map(f).collect();
+            v.sort_unstable_by(f64::total_cmp);
+            v[1]
+        };
+        assert_eq!(m.block_ns, median(|r| r.block_ns));
+        assert_eq!(m.roofline_ns, median(|r| r.roofline_ns));
+        assert_eq!(m.naive_block_ns, median(|r| r.naive_block_ns));
+        assert_eq!(m.roofline_ratio, median(|r| r.block_ns / r.roofline_ns));
+        assert_eq!(m.speedup, median(|r| r.naive_block_ns / r.block_ns));
+        assert_eq!(
+            m.portable_roofline_ratio,
+            median(|r| r.portable_block_ns / r.portable_roofline_ns)
+        );
+        for r in &m.repeats {
+            let all = [
+                r.block_ns,
+                r.portable_block_ns,
+                r.roofline_ns,
+                r.naive_block_ns,
+            ];
+            for ns in all.into_iter().chain([r.portable_roofline_ns]) {
+                assert!(ns > 0.0 && ns.is_finite(), "{r:?}");
+            }
+        }
     }
 
     #[test]
@@ -461,6 +559,7 @@ mod tests {
         assert_eq!(config.period_frames, 128);
         assert_eq!(config.load_target, 0.5);
         assert_eq!(config.seconds_per_kernel, 0.2);
+        assert_eq!(config.migrator_repeats, 1);
     }
 
     #[test]

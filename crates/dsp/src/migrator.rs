@@ -16,11 +16,17 @@
 //! Written this way the coefficient is the small number `ε`, which `f32` holds to 7
 //! significant digits however low the frequency, where `2 cos ω` itself would be off by
 //! cents below 100 Hz. Oscillators are laid out in lanes of [`LANES`] (structure of
-//! arrays, 13 lane groups per object, the last one padded), and a block steps several
-//! lane groups at once so the serial dependency of one oscillator does not stall the
-//! pipeline. The kernel is plain Rust over `[f32; 8]` arrays that the compiler
-//! vectorises, compiled twice: portable, and with AVX2 and FMA chosen at run time when
-//! the CPU has them ([`Migrator::kernel`] says which one runs).
+//! arrays, 13 lane groups per object, the last one padded), and a block steps them as
+//! two chunks of 7 and 6 lane groups, each chunk's state in registers across the 32
+//! frames, so the serial dependency of one oscillator (a multiply-add's latency plus an
+//! add's) is hidden behind the other groups' work. Each frame's oscillators are summed
+//! lane-wise, scaled by the object's gain into its channel's lanes, and the lanes of the
+//! 8 channels are summed horizontally once per block as the output rows are written.
+//! The kernel is plain Rust over `[f32; 8]` arrays that the compiler vectorises (the
+//! horizontal sums are AVX intrinsics), compiled twice: portable, and with AVX2 and FMA
+//! chosen at run time when the CPU has them ([`Migrator::kernel`] says which one runs).
+//! [`Roofline`] is the same block with each oscillator's chain cut: the throughput the
+//! kernel is measured against.
 //!
 //! **Accuracy.** The recurrence keeps the invariant `d² - ε·y·(y - d) = A² sin² ω` (`A`
 //! the amplitude) up to rounding, and every block renormalises each oscillator to its
@@ -39,12 +45,12 @@
 //! it is given, and the parts' outputs sum to the whole synth's.
 
 mod kernel;
+mod roofline;
 
 use std::ops::Range;
 
-#[cfg(target_arch = "x86_64")]
-use kernel::render_avx2_fma;
-use kernel::{detect_kernel, render_portable};
+use kernel::{detect_kernel, render, Mix};
+pub use roofline::Roofline;
 
 /// Objects (voices, one per pad) in the whole synth.
 pub const OBJECTS: usize = 32;
@@ -463,6 +469,7 @@ impl Migrator {
         let block = self.block;
         self.block += 1;
         let mut active = 0;
+        let mut mix = Mix::new();
         for local in 0..self.objects.len() {
             let object = self.first_object + local;
             let pad = sanitize(pads[object]);
@@ -480,19 +487,13 @@ impl Migrator {
                 continue;
             }
             active += 1;
-            let mut mono = [0.0f32; BLOCK_FRAMES];
-            match self.kernel {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: Kernel::Avx2Fma is only chosen when the CPU reports AVX2 and FMA.
-                Kernel::Avx2Fma => unsafe { render_avx2_fma(state, &mut mono) },
-                _ => render_portable(state, &mut mono),
-            }
-            let channel = object % OUTPUT_CHANNELS;
+            let mut frames = [[0.0f32; LANES]; BLOCK_FRAMES];
+            render(self.kernel, state.phasors(), &mut frames);
             let slope = (end_gain - start_gain) / BLOCK_FRAMES as f32;
-            for (frame, row) in out.iter_mut().enumerate() {
-                let gain = start_gain + slope * (frame + 1) as f32;
-                row[channel] += gain * mono[frame];
-            }
+            mix.add_object(self.kernel, &frames, object, start_gain, slope);
+        }
+        if active > 0 {
+            mix.add_to(self.kernel, out);
         }
         self.active = active;
     }

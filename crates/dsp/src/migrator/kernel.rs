@@ -1,8 +1,18 @@
 //! The oscillator kernel: one object's block of phasor steps and its renormalisation,
-//! compiled twice (portable, and with AVX2 and FMA where the CPU has them). Real-time:
-//! no allocation, lock or panic.
+//! its mix into the channels, compiled twice (portable, and with AVX2 and FMA where the
+//! CPU has them). Real-time: no allocation, lock or panic.
+//!
+//! **Layout of the work.** An object's 13 lane groups are stepped as two chunks of 7 and
+//! 6 groups, each chunk's `y` and `d` held in registers across the 32 frames (14 and 12
+//! of AVX2's 16 vector registers; `ε` is read as an operand). Within a chunk every
+//! frame's multiply-adds and adds of the 6 or 7 groups are independent of each other, so
+//! one oscillator's chain `d → y → d` (a multiply-add's latency plus an add's) is hidden
+//! behind the others' work. Each frame's oscillators are summed lane-wise (a tree of
+//! adds) into one vector per frame; the object's smoothed gain scales that vector into
+//! its channel's accumulator ([`Mix`]), and the 8 lanes of each channel are summed
+//! horizontally once per block, when the output rows are written ([`Mix::add_to`]).
 
-use super::{Kernel, Lanes, Object, BLOCK_FRAMES, GROUPS, LANES};
+use super::{Kernel, Lanes, Object, BLOCK_FRAMES, GROUPS, LANES, OUTPUT_CHANNELS};
 
 pub(super) fn detect_kernel() -> Kernel {
     #[cfg(target_arch = "x86_64")]
@@ -15,19 +25,177 @@ pub(super) fn detect_kernel() -> Kernel {
     Kernel::Portable
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn render_avx2_fma(state: &mut Object, mono: &mut [f32; BLOCK_FRAMES]) {
-    render::<true>(state, mono)
+/// An object's oscillator state, borrowed from the synth (or the roofline's copy).
+pub(super) struct Phasors<'a> {
+    pub y: &'a mut [Lanes; GROUPS],
+    pub d: &'a mut [Lanes; GROUPS],
+    pub eps: &'a [Lanes; GROUPS],
+    pub inv_norm: &'a [Lanes; GROUPS],
 }
 
-pub(super) fn render_portable(state: &mut Object, mono: &mut [f32; BLOCK_FRAMES]) {
-    render::<false>(state, mono)
+impl Object {
+    pub(super) fn phasors(&mut self) -> Phasors<'_> {
+        Phasors {
+            y: &mut self.y,
+            d: &mut self.d,
+            eps: &self.eps,
+            inv_norm: &self.inv_norm,
+        }
+    }
+}
+
+/// Each frame's lane-wise sum of an object's oscillators.
+pub(super) type FrameLanes = [Lanes; BLOCK_FRAMES];
+
+/// The block's channel accumulators, lane-wise: `[frame][channel]`.
+pub(super) struct Mix {
+    lanes: [[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+}
+
+impl Mix {
+    pub(super) fn new() -> Mix {
+        Mix {
+            lanes: [[[0.0; LANES]; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+        }
+    }
+
+    /// Add an object's frames into `channel`, frame `f` scaled by
+    /// `start_gain + slope·(f + 1)` (the per-sample smoothing of its pressure).
+    pub(super) fn add_object(
+        &mut self,
+        kernel: Kernel,
+        frames: &FrameLanes,
+        channel: usize,
+        start_gain: f32,
+        slope: f32,
+    ) {
+        let channel = channel % OUTPUT_CHANNELS;
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: Kernel::Avx2Fma is only chosen when the CPU reports AVX2 and FMA.
+            Kernel::Avx2Fma => unsafe {
+                add_object_avx2_fma(&mut self.lanes, frames, channel, start_gain, slope)
+            },
+            _ => add_object::<false>(&mut self.lanes, frames, channel, start_gain, slope),
+        }
+    }
+
+    /// Sum each channel's lanes and add them to `out`'s rows.
+    pub(super) fn add_to(&self, kernel: Kernel, out: &mut [[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES]) {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Kernel::Avx2Fma => unsafe { reduce_avx2(&self.lanes, out) },
+            _ => reduce_portable(&self.lanes, out),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn add_object_avx2_fma(
+    lanes: &mut [[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+    frames: &FrameLanes,
+    channel: usize,
+    start_gain: f32,
+    slope: f32,
+) {
+    add_object::<true>(lanes, frames, channel, start_gain, slope)
+}
+
+#[inline(always)]
+fn add_object<const FMA: bool>(
+    lanes: &mut [[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+    frames: &FrameLanes,
+    channel: usize,
+    start_gain: f32,
+    slope: f32,
+) {
+    for (frame, (row, sums)) in lanes.iter_mut().zip(frames).enumerate() {
+        let gain = start_gain + slope * (frame + 1) as f32;
+        let acc = &mut row[channel];
+        for lane in 0..LANES {
+            acc[lane] = madd::<FMA>(gain, sums[lane], acc[lane]);
+        }
+    }
+}
+
+fn reduce_portable(
+    lanes: &[[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+    out: &mut [[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+) {
+    for (row, channels) in out.iter_mut().zip(lanes) {
+        for (sample, acc) in row.iter_mut().zip(channels) {
+            let pairs = [
+                acc[0] + acc[4],
+                acc[1] + acc[5],
+                acc[2] + acc[6],
+                acc[3] + acc[7],
+            ];
+            *sample += (pairs[0] + pairs[2]) + (pairs[1] + pairs[3]);
+        }
+    }
+}
+
+/// [`reduce_portable`] with AVX: per frame, the 8 channels' lane vectors summed by
+/// horizontal adds into one vector of 8 channel sums.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn reduce_avx2(
+    lanes: &[[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+    out: &mut [[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+) {
+    use std::arch::x86_64::*;
+    const _: () = assert!(LANES == 8 && OUTPUT_CHANNELS == 8);
+    for (row, channels) in out.iter_mut().zip(lanes) {
+        let m: [__m256; 8] = std::array::from_fn(|c| _mm256_loadu_ps(channels[c].as_ptr()));
+        // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7].
+        let h01 = _mm256_hadd_ps(m[0], m[1]);
+        let h23 = _mm256_hadd_ps(m[2], m[3]);
+        let h45 = _mm256_hadd_ps(m[4], m[5]);
+        let h67 = _mm256_hadd_ps(m[6], m[7]);
+        // [c0 0..3, c1 0..3, c2 0..3, c3 0..3 | the same over lanes 4..7].
+        let low = _mm256_hadd_ps(h01, h23);
+        let high = _mm256_hadd_ps(h45, h67);
+        let sums = _mm256_add_ps(
+            _mm256_permute2f128_ps::<0x20>(low, high),
+            _mm256_permute2f128_ps::<0x31>(low, high),
+        );
+        let old = _mm256_loadu_ps(row.as_ptr());
+        _mm256_storeu_ps(row.as_mut_ptr(), _mm256_add_ps(old, sums));
+    }
+}
+
+/// One object's block on `kernel` (see `render_with`): the synth's.
+#[inline]
+pub(super) fn render(kernel: Kernel, state: Phasors<'_>, frames: &mut FrameLanes) {
+    render_on::<false>(kernel, state, frames)
+}
+
+/// [`render`] or, with `CUT`, the roofline's block.
+#[inline]
+pub(super) fn render_on<const CUT: bool>(
+    kernel: Kernel,
+    state: Phasors<'_>,
+    frames: &mut FrameLanes,
+) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx2Fma is only chosen when the CPU reports AVX2 and FMA.
+        Kernel::Avx2Fma => unsafe { render_avx2_fma::<CUT>(state, frames) },
+        _ => render_with::<false, CUT>(state, frames),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn render_avx2_fma<const CUT: bool>(state: Phasors<'_>, frames: &mut FrameLanes) {
+    render_with::<true, CUT>(state, frames)
 }
 
 /// `a * b + c`, fused where the kernel was compiled with FMA.
 #[inline(always)]
-fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+pub(super) fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA {
         a.mul_add(b, c)
     } else {
@@ -35,60 +203,86 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     }
 }
 
-/// One object's block: step all its oscillators 32 times, summing their samples into
-/// `mono`; then renormalise each oscillator to its amplitude.
+/// One object's block: step all its oscillators 32 times, each frame's lane-wise sum
+/// into `frames`; then renormalise each oscillator to its amplitude. With `CUT` (the
+/// roofline), `y` steps by `ε` instead of by the new `d`: the same operations, none
+/// waiting on another of the same oscillator and frame.
 #[inline(always)]
-fn render<const FMA: bool>(state: &mut Object, mono: &mut [f32; BLOCK_FRAMES]) {
-    let mut acc = [[0.0f32; LANES]; BLOCK_FRAMES];
-    // 13 lane groups as 5 + 4 + 4: no group is left to step on its own, where each
-    // sample would wait for the previous one's multiply-add.
+fn render_with<const FMA: bool, const CUT: bool>(mut state: Phasors<'_>, frames: &mut FrameLanes) {
     const _: () = assert!(GROUPS == 13);
-    step_chunk::<5, FMA>(state, 0, &mut acc);
-    step_chunk::<4, FMA>(state, 5, &mut acc);
-    step_chunk::<4, FMA>(state, 9, &mut acc);
-    for (sample, lanes) in mono.iter_mut().zip(acc.iter()) {
-        *sample = lanes.iter().sum();
-    }
+    step_chunk::<7, FMA, CUT, false>(&mut state, 0, frames);
+    step_chunk::<6, FMA, CUT, true>(&mut state, 7, frames);
     for group in 0..GROUPS {
+        let (y, d, e) = (state.y[group], state.d[group], state.eps[group]);
+        let inv_norm = state.inv_norm[group];
+        let mut factor = [0.0f32; LANES];
         for lane in 0..LANES {
-            let (y, d, e) = (
-                state.y[group][lane],
-                state.d[group][lane],
-                state.eps[group][lane],
-            );
+            let (y, d, e) = (y[lane], d[lane], e[lane]);
             // d² - ε·y·(y - d), relative to its value at the nominal amplitude.
-            // Clamped, so one Newton step can never overshoot (retune keeps the ratio near 1).
-            let ratio =
-                (madd::<FMA>(d, d, -(e * y * (y - d))) * state.inv_norm[group][lane]).min(2.0);
-            let factor = madd::<FMA>(-0.5, ratio, 1.5);
-            state.y[group][lane] = y * factor;
-            state.d[group][lane] = d * factor;
+            // Clamped, so one Newton step can never overshoot (retune keeps the ratio
+            // near 1).
+            let ratio = (madd::<FMA>(d, d, -(e * y * (y - d))) * inv_norm[lane]).min(2.0);
+            factor[lane] = madd::<FMA>(-0.5, ratio, 1.5);
         }
+        state.y[group] = std::array::from_fn(|lane| y[lane] * factor[lane]);
+        state.d[group] = std::array::from_fn(|lane| d[lane] * factor[lane]);
     }
 }
 
+/// Step `G` lane groups from `first` over the block, their `y` and `d` in registers;
+/// each frame's sum of them is written into `frames` (added to it with `ADD`).
 #[inline(always)]
-fn step_chunk<const G: usize, const FMA: bool>(
-    state: &mut Object,
+fn step_chunk<const G: usize, const FMA: bool, const CUT: bool, const ADD: bool>(
+    state: &mut Phasors<'_>,
     first: usize,
-    acc: &mut [[f32; LANES]; BLOCK_FRAMES],
+    frames: &mut FrameLanes,
 ) {
     let mut y: [Lanes; G] = std::array::from_fn(|g| state.y[first + g]);
     let mut d: [Lanes; G] = std::array::from_fn(|g| state.d[first + g]);
-    let e: [Lanes; G] = std::array::from_fn(|g| state.eps[first + g]);
-    for row in acc.iter_mut() {
-        let mut sum = *row;
+    let e: &[Lanes] = &state.eps[first..first + G];
+    for row in frames.iter_mut() {
         for g in 0..G {
             for lane in 0..LANES {
                 let next_d = madd::<FMA>(e[g][lane], y[g][lane], d[g][lane]);
-                let next_y = y[g][lane] + next_d;
+                let step = if CUT { e[g][lane] } else { next_d };
                 d[g][lane] = next_d;
-                y[g][lane] = next_y;
-                sum[lane] += next_y;
+                y[g][lane] += step;
             }
         }
-        *row = sum;
+        let sum = tree_sum(&y);
+        for lane in 0..LANES {
+            row[lane] = if ADD {
+                row[lane] + sum[lane]
+            } else {
+                sum[lane]
+            };
+        }
     }
     state.y[first..first + G].copy_from_slice(&y);
     state.d[first..first + G].copy_from_slice(&d);
+}
+
+/// The lane-wise sum of `G` vectors as a balanced tree of adds.
+#[inline(always)]
+fn tree_sum<const G: usize>(v: &[Lanes; G]) -> Lanes {
+    let add = |a: Lanes, b: Lanes| -> Lanes { std::array::from_fn(|l| a[l] + b[l]) };
+    match G {
+        1 => v[0],
+        _ => {
+            let mut level: [Lanes; 8] = [[0.0; LANES]; 8];
+            level[..G].copy_from_slice(v);
+            let mut n = G;
+            while n > 1 {
+                let half = n / 2;
+                for i in 0..half {
+                    level[i] = add(level[2 * i], level[2 * i + 1]);
+                }
+                if n % 2 == 1 {
+                    level[half] = level[n - 1];
+                }
+                n = half + n % 2;
+            }
+            level[0]
+        }
+    }
 }

@@ -411,7 +411,11 @@ fn process_and_set_frequency_never_allocate() {
         glide_s: 0.02,
         ..MigratorConfig::default()
     };
+    // Every kernel: the one this CPU runs, the portable one, and the roofline.
     let mut synth = Migrator::new(config);
+    let mut portable = Migrator::new(config);
+    portable.force_portable_kernel();
+    let mut roofline = Roofline::like(&synth);
     let mut pads = pressed(0.9);
     pads[2].pressure = 0.0;
     let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
@@ -419,8 +423,11 @@ fn process_and_set_frequency_never_allocate() {
     assert_no_alloc(|| {
         for block in 0..400 {
             pads[5].x = (block % 7) as f32 / 7.0;
-            synth.process(&pads, &mut out);
-            synth.set_frequency(block % OBJECTS, block % OSCILLATORS_PER_OBJECT, 300.0);
+            for synth in [&mut synth, &mut portable] {
+                synth.process(&pads, &mut out);
+                synth.set_frequency(block % OBJECTS, block % OSCILLATORS_PER_OBJECT, 300.0);
+            }
+            roofline.process(&mut out);
         }
     });
     assert_eq!(
@@ -429,4 +436,33 @@ fn process_and_set_frequency_never_allocate() {
         "the synth allocated on the audio thread"
     );
     assert!(out.iter().flatten().all(|x| x.is_finite()));
+}
+
+/// The roofline runs the synth's kernel, starts every block from the state it was
+/// taken from (so every block is the same, finite and bounded), and mixes every object
+/// into its channel.
+#[test]
+fn the_roofline_repeats_one_bounded_block_on_the_synths_kernel() {
+    for portable in [false, true] {
+        let mut synth = Migrator::new(MigratorConfig::default());
+        if portable {
+            synth.force_portable_kernel();
+        }
+        let mut roofline = Roofline::like(&synth);
+        assert_eq!(roofline.kernel(), synth.kernel());
+        let mut first = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+        roofline.process(&mut first);
+        for _ in 0..20_000 {
+            let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            roofline.process(&mut out);
+            assert_eq!(out, first, "portable {portable}");
+        }
+        assert!(first
+            .iter()
+            .flatten()
+            .all(|x| x.is_finite() && x.abs() < 100.0));
+        for channel in 0..OUTPUT_CHANNELS {
+            assert!(first.iter().any(|row| row[channel] != 0.0), "{channel}");
+        }
+    }
 }

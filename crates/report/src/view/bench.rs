@@ -70,13 +70,15 @@ pub fn text(b: &Value) -> String {
     out
 }
 
-/// The Migrator synth's block against the study's target.
+/// The Migrator synth's block against its throughput reference and the study's target.
 fn migrator_lines(m: &Value, out: &mut String) {
     let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
     let met = f("block_ns") <= f("target_ns") && f("speedup") >= f("target_speedup");
+    let repeats = m["repeats"].as_array().map_or(1, Vec::len);
     let _ = writeln!(
         out,
-        "\nMigrator synth block (32 objects x 100 oscillators x 32 frames, all pads pressed; the Tessellation study):\n  {} kernel {}, portable kernel {}, naive f32::sin reference {}: {:.0}x faster than the reference, {:.1}% of the block's {} period\n  target: at most {} and at least {:.0}x the reference: {}",
+        "\nMigrator synth block (32 objects x 100 oscillators x 32 frames, all pads pressed; the Tessellation study){}:\n  {} kernel {}, portable kernel {}, naive f32::sin reference {}: {:.0}x faster than the reference, {:.1}% of the block's {} period",
+        if repeats > 1 { format!(", medians of {repeats} repeats") } else { String::new() },
         m["kernel"].as_str().unwrap_or("?"),
         fmt_ns(f("block_ns")),
         fmt_ns(f("portable_block_ns")),
@@ -84,6 +86,20 @@ fn migrator_lines(m: &Value, out: &mut String) {
         f("speedup"),
         100.0 * f("block_ns") / f("block_period_ns"),
         fmt_ns(f("block_period_ns")),
+    );
+    if m["roofline_ns"].is_number() {
+        let _ = writeln!(
+            out,
+            "  roofline (the block's multiply-adds and adds, none waiting on another) {} built as the kernel, {} built portable: the kernel takes {:.2}x its roofline, the portable kernel {:.2}x its own",
+            fmt_ns(f("roofline_ns")),
+            fmt_ns(f("portable_roofline_ns")),
+            f("roofline_ratio"),
+            f("portable_roofline_ratio"),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  target: at most {} and at least {:.0}x the reference: {}",
         fmt_ns(f("target_ns")),
         f("target_speedup"),
         if met { "met" } else { "NOT met" }
