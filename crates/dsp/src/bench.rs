@@ -161,7 +161,11 @@ pub struct MigratorRepeat {
 /// The study's target for one synth block on this class of machine, in ns.
 pub const MIGRATOR_TARGET_NS: f64 = 15_000.0;
 /// The target as a ratio to the naive reference timed in the same run.
-pub const MIGRATOR_TARGET_SPEEDUP: f64 = 50.0;
+pub const MIGRATOR_TARGET_SPEEDUP: f64 = 60.0;
+/// The target for the kernel against its roofline (block / roofline, same run).
+pub const MIGRATOR_TARGET_ROOFLINE: f64 = 1.6;
+/// The target for the portable kernel against the native kernel's roofline.
+pub const MIGRATOR_TARGET_PORTABLE_ROOFLINE: f64 = 2.5;
 
 /// The reference kernel: a naive oscillator that calls `f32::sin` for every sample, its
 /// phase accumulated in f32 radians and wrapped at 2π. Peak 0.5, starting at its peak

@@ -43,6 +43,10 @@ pub fn to_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
             "block_period_ns": r.migrator.block_period_ns,
             "target_ns": dsp::bench::MIGRATOR_TARGET_NS,
             "target_speedup": dsp::bench::MIGRATOR_TARGET_SPEEDUP,
+            "target_roofline_ratio": dsp::bench::MIGRATOR_TARGET_ROOFLINE,
+            // The portable kernel against the native kernel's roofline (medians).
+            "portable_to_roofline_ratio": r.migrator.portable_block_ns / r.migrator.roofline_ns,
+            "target_portable_roofline_ratio": dsp::bench::MIGRATOR_TARGET_PORTABLE_ROOFLINE,
             "repeats": r.migrator.repeats.iter().map(|t| json!({
                 "block_ns": t.block_ns, "portable_block_ns": t.portable_block_ns,
                 "naive_block_ns": t.naive_block_ns, "roofline_ns": t.roofline_ns,

@@ -655,7 +655,7 @@ impl Suite<'_> {
                 Some(e) => SuiteNote::RunError(e.clone()),
                 None => SuiteNote::Roundtrip {
                     verdict: o.verdict_line(),
-                    frames: (m.count > 0).then(|| (m.mean, o.reported_frames())),
+                    frames: (m.count > 0).then_some(m.mean).zip(o.reported_frames()),
                 },
             },
             ..SuiteEntry::of_run(label, &run, headline)

@@ -260,7 +260,7 @@ impl Tally {
         };
         let cycle_ns = quantum
             .zip(rate)
-            .map(|(q, r)| q * 1_000_000_000 / u64::from(r));
+            .and_then(|(q, r)| Some(q.checked_mul(1_000_000_000)? / u64::from(r)));
         let driver_id = field(PROFILER_DRIVER_BLOCK)
             .and_then(|b| int(b.first()?))
             .map(|id| id as u32);

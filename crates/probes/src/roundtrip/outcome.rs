@@ -194,7 +194,7 @@ impl RoundtripOutcome {
     /// a period of slack for a backend whose model over-states it: the loop is longer
     /// than the tone period and the figure wrapped around.
     pub fn wrapped(&self, frames: f64) -> bool {
-        frames + f64::from(self.info.period_frames) + 0.5 < f64::from(self.reported_frames())
+        frames + f64::from(self.info.period_frames) + 0.5 < f64::from(self.reported_floor_frames())
     }
 
     /// Windows that found a delayed copy but read shorter than the reported latency.
@@ -257,10 +257,18 @@ impl RoundtripOutcome {
                 .all(|e| e.estimate.verdict == Verdict::NoSignal)
     }
 
-    /// The latency the stream reports for a loop: playback plus capture, in frames (a
-    /// capture latency the backend could not read adds nothing).
-    pub fn reported_frames(&self) -> u32 {
-        self.info.playback_latency_frames + self.info.capture_latency_frames.unwrap_or(0)
+    /// The latency the stream reports for a loop: playback plus capture, in frames; none
+    /// when the backend could not read the capture latency.
+    pub fn reported_frames(&self) -> Option<u32> {
+        let capture = self.info.capture_latency_frames?;
+        Some(self.info.playback_latency_frames + capture)
+    }
+
+    /// The least the loop can be by what the stream reports: [`Self::reported_frames`],
+    /// or the playback latency alone when the capture latency was not read.
+    fn reported_floor_frames(&self) -> u32 {
+        self.reported_frames()
+            .unwrap_or(self.info.playback_latency_frames)
     }
 
     /// Windows by verdict: (ok, no signal, unreliable).
@@ -313,7 +321,7 @@ impl RoundtripOutcome {
             return format!(
                 "ambiguous: the loop looks longer than the test signal's period ({} frames; the first click found nothing in its window, or the figure reads below the {} frames the stream reports), so it wrapped around; measure again with a max-delay above the loop's length",
                 self.tone_period,
-                self.reported_frames()
+                self.reported_floor_frames()
             );
         }
         if self.no_loop() {
@@ -436,7 +444,7 @@ impl RoundtripOutcome {
             "playback_latency_frames": self.info.playback_latency_frames,
             "capture_latency_frames": self.info.capture_latency_frames,
             "inserted_frames": self.config.insert_delay_frames,
-            "extra_frames": (measured.count > 0).then(|| measured.mean - f64::from(self.reported_frames()) - f64::from(self.config.insert_delay_frames)),
+            "extra_frames": self.reported_frames().filter(|_| measured.count > 0).map(|r| measured.mean - f64::from(r) - f64::from(self.config.insert_delay_frames)),
             "stderr_frames_median": Stats::of(self.valid().map(|e| e.estimate.stderr_frames)).measured().map(|s| s.median),
             "snr_db_median": Stats::of(self.valid().map(|e| e.estimate.snr_db)).measured().map(|s| s.median),
             "gain_median": Stats::of(self.valid().map(|e| e.estimate.gain)).measured().map(|s| s.median),
@@ -622,7 +630,7 @@ impl RoundtripOutcome {
             "impulse_frames": self.impulse_frames().to_json(),
             "reported_frames": self.reported_frames(),
             "inserted_frames": self.config.insert_delay_frames,
-            "extra_frames": (measured.count > 0).then(|| measured.mean - f64::from(self.reported_frames()) - f64::from(self.config.insert_delay_frames)),
+            "extra_frames": self.reported_frames().filter(|_| measured.count > 0).map(|r| measured.mean - f64::from(r) - f64::from(self.config.insert_delay_frames)),
             "verdict": self.verdict_line(),
             "no_loop": self.no_loop(),
             "inverted": self.inverted(),

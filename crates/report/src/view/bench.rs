@@ -97,11 +97,23 @@ fn migrator_lines(m: &Value, out: &mut String) {
             f("portable_roofline_ratio"),
         );
     }
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let _ = writeln!(
         out,
-        "  target: at most {} and at least {:.0}x the reference: {}",
+        "  targets: at most {} and at least {:.0}x the reference: {}",
         fmt_ns(f("target_ns")),
         f("target_speedup"),
-        if met { "met" } else { "NOT met" }
+        verdict(met)
     );
+    if m["roofline_ns"].is_number() {
+        let _ = writeln!(
+            out,
+            "  the kernel at most {:.1}x its roofline: {}; the portable kernel at most {:.1}x the kernel's roofline ({:.2}x): {}",
+            f("target_roofline_ratio"),
+            verdict(f("roofline_ratio") <= f("target_roofline_ratio")),
+            f("target_portable_roofline_ratio"),
+            f("portable_to_roofline_ratio"),
+            verdict(f("portable_to_roofline_ratio") <= f("target_portable_roofline_ratio")),
+        );
+    }
 }

@@ -97,7 +97,7 @@ fn row(r: &RunView) -> Vec<String> {
     let m = JsonStats::of(&s["roundtrip_frames"]);
     let frame_ms = 1e3 / s["rate_hz"].as_f64().unwrap_or(f64::NAN);
     let clicks = JsonStats::of(&s["impulse_frames"]);
-    let reported = s["reported_frames"].as_u64().unwrap_or(0);
+    let reported = s["reported_frames"].as_u64();
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     vec![
         r.id.to_string(),
@@ -125,13 +125,14 @@ fn row(r: &RunView) -> Vec<String> {
         } else {
             "-".into()
         },
-        reported.to_string(),
-        if m.count > 0 {
-            // No "-0.000" for a difference of rounding noise.
-            let extra = m.mean - reported as f64 - u(&s["inserted_frames"]) as f64;
-            format!("{:.3}", if extra.abs() < 5e-4 { 0.0 } else { extra })
-        } else {
-            "-".into()
+        reported.map_or("-".into(), |r| r.to_string()),
+        match reported.filter(|_| m.count > 0) {
+            Some(reported) => {
+                // No "-0.000" for a difference of rounding noise.
+                let extra = m.mean - reported as f64 - u(&s["inserted_frames"]) as f64;
+                format!("{:.3}", if extra.abs() < 5e-4 { 0.0 } else { extra })
+            }
+            None => "-".into(),
         },
         format!("{}/{}", u(&s["xruns"]), u(&s["skipped_cycles"])),
         if realtime(r) {
