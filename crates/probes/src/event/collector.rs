@@ -26,6 +26,8 @@ pub(super) struct Collector {
     pub(super) xruns: (u64, u64),
     pub(super) gaps: (u64, u64),
     pub(super) first_trigger_ns: Option<u64>,
+    /// Fixed policy: each note placed by its time, its re-placement shift in frames.
+    pub(super) fixed_shifts: Vec<f64>,
 }
 
 impl Collector {
@@ -92,6 +94,9 @@ impl Collector {
                 self.first_trigger_ns
                     .map_or(n.trigger_ns, |f| f.min(n.trigger_ns)),
             );
+            if let Some(shift) = n.shift_frames {
+                self.fixed_shifts.push(shift);
+            }
             let c = n.cycle;
             let note_frame = c.first_frame + n.offset as u64;
             // The DAC time on the rendering cycle's checked start (JACK's where it agreed

@@ -321,6 +321,7 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
         xruns: (0, 0),
         gaps: (0, 0),
         first_trigger_ns: None,
+        fixed_shifts: Vec::new(),
     }
 }
 
@@ -499,6 +500,7 @@ pub fn run(
         start_ns,
         end_ns,
         first_trigger_ns: c.first_trigger_ns,
+        fixed_shifts_frames: c.fixed_shifts,
     })
 }
 

@@ -99,6 +99,10 @@ pub struct EventOutcome {
     pub end_ns: u64,
     /// First trigger time.
     pub first_trigger_ns: Option<u64>,
+    /// Fixed policy: per note placed by its trigger's time, how far (in frames) its
+    /// placement on the rendering cycle's time line moved from its first placement (on
+    /// the time line of the cycle that first saw the trigger). Empty for other notes.
+    pub fixed_shifts_frames: Vec<f64>,
 }
 
 /// The model's mean latency of `config`'s policy on a stream (see
@@ -279,6 +283,24 @@ impl EventOutcome {
         self.rows.iter().filter(|r| r.late).count() as u64
     }
 
+    /// The fixed policy's re-placements (`fixed_replacement` in the result): notes placed
+    /// by their time, those moved by more than half a frame between their first placement
+    /// and the rendering cycle's, and the median and largest move (absolute, frames);
+    /// `None` when no note was placed by its time.
+    pub fn fixed_replacement(&self) -> Option<Value> {
+        let shifts = &self.fixed_shifts_frames;
+        if shifts.is_empty() {
+            return None;
+        }
+        let abs = Stats::of(shifts.iter().map(|s| s.abs()));
+        Some(json!({
+            "notes": shifts.len(),
+            "moved_over_half_frame": shifts.iter().filter(|s| s.abs() > 0.5).count(),
+            "shift_median_frames": Stats::of(shifts.iter().copied()).median,
+            "shift_abs_max_frames": abs.max,
+        }))
+    }
+
     /// The audio thread ran at a real-time policy, and so did the trigger thread (when
     /// there was one).
     pub fn realtime(&self) -> bool {
@@ -391,6 +413,7 @@ impl EventOutcome {
             "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
                           "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},
             "late_triggers": self.late(),
+            "fixed_replacement": self.fixed_replacement(),
             "missed_triggers": self.missed(),
             "timing_unknown_triggers": self.timing_unknown(),
             "cycles_timing_unknown": self.cycles_timing_unknown,

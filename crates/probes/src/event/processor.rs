@@ -18,6 +18,10 @@ pub(super) struct NoteStart {
     pub(super) cycle: Cycle,
     pub(super) offset: u32,
     pub(super) late: bool,
+    /// Fixed policy, a trigger placed by its time: its final placement (on the rendering
+    /// cycle's time line) minus its first (on the time line of the cycle that first saw
+    /// it), in frames; `None` for a note not placed by its time.
+    pub(super) shift_frames: Option<f64>,
 }
 
 /// A loopback onset (or its absence) for a note.
@@ -37,6 +41,10 @@ pub(super) struct Scheduled {
     /// A trigger the fixed policy placed by its time: its frame is read again on each
     /// cycle's time line until the note starts (see [`EventProcessor::replace_fixed`]).
     pub(super) by_time: bool,
+    /// Where the trigger was first placed (unrounded frame), for `by_time` triggers.
+    pub(super) first_at: f64,
+    /// Its latest placement minus `first_at`, in frames.
+    pub(super) shift_frames: f64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -140,6 +148,8 @@ impl EventProcessor {
                 frame,
                 late: false,
                 by_time: false,
+                first_at: 0.0,
+                shift_frames: 0.0,
             });
         }
     }
@@ -151,6 +161,7 @@ impl EventProcessor {
         let first = cycle.first_frame;
         let n = cycle.frames as u64;
         while let Ok(t) = self.triggers.pop() {
+            let mut first_at = 0.0;
             let (frame, late) = match self.policy {
                 NotePolicy::Asap => (first, false),
                 NotePolicy::Fixed => {
@@ -160,7 +171,8 @@ impl EventProcessor {
                     let at = cycle
                         .checked_frame_at(t.t_ns)
                         .unwrap_or_else(|| cycle.frame_at(t.t_ns));
-                    let target = (at + n as f64).round();
+                    first_at = at + n as f64;
+                    let target = first_at.round();
                     if target < first as f64 {
                         (first, true)
                     } else {
@@ -174,6 +186,8 @@ impl EventProcessor {
                 frame,
                 late,
                 by_time: self.policy == NotePolicy::Fixed && !late,
+                first_at,
+                shift_frames: 0.0,
             });
         }
     }
@@ -185,9 +199,10 @@ impl EventProcessor {
     /// callbacks' envelope, which lie tens of microseconds apart; the envelope advanced
     /// by its rate allowance or was lowered; the frame count was restarted), and a note
     /// placed on one and read on the other was off the policy by that difference.
+    /// Each note keeps its shift (this placement minus its first), reported with it.
     /// Audio thread: arithmetic on the fixed array.
     #[inline]
-    fn replace_fixed(&mut self, cycle: &Cycle) {
+    pub(super) fn replace_fixed(&mut self, cycle: &Cycle) {
         let n = cycle.frames as f64;
         for s in self.scheduled.iter_mut().flatten() {
             if s.by_time && !s.late {
@@ -195,6 +210,7 @@ impl EventProcessor {
                     .checked_frame_at(s.trigger_ns)
                     .unwrap_or_else(|| cycle.frame_at(s.trigger_ns));
                 s.frame = (at + n).round().max(0.0) as u64;
+                s.shift_frames = at + n - s.first_at;
             }
         }
     }
@@ -237,6 +253,7 @@ impl EventProcessor {
             cycle: *cycle,
             offset,
             late: s.late,
+            shift_frames: s.by_time.then_some(s.shift_frames),
         };
         if self.notes.push(start).is_err() {
             self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);

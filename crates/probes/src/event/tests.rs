@@ -129,6 +129,17 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
     let note = notes.pop().expect("started in cycle 12");
     assert!(!note.late);
     assert_eq!((note.cycle.index, note.offset), (12, 40));
+    // The move is recorded with the note: 80 us is 3.84 frames at 48 kHz.
+    let shift = note.shift_frames.expect("a fixed note placed by its time");
+    assert!((shift - 3.84).abs() < 0.01, "{shift}");
+    // A trigger whose time line does not move has no shift.
+    let t_ns = server_ns(13) + (100.0 * 1e9 / 48_000.0) as u64;
+    trigger_tx.push(Trigger { seq: 1, t_ns }).unwrap();
+    run(&mut p, &cycle(13, 0, TimingSource::Backend));
+    run(&mut p, &cycle(14, 0, TimingSource::Backend));
+    let note = notes.pop().expect("started in cycle 14");
+    assert_eq!((note.cycle.index, note.offset), (14, 100));
+    assert!(note.shift_frames.unwrap().abs() < 0.01);
 }
 
 /// An onset that fits a later awaited note at the loop's delay, where the oldest's

@@ -335,6 +335,18 @@ fn run_notes(r: &RunView, out: &mut String) {
             r.id
         );
     }
+    let moved = &s["fixed_replacement"];
+    if n(&moved["moved_over_half_frame"]) > 0 {
+        let _ = writeln!(
+            out,
+            "run {}: {} of {} fixed-policy notes moved by more than half a frame when placed again on the time line of the cycle that rendered them (median shift {} frames, largest {}): the cycles' time line moved between the trigger and its note",
+            r.id,
+            moved["moved_over_half_frame"],
+            moved["notes"],
+            moved["shift_median_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}")),
+            moved["shift_abs_max_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}"))
+        );
+    }
     if !realtime(r) {
         let q = &r.qos_granted;
         let audio = q["audio_thread"]
