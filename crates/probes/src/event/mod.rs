@@ -286,6 +286,8 @@ fn new_processor(
         note_end_frame: None,
         heard_until: 0,
         loop_frames: 0,
+        disrupted_until: None,
+        next_frame: None,
         note_frames: 0,
         max_frames: 0,
         threshold: config.loopback_threshold,
@@ -487,6 +489,7 @@ pub fn run(
         dropped: counters.triggers_dropped.load(Ordering::Relaxed)
             + counters.notes_dropped.load(Ordering::Relaxed),
         midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
+        onsets_moved: counters.onsets_moved.load(Ordering::Relaxed),
         records_dropped: status.records_dropped,
         unmatched_captures: status.unmatched_captures,
         frame_count_restarts: status.frame_count_restarts,

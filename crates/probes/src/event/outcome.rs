@@ -71,6 +71,9 @@ pub struct EventOutcome {
     pub dropped: u64,
     /// MIDI events that were malformed or did not fit.
     pub midi_dropped: u64,
+    /// Loopback onsets given to a later note than the oldest awaited (whose onset was
+    /// then taken as lost), each after an under-run or skipped cycle.
+    pub onsets_moved: u64,
     /// Cycle records the reader lost.
     pub records_dropped: u64,
     /// The stream's own counts where its backend keeps them (`None`: not counted):
@@ -419,6 +422,7 @@ impl EventOutcome {
             "cycles_timing_unknown": self.cycles_timing_unknown,
             "dropped_triggers": self.dropped,
             "midi_dropped": self.midi_dropped,
+            "onsets_moved_after_underrun": self.info.capture_port.is_some().then_some(self.onsets_moved),
             "oversized_cycles": self.oversized_cycles,
             "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
             "dsp_overload_cycles": self.dsp_misses,

@@ -63,6 +63,8 @@ pub(super) struct Counters {
     pub(super) oversized_cycles: AtomicU64,
     pub(super) midi_dropped: AtomicU64,
     pub(super) midi_seen: AtomicU64,
+    /// Onsets given to a later note than the oldest awaited, after an under-run.
+    pub(super) onsets_moved: AtomicU64,
 }
 
 /// The audio-thread half of the probe.
@@ -87,6 +89,12 @@ pub(super) struct EventProcessor {
     /// first the one the stream reports (playback + capture latency): an onset is given
     /// to the awaited note whose start it fits (see [`EventProcessor::find_onsets`]).
     pub(super) loop_frames: u64,
+    /// The end of the last cycle that may have lost capture or output: one after frames
+    /// the stream skipped, one whose callback overran, one whose start was not known
+    /// (after an xrun), one rendered silent (oversized). `None` before any.
+    pub(super) disrupted_until: Option<u64>,
+    /// Where the previous cycle ended, to see skipped frames.
+    pub(super) next_frame: Option<u64>,
     pub(super) note_frames: u64,
     pub(super) max_frames: usize,
     pub(super) threshold: f32,
@@ -327,11 +335,18 @@ impl EventProcessor {
     }
 
     /// The awaited note an onset at `onset` belongs to: the oldest (slot `oldest`,
-    /// starting at `from`), unless a later one started before the onset and fits it
-    /// better at the loop's last delay; the older ones are then given up (their onset
-    /// was lost). Audio thread: a scan of the fixed array, ring pushes.
+    /// starting at `from`), unless the stream was disrupted (see
+    /// [`EventProcessor::disrupted_until`]) after the oldest started, so its onset may
+    /// have been lost, and a later note started before the onset and fits it better at
+    /// the loop's last delay; the older ones are then given up, and the move counted.
+    /// Without such evidence the onset stays the oldest's: a loop longer than the
+    /// spacing whose delay steps by more than half a spacing is measured as a step, not
+    /// absorbed. Audio thread: a scan of the fixed array, ring pushes.
     #[inline]
     pub(super) fn onset_owner(&mut self, oldest: usize, from: u64, onset: u64) -> usize {
+        if self.disrupted_until.is_none_or(|d| d <= from) {
+            return oldest;
+        }
         let misfit = |start: u64| (onset.saturating_sub(start)).abs_diff(self.loop_frames);
         let later = self
             .awaiting
@@ -357,6 +372,7 @@ impl EventProcessor {
                 }
             }
         }
+        self.counters.onsets_moved.fetch_add(1, Ordering::Relaxed);
         j
     }
 
@@ -397,7 +413,8 @@ impl EventProcessor {
                 // The oldest note's onset may have been lost (the stream skipped the
                 // cycle that carried it): then this is a later note's, which it fits
                 // at the loop's delay where the oldest's does not, and every later
-                // note would otherwise take the one after it (one spacing late).
+                // note would otherwise take the one after it (one spacing late). Only
+                // after a disruption: otherwise a latency step would be absorbed.
                 let i = self.onset_owner(i, from, onset);
                 let (seq, from) = self.awaiting[i].map_or((seq, from), |a| (a.seq, a.from_frame));
                 self.awaiting[i] = None;
@@ -433,6 +450,12 @@ impl Processor for EventProcessor {
     fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
         let first = cycle.first_frame;
         let end = first + cycle.frames as u64;
+        let skipped = self.next_frame.is_some_and(|f| f != first);
+        self.next_frame = Some(end);
+        if skipped || cycle.overran || cycle.checked.is_none() || io.output.len() > self.max_frames
+        {
+            self.disrupted_until = Some(end);
+        }
         if io.output.len() > self.max_frames {
             // The server changed its buffer size beyond what was prepared: stay silent
             // rather than allocate on this thread.

@@ -142,17 +142,21 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
     assert!(note.shift_frames.unwrap().abs() < 0.01);
 }
 
-/// An onset that fits a later awaited note at the loop's delay, where the oldest's
-/// (lost) does not, is the later note's; the oldest is given up. One that fits the
-/// oldest (a loop longer than the spacing) stays the oldest's.
+/// After a disruption (here: skipped frames ending at 2000) following the oldest
+/// awaited note's start, an onset that fits a later awaited note at the loop's delay,
+/// where the oldest's (lost) does not, is the later note's; the oldest is given up and
+/// the move counted. One that fits the oldest (a loop longer than the spacing) stays the
+/// oldest's.
 #[test]
 fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
     let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
     let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
     let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
     let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
-    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    let counters = Arc::new(Counters::default());
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, counters.clone());
     p.loop_frames = 128;
+    p.disrupted_until = Some(2000);
     p.awaiting[0] = Some(Awaiting {
         seq: 7,
         from_frame: 1000,
@@ -173,5 +177,38 @@ fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
         from_frame: 3880,
     });
     assert_eq!(p.onset_owner(1, 2440, 3940), 1);
+    assert!(onsets.pop().is_err());
+    assert_eq!(counters.onsets_moved.load(Ordering::Relaxed), 1);
+}
+
+/// A loop longer than the trigger spacing (1500 frames, notes 1440 apart) whose delay
+/// steps by more than half a spacing (+800 frames) with no under-run: the onset is the
+/// oldest note's, measured as a step; no note is given up, no onset moved.
+#[test]
+fn a_latency_step_without_an_underrun_is_measured_as_a_step() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
+    let counters = Arc::new(Counters::default());
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, counters.clone());
+    p.loop_frames = 1500;
+    p.awaiting[0] = Some(Awaiting {
+        seq: 3,
+        from_frame: 1000,
+    });
+    p.awaiting[1] = Some(Awaiting {
+        seq: 4,
+        from_frame: 2440,
+    });
+    // Note 3's onset 2300 frames after its start: it fits note 4 better (860 vs 1500),
+    // but nothing was lost: it is note 3's.
+    assert_eq!(p.onset_owner(0, 1000, 3300), 0);
+    assert!(onsets.pop().is_err(), "no note given up");
+    assert!(p.awaiting[1].is_some());
+    assert_eq!(counters.onsets_moved.load(Ordering::Relaxed), 0);
+    // A disruption before note 3 started is no evidence either.
+    p.disrupted_until = Some(900);
+    assert_eq!(p.onset_owner(0, 1000, 3300), 0);
     assert!(onsets.pop().is_err());
 }
