@@ -305,7 +305,7 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
         source: config.source.to_string(),
         loopback: info.capture_port.is_some(),
         buffer_ns: info.buffer_ns(),
-        capture_frames: info.capture_latency_frames.map_or(0.0, f64::from),
+        capture_frames: info.capture_latency_frames.map(f64::from),
         frame_ns: 1e9 / info.sample_rate_hz as f64,
         stage_start_ns: start_ns + (config.warmup_ms * 1e6) as u64,
         timer: config.source == TriggerSource::Timer,

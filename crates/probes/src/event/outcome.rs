@@ -158,7 +158,7 @@ impl TriggerSummary {
                 "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {}",
                 info.capture_port.as_deref().unwrap_or("?"),
                 config.loopback_threshold,
-                info.capture_latency_frames.map_or("no capture latency (the stream reported none)".into(), |f| format!("{f} frames capture latency"))
+                info.capture_latency_frames.map_or("the capture latency, which the stream did not report (so none measured)".into(), |f| format!("{f} frames capture latency"))
             ),
             buffer_ns: info.buffer_ns(),
             model_mean_ns: model_latency_ns(config, info),

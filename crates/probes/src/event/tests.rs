@@ -83,29 +83,7 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
         }),
         overran: false,
     };
-    let info = StreamInfo {
-        backend: "test",
-        model: engine::audio::Model::Pull,
-        sample_rate_hz: 48_000,
-        period_frames: frames,
-        playback_latency_frames: 0,
-        capture_latency_frames: None,
-        client_name: "t".into(),
-        playback_ports: vec![],
-        capture_port: None,
-        midi_port: None,
-        server: engine::audio::ServerInfo {
-            name: "t".into(),
-            private: true,
-            command_line: None,
-            version: None,
-            quantum_asked_frames: None,
-            quantum_granted_frames: None,
-            rate_asked_hz: None,
-            rate_granted_hz: None,
-        },
-        clock_offset_ns: 0,
-    };
+    let info = stream_info(frames, None);
     p.prepare(&info);
     let mut out = vec![0.0f32; frames as usize];
     let mut run = |p: &mut EventProcessor, c: &Cycle| {
@@ -211,4 +189,49 @@ fn a_latency_step_without_an_underrun_is_measured_as_a_step() {
     p.disrupted_until = Some(900);
     assert_eq!(p.onset_owner(0, 1000, 3300), 0);
     assert!(onsets.pop().is_err());
+}
+
+/// A 48 kHz test stream of `frames`-frame periods, with `capture` latency.
+fn stream_info(frames: u32, capture: Option<u32>) -> StreamInfo {
+    StreamInfo {
+        backend: "test",
+        model: engine::audio::Model::Pull,
+        sample_rate_hz: 48_000,
+        period_frames: frames,
+        playback_latency_frames: 0,
+        capture_latency_frames: capture,
+        client_name: "t".into(),
+        playback_ports: vec![],
+        capture_port: None,
+        midi_port: None,
+        server: engine::audio::ServerInfo {
+            name: "t".into(),
+            private: true,
+            command_line: None,
+            version: None,
+            quantum_asked_frames: None,
+            quantum_granted_frames: None,
+            rate_asked_hz: None,
+            rate_granted_hz: None,
+        },
+        clock_offset_ns: 0,
+    }
+}
+
+/// The loopback latency is measured from the capture latency the stream reported; where
+/// it was not read, none is (absent, not computed as if it were 0).
+#[test]
+fn no_loopback_latency_without_the_capture_latency() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let row = TriggerRow {
+        note_frame: 48_000,
+        wait_ns: Some(5_000_000),
+        ..TriggerRow::default()
+    };
+    // Onset 480 frames after the note, 96 of them the capture latency: 8 ms + the wait.
+    let c = new_collector(&config, &stream_info(256, Some(96)), 0);
+    assert_eq!(c.loopback_ns(&row, Some(48_480)), Some(13_000_000));
+    assert_eq!(c.loopback_ns(&row, None), None);
+    let c = new_collector(&config, &stream_info(256, None), 0);
+    assert_eq!(c.loopback_ns(&row, Some(48_480)), None);
 }

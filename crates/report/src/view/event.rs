@@ -285,7 +285,13 @@ fn run_notes(r: &RunView, out: &mut String) {
             .iter()
             .filter(|t| t.measured_ns.is_none())
             .count();
-        if missing > 0 {
+        if s["capture_latency_frames"].is_null() {
+            let _ = writeln!(
+                out,
+                "run {}: the stream did not report the capture latency of {port}: no loopback latency was measured (it would include it)",
+                r.id
+            );
+        } else if missing > 0 {
             let _ = writeln!(
                 out,
                 "run {}: no onset found in the loopback capture from {port} for {missing} of {} triggers: is the output connected back to it?",
