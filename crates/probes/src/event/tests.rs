@@ -235,3 +235,53 @@ fn no_loopback_latency_without_the_capture_latency() {
     let c = new_collector(&config, &stream_info(256, None), 0);
     assert_eq!(c.loopback_ns(&row, Some(48_480)), None);
 }
+
+/// The processor learns of a disruption from its cycles: frames skipped before a cycle,
+/// or a cycle whose start is not known (after an xrun), marks the stream disrupted up to
+/// that cycle's end; cycles that follow on are no disruption.
+#[test]
+fn skipped_frames_and_unknown_starts_are_disruptions() {
+    use engine::audio::{CheckedStart, TimingSource};
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Asap);
+    let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    let frames = 256u32;
+    p.prepare(&stream_info(frames, None));
+    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
+    let cycle = |k: u64, known: bool| Cycle {
+        index: k,
+        frames,
+        first_frame: k * u64::from(frames),
+        nominal_ns: (k as f64 * period_ns) as u64,
+        period_ns,
+        callback_ns: (k as f64 * period_ns) as u64,
+        checked: known.then_some(CheckedStart {
+            ns: (k as f64 * period_ns) as u64,
+            period_ns,
+            source: TimingSource::Backend,
+        }),
+        overran: false,
+    };
+    let mut out = vec![0.0f32; frames as usize];
+    let mut run = |p: &mut EventProcessor, c: &Cycle| {
+        let mut io = Io {
+            output: &mut out,
+            input: None,
+            note_ons: &[],
+            midi_dropped: 0,
+        };
+        p.process(c, &mut io);
+    };
+    run(&mut p, &cycle(0, true));
+    run(&mut p, &cycle(1, true));
+    assert_eq!(p.disrupted_until, None);
+    // Cycle 2 skipped.
+    run(&mut p, &cycle(3, true));
+    assert_eq!(p.disrupted_until, Some(4 * 256));
+    run(&mut p, &cycle(4, true));
+    assert_eq!(p.disrupted_until, Some(4 * 256));
+    run(&mut p, &cycle(5, false));
+    assert_eq!(p.disrupted_until, Some(6 * 256));
+}
