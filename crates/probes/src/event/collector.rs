@@ -7,7 +7,9 @@ pub(super) struct Collector {
     pub(super) source: String,
     pub(super) loopback: bool,
     pub(super) buffer_ns: f64,
-    pub(super) capture_frames: f64,
+    /// The capture latency the stream reported; `None` when it was not read (a loopback
+    /// latency is then not measured: it would include it).
+    pub(super) capture_frames: Option<f64>,
     pub(super) frame_ns: f64,
     pub(super) stage_start_ns: u64,
     pub(super) timer: bool,
@@ -26,6 +28,8 @@ pub(super) struct Collector {
     pub(super) xruns: (u64, u64),
     pub(super) gaps: (u64, u64),
     pub(super) first_trigger_ns: Option<u64>,
+    /// Fixed policy: each note placed by its time, its re-placement shift in frames.
+    pub(super) fixed_shifts: Vec<f64>,
 }
 
 impl Collector {
@@ -92,6 +96,9 @@ impl Collector {
                 self.first_trigger_ns
                     .map_or(n.trigger_ns, |f| f.min(n.trigger_ns)),
             );
+            if let Some(shift) = n.shift_frames {
+                self.fixed_shifts.push(shift);
+            }
             let c = n.cycle;
             let note_frame = c.first_frame + n.offset as u64;
             // The DAC time on the rendering cycle's checked start (JACK's where it agreed
@@ -131,19 +138,24 @@ impl Collector {
         while let Ok(o) = onsets.pop() {
             if let Some(i) = self.waiting.iter().position(|r| r.seq == o.seq) {
                 let mut row = self.waiting.remove(i);
-                // Output and capture run on one sample clock: the frames from the note's
-                // position in the output stream to its onset in the capture, less the
-                // capture latency, are the time from the note's frame to the sound,
-                // exactly. Added to the wait, that is the measured latency.
-                row.measured_ns = o.captured_frame.zip(row.wait_ns).map(|(c, wait)| {
-                    let frames = c as f64 - row.note_frame as f64 - self.capture_frames;
-                    wait + (frames * self.frame_ns).round() as i64
-                });
+                row.measured_ns = self.loopback_ns(&row, o.captured_frame);
                 self.rows.push(row);
             }
         }
         self.events.extend(new_events.iter().cloned());
         new_events
+    }
+
+    /// The loopback latency of `row` whose onset was captured at `captured`. Output and
+    /// capture run on one sample clock: the frames from the note's position in the
+    /// output stream to its onset in the capture, less the capture latency, are the time
+    /// from the note's frame to the sound, exactly; added to the wait, that is the
+    /// measured latency. None without an onset, a wait, or the capture latency (not read:
+    /// the figure would include it).
+    pub(super) fn loopback_ns(&self, row: &TriggerRow, captured: Option<u64>) -> Option<i64> {
+        let (c, wait, capture) = (captured?, row.wait_ns?, self.capture_frames?);
+        let frames = c as f64 - row.note_frame as f64 - capture;
+        Some(wait + (frames * self.frame_ns).round() as i64)
     }
 
     /// Hands the rows and events gathered since the last report to `progress`.

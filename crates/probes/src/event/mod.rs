@@ -286,6 +286,8 @@ fn new_processor(
         note_end_frame: None,
         heard_until: 0,
         loop_frames: 0,
+        disrupted_until: None,
+        next_frame: None,
         note_frames: 0,
         max_frames: 0,
         threshold: config.loopback_threshold,
@@ -303,7 +305,7 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
         source: config.source.to_string(),
         loopback: info.capture_port.is_some(),
         buffer_ns: info.buffer_ns(),
-        capture_frames: info.capture_latency_frames.map_or(0.0, f64::from),
+        capture_frames: info.capture_latency_frames.map(f64::from),
         frame_ns: 1e9 / info.sample_rate_hz as f64,
         stage_start_ns: start_ns + (config.warmup_ms * 1e6) as u64,
         timer: config.source == TriggerSource::Timer,
@@ -321,6 +323,7 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
         xruns: (0, 0),
         gaps: (0, 0),
         first_trigger_ns: None,
+        fixed_shifts: Vec::new(),
     }
 }
 
@@ -486,6 +489,7 @@ pub fn run(
         dropped: counters.triggers_dropped.load(Ordering::Relaxed)
             + counters.notes_dropped.load(Ordering::Relaxed),
         midi_dropped: counters.midi_dropped.load(Ordering::Relaxed),
+        onsets_moved: counters.onsets_moved.load(Ordering::Relaxed),
         records_dropped: status.records_dropped,
         unmatched_captures: status.unmatched_captures,
         frame_count_restarts: status.frame_count_restarts,
@@ -499,6 +503,7 @@ pub fn run(
         start_ns,
         end_ns,
         first_trigger_ns: c.first_trigger_ns,
+        fixed_shifts_frames: c.fixed_shifts,
     })
 }
 

@@ -71,6 +71,9 @@ pub struct EventOutcome {
     pub dropped: u64,
     /// MIDI events that were malformed or did not fit.
     pub midi_dropped: u64,
+    /// Loopback onsets given to a later note than the oldest awaited (whose onset was
+    /// then taken as lost), each after an under-run or skipped cycle.
+    pub onsets_moved: u64,
     /// Cycle records the reader lost.
     pub records_dropped: u64,
     /// The stream's own counts where its backend keeps them (`None`: not counted):
@@ -99,6 +102,10 @@ pub struct EventOutcome {
     pub end_ns: u64,
     /// First trigger time.
     pub first_trigger_ns: Option<u64>,
+    /// Fixed policy: per note placed by its trigger's time, how far (in frames) its
+    /// placement on the rendering cycle's time line moved from its first placement (on
+    /// the time line of the cycle that first saw the trigger). Empty for other notes.
+    pub fixed_shifts_frames: Vec<f64>,
 }
 
 /// The model's mean latency of `config`'s policy on a stream (see
@@ -151,7 +158,7 @@ impl TriggerSummary {
                 "onset found in the loopback capture from {} (threshold {} of the note's first sample), minus {}",
                 info.capture_port.as_deref().unwrap_or("?"),
                 config.loopback_threshold,
-                info.capture_latency_frames.map_or("no capture latency (the stream reported none)".into(), |f| format!("{f} frames capture latency"))
+                info.capture_latency_frames.map_or("the capture latency, which the stream did not report (so none measured)".into(), |f| format!("{f} frames capture latency"))
             ),
             buffer_ns: info.buffer_ns(),
             model_mean_ns: model_latency_ns(config, info),
@@ -279,6 +286,24 @@ impl EventOutcome {
         self.rows.iter().filter(|r| r.late).count() as u64
     }
 
+    /// The fixed policy's re-placements (`fixed_replacement` in the result): notes placed
+    /// by their time, those moved by more than half a frame between their first placement
+    /// and the rendering cycle's, and the median and largest move (absolute, frames);
+    /// `None` when no note was placed by its time.
+    pub fn fixed_replacement(&self) -> Option<Value> {
+        let shifts = &self.fixed_shifts_frames;
+        if shifts.is_empty() {
+            return None;
+        }
+        let abs = Stats::of(shifts.iter().map(|s| s.abs()));
+        Some(json!({
+            "notes": shifts.len(),
+            "moved_over_half_frame": shifts.iter().filter(|s| s.abs() > 0.5).count(),
+            "shift_median_frames": Stats::of(shifts.iter().copied()).median,
+            "shift_abs_max_frames": abs.max,
+        }))
+    }
+
     /// The audio thread ran at a real-time policy, and so did the trigger thread (when
     /// there was one).
     pub fn realtime(&self) -> bool {
@@ -391,11 +416,13 @@ impl EventOutcome {
             "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
                           "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},
             "late_triggers": self.late(),
+            "fixed_replacement": self.fixed_replacement(),
             "missed_triggers": self.missed(),
             "timing_unknown_triggers": self.timing_unknown(),
             "cycles_timing_unknown": self.cycles_timing_unknown,
             "dropped_triggers": self.dropped,
             "midi_dropped": self.midi_dropped,
+            "onsets_moved_after_underrun": self.info.capture_port.is_some().then_some(self.onsets_moved),
             "oversized_cycles": self.oversized_cycles,
             "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
             "dsp_overload_cycles": self.dsp_misses,

@@ -18,6 +18,10 @@ pub(super) struct NoteStart {
     pub(super) cycle: Cycle,
     pub(super) offset: u32,
     pub(super) late: bool,
+    /// Fixed policy, a trigger placed by its time: its final placement (on the rendering
+    /// cycle's time line) minus its first (on the time line of the cycle that first saw
+    /// it), in frames; `None` for a note not placed by its time.
+    pub(super) shift_frames: Option<f64>,
 }
 
 /// A loopback onset (or its absence) for a note.
@@ -37,6 +41,10 @@ pub(super) struct Scheduled {
     /// A trigger the fixed policy placed by its time: its frame is read again on each
     /// cycle's time line until the note starts (see [`EventProcessor::replace_fixed`]).
     pub(super) by_time: bool,
+    /// Where the trigger was first placed (unrounded frame), for `by_time` triggers.
+    pub(super) first_at: f64,
+    /// Its latest placement minus `first_at`, in frames.
+    pub(super) shift_frames: f64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +63,8 @@ pub(super) struct Counters {
     pub(super) oversized_cycles: AtomicU64,
     pub(super) midi_dropped: AtomicU64,
     pub(super) midi_seen: AtomicU64,
+    /// Onsets given to a later note than the oldest awaited, after an under-run.
+    pub(super) onsets_moved: AtomicU64,
 }
 
 /// The audio-thread half of the probe.
@@ -79,6 +89,12 @@ pub(super) struct EventProcessor {
     /// first the one the stream reports (playback + capture latency): an onset is given
     /// to the awaited note whose start it fits (see [`EventProcessor::find_onsets`]).
     pub(super) loop_frames: u64,
+    /// The end of the last cycle that may have lost capture or output: one after frames
+    /// the stream skipped, one whose callback overran, one whose start was not known
+    /// (after an xrun), one rendered silent (oversized). `None` before any.
+    pub(super) disrupted_until: Option<u64>,
+    /// Where the previous cycle ended, to see skipped frames.
+    pub(super) next_frame: Option<u64>,
     pub(super) note_frames: u64,
     pub(super) max_frames: usize,
     pub(super) threshold: f32,
@@ -140,6 +156,8 @@ impl EventProcessor {
                 frame,
                 late: false,
                 by_time: false,
+                first_at: 0.0,
+                shift_frames: 0.0,
             });
         }
     }
@@ -151,6 +169,7 @@ impl EventProcessor {
         let first = cycle.first_frame;
         let n = cycle.frames as u64;
         while let Ok(t) = self.triggers.pop() {
+            let mut first_at = 0.0;
             let (frame, late) = match self.policy {
                 NotePolicy::Asap => (first, false),
                 NotePolicy::Fixed => {
@@ -160,7 +179,8 @@ impl EventProcessor {
                     let at = cycle
                         .checked_frame_at(t.t_ns)
                         .unwrap_or_else(|| cycle.frame_at(t.t_ns));
-                    let target = (at + n as f64).round();
+                    first_at = at + n as f64;
+                    let target = first_at.round();
                     if target < first as f64 {
                         (first, true)
                     } else {
@@ -174,6 +194,8 @@ impl EventProcessor {
                 frame,
                 late,
                 by_time: self.policy == NotePolicy::Fixed && !late,
+                first_at,
+                shift_frames: 0.0,
             });
         }
     }
@@ -185,9 +207,10 @@ impl EventProcessor {
     /// callbacks' envelope, which lie tens of microseconds apart; the envelope advanced
     /// by its rate allowance or was lowered; the frame count was restarted), and a note
     /// placed on one and read on the other was off the policy by that difference.
+    /// Each note keeps its shift (this placement minus its first), reported with it.
     /// Audio thread: arithmetic on the fixed array.
     #[inline]
-    fn replace_fixed(&mut self, cycle: &Cycle) {
+    pub(super) fn replace_fixed(&mut self, cycle: &Cycle) {
         let n = cycle.frames as f64;
         for s in self.scheduled.iter_mut().flatten() {
             if s.by_time && !s.late {
@@ -195,6 +218,7 @@ impl EventProcessor {
                     .checked_frame_at(s.trigger_ns)
                     .unwrap_or_else(|| cycle.frame_at(s.trigger_ns));
                 s.frame = (at + n).round().max(0.0) as u64;
+                s.shift_frames = at + n - s.first_at;
             }
         }
     }
@@ -237,6 +261,7 @@ impl EventProcessor {
             cycle: *cycle,
             offset,
             late: s.late,
+            shift_frames: s.by_time.then_some(s.shift_frames),
         };
         if self.notes.push(start).is_err() {
             self.counters.notes_dropped.fetch_add(1, Ordering::Relaxed);
@@ -310,11 +335,18 @@ impl EventProcessor {
     }
 
     /// The awaited note an onset at `onset` belongs to: the oldest (slot `oldest`,
-    /// starting at `from`), unless a later one started before the onset and fits it
-    /// better at the loop's last delay; the older ones are then given up (their onset
-    /// was lost). Audio thread: a scan of the fixed array, ring pushes.
+    /// starting at `from`), unless the stream was disrupted (see
+    /// [`EventProcessor::disrupted_until`]) after the oldest started, so its onset may
+    /// have been lost, and a later note started before the onset and fits it better at
+    /// the loop's last delay; the older ones are then given up, and the move counted.
+    /// Without such evidence the onset stays the oldest's: a loop longer than the
+    /// spacing whose delay steps by more than half a spacing is measured as a step, not
+    /// absorbed. Audio thread: a scan of the fixed array, ring pushes.
     #[inline]
     pub(super) fn onset_owner(&mut self, oldest: usize, from: u64, onset: u64) -> usize {
+        if self.disrupted_until.is_none_or(|d| d <= from) {
+            return oldest;
+        }
         let misfit = |start: u64| (onset.saturating_sub(start)).abs_diff(self.loop_frames);
         let later = self
             .awaiting
@@ -340,6 +372,7 @@ impl EventProcessor {
                 }
             }
         }
+        self.counters.onsets_moved.fetch_add(1, Ordering::Relaxed);
         j
     }
 
@@ -380,7 +413,8 @@ impl EventProcessor {
                 // The oldest note's onset may have been lost (the stream skipped the
                 // cycle that carried it): then this is a later note's, which it fits
                 // at the loop's delay where the oldest's does not, and every later
-                // note would otherwise take the one after it (one spacing late).
+                // note would otherwise take the one after it (one spacing late). Only
+                // after a disruption: otherwise a latency step would be absorbed.
                 let i = self.onset_owner(i, from, onset);
                 let (seq, from) = self.awaiting[i].map_or((seq, from), |a| (a.seq, a.from_frame));
                 self.awaiting[i] = None;
@@ -416,6 +450,12 @@ impl Processor for EventProcessor {
     fn process(&mut self, cycle: &Cycle, io: &mut Io<'_>) {
         let first = cycle.first_frame;
         let end = first + cycle.frames as u64;
+        let skipped = self.next_frame.is_some_and(|f| f != first);
+        self.next_frame = Some(end);
+        if skipped || cycle.overran || cycle.checked.is_none() || io.output.len() > self.max_frames
+        {
+            self.disrupted_until = Some(end);
+        }
         if io.output.len() > self.max_frames {
             // The server changed its buffer size beyond what was prepared: stay silent
             // rather than allocate on this thread.

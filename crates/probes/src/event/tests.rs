@@ -83,29 +83,7 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
         }),
         overran: false,
     };
-    let info = StreamInfo {
-        backend: "test",
-        model: engine::audio::Model::Pull,
-        sample_rate_hz: 48_000,
-        period_frames: frames,
-        playback_latency_frames: 0,
-        capture_latency_frames: None,
-        client_name: "t".into(),
-        playback_ports: vec![],
-        capture_port: None,
-        midi_port: None,
-        server: engine::audio::ServerInfo {
-            name: "t".into(),
-            private: true,
-            command_line: None,
-            version: None,
-            quantum_asked_frames: None,
-            quantum_granted_frames: None,
-            rate_asked_hz: None,
-            rate_granted_hz: None,
-        },
-        clock_offset_ns: 0,
-    };
+    let info = stream_info(frames, None);
     p.prepare(&info);
     let mut out = vec![0.0f32; frames as usize];
     let mut run = |p: &mut EventProcessor, c: &Cycle| {
@@ -129,19 +107,34 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
     let note = notes.pop().expect("started in cycle 12");
     assert!(!note.late);
     assert_eq!((note.cycle.index, note.offset), (12, 40));
+    // The move is recorded with the note: 80 us is 3.84 frames at 48 kHz.
+    let shift = note.shift_frames.expect("a fixed note placed by its time");
+    assert!((shift - 3.84).abs() < 0.01, "{shift}");
+    // A trigger whose time line does not move has no shift.
+    let t_ns = server_ns(13) + (100.0 * 1e9 / 48_000.0) as u64;
+    trigger_tx.push(Trigger { seq: 1, t_ns }).unwrap();
+    run(&mut p, &cycle(13, 0, TimingSource::Backend));
+    run(&mut p, &cycle(14, 0, TimingSource::Backend));
+    let note = notes.pop().expect("started in cycle 14");
+    assert_eq!((note.cycle.index, note.offset), (14, 100));
+    assert!(note.shift_frames.unwrap().abs() < 0.01);
 }
 
-/// An onset that fits a later awaited note at the loop's delay, where the oldest's
-/// (lost) does not, is the later note's; the oldest is given up. One that fits the
-/// oldest (a loop longer than the spacing) stays the oldest's.
+/// After a disruption (here: skipped frames ending at 2000) following the oldest
+/// awaited note's start, an onset that fits a later awaited note at the loop's delay,
+/// where the oldest's (lost) does not, is the later note's; the oldest is given up and
+/// the move counted. One that fits the oldest (a loop longer than the spacing) stays the
+/// oldest's.
 #[test]
 fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
     let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
     let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
     let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
     let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
-    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    let counters = Arc::new(Counters::default());
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, counters.clone());
     p.loop_frames = 128;
+    p.disrupted_until = Some(2000);
     p.awaiting[0] = Some(Awaiting {
         seq: 7,
         from_frame: 1000,
@@ -163,4 +156,132 @@ fn an_onset_goes_to_the_note_it_fits_at_the_loops_delay() {
     });
     assert_eq!(p.onset_owner(1, 2440, 3940), 1);
     assert!(onsets.pop().is_err());
+    assert_eq!(counters.onsets_moved.load(Ordering::Relaxed), 1);
+}
+
+/// A loop longer than the trigger spacing (1500 frames, notes 1440 apart) whose delay
+/// steps by more than half a spacing (+800 frames) with no under-run: the onset is the
+/// oldest note's, measured as a step; no note is given up, no onset moved.
+#[test]
+fn a_latency_step_without_an_underrun_is_measured_as_a_step() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, mut onsets) = rtrb::RingBuffer::new(4);
+    let counters = Arc::new(Counters::default());
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, counters.clone());
+    p.loop_frames = 1500;
+    p.awaiting[0] = Some(Awaiting {
+        seq: 3,
+        from_frame: 1000,
+    });
+    p.awaiting[1] = Some(Awaiting {
+        seq: 4,
+        from_frame: 2440,
+    });
+    // Note 3's onset 2300 frames after its start: it fits note 4 better (860 vs 1500),
+    // but nothing was lost: it is note 3's.
+    assert_eq!(p.onset_owner(0, 1000, 3300), 0);
+    assert!(onsets.pop().is_err(), "no note given up");
+    assert!(p.awaiting[1].is_some());
+    assert_eq!(counters.onsets_moved.load(Ordering::Relaxed), 0);
+    // A disruption before note 3 started is no evidence either.
+    p.disrupted_until = Some(900);
+    assert_eq!(p.onset_owner(0, 1000, 3300), 0);
+    assert!(onsets.pop().is_err());
+}
+
+/// A 48 kHz test stream of `frames`-frame periods, with `capture` latency.
+fn stream_info(frames: u32, capture: Option<u32>) -> StreamInfo {
+    StreamInfo {
+        backend: "test",
+        model: engine::audio::Model::Pull,
+        sample_rate_hz: 48_000,
+        period_frames: frames,
+        playback_latency_frames: 0,
+        capture_latency_frames: capture,
+        client_name: "t".into(),
+        playback_ports: vec![],
+        capture_port: None,
+        midi_port: None,
+        server: engine::audio::ServerInfo {
+            name: "t".into(),
+            private: true,
+            command_line: None,
+            version: None,
+            quantum_asked_frames: None,
+            quantum_granted_frames: None,
+            rate_asked_hz: None,
+            rate_granted_hz: None,
+        },
+        clock_offset_ns: 0,
+    }
+}
+
+/// The loopback latency is measured from the capture latency the stream reported; where
+/// it was not read, none is (absent, not computed as if it were 0).
+#[test]
+fn no_loopback_latency_without_the_capture_latency() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    let row = TriggerRow {
+        note_frame: 48_000,
+        wait_ns: Some(5_000_000),
+        ..TriggerRow::default()
+    };
+    // Onset 480 frames after the note, 96 of them the capture latency: 8 ms + the wait.
+    let c = new_collector(&config, &stream_info(256, Some(96)), 0);
+    assert_eq!(c.loopback_ns(&row, Some(48_480)), Some(13_000_000));
+    assert_eq!(c.loopback_ns(&row, None), None);
+    let c = new_collector(&config, &stream_info(256, None), 0);
+    assert_eq!(c.loopback_ns(&row, Some(48_480)), None);
+}
+
+/// The processor learns of a disruption from its cycles: frames skipped before a cycle,
+/// or a cycle whose start is not known (after an xrun), marks the stream disrupted up to
+/// that cycle's end; cycles that follow on are no disruption.
+#[test]
+fn skipped_frames_and_unknown_starts_are_disruptions() {
+    use engine::audio::{CheckedStart, TimingSource};
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Asap);
+    let (_trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, _notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    let frames = 256u32;
+    p.prepare(&stream_info(frames, None));
+    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
+    let cycle = |k: u64, known: bool| Cycle {
+        index: k,
+        frames,
+        first_frame: k * u64::from(frames),
+        nominal_ns: (k as f64 * period_ns) as u64,
+        period_ns,
+        callback_ns: (k as f64 * period_ns) as u64,
+        checked: known.then_some(CheckedStart {
+            ns: (k as f64 * period_ns) as u64,
+            period_ns,
+            source: TimingSource::Backend,
+        }),
+        overran: false,
+    };
+    let mut out = vec![0.0f32; frames as usize];
+    let mut run = |p: &mut EventProcessor, c: &Cycle| {
+        let mut io = Io {
+            output: &mut out,
+            input: None,
+            note_ons: &[],
+            midi_dropped: 0,
+        };
+        p.process(c, &mut io);
+    };
+    run(&mut p, &cycle(0, true));
+    run(&mut p, &cycle(1, true));
+    assert_eq!(p.disrupted_until, None);
+    // Cycle 2 skipped.
+    run(&mut p, &cycle(3, true));
+    assert_eq!(p.disrupted_until, Some(4 * 256));
+    run(&mut p, &cycle(4, true));
+    assert_eq!(p.disrupted_until, Some(4 * 256));
+    run(&mut p, &cycle(5, false));
+    assert_eq!(p.disrupted_until, Some(6 * 256));
 }

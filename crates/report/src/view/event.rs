@@ -285,7 +285,13 @@ fn run_notes(r: &RunView, out: &mut String) {
             .iter()
             .filter(|t| t.measured_ns.is_none())
             .count();
-        if missing > 0 {
+        if s["capture_latency_frames"].is_null() {
+            let _ = writeln!(
+                out,
+                "run {}: the stream did not report the capture latency of {port}: no loopback latency was measured (it would include it)",
+                r.id
+            );
+        } else if missing > 0 {
             let _ = writeln!(
                 out,
                 "run {}: no onset found in the loopback capture from {port} for {missing} of {} triggers: is the output connected back to it?",
@@ -333,6 +339,18 @@ fn run_notes(r: &RunView, out: &mut String) {
             out,
             "run {}: {late} of the triggers reached the audio thread after their frame had passed (started at offset 0 of the next cycle)",
             r.id
+        );
+    }
+    let moved = &s["fixed_replacement"];
+    if n(&moved["moved_over_half_frame"]) > 0 {
+        let _ = writeln!(
+            out,
+            "run {}: {} of {} fixed-policy notes moved by more than half a frame when placed again on the time line of the cycle that rendered them (median shift {} frames, largest {}): the cycles' time line moved between the trigger and its note",
+            r.id,
+            moved["moved_over_half_frame"],
+            moved["notes"],
+            moved["shift_median_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}")),
+            moved["shift_abs_max_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}"))
         );
     }
     if !realtime(r) {

@@ -187,3 +187,48 @@ fn a_report_that_cannot_be_written_says_where_it_was_to_go() {
     assert!(e.to_string().starts_with("writing the report "), "{e}");
     assert!(std::error::Error::source(&e).is_some());
 }
+
+/// An event run's text says when fixed-policy notes moved by more than half a frame on
+/// being placed again, and when no loopback latency could be measured for want of the
+/// capture latency; neither line without cause.
+#[test]
+fn event_notes_tell_moved_fixed_notes_and_an_unread_capture_latency() {
+    let run = |result: Value| RunView {
+        id: results::RunId(3),
+        probe: "event".into(),
+        status: results::RunStatus::Complete,
+        machine: results::Machine::default(),
+        config: json!({"policy": "fixed"}),
+        load: Value::Null,
+        qos_requested: Value::Null,
+        qos_granted: json!({"audio_thread": "SCHED_FIFO 70"}),
+        flags: json!({"realtime": true}),
+        result,
+        error: None,
+        started_mono_ns: 0,
+        measurements: Vec::new(),
+        events: Vec::new(),
+        triggers: Vec::new(),
+    };
+    let moved = json!({"fixed_replacement": {"notes": 20, "moved_over_half_frame": 2,
+        "shift_median_frames": 0.0, "shift_abs_max_frames": 3.84},
+        "capture_port": "audiolat-sink:monitor_FL", "capture_latency_frames": null});
+    let text = event::text(&[run(moved)]);
+    assert!(
+        text.contains("run 3: 2 of 20 fixed-policy notes moved by more than half a frame")
+            && text.contains("median shift 0.0 frames, largest 3.8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("did not report the capture latency of audiolat-sink:monitor_FL"),
+        "{text}"
+    );
+    let still = json!({"fixed_replacement": {"notes": 20, "moved_over_half_frame": 0,
+        "shift_median_frames": 0.0, "shift_abs_max_frames": 0.2},
+        "capture_port": "audiolat-sink:monitor_FL", "capture_latency_frames": 0});
+    let text = event::text(&[run(still)]);
+    assert!(
+        !text.contains("fixed-policy notes moved") && !text.contains("capture latency of"),
+        "{text}"
+    );
+}
