@@ -205,8 +205,14 @@ fn the_graph_line_names_the_followed_driver_else_the_busiest_not_the_lowest_id()
     };
     // Followed: audiolat-sink (id 31), though Dummy-Driver has the lower id and more cycles.
     let line = graph_line(&graph(json!(31)));
-    assert!(line.contains("first window: quantum 128, xruns 31,"), "{line}");
+    assert!(
+        line.contains("first window: quantum 128, xruns 31,"),
+        "{line}"
+    );
     // Not known: the driver with the most cycles.
     let line = graph_line(&graph(Value::Null));
-    assert!(line.contains("first window: quantum 1024, xruns 19,"), "{line}");
+    assert!(
+        line.contains("first window: quantum 1024, xruns 19,"),
+        "{line}"
+    );
 }
