@@ -578,3 +578,54 @@ fn two_audiolats_on_one_pipewire_leave_the_users_quantum() {
     );
     assert!(!state_file(second.id()).exists());
 }
+
+/// Two audiolats forcing the same quantum: the first out leaves it to the second (whose
+/// state file holds the user's value), the last out restores the user's value.
+#[test]
+fn two_audiolats_forcing_the_same_quantum_leave_it_to_the_last_one_out() {
+    require_pipewire();
+    let _m = machine_lock();
+    let desktop = DesktopPipewire::start();
+    desktop.metadata(&["clock.force-quantum", "512"]);
+    let (_dir, db) = temp_db("pwsame.db");
+    let mut first = spawn_forcing(&desktop, &db, "128");
+    let (_dir2, db2) = temp_db("pwsame2.db");
+    let mut cmd = desktop.audiolat(
+        &db2,
+        &[
+            "roundtrip",
+            "--server",
+            "auto",
+            "--period",
+            "128",
+            "--duration",
+            "60s",
+        ],
+    );
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut second = cmd.spawn().expect("audiolat");
+    let started = std::time::Instant::now();
+    while !state_file(second.id()).exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no state file");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Measuring for a while.
+    std::thread::sleep(Duration::from_millis(3000));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut first, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(desktop.force_quantum(), "128", "restored under the second");
+    assert!(!state_file(first.id()).exists());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(second.id() as i32, libc::SIGINT) };
+    let status = wait_timeout(&mut second, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(
+        desktop.force_quantum(),
+        "512",
+        "the user's value not restored"
+    );
+    assert!(!state_file(second.id()).exists());
+}

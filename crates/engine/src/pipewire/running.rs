@@ -19,8 +19,10 @@
 //!   quantum granted. When the guard drops (the run's end, an error, Ctrl-C), each key
 //!   that still holds the value forced gets the value before back; a key changed during
 //!   the run (by the user, or another audiolat) is left as it is, said in one line on
-//!   stderr. The state file goes unless the restore failed (then the next audiolat
-//!   restores it). A value found before that another running audiolat forced (its state
+//!   stderr, and so is a key another running audiolat forced to the same value (its
+//!   state file holds the user's value: the last one out restores it). The state file
+//!   goes unless the restore failed (said in one line naming the `pw-metadata` command
+//!   that puts the value back; the next audiolat restores it too). A value found before that another running audiolat forced (its state
 //!   file says so) is seen through: the value before is the one that audiolat found.
 //! - [`restore_stale`] (the next audiolat's undo of what killed audiolats left) does the
 //!   same for the state files of dead audiolats, in one line each: restored, left
@@ -294,6 +296,14 @@ impl KeptSetting {
     /// it and says so on stderr); the state file goes unless the restore failed, so that
     /// the next audiolat restores it.
     fn restore(&self) {
+        // Another running audiolat forced the same value on this server and key: the key
+        // is its too, and its state file holds the user's value; the last one out
+        // restores it.
+        let me = std::process::id() as i32;
+        if live_sharer(&state_files(), me, &self.socket, self.key, &self.forced).is_some() {
+            let _ = std::fs::remove_file(&self.file);
+            return;
+        }
         match super::quantum::restore_setting(&self.env, self.key, &self.forced, &self.previous) {
             Ok(Restore::Changed(changed)) => {
                 eprintln!(
@@ -309,9 +319,34 @@ impl KeptSetting {
             Ok(_) => {
                 let _ = std::fs::remove_file(&self.file);
             }
-            Err(_) => {}
+            Err(e) => eprintln!(
+                "audiolat: could not restore {} {} on the PipeWire at {} ({e}): put it back with `PIPEWIRE_RUNTIME_DIR={} PIPEWIRE_REMOTE={} pw-metadata -n settings 0 {} {}` (the next audiolat will try too)",
+                self.key,
+                self.previous,
+                self.socket.display(),
+                self.socket.parent().unwrap_or(Path::new("/")).display(),
+                self.socket.file_name().unwrap_or_default().to_string_lossy(),
+                self.key,
+                self.previous
+            ),
         }
     }
+}
+
+/// The pid of another running audiolat (not `me`) whose state file says it forced
+/// `forced` on `key` of the server at `socket`, if any: while it runs the key is its too.
+fn live_sharer(
+    files: &[StaleQuantum],
+    me: i32,
+    socket: &Path,
+    key: &str,
+    forced: &str,
+) -> Option<i32> {
+    files
+        .iter()
+        .filter(|s| s.pid != me && s.socket == socket && s.key == key && s.forced == forced)
+        .map(|s| s.pid)
+        .find(|&pid| crate::servers::process_running(pid))
 }
 
 impl Drop for KeptQuantum {
@@ -612,6 +647,38 @@ mod tests {
             "clock.force-quantum 128 on the PipeWire at /run/user/0/pipewire-0 (was 512)"
         );
         assert!(parse_state(Path::new("/x"), "pid=7\n").is_none());
+    }
+
+    #[test]
+    fn a_key_another_running_audiolat_forced_to_the_same_value_is_left_to_it() {
+        let file = |pid: i32, socket: &str, key: &str, forced: &str| StaleQuantum {
+            file: PathBuf::from("/x"),
+            pid,
+            socket: PathBuf::from(socket),
+            key: key.into(),
+            previous: "0".into(),
+            forced: forced.into(),
+        };
+        let me = std::process::id() as i32;
+        // SAFETY: getppid cannot fail.
+        let parent = unsafe { libc::getppid() };
+        let dead = i32::MAX; // above any pid_max: no such process
+        let sock = "/run/user/0/pipewire-0";
+        let q = FORCE_QUANTUM_KEY;
+        let at = Path::new(sock);
+        let files = [
+            file(me, sock, q, "128"),
+            file(dead, sock, q, "128"),
+            file(parent, "/run/user/0/pipewire-1", q, "128"),
+            file(parent, sock, FORCE_RATE_KEY, "128"),
+            file(parent, sock, q, "256"),
+        ];
+        // Only itself, a dead one, or a live one on another server, key or value.
+        assert_eq!(live_sharer(&files, me, at, q, "128"), None);
+        let files = [&files[..], &[file(parent, sock, q, "128")]].concat();
+        assert_eq!(live_sharer(&files, me, at, q, "128"), Some(parent));
+        assert_eq!(live_sharer(&files, me, at, q, "256"), Some(parent));
+        assert_eq!(live_sharer(&files, me, at, q, "64"), None);
     }
 
     #[test]

@@ -98,7 +98,13 @@ fn graph_line(graph: &Value) -> String {
         let Some(nodes) = w["nodes"].as_array() else {
             return "-".to_string();
         };
-        let driver = nodes.iter().find(|n| n["role"] == "driver");
+        // The driver our nodes followed, else the one with the most cycles (as
+        // `ProfilerSnapshot::driver`): the lowest-id driver is often Dummy-Driver.
+        let drivers = || nodes.iter().filter(|n| n["role"] == "driver");
+        let driver = w["followed_driver"]
+            .as_u64()
+            .and_then(|id| drivers().find(|n| n["id"].as_u64() == Some(id)))
+            .or_else(|| drivers().max_by_key(|n| n["cycles"].as_u64().unwrap_or(0)));
         let errors: u64 = nodes.iter().filter_map(|n| n["errors"].as_u64()).sum();
         format!(
             "quantum {}, xruns {}, errors {errors} in {} ms",

@@ -232,3 +232,32 @@ fn event_notes_tell_moved_fixed_notes_and_an_unread_capture_latency() {
         "{text}"
     );
 }
+
+#[test]
+fn the_graph_line_names_the_followed_driver_else_the_busiest_not_the_lowest_id() {
+    let node = |id: u64, name: &str, quantum: u64, cycles: u64| {
+        json!({"id": id, "name": name, "role": "driver", "quantum_frames": quantum,
+               "rate_hz": 48000, "cycles": cycles, "errors": 0, "xruns": id})
+    };
+    let window = |followed: Value| {
+        json!({"window_ms": 1000, "events": 10, "followed_driver": followed,
+               "nodes": [node(19, "Dummy-Driver", 1024, 500), node(31, "audiolat-sink", 128, 375)]})
+    };
+    let graph = |followed: Value| {
+        json!({"driver": "audiolat-sink",
+               "force_quantum": {"before": 0, "after": 0}, "force_rate": {"before": 0, "after": 0},
+               "profiler": {"before": window(followed.clone()), "after": window(followed)}})
+    };
+    // Followed: audiolat-sink (id 31), though Dummy-Driver has the lower id and more cycles.
+    let line = graph_line(&graph(json!(31)));
+    assert!(
+        line.contains("first window: quantum 128, xruns 31,"),
+        "{line}"
+    );
+    // Not known: the driver with the most cycles.
+    let line = graph_line(&graph(Value::Null));
+    assert!(
+        line.contains("first window: quantum 1024, xruns 19,"),
+        "{line}"
+    );
+}
