@@ -89,6 +89,19 @@ pub(crate) fn state_file(pid: u32) -> PathBuf {
     PathBuf::from(format!("/run/audiolat/pipewire-quantum-{pid}.state"))
 }
 
+/// The quantum state file of an audiolat `pid` killed outright on `desktop`, that found
+/// `previous` and forced `forced` (a pid above pid_max: surely dead). Its path.
+fn dead_state_file(desktop: &DesktopPipewire, pid: u32, previous: u32, forced: u32) -> PathBuf {
+    let file = state_file(pid);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = format!(
+        "pid={pid}\nsocket={}\nkey=clock.force-quantum\nprevious={previous}\nforced={forced}\n",
+        desktop.socket().display()
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
 /// A sweep over `periods` on the desktop's PipeWire with `--server auto` and the JACK
 /// API (`backend` empty) or `backend`'s arguments: every run records that PipeWire (not
 /// private), asked = granted, and a round trip of one quantum (the later sessions on one
@@ -340,14 +353,7 @@ fn a_state_file_of_a_key_never_set_is_removed_silently() {
     let _m = machine_lock();
     let desktop = DesktopPipewire::start();
     desktop.metadata(&["clock.force-quantum", "512"]);
-    // Above pid_max: a dead audiolat.
-    let file = state_file(4_999_999);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let text = format!(
-        "pid=4999999\nsocket={}\nkey=clock.force-quantum\nprevious=512\nforced=64\n",
-        desktop.socket().display()
-    );
-    std::fs::write(&file, text).unwrap();
+    let file = dead_state_file(&desktop, 4_999_999, 512, 64);
     let (_dir, db) = temp_db("pwnever.db");
     let out = output(&mut desktop.audiolat(&db, &["jitter", "--duration", "1s", "-q"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -505,14 +511,7 @@ fn doctor_words_a_forced_quantum_left_by_a_killed_audiolat_for_pipewire() {
     let _m = machine_lock();
     let desktop = DesktopPipewire::start();
     desktop.metadata(&["clock.force-quantum", "256"]);
-    // Above pid_max: a dead audiolat.
-    let file = state_file(4_999_998);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let text = format!(
-        "pid=4999998\nsocket={}\nkey=clock.force-quantum\nprevious=0\nforced=256\n",
-        desktop.socket().display()
-    );
-    std::fs::write(&file, text).unwrap();
+    let file = dead_state_file(&desktop, 4_999_998, 0, 256);
     let (_dir, db) = temp_db("pwdoc.db");
     let mut doctor = desktop.audiolat(&db, &["doctor", "--json", "--steal-window", "100ms"]);
     let out = output(&mut doctor);
