@@ -12,6 +12,7 @@ mod util;
 mod bench;
 mod cells;
 mod devices;
+mod docs;
 mod doctor;
 mod errors;
 mod event;
