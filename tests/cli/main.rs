@@ -16,6 +16,7 @@ mod docs;
 mod doctor;
 mod errors;
 mod event;
+mod farm;
 mod jack;
 mod jitter;
 mod loads;
