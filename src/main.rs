@@ -33,7 +33,7 @@ use crate::commands::net::net;
 use crate::commands::output::print_json;
 use crate::commands::plans::{load_worker, reproduce, run_plan};
 use crate::commands::roundtrip::{loop_client, roundtrip};
-use crate::commands::stored::{compare, export, runs, show, write_report};
+use crate::commands::stored::{compare, export, push, runs, show, write_report};
 use crate::commands::suite::suite;
 use crate::process::{
     clap_error, command_line, database_unusable, error_text, install_signal_handlers, EXIT_FAILED,
@@ -161,6 +161,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Runs(a) => runs(&ctx, &a),
         Command::Show(a) => show(&ctx, &a),
         Command::Export(a) => export(&ctx, &a),
+        Command::Push(a) => push(&ctx, &a),
         Command::Load(a) => load_worker(&ctx, &a),
         Command::Completions(a) => completions(&a),
         Command::Man(a) => man(&a),

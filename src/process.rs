@@ -140,6 +140,7 @@ pub(crate) fn remedy_text(fix: &Remedy) -> String {
             "a command that records runs into it upgrades it{} (e.g. `audiolat jitter -D 1 --db FILE`)",
             if *first { " first" } else { "" }
         ),
+        Remedy::ReachServer => "check that the server runs and that --db (or AUDIOLAT_DB) names a database this user may create tables in: postgres://USER@HOST[:PORT]/DBNAME".into(),
     }
 }
 

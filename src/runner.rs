@@ -58,9 +58,11 @@ impl Context {
         )?)
     }
 
-    /// Where the io load writes unless told otherwise: beside the database.
+    /// Where the io load writes unless told otherwise: beside the database (a
+    /// PostgreSQL store's: the working directory).
     pub fn default_scratch(&self) -> PathBuf {
         match self.db_path.parent() {
+            _ if results::store::postgres_url(&self.db_path).is_some() => PathBuf::from("."),
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         }

@@ -63,7 +63,8 @@ pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, Resp
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
 pub use self::roundtrip::{LoopArgs, RoundtripArgs};
 pub use self::stored::{
-    CompareArgs, ExportArgs, ExportFormat, ReportArgs, RunRef, RunsArgs, ShowArgs, Subject,
+    CompareArgs, ExportArgs, ExportFormat, PushArgs, ReportArgs, RunRef, RunsArgs, ShowArgs,
+    Subject,
 };
 
 /// A usage error: refused before anything started. Exit code 2.
@@ -82,11 +83,13 @@ pub struct UsageError(pub String);
     propagate_version = true
 )]
 pub struct Cli {
-    /// Results database (SQLite); created when a probe first writes to it.
+    /// Results database: an SQLite file, created when a probe first writes to it, or a
+    /// shared PostgreSQL store, postgres://USER@HOST[:PORT]/DBNAME.
     #[arg(
         long,
         global = true,
-        value_name = "PATH",
+        value_name = "PATH|URL",
+        env = "AUDIOLAT_DB",
         default_value = "audiolat.db"
     )]
     pub db: PathBuf,
@@ -137,6 +140,10 @@ pub enum Command {
     Show(ShowArgs),
     /// Export a stored run.
     Export(ExportArgs),
+    /// Copy the closed runs of --db (a board's SQLite file) into a shared store, with
+    /// their measurements, events, series, triggers and groups; pushing twice stores
+    /// nothing twice.
+    Push(PushArgs),
     /// Print the shell's completion script (e.g. `audiolat completions bash >
     /// ~/.local/share/bash-completion/completions/audiolat`).
     Completions(CompletionsArgs),

@@ -62,6 +62,14 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The store to copy into: a PostgreSQL URL, postgres://USER@HOST[:PORT]/DBNAME
+    /// (or another SQLite file). Runs it has already are not copied again.
+    #[arg(long, value_name = "URL")]
+    pub to: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct RunsArgs {
     /// Only runs of this probe.
     #[arg(long)]
@@ -72,12 +80,18 @@ pub struct RunsArgs {
     /// Only runs of this group (e.g. one suite).
     #[arg(long)]
     pub group: Option<results::GroupId>,
+    /// Only runs made on this host (its hostname).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only runs made under this kernel release (`uname -r`).
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
     /// At most this many.
     #[arg(long, short = 'n', default_value_t = 20)]
     pub limit: usize,
     /// List groups (suites, sweeps, plan runs) instead of runs: the ids `report group:N`
     /// and `compare group:A group:B` take.
-    #[arg(long, conflicts_with_all = ["probe", "status", "group"])]
+    #[arg(long, conflicts_with_all = ["probe", "status", "group", "host", "kernel"])]
     pub groups: bool,
     /// Print JSON.
     #[arg(long)]
@@ -91,6 +105,8 @@ impl RunsArgs {
             probe: self.probe.clone(),
             group_id: self.group,
             status: self.status,
+            host: self.host.clone(),
+            kernel: self.kernel.clone(),
             limit: Some(self.limit),
         }
     }

@@ -167,3 +167,14 @@ pub(crate) fn groups(store: &Store, a: &crate::cli::RunsArgs) -> Result<ExitCode
     }
     Ok(ExitCode::SUCCESS)
 }
+
+pub(crate) fn push(ctx: &Context, a: &crate::cli::PushArgs) -> Result<ExitCode> {
+    if !ctx.db_path.exists() && results::store::postgres_url(&ctx.db_path).is_none() {
+        return Err(results::StoreError::Missing(ctx.db_path.clone()).into());
+    }
+    let from = Store::open_recovering(&ctx.db_path, &::runner::summarise_abandoned)?;
+    let to = Store::open(&a.to)?;
+    let pushed = from.push_to(&to)?;
+    print!("{}", report::view::stored::push_text(&pushed, from.path(), to.path()));
+    Ok(ExitCode::SUCCESS)
+}

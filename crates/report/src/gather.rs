@@ -171,6 +171,8 @@ pub fn subjects(
 /// Where a report goes by default: beside the database `db`, named for `what`.
 pub fn default_path(db: &Path, what: &str) -> PathBuf {
     let dir = match db.parent() {
+        // A PostgreSQL store is no directory: the working one.
+        _ if results::store::postgres_url(db).is_some() => PathBuf::from("."),
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };

@@ -263,3 +263,44 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
         }
     })
 }
+
+/// What `audiolat push` did, one line each: runs copied (their ids here and there),
+/// runs the target had already, runs still running (pushed by a later push).
+pub fn push_text(p: &results::store::Pushed, from: &std::path::Path, to: &std::path::Path) -> String {
+    let ids = |v: &[results::RunId]| {
+        v.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let runs = |n: usize| if n == 1 { "run" } else { "runs" };
+    let mut out = format!(
+        "pushed {} {} from {} to {}",
+        p.copied.len(),
+        runs(p.copied.len()),
+        from.display(),
+        to.display()
+    );
+    if !p.copied.is_empty() {
+        let pairs: Vec<String> = p.copied.iter().map(|(a, b)| format!("{a} as {b}")).collect();
+        out.push_str(&format!(": {}", pairs.join(", ")));
+    }
+    out.push('\n');
+    if !p.already.is_empty() {
+        out.push_str(&format!(
+            "{} {} there already (pushed before), not copied again: {}\n",
+            p.already.len(),
+            runs(p.already.len()),
+            ids(&p.already)
+        ));
+    }
+    if !p.running.is_empty() {
+        out.push_str(&format!(
+            "{} {} still running, not pushed (push again once it has ended): {}\n",
+            p.running.len(),
+            runs(p.running.len()),
+            ids(&p.running)
+        ));
+    }
+    out
+}

@@ -1,9 +1,10 @@
 //! Groups of runs (a sweep, a plan) and a plan's cells: made, filed under, closed.
 
+use super::db::{vals, Row};
+use super::schema::new_uid;
 use super::{hostname, json_text, parse_json, Store, StoreError};
 use crate::id::{GroupId, PlanCellId};
 use crate::model::{rfc3339_utc, GroupRecord, NewPlanCell, PlanCell, RunStatus};
-use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 
 impl Store {
@@ -20,19 +21,25 @@ impl Store {
         }
         // Its owner, for recovery: a group whose process dies before its first run has
         // no run to name it. (A plan run's detail names its runner itself.)
-        self.conn.execute(
-            "INSERT INTO run_group (kind, started_at, command_line, detail)
-             VALUES (?1, ?2, ?3, json_insert(?4, '$.runner_pid', ?5, '$.runner_host', ?6))",
-            params![
+        // (As SQLite's json_insert did: keys the detail has already are kept.)
+        let mut detail = detail.clone();
+        if let Value::Object(map) = &mut detail {
+            map.entry("runner_pid")
+                .or_insert_with(|| std::process::id().into());
+            map.entry("runner_host").or_insert_with(|| hostname().into());
+        }
+        let id = self.db.insert(
+            "INSERT INTO run_group (kind, started_at, command_line, detail, uid)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            vals![
                 kind,
                 rfc3339_utc(std::time::SystemTime::now()),
                 command_line,
-                json_text(detail),
-                std::process::id(),
-                hostname()
+                json_text(&detail),
+                new_uid()
             ],
         )?;
-        Ok(GroupId(self.conn.last_insert_rowid()))
+        Ok(GroupId(id))
     }
 
     /// Closes a group of runs with its status.
@@ -41,9 +48,9 @@ impl Store {
             // The plan runner closes its own group.
             return Ok(());
         }
-        self.conn.execute(
+        self.db.execute(
             "UPDATE run_group SET status = ?2, ended_at = ?3 WHERE id = ?1",
-            params![
+            vals![
                 group_id,
                 status.as_str(),
                 rfc3339_utc(std::time::SystemTime::now())
@@ -54,15 +61,14 @@ impl Store {
 
     /// A group's kind and status.
     pub fn group_status(&self, group_id: GroupId) -> Result<(String, RunStatus), StoreError> {
-        let (kind, status): (String, String) = self
-            .conn
-            .query_row(
+        let row = self
+            .db
+            .query_opt(
                 "SELECT kind, status FROM run_group WHERE id = ?1",
-                [group_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
+                vals![group_id],
+            )?
             .ok_or_else(|| StoreError::Corrupt(format!("no group {group_id}")))?;
+        let (kind, status): (String, String) = (row.get(0)?, row.get(1)?);
         Ok((kind, RunStatus::parse(&status).unwrap_or(RunStatus::Failed)))
     }
 
@@ -72,13 +78,13 @@ impl Store {
     /// [`Store::begin_run`] fails with [`StoreError::PlanCellTaken`].
     pub fn file_runs_under(&self, group_id: GroupId, cell: PlanCellId) -> Result<(), StoreError> {
         let status: Option<String> = self
-            .conn
-            .query_row(
+            .db
+            .query_opt(
                 "SELECT status FROM plan_cell WHERE id = ?1 AND group_id = ?2",
-                params![cell, group_id],
-                |r| r.get(0),
-            )
-            .optional()?;
+                vals![cell, group_id],
+            )?
+            .map(|r| r.get(0))
+            .transpose()?;
         match status.as_deref() {
             Some("running") => {
                 self.plan_cell.set(Some((group_id, cell)));
@@ -95,30 +101,37 @@ impl Store {
 
     /// A group.
     pub fn group(&self, group_id: GroupId) -> Result<GroupRecord, StoreError> {
-        self.conn
-            .query_row(
+        self.db
+            .query_opt(
                 &format!("SELECT {GROUP_COLUMNS} FROM run_group WHERE id = ?1"),
-                [group_id],
-                group_from_row,
-            )
-            .optional()?
+                vals![group_id],
+            )?
+            .as_ref()
+            .map(group_from_row)
+            .transpose()?
             .ok_or(StoreError::NoSuchGroup(group_id))
     }
 
     /// Groups of one kind (all kinds with `None`), newest first.
     pub fn list_groups(&self, kind: Option<&str>) -> Result<Vec<GroupRecord>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT {GROUP_COLUMNS} FROM run_group WHERE ?1 IS NULL OR kind = ?1 ORDER BY id DESC"
-        ))?;
-        let rows = stmt.query_map([kind], group_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let rows = match kind {
+            Some(kind) => self.db.query(
+                &format!("SELECT {GROUP_COLUMNS} FROM run_group WHERE kind = ?1 ORDER BY id DESC"),
+                vals![kind],
+            )?,
+            None => self.db.query(
+                &format!("SELECT {GROUP_COLUMNS} FROM run_group ORDER BY id DESC"),
+                &[],
+            )?,
+        };
+        rows.iter().map(group_from_row).collect()
     }
 
     /// Marks a group running again (a resumed plan run).
     pub fn reopen_group(&self, group_id: GroupId) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE run_group SET status = 'running', ended_at = NULL WHERE id = ?1",
-            [group_id],
+            vals![group_id],
         )?;
         Ok(())
     }
@@ -130,70 +143,70 @@ impl Store {
         group_id: GroupId,
         cells: &[NewPlanCell],
     ) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction()?;
-        for c in cells {
-            tx.execute(
-                "INSERT OR IGNORE INTO plan_cell (group_id, seq, key, axes, argv, profile)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    group_id,
-                    c.seq,
-                    c.key,
-                    json_text(&c.axes),
-                    json_text(&serde_json::to_value(&c.argv).expect("strings serialise")),
-                    c.profile
-                ],
-            )?;
-            tx.execute(
-                "UPDATE plan_cell SET seq = ?3 WHERE group_id = ?1 AND key = ?2",
-                params![group_id, c.key, c.seq],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|| {
+            for c in cells {
+                self.db.execute(
+                    "INSERT INTO plan_cell (group_id, seq, key, axes, argv, profile)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+                    vals![
+                        group_id,
+                        c.seq,
+                        &c.key,
+                        json_text(&c.axes),
+                        json_text(&serde_json::to_value(&c.argv).expect("strings serialise")),
+                        &c.profile
+                    ],
+                )?;
+                self.db.execute(
+                    "UPDATE plan_cell SET seq = ?3 WHERE group_id = ?1 AND key = ?2",
+                    vals![group_id, &c.key, c.seq],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// The cells of a plan run, in run order.
     pub fn plan_cells(&self, group_id: GroupId) -> Result<Vec<PlanCell>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT id, group_id, seq, key, axes, argv, profile, status, run_id, attempts, error
              FROM plan_cell WHERE group_id = ?1 ORDER BY seq, id",
+            vals![group_id],
         )?;
-        let rows = stmt.query_map([group_id], |r| {
+        rows.iter().map(|r| {
             let status: String = r.get(7)?;
             Ok(PlanCell {
                 id: r.get(0)?,
                 group_id: r.get(1)?,
                 seq: r.get(2)?,
                 key: r.get(3)?,
-                axes: parse_json(&r.get::<_, String>(4)?),
-                argv: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+                axes: parse_json(&r.get::<String>(4)?),
+                argv: serde_json::from_str(&r.get::<String>(5)?).unwrap_or_default(),
                 profile: r.get(6)?,
                 status: RunStatus::parse(&status),
                 run_id: r.get(8)?,
                 attempts: r.get(9)?,
                 error: r.get(10)?,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        }).collect()
     }
 
     /// Marks a cell as being run (one more attempt) before its process starts.
     pub fn start_plan_cell(&self, cell: PlanCellId) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE plan_cell SET status = 'running', attempts = attempts + 1, error = NULL,
                 run_id = NULL
              WHERE id = ?1",
-            [cell],
+            vals![cell],
         )?;
         Ok(())
     }
 
     /// Replaces a group's detail (a plan run records its runner's pid there).
     pub fn set_group_detail(&self, group_id: GroupId, detail: &Value) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE run_group SET detail = ?2 WHERE id = ?1",
-            params![group_id, json_text(detail)],
+            vals![group_id, json_text(detail)],
         )?;
         Ok(())
     }
@@ -206,9 +219,9 @@ impl Store {
         status: RunStatus,
         error: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE plan_cell SET status = ?2, error = ?3 WHERE id = ?1",
-            params![cell, status.as_str(), error],
+            vals![cell, status.as_str(), error],
         )?;
         Ok(())
     }
@@ -216,7 +229,7 @@ impl Store {
 
 const GROUP_COLUMNS: &str = "id, kind, status, started_at, ended_at, command_line, detail";
 
-fn group_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GroupRecord> {
+fn group_from_row(r: &Row) -> Result<GroupRecord, StoreError> {
     let status: String = r.get(2)?;
     Ok(GroupRecord {
         id: r.get(0)?,
@@ -225,6 +238,6 @@ fn group_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GroupRecord> {
         started_at: r.get(3)?,
         ended_at: r.get(4)?,
         command_line: r.get(5)?,
-        detail: parse_json(&r.get::<_, String>(6)?),
+        detail: parse_json(&r.get::<String>(6)?),
     })
 }

@@ -2,6 +2,7 @@
 //! memory, a rollback journal where it cannot (9p, some NFS), and how that is found out.
 
 use super::open::retry_busy;
+use super::db::Db;
 use super::{Journal, Remedy, Store, StoreError};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -119,7 +120,7 @@ impl Store {
         &mut self,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<(), StoreError> {
-        self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        self.db.lite().busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL lets `audiolat runs` read while a probe writes. Its index lives in shared
         // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: asked
         // for there, WAL fails at the first read with an I/O error, after writing the
@@ -134,11 +135,11 @@ impl Store {
             return self.rollback_journal(why);
         }
         let wal = retry_busy(|| {
-            self.conn
+            self.db.lite()
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
         })
         .and_then(|_| {
-            self.conn
+            self.db.lite()
                 .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
                     r.get::<_, i64>(0)
                 })
@@ -150,7 +151,7 @@ impl Store {
             Err(e) if is_busy(&e) => return Err(self.locked(&e)),
             Err(e) => return Err(self.unusable(&e)),
         }
-        self.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        self.db.lite().execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(())
     }
 
@@ -161,15 +162,16 @@ impl Store {
     pub(super) fn rollback_journal(&mut self, why: String) -> Result<(), StoreError> {
         let new = std::fs::metadata(&self.path).map_or(true, |m| m.len() == 0);
         let mode = self
-            .conn
+            .db
+            .lite()
             .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0));
         let switched = match mode.as_deref() {
             Ok("delete" | "truncate" | "persist") => new,
             _ => {
                 // The first connection goes first: it holds the file's locks.
                 drop(std::mem::replace(
-                    &mut self.conn,
-                    Connection::open_in_memory()?,
+                    &mut self.db,
+                    Db::Sqlite(Connection::open_in_memory()?),
                 ));
                 let conn = Connection::open(&self.path).map_err(|e| self.unusable(&e))?;
                 conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -196,7 +198,7 @@ impl Store {
                         fix: Remedy::LocalFilesystem,
                     });
                 }
-                self.conn = conn;
+                self.db = Db::Sqlite(conn);
                 true
             }
         };
@@ -204,7 +206,7 @@ impl Store {
             reason: why,
             switched,
         };
-        self.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        self.db.lite().execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(())
     }
 }

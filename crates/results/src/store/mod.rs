@@ -1,6 +1,7 @@
-//! The SQLite store.
+//! The store: an SQLite file, or a PostgreSQL database shared by many machines.
 //!
-//! One file (default `./audiolat.db`) holds every run. A run row is written when the run
+//! One file (default `./audiolat.db`) holds every run; a `postgres://` URL in its place
+//! names a PostgreSQL store (`postgres`), with the same tables and versions. A run row is written when the run
 //! starts (status `running`), events and measurements as they are produced, and the
 //! status when it ends, so an interrupted run keeps what it measured. A run whose process
 //! died without closing it is summarised (by the caller's [`Summarise`]) and marked
@@ -22,11 +23,17 @@
 //! `remedy`), the journal mode in `journal`, the schema and
 //! its migration in `schema`, the reserve in `reserve`, runs in `runs`, what a run
 //! produced in `records`, groups and plan cells in `groups`, and dead processes' leftovers
-//! in `recovery`; each `*_tests` file tests one of them (`tests` the rest).
+//! in `recovery`; each `*_tests` file tests one of them (`tests` the rest). The queries
+//! go through `db` (one interface over SQLite and PostgreSQL); PostgreSQL's connection,
+//! schema and opens are in `postgres`, and copying runs from one store to another in
+//! `push`.
 
+pub(crate) mod db;
 mod groups;
 mod journal;
 mod open;
+mod postgres;
+mod push;
 mod records;
 mod recovery;
 mod remedy;
@@ -36,12 +43,16 @@ mod schema;
 
 use crate::id::{GroupId, PlanCellId, RunId};
 use crate::model::{Measurement, RunRecord, RunStatus};
+use db::Db;
+#[cfg(test)]
 use rusqlite::Connection;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 #[cfg(test)]
 use journal::{in_wal_mode, shared_mmap_works, wal_path};
+pub use postgres::{postgres_url, redacted};
+pub use push::Pushed;
 pub use remedy::Remedy;
 pub use reserve::RESERVE_BYTES;
 #[cfg(test)]
@@ -101,6 +112,15 @@ pub enum StoreError {
     /// cause.)
     #[error("SQLite: {0}")]
     Sql(rusqlite::Error),
+    /// PostgreSQL failed; `lost`: the connection to the server is gone (it stopped, or
+    /// the network between).
+    #[error("PostgreSQL: {message}")]
+    Postgres {
+        /// The server's or the client's message.
+        message: String,
+        /// The connection is gone.
+        lost: bool,
+    },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -113,6 +133,11 @@ impl StoreError {
     /// The filesystem under the database is full (SQLite's `SQLITE_FULL`).
     pub fn is_disk_full(&self) -> bool {
         matches!(self, StoreError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
+    }
+
+    /// The PostgreSQL server went away (stopped, or the network between).
+    pub fn is_server_lost(&self) -> bool {
+        matches!(self, StoreError::Postgres { lost: true, .. })
     }
 
     /// The file is damaged or not a database (a corrupt page, a truncated file): found
@@ -134,6 +159,10 @@ pub struct RunFilter {
     pub group_id: Option<GroupId>,
     /// Only this status.
     pub status: Option<RunStatus>,
+    /// Only runs made on this host.
+    pub host: Option<String>,
+    /// Only runs made under this kernel release (`uname -r`).
+    pub kernel: Option<String>,
     /// At most this many, newest first.
     pub limit: Option<usize>,
 }
@@ -161,7 +190,8 @@ pub type Summarise = dyn Fn(&Store, &RunRecord) -> Result<Vec<Measurement>, Stri
 
 /// A handle on the results database.
 pub struct Store {
-    conn: Connection,
+    db: Db,
+    /// The file, or a PostgreSQL store's URL (its password hidden).
     path: PathBuf,
     journal: Journal,
     /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
@@ -193,9 +223,14 @@ pub(super) fn now_mono_ns() -> i64 {
 }
 
 impl Store {
-    /// The file this store is backed by.
+    /// The file this store is backed by (a PostgreSQL store: its URL, without password).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this store is a PostgreSQL database (shared), not an SQLite file.
+    pub fn is_shared(&self) -> bool {
+        self.db.is_postgres()
     }
 
     /// How the database journals: the write-ahead log, or a rollback journal where the

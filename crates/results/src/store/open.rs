@@ -7,6 +7,8 @@ use super::journal::{
 };
 use super::reserve::{free_bytes, MIN_FREE_BYTES};
 use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
+use super::db::Db;
+use super::postgres::postgres_url;
 use super::{present_and_unwritable, writable, Journal, Remedy, Store, StoreError, Summarise};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -146,6 +148,11 @@ impl Store {
     /// `summarise` (given the store and the run; it returns the measurements to keep
     /// for it, computed from what the run stored) before closing it.
     pub fn open_recovering(path: &Path, summarise: &Summarise) -> Result<Store, StoreError> {
+        if let Some(url) = postgres_url(path) {
+            let store = Store::connect(url, true)?;
+            store.recover_abandoned(summarise)?;
+            return Ok(store);
+        }
         let store = Store::open_checking(path, shared_mmap_works)?;
         store.keep_reserve();
         store.recover_abandoned(summarise)?;
@@ -158,6 +165,9 @@ impl Store {
     /// It is left in its journal mode, and an older audiolat's file is refused (its runs
     /// are shown as stored).
     pub fn close_abandoned(path: &Path, summarise: &Summarise) -> Result<usize, StoreError> {
+        if let Some(url) = postgres_url(path) {
+            return Store::connect(url, false)?.recover_abandoned(summarise);
+        }
         Store::open_read_only(path)?;
         Store::reader_writer(
             path,
@@ -179,6 +189,13 @@ impl Store {
         summarise: &Summarise,
         folded: &dyn Fn(&Store),
     ) -> Result<Store, StoreError> {
+        if let Some(url) = postgres_url(path) {
+            let store = Store::connect(url, false)?;
+            if store.schema_version()? == super::SCHEMA_VERSION {
+                store.recover_abandoned(summarise)?;
+            }
+            return Ok(store);
+        }
         let store = match Store::open_read_only(path) {
             Err(StoreError::UnsharedLog(_)) => {
                 folded(&Store::fold_log(path)?);
@@ -295,7 +312,7 @@ impl Store {
                 Contents::Empty => 0,
             };
         let store = Store {
-            conn,
+            db: Db::Sqlite(conn),
             path: path.to_path_buf(),
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
@@ -318,7 +335,7 @@ impl Store {
         let (mut store, found) = Store::writer(path, shared_memory)?;
         if found != SCHEMA_VERSION {
             // Closing the connection would fold a write-ahead log in: left as it is.
-            let _ = store.conn.set_db_config(
+            let _ = store.db.lite().set_db_config(
                 rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
                 true,
             );
@@ -332,8 +349,8 @@ impl Store {
                 fix: Remedy::UpgradeByRecording { first: true },
             });
         }
-        store.journal = journal_of(&store.conn).map_err(|e| store.unusable(&e))?;
-        store.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+        store.journal = journal_of(&store.db.lite()).map_err(|e| store.unusable(&e))?;
+        store.db.lite().execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(store)
     }
 
@@ -366,7 +383,8 @@ impl Store {
         } else if store.journal == Journal::Wal {
             retry_busy(|| {
                 store
-                    .conn
+                    .db
+                    .lite()
                     .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
                         r.get::<_, i64>(0)
                     })
@@ -378,6 +396,9 @@ impl Store {
 
     /// Opens an existing database for reading and writing; a missing file is an error.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if let Some(url) = postgres_url(path) {
+            return Store::connect(url, true);
+        }
         if !path.is_file() && !path.is_dir() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
@@ -390,6 +411,9 @@ impl Store {
     /// is; an older one is refused with the command that upgrades it, and another
     /// program's is refused.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if let Some(url) = postgres_url(path) {
+            return Store::connect(url, false);
+        }
         let open_err = |reason: String, fix: Remedy| StoreError::Open {
             path: path.to_path_buf(),
             reason,
@@ -482,7 +506,7 @@ impl Store {
             )),
             Contents::Ours(_) => Ok(Store {
                 journal: journal_of(&conn).map_err(|e| open_failure(path, &e, false))?,
-                conn,
+                db: Db::Sqlite(conn),
                 path: path.to_path_buf(),
                 plan_cell: std::cell::Cell::new(None),
             }),

@@ -243,7 +243,8 @@ fn groups_and_plan_cells_of_dead_processes_are_closed() {
         json!(std::process::id())
     );
     store
-        .conn
+        .db
+        .lite()
         .execute(
             "UPDATE run_group SET detail = json_set(detail, '$.runner_pid', ?2) WHERE id = ?1",
             params![sweep, dead],
@@ -253,7 +254,8 @@ fn groups_and_plan_cells_of_dead_processes_are_closed() {
         .create_group("suite", "audiolat suite", &json!({}))
         .unwrap();
     store
-        .conn
+        .db
+        .lite()
         .execute(
             "UPDATE run_group SET detail = '{}' WHERE id = ?1",
             params![old],
@@ -275,7 +277,8 @@ fn groups_and_plan_cells_of_dead_processes_are_closed() {
         })
         .unwrap();
     store
-        .conn
+        .db
+        .lite()
         .execute(
             "UPDATE run SET pid = ?2 WHERE id = ?1",
             params![old_run, dead],

@@ -1,11 +1,11 @@
 //! What a run produced: measurements (with their histograms), triggers, events and
 //! series, written as they come and read back.
 
+use super::db::vals;
 use super::{json_text, parse_json, Store, StoreError};
 use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
 use crate::id::RunId;
 use crate::model::{Event, Measurement, MeasurementRecord, Series, TriggerRow};
-use rusqlite::params;
 use serde_json::Value;
 
 impl Store {
@@ -20,18 +20,18 @@ impl Store {
         });
         let s = m.summary.as_ref();
         let stat = |f: fn(&Summary) -> f64| s.map(f);
-        self.conn.execute(
+        self.db.insert(
             "INSERT INTO measurement (run_id, probe, metric, unit, method, count, min, mean, stdev,
                 p50, p90, p99, p999, p9999, max, clamped, overflows, deadline, misses, histogram,
                 histogram_bound, histogram_exact, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
                 ?18, ?19, ?20, ?21, ?22, ?23)",
-            params![
+            vals![
                 run_id,
-                m.probe,
-                m.metric,
-                m.unit,
-                m.method,
+                &m.probe,
+                &m.metric,
+                &m.unit,
+                &m.method,
                 m.count() as i64,
                 stat(|s| s.min),
                 stat(|s| s.mean),
@@ -51,8 +51,7 @@ impl Store {
                 exact,
                 json_text(&m.detail),
             ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+        )
     }
 
     /// Stores measurements in place of any earlier ones of the same metrics in the run,
@@ -63,54 +62,45 @@ impl Store {
         run_id: RunId,
         ms: &[Measurement],
     ) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction()?;
-        for m in ms {
-            tx.execute(
-                "DELETE FROM measurement WHERE run_id = ?1 AND metric = ?2",
-                params![run_id, m.metric],
-            )?;
-            self.add_measurement(run_id, m)?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|| {
+            for m in ms {
+                self.db.execute(
+                    "DELETE FROM measurement WHERE run_id = ?1 AND metric = ?2",
+                    vals![run_id, &m.metric],
+                )?;
+                self.add_measurement(run_id, m)?;
+            }
+            Ok(())
+        })
     }
 
     /// Stores events in one transaction.
     pub fn add_events(&self, run_id: RunId, events: &[Event]) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction()?;
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO event (run_id, mono_ns, kind, detail) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+        self.db.tx(|| {
             for e in events {
-                stmt.execute(params![
-                    run_id,
-                    e.mono_ns as i64,
-                    e.kind,
-                    json_text(&e.detail)
-                ])?;
+                self.db.execute(
+                    "INSERT INTO event (run_id, mono_ns, kind, detail) VALUES (?1, ?2, ?3, ?4)",
+                    vals![run_id, e.mono_ns as i64, &e.kind, json_text(&e.detail)],
+                )?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Stores trigger rows in one transaction.
     pub fn add_triggers(&self, run_id: RunId, rows: &[TriggerRow]) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction()?;
-        {
-            let mut stmt = tx.prepare_cached(
+        self.db.tx(|| {
+            for t in rows {
+                self.db.execute(
                 "INSERT INTO trigger (run_id, seq, source, trigger_ns, note_frame, offset_frames,
                     cycle, dac_ns, latency_ns, wait_ns, lateness_ns, buffer_ns, late, missed,
                     measured_ns, underruns_before, timing)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                     ?17)",
-            )?;
-            for t in rows {
-                stmt.execute(params![
+                vals![
                     run_id,
                     t.seq as i64,
-                    t.source,
+                    &t.source,
                     t.trigger_ns as i64,
                     t.note_frame as i64,
                     t.offset_frames,
@@ -124,12 +114,11 @@ impl Store {
                     t.missed,
                     t.measured_ns,
                     t.underruns_before as i64,
-                    t.timing,
+                    &t.timing,
                 ])?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// A run's trigger rows, in trigger order.
@@ -142,21 +131,21 @@ impl Store {
         } else {
             "'unchecked'"
         };
-        let mut stmt = self.conn.prepare(&format!(
+        let rows = self.db.query(&format!(
             "SELECT seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns,
                 wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before,
                 {timing}
              FROM trigger WHERE run_id = ?1 ORDER BY seq"
-        ))?;
-        let rows = stmt.query_map([run_id], |r| {
+        ), vals![run_id])?;
+        rows.iter().map(|r| {
             Ok(TriggerRow {
-                seq: r.get::<_, i64>(0)? as u64,
+                seq: r.get::<i64>(0)? as u64,
                 source: r.get(1)?,
-                trigger_ns: r.get::<_, i64>(2)? as u64,
-                note_frame: r.get::<_, i64>(3)? as u64,
+                trigger_ns: r.get::<i64>(2)? as u64,
+                note_frame: r.get::<i64>(3)? as u64,
                 offset_frames: r.get(4)?,
-                cycle: r.get::<_, i64>(5)? as u64,
-                dac_ns: r.get::<_, Option<i64>>(6)?.map(|d| d as u64),
+                cycle: r.get::<i64>(5)? as u64,
+                dac_ns: r.get::<Option<i64>>(6)?.map(|d| d as u64),
                 latency_ns: r.get(7)?,
                 wait_ns: r.get(8)?,
                 lateness_ns: r.get(9)?,
@@ -164,21 +153,20 @@ impl Store {
                 late: r.get(11)?,
                 missed: r.get(12)?,
                 measured_ns: r.get(13)?,
-                underruns_before: r.get::<_, i64>(14)? as u64,
+                underruns_before: r.get::<i64>(14)? as u64,
                 timing: r.get(15)?,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        }).collect()
     }
 
     /// Stores a series.
     pub fn add_series(&self, run_id: RunId, series: &Series) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "INSERT INTO series (run_id, name, unit, columns, rows) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
+            vals![
                 run_id,
-                series.name,
-                series.unit,
+                &series.name,
+                &series.unit,
                 json_text(&serde_json::to_value(&series.columns).expect("strings serialise")),
                 json_text(&serde_json::to_value(&series.rows).expect("numbers serialise")),
             ],
@@ -188,20 +176,21 @@ impl Store {
 
     /// A run's measurements, in the order stored.
     pub fn measurements(&self, run_id: RunId) -> Result<Vec<MeasurementRecord>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT id, run_id, probe, metric, unit, method, count, min, mean, stdev, p50, p90, p99,
                 p999, p9999, max, clamped, deadline, misses, histogram, histogram_bound,
                 histogram_exact, detail, overflows
              FROM measurement WHERE run_id = ?1 ORDER BY id",
+            vals![run_id],
         )?;
-        let rows = stmt.query_map([run_id], |r| {
+        let rows = rows.iter().map(|r| {
             let blob: Option<Vec<u8>> = r.get(19)?;
             let bound: Option<i64> = r.get(20)?;
             let exact: Option<String> = r.get(21)?;
             let clamped: bool = r.get(16)?;
-            let count = r.get::<_, i64>(6)? as u64;
+            let count = r.get::<i64>(6)? as u64;
             // A row without samples has NULL statistics: no summary.
-            let summary = match (count, r.get::<_, Option<f64>>(7)?) {
+            let summary = match (count, r.get::<Option<f64>>(7)?) {
                 (1.., Some(min)) => Some(Summary {
                     count,
                     min,
@@ -218,9 +207,9 @@ impl Store {
                 _ => None,
             };
             let overflows: i64 = r.get(23)?;
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, RunId>(1)?,
+            Ok::<_, StoreError>((
+                r.get::<i64>(0)?,
+                r.get::<RunId>(1)?,
                 Measurement {
                     probe: r.get(2)?,
                     metric: r.get(3)?,
@@ -229,13 +218,13 @@ impl Store {
                     summary,
                     histogram: None,
                     deadline: r.get(17)?,
-                    misses: r.get::<_, Option<i64>>(18)?.map(|v| v as u64),
-                    detail: parse_json(&r.get::<_, String>(22)?),
+                    misses: r.get::<Option<i64>>(18)?.map(|v| v as u64),
+                    detail: parse_json(&r.get::<String>(22)?),
                 },
                 blob.zip(bound)
                     .map(|(b, bound)| (b, bound, exact, overflows)),
             ))
-        })?;
+        });
         let mut out = Vec::new();
         for row in rows {
             let (id, run_id, mut m, hist) = row?;
@@ -274,42 +263,49 @@ impl Store {
 
     /// A run's events in time order; at most `limit` when given.
     pub fn events(&self, run_id: RunId, limit: Option<usize>) -> Result<Vec<Event>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 ORDER BY mono_ns, id {}",
-            limit.map_or(String::new(), |l| format!("LIMIT {l}"))
-        ))?;
-        let rows = stmt.query_map([run_id], |r| {
-            Ok(Event {
-                mono_ns: r.get::<_, i64>(0)? as u64,
-                kind: r.get(1)?,
-                detail: parse_json(&r.get::<_, String>(2)?),
+        let rows = self.db.query(
+            &format!(
+                "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 ORDER BY mono_ns, id {}",
+                limit.map_or(String::new(), |l| format!("LIMIT {l}"))
+            ),
+            vals![run_id],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(Event {
+                    mono_ns: r.get::<i64>(0)? as u64,
+                    kind: r.get(1)?,
+                    detail: parse_json(&r.get::<String>(2)?),
+                })
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect()
     }
 
     /// Number of events of each kind in a run.
     pub fn event_counts(&self, run_id: RunId) -> Result<Vec<(String, u64)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT kind, count(*) FROM event WHERE run_id = ?1 GROUP BY kind ORDER BY kind",
+            vals![run_id],
         )?;
-        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.iter()
+            .map(|r| Ok((r.get(0)?, r.get::<i64>(1)? as u64)))
+            .collect()
     }
 
     /// A run's series.
     pub fn series(&self, run_id: RunId) -> Result<Vec<Series>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT name, unit, columns, rows FROM series WHERE run_id = ?1 ORDER BY id",
+            vals![run_id],
         )?;
-        let rows = stmt.query_map([run_id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
+        let rows = rows.iter().map(|r| {
+            Ok::<_, StoreError>((
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<String>(3)?,
             ))
-        })?;
+        });
         let mut out = Vec::new();
         for row in rows {
             let (name, unit, columns, data) = row?;

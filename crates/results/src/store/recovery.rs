@@ -1,20 +1,25 @@
 //! Runs, groups and plan cells a dead process left `running`: found, summarised (by the
 //! caller's [`Summarise`]) and closed as `interrupted`.
 
+use super::db::vals;
 use super::runs::{run_from_row, RUN_COLUMNS};
 use super::{hostname, parse_json, Store, StoreError, Summarise};
 use crate::id::{GroupId, RunId};
 use crate::model::{rfc3339_utc, RunRecord, RunStatus};
-use rusqlite::{params, OptionalExtension};
 
 impl Store {
     /// Runs left `running` by processes of this host that no longer exist.
     pub fn abandoned_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT {RUN_COLUMNS} FROM run WHERE status = 'running' AND hostname = ?1 ORDER BY id"
-        ))?;
-        let running: Vec<RunRecord> = stmt
-            .query_map([hostname()], run_from_row)?
+        let running: Vec<RunRecord> = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM run WHERE status = 'running' AND hostname = ?1 ORDER BY id"
+                ),
+                vals![hostname()],
+            )?
+            .iter()
+            .map(run_from_row)
             .collect::<Result<_, _>>()?;
         Ok(running
             .into_iter()
@@ -28,11 +33,14 @@ impl Store {
     /// the process that made its runs.
     pub fn abandoned_groups(&self) -> Result<Vec<(GroupId, i64)>, StoreError> {
         let host = hostname();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, kind, detail FROM run_group WHERE status = 'running'")?;
-        let groups: Vec<(GroupId, String, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        let groups: Vec<(GroupId, String, String)> = self
+            .db
+            .query(
+                "SELECT id, kind, detail FROM run_group WHERE status = 'running'",
+                &[],
+            )?
+            .iter()
+            .map(|r| Ok::<_, StoreError>((r.get(0)?, r.get(1)?, r.get(2)?)))
             .collect::<Result<_, _>>()?;
         let mut out = Vec::new();
         for (id, kind, detail) in groups {
@@ -42,14 +50,14 @@ impl Store {
                 detail["runner_pid"].as_i64().filter(|_| on_this_host)
             } else {
                 // Every run of such a group comes from the process that made it.
-                self.conn
-                    .query_row(
+                self.db
+                    .query_opt(
                         "SELECT pid FROM run WHERE group_id = ?1 AND hostname = ?2
                          ORDER BY id DESC LIMIT 1",
-                        params![id, host],
-                        |r| r.get(0),
-                    )
-                    .optional()?
+                        vals![id, &host],
+                    )?
+                    .map(|r| r.get(0))
+                    .transpose()?
             };
             if let Some(pid) = owner.filter(|&p| !process_alive(p)) {
                 out.push((id, pid));
@@ -80,27 +88,42 @@ impl Store {
                 }
                 Err(e) => why.push_str(&format!("; what it stored could not be summarised: {e}")),
             }
-            self.conn.execute(
+            self.db.execute(
                 "UPDATE run SET status = 'interrupted', error = ?2, ended_at = ?3
                  WHERE id = ?1 AND status = 'running'",
-                params![run.id, why, rfc3339_utc(std::time::SystemTime::now())],
+                vals![run.id, why, rfc3339_utc(std::time::SystemTime::now())],
             )?;
         }
         for (group, pid) in self.abandoned_groups()? {
             let why = format!("process {pid} ended without closing it");
-            let tx = self.conn.unchecked_transaction()?;
-            tx.execute(
-                "UPDATE run_group SET status = 'interrupted', ended_at = ?2,
-                    detail = json_set(detail, '$.end_reason', ?3)
-                 WHERE id = ?1 AND status = 'running'",
-                params![group, rfc3339_utc(std::time::SystemTime::now()), why],
-            )?;
-            tx.execute(
-                "UPDATE plan_cell SET status = 'interrupted', error = ?2
-                 WHERE group_id = ?1 AND status = 'running'",
-                params![group, why],
-            )?;
-            tx.commit()?;
+            self.db.tx(|| {
+                let Some(row) = self.db.query_opt(
+                    "SELECT detail FROM run_group WHERE id = ?1 AND status = 'running'",
+                    vals![group],
+                )?
+                else {
+                    return Ok(());
+                };
+                let mut detail = parse_json(&row.get::<String>(0)?);
+                if let serde_json::Value::Object(map) = &mut detail {
+                    map.insert("end_reason".into(), why.clone().into());
+                }
+                self.db.execute(
+                    "UPDATE run_group SET status = 'interrupted', ended_at = ?2, detail = ?3
+                     WHERE id = ?1 AND status = 'running'",
+                    vals![
+                        group,
+                        rfc3339_utc(std::time::SystemTime::now()),
+                        super::json_text(&detail)
+                    ],
+                )?;
+                self.db.execute(
+                    "UPDATE plan_cell SET status = 'interrupted', error = ?2
+                     WHERE group_id = ?1 AND status = 'running'",
+                    vals![group, &why],
+                )?;
+                Ok(())
+            })?;
         }
         Ok(runs.len())
     }
@@ -114,10 +137,10 @@ impl Store {
         status: RunStatus,
         error: &str,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE run SET status = ?2, ended_at = ?3, error = ?4
              WHERE id = ?1 AND status = 'running'",
-            params![
+            vals![
                 run_id,
                 status.as_str(),
                 rfc3339_utc(std::time::SystemTime::now()),

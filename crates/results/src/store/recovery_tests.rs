@@ -25,7 +25,8 @@ fn a_dead_processs_run(probe: &str) -> (tempfile::TempDir, std::path::PathBuf, R
     };
     let id = store.begin_run(&info).unwrap();
     store
-        .conn
+        .db
+        .lite()
         .execute(
             "UPDATE run SET pid = ?2 WHERE id = ?1",
             params![id, i32::MAX as i64 - 1],

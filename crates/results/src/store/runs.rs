@@ -1,9 +1,10 @@
 //! Runs: begun, updated and finished as they go, listed and read back.
 
+use super::db::{vals, Row, Val};
+use super::schema::new_uid;
 use super::{json_text, now_mono_ns, parse_json, RunFilter, Store, StoreError};
 use crate::id::RunId;
 use crate::model::{rfc3339_utc, Machine, RunInfo, RunRecord, RunStatus, ToolInfo};
-use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 
 impl Store {
@@ -11,13 +12,13 @@ impl Store {
     pub fn begin_run(&self, info: &RunInfo) -> Result<RunId, StoreError> {
         if let Some((plan_group, cell)) = self.plan_cell.get() {
             let run_id: Option<RunId> = self
-                .conn
-                .query_row(
+                .db
+                .query_opt(
                     "SELECT run_id FROM plan_cell WHERE id = ?1 AND group_id = ?2 AND status = 'running'",
-                    params![cell, plan_group],
-                    |r| r.get(0),
-                )
-                .optional()?
+                    vals![cell, plan_group],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?
                 .ok_or_else(|| {
                     StoreError::Corrupt(format!(
                         "plan cell {cell} of group {plan_group} is not waiting for a run"
@@ -33,9 +34,9 @@ impl Store {
             let mut info = info.clone();
             info.group_id = Some(plan_group);
             let id = self.insert_run(&info)?;
-            self.conn.execute(
+            self.db.execute(
                 "UPDATE plan_cell SET run_id = ?2 WHERE id = ?1",
-                params![cell, id],
+                vals![cell, id],
             )?;
             return Ok(id);
         }
@@ -43,29 +44,30 @@ impl Store {
     }
 
     fn insert_run(&self, info: &RunInfo) -> Result<RunId, StoreError> {
-        self.conn.execute(
+        let id = self.db.insert(
             "INSERT INTO run (group_id, probe, status, started_at, started_mono_ns, pid, hostname,
                 machine, tool_version, git_commit, build_profile, command_line, config, load,
-                qos_requested)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
+                qos_requested, uid)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            vals![
                 info.group_id,
-                info.probe,
+                &info.probe,
                 rfc3339_utc(std::time::SystemTime::now()),
                 now_mono_ns(),
                 std::process::id(),
-                info.machine.hostname,
+                &info.machine.hostname,
                 json_text(&serde_json::to_value(&info.machine).expect("machine serialises")),
-                info.tool.version,
-                info.tool.git_commit,
-                info.tool.build_profile,
-                info.command_line,
+                &info.tool.version,
+                &info.tool.git_commit,
+                &info.tool.build_profile,
+                &info.command_line,
                 json_text(&info.config),
                 json_text(&info.load),
                 json_text(&info.qos_requested),
+                new_uid(),
             ],
         )?;
-        Ok(RunId(self.conn.last_insert_rowid()))
+        Ok(RunId(id))
     }
 
     /// Updates fields known only once the run is under way.
@@ -76,15 +78,15 @@ impl Store {
         qos_granted: Option<&Value>,
     ) -> Result<(), StoreError> {
         if let Some(load) = load {
-            self.conn.execute(
+            self.db.execute(
                 "UPDATE run SET load = ?2 WHERE id = ?1",
-                params![run_id, json_text(load)],
+                vals![run_id, json_text(load)],
             )?;
         }
         if let Some(q) = qos_granted {
-            self.conn.execute(
+            self.db.execute(
                 "UPDATE run SET qos_granted = ?2 WHERE id = ?1",
-                params![run_id, json_text(q)],
+                vals![run_id, json_text(q)],
             )?;
         }
         Ok(())
@@ -93,9 +95,9 @@ impl Store {
     /// Replaces a running run's probe result: what recovery needs to summarise the run
     /// should its process die (the closing [`Store::finish_run`] writes the real one).
     pub fn set_result(&self, run_id: RunId, result: &Value) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE run SET result = ?2 WHERE id = ?1",
-            params![run_id, json_text(result)],
+            vals![run_id, json_text(result)],
         )?;
         Ok(())
     }
@@ -109,10 +111,10 @@ impl Store {
         result: &Value,
         error: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE run SET status = ?2, ended_at = ?3, ended_mono_ns = ?4, flags = ?5, result = ?6,
                 error = ?7 WHERE id = ?1",
-            params![
+            vals![
                 run_id,
                 status.as_str(),
                 rfc3339_utc(std::time::SystemTime::now()),
@@ -128,45 +130,44 @@ impl Store {
     /// Lists runs, newest first.
     pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let mut sql = format!("SELECT {RUN_COLUMNS} FROM run WHERE 1=1");
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        if let Some(p) = &filter.probe {
-            args.push(p.clone().into());
-            sql.push_str(&format!(" AND probe = ?{}", args.len()));
-        }
-        if let Some(g) = filter.group_id {
-            args.push(g.get().into());
-            sql.push_str(&format!(" AND group_id = ?{}", args.len()));
-        }
-        if let Some(s) = filter.status {
-            args.push(s.as_str().to_string().into());
-            sql.push_str(&format!(" AND status = ?{}", args.len()));
+        let mut args: Vec<Val> = Vec::new();
+        let kernel = self.db.json_field("machine", "kernel_release");
+        let conditions = [
+            ("probe", filter.probe.clone().map(Val::from)),
+            ("group_id", filter.group_id.map(Val::from)),
+            ("status", filter.status.map(|s| Val::from(s.as_str()))),
+            ("hostname", filter.host.clone().map(Val::from)),
+            (kernel.as_str(), filter.kernel.clone().map(Val::from)),
+        ];
+        for (column, value) in conditions {
+            if let Some(v) = value {
+                args.push(v);
+                sql.push_str(&format!(" AND {column} = ?{}", args.len()));
+            }
         }
         sql.push_str(" ORDER BY id DESC");
         if let Some(l) = filter.limit {
             sql.push_str(&format!(" LIMIT {l}"));
         }
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args), run_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db.query(&sql, &args)?.iter().map(run_from_row).collect()
     }
 
     /// One run.
     pub fn run(&self, run_id: RunId) -> Result<RunRecord, StoreError> {
-        self.conn
-            .query_row(
+        self.db
+            .query_opt(
                 &format!("SELECT {RUN_COLUMNS} FROM run WHERE id = ?1"),
-                [run_id],
-                run_from_row,
-            )
-            .optional()?
+                vals![run_id],
+            )?
+            .as_ref()
+            .map(run_from_row)
+            .transpose()?
             .ok_or(StoreError::NoSuchRun(run_id))
     }
 
     /// The most recent run id, if any.
     pub fn last_run_id(&self) -> Result<Option<RunId>, StoreError> {
-        Ok(self
-            .conn
-            .query_row("SELECT max(id) FROM run", [], |r| r.get(0))?)
+        self.db.query_one("SELECT max(id) FROM run", &[])?.get(0)
     }
 }
 
@@ -175,11 +176,11 @@ pub(super) const RUN_COLUMNS: &str =
     ended_mono_ns, pid, machine, tool_version, git_commit, build_profile, command_line, config,
     load, qos_requested, qos_granted, flags, result, error";
 
-pub(super) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+pub(super) fn run_from_row(r: &Row) -> Result<RunRecord, StoreError> {
     let status: String = r.get(3)?;
     let started: i64 = r.get(6)?;
     let ended: Option<i64> = r.get(7)?;
-    let machine: Machine = serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default();
+    let machine: Machine = serde_json::from_str(&r.get::<String>(9)?).unwrap_or_default();
     Ok(RunRecord {
         id: r.get(0)?,
         group_id: r.get(1)?,
@@ -197,12 +198,12 @@ pub(super) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord>
             build_profile: r.get(12)?,
         },
         command_line: r.get(13)?,
-        config: parse_json(&r.get::<_, String>(14)?),
-        load: parse_json(&r.get::<_, String>(15)?),
-        qos_requested: parse_json(&r.get::<_, String>(16)?),
-        qos_granted: parse_json(&r.get::<_, String>(17)?),
-        flags: parse_json(&r.get::<_, String>(18)?),
-        result: parse_json(&r.get::<_, String>(19)?),
+        config: parse_json(&r.get::<String>(14)?),
+        load: parse_json(&r.get::<String>(15)?),
+        qos_requested: parse_json(&r.get::<String>(16)?),
+        qos_granted: parse_json(&r.get::<String>(17)?),
+        flags: parse_json(&r.get::<String>(18)?),
+        result: parse_json(&r.get::<String>(19)?),
         error: r.get(20)?,
     })
 }

@@ -1,17 +1,29 @@
 //! The schema: its versions, as each audiolat made it, and the forward migration run
-//! on open (one `BEGIN IMMEDIATE` transaction, so two first runs may race).
+//! on open (one `BEGIN IMMEDIATE` transaction, so two first runs may race). PostgreSQL
+//! takes the same steps in its types ([`pg_schema_steps`]; migrated in `postgres`).
 
 use super::journal::is_busy;
 use super::open::{contents, foreign, open_failure, Contents};
+use super::db::vals;
 use super::{Store, StoreError};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
 /// summary columns nullable, and the reader takes a row without samples (count 0) as no
 /// summary whatever its columns hold.
 pub(super) const OLDEST_READABLE: i64 = 3;
+
+/// Version 6: a run's and a group's global identity (`uid`, a random UUID made when it
+/// begins), so a run copied to another store (`audiolat push`) is known there and never
+/// copied twice; runs and groups stored before get one in the migration
+/// ([`Store::after_step`], which adds the columns unless a file whose version was set
+/// back has them).
+const SCHEMA_V6: &str = r#"
+CREATE UNIQUE INDEX IF NOT EXISTS run_by_uid ON run(uid);
+CREATE UNIQUE INDEX IF NOT EXISTS run_group_by_uid ON run_group(uid);
+"#;
 
 /// Version 5: an event trigger's timing figures are NULL where the rendering cycle's
 /// start is not known (just after an xrun: JACK's estimate of it is off there, see the
@@ -245,13 +257,14 @@ impl Store {
 
     fn migrate_once(&self) -> Result<(), StoreError> {
         let version: i64 = self
-            .conn
+            .db
+            .lite()
             .query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version == SCHEMA_VERSION {
             return Ok(());
         }
         let tx = rusqlite::Transaction::new_unchecked(
-            &self.conn,
+            self.db.lite(),
             rusqlite::TransactionBehavior::Immediate,
         )?;
         let version = match contents(&tx)? {
@@ -280,23 +293,118 @@ impl Store {
         if version < 5 {
             tx.execute_batch(&format!("{SCHEMA_V5} PRAGMA user_version = 5;"))?;
         }
+        if version < 6 {
+            self.before_step(6)?;
+            tx.execute_batch(&format!("{SCHEMA_V6} PRAGMA user_version = 6;"))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;
         Ok(())
     }
 
-    /// The schema version of the open file.
+    /// What a step needs before its SQL, in its transaction: version 6 adds the `uid`
+    /// columns and gives each run and group stored before it its identity.
+    pub(super) fn before_step(&self, version: i64) -> Result<(), StoreError> {
+        if version == 6 {
+            for table in ["run", "run_group"] {
+                let has: i64 = if self.db.is_postgres() {
+                    self.db.query_one(
+                        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+                         AND table_name = ?1 AND column_name = 'uid'",
+                        vals![table],
+                    )?
+                } else {
+                    self.db.query_one(
+                        "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'uid'",
+                        vals![table],
+                    )?
+                }
+                .get(0)?;
+                if has == 0 {
+                    self.db
+                        .execute(&format!("ALTER TABLE {table} ADD COLUMN uid TEXT"), &[])?;
+                }
+                let ids = self
+                    .db
+                    .query(&format!("SELECT id FROM {table} WHERE uid IS NULL"), &[])?;
+                for row in ids {
+                    self.db.execute(
+                        &format!("UPDATE {table} SET uid = ?2 WHERE id = ?1"),
+                        vals![row.get::<i64>(0)?, new_uid()],
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The schema version of the open file (or PostgreSQL database).
     pub fn schema_version(&self) -> Result<i64, StoreError> {
+        if self.db.is_postgres() {
+            return self.pg_schema_version();
+        }
         Ok(self
-            .conn
+            .db
+            .lite()
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
+}
+
+/// A new global identity: a random (version 4) UUID, from the kernel's random source.
+pub(super) fn new_uid() -> String {
+    let mut b = [0u8; 16];
+    // SAFETY: `b` is a valid buffer of its length.
+    let got = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if got != b.len() as isize {
+        // Never short for 16 bytes once the pool is ready; the clock and pid are unique
+        // enough for the rest.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        b = (t ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The schema's steps in PostgreSQL's types, with the version each makes: SQLite's
+/// integers are `BIGINT` (row ids identity columns), its reals `DOUBLE PRECISION`, its
+/// blobs `BYTEA`.
+pub(super) fn pg_schema_steps() -> Vec<(i64, String)> {
+    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6];
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let sql = s
+                .replace(
+                    "INTEGER PRIMARY KEY",
+                    "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+                )
+                .replace(" INTEGER", " BIGINT")
+                .replace(" REAL", " DOUBLE PRECISION")
+                .replace(" BLOB", " BYTEA");
+            (i as i64 + 1, sql)
+        })
+        .collect()
 }
 
 /// The schema as audiolat `version` made it, in one transaction: an older audiolat's file.
 #[cfg(test)]
 pub(super) fn schema_up_to(version: i64) -> String {
-    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+    let v6 = format!(
+        "ALTER TABLE run ADD COLUMN uid TEXT; ALTER TABLE run_group ADD COLUMN uid TEXT; {SCHEMA_V6}"
+    );
+    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, &v6];
     let schema = steps[..version as usize].concat();
     format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")
 }

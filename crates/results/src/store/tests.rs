@@ -214,7 +214,8 @@ fn a_measurement_of_nothing_is_stored_as_null_and_read_back_without_summary() {
     let m = Measurement::from_histogram("roundtrip", "roundtrip", "test", empty);
     store.add_measurement(id, &m).unwrap();
     let (count, min, max): (i64, Option<f64>, Option<f64>) = store
-        .conn
+        .db
+        .lite()
         .query_row(
             "SELECT count, min, max FROM measurement WHERE run_id = ?1",
             [id],
@@ -275,7 +276,8 @@ fn a_version_3_file_keeps_its_measurements_and_its_empty_ones_become_null() {
     assert_eq!((s.count, s.min, s.mean, s.max), (2, 10.0, 15.0, 20.0));
     // The rebuilt table still belongs to its run.
     store
-        .conn
+        .db
+        .lite()
         .execute("DELETE FROM run WHERE id = 1", [])
         .unwrap();
     assert!(store.measurements(crate::RunId(1)).unwrap().is_empty());
@@ -330,7 +332,8 @@ fn runs_of_dead_processes_become_interrupted() {
     let id = store.begin_run(&info("jitter")).unwrap();
     // Pretend the run belongs to a process that no longer exists.
     store
-        .conn
+        .db
+        .lite()
         .execute(
             "UPDATE run SET pid = ?2 WHERE id = ?1",
             params![id, i32::MAX as i64 - 1],

@@ -1,0 +1,3 @@
+//! What the results crate's integration tests share.
+
+pub mod pg;
