@@ -7,15 +7,30 @@ use clap::{Args, ValueEnum};
 use report::compare::MetricChoice;
 
 /// What a report or comparison is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
     /// One run.
     Run(RunRef),
     /// A group of runs (a plan run, a suite, a sweep).
     Group(results::GroupId),
+    /// Every complete run of a host (`host:NAME`).
+    Host(String),
+    /// Every complete run under a kernel release (`kernel:RELEASE`).
+    Kernel(String),
 }
 
 fn parse_subject(s: &str) -> Result<Subject, String> {
+    for (prefix, make) in [
+        ("host:", Subject::Host as fn(String) -> Subject),
+        ("kernel:", Subject::Kernel),
+    ] {
+        if let Some(v) = s.strip_prefix(prefix) {
+            if v.is_empty() {
+                return Err(format!("'{s}': name one, e.g. {prefix}NAME"));
+            }
+            return Ok(make(v.to_string()));
+        }
+    }
     if let Some(g) = s.strip_prefix("group:").or_else(|| s.strip_prefix("plan:")) {
         return g
             .parse::<results::GroupId>()
@@ -29,7 +44,8 @@ fn parse_subject(s: &str) -> Result<Subject, String> {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// What to report: run ids, `last`, or group:ID (a plan run, suite or sweep).
+    /// What to report: run ids, `last`, group:ID (a plan run, suite or sweep), or
+    /// host:NAME, kernel:RELEASE (every complete run of one).
     /// Default: the latest group.
     #[arg(value_name = "WHAT", value_parser = parse_subject)]
     pub subjects: Vec<Subject>,
@@ -43,10 +59,11 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline: a run id, `last`, or group:ID.
+    /// The baseline: a run id, `last`, group:ID, or every run of a host or kernel
+    /// (host:NAME, kernel:RELEASE).
     #[arg(value_parser = parse_subject)]
     pub a: Subject,
-    /// The other: a run id, `last`, or group:ID.
+    /// The other: a run id, `last`, group:ID, host:NAME or kernel:RELEASE.
     #[arg(value_parser = parse_subject)]
     pub b: Subject,
     /// Compare this metric (repeatable; default: each probe's main one, e.g.

@@ -24,7 +24,9 @@ fn gather(store: &Store, subjects: &[crate::cli::Subject]) -> Result<Vec<report:
     subjects
         .iter()
         .map(|s| {
-            Ok(match *s {
+            Ok(match s.clone() {
+                crate::cli::Subject::Host(h) => report::gather::Subject::Host(h),
+                crate::cli::Subject::Kernel(k) => report::gather::Subject::Kernel(k),
                 crate::cli::Subject::Group(g) => report::gather::Subject::Group(g),
                 crate::cli::Subject::Run(RunRef::Id(id)) => report::gather::Subject::Run(id),
                 crate::cli::Subject::Run(RunRef::Last) => report::gather::Subject::Run(
@@ -145,8 +147,16 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
 
 pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<ExitCode> {
     let store = ctx.open_existing_store()?;
-    let da = report::gather::subjects(&store, &gather(&store, &[a.a])?, &tool_info())?;
-    let db = report::gather::subjects(&store, &gather(&store, &[a.b])?, &tool_info())?;
+    let da = report::gather::subjects(
+        &store,
+        &gather(&store, std::slice::from_ref(&a.a))?,
+        &tool_info(),
+    )?;
+    let db = report::gather::subjects(
+        &store,
+        &gather(&store, std::slice::from_ref(&a.b))?,
+        &tool_info(),
+    )?;
     let metrics = a.metrics().metrics(&da, &db);
     let rows = report::compare::compare(&da, &db, &metrics);
     if a.json {
@@ -175,6 +185,9 @@ pub(crate) fn push(ctx: &Context, a: &crate::cli::PushArgs) -> Result<ExitCode> 
     let from = Store::open_recovering(&ctx.db_path, &::runner::summarise_abandoned)?;
     let to = Store::open(&a.to)?;
     let pushed = from.push_to(&to)?;
-    print!("{}", report::view::stored::push_text(&pushed, from.path(), to.path()));
+    print!(
+        "{}",
+        report::view::stored::push_text(&pushed, from.path(), to.path())
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -29,6 +29,7 @@ mod pipewire_native;
 mod pipewire_running;
 mod plan;
 mod plan_checks;
+mod postgres;
 mod reports;
 mod roundtrip;
 mod show;

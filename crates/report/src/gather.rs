@@ -9,13 +9,34 @@ use results::{GroupId, Measurement, RunFilter, RunId, RunStatus, Store, StoreErr
 
 use crate::data::{CellData, ReportData, RunData};
 
-/// What a report is about: one run or one group, by id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a report is about: one run or one group, by id, or every run of a host or a
+/// kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
     /// One run.
     Run(RunId),
     /// A group of runs (a plan run, a suite, a sweep).
     Group(GroupId),
+    /// Every complete run made on this host.
+    Host(String),
+    /// Every complete run made under this kernel release.
+    Kernel(String),
+}
+
+/// Every complete run `filter` finds (but doctor's), oldest first, one cell each: a
+/// configuration run more than once has repeats, whose spread is the noise a
+/// comparison judges changes against. Returns how many runs.
+fn run_set(store: &Store, filter: RunFilter, data: &mut ReportData) -> Result<usize, StoreError> {
+    let runs = store.list_runs(&RunFilter {
+        status: Some(RunStatus::Complete),
+        ..filter
+    })?;
+    let mut n = 0;
+    for r in runs.iter().rev().filter(|r| r.probe != "doctor") {
+        data.cells.push(single_cell(run_data(store, r.id)?));
+        n += 1;
+    }
+    Ok(n)
 }
 
 fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
@@ -144,7 +165,23 @@ pub fn subjects(
     let mut data = base(tool);
     let mut names = Vec::new();
     for s in subjects {
-        match *s {
+        match s.clone() {
+            Subject::Host(h) => {
+                let filter = RunFilter {
+                    host: Some(h.clone()),
+                    ..Default::default()
+                };
+                let n = run_set(store, filter, &mut data)?;
+                names.push(format!("host {h} ({n} runs)"));
+            }
+            Subject::Kernel(k) => {
+                let filter = RunFilter {
+                    kernel: Some(k.clone()),
+                    ..Default::default()
+                };
+                let n = run_set(store, filter, &mut data)?;
+                names.push(format!("kernel {k} ({n} runs)"));
+            }
             Subject::Group(g) => {
                 let d = group(store, g, tool)?;
                 names.push(format!("group {g}"));

@@ -109,9 +109,17 @@ fn write_run(db: &Path, host: &str, kernel: &str) -> results::RunId {
         .update_run(id, None, Some(&json!({"policy": "fifo", "priority": 80})))
         .unwrap();
     store
-        .finish_run(id, RunStatus::Complete, &json!({"realtime": true}), &json!({"n": 5}), None)
+        .finish_run(
+            id,
+            RunStatus::Complete,
+            &json!({"realtime": true}),
+            &json!({"n": 5}),
+            None,
+        )
         .unwrap();
-    store.finish_plan_cell(cell, RunStatus::Complete, None).unwrap();
+    store
+        .finish_plan_cell(cell, RunStatus::Complete, None)
+        .unwrap();
     store.finish_group(group, RunStatus::Complete).unwrap();
     id
 }
@@ -211,15 +219,19 @@ fn a_pushed_sqlite_file_is_stored_once_and_filters_find_hosts_and_kernels() {
 
 #[test]
 fn another_programs_database_and_a_dead_server_are_refused_in_one_line() {
-    let Some(mut server) = pg::start() else { return };
+    let Some(mut server) = pg::start() else {
+        return;
+    };
     server.create_db("other");
     {
-        let mut c =
-            postgres::Client::connect(&server.url_of("other"), postgres::NoTls).unwrap();
+        let mut c = postgres::Client::connect(&server.url_of("other"), postgres::NoTls).unwrap();
         c.batch_execute("CREATE TABLE accounts (id INT)").unwrap();
     }
     let e = Store::open(Path::new(&server.url_of("other"))).unwrap_err();
-    assert!(e.to_string().contains("not an audiolat results database"), "{e}");
+    assert!(
+        e.to_string().contains("not an audiolat results database"),
+        "{e}"
+    );
     let url = server.url();
     server.stop();
     let e = Store::open(Path::new(&url)).unwrap_err();

@@ -266,7 +266,11 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
 
 /// What `audiolat push` did, one line each: runs copied (their ids here and there),
 /// runs the target had already, runs still running (pushed by a later push).
-pub fn push_text(p: &results::store::Pushed, from: &std::path::Path, to: &std::path::Path) -> String {
+pub fn push_text(
+    p: &results::store::Pushed,
+    from: &std::path::Path,
+    to: &std::path::Path,
+) -> String {
     let ids = |v: &[results::RunId]| {
         v.iter()
             .map(|i| i.to_string())
@@ -282,7 +286,11 @@ pub fn push_text(p: &results::store::Pushed, from: &std::path::Path, to: &std::p
         to.display()
     );
     if !p.copied.is_empty() {
-        let pairs: Vec<String> = p.copied.iter().map(|(a, b)| format!("{a} as {b}")).collect();
+        let pairs: Vec<String> = p
+            .copied
+            .iter()
+            .map(|(a, b)| format!("{a} as {b}"))
+            .collect();
         out.push_str(&format!(": {}", pairs.join(", ")));
     }
     out.push('\n');

@@ -284,7 +284,12 @@ mod tests {
 
     #[test]
     fn values_read_back_as_their_types() {
-        let row = Row(vec![Val::Int(3), Val::Null, Val::Real(1.5), Val::Text("a".into())]);
+        let row = Row(vec![
+            Val::Int(3),
+            Val::Null,
+            Val::Real(1.5),
+            Val::Text("a".into()),
+        ]);
         assert_eq!(row.get::<RunId>(0).unwrap(), RunId(3));
         assert_eq!(row.get::<Option<i64>>(1).unwrap(), None);
         assert_eq!(row.get::<f64>(2).unwrap(), 1.5);

@@ -26,7 +26,8 @@ impl Store {
         if let Value::Object(map) = &mut detail {
             map.entry("runner_pid")
                 .or_insert_with(|| std::process::id().into());
-            map.entry("runner_host").or_insert_with(|| hostname().into());
+            map.entry("runner_host")
+                .or_insert_with(|| hostname().into());
         }
         let id = self.db.insert(
             "INSERT INTO run_group (kind, started_at, command_line, detail, uid)
@@ -173,22 +174,24 @@ impl Store {
              FROM plan_cell WHERE group_id = ?1 ORDER BY seq, id",
             vals![group_id],
         )?;
-        rows.iter().map(|r| {
-            let status: String = r.get(7)?;
-            Ok(PlanCell {
-                id: r.get(0)?,
-                group_id: r.get(1)?,
-                seq: r.get(2)?,
-                key: r.get(3)?,
-                axes: parse_json(&r.get::<String>(4)?),
-                argv: serde_json::from_str(&r.get::<String>(5)?).unwrap_or_default(),
-                profile: r.get(6)?,
-                status: RunStatus::parse(&status),
-                run_id: r.get(8)?,
-                attempts: r.get(9)?,
-                error: r.get(10)?,
+        rows.iter()
+            .map(|r| {
+                let status: String = r.get(7)?;
+                Ok(PlanCell {
+                    id: r.get(0)?,
+                    group_id: r.get(1)?,
+                    seq: r.get(2)?,
+                    key: r.get(3)?,
+                    axes: parse_json(&r.get::<String>(4)?),
+                    argv: serde_json::from_str(&r.get::<String>(5)?).unwrap_or_default(),
+                    profile: r.get(6)?,
+                    status: RunStatus::parse(&status),
+                    run_id: r.get(8)?,
+                    attempts: r.get(9)?,
+                    error: r.get(10)?,
+                })
             })
-        }).collect()
+            .collect()
     }
 
     /// Marks a cell as being run (one more attempt) before its process starts.

@@ -1,8 +1,8 @@
 //! The journal mode: the write-ahead log where the filesystem can share its index's
 //! memory, a rollback journal where it cannot (9p, some NFS), and how that is found out.
 
-use super::open::retry_busy;
 use super::db::Db;
+use super::open::retry_busy;
 use super::{Journal, Remedy, Store, StoreError};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -120,7 +120,9 @@ impl Store {
         &mut self,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<(), StoreError> {
-        self.db.lite().busy_timeout(std::time::Duration::from_secs(5))?;
+        self.db
+            .lite()
+            .busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL lets `audiolat runs` read while a probe writes. Its index lives in shared
         // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: asked
         // for there, WAL fails at the first read with an I/O error, after writing the
@@ -135,11 +137,13 @@ impl Store {
             return self.rollback_journal(why);
         }
         let wal = retry_busy(|| {
-            self.db.lite()
+            self.db
+                .lite()
                 .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
         })
         .and_then(|_| {
-            self.db.lite()
+            self.db
+                .lite()
                 .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
                     r.get::<_, i64>(0)
                 })

@@ -2,13 +2,13 @@
 //! holds, whether it can be written), the writer's and the reader's opens, and open-time
 //! failures as one line naming the file and the fix.
 
+use super::db::Db;
 use super::journal::{
     in_wal_mode, is_busy, is_shared_memory_error, journal_of, shared_mmap_works, wal_path,
 };
+use super::postgres::postgres_url;
 use super::reserve::{free_bytes, MIN_FREE_BYTES};
 use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
-use super::db::Db;
-use super::postgres::postgres_url;
 use super::{present_and_unwritable, writable, Journal, Remedy, Store, StoreError, Summarise};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -349,7 +349,7 @@ impl Store {
                 fix: Remedy::UpgradeByRecording { first: true },
             });
         }
-        store.journal = journal_of(&store.db.lite()).map_err(|e| store.unusable(&e))?;
+        store.journal = journal_of(store.db.lite()).map_err(|e| store.unusable(&e))?;
         store.db.lite().execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(store)
     }

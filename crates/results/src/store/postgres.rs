@@ -88,7 +88,12 @@ impl Pg {
         client
             .query(&stmt, &args)?
             .iter()
-            .map(|r| (0..r.len()).map(|i| pg_val(r, i)).collect::<Result<_, _>>().map(Row))
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| pg_val(r, i))
+                    .collect::<Result<_, _>>()
+                    .map(Row)
+            })
             .collect()
     }
 
@@ -211,20 +216,8 @@ impl Store {
     }
 
     fn pg_contents(&self) -> Result<PgContents, StoreError> {
-        let ours: bool = self
-            .db
-            .query_one("SELECT to_regclass('audiolat_schema') IS NOT NULL", &[])?
-            .get(0)?;
-        if ours {
-            let v = self
-                .db
-                .query_opt("SELECT max(version) FROM audiolat_schema", &[])?
-                .map(|r| r.get::<Option<i64>>(0))
-                .transpose()?
-                .flatten()
-                .unwrap_or(0);
-            return Ok(PgContents::Ours(v));
-        }
+        // One list, so one view: a writer making the schema meanwhile is seen before or
+        // after (its tables and version row are committed together).
         let tables = self
             .db
             .query(
@@ -235,6 +228,14 @@ impl Store {
             .iter()
             .map(|r| r.get::<String>(0))
             .collect::<Result<Vec<_>, _>>()?;
+        if tables.iter().any(|t| t == "audiolat_schema") {
+            let v = self
+                .db
+                .query_one("SELECT max(version) FROM audiolat_schema", &[])?
+                .get::<Option<i64>>(0)?
+                .unwrap_or(0);
+            return Ok(PgContents::Ours(v));
+        }
         Ok(if tables.is_empty() {
             PgContents::Empty
         } else {
@@ -319,7 +320,10 @@ mod tests {
         assert!(postgres_url(Path::new("postgres://a@h/db")).is_some());
         assert!(postgres_url(Path::new("postgresql://a@h/db")).is_some());
         assert!(postgres_url(Path::new("./postgres.db")).is_none());
-        assert_eq!(redacted("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redacted("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db"
+        );
         assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
     }
 }

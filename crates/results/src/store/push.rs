@@ -42,7 +42,10 @@ const OWNED: [(&str, &str); 4] = [
 
 /// `?1, ?2, ... ?n`.
 fn placeholders(n: usize) -> String {
-    (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+    (1..=n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn column_count(columns: &str) -> usize {
@@ -127,10 +130,10 @@ impl Store {
         }
         if let Some(g) = to_group {
             // The plan cell this run measured points at its copy.
-            for cell in self.db.query(
-                "SELECT key FROM plan_cell WHERE run_id = ?1",
-                vals![id],
-            )? {
+            for cell in self
+                .db
+                .query("SELECT key FROM plan_cell WHERE run_id = ?1", vals![id])?
+            {
                 target.db.execute(
                     "UPDATE plan_cell SET run_id = ?1 WHERE group_id = ?2 AND key = ?3",
                     vals![new_id, g, cell.get::<String>(0)?],

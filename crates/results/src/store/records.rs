@@ -131,32 +131,37 @@ impl Store {
         } else {
             "'unchecked'"
         };
-        let rows = self.db.query(&format!(
+        let rows = self.db.query(
+            &format!(
             "SELECT seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns,
                 wait_ns, lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before,
                 {timing}
              FROM trigger WHERE run_id = ?1 ORDER BY seq"
-        ), vals![run_id])?;
-        rows.iter().map(|r| {
-            Ok(TriggerRow {
-                seq: r.get::<i64>(0)? as u64,
-                source: r.get(1)?,
-                trigger_ns: r.get::<i64>(2)? as u64,
-                note_frame: r.get::<i64>(3)? as u64,
-                offset_frames: r.get(4)?,
-                cycle: r.get::<i64>(5)? as u64,
-                dac_ns: r.get::<Option<i64>>(6)?.map(|d| d as u64),
-                latency_ns: r.get(7)?,
-                wait_ns: r.get(8)?,
-                lateness_ns: r.get(9)?,
-                buffer_ns: r.get(10)?,
-                late: r.get(11)?,
-                missed: r.get(12)?,
-                measured_ns: r.get(13)?,
-                underruns_before: r.get::<i64>(14)? as u64,
-                timing: r.get(15)?,
+        ),
+            vals![run_id],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(TriggerRow {
+                    seq: r.get::<i64>(0)? as u64,
+                    source: r.get(1)?,
+                    trigger_ns: r.get::<i64>(2)? as u64,
+                    note_frame: r.get::<i64>(3)? as u64,
+                    offset_frames: r.get(4)?,
+                    cycle: r.get::<i64>(5)? as u64,
+                    dac_ns: r.get::<Option<i64>>(6)?.map(|d| d as u64),
+                    latency_ns: r.get(7)?,
+                    wait_ns: r.get(8)?,
+                    lateness_ns: r.get(9)?,
+                    buffer_ns: r.get(10)?,
+                    late: r.get(11)?,
+                    missed: r.get(12)?,
+                    measured_ns: r.get(13)?,
+                    underruns_before: r.get::<i64>(14)? as u64,
+                    timing: r.get(15)?,
+                })
             })
-        }).collect()
+            .collect()
     }
 
     /// Stores a series.

@@ -149,7 +149,11 @@ impl Store {
         if let Some(l) = filter.limit {
             sql.push_str(&format!(" LIMIT {l}"));
         }
-        self.db.query(&sql, &args)?.iter().map(run_from_row).collect()
+        self.db
+            .query(&sql, &args)?
+            .iter()
+            .map(run_from_row)
+            .collect()
     }
 
     /// One run.

@@ -2,9 +2,9 @@
 //! on open (one `BEGIN IMMEDIATE` transaction, so two first runs may race). PostgreSQL
 //! takes the same steps in its types ([`pg_schema_steps`]; migrated in `postgres`).
 
+use super::db::vals;
 use super::journal::is_busy;
 use super::open::{contents, foreign, open_failure, Contents};
-use super::db::vals;
 use super::{Store, StoreError};
 
 /// The schema version this build writes.
@@ -380,7 +380,9 @@ pub(super) fn new_uid() -> String {
 /// integers are `BIGINT` (row ids identity columns), its reals `DOUBLE PRECISION`, its
 /// blobs `BYTEA`.
 pub(super) fn pg_schema_steps() -> Vec<(i64, String)> {
-    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6];
+    let steps = [
+        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+    ];
     steps
         .iter()
         .enumerate()

@@ -75,7 +75,15 @@ impl TempPg {
         let data = dir.path().join("data");
         run_ok(
             as_cluster_user("initdb")
-                .args(["-U", "audiolat", "--auth=trust", "-E", "UTF8", "--no-sync", "-D"])
+                .args([
+                    "-U",
+                    "audiolat",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                    "-D",
+                ])
                 .arg(&data),
             "initdb",
         );
@@ -134,8 +142,15 @@ impl TempPg {
     /// Makes a database.
     pub fn create_db(&self, name: &str) {
         run_ok(
-            Command::new(Path::new(PG_BIN).join("createdb"))
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "audiolat", name]),
+            Command::new(Path::new(PG_BIN).join("createdb")).args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "audiolat",
+                name,
+            ]),
             "createdb",
         );
     }

@@ -1,0 +1,154 @@
+//! The shared PostgreSQL store (`--db postgres://...`, `AUDIOLAT_DB`, `audiolat push`),
+//! against a real throw-away PostgreSQL 15 cluster per test (the fixture is the results
+//! crate's, `crates/results/tests/common/pg.rs`).
+
+use std::path::Path;
+
+use crate::util::{machine_lock, output, run, run_json, spawn, temp_db};
+
+#[path = "../../crates/results/tests/common/pg.rs"]
+mod pg;
+
+/// Runs `args` on `db`, expecting exit 0.
+fn ok(db: &Path, args: &[&str]) -> String {
+    let out = run(db, args);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    out.stdout
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_jitter_run_in_postgresql_reads_back_as_from_sqlite_and_reports() {
+    let Some(server) = pg::start() else { return };
+    let _m = machine_lock();
+    let (dir, lite) = temp_db("board.db");
+    let url = server.url();
+    let shared = Path::new(&url);
+    ok(&lite, &["jitter", "--loops", "2000", "--quiet"]);
+    let pushed = ok(&lite, &["push", "--to", &url]);
+    assert!(pushed.starts_with("pushed 1 run from"), "{pushed}");
+    // A fresh store gives the pushed run the same id: every reader prints the same.
+    for args in [
+        &["show", "1"][..],
+        &["show", "1", "--json"],
+        &["export", "1", "--format", "csv"],
+        &["export", "1", "--format", "hdr"],
+        &["export", "1", "--format", "cyclictest-json"],
+        &["runs", "--json"],
+    ] {
+        assert_eq!(ok(&lite, args), ok(shared, args), "{args:?}");
+    }
+    // A run recorded straight into PostgreSQL, chosen by AUDIOLAT_DB (no --db).
+    let mut cmd = std::process::Command::new(crate::util::bin());
+    cmd.args(["jitter", "--loops", "2000", "--quiet", "--json"])
+        .env("AUDIOLAT_DB", &url)
+        .stdin(std::process::Stdio::null())
+        .current_dir(dir.path());
+    let out = output(&mut cmd);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!dir.path().join("audiolat.db").exists());
+    let runs = run_json(shared, &["runs", "--host", &this_host(), "--json"]);
+    assert_eq!(runs.as_array().unwrap().len(), 2, "{runs}");
+    let html = dir.path().join("r.html");
+    let report = ok(shared, &["report", "2", "-o", html.to_str().unwrap()]);
+    assert!(report.starts_with("report: "), "{report}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("wakeup_latency"),
+        "no measurement in the report"
+    );
+}
+
+#[test]
+fn two_processes_write_runs_concurrently_and_both_are_kept() {
+    let Some(server) = pg::start() else { return };
+    let _m = machine_lock();
+    let url = server.url();
+    let shared = Path::new(&url);
+    let args = ["jitter", "--duration", "3s", "--quiet", "--json"];
+    let a = spawn(shared, &args);
+    let b = spawn(shared, &args);
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let runs = run_json(shared, &["runs", "--json"]);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_ne!(runs[0]["id"], runs[1]["id"]);
+    for r in runs {
+        assert_eq!(r["status"], "complete", "{r}");
+    }
+}
+
+#[test]
+fn a_pushed_file_is_stored_once_and_compare_takes_hosts_and_kernels() {
+    let Some(server) = pg::start() else { return };
+    let _m = machine_lock();
+    let (_dir, lite) = temp_db("board.db");
+    let url = server.url();
+    let shared = Path::new(&url);
+    let jitter = ["jitter", "--loops", "4000", "--quiet"];
+    for _ in 0..2 {
+        ok(&lite, &jitter);
+        ok(shared, &jitter);
+    }
+    // The board's runs, as another board with another kernel made them.
+    rusqlite::Connection::open(&lite)
+        .unwrap()
+        .execute_batch(
+            "UPDATE run SET hostname = 'board-b',
+                machine = json_set(machine, '$.hostname', 'board-b', '$.kernel_release', '6.1.0-b')",
+        )
+        .unwrap();
+    let first = ok(&lite, &["push", "--to", &url]);
+    assert!(first.starts_with("pushed 2 runs from"), "{first}");
+    let second = ok(&lite, &["push", "--to", &url]);
+    assert!(second.starts_with("pushed 0 runs"), "{second}");
+    assert!(second.contains("2 runs there already"), "{second}");
+    let all = run_json(shared, &["runs", "--json"]);
+    assert_eq!(all.as_array().unwrap().len(), 4, "{all}");
+    let b = run_json(shared, &["runs", "--host", "board-b", "--json"]);
+    assert_eq!(b.as_array().unwrap().len(), 2, "{b}");
+    let k = run_json(shared, &["runs", "--kernel", "6.1.0-b", "--json"]);
+    assert_eq!(k.as_array().unwrap().len(), 2, "{k}");
+
+    let host_b = "host:board-b".to_string();
+    let here = format!("host:{}", this_host());
+    let kernel_here = format!(
+        "kernel:{}",
+        String::from_utf8(
+            std::process::Command::new("uname")
+                .arg("-r")
+                .output()
+                .unwrap()
+                .stdout
+        )
+        .unwrap()
+        .trim()
+    );
+    for (a, b) in [
+        (&host_b, &here),
+        (&"kernel:6.1.0-b".to_string(), &kernel_here),
+    ] {
+        let cmp = run_json(shared, &["compare", a, b, "--json"]);
+        let rows = cmp["rows"].as_array().unwrap_or_else(|| panic!("{cmp}"));
+        assert!(!rows.is_empty(), "{cmp}");
+        for r in rows {
+            assert_eq!(r["runs"], serde_json::json!([2, 2]), "{r}");
+            // Two repeats a side: the noise is known.
+            assert!(r["noise"].is_number(), "{r}");
+        }
+    }
+}
