@@ -21,9 +21,11 @@
 //! opens and their pre-checks are in `open` (what to do about a refusal, typed, in
 //! `remedy`), the journal mode in `journal`, the schema and
 //! its migration in `schema`, the reserve in `reserve`, runs in `runs`, what a run
-//! produced in `records`, groups and plan cells in `groups`, and dead processes' leftovers
-//! in `recovery`; each `*_tests` file tests one of them (`tests` the rest).
+//! produced in `records`, groups and plan cells in `groups`, gate verdicts in `gates`,
+//! and dead processes' leftovers in `recovery`; each `*_tests` file tests one of them
+//! (`tests` the rest).
 
+mod gates;
 mod groups;
 mod journal;
 mod open;

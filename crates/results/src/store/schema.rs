@@ -6,12 +6,31 @@ use super::open::{contents, foreign, open_failure, Contents};
 use super::{Store, StoreError};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
 /// summary columns nullable, and the reader takes a row without samples (count 0) as no
 /// summary whatever its columns hold.
 pub(super) const OLDEST_READABLE: i64 = 3;
+
+/// Version 6: threshold gates (`--fail-if`) judged on a run, one row per gate: the
+/// expression, the measured value in its unit (NULL: not measured) and the verdict.
+const SCHEMA_V6: &str = r#"
+CREATE TABLE gate (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    expr       TEXT NOT NULL,
+    metric     TEXT NOT NULL,
+    op         TEXT NOT NULL,
+    threshold  REAL NOT NULL,
+    unit       TEXT NOT NULL,
+    value      REAL,
+    verdict    TEXT NOT NULL CHECK (verdict IN ('pass','fail','unknown')),
+    reason     TEXT
+);
+CREATE INDEX gate_by_run ON gate(run_id);
+"#;
 
 /// Version 5: an event trigger's timing figures are NULL where the rendering cycle's
 /// start is not known (just after an xrun: JACK's estimate of it is off there, see the
@@ -280,6 +299,9 @@ impl Store {
         if version < 5 {
             tx.execute_batch(&format!("{SCHEMA_V5} PRAGMA user_version = 5;"))?;
         }
+        if version < 6 {
+            tx.execute_batch(&format!("{SCHEMA_V6} PRAGMA user_version = 6;"))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;
         Ok(())
@@ -296,7 +318,9 @@ impl Store {
 /// The schema as audiolat `version` made it, in one transaction: an older audiolat's file.
 #[cfg(test)]
 pub(super) fn schema_up_to(version: i64) -> String {
-    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+    let steps = [
+        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+    ];
     let schema = steps[..version as usize].concat();
     format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")
 }
