@@ -145,6 +145,7 @@ pub fn render(data: &ReportData) -> String {
     }
     out.push_str("</section>\n");
     out.push_str(&runs_html(data));
+    out.push_str(&crate::view::gates::report_html(data));
     out.push_str(&machine_html(data));
     if let Some(text) = data.plan.as_ref().and_then(|p| p["text"].as_str()) {
         let _ = writeln!(
