@@ -21,6 +21,8 @@ pub struct SuiteArgs {
     pub scratch: super::values::ScratchArgs,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 /// What `audiolat suite` runs, built once from its flags (stage two).
@@ -74,6 +76,8 @@ pub struct PlanRunArgs {
     pub no_report: bool,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 fn parse_resume(s: &str) -> Result<Resume, String> {

@@ -81,6 +81,7 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ExportFormat::Cyclictest => K::Cyclictest,
         ExportFormat::Triggers => K::Triggers,
         ExportFormat::Series => K::Series,
+        ExportFormat::Gates => K::Gates,
     };
     let id = run.id;
     let text = match report::view::stored::export(&store, &run, kind) {

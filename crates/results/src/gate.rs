@@ -160,6 +160,26 @@ pub enum GateError {
     },
 }
 
+impl GateError {
+    /// The expression refused.
+    pub fn expr(&self) -> &str {
+        match self {
+            GateError::Syntax { expr, .. }
+            | GateError::UnknownMetric { expr, .. }
+            | GateError::Unit { expr, .. }
+            | GateError::NotForProbe { expr, .. } => expr,
+        }
+    }
+
+    /// What is wrong and what to write, without the expression (for a caller that
+    /// names it already).
+    pub fn problem(&self) -> String {
+        let text = self.to_string();
+        let prefix = format!("'{}': ", self.expr());
+        text.strip_prefix(&prefix).unwrap_or(&text).to_string()
+    }
+}
+
 /// Where a named metric's value is read from in a stored run.
 #[derive(Debug, Clone, Copy)]
 enum Source {
@@ -578,7 +598,10 @@ fn stat(run: &RunView, metric: &str, stat: &str) -> Option<f64> {
 pub fn format_value(v: f64, kind: Kind) -> String {
     match kind {
         Kind::Count => format!("{v}"),
-        Kind::Percent => format!("{v}%"),
+        Kind::Percent => {
+            let text = format!("{v:.2}");
+            format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
+        }
         Kind::Time => {
             let a = v.abs();
             let (scaled, unit) = if a >= 1e9 {

@@ -120,7 +120,12 @@ pub fn report_text(data: &ReportData) -> String {
                 )
             })
             .collect();
-        out.push_str(&format!("  {key} (run {run}): {}\n", gates.join(", ")));
+        let label = if key.starts_with(&format!("run {run}")) {
+            key.clone()
+        } else {
+            format!("{key} (run {run})")
+        };
+        out.push_str(&format!("  {label}: {}\n", gates.join(", ")));
     }
     out
 }
