@@ -5,6 +5,10 @@
 use results::gate::{Gate, GateError, GateVerdict};
 use results::{GroupId, RunId, RunView, Store, StoreError};
 
+/// The exit code of an audiolat whose run was measured and stored but failed a gate
+/// (a plan's cell that exits so made its run).
+pub const EXIT_FAILED_GATE: i32 = 3;
+
 /// The gates for runs of `probe`: each must name one of its metrics.
 pub fn for_probe(gates: &[Gate], probe: &str) -> Result<Vec<Gate>, GateError> {
     gates.iter().map(|g| g.check_probe(probe)).collect()
