@@ -40,7 +40,11 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let out = swept(&store, &group, run)?;
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
-    let judged = judge(&store, &views.iter().map(|v| v.id).collect::<Vec<_>>(), &gates)?;
+    let judged = judge(
+        &store,
+        &views.iter().map(|v| v.id).collect::<Vec<_>>(),
+        &gates,
+    )?;
     if a.output.json {
         let mut doc = report::view::fresh::event_json(group, &views);
         if !gates.is_empty() {
@@ -51,5 +55,8 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
         let text = report::view::fresh::event_text(group, &views, &ctx.db_path);
         print!("{text}{}", judged.text);
     }
-    Ok(gated(sweep_exit(ctx, out.failure, out.status)?, judged.failed))
+    Ok(gated(
+        sweep_exit(ctx, out.failure, out.status)?,
+        judged.failed,
+    ))
 }

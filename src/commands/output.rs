@@ -43,6 +43,9 @@ pub(crate) fn judge(
     let (mut text, mut failed, mut each) = (String::new(), false, Vec::new());
     for &run in runs.iter().filter(|_| !gates.is_empty()) {
         let verdicts = ::runner::gates::judge(store, run, gates)?;
+        if verdicts.is_empty() {
+            continue; // no gate has a metric of this run's probe (a suite's doctor)
+        }
         failed |= ::runner::gates::any_failed(&verdicts);
         text += &report::view::gates::text(run, &verdicts);
         each.push(serde_json::json!({"run_id": run, "gates": verdicts}));

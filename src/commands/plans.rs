@@ -201,6 +201,12 @@ fn finish(
         eprintln!("audiolat: error: {e}");
         return Ok(ExitCode::from(1));
     }
-    let gates_failed = summary.data.as_ref().is_some_and(|d| !report::view::gates::failures(d).is_empty());
-    Ok(crate::commands::output::gated(status_exit(ctx, closed.status), gates_failed))
+    let gates_failed = summary
+        .data
+        .as_ref()
+        .is_some_and(|d| !report::view::gates::failures(d).is_empty());
+    Ok(crate::commands::output::gated(
+        status_exit(ctx, closed.status),
+        gates_failed,
+    ))
 }

@@ -31,7 +31,11 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
-    let judged = judge(&store, &views.iter().map(|v| v.id).collect::<Vec<_>>(), &gates)?;
+    let judged = judge(
+        &store,
+        &views.iter().map(|v| v.id).collect::<Vec<_>>(),
+        &gates,
+    )?;
     if a.output.json {
         let details: Vec<_> = runs
             .iter()
@@ -53,7 +57,10 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         }
         print!("{}", judged.text);
     }
-    Ok(gated(sweep_exit(ctx, out.failure, out.status)?, judged.failed))
+    Ok(gated(
+        sweep_exit(ctx, out.failure, out.status)?,
+        judged.failed,
+    ))
 }
 
 /// `audiolat loop`: a software loop client until Ctrl-C.

@@ -15,6 +15,7 @@ mod devices;
 mod doctor;
 mod errors;
 mod event;
+mod gates;
 mod jack;
 mod jitter;
 mod loads;

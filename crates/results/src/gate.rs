@@ -245,7 +245,10 @@ const EVENT: &[Named] = &[
         aliases: &["underruns"],
         kind: Kind::Count,
         about: "server under-runs, at the start and steady",
-        source: Source::Json("result", &[&["underruns", "start"], &["underruns", "steady"]]),
+        source: Source::Json(
+            "result",
+            &[&["underruns", "start"], &["underruns", "steady"]],
+        ),
     },
     Named {
         name: "misses",
@@ -367,7 +370,14 @@ fn known_for(probe: &str) -> String {
 /// A metric's canonical name and kind, whatever the probe (`None`: no probe has it).
 fn any_metric(name: &str) -> Option<(&'static str, Kind)> {
     if let Some(s) = STATS.iter().find(|s| **s == name) {
-        return Some((s, if *s == "count" { Kind::Count } else { Kind::Time }));
+        return Some((
+            s,
+            if *s == "count" {
+                Kind::Count
+            } else {
+                Kind::Time
+            },
+        ));
     }
     PROBES
         .iter()
@@ -411,7 +421,10 @@ impl Gate {
         };
         let value = rest[op_len..].trim();
         if metric.is_empty() {
-            return Err(syntax(format!("no metric before '{}': {example}", op.as_str())));
+            return Err(syntax(format!(
+                "no metric before '{}': {example}",
+                op.as_str()
+            )));
         }
         if value.is_empty() {
             return Err(syntax(format!(

@@ -16,7 +16,10 @@ fn refused(s: &str) -> String {
 #[test]
 fn good_expressions_parse_with_their_units() {
     let g = parsed("p99.9 > 200us");
-    assert_eq!((g.metric.as_str(), g.op, g.threshold), ("p99.9", Op::Gt, 200_000.0));
+    assert_eq!(
+        (g.metric.as_str(), g.op, g.threshold),
+        ("p99.9", Op::Gt, 200_000.0)
+    );
     assert_eq!(g.kind, Kind::Time);
     assert_eq!(parsed("p50>=1.5ms").threshold, 1_500_000.0);
     assert_eq!(parsed("max < 2s").threshold, 2e9);
@@ -62,12 +65,24 @@ fn a_metric_must_belong_to_the_probe() {
     let g = parsed("roundtrip > 10ms");
     assert!(g.check_probe("roundtrip").is_ok());
     let e = g.check_probe("jitter").unwrap_err().to_string();
-    assert!(e.starts_with("'roundtrip > 10ms': jitter runs have no metric 'roundtrip': use p50"), "{e}");
+    assert!(
+        e.starts_with("'roundtrip > 10ms': jitter runs have no metric 'roundtrip': use p50"),
+        "{e}"
+    );
     assert!(e.contains("underruns"), "{e}");
     // Aliases resolve to the probe's own name.
-    assert_eq!(parsed("xruns > 0").check_probe("jitter").unwrap().metric, "underruns");
-    assert_eq!(parsed("xruns > 0").check_probe("event").unwrap().metric, "xruns");
-    assert_eq!(parsed("misses > 0").check_probe("jitter").unwrap().metric, "underruns");
+    assert_eq!(
+        parsed("xruns > 0").check_probe("jitter").unwrap().metric,
+        "underruns"
+    );
+    assert_eq!(
+        parsed("xruns > 0").check_probe("event").unwrap().metric,
+        "xruns"
+    );
+    assert_eq!(
+        parsed("misses > 0").check_probe("jitter").unwrap().metric,
+        "underruns"
+    );
     assert!(parsed("p99 > 1ms").check_probe("net").is_ok());
     assert!(parsed("p99 > 1ms").check_probe("doctor").is_err());
 }
@@ -126,7 +141,10 @@ fn gates_are_judged_on_the_stored_values() {
     assert_eq!(judged("skipped > 0", &run).outcome, Outcome::Pass);
     assert_eq!(judged("xruns > 0", &run).outcome, Outcome::Pass);
     let s = judged("steal > 0.4%", &run);
-    assert_eq!((s.outcome, s.value, s.unit.as_str()), (Outcome::Fail, Some(0.5), "%"));
+    assert_eq!(
+        (s.outcome, s.value, s.unit.as_str()),
+        (Outcome::Fail, Some(0.5), "%")
+    );
     assert!(!judged("p50 > 1ms", &run).failed());
     assert!(judged("p50 > 1ns", &run).failed());
 }

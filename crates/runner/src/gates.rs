@@ -16,11 +16,7 @@ pub fn for_probe(gates: &[Gate], probe: &str) -> Result<Vec<Gate>, GateError> {
 
 /// Judges `gates` on the run as stored, stores the verdicts with it and returns them
 /// as stored. No gates: nothing is read or written.
-pub fn judge(
-    store: &Store,
-    run_id: RunId,
-    gates: &[Gate],
-) -> Result<Vec<GateVerdict>, StoreError> {
+pub fn judge(store: &Store, run_id: RunId, gates: &[Gate]) -> Result<Vec<GateVerdict>, StoreError> {
     if gates.is_empty() {
         return Ok(Vec::new());
     }

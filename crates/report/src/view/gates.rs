@@ -185,7 +185,10 @@ mod tests {
         assert!(t.contains("not measured: counts as failed"), "{t}");
         assert_eq!(text(RunId(4), &[]), "");
         let c = csv(RunId(4), &v);
-        assert!(c.contains("4,\"p50 > 1ns\",p50,\">\",1,ns,12500,fail,\n"), "{c}");
+        assert!(
+            c.contains("4,\"p50 > 1ns\",p50,\">\",1,ns,12500,fail,\n"),
+            "{c}"
+        );
         assert!(c.contains(",,unknown,\"not measured\"\n"), "{c}");
     }
 }

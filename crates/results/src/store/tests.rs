@@ -433,12 +433,14 @@ fn a_version_5_file_gains_the_gate_table_and_verdicts_round_trip() {
     assert!(store.gates(id).unwrap().is_empty());
     let pass = GateVerdict {
         value: Some(12_500.0),
-        ..Gate::parse("p99 > 1ms").unwrap().judge(&crate::RunView::from_stored(
-            &store.run(id).unwrap(),
-            &[],
-            vec![],
-            vec![],
-        ))
+        ..Gate::parse("p99 > 1ms")
+            .unwrap()
+            .judge(&crate::RunView::from_stored(
+                &store.run(id).unwrap(),
+                &[],
+                vec![],
+                vec![],
+            ))
     };
     assert_eq!(pass.outcome, Outcome::Unknown);
     let unknown = pass.clone();
@@ -447,8 +449,13 @@ fn a_version_5_file_gains_the_gate_table_and_verdicts_round_trip() {
         reason: None,
         ..pass
     };
-    store.put_gates(id, &[pass.clone(), unknown.clone()]).unwrap();
-    assert_eq!(store.gates(id).unwrap(), vec![pass.clone(), unknown.clone()]);
+    store
+        .put_gates(id, &[pass.clone(), unknown.clone()])
+        .unwrap();
+    assert_eq!(
+        store.gates(id).unwrap(),
+        vec![pass.clone(), unknown.clone()]
+    );
     // Judged again: replaced, not added.
     store.put_gates(id, &[unknown.clone()]).unwrap();
     assert_eq!(store.gates(id).unwrap(), vec![unknown]);

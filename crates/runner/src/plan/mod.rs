@@ -263,7 +263,10 @@ impl Plan {
 
     /// Adds gates (`--fail-if` given to `run` or `reproduce`) to every cell, after the
     /// plan's own `fail_if`; refused when the probe does not have a gate's metric.
-    pub fn add_gates(&mut self, gates: &[results::gate::Gate]) -> Result<(), results::gate::GateError> {
+    pub fn add_gates(
+        &mut self,
+        gates: &[results::gate::Gate],
+    ) -> Result<(), results::gate::GateError> {
         for g in gates {
             let g = g.check_probe(&self.probe)?;
             self.set.push(Setting {

@@ -211,7 +211,11 @@ fn parse_gates(ctx: &Ctx<'_>, probe: &str, e: Option<&Entry>) -> Result<Vec<Sett
         .into_iter()
         .map(|n| {
             let Kind::String(text) = &n.kind else {
-                return Err(ctx.err(n.span.start, format!("a gate must be a string, but it is {}", n.type_name()), fix));
+                return Err(ctx.err(
+                    n.span.start,
+                    format!("a gate must be a string, but it is {}", n.type_name()),
+                    fix,
+                ));
             };
             let gate = results::gate::Gate::parse(text).and_then(|g| g.check_probe(probe));
             match gate {
