@@ -108,7 +108,7 @@ fn a_version_4_files_triggers_become_unchecked_with_their_figures() {
                 latency_ns INTEGER NOT NULL, wait_ns INTEGER NOT NULL, lateness_ns INTEGER NOT NULL,
                 buffer_ns INTEGER NOT NULL, late INTEGER NOT NULL, missed INTEGER NOT NULL,
                 measured_ns INTEGER, underruns_before INTEGER NOT NULL);
-             DROP TABLE t4; PRAGMA user_version = 4;",
+             DROP TABLE t4; DROP TABLE gate; PRAGMA user_version = 4;",
         )
         .unwrap();
         conn.execute(
@@ -457,6 +457,6 @@ fn a_version_5_file_gains_the_gate_table_and_verdicts_round_trip() {
         vec![pass.clone(), unknown.clone()]
     );
     // Judged again: replaced, not added.
-    store.put_gates(id, &[unknown.clone()]).unwrap();
+    store.put_gates(id, std::slice::from_ref(&unknown)).unwrap();
     assert_eq!(store.gates(id).unwrap(), vec![unknown]);
 }
