@@ -708,8 +708,12 @@ impl GateVerdict {
 /// The help text listing every probe's gate metrics (for `--help` and the README).
 pub fn help() -> String {
     let mut out = format!(
-        "METRIC OP VALUE[UNIT], OP one of > >= < <= == !=; the run fails when it holds. \
-         METRIC: {} of the probe's main latency (a time: ns, us, ms, s), or:",
+        "Exit 3 when EXPR holds on the run as stored (repeatable; the verdicts are stored \
+         with the run). EXPR is METRIC OP VALUE[UNIT], OP one of > >= < <= == !=, e.g. \
+         'p99.9 > 200us', 'xruns > 0'. A metric the run did not measure makes its gate \
+         unknown, which fails. METRIC: {} of the probe's main latency (a time: ns, us, ms, \
+         s), or one of the probe's own (a time takes a unit, a count a plain number, \
+         steal's percentage 5 or 5%):",
         STATS.join(", ")
     );
     for p in PROBES {
@@ -726,7 +730,8 @@ pub fn help() -> String {
             .collect();
         out.push_str(&format!(" {p}: {};", names.join(", ")));
     }
-    out
+    out.pop();
+    out + "."
 }
 
 #[cfg(test)]
