@@ -1,7 +1,7 @@
 //! `audiolat event`: event-to-audio latency, swept over periods, workloads, loads and
 //! repeats, one stored run per cell in a group.
 
-use crate::commands::output::{gated, judge, print_json};
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
@@ -40,23 +40,18 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let out = swept(&store, &group, run)?;
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
-    let judged = judge(
-        &store,
-        &views.iter().map(|v| v.id).collect::<Vec<_>>(),
-        &gates,
-    )?;
+    let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
     if a.output.json {
-        let mut doc = report::view::fresh::event_json(group, &views);
-        if !gates.is_empty() {
-            doc["gates"] = judged.json;
-        }
-        print_json(&doc)?;
+        print_json(&report::view::gates::with_json(
+            report::view::fresh::event_json(group, &views),
+            &judged,
+        ))?;
     } else {
         let text = report::view::fresh::event_text(group, &views, &ctx.db_path);
-        print!("{text}{}", judged.text);
+        print!("{text}{}", report::view::gates::runs_text(&judged));
     }
     Ok(gated(
         sweep_exit(ctx, out.failure, out.status)?,
-        judged.failed,
+        judged.failed(),
     ))
 }

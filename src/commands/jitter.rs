@@ -1,6 +1,6 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
-use crate::commands::output::{check_output_path, gated, judge, print_json};
+use crate::commands::output::{check_output_path, gated, print_json};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context, LiveLine};
 use anyhow::{Context as _, Result};
@@ -31,24 +31,22 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         std::fs::write(path, run.outcome.cyclictest_histogram())
             .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
-    let judged = judge(&store, &[run.run_id], &gates)?;
+    let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
     if req.output.json {
-        let mut doc = report::view::jitter::json(&run.view());
-        if !gates.is_empty() {
-            doc["gates"] = judged.json;
-        }
-        print_json(&doc)?;
+        print_json(&report::view::gates::with_json(
+            report::view::jitter::json(&run.view()),
+            &judged,
+        ))?;
     } else {
         let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path);
-        print!("{text}{}", judged.text);
+        print!("{text}{}", report::view::gates::runs_text(&judged));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
         return Ok(ExitCode::from(EXIT_FAILED));
     }
-    let code = match run.status {
+    Ok(match run.status {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        _ => ExitCode::SUCCESS,
-    };
-    Ok(gated(code, judged.failed))
+        _ => gated(ExitCode::SUCCESS, judged.failed()),
+    })
 }

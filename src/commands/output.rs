@@ -27,36 +27,6 @@ pub(crate) fn check_output_path(path: &std::path::Path, flag: &str) -> Result<()
     Ok(())
 }
 
-/// `--fail-if` judged on runs as stored: their tables, their JSON (the single run's
-/// verdicts, else one object per run) and whether any failed.
-pub(crate) struct Judged {
-    pub text: String,
-    pub json: serde_json::Value,
-    pub failed: bool,
-}
-
-pub(crate) fn judge(
-    store: &results::Store,
-    runs: &[results::RunId],
-    gates: &[results::gate::Gate],
-) -> Result<Judged> {
-    let (mut text, mut failed, mut each) = (String::new(), false, Vec::new());
-    for &run in runs.iter().filter(|_| !gates.is_empty()) {
-        let verdicts = ::runner::gates::judge(store, run, gates)?;
-        if verdicts.is_empty() {
-            continue; // no gate has a metric of this run's probe (a suite's doctor)
-        }
-        failed |= ::runner::gates::any_failed(&verdicts);
-        text += &report::view::gates::text(run, &verdicts);
-        each.push(serde_json::json!({"run_id": run, "gates": verdicts}));
-    }
-    let json = match each.as_slice() {
-        [one] => one["gates"].clone(),
-        _ => serde_json::Value::Array(each),
-    };
-    Ok(Judged { text, json, failed })
-}
-
 /// `code`, or 3 when it is 0 and a gate failed.
 pub(crate) fn gated(code: std::process::ExitCode, failed: bool) -> std::process::ExitCode {
     if failed && code == std::process::ExitCode::SUCCESS {

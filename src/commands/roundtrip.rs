@@ -2,7 +2,7 @@
 //! (audiolat's software loop client for JACK).
 
 use crate::cli::UsageError;
-use crate::commands::output::{gated, judge, print_json};
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
@@ -31,11 +31,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
-    let judged = judge(
-        &store,
-        &views.iter().map(|v| v.id).collect::<Vec<_>>(),
-        &gates,
-    )?;
+    let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
     if a.output.json {
         let details: Vec<_> = runs
             .iter()
@@ -45,21 +41,18 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         if a.find_min_buffer {
             v["min_buffer"] = report::view::min_buffer::json(held, failed);
         }
-        if !gates.is_empty() {
-            v["gates"] = judged.json;
-        }
-        print_json(&v)?;
+        print_json(&report::view::gates::with_json(v, &judged))?;
     } else {
         let text = report::view::fresh::roundtrip_text(group, &views, &ctx.db_path);
         print!("{text}");
         if a.find_min_buffer {
             print!("{}", report::view::min_buffer::text(held, failed));
         }
-        print!("{}", judged.text);
+        print!("{}", report::view::gates::runs_text(&judged));
     }
     Ok(gated(
         sweep_exit(ctx, out.failure, out.status)?,
-        judged.failed,
+        judged.failed(),
     ))
 }
 

@@ -3,7 +3,7 @@
 //! notes in words, the table, the report and the exit code.
 
 use crate::commands::event::server_request;
-use crate::commands::output::{gated, judge, print_json};
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
 use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
@@ -85,8 +85,11 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let group = group.id();
     let mut entries = outcome.entries;
     // Each gate judges the suite's runs whose probe has its metric.
-    let runs: Vec<results::RunId> = entries.iter().filter_map(|e| e.run_id).collect();
-    let judged = judge(&store, &runs, &a.gates.fail_if)?;
+    let judged = ::runner::gates::judge_runs(
+        &store,
+        entries.iter().filter_map(|e| e.run_id),
+        &a.gates.fail_if,
+    )?;
     let words: Vec<(String, String)> = entries
         .iter_mut()
         .map(|e| (e.status.to_string(), note_text(std::mem::take(&mut e.note))))
@@ -116,19 +119,20 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let report = report_path.as_deref();
     if json {
         let doctor = report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings);
-        let mut doc = report::view::suite::json(group, group_status, report, doctor, &rows);
-        if !a.gates.fail_if.is_empty() {
-            doc["gates"] = judged.json;
-        }
-        print_json(&doc)?;
+        print_json(&report::view::gates::with_json(
+            report::view::suite::json(group, group_status, report, doctor, &rows),
+            &judged,
+        ))?;
     } else {
         print!(
-            "{}",
-            report::view::suite::text(group, &rows, &ctx.db_path, report)
+            "{}{}",
+            report::view::suite::text(group, &rows, &ctx.db_path, report),
+            report::view::gates::runs_text(&judged)
         );
-        print!("{}", judged.text);
     }
     // Ctrl-C while the report was written is an interrupted exit all the same.
-    let code = status_exit(ctx, ctx.run.group_status(end));
-    Ok(gated(code, judged.failed))
+    Ok(gated(
+        status_exit(ctx, ctx.run.group_status(end)),
+        judged.failed(),
+    ))
 }

@@ -705,6 +705,25 @@ impl GateVerdict {
     }
 }
 
+/// Runs judged by gates: each run's verdicts (a run none of the gates applies to is
+/// left out), and whether gates were given at all.
+#[derive(Debug, Clone, Default)]
+pub struct Judged {
+    /// Whether any gate was given (a command's JSON has `"gates"` only then).
+    pub given: bool,
+    /// Each judged run with its verdicts, in the order of the runs.
+    pub runs: Vec<(crate::RunId, Vec<GateVerdict>)>,
+}
+
+impl Judged {
+    /// Whether a run failed a gate (an unknown verdict too).
+    pub fn failed(&self) -> bool {
+        self.runs
+            .iter()
+            .any(|(_, v)| v.iter().any(GateVerdict::failed))
+    }
+}
+
 /// The help text listing every probe's gate metrics (for `--help` and the README).
 pub fn help() -> String {
     let mut out = format!(

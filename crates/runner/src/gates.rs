@@ -2,7 +2,7 @@
 //! runs, judged after the run on what the store holds (so a live run's verdicts are the
 //! ones `show` reads back), and stored with the run.
 
-use results::gate::{Gate, GateError, GateVerdict};
+use results::gate::{Gate, GateError, GateVerdict, Judged};
 use results::{GroupId, RunId, RunView, Store, StoreError};
 
 /// The exit code of an audiolat whose run was measured and stored but failed a gate
@@ -57,6 +57,25 @@ pub fn failures_in_group(
             .collect();
         if !failed.is_empty() {
             out.push((r.id, failed));
+        }
+    }
+    Ok(out)
+}
+
+/// [`judge`] on each of `runs` (a sweep's, a suite's). No gates: nothing is read.
+pub fn judge_runs(
+    store: &Store,
+    runs: impl IntoIterator<Item = RunId>,
+    gates: &[Gate],
+) -> Result<Judged, StoreError> {
+    let mut out = Judged {
+        given: !gates.is_empty(),
+        runs: Vec::new(),
+    };
+    for run in runs.into_iter().filter(|_| out.given) {
+        let verdicts = judge(store, run, gates)?;
+        if !verdicts.is_empty() {
+            out.runs.push((run, verdicts));
         }
     }
     Ok(out)

@@ -2,7 +2,7 @@
 //! run (a fresh run and `show` alike), as JSON, as CSV (`export --format gates`), and a
 //! plan's or suite's runs that failed one.
 
-use results::gate::{GateVerdict, Kind};
+use results::gate::{GateVerdict, Judged, Kind};
 use results::RunId;
 use serde_json::{json, Value};
 
@@ -49,6 +49,26 @@ pub fn text(run: RunId, verdicts: &[GateVerdict]) -> String {
 /// The verdicts as JSON (`[]` without gates).
 pub fn json(verdicts: &[GateVerdict]) -> Value {
     json!(verdicts)
+}
+
+/// The tables of runs just judged (a command's, under its own output).
+pub fn runs_text(judged: &Judged) -> String {
+    judged.runs.iter().map(|(run, v)| text(*run, v)).collect()
+}
+
+/// A command's JSON document with its runs' verdicts as `"gates"`: one run's verdicts,
+/// else one `{"run_id", "gates"}` per run; the document as it was without gates.
+pub fn with_json(mut doc: Value, judged: &Judged) -> Value {
+    if judged.given {
+        doc["gates"] = match judged.runs.as_slice() {
+            [(_, one)] => json(one),
+            runs => json!(runs
+                .iter()
+                .map(|(run, v)| json!({"run_id": run, "gates": v}))
+                .collect::<Vec<_>>()),
+        };
+    }
+    doc
 }
 
 /// `export --format gates`: one CSV row per gate (values in `unit`; empty: not measured).
