@@ -118,6 +118,7 @@ fn bench_workers_times_the_split_synth_and_its_hand_off() {
                 "handoff_to_workers_ns",
                 "handoff_back_ns",
                 "handoff_ns",
+                "longest_part_ns",
             ] {
                 assert!(
                     c[key].is_null(),
@@ -125,7 +126,12 @@ fn bench_workers_times_the_split_synth_and_its_hand_off() {
                 );
             }
         } else {
-            for key in ["handoff_to_workers_ns", "handoff_back_ns", "handoff_ns"] {
+            for key in [
+                "handoff_to_workers_ns",
+                "handoff_back_ns",
+                "handoff_ns",
+                "longest_part_ns",
+            ] {
                 assert!(c[key].as_f64().unwrap() > 0.0, "{key}: {c}");
             }
             assert!(c["speedup_vs_one"].as_f64().unwrap() > 0.0, "{c}");

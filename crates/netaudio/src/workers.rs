@@ -79,6 +79,8 @@ pub struct Handoff {
     pub last_finished_ns: u64,
     /// The caller had seen every worker done (before summing their parts).
     pub collected_ns: u64,
+    /// The longest a worker took from its start to its finish, ns: the part's compute.
+    pub longest_part_ns: u64,
 }
 
 impl Handoff {
@@ -223,6 +225,9 @@ impl Workers {
             let finished = slot.finished_ns.load(Ordering::Relaxed);
             handoff.last_started_ns = handoff.last_started_ns.max(started);
             handoff.last_finished_ns = handoff.last_finished_ns.max(finished);
+            handoff.longest_part_ns = handoff
+                .longest_part_ns
+                .max(finished.saturating_sub(started));
             // SAFETY: the worker published done for this generation.
             let part = unsafe { &*slot.out.get() };
             for (row, add) in frames.iter_mut().zip(part.iter()) {

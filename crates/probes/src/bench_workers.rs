@@ -17,7 +17,10 @@
 //!
 //! The hand-off of a block ([`netaudio::workers::Handoff`]): from the caller publishing
 //! the block to the last worker starting on it ("to workers"), and from the last worker
-//! finishing to the caller seeing it ("back"), timestamps taken inside the threads.
+//! finishing to the caller seeing it ("back"), timestamps taken inside the threads; and
+//! the longest part (a worker's start to its finish: its compute). What a block takes
+//! beyond these is the caller's own work: copying the pads to the workers' slots and
+//! summing their parts, whose cache lines the workers' CPUs wrote.
 //!
 //! Not real-time itself: allocates its series before each stretch, prints nothing.
 
@@ -59,6 +62,8 @@ pub struct WorkerCountTiming {
     pub back_median_ns: Option<f64>,
     /// Median of a block's whole hand-off (to workers plus back), ns.
     pub handoff_median_ns: Option<f64>,
+    /// Median of a block's longest part (a worker's start to its finish), ns.
+    pub part_median_ns: Option<f64>,
     /// Every thread (caller and workers) ran in a real-time class.
     pub realtime: bool,
     /// The policy the workers got (the caller's with 0 workers), as the kernel names it.
@@ -108,6 +113,7 @@ struct Samples {
     to_workers: Vec<i64>,
     back: Vec<i64>,
     handoff: Vec<i64>,
+    part: Vec<i64>,
     grants: Vec<ThreadRt>,
 }
 
@@ -173,6 +179,7 @@ fn stretch(
     into.to_workers.reserve(BLOCKS);
     into.back.reserve(BLOCKS);
     into.handoff.reserve(BLOCKS);
+    into.part.reserve(BLOCKS);
     let mut pool = Workers::start(workers, MigratorConfig::default(), placement);
     for b in 0..WARMUP_BLOCKS + BLOCKS {
         let mut frames = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
@@ -190,6 +197,7 @@ fn stretch(
             into.to_workers.push(h.to_workers_ns());
             into.back.push(h.back_ns());
             into.handoff.push(h.to_workers_ns() + h.back_ns());
+            into.part.push(h.longest_part_ns as i64);
         }
     }
     let grants = pool.finish();
@@ -226,6 +234,7 @@ fn summarize(
         to_workers_median_ns: median_of(&mut s.to_workers),
         back_median_ns: median_of(&mut s.back),
         handoff_median_ns: median_of(&mut s.handoff),
+        part_median_ns: median_of(&mut s.part),
         realtime: caller_realtime && s.grants.iter().all(ThreadRt::is_realtime),
         policy,
         worker_cpus: s.grants.iter().map(|g| g.cpus_granted.clone()).collect(),
@@ -274,6 +283,7 @@ pub fn to_json(b: &WorkersBench) -> Value {
             "handoff_to_workers_ns": c.to_workers_median_ns,
             "handoff_back_ns": c.back_median_ns,
             "handoff_ns": c.handoff_median_ns,
+            "longest_part_ns": c.part_median_ns,
             "realtime": c.realtime,
             "policy": c.policy,
             "worker_cpus": c.worker_cpus,

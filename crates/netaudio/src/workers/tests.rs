@@ -100,6 +100,7 @@ fn handoff_times_follow_the_protocol() {
         assert!(h.last_started_ns <= h.last_finished_ns, "{h:?}");
         assert!(h.last_finished_ns <= h.collected_ns, "{h:?}");
         assert!(h.to_workers_ns() >= 0 && h.back_ns() >= 0, "{h:?}");
+        assert!(h.longest_part_ns > 0, "{h:?}");
         previous = h.collected_ns;
     }
     let grants = pool.finish();

@@ -140,6 +140,7 @@ fn workers_lines(w: &Value, out: &mut String) {
         "to workers",
         "back",
         "hand-off",
+        "longest part",
         "worker CPUs",
     ]);
     for c in counts {
@@ -165,6 +166,7 @@ fn workers_lines(w: &Value, out: &mut String) {
             ns(&c["handoff_to_workers_ns"]),
             ns(&c["handoff_back_ns"]),
             ns(&c["handoff_ns"]),
+            ns(&c["longest_part_ns"]),
             if cpus.is_empty() {
                 "-".into()
             } else {
@@ -205,7 +207,7 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
         let gain = f(against, "block_median_ns") / block;
         let _ = writeln!(
             out,
-            "  {} worker{}: {} than {}; hand-off {} of {}{}",
+            "  {} worker{}: {} than {}; hand-off {} of {} (longest part {}){}",
             c["workers"],
             if c["workers"] == 1 { "" } else { "s" },
             if gain >= 1.0 {
@@ -223,6 +225,7 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
             },
             fmt_ns(handoff),
             fmt_ns(block),
+            fmt_ns(f(c, "longest_part_ns")),
             if c["shares_cpu"] == true {
                 " (a worker shares the caller's CPU)"
             } else {
