@@ -36,6 +36,7 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
         "roofline_ns",
         "roofline_ratio",
         "portable_roofline_ratio",
+        "portable_vs_best_roofline",
     ] {
         assert!(m[key].as_f64().unwrap() > 0.0, "{key}: {m}");
     }

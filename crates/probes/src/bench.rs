@@ -44,8 +44,7 @@ pub fn to_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
             "target_ns": dsp::bench::MIGRATOR_TARGET_NS,
             "target_speedup": dsp::bench::MIGRATOR_TARGET_SPEEDUP,
             "target_roofline_ratio": dsp::bench::MIGRATOR_TARGET_ROOFLINE,
-            // The portable kernel against the native kernel's roofline (medians).
-            "portable_to_roofline_ratio": r.migrator.portable_block_ns / r.migrator.roofline_ns,
+            "portable_vs_best_roofline": r.migrator.portable_vs_best_roofline,
             "target_portable_roofline_ratio": dsp::bench::MIGRATOR_TARGET_PORTABLE_ROOFLINE,
             "repeats": r.migrator.repeats.iter().map(|t| json!({
                 "block_ns": t.block_ns, "portable_block_ns": t.portable_block_ns,
