@@ -115,8 +115,13 @@ pub struct BenchReport {
 /// [`Roofline`]: crate::migrator::Roofline
 #[derive(Clone, Debug, PartialEq)]
 pub struct MigratorTiming {
-    /// The kernel the synth ran ("avx2+fma" or "portable").
+    /// The kernel the synth ran, the fastest the CPU has ("avx512+fma", "avx2+fma" or
+    /// "portable").
     pub kernel: String,
+    /// The kernels this CPU runs, the fastest first (`kernel` is the first).
+    pub available_kernels: Vec<String>,
+    /// The kernels compiled in that this CPU does not run (not timed).
+    pub unavailable_kernels: Vec<String>,
     /// Median ns per block.
     pub block_ns: f64,
     /// Median ns per block of the portable kernel (the same as `block_ns` where it is
@@ -314,6 +319,12 @@ pub fn time_migrator(
     };
     Ok(MigratorTiming {
         kernel: kernel.to_string(),
+        available_kernels: Kernel::available().map(|k| k.to_string()).collect(),
+        unavailable_kernels: Kernel::ALL
+            .into_iter()
+            .filter(|k| !k.is_available())
+            .map(|k| k.to_string())
+            .collect(),
         block_ns: median(&|r| r.block_ns),
         portable_block_ns,
         naive_block_ns: median(&|r| r.naive_block_ns),
@@ -537,6 +548,13 @@ mod tests {
         // of the repeats' own ratios (a ratio within one repeat, never across them).
         let m = &report.migrator;
         assert_eq!(m.repeats.len(), 3);
+        // Every kernel compiled in is named, as run here or not.
+        assert_eq!(m.available_kernels[0], m.kernel);
+        assert_eq!(m.available_kernels.last().unwrap(), "portable");
+        assert_eq!(
+            m.available_kernels.len() + m.unavailable_kernels.len(),
+            crate::migrator::Kernel::ALL.len()
+        );
         let median = |f: fn(&MigratorRepeat) -> f64| {
             let mut v: Vec<f64> = m.repeats.iter().map(f).collect();
             v.sort_unstable_by(f64::total_cmp);

@@ -32,6 +32,8 @@ pub fn to_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
         "capacity_ns_per_period": r.capacity_ns_per_period,
         "migrator": {
             "kernel": r.migrator.kernel,
+            "available_kernels": r.migrator.available_kernels,
+            "unavailable_kernels": r.migrator.unavailable_kernels,
             "block_ns": r.migrator.block_ns,
             "portable_block_ns": r.migrator.portable_block_ns,
             "naive_block_ns": r.migrator.naive_block_ns,

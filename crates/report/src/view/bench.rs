@@ -106,6 +106,28 @@ fn migrator_lines(m: &Value, out: &mut String) {
             f("portable_roofline_ratio"),
         );
     }
+    let names = |k: &str| {
+        let v: Vec<&str> = m[k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        v.join(", ")
+    };
+    if m["available_kernels"].is_array() {
+        let missing = names("unavailable_kernels");
+        let _ = writeln!(
+            out,
+            "  kernels this CPU runs: {}{}",
+            names("available_kernels"),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; compiled in but not run (this CPU lacks them): {missing}")
+            }
+        );
+    }
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let _ = writeln!(
         out,
