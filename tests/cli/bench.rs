@@ -37,14 +37,22 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
         "roofline_ns",
         "roofline_ratio",
         "portable_roofline_ratio",
+        "portable_vs_best_roofline",
     ] {
         assert!(m[key].as_f64().unwrap() > 0.0, "{key}: {m}");
     }
+    // The kernel timed is the fastest this CPU runs; every kernel compiled in is named.
+    assert_eq!(m["available_kernels"][0], m["kernel"], "{m}");
     let text = run(&db, &["bench", "--each", "20ms"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("voice capacity:"));
     assert!(text.stdout.contains("ns/sample"));
     assert!(text.stdout.contains("roofline"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("kernels this CPU runs:"),
+        "{}",
+        text.stdout
+    );
     assert!(
         text.stdout.contains("built ") && text.stdout.contains("host steal"),
         "the figures carry their build profile and validity: {}",
