@@ -27,6 +27,7 @@ use clap::Parser;
 use results::StoreError;
 
 use crate::commands::bench::bench;
+use crate::commands::docs::{completions, man};
 use crate::commands::event::event;
 use crate::commands::jitter::jitter;
 use crate::commands::net::net;
@@ -162,6 +163,8 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Show(a) => show(&ctx, &a),
         Command::Export(a) => export(&ctx, &a),
         Command::Load(a) => load_worker(&ctx, &a),
+        Command::Completions(a) => completions(&a),
+        Command::Man(a) => man(&a),
         Command::Supervise(_) => unreachable!("handled before the signal handlers"),
     }
 }

@@ -1,5 +1,6 @@
-//! The commands about the machine rather than a run (`doctor`, `devices`) and the hidden
-//! workers the binary starts itself (`__load`, `__supervise`): their flags.
+//! The commands about the machine rather than a run (`doctor`, `devices`), the
+//! documents made from these definitions (`completions`, `man`) and the hidden workers
+//! the binary starts itself (`__load`, `__supervise`): their flags.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,4 +50,18 @@ pub struct LoadWorkerArgs {
     /// time-triggered), taken by each thread once it runs (a deadline cell).
     #[arg(long, value_parser = load::DeadlineShare::from_arg)]
     pub deadline: Option<load::DeadlineShare>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish (or elvish, powershell).
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write audiolat.1 and a page per command (audiolat-jitter.1, ...) into DIR
+    /// instead of printing audiolat.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }

@@ -55,7 +55,9 @@ pub use self::audio::{AudioArgs, BackendName, SweepRequest};
 pub use self::bench::BenchArgs;
 pub use self::event::EventArgs;
 pub use self::jitter::JitterArgs;
-pub use self::machine::{DevicesArgs, DoctorArgs, LoadWorkerArgs, SuperviseArgs};
+pub use self::machine::{
+    CompletionsArgs, DevicesArgs, DoctorArgs, LoadWorkerArgs, ManArgs, SuperviseArgs,
+};
 pub use self::net::{NetArgs, NetRequest};
 pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
@@ -135,6 +137,11 @@ pub enum Command {
     Show(ShowArgs),
     /// Export a stored run.
     Export(ExportArgs),
+    /// Print the shell's completion script (e.g. `audiolat completions bash >
+    /// ~/.local/share/bash-completion/completions/audiolat`).
+    Completions(CompletionsArgs),
+    /// Print the manual page (`audiolat man | man -l -`), or write one per command.
+    Man(ManArgs),
     /// Run a built-in load in this process (used by --load ep).
     #[command(name = "__load", hide = true)]
     Load(LoadWorkerArgs),

@@ -136,11 +136,16 @@ pub enum ExportFormat {
     Json,
     /// One row per measurement with its summary.
     Csv,
-    /// HdrHistogram interval log (one tagged histogram per measurement).
+    /// HdrHistogram interval log v1.3 (one tagged histogram per measurement).
     Hdr,
     /// cyclictest's -h histogram text of a jitter run's wake-up latency, up to its last
     /// used µs bucket.
     Cyclictest,
+    /// A jitter run as `cyclictest --json` writes it (rt-tests 2.4), for KernelCI's and
+    /// Linaro's parsers.
+    CyclictestJson,
+    /// Histograms as OpenMetrics text (node_exporter's textfile collector).
+    Openmetrics,
     /// One CSV row per trigger of an event run, with its latency decomposition.
     Triggers,
     /// The run's series (e.g. a round trip's every window and click) as CSV blocks.

@@ -2,6 +2,7 @@
 //! parsed flags and its printed output.
 
 pub(crate) mod bench;
+pub(crate) mod docs;
 pub(crate) mod event;
 pub(crate) mod experiment;
 pub(crate) mod jitter;

@@ -79,6 +79,8 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ExportFormat::Csv => K::Csv,
         ExportFormat::Hdr => K::Hdr,
         ExportFormat::Cyclictest => K::Cyclictest,
+        ExportFormat::CyclictestJson => K::CyclictestJson,
+        ExportFormat::Openmetrics => K::OpenMetrics,
         ExportFormat::Triggers => K::Triggers,
         ExportFormat::Series => K::Series,
         ExportFormat::Gates => K::Gates,
@@ -96,7 +98,7 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ))
         .into()),
         Err(E::NotJitter) => return Err(UsageError(format!(
-            "run {id} is a {} run: --format cyclictest exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
+            "run {id} is a {} run: --format cyclictest and cyclictest-json export jitter runs only (wake-up latency); use --format hdr or csv for this one",
             run.probe
         ))
         .into()),

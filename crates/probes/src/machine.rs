@@ -10,6 +10,12 @@ fn read_trim(path: &str) -> Option<String> {
 
 /// `uname` fields: (release, version).
 pub fn uname() -> (String, String) {
+    let (release, version, _) = uname_all();
+    (release, version)
+}
+
+/// `uname -r`, `uname -v` and `uname -m`.
+pub fn uname_all() -> (String, String, String) {
     // SAFETY: utsname is plain data; uname fills it.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: valid out pointer.
@@ -22,7 +28,7 @@ pub fn uname() -> (String, String) {
             .collect();
         String::from_utf8_lossy(&bytes).to_string()
     };
-    (field(&u.release), field(&u.version))
+    (field(&u.release), field(&u.version), field(&u.machine))
 }
 
 /// How the running kernel preempts.
@@ -280,8 +286,9 @@ pub fn clocksource() -> String {
 
 /// Everything stored about the machine with a run.
 pub fn machine() -> Machine {
-    let (kernel_release, kernel_version) = uname();
+    let (kernel_release, kernel_version, arch) = uname_all();
     Machine {
+        arch: Some(arch),
         hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
         kernel_release,
         kernel_version,

@@ -172,9 +172,12 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
     out
 }
 
-/// An HdrHistogram interval log (the format of HdrHistogram's `HistogramLogProcessor`
-/// and plotter), one interval per measurement with samples, tagged with the metric name;
-/// a comment names the measurements that had none.
+/// An HdrHistogram interval log in format v1.3 (the format of HdrHistogram's
+/// `HistogramLogProcessor`, plotter and the Python `hdrh` reader): the version line, a
+/// comment naming the run, `#[StartTime: ...]` and `#[BaseTime: ...]` (the run's start,
+/// so interval timestamps count from it), the column legend, then one interval per
+/// measurement with samples, tagged with the metric name (values in ns; a comment names
+/// the measurements that had none).
 pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut buf = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
@@ -188,16 +191,27 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
         })
         .map(|m| m.measurement.metric.as_str())
         .collect();
+    let mut head = String::from("#[Histogram log format version 1.3]\n");
+    let _ = writeln!(
+        head,
+        "#audiolat run {} ({}), started {}; values in ns",
+        run.id, run.probe, run.started_at
+    );
+    if !empty.is_empty() {
+        let _ = writeln!(head, "#no samples, left out: {}", empty.join(", "));
+    }
+    if let Some(start) = crate::model::epoch_of_rfc3339(&run.started_at) {
+        let _ = writeln!(
+            head,
+            "#[StartTime: {start:.3} (seconds since epoch), {}]",
+            crate::model::rfc2822_utc(start)
+        );
+        let _ = writeln!(head, "#[BaseTime: {start:.3} (seconds since epoch)]");
+    }
+    head.push_str("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
+    buf.extend_from_slice(head.as_bytes());
     {
-        let mut builder = IntervalLogWriterBuilder::new();
-        builder.add_comment(&format!(
-            "audiolat run {} ({}), started {}; values in ns",
-            run.id, run.probe, run.started_at
-        ));
-        if !empty.is_empty() {
-            builder.add_comment(&format!("no samples, left out: {}", empty.join(", ")));
-        }
-        let mut writer = builder
+        let mut writer = IntervalLogWriterBuilder::new()
             .begin_log_with(&mut buf, &mut serializer)
             .expect("writing to a Vec cannot fail");
         let duration = Duration::from_secs_f64(run.duration_s.unwrap_or(0.0).max(0.0));
@@ -331,7 +345,7 @@ impl CyclictestHistogram {
     /// (which rank above every bucket).
     pub fn percentile_us(&self, q: f64) -> u64 {
         let all = self.total + self.overflows;
-        let rank = ((q / 100.0) * all as f64).ceil().max(1.0) as u64;
+        let rank = crate::hist::nearest_rank(q, all);
         let mut seen = 0;
         for &(us, count) in &self.buckets {
             seen += count;

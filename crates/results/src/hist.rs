@@ -180,7 +180,7 @@ impl LatencyHistogram {
             return (0, false);
         }
         let in_range = self.hist.len();
-        let rank = ((q / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        let rank = nearest_rank(q, self.count);
         if rank > in_range {
             if q >= 100.0 {
                 return (self.max, false);
@@ -360,6 +360,14 @@ pub struct StoredHistogram {
     pub sum_sq: u128,
 }
 
+/// The rank (1-based) of percentile `q` among `count` samples: the nearest rank,
+/// ceil(q% of count), at least 1, without the float's error (99.9% of 2000 is 1998,
+/// where `(99.9 / 100.0) * 2000.0` is 1998.0000000000002).
+pub fn nearest_rank(q: f64, count: u64) -> u64 {
+    let exact = q * count as f64 / 100.0;
+    (exact - exact * 1e-12).ceil().max(1.0) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +407,21 @@ mod tests {
         let (p99, _) = h.percentile(99.0);
         assert_eq!(p99, sorted[989]);
         assert_eq!(h.summary().unwrap().clamped_at, None);
+    }
+
+    #[test]
+    fn a_percentile_of_a_whole_rank_is_that_rank() {
+        let mut h = LatencyHistogram::new(10_000_000).unwrap();
+        for _ in 0..1997 {
+            h.record(1_000);
+        }
+        for v in [5_000_000, 6_000_000, 7_000_000] {
+            h.record(v);
+        }
+        // 99.9% of 2000 samples is the 1998th; 99.99% of 2000 is 1999.8, so the 2000th.
+        assert_eq!(h.percentile(99.9).0, h.hdr().highest_equivalent(5_000_000));
+        assert_eq!(h.percentile(99.99).0, 7_000_000);
+        assert_eq!(h.percentile(50.0).0, h.hdr().highest_equivalent(1_000));
     }
 
     #[test]

@@ -36,6 +36,7 @@
 #![deny(missing_docs)]
 
 pub mod export;
+pub mod farm;
 pub mod gate;
 pub mod hist;
 pub mod id;

@@ -86,6 +86,9 @@ pub struct Machine {
     pub virtualization: Option<String>,
     /// Current clocksource.
     pub clocksource: String,
+    /// `uname -m` (e.g. `x86_64`); absent in runs stored before it was kept.
+    #[serde(default)]
+    pub arch: Option<String>,
 }
 
 /// The tool that made a run.
@@ -395,10 +398,72 @@ pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
     )
 }
 
+/// Seconds since the epoch of a time [`rfc3339_utc`] wrote (`None` for another text).
+pub fn epoch_of_rfc3339(text: &str) -> Option<f64> {
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    let b = text.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[10] != b'T' || !text.ends_with('Z') {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, min) = (num(11..13)?, num(14..16)?);
+    let sec: f64 = text.get(17..text.len() - 1)?.parse().ok()?;
+    // Days since the epoch of a civil date (Howard Hinnant's algorithm).
+    let y = year - i64::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + hour * 3600 + min * 60) as f64 + sec)
+}
+
+/// A time as RFC 2822 in UTC (`Tue, 24 Nov 2026 21:40:08 +0000`, as cyclictest writes
+/// its start and end), from seconds since the epoch.
+pub fn rfc2822_utc(epoch_s: f64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(epoch_s.max(0.0));
+    let iso = rfc3339_utc(t);
+    let days = (epoch_s.max(0.0) as i64).div_euclid(86_400);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month: usize = iso[5..7].parse().unwrap_or(1);
+    format!(
+        "{}, {} {} {} {} +0000",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        &iso[8..10],
+        MONTHS[month - 1],
+        &iso[0..4],
+        &iso[11..19]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_reads_back_and_rfc2822_names_the_weekday() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_988_408_387);
+        let text = rfc3339_utc(t);
+        assert_eq!(text, "2026-11-29T21:40:08.387Z");
+        assert!((epoch_of_rfc3339(&text).unwrap() - 1_795_988_408.387).abs() < 1e-6);
+        assert!(
+            (epoch_of_rfc3339("2000-02-29T00:00:00.123Z").unwrap() - 951_782_400.123).abs() < 1e-6
+        );
+        assert_eq!(epoch_of_rfc3339("yesterday"), None);
+        assert_eq!(
+            rfc2822_utc(1_795_988_408.387),
+            "Sun, 29 Nov 2026 21:40:08 +0000"
+        );
+        assert_eq!(
+            rfc2822_utc(951_782_400.0),
+            "Tue, 29 Feb 2000 00:00:00 +0000"
+        );
+    }
 
     #[test]
     fn a_status_parses_its_stored_spelling() {

@@ -181,6 +181,10 @@ pub enum ExportKind {
     Hdr,
     /// cyclictest's histogram of a jitter run's wake-up latency.
     Cyclictest,
+    /// A jitter run in the layout of `cyclictest --json` (rt-tests 2.4).
+    CyclictestJson,
+    /// The run's histograms as OpenMetrics text.
+    OpenMetrics,
     /// One CSV row per trigger of an event run.
     Triggers,
     /// The run's series as CSV blocks.
@@ -235,7 +239,8 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
         ExportKind::Gates => super::gates::csv(run.id, &store.gates(run.id)?),
         ExportKind::Csv => x::measurements_csv(run, &store.measurements(run.id)?),
         ExportKind::Hdr => x::hdr_log(run, &store.measurements(run.id)?),
-        ExportKind::Cyclictest => {
+        ExportKind::OpenMetrics => results::farm::openmetrics(run, &store.measurements(run.id)?),
+        ExportKind::Cyclictest | ExportKind::CyclictestJson => {
             // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
             if run.probe != "jitter" {
                 return Err(ExportError::NotJitter);
@@ -246,6 +251,10 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
                 .find(|m| m.measurement.metric == "wakeup_latency")
                 .and_then(|m| m.measurement.histogram.as_ref())
                 .ok_or(ExportError::NoHistogram)?;
+            if kind == ExportKind::CyclictestJson {
+                let doc = results::farm::cyclictest_json(run, h);
+                return Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n");
+            }
             let cycles: Vec<u64> = run.result["overflow_cycles"]
                 .as_array()
                 .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())

@@ -1,0 +1,304 @@
+//! The farm formats of `audiolat export`, each read by an independent reader: the
+//! `cyclictest-json` layout against `cyclictest --json` itself and Linaro's rt-tests
+//! parser logic, the `hdr` log by HdrHistogram's Python reader (`hdrh`), OpenMetrics by
+//! Prometheus' own parser (`prometheus_client`). The Python readers live in the venv
+//! `scripts/install-deps` makes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// The venv's Python with `hdrh` and `prometheus_client`.
+fn python() -> PathBuf {
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    let py = Path::new(&home).join(".cache/audiolat/py/bin/python3");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/install-deps (it installs hdrhistogram and prometheus_client from PyPI there)",
+        py.display()
+    );
+    py
+}
+
+/// Runs `script` with `arg` in the venv's Python; its stdout as JSON.
+fn python_json(script: &str, arg: &Path) -> Value {
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .arg(arg)
+        .output()
+        .expect("running python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_json(&out.stdout)
+}
+
+/// A short jitter run in a fresh database, and its `show --json`.
+fn jitter_run(db: &Path) -> Value {
+    let out = run(
+        db,
+        &["jitter", "--loops", "2000", "--interval", "500us", "-q"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = run_json(db, &["show", "last", "--json"]);
+    assert_eq!(summary(&shown, "wakeup_latency")["count"], 2000);
+    shown
+}
+
+/// The summary of `metric` in a `show --json` document.
+fn summary<'a>(shown: &'a Value, metric: &str) -> &'a Value {
+    let m = shown["measurements"].as_array().unwrap();
+    &m.iter().find(|m| m["metric"] == metric).unwrap()["summary"]
+}
+
+/// The JSON type of a value, as a name.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Each key of `a` and `b` with its type, for the objects that hold them.
+fn shape(v: &Value) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = v
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), kind(v)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Linaro test-definitions' `parse_rt_tests_results.py`, as documented: for each of
+/// `num_threads` threads `thread["<n>"]`, a result line `t<n>-<min|avg|max>-latency pass
+/// <value> us`, then the test's own line, `pass` when `return_code` is 0.
+fn linaro_lines(doc: &Value, test: &str) -> Vec<String> {
+    let threads = doc["num_threads"]
+        .as_u64()
+        .expect("num_threads is an integer");
+    let mut lines = Vec::new();
+    for t in 0..threads {
+        let data = &doc["thread"][t.to_string()];
+        for k in ["min", "avg", "max"] {
+            let v = data[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k} is a number"));
+            lines.push(format!("t{t}-{k}-latency pass {v:.2} us"));
+        }
+    }
+    let code = doc["return_code"]
+        .as_i64()
+        .expect("return_code is an integer");
+    lines.push(format!(
+        "{test} {}",
+        if code == 0 { "pass" } else { "fail" }
+    ));
+    lines
+}
+
+/// `export --format cyclictest-json` has the keys and types of `cyclictest --json`
+/// (rt-tests 2.4) made in the same test, top level, `sysinfo` and a thread; Linaro's
+/// parser logic reads min, avg and max equal to `show`'s, in µs; the histogram's counts
+/// add up to the cycles.
+#[test]
+fn cyclictest_json_has_cyclictests_keys_and_types_and_linaros_parser_reads_it() {
+    let _m = machine_lock();
+    require_tool("cyclictest", "rt-tests");
+    let (dir, db) = temp_db("farm.db");
+    let shown = jitter_run(&db);
+    let out = run(&db, &["export", "last", "--format", "cyclictest-json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ours = parse_json(&out.stdout);
+
+    let reference = dir.path().join("cyclictest.json");
+    let cy = Command::new(load::find_in_path("cyclictest").unwrap())
+        .args(["-q", "-l", "200", "-i", "1000", "-h", "100", "-t", "1"])
+        .arg(format!("--json={}", reference.display()))
+        .output()
+        .expect("running cyclictest");
+    assert!(
+        cy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cy.stderr)
+    );
+    let theirs: Value = serde_json::from_str(&std::fs::read_to_string(&reference).unwrap())
+        .expect("cyclictest's JSON");
+    assert_eq!(shape(&ours), shape(&theirs));
+    assert_eq!(shape(&ours["sysinfo"]), shape(&theirs["sysinfo"]));
+    assert_eq!(shape(&ours["thread"]["0"]), shape(&theirs["thread"]["0"]));
+    for (bucket, count) in ours["thread"]["0"]["histogram"].as_object().unwrap() {
+        assert!(
+            bucket.parse::<u64>().is_ok() && count.is_u64(),
+            "{bucket}: {count}"
+        );
+    }
+
+    let s = summary(&shown, "wakeup_latency");
+    let us = |ns: &Value| ns.as_f64().unwrap() / 1_000.0;
+    let lines = linaro_lines(&ours, "cyclictest");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(
+        lines[0],
+        format!("t0-min-latency pass {:.2} us", us(&s["min"]).floor())
+    );
+    let avg: f64 = lines[1]
+        .strip_prefix("t0-avg-latency pass ")
+        .and_then(|l| l.strip_suffix(" us"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{}", lines[1]));
+    // cyclictest writes the average to 2 decimals of a µs.
+    assert!(
+        (avg - us(&s["mean"])).abs() <= 0.0051,
+        "{avg} vs {}",
+        s["mean"]
+    );
+    assert_eq!(
+        lines[2],
+        format!("t0-max-latency pass {:.2} us", us(&s["max"]).floor())
+    );
+    assert_eq!(lines[3], "cyclictest pass");
+    let thread = &ours["thread"]["0"];
+    assert_eq!(thread["cycles"], s["count"]);
+    let binned: u64 = thread["histogram"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    let overflows = shown["measurements"][0]["overflows"].as_u64().unwrap_or(0);
+    assert_eq!(binned + overflows, s["count"].as_u64().unwrap());
+}
+
+/// The `hdr` log is read by HdrHistogram's Python reader: its start time is the run's,
+/// and each tagged interval's count and percentiles are `show`'s.
+#[test]
+fn hdr_log_is_read_by_hdrhistograms_python_reader_with_shows_percentiles() {
+    let _m = machine_lock();
+    let (dir, db) = temp_db("farm.db");
+    let shown = jitter_run(&db);
+    let log = dir.path().join("run.hlog");
+    let out = run(
+        &db,
+        &[
+            "export",
+            "last",
+            "--format",
+            "hdr",
+            "-o",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("#[Histogram log format version 1.3]\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"));
+    let read = python_json(
+        r#"
+import json, sys
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
+out = {}
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None:
+        break
+    out[h.get_tag()] = {"count": h.get_total_count(), "max": h.get_max_value(),
+        **{str(p): h.get_value_at_percentile(p) for p in (50, 90, 99, 99.9)}}
+out["start"] = reader.get_start_time_sec()
+print(json.dumps(out))
+"#,
+        &log,
+    );
+    let started = results::model::epoch_of_rfc3339(shown["run"]["started_at"].as_str().unwrap());
+    assert!((read["start"].as_f64().unwrap() - started.unwrap()).abs() < 0.001);
+    // HdrHistogram's readers round a percentile's rank, audiolat takes the nearest rank
+    // (its ceiling): the two agree where the rank is whole, as every one of these is
+    // for the 2000 wake-ups; the 1999 intervals agree on their count and median.
+    for (metric, percentiles) in [
+        ("wakeup_latency", &["50", "90", "99", "99.9"][..]),
+        ("wakeup_interval", &["50"][..]),
+    ] {
+        let s = summary(&shown, metric);
+        let h = &read[metric];
+        assert_eq!(h["count"], s["count"], "{metric}");
+        for theirs in percentiles {
+            let ours = format!("p{theirs}");
+            let (theirs, ours) = (h[theirs].as_f64().unwrap(), s[&ours].as_f64().unwrap());
+            // The same histogram: equal to its 3 significant digits' bucket.
+            assert!(
+                (theirs - ours).abs() <= ours * 1e-3 + 1.0,
+                "{metric} {theirs} vs show's {ours}"
+            );
+        }
+    }
+}
+
+/// The OpenMetrics text passes Prometheus' own strict parser: a histogram per
+/// measurement in seconds whose cumulative buckets rise to `show`'s count.
+#[test]
+fn openmetrics_is_read_by_prometheus_parser_with_shows_counts() {
+    let _m = machine_lock();
+    let (dir, db) = temp_db("farm.db");
+    let shown = jitter_run(&db);
+    let file = dir.path().join("run.prom");
+    let args = [
+        "export",
+        "last",
+        "-f",
+        "openmetrics",
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let out = run(&db, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = python_json(
+        r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = {}
+for family in text_string_to_metric_families(open(sys.argv[1]).read()):
+    out[family.name] = {"type": family.type, "unit": family.unit,
+        "samples": [[s.name, s.labels, s.value] for s in family.samples]}
+print(json.dumps(out))
+"#,
+        &file,
+    );
+    let family = &read["audiolat_wakeup_latency_seconds"];
+    assert_eq!(family["type"], "histogram");
+    assert_eq!(family["unit"], "seconds");
+    let samples = family["samples"].as_array().unwrap();
+    let buckets: Vec<f64> = samples
+        .iter()
+        .filter(|s| s[0] == "audiolat_wakeup_latency_seconds_bucket")
+        .map(|s| s[2].as_f64().unwrap())
+        .collect();
+    assert!(
+        buckets.len() > 5 && buckets.windows(2).all(|w| w[0] <= w[1]),
+        "{buckets:?}"
+    );
+    let s = summary(&shown, "wakeup_latency");
+    assert_eq!(buckets.last().copied(), s["count"].as_f64());
+    let count = samples
+        .iter()
+        .find(|s| s[0] == "audiolat_wakeup_latency_seconds_count")
+        .unwrap();
+    assert_eq!(count[2].as_f64(), s["count"].as_f64());
+    assert_eq!(count[1]["probe"], "jitter");
+}
