@@ -223,3 +223,58 @@ fn a_plans_gates_judge_every_cell_and_a_failed_one_exits_3_naming_it() {
     assert!(html.contains("<section id=\"gates\">"), "no gates section");
     assert!(html.contains("<code>p50 &gt; 1ns</code>"), "no verdict row");
 }
+
+/// A sweep judges each of its runs: on the virtual backend the round trip is exactly
+/// the latency the stream reports, so the gate's value is checked against it, and the
+/// larger period alone fails `roundtrip > 5ms`.
+#[test]
+fn a_roundtrip_sweep_judges_each_run_against_its_own_round_trip() {
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("rt.db");
+    let out = run(
+        &db,
+        &[
+            "roundtrip",
+            "--backend",
+            "virtual",
+            "--duration",
+            "1s",
+            "--period",
+            "64,128",
+            "--fail-if",
+            "roundtrip > 5ms",
+            "--fail-if",
+            "xruns > 0",
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let fresh = crate::util::parse_json(&out.stdout);
+    let judged = fresh["gates"].as_array().unwrap();
+    assert_eq!(judged.len(), 2);
+    let mut outcomes = Vec::new();
+    for j in judged {
+        let id = j["run_id"].to_string();
+        let export = run_json(&db, &["export", &id]);
+        assert_eq!(export["gates"], j["gates"]);
+        let r = &export["run"]["result"];
+        let reported_ns =
+            r["reported_frames"].as_f64().unwrap() * 1e9 / r["rate_hz"].as_f64().unwrap();
+        let value = j["gates"][0]["value"].as_f64().unwrap();
+        // The histogram keeps three significant digits.
+        assert!(
+            (value - reported_ns).abs() <= 1e-3 * reported_ns,
+            "{value} vs {reported_ns}"
+        );
+        assert_eq!(j["gates"][1]["value"].as_f64(), r["xruns"].as_f64());
+        outcomes.push((
+            r["period_frames"].as_u64().unwrap(),
+            j["gates"][0]["outcome"].clone(),
+        ));
+    }
+    outcomes.sort_by_key(|(p, _)| *p);
+    assert_eq!(
+        outcomes,
+        [(64, Value::from("pass")), (128, Value::from("fail"))]
+    );
+}
