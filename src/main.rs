@@ -8,6 +8,7 @@
 //! | 0 | done |
 //! | 1 | a run failed while measuring (status `failed`), or its audio server went away or changed mid-run (status `interrupted`); what was measured is kept |
 //! | 2 | refused before anything started: bad input, missing tool, unusable database |
+//! | 3 | measured and stored, but a `--fail-if` gate failed (or its metric was not measured) |
 //! | 130 | interrupted by Ctrl-C / SIGTERM (the run is stored as `interrupted`) |
 
 mod audio;

@@ -11,6 +11,8 @@ pub(crate) const EXIT_FAILED: u8 = 1;
 
 pub(crate) const EXIT_USAGE: u8 = 2;
 
+pub(crate) const EXIT_GATES: u8 = 3;
+
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// clap's errors, on one line with the way out; help and version as clap prints them.

@@ -77,6 +77,8 @@ pub struct EventArgs {
     pub no_mlock: bool,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 fn parse_note_policies(s: &str) -> Result<ListOf<NotePolicy>, String> {

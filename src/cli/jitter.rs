@@ -86,6 +86,8 @@ pub struct JitterArgs {
     pub no_dma_latency: bool,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 /// What `audiolat jitter` runs, built once from its flags (stage two).

@@ -86,6 +86,8 @@ pub struct NetArgs {
     pub scratch: super::values::ScratchArgs,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 /// What `audiolat net` runs, built once from its flags (stage two).

@@ -21,6 +21,8 @@ pub struct SuiteArgs {
     pub scratch: super::values::ScratchArgs,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 /// What `audiolat suite` runs, built once from its flags (stage two).
@@ -74,6 +76,8 @@ pub struct PlanRunArgs {
     pub no_report: bool,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 fn parse_resume(s: &str) -> Result<Resume, String> {
@@ -118,8 +122,9 @@ impl RunPlanArgs {
                 self.plan.display()
             ))
         })?;
-        crate::plan::parse(&text, &self.plan.display().to_string())
-            .map_err(|e| UsageError(e.to_string()))
+        let plan = crate::plan::parse(&text, &self.plan.display().to_string())
+            .map_err(|e| UsageError(e.to_string()))?;
+        with_gates(plan, &self.run.gates)
     }
 }
 
@@ -127,6 +132,14 @@ impl ReproduceArgs {
     /// Stage two: the preset's plan, parsed and checked against the CLI's probes.
     pub fn plan(&self) -> Result<Plan, UsageError> {
         let (text, source) = (self.study.text(self.quick), self.study.source(self.quick));
-        crate::plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))
+        let plan = crate::plan::parse(&text, &source).map_err(|e| UsageError(e.to_string()))?;
+        with_gates(plan, &self.run.gates)
     }
+}
+
+/// The plan with `--fail-if`'s gates added to its cells' own.
+fn with_gates(mut plan: Plan, gates: &super::values::GateArgs) -> Result<Plan, UsageError> {
+    plan.add_gates(&gates.fail_if)
+        .map_err(|e| UsageError(format!("--fail-if {e}")))?;
+    Ok(plan)
 }

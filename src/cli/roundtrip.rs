@@ -76,6 +76,8 @@ pub struct RoundtripArgs {
     pub scratch: super::values::ScratchArgs,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
+    #[command(flatten)]
+    pub gates: super::values::GateArgs,
 }
 
 impl RoundtripArgs {

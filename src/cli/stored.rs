@@ -183,6 +183,8 @@ pub enum ExportFormat {
     Triggers,
     /// The run's series (e.g. a round trip's every window and click) as CSV blocks.
     Series,
+    /// One CSV row per --fail-if gate: expression, measured value, pass/fail/unknown.
+    Gates,
 }
 
 #[derive(Debug, Args)]

@@ -156,6 +156,24 @@ impl OutputArgs {
     }
 }
 
+/// Threshold gates: `--fail-if`, the same on every measuring command.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GateArgs {
+    /// Exit 3 when EXPR holds on the stored run (repeatable): METRIC OP VALUE[UNIT], e.g.
+    /// 'p99.9 > 200us', 'xruns > 0'; an unmeasured metric fails (--help lists metrics).
+    #[arg(long = "fail-if", value_name = "EXPR", long_help = results::gate::help(),
+          value_parser = |s: &str| results::gate::Gate::parse(s).map_err(|e| e.problem()))]
+    pub fail_if: Vec<results::gate::Gate>,
+}
+
+impl GateArgs {
+    /// Stage two: the gates for runs of `probe` (each names one of its metrics).
+    pub fn check(&self, probe: &str) -> Result<Vec<results::gate::Gate>, super::UsageError> {
+        ::runner::gates::for_probe(&self.fail_if, probe)
+            .map_err(|e| super::UsageError(format!("--fail-if {e}")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

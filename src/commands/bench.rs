@@ -12,8 +12,10 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
     crate::runner::undo_leftovers()?;
     let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);
     let report = dsp::bench::run(&config, &ctx.stop);
+    let workers = (!a.workers.is_empty() && report.is_ok())
+        .then(|| probes::bench_workers::run(&a.workers, &ctx.stop));
     let steal = steal.finish();
-    let Ok(report) = report else {
+    let (Ok(report), None | Some(Ok(_))) = (report, &workers) else {
         eprintln!("audiolat: bench interrupted before it finished; nothing is reported");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
@@ -23,13 +25,14 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
         policy: engine::rt::current_thread_policy().to_string(),
         host_steal_percent: steal.percent_of_span(steal.total_ns(None), cpus),
     };
+    let mut json = probes::bench::to_json(&report, &flags);
+    if let Some(Ok(w)) = workers {
+        json["workers"] = probes::bench_workers::to_json(&w);
+    }
     if a.json {
-        print_json(&probes::bench::to_json(&report, &flags))?;
+        print_json(&json)?;
     } else {
-        print!(
-            "{}",
-            report::view::bench::text(&probes::bench::to_json(&report, &flags))
-        );
+        print!("{}", report::view::bench::text(&json));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `audiolat event`: event-to-audio latency, swept over periods, workloads, loads and
 //! repeats, one stored run per cell in a group.
 
-use crate::commands::output::print_json;
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
@@ -28,6 +28,7 @@ pub(crate) fn server_request(
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
     let req = a.request(&ctx.default_scratch())?;
+    let gates = a.gates.check("event")?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()});
@@ -39,13 +40,18 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let out = swept(&store, &group, run)?;
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
+    let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
     if a.output.json {
-        print_json(&report::view::fresh::event_json(group, &views))?;
+        print_json(&report::view::gates::with_json(
+            report::view::fresh::event_json(group, &views),
+            &judged,
+        ))?;
     } else {
-        print!(
-            "{}",
-            report::view::fresh::event_text(group, &views, &ctx.db_path)
-        );
+        let text = report::view::fresh::event_text(group, &views, &ctx.db_path);
+        print!("{text}{}", report::view::gates::runs_text(&judged));
     }
-    sweep_exit(ctx, out.failure, out.status)
+    Ok(gated(
+        sweep_exit(ctx, out.failure, out.status)?,
+        judged.failed(),
+    ))
 }

@@ -1,6 +1,6 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
-use crate::commands::output::{check_output_path, print_json};
+use crate::commands::output::{check_output_path, gated, print_json};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context, LiveLine};
 use anyhow::{Context as _, Result};
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {
     // Everything is checked before the database is opened: bad input writes nothing.
     let req = a.request(&ctx.default_scratch())?;
+    let gates = a.gates.check("jitter")?;
     crate::runner::check_load(&req.load, &req.scratch_dir)?;
     if let Some(p) = &req.histfile {
         check_output_path(p, "--histfile")?;
@@ -30,11 +31,15 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         std::fs::write(path, run.outcome.cyclictest_histogram())
             .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
+    let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
     if req.output.json {
-        print_json(&report::view::jitter::json(&run.view()))?;
+        print_json(&report::view::gates::with_json(
+            report::view::jitter::json(&run.view()),
+            &judged,
+        ))?;
     } else {
         let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path);
-        print!("{text}");
+        print!("{text}{}", report::view::gates::runs_text(&judged));
     }
     if let Some(e) = &run.error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
@@ -42,6 +47,6 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     }
     Ok(match run.status {
         RunStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        _ => ExitCode::SUCCESS,
+        _ => gated(ExitCode::SUCCESS, judged.failed()),
     })
 }

@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
-use crate::commands::output::print_json;
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::status_exit;
 use crate::runner::{run_error, Context};
 use anyhow::Result;
@@ -97,6 +97,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         placement,
         scratch,
     } = a.request(&ctx.default_scratch())?;
+    let gates = a.gates.check("net")?;
     let store = ctx.open_store()?;
     if !a.output.quiet() {
         eprintln!(
@@ -113,16 +114,18 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     }
     let run = ::runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
         .map_err(run_error)?;
+    let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
     if a.output.json {
-        print_json(&report::view::net::json(&run.view()))?;
+        print_json(&report::view::gates::with_json(
+            report::view::net::json(&run.view()),
+            &judged,
+        ))?;
     } else {
-        print!(
-            "{}",
-            report::view::fresh::net_text(&run.view(), &ctx.db_path)
-        );
+        let text = report::view::fresh::net_text(&run.view(), &ctx.db_path);
+        print!("{text}{}", report::view::gates::runs_text(&judged));
     }
     if let Some(e) = &run.storage_error {
         eprintln!("audiolat: error: run {}: {e}", run.run_id);
     }
-    Ok(status_exit(ctx, run.status))
+    Ok(gated(status_exit(ctx, run.status), judged.failed()))
 }

@@ -26,3 +26,12 @@ pub(crate) fn check_output_path(path: &std::path::Path, flag: &str) -> Result<()
     }
     Ok(())
 }
+
+/// `code`, or 3 when it is 0 and a gate failed.
+pub(crate) fn gated(code: std::process::ExitCode, failed: bool) -> std::process::ExitCode {
+    if failed && code == std::process::ExitCode::SUCCESS {
+        std::process::ExitCode::from(crate::process::EXIT_GATES)
+    } else {
+        code
+    }
+}

@@ -148,8 +148,8 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
 
 /// Writes the closed plan run's report (to `--report`, or beside the database; a
 /// warning when it cannot be), prints its summary (or JSON) and says the exit code: 0
-/// complete, 130 interrupted, 1 otherwise (and 1 with the error when the plan run could
-/// not go on).
+/// complete (3 when a cell's run failed a gate), 130 interrupted, 1 otherwise (and 1
+/// with the error when the plan run could not go on).
 fn finish(
     ctx: &Context,
     store: &Store,
@@ -201,5 +201,10 @@ fn finish(
         eprintln!("audiolat: error: {e}");
         return Ok(ExitCode::from(1));
     }
-    Ok(status_exit(ctx, closed.status))
+    let data = summary.data.as_ref();
+    let gate_failed = data.is_some_and(|d| !report::view::gates::failures(d).is_empty());
+    Ok(crate::commands::output::gated(
+        status_exit(ctx, closed.status),
+        gate_failed,
+    ))
 }

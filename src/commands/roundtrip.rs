@@ -2,7 +2,7 @@
 //! (audiolat's software loop client for JACK).
 
 use crate::cli::UsageError;
-use crate::commands::output::print_json;
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
     let req = a.request(&ctx.default_scratch())?;
+    let gates = a.gates.check("roundtrip")?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
     let group = open_group(ctx, &store, "roundtrip", &detail)?;
@@ -30,6 +31,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
+    let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
     if a.output.json {
         let details: Vec<_> = runs
             .iter()
@@ -39,15 +41,19 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         if a.find_min_buffer {
             v["min_buffer"] = report::view::min_buffer::json(held, failed);
         }
-        print_json(&v)?;
+        print_json(&report::view::gates::with_json(v, &judged))?;
     } else {
         let text = report::view::fresh::roundtrip_text(group, &views, &ctx.db_path);
         print!("{text}");
         if a.find_min_buffer {
             print!("{}", report::view::min_buffer::text(held, failed));
         }
+        print!("{}", report::view::gates::runs_text(&judged));
     }
-    sweep_exit(ctx, out.failure, out.status)
+    Ok(gated(
+        sweep_exit(ctx, out.failure, out.status)?,
+        judged.failed(),
+    ))
 }
 
 /// `audiolat loop`: a software loop client until Ctrl-C.

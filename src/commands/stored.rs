@@ -85,6 +85,7 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ExportFormat::Openmetrics => K::OpenMetrics,
         ExportFormat::Triggers => K::Triggers,
         ExportFormat::Series => K::Series,
+        ExportFormat::Gates => K::Gates,
     };
     let id = run.id;
     let text = match report::view::stored::export(&store, &run, kind) {

@@ -3,7 +3,7 @@
 //! notes in words, the table, the report and the exit code.
 
 use crate::commands::event::server_request;
-use crate::commands::output::print_json;
+use crate::commands::output::{gated, print_json};
 use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
 use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
@@ -84,6 +84,12 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     close_group(&store, &group, group_status);
     let group = group.id();
     let mut entries = outcome.entries;
+    // Each gate judges the suite's runs whose probe has its metric.
+    let judged = ::runner::gates::judge_runs(
+        &store,
+        entries.iter().filter_map(|e| e.run_id),
+        &a.gates.fail_if,
+    )?;
     let words: Vec<(String, String)> = entries
         .iter_mut()
         .map(|e| (e.status.to_string(), note_text(std::mem::take(&mut e.note))))
@@ -113,19 +119,20 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let report = report_path.as_deref();
     if json {
         let doctor = report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings);
-        print_json(&report::view::suite::json(
-            group,
-            group_status,
-            report,
-            doctor,
-            &rows,
+        print_json(&report::view::gates::with_json(
+            report::view::suite::json(group, group_status, report, doctor, &rows),
+            &judged,
         ))?;
     } else {
         print!(
-            "{}",
-            report::view::suite::text(group, &rows, &ctx.db_path, report)
+            "{}{}",
+            report::view::suite::text(group, &rows, &ctx.db_path, report),
+            report::view::gates::runs_text(&judged)
         );
     }
     // Ctrl-C while the report was written is an interrupted exit all the same.
-    Ok(status_exit(ctx, ctx.run.group_status(end)))
+    Ok(gated(
+        status_exit(ctx, ctx.run.group_status(end)),
+        judged.failed(),
+    ))
 }

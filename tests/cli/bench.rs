@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::util::{self, run, run_json, spawn, temp_db};
+use crate::util::{self, machine_lock, run, run_json, spawn, temp_db};
 
 #[test]
 fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
@@ -29,6 +29,7 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
     }
     assert!(v["voice_capacity"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(v["period_frames"], 64);
+    assert!(v.get("workers").is_none(), "--workers is not run unasked");
     let m = &v["migrator"];
     assert_eq!(m["repeats"].as_array().unwrap().len(), 1);
     for key in [
@@ -36,14 +37,22 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
         "roofline_ns",
         "roofline_ratio",
         "portable_roofline_ratio",
+        "portable_vs_best_roofline",
     ] {
         assert!(m[key].as_f64().unwrap() > 0.0, "{key}: {m}");
     }
+    // The kernel timed is the fastest this CPU runs; every kernel compiled in is named.
+    assert_eq!(m["available_kernels"][0], m["kernel"], "{m}");
     let text = run(&db, &["bench", "--each", "20ms"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("voice capacity:"));
     assert!(text.stdout.contains("ns/sample"));
     assert!(text.stdout.contains("roofline"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("kernels this CPU runs:"),
+        "{}",
+        text.stdout
+    );
     assert!(
         text.stdout.contains("built ") && text.stdout.contains("host steal"),
         "the figures carry their build profile and validity: {}",
@@ -74,5 +83,79 @@ fn bench_times_every_workload_against_f32_sin_and_counts_voices() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert!(!db.exists(), "bench stores nothing");
+}
+
+/// `bench --workers`: the split synth per worker count beside the whole synth on the
+/// calling thread, with its hand-off; counts and relations that no noise can break (no
+/// time is compared with another).
+#[test]
+fn bench_workers_times_the_split_synth_and_its_hand_off() {
+    // Its workers spin at SCHED_FIFO: not beside another test's measurement.
+    let _m = machine_lock();
+    let (_dir, db) = temp_db("b.db");
+    let v = run_json(
+        &db,
+        &["bench", "--each", "10ms", "--workers", "1,2,1", "--json"],
+    );
+    let w = &v["workers"];
+    let counts = w["counts"].as_array().unwrap();
+    let workers: Vec<u64> = counts
+        .iter()
+        .map(|c| c["workers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(workers, [0, 1, 2], "0 first, each count once: {w}");
+    let blocks = w["rounds"].as_u64().unwrap() * w["blocks_per_round"].as_u64().unwrap();
+    assert!(blocks >= 1000, "{w}");
+    let granted = w["realtime_refused"].is_null();
+    for c in counts {
+        let n = c["workers"].as_u64().unwrap();
+        assert_eq!(c["blocks"].as_u64(), Some(blocks), "{c}");
+        let (p50, p99) = (
+            c["block_median_ns"].as_f64().unwrap(),
+            c["block_p99_ns"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p99 >= p50, "{c}");
+        assert!(c["speedup_vs_kernel"].as_f64().unwrap() > 0.0, "{c}");
+        assert_eq!(c["realtime"].as_bool(), Some(granted), "{c}");
+        assert_eq!(c["worker_cpus"].as_array().unwrap().len() as u64, n, "{c}");
+        if n == 0 {
+            assert_eq!(c["speedup_vs_kernel"].as_f64(), Some(1.0), "{c}");
+            for key in [
+                "speedup_vs_one",
+                "handoff_to_workers_ns",
+                "handoff_back_ns",
+                "handoff_ns",
+                "longest_part_ns",
+            ] {
+                assert!(
+                    c[key].is_null(),
+                    "not measured with 0 workers, so absent: {key}: {c}"
+                );
+            }
+        } else {
+            for key in [
+                "handoff_to_workers_ns",
+                "handoff_back_ns",
+                "handoff_ns",
+                "longest_part_ns",
+            ] {
+                assert!(c[key].as_f64().unwrap() > 0.0, "{key}: {c}");
+            }
+            assert!(c["speedup_vs_one"].as_f64().unwrap() > 0.0, "{c}");
+        }
+    }
+    assert_eq!(counts[1]["speedup_vs_one"].as_f64(), Some(1.0));
+    let text = run(&db, &["bench", "--each", "10ms", "--workers", "1"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for needle in ["worker CPUs", "1 worker: ", "hand-off", "block time"] {
+        assert!(text.stdout.contains(needle), "{needle}: {}", text.stdout);
+    }
+    for bad in ["1000", "x", "1,,2", "-1"] {
+        let out = run(&db, &["bench", "--workers", bad]);
+        assert_eq!(out.code, 2, "{bad}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{bad}: {}", out.stderr);
+        assert!(out.stderr.contains("--workers"), "{bad}: {}", out.stderr);
+    }
     assert!(!db.exists(), "bench stores nothing");
 }

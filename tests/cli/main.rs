@@ -17,6 +17,7 @@ mod doctor;
 mod errors;
 mod event;
 mod farm;
+mod gates;
 mod jack;
 mod jitter;
 mod loads;

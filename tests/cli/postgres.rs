@@ -152,3 +152,66 @@ fn a_pushed_file_is_stored_once_and_compare_takes_hosts_and_kernels() {
         }
     }
 }
+
+#[test]
+fn postgresql_stopped_mid_run_keeps_the_run_locally_and_says_how_to_push_it() {
+    let Some(mut server) = pg::start() else {
+        return;
+    };
+    let _m = machine_lock();
+    let dir = crate::util::tempdir();
+    let url = server.url();
+    let shared = Path::new(&url);
+    let mut cmd = crate::util::command(shared, &["jitter", "-D", "5s", "--quiet"]);
+    let child = cmd
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stopped once the run is under way (its row is in the store).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        // (Refused until the run's process has made the schema.)
+        let runs = run(shared, &["runs", "--json"]);
+        if runs.code == 0 && runs.stdout.contains("\"id\"") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run never began");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    server.stop();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("audiolat said: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let local = dir.path().join("audiolat-unpushed.db");
+    let push = format!("audiolat push --db {} --to", local.display());
+    assert!(stderr.contains(&push), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Kept there, ended as it would have, with what it measured.
+    let runs = run_json(&local, &["runs", "--json"]);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "complete", "{:?}", runs[0]);
+    let shown = run_json(&local, &["show", "1", "--json"]);
+    let count = shown["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "wakeup_latency")
+        .map(|m| m["summary"]["count"].as_u64().unwrap_or(0))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(count > 0, "{shown}");
+
+    // Pushed once the server is back: it replaces the unfinished copy there.
+    server.restart();
+    let url = server.url();
+    let shared = Path::new(&url);
+    let pushed = ok(&local, &["push", "--to", &url]);
+    assert!(pushed.starts_with("pushed 1 run"), "{pushed}");
+    let there = run_json(shared, &["runs", "--json"]);
+    let there = there.as_array().unwrap();
+    assert_eq!(there.len(), 1, "{there:?}");
+    assert_eq!(there[0]["status"], "complete");
+}

@@ -44,9 +44,10 @@ fn process_one_period(c: &mut Criterion) {
 }
 
 /// One block of the whole Migrator synth (3,200 oscillators × 32 frames, every pad
-/// pressed), its portable kernel, its throughput reference (the roofline: the same
-/// operations, none waiting on another; the kernel's time over it shows as a ratio), and
-/// the naive block calling `f32::sin` per oscillator and sample.
+/// pressed) on every kernel this CPU runs (the others are named on stderr, not run),
+/// each beside its throughput reference (the roofline: the same operations built with
+/// the same target features, none waiting on another; the kernel's time over it shows as
+/// a ratio), and the naive block calling `f32::sin` per oscillator and sample.
 fn migrator_block(c: &mut Criterion) {
     use dsp::migrator::*;
     let mut group = c.benchmark_group("migrator_block");
@@ -59,19 +60,18 @@ fn migrator_block(c: &mut Criterion) {
         pressure: 1.0,
     }; OBJECTS];
     let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-    let mut synth = Migrator::new(MigratorConfig::default());
-    let kernel = synth.kernel().to_string();
-    group.bench_function(kernel, |b| {
-        b.iter(|| synth.process(&pads, black_box(&mut out)))
-    });
-    let mut portable = Migrator::new(MigratorConfig::default());
-    portable.force_portable_kernel();
-    group.bench_function("portable", |b| {
-        b.iter(|| portable.process(&pads, black_box(&mut out)))
-    });
-    // Each kernel's roofline, built as it is.
-    for mut roofline in [Roofline::like(&synth), Roofline::like(&portable)] {
-        group.bench_function(format!("roofline ({})", roofline.kernel()), |b| {
+    let synth = Migrator::new(MigratorConfig::default());
+    for kernel in Kernel::ALL {
+        let mut on_kernel = Migrator::new(MigratorConfig::default());
+        if !on_kernel.force_kernel(kernel) {
+            eprintln!("migrator_block: the {kernel} kernel is not run, this CPU does not have it");
+            continue;
+        }
+        group.bench_function(kernel.to_string(), |b| {
+            b.iter(|| on_kernel.process(&pads, black_box(&mut out)))
+        });
+        let mut roofline = Roofline::like(&on_kernel);
+        group.bench_function(format!("roofline ({kernel})"), |b| {
             b.iter(|| roofline.process(black_box(&mut out)))
         });
     }

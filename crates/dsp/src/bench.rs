@@ -115,8 +115,13 @@ pub struct BenchReport {
 /// [`Roofline`]: crate::migrator::Roofline
 #[derive(Clone, Debug, PartialEq)]
 pub struct MigratorTiming {
-    /// The kernel the synth ran ("avx2+fma" or "portable").
+    /// The kernel the synth ran, the fastest the CPU has ("avx512+fma", "avx2+fma" or
+    /// "portable").
     pub kernel: String,
+    /// The kernels this CPU runs, the fastest first (`kernel` is the first).
+    pub available_kernels: Vec<String>,
+    /// The kernels compiled in that this CPU does not run (not timed).
+    pub unavailable_kernels: Vec<String>,
     /// Median ns per block.
     pub block_ns: f64,
     /// Median ns per block of the portable kernel (the same as `block_ns` where it is
@@ -135,8 +140,14 @@ pub struct MigratorTiming {
     /// throughput.
     pub roofline_ratio: f64,
     /// Median over the repeats of `portable_block_ns / portable_roofline_ns`: the
-    /// portable kernel against the throughput of the code built as it is.
+    /// portable kernel against the throughput of the code built as it is (its
+    /// target, [`MIGRATOR_TARGET_PORTABLE_ROOFLINE`]).
     pub portable_roofline_ratio: f64,
+    /// Median over the repeats of `portable_block_ns / roofline_ns`: the portable kernel
+    /// against the roofline of the kernel the synth runs (built with wider vectors and
+    /// FMA where the CPU has them). Information, not a target: the portable build
+    /// cannot issue the same work in fewer instructions than its own roofline does.
+    pub portable_vs_best_roofline: f64,
     /// The block's period at 44.1 kHz, 32 frames: 725.6 µs.
     pub block_period_ns: f64,
     /// Each repeat's figures, in the order they ran.
@@ -164,7 +175,8 @@ pub const MIGRATOR_TARGET_NS: f64 = 15_000.0;
 pub const MIGRATOR_TARGET_SPEEDUP: f64 = 60.0;
 /// The target for the kernel against its roofline (block / roofline, same run).
 pub const MIGRATOR_TARGET_ROOFLINE: f64 = 1.6;
-/// The target for the portable kernel against the native kernel's roofline.
+/// The target for the portable kernel against its own roofline (the roofline built with
+/// the same target features as the kernel, as for [`MIGRATOR_TARGET_ROOFLINE`]).
 pub const MIGRATOR_TARGET_PORTABLE_ROOFLINE: f64 = 2.5;
 
 /// The reference kernel: a naive oscillator that calls `f32::sin` for every sample, its
@@ -307,6 +319,12 @@ pub fn time_migrator(
     };
     Ok(MigratorTiming {
         kernel: kernel.to_string(),
+        available_kernels: Kernel::available().map(|k| k.to_string()).collect(),
+        unavailable_kernels: Kernel::ALL
+            .into_iter()
+            .filter(|k| !k.is_available())
+            .map(|k| k.to_string())
+            .collect(),
         block_ns: median(&|r| r.block_ns),
         portable_block_ns,
         naive_block_ns: median(&|r| r.naive_block_ns),
@@ -315,6 +333,7 @@ pub fn time_migrator(
         speedup: median(&|r| r.naive_block_ns / r.block_ns),
         roofline_ratio: median(&|r| r.block_ns / r.roofline_ns),
         portable_roofline_ratio: median(&|r| r.portable_block_ns / r.portable_roofline_ns),
+        portable_vs_best_roofline: median(&|r| r.portable_block_ns / r.roofline_ns),
         block_period_ns: BLOCK_FRAMES as f64 * 1e9 / config.sample_rate_hz,
         repeats,
     })
@@ -529,6 +548,13 @@ mod tests {
         // of the repeats' own ratios (a ratio within one repeat, never across them).
         let m = &report.migrator;
         assert_eq!(m.repeats.len(), 3);
+        // Every kernel compiled in is named, as run here or not.
+        assert_eq!(m.available_kernels[0], m.kernel);
+        assert_eq!(m.available_kernels.last().unwrap(), "portable");
+        assert_eq!(
+            m.available_kernels.len() + m.unavailable_kernels.len(),
+            crate::migrator::Kernel::ALL.len()
+        );
         let median = |f: fn(&MigratorRepeat) -> f64| {
             let mut v: Vec<f64> = m.repeats.iter().map(f).collect();
             v.sort_unstable_by(f64::total_cmp);
@@ -542,6 +568,10 @@ mod tests {
         assert_eq!(
             m.portable_roofline_ratio,
             median(|r| r.portable_block_ns / r.portable_roofline_ns)
+        );
+        assert_eq!(
+            m.portable_vs_best_roofline,
+            median(|r| r.portable_block_ns / r.roofline_ns)
         );
         for r in &m.repeats {
             let all = [

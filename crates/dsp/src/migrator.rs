@@ -23,8 +23,10 @@
 //! lane-wise, scaled by the object's gain into its channel's lanes, and the lanes of the
 //! 8 channels are summed horizontally once per block as the output rows are written.
 //! The kernel is plain Rust over `[f32; 8]` arrays that the compiler vectorises (the
-//! horizontal sums are AVX intrinsics), compiled twice: portable, and with AVX2 and FMA
-//! chosen at run time when the CPU has them ([`Migrator::kernel`] says which one runs).
+//! horizontal sums are AVX intrinsics), compiled three times: portable, with AVX2 and
+//! FMA, and with AVX-512 (F, VL) and FMA, where all 13 lane groups fit one chunk in its
+//! 32 vector registers; the fastest the CPU has is chosen at run time
+//! ([`Migrator::kernel`] says which one runs).
 //! [`Roofline`] is the same block with each oscillator's chain cut: the throughput the
 //! kernel is measured against.
 //!
@@ -193,6 +195,8 @@ impl Default for MigratorConfig {
 /// Which compiled kernel rotates the phasors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
+    /// AVX-512 (F and VL: 32 vector registers) and FMA, chosen at run time first.
+    Avx512,
     /// AVX2 and FMA, chosen at run time.
     Avx2Fma,
     /// The portable build (the compiler's baseline vector width).
@@ -202,6 +206,7 @@ pub enum Kernel {
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Kernel::Avx512 => "avx512+fma",
             Kernel::Avx2Fma => "avx2+fma",
             Kernel::Portable => "portable",
         })
@@ -373,6 +378,16 @@ impl Migrator {
     /// Use the portable kernel even where AVX2 and FMA are available (for comparisons).
     pub fn force_portable_kernel(&mut self) {
         self.kernel = Kernel::Portable;
+    }
+
+    /// Use `kernel` if this CPU runs it ([`Kernel::is_available`]); false (and the
+    /// kernel unchanged) if not.
+    pub fn force_kernel(&mut self, kernel: Kernel) -> bool {
+        let available = kernel.is_available();
+        if available {
+            self.kernel = kernel;
+        }
+        available
     }
 
     /// Objects computed in the last block (those with pressure, or still fading out).

@@ -15,11 +15,10 @@
 //! debug builds the allocation guard), as an audio callback's processor does.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use dsp::migrator::{Migrator, MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS};
+use dsp::migrator::{MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS};
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, SchedGrant, ThreadRt};
 
@@ -28,6 +27,7 @@ use crate::wire::{
     self, AssemblerCounters, BlockAssembler, DropReason, OutputFrames, OutputHeader, Packet,
     DEADLINE_NS, OUTPUT_PACKET_BYTES,
 };
+use crate::workers::{WorkerPlacement, Workers};
 use crate::Histogram;
 
 /// How the network thread waits for packets.
@@ -156,161 +156,6 @@ struct BlockTimes {
     first_arrival_ns: u64,
     last_arrival_ns: u64,
     first_packet_sender_ns: u64,
-}
-
-/// Shared between the network thread and one worker.
-struct WorkerSlot {
-    generation: AtomicU64,
-    done: AtomicU64,
-    pads: std::cell::UnsafeCell<[Pad; OBJECTS]>,
-    out: std::cell::UnsafeCell<[[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES]>,
-}
-
-// SAFETY: `pads` is written only by the network thread before it publishes a generation
-// (Release) and read by the worker after it sees it (Acquire); `out` is written only by
-// the worker before it publishes `done` (Release) and read by the network thread after
-// it sees it (Acquire). The generation protocol keeps the two from overlapping.
-unsafe impl Sync for WorkerSlot {}
-
-/// The workers splitting the synth's objects, and how to reach them.
-struct Workers {
-    slots: Vec<Arc<WorkerSlot>>,
-    handles: Vec<std::thread::JoinHandle<()>>,
-    quit: Arc<AtomicBool>,
-    grants: std::sync::mpsc::Receiver<(usize, SchedGrant)>,
-}
-
-impl Workers {
-    /// Starts `workers` threads, each owning a contiguous part of the synth's objects, as
-    /// evenly split as possible; each joins the cell's groups and takes its policy and
-    /// CPUs (`cpu_for(w + 1)`) first.
-    fn start(
-        config: &HostConfig,
-        workers: usize,
-        synth_config: MigratorConfig,
-        cpu_for: &dyn Fn(usize) -> Option<Vec<usize>>,
-    ) -> Workers {
-        let slots: Vec<Arc<WorkerSlot>> = (0..workers)
-            .map(|_| {
-                Arc::new(WorkerSlot {
-                    generation: AtomicU64::new(0),
-                    done: AtomicU64::new(0),
-                    pads: std::cell::UnsafeCell::new([Pad::default(); OBJECTS]),
-                    out: std::cell::UnsafeCell::new([[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES]),
-                })
-            })
-            .collect();
-        let quit = Arc::new(AtomicBool::new(false));
-        let (grants_tx, grants) = std::sync::mpsc::channel();
-        let mut handles = Vec::new();
-        for (w, slot) in slots.iter().enumerate() {
-            let from = w * OBJECTS / workers;
-            let to = (w + 1) * OBJECTS / workers;
-            let part = Migrator::with_objects(synth_config, from..to);
-            let slot = slot.clone();
-            let quit = quit.clone();
-            let policy = config.policy;
-            let cpus = cpu_for(w + 1);
-            let grants_tx = grants_tx.clone();
-            let groups = config.groups.clone();
-            handles.push(std::thread::spawn(move || {
-                qos::join_groups(&groups);
-                let rt = ThreadRt::apply(&policy, cpus.as_deref(), 128 * 1024);
-                let _ = grants_tx.send((w, rt.sched));
-                worker_loop(&slot, part, &quit);
-            }));
-        }
-        Workers {
-            slots,
-            handles,
-            quit,
-            grants,
-        }
-    }
-
-    /// Stops and joins the workers; their grants in worker order.
-    fn finish(self) -> Vec<SchedGrant> {
-        self.quit.store(true, Ordering::Relaxed);
-        for h in self.handles {
-            let _ = h.join();
-        }
-        let mut worker_threads: Vec<(usize, SchedGrant)> = self.grants.try_iter().collect();
-        worker_threads.sort_by_key(|(w, _)| *w);
-        worker_threads.into_iter().map(|(_, g)| g).collect()
-    }
-
-    /// Hands `pads` to every worker and sums their parts into `frames`. Returns false
-    /// when `stop` was raised while waiting. Real-time safe: spins, allocates nothing.
-    fn synthesize(
-        &self,
-        generation: &mut u64,
-        pads: &[Pad; OBJECTS],
-        frames: &mut OutputFrames,
-        stop: &AtomicBool,
-    ) -> bool {
-        *generation += 1;
-        for slot in &self.slots {
-            // SAFETY: see WorkerSlot; the worker is idle (its done equals the
-            // previous generation).
-            unsafe { *slot.pads.get() = *pads };
-            slot.generation.store(*generation, Ordering::Release);
-        }
-        for slot in &self.slots {
-            let mut waited = 0u32;
-            while slot.done.load(Ordering::Acquire) != *generation {
-                if stop.load(Ordering::Relaxed) {
-                    return false;
-                }
-                waited += 1;
-                if waited.is_multiple_of(4096) {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-            // SAFETY: the worker published done for this generation.
-            let part = unsafe { &*slot.out.get() };
-            for (row, add) in frames.iter_mut().zip(part.iter()) {
-                for (x, y) in row.iter_mut().zip(add.iter()) {
-                    *x += y;
-                }
-            }
-        }
-        true
-    }
-}
-
-/// A worker's real-time loop: spins on the next generation, runs its part of the synth
-/// on the published pads (in the audio guard: denormals flushed, no allocation),
-/// publishes `done`; until `quit`. Allocates nothing.
-fn worker_loop(slot: &WorkerSlot, mut part: Migrator, quit: &AtomicBool) {
-    let mut seen = 0u64;
-    let mut idle = 0u32;
-    while !quit.load(Ordering::Relaxed) {
-        let generation = slot.generation.load(Ordering::Acquire);
-        if generation == seen {
-            // Spin (the study's workers never sleep), but after ~50 µs of nothing
-            // let other threads of the same priority, or any at SCHED_OTHER, run.
-            idle += 1;
-            if idle.is_multiple_of(4096) {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-            continue;
-        }
-        idle = 0;
-        seen = generation;
-        // SAFETY: see WorkerSlot: the network thread wrote pads before
-        // publishing this generation and waits for `done` before touching out.
-        unsafe {
-            let pads = &*slot.pads.get();
-            let out = &mut *slot.out.get();
-            *out = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-            engine::guard::process_guard(|| part.process(pads, out));
-        }
-        slot.done.store(generation, Ordering::Release);
-    }
 }
 
 /// The histograms and counters of the blocks served.
@@ -500,8 +345,12 @@ pub fn serve<H: Histogram>(
     } else {
         0
     };
-    let pool = Workers::start(config, workers, synth_config, &cpu_for);
-    let mut own_synth = (workers == 0 && config.synth).then(|| Migrator::new(synth_config));
+    let placement = WorkerPlacement {
+        policy: config.policy,
+        cpus: (1..=workers).map(cpu_for).collect(),
+        groups: config.groups.clone(),
+    };
+    let mut pool = Workers::start(workers, synth_config, &placement);
     let mut tally = Tally::<H>::new(series_capacity);
     let mut batch = RecvBatch::new();
     let kernel_timestamps = prepare_socket(&socket, config.poll);
@@ -515,7 +364,7 @@ pub fn serve<H: Histogram>(
         last_drop_count: 0,
     };
     let mut answer = [0u8; OUTPUT_PACKET_BYTES];
-    let (mut generation, mut seq, mut send_dropped) = (0u64, 0u32, 0u64);
+    let (mut seq, mut send_dropped) = (0u32, 0u64);
     let mut offset_refreshed = monotonic_ns();
     let mut error = (!group_refusals.is_empty())
         .then(|| format!("joining the cell: {}", group_refusals.join("; ")));
@@ -540,12 +389,8 @@ pub fn serve<H: Histogram>(
             };
             let synth_start = monotonic_ns();
             let mut frames: OutputFrames = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-            if config.synth {
-                if let Some(s) = own_synth.as_mut() {
-                    engine::guard::process_guard(|| s.process(&rx.pads, &mut frames));
-                } else if !pool.synthesize(&mut generation, &rx.pads, &mut frames, stop) {
-                    break 'serve;
-                }
+            if config.synth && !pool.synthesize(&rx.pads, &mut frames, stop) {
+                break 'serve;
             }
             let t2 = monotonic_ns();
             let header = OutputHeader {
@@ -577,7 +422,7 @@ pub fn serve<H: Histogram>(
             tally.count(&block, t2, synth_start);
         }
     }
-    let worker_threads = pool.finish();
+    let worker_threads = pool.finish().into_iter().map(|rt| rt.sched).collect();
     rx.assembler.finish();
     tally.into_outcome(rx, send_dropped, rt.sched, worker_threads, error)
 }

@@ -38,6 +38,8 @@
 //! - [`controller`]: the controller emulator (`audiolat net emulate`);
 //! - [`service`] with [`mclock`]: audiolat's user-level network service, FIFO or mClock
 //!   reservations on a shaped link;
+//! - [`workers`]: the synth split over spinning worker threads (the host's, and the
+//!   bench's `--workers`), with each block's hand-off times;
 //! - [`udp`]: batched receive with kernel timestamps, segmentation offload (GSO);
 //! - [`netns`]: two network namespaces joined by a veth pair, `tc` HTB shaping;
 //! - [`traffic`]: the abusive flood and data stream the study ran beside the audio.
@@ -75,6 +77,7 @@ pub mod service;
 pub mod traffic;
 pub mod udp;
 pub mod wire;
+pub mod workers;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;

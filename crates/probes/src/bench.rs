@@ -32,6 +32,8 @@ pub fn to_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
         "capacity_ns_per_period": r.capacity_ns_per_period,
         "migrator": {
             "kernel": r.migrator.kernel,
+            "available_kernels": r.migrator.available_kernels,
+            "unavailable_kernels": r.migrator.unavailable_kernels,
             "block_ns": r.migrator.block_ns,
             "portable_block_ns": r.migrator.portable_block_ns,
             "naive_block_ns": r.migrator.naive_block_ns,
@@ -44,8 +46,7 @@ pub fn to_json(r: &dsp::bench::BenchReport, flags: &BenchFlags) -> Value {
             "target_ns": dsp::bench::MIGRATOR_TARGET_NS,
             "target_speedup": dsp::bench::MIGRATOR_TARGET_SPEEDUP,
             "target_roofline_ratio": dsp::bench::MIGRATOR_TARGET_ROOFLINE,
-            // The portable kernel against the native kernel's roofline (medians).
-            "portable_to_roofline_ratio": r.migrator.portable_block_ns / r.migrator.roofline_ns,
+            "portable_vs_best_roofline": r.migrator.portable_vs_best_roofline,
             "target_portable_roofline_ratio": dsp::bench::MIGRATOR_TARGET_PORTABLE_ROOFLINE,
             "repeats": r.migrator.repeats.iter().map(|t| json!({
                 "block_ns": t.block_ns, "portable_block_ns": t.portable_block_ns,

@@ -21,6 +21,8 @@
 //!   that measure it, and the survey as JSON.
 //! - [`bench`]: the DSP kernels' bench ([`dsp::bench`]) as JSON, with what its figures
 //!   depend on (build profile, thread policy, host steal).
+//! - [`bench_workers`]: the synth block split over worker threads (`bench --workers`),
+//!   its speed-ups and hand-off per worker count.
 //! - [`machine`]: facts stored with every run.
 //! - [`steal`]: host steal time sampled beside a run, to tell a hypervisor's outlier
 //!   from the kernel's.
@@ -45,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod bench_workers;
 pub mod busy;
 pub mod devices;
 pub mod doctor;

@@ -21,6 +21,8 @@ pub struct RunData {
     pub event_counts: Vec<(String, u64)>,
     /// An event run's triggers (latency against time).
     pub triggers: Vec<TriggerRow>,
+    /// Its threshold gates' verdicts (`--fail-if`), in the order given.
+    pub gates: Vec<results::gate::GateVerdict>,
 }
 
 impl RunData {
@@ -236,5 +238,6 @@ pub(crate) fn test_run(probe: &str, result: Value, measurements: Vec<Measurement
         series: Vec::new(),
         event_counts: Vec::new(),
         triggers: Vec::new(),
+        gates: Vec::new(),
     }
 }

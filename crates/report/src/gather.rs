@@ -55,6 +55,7 @@ fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
         series: store.series(id)?,
         event_counts: store.event_counts(id)?,
         triggers,
+        gates: store.gates(id)?,
         record,
     })
 }

@@ -119,6 +119,9 @@ pub fn render(data: &ReportData) -> String {
         out.push_str("<li><a href=\"#tables\">Tables</a></li>");
     }
     out.push_str("<li><a href=\"#plots\">Plots</a></li><li><a href=\"#runs\">Runs, commands and validity flags</a></li><li><a href=\"#machine\">Machine</a></li>");
+    if data.runs().any(|r| !r.gates.is_empty()) {
+        out.push_str("<li><a href=\"#gates\">Gates</a></li>");
+    }
     if data.plan.is_some() {
         out.push_str("<li><a href=\"#plan\">The plan</a></li>");
     }
@@ -145,6 +148,7 @@ pub fn render(data: &ReportData) -> String {
     }
     out.push_str("</section>\n");
     out.push_str(&runs_html(data));
+    out.push_str(&crate::view::gates::report_html(data));
     out.push_str(&machine_html(data));
     if let Some(text) = data.plan.as_ref().and_then(|p| p["text"].as_str()) {
         let _ = writeln!(

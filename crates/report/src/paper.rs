@@ -398,7 +398,7 @@ pub fn tables_text(data: &ReportData) -> String {
             let _ = writeln!(out, "  -: {n}");
         }
     }
-    out
+    out + &crate::view::gates::report_text(data)
 }
 
 /// The tables as JSON.

@@ -2,7 +2,7 @@
 //!
 //! This crate owns audiolat's data model (runs, measurements, events, series; see
 //! ARCHITECTURE.md; [`RunView`] is one run as its renderers read it), the fixed-bound HDR histograms every probe records into, the SQLite
-//! store and the exports.
+//! store, the exports and the threshold gates judged on a stored run ([`gate`]).
 //!
 //! Promises:
 //!
@@ -37,6 +37,7 @@
 
 pub mod export;
 pub mod farm;
+pub mod gate;
 pub mod hist;
 pub mod id;
 pub mod live;

@@ -100,17 +100,23 @@ pub trait RunSink {
 }
 
 #[cfg(feature = "sqlite")]
+use crate::store::unpushed::Write;
+
+/// A PostgreSQL store's writes are kept in memory too while its run goes on, so the
+/// run can move to a local file should the server go away
+/// ([`StoreError::KeptLocally`](crate::StoreError::KeptLocally)).
+#[cfg(feature = "sqlite")]
 impl RunSink for crate::Store {
     fn path(&self) -> &Path {
         crate::Store::path(self)
     }
 
     fn begin_run(&self, info: &RunInfo) -> Result<RunId, SinkError> {
-        Ok(crate::Store::begin_run(self, info)?)
+        Ok(self.begin_shadowed(info)?)
     }
 
     fn set_result(&self, run_id: RunId, result: &Value) -> Result<(), SinkError> {
-        Ok(crate::Store::set_result(self, run_id, result)?)
+        Ok(self.shadowed(run_id, Write::Result(result.clone()))?)
     }
 
     fn update_run(
@@ -119,23 +125,23 @@ impl RunSink for crate::Store {
         load: Option<&Value>,
         qos_granted: Option<&Value>,
     ) -> Result<(), SinkError> {
-        Ok(crate::Store::update_run(self, run_id, load, qos_granted)?)
+        Ok(self.shadowed(run_id, Write::Update(load.cloned(), qos_granted.cloned()))?)
     }
 
     fn add_triggers(&self, run_id: RunId, rows: &[TriggerRow]) -> Result<(), SinkError> {
-        Ok(crate::Store::add_triggers(self, run_id, rows)?)
+        Ok(self.shadowed(run_id, Write::Triggers(rows.to_vec()))?)
     }
 
     fn add_events(&self, run_id: RunId, events: &[Event]) -> Result<(), SinkError> {
-        Ok(crate::Store::add_events(self, run_id, events)?)
+        Ok(self.shadowed(run_id, Write::Events(events.to_vec()))?)
     }
 
     fn add_series(&self, run_id: RunId, series: &Series) -> Result<(), SinkError> {
-        Ok(crate::Store::add_series(self, run_id, series)?)
+        Ok(self.shadowed(run_id, Write::Series(series.clone()))?)
     }
 
     fn replace_measurements(&self, run_id: RunId, ms: &[Measurement]) -> Result<(), SinkError> {
-        Ok(crate::Store::replace_measurements(self, run_id, ms)?)
+        Ok(self.shadowed(run_id, Write::Measurements(ms.to_vec()))?)
     }
 
     fn finish_run(
@@ -146,9 +152,13 @@ impl RunSink for crate::Store {
         result: &Value,
         error: Option<&str>,
     ) -> Result<(), SinkError> {
-        Ok(crate::Store::finish_run(
-            self, run_id, status, flags, result, error,
-        )?)
+        let w = Write::Finish(
+            status,
+            flags.clone(),
+            result.clone(),
+            error.map(String::from),
+        );
+        Ok(self.finish_shadowed(run_id, w)?)
     }
 
     /// [`Store::closing`](crate::Store::closing): the reserve beside the database is

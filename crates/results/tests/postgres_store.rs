@@ -5,6 +5,7 @@
 mod common;
 
 use common::pg;
+use results::gate::{GateVerdict, Outcome};
 use results::model::{MeasurementRecord, RunRecord, TriggerRow};
 use results::{
     Event, LatencyHistogram, Machine, Measurement, NewPlanCell, RunFilter, RunInfo, RunStatus,
@@ -118,6 +119,21 @@ fn write_run(db: &Path, host: &str, kernel: &str) -> results::RunId {
         )
         .unwrap();
     store
+        .put_gates(
+            id,
+            &[GateVerdict {
+                expr: "p99 > 200us".into(),
+                metric: "wakeup_latency".into(),
+                op: ">".into(),
+                threshold: 200_000.0,
+                unit: "ns".into(),
+                value: Some(70_000.0),
+                outcome: Outcome::Pass,
+                reason: None,
+            }],
+        )
+        .unwrap();
+    store
         .finish_plan_cell(cell, RunStatus::Complete, None)
         .unwrap();
     store.finish_group(group, RunStatus::Complete).unwrap();
@@ -151,6 +167,8 @@ fn read_back(store: &Store, id: results::RunId) -> serde_json::Value {
         "event_counts": store.event_counts(id).unwrap(),
         "series": format!("{:?}", store.series(id).unwrap()),
         "triggers": format!("{:?}", store.triggers(id).unwrap()),
+        "gates": format!("{:?}", store.gates(id).unwrap()),
+        "gate_count": store.gates(id).unwrap().len(),
         "group": [group.kind, group.status.as_str().to_string()],
         "cells": cells.iter().map(|c| json!([c.key, c.status.map(|s| s.as_str()), c.run_id == Some(id)])).collect::<Vec<_>>(),
     })
@@ -169,7 +187,9 @@ fn a_run_written_to_postgresql_reads_back_as_from_sqlite() {
     );
     let a = write_run(&dir.path().join("a.db"), "board-a", "6.1.0-1");
     let b = write_run(Path::new(&server.url()), "board-a", "6.1.0-1");
-    assert_eq!(read_back(&lite, a), read_back(&shared, b));
+    let back = read_back(&lite, a);
+    assert_eq!(back["gate_count"], 1);
+    assert_eq!(back, read_back(&shared, b));
     // A second writer's open finds the schema made; a reader's open reads it.
     drop(shared);
     let again = Store::open(Path::new(&server.url())).unwrap();

@@ -40,6 +40,8 @@
 //!   [`LoadRefusal`] that names the problem (the caller words it with its flags).
 //! - What a live line says before the probe reports (a run's label, the prompt a key or
 //!   MIDI trigger needs) is [`live`]'s; its text while measuring is `report`'s.
+//! - Threshold gates ([`gates`]) are judged on a run as stored, after it, and stored
+//!   with it.
 //! - A run a dead process left `running` is summarised by its probe's own code
 //!   ([`summarise_abandoned`], the store's recovery hook).
 //!
@@ -68,6 +70,7 @@
 mod cells;
 mod end_run;
 pub mod experiment;
+pub mod gates;
 pub mod group;
 mod lifecycle;
 pub mod live;

@@ -481,8 +481,10 @@ impl<'a> Closing<'a> {
         }
         sink.closing(&mut || sink.finish_run(run_id, status, flags, result, error))
             .err()
-            .map(|e| {
-                format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", sink.path().display())
+            .map(|e| match e {
+                // Closed where it was moved (a shared store's server went away): said so.
+                SinkError::Store(e @ results::StoreError::KeptLocally { .. }) => e.to_string(),
+                e => format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", sink.path().display()),
             })
     }
 }

@@ -1,10 +1,12 @@
 //! The oscillator kernel: one object's block of phasor steps and its renormalisation,
-//! its mix into the channels, compiled twice (portable, and with AVX2 and FMA where the
-//! CPU has them). Real-time: no allocation, lock or panic.
+//! its mix into the channels, compiled three times from the same source: portable, with
+//! AVX2 and FMA, and with AVX-512 (F and VL) and FMA, the last two chosen at run time
+//! where the CPU has them. Real-time: no allocation, lock or panic.
 //!
 //! **Layout of the work.** An object's 13 lane groups are stepped as two chunks of 7 and
 //! 6 groups, each chunk's `y` and `d` held in registers across the 32 frames (14 and 12
-//! of AVX2's 16 vector registers; `ε` is read as an operand). Within a chunk every
+//! of AVX2's 16 vector registers; `ε` is read as an operand). With AVX-512VL's 32 vector
+//! registers the 13 groups are one chunk (26 registers). Within a chunk every
 //! frame's multiply-adds and adds of the 6 or 7 groups are independent of each other, so
 //! one oscillator's chain `d → y → d` (a multiply-add's latency plus an add's) is hidden
 //! behind the others' work. Each frame's oscillators are summed lane-wise (a tree of
@@ -14,15 +16,38 @@
 
 use super::{Kernel, Lanes, Object, BLOCK_FRAMES, GROUPS, LANES, OUTPUT_CHANNELS};
 
+/// The fastest kernel this CPU runs.
 pub(super) fn detect_kernel() -> Kernel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    Kernel::available().next().unwrap_or(Kernel::Portable)
+}
+
+impl Kernel {
+    /// Every kernel, the fastest first.
+    pub const ALL: [Kernel; 3] = [Kernel::Avx512, Kernel::Avx2Fma, Kernel::Portable];
+
+    /// Whether this CPU runs it (the portable kernel everywhere).
+    pub fn is_available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
         {
-            return Kernel::Avx2Fma;
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                Kernel::Avx512 => {
+                    has!("avx512f") && has!("avx512vl") && has!("avx2") && has!("fma")
+                }
+                Kernel::Avx2Fma => has!("avx2") && has!("fma"),
+                Kernel::Portable => true,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Kernel::Portable
         }
     }
-    Kernel::Portable
+
+    /// The kernels this CPU runs, the fastest first.
+    pub fn available() -> impl Iterator<Item = Kernel> {
+        Kernel::ALL.into_iter().filter(|k| k.is_available())
+    }
 }
 
 /// An object's oscillator state, borrowed from the synth (or the roofline's copy).
@@ -76,6 +101,11 @@ impl Mix {
             Kernel::Avx2Fma => unsafe {
                 add_object_avx2_fma(&mut self.lanes, frames, channel, start_gain, slope)
             },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: Kernel::Avx512 is only chosen when the CPU reports AVX-512F, VL, FMA.
+            Kernel::Avx512 => unsafe {
+                add_object_avx512(&mut self.lanes, frames, channel, start_gain, slope)
+            },
             _ => add_object::<false>(&mut self.lanes, frames, channel, start_gain, slope),
         }
     }
@@ -84,8 +114,8 @@ impl Mix {
     pub(super) fn add_to(&self, kernel: Kernel, out: &mut [[f32; OUTPUT_CHANNELS]; BLOCK_FRAMES]) {
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            Kernel::Avx2Fma => unsafe { reduce_avx2(&self.lanes, out) },
+            // SAFETY: as above; Kernel::Avx512 is only chosen when the CPU has AVX2 too.
+            Kernel::Avx2Fma | Kernel::Avx512 => unsafe { reduce_avx2(&self.lanes, out) },
             _ => reduce_portable(&self.lanes, out),
         }
     }
@@ -94,6 +124,18 @@ impl Mix {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn add_object_avx2_fma(
+    lanes: &mut [[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
+    frames: &FrameLanes,
+    channel: usize,
+    start_gain: f32,
+    slope: f32,
+) {
+    add_object::<true>(lanes, frames, channel, start_gain, slope)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+unsafe fn add_object_avx512(
     lanes: &mut [[Lanes; OUTPUT_CHANNELS]; BLOCK_FRAMES],
     frames: &FrameLanes,
     channel: usize,
@@ -183,14 +225,24 @@ pub(super) fn render_on<const CUT: bool>(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::Avx2Fma is only chosen when the CPU reports AVX2 and FMA.
         Kernel::Avx2Fma => unsafe { render_avx2_fma::<CUT>(state, frames) },
-        _ => render_with::<false, CUT>(state, frames),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx512 is only chosen when the CPU reports AVX-512F, VL, FMA.
+        Kernel::Avx512 => unsafe { render_avx512::<CUT>(state, frames) },
+        _ => render_with::<false, CUT, false>(state, frames),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn render_avx2_fma<const CUT: bool>(state: Phasors<'_>, frames: &mut FrameLanes) {
-    render_with::<true, CUT>(state, frames)
+    render_with::<true, CUT, false>(state, frames)
+}
+
+/// The same source with AVX-512VL's 32 vector registers: all 13 groups in one chunk.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+unsafe fn render_avx512<const CUT: bool>(state: Phasors<'_>, frames: &mut FrameLanes) {
+    render_with::<true, CUT, true>(state, frames)
 }
 
 /// `a * b + c`, fused where the kernel was compiled with FMA.
@@ -206,12 +258,20 @@ pub(super) fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// One object's block: step all its oscillators 32 times, each frame's lane-wise sum
 /// into `frames`; then renormalise each oscillator to its amplitude. With `CUT` (the
 /// roofline), `y` steps by `ε` instead of by the new `d`: the same operations, none
-/// waiting on another of the same oscillator and frame.
+/// waiting on another of the same oscillator and frame. With `ONE_CHUNK` (32 vector
+/// registers) the 13 groups are stepped as one chunk, else as chunks of 7 and 6.
 #[inline(always)]
-fn render_with<const FMA: bool, const CUT: bool>(mut state: Phasors<'_>, frames: &mut FrameLanes) {
+fn render_with<const FMA: bool, const CUT: bool, const ONE_CHUNK: bool>(
+    mut state: Phasors<'_>,
+    frames: &mut FrameLanes,
+) {
     const _: () = assert!(GROUPS == 13);
-    step_chunk::<7, FMA, CUT, false>(&mut state, 0, frames);
-    step_chunk::<6, FMA, CUT, true>(&mut state, 7, frames);
+    if ONE_CHUNK {
+        step_chunk::<13, FMA, CUT, false>(&mut state, 0, frames);
+    } else {
+        step_chunk::<7, FMA, CUT, false>(&mut state, 0, frames);
+        step_chunk::<6, FMA, CUT, true>(&mut state, 7, frames);
+    }
     for group in 0..GROUPS {
         let (y, d, e) = (state.y[group], state.d[group], state.eps[group]);
         let inv_norm = state.inv_norm[group];
@@ -240,16 +300,19 @@ fn step_chunk<const G: usize, const FMA: bool, const CUT: bool, const ADD: bool>
     let mut y: [Lanes; G] = std::array::from_fn(|g| state.y[first + g]);
     let mut d: [Lanes; G] = std::array::from_fn(|g| state.d[first + g]);
     let e: &[Lanes] = &state.eps[first..first + G];
+    // The groups in loops of at most 7, which the compiler unrolls fully, so that `y` and
+    // `d` stay in registers (a loop over 13 is left rolled, and vectorised across
+    // groups with gathers and scatters under AVX-512).
+    let split = G.min(7);
     for row in frames.iter_mut() {
-        for g in 0..G {
-            for lane in 0..LANES {
-                let next_d = madd::<FMA>(e[g][lane], y[g][lane], d[g][lane]);
-                let step = if CUT { e[g][lane] } else { next_d };
-                d[g][lane] = next_d;
-                y[g][lane] += step;
-            }
-        }
-        let sum = tree_sum(&y);
+        step_groups::<G, FMA, CUT>(&mut y, &mut d, e, 0..split);
+        step_groups::<G, FMA, CUT>(&mut y, &mut d, e, split..G);
+        let add = |a: Lanes, b: Lanes| -> Lanes { std::array::from_fn(|l| a[l] + b[l]) };
+        let sum = if split < G {
+            add(tree_sum(&y[..split]), tree_sum(&y[split..]))
+        } else {
+            tree_sum(&y)
+        };
         for lane in 0..LANES {
             row[lane] = if ADD {
                 row[lane] + sum[lane]
@@ -262,16 +325,34 @@ fn step_chunk<const G: usize, const FMA: bool, const CUT: bool, const ADD: bool>
     state.d[first..first + G].copy_from_slice(&d);
 }
 
-/// The lane-wise sum of `G` vectors as a balanced tree of adds.
+/// One frame's step of groups `range` of a chunk.
 #[inline(always)]
-fn tree_sum<const G: usize>(v: &[Lanes; G]) -> Lanes {
+fn step_groups<const G: usize, const FMA: bool, const CUT: bool>(
+    y: &mut [Lanes; G],
+    d: &mut [Lanes; G],
+    e: &[Lanes],
+    range: std::ops::Range<usize>,
+) {
+    for g in range {
+        for lane in 0..LANES {
+            let next_d = madd::<FMA>(e[g][lane], y[g][lane], d[g][lane]);
+            let step = if CUT { e[g][lane] } else { next_d };
+            d[g][lane] = next_d;
+            y[g][lane] += step;
+        }
+    }
+}
+
+/// The lane-wise sum of at most 8 vectors as a balanced tree of adds.
+#[inline(always)]
+fn tree_sum(v: &[Lanes]) -> Lanes {
     let add = |a: Lanes, b: Lanes| -> Lanes { std::array::from_fn(|l| a[l] + b[l]) };
-    match G {
+    match v.len() {
         1 => v[0],
         _ => {
             let mut level: [Lanes; 8] = [[0.0; LANES]; 8];
-            level[..G].copy_from_slice(v);
-            let mut n = G;
+            level[..v.len()].copy_from_slice(v);
+            let mut n = v.len();
             while n > 1 {
                 let half = n / 2;
                 for i in 0..half {

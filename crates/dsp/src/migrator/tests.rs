@@ -32,17 +32,32 @@ fn phase(synth: &Migrator, object: usize, index: usize, w: f64) -> f64 {
     sin_theta.atan2(y)
 }
 
+/// A synth of `objects` on `kernel`, or `None` (and one line on the test's stderr,
+/// shown even when the test passes) where this CPU does not run it.
+fn on_kernel(kernel: Kernel, config: MigratorConfig, objects: Range<usize>) -> Option<Migrator> {
+    let mut synth = Migrator::with_objects(config, objects);
+    if synth.force_kernel(kernel) {
+        return Some(synth);
+    }
+    // Written to stderr directly: libtest captures `eprintln!` of a passing test.
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "the {kernel} kernel was NOT run: this CPU does not have it"
+    );
+    None
+}
+
 fn wrap(x: f64) -> f64 {
     (x + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU) - std::f64::consts::PI
 }
 
 /// Three minutes of audio, 248,063 blocks: every oscillator of the object keeps its
 /// amplitude to 1e-6 and its frequency to 1 cent (measured by the phase it gains).
-fn hold_for_three_minutes(portable: bool) {
-    let mut synth = Migrator::with_objects(fixed(), 0..2);
-    if portable {
-        synth.force_portable_kernel();
-    }
+fn hold_for_three_minutes(kernel: Kernel) {
+    let Some(mut synth) = on_kernel(kernel, fixed(), 0..2) else {
+        return;
+    };
     let mut pads = pressed(0.0);
     pads[0].pressure = 1.0;
     pads[1].pressure = 1.0;
@@ -104,18 +119,39 @@ fn hold_for_three_minutes(portable: bool) {
 }
 
 #[test]
-fn three_minutes_keep_amplitude_and_frequency_avx2_or_native() {
-    hold_for_three_minutes(false);
+fn three_minutes_keep_amplitude_and_frequency_avx512() {
+    hold_for_three_minutes(Kernel::Avx512);
+}
+
+#[test]
+fn three_minutes_keep_amplitude_and_frequency_avx2_fma() {
+    hold_for_three_minutes(Kernel::Avx2Fma);
 }
 
 #[test]
 fn three_minutes_keep_amplitude_and_frequency_portable() {
-    hold_for_three_minutes(true);
+    hold_for_three_minutes(Kernel::Portable);
 }
 
 #[test]
-fn every_oscillator_is_found_in_the_spectrum_at_its_frequency_within_a_cent() {
-    let mut synth = Migrator::new(fixed());
+fn every_oscillator_is_found_in_the_spectrum_at_its_frequency_within_a_cent_avx512() {
+    spectrum_holds_every_oscillator(Kernel::Avx512);
+}
+
+#[test]
+fn every_oscillator_is_found_in_the_spectrum_at_its_frequency_within_a_cent_avx2_fma() {
+    spectrum_holds_every_oscillator(Kernel::Avx2Fma);
+}
+
+#[test]
+fn every_oscillator_is_found_in_the_spectrum_at_its_frequency_within_a_cent_portable() {
+    spectrum_holds_every_oscillator(Kernel::Portable);
+}
+
+fn spectrum_holds_every_oscillator(kernel: Kernel) {
+    let Some(mut synth) = on_kernel(kernel, fixed(), 0..OBJECTS) else {
+        return;
+    };
     // Each channel mixes objects c, c+8, c+16, c+24: 400 oscillators, given distinct
     // frequencies 2.5 Hz apart (7 bins of the analysis), offset per channel.
     for object in 0..OBJECTS {
@@ -386,20 +422,49 @@ fn non_finite_and_out_of_range_pads_are_harmless() {
 }
 
 #[test]
-fn the_vector_kernel_and_the_portable_one_agree() {
-    let mut native = Migrator::new(MigratorConfig::default());
-    let mut portable = Migrator::new(MigratorConfig::default());
-    portable.force_portable_kernel();
-    let pads = pressed(0.8);
-    for _ in 0..500 {
-        let mut a = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-        let mut b = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
-        native.process(&pads, &mut a);
-        portable.process(&pads, &mut b);
-        for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
-            assert!((x - y).abs() < 1e-4, "{x} against {y}");
+fn the_vector_kernels_and_the_portable_one_agree() {
+    for kernel in [Kernel::Avx512, Kernel::Avx2Fma] {
+        let Some(mut vector) = on_kernel(kernel, MigratorConfig::default(), 0..OBJECTS) else {
+            continue;
+        };
+        let mut portable = Migrator::new(MigratorConfig::default());
+        portable.force_portable_kernel();
+        let pads = pressed(0.8);
+        for _ in 0..500 {
+            let mut a = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            let mut b = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            vector.process(&pads, &mut a);
+            portable.process(&pads, &mut b);
+            for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+                assert!((x - y).abs() < 1e-4, "{kernel}: {x} against {y}");
+            }
         }
     }
+}
+
+#[test]
+fn the_fastest_kernel_the_cpu_has_is_chosen() {
+    let available: Vec<Kernel> = Kernel::available().collect();
+    assert_eq!(available.last(), Some(&Kernel::Portable));
+    assert_eq!(Migrator::new(fixed()).kernel(), available[0]);
+    let mut synth = Migrator::new(fixed());
+    for kernel in Kernel::ALL {
+        assert_eq!(synth.force_kernel(kernel), available.contains(&kernel));
+        let expected = if available.contains(&kernel) {
+            kernel
+        } else {
+            synth.kernel()
+        };
+        assert_eq!(synth.kernel(), expected);
+    }
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(
+        Kernel::Avx512.is_available(),
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+    );
 }
 
 #[cfg(debug_assertions)]
@@ -411,11 +476,14 @@ fn process_and_set_frequency_never_allocate() {
         glide_s: 0.02,
         ..MigratorConfig::default()
     };
-    // Every kernel: the one this CPU runs, the portable one, and the roofline.
-    let mut synth = Migrator::new(config);
-    let mut portable = Migrator::new(config);
-    portable.force_portable_kernel();
-    let mut roofline = Roofline::like(&synth);
+    // Every kernel this CPU runs (a line says which it does not), and each one's
+    // roofline.
+    let mut synths: Vec<Migrator> = Kernel::ALL
+        .into_iter()
+        .filter_map(|kernel| on_kernel(kernel, config, 0..OBJECTS))
+        .collect();
+    let mut rooflines: Vec<Roofline> = synths.iter().map(Roofline::like).collect();
+    assert_eq!(synths.len(), Kernel::available().count());
     let mut pads = pressed(0.9);
     pads[2].pressure = 0.0;
     let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
@@ -423,11 +491,13 @@ fn process_and_set_frequency_never_allocate() {
     assert_no_alloc(|| {
         for block in 0..400 {
             pads[5].x = (block % 7) as f32 / 7.0;
-            for synth in [&mut synth, &mut portable] {
+            for synth in synths.iter_mut() {
                 synth.process(&pads, &mut out);
                 synth.set_frequency(block % OBJECTS, block % OSCILLATORS_PER_OBJECT, 300.0);
             }
-            roofline.process(&mut out);
+            for roofline in rooflines.iter_mut() {
+                roofline.process(&mut out);
+            }
         }
     });
     assert_eq!(
@@ -443,11 +513,10 @@ fn process_and_set_frequency_never_allocate() {
 /// into its channel.
 #[test]
 fn the_roofline_repeats_one_bounded_block_on_the_synths_kernel() {
-    for portable in [false, true] {
-        let mut synth = Migrator::new(MigratorConfig::default());
-        if portable {
-            synth.force_portable_kernel();
-        }
+    for kernel in Kernel::ALL {
+        let Some(synth) = on_kernel(kernel, MigratorConfig::default(), 0..OBJECTS) else {
+            continue;
+        };
         let mut roofline = Roofline::like(&synth);
         assert_eq!(roofline.kernel(), synth.kernel());
         let mut first = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
@@ -455,7 +524,7 @@ fn the_roofline_repeats_one_bounded_block_on_the_synths_kernel() {
         for _ in 0..20_000 {
             let mut out = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
             roofline.process(&mut out);
-            assert_eq!(out, first, "portable {portable}");
+            assert_eq!(out, first, "{kernel}");
         }
         assert!(first
             .iter()

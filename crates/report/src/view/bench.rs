@@ -54,6 +54,7 @@ pub fn text(b: &Value) -> String {
         fmt_ns(period_ns * load_target)
     );
     migrator_lines(&b["migrator"], &mut out);
+    workers_lines(&b["workers"], &mut out);
     let _ = writeln!(
         out,
         "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {} during the run",
@@ -88,13 +89,44 @@ fn migrator_lines(m: &Value, out: &mut String) {
         fmt_ns(f("block_period_ns")),
     );
     if m["roofline_ns"].is_number() {
+        let kernel = m["kernel"].as_str().unwrap_or("?");
+        // Beside its own, the portable kernel against the best kernel's roofline (wider
+        // vectors and FMA): information, the target is against its own.
+        let vs_best = match m["portable_vs_best_roofline"].as_f64() {
+            Some(r) if kernel != "portable" => {
+                format!(" and {r:.2}x the {kernel} roofline (half the vector width, no FMA)")
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  roofline (the block's multiply-adds and adds, none waiting on another) {} built as the kernel, {} built portable: the kernel takes {:.2}x its roofline, the portable kernel {:.2}x its own",
+            "  roofline (the block's multiply-adds and adds, none waiting on another) {} built as the kernel, {} built portable: the kernel takes {:.2}x its roofline, the portable kernel {:.2}x its own{vs_best}",
             fmt_ns(f("roofline_ns")),
             fmt_ns(f("portable_roofline_ns")),
             f("roofline_ratio"),
             f("portable_roofline_ratio"),
+        );
+    }
+    let names = |k: &str| {
+        let v: Vec<&str> = m[k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        v.join(", ")
+    };
+    if m["available_kernels"].is_array() {
+        let missing = names("unavailable_kernels");
+        let _ = writeln!(
+            out,
+            "  kernels this CPU runs: {}{}",
+            names("available_kernels"),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; compiled in but not run (this CPU lacks them): {missing}")
+            }
         );
     }
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
@@ -108,12 +140,166 @@ fn migrator_lines(m: &Value, out: &mut String) {
     if m["roofline_ns"].is_number() {
         let _ = writeln!(
             out,
-            "  the kernel at most {:.1}x its roofline: {}; the portable kernel at most {:.1}x the kernel's roofline ({:.2}x): {}",
+            "  the kernel at most {:.1}x its roofline: {}; the portable kernel at most {:.1}x its own roofline ({:.2}x): {}",
             f("target_roofline_ratio"),
             verdict(f("roofline_ratio") <= f("target_roofline_ratio")),
             f("target_portable_roofline_ratio"),
-            f("portable_to_roofline_ratio"),
-            verdict(f("portable_to_roofline_ratio") <= f("target_portable_roofline_ratio")),
+            f("portable_roofline_ratio"),
+            verdict(f("portable_roofline_ratio") <= f("target_portable_roofline_ratio")),
         );
     }
+}
+
+/// The synth block split over worker threads (`bench --workers`), one row per count,
+/// then each count against the one before and where the hand-off dominates, worked out
+/// from the figures. Nothing when the bench did not run it.
+fn workers_lines(w: &Value, out: &mut String) {
+    let Some(counts) = w["counts"].as_array() else {
+        return;
+    };
+    let ns = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), fmt_ns);
+    let ratio = |v: &Value| {
+        v.as_f64()
+            .map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+    };
+    let mut t = Table::new(&[
+        "workers",
+        "block p50",
+        "block p99",
+        "vs 0",
+        "vs 1",
+        "to workers",
+        "back",
+        "hand-off",
+        "longest part",
+        "worker CPUs",
+    ]);
+    for c in counts {
+        let cpus: Vec<String> = c["worker_cpus"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| {
+                l.as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join("+")
+            })
+            .collect();
+        t.row(vec![
+            c["workers"].to_string(),
+            ns(&c["block_median_ns"]),
+            ns(&c["block_p99_ns"]),
+            ratio(&c["speedup_vs_kernel"]),
+            ratio(&c["speedup_vs_one"]),
+            ns(&c["handoff_to_workers_ns"]),
+            ns(&c["handoff_back_ns"]),
+            ns(&c["handoff_ns"]),
+            ns(&c["longest_part_ns"]),
+            if cpus.is_empty() {
+                "-".into()
+            } else {
+                cpus.join(",")
+            },
+        ]);
+    }
+    let refused = w["realtime_refused"].as_str();
+    let _ = writeln!(
+        out,
+        "\nMigrator block split over worker threads (as net --workers; 0: the whole synth on the calling thread), {}, caller on CPU {}; medians and p99 of {} blocks per count in {} rounds:\n",
+        refused.map_or_else(
+            || format!("every thread {}", w["policy_requested"].as_str().unwrap_or("?")),
+            |why| format!("SCHED_OTHER: real-time refused ({why})")
+        ),
+        w["caller_cpus"].as_array().into_iter().flatten().map(Value::to_string).collect::<Vec<_>>().join("+"),
+        w["blocks_per_round"].as_u64().unwrap_or(0) * w["rounds"].as_u64().unwrap_or(0),
+        w["rounds"],
+    );
+    out.push_str(&t.render());
+    workers_verdict(counts, out);
+}
+
+/// Each worker count against the one below it, then where block time stops falling and
+/// where the hand-off is half the block or more: from the figures, counts in order.
+fn workers_verdict(counts: &[Value], out: &mut String) {
+    let f = |c: &Value, k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+    let mut sorted: Vec<&Value> = counts.iter().collect();
+    sorted.sort_by_key(|c| c["workers"].as_u64().unwrap_or(0));
+    let (mut previous, mut stops, mut half) = (None::<&Value>, None, None);
+    for c in sorted
+        .iter()
+        .copied()
+        .filter(|c| c["workers"].as_u64().unwrap_or(0) > 0)
+    {
+        let (block, handoff) = (f(c, "block_median_ns"), f(c, "handoff_ns"));
+        let against = previous.unwrap_or(sorted[0]);
+        let gain = f(against, "block_median_ns") / block;
+        let _ = writeln!(
+            out,
+            "  {} worker{}: {} than {}; hand-off {} of {} (longest part {}){}",
+            c["workers"],
+            if c["workers"] == 1 { "" } else { "s" },
+            if gain >= 1.0 {
+                format!("{gain:.2}x faster")
+            } else {
+                format!("{:.2}x slower", 1.0 / gain)
+            },
+            match previous {
+                Some(p) => format!(
+                    "{} worker{}",
+                    p["workers"],
+                    if p["workers"] == 1 { "" } else { "s" }
+                ),
+                None => "the whole synth on the calling thread".into(),
+            },
+            fmt_ns(handoff),
+            fmt_ns(block),
+            fmt_ns(f(c, "longest_part_ns")),
+            if c["shares_cpu"] == true {
+                " (a worker shares the caller's CPU)"
+            } else {
+                ""
+            },
+        );
+        if stops.is_none() && previous.is_some() && gain <= 1.0 {
+            stops = previous.zip(Some(c));
+        }
+        if half.is_none() && 2.0 * handoff >= block {
+            half = Some(c);
+        }
+        previous = Some(c);
+    }
+    let Some(last) = previous else { return };
+    let _ = match stops {
+        Some((p, c)) => writeln!(
+            out,
+            "  on this machine block time stops falling at {} workers ({} against {} with {})",
+            c["workers"],
+            fmt_ns(f(c, "block_median_ns")),
+            fmt_ns(f(p, "block_median_ns")),
+            p["workers"],
+        ),
+        None => writeln!(
+            out,
+            "  on this machine block time falls with every worker count tried (up to {})",
+            last["workers"],
+        ),
+    };
+    let _ = match half {
+        Some(c) => writeln!(
+            out,
+            "  the hand-off dominates from {} worker{}: {} of the {} block",
+            c["workers"],
+            if c["workers"] == 1 { "" } else { "s" },
+            fmt_ns(f(c, "handoff_ns")),
+            fmt_ns(f(c, "block_median_ns")),
+        ),
+        None => writeln!(
+            out,
+            "  the hand-off stays under half the block up to {} workers",
+            last["workers"],
+        ),
+    };
 }

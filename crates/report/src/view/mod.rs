@@ -18,6 +18,7 @@ pub mod doctor;
 pub mod event;
 pub mod experiment;
 pub mod fresh;
+pub mod gates;
 pub mod jitter;
 pub mod live;
 pub mod min_buffer;

@@ -157,6 +157,9 @@ pub fn summary_json(s: &PlanSummary) -> Value {
         "elapsed_s": s.elapsed.as_secs_f64(),
         "report": s.report,
         "tables": s.data.as_ref().map(crate::paper::tables_json),
+        "gate_failures": s.data.as_ref().map(|d| crate::view::gates::failures(d).into_iter()
+            .map(|(cell, run, gates)| json!({"cell": cell, "run_id": run, "gates": gates}))
+            .collect::<Vec<_>>()),
     })
 }
 

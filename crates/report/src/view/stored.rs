@@ -154,23 +154,20 @@ pub fn run_text(store: &Store, run: &RunRecord, events: usize) -> Result<String,
         store.events(run.id, None)?,
         store.triggers(run.id)?,
     );
-    Ok(super::run::text(run, &view, &counts, &listed))
+    let gates = super::gates::text(run.id, &store.gates(run.id)?);
+    Ok(super::run::text(run, &view, &counts, &listed) + &gates)
 }
 
-/// The run in full as JSON: record, measurements with their buckets, events, series and
-/// triggers (`show --json`, `export --format json`).
+/// The run in full as JSON: record, measurements with their buckets, events, series,
+/// triggers and gate verdicts (`show --json`, `export --format json`).
 pub fn run_json(store: &Store, run: &RunRecord) -> Result<Value, StoreError> {
     let measurements = store.measurements(run.id)?;
     let events = store.events(run.id, None)?;
     let series = store.series(run.id)?;
     let triggers = store.triggers(run.id)?;
-    Ok(results::export::run_json(
-        run,
-        &measurements,
-        &events,
-        &series,
-        &triggers,
-    ))
+    let mut out = results::export::run_json(run, &measurements, &events, &series, &triggers);
+    out["gates"] = super::gates::json(&store.gates(run.id)?);
+    Ok(out)
 }
 
 /// What a run can be exported as.
@@ -192,6 +189,8 @@ pub enum ExportKind {
     Triggers,
     /// The run's series as CSV blocks.
     Series,
+    /// One CSV row per threshold gate with its verdict.
+    Gates,
 }
 
 /// Why a run could not be exported.
@@ -237,6 +236,7 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
             }
             x::series_csv(run, &series)
         }
+        ExportKind::Gates => super::gates::csv(run.id, &store.gates(run.id)?),
         ExportKind::Csv => x::measurements_csv(run, &store.measurements(run.id)?),
         ExportKind::Hdr => x::hdr_log(run, &store.measurements(run.id)?),
         ExportKind::OpenMetrics => results::farm::openmetrics(run, &store.measurements(run.id)?),

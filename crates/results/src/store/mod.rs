@@ -22,13 +22,14 @@
 //! opens and their pre-checks are in `open` (what to do about a refusal, typed, in
 //! `remedy`), the journal mode in `journal`, the schema and
 //! its migration in `schema`, the reserve in `reserve`, runs in `runs`, what a run
-//! produced in `records`, groups and plan cells in `groups`, and dead processes' leftovers
-//! in `recovery`; each `*_tests` file tests one of them (`tests` the rest). The queries
-//! go through `db` (one interface over SQLite and PostgreSQL); PostgreSQL's connection,
-//! schema and opens are in `postgres`, and copying runs from one store to another in
-//! `push`.
+//! produced in `records`, groups and plan cells in `groups`, gate verdicts in `gates`,
+//! and dead processes' leftovers in `recovery`; each `*_tests` file tests one of them
+//! (`tests` the rest). The queries go through `db` (one interface over SQLite and
+//! PostgreSQL); PostgreSQL's connection, schema and opens are in `postgres`, and copying
+//! runs from one store to another in `push`.
 
 pub(crate) mod db;
+mod gates;
 mod groups;
 mod journal;
 mod open;
@@ -40,6 +41,7 @@ mod remedy;
 mod reserve;
 mod runs;
 mod schema;
+pub(crate) mod unpushed;
 
 use crate::id::{GroupId, PlanCellId, RunId};
 use crate::model::{Measurement, RunRecord, RunStatus};
@@ -60,6 +62,7 @@ use reserve::{make_reserve, remove_dead_reserve_tmps, reserve_path, MIN_FREE_BYT
 #[cfg(test)]
 use schema::schema_up_to;
 pub use schema::SCHEMA_VERSION;
+pub use unpushed::UNPUSHED_DB;
 
 /// Errors of the store. Messages say what the user can do.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +94,21 @@ pub enum StoreError {
     /// fold the log in (see [`Journal::Rollback`]).
     #[error("cannot use results database {0}: its write-ahead log cannot be read on this filesystem without writing; open it once with a command that records runs, or copy it with its -wal file to a local filesystem")]
     UnsharedLog(PathBuf),
+    /// The PostgreSQL server went away mid-run: the run was moved to a local SQLite
+    /// file, where it ended and is kept, to be pushed later.
+    #[error("the PostgreSQL store {url} went away mid-run ({reason}): run {run_id} is kept in {} as run {local_id}, with what it measured, ended as it would have; push it later: `audiolat push --db {} --to {url}`", path.display(), path.display(), url = url.display())]
+    KeptLocally {
+        /// The run's id in the PostgreSQL store.
+        run_id: RunId,
+        /// Its id in the local file.
+        local_id: RunId,
+        /// The local file.
+        path: PathBuf,
+        /// The PostgreSQL store (password hidden).
+        url: PathBuf,
+        /// What the server's loss looked like.
+        reason: String,
+    },
     /// No such run.
     #[error("no run with id {0}: `audiolat runs` lists them")]
     NoSuchRun(RunId),
@@ -196,6 +214,8 @@ pub struct Store {
     journal: Journal,
     /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
     plan_cell: std::cell::Cell<Option<(GroupId, PlanCellId)>>,
+    /// A PostgreSQL store's runs in progress, to keep locally should the server go.
+    shadow: std::cell::RefCell<unpushed::Shadow>,
 }
 
 impl std::fmt::Debug for Store {

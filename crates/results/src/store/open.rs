@@ -316,6 +316,7 @@ impl Store {
             path: path.to_path_buf(),
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
+            shadow: Default::default(),
         };
         Ok((store, found))
     }
@@ -509,6 +510,7 @@ impl Store {
                 db: Db::Sqlite(conn),
                 path: path.to_path_buf(),
                 plan_cell: std::cell::Cell::new(None),
+                shadow: Default::default(),
             }),
         }
     }

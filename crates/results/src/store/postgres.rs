@@ -48,8 +48,12 @@ pub fn redacted(url: &str) -> String {
 
 impl From<postgres::Error> for StoreError {
     fn from(e: postgres::Error) -> StoreError {
+        // Gone: the connection closed, its socket failed, or the server said it is
+        // shutting down (SQLSTATE class 57P) or the connection failed (class 08).
         let lost = e.is_closed()
-            || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+            || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>())
+            || e.code()
+                .is_some_and(|c| c.code().starts_with("57P") || c.code().starts_with("08"));
         let message = match e.as_db_error() {
             Some(db) => format!("{} ({})", db.message(), db.code().code()),
             None => e.to_string(),
@@ -192,6 +196,7 @@ impl Store {
             path: shown.clone(),
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
+            shadow: Default::default(),
         };
         let found = store.pg_contents()?;
         match found {

@@ -25,7 +25,7 @@ const RUN_COPIED: &str = "probe, status, started_at, ended_at, started_mono_ns, 
     qos_requested, qos_granted, flags, result, error, uid";
 
 /// What a run owns, by table: the columns copied (all but the row's id and run).
-const OWNED: [(&str, &str); 4] = [
+const OWNED: [(&str, &str); 5] = [
     (
         "measurement",
         "probe, metric, unit, method, count, min, mean, stdev, p50, p90, p99, p999, p9999, max,
@@ -37,6 +37,10 @@ const OWNED: [(&str, &str); 4] = [
         "trigger",
         "seq, source, trigger_ns, note_frame, offset_frames, cycle, dac_ns, latency_ns, wait_ns,
          lateness_ns, buffer_ns, late, missed, measured_ns, underruns_before, timing",
+    ),
+    (
+        "gate",
+        "seq, expr, metric, op, threshold, unit, value, verdict, reason",
     ),
 ];
 
@@ -54,10 +58,13 @@ fn column_count(columns: &str) -> usize {
 
 impl Store {
     /// Copies every closed run of this store into `target`, with what it produced
-    /// (measurements with their histograms' bytes, events, series, triggers) and its
+    /// (measurements with their histograms' bytes, events, series, triggers, gate
+    /// verdicts) and its
     /// group (with a plan's cells); each run in one transaction of the target. A run the
     /// target has already (the same global identity, `uid`) is not copied again, so
-    /// pushing twice stores nothing twice; a run still `running` is left for later.
+    /// pushing twice stores nothing twice, unless the target's copy was never closed by
+    /// its process (it moved here when the server went away, see `unpushed`) and this
+    /// one was: then it replaces it. A run still `running` is left for later.
     pub fn push_to(&self, target: &Store) -> Result<Pushed, StoreError> {
         let mut pushed = Pushed::default();
         let mut groups: HashMap<GroupId, GroupId> = HashMap::new();
@@ -73,15 +80,39 @@ impl Store {
                 pushed.running.push(id);
                 continue;
             }
-            let known = target
-                .db
-                .query_opt("SELECT id FROM run WHERE uid = ?1", vals![&uid])?;
-            if known.is_some() {
-                pushed.already.push(id);
-                continue;
-            }
+            // The target's copy, unless its process never closed it there (a server
+            // that went away mid-run) and this one was closed: that one is replaced.
+            let known = target.db.query_opt(
+                "SELECT id, ended_mono_ns IS NULL FROM run WHERE uid = ?1",
+                vals![&uid],
+            )?;
+            let closed_here = || -> Result<bool, StoreError> {
+                self.db
+                    .query_one(
+                        "SELECT ended_mono_ns IS NOT NULL FROM run WHERE id = ?1",
+                        vals![id],
+                    )?
+                    .get(0)
+            };
+            let stale = match &known {
+                Some(k) if k.get::<bool>(1)? && closed_here()? => Some(k.get::<RunId>(0)?),
+                Some(_) => {
+                    pushed.already.push(id);
+                    continue;
+                }
+                None => None,
+            };
             let group: Option<GroupId> = r.get(3)?;
             let new_id = target.db.tx(|| {
+                if let Some(old) = stale {
+                    target.db.execute(
+                        "UPDATE plan_cell SET run_id = NULL WHERE run_id = ?1",
+                        vals![old],
+                    )?;
+                    target
+                        .db
+                        .execute("DELETE FROM run WHERE id = ?1", vals![old])?;
+                }
                 let to_group = match group {
                     Some(g) => Some(self.push_group(target, g, &mut groups)?),
                     None => None,

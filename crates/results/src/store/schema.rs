@@ -8,21 +8,40 @@ use super::open::{contents, foreign, open_failure, Contents};
 use super::{Store, StoreError};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
 /// summary columns nullable, and the reader takes a row without samples (count 0) as no
 /// summary whatever its columns hold.
 pub(super) const OLDEST_READABLE: i64 = 3;
 
-/// Version 6: a run's and a group's global identity (`uid`, a random UUID made when it
+/// Version 7: a run's and a group's global identity (`uid`, a random UUID made when it
 /// begins), so a run copied to another store (`audiolat push`) is known there and never
 /// copied twice; runs and groups stored before get one in the migration
-/// ([`Store::after_step`], which adds the columns unless a file whose version was set
+/// ([`Store::before_step`], which adds the columns unless a file whose version was set
 /// back has them).
-const SCHEMA_V6: &str = r#"
+const SCHEMA_V7: &str = r#"
 CREATE UNIQUE INDEX IF NOT EXISTS run_by_uid ON run(uid);
 CREATE UNIQUE INDEX IF NOT EXISTS run_group_by_uid ON run_group(uid);
+"#;
+
+/// Version 6: threshold gates (`--fail-if`) judged on a run, one row per gate: the
+/// expression, the measured value in its unit (NULL: not measured) and the verdict.
+const SCHEMA_V6: &str = r#"
+CREATE TABLE gate (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    expr       TEXT NOT NULL,
+    metric     TEXT NOT NULL,
+    op         TEXT NOT NULL,
+    threshold  REAL NOT NULL,
+    unit       TEXT NOT NULL,
+    value      REAL,
+    verdict    TEXT NOT NULL CHECK (verdict IN ('pass','fail','unknown')),
+    reason     TEXT
+);
+CREATE INDEX gate_by_run ON gate(run_id);
 "#;
 
 /// Version 5: an event trigger's timing figures are NULL where the rendering cycle's
@@ -294,18 +313,21 @@ impl Store {
             tx.execute_batch(&format!("{SCHEMA_V5} PRAGMA user_version = 5;"))?;
         }
         if version < 6 {
-            self.before_step(6)?;
             tx.execute_batch(&format!("{SCHEMA_V6} PRAGMA user_version = 6;"))?;
+        }
+        if version < 7 {
+            self.before_step(7)?;
+            tx.execute_batch(&format!("{SCHEMA_V7} PRAGMA user_version = 7;"))?;
         }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;
         Ok(())
     }
 
-    /// What a step needs before its SQL, in its transaction: version 6 adds the `uid`
+    /// What a step needs before its SQL, in its transaction: version 7 adds the `uid`
     /// columns and gives each run and group stored before it its identity.
     pub(super) fn before_step(&self, version: i64) -> Result<(), StoreError> {
-        if version == 6 {
+        if version == 7 {
             for table in ["run", "run_group"] {
                 let has: i64 = if self.db.is_postgres() {
                     self.db.query_one(
@@ -381,7 +403,7 @@ pub(super) fn new_uid() -> String {
 /// blobs `BYTEA`.
 pub(super) fn pg_schema_steps() -> Vec<(i64, String)> {
     let steps = [
-        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
     ];
     steps
         .iter()
@@ -403,10 +425,12 @@ pub(super) fn pg_schema_steps() -> Vec<(i64, String)> {
 /// The schema as audiolat `version` made it, in one transaction: an older audiolat's file.
 #[cfg(test)]
 pub(super) fn schema_up_to(version: i64) -> String {
-    let v6 = format!(
-        "ALTER TABLE run ADD COLUMN uid TEXT; ALTER TABLE run_group ADD COLUMN uid TEXT; {SCHEMA_V6}"
+    let v7 = format!(
+        "ALTER TABLE run ADD COLUMN uid TEXT; ALTER TABLE run_group ADD COLUMN uid TEXT; {SCHEMA_V7}"
     );
-    let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, &v6];
+    let steps = [
+        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, &v7,
+    ];
     let schema = steps[..version as usize].concat();
     format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")
 }

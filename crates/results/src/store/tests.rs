@@ -108,7 +108,7 @@ fn a_version_4_files_triggers_become_unchecked_with_their_figures() {
                 latency_ns INTEGER NOT NULL, wait_ns INTEGER NOT NULL, lateness_ns INTEGER NOT NULL,
                 buffer_ns INTEGER NOT NULL, late INTEGER NOT NULL, missed INTEGER NOT NULL,
                 measured_ns INTEGER, underruns_before INTEGER NOT NULL);
-             DROP TABLE t4; PRAGMA user_version = 4;",
+             DROP TABLE t4; DROP TABLE gate; PRAGMA user_version = 4;",
         )
         .unwrap();
         conn.execute(
@@ -419,4 +419,47 @@ fn a_plan_cell_takes_the_run_its_process_begins_and_only_one() {
         planner.group(crate::GroupId(group.get() + 1)),
         Err(StoreError::NoSuchGroup(_))
     ));
+}
+
+#[test]
+fn a_version_5_file_gains_the_gate_table_and_verdicts_round_trip() {
+    use crate::gate::{Gate, GateVerdict, Outcome};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&schema_up_to(5)).unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let id = store.begin_run(&info("jitter")).unwrap();
+    assert!(store.gates(id).unwrap().is_empty());
+    let pass = GateVerdict {
+        value: Some(12_500.0),
+        ..Gate::parse("p99 > 1ms")
+            .unwrap()
+            .judge(&crate::RunView::from_stored(
+                &store.run(id).unwrap(),
+                &[],
+                vec![],
+                vec![],
+            ))
+    };
+    assert_eq!(pass.outcome, Outcome::Unknown);
+    let unknown = pass.clone();
+    let pass = GateVerdict {
+        outcome: Outcome::Pass,
+        reason: None,
+        ..pass
+    };
+    store
+        .put_gates(id, &[pass.clone(), unknown.clone()])
+        .unwrap();
+    assert_eq!(
+        store.gates(id).unwrap(),
+        vec![pass.clone(), unknown.clone()]
+    );
+    // Judged again: replaced, not added.
+    store.put_gates(id, std::slice::from_ref(&unknown)).unwrap();
+    assert_eq!(store.gates(id).unwrap(), vec![unknown]);
 }

@@ -155,6 +155,11 @@ impl TempPg {
         );
     }
 
+    /// Starts the stopped server again (on another free port: see [`TempPg::url`]).
+    pub fn restart(&mut self) {
+        self.start_server();
+    }
+
     /// Stops the server (fast shutdown: connections are cut).
     pub fn stop(&mut self) {
         if self.running {

@@ -6,6 +6,7 @@
 //! name = "alsa-periods"        # names the plan run
 //! probe = "event"              # jitter | event | roundtrip | net
 //! repeats = 3                  # every cell this many times (default 1)
+//! fail_if = ["p99 > 20ms"]     # gates every cell's run is judged by (--fail-if)
 //!
 //! [set]                        # flags every cell gets: --triggers 20 --server dummy
 //! triggers = 20
@@ -260,6 +261,32 @@ impl Plan {
         }
     }
 
+    /// Adds gates (`--fail-if` given to `run` or `reproduce`) to every cell, after the
+    /// plan's own `fail_if`; refused when the probe does not have a gate's metric.
+    pub fn add_gates(
+        &mut self,
+        gates: &[results::gate::Gate],
+    ) -> Result<(), results::gate::GateError> {
+        for g in gates {
+            let g = g.check_probe(&self.probe)?;
+            self.set.push(Setting {
+                flag: "fail-if".into(),
+                value: Some(g.expr),
+                at: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// The gates every cell is judged by (`fail_if`, then `--fail-if`).
+    pub fn gates(&self) -> Vec<String> {
+        self.set
+            .iter()
+            .filter(|s| s.flag == "fail-if")
+            .filter_map(|s| s.value.clone())
+            .collect()
+    }
+
     /// The plan as JSON, stored with its plan run (the report reads its tables here).
     pub fn to_json(&self) -> Value {
         json!({
@@ -283,6 +310,7 @@ impl Plan {
             })).collect::<Vec<_>>(),
             "report": self.report,
             "published": self.published,
+            "fail_if": self.gates(),
         })
     }
 }

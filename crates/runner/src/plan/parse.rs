@@ -11,7 +11,7 @@ use super::spanned::{convert_table, entries, string_of, unknown_fix, Ctx, Entry,
 use super::{Axis, CellChecker, Exclude, Plan, PlanError, Setting, MAX_CELLS, PROBES};
 
 /// Top-level keys of a plan file.
-const TOP_KEYS: [&str; 10] = [
+const TOP_KEYS: [&str; 11] = [
     "name",
     "title",
     "description",
@@ -22,6 +22,7 @@ const TOP_KEYS: [&str; 10] = [
     "exclude",
     "report",
     "published",
+    "fail_if",
 ];
 
 impl Plan {
@@ -46,7 +47,8 @@ impl Plan {
         };
         let repeats = repeats_of(&ctx, get("repeats"))?;
         let flags = checker.flags(&probe);
-        let set = parse_set(&ctx, &flags, &probe, get("set"))?;
+        let mut set = parse_set(&ctx, &flags, &probe, get("set"))?;
+        set.extend(parse_gates(&ctx, &probe, get("fail_if"))?);
         let mut axes: Vec<Axis> = Vec::new();
         if let Some(e) = get("sweep") {
             for a in entries(
@@ -192,6 +194,40 @@ fn parse_set(
         }
     }
     Ok(set)
+}
+
+/// `fail_if = ["p99 > 5ms", ...]` (or one string): each a gate on the probe's runs,
+/// checked here, given to every cell as `--fail-if`.
+fn parse_gates(ctx: &Ctx<'_>, probe: &str, e: Option<&Entry>) -> Result<Vec<Setting>, PlanError> {
+    let Some(e) = e else {
+        return Ok(Vec::new());
+    };
+    let items = match &e.node.kind {
+        Kind::Array(items) => items.iter().collect(),
+        _ => vec![&e.node],
+    };
+    let fix = "write fail_if = [\"p99 > 5ms\", \"xruns > 0\"] (METRIC OP VALUE[UNIT])";
+    items
+        .into_iter()
+        .map(|n| {
+            let Kind::String(text) = &n.kind else {
+                return Err(ctx.err(
+                    n.span.start,
+                    format!("a gate must be a string, but it is {}", n.type_name()),
+                    fix,
+                ));
+            };
+            let gate = results::gate::Gate::parse(text).and_then(|g| g.check_probe(probe));
+            match gate {
+                Ok(g) => Ok(Setting {
+                    flag: "fail-if".into(),
+                    value: Some(g.expr),
+                    at: n.span.start,
+                }),
+                Err(e) => Err(ctx.err(n.span.start, format!("fail_if {e}"), fix)),
+            }
+        })
+        .collect()
 }
 
 /// Refuses a plan with more cells than [`MAX_CELLS`] (before exclusions), saying its

@@ -275,3 +275,53 @@ fn plans_over_the_size_limits_are_refused_with_their_count() {
     let e = parse(&text, "p.toml").unwrap_err();
     assert!(e.message.contains("has 11000 cells"), "{e}");
 }
+
+#[test]
+fn a_plans_gates_go_to_every_cell_and_a_wrong_one_is_refused_where_it_is() {
+    let plan = parse(
+        "name = \"g\"\nprobe = \"jitter\"\nfail_if = [\"p99 > 5ms\", \"xruns > 0\"]\n[sweep]\nrate = [1000, 2000]\n",
+        "g.toml",
+    )
+    .unwrap();
+    assert_eq!(plan.gates(), ["p99 > 5ms", "xruns > 0"]);
+    assert_eq!(plan.to_json()["fail_if"], json!(["p99 > 5ms", "xruns > 0"]));
+    let mut one = parse(
+        "name = \"g\"\nprobe = \"jitter\"\nfail_if = \"max > 1ms\"\n",
+        "g.toml",
+    )
+    .unwrap();
+    one.add_gates(&[results::gate::Gate::parse("overflows > 0").unwrap()])
+        .unwrap();
+    assert_eq!(one.gates(), ["max > 1ms", "overflows > 0"]);
+    assert!(one
+        .add_gates(&[results::gate::Gate::parse("roundtrip > 1ms").unwrap()])
+        .is_err());
+
+    let e = parse(
+        "name = \"g\"\nprobe = \"jitter\"\nfail_if = [\"p99 > 5\"]\n",
+        "g.toml",
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.column), (3, 12));
+    assert!(
+        e.message.contains("p99 is a time: give a unit"),
+        "{}",
+        e.message
+    );
+    let e = parse(
+        "name = \"g\"\nprobe = \"jitter\"\nfail_if = [3]\n",
+        "g.toml",
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "a gate must be a string, but it is an integer");
+    let e = parse(
+        "name = \"g\"\nprobe = \"event\"\nfail_if = \"skipped > 0\"\n",
+        "g.toml",
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("event runs have no metric 'skipped'"),
+        "{}",
+        e.message
+    );
+}

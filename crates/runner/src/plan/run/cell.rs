@@ -199,7 +199,14 @@ fn outcome_of(
         }
         Some(r) => CellOutcome {
             status: r.status,
-            error: r.error.or(if exit.success() { None } else { last_error }),
+            // A run that failed a gate is measured and stored all the same.
+            error: r.error.or(
+                if exit.success() || exit.code() == Some(crate::gates::EXIT_FAILED_GATE) {
+                    None
+                } else {
+                    last_error
+                },
+            ),
             took: None,
         },
         None => CellOutcome {

@@ -1,0 +1,758 @@
+//! Threshold gates: `p99.9 > 200us`, `xruns > 0`, judged on a stored run.
+//!
+//! A [`Gate`] is `METRIC OP VALUE[UNIT]` with `OP` one of `> >= < <= == !=`. It states
+//! when a run FAILS: `p99 > 200us` fails a run whose p99 is above 200 µs. The metric is
+//! either a statistic of the probe's main latency (`p50`, `p90`, `p99`, `p99.9`,
+//! `p99.99`, `min`, `mean`, `max`, `stdev`; `count`, its samples) or one of the named
+//! metrics of the probe ([`metrics_for`]: under-runs, misses, the round trip, ...). A
+//! time takes a unit (`ns`, `us`, `ms`, `s`), a count a plain number, a percentage a
+//! plain number or one with `%`.
+//!
+//! [`Gate::parse`] checks the syntax, the metric's name and the unit against the
+//! metric's kind; [`Gate::check_probe`] that the probe has the metric. [`Gate::judge`]
+//! evaluates it on a [`RunView`], the run as stored: a metric the run did not measure
+//! (absent, not 0) makes the gate [`Outcome::Unknown`], which counts as a failure
+//! ([`GateVerdict::failed`]): a gate never passes on a value nobody measured.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::view::RunView;
+
+/// What a metric's values are, and so the units its threshold takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A duration, stored in ns: the threshold needs a unit (`ns`, `us`, `ms`, `s`).
+    Time,
+    /// A count: a plain whole number.
+    Count,
+    /// A percentage: a plain number or one with `%`.
+    Percent,
+}
+
+impl Kind {
+    /// The unit values of this kind are stored in: `ns`, `count` or `%`.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Kind::Time => "ns",
+            Kind::Count => "count",
+            Kind::Percent => "%",
+        }
+    }
+
+    fn from_unit(unit: &str) -> Option<Kind> {
+        Some(match unit {
+            "ns" => Kind::Time,
+            "count" => Kind::Count,
+            "%" => Kind::Percent,
+            _ => return None,
+        })
+    }
+}
+
+/// A comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl Op {
+    const ALL: [(&'static str, Op); 6] = [
+        (">=", Op::Ge),
+        ("<=", Op::Le),
+        ("==", Op::Eq),
+        ("!=", Op::Ne),
+        (">", Op::Gt),
+        ("<", Op::Lt),
+    ];
+
+    /// Its spelling.
+    pub fn as_str(&self) -> &'static str {
+        Op::ALL
+            .iter()
+            .find(|(_, o)| o == self)
+            .map_or("?", |(s, _)| s)
+    }
+
+    fn parse(s: &str) -> Option<Op> {
+        Op::ALL.iter().find(|(t, _)| *t == s).map(|(_, o)| *o)
+    }
+
+    fn holds(&self, value: f64, threshold: f64) -> bool {
+        match self {
+            Op::Gt => value > threshold,
+            Op::Ge => value >= threshold,
+            Op::Lt => value < threshold,
+            Op::Le => value <= threshold,
+            Op::Eq => value == threshold,
+            Op::Ne => value != threshold,
+        }
+    }
+}
+
+/// A parsed gate: the run fails when `metric op threshold` holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// The expression, as written (trimmed).
+    pub expr: String,
+    /// The metric's canonical name (an alias is resolved: `underruns` for `xruns`...).
+    pub metric: String,
+    /// The comparison.
+    pub op: Op,
+    /// The threshold in the metric's unit ([`Kind::unit`]: ns, a count, percent).
+    pub threshold: f64,
+    /// The metric's kind.
+    pub kind: Kind,
+}
+
+/// Why a gate was refused. Each message names what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// Not `METRIC OP VALUE[UNIT]`.
+    #[error("'{expr}': {problem}")]
+    Syntax {
+        /// The expression.
+        expr: String,
+        /// What is wrong and what to write.
+        problem: String,
+    },
+    /// No probe has a metric of this name.
+    #[error("'{expr}': unknown metric '{metric}': use {known}")]
+    UnknownMetric {
+        /// The expression.
+        expr: String,
+        /// The name given.
+        metric: String,
+        /// The names to choose from.
+        known: String,
+    },
+    /// The threshold's unit does not fit the metric's kind.
+    #[error("'{expr}': {problem}")]
+    Unit {
+        /// The expression.
+        expr: String,
+        /// What is wrong and what to write.
+        problem: String,
+    },
+    /// The metric exists, but not for this probe.
+    #[error("'{expr}': {probe} runs have no metric '{metric}': use {known}")]
+    NotForProbe {
+        /// The expression.
+        expr: String,
+        /// The metric.
+        metric: String,
+        /// The probe.
+        probe: String,
+        /// The probe's metrics.
+        known: String,
+    },
+}
+
+impl GateError {
+    /// The expression refused.
+    pub fn expr(&self) -> &str {
+        match self {
+            GateError::Syntax { expr, .. }
+            | GateError::UnknownMetric { expr, .. }
+            | GateError::Unit { expr, .. }
+            | GateError::NotForProbe { expr, .. } => expr,
+        }
+    }
+
+    /// What is wrong and what to write, without the expression (for a caller that
+    /// names it already).
+    pub fn problem(&self) -> String {
+        let text = self.to_string();
+        let prefix = format!("'{}': ", self.expr());
+        text.strip_prefix(&prefix).unwrap_or(&text).to_string()
+    }
+}
+
+/// Where a named metric's value is read from in a stored run.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A statistic (`p50`, `max`, ...) of a measurement, by name.
+    Stat(&'static str, &'static str),
+    /// A measurement's deadline misses.
+    Misses(&'static str),
+    /// The sum of numbers at paths in the run's result (`result`) or flags (`flags`);
+    /// absent when any is.
+    Json(&'static str, &'static [&'static [&'static str]]),
+}
+
+/// A probe's named metric.
+#[derive(Debug, Clone, Copy)]
+pub struct Named {
+    /// Its name in a gate.
+    pub name: &'static str,
+    /// Other names it answers to.
+    pub aliases: &'static [&'static str],
+    /// Its kind.
+    pub kind: Kind,
+    /// What it is, for `--help` and the README.
+    pub about: &'static str,
+    source: Source,
+}
+
+const STEAL: Named = Named {
+    name: "steal",
+    aliases: &[],
+    kind: Kind::Percent,
+    about: "host steal time during the run, percent of the run's CPU time",
+    source: Source::Json("flags", &[&["host_steal_percent"]]),
+};
+
+const JITTER: &[Named] = &[
+    Named {
+        name: "underruns",
+        aliases: &["xruns", "misses"],
+        kind: Kind::Count,
+        about: "fragment deadlines missed (would-be under-runs; measured with --fragments only)",
+        source: Source::Misses("fragment_completion"),
+    },
+    Named {
+        name: "overflows",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "wake-ups above the histogram's bound",
+        source: Source::Json("result", &[&["overflows"]]),
+    },
+    Named {
+        name: "skipped",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "deadlines skipped because a wake-up came after them",
+        source: Source::Json("result", &[&["skipped_deadlines"]]),
+    },
+    STEAL,
+];
+
+const EVENT: &[Named] = &[
+    Named {
+        name: "xruns",
+        aliases: &["underruns"],
+        kind: Kind::Count,
+        about: "server under-runs, at the start and steady",
+        source: Source::Json(
+            "result",
+            &[&["underruns", "start"], &["underruns", "steady"]],
+        ),
+    },
+    Named {
+        name: "misses",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "triggers whose note could not sound at its time (an under-run hit it)",
+        source: Source::Json("result", &[&["missed_triggers"]]),
+    },
+    Named {
+        name: "late",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "triggers that reached the audio thread after their frame had passed",
+        source: Source::Json("result", &[&["late_triggers"]]),
+    },
+    Named {
+        name: "loopback",
+        aliases: &[],
+        kind: Kind::Time,
+        about: "median latency measured on the loopback capture (with a loopback only)",
+        source: Source::Stat("event_latency_loopback", "p50"),
+    },
+    Named {
+        name: "dsp_overloads",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "cycles whose processing took longer than the period",
+        source: Source::Misses("dsp_time"),
+    },
+    STEAL,
+];
+
+const ROUNDTRIP: &[Named] = &[
+    Named {
+        name: "roundtrip",
+        aliases: &[],
+        kind: Kind::Time,
+        about: "the round trip: median over the windows",
+        source: Source::Stat("roundtrip", "p50"),
+    },
+    Named {
+        name: "impulse",
+        aliases: &[],
+        kind: Kind::Time,
+        about: "the round trip by impulse onset: median over the clicks",
+        source: Source::Stat("roundtrip_impulse", "p50"),
+    },
+    Named {
+        name: "xruns",
+        aliases: &["underruns"],
+        kind: Kind::Count,
+        about: "server under-runs during the run",
+        source: Source::Json("result", &[&["xruns"]]),
+    },
+    Named {
+        name: "skipped",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "cycles the stream skipped",
+        source: Source::Json("result", &[&["skipped_cycles"]]),
+    },
+    STEAL,
+];
+
+const NET: &[Named] = &[
+    Named {
+        name: "misses",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "blocks past the deadline (the host's answers; the controller's late and lost blocks with `net emulate`)",
+        source: Source::Misses(""),
+    },
+    STEAL,
+];
+
+/// The statistics of the main latency a gate can name, in order.
+pub const STATS: [&str; 10] = [
+    "p50", "p90", "p99", "p99.9", "p99.99", "min", "mean", "max", "stdev", "count",
+];
+
+/// The probes that take gates.
+pub const PROBES: [&str; 4] = ["jitter", "event", "roundtrip", "net"];
+
+/// The named metrics of `probe` (empty for a probe without gates).
+pub fn metrics_for(probe: &str) -> &'static [Named] {
+    match probe {
+        "jitter" => JITTER,
+        "event" => EVENT,
+        "roundtrip" => ROUNDTRIP,
+        "net" => NET,
+        _ => &[],
+    }
+}
+
+/// The main latency of a run of `probe` (the `net` probe's controller end, role
+/// `emulate`, times blocks end to end).
+pub fn main_metric(probe: &str, config: &Value) -> Option<&'static str> {
+    Some(match probe {
+        "jitter" => "wakeup_latency",
+        "event" => "event_latency",
+        "roundtrip" => "roundtrip",
+        "net" if config["role"] == "emulate" => "end_to_end",
+        "net" => "response_time",
+        _ => return None,
+    })
+}
+
+fn find(probe: &str, name: &str) -> Option<&'static Named> {
+    metrics_for(probe)
+        .iter()
+        .find(|n| n.name == name || n.aliases.contains(&name))
+}
+
+fn known_for(probe: &str) -> String {
+    let named: Vec<&str> = metrics_for(probe).iter().map(|n| n.name).collect();
+    format!("{} or {}", STATS.join(", "), named.join(", "))
+}
+
+/// A metric's canonical name and kind, whatever the probe (`None`: no probe has it).
+fn any_metric(name: &str) -> Option<(&'static str, Kind)> {
+    if let Some(s) = STATS.iter().find(|s| **s == name) {
+        return Some((
+            s,
+            if *s == "count" {
+                Kind::Count
+            } else {
+                Kind::Time
+            },
+        ));
+    }
+    PROBES
+        .iter()
+        .find_map(|p| find(p, name))
+        .map(|n| (n.name, n.kind))
+}
+
+/// `1.5ms` as (1.5, "ms").
+fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+'))
+        .map_or(s.len(), |(i, _)| i);
+    (&s[..end], s[end..].trim())
+}
+
+impl Gate {
+    /// Parses `METRIC OP VALUE[UNIT]`, the metric known to some probe and the unit
+    /// fitting its kind. A metric an alias names takes its canonical name for this
+    /// probe only in [`Gate::check_probe`].
+    pub fn parse(text: &str) -> Result<Gate, GateError> {
+        let expr = text.trim().to_string();
+        let syntax = |problem: String| GateError::Syntax {
+            expr: expr.clone(),
+            problem,
+        };
+        let example = "write METRIC OP VALUE, e.g. 'p99 > 200us' or 'xruns > 0'";
+        let Some(at) = expr.find(['<', '>', '=', '!']) else {
+            return Err(syntax(format!(
+                "no comparison (> >= < <= == !=): {example}"
+            )));
+        };
+        let metric = expr[..at].trim().to_ascii_lowercase();
+        let rest = &expr[at..];
+        let op_len = if rest[1..].starts_with('=') { 2 } else { 1 };
+        let Some(op) = Op::parse(&rest[..op_len]) else {
+            return Err(syntax(format!(
+                "'{}' is not a comparison: use > >= < <= == or !=",
+                &rest[..op_len]
+            )));
+        };
+        let value = rest[op_len..].trim();
+        if metric.is_empty() {
+            return Err(syntax(format!(
+                "no metric before '{}': {example}",
+                op.as_str()
+            )));
+        }
+        if value.is_empty() {
+            return Err(syntax(format!(
+                "no value after '{}': {example}",
+                op.as_str()
+            )));
+        }
+        let Some((name, kind)) = any_metric(&metric) else {
+            return Err(GateError::UnknownMetric {
+                expr: expr.clone(),
+                metric,
+                known: format!(
+                    "a statistic of the main latency ({}) or a probe's metric (`audiolat PROBE --help` lists them)",
+                    STATS.join(", ")
+                ),
+            });
+        };
+        let (number, unit) = split_number(value);
+        let Some(number) = number.parse::<f64>().ok().filter(|v| v.is_finite()) else {
+            return Err(syntax(format!(
+                "'{value}' is not a number with an optional unit: {example}"
+            )));
+        };
+        let unit_error = |problem: String| GateError::Unit {
+            expr: expr.clone(),
+            problem,
+        };
+        let threshold = match (kind, unit) {
+            (Kind::Time, "") => {
+                return Err(unit_error(format!(
+                    "{metric} is a time: give a unit (ns, us, ms, s), e.g. '{metric} {} {number}us'",
+                    op.as_str()
+                )))
+            }
+            (Kind::Time, u) => {
+                let scale = match u {
+                    "ns" => 1.0,
+                    "us" | "µs" => 1e3,
+                    "ms" => 1e6,
+                    "s" => 1e9,
+                    _ => {
+                        return Err(unit_error(format!(
+                            "'{u}' is not a unit of time: use ns, us, ms or s"
+                        )))
+                    }
+                };
+                number * scale
+            }
+            (Kind::Count, "") => {
+                if number.fract() != 0.0 {
+                    return Err(unit_error(format!(
+                        "{metric} is a count: give a whole number, e.g. '{metric} > 0'"
+                    )));
+                }
+                number
+            }
+            (Kind::Count, _) => {
+                return Err(unit_error(format!(
+                    "{metric} is a count: give a plain number without a unit, e.g. '{metric} > 0'"
+                )))
+            }
+            (Kind::Percent, "" | "%") => number,
+            (Kind::Percent, u) => {
+                return Err(unit_error(format!(
+                    "{metric} is a percentage: give a number or one with %, not '{u}', e.g. '{metric} > 5%'"
+                )))
+            }
+        };
+        Ok(Gate {
+            expr,
+            metric: name.to_string(),
+            op,
+            threshold,
+            kind,
+        })
+    }
+
+    /// This gate for a run of `probe`: refused when the probe has no such metric; the
+    /// metric's name made the probe's own (an alias resolved).
+    pub fn check_probe(&self, probe: &str) -> Result<Gate, GateError> {
+        if STATS.contains(&self.metric.as_str()) && main_metric(probe, &Value::Null).is_some() {
+            return Ok(self.clone());
+        }
+        let given = self
+            .expr
+            .split(['<', '>', '=', '!'])
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        match find(probe, &given) {
+            Some(n) => Ok(Gate {
+                metric: n.name.to_string(),
+                ..self.clone()
+            }),
+            None => Err(GateError::NotForProbe {
+                expr: self.expr.clone(),
+                metric: given,
+                probe: probe.to_string(),
+                known: known_for(probe),
+            }),
+        }
+    }
+
+    /// The gate's threshold with its unit, as written back (`200 us`, `0`, `5%`).
+    pub fn threshold_text(&self) -> String {
+        format_value(self.threshold, self.kind)
+    }
+
+    /// The verdict of this gate on `run` (as stored). A metric the run did not measure
+    /// is [`Outcome::Unknown`].
+    pub fn judge(&self, run: &RunView) -> GateVerdict {
+        let value = self.value(run);
+        let (outcome, reason) = match value {
+            None => (Outcome::Unknown, Some("not measured".to_string())),
+            Some(v) if self.op.holds(v, self.threshold) => (Outcome::Fail, None),
+            Some(_) => (Outcome::Pass, None),
+        };
+        GateVerdict {
+            expr: self.expr.clone(),
+            metric: self.metric.clone(),
+            op: self.op.as_str().to_string(),
+            threshold: self.threshold,
+            unit: self.kind.unit().to_string(),
+            value,
+            outcome,
+            reason,
+        }
+    }
+
+    fn value(&self, run: &RunView) -> Option<f64> {
+        if STATS.contains(&self.metric.as_str()) {
+            let main = main_metric(&run.probe, &run.config)?;
+            return stat(run, main, &self.metric);
+        }
+        let named = find(&run.probe, &self.metric)?;
+        match named.source {
+            Source::Stat(m, s) => stat(run, m, s),
+            Source::Misses(m) => {
+                let m = if m.is_empty() {
+                    main_metric(&run.probe, &run.config)?
+                } else {
+                    m
+                };
+                run.measurement(m)?.misses.map(|v| v as f64)
+            }
+            Source::Json(root, paths) => {
+                let root = if root == "flags" {
+                    &run.flags
+                } else {
+                    &run.result
+                };
+                paths.iter().try_fold(0.0, |sum, path| {
+                    let v = path.iter().try_fold(root, |v, k| v.get(*k))?;
+                    Some(sum + v.as_f64()?)
+                })
+            }
+        }
+    }
+}
+
+/// A statistic of a measurement, absent when the measurement is, or has no samples.
+fn stat(run: &RunView, metric: &str, stat: &str) -> Option<f64> {
+    let m = run.measurement(metric)?;
+    if stat == "count" {
+        return Some(m.count() as f64);
+    }
+    let s = m.summary.as_ref()?;
+    Some(match stat {
+        "p50" => s.p50,
+        "p90" => s.p90,
+        "p99" => s.p99,
+        "p99.9" => s.p999,
+        "p99.99" => s.p9999,
+        "min" => s.min,
+        "mean" => s.mean,
+        "max" => s.max,
+        "stdev" => s.stdev,
+        _ => return None,
+    })
+}
+
+/// A value of a kind, for people: `12.5 us`, `3`, `4.2%`.
+pub fn format_value(v: f64, kind: Kind) -> String {
+    match kind {
+        Kind::Count => format!("{v}"),
+        Kind::Percent => {
+            let text = format!("{v:.2}");
+            format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
+        }
+        Kind::Time => {
+            let a = v.abs();
+            let (scaled, unit) = if a >= 1e9 {
+                (v / 1e9, "s")
+            } else if a >= 1e6 {
+                (v / 1e6, "ms")
+            } else if a >= 1e3 {
+                (v / 1e3, "us")
+            } else {
+                (v, "ns")
+            };
+            let text = format!("{scaled:.3}");
+            let text = text.trim_end_matches('0').trim_end_matches('.');
+            format!("{text} {unit}")
+        }
+    }
+}
+
+/// A gate's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The run is within the gate.
+    Pass,
+    /// The gate's condition holds: the run fails it.
+    Fail,
+    /// The metric was not measured; counted as a failure.
+    Unknown,
+}
+
+impl Outcome {
+    /// `pass`, `fail` or `unknown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Unknown => "unknown",
+        }
+    }
+
+    /// Parses the stored spelling.
+    pub fn parse(s: &str) -> Option<Outcome> {
+        Some(match s {
+            "pass" => Outcome::Pass,
+            "fail" => Outcome::Fail,
+            "unknown" => Outcome::Unknown,
+            _ => return None,
+        })
+    }
+}
+
+/// A gate judged on a run, as stored with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateVerdict {
+    /// The expression as written.
+    pub expr: String,
+    /// The metric (canonical name).
+    pub metric: String,
+    /// The comparison.
+    pub op: String,
+    /// The threshold, in `unit`.
+    pub threshold: f64,
+    /// `ns`, `count` or `%`.
+    pub unit: String,
+    /// The measured value in `unit`; `None` when it was not measured.
+    pub value: Option<f64>,
+    /// The verdict.
+    pub outcome: Outcome,
+    /// Why, when the value is not there (`not measured`).
+    pub reason: Option<String>,
+}
+
+impl GateVerdict {
+    /// The run fails this gate: its condition holds, or its metric was not measured.
+    pub fn failed(&self) -> bool {
+        self.outcome != Outcome::Pass
+    }
+
+    /// The kind of the value, from its unit.
+    pub fn kind(&self) -> Kind {
+        Kind::from_unit(&self.unit).unwrap_or(Kind::Count)
+    }
+
+    /// The measured value for people (`12.5 us`), or `-` when not measured.
+    pub fn value_text(&self) -> String {
+        self.value
+            .map_or_else(|| "-".to_string(), |v| format_value(v, self.kind()))
+    }
+}
+
+/// Runs judged by gates: each run's verdicts (a run none of the gates applies to is
+/// left out), and whether gates were given at all.
+#[derive(Debug, Clone, Default)]
+pub struct Judged {
+    /// Whether any gate was given (a command's JSON has `"gates"` only then).
+    pub given: bool,
+    /// Each judged run with its verdicts, in the order of the runs.
+    pub runs: Vec<(crate::RunId, Vec<GateVerdict>)>,
+}
+
+impl Judged {
+    /// Whether a run failed a gate (an unknown verdict too).
+    pub fn failed(&self) -> bool {
+        self.runs
+            .iter()
+            .any(|(_, v)| v.iter().any(GateVerdict::failed))
+    }
+}
+
+/// The help text listing every probe's gate metrics (for `--help` and the README).
+pub fn help() -> String {
+    let mut out = format!(
+        "Exit 3 when EXPR holds on the run as stored (repeatable; the verdicts are stored \
+         with the run). EXPR is METRIC OP VALUE[UNIT], OP one of > >= < <= == !=, e.g. \
+         'p99.9 > 200us', 'xruns > 0'. A metric the run did not measure makes its gate \
+         unknown, which fails. METRIC: {} of the probe's main latency (a time: ns, us, ms, \
+         s), or one of the probe's own (a time takes a unit, a count a plain number, \
+         steal's percentage 5 or 5%):",
+        STATS.join(", ")
+    );
+    for p in PROBES {
+        let names: Vec<String> = metrics_for(p)
+            .iter()
+            .map(|n| {
+                let aliases = if n.aliases.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (or {})", n.aliases.join(", "))
+                };
+                format!("{}{aliases}", n.name)
+            })
+            .collect();
+        out.push_str(&format!(" {p}: {};", names.join(", ")));
+    }
+    out.pop();
+    out + "."
+}
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;

@@ -1,0 +1,184 @@
+use super::*;
+use crate::{LatencyHistogram, Measurement, RunId, RunStatus};
+use serde_json::json;
+
+fn parsed(s: &str) -> Gate {
+    Gate::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn refused(s: &str) -> String {
+    match Gate::parse(s) {
+        Ok(g) => panic!("{s} parsed as {g:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn good_expressions_parse_with_their_units() {
+    let g = parsed("p99.9 > 200us");
+    assert_eq!(
+        (g.metric.as_str(), g.op, g.threshold),
+        ("p99.9", Op::Gt, 200_000.0)
+    );
+    assert_eq!(g.kind, Kind::Time);
+    assert_eq!(parsed("p50>=1.5ms").threshold, 1_500_000.0);
+    assert_eq!(parsed("max < 2s").threshold, 2e9);
+    assert_eq!(parsed("mean <= 10 ns").threshold, 10.0);
+    assert_eq!(parsed("p99 != 3µs").op, Op::Ne);
+    let x = parsed("xruns == 0");
+    assert_eq!((x.kind, x.threshold, x.op), (Kind::Count, 0.0, Op::Eq));
+    assert_eq!(parsed("steal > 5%").threshold, 5.0);
+    assert_eq!(parsed("steal > 5").kind, Kind::Percent);
+    assert_eq!(parsed("roundtrip > 10ms").threshold, 1e7);
+    assert_eq!(parsed("  MISSES > 0 ").expr, "MISSES > 0");
+    assert_eq!(parsed("count < 100").kind, Kind::Count);
+}
+
+#[test]
+fn bad_expressions_are_refused_saying_what_to_write() {
+    assert_eq!(
+        refused("p99 >"),
+        "'p99 >': no value after '>': write METRIC OP VALUE, e.g. 'p99 > 200us' or 'xruns > 0'"
+    );
+    assert!(refused("p99 200us").contains("no comparison"));
+    assert!(refused("> 3ms").contains("no metric before '>'"));
+    assert!(refused("p99 = 3ms").contains("'=' is not a comparison"));
+    assert!(refused("p99 > fast").contains("is not a number"));
+    assert!(refused("p95 > 1ms").contains("unknown metric 'p95'"));
+    assert!(refused("wobble > 1").contains("unknown metric 'wobble'"));
+}
+
+#[test]
+fn units_must_fit_the_metric() {
+    assert_eq!(
+        refused("xruns > 3ms"),
+        "'xruns > 3ms': xruns is a count: give a plain number without a unit, e.g. 'xruns > 0'"
+    );
+    assert!(refused("p99 > 200").contains("p99 is a time: give a unit"));
+    assert!(refused("p99 > 200 furlongs").contains("not a unit of time"));
+    assert!(refused("misses > 0.5").contains("whole number"));
+    assert!(refused("steal > 5ms").contains("percentage"));
+}
+
+#[test]
+fn a_metric_must_belong_to_the_probe() {
+    let g = parsed("roundtrip > 10ms");
+    assert!(g.check_probe("roundtrip").is_ok());
+    let e = g.check_probe("jitter").unwrap_err().to_string();
+    assert!(
+        e.starts_with("'roundtrip > 10ms': jitter runs have no metric 'roundtrip': use p50"),
+        "{e}"
+    );
+    assert!(e.contains("underruns"), "{e}");
+    // Aliases resolve to the probe's own name.
+    assert_eq!(
+        parsed("xruns > 0").check_probe("jitter").unwrap().metric,
+        "underruns"
+    );
+    assert_eq!(
+        parsed("xruns > 0").check_probe("event").unwrap().metric,
+        "xruns"
+    );
+    assert_eq!(
+        parsed("misses > 0").check_probe("jitter").unwrap().metric,
+        "underruns"
+    );
+    assert!(parsed("p99 > 1ms").check_probe("net").is_ok());
+    assert!(parsed("p99 > 1ms").check_probe("doctor").is_err());
+}
+
+fn jitter_view(latencies: &[u64], fragments: Option<u64>) -> RunView {
+    let mut h = LatencyHistogram::new(100_000_000).unwrap();
+    for v in latencies {
+        h.record(*v);
+    }
+    let mut measurements = vec![Measurement::from_histogram(
+        "jitter",
+        "wakeup_latency",
+        "test",
+        h.clone(),
+    )];
+    if let Some(misses) = fragments {
+        let mut m = Measurement::from_histogram("jitter", "fragment_completion", "test", h);
+        m.misses = Some(misses);
+        measurements.push(m);
+    }
+    RunView {
+        id: RunId(1),
+        probe: "jitter".into(),
+        status: RunStatus::Complete,
+        machine: Default::default(),
+        config: json!({}),
+        load: json!({}),
+        qos_requested: json!({}),
+        qos_granted: json!({}),
+        flags: json!({"host_steal_percent": 0.5}),
+        result: json!({"overflows": 2, "skipped_deadlines": 0}),
+        error: None,
+        started_mono_ns: 0,
+        measurements,
+        events: vec![],
+        triggers: vec![],
+    }
+}
+
+fn judged(expr: &str, run: &RunView) -> GateVerdict {
+    parsed(expr).check_probe(&run.probe).unwrap().judge(run)
+}
+
+#[test]
+fn gates_are_judged_on_the_stored_values() {
+    let run = jitter_view(&[10_000, 20_000, 30_000], Some(0));
+    let v = judged("max > 25us", &run);
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!((v.value.unwrap() - 30_000.0).abs() < 100.0, "{v:?}");
+    assert_eq!(v.unit, "ns");
+    assert_eq!(judged("min < 5us", &run).outcome, Outcome::Pass);
+    assert_eq!(judged("count == 3", &run).outcome, Outcome::Fail);
+    assert_eq!(judged("count != 3", &run).outcome, Outcome::Pass);
+    assert_eq!(judged("overflows > 1", &run).outcome, Outcome::Fail);
+    assert_eq!(judged("overflows >= 3", &run).outcome, Outcome::Pass);
+    assert_eq!(judged("skipped > 0", &run).outcome, Outcome::Pass);
+    assert_eq!(judged("xruns > 0", &run).outcome, Outcome::Pass);
+    let s = judged("steal > 0.4%", &run);
+    assert_eq!(
+        (s.outcome, s.value, s.unit.as_str()),
+        (Outcome::Fail, Some(0.5), "%")
+    );
+    assert!(!judged("p50 > 1ms", &run).failed());
+    assert!(judged("p50 > 1ns", &run).failed());
+}
+
+#[test]
+fn an_unmeasured_metric_is_unknown_and_fails() {
+    // No fragment model: under-runs were not measured, not zero.
+    let run = jitter_view(&[10_000], None);
+    let v = judged("underruns > 0", &run);
+    assert_eq!(v.outcome, Outcome::Unknown);
+    assert_eq!(v.value, None);
+    assert_eq!(v.reason.as_deref(), Some("not measured"));
+    assert!(v.failed());
+    assert_eq!(v.value_text(), "-");
+    // No samples: no statistic.
+    let empty = jitter_view(&[], Some(0));
+    assert_eq!(judged("p99 > 1ms", &empty).outcome, Outcome::Unknown);
+    assert_eq!(judged("count < 1", &empty).outcome, Outcome::Fail);
+}
+
+#[test]
+fn values_print_in_their_units() {
+    assert_eq!(format_value(12_500.0, Kind::Time), "12.5 us");
+    assert_eq!(format_value(200_000.0, Kind::Time), "200 us");
+    assert_eq!(format_value(3.0, Kind::Count), "3");
+    assert_eq!(format_value(4.25, Kind::Percent), "4.25%");
+    assert_eq!(parsed("p99 > 1.5ms").threshold_text(), "1.5 ms");
+}
+
+#[test]
+fn the_help_names_every_probes_metrics() {
+    let h = help();
+    for p in PROBES {
+        assert!(h.contains(&format!(" {p}: ")), "{h}");
+    }
+    assert!(h.contains("xruns"), "{h}");
+}

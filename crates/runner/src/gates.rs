@@ -1,0 +1,82 @@
+//! Threshold gates (`--fail-if`) on runs: checked against the probe before anything
+//! runs, judged after the run on what the store holds (so a live run's verdicts are the
+//! ones `show` reads back), and stored with the run.
+
+use results::gate::{Gate, GateError, GateVerdict, Judged};
+use results::{GroupId, RunId, RunView, Store, StoreError};
+
+/// The exit code of an audiolat whose run was measured and stored but failed a gate
+/// (a plan's cell that exits so made its run).
+pub const EXIT_FAILED_GATE: i32 = 3;
+
+/// The gates for runs of `probe`: each must name one of its metrics.
+pub fn for_probe(gates: &[Gate], probe: &str) -> Result<Vec<Gate>, GateError> {
+    gates.iter().map(|g| g.check_probe(probe)).collect()
+}
+
+/// Judges `gates` on the run as stored, stores the verdicts with it and returns them
+/// as stored. No gates: nothing is read or written.
+pub fn judge(store: &Store, run_id: RunId, gates: &[Gate]) -> Result<Vec<GateVerdict>, StoreError> {
+    if gates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let run = store.run(run_id)?;
+    let view = RunView::from_stored(&run, &store.measurements(run_id)?, Vec::new(), Vec::new());
+    // A gate whose metric the probe does not have (a suite's gate on another probe's
+    // metric) is not this run's.
+    let verdicts: Vec<GateVerdict> = gates
+        .iter()
+        .filter_map(|g| g.check_probe(&run.probe).ok())
+        .map(|g| g.judge(&view))
+        .collect();
+    store.put_gates(run_id, &verdicts)?;
+    store.gates(run_id)
+}
+
+/// Whether any verdict fails (an unknown one too).
+pub fn any_failed(verdicts: &[GateVerdict]) -> bool {
+    verdicts.iter().any(GateVerdict::failed)
+}
+
+/// The runs of a group that failed a gate, each with its failed verdicts, in run order.
+pub fn failures_in_group(
+    store: &Store,
+    group: GroupId,
+) -> Result<Vec<(RunId, Vec<GateVerdict>)>, StoreError> {
+    let mut runs = store.list_runs(&results::RunFilter {
+        group_id: Some(group),
+        ..Default::default()
+    })?;
+    runs.reverse();
+    let mut out = Vec::new();
+    for r in runs {
+        let failed: Vec<GateVerdict> = store
+            .gates(r.id)?
+            .into_iter()
+            .filter(GateVerdict::failed)
+            .collect();
+        if !failed.is_empty() {
+            out.push((r.id, failed));
+        }
+    }
+    Ok(out)
+}
+
+/// [`judge`] on each of `runs` (a sweep's, a suite's). No gates: nothing is read.
+pub fn judge_runs(
+    store: &Store,
+    runs: impl IntoIterator<Item = RunId>,
+    gates: &[Gate],
+) -> Result<Judged, StoreError> {
+    let mut out = Judged {
+        given: !gates.is_empty(),
+        runs: Vec::new(),
+    };
+    for run in runs.into_iter().filter(|_| out.given) {
+        let verdicts = judge(store, run, gates)?;
+        if !verdicts.is_empty() {
+            out.runs.push((run, verdicts));
+        }
+    }
+    Ok(out)
+}
