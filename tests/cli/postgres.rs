@@ -183,7 +183,6 @@ fn postgresql_stopped_mid_run_keeps_the_run_locally_and_says_how_to_push_it() {
     server.stop();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("audiolat said: {stderr}");
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let local = dir.path().join("audiolat-unpushed.db");
     let push = format!("audiolat push --db {} --to", local.display());
@@ -194,6 +193,12 @@ fn postgresql_stopped_mid_run_keeps_the_run_locally_and_says_how_to_push_it() {
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["status"], "complete", "{:?}", runs[0]);
+    // Its start is the server's: its duration counts from there (not from the move).
+    assert!(
+        runs[0]["duration_s"].as_f64().is_some_and(|d| d > 0.0),
+        "{:?}",
+        runs[0]
+    );
     let shown = run_json(&local, &["show", "1", "--json"]);
     let count = shown["measurements"]
         .as_array()

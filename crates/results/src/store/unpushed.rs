@@ -8,7 +8,7 @@
 //! closing write then fails with [`StoreError::KeptLocally`], which says where it is
 //! and how to push it (`audiolat push`, which replaces the server's unfinished copy).
 
-use super::db::vals;
+use super::db::{vals, Val};
 use super::{Store, StoreError};
 use crate::id::RunId;
 use crate::model::{Event, Measurement, RunInfo, RunStatus, Series, TriggerRow};
@@ -50,8 +50,9 @@ impl Write {
 /// The runs in progress of a PostgreSQL store, and where they went if it went away.
 #[derive(Default)]
 pub(crate) struct Shadow {
-    /// Each run begun and not yet finished: its start, global identity and writes.
-    runs: HashMap<RunId, (RunInfo, String, Vec<Write>)>,
+    /// Each run begun and not yet finished: its start, its row's uid, started_at and
+    /// started_mono_ns, and its writes.
+    runs: HashMap<RunId, (RunInfo, Vec<Val>, Vec<Write>)>,
     /// Once the server is gone: the local store, its file, the runs' local ids and
     /// what the loss looked like.
     local: Option<Moved>,
@@ -66,14 +67,16 @@ impl Store {
     pub(crate) fn begin_shadowed(&self, info: &RunInfo) -> Result<RunId, StoreError> {
         let id = self.begin_run(info)?;
         if self.db.is_postgres() {
-            let uid: String = self
-                .db
-                .query_one("SELECT uid FROM run WHERE id = ?1", vals![id])?
-                .get(0)?;
+            // Its identity and start, as the server has them (its duration counts from
+            // there wherever it ends).
+            let row = self.db.query_one(
+                "SELECT uid, started_at, started_mono_ns FROM run WHERE id = ?1",
+                vals![id],
+            )?;
             self.shadow
                 .borrow_mut()
                 .runs
-                .insert(id, (info.clone(), uid, Vec::new()));
+                .insert(id, (info.clone(), row.0, Vec::new()));
         }
         Ok(id)
     }
@@ -134,13 +137,15 @@ impl Store {
         let local = Store::open(&path)?;
         let mut ids = HashMap::new();
         let mut shadow = self.shadow.borrow_mut();
-        for (id, (info, uid, writes)) in &shadow.runs {
+        for (id, (info, start, writes)) in &shadow.runs {
             let mut info = info.clone();
             info.group_id = None;
             let local_id = local.begin_run(&info)?;
+            let mut args = vec![Val::from(local_id)];
+            args.extend(start.iter().cloned());
             local.db.execute(
-                "UPDATE run SET uid = ?2 WHERE id = ?1",
-                vals![local_id, uid],
+                "UPDATE run SET uid = ?2, started_at = ?3, started_mono_ns = ?4 WHERE id = ?1",
+                &args,
             )?;
             for w in writes {
                 w.apply(&local, local_id)?;
