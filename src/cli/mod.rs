@@ -65,6 +65,7 @@ pub use self::roundtrip::{LoopArgs, RoundtripArgs};
 pub use self::stored::{
     CompareArgs, ExportArgs, ExportFormat, ReportArgs, RunRef, RunsArgs, ShowArgs, Subject,
 };
+pub use self::values::FarmFormat;
 
 /// A usage error: refused before anything started. Exit code 2.
 #[derive(Debug, thiserror::Error)]
