@@ -119,8 +119,9 @@ pub struct Workers {
     last: Option<Handoff>,
 }
 
-/// Part `k` of `parts`: a contiguous range of the objects, as evenly split as possible.
-fn part_objects(k: usize, parts: usize) -> std::ops::Range<usize> {
+/// Part `k` of `parts`: a contiguous range of the objects, as evenly split as possible
+/// (the caller's is part 0).
+pub fn part_objects(k: usize, parts: usize) -> std::ops::Range<usize> {
     k * OBJECTS / parts..(k + 1) * OBJECTS / parts
 }
 
