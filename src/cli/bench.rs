@@ -25,8 +25,8 @@ pub struct BenchArgs {
     /// Time the Migrator block this many times and report the medians.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count_u32)]
     pub repeat: u32,
-    /// Also time the synth block split over these counts of spinning worker threads
-    /// (as net --workers), e.g. 1,2.
+    /// Also time the synth block split over the calling thread and these counts of
+    /// spinning worker threads (as net --workers; at most the online CPUs minus one), e.g. 1.
     #[arg(long, value_name = "N,...", value_delimiter = ',', allow_hyphen_values = true, value_parser = super::net::parse_workers)]
     pub workers: Vec<usize>,
     /// Print JSON.

@@ -66,6 +66,7 @@ pub use self::stored::{
     CompareArgs, ExportArgs, ExportFormat, PushArgs, ReportArgs, RunRef, RunsArgs, ShowArgs,
     Subject,
 };
+pub use self::values::FarmFormat;
 
 /// A usage error: refused before anything started. Exit code 2.
 #[derive(Debug, thiserror::Error)]

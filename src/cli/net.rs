@@ -38,7 +38,8 @@ pub struct NetArgs {
     pub warmup: Duration,
     #[command(flatten)]
     pub input: InputArgs,
-    /// Synth worker threads on the host (0: the network thread runs the synth).
+    /// Synth worker threads on the host: the synth split over the network thread and N
+    /// workers (0: the network thread runs it all; at most the online CPUs minus one).
     #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
     pub workers: usize,
     /// How the host's network thread waits: block (sleep in recvmmsg), spin (poll
@@ -268,9 +269,10 @@ fn parse_unit(s: &str) -> Result<f32, String> {
 pub(super) fn parse_workers(s: &str) -> Result<usize, String> {
     let cpus = engine::rt::online_cpus().len().max(1);
     match s.trim().parse::<usize>() {
-        Ok(n) if n <= cpus => Ok(n),
+        Ok(n) if n < cpus => Ok(n),
         Ok(n) => Err(format!(
-            "{n} workers on {cpus} CPUs would spin against each other: use 0 to {cpus} (each worker spins on a CPU of its own while it waits)"
+            "{n} workers and the calling thread on {cpus} CPUs would spin against each other: use 0 to {} (the calling thread renders a part too, and each thread spins on a CPU of its own)",
+            cpus - 1
         )),
         Err(_) => Err("use a whole number of worker threads, 0 or more".into()),
     }

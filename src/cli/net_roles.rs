@@ -169,7 +169,8 @@ pub struct RespondArgs {
     /// Answer silence at once, without the synth (the reference host).
     #[arg(long)]
     pub no_synth: bool,
-    /// Synth worker threads (0: the network thread runs the synth).
+    /// Synth worker threads beside the network thread, which renders a part too (0: it
+    /// runs the whole synth; at most the online CPUs minus one).
     #[arg(long, value_name = "N", default_value_t = 0, allow_hyphen_values = true, value_parser = parse_workers)]
     pub workers: usize,
     /// How the network thread waits: block or spin.

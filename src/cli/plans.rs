@@ -41,6 +41,7 @@ impl SuiteArgs {
     /// whose tool is missing is skipped, by name, later: "every probe that can run
     /// here"). `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> Result<SuiteRequest, UsageError> {
+        self.gates.check_many()?;
         let scratch_dir = self.scratch.or(default_scratch);
         if !scratch_dir.is_dir() {
             return Err(UsageError(format!(
@@ -139,6 +140,7 @@ impl ReproduceArgs {
 
 /// The plan with `--fail-if`'s gates added to its cells' own.
 fn with_gates(mut plan: Plan, gates: &super::values::GateArgs) -> Result<Plan, UsageError> {
+    gates.check_many()?;
     plan.add_gates(&gates.fail_if)
         .map_err(|e| UsageError(format!("--fail-if {e}")))?;
     Ok(plan)

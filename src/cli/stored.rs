@@ -179,6 +179,10 @@ pub enum ExportFormat {
     CyclictestJson,
     /// Histograms as OpenMetrics text (node_exporter's textfile collector).
     Openmetrics,
+    /// LAVA result lines, a line per statistic and per gate (Linaro's result.txt).
+    Lava,
+    /// JUnit XML: a test case for the run and one per gate, the metrics as properties.
+    Junit,
     /// One CSV row per trigger of an event run, with its latency decomposition.
     Triggers,
     /// The run's series (e.g. a round trip's every window and click) as CSV blocks.

@@ -156,7 +156,8 @@ impl OutputArgs {
     }
 }
 
-/// Threshold gates: `--fail-if`, the same on every measuring command.
+/// What a test farm reads of a measuring command: its gates (`--fail-if`) and the
+/// format its runs print in (`--output-format`), the same on every measuring command.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GateArgs {
     /// Exit 3 when EXPR holds on the stored run (repeatable): METRIC OP VALUE[UNIT], e.g.
@@ -164,13 +165,39 @@ pub struct GateArgs {
     #[arg(long = "fail-if", value_name = "EXPR", long_help = results::gate::help(),
           value_parser = |s: &str| results::gate::Gate::parse(s).map_err(|e| e.problem()))]
     pub fail_if: Vec<results::gate::Gate>,
+    /// Print the stored runs in a test farm's format instead of the tables (as `audiolat
+    /// export --format` does): LAVA result lines, JUnit XML, OpenMetrics, or a jitter run
+    /// as `cyclictest --json`.
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub output_format: Option<FarmFormat>,
+}
+
+/// The formats of `--output-format` on a measuring command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FarmFormat {
+    Lava,
+    Junit,
+    Openmetrics,
+    CyclictestJson,
 }
 
 impl GateArgs {
-    /// Stage two: the gates for runs of `probe` (each names one of its metrics).
+    /// Stage two: the gates for runs of `probe` (each names one of its metrics), and the
+    /// format checked against the probe.
     pub fn check(&self, probe: &str) -> Result<Vec<results::gate::Gate>, super::UsageError> {
+        if self.output_format == Some(FarmFormat::CyclictestJson) && probe != "jitter" {
+            return Err(super::UsageError(format!("--output-format cyclictest-json is a jitter run's (periodic wake-up latency), not for {probe} runs: use lava, junit or openmetrics")));
+        }
         ::runner::gates::for_probe(&self.fail_if, probe)
             .map_err(|e| super::UsageError(format!("--fail-if {e}")))
+    }
+
+    /// Stage two of a command of many runs (a plan, the suite): the formats of many.
+    pub fn check_many(&self) -> Result<(), super::UsageError> {
+        match self.output_format {
+            Some(FarmFormat::CyclictestJson) => Err(super::UsageError("--output-format cyclictest-json is one jitter run's: a plan or the suite makes many runs, so use lava, junit or openmetrics (or `audiolat export RUN --format cyclictest-json`)".into())),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `audiolat event`: event-to-audio latency, swept over periods, workloads, loads and
 //! repeats, one stored run per cell in a group.
 
-use crate::commands::output::{gated, print_json};
+use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
@@ -41,7 +41,9 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
     let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
-    if a.output.json {
+    if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
+        // Printed in the farm's format instead of the tables.
+    } else if a.output.json {
         print_json(&report::view::gates::with_json(
             report::view::fresh::event_json(group, &views),
             &judged,

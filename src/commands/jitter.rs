@@ -1,6 +1,6 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
-use crate::commands::output::{check_output_path, gated, print_json};
+use crate::commands::output::{check_output_path, gated, print_farm, print_json};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context, LiveLine};
 use anyhow::{Context as _, Result};
@@ -32,7 +32,9 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
             .with_context(|| format!("writing --histfile {}", path.display()))?;
     }
     let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
-    if req.output.json {
+    if print_farm(&store, a.gates.output_format, [run.run_id])? {
+        // Printed in the farm's format instead of the tables.
+    } else if req.output.json {
         print_json(&report::view::gates::with_json(
             report::view::jitter::json(&run.view()),
             &judged,

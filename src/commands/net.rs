@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
-use crate::commands::output::{gated, print_json};
+use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::status_exit;
 use crate::runner::{run_error, Context};
 use anyhow::Result;
@@ -115,7 +115,9 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     let run = ::runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
         .map_err(run_error)?;
     let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
-    if a.output.json {
+    if print_farm(&store, a.gates.output_format, [run.run_id])? {
+        // Printed in the farm's format instead of the tables.
+    } else if a.output.json {
         print_json(&report::view::gates::with_json(
             report::view::net::json(&run.view()),
             &judged,

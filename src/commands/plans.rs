@@ -192,7 +192,10 @@ fn finish(
         }),
         data,
     };
-    if opts.output.json {
+    let runs = crate::commands::output::group_runs(store, group)?;
+    if crate::commands::output::print_farm(store, opts.gates.output_format, runs)? {
+        // Printed in the farm's format instead of the tables.
+    } else if opts.output.json {
         crate::commands::output::print_json(&view::summary_json(&summary))?;
     } else {
         print!("{}", view::summary_text(&summary));

@@ -2,7 +2,7 @@
 //! (audiolat's software loop client for JACK).
 
 use crate::cli::UsageError;
-use crate::commands::output::{gated, print_json};
+use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
 use anyhow::Result;
@@ -32,7 +32,9 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
     let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
-    if a.output.json {
+    if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
+        // Printed in the farm's format instead of the tables.
+    } else if a.output.json {
         let details: Vec<_> = runs
             .iter()
             .map(|r| ::runner::view::roundtrip_windows(&r.outcome))

@@ -83,6 +83,8 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ExportFormat::Cyclictest => K::Cyclictest,
         ExportFormat::CyclictestJson => K::CyclictestJson,
         ExportFormat::Openmetrics => K::OpenMetrics,
+        ExportFormat::Lava => K::Lava,
+        ExportFormat::Junit => K::Junit,
         ExportFormat::Triggers => K::Triggers,
         ExportFormat::Series => K::Series,
         ExportFormat::Gates => K::Gates,
@@ -108,6 +110,7 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
             "run {id} has no wake-up latency histogram to export"
         ))
         .into()),
+        Err(E::OneRunOnly) => unreachable!("an export is of one run"),
     };
     match &a.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,

@@ -3,7 +3,7 @@
 //! notes in words, the table, the report and the exit code.
 
 use crate::commands::event::server_request;
-use crate::commands::output::{gated, print_json};
+use crate::commands::output::{gated, group_runs, print_farm, print_json};
 use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
 use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
@@ -117,7 +117,9 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     }
     let report_path = report_path.ok();
     let report = report_path.as_deref();
-    if json {
+    if print_farm(&store, a.gates.output_format, group_runs(&store, group)?)? {
+        // Printed in the farm's format instead of the tables.
+    } else if json {
         let doctor = report::view::doctor::json(&outcome.doctor.machine, &outcome.doctor.findings);
         print_json(&report::view::gates::with_json(
             report::view::suite::json(group, group_status, report, doctor, &rows),

@@ -302,3 +302,178 @@ print(json.dumps(out))
     assert_eq!(count[2].as_f64(), s["count"].as_f64());
     assert_eq!(count[1]["probe"], "jitter");
 }
+
+/// The LAVA test definition's steps, as LAVA runs them (from a copy of the repository's
+/// `lava/`, its params in the environment), with a `lava-test-case` that records its
+/// calls: one case per metric statistic and per gate, each with its result, measurement
+/// and units, the gates' values those `show` has, and audiolat's gate exit not taken
+/// for a broken test.
+#[test]
+fn the_lava_definition_reports_a_case_per_metric_and_gate() {
+    let _m = machine_lock();
+    let dir = tempdir();
+    let lava = dir.path().join("lava");
+    std::fs::create_dir_all(&lava).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("lava");
+    for file in ["audiolat.sh", "send-to-lava.sh", "audiolat.yaml"] {
+        std::fs::copy(source.join(file), lava.join(file)).unwrap();
+    }
+    let bin_dir = dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let calls = dir.path().join("calls.txt");
+    let recorder = bin_dir.join("lava-test-case");
+    std::fs::write(
+        &recorder,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\t' \"$a\"; done >> '{}'\necho >> '{}'\n",
+            calls.display(),
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&recorder)
+        .status()
+        .unwrap();
+
+    // The definition's steps: the lines under `run:` / `steps:`.
+    let yaml = std::fs::read_to_string(lava.join("audiolat.yaml")).unwrap();
+    assert!(yaml.starts_with("metadata:\n    format: Lava-Test Test Definition 1.0\n"));
+    let steps: Vec<&str> = yaml
+        .split("\n    steps:\n")
+        .nth(1)
+        .expect("run steps")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .collect();
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .arg("-ec")
+        .arg(steps.join("\n"))
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("SCENARIO", "jitter")
+        .env("DURATION", "1s")
+        .env("LOAD", "none")
+        .env("GATES", "p99.9 > 1s; p50 > 1ns")
+        .env("AUDIOLAT", bin())
+        .env("EXTRA", "--interval 500us")
+        .output()
+        .expect("running the definition's steps");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let calls: Vec<Vec<&str>> = calls
+        .lines()
+        .map(|l| l.trim_end_matches('\t').split('\t').collect())
+        .collect();
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
+    assert!(
+        calls.iter().all(|c| name_ok(c[0]) && c[1] == "--result"),
+        "{calls:?}"
+    );
+    let case = |name: &str| {
+        calls
+            .iter()
+            .find(|c| c[0] == name)
+            .unwrap_or_else(|| panic!("no case {name} in {calls:?}"))
+    };
+    assert_eq!(case("jitter-run")[1..], ["--result", "pass"]);
+    let db = lava.join("output/audiolat.db");
+    let shown = run_json(&db, &["show", "last", "--json"]);
+    let p50_us = summary(&shown, "wakeup_latency")["p50"].as_f64().unwrap() / 1_000.0;
+    let gate = case("gate-p50-gt-1ns");
+    assert_eq!(
+        gate[1..5],
+        ["--result", "fail", "--measurement", &format!("{p50_us:.3}")]
+    );
+    assert_eq!(gate[5..], ["--units", "us"]);
+    assert_eq!(case("gate-p99.9-gt-1s")[2], "pass");
+    // A case per statistic of each measurement with samples, each with its units.
+    let measurements = shown["measurements"].as_array().unwrap();
+    let measured = measurements
+        .iter()
+        .filter(|m| !m["summary"]["p50"].is_null());
+    for m in measured.clone() {
+        for stat in ["min", "mean", "p50", "p99", "p99.9", "max"] {
+            let c = case(&format!("{}-{stat}", m["metric"].as_str().unwrap()));
+            assert_eq!((c[2], c[5], c[6]), ("pass", "--units", "us"), "{c:?}");
+        }
+    }
+    assert_eq!(calls.len(), 1 + 6 * measured.count() + 2, "{calls:?}");
+}
+
+/// JUnit XML, read by Python's own XML parser: a test case for the run and one per
+/// gate, a failure where the run fails a gate, the metrics as properties equal to
+/// `show`'s; a format of one jitter run is refused up front on another probe.
+#[test]
+fn junit_has_a_case_per_gate_and_the_metrics_as_properties() {
+    let _m = machine_lock();
+    let (dir, db) = temp_db("farm.db");
+    let args = ["jitter", "--loops", "500", "--interval", "500us", "-q"];
+    let gates = ["--fail-if", "p50 > 1ns", "--fail-if", "max > 10s"];
+    let out = run(&db, &[&args[..], &gates[..]].concat());
+    assert_eq!(out.code, 3, "a failed gate exits 3: {}", out.stderr);
+    let shown = run_json(&db, &["show", "last", "--json"]);
+    let file = dir.path().join("junit.xml");
+    let out = run(
+        &db,
+        &[
+            "export",
+            "last",
+            "-f",
+            "junit",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = python_json(
+        r#"
+import json, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suite = root.find("testsuite")
+print(json.dumps({"tests": root.get("tests"), "failures": root.get("failures"),
+    "cases": [[c.get("name"), c.find("failure") is not None] for c in suite.iter("testcase")],
+    "properties": {p.get("name"): p.get("value") for p in suite.iter("property")}}))
+"#,
+        &file,
+    );
+    assert_eq!(
+        (read["tests"].as_str(), read["failures"].as_str()),
+        (Some("3"), Some("1"))
+    );
+    let cases = read["cases"].as_array().unwrap();
+    assert_eq!(cases[1], serde_json::json!(["gate p50 > 1ns", true]));
+    assert_eq!(cases[2], serde_json::json!(["gate max > 10s", false]));
+    let p50 = summary(&shown, "wakeup_latency")["p50"].as_f64().unwrap();
+    let property = read["properties"]["wakeup_latency.p50_ns"]
+        .as_str()
+        .unwrap();
+    assert_eq!(property.parse::<f64>().unwrap(), p50);
+
+    let refused = run(&db, &["event", "--output-format", "cyclictest-json"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("is a jitter run's"),
+        "{}",
+        refused.stderr
+    );
+    let runs = run_json(&db, &["runs", "--json"]);
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        Some(1),
+        "nothing more was stored"
+    );
+}

@@ -43,7 +43,8 @@ pub struct HostSetup {
     pub warmup: Duration,
     /// Answer with the Migrator synth (else silence at once: the reference host).
     pub synth: bool,
-    /// Synth worker threads (0: the network thread runs the synth).
+    /// Synth worker threads beside the network thread, which renders a part too (0: the
+    /// network thread runs the whole synth).
     pub workers: usize,
     /// How the network thread waits.
     pub poll: host::PollMode,
@@ -80,7 +81,10 @@ impl HostSetup {
             None => "answering the first sender".into(),
         };
         let with = match self.synth {
-            true => format!("Migrator synth on {} workers", self.workers),
+            true => format!(
+                "Migrator synth on the network thread and {} workers",
+                self.workers
+            ),
             false => "answering silence (no synth)".into(),
         };
         format!("listening on {}, {answering}, {with}", self.bind)

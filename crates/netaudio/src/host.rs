@@ -5,9 +5,10 @@
 //!
 //! The runtime mirrors the study's: one network thread polls the socket (`recvmmsg`,
 //! `MSG_DONTWAIT` when [`PollMode::Spin`]), gathers and answers; the synth's objects are
-//! split over `workers` threads that spin on the next block (or, with no workers, the
-//! network thread runs the synth itself). Every thread gets the requested policy and
-//! CPUs; memory is locked by the caller.
+//! split over the network thread and `workers` threads that spin on the next block
+//! ([`crate::workers`]: the network thread renders the first part itself while the
+//! workers render theirs, then adds theirs; with no workers it runs the whole synth).
+//! Every thread gets the requested policy and CPUs; memory is locked by the caller.
 //!
 //! Real-time contract: after start, the network and worker threads allocate, lock and
 //! print nothing; malformed and foreign datagrams become counters. The synth runs in
@@ -77,7 +78,8 @@ pub struct HostConfig {
     /// Run the synth (`false`: answer silence at once, the reference responder that
     /// shows what the network path alone costs).
     pub synth: bool,
-    /// Worker threads the synth's objects are split over (0: the network thread runs it).
+    /// Worker threads the synth's objects are split over beside the network thread,
+    /// which renders a part too (0: the network thread runs the whole synth).
     pub workers: usize,
     /// Scheduling policy of the network and worker threads.
     pub policy: Policy,

@@ -38,8 +38,8 @@
 //! - [`controller`]: the controller emulator (`audiolat net emulate`);
 //! - [`service`] with [`mclock`]: audiolat's user-level network service, FIFO or mClock
 //!   reservations on a shaped link;
-//! - [`workers`]: the synth split over spinning worker threads (the host's, and the
-//!   bench's `--workers`), with each block's hand-off times;
+//! - [`workers`]: the synth split over its caller and spinning worker threads (the
+//!   host's, and the bench's `--workers`), with each block's hand-off times;
 //! - [`udp`]: batched receive with kernel timestamps, segmentation offload (GSO);
 //! - [`netns`]: two network namespaces joined by a veth pair, `tc` HTB shaping;
 //! - [`traffic`]: the abusive flood and data stream the study ran beside the audio.

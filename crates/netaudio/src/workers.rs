@@ -1,23 +1,27 @@
-//! The split synth: the Migrator synth's objects split over spinning worker threads, one
-//! block at a time, as the Tessellation study's host partitioned its synth over the
-//! cell's hardware threads. The host ([`crate::host`]) runs its blocks through it, and
-//! `audiolat bench --workers` times it (`probes::bench_workers`); one implementation.
+//! The split synth: the Migrator synth's objects split over the calling thread and
+//! spinning worker threads, one block at a time, as the Tessellation study's host
+//! partitioned its synth over the cell's hardware threads, and as a fork-join pool's
+//! submitting thread takes a share of its own work. The host ([`crate::host`]) runs its
+//! blocks through it, and `audiolat bench --workers` times it (`probes::bench_workers`);
+//! one implementation.
 //!
-//! Protocol: the caller writes the block's pads into every worker's slot, then publishes
-//! the block's generation (Release); each worker spins on its generation, runs its part
-//! of the synth on the pads into its own output, publishes `done` (Release); the caller
-//! spins until every worker is done, then sums their outputs in worker order. With no
-//! workers the caller runs the whole synth itself.
+//! Protocol: with `N` workers the block's objects split into `N + 1` contiguous parts;
+//! the caller owns the first, worker `w` the `(w + 2)`-th. The caller writes the block's
+//! pads into every worker's slot, then publishes the block's generation (Release),
+//! renders its own part into the output on its own thread, then spins until every
+//! worker is done and adds their parts in worker order. Each worker spins on its
+//! generation, runs its part of the synth on the pads into its own output, publishes
+//! `done` (Release). With no workers the caller runs the whole synth itself.
 //!
 //! Every block leaves its [`Handoff`]: CLOCK_MONOTONIC timestamps taken by the caller
-//! when it published the generation and when it had seen every worker done, and by each
-//! worker when it saw the generation and before it published done. The timestamps of
-//! different threads come from the same clock (the kernel keeps CLOCK_MONOTONIC
-//! consistent across CPUs).
+//! when it published the generation, when it had rendered its own part and when it had
+//! seen every worker done, and by each worker when it saw the generation and before it
+//! published done. The timestamps of different threads come from the same clock (the
+//! kernel keeps CLOCK_MONOTONIC consistent across CPUs).
 //!
-//! Summation order: a part mixes its own objects, and the caller adds the parts, so with
-//! more than one worker a channel's objects are added in another order than the whole
-//! synth adds them; the outputs agree to f32 rounding, not bit for bit. One worker gives
+//! Summation order: a part mixes its own objects, and the parts are added in object
+//! order, so with workers a channel's objects are added in another order than the whole
+//! synth adds them; the outputs agree to f32 rounding, not bit for bit. No workers give
 //! the whole synth's output exactly.
 //!
 //! Real-time contract: [`Workers::start`] and [`Workers::finish`] allocate and spawn or
@@ -71,15 +75,21 @@ pub struct WorkerPlacement {
 /// One block's hand-off between the caller and its workers, CLOCK_MONOTONIC ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Handoff {
-    /// The caller published the block's generation (the pads already in every slot).
+    /// The caller published the block's generation (the pads already in every slot);
+    /// it starts its own part right after.
     pub published_ns: u64,
+    /// The caller had rendered its own part.
+    pub caller_finished_ns: u64,
     /// The last worker to start saw the generation.
     pub last_started_ns: u64,
     /// The last worker to finish had rendered its part.
     pub last_finished_ns: u64,
-    /// The caller had seen every worker done (before summing their parts).
+    /// The caller had seen every worker done (before adding their parts).
     pub collected_ns: u64,
-    /// The longest a worker took from its start to its finish, ns: the part's compute.
+    /// The caller's own part, from its start to its finish, ns.
+    pub caller_part_ns: u64,
+    /// The longest part of the block (the caller's or a worker's, from its start to its
+    /// finish), ns: the block's compute when the parts run side by side.
     pub longest_part_ns: u64,
 }
 
@@ -90,30 +100,40 @@ impl Handoff {
         self.last_started_ns as i64 - self.published_ns as i64
     }
 
-    /// From the last worker's finish to the caller seeing it, ns.
+    /// From the later of the last worker's finish and the caller's own to the caller
+    /// having seen every worker done, ns: what the wait costs beyond the compute.
     pub fn back_ns(&self) -> i64 {
-        self.collected_ns as i64 - self.last_finished_ns as i64
+        self.collected_ns as i64 - self.last_finished_ns.max(self.caller_finished_ns) as i64
     }
 }
 
-/// The synth split over worker threads (or, with none, run by the caller).
+/// The synth split over the caller and worker threads (or, with none, run by the caller).
 pub struct Workers {
     slots: Vec<Arc<WorkerSlot>>,
     handles: Vec<std::thread::JoinHandle<()>>,
     quit: Arc<AtomicBool>,
     grants: std::sync::mpsc::Receiver<(usize, ThreadRt)>,
     generation: u64,
-    own: Option<Migrator>,
+    /// The caller's part: the first (the whole synth with no workers).
+    own: Migrator,
     last: Option<Handoff>,
 }
 
+/// Part `k` of `parts`: a contiguous range of the objects, as evenly split as possible
+/// (the caller's is part 0).
+pub fn part_objects(k: usize, parts: usize) -> std::ops::Range<usize> {
+    k * OBJECTS / parts..(k + 1) * OBJECTS / parts
+}
+
 impl Workers {
-    /// Starts `workers` threads (at most [`OBJECTS`]), each owning a contiguous part of
-    /// the synth's objects, as evenly split as possible; each joins `placement`'s groups
-    /// and takes its policy and CPUs first. With 0 workers the caller will run the whole
+    /// Starts `workers` threads (at most [`OBJECTS`] - 1): the objects split into
+    /// `workers + 1` contiguous parts, as evenly as possible; the caller will render the
+    /// first, worker `w` the `(w + 2)`-th. Each worker joins `placement`'s groups and
+    /// takes its policy and CPUs first. With 0 workers the caller will run the whole
     /// synth. Allocates.
     pub fn start(workers: usize, synth: MigratorConfig, placement: &WorkerPlacement) -> Workers {
-        let workers = workers.min(OBJECTS);
+        let workers = workers.min(OBJECTS - 1);
+        let parts = workers + 1;
         let slots: Vec<Arc<WorkerSlot>> = (0..workers)
             .map(|_| {
                 Arc::new(WorkerSlot {
@@ -130,8 +150,7 @@ impl Workers {
         let (grants_tx, grants) = std::sync::mpsc::channel();
         let mut handles = Vec::new();
         for (w, slot) in slots.iter().enumerate() {
-            let part =
-                Migrator::with_objects(synth, w * OBJECTS / workers..(w + 1) * OBJECTS / workers);
+            let part = Migrator::with_objects(synth, part_objects(w + 1, parts));
             let (slot, quit, grants_tx) = (slot.clone(), quit.clone(), grants_tx.clone());
             let policy = placement.policy;
             let cpus = placement.cpus.get(w).cloned().flatten();
@@ -149,7 +168,7 @@ impl Workers {
             quit,
             grants,
             generation: 0,
-            own: (workers == 0).then(|| Migrator::new(synth)),
+            own: Migrator::with_objects(synth, part_objects(0, parts)),
             last: None,
         }
     }
@@ -157,6 +176,11 @@ impl Workers {
     /// The worker threads (0: the caller runs the synth).
     pub fn count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The threads computing a block: the caller and its workers.
+    pub fn threads(&self) -> usize {
+        self.slots.len() + 1
     }
 
     /// Stops and joins the workers; what each got of its placement, in worker order.
@@ -176,17 +200,18 @@ impl Workers {
     }
 
     /// Renders one block of the synth driven by `pads`, adding it into `frames`: hands
-    /// `pads` to every worker and sums their parts (or, with no workers, runs the synth
-    /// here). Returns false when `stop` was raised while waiting. Real-time safe: spins,
-    /// allocates nothing.
+    /// `pads` to every worker, renders the caller's part here, waits for the workers and
+    /// adds their parts (with no workers, runs the whole synth here). Returns false when
+    /// `stop` was raised while waiting. Real-time safe: spins, allocates nothing.
     pub fn synthesize(
         &mut self,
         pads: &[Pad; OBJECTS],
         frames: &mut Frames,
         stop: &AtomicBool,
     ) -> bool {
-        if let Some(s) = self.own.as_mut() {
-            engine::guard::process_guard(|| s.process(pads, frames));
+        let own = &mut self.own;
+        if self.slots.is_empty() {
+            engine::guard::process_guard(|| own.process(pads, frames));
             return true;
         }
         self.generation += 1;
@@ -200,6 +225,8 @@ impl Workers {
         for slot in &self.slots {
             slot.generation.store(generation, Ordering::Release);
         }
+        engine::guard::process_guard(|| own.process(pads, frames));
+        let caller_finished_ns = monotonic_ns();
         for slot in &self.slots {
             let mut waited = 0u32;
             while slot.done.load(Ordering::Acquire) != generation {
@@ -215,9 +242,13 @@ impl Workers {
             }
         }
         let collected_ns = monotonic_ns();
+        let caller_part_ns = caller_finished_ns.saturating_sub(published_ns);
         let mut handoff = Handoff {
             published_ns,
+            caller_finished_ns,
             collected_ns,
+            caller_part_ns,
+            longest_part_ns: caller_part_ns,
             ..Handoff::default()
         };
         for slot in &self.slots {

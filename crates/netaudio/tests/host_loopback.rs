@@ -43,7 +43,9 @@ fn malformed_and_foreign_packets_are_counted_and_dropped_while_valid_blocks_are_
     let config = HostConfig {
         peer: Some(controller.local_addr().unwrap()),
         synth: true,
-        workers: 2,
+        // The split synth, with no more computing threads (the network thread and its
+        // workers, each spinning while it waits) than CPUs, as the CLI allows.
+        workers: engine::rt::online_cpus().len().saturating_sub(1).max(1),
         policy: Policy::Other { nice: 0 },
         cpus: None,
         groups: Vec::new(),

@@ -1,13 +1,18 @@
-//! `audiolat bench --workers 1,2,...`: the Migrator synth's block split over spinning
-//! worker threads ([`netaudio::workers::Workers`], what `audiolat net --workers` runs),
-//! timed per worker count beside the whole synth on the calling thread (0 workers), with
-//! each block's hand-off.
+//! `audiolat bench --workers 1,2,...`: the Migrator synth's block split over the calling
+//! thread and spinning worker threads ([`netaudio::workers::Workers`], what `audiolat
+//! net --workers` runs: `N` workers and the caller render `N + 1` parts), timed per
+//! worker count beside the whole synth on the calling thread (0 workers), with each
+//! block's hand-off.
+//!
+//! The 0-worker row is the reference of the speed-ups: the same thread, policy, pinning
+//! and loop as the split counts. It is not the single-thread Migrator block of `bench`
+//! (`dsp::bench`, timed at SCHED_OTHER on an unpinned thread), which may differ from it.
 //!
 //! Method: a timing thread (the caller) and the workers run at [`BENCH_POLICY`] (what
 //! `net` uses; SCHED_OTHER when the kernel refuses it, said by `realtime`); the caller
 //! is pinned to the first online CPU, worker `w` to the `(w + 1)`-th (cycling: with as
 //! many workers as CPUs, the caller shares its CPU with the last worker, said by
-//! `shares_cpu`). Every pad is pressed, as in the single-thread block bench. Each round
+//! `shares_cpu`; the CLI refuses such counts). Every pad is pressed, as in the single-thread block bench. Each round
 //! starts each count's workers, runs [`WARMUP_BLOCKS`] blocks, times [`BLOCKS`] blocks
 //! (CLOCK_MONOTONIC around each block: hand the pads over, wait, sum the parts) and
 //! stops them; the rounds alternate the counts so a slow stretch of the machine falls
@@ -16,18 +21,23 @@
 //! throttled (the kernel's `sched_rt_runtime_us`, reported beside the figures).
 //!
 //! The hand-off of a block ([`netaudio::workers::Handoff`]): from the caller publishing
-//! the block to the last worker starting on it ("to workers"), and from the last worker
-//! finishing to the caller seeing it ("back"), timestamps taken inside the threads; and
-//! the longest part (a worker's start to its finish: its compute). What a block takes
-//! beyond these is the caller's own work: copying the pads to the workers' slots and
-//! summing their parts, whose cache lines the workers' CPUs wrote.
+//! the block to the last worker starting on it ("to workers"), and from the later of the
+//! last worker's finish and the caller's own to the caller having seen every worker done
+//! ("back"), timestamps taken inside the threads; the caller's part and the longest part
+//! (the caller's or a worker's, start to finish: the block's compute side by side). What
+//! a block takes beyond the longest part and the hand-off is the caller's copying the
+//! pads to the workers' slots and adding their parts, whose cache lines the workers'
+//! CPUs wrote. After each split stretch, with the workers gone, the caller's part is
+//! timed alone the same way (per block, same thread): against the same part beside the
+//! workers it shows whether the threads slow each other down (a shared core's units, the
+//! memory, the hypervisor).
 //!
 //! Not real-time itself: allocates its series before each stretch, prints nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use dsp::migrator::{MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS};
+use dsp::migrator::{Migrator, MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS};
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, ThreadRt};
 use netaudio::workers::{WorkerPlacement, Workers};
@@ -48,7 +58,8 @@ const MIN_PAUSE: Duration = Duration::from_millis(20);
 /// One worker count's figures over all rounds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkerCountTiming {
-    /// Worker threads (0: the whole synth on the calling thread).
+    /// Worker threads (0: the whole synth on the calling thread); the caller renders a
+    /// part too, so `workers + 1` threads compute.
     pub workers: usize,
     /// Blocks timed.
     pub blocks: usize,
@@ -62,8 +73,13 @@ pub struct WorkerCountTiming {
     pub back_median_ns: Option<f64>,
     /// Median of a block's whole hand-off (to workers plus back), ns.
     pub handoff_median_ns: Option<f64>,
-    /// Median of a block's longest part (a worker's start to its finish), ns.
+    /// Median of a block's longest part (the caller's or a worker's, start to finish), ns.
     pub part_median_ns: Option<f64>,
+    /// Median of the caller's own part, ns (`None` with 0 workers: the block is all its).
+    pub caller_part_median_ns: Option<f64>,
+    /// Median of the caller's part timed alone, the workers gone, ns (`None` with 0
+    /// workers).
+    pub caller_part_alone_median_ns: Option<f64>,
     /// Every thread (caller and workers) ran in a real-time class.
     pub realtime: bool,
     /// The policy the workers got (the caller's with 0 workers), as the kernel names it.
@@ -114,6 +130,8 @@ struct Samples {
     back: Vec<i64>,
     handoff: Vec<i64>,
     part: Vec<i64>,
+    caller_part: Vec<i64>,
+    caller_part_alone: Vec<i64>,
     grants: Vec<ThreadRt>,
 }
 
@@ -180,6 +198,7 @@ fn stretch(
     into.back.reserve(BLOCKS);
     into.handoff.reserve(BLOCKS);
     into.part.reserve(BLOCKS);
+    into.caller_part.reserve(BLOCKS);
     let mut pool = Workers::start(workers, MigratorConfig::default(), placement);
     for b in 0..WARMUP_BLOCKS + BLOCKS {
         let mut frames = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
@@ -198,13 +217,34 @@ fn stretch(
             into.back.push(h.back_ns());
             into.handoff.push(h.to_workers_ns() + h.back_ns());
             into.part.push(h.longest_part_ns as i64);
+            into.caller_part.push(h.caller_part_ns as i64);
         }
     }
     let grants = pool.finish();
     if into.grants.is_empty() {
         into.grants = grants;
     }
+    if workers > 0 && !stop.load(Ordering::Relaxed) {
+        let objects = netaudio::workers::part_objects(0, pool_threads(workers));
+        let mut alone = Migrator::with_objects(MigratorConfig::default(), objects);
+        into.caller_part_alone.reserve(BLOCKS);
+        for b in 0..WARMUP_BLOCKS + BLOCKS {
+            let mut frames = [[0.0f32; OUTPUT_CHANNELS]; BLOCK_FRAMES];
+            let t0 = monotonic_ns();
+            engine::guard::process_guard(|| alone.process(&pads, &mut frames));
+            let t1 = monotonic_ns();
+            std::hint::black_box(&frames);
+            if b >= WARMUP_BLOCKS {
+                into.caller_part_alone.push((t1 - t0) as i64);
+            }
+        }
+    }
     Duration::from_nanos(monotonic_ns() - begun)
+}
+
+/// The threads computing a block split over `workers` (as [`Workers`] caps it).
+fn pool_threads(workers: usize) -> usize {
+    workers.min(OBJECTS - 1) + 1
 }
 
 /// One count's figures from its samples.
@@ -235,6 +275,8 @@ fn summarize(
         back_median_ns: median_of(&mut s.back),
         handoff_median_ns: median_of(&mut s.handoff),
         part_median_ns: median_of(&mut s.part),
+        caller_part_median_ns: median_of(&mut s.caller_part),
+        caller_part_alone_median_ns: median_of(&mut s.caller_part_alone),
         realtime: caller_realtime && s.grants.iter().all(ThreadRt::is_realtime),
         policy,
         worker_cpus: s.grants.iter().map(|g| g.cpus_granted.clone()).collect(),
@@ -254,8 +296,8 @@ fn read_i64(path: &str) -> Option<i64> {
 }
 
 /// The bench as JSON (`bench --json`'s `workers`; `report::view::bench` renders it):
-/// speed-ups against 0 workers and against 1 (absent when 1 was not run); hand-offs
-/// absent with 0 workers.
+/// speed-ups against this bench's 0-worker row and against 1 worker (absent when 1 was
+/// not run); hand-offs and parts absent with 0 workers.
 pub fn to_json(b: &WorkersBench) -> Value {
     let median = |w: usize| {
         b.counts
@@ -263,9 +305,9 @@ pub fn to_json(b: &WorkersBench) -> Value {
             .find(|c| c.workers == w)
             .map(|c| c.block_median_ns)
     };
-    let (kernel, one) = (median(0), median(1));
+    let (zero, one) = (median(0), median(1));
     json!({
-        "method": "each count's median and p99 over its timed blocks (CLOCK_MONOTONIC around a block: hand-off, synth, sum); hand-off times taken inside the threads, medians per block",
+        "method": "each count's median and p99 over its timed blocks (CLOCK_MONOTONIC around a block: hand-off, the caller's part and the workers' side by side, sum); hand-off times taken inside the threads, medians per block; speed-ups against the 0-worker row of this bench (same thread, policy and pinning), not against migrator.block_ns (SCHED_OTHER, unpinned)",
         "policy_requested": BENCH_POLICY.kernel_name(),
         "realtime_refused": b.refusal,
         "caller_cpus": b.caller_cpus,
@@ -275,15 +317,18 @@ pub fn to_json(b: &WorkersBench) -> Value {
         "sched_rt_period_us": b.rt_period_us,
         "counts": b.counts.iter().map(|c| json!({
             "workers": c.workers,
+            "threads": c.workers + 1,
             "blocks": c.blocks,
             "block_median_ns": c.block_median_ns,
             "block_p99_ns": c.block_p99_ns,
-            "speedup_vs_kernel": kernel.map(|k| k / c.block_median_ns),
+            "speedup_vs_zero": zero.map(|k| k / c.block_median_ns),
             "speedup_vs_one": one.filter(|_| c.workers > 0).map(|o| o / c.block_median_ns),
             "handoff_to_workers_ns": c.to_workers_median_ns,
             "handoff_back_ns": c.back_median_ns,
             "handoff_ns": c.handoff_median_ns,
             "longest_part_ns": c.part_median_ns,
+            "caller_part_ns": c.caller_part_median_ns,
+            "caller_part_alone_ns": c.caller_part_alone_median_ns,
             "realtime": c.realtime,
             "policy": c.policy,
             "worker_cpus": c.worker_cpus,

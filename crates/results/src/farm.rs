@@ -1,11 +1,13 @@
 //! Exports in the formats test farms already read: rt-tests' `cyclictest --json`
-//! layout (KernelCI's and Linaro's rt-tests parsers) and OpenMetrics text (the
-//! node_exporter textfile collector, Prometheus). Each is made from a stored run only.
+//! layout (KernelCI's and Linaro's rt-tests parsers), OpenMetrics text (the
+//! node_exporter textfile collector, Prometheus), LAVA result lines (Linaro's
+//! test-definitions) and JUnit XML (CI servers). Each is made from stored runs only.
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
+use crate::gate::GateVerdict;
 use crate::hist::LatencyHistogram;
 use crate::model::{epoch_of_rfc3339, rfc2822_utc, MeasurementRecord, RunRecord, RunStatus};
 
@@ -112,60 +114,259 @@ fn bucket_bounds_ns(bound: u64) -> Vec<u64> {
     out
 }
 
-/// A run's histograms as OpenMetrics text: per measurement in ns a histogram
+/// Runs' histograms as OpenMetrics text: per measurement in ns a histogram
 /// `audiolat_<metric>_seconds` (cumulative `_bucket{le=...}`, `_sum`, `_count`, with
 /// the overflows above the histogram's bound in `+Inf` only), its deadline misses as
-/// `audiolat_<metric>_deadline_misses_total`, then `# EOF`. Every series carries the
-/// run, probe and host as labels. A measurement without samples is left out.
-pub fn openmetrics(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
-    let labels = format!(
-        "run=\"{}\",probe=\"{}\",host=\"{}\",kernel=\"{}\"",
-        run.id,
-        label_value(&run.probe),
-        label_value(&run.machine.hostname),
-        label_value(&run.machine.kernel_release)
-    );
-    let mut out = String::new();
-    for m in measurements.iter().map(|m| &m.measurement) {
-        let (Some(h), Some(s)) = (&m.histogram, &m.summary) else {
-            continue;
-        };
-        if m.unit != "ns" {
-            continue;
+/// `audiolat_<metric>_deadline_misses_total`, then `# EOF`. Each metric is one family
+/// with a series per run, labelled with the run, probe, host and kernel. A measurement
+/// without samples is left out.
+pub fn openmetrics(runs: &[(&RunRecord, &[MeasurementRecord])]) -> String {
+    // Each family's series, in the order first met: (name, help, lines).
+    let mut families: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut misses: Vec<(String, Vec<String>)> = Vec::new();
+    for (run, measurements) in runs {
+        let labels = format!(
+            "run=\"{}\",probe=\"{}\",host=\"{}\",kernel=\"{}\"",
+            run.id,
+            label_value(&run.probe),
+            label_value(&run.machine.hostname),
+            label_value(&run.machine.kernel_release)
+        );
+        for m in measurements.iter().map(|m| &m.measurement) {
+            let (Some(h), Some(s)) = (&m.histogram, &m.summary) else {
+                continue;
+            };
+            if m.unit != "ns" {
+                continue;
+            }
+            let name = format!("audiolat_{}_seconds", metric_name(&m.metric));
+            let at = match families.iter().position(|f| f.0 == name) {
+                Some(at) => at,
+                None => {
+                    let help = format!("{} ({})", m.metric, label_value(&m.method));
+                    families.push((name.clone(), help, Vec::new()));
+                    families.len() - 1
+                }
+            };
+            let lines = &mut families[at].2;
+            for le in bucket_bounds_ns(h.bound()) {
+                let count = h.hdr().count_between(0, le);
+                let le = le as f64 / 1e9;
+                lines.push(format!("{name}_bucket{{{labels},le=\"{le}\"}} {count}"));
+            }
+            lines.push(format!("{name}_bucket{{{labels},le=\"+Inf\"}} {}", s.count));
+            let sum = s.mean * s.count as f64 / 1e9;
+            lines.push(format!("{name}_sum{{{labels}}} {sum}"));
+            lines.push(format!("{name}_count{{{labels}}} {}", s.count));
+            if let Some(n) = m.misses {
+                let family = format!("audiolat_{}_deadline_misses", metric_name(&m.metric));
+                let line = format!("{family}_total{{{labels}}} {n}");
+                match misses.iter_mut().find(|f| f.0 == family) {
+                    Some(f) => f.1.push(line),
+                    None => misses.push((family, vec![line])),
+                }
+            }
         }
-        let name = format!("audiolat_{}_seconds", metric_name(&m.metric));
+    }
+    let mut out = String::new();
+    for (name, help, lines) in &families {
         let _ = writeln!(out, "# TYPE {name} histogram");
         let _ = writeln!(out, "# UNIT {name} seconds");
-        let _ = writeln!(
-            out,
-            "# HELP {name} {} ({}), audiolat run {}",
-            m.metric,
-            label_value(&m.method),
-            run.id
-        );
-        for le in bucket_bounds_ns(h.bound()) {
-            let count = h.hdr().count_between(0, le);
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels},le=\"{}\"}} {count}",
-                le as f64 / 1e9
-            );
-        }
-        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", s.count);
-        let _ = writeln!(
-            out,
-            "{name}_sum{{{labels}}} {}",
-            s.mean * s.count as f64 / 1e9
-        );
-        let _ = writeln!(out, "{name}_count{{{labels}}} {}", s.count);
-        if let Some(misses) = m.misses {
-            let misses_name = format!("audiolat_{}_deadline_misses", metric_name(&m.metric));
-            let _ = writeln!(out, "# TYPE {misses_name} counter");
-            let _ = writeln!(out, "{misses_name}_total{{{labels}}} {misses}");
-        }
+        let _ = writeln!(out, "# HELP {name} {help}");
+        lines.iter().for_each(|l| out.extend([l.as_str(), "\n"]));
+    }
+    for (name, lines) in &misses {
+        let _ = writeln!(out, "# TYPE {name} counter");
+        lines.iter().for_each(|l| out.extend([l.as_str(), "\n"]));
     }
     out.push_str("# EOF\n");
     out
+}
+
+/// `text` as a LAVA test case name: `[A-Za-z0-9._-]`, comparisons as words (`p99.9 >
+/// 200us` is `p99.9-gt-200us`), runs of anything else as one `-`.
+pub fn lava_name(text: &str) -> String {
+    let words = text
+        .replace(">=", " ge ")
+        .replace("<=", " le ")
+        .replace("==", " eq ")
+        .replace("!=", " ne ")
+        .replace('>', " gt ")
+        .replace('<', " lt ");
+    let mut out = String::new();
+    for c in words.trim().chars() {
+        let keep = c.is_ascii_alphanumeric() || matches!(c, '.' | '_');
+        if keep {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// A statistic of a summary in a unit for people: ns as µs (`us`), others as they are.
+fn measurement_value(v: f64, unit: &str) -> (String, String) {
+    match unit {
+        "ns" => (format!("{:.3}", v / 1_000.0), "us".into()),
+        other => (format!("{v}"), other.to_string()),
+    }
+}
+
+/// The statistics a farm's result lines carry, with their names.
+fn summary_stats(s: &crate::hist::Summary) -> [(&'static str, f64); 6] {
+    [
+        ("min", s.min),
+        ("mean", s.mean),
+        ("p50", s.p50),
+        ("p99", s.p99),
+        ("p99.9", s.p999),
+        ("max", s.max),
+    ]
+}
+
+/// A run as LAVA result lines, `NAME RESULT [MEASUREMENT UNITS]`, as Linaro's
+/// test-definitions write to `result.txt`: the run itself (`<probe>-run pass`, or
+/// `fail` when it did not complete), one line per statistic of each measurement
+/// (`<metric>-<stat> pass <value> <unit>`, ns as µs), its deadline misses, and one line
+/// per gate (`gate-<expr> pass|fail [value unit]`; a gate whose metric was not measured
+/// fails without a measurement). `prefix` starts every name (a sweep's runs are told
+/// apart by it).
+pub fn lava(
+    run: &RunRecord,
+    measurements: &[MeasurementRecord],
+    gates: &[GateVerdict],
+    prefix: &str,
+) -> String {
+    let mut out = String::new();
+    let status = if run.status == RunStatus::Complete {
+        "pass"
+    } else {
+        "fail"
+    };
+    let _ = writeln!(out, "{prefix}{}-run {status}", lava_name(&run.probe));
+    for m in measurements.iter().map(|m| &m.measurement) {
+        let Some(s) = &m.summary else { continue };
+        let metric = lava_name(&m.metric);
+        for (stat, v) in summary_stats(s) {
+            let (value, unit) = measurement_value(v, &m.unit);
+            let _ = writeln!(out, "{prefix}{metric}-{stat} pass {value} {unit}");
+        }
+        if let Some(n) = m.misses {
+            let _ = writeln!(out, "{prefix}{metric}-misses pass {n} count");
+        }
+    }
+    for g in gates {
+        let result = if g.failed() { "fail" } else { "pass" };
+        let name = format!("{prefix}gate-{}", lava_name(&g.expr));
+        match g.value {
+            Some(v) => {
+                let (value, unit) = measurement_value(v, &g.unit);
+                let _ = writeln!(out, "{name} {result} {value} {unit}");
+            }
+            None => {
+                let _ = writeln!(out, "{name} {result}");
+            }
+        }
+    }
+    out
+}
+
+/// `text` escaped for an XML attribute.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Runs as JUnit XML (the layout Jenkins, GitLab and most CI read): a `<testsuite>`
+/// per run with its metrics as `<property>`s (`<metric>.<stat>` in the metric's unit,
+/// `_ns` for ns), a test case for the run itself (a `<failure>` when it did not
+/// complete) and one per gate (a `<failure>` when the run fails it, with the measured
+/// value or `not measured`).
+pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> String {
+    let mut body = String::new();
+    let (mut tests, mut failures) = (0, 0);
+    for (run, measurements, gates) in runs {
+        let class = format!("audiolat.{}", lava_name(&run.probe));
+        let mut cases = String::new();
+        let mut fails = 0;
+        let mut case = |name: &str, failure: Option<String>| {
+            let _ = write!(
+                cases,
+                "    <testcase classname=\"{class}\" name=\"{}\"",
+                xml(name)
+            );
+            match failure {
+                Some(message) => {
+                    fails += 1;
+                    let _ = writeln!(
+                        cases,
+                        ">\n      <failure message=\"{}\"/>\n    </testcase>",
+                        xml(&message)
+                    );
+                }
+                None => cases.push_str("/>\n"),
+            }
+        };
+        let status = run.status.as_str();
+        case(
+            &format!("run {} {}", run.id, run.probe),
+            (run.status != RunStatus::Complete).then(|| {
+                format!(
+                    "the run ended {status}: {}",
+                    run.error.as_deref().unwrap_or("-")
+                )
+            }),
+        );
+        for g in gates.iter() {
+            let failure = g.failed().then(|| match g.value {
+                Some(_) => format!("measured {}", g.value_text()),
+                None => g.reason.clone().unwrap_or_else(|| "not measured".into()),
+            });
+            case(&format!("gate {}", g.expr), failure);
+        }
+        let count = 1 + gates.len();
+        tests += count;
+        failures += fails;
+        let _ = writeln!(
+            body,
+            "  <testsuite name=\"{class}.run{}\" tests=\"{count}\" failures=\"{fails}\" timestamp=\"{}\" time=\"{}\" hostname=\"{}\">",
+            run.id,
+            xml(&run.started_at),
+            run.duration_s.unwrap_or(0.0),
+            xml(&run.machine.hostname)
+        );
+        body.push_str("    <properties>\n");
+        let mut property = |name: &str, value: &str| {
+            let _ = writeln!(
+                body,
+                "      <property name=\"{}\" value=\"{}\"/>",
+                xml(name),
+                xml(value)
+            );
+        };
+        property("kernel", &run.machine.kernel_release);
+        property("command_line", &run.command_line);
+        for m in measurements.iter().map(|m| &m.measurement) {
+            let Some(s) = &m.summary else { continue };
+            let unit = if m.unit == "ns" { "_ns" } else { "" };
+            property(&format!("{}.count", m.metric), &s.count.to_string());
+            for (stat, v) in summary_stats(s) {
+                property(&format!("{}.{stat}{unit}", m.metric), &v.to_string());
+            }
+            if let Some(n) = m.misses {
+                property(&format!("{}.misses", m.metric), &n.to_string());
+            }
+        }
+        body.push_str("    </properties>\n");
+        body.push_str(&cases);
+        body.push_str("  </testsuite>\n");
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"audiolat\" tests=\"{tests}\" failures=\"{failures}\">\n{body}</testsuites>\n"
+    )
 }
 
 #[cfg(test)]
@@ -180,5 +381,13 @@ mod tests {
         );
         assert_eq!(metric_name("p99.9-x"), "p99_9_x");
         assert_eq!(label_value("a\"b\\"), "a\\\"b\\\\");
+    }
+
+    #[test]
+    fn lava_names_keep_only_what_lava_takes() {
+        assert_eq!(lava_name("p99.9 > 200us"), "p99.9-gt-200us");
+        assert_eq!(lava_name("xruns >= 1"), "xruns-ge-1");
+        assert_eq!(lava_name("roundtrip<=10ms"), "roundtrip-le-10ms");
+        assert_eq!(lava_name("  a / b  "), "a-b");
     }
 }

@@ -35,9 +35,10 @@ fn placement(workers: usize) -> WorkerPlacement {
 
 /// The split synth against the whole synth on the calling thread, block by block.
 ///
-/// One worker owns every object and its part is added to silence: the same floats, bit
-/// for bit. With more workers each part mixes its own objects and the caller adds the
-/// parts, so a channel's (at most four) objects and the kernel's lanes are added in
+/// With no workers the caller's one part owns every object: the same floats, bit for
+/// bit. With `N` workers the `N + 1` parts (the caller's and the workers', splits of 32
+/// into 2, 3 and 4, even and uneven) each mix their own objects and the caller adds
+/// the parts, so a channel's (at most four) objects and the kernel's lanes are added in
 /// another order: f32 reassociation, each sum off by at most a few ulps of its terms.
 /// The bound is 64 f32 epsilons of the block's largest magnitude (the terms are each
 /// below it); the synth's own accuracy tests hold it to 1e-6 of an amplitude.
@@ -62,6 +63,7 @@ fn split_synth_matches_the_whole_synth() {
     for workers in [0, 1, 2, 3] {
         let mut pool = Workers::start(workers, config(), &placement(workers));
         assert_eq!(pool.count(), workers);
+        assert_eq!(pool.threads(), workers + 1);
         let mut worst = 0f32;
         for (b, want) in expected.iter().enumerate() {
             let mut got = [[0.0; OUTPUT_CHANNELS]; BLOCK_FRAMES];
@@ -69,7 +71,7 @@ fn split_synth_matches_the_whole_synth() {
             let done = assert_no_alloc::assert_no_alloc(|| pool.synthesize(&pads, &mut got, &stop));
             assert!(done);
             for (x, y) in got.iter().flatten().zip(want.iter().flatten()) {
-                if workers <= 1 {
+                if workers == 0 {
                     assert_eq!(x.to_bits(), y.to_bits(), "{workers} workers, block {b}");
                 }
                 worst = worst.max((x - y).abs());
@@ -84,8 +86,27 @@ fn split_synth_matches_the_whole_synth() {
     }
 }
 
+/// The parts cover the objects once each, in order, as evenly as possible (at most one
+/// object apart), and never more parts than objects.
+#[test]
+fn parts_split_the_objects_evenly() {
+    for parts in 1..=OBJECTS {
+        let ranges: Vec<_> = (0..parts).map(|k| part_objects(k, parts)).collect();
+        assert_eq!(ranges[0].start, 0);
+        assert_eq!(ranges[parts - 1].end, OBJECTS);
+        assert!(
+            ranges.windows(2).all(|r| r[0].end == r[1].start),
+            "{ranges:?}"
+        );
+        let sizes: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+        let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+        assert!(*min >= 1 && max - min <= 1, "{parts} parts: {sizes:?}");
+    }
+}
+
 /// Each block's hand-off times follow the protocol's order: published, every worker
-/// started, every worker finished, collected (one clock, causally ordered reads).
+/// started, every worker finished, collected, and the caller's own part between its
+/// publication and the collection (one clock, causally ordered reads).
 #[test]
 fn handoff_times_follow_the_protocol() {
     let stop = AtomicBool::new(false);
@@ -99,8 +120,16 @@ fn handoff_times_follow_the_protocol() {
         assert!(h.published_ns <= h.last_started_ns, "{h:?}");
         assert!(h.last_started_ns <= h.last_finished_ns, "{h:?}");
         assert!(h.last_finished_ns <= h.collected_ns, "{h:?}");
+        assert!(h.published_ns <= h.caller_finished_ns, "{h:?}");
+        assert!(h.caller_finished_ns <= h.collected_ns, "{h:?}");
         assert!(h.to_workers_ns() >= 0 && h.back_ns() >= 0, "{h:?}");
-        assert!(h.longest_part_ns > 0, "{h:?}");
+        assert!(h.caller_part_ns > 0, "{h:?}");
+        assert!(h.longest_part_ns >= h.caller_part_ns, "{h:?}");
+        let worker_span = h.last_finished_ns - h.published_ns;
+        assert!(
+            h.longest_part_ns <= worker_span.max(h.caller_part_ns),
+            "{h:?}"
+        );
         previous = h.collected_ns;
     }
     let grants = pool.finish();

@@ -54,7 +54,7 @@ pub fn text(b: &Value) -> String {
         fmt_ns(period_ns * load_target)
     );
     migrator_lines(&b["migrator"], &mut out);
-    workers_lines(&b["workers"], &mut out);
+    workers_lines(b, &mut out);
     let _ = writeln!(
         out,
         "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {} during the run",
@@ -150,10 +150,12 @@ fn migrator_lines(m: &Value, out: &mut String) {
     }
 }
 
-/// The synth block split over worker threads (`bench --workers`), one row per count,
-/// then each count against the one before and where the hand-off dominates, worked out
-/// from the figures. Nothing when the bench did not run it.
-fn workers_lines(w: &Value, out: &mut String) {
+/// The synth block split over the calling thread and worker threads (`bench
+/// --workers`), one row per count, which figure the speed-ups are against, then each
+/// count against the one before and where the hand-off dominates, worked out from the
+/// figures. Nothing when the bench did not run it.
+fn workers_lines(b: &Value, out: &mut String) {
+    let w = &b["workers"];
     let Some(counts) = w["counts"].as_array() else {
         return;
     };
@@ -164,6 +166,7 @@ fn workers_lines(w: &Value, out: &mut String) {
     };
     let mut t = Table::new(&[
         "workers",
+        "threads",
         "block p50",
         "block p99",
         "vs 0",
@@ -190,9 +193,10 @@ fn workers_lines(w: &Value, out: &mut String) {
             .collect();
         t.row(vec![
             c["workers"].to_string(),
+            c["threads"].to_string(),
             ns(&c["block_median_ns"]),
             ns(&c["block_p99_ns"]),
-            ratio(&c["speedup_vs_kernel"]),
+            ratio(&c["speedup_vs_zero"]),
             ratio(&c["speedup_vs_one"]),
             ns(&c["handoff_to_workers_ns"]),
             ns(&c["handoff_back_ns"]),
@@ -205,24 +209,43 @@ fn workers_lines(w: &Value, out: &mut String) {
             },
         ]);
     }
-    let refused = w["realtime_refused"].as_str();
+    let policy = match w["realtime_refused"].as_str() {
+        Some(why) => format!("SCHED_OTHER: real-time refused ({why})"),
+        None => w["policy_requested"].as_str().unwrap_or("?").to_string(),
+    };
+    let caller_cpus = w["caller_cpus"].as_array().into_iter().flatten();
+    let caller_cpus = caller_cpus.map(Value::to_string).collect::<Vec<_>>();
     let _ = writeln!(
         out,
-        "\nMigrator block split over worker threads (as net --workers; 0: the whole synth on the calling thread), {}, caller on CPU {}; medians and p99 of {} blocks per count in {} rounds:\n",
-        refused.map_or_else(
-            || format!("every thread {}", w["policy_requested"].as_str().unwrap_or("?")),
-            |why| format!("SCHED_OTHER: real-time refused ({why})")
-        ),
-        w["caller_cpus"].as_array().into_iter().flatten().map(Value::to_string).collect::<Vec<_>>().join("+"),
+        "\nMigrator block split over the calling thread and N worker threads (as net --workers N: N+1 parts of the 32 objects, the caller renders one), every thread {policy}, caller on CPU {}; medians and p99 of {} blocks per count in {} rounds:\n",
+        caller_cpus.join("+"),
         w["blocks_per_round"].as_u64().unwrap_or(0) * w["rounds"].as_u64().unwrap_or(0),
         w["rounds"],
     );
     out.push_str(&t.render());
+    let _ = writeln!(
+        out,
+        "  vs 0 is against the 0 row: the whole synth on the calling thread, timed here block by block as the splits are ({policy}, pinned); the single-thread Migrator block above ({}) is a mean of back-to-back calls at {} on an unpinned thread, not this reference",
+        ns(&b["migrator"]["block_ns"]),
+        b["thread_policy"].as_str().unwrap_or("?"),
+    );
     workers_verdict(counts, out);
 }
 
-/// Each worker count against the one below it, then where block time stops falling and
-/// where the hand-off is half the block or more: from the figures, counts in order.
+/// "1 worker (2 threads)", "3 workers (4 threads)".
+fn count_name(c: &Value) -> String {
+    let n = c["workers"].as_u64().unwrap_or(0);
+    format!(
+        "{n} worker{} ({} thread{})",
+        if n == 1 { "" } else { "s" },
+        n + 1,
+        if n == 0 { "" } else { "s" }
+    )
+}
+
+/// Each worker count against the one below it (the lowest against the 0 row), then where
+/// block time stops falling and where the hand-off is half the block or more: from the
+/// figures, counts in order.
 fn workers_verdict(counts: &[Value], out: &mut String) {
     let f = |c: &Value, k: &str| c[k].as_f64().unwrap_or(f64::NAN);
     let mut sorted: Vec<&Value> = counts.iter().collect();
@@ -238,33 +261,30 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
         let gain = f(against, "block_median_ns") / block;
         let _ = writeln!(
             out,
-            "  {} worker{}: {} than {}; hand-off {} of {} (longest part {}){}",
-            c["workers"],
-            if c["workers"] == 1 { "" } else { "s" },
+            "  {}: {} than {}; hand-off {} of {} (longest part {}; the caller's part {} beside the workers, {} alone){}",
+            count_name(c),
             if gain >= 1.0 {
                 format!("{gain:.2}x faster")
             } else {
                 format!("{:.2}x slower", 1.0 / gain)
             },
             match previous {
-                Some(p) => format!(
-                    "{} worker{}",
-                    p["workers"],
-                    if p["workers"] == 1 { "" } else { "s" }
-                ),
+                Some(p) => count_name(p),
                 None => "the whole synth on the calling thread".into(),
             },
             fmt_ns(handoff),
             fmt_ns(block),
             fmt_ns(f(c, "longest_part_ns")),
+            fmt_ns(f(c, "caller_part_ns")),
+            fmt_ns(f(c, "caller_part_alone_ns")),
             if c["shares_cpu"] == true {
                 " (a worker shares the caller's CPU)"
             } else {
                 ""
             },
         );
-        if stops.is_none() && previous.is_some() && gain <= 1.0 {
-            stops = previous.zip(Some(c));
+        if stops.is_none() && gain <= 1.0 {
+            stops = Some((against, c));
         }
         if half.is_none() && 2.0 * handoff >= block {
             half = Some(c);
@@ -275,31 +295,93 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
     let _ = match stops {
         Some((p, c)) => writeln!(
             out,
-            "  on this machine block time stops falling at {} workers ({} against {} with {})",
-            c["workers"],
+            "  on this machine block time stops falling at {}: {} against {} with {}",
+            count_name(c),
             fmt_ns(f(c, "block_median_ns")),
             fmt_ns(f(p, "block_median_ns")),
-            p["workers"],
+            count_name(p),
         ),
         None => writeln!(
             out,
             "  on this machine block time falls with every worker count tried (up to {})",
-            last["workers"],
+            count_name(last),
         ),
     };
     let _ = match half {
         Some(c) => writeln!(
             out,
-            "  the hand-off dominates from {} worker{}: {} of the {} block",
-            c["workers"],
-            if c["workers"] == 1 { "" } else { "s" },
+            "  the hand-off dominates from {}: {} of the {} block",
+            count_name(c),
             fmt_ns(f(c, "handoff_ns")),
             fmt_ns(f(c, "block_median_ns")),
         ),
         None => writeln!(
             out,
-            "  the hand-off stays under half the block up to {} workers",
-            last["workers"],
+            "  the hand-off stays under half the block up to {}",
+            count_name(last),
         ),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn count(workers: u64, block: f64, handoff: Option<f64>) -> Value {
+        json!({
+            "workers": workers, "threads": workers + 1,
+            "block_median_ns": block, "handoff_ns": handoff,
+            "longest_part_ns": handoff.map(|_| block / 2.0),
+            "caller_part_ns": handoff.map(|_| block / 2.0 - 100.0),
+            "caller_part_alone_ns": handoff.map(|_| block / 4.0),
+            "shares_cpu": false,
+        })
+    }
+
+    /// The verdict follows the figures: a split slower than the 0 row stops the fall at
+    /// its first count; a fall over every count says so; the hand-off dominates from the
+    /// first count where it is half the block.
+    #[test]
+    fn the_verdict_is_worked_out_from_the_figures() {
+        let mut out = String::new();
+        workers_verdict(
+            &[count(0, 8_000.0, None), count(1, 9_000.0, Some(600.0))],
+            &mut out,
+        );
+        assert!(out.contains("1 worker (2 threads): 1.12x slower than the whole synth on the calling thread; hand-off 600 ns of 9.0 us (longest part 4.5 us; the caller's part 4.4 us beside the workers, 2.2 us alone)"), "{out}");
+        assert!(out.contains("stops falling at 1 worker (2 threads): 9.0 us against 8.0 us with 0 workers (1 thread)"), "{out}");
+        assert!(
+            out.contains("the hand-off stays under half the block up to 1 worker (2 threads)"),
+            "{out}"
+        );
+        let mut out = String::new();
+        workers_verdict(
+            &[
+                count(2, 3_000.0, Some(1_600.0)),
+                count(0, 8_000.0, None),
+                count(1, 5_000.0, Some(600.0)),
+            ],
+            &mut out,
+        );
+        assert!(
+            out.contains("1 worker (2 threads): 1.60x faster than the whole synth"),
+            "{out}"
+        );
+        assert!(
+            out.contains("2 workers (3 threads): 1.67x faster than 1 worker (2 threads)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("falls with every worker count tried (up to 2 workers (3 threads))"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "the hand-off dominates from 2 workers (3 threads): 1.6 us of the 3.0 us block"
+            ),
+            "{out}"
+        );
+    }
 }

@@ -78,7 +78,7 @@ fn header(run: &RunView) -> String {
         } else {
             String::new()
         },
-        if workers == 0 { "the network thread".to_string() } else { format!("{workers} workers") },
+        if workers == 0 { "the network thread".to_string() } else { format!("the network thread and {workers} worker{}", if workers == 1 { "" } else { "s" }) },
         c["poll"].as_str().unwrap_or("?"),
         run.qos_requested["threads"].as_str().unwrap_or("?"),
         c["load"].as_str().unwrap_or("none"),

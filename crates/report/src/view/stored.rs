@@ -191,6 +191,10 @@ pub enum ExportKind {
     Series,
     /// One CSV row per threshold gate with its verdict.
     Gates,
+    /// LAVA result lines (`NAME RESULT [MEASUREMENT UNITS]`).
+    Lava,
+    /// JUnit XML: a test case per gate, the metrics as properties.
+    Junit,
 }
 
 /// Why a run could not be exported.
@@ -206,6 +210,8 @@ pub enum ExportError {
     NotJitter,
     /// A jitter run without a wake-up latency histogram.
     NoHistogram,
+    /// A format of one run asked of several (a sweep's `--format`).
+    OneRunOnly,
 }
 
 impl From<StoreError> for ExportError {
@@ -239,7 +245,9 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
         ExportKind::Gates => super::gates::csv(run.id, &store.gates(run.id)?),
         ExportKind::Csv => x::measurements_csv(run, &store.measurements(run.id)?),
         ExportKind::Hdr => x::hdr_log(run, &store.measurements(run.id)?),
-        ExportKind::OpenMetrics => results::farm::openmetrics(run, &store.measurements(run.id)?),
+        ExportKind::OpenMetrics | ExportKind::Lava | ExportKind::Junit => {
+            return farm_text(store, std::slice::from_ref(run), kind)
+        }
         ExportKind::Cyclictest | ExportKind::CyclictestJson => {
             // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
             if run.probe != "jitter" {
@@ -311,4 +319,43 @@ pub fn push_text(
         ));
     }
     out
+}
+
+/// `runs` in a farm format (`--format` on a probe, or `export`): OpenMetrics, LAVA (a
+/// sweep's names start with `run<id>-`) and JUnit take several runs; the other formats
+/// one ([`export`]).
+pub fn farm_text(
+    store: &Store,
+    runs: &[RunRecord],
+    kind: ExportKind,
+) -> Result<String, ExportError> {
+    let mut read = Vec::new();
+    for run in runs {
+        read.push((run, store.measurements(run.id)?, store.gates(run.id)?));
+    }
+    let prefix = |run: &RunRecord| match runs.len() {
+        1 => String::new(),
+        _ => format!("run{}-", run.id),
+    };
+    Ok(match kind {
+        ExportKind::OpenMetrics => {
+            let runs: Vec<_> = read.iter().map(|(r, m, _)| (*r, m.as_slice())).collect();
+            results::farm::openmetrics(&runs)
+        }
+        ExportKind::Lava => read
+            .iter()
+            .map(|(r, m, g)| results::farm::lava(r, m, g, &prefix(r)))
+            .collect(),
+        ExportKind::Junit => {
+            let runs: Vec<_> = read
+                .iter()
+                .map(|(r, m, g)| (*r, m.as_slice(), g.as_slice()))
+                .collect();
+            results::farm::junit(&runs)
+        }
+        _ => match runs {
+            [run] => export(store, run, kind)?,
+            _ => return Err(ExportError::OneRunOnly),
+        },
+    })
 }
