@@ -175,7 +175,8 @@ pub(crate) fn command_line() -> String {
             if i == 0 {
                 "audiolat".to_string()
             } else {
-                load::shell_quote(&a)
+                // A store URL's password is not stored with the runs.
+                load::shell_quote(&results::store::redacted(&a))
             }
         })
         .collect::<Vec<_>>()
