@@ -295,6 +295,49 @@ print(json.dumps(out))
     );
     let s = summary(&shown, "wakeup_latency");
     assert_eq!(buckets.last().copied(), s["count"].as_f64());
+    // Each `le` bucket holds the samples HdrHistogram's Python reader finds in the
+    // run's hdr log at or below it (whole buckets: a bucket reaching past `le` is not).
+    let log = dir.path().join("run.hlog");
+    let out = run(
+        &db,
+        &[
+            "export",
+            "last",
+            "--format",
+            "hdr",
+            "-o",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let counts = python_json(
+        r#"
+import json, sys
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None or h.get_tag() == "wakeup_latency":
+        break
+les = [k * 10**e for e in range(3, 9) for k in (1, 2, 5)]
+print(json.dumps([sum(i.count_added_in_this_iter_step for i in h.get_recorded_iterator()
+    if h.get_highest_equivalent_value(i.value_iterated_to) <= le) for le in les]))
+"#,
+        &log,
+    );
+    let theirs: Vec<f64> = counts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    let finite = &buckets[..buckets.len() - 1];
+    assert_eq!(
+        finite,
+        &theirs[..finite.len()],
+        "le buckets against the hdr log"
+    );
     let count = samples
         .iter()
         .find(|s| s[0] == "audiolat_wakeup_latency_seconds_count")
@@ -476,4 +519,77 @@ print(json.dumps({"tests": root.get("tests"), "failures": root.get("failures"),
         Some(1),
         "nothing more was stored"
     );
+}
+
+/// A histogram's samples above its bound are not in the hdr log's interval (which
+/// holds those within it, read back in full by the Python reader) but named in a
+/// comment with their count and the exact max; an interval never holds a made-up 0.
+#[test]
+fn hdr_log_names_the_overflows_and_logs_only_the_samples_within_the_bound() {
+    let _m = machine_lock();
+    let (dir, db) = temp_db("farm.db");
+    let out = run(
+        &db,
+        &[
+            "jitter",
+            "--loops",
+            "500",
+            "--interval",
+            "500us",
+            "--hist-bound",
+            "12us",
+            "-q",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = run_json(&db, &["show", "last", "--json"]);
+    let m = &shown["measurements"].as_array().unwrap()[0];
+    let (count, overflows) = (
+        m["summary"]["count"].as_u64().unwrap(),
+        m["overflows"].as_u64().unwrap(),
+    );
+    let log = dir.path().join("run.hlog");
+    let out = run(
+        &db,
+        &[
+            "export",
+            "last",
+            "--format",
+            "hdr",
+            "-o",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&log).unwrap();
+    if overflows == 0 {
+        eprintln!("skipped: no wake-up above 12 us here, so no overflow to log");
+        return;
+    }
+    let max = m["summary"]["max"].as_f64().unwrap() as u64;
+    let comment = format!("wakeup_latency {overflows} above 12000 ns (max {max} ns)");
+    assert!(text.contains(&comment), "{comment} not in\n{text}");
+    let read = python_json(
+        r#"
+import json, sys
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
+out = {}
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None:
+        break
+    out[h.get_tag()] = [h.get_total_count(), h.get_max_value()]
+print(json.dumps(out))
+"#,
+        &log,
+    );
+    let logged = &read["wakeup_latency"];
+    if count > overflows {
+        assert_eq!(logged[0].as_u64(), Some(count - overflows));
+        assert!(logged[1].as_u64().unwrap() > 0 && logged[1].as_u64().unwrap() <= 12_100);
+    } else {
+        assert!(logged.is_null(), "an interval of no samples: {logged}");
+    }
 }
