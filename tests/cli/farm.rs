@@ -39,6 +39,29 @@ fn python_json(script: &str, arg: &Path) -> Value {
     parse_json(&out.stdout)
 }
 
+/// Runs `script` in the venv's Python after a prelude that opens the hdr log given as
+/// its argument with HdrHistogram's reader (`reader`).
+fn hdr_python(script: &str, log: &Path) -> Value {
+    let prelude = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nfrom hdrh.log import HistogramLogReader\nreader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))\n";
+    python_json(&format!("{prelude}{}", script.trim_start()), log)
+}
+
+/// `audiolat export last --format FORMAT -o FILE` on `db`, which must succeed.
+fn export_to(db: &Path, format: &str, file: &Path) {
+    let out = run(
+        db,
+        &[
+            "export",
+            "last",
+            "--format",
+            format,
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
 /// A short jitter run in a fresh database, and its `show --json`.
 fn jitter_run(db: &Path) -> Value {
     let out = run(
@@ -190,30 +213,15 @@ fn hdr_log_is_read_by_hdrhistograms_python_reader_with_shows_percentiles() {
     let (dir, db) = temp_db("farm.db");
     let shown = jitter_run(&db);
     let log = dir.path().join("run.hlog");
-    let out = run(
-        &db,
-        &[
-            "export",
-            "last",
-            "--format",
-            "hdr",
-            "-o",
-            log.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    export_to(&db, "hdr", &log);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         text.starts_with("#[Histogram log format version 1.3]\n"),
         "{text}"
     );
     assert!(text.contains("\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"));
-    let read = python_json(
+    let read = hdr_python(
         r#"
-import json, sys
-from hdrh.histogram import HdrHistogram
-from hdrh.log import HistogramLogReader
-reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
 out = {}
 while True:
     h = reader.get_next_interval_histogram()
@@ -298,24 +306,9 @@ print(json.dumps(out))
     // Each `le` bucket holds the samples HdrHistogram's Python reader finds in the
     // run's hdr log at or below it (whole buckets: a bucket reaching past `le` is not).
     let log = dir.path().join("run.hlog");
-    let out = run(
-        &db,
-        &[
-            "export",
-            "last",
-            "--format",
-            "hdr",
-            "-o",
-            log.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let counts = python_json(
+    export_to(&db, "hdr", &log);
+    let counts = hdr_python(
         r#"
-import json, sys
-from hdrh.histogram import HdrHistogram
-from hdrh.log import HistogramLogReader
-reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
 while True:
     h = reader.get_next_interval_histogram()
     if h is None or h.get_tag() == "wakeup_latency":
@@ -470,18 +463,7 @@ fn junit_has_a_case_per_gate_and_the_metrics_as_properties() {
     assert_eq!(out.code, 3, "a failed gate exits 3: {}", out.stderr);
     let shown = run_json(&db, &["show", "last", "--json"]);
     let file = dir.path().join("junit.xml");
-    let out = run(
-        &db,
-        &[
-            "export",
-            "last",
-            "-f",
-            "junit",
-            "-o",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    export_to(&db, "junit", &file);
     let read = python_json(
         r#"
 import json, sys, xml.etree.ElementTree as ET
@@ -549,18 +531,7 @@ fn hdr_log_names_the_overflows_and_logs_only_the_samples_within_the_bound() {
         m["overflows"].as_u64().unwrap(),
     );
     let log = dir.path().join("run.hlog");
-    let out = run(
-        &db,
-        &[
-            "export",
-            "last",
-            "--format",
-            "hdr",
-            "-o",
-            log.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    export_to(&db, "hdr", &log);
     let text = std::fs::read_to_string(&log).unwrap();
     if overflows == 0 {
         eprintln!("skipped: no wake-up above 12 us here, so no overflow to log");
@@ -569,12 +540,8 @@ fn hdr_log_names_the_overflows_and_logs_only_the_samples_within_the_bound() {
     let max = m["summary"]["max"].as_f64().unwrap() as u64;
     let comment = format!("wakeup_latency {overflows} above 12000 ns (max {max} ns)");
     assert!(text.contains(&comment), "{comment} not in\n{text}");
-    let read = python_json(
+    let read = hdr_python(
         r#"
-import json, sys
-from hdrh.histogram import HdrHistogram
-from hdrh.log import HistogramLogReader
-reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
 out = {}
 while True:
     h = reader.get_next_interval_histogram()
