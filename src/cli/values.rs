@@ -166,8 +166,8 @@ pub struct GateArgs {
           value_parser = |s: &str| results::gate::Gate::parse(s).map_err(|e| e.problem()))]
     pub fail_if: Vec<results::gate::Gate>,
     /// Print the stored runs in a test farm's format instead of the tables (as `audiolat
-    /// export --format` does): LAVA result lines, JUnit XML, OpenMetrics, or a jitter run
-    /// as `cyclictest --json`.
+    /// export --format` does): LAVA result lines, JUnit XML, OpenMetrics, or one run's
+    /// HdrHistogram log (jitter, net) or `cyclictest --json` (jitter).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
     pub output_format: Option<FarmFormat>,
 }
@@ -179,12 +179,17 @@ pub enum FarmFormat {
     Junit,
     Openmetrics,
     CyclictestJson,
+    Hdr,
 }
 
 impl GateArgs {
     /// Stage two: the gates for runs of `probe` (each names one of its metrics), and the
     /// format checked against the probe.
     pub fn check(&self, probe: &str) -> Result<Vec<results::gate::Gate>, super::UsageError> {
+        let one_run = matches!(probe, "jitter" | "net");
+        if self.output_format == Some(FarmFormat::Hdr) && !one_run {
+            return Err(super::UsageError(format!("--output-format hdr is one run's log: a {probe} command sweeps into several runs, so use lava, junit or openmetrics here, and `audiolat export RUN --format hdr` for each run")));
+        }
         if self.output_format == Some(FarmFormat::CyclictestJson) && probe != "jitter" {
             return Err(super::UsageError(format!("--output-format cyclictest-json is a jitter run's (periodic wake-up latency), not for {probe} runs: use lava, junit or openmetrics")));
         }
@@ -192,9 +197,25 @@ impl GateArgs {
             .map_err(|e| super::UsageError(format!("--fail-if {e}")))
     }
 
+    /// [`GateArgs::check`], refusing a gate on a metric the run's settings cannot
+    /// measure (`unmeasured`: each metric and why).
+    pub fn check_with(
+        &self,
+        probe: &str,
+        unmeasured: &[(&str, &str)],
+    ) -> Result<Vec<results::gate::Gate>, super::UsageError> {
+        let gates = self.check(probe)?;
+        let never = |g: &results::gate::Gate| unmeasured.iter().find(|(m, _)| *m == g.metric);
+        match gates.iter().find_map(|g| never(g).map(|(_, why)| (g, why))) {
+            Some((g, why)) => Err(super::UsageError(format!("--fail-if '{}': {why}", g.expr))),
+            None => Ok(gates),
+        }
+    }
+
     /// Stage two of a command of many runs (a plan, the suite): the formats of many.
     pub fn check_many(&self) -> Result<(), super::UsageError> {
         match self.output_format {
+            Some(FarmFormat::Hdr) => Err(super::UsageError("--output-format hdr is one run's log: a plan or the suite makes many runs, so use lava, junit or openmetrics (or `audiolat export RUN --format hdr`)".into())),
             Some(FarmFormat::CyclictestJson) => Err(super::UsageError("--output-format cyclictest-json is one jitter run's: a plan or the suite makes many runs, so use lava, junit or openmetrics (or `audiolat export RUN --format cyclictest-json`)".into())),
             _ => Ok(()),
         }

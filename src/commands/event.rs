@@ -28,7 +28,13 @@ pub(crate) fn server_request(
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
     let req = a.request(&ctx.default_scratch())?;
-    let gates = a.gates.check("event")?;
+    let no_loopback = ("loopback", "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate");
+    let unmeasured = if a.loopback.is_none() {
+        &[no_loopback][..]
+    } else {
+        &[]
+    };
+    let gates = a.gates.check_with("event", unmeasured)?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()});
@@ -40,7 +46,7 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let out = swept(&store, &group, run)?;
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
-    let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
+    let judged = ::runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {

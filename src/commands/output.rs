@@ -53,6 +53,7 @@ pub(crate) fn print_farm(
         F::Junit => K::Junit,
         F::Openmetrics => K::OpenMetrics,
         F::CyclictestJson => K::CyclictestJson,
+        F::Hdr => K::Hdr,
     };
     let runs = runs
         .into_iter()

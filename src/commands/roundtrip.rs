@@ -31,7 +31,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
-    let judged = ::runner::gates::judge_runs(&store, views.iter().map(|v| v.id), &gates)?;
+    let judged = ::runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {

@@ -85,7 +85,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let group = group.id();
     let mut entries = outcome.entries;
     // Each gate judges the suite's runs whose probe has its metric.
-    let judged = ::runner::gates::judge_runs(
+    let judged = ::runner::gates::judge_suite(
         &store,
         entries.iter().filter_map(|e| e.run_id),
         &a.gates.fail_if,

@@ -155,7 +155,8 @@ fn bench_workers_times_the_split_synth_and_its_hand_off() {
                 "caller_part_ns",
                 "caller_part_alone_ns",
             ] {
-                assert!(c[key].as_f64().unwrap() > 0.0, "{key}: {c}");
+                // Measured (not null); a median hand-off may read 0 on a coarse clock.
+                assert!(c[key].as_f64().unwrap() >= 0.0, "{key}: {c}");
             }
             // Medians of per-block values where each block's longest part is at least
             // its caller's part: the order holds for the medians too.

@@ -39,6 +39,29 @@ fn python_json(script: &str, arg: &Path) -> Value {
     parse_json(&out.stdout)
 }
 
+/// Runs `script` in the venv's Python after a prelude that opens the hdr log given as
+/// its argument with HdrHistogram's reader (`reader`).
+fn hdr_python(script: &str, log: &Path) -> Value {
+    let prelude = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nfrom hdrh.log import HistogramLogReader\nreader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))\n";
+    python_json(&format!("{prelude}{}", script.trim_start()), log)
+}
+
+/// `audiolat export last --format FORMAT -o FILE` on `db`, which must succeed.
+fn export_to(db: &Path, format: &str, file: &Path) {
+    let out = run(
+        db,
+        &[
+            "export",
+            "last",
+            "--format",
+            format,
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
 /// A short jitter run in a fresh database, and its `show --json`.
 fn jitter_run(db: &Path) -> Value {
     let out = run(
@@ -190,30 +213,15 @@ fn hdr_log_is_read_by_hdrhistograms_python_reader_with_shows_percentiles() {
     let (dir, db) = temp_db("farm.db");
     let shown = jitter_run(&db);
     let log = dir.path().join("run.hlog");
-    let out = run(
-        &db,
-        &[
-            "export",
-            "last",
-            "--format",
-            "hdr",
-            "-o",
-            log.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    export_to(&db, "hdr", &log);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         text.starts_with("#[Histogram log format version 1.3]\n"),
         "{text}"
     );
     assert!(text.contains("\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"));
-    let read = python_json(
+    let read = hdr_python(
         r#"
-import json, sys
-from hdrh.histogram import HdrHistogram
-from hdrh.log import HistogramLogReader
-reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))
 out = {}
 while True:
     h = reader.get_next_interval_histogram()
@@ -295,6 +303,34 @@ print(json.dumps(out))
     );
     let s = summary(&shown, "wakeup_latency");
     assert_eq!(buckets.last().copied(), s["count"].as_f64());
+    // Each `le` bucket holds the samples HdrHistogram's Python reader finds in the
+    // run's hdr log at or below it (whole buckets: a bucket reaching past `le` is not).
+    let log = dir.path().join("run.hlog");
+    export_to(&db, "hdr", &log);
+    let counts = hdr_python(
+        r#"
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None or h.get_tag() == "wakeup_latency":
+        break
+les = [k * 10**e for e in range(3, 9) for k in (1, 2, 5)]
+print(json.dumps([sum(i.count_added_in_this_iter_step for i in h.get_recorded_iterator()
+    if h.get_highest_equivalent_value(i.value_iterated_to) <= le) for le in les]))
+"#,
+        &log,
+    );
+    let theirs: Vec<f64> = counts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    let finite = &buckets[..buckets.len() - 1];
+    assert_eq!(
+        finite,
+        &theirs[..finite.len()],
+        "le buckets against the hdr log"
+    );
     let count = samples
         .iter()
         .find(|s| s[0] == "audiolat_wakeup_latency_seconds_count")
@@ -427,18 +463,7 @@ fn junit_has_a_case_per_gate_and_the_metrics_as_properties() {
     assert_eq!(out.code, 3, "a failed gate exits 3: {}", out.stderr);
     let shown = run_json(&db, &["show", "last", "--json"]);
     let file = dir.path().join("junit.xml");
-    let out = run(
-        &db,
-        &[
-            "export",
-            "last",
-            "-f",
-            "junit",
-            "-o",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    export_to(&db, "junit", &file);
     let read = python_json(
         r#"
 import json, sys, xml.etree.ElementTree as ET
@@ -476,4 +501,62 @@ print(json.dumps({"tests": root.get("tests"), "failures": root.get("failures"),
         Some(1),
         "nothing more was stored"
     );
+}
+
+/// A histogram's samples above its bound are not in the hdr log's interval (which
+/// holds those within it, read back in full by the Python reader) but named in a
+/// comment with their count and the exact max; an interval never holds a made-up 0.
+#[test]
+fn hdr_log_names_the_overflows_and_logs_only_the_samples_within_the_bound() {
+    let _m = machine_lock();
+    let (dir, db) = temp_db("farm.db");
+    let out = run(
+        &db,
+        &[
+            "jitter",
+            "--loops",
+            "500",
+            "--interval",
+            "500us",
+            "--hist-bound",
+            "12us",
+            "-q",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = run_json(&db, &["show", "last", "--json"]);
+    let m = &shown["measurements"].as_array().unwrap()[0];
+    let (count, overflows) = (
+        m["summary"]["count"].as_u64().unwrap(),
+        m["overflows"].as_u64().unwrap(),
+    );
+    let log = dir.path().join("run.hlog");
+    export_to(&db, "hdr", &log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    if overflows == 0 {
+        eprintln!("skipped: no wake-up above 12 us here, so no overflow to log");
+        return;
+    }
+    let max = m["summary"]["max"].as_f64().unwrap() as u64;
+    let comment = format!("wakeup_latency {overflows} above 12000 ns (max {max} ns)");
+    assert!(text.contains(&comment), "{comment} not in\n{text}");
+    let read = hdr_python(
+        r#"
+out = {}
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None:
+        break
+    out[h.get_tag()] = [h.get_total_count(), h.get_max_value()]
+print(json.dumps(out))
+"#,
+        &log,
+    );
+    let logged = &read["wakeup_latency"];
+    if count > overflows {
+        assert_eq!(logged[0].as_u64(), Some(count - overflows));
+        assert!(logged[1].as_u64().unwrap() > 0 && logged[1].as_u64().unwrap() <= 12_100);
+    } else {
+        assert!(logged.is_null(), "an interval of no samples: {logged}");
+    }
 }

@@ -41,10 +41,12 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
             "jitter",
             "--duration",
             "300ms",
+            "--hist-bound",
+            "1us",
             "--fail-if",
             "p50 > 1ns",
             "--fail-if",
-            "underruns > 0",
+            "p50 < 1s",
             "--json",
         ],
     );
@@ -66,11 +68,13 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
         )
     );
     assert_eq!(p50["value"].as_f64().unwrap(), stored_p50(&export));
-    // No fragment model: under-runs were not measured, so the gate is unknown (failed).
-    let underruns = &export["gates"][1];
-    assert_eq!(underruns["outcome"], "unknown");
-    assert_eq!(underruns["value"], Value::Null);
-    assert_eq!(underruns["reason"], "not measured");
+    // Every wake-up is above the 1 us bound: the median is "at least 1 us", so a gate
+    // above it fails, and one below it is unknown (failed), never a pass.
+    assert_eq!(p50["reason"], "at least the histogram's bound");
+    let below = &export["gates"][1];
+    assert_eq!(below["outcome"], "unknown");
+    assert_eq!(below["value"].as_f64(), Some(1000.0));
+    assert_eq!(below["reason"], "above the histogram's bound: not known");
 
     let shown = run(&db, &["show", &id]);
     assert_eq!(shown.code, 0);
@@ -87,7 +91,7 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
         shown.stdout
     );
     assert!(
-        shown.stdout.contains("unknown  underruns > 0"),
+        shown.stdout.contains("unknown  p50 < 1s"),
         "{}",
         shown.stdout
     );
@@ -96,7 +100,7 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
     assert_eq!(rows.len(), 3, "{}", csv.stdout);
     assert!(rows[1].starts_with(&format!("{id},\"p50 > 1ns\",p50,\">\",1,ns,")));
     assert!(
-        rows[2].ends_with(",count,,unknown,\"not measured\""),
+        rows[2].ends_with(",ns,1000,unknown,\"above the histogram's bound: not known\""),
         "{}",
         rows[2]
     );

@@ -181,15 +181,33 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
 pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut buf = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
+    // A histogram's interval holds its samples within the bound; those above it (the
+    // overflows) are named in a comment, never logged as made-up values.
+    let in_range = |h: &&crate::hist::LatencyHistogram| !h.hdr().is_empty();
     let empty: Vec<&str> = measurements
         .iter()
         .filter(|m| {
             m.measurement
                 .histogram
                 .as_ref()
-                .is_some_and(|h| h.count() == 0)
+                .is_some_and(|h| !in_range(&h))
         })
         .map(|m| m.measurement.metric.as_str())
+        .collect();
+    let overflows: Vec<String> = measurements
+        .iter()
+        .filter_map(|m| {
+            let h = m.measurement.histogram.as_ref()?;
+            (h.overflows() > 0).then(|| {
+                format!(
+                    "{} {} above {} ns (max {} ns)",
+                    m.measurement.metric,
+                    h.overflows(),
+                    h.bound(),
+                    h.max()
+                )
+            })
+        })
         .collect();
     let mut head = String::from("#[Histogram log format version 1.3]\n");
     let _ = writeln!(
@@ -198,7 +216,18 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
         run.id, run.probe, run.started_at
     );
     if !empty.is_empty() {
-        let _ = writeln!(head, "#no samples, left out: {}", empty.join(", "));
+        let _ = writeln!(
+            head,
+            "#no samples within the bound, left out: {}",
+            empty.join(", ")
+        );
+    }
+    if !overflows.is_empty() {
+        let _ = writeln!(
+            head,
+            "#overflows, not in the intervals: {}",
+            overflows.join("; ")
+        );
     }
     if let Some(start) = crate::model::epoch_of_rfc3339(&run.started_at) {
         let _ = writeln!(
@@ -217,7 +246,7 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
         let duration = Duration::from_secs_f64(run.duration_s.unwrap_or(0.0).max(0.0));
         for m in measurements {
             // A histogram without samples has no interval to log (its max would read 0).
-            let Some(h) = m.measurement.histogram.as_ref().filter(|h| h.count() > 0) else {
+            let Some(h) = m.measurement.histogram.as_ref().filter(in_range) else {
                 continue;
             };
             let tag = Tag::new(&m.measurement.metric);

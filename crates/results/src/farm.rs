@@ -31,9 +31,19 @@ pub fn cyclictest_json(run: &RunRecord, h: &LatencyHistogram) -> Value {
         .or_else(|| Some(start? + run.duration_s?));
     let when = |t: Option<f64>| t.map(rfc2822_utc).unwrap_or_default();
     let mut histogram = Map::new();
+    // A bucket's samples go to its lowest whole µs (its 3 significant digits make
+    // buckets wider than 1 µs above 2 ms); the bucket holding the largest sample to the
+    // largest sample's µs, as cyclictest would bin it.
     let bound_us = h.bound() / 1_000;
     for v in h.hdr().iter_recorded() {
-        let us = h.hdr().lowest_equivalent(v.value_iterated_to()) / 1_000;
+        let top = h.hdr().highest_equivalent(v.value_iterated_to());
+        let low = h.hdr().lowest_equivalent(v.value_iterated_to());
+        let ns = if (low..=top).contains(&h.max()) {
+            h.max()
+        } else {
+            low
+        };
+        let us = ns / 1_000;
         if us < bound_us {
             let entry = histogram.entry(us.to_string()).or_insert(json!(0u64));
             *entry = json!(entry.as_u64().unwrap_or(0) + v.count_at_value());
@@ -150,7 +160,13 @@ pub fn openmetrics(runs: &[(&RunRecord, &[MeasurementRecord])]) -> String {
             };
             let lines = &mut families[at].2;
             for le in bucket_bounds_ns(h.bound()) {
-                let count = h.hdr().count_between(0, le);
+                // Only whole HDR buckets at or below `le`: a bucket reaching past it
+                // holds samples that may be above.
+                let edge = h.hdr().lowest_equivalent(le + 1);
+                let count = match edge {
+                    0 => 0,
+                    e => h.hdr().count_between(0, e - 1),
+                };
                 let le = le as f64 / 1e9;
                 lines.push(format!("{name}_bucket{{{labels},le=\"{le}\"}} {count}"));
             }
@@ -281,14 +297,22 @@ fn xml(text: &str) -> String {
 }
 
 /// Runs as JUnit XML (the layout Jenkins, GitLab and most CI read): a `<testsuite>`
-/// per run with its metrics as `<property>`s (`<metric>.<stat>` in the metric's unit,
+/// per run (`audiolat.<probe>`, `.1`, `.2`, ... in a sweep) with its id and metrics as
+/// `<property>`s (`<metric>.<stat>` in the metric's unit,
 /// `_ns` for ns), a test case for the run itself (a `<failure>` when it did not
 /// complete) and one per gate (a `<failure>` when the run fails it, with the measured
 /// value or `not measured`).
 pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> String {
     let mut body = String::new();
     let (mut tests, mut failures) = (0, 0);
-    for (run, measurements, gates) in runs {
+    // Names stay the same from one CI run to the next (CI servers key a test's history
+    // on them): the probe, and a sweep's runs by their place in it; the run's id is a
+    // property.
+    let suffix = |n: usize| match runs.len() {
+        1 => String::new(),
+        _ => format!(".{}", n + 1),
+    };
+    for (n, (run, measurements, gates)) in runs.iter().enumerate() {
         let class = format!("audiolat.{}", lava_name(&run.probe));
         let mut cases = String::new();
         let mut fails = 0;
@@ -312,7 +336,7 @@ pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> Str
         };
         let status = run.status.as_str();
         case(
-            &format!("run {} {}", run.id, run.probe),
+            &format!("{} run", run.probe),
             (run.status != RunStatus::Complete).then(|| {
                 format!(
                     "the run ended {status}: {}",
@@ -330,12 +354,15 @@ pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> Str
         let count = 1 + gates.len();
         tests += count;
         failures += fails;
+        let time = run
+            .duration_s
+            .map(|t| format!(" time=\"{t}\""))
+            .unwrap_or_default();
         let _ = writeln!(
             body,
-            "  <testsuite name=\"{class}.run{}\" tests=\"{count}\" failures=\"{fails}\" timestamp=\"{}\" time=\"{}\" hostname=\"{}\">",
-            run.id,
+            "  <testsuite name=\"{class}{}\" tests=\"{count}\" failures=\"{fails}\" timestamp=\"{}\"{time} hostname=\"{}\">",
+            suffix(n),
             xml(&run.started_at),
-            run.duration_s.unwrap_or(0.0),
             xml(&run.machine.hostname)
         );
         body.push_str("    <properties>\n");
@@ -347,6 +374,7 @@ pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> Str
                 xml(value)
             );
         };
+        property("run_id", &run.id.to_string());
         property("kernel", &run.machine.kernel_release);
         property("command_line", &run.command_line);
         for m in measurements.iter().map(|m| &m.measurement) {

@@ -538,10 +538,22 @@ impl Gate {
     /// is [`Outcome::Unknown`].
     pub fn judge(&self, run: &RunView) -> GateVerdict {
         let value = self.value(run);
-        let (outcome, reason) = match value {
-            None => (Outcome::Unknown, Some("not measured".to_string())),
-            Some(v) if self.op.holds(v, self.threshold) => (Outcome::Fail, None),
-            Some(_) => (Outcome::Pass, None),
+        // A percentile among the overflows is only "at least the histogram's bound": a
+        // run above a `>`/`>=` threshold even so fails; any other verdict is unknown.
+        let at_least = self.clamped(run);
+        let above = matches!(self.op, Op::Gt | Op::Ge);
+        let (outcome, reason) = match (value, at_least) {
+            (None, _) => (Outcome::Unknown, Some("not measured".to_string())),
+            (Some(v), Some(_)) if above && self.op.holds(v, self.threshold) => (
+                Outcome::Fail,
+                Some("at least the histogram's bound".to_string()),
+            ),
+            (Some(_), Some(_)) => (
+                Outcome::Unknown,
+                Some("above the histogram's bound: not known".to_string()),
+            ),
+            (Some(v), None) if self.op.holds(v, self.threshold) => (Outcome::Fail, None),
+            (Some(_), None) => (Outcome::Pass, None),
         };
         GateVerdict {
             expr: self.expr.clone(),
@@ -553,6 +565,22 @@ impl Gate {
             outcome,
             reason,
         }
+    }
+
+    /// The histogram's bound when this gate's value is a percentile that fell among
+    /// the overflows (the summary's "at least this").
+    fn clamped(&self, run: &RunView) -> Option<f64> {
+        let (metric, name) = if STATS.contains(&self.metric.as_str()) {
+            (main_metric(&run.probe, &run.config)?, self.metric.as_str())
+        } else {
+            match find(&run.probe, &self.metric)?.source {
+                Source::Stat(m, s) => (m, s),
+                _ => return None,
+            }
+        };
+        let summary = run.measurement(metric)?.summary.as_ref()?;
+        let v = stat(run, metric, name)?;
+        (name.starts_with('p') && summary.is_clamped(v)).then_some(summary.clamped_at?)
     }
 
     fn value(&self, run: &RunView) -> Option<f64> {
@@ -713,14 +741,22 @@ pub struct Judged {
     pub given: bool,
     /// Each judged run with its verdicts, in the order of the runs.
     pub runs: Vec<(crate::RunId, Vec<GateVerdict>)>,
+    /// The runs are a sweep's or a suite's (their JSON is one object per run, however
+    /// many there are), not one run's.
+    pub sweep: bool,
+    /// The gates that judged no run (a suite's gate whose metric none of its probes
+    /// has): each counts as failed.
+    pub unjudged: Vec<String>,
 }
 
 impl Judged {
     /// Whether a run failed a gate (an unknown verdict too).
     pub fn failed(&self) -> bool {
-        self.runs
-            .iter()
-            .any(|(_, v)| v.iter().any(GateVerdict::failed))
+        !self.unjudged.is_empty()
+            || self
+                .runs
+                .iter()
+                .any(|(_, v)| v.iter().any(GateVerdict::failed))
     }
 }
 

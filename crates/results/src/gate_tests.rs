@@ -182,3 +182,28 @@ fn the_help_names_every_probes_metrics() {
     }
     assert!(h.contains("xruns"), "{h}");
 }
+
+/// A percentile among the overflows is "at least the bound": a `>` gate below the
+/// bound fails all the same; one above it, or a `<` gate, is unknown, never a pass.
+#[test]
+fn a_percentile_above_the_histogram_bound_is_at_least_the_bound() {
+    // Three samples of four above the 100 ms bound: p99 is among the overflows.
+    let run = jitter_view(&[10_000, 200_000_000, 300_000_000, 400_000_000], None);
+    let p99 = run.measurement("wakeup_latency").unwrap().summary.unwrap();
+    assert!(p99.is_clamped(p99.p99), "{p99:?}");
+    let verdict = |expr: &str| Gate::parse(expr).unwrap().judge(&run);
+    let below = verdict("p99 > 1ms");
+    assert_eq!(below.outcome, Outcome::Fail);
+    assert_eq!(
+        below.reason.as_deref(),
+        Some("at least the histogram's bound")
+    );
+    assert_eq!(verdict("p99 > 1s").outcome, Outcome::Unknown);
+    assert_eq!(verdict("p99 < 1s").outcome, Outcome::Unknown);
+    assert_eq!(verdict("p50 > 1ms").outcome, Outcome::Fail);
+    assert_eq!(verdict("p50 <= 1ms").outcome, Outcome::Unknown);
+    // The median of 10 us, 10 us, 10 us and one overflow is in range: judged as measured.
+    let run = jitter_view(&[10_000, 10_000, 10_000, 200_000_000], None);
+    let verdict = Gate::parse("p50 > 1ms").unwrap().judge(&run);
+    assert_eq!((verdict.outcome, verdict.reason), (Outcome::Pass, None));
+}

@@ -187,8 +187,17 @@ impl LatencyHistogram {
             }
             return (self.bound, true);
         }
-        let quantile = rank as f64 / in_range as f64;
-        let v = self.hist.value_at_quantile(quantile.min(1.0));
+        // The bucket holding the rank-th sample, found by its counts (value_at_quantile
+        // would turn the rank back into a float and round it up again).
+        let mut seen = 0;
+        let mut v = self.max;
+        for bucket in self.hist.iter_recorded() {
+            seen += bucket.count_at_value();
+            if seen >= rank {
+                v = self.hist.highest_equivalent(bucket.value_iterated_to());
+                break;
+            }
+        }
         // A bucket's top may lie above the largest sample in it, or above the bound:
         // an in-range percentile never leaves [min, min(max, bound)].
         let top = self.max.min(self.bound).max(self.min());
@@ -362,10 +371,13 @@ pub struct StoredHistogram {
 
 /// The rank (1-based) of percentile `q` among `count` samples: the nearest rank,
 /// ceil(q% of count), at least 1, without the float's error (99.9% of 2000 is 1998,
-/// where `(99.9 / 100.0) * 2000.0` is 1998.0000000000002).
+/// where `(99.9 / 100.0) * 2000.0` is 1998.0000000000002), `q` taken to a millionth of
+/// a percent.
 pub fn nearest_rank(q: f64, count: u64) -> u64 {
-    let exact = q * count as f64 / 100.0;
-    (exact - exact * 1e-12).ceil().max(1.0) as u64
+    // In whole millionths of a percent, in integers: exact for any count.
+    let q = (q.clamp(0.0, 100.0) * 1e6).round() as u128;
+    let rank = (q * u128::from(count)).div_ceil(100_000_000);
+    (rank as u64).max(1)
 }
 
 #[cfg(test)]
@@ -422,6 +434,25 @@ mod tests {
         assert_eq!(h.percentile(99.9).0, h.hdr().highest_equivalent(5_000_000));
         assert_eq!(h.percentile(99.99).0, 7_000_000);
         assert_eq!(h.percentile(50.0).0, h.hdr().highest_equivalent(1_000));
+    }
+
+    #[test]
+    fn every_percentile_is_the_sample_at_its_nearest_rank() {
+        // Samples far enough apart that each has a bucket of its own.
+        for n in 1..=300u64 {
+            let mut h = LatencyHistogram::new(10_000_000).unwrap();
+            for v in 1..=n {
+                h.record(v * 10_000);
+            }
+            for q in [50.0, 90.0, 99.0, 99.9] {
+                let rank = (q * n as f64 / 100.0 - 1e-9).ceil().max(1.0) as u64;
+                let want = h.hdr().highest_equivalent(rank * 10_000).min(n * 10_000);
+                assert_eq!(h.percentile(q).0, want, "p{q} of {n}");
+            }
+        }
+        assert_eq!(nearest_rank(99.99, 199_999_999), 199_980_000);
+        assert_eq!(nearest_rank(99.9, 10_000_000_000), 9_990_000_000);
+        assert_eq!(nearest_rank(50.0, 29), 15);
     }
 
     #[test]

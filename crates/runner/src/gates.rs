@@ -70,7 +70,7 @@ pub fn judge_runs(
 ) -> Result<Judged, StoreError> {
     let mut out = Judged {
         given: !gates.is_empty(),
-        runs: Vec::new(),
+        ..Judged::default()
     };
     for run in runs.into_iter().filter(|_| out.given) {
         let verdicts = judge(store, run, gates)?;
@@ -79,4 +79,53 @@ pub fn judge_runs(
         }
     }
     Ok(out)
+}
+
+/// [`judge_runs`] on a sweep's runs: the JSON has one object per run however many.
+pub fn judge_sweep(
+    store: &Store,
+    runs: impl IntoIterator<Item = RunId>,
+    gates: &[Gate],
+) -> Result<Judged, StoreError> {
+    let mut judged = judge_runs(store, runs, gates)?;
+    judged.sweep = true;
+    Ok(judged)
+}
+
+/// [`judge_sweep`] on a suite's runs, each gate on the runs that measure its metric:
+/// a gate measured on some run is not judged "not measured" on the others (a plain
+/// wake-up run has no fragment under-runs), and those verdicts are not stored; a gate
+/// measured on none keeps them (and fails); a gate no run's probe has is `unjudged`
+/// (and fails).
+pub fn judge_suite(
+    store: &Store,
+    runs: impl IntoIterator<Item = RunId>,
+    gates: &[Gate],
+) -> Result<Judged, StoreError> {
+    let mut judged = judge_sweep(store, runs, gates)?;
+    let measured: Vec<String> = judged
+        .runs
+        .iter()
+        .flat_map(|(_, v)| v.iter().filter(|v| v.value.is_some()))
+        .map(|v| v.expr.clone())
+        .collect();
+    for (run, verdicts) in &mut judged.runs {
+        let before = verdicts.len();
+        verdicts.retain(|v| v.value.is_some() || !measured.contains(&v.expr));
+        if verdicts.len() != before {
+            store.put_gates(*run, verdicts)?;
+        }
+    }
+    judged.runs.retain(|(_, v)| !v.is_empty());
+    judged.unjudged = gates
+        .iter()
+        .filter(|g| {
+            !judged
+                .runs
+                .iter()
+                .any(|(_, v)| v.iter().any(|v| v.expr == g.expr))
+        })
+        .map(|g| g.expr.clone())
+        .collect();
+    Ok(judged)
 }

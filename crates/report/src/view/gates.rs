@@ -53,20 +53,30 @@ pub fn json(verdicts: &[GateVerdict]) -> Value {
 
 /// The tables of runs just judged (a command's, under its own output).
 pub fn runs_text(judged: &Judged) -> String {
-    judged.runs.iter().map(|(run, v)| text(*run, v)).collect()
+    let mut out: String = judged.runs.iter().map(|(run, v)| text(*run, v)).collect();
+    for expr in &judged.unjudged {
+        out.push_str(&format!(
+            "gate {expr}: no run here has its metric: counts as failed\n"
+        ));
+    }
+    out
 }
 
 /// A command's JSON document with its runs' verdicts as `"gates"`: one run's verdicts,
-/// else one `{"run_id", "gates"}` per run; the document as it was without gates.
+/// a sweep's one `{"run_id", "gates"}` per run (however many), and the gates that judged
+/// no run as `"unjudged"`; the document as it was without gates.
 pub fn with_json(mut doc: Value, judged: &Judged) -> Value {
     if judged.given {
         doc["gates"] = match judged.runs.as_slice() {
-            [(_, one)] => json(one),
+            [(_, one)] if !judged.sweep => json(one),
             runs => json!(runs
                 .iter()
                 .map(|(run, v)| json!({"run_id": run, "gates": v}))
                 .collect::<Vec<_>>()),
         };
+        if !judged.unjudged.is_empty() {
+            doc["unjudged_gates"] = json!(judged.unjudged);
+        }
     }
     doc
 }

@@ -321,8 +321,8 @@ pub fn push_text(
     out
 }
 
-/// `runs` in a farm format (`--format` on a probe, or `export`): OpenMetrics, LAVA (a
-/// sweep's names start with `run<id>-`) and JUnit take several runs; the other formats
+/// `runs` in a farm format (`--output-format` on a probe, or `export`): OpenMetrics, LAVA (a
+/// sweep's names start with `cell<n>-`) and JUnit take several runs; the other formats
 /// one ([`export`]).
 pub fn farm_text(
     store: &Store,
@@ -333,9 +333,11 @@ pub fn farm_text(
     for run in runs {
         read.push((run, store.measurements(run.id)?, store.gates(run.id)?));
     }
-    let prefix = |run: &RunRecord| match runs.len() {
+    // A sweep's runs by their place in it (`cell2-`), so a name is the same from one CI
+    // run to the next (LAVA keys a case's history on it).
+    let prefix = |n: usize| match runs.len() {
         1 => String::new(),
-        _ => format!("run{}-", run.id),
+        _ => format!("cell{}-", n + 1),
     };
     Ok(match kind {
         ExportKind::OpenMetrics => {
@@ -344,7 +346,8 @@ pub fn farm_text(
         }
         ExportKind::Lava => read
             .iter()
-            .map(|(r, m, g)| results::farm::lava(r, m, g, &prefix(r)))
+            .enumerate()
+            .map(|(n, (r, m, g))| results::farm::lava(r, m, g, &prefix(n)))
             .collect(),
         ExportKind::Junit => {
             let runs: Vec<_> = read
