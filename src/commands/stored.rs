@@ -102,7 +102,7 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ))
         .into()),
         Err(E::NotJitter) => return Err(UsageError(format!(
-            "run {id} is a {} run: --format cyclictest and cyclictest-json export jitter runs only (wake-up latency); use --format hdr or csv for this one",
+            "run {id} is a {} run: --format cyclictest (and cyclictest-json) exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
             run.probe
         ))
         .into()),
