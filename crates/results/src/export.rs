@@ -190,7 +190,7 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
             m.measurement
                 .histogram
                 .as_ref()
-                .is_some_and(|h| !in_range(&h))
+                .is_some_and(|h| h.count() == 0)
         })
         .map(|m| m.measurement.metric.as_str())
         .collect();
@@ -218,7 +218,7 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     if !empty.is_empty() {
         let _ = writeln!(
             head,
-            "#no samples within the bound, left out: {}",
+            "#no samples, left out: {}",
             empty.join(", ")
         );
     }
