@@ -216,11 +216,7 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
         run.id, run.probe, run.started_at
     );
     if !empty.is_empty() {
-        let _ = writeln!(
-            head,
-            "#no samples, left out: {}",
-            empty.join(", ")
-        );
+        let _ = writeln!(head, "#no samples, left out: {}", empty.join(", "));
     }
     if !overflows.is_empty() {
         let _ = writeln!(
