@@ -521,12 +521,19 @@ fn time_plot(cell: &CellData, r: &RunData) -> Option<(String, String)> {
     ))
 }
 
-fn flag_text(v: &Value) -> (String, &'static str) {
+/// A validity flag's value for the runs table: a flag named `..._ns` is a time (`10.0
+/// ms`, never the raw count of ns; `none` when it measured none), `..._percent` a
+/// percentage.
+fn flag_text(name: &str, v: &Value) -> (String, &'static str) {
     match v {
         Value::Bool(true) => ("yes".into(), ""),
         Value::Bool(false) => ("no".into(), ""),
         Value::Number(n) => (
             match n.as_f64() {
+                // A time measured as none (no host steal) reads so, as the probes say it.
+                Some(f) if name.ends_with("_ns") && f == 0.0 => "none".into(),
+                Some(f) if name.ends_with("_ns") => crate::terminal::fmt_value(f, "ns"),
+                Some(f) if name.ends_with("_percent") => format!("{f:.2} %"),
                 Some(f) if f.fract() != 0.0 => format!("{f:.2}"),
                 _ => n.to_string(),
             },
@@ -591,7 +598,7 @@ fn runs_html(data: &ReportData) -> String {
                 .as_ref()
                 .map(|r| r.record.flags[f.as_str()].clone())
                 .unwrap_or(Value::Null);
-            let (text, _) = flag_text(&v);
+            let (text, _) = flag_text(f, &v);
             let bad = matches!(
                 (f.as_str(), &v),
                 ("realtime" | "memory_locked", Value::Bool(false))
@@ -733,5 +740,21 @@ mod tests {
         assert!(html.contains("nothing &lt;here&gt;"));
         assert!(html.trim_end().ends_with("</html>"));
         assert!(!html.contains("http://") && !html.contains("https://"));
+    }
+
+    #[test]
+    fn a_flag_in_ns_is_a_time_and_a_percent_a_percentage() {
+        use serde_json::json;
+        let text = |name: &str, v: Value| flag_text(name, &v).0;
+        assert_eq!(
+            text("host_steal_ns", json!(10_000_000)),
+            crate::terminal::fmt_ns(1e7)
+        );
+        assert!(!text("host_steal_ns", json!(10_000_000)).contains("10000000"));
+        assert_eq!(text("host_steal_percent", json!(0.4505)), "0.45 %");
+        assert_eq!(text("histogram_overflows", json!(12345)), "12345");
+        assert_eq!(text("realtime", json!(true)), "yes");
+        assert_eq!(text("host_steal_ns", Value::Null), "-");
+        assert_eq!(text("host_steal_ns", json!(0)), "none");
     }
 }
