@@ -39,10 +39,10 @@ fn python_json(script: &str, arg: &Path) -> Value {
     parse_json(&out.stdout)
 }
 
-/// Runs `script` in the venv's Python after a prelude that opens the hdr log given as
-/// its argument with HdrHistogram's reader (`reader`).
+/// Runs `script` in the venv's Python after a prelude that reads the hdr log given as
+/// its argument with HdrHistogram's reader (`reader`), each interval by its tag (`hists`).
 fn hdr_python(script: &str, log: &Path) -> Value {
-    let prelude = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nfrom hdrh.log import HistogramLogReader\nreader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))\n";
+    let prelude = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nfrom hdrh.log import HistogramLogReader\nreader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 10**12, 3))\nhists = {}\nwhile True:\n    h = reader.get_next_interval_histogram()\n    if h is None:\n        break\n    hists[h.get_tag()] = h\n";
     python_json(&format!("{prelude}{}", script.trim_start()), log)
 }
 
@@ -222,13 +222,8 @@ fn hdr_log_is_read_by_hdrhistograms_python_reader_with_shows_percentiles() {
     assert!(text.contains("\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"));
     let read = hdr_python(
         r#"
-out = {}
-while True:
-    h = reader.get_next_interval_histogram()
-    if h is None:
-        break
-    out[h.get_tag()] = {"count": h.get_total_count(), "max": h.get_max_value(),
-        **{str(p): h.get_value_at_percentile(p) for p in (50, 90, 99, 99.9)}}
+out = {t: {"count": h.get_total_count(), "max": h.get_max_value(),
+    **{str(p): h.get_value_at_percentile(p) for p in (50, 90, 99, 99.9)}} for t, h in hists.items()}
 out["start"] = reader.get_start_time_sec()
 print(json.dumps(out))
 "#,
@@ -309,10 +304,7 @@ print(json.dumps(out))
     export_to(&db, "hdr", &log);
     let counts = hdr_python(
         r#"
-while True:
-    h = reader.get_next_interval_histogram()
-    if h is None or h.get_tag() == "wakeup_latency":
-        break
+h = hists["wakeup_latency"]
 les = [k * 10**e for e in range(3, 9) for k in (1, 2, 5)]
 print(json.dumps([sum(i.count_added_in_this_iter_step for i in h.get_recorded_iterator()
     if h.get_highest_equivalent_value(i.value_iterated_to) <= le) for le in les]))
@@ -542,12 +534,7 @@ fn hdr_log_names_the_overflows_and_logs_only_the_samples_within_the_bound() {
     assert!(text.contains(&comment), "{comment} not in\n{text}");
     let read = hdr_python(
         r#"
-out = {}
-while True:
-    h = reader.get_next_interval_histogram()
-    if h is None:
-        break
-    out[h.get_tag()] = [h.get_total_count(), h.get_max_value()]
+out = {t: [h.get_total_count(), h.get_max_value()] for t, h in hists.items()}
 print(json.dumps(out))
 "#,
         &log,
