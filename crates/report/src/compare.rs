@@ -510,6 +510,7 @@ mod tests {
             profile: "current".into(),
             status: Some(RunStatus::Complete),
             error: None,
+            source: None,
             run: Some(crate::data::test_run(
                 "event",
                 json!({}),

@@ -8,6 +8,9 @@ use results::model::{Finding, GroupRecord, RunRecord, TriggerRow};
 use results::{Measurement, RunStatus, Series};
 use serde_json::Value;
 
+/// How many of a run's events a report reads (the first, in time order).
+pub const EVENTS_SHOWN: usize = 5_000;
+
 /// One stored run with what it measured.
 #[derive(Debug, Clone)]
 pub struct RunData {
@@ -21,6 +24,10 @@ pub struct RunData {
     pub event_counts: Vec<(String, u64)>,
     /// An event run's triggers (latency against time).
     pub triggers: Vec<TriggerRow>,
+    /// Its events in time order (under-runs, overflows, host-steal spikes...), at most
+    /// [`EVENTS_SHOWN`](crate::data::EVENTS_SHOWN) of them: the marks on latency against
+    /// time. `event_counts` has the whole counts.
+    pub events: Vec<results::Event>,
     /// Its threshold gates' verdicts (`--fail-if`), in the order given.
     pub gates: Vec<results::gate::GateVerdict>,
 }
@@ -109,6 +116,10 @@ pub struct CellData {
     pub error: Option<String>,
     /// Its run (the latest attempt's).
     pub run: Option<RunData>,
+    /// The subject it came from when a report shows several (`run 3`, `group 2`, `host
+    /// a`): comparison plots overlay one series per source. `None` in a one-subject
+    /// report.
+    pub source: Option<String>,
 }
 
 /// Everything a report shows.
@@ -238,6 +249,7 @@ pub(crate) fn test_run(probe: &str, result: Value, measurements: Vec<Measurement
         series: Vec::new(),
         event_counts: Vec::new(),
         triggers: Vec::new(),
+        events: Vec::new(),
         gates: Vec::new(),
     }
 }

@@ -55,6 +55,7 @@ fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
         series: store.series(id)?,
         event_counts: store.event_counts(id)?,
         triggers,
+        events: store.events(id, Some(crate::data::EVENTS_SHOWN))?,
         gates: store.gates(id)?,
         record,
     })
@@ -81,6 +82,7 @@ fn single_cell(run: RunData) -> CellData {
         status: Some(run.record.status),
         error: None,
         run: Some(run),
+        source: None,
     }
 }
 
@@ -127,6 +129,7 @@ pub fn group(store: &Store, id: GroupId, tool: &ToolInfo) -> Result<ReportData, 
                 status: c.status,
                 error: c.error,
                 run,
+                source: None,
             });
         }
     } else {
@@ -166,6 +169,7 @@ pub fn subjects(
     let mut data = base(tool);
     let mut names = Vec::new();
     for s in subjects {
+        let before = data.cells.len();
         match s.clone() {
             Subject::Host(h) => {
                 let filter = RunFilter {
@@ -198,12 +202,28 @@ pub fn subjects(
                 data.cells.push(single_cell(run));
             }
         }
+        // With several subjects, each cell says which it came from (the comparison's
+        // series); a name is the subject without its run count.
+        if subjects.len() > 1 {
+            let name = names.last().map(|n| source_name(n)).unwrap_or_default();
+            for c in &mut data.cells[before..] {
+                c.source = Some(name.clone());
+            }
+        }
     }
     data.subject = names.join(", ");
     if data.doctor.is_none() {
         data.doctor = latest_doctor(store);
     }
     Ok(data)
+}
+
+/// A subject's name as a series label: `host a (12 runs)` is `host a`.
+fn source_name(name: &str) -> String {
+    match name.rsplit_once(" (") {
+        Some((head, tail)) if tail.ends_with(" runs)") => head.to_string(),
+        _ => name.to_string(),
+    }
 }
 
 /// Where a report goes by default: beside the database `db`, named for `what`.

@@ -28,4 +28,5 @@ pub mod html;
 pub mod paper;
 pub mod plots;
 pub mod terminal;
+pub mod units;
 pub mod view;

@@ -453,6 +453,7 @@ mod tests {
             profile: "current".into(),
             status: v.map(|_| RunStatus::Complete),
             error: None,
+            source: None,
             run: v.map(run),
         }
     }
