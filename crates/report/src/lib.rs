@@ -23,6 +23,7 @@
 
 pub mod compare;
 pub mod data;
+pub mod figures_paper;
 pub mod gather;
 pub mod html;
 pub mod paper;
