@@ -44,8 +44,14 @@ pub struct PaperPoint {
 pub struct PaperSeries {
     /// Legend label, e.g. `opt1 Monophonic (here)`.
     pub label: String,
+    /// The table column it stands for (empty for a table of one column).
+    pub column: String,
     /// Colour slot (0..8): the same for a column's two series.
     pub colour: usize,
+    /// Point shape (0 circle, 1 square, 2 triangle, 3 diamond): with more columns than
+    /// colours, the colour tells the innermost column axis (scenario) and the shape the
+    /// others (optimisation level).
+    pub shape: usize,
     /// Measured here (solid, filled points), else the study's (dashed, hollow points).
     pub ours: bool,
     /// Points in category order; a category without a value has none.
@@ -65,6 +71,9 @@ pub struct PaperFigure {
     pub x_label: String,
     /// The x categories in order.
     pub categories: Vec<String>,
+    /// The categories are a sweep in order (buffer/period pairs, periods, loads): a
+    /// series joins its neighbouring points; else each value stands alone.
+    pub ordered: bool,
     /// y axis name without its unit, e.g. `event latency, mean`.
     pub y_name: String,
     /// What the values are (time: the axis chooses the unit).
@@ -75,6 +84,8 @@ pub struct PaperFigure {
     pub series: Vec<PaperSeries>,
     /// The deadline the values are judged against (ns), drawn as a horizontal line.
     pub deadline_ns: Option<f64>,
+    /// Who published the values, e.g. `Topliss et al. 2014, Figure 4`.
+    pub study: String,
 }
 
 impl PaperFigure {
@@ -191,11 +202,13 @@ fn y_name(t: &PaperTable) -> String {
     }
 }
 
-/// Who published a table's values: its caption up to the first colon, else "the study".
+/// Who published a table's values: its caption up to the first colon (or its panels,
+/// ` (a) ...`), else "the study".
 fn study_name(t: &PaperTable) -> String {
     t.caption
         .as_deref()
         .and_then(|c| c.split(':').next())
+        .and_then(|c| c.split(" (a)").next())
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .unwrap_or("the study")
@@ -229,6 +242,8 @@ fn made_of(t: &PaperTable, cell: &TableCell) -> String {
 /// (category, column).
 struct Grid<'a> {
     categories: Vec<String>,
+    /// The axis along x.
+    x_axis: String,
     columns: Vec<String>,
     cell: Box<dyn Fn(usize, usize) -> &'a TableCell + 'a>,
 }
@@ -242,6 +257,7 @@ fn grid(t: &PaperTable) -> (Grid<'_>, String) {
     if turn {
         let label = x_label(&[t.column_axes[0].0.clone()]);
         let g = Grid {
+            x_axis: t.column_axes[0].0.clone(),
             categories: columns,
             columns: rows,
             cell: Box::new(move |x, s| &t.rows[s].1[x]),
@@ -249,6 +265,7 @@ fn grid(t: &PaperTable) -> (Grid<'_>, String) {
         (g, label)
     } else {
         let g = Grid {
+            x_axis: t.row_axes.join("/"),
             categories: rows,
             columns: if t.column_axes.is_empty() {
                 vec![String::new()]
@@ -258,6 +275,18 @@ fn grid(t: &PaperTable) -> (Grid<'_>, String) {
             cell: Box::new(move |x, s| &t.rows[x].1[s]),
         };
         (g, x_label(&t.row_axes))
+    }
+}
+
+/// The colour and shape of series column `s` of `n`: a colour per column while they
+/// last; past eight columns of two or more column axes, a colour per label of the
+/// innermost axis and a shape per combination of the others.
+fn look(t: &PaperTable, n: usize, s: usize) -> (usize, usize) {
+    match t.column_axes.last() {
+        Some((_, inner)) if n > 8 && t.column_axes.len() >= 2 && !inner.is_empty() => {
+            (s % inner.len() % 8, s / inner.len() % 4)
+        }
+        _ => (s % 8, 0),
     }
 }
 
@@ -282,7 +311,7 @@ pub fn figure_spec(t: &PaperTable, index: usize, deadline_ns: Option<f64>) -> Op
     let (g, x_label) = grid(t);
     let mut series = Vec::new();
     for (s, column) in g.columns.iter().enumerate() {
-        let colour = s % 8;
+        let (colour, shape) = look(t, g.columns.len(), s);
         let name = |who: &str| {
             if column.is_empty() {
                 who.to_string()
@@ -337,7 +366,9 @@ pub fn figure_spec(t: &PaperTable, index: usize, deadline_ns: Option<f64>) -> Op
         if !ours.is_empty() {
             series.push(PaperSeries {
                 label: name("here"),
+                column: column.clone(),
                 colour,
+                shape,
                 ours: true,
                 points: ours,
             });
@@ -345,7 +376,9 @@ pub fn figure_spec(t: &PaperTable, index: usize, deadline_ns: Option<f64>) -> Op
         if !theirs.is_empty() {
             series.push(PaperSeries {
                 label: name(&study),
+                column: column.clone(),
                 colour,
+                shape,
                 ours: false,
                 points: theirs,
             });
@@ -359,32 +392,56 @@ pub fn figure_spec(t: &PaperTable, index: usize, deadline_ns: Option<f64>) -> Op
     let lo = all.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = all.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let y_log = lo > 0.0 && hi / lo > 30.0;
-    let mut caption: Vec<String> = t.caption.iter().map(|c| format!("{c}.")).collect();
-    if !series.iter().any(|s| s.ours) {
-        caption
-            .push("Nothing of this table was measured here yet: the study's values alone.".into());
-    }
-    caption.push(format!(
-        "Ours (here) solid with filled points, {study} dashed with hollow points, one colour \
-         per column of the table; hover a point for its exact value, click a legend entry to \
-         hide its line."
-    ));
-    if y_log {
-        caption.push("The y axis is logarithmic.".into());
-    }
-    let caption = caption.join(" ");
+    let caption = caption(t, &series, &study, y_log);
     Some(PaperFigure {
         id: format!("fig-paper-{index}-{}", slug(&t.title)),
         title: t.title.clone(),
         caption,
         x_label,
+        ordered: ["buffer", "period", "load", "scenario"].contains(&g.x_axis.as_str()),
         categories: g.categories,
         y_name: y_name(t),
         values: values.clone(),
         y_log,
         series,
         deadline_ns: deadline_ns.filter(|_| values == PaperValues::Time),
+        study,
     })
+}
+
+/// A paper figure's caption: the study's caption, whether anything was measured, how to
+/// read the two kinds of series.
+fn caption(t: &PaperTable, series: &[PaperSeries], study: &str, y_log: bool) -> String {
+    let mut caption: Vec<String> = t.caption.iter().map(|c| format!("{c}.")).collect();
+    if !series.iter().any(|s| s.ours) {
+        caption
+            .push("Nothing of this table was measured here yet: the study's values alone.".into());
+    }
+    caption.push(format!(
+        "Ours (here) solid with filled points, {study} dashed with hollow points, {}; hover a \
+         point for its exact value, click a legend entry to hide it.",
+        match t.column_axes.split_last() {
+            Some(((inner, _), outer)) if series.iter().any(|s| s.shape > 0) => format!(
+                "one colour per {inner} and one point shape per {}",
+                outer
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            ),
+            _ => "one colour per column of the table".to_string(),
+        }
+    ));
+    if y_log {
+        caption.push("The y axis is logarithmic.".into());
+    }
+    caption.join(" ")
+}
+
+/// A spec drawn as one `<svg class="plot">` (the page's plot contract), or none when it
+/// has no point to draw.
+pub fn render(figure: &PaperFigure) -> Option<String> {
+    svg::render(figure)
 }
 
 /// Lower-case letters and digits of `s`, runs of anything else as one `-` (at most 40
@@ -404,6 +461,6 @@ fn slug(s: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
+mod svg;
 #[cfg(test)]
-#[path = "figures_paper_tests.rs"]
 mod tests;

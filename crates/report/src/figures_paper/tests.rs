@@ -240,13 +240,7 @@ fn tessellation2013_draws_the_response_time_against_its_deadline_and_counts_miss
     assert_eq!(mean.y_label("us"), "response time, mean (us)");
     assert_eq!(mean.deadline_ns, Some(deadline_ns));
     let labels: Vec<&str> = mean.series.iter().map(|s| s.label.as_str()).collect();
-    assert_eq!(
-        labels,
-        [
-            "here",
-            "Colmenares et al. 2013, Figure 7 (a) Group 1 alone, (b) Groups 1 and 2 together"
-        ]
-    );
+    assert_eq!(labels, ["here", "Colmenares et al. 2013, Figure 7"]);
     let theirs = &mean.series[1];
     // "-" for the cases without cells: no point, not 0.
     assert_eq!(
@@ -348,4 +342,78 @@ fn no_published_values_no_plan_no_figures() {
     assert_eq!(published_number(&json!("-")), None);
     assert_eq!(published_number(&json!("~0.7")), Some((0.7, true)));
     assert_eq!(published_number(&json!(4.3)), Some((4.3, false)));
+}
+
+#[test]
+fn a_paper_figure_draws_both_kinds_with_labelled_axes_hovers_and_toggles_and_no_colours() {
+    let figs = paper_figure_specs(&bbb2014());
+    let svg = render(&figs[0]).expect("a figure with points draws");
+    assert!(
+        svg.starts_with("<svg class=\"plot paper\" viewBox=\"0 0 760 "),
+        "{svg}"
+    );
+    assert!(svg.contains("width=\"100%\" role=\"img\" aria-label=\"Figure 4"));
+    assert!(svg.contains("<text class=\"axis-label x\""));
+    assert!(svg.contains(">buffer/period (frames)</text>"));
+    assert!(svg.contains(">event latency, mean (ms)</text>"));
+    // A column toggles its two series; a kind toggles all of ours or all of the study's.
+    assert!(
+        svg.contains("<g class=\"legend-item s0\" data-series=\"opt1 Monophonic\" tabindex=\"0\"")
+    );
+    assert!(svg.contains("<g class=\"series s0 here\" data-series=\"opt1 Monophonic\">"));
+    assert!(svg.contains("<g class=\"series s0 study\" data-series=\"opt1 Monophonic\">"));
+    assert!(svg.contains("<g class=\"series kind\" data-series=\"here\">"));
+    assert!(svg.contains("data-series=\"Topliss et al. 2014, Figure 4\" tabindex=\"0\""));
+    // Ours filled, the study's hollow and dashed, each point with its exact value.
+    assert_eq!(svg.matches(" class=\"dot\"").count(), 9 * 2);
+    assert_eq!(svg.matches(" class=\"ring\"").count(), 9 * 6);
+    // Nine columns: a colour per scenario, a shape per optimisation level.
+    assert_eq!(figs[0].series[4].colour, 2);
+    assert_eq!(figs[0].series[6].colour, 0);
+    assert_eq!(figs[0].series[6].shape, 1);
+    assert!(svg.contains("<rect class=\"dot\""));
+    assert!(figs[0].ordered);
+    assert!(svg.contains(
+        "<title>opt1 Monophonic at 128/64: 5.60 ms (Topliss et al. 2014, Figure 4)</title>"
+    ));
+    assert!(svg.contains("stroke-dasharray=\"6 4\""));
+    // Colours only from CSS.
+    assert!(!svg.contains("fill=\"#") && !svg.contains("stroke=\"#") && !svg.contains("rgb("));
+    // Every category named on the x axis.
+    for c in &figs[0].categories {
+        assert!(svg.contains(&format!(">{c}</tspan>")), "{c}");
+    }
+}
+
+#[test]
+fn a_one_column_figure_has_its_deadline_line_and_the_kinds_as_its_legend() {
+    let cells = vec![cell(
+        &[("case", "alone, dedicated cell"), ("repeat", "1")],
+        crate::data::test_run(
+            "net",
+            json!({}),
+            vec![measurement(
+                "net",
+                "response_time",
+                990_000.0,
+                Some(1_405_900.0),
+            )],
+        ),
+    )];
+    let data = ReportData {
+        plan: Some(preset("tessellation2013")),
+        cells,
+        ..Default::default()
+    };
+    let figs = paper_figure_specs(&data);
+    let svg = render(&figs[0]).unwrap();
+    assert!(svg.contains("<g class=\"ref\">"));
+    assert!(svg.contains(">deadline 1.41 ms</text>"), "{svg}");
+    assert!(svg.contains(">response time, mean (ms)</text>"));
+    assert!(svg.contains("<g class=\"legend-item\" data-series=\"here\""));
+    assert!(svg.contains("<g class=\"series s0 here\" data-series=\"here\">"));
+    assert!(svg.contains("data-series=\"Colmenares et al. 2013, Figure 7\""));
+    // The long case names wrap under their category.
+    assert!(svg.contains("<tspan"));
+    assert!(!svg.contains("class=\"series kind\""));
 }
