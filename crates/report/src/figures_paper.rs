@@ -102,6 +102,22 @@ impl PaperFigure {
     }
 }
 
+/// A report's paper figures, drawn: one per paper table with at least one published
+/// number that has a point to draw, in the plan's order.
+pub fn paper_figures(data: &ReportData) -> Vec<crate::figures::Figure> {
+    paper_figure_specs(data)
+        .into_iter()
+        .filter_map(|f| {
+            Some(crate::figures::Figure {
+                svg: render(&f)?,
+                id: f.id,
+                title: f.title,
+                caption: f.caption,
+            })
+        })
+        .collect()
+}
+
 /// The specs of a report's paper figures: one per paper table with at least one
 /// published number (none for a plan without published values, or no plan).
 pub fn paper_figure_specs(data: &ReportData) -> Vec<PaperFigure> {

@@ -2,16 +2,14 @@
 //! fetched), with the paper-shaped tables and the study's figures beside ours, the plots,
 //! every run with its command and validity flags, and the machine with doctor's findings.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use results::model::Verdict;
 use serde_json::Value;
 
-use crate::data::{CellData, ReportData, RunData};
+use crate::data::{ReportData, RunData};
 use crate::paper::{self, PaperTable};
-use crate::plots::{self, XySeries};
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -95,8 +93,9 @@ pub fn render(data: &ReportData) -> String {
     let title = data.title();
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        escape(&title)
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>\n",
+        escape(&title),
+        crate::plots::CSS
     );
     let _ = writeln!(out, "<header><h1>{}</h1>", escape(&title));
     let _ = writeln!(
@@ -135,15 +134,17 @@ pub fn render(data: &ReportData) -> String {
         out.push_str("</section>\n");
     }
     out.push_str("<section id=\"plots\"><h2>Plots</h2>\n");
-    let figures = plot_figures(data);
+    let figures = crate::figures::figures(data);
     if figures.is_empty() {
         out.push_str("<p class=\"note\">No run with samples to plot.</p>\n");
     }
-    for (caption, svg) in figures {
+    for f in figures {
         let _ = writeln!(
             out,
-            "<figure>{svg}<figcaption class=\"caption\">{}</figcaption></figure>",
-            escape(&caption)
+            "<figure class=\"plot\" id=\"{}\">{}<figcaption class=\"caption\">{}</figcaption></figure>",
+            escape(&f.id),
+            f.svg,
+            escape(&f.caption)
         );
     }
     out.push_str("</section>\n");
@@ -163,6 +164,7 @@ pub fn render(data: &ReportData) -> String {
             escape(text)
         );
     }
+    let _ = writeln!(out, "<script>{}</script>", crate::plots::SCRIPT);
     out.push_str("</body>\n</html>\n");
     out
 }
@@ -280,245 +282,6 @@ fn table_html(t: &PaperTable) -> String {
         let _ = writeln!(out, "<p class=\"note\">unit: {}</p>", escape(&t.unit));
     }
     out
-}
-
-/// The label that groups cells in plots: the plan's first axis, else the probe.
-fn group_label(data: &ReportData, cell: &CellData) -> String {
-    let axes = data.axes();
-    match axes.first() {
-        Some((name, _)) if name != "repeat" => cell.axes.get(name).cloned().unwrap_or_default(),
-        // Outside a plan: the probe and its load (the suite's idle and loaded runs apart).
-        _ => cell
-            .run
-            .as_ref()
-            .map(|r| match r.record.load["spec"].as_str() {
-                Some(load) if load != "none" => format!("{} ({load})", r.record.probe),
-                _ => r.record.probe.clone(),
-            })
-            .unwrap_or_default(),
-    }
-}
-
-/// Per group: (buffer ms, mean latency ms) and (buffer ms, DSP load %).
-type ByBuffer = (Vec<(f64, f64)>, Vec<(f64, f64)>);
-
-/// The report's figures, each with its caption: histograms, latency and DSP load against
-/// the buffer, and latency against time.
-fn plot_figures(data: &ReportData) -> Vec<(String, String)> {
-    // Complete runs only: an interrupted or failed run's samples stand in the runs table.
-    let complete: Vec<(&CellData, &RunData)> = data
-        .cells
-        .iter()
-        .filter(|c| c.status == Some(results::RunStatus::Complete))
-        .filter_map(|c| c.run.as_ref().map(|r| (c, r)))
-        .collect();
-    let mut figures = histogram_figures(data, &complete);
-    figures.extend(buffer_figures(data, &complete));
-    // Latency against time, for the first run of each group (latencytest's graphs).
-    let mut seen = BTreeSet::new();
-    for (c, r) in &complete {
-        let label = group_label(data, c);
-        if !seen.insert(label.clone()) || seen.len() > 6 {
-            continue;
-        }
-        if let Some((caption, svg)) = time_plot(c, r) {
-            figures.push((caption, svg));
-        }
-    }
-    figures
-}
-
-/// One histogram figure per headline metric, each run's histogram merged into its
-/// group's.
-fn histogram_figures(
-    data: &ReportData,
-    complete: &[(&CellData, &RunData)],
-) -> Vec<(String, String)> {
-    let mut figures = Vec::new();
-    // Histograms, merged per group, one plot per metric.
-    let mut metrics: Vec<String> = Vec::new();
-    for (_, r) in complete {
-        if let Some(m) = r.headline() {
-            if !metrics.contains(&m.metric) {
-                metrics.push(m.metric.clone());
-            }
-        }
-    }
-    for metric in &metrics {
-        let mut merged: BTreeMap<String, results::LatencyHistogram> = BTreeMap::new();
-        let mut order: Vec<String> = Vec::new();
-        for (c, r) in complete {
-            let Some(h) = r.measurement(metric).and_then(|m| m.histogram.as_ref()) else {
-                continue;
-            };
-            let label = group_label(data, c);
-            if !order.contains(&label) {
-                order.push(label.clone());
-            }
-            match merged.get_mut(&label) {
-                Some(acc) => acc.add(h),
-                None => {
-                    merged.insert(label, h.clone());
-                }
-            }
-        }
-        let hists: Vec<(String, &results::LatencyHistogram)> = order
-            .iter()
-            .filter_map(|l| merged.get(l).map(|h| (l.clone(), h)))
-            .collect();
-        if let Some(svg) = plots::histograms(&format!("{metric}: histogram"), &hists) {
-            figures.push((
-                format!(
-                    "{metric}, every sample of every run{}, logarithmic count axis.",
-                    match (hists.len() > 1, data.plan.is_some()) {
-                        (true, true) => ", one outline per value of the plan's first axis",
-                        (true, false) => ", one outline per probe and load",
-                        _ => "",
-                    }
-                ),
-                svg,
-            ));
-        }
-    }
-    figures
-}
-
-/// Mean event latency and DSP load against the playback buffer (event runs), a series
-/// per group.
-fn buffer_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<(String, String)> {
-    let mut figures = Vec::new();
-    // Latency and DSP load against the buffer (event runs).
-    let mut by_buffer: BTreeMap<String, ByBuffer> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    for (c, r) in complete {
-        let Some(buffer_ms) = r.value("result.buffer_ms") else {
-            continue;
-        };
-        let label = group_label(data, c);
-        if !order.contains(&label) {
-            order.push(label.clone());
-        }
-        let e = by_buffer.entry(label).or_default();
-        if let Some(l) = r.value("event_latency.mean") {
-            e.0.push((buffer_ms, l / 1e6));
-        }
-        if let Some(d) = r.value("result.dsp_load_percent_mean") {
-            e.1.push((buffer_ms, d));
-        }
-    }
-    let series = |pick: fn(&ByBuffer) -> &Vec<(f64, f64)>| {
-        order
-            .iter()
-            .filter_map(|l| {
-                let pts = pick(&by_buffer[l]).clone();
-                (!pts.is_empty()).then(|| XySeries {
-                    label: l.clone(),
-                    points: pts,
-                    lines: false,
-                })
-            })
-            .collect::<Vec<_>>()
-    };
-    let latency = series(|e| &e.0);
-    if let Some(svg) = plots::xy(
-        "event latency vs buffer",
-        "playback buffer (ms)",
-        "mean latency (ms)",
-        &latency,
-        false,
-    ) {
-        figures.push((
-            "Mean event-to-audio latency of each run against its playback buffer (the latency the backend reports).".into(),
-            svg,
-        ));
-    }
-    let dsp = series(|e| &e.1);
-    if let Some(svg) = plots::xy(
-        "DSP load vs buffer",
-        "playback buffer (ms)",
-        "DSP time (% of the period)",
-        &dsp,
-        false,
-    ) {
-        figures.push((
-            "Mean DSP time per cycle of each run, in percent of its period.".into(),
-            svg,
-        ));
-    }
-    figures
-}
-
-fn time_plot(cell: &CellData, r: &RunData) -> Option<(String, String)> {
-    let start = r.record.started_mono_ns as f64;
-    if !r.triggers.is_empty() {
-        let pts: Vec<(f64, f64)> = r
-            .triggers
-            .iter()
-            .filter(|t| t.sounded())
-            .filter_map(|t| {
-                Some((
-                    (t.trigger_ns as f64 - start) / 1e9,
-                    t.latency_ns? as f64 / 1e6,
-                ))
-            })
-            .collect();
-        let svg = plots::xy(
-            &format!("event latency over time: {}", cell.key),
-            "time (s)",
-            "latency (ms)",
-            &[XySeries {
-                label: String::new(),
-                points: pts,
-                lines: true,
-            }],
-            false,
-        )?;
-        return Some((
-            format!(
-                "Each trigger's latency against time in run {} ({}).",
-                r.record.id, cell.key
-            ),
-            svg,
-        ));
-    }
-    let s = r
-        .series
-        .iter()
-        .find(|s| s.name == "wakeup_latency_by_block")?;
-    let col = |name: &str| s.columns.iter().position(|c| c == name);
-    let (t, mean, max) = (col("t_s")?, col("mean_ns")?, col("max_ns")?);
-    let pick = |i: usize| -> Vec<(f64, f64)> {
-        s.rows
-            .iter()
-            .filter(|row| row[i].is_finite())
-            .map(|row| (row[t], row[i] / 1e3))
-            .collect()
-    };
-    let svg = plots::xy(
-        &format!("wake-up latency over time: {}", cell.key),
-        "time (s)",
-        "latency (us)",
-        &[
-            XySeries {
-                label: "max per block".into(),
-                points: pick(max),
-                lines: true,
-            },
-            XySeries {
-                label: "mean per block".into(),
-                points: pick(mean),
-                lines: true,
-            },
-        ],
-        false,
-    )?;
-    Some((
-        format!(
-            "Wake-up latency per block of cycles against time in run {} (latencytest's graph).",
-            r.record.id
-        ),
-        svg,
-    ))
 }
 
 /// A validity flag's value for the runs table: a flag named `..._ns` is a time (`10.0

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use super::{PaperFigure, PaperSeries, PaperValues};
 use crate::html::escape;
+use crate::plots::{duration_unit, fmt_number, nice_step};
 
 const WIDTH: f64 = 760.0;
 const LEFT: f64 = 80.0;
@@ -108,6 +109,9 @@ impl YAxis {
             out
         } else {
             let step = nice_step((self.hi - self.lo) / 6.0);
+            if step <= 0.0 {
+                return Vec::new();
+            }
             let mut v = (self.lo / step).ceil() * step;
             let mut out = Vec::new();
             while v <= self.hi + step * 1e-9 {
@@ -116,47 +120,6 @@ impl YAxis {
             }
             out
         }
-    }
-}
-
-/// The unit a duration axis up to `max_ns` is printed in, and ns per that unit.
-fn duration_unit(max_ns: f64) -> (&'static str, f64) {
-    if max_ns < 1e3 {
-        ("ns", 1.0)
-    } else if max_ns < 1e6 {
-        ("us", 1e3)
-    } else if max_ns < 1e9 {
-        ("ms", 1e6)
-    } else {
-        ("s", 1e9)
-    }
-}
-
-/// The 1-2-5 step at or above `raw`.
-fn nice_step(raw: f64) -> f64 {
-    if raw.is_nan() || raw <= 0.0 || !raw.is_finite() {
-        return 1.0;
-    }
-    let base = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * base)
-        .find(|s| *s >= raw * 0.999)
-        .unwrap_or(10.0 * base)
-}
-
-/// A tick number: no trailing zeros, digits grouped from 10 000.
-fn fmt_number(v: f64) -> String {
-    if v.abs() >= 10_000.0 && v.fract() == 0.0 {
-        let s = crate::units::fmt_count(v.abs() as u64);
-        return if v < 0.0 { format!("-{s}") } else { s };
-    }
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
-    } else {
-        s.into()
     }
 }
 

@@ -1,0 +1,556 @@
+//! The report's figures: which plots a report's runs call for, and their captions.
+//!
+//! For complete runs: per headline metric (and per metric judged against a deadline) a
+//! percentile distribution and a log-binned histogram, one line per label (the plan's
+//! first axis, the probe and its load, or the subject in a several-subject report, so a
+//! comparison overlays its subjects); latency against time with the run's events marked
+//! (first run per label); and latency and DSP load against the buffer when the runs
+//! sweep more than one buffer.
+
+use std::collections::BTreeMap;
+
+use results::{LatencyHistogram, Measurement};
+
+use crate::data::{CellData, ReportData, RunData};
+use crate::plots::hist::{log_bins, percentile_curve};
+use crate::plots::{self, Axis, Mark, Plot, RefLine, Scale, Series, Window};
+use crate::units::{fmt_count, fmt_ns};
+
+mod time;
+
+/// One figure of the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The `id` of its `<figure>` (`fig-...`), unique in the report.
+    pub id: String,
+    /// Its title (also inside the SVG).
+    pub title: String,
+    /// How to read it, as plain text.
+    pub caption: String,
+    /// The plot ([`plots::Plot::svg`]).
+    pub svg: String,
+}
+
+/// Lines a plot tells apart by colour.
+pub const MAX_LINES: usize = 8;
+/// Latency-against-time figures per report (the first run of each label).
+pub const MAX_TIME_PLOTS: usize = 6;
+/// Marks drawn on one latency-against-time figure (the first, in time order).
+pub const MAX_MARKS: usize = 400;
+/// Bins per decade of a histogram's latency axis.
+pub const BINS_PER_DECADE: u32 = 20;
+
+/// The figures of a report, in reading order; complete runs only (an interrupted or
+/// failed run's samples stand in the runs table).
+pub fn figures(data: &ReportData) -> Vec<Figure> {
+    let complete: Vec<(&CellData, &RunData)> = data
+        .cells
+        .iter()
+        .filter(|c| c.status == Some(results::RunStatus::Complete))
+        .filter_map(|c| c.run.as_ref().map(|r| (c, r)))
+        .collect();
+    let mut out = Vec::new();
+    out.extend(crate::figures_paper::paper_figures(data));
+    for metric in plotted_metrics(&complete) {
+        let groups = merged(data, &complete, &metric);
+        out.extend(percentile_figure(data, &metric, &groups));
+        out.extend(histogram_figure(data, &metric, &groups));
+    }
+    out.extend(sweep_figures(data, &complete));
+    let mut seen: Vec<String> = Vec::new();
+    for (c, r) in &complete {
+        let label = group_label(data, c);
+        if seen.contains(&label) {
+            continue;
+        }
+        seen.push(label.clone());
+        if seen.len() > MAX_TIME_PLOTS {
+            break;
+        }
+        out.extend(time::time_figure(c, r, &label));
+    }
+    // Ids unique in the page.
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &mut out {
+        let n = used.entry(f.id.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            f.id = format!("{}-{n}", f.id);
+        }
+    }
+    out
+}
+
+/// The label that groups cells in plots: the subject in a several-subject report; the
+/// plan's first axis; else the probe and its load (the suite's idle and loaded runs
+/// apart).
+pub fn group_label(data: &ReportData, cell: &CellData) -> String {
+    if let Some(source) = &cell.source {
+        return source.clone();
+    }
+    let axes = data.axes();
+    match axes.first() {
+        Some((name, _)) if name != "repeat" => cell.axes.get(name).cloned().unwrap_or_default(),
+        _ => cell
+            .run
+            .as_ref()
+            .map(|r| match r.record.load["spec"].as_str() {
+                Some(load) if load != "none" => format!("{} ({load})", r.record.probe),
+                _ => r.record.probe.clone(),
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// What the labels are, for captions.
+fn label_kind(data: &ReportData) -> &'static str {
+    if data.cells.iter().any(|c| c.source.is_some()) {
+        "subject"
+    } else if data.axes().first().is_some_and(|(n, _)| n != "repeat") {
+        "value of the plan's first axis"
+    } else {
+        "probe and load"
+    }
+}
+
+/// A metric's name for people: `wakeup_latency` -> `wake-up latency`.
+pub fn metric_name(metric: &str) -> String {
+    metric.replace("wakeup", "wake-up").replace('_', " ")
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The runs' headline metrics, then the metrics judged against a deadline (a jitter
+/// run's fragment completion), in the order they first appear.
+fn plotted_metrics(complete: &[(&CellData, &RunData)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let has_hist = |m: &Measurement| m.histogram.as_ref().is_some_and(|h| h.count() > 0);
+    for (_, r) in complete {
+        if let Some(m) = r.headline().filter(|m| has_hist(m)) {
+            if !out.contains(&m.metric) {
+                out.push(m.metric.clone());
+            }
+        }
+    }
+    for (_, r) in complete {
+        for m in &r.measurements {
+            if m.deadline.is_some() && has_hist(m) && !out.contains(&m.metric) {
+                out.push(m.metric.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A label's samples of one metric: its runs' histograms merged.
+struct Group {
+    label: String,
+    hist: LatencyHistogram,
+    runs: usize,
+    deadlines: Vec<f64>,
+}
+
+/// The metric's histograms merged per label, in order of appearance.
+fn merged(data: &ReportData, complete: &[(&CellData, &RunData)], metric: &str) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for (c, r) in complete {
+        let Some(m) = r.measurement(metric) else {
+            continue;
+        };
+        let Some(h) = m.histogram.as_ref().filter(|h| h.count() > 0) else {
+            continue;
+        };
+        let label = group_label(data, c);
+        let i = match groups.iter().position(|g| g.label == label) {
+            Some(i) => {
+                groups[i].hist.add(h);
+                groups[i].runs += 1;
+                i
+            }
+            None => {
+                groups.push(Group {
+                    label,
+                    hist: h.clone(),
+                    runs: 1,
+                    deadlines: Vec::new(),
+                });
+                groups.len() - 1
+            }
+        };
+        if let Some(d) = m.deadline {
+            if !groups[i].deadlines.contains(&d) {
+                groups[i].deadlines.push(d);
+            }
+        }
+    }
+    groups
+}
+
+/// The deadlines of the groups as reference lines, labelled with their label when they
+/// differ (at most three).
+fn deadline_lines(groups: &[Group]) -> Vec<RefLine> {
+    let mut all: Vec<(f64, Vec<&str>)> = Vec::new();
+    for g in groups {
+        for &d in &g.deadlines {
+            match all.iter_mut().find(|(v, _)| *v == d) {
+                Some((_, labels)) => labels.push(&g.label),
+                None => all.push((d, vec![&g.label])),
+            }
+        }
+    }
+    let several = all.len() > 1;
+    all.into_iter()
+        .take(3)
+        .map(|(d, labels)| RefLine {
+            y: d,
+            label: if several {
+                format!("deadline {} ({})", fmt_ns(d), labels.join(", "))
+            } else {
+                format!("deadline {}", fmt_ns(d))
+            },
+        })
+        .collect()
+}
+
+fn lines_note(groups: &[Group]) -> String {
+    if groups.len() > MAX_LINES {
+        format!(
+            " The first {MAX_LINES} of {} labels are drawn; the runs table has the rest.",
+            groups.len()
+        )
+    } else {
+        String::new()
+    }
+}
+
+fn samples_note(groups: &[Group]) -> String {
+    groups
+        .iter()
+        .take(MAX_LINES)
+        .map(|g| {
+            let over = g.hist.overflows();
+            format!(
+                "{}: {} samples in {} run{}, max {}{}",
+                if g.label.is_empty() { "all" } else { &g.label },
+                fmt_count(g.hist.count()),
+                g.runs,
+                if g.runs == 1 { "" } else { "s" },
+                fmt_ns(g.hist.max() as f64),
+                if over > 0 {
+                    format!(
+                        ", {} above the histogram's bound of {}",
+                        fmt_count(over),
+                        fmt_ns(g.hist.bound() as f64)
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// HdrHistogram's percentile distribution: latency against how rare it is.
+fn percentile_figure(data: &ReportData, metric: &str, groups: &[Group]) -> Option<Figure> {
+    let name = metric_name(metric);
+    let title = format!("{name}: percentile distribution");
+    let top = groups.iter().map(|g| g.hist.max()).max()? as f64;
+    let low = groups.iter().map(|g| g.hist.min().max(1)).min()? as f64;
+    // A latency spread over decades reads on a log axis; a narrow one on a linear one.
+    let scale = if top / low > 30.0 {
+        Scale::Log
+    } else {
+        Scale::Linear
+    };
+    let mut plot = Plot::new(&title, Axis::percentile(), Axis::duration(&name, scale));
+    for g in groups.iter().take(MAX_LINES) {
+        let curve = percentile_curve(&g.hist);
+        let mut s = Series::line(&g.label, curve);
+        let prefix = if g.label.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", g.label)
+        };
+        for q in [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999] {
+            if q > 1.0 - 1.0 / g.hist.count() as f64 {
+                break;
+            }
+            let (v, above) = g.hist.percentile(q * 100.0);
+            let value = if above {
+                format!("above {}", fmt_ns(v as f64))
+            } else {
+                fmt_ns(v as f64)
+            };
+            s.tips.push((
+                q,
+                v as f64,
+                format!(
+                    "{prefix}p{}: {value}",
+                    plots::fmt_percentile(q).trim_end_matches('%')
+                ),
+            ));
+        }
+        let n = g.hist.count();
+        let last = 1.0 - 1.0 / n as f64;
+        s.marked.push((
+            last,
+            g.hist.max() as f64,
+            format!(
+                "{prefix}max {} (the slowest of {} samples)",
+                fmt_ns(g.hist.max() as f64),
+                fmt_count(n)
+            ),
+        ));
+        plot.series.push(s);
+    }
+    plot.refs = deadline_lines(groups);
+    let svg = plot.svg()?;
+    let deadline = if plot.refs.is_empty() {
+        ""
+    } else {
+        " The dashed line is the deadline."
+    };
+    Some(Figure {
+        id: format!("fig-percentiles-{}", slug(metric)),
+        caption: format!(
+            "How to read it: the x axis is how rare a latency is, on a log scale: at 99% one sample in 100 was slower than the line, at 99.9% one in 1000. A flat line is a steady system; where it rises is where the tail starts. The dot at the right end of each line is its maximum.{deadline} One line per {}. {}.{}",
+            label_kind(data),
+            samples_note(groups),
+            lines_note(groups)
+        ),
+        title,
+        svg,
+    })
+}
+
+/// The histogram on log axes: log-spaced latency bins, logarithmic counts.
+fn histogram_figure(data: &ReportData, metric: &str, groups: &[Group]) -> Option<Figure> {
+    let name = metric_name(metric);
+    let title = format!("{name}: histogram");
+    let mut plot = Plot::new(
+        &title,
+        Axis::duration(&name, Scale::Log),
+        Axis::log_count("count"),
+    );
+    for g in groups.iter().take(MAX_LINES) {
+        let bins = log_bins(&g.hist, BINS_PER_DECADE);
+        let mut points = Vec::with_capacity(bins.len() * 2 + 2);
+        if let Some(first) = bins.first() {
+            points.push((first.lo_ns, 0.0));
+        }
+        for b in &bins {
+            points.push((b.lo_ns, b.count as f64));
+            points.push((b.hi_ns, b.count as f64));
+        }
+        if let Some(last) = bins.last() {
+            points.push((last.hi_ns, 0.0));
+        }
+        let over = g.hist.overflows();
+        let label = if over > 0 {
+            format!(
+                "{} (+{} above {})",
+                g.label,
+                fmt_count(over),
+                fmt_ns(g.hist.bound() as f64)
+            )
+        } else {
+            g.label.clone()
+        };
+        let prefix = if g.label.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", g.label)
+        };
+        let mut s = Series::line(&label, points);
+        s.tips = bins
+            .iter()
+            .filter(|b| b.count > 0)
+            .map(|b| {
+                (
+                    (b.lo_ns * b.hi_ns).sqrt(),
+                    b.count as f64,
+                    format!(
+                        "{prefix}{} to {}: {} samples",
+                        fmt_ns(b.lo_ns),
+                        fmt_ns(b.hi_ns),
+                        fmt_count(b.count)
+                    ),
+                )
+            })
+            .collect();
+        plot.series.push(s);
+    }
+    let svg = plot.svg()?;
+    Some(Figure {
+        id: format!("fig-histogram-{}", slug(metric)),
+        caption: format!(
+            "Every sample of every run, in bins of equal width on the log latency axis ({BINS_PER_DECADE} to a decade), counts on a log axis: a bin of one sample still shows. One outline per {}. {}.{}",
+            label_kind(data),
+            samples_note(groups),
+            lines_note(groups)
+        ),
+        title,
+        svg,
+    })
+}
+
+/// Per label: (buffer ns, mean event latency ns) and (buffer ns, DSP load %).
+type ByBuffer = (Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+/// Latency and DSP load against the playback buffer, only when the runs sweep more than
+/// one buffer: a single point is a table row, not a plot.
+fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<Figure> {
+    let mut by_label: Vec<(String, ByBuffer)> = Vec::new();
+    for (c, r) in complete {
+        let Some(buffer_ms) = r.value("result.buffer_ms") else {
+            continue;
+        };
+        let label = group_label(data, c);
+        let idx = match by_label.iter().position(|(l, _)| *l == label) {
+            Some(i) => i,
+            None => {
+                by_label.push((label, ByBuffer::default()));
+                by_label.len() - 1
+            }
+        };
+        let e = &mut by_label[idx].1;
+        if let Some(l) = r.value("event_latency.mean") {
+            e.0.push((buffer_ms * 1e6, l));
+        }
+        if let Some(d) = r.value("result.dsp_load_percent_mean") {
+            e.1.push((buffer_ms * 1e6, d));
+        }
+    }
+    let series = |pick: fn(&ByBuffer) -> &Vec<(f64, f64)>| -> Vec<Series> {
+        by_label
+            .iter()
+            .take(MAX_LINES)
+            .filter(|(_, e)| !pick(e).is_empty())
+            .map(|(l, e)| {
+                let mut pts = pick(e).clone();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series::dots(l, pts, true)
+            })
+            .collect()
+    };
+    let distinct_x = |s: &[Series]| {
+        let mut xs: Vec<f64> = s
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        xs.len()
+    };
+    let mut out = Vec::new();
+    let buffer = || Axis::duration("playback buffer", Scale::Linear);
+    let latency = series(|e| &e.0);
+    if distinct_x(&latency) > 1 {
+        let mut plot = Plot::new(
+            "event latency against the buffer",
+            buffer(),
+            Axis::duration("mean event latency", Scale::Linear),
+        );
+        plot.series = latency;
+        out.extend(plot.svg().map(|svg| Figure {
+            id: "fig-sweep-latency".into(),
+            title: plot.title.clone(),
+            caption: "Mean event-to-audio latency of each run against its playback buffer (the latency the backend reports); a dot per run.".into(),
+            svg,
+        }));
+    }
+    let dsp = series(|e| &e.1);
+    if distinct_x(&dsp) > 1 {
+        let mut plot = Plot::new(
+            "DSP load against the buffer",
+            buffer(),
+            Axis::unit("DSP time", "% of the period", Scale::Linear),
+        );
+        plot.series = dsp;
+        out.extend(plot.svg().map(|svg| {
+            Figure {
+                id: "fig-sweep-dsp".into(),
+                title: plot.title.clone(),
+                caption:
+                    "Mean DSP time per cycle of each run, in percent of its period; a dot per run."
+                        .into(),
+                svg,
+            }
+        }));
+    }
+    out
+}
+
+/// The run's events as marks and windows on a time axis (ns since the run started):
+/// at most [`MAX_MARKS`] marks; returns how many events had a mark.
+pub(crate) fn event_marks(plot: &mut Plot, r: &RunData) -> usize {
+    let start = r.record.started_mono_ns;
+    let mut marked = 0;
+    for e in &r.events {
+        let x = e.mono_ns.saturating_sub(start) as f64;
+        let at = fmt_ns(x);
+        let (kind, text) = match e.kind.as_str() {
+            "steal" => {
+                let steal_ns = e.detail["steal_ns"].as_f64().unwrap_or(0.0);
+                plot.windows.push(Window {
+                    x0: x,
+                    x1: x + steal_ns,
+                    kind: "steal".into(),
+                    text: format!("host steal {} in the window from {at}", fmt_ns(steal_ns)),
+                });
+                continue;
+            }
+            "underrun" => (
+                "underrun",
+                format!("deadline missed (the card would under-run) at {at}"),
+            ),
+            "xrun" => ("xrun", format!("xrun at {at}")),
+            "overflow" => (
+                "overflow",
+                match e.detail["latency_ns"].as_f64() {
+                    Some(l) => format!("{} above the histogram's bound at {at}", fmt_ns(l)),
+                    None => format!("above the histogram's bound at {at}"),
+                },
+            ),
+            "skipped_cycles" => ("skipped", format!("skipped cycles at {at}")),
+            "load_exit" => ("load_exit", format!("the load exited at {at}")),
+            _ => continue,
+        };
+        if plot.marks.len() < MAX_MARKS {
+            plot.marks.push(Mark {
+                x,
+                kind: kind.into(),
+                text,
+            });
+            marked += 1;
+        }
+    }
+    plot.mark_names = [
+        ("underrun", "deadline miss"),
+        ("xrun", "xrun"),
+        ("overflow", "above the bound"),
+        ("skipped", "skipped cycles"),
+        ("load_exit", "load exited"),
+    ]
+    .map(|(k, n)| (k.to_string(), n.to_string()))
+    .to_vec();
+    marked
+}
+
+#[cfg(test)]
+mod tests;

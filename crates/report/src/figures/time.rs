@@ -1,0 +1,165 @@
+//! Latency against time (latencytest's graphs) with the run's events on it: deadline
+//! misses, xruns and overflows as marks, host steal as shaded windows.
+
+use super::{event_marks, metric_name, slug, Figure};
+use crate::data::{CellData, RunData};
+use crate::plots::{Axis, Plot, RefLine, Scale, Series};
+use crate::units::fmt_ns;
+
+/// Dots per point up to this many points; a line beyond.
+const MAX_DOTS: usize = 400;
+
+/// The latency-against-time figure of one run, or `None` when it stores no latency
+/// over time (a net run, a doctor run).
+pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<Figure> {
+    let (what, series, refs) = if !r.triggers.is_empty() {
+        event_series(r)?
+    } else if let Some(s) = r
+        .series
+        .iter()
+        .find(|s| s.name == "wakeup_latency_by_block")
+    {
+        jitter_series(r, s)?
+    } else if let Some(s) = r.series.iter().find(|s| s.name == "roundtrip_windows") {
+        roundtrip_series(r, s)?
+    } else {
+        return None;
+    };
+    let top = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let low = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    // A tail decades above the body reads on a log axis.
+    let scale = if top / low > 50.0 {
+        Scale::Log
+    } else {
+        Scale::Linear
+    };
+    let title = format!(
+        "{what} against time: {}",
+        if label.is_empty() { &cell.key } else { label }
+    );
+    let mut plot = Plot::new(
+        &title,
+        Axis::duration("time since start", Scale::Linear),
+        Axis::duration("latency", scale),
+    );
+    plot.series = series;
+    plot.refs = refs;
+    let marked = event_marks(&mut plot, r);
+    let svg = plot.svg()?;
+    let events: usize = r
+        .event_counts
+        .iter()
+        .filter(|(k, _)| k != "steal")
+        .map(|(_, n)| *n as usize)
+        .sum();
+    let mut caption = format!(
+        "{what} of run {} ({}) against the time since it started.",
+        r.record.id, cell.key
+    );
+    if marked > 0 {
+        caption.push_str(" Vertical lines: its events (hover for each).");
+        if events > marked {
+            caption.push_str(&format!(
+                " The first {marked} of {events} events are marked."
+            ));
+        }
+    }
+    if !plot.windows.is_empty() {
+        caption.push_str(" Shaded: windows in which the hypervisor took CPU time from this machine (host steal); latency there measured the host too.");
+    }
+    Some(Figure {
+        id: format!(
+            "fig-time-{}",
+            slug(if label.is_empty() { &cell.key } else { label })
+        ),
+        title,
+        caption,
+        svg,
+    })
+}
+
+type Drawn = (String, Vec<Series>, Vec<RefLine>);
+
+fn event_series(r: &RunData) -> Option<Drawn> {
+    let start = r.record.started_mono_ns as f64;
+    let pts: Vec<(f64, f64)> = r
+        .triggers
+        .iter()
+        .filter(|t| t.sounded())
+        .filter_map(|t| Some((t.trigger_ns as f64 - start, t.latency_ns? as f64)))
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let s = if pts.len() <= MAX_DOTS {
+        Series::dots("event latency", pts, false)
+    } else {
+        Series::line("event latency", pts)
+    };
+    Some(("event latency".into(), vec![s], Vec::new()))
+}
+
+fn column(s: &results::Series, name: &str) -> Option<usize> {
+    s.columns.iter().position(|c| c == name)
+}
+
+fn jitter_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
+    let t = column(s, "t_s")?;
+    let pick = |i: usize| -> Vec<(f64, f64)> {
+        s.rows
+            .iter()
+            .filter(|row| row[i].is_finite() && row[t].is_finite())
+            .map(|row| (row[t] * 1e9, row[i]))
+            .collect()
+    };
+    let mut series = vec![
+        Series::line("max per block", pick(column(s, "max_ns")?)),
+        Series::line("mean per block", pick(column(s, "mean_ns")?)),
+    ];
+    let mut refs = Vec::new();
+    if let Some(c) = column(s, "completion_max_ns") {
+        series.push(Series::line("fragment completion, max per block", pick(c)));
+        if let Some(d) = r
+            .measurement("fragment_completion")
+            .and_then(|m| m.deadline)
+        {
+            refs.push(RefLine {
+                y: d,
+                label: format!("fragment deadline {}", fmt_ns(d)),
+            });
+        }
+    }
+    Some((metric_name("wakeup_latency"), series, refs))
+}
+
+fn roundtrip_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
+    let rate_hz = r.value("result.rate_hz").filter(|r| *r > 0.0)?;
+    let (t, delay, verdict) = (
+        column(s, "time_s")?,
+        column(s, "delay_frames")?,
+        column(s, "verdict")?,
+    );
+    // Windows with a reliable estimate only (verdict 0).
+    let pts: Vec<(f64, f64)> = s
+        .rows
+        .iter()
+        .filter(|row| row[verdict] == 0.0 && row[delay].is_finite() && row[t].is_finite())
+        .map(|row| (row[t] * 1e9, row[delay] * 1e9 / rate_hz))
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let s = if pts.len() <= MAX_DOTS {
+        Series::dots("round trip per window", pts, true)
+    } else {
+        Series::line("round trip per window", pts)
+    };
+    Some(("round trip".into(), vec![s], Vec::new()))
+}

@@ -1,0 +1,222 @@
+//! Plots as inline SVG, drawn by our own small writer: percentile distributions
+//! (HdrHistogram's plot), histograms on log axes, latency against time with its events
+//! marked, and x/y plots over sweeps.
+//!
+//! The contract with the page ([`crate::html`]): a plot is one `<svg class="plot">`
+//! with a `viewBox` and `width="100%"` (it scales down to narrow pages), axis labels that
+//! name their unit (`latency (ms)`), series in `<g class="series s{i}" data-series=..>`,
+//! legend items that toggle them ([`SCRIPT`]), and a `<title>` with the exact value on
+//! everything a user can hover. The SVG holds no colour: [`CSS`] colours it from the
+//! page's variables (`--fg`, `--grid`, `--s0`..`--s7`), so dark mode and print work.
+//!
+//! ```
+//! use report::plots::{Axis, Plot, Scale, Series};
+//! let mut plot = Plot::new(
+//!     "wake-up latency",
+//!     Axis::duration("time since start", Scale::Linear),
+//!     Axis::duration("latency", Scale::Linear),
+//! );
+//! plot.series.push(Series::line("max per block", vec![(0.0, 20e3), (1e9, 45e3)]));
+//! let svg = plot.svg().unwrap();
+//! assert!(svg.contains("latency (us)") && svg.contains("time since start (s)"));
+//! ```
+
+mod axis;
+pub mod hist;
+mod svg;
+#[cfg(test)]
+mod tests;
+
+pub use axis::{
+    duration_unit, fmt_number, fmt_percentile, nice_step, percentile_position, Axis, Quantity,
+    Scale, Tick,
+};
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// A line through the points in order.
+    Line,
+    /// A dot per point, each with its value on hover.
+    Dots,
+    /// A line with a dot on each point (a sweep).
+    LineDots,
+}
+
+/// A named series of points (x, y) in the axes' values (ns for durations).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend label (and the `data-series` that toggles it).
+    pub label: String,
+    /// The points, in drawing order.
+    pub points: Vec<(f64, f64)>,
+    /// How it is drawn.
+    pub style: Style,
+    /// Where a user can hover for exact values, with the text shown: when empty, a
+    /// line gets up to [`TIPS_PER_LINE`] evenly spread points with their x and y.
+    pub tips: Vec<(f64, f64, String)>,
+    /// Points marked with a visible dot and their text (the maximum of a distribution).
+    pub marked: Vec<(f64, f64, String)>,
+}
+
+/// How many hover points a line gets when its series names none.
+pub const TIPS_PER_LINE: usize = 60;
+
+impl Series {
+    /// A line.
+    pub fn line(label: &str, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label: label.into(),
+            points,
+            style: Style::Line,
+            tips: Vec::new(),
+            marked: Vec::new(),
+        }
+    }
+
+    /// Dots joined by a line when `joined` (a sweep), else dots.
+    pub fn dots(label: &str, points: Vec<(f64, f64)>, joined: bool) -> Series {
+        Series {
+            style: if joined { Style::LineDots } else { Style::Dots },
+            ..Series::line(label, points)
+        }
+    }
+}
+
+/// A horizontal reference line across the plot (a deadline), labelled on the plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefLine {
+    /// Where (a y value).
+    pub y: f64,
+    /// Its label, e.g. `deadline 2.67 ms`.
+    pub label: String,
+}
+
+/// A vertical mark at one x (an under-run, a deadline miss, an overflow).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// Where (an x value).
+    pub x: f64,
+    /// Its kind, a CSS class (`underrun`, `xrun`, `miss`, `overflow`, `skipped`).
+    pub kind: String,
+    /// What a hover shows.
+    pub text: String,
+}
+
+/// A shaded window between two x values (host steal).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// Where it starts.
+    pub x0: f64,
+    /// Where it ends.
+    pub x1: f64,
+    /// Its kind, a CSS class (`steal`).
+    pub kind: String,
+    /// What a hover shows.
+    pub text: String,
+}
+
+/// One plot: its title, axes, series and annotations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// Title (also the SVG's `aria-label`).
+    pub title: String,
+    /// The horizontal axis.
+    pub x: Axis,
+    /// The vertical axis.
+    pub y: Axis,
+    /// The series, at most 8 told apart by colour (`s0`..`s7`; more repeat them).
+    pub series: Vec<Series>,
+    /// Horizontal reference lines (deadlines).
+    pub refs: Vec<RefLine>,
+    /// Vertical marks (events).
+    pub marks: Vec<Mark>,
+    /// Shaded windows (host steal).
+    pub windows: Vec<Window>,
+    /// Names of the mark kinds, for the key (`underrun` -> `under-run`); kinds not
+    /// named are keyed by their class.
+    pub mark_names: Vec<(String, String)>,
+}
+
+impl Plot {
+    /// An empty plot.
+    pub fn new(title: &str, x: Axis, y: Axis) -> Plot {
+        Plot {
+            title: title.into(),
+            x,
+            y,
+            series: Vec::new(),
+            refs: Vec::new(),
+            marks: Vec::new(),
+            windows: Vec::new(),
+            mark_names: Vec::new(),
+        }
+    }
+
+    /// The plot as one `<svg>` element, or `None` when no series has a point the axes
+    /// can show (nothing to plot is no plot).
+    pub fn svg(&self) -> Option<String> {
+        svg::render(self)
+    }
+}
+
+/// The plot rules for the page's `<style>`: colours only from the page's variables
+/// (`--fg`, `--grid`, `--s0`..`--s7`; marks use `--bad`, `--warn` and `--window`), each
+/// with a fallback mid-tone readable on light and dark backgrounds.
+pub const CSS: &str = r#"
+svg.plot { display: block; width: 100%; height: auto; max-width: 100%; background: transparent; }
+svg.plot text { fill: var(--fg, currentColor); font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 13px; }
+svg.plot .title { font-size: 16px; font-weight: 600; }
+svg.plot .axis-label { font-size: 14px; }
+svg.plot .tick { font-size: 12.5px; }
+svg.plot .grid line { stroke: var(--grid, rgba(128, 128, 128, .3)); stroke-width: 1; }
+svg.plot .grid line.minor { stroke-dasharray: 2 4; opacity: .6; }
+svg.plot .axis line { stroke: var(--fg, currentColor); stroke-width: 1; }
+svg.plot .s0 { color: var(--s0, #1f77b4); } svg.plot .s1 { color: var(--s1, #d62728); }
+svg.plot .s2 { color: var(--s2, #2ca02c); } svg.plot .s3 { color: var(--s3, #ff7f0e); }
+svg.plot .s4 { color: var(--s4, #9467bd); } svg.plot .s5 { color: var(--s5, #8c564b); }
+svg.plot .s6 { color: var(--s6, #e377c2); } svg.plot .s7 { color: var(--s7, #17becf); }
+svg.plot .series .line { fill: none; stroke: currentColor; stroke-width: 2; stroke-linejoin: round; }
+svg.plot .series .dot, svg.plot .series .max { fill: currentColor; stroke: none; }
+svg.plot .series .tip { fill: currentColor; fill-opacity: 0; stroke: none; pointer-events: all; }
+svg.plot .series .tip:hover, svg.plot .series .dot:hover { fill-opacity: 1; stroke: var(--fg, currentColor); stroke-width: 1; }
+svg.plot .series.off, svg.plot .ref.off { display: none; }
+svg.plot .legend-item { cursor: pointer; }
+svg.plot .legend-item .swatch { fill: currentColor; }
+svg.plot .legend-item:focus { outline: none; }
+svg.plot .legend-item:focus .swatch { stroke: var(--fg, currentColor); stroke-width: 2; }
+svg.plot .legend-item.off { opacity: .4; }
+svg.plot .legend-item.off text { text-decoration: line-through; }
+svg.plot .ref line { stroke: var(--fg, currentColor); stroke-width: 1.5; stroke-dasharray: 7 4; }
+svg.plot .ref text { font-size: 12.5px; }
+svg.plot .mark { stroke-width: 1.5; pointer-events: stroke; }
+svg.plot .mark.underrun, svg.plot .mark.xrun, svg.plot .mark.miss, svg.plot .key.underrun line, svg.plot .key.xrun line, svg.plot .key.miss line { stroke: var(--bad, #e0453a); }
+svg.plot .mark.overflow, svg.plot .mark.skipped, svg.plot .key.overflow line, svg.plot .key.skipped line { stroke: var(--warn, #d98a00); }
+svg.plot .mark.load_exit, svg.plot .key.load_exit line { stroke: var(--fg, currentColor); stroke-dasharray: 3 3; }
+svg.plot .window, svg.plot .key .window-swatch { fill: var(--window, rgba(140, 140, 160, .28)); stroke: none; }
+@media print { svg.plot .tip { display: none; } svg.plot { break-inside: avoid; } }
+"#;
+
+/// The page's one script for plots: a click, or Enter, on a legend item toggles its
+/// series (and the legend item) in that plot. Nothing else: no network, no eval.
+pub const SCRIPT: &str = r#"(function () {
+  function toggle(item) {
+    var svg = item.closest('svg');
+    if (!svg) return;
+    var name = item.getAttribute('data-series');
+    var off = !item.classList.contains('off');
+    svg.querySelectorAll('[data-series]').forEach(function (n) {
+      if (n.getAttribute('data-series') === name) n.classList.toggle('off', off);
+    });
+    item.setAttribute('aria-pressed', off ? 'false' : 'true');
+  }
+  document.addEventListener('click', function (e) {
+    var item = e.target.closest && e.target.closest('svg.plot .legend-item');
+    if (item) toggle(item);
+  });
+  document.addEventListener('keydown', function (e) {
+    if (e.key !== 'Enter') return;
+    var item = e.target.closest && e.target.closest('svg.plot .legend-item');
+    if (item) { e.preventDefault(); toggle(item); }
+  });
+})();"#;

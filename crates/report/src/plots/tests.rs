@@ -1,0 +1,203 @@
+use results::LatencyHistogram;
+
+use super::hist::{log_bins, percentile_curve};
+use super::*;
+
+fn hist(values: &[u64]) -> LatencyHistogram {
+    let mut h = LatencyHistogram::new(100_000_000).unwrap();
+    for &v in values {
+        h.record(v);
+    }
+    h
+}
+
+#[test]
+fn the_percentile_axis_puts_90_at_1_and_99_9_at_3() {
+    assert!((percentile_position(0.9) - 1.0).abs() < 1e-9);
+    assert!((percentile_position(0.999) - 3.0).abs() < 1e-9);
+    assert_eq!(percentile_position(0.0), 0.0);
+    assert!(percentile_position(1.0).is_finite());
+    let axis = Axis::percentile();
+    let labels: Vec<String> = axis
+        .ticks(0.0, 3.4)
+        .into_iter()
+        .filter_map(|t| t.label)
+        .collect();
+    assert_eq!(labels, ["0%", "90%", "99%", "99.9%"]);
+    assert_eq!(fmt_percentile(0.99999), "99.999%");
+}
+
+#[test]
+fn ticks_step_by_one_two_five_and_label_in_the_axis_unit() {
+    assert_eq!(nice_step(0.7), 1.0);
+    assert_eq!(nice_step(1.3), 2.0);
+    assert_eq!(nice_step(3.0), 5.0);
+    assert_eq!(nice_step(4_300.0), 5_000.0);
+    // 0..26 ms, linear: ticks at every 5 ms, labelled in ms.
+    let axis = Axis::duration("latency", Scale::Linear);
+    let (lo, hi) = axis.range(&[0.0, 26e6]).unwrap();
+    let ticks = axis.ticks(lo, hi);
+    let labels: Vec<&str> = ticks.iter().filter_map(|t| t.label.as_deref()).collect();
+    assert_eq!(labels, ["0", "5", "10", "15", "20", "25"]);
+    assert_eq!(axis.label(hi), "latency (ms)");
+    // 10 us .. 26 ms on a log axis: decades, in ms.
+    let axis = Axis::duration("latency", Scale::Log);
+    let (lo, hi) = axis.range(&[10e3, 26e6]).unwrap();
+    let labels: Vec<String> = axis
+        .ticks(lo, hi)
+        .into_iter()
+        .filter_map(|t| t.label)
+        .collect();
+    assert_eq!(labels, ["0.01", "0.1", "1", "10"]);
+    assert_eq!(axis.label(10f64.powf(hi)), "latency (ms)");
+    // Less than a decade still gets labels.
+    let (lo, hi) = axis.range(&[20e3, 45e3]).unwrap();
+    assert!(
+        axis.ticks(lo, hi)
+            .iter()
+            .filter(|t| t.label.is_some())
+            .count()
+            >= 2
+    );
+    assert_eq!(fmt_number(12_000.0), "12\u{202F}000");
+    assert_eq!(fmt_number(0.025), "0.025");
+    assert_eq!(fmt_number(2.5), "2.5");
+}
+
+#[test]
+fn log_bins_keep_every_sample() {
+    let values: Vec<u64> = (1..2_000u64).map(|i| i * i * 37 % 9_000_000 + 1).collect();
+    let h = hist(&values);
+    let bins = log_bins(&h, 20);
+    assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), h.count());
+    // Equal widths on a log axis, contiguous.
+    for w in bins.windows(2) {
+        assert!((w[0].hi_ns - w[1].lo_ns).abs() < 1e-6 * w[1].lo_ns);
+        assert!(((w[0].hi_ns / w[0].lo_ns) - (w[1].hi_ns / w[1].lo_ns)).abs() < 1e-9);
+    }
+    // Overflows are counted by the histogram, not binned.
+    let mut h = LatencyHistogram::new(1_000_000).unwrap();
+    for v in [10_000, 20_000, 5_000_000] {
+        h.record(v);
+    }
+    assert_eq!(log_bins(&h, 10).iter().map(|b| b.count).sum::<u64>(), 2);
+    assert!(log_bins(&LatencyHistogram::new(1_000).unwrap(), 10).is_empty());
+}
+
+#[test]
+fn the_percentile_curve_rises_to_the_max_at_the_last_rank() {
+    let values: Vec<u64> = (1..=1_000u64).map(|i| 10_000 + i * 10).collect();
+    let h = hist(&values);
+    let curve = percentile_curve(&h);
+    assert!(curve
+        .windows(2)
+        .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+    let last = curve.last().unwrap();
+    assert_eq!(last.1, h.max() as f64);
+    assert!((percentile_position(last.0) - 3.0).abs() < 1e-9);
+}
+
+fn two_series_plot() -> Plot {
+    let mut plot = Plot::new(
+        "wake-up <latency> & \"more\"",
+        Axis::percentile(),
+        Axis::duration("latency", Scale::Log),
+    );
+    plot.series.push(Series::line(
+        "idle <a>",
+        vec![(0.0, 20e3), (0.99, 40e3), (0.999, 90e3)],
+    ));
+    plot.series.push(Series::line(
+        "cpu & io",
+        vec![(0.0, 30e3), (0.99, 60e3), (0.999, 2e6)],
+    ));
+    plot.refs.push(RefLine {
+        y: 2.67e6,
+        label: "deadline 2.67 ms".into(),
+    });
+    plot
+}
+
+#[test]
+fn an_svg_names_its_units_holds_no_colour_and_escapes_its_text() {
+    let svg = two_series_plot().svg().unwrap();
+    assert!(svg.starts_with("<svg class=\"plot\" viewBox=\"0 0 760 "));
+    assert!(svg.contains("width=\"100%\""));
+    assert!(
+        svg.contains("role=\"img\" aria-label=\"wake-up &lt;latency&gt; &amp; &quot;more&quot;\"")
+    );
+    assert!(svg.contains("<text class=\"axis-label x\""));
+    assert!(svg.contains(">percentile (log of 1/(1-p))</text>"));
+    assert!(svg.contains(">latency (ms)</text>"));
+    assert!(svg.contains("<g class=\"series s0\" data-series=\"idle &lt;a&gt;\">"));
+    assert!(svg.contains("<g class=\"series s1\" data-series=\"cpu &amp; io\">"));
+    assert!(svg.contains("<g class=\"legend-item s1\" data-series=\"cpu &amp; io\" tabindex=\"0\""));
+    assert!(svg.contains(">deadline 2.67 ms</text>"));
+    assert!(svg.contains("<title>"));
+    for fixed in [
+        "fill=\"#",
+        "stroke=\"#",
+        "fill=\"rgb",
+        "stroke=\"rgb",
+        "style=",
+        "http",
+    ] {
+        assert!(!svg.contains(fixed), "{fixed} in {svg}");
+    }
+    assert!(!svg.contains("idle <a>") && !svg.contains("cpu & io"));
+    // The page's CSS colours series from variables only.
+    assert!(CSS.contains("var(--s7") && CSS.contains("var(--grid") && CSS.contains("var(--fg"));
+    assert!(!SCRIPT.contains("http") && !SCRIPT.contains("eval") && !SCRIPT.contains("fetch"));
+}
+
+#[test]
+fn one_series_has_no_legend_and_nothing_to_draw_is_no_plot() {
+    let mut plot = two_series_plot();
+    plot.series.truncate(1);
+    let svg = plot.svg().unwrap();
+    assert!(!svg.contains("legend-item"));
+    let empty = Plot::new(
+        "t",
+        Axis::percentile(),
+        Axis::duration("latency", Scale::Log),
+    );
+    assert!(empty.svg().is_none());
+    // Only values a log axis cannot show: no plot.
+    let mut zeros = empty.clone();
+    zeros.series.push(Series::line("a", vec![(0.5, 0.0)]));
+    assert!(zeros.svg().is_none());
+}
+
+#[test]
+fn marks_and_windows_are_drawn_with_their_text_and_keyed() {
+    let mut plot = Plot::new(
+        "latency over time",
+        Axis::duration("time since start", Scale::Linear),
+        Axis::duration("latency", Scale::Linear),
+    );
+    plot.series.push(Series::line(
+        "max per block",
+        vec![(0.0, 20e3), (2e9, 30e3)],
+    ));
+    plot.marks.push(Mark {
+        x: 1e9,
+        kind: "underrun".into(),
+        text: "under-run at 1.00 s".into(),
+    });
+    plot.windows.push(Window {
+        x0: 0.5e9,
+        x1: 0.6e9,
+        kind: "steal".into(),
+        text: "host steal 3.0 ms".into(),
+    });
+    plot.mark_names
+        .push(("underrun".into(), "under-run".into()));
+    let svg = plot.svg().unwrap();
+    assert!(svg.contains("<line class=\"mark underrun\""));
+    assert!(svg.contains("<title>under-run at 1.00 s</title>"));
+    assert!(svg.contains("<rect class=\"window steal\""));
+    assert!(svg.contains(">under-run (1)</text>"));
+    assert!(svg.contains(">host steal</text>"));
+    assert!(svg.contains(">time since start (s)</text>"));
+    assert!(svg.contains(">latency (us)</text>"));
+}
