@@ -194,7 +194,7 @@ fn x_label(axes: &[String]) -> String {
 /// latency, mean`, `response_time.misses` -> `missed deadlines of response time`.
 fn y_name(t: &PaperTable) -> String {
     let (metric, stat) = t.value.split_once('.').unwrap_or((&t.value, ""));
-    let metric = metric.replace('_', " ");
+    let metric = crate::figures::metric_name(metric);
     let stat = match stat {
         "p50" => "median".to_string(),
         "p90" => "90th percentile".into(),

@@ -298,7 +298,7 @@ fn latencytest_puts_the_loads_along_x_and_reads_the_studys_approximate_values() 
     let f = &figs[0];
     assert_eq!(f.categories, ["CPU 10%", "CPU 80%", "CPU 80% + disk I/O"]);
     assert_eq!(f.x_label, "scenario (workload)");
-    assert_eq!(f.y_label("ms"), "wakeup latency, maximum (ms)");
+    assert_eq!(f.y_label("ms"), "wake-up latency, maximum (ms)");
     assert_eq!(f.series.len(), 2);
     assert_eq!(f.series[0].label, "RTC 2048 Hz (Senoner 1999)");
     assert_ne!(f.series[0].colour, f.series[1].colour);
