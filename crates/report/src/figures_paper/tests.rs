@@ -417,3 +417,29 @@ fn a_one_column_figure_has_its_deadline_line_and_the_kinds_as_its_legend() {
     assert!(svg.contains("<tspan"));
     assert!(!svg.contains("class=\"series kind\""));
 }
+
+#[test]
+fn the_report_draws_the_paper_figures_first_each_with_both_kinds() {
+    let data = bbb2014();
+    let drawn = paper_figures(&data);
+    assert_eq!(drawn.len(), 4);
+    // Figures 4 measured here and published; 5-7 the study's alone (none of their
+    // rows ran in this plan).
+    assert!(
+        drawn[0].svg.contains(" here\" data-series=")
+            && drawn[0].svg.contains(" study\" data-series=")
+    );
+    assert!(drawn[1..]
+        .iter()
+        .all(|f| f.svg.contains(" study\" data-series=")));
+    let all = crate::figures::figures(&data);
+    assert_eq!(
+        all.iter().take(4).map(|f| &f.id).collect::<Vec<_>>(),
+        drawn.iter().map(|f| &f.id).collect::<Vec<_>>()
+    );
+    let page = crate::html::render(&data);
+    assert!(
+        page.contains("id=\"fig-paper-0-figure-4-alsa-the-usb-interface-s-pair"),
+        "ids"
+    );
+}
