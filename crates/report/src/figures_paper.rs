@@ -129,10 +129,15 @@ pub fn paper_figure_specs(data: &ReportData) -> Vec<PaperFigure> {
 }
 
 /// The one deadline (ns) the complete runs' measurement of the metric at `value_path`
-/// (`response_time.mean` -> `response_time`) is judged against; none when there is none
-/// or the runs disagree.
+/// (`response_time.mean` -> `response_time`) is judged against; none when there is none,
+/// the runs disagree, or the statistic is not itself a latency (a standard deviation, a
+/// count).
 pub fn deadline_ns(data: &ReportData, value_path: &str) -> Option<f64> {
-    let metric = value_path.split_once('.')?.0;
+    let (metric, stat) = value_path.split_once('.')?;
+    let latency = ["mean", "min", "max", "p50", "p90", "p99", "p999", "p9999"];
+    if !latency.contains(&stat) {
+        return None;
+    }
     let mut deadlines: Vec<f64> = data
         .cells
         .iter()

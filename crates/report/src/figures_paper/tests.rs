@@ -229,11 +229,20 @@ fn tessellation2013_draws_the_response_time_against_its_deadline_and_counts_miss
         ..Default::default()
     };
     let figs = paper_figure_specs(&data);
+    let titles: Vec<&str> = figs.iter().map(|f| f.title.as_str()).collect();
     assert_eq!(
-        figs.len(),
-        2,
-        "mean and missed are published, stdev and max not"
+        titles,
+        [
+            "Figure 7: mean response time (us)",
+            "Figure 7: missed deadlines (of all blocks), summed over repeats",
+            "Figure 7: standard deviation of the response time (us)",
+            "Figure 7: maximum response time (us)",
+        ]
     );
+    // A standard deviation is no latency: no deadline beside it; the maximum has one.
+    assert_eq!(figs[2].deadline_ns, None);
+    assert_eq!(figs[3].deadline_ns, Some(deadline_ns));
+    assert!((figs[3].series[1].points[1].value - 1_405_000.0).abs() < 1e-6);
     let mean = &figs[0];
     assert_eq!(mean.categories.len(), 4);
     assert_eq!(mean.x_label, "case (category)");
