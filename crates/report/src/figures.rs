@@ -50,10 +50,19 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
         .filter_map(|c| c.run.as_ref().map(|r| (c, r)))
         .collect();
     let mut out = Vec::new();
-    for metric in plotted_metrics(&complete) {
-        let groups = merged(data, &complete, &metric);
-        out.extend(percentile_figure(data, &metric, &groups));
-        out.extend(histogram_figure(data, &metric, &groups));
+    let (headline, judged) = plotted_metrics(&complete);
+    for metric in &headline {
+        let groups = merged(data, &complete, metric);
+        out.extend(percentile_figure(data, metric, &groups));
+        out.extend(histogram_figure(data, metric, &groups));
+    }
+    // A metric judged against a deadline reads on its percentile plot, beside the line.
+    for metric in &judged {
+        out.extend(percentile_figure(
+            data,
+            metric,
+            &merged(data, &complete, metric),
+        ));
     }
     out.extend(sweep_figures(data, &complete));
     let mut seen: Vec<String> = Vec::new();
@@ -133,26 +142,34 @@ fn slug(s: &str) -> String {
         .join("-")
 }
 
-/// The runs' headline metrics, then the metrics judged against a deadline (a jitter
-/// run's fragment completion), in the order they first appear.
-fn plotted_metrics(complete: &[(&CellData, &RunData)]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+/// The runs' headline metrics, and the other metrics judged against a deadline (a
+/// jitter run's fragment completion, a net run's end to end, DSP time against the
+/// period), in the order they first appear; a net run's reference host (no synthesis,
+/// `..._reference`) is a control, not plotted.
+fn plotted_metrics(complete: &[(&CellData, &RunData)]) -> (Vec<String>, Vec<String>) {
     let has_hist = |m: &Measurement| m.histogram.as_ref().is_some_and(|h| h.count() > 0);
+    let mut headline: Vec<String> = Vec::new();
     for (_, r) in complete {
         if let Some(m) = r.headline().filter(|m| has_hist(m)) {
-            if !out.contains(&m.metric) {
-                out.push(m.metric.clone());
+            if !headline.contains(&m.metric) {
+                headline.push(m.metric.clone());
             }
         }
     }
+    let mut judged: Vec<String> = Vec::new();
     for (_, r) in complete {
         for m in &r.measurements {
-            if m.deadline.is_some() && has_hist(m) && !out.contains(&m.metric) {
-                out.push(m.metric.clone());
+            if m.deadline.is_some()
+                && has_hist(m)
+                && !m.metric.ends_with("_reference")
+                && !headline.contains(&m.metric)
+                && !judged.contains(&m.metric)
+            {
+                judged.push(m.metric.clone());
             }
         }
     }
-    out
+    (headline, judged)
 }
 
 /// A label's samples of one metric: its runs' histograms merged.
@@ -495,10 +512,10 @@ fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<F
     out
 }
 
-/// The run's events as marks and windows on a time axis (ns since the run started):
-/// at most [`MAX_MARKS`] marks; returns how many events had a mark.
-pub(crate) fn event_marks(plot: &mut Plot, r: &RunData) -> usize {
-    let start = r.record.started_mono_ns;
+/// The run's events as marks and windows on a time axis whose 0 is `origin_ns`
+/// (CLOCK_MONOTONIC): at most [`MAX_MARKS`] marks; returns how many events had a mark.
+pub(crate) fn event_marks(plot: &mut Plot, r: &RunData, origin_ns: u64) -> usize {
+    let start = origin_ns;
     let mut marked = 0;
     for e in &r.events {
         let x = e.mono_ns.saturating_sub(start) as f64;

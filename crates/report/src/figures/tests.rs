@@ -144,7 +144,9 @@ fn a_single_point_sweep_draws_nothing_and_two_points_draw_a_plot() {
 #[test]
 fn an_underrun_is_marked_on_latency_against_time_and_steal_shaded() {
     let mut run = jitter_run(&[20_000, 30_000]);
-    run.record.started_mono_ns = 1_000_000_000;
+    // The blocks count from the first deadline, after the run's own start.
+    run.record.started_mono_ns = 700_000_000;
+    run.record.result = json!({"start_ns": 1_000_000_000u64});
     run.series.push(results::Series {
         name: "wakeup_latency_by_block".into(),
         unit: "ns".into(),

@@ -157,10 +157,10 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
         };
         let _ = write!(
             out,
-            "<g class=\"ref\"><line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"><title>{}</title></line><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text></g>",
+            "<g class=\"ref\"><line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"><title>{}</title></line><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
             WIDTH - RIGHT,
             escape(&r.label),
-            WIDTH - RIGHT - 4.0,
+            LEFT + 6.0,
             y - 5.0,
             escape(&r.label)
         );
