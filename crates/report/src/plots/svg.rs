@@ -124,30 +124,7 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
     );
     legend(&mut out, &rows, 34.0);
     axes(&mut out, &xmap, &ymap);
-    for w in &plot.windows {
-        let (Some(a), Some(b)) = (xmap.px(w.x0, false), xmap.px(w.x1, false)) else {
-            continue;
-        };
-        let (a, b) = (a.min(b), a.max(b).max(a.min(b) + 2.0));
-        let _ = write!(
-            out,
-            "<rect class=\"window {}\" x=\"{a:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{PLOT_HEIGHT}\"><title>{}</title></rect>",
-            escape(&w.kind),
-            b - a,
-            escape(&w.text)
-        );
-    }
-    for m in &plot.marks {
-        let Some(x) = xmap.px(m.x, false) else {
-            continue;
-        };
-        let _ = write!(
-            out,
-            "<line class=\"mark {}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\"><title>{}</title></line>",
-            escape(&m.kind),
-            escape(&m.text)
-        );
-    }
+    windows_and_marks(&mut out, plot, &xmap, top, bottom);
     for (i, s) in plot.series.iter().enumerate() {
         series(&mut out, plot, i, s, &xmap, &ymap);
     }
@@ -180,6 +157,34 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
     );
     out.push_str("</svg>");
     Some(out)
+}
+
+/// Host-steal windows and event marks, under the series.
+fn windows_and_marks(out: &mut String, plot: &Plot, xmap: &Map, top: f64, bottom: f64) {
+    for w in &plot.windows {
+        let (Some(a), Some(b)) = (xmap.px(w.x0, false), xmap.px(w.x1, false)) else {
+            continue;
+        };
+        let (a, b) = (a.min(b), a.max(b).max(a.min(b) + 2.0));
+        let _ = write!(
+            out,
+            "<rect class=\"window {}\" x=\"{a:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{PLOT_HEIGHT}\"><title>{}</title></rect>",
+            escape(&w.kind),
+            b - a,
+            escape(&w.text)
+        );
+    }
+    for m in &plot.marks {
+        let Some(x) = xmap.px(m.x, false) else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "<line class=\"mark {}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\"><title>{}</title></line>",
+            escape(&m.kind),
+            escape(&m.text)
+        );
+    }
 }
 
 fn legend_entries(plot: &Plot) -> Vec<Entry<'_>> {
