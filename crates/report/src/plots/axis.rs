@@ -346,8 +346,9 @@ pub fn fmt_number(v: f64) -> String {
     } else {
         s
     };
-    if s.len() > 4 && !s.contains('.') {
-        return fmt_count(v.round().abs() as u64);
+    if s.trim_start_matches('-').len() > 4 && !s.contains('.') {
+        let grouped = fmt_count(v.round().abs() as u64);
+        return if v < 0.0 { format!("-{grouped}") } else { grouped };
     }
     s
 }

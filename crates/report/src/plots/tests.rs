@@ -62,6 +62,7 @@ fn ticks_step_by_one_two_five_and_label_in_the_axis_unit() {
     assert_eq!(fmt_number(12_000.0), "12\u{202F}000");
     assert_eq!(fmt_number(0.025), "0.025");
     assert_eq!(fmt_number(2.5), "2.5");
+    assert_eq!(fmt_number(-12_345.6), "-12\u{202F}346");
 }
 
 #[test]
