@@ -35,8 +35,9 @@ pub struct Figure {
 pub const MAX_LINES: usize = 8;
 /// Latency-against-time figures per report (the first run of each label).
 pub const MAX_TIME_PLOTS: usize = 6;
-/// Marks drawn on one latency-against-time figure (the first, in time order).
-pub const MAX_MARKS: usize = 400;
+/// Events of one kind marked one by one on a latency-against-time figure; a kind with
+/// more is counted in the caption instead (a wall of lines hides the latency).
+pub const MAX_MARKS_PER_KIND: usize = 100;
 /// Bins per decade of a histogram's latency axis.
 pub const BINS_PER_DECADE: u32 = 20;
 
@@ -123,7 +124,11 @@ fn label_kind(data: &ReportData) -> &'static str {
 
 /// A metric's name for people: `wakeup_latency` -> `wake-up latency`.
 pub fn metric_name(metric: &str) -> String {
-    metric.replace("wakeup", "wake-up").replace('_', " ")
+    metric
+        .replace("wakeup", "wake-up")
+        .replace("roundtrip", "round trip")
+        .replace("dsp", "DSP")
+        .replace('_', " ")
 }
 
 fn slug(s: &str) -> String {
@@ -513,11 +518,31 @@ fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<F
 }
 
 /// The run's events as marks and windows on a time axis whose 0 is `origin_ns`
-/// (CLOCK_MONOTONIC): at most [`MAX_MARKS`] marks; returns how many events had a mark.
-pub(crate) fn event_marks(plot: &mut Plot, r: &RunData, origin_ns: u64) -> usize {
+/// (CLOCK_MONOTONIC). Returns how many events have a mark, and the kinds too many to
+/// mark (more than [`MAX_MARKS_PER_KIND`]) with their counts, for the caption.
+pub(crate) fn event_marks(
+    plot: &mut Plot,
+    r: &RunData,
+    origin_ns: u64,
+) -> (usize, Vec<(&'static str, usize)>) {
     let start = origin_ns;
     let mut marked = 0;
+    let count = |kind: &str| r.events.iter().filter(|e| e.kind == kind).count();
+    let crowded: Vec<(&'static str, usize)> = [
+        ("underrun", "deadline misses"),
+        ("xrun", "xruns"),
+        ("overflow", "wake-ups above the histogram's bound"),
+        ("skipped_cycles", "skipped cycles"),
+        ("load_exit", "load exits"),
+    ]
+    .into_iter()
+    .filter(|(kind, _)| count(kind) > MAX_MARKS_PER_KIND)
+    .map(|(kind, name)| (name, count(kind)))
+    .collect();
     for e in &r.events {
+        if e.kind != "steal" && count(&e.kind) > MAX_MARKS_PER_KIND {
+            continue;
+        }
         let x = e.mono_ns.saturating_sub(start) as f64;
         let at = fmt_ns(x);
         let (kind, text) = match e.kind.as_str() {
@@ -547,14 +572,12 @@ pub(crate) fn event_marks(plot: &mut Plot, r: &RunData, origin_ns: u64) -> usize
             "load_exit" => ("load_exit", format!("the load exited at {at}")),
             _ => continue,
         };
-        if plot.marks.len() < MAX_MARKS {
-            plot.marks.push(Mark {
-                x,
-                kind: kind.into(),
-                text,
-            });
-            marked += 1;
-        }
+        plot.marks.push(Mark {
+            x,
+            kind: kind.into(),
+            text,
+        });
+        marked += 1;
     }
     plot.mark_names = [
         ("underrun", "deadline miss"),
@@ -565,7 +588,7 @@ pub(crate) fn event_marks(plot: &mut Plot, r: &RunData, origin_ns: u64) -> usize
     ]
     .map(|(k, n)| (k.to_string(), n.to_string()))
     .to_vec();
-    marked
+    (marked, crowded)
 }
 
 #[cfg(test)]

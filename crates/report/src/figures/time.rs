@@ -56,7 +56,7 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     );
     plot.series = series;
     plot.refs = refs;
-    let marked = origin.map_or(0, |o| event_marks(&mut plot, r, o));
+    let (marked, crowded) = origin.map_or((0, Vec::new()), |o| event_marks(&mut plot, r, o));
     let svg = plot.svg()?;
     let events: usize = r
         .event_counts
@@ -78,12 +78,14 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     }
     if marked > 0 {
         caption.push_str(" Vertical lines: its events (hover for each).");
-        if events > marked {
-            caption.push_str(&format!(
-                " The first {marked} of {events} events are marked."
-            ));
-        }
-    } else if origin.is_none() && events > 0 {
+    }
+    for (name, n) in &crowded {
+        caption.push_str(&format!(
+            " Its {} {name} are too many to mark one by one.",
+            crate::units::fmt_count(*n as u64)
+        ));
+    }
+    if origin.is_none() && events > 0 {
         caption.push_str(&format!(
             " Its {events} events are counted in the runs table, not placed here: the run does not store where this time axis starts."
         ));

@@ -348,7 +348,11 @@ pub fn fmt_number(v: f64) -> String {
     };
     if s.trim_start_matches('-').len() > 4 && !s.contains('.') {
         let grouped = fmt_count(v.round().abs() as u64);
-        return if v < 0.0 { format!("-{grouped}") } else { grouped };
+        return if v < 0.0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        };
     }
     s
 }
