@@ -35,8 +35,9 @@ pub struct Figure {
 pub const MAX_LINES: usize = 8;
 /// Latency-against-time figures per report (the first run of each label).
 pub const MAX_TIME_PLOTS: usize = 6;
-/// Marks drawn on one latency-against-time figure (the first, in time order).
-pub const MAX_MARKS: usize = 400;
+/// Events of one kind marked one by one on a latency-against-time figure; a kind with
+/// more is counted in the caption instead (a wall of lines hides the latency).
+pub const MAX_MARKS_PER_KIND: usize = 100;
 /// Bins per decade of a histogram's latency axis.
 pub const BINS_PER_DECADE: u32 = 20;
 
@@ -51,10 +52,19 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
         .collect();
     let mut out = Vec::new();
     out.extend(crate::figures_paper::paper_figures(data));
-    for metric in plotted_metrics(&complete) {
-        let groups = merged(data, &complete, &metric);
-        out.extend(percentile_figure(data, &metric, &groups));
-        out.extend(histogram_figure(data, &metric, &groups));
+    let (headline, judged) = plotted_metrics(&complete);
+    for metric in &headline {
+        let groups = merged(data, &complete, metric);
+        out.extend(percentile_figure(data, metric, &groups));
+        out.extend(histogram_figure(data, metric, &groups));
+    }
+    // A metric judged against a deadline reads on its percentile plot, beside the line.
+    for metric in &judged {
+        out.extend(percentile_figure(
+            data,
+            metric,
+            &merged(data, &complete, metric),
+        ));
     }
     out.extend(sweep_figures(data, &complete));
     let mut seen: Vec<String> = Vec::new();
@@ -115,7 +125,11 @@ fn label_kind(data: &ReportData) -> &'static str {
 
 /// A metric's name for people: `wakeup_latency` -> `wake-up latency`.
 pub fn metric_name(metric: &str) -> String {
-    metric.replace("wakeup", "wake-up").replace('_', " ")
+    metric
+        .replace("wakeup", "wake-up")
+        .replace("roundtrip", "round trip")
+        .replace("dsp", "DSP")
+        .replace('_', " ")
 }
 
 fn slug(s: &str) -> String {
@@ -134,26 +148,34 @@ fn slug(s: &str) -> String {
         .join("-")
 }
 
-/// The runs' headline metrics, then the metrics judged against a deadline (a jitter
-/// run's fragment completion), in the order they first appear.
-fn plotted_metrics(complete: &[(&CellData, &RunData)]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+/// The runs' headline metrics, and the other metrics judged against a deadline (a
+/// jitter run's fragment completion, a net run's end to end, DSP time against the
+/// period), in the order they first appear; a net run's reference host (no synthesis,
+/// `..._reference`) is a control, not plotted.
+fn plotted_metrics(complete: &[(&CellData, &RunData)]) -> (Vec<String>, Vec<String>) {
     let has_hist = |m: &Measurement| m.histogram.as_ref().is_some_and(|h| h.count() > 0);
+    let mut headline: Vec<String> = Vec::new();
     for (_, r) in complete {
         if let Some(m) = r.headline().filter(|m| has_hist(m)) {
-            if !out.contains(&m.metric) {
-                out.push(m.metric.clone());
+            if !headline.contains(&m.metric) {
+                headline.push(m.metric.clone());
             }
         }
     }
+    let mut judged: Vec<String> = Vec::new();
     for (_, r) in complete {
         for m in &r.measurements {
-            if m.deadline.is_some() && has_hist(m) && !out.contains(&m.metric) {
-                out.push(m.metric.clone());
+            if m.deadline.is_some()
+                && has_hist(m)
+                && !m.metric.ends_with("_reference")
+                && !headline.contains(&m.metric)
+                && !judged.contains(&m.metric)
+            {
+                judged.push(m.metric.clone());
             }
         }
     }
-    out
+    (headline, judged)
 }
 
 /// A label's samples of one metric: its runs' histograms merged.
@@ -496,12 +518,32 @@ fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<F
     out
 }
 
-/// The run's events as marks and windows on a time axis (ns since the run started):
-/// at most [`MAX_MARKS`] marks; returns how many events had a mark.
-pub(crate) fn event_marks(plot: &mut Plot, r: &RunData) -> usize {
-    let start = r.record.started_mono_ns;
+/// The run's events as marks and windows on a time axis whose 0 is `origin_ns`
+/// (CLOCK_MONOTONIC). Returns how many events have a mark, and the kinds too many to
+/// mark (more than [`MAX_MARKS_PER_KIND`]) with their counts, for the caption.
+pub(crate) fn event_marks(
+    plot: &mut Plot,
+    r: &RunData,
+    origin_ns: u64,
+) -> (usize, Vec<(&'static str, usize)>) {
+    let start = origin_ns;
     let mut marked = 0;
+    let count = |kind: &str| r.events.iter().filter(|e| e.kind == kind).count();
+    let crowded: Vec<(&'static str, usize)> = [
+        ("underrun", "deadline misses"),
+        ("xrun", "xruns"),
+        ("overflow", "wake-ups above the histogram's bound"),
+        ("skipped_cycles", "skipped cycles"),
+        ("load_exit", "load exits"),
+    ]
+    .into_iter()
+    .filter(|(kind, _)| count(kind) > MAX_MARKS_PER_KIND)
+    .map(|(kind, name)| (name, count(kind)))
+    .collect();
     for e in &r.events {
+        if e.kind != "steal" && count(&e.kind) > MAX_MARKS_PER_KIND {
+            continue;
+        }
         let x = e.mono_ns.saturating_sub(start) as f64;
         let at = fmt_ns(x);
         let (kind, text) = match e.kind.as_str() {
@@ -531,14 +573,12 @@ pub(crate) fn event_marks(plot: &mut Plot, r: &RunData) -> usize {
             "load_exit" => ("load_exit", format!("the load exited at {at}")),
             _ => continue,
         };
-        if plot.marks.len() < MAX_MARKS {
-            plot.marks.push(Mark {
-                x,
-                kind: kind.into(),
-                text,
-            });
-            marked += 1;
-        }
+        plot.marks.push(Mark {
+            x,
+            kind: kind.into(),
+            text,
+        });
+        marked += 1;
     }
     plot.mark_names = [
         ("underrun", "deadline miss"),
@@ -549,7 +589,7 @@ pub(crate) fn event_marks(plot: &mut Plot, r: &RunData) -> usize {
     ]
     .map(|(k, n)| (k.to_string(), n.to_string()))
     .to_vec();
-    marked
+    (marked, crowded)
 }
 
 #[cfg(test)]

@@ -144,7 +144,9 @@ fn a_single_point_sweep_draws_nothing_and_two_points_draw_a_plot() {
 #[test]
 fn an_underrun_is_marked_on_latency_against_time_and_steal_shaded() {
     let mut run = jitter_run(&[20_000, 30_000]);
-    run.record.started_mono_ns = 1_000_000_000;
+    // The blocks count from the first deadline, after the run's own start.
+    run.record.started_mono_ns = 700_000_000;
+    run.record.result = json!({"start_ns": 1_000_000_000u64});
     run.series.push(results::Series {
         name: "wakeup_latency_by_block".into(),
         unit: "ns".into(),
@@ -193,4 +195,44 @@ fn incomplete_runs_and_empty_reports_have_no_figures() {
         ..Default::default()
     };
     assert!(figures(&data).is_empty());
+}
+
+#[test]
+fn too_many_events_of_a_kind_are_counted_not_drawn_as_a_wall() {
+    let mut run = jitter_run(&[20_000, 30_000]);
+    run.record.result = json!({"start_ns": 0});
+    run.series.push(results::Series {
+        name: "wakeup_latency_by_block".into(),
+        unit: "ns".into(),
+        columns: ["t_s", "cycles", "min_ns", "mean_ns", "max_ns"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![
+            vec![0.0, 10.0, 1e3, 2e3, 3e3],
+            vec![1.0, 10.0, 1e3, 2e3, 4e3],
+        ],
+    });
+    for i in 0..(MAX_MARKS_PER_KIND as u64 + 1) {
+        run.events.push(results::Event {
+            mono_ns: i * 1_000_000,
+            kind: "overflow".into(),
+            detail: json!({}),
+        });
+    }
+    run.events.push(results::Event {
+        mono_ns: 500_000_000,
+        kind: "underrun".into(),
+        detail: json!({}),
+    });
+    let data = ReportData {
+        cells: vec![cell("run 1", run, None)],
+        ..Default::default()
+    };
+    let figs = figures(&data);
+    let t = figs.iter().find(|f| f.id.starts_with("fig-time")).unwrap();
+    assert!(!t.svg.contains("mark overflow"));
+    assert_eq!(t.svg.matches("<line class=\"mark underrun\"").count(), 1);
+    assert!(t
+        .caption
+        .contains("Its 101 wake-ups above the histogram's bound are too many"));
 }

@@ -12,16 +12,21 @@ const MAX_DOTS: usize = 400;
 /// The latency-against-time figure of one run, or `None` when it stores no latency
 /// over time (a net run, a doctor run).
 pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<Figure> {
-    let (what, series, refs) = if !r.triggers.is_empty() {
-        event_series(r)?
-    } else if let Some(s) = r
+    // Where the time axis starts: a jitter run's blocks count from its first deadline
+    // (result.start_ns), an event run's triggers are on the events' clock; a round
+    // trip's windows count from a start it does not store, so its events are not placed.
+    let by_block = r
         .series
         .iter()
-        .find(|s| s.name == "wakeup_latency_by_block")
-    {
-        jitter_series(r, s)?
-    } else if let Some(s) = r.series.iter().find(|s| s.name == "roundtrip_windows") {
-        roundtrip_series(r, s)?
+        .find(|s| s.name == "wakeup_latency_by_block");
+    let windows = r.series.iter().find(|s| s.name == "roundtrip_windows");
+    let stored_start = r.value("result.start_ns").map(|v| v as u64);
+    let ((what, series, refs), origin) = if !r.triggers.is_empty() {
+        (event_series(r)?, Some(r.record.started_mono_ns))
+    } else if let Some(s) = by_block {
+        (jitter_series(r, s)?, stored_start)
+    } else if let Some(s) = windows {
+        (roundtrip_series(r, s)?, stored_start)
     } else {
         return None;
     };
@@ -51,7 +56,7 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     );
     plot.series = series;
     plot.refs = refs;
-    let marked = event_marks(&mut plot, r);
+    let (marked, crowded) = origin.map_or((0, Vec::new()), |o| event_marks(&mut plot, r, o));
     let svg = plot.svg()?;
     let events: usize = r
         .event_counts
@@ -59,17 +64,31 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
         .filter(|(k, _)| k != "steal")
         .map(|(_, n)| *n as usize)
         .sum();
+    let run = if cell.key.starts_with("run ") {
+        cell.key.clone()
+    } else {
+        format!("run {} ({})", r.record.id, cell.key)
+    };
     let mut caption = format!(
-        "{what} of run {} ({}) against the time since it started.",
-        r.record.id, cell.key
+        "{} of {run} against the time since it started.",
+        capitalised(&what)
     );
+    if r.series.iter().any(|s| s.name == "wakeup_latency_by_block") && r.triggers.is_empty() {
+        caption.push_str(" Each step is one block of cycles (latencytest's graph).");
+    }
     if marked > 0 {
         caption.push_str(" Vertical lines: its events (hover for each).");
-        if events > marked {
-            caption.push_str(&format!(
-                " The first {marked} of {events} events are marked."
-            ));
-        }
+    }
+    for (name, n) in &crowded {
+        caption.push_str(&format!(
+            " Its {} {name} are too many to mark one by one.",
+            crate::units::fmt_count(*n as u64)
+        ));
+    }
+    if origin.is_none() && events > 0 {
+        caption.push_str(&format!(
+            " Its {events} events are counted in the runs table, not placed here: the run does not store where this time axis starts."
+        ));
     }
     if !plot.windows.is_empty() {
         caption.push_str(" Shaded: windows in which the hypervisor took CPU time from this machine (host steal); latency there measured the host too.");
@@ -110,22 +129,49 @@ fn column(s: &results::Series, name: &str) -> Option<usize> {
     s.columns.iter().position(|c| c == name)
 }
 
+/// A block's value held across its interval (a step per block), with its interval and
+/// value on hover.
+fn block_steps(label: &str, s: &results::Series, t: usize, v: usize) -> Series {
+    let rows: Vec<&Vec<f64>> = s.rows.iter().filter(|row| row[t].is_finite()).collect();
+    let mut points = Vec::with_capacity(rows.len() * 2);
+    let mut tips = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let start = row[t] * 1e9;
+        let width = match (rows.get(i + 1), i.checked_sub(1).and_then(|j| rows.get(j))) {
+            (Some(next), _) => next[t] * 1e9 - start,
+            (None, Some(prev)) => start - prev[t] * 1e9,
+            (None, None) => 0.0,
+        };
+        if !row[v].is_finite() {
+            continue;
+        }
+        points.push((start, row[v]));
+        points.push((start + width, row[v]));
+        tips.push((
+            start + width / 2.0,
+            row[v],
+            format!(
+                "{label}: {} from {} to {}",
+                fmt_ns(row[v]),
+                fmt_ns(start),
+                fmt_ns(start + width)
+            ),
+        ));
+    }
+    let mut series = Series::line(label, points);
+    series.tips = tips;
+    series
+}
+
 fn jitter_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
     let t = column(s, "t_s")?;
-    let pick = |i: usize| -> Vec<(f64, f64)> {
-        s.rows
-            .iter()
-            .filter(|row| row[i].is_finite() && row[t].is_finite())
-            .map(|row| (row[t] * 1e9, row[i]))
-            .collect()
-    };
     let mut series = vec![
-        Series::line("max per block", pick(column(s, "max_ns")?)),
-        Series::line("mean per block", pick(column(s, "mean_ns")?)),
+        block_steps("max per block", s, t, column(s, "max_ns")?),
+        block_steps("mean per block", s, t, column(s, "mean_ns")?),
     ];
     let mut refs = Vec::new();
     if let Some(c) = column(s, "completion_max_ns") {
-        series.push(Series::line("fragment completion, max per block", pick(c)));
+        series.push(block_steps("fragment completion, max per block", s, t, c));
         if let Some(d) = r
             .measurement("fragment_completion")
             .and_then(|m| m.deadline)
@@ -162,4 +208,11 @@ fn roundtrip_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
         Series::line("round trip per window", pts)
     };
     Some(("round trip".into(), vec![s], Vec::new()))
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

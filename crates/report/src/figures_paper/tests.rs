@@ -331,7 +331,7 @@ fn macmillan_turns_the_loads_along_x_and_skips_not_tested() {
     assert_eq!(figs.len(), 1);
     let f = &figs[0];
     assert_eq!(f.categories, ["no load", "CPU and disk load"]);
-    assert_eq!(f.y_name, "roundtrip, mean, smallest");
+    assert_eq!(f.y_name, "round trip, mean, smallest");
     let alsa = &f.series[0];
     assert_eq!(alsa.points.len(), 1, "ALSA under load was not tested");
 }

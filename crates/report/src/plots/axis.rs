@@ -145,7 +145,10 @@ impl Axis {
                 } else {
                     lo - 0.06
                 };
-                (lo, hi.max(lo + 0.5) + 0.06)
+                // At least half a decade, centred on the values.
+                let (lo, hi) = (lo, hi + 0.06);
+                let short = (0.5 - (hi - lo)).max(0.0) / 2.0;
+                (lo - short, hi + short)
             }
             Scale::Percentile => (0.0, hi.max(1.0) + 0.1),
         })
@@ -196,14 +199,19 @@ impl Axis {
         }
         let first = (lo / step).ceil() as i64;
         let last = (hi / step).floor() as i64;
+        // Every label with the decimals the step needs: 2.8, 2.9, 3.0 (not 3).
+        let decimals = (-(step / unit_scale).log10().floor()).clamp(0.0, 9.0) as usize;
         (first..=last)
             .map(|i| {
                 let at = i as f64 * step;
-                // 0.30000000000000004 is 0.3.
-                let at = (at / step).round() * step;
+                let label = match self.quantity {
+                    Quantity::Count => self.tick_label(at, unit_scale),
+                    _ if decimals == 0 => fmt_number((at / unit_scale).round()),
+                    _ => format!("{:.decimals$}", at / unit_scale),
+                };
                 Tick {
                     at,
-                    label: Some(self.tick_label(at, unit_scale)),
+                    label: Some(label),
                     major: true,
                 }
             })
@@ -244,8 +252,8 @@ impl Axis {
                 }
             })
             .collect();
-        // Less than a decade with one label or none: label every tick.
-        if ticks.iter().filter(|t| t.label.is_some()).count() < 2 {
+        // About a decade or less: label every tick (5, 6, 7, 8, 9, 10).
+        if decades < 1.2 || ticks.iter().filter(|t| t.label.is_some()).count() < 2 {
             for t in &mut ticks {
                 t.label = Some(self.tick_label(t.at, unit_scale));
             }
@@ -338,8 +346,13 @@ pub fn fmt_number(v: f64) -> String {
     } else {
         s
     };
-    if s.len() > 4 && !s.contains('.') {
-        return fmt_count(v.round().abs() as u64);
+    if s.trim_start_matches('-').len() > 4 && !s.contains('.') {
+        let grouped = fmt_count(v.round().abs() as u64);
+        return if v < 0.0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        };
     }
     s
 }

@@ -8,8 +8,9 @@ const CURVE_STEPS_PER_DECADE: f64 = 40.0;
 
 /// The percentile distribution of `h`: points (p, latency ns) at log-spaced p from 0 to
 /// the last sample's rank, 1 - 1/count, whose value is the maximum. Empty when the
-/// histogram is. Above the histogram's bound the curve joins the last value within it
-/// to the maximum (the samples between are counted, not kept).
+/// histogram is. When the last ranks lie above the histogram's bound the curve stops
+/// at the last value within it: those samples were counted, not kept, and only the
+/// maximum is known (the figure marks it).
 pub fn percentile_curve(h: &LatencyHistogram) -> Vec<(f64, f64)> {
     let n = h.count();
     if n == 0 {
@@ -23,11 +24,13 @@ pub fn percentile_curve(h: &LatencyHistogram) -> Vec<(f64, f64)> {
         let p = 1.0 - 10f64.powf(-x);
         let (v, above_bound) = h.percentile(p * 100.0);
         if above_bound {
-            break;
+            return out;
         }
         out.push((p, v as f64));
     }
-    out.push((1.0 - 1.0 / n as f64, h.max() as f64));
+    if h.overflows() == 0 {
+        out.push((1.0 - 1.0 / n as f64, h.max() as f64));
+    }
     out
 }
 

@@ -161,7 +161,7 @@ impl Plot {
 }
 
 /// The plot rules for the page's `<style>`: colours only from the page's variables
-/// (`--fg`, `--grid`, `--s0`..`--s7`; marks use `--bad`, `--warn` and `--window`), each
+/// (`--fg`, `--grid`, `--s0`..`--s7`; marks use `--fail`, `--warn` and `--window`), each
 /// with a fallback mid-tone readable on light and dark backgrounds.
 pub const CSS: &str = r#"
 svg.plot { display: block; width: 100%; height: auto; max-width: 100%; background: transparent; }
@@ -188,9 +188,9 @@ svg.plot .legend-item:focus .swatch { stroke: var(--fg, currentColor); stroke-wi
 svg.plot .legend-item.off { opacity: .4; }
 svg.plot .legend-item.off text { text-decoration: line-through; }
 svg.plot .ref line { stroke: var(--fg, currentColor); stroke-width: 1.5; stroke-dasharray: 7 4; }
-svg.plot .ref text { font-size: 12.5px; }
+svg.plot .ref text { font-size: 12.5px; paint-order: stroke; stroke: var(--bg, Canvas); stroke-width: 4px; stroke-linejoin: round; }
 svg.plot .mark { stroke-width: 1.5; pointer-events: stroke; }
-svg.plot .mark.underrun, svg.plot .mark.xrun, svg.plot .mark.miss, svg.plot .key.underrun line, svg.plot .key.xrun line, svg.plot .key.miss line { stroke: var(--bad, #e0453a); }
+svg.plot .mark.underrun, svg.plot .mark.xrun, svg.plot .mark.miss, svg.plot .key.underrun line, svg.plot .key.xrun line, svg.plot .key.miss line { stroke: var(--fail, #e0453a); }
 svg.plot .mark.overflow, svg.plot .mark.skipped, svg.plot .key.overflow line, svg.plot .key.skipped line { stroke: var(--warn, #d98a00); }
 svg.plot .mark.load_exit, svg.plot .key.load_exit line { stroke: var(--fg, currentColor); stroke-dasharray: 3 3; }
 svg.plot .window, svg.plot .key .window-swatch { fill: var(--window, rgba(140, 140, 160, .28)); stroke: none; }

@@ -124,6 +124,43 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
     );
     legend(&mut out, &rows, 34.0);
     axes(&mut out, &xmap, &ymap);
+    windows_and_marks(&mut out, plot, &xmap, top, bottom);
+    for (i, s) in plot.series.iter().enumerate() {
+        series(&mut out, plot, i, s, &xmap, &ymap);
+    }
+    for r in &plot.refs {
+        let Some(y) = ymap.px(r.y, false) else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "<g class=\"ref\"><line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"><title>{}</title></line><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            WIDTH - RIGHT,
+            escape(&r.label),
+            LEFT + 6.0,
+            y - 5.0,
+            escape(&r.label)
+        );
+    }
+    let _ = write!(
+        out,
+        "<text class=\"axis-label x\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        LEFT + (WIDTH - RIGHT - LEFT) / 2.0,
+        bottom + 44.0,
+        escape(&plot.x.label(xmap.top_abs()))
+    );
+    let (lx, ly) = (18.0, top + PLOT_HEIGHT / 2.0);
+    let _ = write!(
+        out,
+        "<text class=\"axis-label y\" x=\"{lx}\" y=\"{ly:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 {lx} {ly:.1})\">{}</text>",
+        escape(&plot.y.label(ymap.top_abs()))
+    );
+    out.push_str("</svg>");
+    Some(out)
+}
+
+/// Host-steal windows and event marks, under the series.
+fn windows_and_marks(out: &mut String, plot: &Plot, xmap: &Map, top: f64, bottom: f64) {
     for w in &plot.windows {
         let (Some(a), Some(b)) = (xmap.px(w.x0, false), xmap.px(w.x1, false)) else {
             continue;
@@ -148,38 +185,6 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
             escape(&m.text)
         );
     }
-    for (i, s) in plot.series.iter().enumerate() {
-        series(&mut out, plot, i, s, &xmap, &ymap);
-    }
-    for r in &plot.refs {
-        let Some(y) = ymap.px(r.y, false) else {
-            continue;
-        };
-        let _ = write!(
-            out,
-            "<g class=\"ref\"><line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"><title>{}</title></line><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text></g>",
-            WIDTH - RIGHT,
-            escape(&r.label),
-            WIDTH - RIGHT - 4.0,
-            y - 5.0,
-            escape(&r.label)
-        );
-    }
-    let _ = write!(
-        out,
-        "<text class=\"axis-label x\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-        LEFT + (WIDTH - RIGHT - LEFT) / 2.0,
-        bottom + 44.0,
-        escape(&plot.x.label(xmap.top_abs()))
-    );
-    let (lx, ly) = (18.0, top + PLOT_HEIGHT / 2.0);
-    let _ = write!(
-        out,
-        "<text class=\"axis-label y\" x=\"{lx}\" y=\"{ly:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 {lx} {ly:.1})\">{}</text>",
-        escape(&plot.y.label(ymap.top_abs()))
-    );
-    out.push_str("</svg>");
-    Some(out)
 }
 
 fn legend_entries(plot: &Plot) -> Vec<Entry<'_>> {

@@ -62,6 +62,7 @@ fn ticks_step_by_one_two_five_and_label_in_the_axis_unit() {
     assert_eq!(fmt_number(12_000.0), "12\u{202F}000");
     assert_eq!(fmt_number(0.025), "0.025");
     assert_eq!(fmt_number(2.5), "2.5");
+    assert_eq!(fmt_number(-12_345.6), "-12\u{202F}346");
 }
 
 #[test]
@@ -95,6 +96,14 @@ fn the_percentile_curve_rises_to_the_max_at_the_last_rank() {
     let last = curve.last().unwrap();
     assert_eq!(last.1, h.max() as f64);
     assert!((percentile_position(last.0) - 3.0).abs() < 1e-9);
+    // Above the bound only the maximum is known: the curve stops within the bound.
+    let mut h = LatencyHistogram::new(50_000).unwrap();
+    for i in 0..1_000u64 {
+        h.record(if i % 10 == 0 { 2_000_000 } else { 20_000 + i });
+    }
+    let curve = percentile_curve(&h);
+    assert!(curve.iter().all(|p| p.1 <= 50_000.0), "{curve:?}");
+    assert!(percentile_position(curve.last().unwrap().0) < 1.0 + 1e-9);
 }
 
 fn two_series_plot() -> Plot {
