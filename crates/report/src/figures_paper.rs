@@ -439,18 +439,19 @@ fn caption(t: &PaperTable, series: &[PaperSeries], study: &str, y_log: bool) -> 
             .push("Nothing of this table was measured here yet: the study's values alone.".into());
     }
     caption.push(format!(
-        "Ours (here) solid with filled points, {study} dashed with hollow points, {}; hover a \
+        "Ours (here) solid with filled points, {study} dashed with hollow points{}; hover a \
          point for its exact value, click a legend entry to hide it.",
         match t.column_axes.split_last() {
+            _ if series.iter().all(|s| s.column.is_empty()) => String::new(),
             Some(((inner, _), outer)) if series.iter().any(|s| s.shape > 0) => format!(
-                "one colour per {inner} and one point shape per {}",
+                ", one colour per {inner} and one point shape per {}",
                 outer
                     .iter()
                     .map(|(n, _)| n.as_str())
                     .collect::<Vec<_>>()
                     .join("/")
             ),
-            _ => "one colour per column of the table".to_string(),
+            _ => ", one colour per column of the table".to_string(),
         }
     ));
     if y_log {
