@@ -285,18 +285,36 @@ fn grid(t: &PaperTable) -> (Grid<'_>, String) {
         };
         (g, label)
     } else {
+        let order = pair_order(&rows);
         let g = Grid {
             x_axis: t.row_axes.join("/"),
-            categories: rows,
+            categories: order.iter().map(|&i| rows[i].clone()).collect(),
             columns: if t.column_axes.is_empty() {
                 vec![String::new()]
             } else {
                 columns
             },
-            cell: Box::new(move |x, s| &t.rows[x].1[s]),
+            cell: Box::new(move |x, s| &t.rows[order[x]].1[s]),
         };
         (g, x_label(&t.row_axes))
     }
+}
+
+/// The order the studies drew buffer/period pairs in (`128/16`, `128/32`, `256/32`: by
+/// period, then buffer) when every label is such a pair; else the labels' own order.
+fn pair_order(labels: &[String]) -> Vec<usize> {
+    let pair = |l: &str| {
+        let (buffer, period) = l.split_once('/')?;
+        Some((
+            period.trim().parse::<u64>().ok()?,
+            buffer.trim().parse::<u64>().ok()?,
+        ))
+    };
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    if labels.iter().all(|l| pair(l).is_some()) {
+        order.sort_by_key(|&i| pair(&labels[i]));
+    }
+    order
 }
 
 /// The colour and shape of series column `s` of `n`: a colour per column while they
@@ -435,8 +453,13 @@ pub fn figure_spec(t: &PaperTable, index: usize, deadline_ns: Option<f64>) -> Op
 fn caption(t: &PaperTable, series: &[PaperSeries], study: &str, y_log: bool) -> String {
     let mut caption: Vec<String> = t.caption.iter().map(|c| format!("{c}.")).collect();
     if !series.iter().any(|s| s.ours) {
-        caption
-            .push("Nothing of this table was measured here yet: the study's values alone.".into());
+        caption.push("Nothing of this table was measured here: the study's values alone.".into());
+    }
+    // Why ours has no point where it has none ("Not run here: ...").
+    for note in t.notes() {
+        let mut chars = note.chars();
+        let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+        caption.push(format!("{}{}.", first.unwrap_or_default(), chars.as_str()));
     }
     caption.push(format!(
         "Ours (here) solid with filled points, {study} dashed with hollow points{}; hover a \
