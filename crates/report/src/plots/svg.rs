@@ -84,6 +84,10 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .collect();
+    for s in &plot.series {
+        xs.extend(s.marked.iter().map(|m| m.0));
+        ys.extend(s.marked.iter().map(|m| m.1));
+    }
     xs.extend(plot.marks.iter().map(|m| m.x));
     xs.extend(plot.windows.iter().flat_map(|w| [w.x0, w.x1]));
     ys.extend(plot.refs.iter().map(|r| r.y));
