@@ -41,6 +41,9 @@ pub enum Style {
     Dots,
     /// A line with a dot on each point (a sweep).
     LineDots,
+    /// A dashed line with a hollow dot on each point: values from elsewhere (a
+    /// study's published figure) beside ours on the same axes.
+    Published,
 }
 
 /// A named series of points (x, y) in the axes' values (ns for durations).
@@ -178,6 +181,8 @@ svg.plot .s4 { color: var(--s4, #9467bd); } svg.plot .s5 { color: var(--s5, #8c5
 svg.plot .s6 { color: var(--s6, #e377c2); } svg.plot .s7 { color: var(--s7, #17becf); }
 svg.plot .series .line { fill: none; stroke: currentColor; stroke-width: 2; stroke-linejoin: round; }
 svg.plot .series .dot, svg.plot .series .max { fill: currentColor; stroke: none; }
+svg.plot .series .line.dashed { stroke-dasharray: 7 4; }
+svg.plot .series .dot.hollow { fill: var(--bg, Canvas); stroke: currentColor; stroke-width: 2; }
 svg.plot .series .tip { fill: currentColor; fill-opacity: 0; stroke: none; pointer-events: all; }
 svg.plot .series .tip:hover, svg.plot .series .dot:hover { fill-opacity: 1; stroke: var(--fg, currentColor); stroke-width: 1; }
 svg.plot .series.off, svg.plot .ref.off { display: none; }

@@ -365,7 +365,7 @@ fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap:
         escape(&s.label)
     );
     let at = |x: f64, y: f64| Some((xmap.px(x, false)?, ymap.px(y, true)?));
-    if matches!(s.style, Style::Line | Style::LineDots) {
+    if matches!(s.style, Style::Line | Style::LineDots | Style::Published) {
         let mut d = String::new();
         let mut pen_down = false;
         for &(x, y) in &s.points {
@@ -377,7 +377,12 @@ fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap:
                 None => pen_down = false,
             }
         }
-        let _ = write!(out, "<path class=\"line\" d=\"{d}\"/>");
+        let class = if s.style == Style::Published {
+            "line dashed"
+        } else {
+            "line"
+        };
+        let _ = write!(out, "<path class=\"{class}\" d=\"{d}\"/>");
     }
     let text = |x: f64, y: f64| {
         let prefix = if s.label.is_empty() {
@@ -412,9 +417,14 @@ fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap:
             dot("tip", 5.0, x, y, &text(x, y));
         }
     }
-    if matches!(s.style, Style::Dots | Style::LineDots) {
+    if matches!(s.style, Style::Dots | Style::LineDots | Style::Published) {
+        let class = if s.style == Style::Published {
+            "dot hollow"
+        } else {
+            "dot"
+        };
         for &(x, y) in &s.points {
-            dot("dot", 4.0, x, y, &text(x, y));
+            dot(class, 4.0, x, y, &text(x, y));
         }
     }
     for (x, y, tip) in &s.marked {

@@ -210,3 +210,21 @@ fn marks_and_windows_are_drawn_with_their_text_and_keyed() {
     assert!(svg.contains(">time since start (s)</text>"));
     assert!(svg.contains(">latency (us)</text>"));
 }
+
+#[test]
+fn published_values_are_a_dashed_line_with_hollow_dots() {
+    let mut plot = Plot::new(
+        "mean latency against the buffer",
+        Axis::duration("buffer", Scale::Linear),
+        Axis::duration("mean latency", Scale::Linear),
+    );
+    plot.series
+        .push(Series::dots("ours", vec![(1e6, 3e6), (2e6, 5e6)], true));
+    let mut published = Series::dots("published", vec![(1e6, 3.5e6), (2e6, 6e6)], true);
+    published.style = Style::Published;
+    plot.series.push(published);
+    let svg = plot.svg().unwrap();
+    assert!(svg.contains("<path class=\"line dashed\""));
+    assert_eq!(svg.matches("class=\"dot hollow\"").count(), 2);
+    assert_eq!(svg.matches("class=\"dot\"").count(), 2);
+}
