@@ -281,6 +281,14 @@ impl Page<'_> {
         );
     }
 
+    /// Emulates a system that prefers a dark colour scheme.
+    pub fn prefer_dark(&mut self) {
+        self.call(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}),
+        );
+    }
+
     /// Loads `path` as a file URL and waits for its load event.
     pub fn navigate(&mut self, path: &Path) -> String {
         let url = format!("file://{}", path.display());

@@ -61,6 +61,29 @@ const CHECKS_JS: &str = r#"(() => {
           + '" names no unit in parentheses');
       }
     }
+    // Exact values on hover: the series carry <title>s.
+    if (!svg.querySelector('.series title')) {
+      badPlots.push(name + ': no <title> in its series (no exact value on hover)');
+    }
+    // Colours from CSS only (dark mode): no fixed fill, stroke or colour in the svg's
+    // attributes or inline styles.
+    const free = /^(none|currentcolor|transparent|inherit|var\(.*\))$/i;
+    const fixed = [];
+    for (const el of svg.querySelectorAll('*')) {
+      for (const a of ['fill', 'stroke', 'color', 'stop-color']) {
+        const v = (el.getAttribute(a) || '').trim();
+        if (v && !free.test(v)) fixed.push([el, a, v]);
+      }
+      const style = el.getAttribute('style') || '';
+      for (const m of style.matchAll(/(?:^|;)\s*((?:stop-)?color|fill|stroke)\s*:\s*([^;]+)/gi)) {
+        if (!free.test(m[2].trim())) fixed.push([el, 'style', style]);
+      }
+    }
+    if (fixed.length > 0) {
+      const [el, a, v] = fixed[0];
+      badPlots.push(name + ': ' + fixed.length + ' fixed colour(s) in the svg, e.g. <'
+        + el.tagName + ' ' + a + '="' + v + '">, not from CSS variables');
+    }
   }
   // Text of an element without its <code> parts.
   const textOf = (el) => {
@@ -219,6 +242,52 @@ fn check_at_width(page: &mut Page<'_>, html: &Path, name: &str, width_px: u32) -
     failures
 }
 
+/// Reads the page's colours when the system asks for dark: a dark background, light
+/// text and light plot axes; keeps a screenshot.
+const DARK_JS: &str = r#"(() => {
+  const rgb = (c) => (c.match(/^rgba?\(([^)]*)\)$/) || [null, ''])[1].split(/[ ,\/]+/)
+    .filter((x) => x !== '').map(Number);
+  const opaque = (c) => { const v = rgb(c); return v.length >= 3 && (v.length < 4 || v[3] > 0); };
+  const lum = (c) => { const v = rgb(c); return v.length >= 3
+    ? (0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]) / 255 : null; };
+  let background = getComputedStyle(document.body).backgroundColor;
+  if (!opaque(background)) background = getComputedStyle(document.documentElement).backgroundColor;
+  const label = document.querySelector('svg.plot text.axis-label');
+  const text = getComputedStyle(document.body).color;
+  const fill = label ? getComputedStyle(label).fill : null;
+  return { background, backgroundLum: opaque(background) ? lum(background) : 1,
+           text, textLum: lum(text), fill, fillLum: fill ? lum(fill) : null };
+})()"#;
+
+/// The dark-mode checks of one report at the first width: the failures, each a line.
+fn check_dark(browser: &mut Browser, html: &Path, name: &str) -> Vec<String> {
+    let width_px = WIDTHS_PX[0];
+    let mut page = browser.open(width_px, 900);
+    page.prefer_dark();
+    page.navigate(html);
+    let c = page.eval(DARK_JS);
+    let shot = page.screenshot_full();
+    keep(&format!("{name}-dark-{width_px}.png"), &shot);
+    let mut failures = Vec::new();
+    let lum = |k: &str| c[k].as_f64();
+    if lum("backgroundLum").is_none_or(|l| l >= 0.5) {
+        failures.push(format!(
+            "{name} in dark mode: the background is not dark ({})",
+            c["background"]
+        ));
+    }
+    if lum("textLum").is_some_and(|l| l < 0.5) {
+        failures.push(format!("{name} in dark mode: dark text ({})", c["text"]));
+    }
+    if lum("fillLum").is_some_and(|l| l < 0.5) {
+        failures.push(format!(
+            "{name} in dark mode: dark plot axis labels ({})",
+            c["fill"]
+        ));
+    }
+    failures
+}
+
 /// Opens `html` at each width in one browser, prints it to PDF once, and fails with
 /// every shortfall found.
 fn check_report(html: &Path, name: &str) {
@@ -233,6 +302,7 @@ fn check_report(html: &Path, name: &str) {
             keep(&format!("{name}.pdf"), &pdf);
         }
     }
+    failures.extend(check_dark(&mut browser, html, name));
     assert!(
         failures.is_empty(),
         "{} as a user's browser shows it ({}), {} shortfall(s):\n{}",
@@ -313,7 +383,8 @@ fn the_bbb2014_report_reads_well_in_chromium_at_1400_and_800_px() {
 fn the_browser_checks_pass_a_page_in_the_contract_and_catch_each_fault() {
     const GOOD: &str = r##"<!doctype html><html><head><meta charset="utf-8">
 <style>body { margin: 0; font: 16px sans-serif } #summary { background: #333; color: #fff }
-svg .off { display: none }</style></head><body>
+svg .off { display: none }
+@media (prefers-color-scheme: dark) { body { background: #111; color: #eee } svg text { fill: #eee } }</style></head><body>
 <header><h1>Report</h1></header>
 <main><section id="summary" class="summary"><p>holds 64-frame periods at 48 kHz: 2.9 ms
 round trip; 12 345 cycles; commit <code>1234567</code>; 0.000012 s</p></section>
@@ -332,16 +403,17 @@ round trip; 12 345 cycles; commit <code>1234567</code>; 0.000012 s</p></section>
   for (const el of item.closest('figure').querySelectorAll('.series, .legend-item'))
     if (el.dataset.series === item.dataset.series) el.classList.toggle('off');
 });</script></body></html>"##;
-    const BAD: &str = r#"<!doctype html><html><head><meta charset="utf-8"></head>
+    const BAD: &str = r##"<!doctype html><html><head><meta charset="utf-8"></head>
 <body style="margin: 0; background: #fff"><main>
 <section id="plots"><svg viewBox="0 0 10 10" width="100"><rect width="10" height="10"/></svg>
 <svg class="plot" viewBox="0 0 10 10" width="100"><text class="axis-label x">latency (ms)</text>
+<g class="series s0"><path d="M0 0L10 10" stroke="#1f77b4"/></g>
 <text class="axis-label y">count</text></svg></section>
 <section id="summary" style="background: #333; color: #fff">steal 1000000000 ns</section>
 <div style="width: 3000px; height: 50px; background: #000"></div>
 <table><tr><td>1000000000</td></tr></table>
 <img src="http://127.0.0.1:9/x.png"></main>
-<script>console.error('boom'); throw new Error('kaboom');</script></body></html>"#;
+<script>console.error('boom'); throw new Error('kaboom');</script></body></html>"##;
     let dir = crate::util::tempdir();
     let (good, bad) = (dir.path().join("good.html"), dir.path().join("bad.html"));
     // The digit groups of the good page are narrow no-break spaces, as units::fmt_count's.
@@ -353,12 +425,23 @@ round trip; 12 345 cycles; commit <code>1234567</code>; 0.000012 s</p></section>
     assert!(failures.is_empty(), "{failures:#?}");
     let mut page = browser.open(800, 600);
     let failures = check_at_width(&mut page, &bad, "harness-bad", 800).join("\n");
+    assert_eq!(
+        check_dark(&mut browser, &good, "harness-good"),
+        [] as [String; 0]
+    );
+    let dark = check_dark(&mut browser, &bad, "harness-bad").join("\n");
+    assert!(
+        dark.contains("in dark mode: the background is not dark"),
+        "{dark}"
+    );
     for expected in [
         "horizontal overflow: scrollWidth 3000 > innerWidth 800",
         "div right=3000px",
         "the first section is \"plots\"",
         "without class \"plot\"",
         "y label \"count\" names no unit",
+        "no <title> in its series",
+        "1 fixed colour(s) in the svg, e.g. <path stroke=\"#1f77b4\">",
         "ungrouped digits: td in body: 1000000000",
         "ungrouped digits: section#summary in #summary: steal 1000000000 ns",
         "no .legend-item",
