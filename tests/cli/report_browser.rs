@@ -157,7 +157,13 @@ fn keep(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 /// The acceptance checks of one report at one width: the failures, each a line.
-fn check_at_width(page: &mut Page<'_>, html: &Path, name: &str, width_px: u32) -> Vec<String> {
+fn check_at_width(
+    page: &mut Page<'_>,
+    html: &Path,
+    name: &str,
+    first_section: &str,
+    width_px: u32,
+) -> Vec<String> {
     let mut failures = Vec::new();
     let mut fail = |s: String| failures.push(format!("{name} at {width_px} px: {s}"));
     let url = page.navigate(html);
@@ -169,9 +175,9 @@ fn check_at_width(page: &mut Page<'_>, html: &Path, name: &str, width_px: u32) -
             c["scrollWidth"], c["innerWidth"], c["overflowing"]
         ));
     }
-    if c["firstSection"] != "summary" || c["firstSectionInMain"] != true {
+    if c["firstSection"] != first_section || c["firstSectionInMain"] != true {
         fail(format!(
-            "the first section is {} (in <main>: {}), not <section id=\"summary\"> in <main>",
+            "the first section is {} (in <main>: {}), not <section id=\"{first_section}\"> in <main>",
             c["firstSection"], c["firstSectionInMain"]
         ));
     }
@@ -288,14 +294,20 @@ fn check_dark(browser: &mut Browser, html: &Path, name: &str) -> Vec<String> {
     failures
 }
 
-/// Opens `html` at each width in one browser, prints it to PDF once, and fails with
-/// every shortfall found.
-fn check_report(html: &Path, name: &str) {
+/// Opens `html` at each width in one browser, prints it to PDF once, looks at it in
+/// dark mode: every shortfall found, each a line.
+fn report_failures(html: &Path, name: &str, first_section: &str) -> Vec<String> {
     let mut browser = Browser::launch();
     let mut failures = Vec::new();
     for width_px in WIDTHS_PX {
         let mut page = browser.open(width_px, 900);
-        failures.extend(check_at_width(&mut page, html, name, width_px));
+        failures.extend(check_at_width(
+            &mut page,
+            html,
+            name,
+            first_section,
+            width_px,
+        ));
         if width_px == WIDTHS_PX[0] {
             let pdf = page.print_to_pdf();
             assert!(pdf.starts_with(b"%PDF"), "{name}: printToPDF gave no PDF");
@@ -303,14 +315,23 @@ fn check_report(html: &Path, name: &str) {
         }
     }
     failures.extend(check_dark(&mut browser, html, name));
-    assert!(
-        failures.is_empty(),
-        "{} as a user's browser shows it ({}), {} shortfall(s):\n{}",
-        name,
-        html.display(),
-        failures.len(),
-        failures.join("\n")
-    );
+    if !failures.is_empty() {
+        failures.insert(
+            0,
+            format!(
+                "{name} as a user's browser shows it ({}), {} shortfall(s):",
+                html.display(),
+                failures.len()
+            ),
+        );
+    }
+    failures
+}
+
+/// [`report_failures`], failing the test with all of them.
+fn check_report(html: &Path, name: &str, first_section: &str) {
+    let failures = report_failures(html, name, first_section);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The suite's report (`audiolat suite`, short runs), at 1400 and 800 px.
@@ -322,7 +343,7 @@ fn the_suites_report_reads_well_in_chromium_at_1400_and_800_px() {
     let (_dir, db) = temp_db("s.db");
     let v = run_json(&db, &["suite", "--each", "2s", "--json"]);
     let report = PathBuf::from(v["report"].as_str().expect("the suite's report"));
-    check_report(&report, "suite");
+    check_report(&report, "suite", "summary");
 }
 
 /// The bbb2014 preset's quick plan, made smaller so the test stays short (30 cells, not
@@ -374,7 +395,57 @@ fn the_bbb2014_report_reads_well_in_chromium_at_1400_and_800_px() {
     let html = dir.path().join("bbb2014.html");
     let out = run(&db, &["report", "group:1", "-o", html.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    check_report(&html, "bbb2014");
+    check_report(&html, "bbb2014", "summary");
+}
+
+/// The comparison pages: `compare --html` (the comparison first) and `report A B` (the
+/// summary first), two plan runs of the virtual card overlaid, at 1400 and 800 px.
+#[test]
+fn comparison_pages_read_well_in_chromium_at_1400_and_800_px() {
+    let (dir, db) = temp_db("c.db");
+    let plan = dir.path().join("virtual.toml");
+    std::fs::write(
+        &plan,
+        r#"
+name = "compare-check"
+probe = "event"
+repeats = 2
+[set]
+backend = "virtual"
+triggers = 12
+spacing = "20ms"
+note = "5ms"
+[sweep]
+period = [64, 256]
+"#,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = run(&db, &["run", plan.to_str().unwrap(), "--no-report", "-q"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    }
+    let compared = dir.path().join("compare.html");
+    let out = run(
+        &db,
+        &[
+            "compare",
+            "group:1",
+            "group:2",
+            "--html",
+            "-o",
+            compared.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let both = dir.path().join("both.html");
+    let out = run(
+        &db,
+        &["report", "group:1", "group:2", "-o", both.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut failures = report_failures(&compared, "compare", "comparison");
+    failures.extend(report_failures(&both, "report-a-b", "summary"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// A page in the contract's shape passes every check, and a page that breaks each
@@ -421,10 +492,10 @@ round trip; 12 345 cycles; commit <code>1234567</code>; 0.000012 s</p></section>
     std::fs::write(&bad, BAD).unwrap();
     let mut browser = Browser::launch();
     let mut page = browser.open(800, 600);
-    let failures = check_at_width(&mut page, &good, "harness-good", 800);
+    let failures = check_at_width(&mut page, &good, "harness-good", "summary", 800);
     assert!(failures.is_empty(), "{failures:#?}");
     let mut page = browser.open(800, 600);
-    let failures = check_at_width(&mut page, &bad, "harness-bad", 800).join("\n");
+    let failures = check_at_width(&mut page, &bad, "harness-bad", "summary", 800).join("\n");
     assert_eq!(
         check_dark(&mut browser, &good, "harness-good"),
         [] as [String; 0]
