@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// How long any one command or event may take before the test fails.
+/// How long any one command or event may take before the test fails (unless
+/// [`Browser::with_wait`] says otherwise).
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Chromium's binary, or a failure that says how to install it.
@@ -37,6 +38,7 @@ pub struct Browser {
     to_browser: File,
     from_browser: Receiver<Value>,
     next_id: u64,
+    wait: Duration,
     /// Every event received so far, in order (for the failure message and the pages).
     events: Vec<Value>,
     stderr_path: PathBuf,
@@ -153,10 +155,22 @@ impl Browser {
             to_browser: File::from(cmd_write),
             from_browser: rx,
             next_id: 1,
+            wait: WAIT,
             events: Vec::new(),
             stderr_path,
             _profile: profile,
         }
+    }
+
+    /// The same browser, its waits limited to `wait` each.
+    pub fn with_wait(mut self, wait: Duration) -> Browser {
+        self.wait = wait;
+        self
+    }
+
+    /// The browser's process id, which is also its process group's.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Fails the test with `why`, the last events and Chromium's standard error, after
@@ -197,7 +211,7 @@ impl Browser {
         match self.from_browser.recv_timeout(left) {
             Ok(v) => v,
             Err(RecvTimeoutError::Timeout) => {
-                self.fail(&format!("no {waiting_for} within {WAIT:?}"))
+                self.fail(&format!("no {waiting_for} within {:?}", self.wait))
             }
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self.child.try_wait().ok().flatten();
@@ -222,7 +236,7 @@ impl Browser {
         if let Err(e) = self.to_browser.write_all(&bytes) {
             self.fail(&format!("cannot send {method}: {e}"));
         }
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         loop {
             let m = self.receive(deadline, &format!("reply to {method}"));
             if m["id"].as_u64() == Some(id) {
@@ -297,7 +311,7 @@ impl Page<'_> {
         if let Some(e) = result.get("errorText") {
             self.browser.fail(&format!("navigating to {url}: {e}"));
         }
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.browser.wait;
         while !self.browser.events[before..]
             .iter()
             .any(|e| e["method"] == "Page.loadEventFired" && e["sessionId"] == json!(self.session))
@@ -468,4 +482,69 @@ fn base64_decodes_with_and_without_padding() {
     assert_eq!(decode_base64("TQ"), b"M");
     assert_eq!(decode_base64(""), b"");
     assert_eq!(decode_base64("/+8A\n"), [0xff, 0xef, 0x00]);
+}
+
+/// The processes of process group `pgid` that are not zombies.
+fn live_processes_in_group(pgid: u32) -> Vec<String> {
+    let mut live = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            live.push(stat.chars().take(60).collect());
+        }
+    }
+    live
+}
+
+/// A page that never finishes loading (an image from a server that accepts and never
+/// answers) fails at the wait's deadline with what was waited for, and the browser's
+/// whole process group is gone after.
+#[test]
+fn a_page_that_never_loads_fails_at_the_deadline_and_leaves_no_browser() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in listener.incoming() {
+            held.push(connection);
+        }
+    });
+    let dir = crate::util::tempdir();
+    let html = dir.path().join("stuck.html");
+    std::fs::write(
+        &html,
+        format!("<!doctype html><img src=\"http://127.0.0.1:{port}/never.png\">"),
+    )
+    .unwrap();
+    let mut browser = Browser::launch().with_wait(Duration::from_secs(3));
+    let pid = browser.pid();
+    assert!(!live_processes_in_group(pid).is_empty(), "no browser group {pid}");
+    let started = Instant::now();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut page = browser.open(800, 600);
+        page.navigate(&html);
+    }));
+    let message = match outcome {
+        Ok(()) => panic!("the page loaded although its image never came"),
+        Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(
+        message.contains("no Page.loadEventFired within 3s"),
+        "{message}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "{message}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut live = live_processes_in_group(pid);
+    while !live.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        live = live_processes_in_group(pid);
+    }
+    assert!(live.is_empty(), "the browser's group lives on: {live:?}");
 }
