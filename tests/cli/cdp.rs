@@ -525,7 +525,10 @@ fn a_page_that_never_loads_fails_at_the_deadline_and_leaves_no_browser() {
     .unwrap();
     let mut browser = Browser::launch().with_wait(Duration::from_secs(3));
     let pid = browser.pid();
-    assert!(!live_processes_in_group(pid).is_empty(), "no browser group {pid}");
+    assert!(
+        !live_processes_in_group(pid).is_empty(),
+        "no browser group {pid}"
+    );
     let started = Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut page = browser.open(800, 600);
