@@ -39,10 +39,11 @@ pub enum Style {
     Line,
     /// A dot per point, each with its value on hover.
     Dots,
-    /// A line with a dot on each point (a sweep).
+    /// A dot on each point and a line through the mean at each x, in x order (a sweep
+    /// with repeats).
     LineDots,
-    /// A dashed line with a hollow dot on each point: values from elsewhere (a
-    /// study's published figure) beside ours on the same axes.
+    /// As [`Style::LineDots`] with a dashed line and hollow dots: values from elsewhere
+    /// (a study's published figure) beside ours on the same axes.
     Published,
 }
 

@@ -228,3 +228,35 @@ fn published_values_are_a_dashed_line_with_hollow_dots() {
     assert_eq!(svg.matches("class=\"dot hollow\"").count(), 2);
     assert_eq!(svg.matches("class=\"dot\"").count(), 2);
 }
+
+#[test]
+fn a_sweep_line_goes_through_the_mean_at_each_x_and_close_deadlines_alternate_sides() {
+    let mut plot = Plot::new(
+        "sweep",
+        Axis::duration("buffer", Scale::Linear),
+        Axis::duration("latency", Scale::Linear),
+    );
+    // Two repeats at 2 ms, out of order.
+    plot.series.push(Series::dots(
+        "ours",
+        vec![(2e6, 4e6), (1e6, 2e6), (2e6, 6e6)],
+        true,
+    ));
+    plot.refs = vec![
+        RefLine {
+            y: 7e6,
+            label: "a".into(),
+        },
+        RefLine {
+            y: 7.1e6,
+            label: "b".into(),
+        },
+    ];
+    let svg = plot.svg().unwrap();
+    let d = &svg[svg.find("<path class=\"line\" d=\"").unwrap() + 23..];
+    let d = &d[..d.find('"').unwrap()];
+    assert_eq!(d.matches('L').count(), 1, "{d}");
+    assert_eq!(svg.matches("class=\"dot\"").count(), 3);
+    assert!(svg.contains("text-anchor=\"start\">a</text>"));
+    assert!(svg.contains("text-anchor=\"end\">b</text>"));
+}
