@@ -234,11 +234,13 @@ fn deadline_lines(groups: &[Group]) -> Vec<RefLine> {
         }
     }
     let several = all.len() > 1;
+    let with_data = groups.iter().take(MAX_LINES).count();
     all.into_iter()
         .take(3)
         .map(|(d, labels)| RefLine {
             y: d,
-            label: if several {
+            // Whose deadline it is, unless every line's.
+            label: if several && labels.len() < with_data {
                 format!("deadline {} ({})", fmt_ns(d), labels.join(", "))
             } else {
                 format!("deadline {}", fmt_ns(d))
@@ -367,7 +369,11 @@ fn percentile_figure(data: &ReportData, metric: &str, groups: &[Group]) -> Optio
     let deadline = if plot.refs.len() == bounds.len() {
         ""
     } else {
-        " The dashed line is the deadline."
+        if plot.refs.len() - bounds.len() > 1 {
+            " The dashed lines are the runs' deadlines."
+        } else {
+            " The dashed line is the deadline."
+        }
     };
     Some(Figure {
         id: format!("fig-percentiles-{}", slug(metric)),
