@@ -77,7 +77,7 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
         caption.push_str(" Each step is one block of cycles (latencytest's graph).");
     }
     if marked > 0 {
-        caption.push_str(" Vertical lines: its events (hover for each).");
+        caption.push_str(" Dashed vertical lines: its events (hover for each).");
     }
     for (name, n) in &crowded {
         caption.push_str(&format!(

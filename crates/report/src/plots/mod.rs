@@ -195,7 +195,8 @@ svg.plot .legend-item.off { opacity: .4; }
 svg.plot .legend-item.off text { text-decoration: line-through; }
 svg.plot .ref line { stroke: var(--fg, currentColor); stroke-width: 1.5; stroke-dasharray: 7 4; }
 svg.plot .ref text { font-size: 12.5px; paint-order: stroke; stroke: var(--bg, Canvas); stroke-width: 4px; stroke-linejoin: round; }
-svg.plot .mark { stroke-width: 1.5; pointer-events: stroke; }
+svg.plot .mark { stroke-width: 1.5; stroke-dasharray: 5 3; pointer-events: stroke; }
+svg.plot .key line { stroke-dasharray: 5 3; }
 svg.plot .mark.underrun, svg.plot .mark.xrun, svg.plot .mark.miss, svg.plot .key.underrun line, svg.plot .key.xrun line, svg.plot .key.miss line { stroke: var(--fail, #e0453a); }
 svg.plot .mark.overflow, svg.plot .mark.skipped, svg.plot .key.overflow line, svg.plot .key.skipped line { stroke: var(--warn, #d98a00); }
 svg.plot .mark.load_exit, svg.plot .key.load_exit line { stroke: var(--fg, currentColor); stroke-dasharray: 3 3; }
