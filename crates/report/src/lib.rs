@@ -27,6 +27,7 @@ pub mod gather;
 pub mod html;
 pub mod paper;
 pub mod plots;
+pub mod summary;
 pub mod terminal;
 pub mod units;
 pub mod view;
