@@ -86,7 +86,7 @@ pub struct BackendAnswer {
     /// The smallest period that held (a run with no under-run), if one did.
     pub smallest_held: Option<Buffer>,
     /// The largest period below `smallest_held` (or any, when none held) that did not
-    /// hold, with the under-runs counted in it.
+    /// hold, with the most under-runs one of its runs counted.
     pub failed_below: Option<(Buffer, Option<u64>)>,
     /// The event latency at `smallest_held` (median of the runs' medians), ns.
     pub event_latency_ns: Option<f64>,
@@ -376,12 +376,25 @@ fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswe
         .filter(|r| held(r))
         .filter_map(|r| buffer_of(r))
         .min_by_key(|b| b.period_frames);
-    let failed_below = runs
+    let failed: Vec<(Buffer, Option<u64>)> = runs
         .iter()
         .filter(|r| !held(r))
         .filter_map(|r| buffer_of(r).map(|b| (b, underruns_of(r))))
         .filter(|(b, _)| smallest_held.is_none_or(|h| b.period_frames < h.period_frames))
-        .max_by_key(|(b, _)| b.period_frames);
+        .collect();
+    // The largest that failed, with the most under-runs any of its runs counted.
+    let failed_below = failed
+        .iter()
+        .map(|(b, _)| b.period_frames)
+        .max()
+        .and_then(|frames| {
+            let at: Vec<&(Buffer, Option<u64>)> = failed
+                .iter()
+                .filter(|(b, _)| b.period_frames == frames)
+                .collect();
+            let most = at.iter().filter_map(|(_, n)| *n).max();
+            at.first().map(|(b, _)| (*b, most))
+        });
     let at_held = |metric: &str| {
         let h = smallest_held?;
         median(
