@@ -4,7 +4,7 @@
 use results::model::{Finding, Verdict};
 use results::{RunId, RunStatus};
 
-use super::is_virtual;
+use super::{is_virtual, run_ref, runs_ref};
 use crate::data::RunData;
 use crate::units::{fmt_ns, fmt_percent};
 
@@ -21,25 +21,19 @@ pub(crate) fn software_clock(r: &RunData) -> Option<String> {
         &r.record.config["server"]
     };
     let command = server["command_line"].as_str().unwrap_or("");
+    // A plan's shared server is stored by name only: audiolat names the ones it starts.
+    let name = server["name"].as_str().unwrap_or("");
     if backend == "virtual" {
         Some("the virtual backend, no device".into())
-    } else if command.contains("-d dummy") {
+    } else if command.contains("-d dummy") || name.starts_with("audiolat-dummy") {
         Some("jackd -d dummy".into())
-    } else if server["private"].as_bool() == Some(true)
-        && (backend == "pipewire" || command.contains("pipewire"))
+    } else if server["graph"]["driver"] == "audiolat-sink"
+        || (server["private"].as_bool() == Some(true)
+            && (backend == "pipewire" || command.contains("pipewire")))
     {
         Some("a private PipeWire's null sink".into())
     } else {
         None
-    }
-}
-
-/// `run 4`, `runs 4, 5`.
-fn runs_list(ids: &[RunId]) -> String {
-    let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-    match list.len() {
-        1 => format!("run {}", list[0]),
-        _ => format!("runs {}", list.join(", ")),
     }
 }
 
@@ -59,7 +53,7 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
     let mut out = Vec::new();
     let mut say = |ids: Vec<RunId>, words: &dyn Fn(&str) -> String| {
         if !ids.is_empty() {
-            out.push(words(&runs_list(&ids)));
+            out.push(words(&runs_ref(&ids)));
         }
     };
     say(flagged(runs, |r| flag_is(r, "realtime", false)), &|l| {
@@ -120,7 +114,7 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
     for (why, ids) in clocks {
         out.push(format!(
             "software clock ({}: {why}): the periods are timed by the CPU, not a sound card's crystal, and no converter or driver latency is in these figures",
-            runs_list(&ids)
+            runs_ref(&ids)
         ));
     }
     for f in doctor
@@ -149,7 +143,11 @@ fn steal(runs: &[&RunData]) -> Option<String> {
             let pct = r.record.flags["host_steal_percent"]
                 .as_f64()
                 .map_or(String::new(), |p| format!(" ({})", fmt_percent(p)));
-            Some(format!("{}{pct} in run {}", fmt_ns(ns), r.record.id))
+            Some(format!(
+                "{}{pct} in run {}",
+                fmt_ns(ns),
+                run_ref(r.record.id)
+            ))
         })
         .collect();
     (!parts.is_empty()).then(|| {

@@ -115,18 +115,21 @@ pub struct WakeupAnswer {
     pub max_ns: f64,
 }
 
-/// A deadline a run judged its values against, and how many missed it.
+/// A deadline the runs judged their values against, and how many missed it: one per
+/// kind of deadline and condition, over every run that judged it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadlineAnswer {
-    /// The run.
-    pub run_id: RunId,
+    /// The runs.
+    pub run_ids: Vec<RunId>,
     /// What missing it means, e.g. `fragment under-runs (3x32 frames, under cpu load)`.
     pub what: String,
-    /// The deadline, ns.
-    pub deadline_ns: f64,
-    /// Values that missed it.
+    /// The shortest deadline of those runs, ns.
+    pub deadline_min_ns: f64,
+    /// The longest deadline of those runs, ns (the same as the shortest when one).
+    pub deadline_max_ns: f64,
+    /// Values that missed it, over the runs.
     pub misses: u64,
-    /// Values judged.
+    /// Values judged, over the runs.
     pub count: u64,
 }
 
@@ -176,7 +179,18 @@ pub fn answer(data: &ReportData) -> Answer {
         if let Some(w) = wakeup(r) {
             a.wakeups.push(w);
         }
-        a.deadlines.extend(deadlines(r));
+        for d in deadlines(r) {
+            match a.deadlines.iter_mut().find(|x| x.what == d.what) {
+                Some(x) => {
+                    x.run_ids.extend(d.run_ids);
+                    x.deadline_min_ns = x.deadline_min_ns.min(d.deadline_min_ns);
+                    x.deadline_max_ns = x.deadline_max_ns.max(d.deadline_max_ns);
+                    x.misses += d.misses;
+                    x.count += d.count;
+                }
+                None => a.deadlines.push(d),
+            }
+        }
     }
     a.backends = backends(&runs);
     a.caveats = caveats::of(&runs, data.doctor.as_deref());
@@ -224,6 +238,20 @@ fn doctor_tally(findings: &[results::model::Finding]) -> String {
         n(Verdict::Warn),
         n(Verdict::Fail)
     )
+}
+
+/// A run's id as printed: grouped from 10,000 on, like every count.
+pub(crate) fn run_ref(id: RunId) -> String {
+    crate::units::fmt_count(id.get().max(0) as u64)
+}
+
+/// `run 4`, `runs 4, 5`.
+pub(crate) fn runs_ref(ids: &[RunId]) -> String {
+    let list: Vec<String> = ids.iter().map(|i| run_ref(*i)).collect();
+    match list.len() {
+        1 => format!("run {}", list[0]),
+        _ => format!("runs {}", list.join(", ")),
+    }
 }
 
 /// Whether a stored `virtualization` names a hypervisor (not `none`).
@@ -478,10 +506,12 @@ fn deadlines(r: &RunData) -> Vec<DeadlineAnswer> {
         .filter(|m| !(host_side && m.metric == "end_to_end"))
         .filter_map(|m| {
             let what = deadline_words(r, &m.metric)?;
+            let deadline_ns = m.deadline?;
             Some(DeadlineAnswer {
-                run_id: r.record.id,
+                run_ids: vec![r.record.id],
                 what,
-                deadline_ns: m.deadline?,
+                deadline_min_ns: deadline_ns,
+                deadline_max_ns: deadline_ns,
                 misses: m.misses?,
                 count: m.count(),
             })

@@ -3,19 +3,13 @@
 
 use std::fmt::Write as _;
 
-use results::RunId;
-
-use super::{answer, fmt_rate, Answer, BackendAnswer, DeadlineAnswer, Mark};
+use super::{answer, fmt_rate, run_ref, runs_ref, Answer, BackendAnswer, DeadlineAnswer, Mark};
 use crate::data::ReportData;
 use crate::html::escape;
 use crate::units::{fmt_count, fmt_ns};
 
 /// What the summary says when no run measured anything it reads.
 const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip or network-audio run completed in what this report covers";
-
-fn run_ref(id: RunId) -> String {
-    fmt_count(id.get().max(0) as u64)
-}
 
 /// `JACK (jackd -d dummy), idle: 128 frames (2.90 ms at 44.1 kHz) held, event latency
 /// 7.29 ms, round trip 2.90 ms; 64 frames did not hold (3 under-runs)`.
@@ -59,15 +53,24 @@ fn backend_line(b: &BackendAnswer) -> String {
     out
 }
 
-/// `fragment under-runs (3x32 frames at 44.1 kHz, idle): 0 of 13 782 missed 1.45 ms`.
+/// `fragment under-runs (3x32 frames at 44.1 kHz, idle): 0 of 13 782 missed 1.45 ms
+/// (run 3)`.
 fn deadline_line(d: &DeadlineAnswer) -> String {
+    let deadline = if d.deadline_max_ns > d.deadline_min_ns {
+        format!(
+            "{} to {}",
+            fmt_ns(d.deadline_min_ns),
+            fmt_ns(d.deadline_max_ns)
+        )
+    } else {
+        fmt_ns(d.deadline_min_ns)
+    };
     format!(
-        "{}: {} of {} missed {} (run {})",
+        "{}: {} of {} missed {deadline} ({})",
         d.what,
         fmt_count(d.misses),
         fmt_count(d.count),
-        fmt_ns(d.deadline_ns),
-        run_ref(d.run_id)
+        runs_ref(&d.run_ids)
     )
 }
 

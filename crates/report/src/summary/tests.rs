@@ -345,3 +345,33 @@ fn the_terminal_and_the_html_say_the_same_verdicts() {
         "{t}"
     );
 }
+
+#[test]
+fn a_plan_s_shared_dummy_server_is_a_software_clock_though_stored_by_name_only() {
+    let mut r = event(3, 64, 0, 2_000_000);
+    r.record.result["server"] =
+        json!({"name": "audiolat-dummy", "command_line": null, "private": false});
+    assert_eq!(
+        caveats::software_clock(&r).as_deref(),
+        Some("jackd -d dummy")
+    );
+    r.record.result["server"] = json!({"name": "default", "command_line": null, "private": false});
+    assert_eq!(caveats::software_clock(&r), None);
+    r.record.result["backend"] = json!("virtual");
+    assert!(caveats::software_clock(&r).is_some());
+    // Deadlines of one kind over several runs are one line, their misses summed.
+    let mut data = suite_like();
+    let mut again = data.cells[1].run.clone().unwrap();
+    again.record.id = RunId(8);
+    again.measurements[1].misses = Some(2);
+    data.cells.push(cell(again));
+    let a = answer(&data);
+    let fragments: Vec<&DeadlineAnswer> = a
+        .deadlines
+        .iter()
+        .filter(|d| d.what.starts_with("fragment"))
+        .collect();
+    assert_eq!(fragments.len(), 1, "{:#?}", a.deadlines);
+    assert_eq!((fragments[0].misses, fragments[0].count), (2, 2 * 13_782));
+    assert_eq!(fragments[0].run_ids, vec![RunId(3), RunId(8)]);
+}
