@@ -177,7 +177,7 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
     let answer = &out.stdout[out.stdout.find("\nThe answer").expect("the answer")..];
     let verdicts = answer
         .lines()
-        .filter(|l| l.contains("-frame periods at 44.1 kHz idle on "))
+        .filter(|l| l.contains("-frame periods at 44.1 kHz ") && l.contains(" idle on "))
         .count();
     assert_eq!(verdicts, 8, "{answer}");
     for backend in [

@@ -88,6 +88,9 @@ pub struct BackendAnswer {
     /// The largest period below `smallest_held` (or any, when none held) that did not
     /// hold, with the most under-runs one of its runs counted.
     pub failed_below: Option<(Buffer, Option<u64>)>,
+    /// Of the runs at `smallest_held`'s period, how many held and how many there were
+    /// (a noisy machine can hold a setting in one run and not in the next).
+    pub runs_held_at_smallest: (usize, usize),
     /// The event latency at `smallest_held` (median of the runs' medians), ns.
     pub event_latency_ns: Option<f64>,
     /// The round trip at `smallest_held` (median of the runs' medians), ns.
@@ -434,7 +437,18 @@ fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswe
                 .collect(),
         )
     };
+    let at_smallest: Vec<&&RunData> = runs
+        .iter()
+        .filter(|r| {
+            smallest_held.is_some()
+                && buffer_of(r).map(|b| b.period_frames) == smallest_held.map(|h| h.period_frames)
+        })
+        .collect();
     BackendAnswer {
+        runs_held_at_smallest: (
+            at_smallest.iter().filter(|r| held(r)).count(),
+            at_smallest.len(),
+        ),
         event_latency_ns: at_held("event_latency"),
         roundtrip_ns: at_held("roundtrip"),
         backend,

@@ -24,6 +24,10 @@ fn backend_line(b: &BackendAnswer) -> String {
                 fmt_ns(h.period_ns()),
                 fmt_rate(h.rate_hz)
             );
+            let (held, runs) = b.runs_held_at_smallest;
+            if held < runs {
+                let _ = write!(out, " in {held} of {runs} runs");
+            }
             if let Some(ns) = b.event_latency_ns {
                 let _ = write!(out, ", event latency {}", fmt_ns(ns));
             }
@@ -120,10 +124,11 @@ pub fn html(data: &ReportData) -> String {
     if !a.backends.is_empty() {
         out.push_str("<h3>The smallest buffer that held</h3>\n<ul class=\"backends\">\n");
         for b in &a.backends {
-            let mark = if b.smallest_held.is_some() {
-                Mark::Ok
-            } else {
-                Mark::Fail
+            let (held, runs) = b.runs_held_at_smallest;
+            let mark = match b.smallest_held {
+                None => Mark::Fail,
+                Some(_) if held < runs => Mark::Warn,
+                Some(_) => Mark::Ok,
             };
             let _ = writeln!(
                 out,

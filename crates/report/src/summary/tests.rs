@@ -178,6 +178,7 @@ fn a_suite_gives_the_smallest_buffer_that_held_its_verdicts_and_its_caveats() {
         Some((64, Some(3)))
     );
     assert_eq!(b.tried_frames, vec![64, 128]);
+    assert_eq!(b.runs_held_at_smallest, (2, 2));
     // The latency at the buffer that held, not at the one that did not.
     let ev = b.event_latency_ns.unwrap();
     assert!((ev - 7.29e6).abs() < 0.01 * 7.29e6, "{ev}");
@@ -374,4 +375,17 @@ fn a_plan_s_shared_dummy_server_is_a_software_clock_though_stored_by_name_only()
     assert_eq!(fragments.len(), 1, "{:#?}", a.deadlines);
     assert_eq!((fragments[0].misses, fragments[0].count), (2, 2 * 13_782));
     assert_eq!(fragments[0].run_ids, vec![RunId(3), RunId(8)]);
+}
+
+#[test]
+fn a_setting_that_held_in_one_run_and_not_the_next_says_so() {
+    let mut data = suite_like();
+    data.cells.push(cell(event(9, 128, 1, 7_000_000)));
+    let a = answer(&data);
+    assert_eq!(a.backends[0].runs_held_at_smallest, (2, 3));
+    let t = text(&data);
+    assert!(
+        t.contains("128 frames (2.67 ms at 48 kHz) held in 2 of 3 runs"),
+        "{t}"
+    );
 }
