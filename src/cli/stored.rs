@@ -76,6 +76,13 @@ pub struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write an HTML report: this comparison on top, A and B overlaid on the same
+    /// axes below (default: audiolat-report-compare-....html beside the database).
+    #[arg(long)]
+    pub html: bool,
+    /// Where to write the HTML report (with --html).
+    #[arg(long, short, value_name = "PATH", requires = "html")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -149,7 +149,30 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// A subject in a file name: `5`, `last`, `group3`, `host-NAME`, `kernel-RELEASE`.
+fn slug(s: &crate::cli::Subject) -> String {
+    let text = match s {
+        crate::cli::Subject::Run(RunRef::Id(id)) => id.to_string(),
+        crate::cli::Subject::Run(RunRef::Last) => "last".into(),
+        crate::cli::Subject::Group(g) => format!("group{g}"),
+        crate::cli::Subject::Host(h) => format!("host-{h}"),
+        crate::cli::Subject::Kernel(k) => format!("kernel-{k}"),
+    };
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-._".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.output {
+        check_output_path(p, "--output")?;
+    }
     let store = ctx.open_existing_store()?;
     let da = report::gather::subjects(
         &store,
@@ -167,6 +190,19 @@ pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<Exit
         print_json(&report::compare::json(&da, &db, &rows, &metrics))?;
     } else {
         print!("{}", report::compare::text(&da, &db, &rows, &metrics));
+    }
+    if a.html {
+        let both = gather(&store, &[a.a.clone(), a.b.clone()])?;
+        let data = report::gather::subjects(&store, &both, &tool_info())?;
+        let section = report::compare::html(&da, &db, &rows, &metrics);
+        let path = report::html::write_with(
+            &data,
+            &section,
+            a.output.as_deref(),
+            &ctx.db_path,
+            &format!("compare-{}-{}", slug(&a.a), slug(&a.b)),
+        )?;
+        eprintln!("report: {} (A and B overlaid)", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -210,6 +210,34 @@ fn compare_says_whether_a_change_exceeds_the_noise_of_the_repeats() {
     let text = run(&db, &["compare", "2", "6"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("noise unknown"), "{}", text.stdout);
+    // --html: the same comparison on top of one page, A and B on the same axes below.
+    let page = dir.path().join("cmp.html");
+    let out = run(
+        &db,
+        &[
+            "compare",
+            "group:1",
+            "group:2",
+            "--html",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("cmp.html"), "{}", out.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let comparison = &html[html
+        .find("<section id=\"comparison\"")
+        .expect("no comparison")..];
+    assert!(comparison.contains("exceeds noise"), "{comparison}");
+    for side in ["group 1", "group 2"] {
+        assert!(
+            html.contains(&format!("data-series=\"{side}\"")),
+            "no series for {side} in the overlaid plots"
+        );
+    }
+    let out = run(&db, &["compare", "1", "2", "-o", "x.html"]);
+    assert_eq!(out.code, 2, "-o without --html: {}", out.stderr);
     // The groups list gives the ids `report` and `compare` take.
     let groups = run_json(&db, &["runs", "--groups", "--json"]);
     let groups = groups.as_array().unwrap();

@@ -441,6 +441,84 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
     out
 }
 
+/// The comparison as a report section (`<section id="comparison">`): the same rows as
+/// [`text`], units chosen per value; the report around it overlays A and B on the same
+/// axes.
+pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) -> String {
+    use crate::html::escape;
+    let mut out = format!(
+        "<section id=\"comparison\" class=\"comparison\"><h2>A against B</h2>\n<p>A = {}, B = {}</p>\n",
+        escape(&a.subject),
+        escape(&b.subject)
+    );
+    for (side, data) in [("A", a), ("B", b)] {
+        for m in machines(data) {
+            let _ = writeln!(out, "<p class=\"meta\">{side} ran on {}</p>", escape(&m));
+        }
+    }
+    if emulated(a) || emulated(b) {
+        out.push_str("<p class=\"warn\">An emulated CPU (QEMU TCG) ran some of these runs: their times describe the emulator, not hardware.</p>\n");
+    }
+    if rows.is_empty() {
+        out.push_str(
+            "<p>Nothing to compare: the two have no configuration and metric in common.</p>\n",
+        );
+    }
+    for (side, data) in [("A", a), ("B", b)] {
+        let nothing = unmeasured(data, metrics);
+        if !nothing.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{side} measured nothing in: {}.</p>",
+                escape(&nothing.join("; "))
+            );
+        }
+    }
+    if rows.is_empty() {
+        out.push_str("</section>\n");
+        return out;
+    }
+    let (labels, common) = short_labels(rows);
+    out.push_str("<div class=\"table-wrap\"><table class=\"compare\"><thead><tr><th class=\"label\">configuration</th><th class=\"label\">metric</th><th>stat</th><th>A</th><th>B</th><th>B - A</th><th>change</th><th>noise</th><th>runs</th><th class=\"label\">verdict</th></tr></thead><tbody>\n");
+    for (r, label) in rows.iter().zip(&labels) {
+        let fmt = |v: f64| crate::units::fmt_value(v, &r.unit);
+        let class = match r.verdict() {
+            "exceeds noise" => "warn",
+            "within noise" => "ok",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"label\">{}</td><td class=\"label\">{}</td><td>{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}{}</td><td>{}</td><td class=\"nowrap\">{}</td><td>{}/{}</td><td class=\"label {class}\">{}</td></tr>",
+            escape(label),
+            escape(&r.metric),
+            escape(&r.statistic),
+            escape(&fmt(r.a)),
+            escape(&fmt(r.b)),
+            if r.delta() >= 0.0 { "+" } else { "-" },
+            escape(&fmt(r.delta().abs())),
+            r.delta_percent()
+                .map(|p| format!("{p:+.1} %"))
+                .unwrap_or_else(|| "-".into()),
+            r.noise.map(fmt).map(|n| escape(&n)).unwrap_or_else(|| "?".into()),
+            r.runs.0,
+            r.runs.1,
+            r.verdict()
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    for (probe, settings) in &common {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Every {} row: {}</p>",
+            escape(probe),
+            escape(settings)
+        );
+    }
+    out.push_str("<p class=\"note\">A and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (?: no repeats, so no noise estimate). Maxima are one sample each: their changes say little. The plots below overlay A and B on the same axes.</p>\n</section>\n");
+    out
+}
+
 /// The comparison as JSON.
 pub fn json(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) -> Value {
     json!({

@@ -74,9 +74,39 @@ fn base(tool: &ToolInfo) -> ReportData {
     }
 }
 
+/// What a run outside a plan measured, in a few words for its cell: the probe, its
+/// backend and period, and its load (`event, jack 128 frames at 44.1 kHz, cpu load`).
+fn describe(r: &RunRecord) -> String {
+    let c = &r.config;
+    let mut words = vec![match r.probe.as_str() {
+        "jitter" if c["fragments"].is_object() => "fragments".to_string(),
+        "jitter" => match c["rate_hz"].as_f64() {
+            Some(hz) => format!("wake-ups at {hz:.0} Hz"),
+            None => "wake-ups".into(),
+        },
+        "roundtrip" => "round trip".into(),
+        probe => probe.to_string(),
+    }];
+    if let Some(b) = c["backend"].as_str() {
+        let mut w = b.to_string();
+        if let Some(p) = c["period_frames"].as_u64() {
+            w.push_str(&format!(" {p} frames"));
+        }
+        if let Some(rate) = c["rate_hz"].as_f64().filter(|_| r.probe != "jitter") {
+            w.push_str(&format!(" at {} kHz", rate / 1000.0));
+        }
+        words.push(w);
+    }
+    match r.load["spec"].as_str() {
+        Some(l) if l != "none" => words.push(format!("{l} load")),
+        _ => words.push("idle".into()),
+    }
+    words.join(", ")
+}
+
 fn single_cell(run: RunData) -> CellData {
     CellData {
-        key: format!("run {} ({})", run.record.id, run.record.probe),
+        key: format!("run {}: {}", run.record.id, describe(&run.record)),
         axes: Default::default(),
         profile: run.record.tool.build_profile.clone(),
         status: Some(run.record.status),

@@ -30,27 +30,70 @@ pub fn escape(s: &str) -> String {
 }
 
 const STYLE: &str = r#"
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px; padding: 0 1rem; color: #222; }
+:root { color-scheme: light dark;
+  --fg: #1d1d1f; --bg: #ffffff; --muted: #5a5a5f; --border: #c9c9cf; --grid: #e4e4e8;
+  --th-bg: #f1f1f4; --code-bg: #f6f6f8; --published: #8a5a00;
+  --ok: #1b7f2a; --warn: #9a5600; --fail: #b00020; --band: rgba(160, 120, 0, .16);
+  --s0: #1f77b4; --s1: #d62728; --s2: #2ca02c; --s3: #e07b00; --s4: #9467bd; --s5: #8c564b; --s6: #d0459f; --s7: #17a2b8; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e6e6ea; --bg: #16171a; --muted: #a4a4ad; --border: #44454c; --grid: #2d2e33;
+    --th-bg: #23242a; --code-bg: #1f2025; --published: #e0b050;
+    --ok: #5cc46d; --warn: #e0a040; --fail: #ff6b7d; --band: rgba(230, 190, 80, .18);
+    --s0: #6aaee8; --s1: #ff7a7a; --s2: #6ccf6c; --s3: #ffae4a; --s4: #c3a2ec; --s5: #c99a8c; --s6: #f28ac9; --s7: #4fd2e6; }
+}
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto; max-width: 1200px; padding: 0 1rem; color: var(--fg); background: var(--bg); line-height: 1.4; }
 h1 { font-size: 1.5rem; margin-bottom: .2rem; }
-h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2.2rem; }
+h2 { border-bottom: 1px solid var(--border); padding-bottom: .2rem; margin-top: 2.2rem; }
 h3 { font-size: 1.05rem; margin-top: 1.6rem; }
-.meta, .caption, .note { color: #555; font-size: .9rem; }
-table { border-collapse: collapse; margin: .6rem 0; font-size: .88rem; }
-th, td { border: 1px solid #ccc; padding: .25rem .45rem; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; text-align: center; }
-td.label, th.label { text-align: left; white-space: nowrap; }
-td .published { display: block; color: #8a5a00; font-size: .8rem; }
-td.empty { color: #999; text-align: center; }
-td.fail, span.fail { color: #b00020; font-weight: 600; }
-td.warn, span.warn { color: #a05a00; }
-td.ok, span.ok { color: #1b7f2a; }
-.flags td { text-align: center; }
+a { color: var(--s0); }
+.meta, .caption, .note { color: var(--muted); font-size: .9rem; }
+.table-wrap { max-width: 100%; overflow-x: auto; }
+table { border-collapse: collapse; margin: .6rem 0; font-size: .88rem; max-width: 100%; }
+th, td { border: 1px solid var(--border); padding: .25rem .45rem; text-align: right; vertical-align: top; }
+td.wrap { overflow-wrap: anywhere; }
+th { background: var(--th-bg); text-align: center; }
+td.label, th.label { text-align: left; }
+.nowrap { white-space: nowrap; }
+td .published { display: block; color: var(--published); font-size: .8rem; }
+td.empty { color: var(--muted); text-align: center; }
+td.fail, span.fail, .fail { color: var(--fail); font-weight: 600; }
+td.warn, span.warn, .warn { color: var(--warn); }
+td.ok, span.ok, .ok { color: var(--ok); }
+table.runs td.validity { text-align: left; min-width: 12rem; }
+table.runs dl { display: grid; grid-template-columns: auto auto; gap: 0 .8rem; margin: .3rem 0; font-size: .82rem; }
+table.runs dt { color: var(--muted); }
+table.runs dd { margin: 0; }
 code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .82rem; }
-pre { background: #f7f7f7; padding: .6rem; overflow-x: auto; border: 1px solid #e3e3e3; }
-figure { margin: 1rem 0; }
-figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
-nav ul { columns: 2; }
+code { overflow-wrap: anywhere; }
+pre { background: var(--code-bg); padding: .6rem; overflow-x: auto; border: 1px solid var(--border); white-space: pre-wrap; }
+figure { margin: 1rem 0; max-width: 860px; }
+nav ul { columns: 2; margin: .4rem 0; }
 details summary { cursor: pointer; }
+section.summary { border: 1px solid var(--border); border-radius: 6px; padding: .2rem 1rem .8rem; margin-top: 1rem; }
+section.summary h2 { margin-top: .8rem; }
+@media (max-width: 900px) {
+  body { margin: 1rem auto; padding: 0 .6rem; }
+  nav ul { columns: 1; }
+  th, td { padding: .2rem .3rem; }
+}
+@media print {
+  :root { --fg: #000; --bg: #fff; --muted: #444; --border: #999; --grid: #ddd; --th-bg: #eee; --code-bg: #fff; }
+  body { max-width: none; margin: 0; padding: 0; font-size: 10pt; }
+  nav { display: none; }
+  section, figure, table.paper, table.summary-table { break-inside: avoid; }
+  h2, h3 { break-after: avoid; }
+  figure { max-width: 100%; }
+  a { color: inherit; text-decoration: none; }
+}
+"#;
+
+/// The page's own script, besides the plots': every folded detail opens for printing,
+/// so a PDF has everything.
+const PAGE_SCRIPT: &str = r#"
+window.addEventListener('beforeprint', function () {
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+});
 "#;
 
 /// Writes the report of `data` to `path`, else beside the database `db` named for `what`
@@ -61,8 +104,19 @@ pub fn write(
     db: &Path,
     what: &str,
 ) -> Result<PathBuf, WriteError> {
+    write_with(data, "", path, db, what)
+}
+
+/// [`write`] with `extra` sections after the summary (see [`render_with`]).
+pub fn write_with(
+    data: &ReportData,
+    extra: &str,
+    path: Option<&Path>,
+    db: &Path,
+    what: &str,
+) -> Result<PathBuf, WriteError> {
     let path = path.map_or_else(|| crate::gather::default_path(db, what), Path::to_path_buf);
-    match std::fs::write(&path, render(data)) {
+    match std::fs::write(&path, render_with(data, extra)) {
         Ok(()) => Ok(path),
         Err(io) => Err(WriteError { path, io }),
     }
@@ -91,11 +145,17 @@ impl std::error::Error for WriteError {
 
 /// The report as one HTML document.
 pub fn render(data: &ReportData) -> String {
+    render_with(data, "")
+}
+
+/// The report with `extra` (whole `<section>`s, e.g. a comparison's table) right after
+/// the summary.
+pub fn render_with(data: &ReportData, extra: &str) -> String {
     let mut out = String::new();
     let title = data.title();
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"color-scheme\" content=\"light dark\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         escape(&title)
     );
     let _ = writeln!(out, "<header><h1>{}</h1>", escape(&title));
@@ -113,19 +173,10 @@ pub fn render(data: &ReportData) -> String {
             let _ = writeln!(out, "<p>{}</p>", escape(d.trim()));
         }
     }
-    out.push_str("</header>\n<nav><ul>");
+    out.push_str("</header>\n<main>\n");
+    out.push_str(extra);
     let tables = paper::tables(data);
-    if !tables.is_empty() {
-        out.push_str("<li><a href=\"#tables\">Tables</a></li>");
-    }
-    out.push_str("<li><a href=\"#plots\">Plots</a></li><li><a href=\"#runs\">Runs, commands and validity flags</a></li><li><a href=\"#machine\">Machine</a></li>");
-    if data.runs().any(|r| !r.gates.is_empty()) {
-        out.push_str("<li><a href=\"#gates\">Gates</a></li>");
-    }
-    if data.plan.is_some() {
-        out.push_str("<li><a href=\"#plan\">The plan</a></li>");
-    }
-    out.push_str("</ul></nav>\n");
+    out.push_str(&nav_html(data, !tables.is_empty()));
     if !tables.is_empty() {
         out.push_str("<section id=\"tables\"><h2>Tables</h2>\n");
         out.push_str("<p class=\"note\">Each value is the plan's aggregate over the cell's repeats (hover for the spread and the number of runs); the study's published value, where it has one, is printed below it.</p>\n");
@@ -134,19 +185,7 @@ pub fn render(data: &ReportData) -> String {
         }
         out.push_str("</section>\n");
     }
-    out.push_str("<section id=\"plots\"><h2>Plots</h2>\n");
-    let figures = plot_figures(data);
-    if figures.is_empty() {
-        out.push_str("<p class=\"note\">No run with samples to plot.</p>\n");
-    }
-    for (caption, svg) in figures {
-        let _ = writeln!(
-            out,
-            "<figure>{svg}<figcaption class=\"caption\">{}</figcaption></figure>",
-            escape(&caption)
-        );
-    }
-    out.push_str("</section>\n");
+    out.push_str(&plots_html(data));
     out.push_str(&runs_html(data));
     out.push_str(&crate::view::gates::report_html(data));
     out.push_str(&machine_html(data));
@@ -163,7 +202,45 @@ pub fn render(data: &ReportData) -> String {
             escape(text)
         );
     }
-    out.push_str("</body>\n</html>\n");
+    let _ = write!(
+        out,
+        "</main>\n<script>{PAGE_SCRIPT}</script>\n</body>\n</html>\n"
+    );
+    out
+}
+
+/// The table of contents: the sections this report has.
+fn nav_html(data: &ReportData, tables: bool) -> String {
+    let mut out = String::from("<nav><ul>");
+    if tables {
+        out.push_str("<li><a href=\"#tables\">Tables</a></li>");
+    }
+    out.push_str("<li><a href=\"#plots\">Plots</a></li><li><a href=\"#runs\">Runs, commands and validity flags</a></li><li><a href=\"#machine\">Machine</a></li>");
+    if data.runs().any(|r| !r.gates.is_empty()) {
+        out.push_str("<li><a href=\"#gates\">Gates</a></li>");
+    }
+    if data.plan.is_some() {
+        out.push_str("<li><a href=\"#plan\">The plan</a></li>");
+    }
+    out.push_str("</ul></nav>\n");
+    out
+}
+
+/// The plots section: each figure with its caption.
+fn plots_html(data: &ReportData) -> String {
+    let mut out = String::from("<section id=\"plots\"><h2>Plots</h2>\n");
+    let figures = plot_figures(data);
+    if figures.is_empty() {
+        out.push_str("<p class=\"note\">No run with samples to plot.</p>\n");
+    }
+    for (caption, svg) in figures {
+        let _ = writeln!(
+            out,
+            "<figure>{svg}<figcaption class=\"caption\">{}</figcaption></figure>",
+            escape(&caption)
+        );
+    }
+    out.push_str("</section>\n");
     out
 }
 
@@ -177,7 +254,7 @@ fn table_html(t: &PaperTable) -> String {
             escape(c)
         );
     }
-    out.push_str("<table class=\"paper\"><thead>\n");
+    out.push_str("<div class=\"table-wrap\"><table class=\"paper\"><thead>\n");
     let levels = t.column_axes.len().max(1);
     // Header rows: one per column axis, labels spanning the axes inside them.
     let _ = write!(
@@ -263,7 +340,7 @@ fn table_html(t: &PaperTable) -> String {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
     let notes = t.notes();
     if !notes.is_empty() {
         let _ = writeln!(
@@ -533,9 +610,11 @@ fn flag_text(name: &str, v: &Value) -> (String, &'static str) {
                 // A time measured as none (no host steal) reads so, as the probes say it.
                 Some(f) if name.ends_with("_ns") && f == 0.0 => "none".into(),
                 Some(f) if name.ends_with("_ns") => crate::terminal::fmt_value(f, "ns"),
-                Some(f) if name.ends_with("_percent") => format!("{f:.2} %"),
+                Some(f) if name.ends_with("_percent") => crate::units::fmt_percent(f),
                 Some(f) if f.fract() != 0.0 => format!("{f:.2}"),
-                _ => n.to_string(),
+                _ => n
+                    .as_u64()
+                    .map_or_else(|| n.to_string(), crate::units::fmt_count),
             },
             "",
         ),
@@ -545,24 +624,123 @@ fn flag_text(name: &str, v: &Value) -> (String, &'static str) {
     }
 }
 
-fn runs_html(data: &ReportData) -> String {
-    let mut out = String::from("<section id=\"runs\"><h2>Runs, commands and validity flags</h2>\n");
-    // Every flag any run has, as a column.
-    let mut flag_names: Vec<String> = Vec::new();
-    for r in data.runs() {
-        if let Some(m) = r.record.flags.as_object() {
-            for (k, v) in m {
-                if !v.is_object() && !v.is_array() && !flag_names.contains(k) {
-                    flag_names.push(k.clone());
-                }
+/// How much doubt a validity flag's value casts on the run's figures: `Some("fail")` for
+/// one that makes them untrustworthy (not real-time, interrupted, under-runs...),
+/// `Some("warn")` for a caveat (host steal, a setting not as requested), `None` for a
+/// flag that reads as it should or only informs.
+fn flag_doubt(name: &str, v: &Value) -> Option<&'static str> {
+    const FAIL_IF_FALSE: [&str; 2] = ["realtime", "memory_locked"];
+    const WARN_IF_FALSE: [&str; 3] = [
+        "affinity_as_requested",
+        "policy_as_requested",
+        "cpu_dma_latency_held",
+    ];
+    const FAIL_IF_TRUE: [&str; 4] = [
+        "interrupted",
+        "load_exited_early",
+        "no_loop",
+        "percentiles_clamped",
+    ];
+    const WARN_IF_TRUE: [&str; 1] = ["emulated_cpu"];
+    const FAIL_IF_ANY: [&str; 12] = [
+        "xruns",
+        "skipped_cycles",
+        "dsp_overload_cycles",
+        "missed_triggers",
+        "late_triggers",
+        "dropped_triggers",
+        "timing_unknown_triggers",
+        "capture_blocks_dropped",
+        "cycle_records_dropped",
+        "clipped_samples",
+        "histogram_overflows",
+        "alloc_violations",
+    ];
+    const WARN_IF_ANY: [&str; 6] = [
+        "host_steal_ns",
+        "unmatched_captures",
+        "windows_unreliable",
+        "windows_no_signal",
+        "delay_changes",
+        "frame_count_restarts",
+    ];
+    match v {
+        Value::Bool(false) if FAIL_IF_FALSE.contains(&name) => Some("fail"),
+        Value::Bool(false) if WARN_IF_FALSE.contains(&name) => Some("warn"),
+        Value::Bool(true) if FAIL_IF_TRUE.contains(&name) => Some("fail"),
+        Value::Bool(true) if WARN_IF_TRUE.contains(&name) => Some("warn"),
+        Value::Number(n) if n.as_f64().is_some_and(|f| f > 0.0) => {
+            if FAIL_IF_ANY.contains(&name) {
+                Some("fail")
+            } else if WARN_IF_ANY.contains(&name) {
+                Some("warn")
+            } else {
+                None
             }
         }
+        _ => None,
     }
-    out.push_str("<table class=\"flags\"><thead><tr><th class=\"label\">cell</th><th>run</th><th>status</th><th>profile</th><th>mean</th><th>p99</th><th>max</th>");
-    for f in &flag_names {
-        let _ = write!(out, "<th>{}</th>", escape(&f.replace('_', " ")));
+}
+
+/// A flag's name for people: words, without the unit its value now carries
+/// (`host_steal_ns` is "host steal", shown as `20.0 ms`).
+fn flag_name(name: &str) -> String {
+    let name = name
+        .strip_suffix("_ns")
+        .or_else(|| name.strip_suffix("_percent"))
+        .unwrap_or(name);
+    name.replace('_', " ")
+}
+
+/// A run's validity in a cell that fits the page: the flags that make its figures
+/// doubtful in words, then every flag folded.
+fn validity_cell(flags: &Value) -> String {
+    let Some(map) = flags.as_object() else {
+        return "<td class=\"validity\">-</td>".into();
+    };
+    let scalars: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .collect();
+    let doubts: Vec<String> = scalars
+        .iter()
+        .filter_map(|(k, v)| {
+            flag_doubt(k, v).map(|class| {
+                format!(
+                    "<span class=\"{class}\">{} {}</span>",
+                    escape(&flag_name(k)),
+                    escape(&flag_text(k, v).0)
+                )
+            })
+        })
+        .collect();
+    let mut out = String::from("<td class=\"validity\">");
+    if doubts.is_empty() {
+        out.push_str("<span class=\"ok\">every flag as it should be</span>");
+    } else {
+        out.push_str(&doubts.join("; "));
     }
-    out.push_str("</tr></thead><tbody>\n");
+    let _ = write!(
+        out,
+        "<details><summary>all {} flags</summary><dl>",
+        scalars.len()
+    );
+    for (k, v) in scalars {
+        let _ = write!(
+            out,
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(&flag_name(k)),
+            escape(&flag_text(k, v).0)
+        );
+    }
+    out.push_str("</dl></details></td>");
+    out
+}
+
+fn runs_html(data: &ReportData) -> String {
+    let mut out = String::from("<section id=\"runs\"><h2>Runs, commands and validity flags</h2>\n");
+    out.push_str("<p class=\"note\">Each run's headline metric, and the validity flags that cast doubt on it (not real-time, memory not locked, host steal, interrupted...); every flag is folded under its run.</p>\n");
+    out.push_str("<table class=\"runs\"><thead><tr><th class=\"label\">cell</th><th>run</th><th>status</th><th>profile</th><th>mean</th><th>p99</th><th>max</th><th class=\"label\">validity</th></tr></thead><tbody>\n");
     for c in &data.cells {
         let status = c
             .status
@@ -574,10 +752,9 @@ fn runs_html(data: &ReportData) -> String {
             "interrupted" => "warn",
             _ => "fail",
         };
-        let _ =
-            write!(
+        let _ = write!(
             out,
-            "<tr><td class=\"label\">{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td>",
+            "<tr><td class=\"label\">{}</td><td>{}</td><td class=\"{class}\">{}</td><td class=\"label nowrap\">{}</td>",
             escape(&c.key),
             c.run.as_ref().map(|r| r.record.id.to_string()).unwrap_or_default(),
             escape(&status),
@@ -587,29 +764,14 @@ fn runs_html(data: &ReportData) -> String {
         let s = h.and_then(|m| m.summary);
         for v in [s.map(|s| s.mean), s.map(|s| s.p99), s.map(|s| s.max)] {
             let text = match (v, h) {
-                (Some(v), Some(m)) => crate::terminal::fmt_value(v, &m.unit),
+                (Some(v), Some(m)) => crate::units::fmt_value(v, &m.unit),
                 _ => "-".into(),
             };
-            let _ = write!(out, "<td>{}</td>", escape(&text));
+            let _ = write!(out, "<td class=\"nowrap\">{}</td>", escape(&text));
         }
-        for f in &flag_names {
-            let v = c
-                .run
-                .as_ref()
-                .map(|r| r.record.flags[f.as_str()].clone())
-                .unwrap_or(Value::Null);
-            let (text, _) = flag_text(f, &v);
-            let bad = matches!(
-                (f.as_str(), &v),
-                ("realtime" | "memory_locked", Value::Bool(false))
-                    | ("interrupted" | "load_exited_early", Value::Bool(true))
-            );
-            let _ = write!(
-                out,
-                "<td{}>{}</td>",
-                if bad { " class=\"fail\"" } else { "" },
-                escape(&text)
-            );
+        match &c.run {
+            Some(r) => out.push_str(&validity_cell(&r.record.flags)),
+            None => out.push_str("<td class=\"validity\">-</td>"),
         }
         out.push_str("</tr>\n");
         if let Some(e) = c
@@ -619,8 +781,7 @@ fn runs_html(data: &ReportData) -> String {
         {
             let _ = writeln!(
                 out,
-                "<tr><td></td><td colspan=\"{}\" class=\"label note\">{}</td></tr>",
-                6 + flag_names.len(),
+                "<tr><td></td><td colspan=\"7\" class=\"label note\">{}</td></tr>",
                 escape(e)
             );
         }
@@ -703,7 +864,7 @@ fn machine_html(data: &ReportData) -> String {
                 };
                 let _ = writeln!(
                     out,
-                    "<tr><td class=\"label\">{}</td><td class=\"{class}\">{word}</td><td class=\"label\">{}</td><td class=\"label\">{}{}</td></tr>",
+                    "<tr><td class=\"label nowrap\">{}</td><td class=\"{class} nowrap\">{word}</td><td class=\"label wrap\">{}</td><td class=\"label\">{}{}</td></tr>",
                     escape(&f.check),
                     escape(&f.value),
                     escape(&f.detail),
@@ -752,7 +913,7 @@ mod tests {
         );
         assert!(!text("host_steal_ns", json!(10_000_000)).contains("10000000"));
         assert_eq!(text("host_steal_percent", json!(0.4505)), "0.45 %");
-        assert_eq!(text("histogram_overflows", json!(12345)), "12345");
+        assert_eq!(text("histogram_overflows", json!(12345)), "12\u{202F}345");
         assert_eq!(text("realtime", json!(true)), "yes");
         assert_eq!(text("host_steal_ns", Value::Null), "-");
         assert_eq!(text("host_steal_ns", json!(0)), "none");

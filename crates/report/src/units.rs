@@ -7,6 +7,19 @@ pub fn fmt_ns(ns: f64) -> String {
     crate::terminal::fmt_ns(ns)
 }
 
+/// A value in its unit: a duration for `ns`, a count grouped for a whole number of
+/// anything else (`13 782 blocks`), else three decimals (`0.125 frame`).
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    match unit {
+        "ns" => fmt_ns(v),
+        "%" | "percent" => fmt_percent(v),
+        _ if v.fract() == 0.0 && v >= 0.0 && v < u64::MAX as f64 => {
+            format!("{} {unit}", fmt_count(v as u64))
+        }
+        _ => format!("{v:.3} {unit}"),
+    }
+}
+
 /// A count, with its digits grouped by a narrow no-break space (U+202F) from 10,000 on:
 /// `9999`, `12 345`, `1 200 000`. A count this large is never mistaken for a raw time.
 pub fn fmt_count(n: u64) -> String {
