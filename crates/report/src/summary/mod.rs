@@ -308,15 +308,18 @@ pub(crate) fn backend_words(r: &RunData) -> String {
     }
 }
 
-/// An audio run's buffer, when it stored one.
+/// An audio run's buffer, when it stored one: on a PipeWire, the quantum and rate its
+/// graph was measured to grant (what ran), else the stream's period and rate.
 pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
     let res = &r.record.result;
     let cfg = &r.record.config;
-    let period_frames = res["period_frames"]
+    let period_frames = cfg["server"]["quantum_granted_frames"]
         .as_u64()
+        .or_else(|| res["period_frames"].as_u64())
         .or_else(|| cfg["period_frames"].as_u64())?;
-    let rate_hz = res["rate_hz"]
+    let rate_hz = cfg["server"]["rate_granted_hz"]
         .as_f64()
+        .or_else(|| res["rate_hz"].as_f64())
         .or_else(|| cfg["rate_hz"].as_f64())
         .filter(|r| *r > 0.0)?;
     Some(Buffer {

@@ -389,3 +389,16 @@ fn a_setting_that_held_in_one_run_and_not_the_next_says_so() {
         "{t}"
     );
 }
+
+#[test]
+fn on_a_pipewire_the_buffer_is_the_quantum_its_graph_granted() {
+    let mut r = roundtrip(3, 64, 0, 21_333_333);
+    r.record.config["server"] = json!({"quantum_granted_frames": 1024, "rate_granted_hz": 48000});
+    assert_eq!(
+        buffer_of(&r),
+        Some(Buffer {
+            period_frames: 1024,
+            rate_hz: 48_000.0
+        })
+    );
+}
