@@ -79,6 +79,9 @@ impl Buffer {
 /// What one audio backend under one load came to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendAnswer {
+    /// The subject its runs came from in a report of several (`run 3`, `group 2`, `host
+    /// a`), `None` in a one-subject report.
+    pub source: Option<String>,
     /// The backend in words, e.g. `JACK (jackd -d dummy)`.
     pub backend: String,
     /// The load, e.g. `idle`, `under cpu load`.
@@ -195,7 +198,7 @@ pub fn answer(data: &ReportData) -> Answer {
             }
         }
     }
-    a.backends = backends(&runs);
+    a.backends = backends(data);
     a.caveats = caveats::of(&runs, data.doctor.as_deref());
     a.not_run = data
         .cells
@@ -372,28 +375,37 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
-fn backends(runs: &[&RunData]) -> Vec<BackendAnswer> {
-    let audio: Vec<&RunData> = runs
+fn backends(data: &ReportData) -> Vec<BackendAnswer> {
+    // In a report of several subjects (`report A B`), each subject's runs apart.
+    let audio: Vec<(&RunData, Option<&str>)> = data
+        .cells
         .iter()
-        .copied()
-        .filter(|r| matches!(r.record.probe.as_str(), "event" | "roundtrip"))
-        .filter(|r| buffer_of(r).is_some())
+        .filter_map(|c| c.run.as_ref().map(|r| (r, c.source.as_deref())))
+        .filter(|(r, _)| matches!(r.record.probe.as_str(), "event" | "roundtrip"))
+        .filter(|(r, _)| buffer_of(r).is_some())
         .collect();
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for r in &audio {
-        let k = (backend_words(r), load_words(r));
+    let key = |r: &RunData, source: Option<&str>| {
+        (source.map(str::to_string), backend_words(r), load_words(r))
+    };
+    let mut keys: Vec<(Option<String>, String, String)> = Vec::new();
+    for (r, source) in &audio {
+        let k = key(r, *source);
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     keys.into_iter()
-        .map(|(backend, load)| {
+        .map(|k| {
             let mine: Vec<&RunData> = audio
                 .iter()
-                .copied()
-                .filter(|r| backend_words(r) == backend && load_words(r) == load)
+                .filter(|(r, source)| key(r, *source) == k)
+                .map(|(r, _)| *r)
                 .collect();
-            one_backend(backend, load, &mine)
+            let (source, backend, load) = k;
+            BackendAnswer {
+                source,
+                ..one_backend(backend, load, &mine)
+            }
         })
         .collect()
 }
@@ -448,6 +460,7 @@ fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswe
         })
         .collect();
     BackendAnswer {
+        source: None,
         runs_held_at_smallest: (
             at_smallest.iter().filter(|r| held(r)).count(),
             at_smallest.len(),

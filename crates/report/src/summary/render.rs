@@ -14,7 +14,10 @@ const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip o
 /// `JACK (jackd -d dummy), idle: 128 frames (2.90 ms at 44.1 kHz) held, event latency
 /// 7.29 ms, round trip 2.90 ms; 64 frames did not hold (3 under-runs)`.
 fn backend_line(b: &BackendAnswer) -> String {
-    let mut out = format!("{}, {}: ", b.backend, b.load);
+    let mut out = match &b.source {
+        Some(source) => format!("{source}: {}, {}: ", b.backend, b.load),
+        None => format!("{}, {}: ", b.backend, b.load),
+    };
     match b.smallest_held {
         Some(h) => {
             let _ = write!(

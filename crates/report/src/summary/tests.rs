@@ -402,3 +402,28 @@ fn on_a_pipewire_the_buffer_is_the_quantum_its_graph_granted() {
         })
     );
 }
+
+#[test]
+fn in_a_report_of_two_subjects_each_has_its_own_smallest_buffer() {
+    let mut a_cell = cell(event(2, 64, 0, 2_000_000));
+    a_cell.source = Some("host a".into());
+    let mut b_cell = cell(event(3, 64, 4, 2_000_000));
+    b_cell.source = Some("host b".into());
+    let data = ReportData {
+        cells: vec![a_cell, b_cell],
+        ..ReportData::default()
+    };
+    let a = answer(&data);
+    assert_eq!(a.backends.len(), 2, "{:#?}", a.backends);
+    assert_eq!(
+        a.backends[0].smallest_held.map(|b| b.period_frames),
+        Some(64)
+    );
+    assert_eq!(a.backends[1].smallest_held, None);
+    let t = text(&data);
+    assert!(
+        t.contains("host a: JACK (jackd -d dummy), idle: 64 frames"),
+        "{t}"
+    );
+    assert!(t.contains("host b: JACK (jackd -d dummy), idle: no buffer tried held; 64 frames did not hold (4 under-runs)"), "{t}");
+}
