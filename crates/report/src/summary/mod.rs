@@ -48,11 +48,12 @@ impl Mark {
     }
 }
 
-/// One run's verdict, in words.
+/// A verdict, in words: one run's, or the same verdict of several runs at the same
+/// setting (a plan's repeats and variants) said once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerdictLine {
-    /// The run it is about.
-    pub run_id: RunId,
+    /// The runs it is about.
+    pub run_ids: Vec<RunId>,
     /// Held, held with a caveat, or did not.
     pub mark: Mark,
     /// The sentence, e.g. `holds 64-frame periods at 48 kHz under cpu load: 2.90 ms round
@@ -178,10 +179,8 @@ pub fn answer(data: &ReportData) -> Answer {
         doctor: data.doctor.as_ref().map(|f| doctor_tally(f)),
         ..Answer::default()
     };
+    a.verdicts = verdicts::merged(runs.iter().filter_map(|r| verdicts::of(r)).collect());
     for r in &runs {
-        if let Some(v) = verdicts::of(r) {
-            a.verdicts.push(v);
-        }
         if let Some(w) = wakeup(r) {
             a.wakeups.push(w);
         }

@@ -116,10 +116,10 @@ pub fn html(data: &ReportData) -> String {
         for v in &a.verdicts {
             let _ = writeln!(
                 out,
-                "<li class=\"{}\">{} <span class=\"run\">(run {})</span></li>",
+                "<li class=\"{}\">{} <span class=\"run\">({})</span></li>",
                 v.mark.class(),
                 escape(&v.text),
-                run_ref(v.run_id)
+                runs_ref(&v.run_ids)
             );
         }
         out.push_str("</ul>\n");
@@ -214,10 +214,10 @@ pub fn text(data: &ReportData) -> String {
     for v in &a.verdicts {
         let _ = writeln!(
             out,
-            "  {} {} (run {})",
+            "  {} {} ({})",
             mark_word(v.mark),
             v.text,
-            run_ref(v.run_id)
+            runs_ref(&v.run_ids)
         );
     }
     if !a.backends.is_empty() {

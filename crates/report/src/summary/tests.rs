@@ -427,3 +427,34 @@ fn in_a_report_of_two_subjects_each_has_its_own_smallest_buffer() {
     );
     assert!(t.contains("host b: JACK (jackd -d dummy), idle: no buffer tried held; 64 frames did not hold (4 under-runs)"), "{t}");
 }
+
+#[test]
+fn the_same_verdict_of_several_runs_is_said_once_with_the_range_of_its_values() {
+    let mut data = suite_like();
+    data.cells.push(cell(roundtrip(9, 128, 0, 2_700_000)));
+    data.cells.push(cell(roundtrip(10, 64, 5, 1_333_333)));
+    let a = answer(&data);
+    let rt: Vec<&VerdictLine> = a
+        .verdicts
+        .iter()
+        .filter(|v| v.text.contains("round trip"))
+        .collect();
+    assert_eq!(rt.len(), 1, "{:#?}", a.verdicts);
+    assert_eq!(
+        rt[0].text,
+        "holds 128-frame periods at 48 kHz idle on JACK in 2 runs: round trip 2.67 ms to 2.70 ms"
+    );
+    assert_eq!(rt[0].run_ids, vec![RunId(6), RunId(9)]);
+    // The failures of one probe at one setting are one line; another probe's apart.
+    let failed: Vec<&VerdictLine> = a
+        .verdicts
+        .iter()
+        .filter(|v| v.mark == Mark::Fail && v.text.starts_with("64-frame"))
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:#?}");
+    assert_eq!(
+        failed[1].text,
+        "64-frame periods at 48 kHz did not hold idle on JACK in 2 runs"
+    );
+    assert!(text(&data).contains("in 2 runs: round trip 2.67 ms to 2.70 ms (runs 6, 9)"));
+}

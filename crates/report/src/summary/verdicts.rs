@@ -9,9 +9,19 @@ use super::{
 use crate::data::RunData;
 use crate::units::{fmt_count, fmt_ns};
 
+/// One run's verdict, before runs with the same one are merged: `head` is the verdict
+/// without its numbers (`holds 64-frame periods at 48 kHz idle on JACK`), `value` the
+/// number it gives, named (`round trip`, ns).
+pub(super) struct Judged {
+    line: VerdictLine,
+    probe: String,
+    head: String,
+    value: Option<(&'static str, f64)>,
+}
+
 /// The run's verdict (`None`: a probe the summary does not judge, e.g. doctor).
-pub(super) fn of(r: &RunData) -> Option<VerdictLine> {
-    let text_mark = match r.record.probe.as_str() {
+pub(super) fn of(r: &RunData) -> Option<Judged> {
+    let (mark, text, value) = match r.record.probe.as_str() {
         "jitter" | "event" | "roundtrip" | "net" if r.record.status == RunStatus::Failed => (
             Mark::Fail,
             format!(
@@ -19,18 +29,65 @@ pub(super) fn of(r: &RunData) -> Option<VerdictLine> {
                 r.record.probe,
                 r.record.error.as_deref().unwrap_or("no reason stored")
             ),
+            None,
         ),
         "jitter" => jitter(r)?,
         "event" | "roundtrip" => audio(r)?,
         "net" => net(r)?,
         _ => return None,
     };
-    let (mark, text) = text_mark;
-    Some(VerdictLine {
-        run_id: r.record.id,
-        mark,
-        text,
+    let head = text.split(": ").next().unwrap_or_default().to_string();
+    Some(Judged {
+        line: VerdictLine {
+            run_ids: vec![r.record.id],
+            mark,
+            text,
+        },
+        probe: r.record.probe.clone(),
+        head,
+        value,
     })
+}
+
+/// The verdicts, those of runs of a probe with the same head and mark said once, in the order
+/// first given: `holds 64-frame periods at 48 kHz idle on JACK in 5 runs: round trip
+/// 2.65 ms to 2.70 ms`.
+pub(super) fn merged(judged: Vec<Judged>) -> Vec<VerdictLine> {
+    let mut groups: Vec<Vec<Judged>> = Vec::new();
+    for j in judged {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].probe == j.probe && g[0].head == j.head && g[0].line.mark == j.line.mark)
+        {
+            Some(g) => g.push(j),
+            None => groups.push(vec![j]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            if g.len() == 1 {
+                return g.remove(0).line;
+            }
+            let mut text = format!("{} in {} runs", g[0].head, g.len());
+            let values: Option<Vec<(&str, f64)>> = g.iter().map(|j| j.value).collect();
+            if let Some(values) = values.filter(|v| v.iter().all(|x| x.0 == v[0].0)) {
+                let lo = values.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
+                let hi = values.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
+                let range = if fmt_ns(lo) == fmt_ns(hi) {
+                    fmt_ns(lo)
+                } else {
+                    format!("{} to {}", fmt_ns(lo), fmt_ns(hi))
+                };
+                text.push_str(&format!(": {} {range}", values[0].0));
+            }
+            VerdictLine {
+                run_ids: g.iter().flat_map(|j| j.line.run_ids.clone()).collect(),
+                mark: g[0].line.mark,
+                text,
+            }
+        })
+        .collect()
 }
 
 /// `in 9.76 s`, when the run's length is stored.
@@ -45,7 +102,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", fmt_count(n), if n == 1 { one } else { many })
 }
 
-fn jitter(r: &RunData) -> Option<(Mark, String)> {
+fn jitter(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
     let cfg = &r.record.config;
     let cond = jitter_condition(r);
     let f = &cfg["fragments"];
@@ -69,6 +126,7 @@ fn jitter(r: &RunData) -> Option<(Mark, String)> {
                     "holds {what} {cond}: worst fragment done {}{room}",
                     fmt_ns(s.max)
                 ),
+                Some(("worst fragment done", s.max)),
             )
         } else {
             (
@@ -78,6 +136,7 @@ fn jitter(r: &RunData) -> Option<(Mark, String)> {
                     plural(misses, "under-run", "under-runs"),
                     in_time(r)
                 ),
+                None,
             )
         });
     }
@@ -102,30 +161,39 @@ fn jitter(r: &RunData) -> Option<(Mark, String)> {
             ));
         }
     }
-    Some((if over.is_some() { Mark::Warn } else { Mark::Ok }, text))
+    let mark = if over.is_some() { Mark::Warn } else { Mark::Ok };
+    Some((mark, text, Some(("max", s.max))))
 }
 
-fn audio(r: &RunData) -> Option<(Mark, String)> {
+fn audio(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
     let b = buffer_of(r)?;
+    let buffer = as_count(&r.record.result["buffer_frames"])
+        .filter(|f| *f != 2 * b.period_frames)
+        .map_or(String::new(), |f| format!(" ({f}-frame buffer)"));
     let setting = format!(
-        "{}-frame periods at {}",
+        "{}-frame periods{buffer} at {}",
         b.period_frames,
         fmt_rate(b.rate_hz)
     );
     let on = format!("{} on {}", load_words(r), short_backend(r));
     if held(r) {
-        let what = if r.record.probe == "event" {
+        let (what, value) = if r.record.probe == "event" {
             let s = r.measurement("event_latency")?.summary?;
-            format!(
+            let what = format!(
                 "{} event latency (median; p99 {})",
                 fmt_ns(s.p50),
                 fmt_ns(s.p99)
-            )
+            );
+            (what, ("event latency (median)", s.p50))
         } else {
             let s = r.measurement("roundtrip")?.summary?;
-            format!("{} round trip", fmt_ns(s.p50))
+            (
+                format!("{} round trip", fmt_ns(s.p50)),
+                ("round trip", s.p50),
+            )
         };
-        return Some((Mark::Ok, format!("holds {setting} {on}: {what}")));
+        let text = format!("holds {setting} {on}: {what}");
+        return Some((Mark::Ok, text, Some(value)));
     }
     let res = &r.record.result;
     let why = match underruns_of(r) {
@@ -142,10 +210,14 @@ fn audio(r: &RunData) -> Option<(Mark, String)> {
             res["end"].as_str().unwrap_or(r.record.status.as_str())
         ),
     };
-    Some((Mark::Fail, format!("{setting} did not hold {on}: {why}")))
+    Some((
+        Mark::Fail,
+        format!("{setting} did not hold {on}: {why}"),
+        None,
+    ))
 }
 
-fn net(r: &RunData) -> Option<(Mark, String)> {
+fn net(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
     let m = r.headline()?;
     let s = m.summary?;
     let deadline = m.deadline?;
@@ -167,5 +239,5 @@ fn net(r: &RunData) -> Option<(Mark, String)> {
     } else {
         Mark::Fail
     };
-    Some((mark, text))
+    Some((mark, text, Some(("p99 response", s.p99))))
 }
