@@ -178,7 +178,9 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
     // (The same verdict of several runs is one line, naming its runs.)
     let runs_judged: usize = answer
         .lines()
-        .filter(|l| l.contains("-frame periods at 44.1 kHz ") && l.contains(" idle on "))
+        .filter(|l| {
+            l.contains("-frame periods") && l.contains(" at 44.1 kHz ") && l.contains(" idle on ")
+        })
         .map(|l| l.rsplit_once(" (run").unwrap().1.split(',').count())
         .sum();
     assert_eq!(runs_judged, 8, "{answer}");

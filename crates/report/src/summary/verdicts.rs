@@ -19,6 +19,10 @@ pub(super) struct Judged {
     value: Option<(&'static str, f64)>,
 }
 
+/// A verdict as a probe says it: its mark, its sentence, and the number it gives,
+/// named.
+type Said = (Mark, String, Option<(&'static str, f64)>);
+
 /// The run's verdict (`None`: a probe the summary does not judge, e.g. doctor).
 pub(super) fn of(r: &RunData) -> Option<Judged> {
     let (mark, text, value) = match r.record.probe.as_str() {
@@ -102,7 +106,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", fmt_count(n), if n == 1 { one } else { many })
 }
 
-fn jitter(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
+fn jitter(r: &RunData) -> Option<Said> {
     let cfg = &r.record.config;
     let cond = jitter_condition(r);
     let f = &cfg["fragments"];
@@ -165,7 +169,7 @@ fn jitter(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
     Some((mark, text, Some(("max", s.max))))
 }
 
-fn audio(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
+fn audio(r: &RunData) -> Option<Said> {
     let b = buffer_of(r)?;
     let buffer = as_count(&r.record.result["buffer_frames"])
         .filter(|f| *f != 2 * b.period_frames)
@@ -217,7 +221,7 @@ fn audio(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
     ))
 }
 
-fn net(r: &RunData) -> Option<(Mark, String, Option<(&'static str, f64)>)> {
+fn net(r: &RunData) -> Option<Said> {
     let m = r.headline()?;
     let s = m.summary?;
     let deadline = m.deadline?;
