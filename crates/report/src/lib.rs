@@ -7,7 +7,8 @@
 //! lays out a plan's paper-shaped tables with the studies' published figures beside ours
 //! ([`paper`]), writes one self-contained HTML report with inline SVG plots drawn by the
 //! `plotters` library ([`html`], [`plots`]), and compares two selections of runs
-//! ([`compare`]). It reads a report's data from the store ([`gather`]: reading only).
+//! ([`compare`]). What the runs come to, the answer a reader wants first, is [`summary`]
+//! (the report's first section, and the end of `suite` and `run` in the terminal). It reads a report's data from the store ([`gather`]: reading only).
 //! Every function returns a value or a `String` (but [`html::write`], which writes the
 //! report's file where it is asked to, or beside the database); printing is the
 //! binary's job.
