@@ -109,9 +109,9 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         .collect();
     // The suite ends with its report, beside the database.
     let what = format!("suite-{group}");
-    let report_path = report::gather::group(&store, group, &crate::runner::tool_info())
-        .map_err(anyhow::Error::from)
-        .and_then(|data| Ok(report::html::write(&data, None, &ctx.db_path, &what)?));
+    let data = report::gather::group(&store, group, &crate::runner::tool_info());
+    let report_path = (data.as_ref().map_err(|e| anyhow::anyhow!("{e}")))
+        .and_then(|data| Ok(report::html::write(data, None, &ctx.db_path, &what)?));
     if let Err(e) = &report_path {
         eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
     }
@@ -128,7 +128,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     } else {
         print!(
             "{}{}",
-            report::view::suite::text(group, &rows, &ctx.db_path, report),
+            report::view::suite::text(group, &rows, data.as_ref().ok(), &ctx.db_path, report),
             report::view::gates::runs_text(&judged)
         );
     }

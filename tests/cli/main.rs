@@ -7,6 +7,7 @@
 //! A new test goes into the module of its area; a new area is a new module here (kept
 //! under 600 lines: split an area that outgrows it, as `event` and `jack` are).
 
+mod cdp;
 mod util;
 
 mod bench;
@@ -31,6 +32,7 @@ mod pipewire_running;
 mod plan;
 mod plan_checks;
 mod postgres;
+mod report_browser;
 mod reports;
 mod roundtrip;
 mod show;

@@ -172,6 +172,25 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
     );
     // The end of the plan printed its table and wrote its report.
     assert!(out.stdout.contains("mean latency (ms)"), "{}", out.stdout);
+    // It ends with the answer: a verdict per run, the smallest buffer per backend, and
+    // that the dummy server's clock is not a sound card's.
+    let answer = &out.stdout[out.stdout.find("\nThe answer").expect("the answer")..];
+    // (The same verdict of several runs is one line, naming its runs.)
+    let runs_judged: usize = answer
+        .lines()
+        .filter(|l| {
+            l.contains("-frame periods") && l.contains(" at 44.1 kHz ") && l.contains(" idle on ")
+        })
+        .map(|l| l.rsplit_once(" (run").unwrap().1.split(',').count())
+        .sum();
+    assert_eq!(runs_judged, 8, "{answer}");
+    for backend in [
+        "ALSA (jackd -d dummy), idle: ",
+        "JACK (jackd -d dummy), idle: ",
+    ] {
+        assert!(answer.contains(backend), "{backend} in {answer}");
+    }
+    assert!(answer.contains("software clock (runs "), "{answer}");
     assert!(dir.path().join("audiolat-report-plan-1.html").is_file());
     // Resuming a finished plan has nothing to continue.
     let again = run(&db, &["run", plan.to_str().unwrap(), "--resume"]);

@@ -6,32 +6,8 @@ use std::time::Duration;
 use results::export::parse_cyclictest_histogram;
 use results::{RunFilter, Store};
 
+use crate::cdp::{png_size_with_ink, Browser};
 use crate::util::{machine_lock, run, run_json, spawn, temp_db, wait_timeout};
-
-/// Headless Chromium, as a user's browser would show a report.
-fn chromium() -> std::path::PathBuf {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|n| load::find_in_path(n))
-        .expect("chromium is not installed: apt install chromium (the README's test command does)")
-}
-
-fn run_chromium(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("running chromium")
-}
 
 /// A plan's report is one self-contained HTML file that a browser loads without errors
 /// or fetching anything, showing the plan's table with its headers, the plots as SVG,
@@ -77,23 +53,14 @@ rows = { "64" = [1.5, 1.6], "256" = [5.5, "-"] }
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(!text.contains("src=\"http") && !text.contains("href=\"http"));
 
-    let url = format!("file://{}", html.display());
-    let dom = run_chromium(&["--dump-dom", &url]);
-    assert!(
-        dom.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    let log = String::from_utf8_lossy(&dom.stderr);
-    for bad in [
-        "Uncaught",
-        "net::ERR_",
-        "Failed to load resource",
-        "Refused to",
-    ] {
-        assert!(!log.contains(bad), "the page logged `{bad}`: {log}");
-    }
+    let mut browser = Browser::launch();
+    let mut page = browser.open(1200, 1600);
+    let url = page.navigate(&html);
+    let dom_text = page
+        .eval("document.documentElement.outerHTML")
+        .as_str()
+        .unwrap()
+        .to_string();
     // The paper-shaped table, its headers and the published value beside ours.
     assert!(dom_text.contains("Mean latency by period and workload (ms)"));
     assert!(
@@ -104,36 +71,38 @@ rows = { "64" = [1.5, 1.6], "256" = [5.5, "-"] }
         assert!(dom_text.contains(header), "header {header} missing");
     }
     assert!(dom_text.contains("class=\"published\""));
-    // Plots: inline SVG drawn by the plotting library, one with a log count axis.
-    assert!(dom_text.matches("<svg").count() >= 3, "plots missing");
-    assert!(dom_text.contains("count (log)"));
+    // Plots: inline SVG in the plot contract, one with a log count axis.
+    let plots = page.eval("document.querySelectorAll('svg.plot').length");
+    assert!(plots.as_u64().unwrap_or(0) >= 3, "plots missing: {plots}");
+    let y_labels = page.eval(
+        "[...document.querySelectorAll('svg.plot text.axis-label.y')].map((t) => t.textContent)",
+    );
+    assert!(
+        y_labels
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "count (log)"),
+        "no plot with a `count (log)` axis: {y_labels}"
+    );
     // Runs with validity flags, and the machine with doctor's findings.
     assert!(dom_text.contains("memory locked") && dom_text.contains("realtime"));
     assert!(dom_text.contains("Doctor's findings"));
 
-    let shot = dir.path().join("shot.png");
-    let out = run_chromium(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=1200,1600",
-        &url,
-    ]);
+    let shot = page.screenshot_full();
+    png_size_with_ink(&shot, "the report's screenshot");
+    let log = page.log();
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        log.errors.is_empty(),
+        "the page logged errors: {:?}",
+        log.errors
     );
-    let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    let pixels = buf[..info.buffer_size()].chunks(channels);
-    let total = pixels.len();
-    let inked = pixels.filter(|p| p[..3].iter().any(|&c| c < 200)).count();
-    assert!(
-        inked * 100 > total,
-        "the screenshot is blank: {inked} of {total} pixels have ink"
-    );
+    let elsewhere: Vec<&String> = log
+        .requests
+        .iter()
+        .filter(|r| **r != url && !r.starts_with("data:"))
+        .collect();
+    assert!(elsewhere.is_empty(), "the page fetched {elsewhere:?}");
 }
 
 /// `compare` puts two plan runs side by side: a change far beyond the repeats' spread

@@ -300,7 +300,7 @@ fn check_rt_throttling() -> Finding {
         finding(
             id,
             Verdict::Ok,
-            format!("{runtime} us of every {period} us"),
+            machine::rt_share_words(&runtime, &period),
             "real-time threads may use this share of each CPU; enough for audio",
             "",
         )

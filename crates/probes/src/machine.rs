@@ -300,9 +300,40 @@ pub fn machine() -> Machine {
     }
 }
 
+/// The real-time share (`sched_rt_runtime_us` of every `sched_rt_period_us`) in words:
+/// `95 % (0.95 s of every 1 s)`; as read when either is not a number.
+pub(crate) fn rt_share_words(runtime_us: &str, period_us: &str) -> String {
+    let seconds = |us: f64| {
+        let text = format!("{:.6}", us * 1e-6);
+        format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
+    };
+    match (runtime_us.parse::<f64>(), period_us.parse::<f64>()) {
+        (Ok(r), Ok(p)) if p > 0.0 => format!(
+            "{:.0} % ({} of every {})",
+            100.0 * r / p,
+            seconds(r),
+            seconds(p)
+        ),
+        _ => format!("{runtime_us} us of every {period_us} us"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_real_time_share_reads_as_a_share_not_as_raw_microseconds() {
+        assert_eq!(
+            rt_share_words("950000", "1000000"),
+            "95 % (0.95 s of every 1 s)"
+        );
+        assert_eq!(
+            rt_share_words("500", "1000"),
+            "50 % (0.0005 s of every 0.001 s)"
+        );
+        assert_eq!(rt_share_words("x", "1000"), "x us of every 1000 us");
+    }
 
     #[test]
     fn bracketed_mode() {

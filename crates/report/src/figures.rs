@@ -235,11 +235,13 @@ fn deadline_lines(groups: &[Group]) -> Vec<RefLine> {
         }
     }
     let several = all.len() > 1;
+    let with_data = groups.iter().take(MAX_LINES).count();
     all.into_iter()
         .take(3)
         .map(|(d, labels)| RefLine {
             y: d,
-            label: if several {
+            // Whose deadline it is, unless every line's.
+            label: if several && labels.len() < with_data {
                 format!("deadline {} ({})", fmt_ns(d), labels.join(", "))
             } else {
                 format!("deadline {}", fmt_ns(d))
@@ -341,16 +343,43 @@ fn percentile_figure(data: &ReportData, metric: &str, groups: &[Group]) -> Optio
         plot.series.push(s);
     }
     plot.refs = deadline_lines(groups);
+    let mut bounds: Vec<u64> = Vec::new();
+    for g in groups
+        .iter()
+        .take(MAX_LINES)
+        .filter(|g| g.hist.overflows() > 0)
+    {
+        if !bounds.contains(&g.hist.bound()) {
+            bounds.push(g.hist.bound());
+            plot.refs.push(RefLine {
+                y: g.hist.bound() as f64,
+                label: format!("histogram bound {}", fmt_ns(g.hist.bound() as f64)),
+            });
+        }
+    }
     let svg = plot.svg()?;
-    let deadline = if plot.refs.is_empty() {
+    let bound = if groups
+        .iter()
+        .take(MAX_LINES)
+        .any(|g| g.hist.overflows() > 0)
+    {
+        " A line that stops short of its dot reached the histogram's bound: above it the samples were counted, not kept, and only the maximum is known."
+    } else {
+        ""
+    };
+    let deadline = if plot.refs.len() == bounds.len() {
         ""
     } else {
-        " The dashed line is the deadline."
+        if plot.refs.len() - bounds.len() > 1 {
+            " The dashed lines are the runs' deadlines."
+        } else {
+            " The dashed line is the deadline."
+        }
     };
     Some(Figure {
         id: format!("fig-percentiles-{}", slug(metric)),
         caption: format!(
-            "How to read it: the x axis is how rare a latency is, on a log scale: at 99% one sample in 100 was slower than the line, at 99.9% one in 1000. A flat line is a steady system; where it rises is where the tail starts. The dot at the right end of each line is its maximum.{deadline} One line per {}. {}.{}",
+            "How to read it: the x axis is how rare a latency is, on a log scale: at 99% one sample in 100 was slower than the line, at 99.9% one in 1000. A flat line is a steady system; where it rises is where the tail starts. The dot at the right end of each line is its maximum.{bound}{deadline} One line per {}. {}.{}",
             label_kind(data),
             samples_note(groups),
             lines_note(groups)

@@ -70,6 +70,15 @@ nav ul { columns: 2; margin: .4rem 0; }
 details summary { cursor: pointer; }
 section.summary { border: 1px solid var(--border); border-radius: 6px; padding: .2rem 1rem .8rem; margin-top: 1rem; }
 section.summary h2 { margin-top: .8rem; }
+section.summary h3 { margin-top: 1.1rem; }
+section.summary ul { padding-left: 1.4rem; }
+section.summary li { margin: .15rem 0; }
+section.summary li.ok, section.summary li.warn, section.summary li.fail { color: var(--fg); font-weight: normal; list-style: none; }
+section.summary li.ok::before, section.summary li.warn::before, section.summary li.fail::before { display: inline-block; width: 1.2rem; margin-left: -1.2rem; font-weight: 700; }
+section.summary li.ok::before { content: "\2713"; color: var(--ok); }
+section.summary li.warn::before { content: "!"; color: var(--warn); }
+section.summary li.fail::before { content: "\2717"; color: var(--fail); }
+section.summary span.run { color: var(--muted); }
 @media (max-width: 900px) {
   body { margin: 1rem auto; padding: 0 .6rem; }
   nav ul { columns: 1; }
@@ -173,6 +182,7 @@ pub fn render_with(data: &ReportData, extra: &str) -> String {
         }
     }
     out.push_str("</header>\n<main>\n");
+    out.push_str(&crate::summary::html(data));
     out.push_str(extra);
     let tables = paper::tables(data);
     out.push_str(&nav_html(data, !tables.is_empty()));

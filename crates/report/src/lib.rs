@@ -6,8 +6,11 @@
 //! for the terminal (summary tables, log-count histograms, doctor findings, run lists),
 //! lays out a plan's paper-shaped tables with the studies' published figures beside ours
 //! ([`paper`]), writes one self-contained HTML report with inline SVG plots drawn by
-//! our own small SVG writer ([`html`], [`plots`], [`figures`]), and compares two selections of runs
-//! ([`compare`]). It reads a report's data from the store ([`gather`]: reading only).
+//! our own small SVG writer ([`html`], [`figures`] choosing them, [`plots`] drawing
+//! them), and compares two selections of runs ([`compare`]). What the runs come to,
+//! the answer a reader wants first, is [`summary`] (the report's first section, and the
+//! end of `suite` and `run` in the terminal). It reads a report's data from the store
+//! ([`gather`]: reading only).
 //! Every function returns a value or a `String` (but [`html::write`], which writes the
 //! report's file where it is asked to, or beside the database); printing is the
 //! binary's job.
@@ -29,6 +32,7 @@ pub mod gather;
 pub mod html;
 pub mod paper;
 pub mod plots;
+pub mod summary;
 pub mod terminal;
 pub mod units;
 pub mod view;

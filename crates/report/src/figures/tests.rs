@@ -236,3 +236,38 @@ fn too_many_events_of_a_kind_are_counted_not_drawn_as_a_wall() {
         .caption
         .contains("Its 101 wake-ups above the histogram's bound are too many"));
 }
+
+#[test]
+fn a_long_run_merges_its_blocks_into_at_most_a_thousand_steps() {
+    let mut run = jitter_run(&[20_000, 30_000]);
+    run.series.push(results::Series {
+        name: "wakeup_latency_by_block".into(),
+        unit: "ns".into(),
+        columns: ["t_s", "cycles", "min_ns", "mean_ns", "max_ns"]
+            .map(String::from)
+            .to_vec(),
+        rows: (0..2_500)
+            .map(|i| {
+                let max = if i == 1_234 { 9e6 } else { 40e3 };
+                vec![f64::from(i) * 0.1, 100.0, 10e3, 20e3, max]
+            })
+            .collect(),
+    });
+    let data = ReportData {
+        cells: vec![cell("run 1", run, None)],
+        ..Default::default()
+    };
+    let figs = figures(&data);
+    let t = figs.iter().find(|f| f.id.starts_with("fig-time")).unwrap();
+    let max_series = &t.svg[t
+        .svg
+        .find("<g class=\"series s0\" data-series=\"max per block\">")
+        .unwrap()..];
+    let max_series = &max_series[..max_series.find("</g>").unwrap()];
+    assert!(max_series.matches("<circle class=\"tip\"").count() <= 1_000);
+    // The one slow block survives the merge.
+    assert!(
+        max_series.contains("max per block: 9.00 ms from"),
+        "merged away"
+    );
+}

@@ -77,7 +77,7 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
         caption.push_str(" Each step is one block of cycles (latencytest's graph).");
     }
     if marked > 0 {
-        caption.push_str(" Vertical lines: its events (hover for each).");
+        caption.push_str(" Dashed vertical lines: its events (hover for each).");
     }
     for (name, n) in &crowded {
         caption.push_str(&format!(
@@ -129,32 +129,57 @@ fn column(s: &results::Series, name: &str) -> Option<usize> {
     s.columns.iter().position(|c| c == name)
 }
 
+/// Steps drawn per series at most: a long run's blocks are merged, `MAX_STEPS` at most
+/// (the max of the maxima, the mean of the means), so a soak test's page stays small.
+const MAX_STEPS: usize = 1_000;
+
 /// A block's value held across its interval (a step per block), with its interval and
-/// value on hover.
-fn block_steps(label: &str, s: &results::Series, t: usize, v: usize) -> Series {
+/// value on hover; `merge` combines adjacent blocks' values when there are more than
+/// [`MAX_STEPS`].
+fn block_steps(
+    label: &str,
+    s: &results::Series,
+    (t, v): (usize, usize),
+    merge: fn(&[f64]) -> f64,
+) -> Series {
     let rows: Vec<&Vec<f64>> = s.rows.iter().filter(|row| row[t].is_finite()).collect();
-    let mut points = Vec::with_capacity(rows.len() * 2);
-    let mut tips = Vec::with_capacity(rows.len());
-    for (i, row) in rows.iter().enumerate() {
-        let start = row[t] * 1e9;
-        let width = match (rows.get(i + 1), i.checked_sub(1).and_then(|j| rows.get(j))) {
-            (Some(next), _) => next[t] * 1e9 - start,
-            (None, Some(prev)) => start - prev[t] * 1e9,
-            (None, None) => 0.0,
+    // Each block: (start ns, end ns, value).
+    let blocks: Vec<(f64, f64, f64)> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, row)| row[v].is_finite())
+        .map(|(i, row)| {
+            let start = row[t] * 1e9;
+            let width = match (rows.get(i + 1), i.checked_sub(1).and_then(|j| rows.get(j))) {
+                (Some(next), _) => next[t] * 1e9 - start,
+                (None, Some(prev)) => start - prev[t] * 1e9,
+                (None, None) => 0.0,
+            };
+            (start, start + width, row[v])
+        })
+        .collect();
+    let per_step = blocks.len().div_ceil(MAX_STEPS).max(1);
+    let mut points = Vec::with_capacity(blocks.len().min(MAX_STEPS) * 2);
+    let mut tips = Vec::with_capacity(blocks.len().min(MAX_STEPS));
+    for chunk in blocks.chunks(per_step) {
+        let (start, end) = (chunk[0].0, chunk[chunk.len() - 1].1);
+        let values: Vec<f64> = chunk.iter().map(|b| b.2).collect();
+        let value = merge(&values);
+        points.push((start, value));
+        points.push((end, value));
+        let over = if chunk.len() > 1 {
+            format!(" ({} blocks)", chunk.len())
+        } else {
+            String::new()
         };
-        if !row[v].is_finite() {
-            continue;
-        }
-        points.push((start, row[v]));
-        points.push((start + width, row[v]));
         tips.push((
-            start + width / 2.0,
-            row[v],
+            (start + end) / 2.0,
+            value,
             format!(
-                "{label}: {} from {} to {}",
-                fmt_ns(row[v]),
+                "{label}: {} from {} to {}{over}",
+                fmt_ns(value),
                 fmt_ns(start),
-                fmt_ns(start + width)
+                fmt_ns(end)
             ),
         ));
     }
@@ -163,15 +188,28 @@ fn block_steps(label: &str, s: &results::Series, t: usize, v: usize) -> Series {
     series
 }
 
+fn max_of(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+fn mean_of(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
 fn jitter_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
     let t = column(s, "t_s")?;
     let mut series = vec![
-        block_steps("max per block", s, t, column(s, "max_ns")?),
-        block_steps("mean per block", s, t, column(s, "mean_ns")?),
+        block_steps("max per block", s, (t, column(s, "max_ns")?), max_of),
+        block_steps("mean per block", s, (t, column(s, "mean_ns")?), mean_of),
     ];
     let mut refs = Vec::new();
     if let Some(c) = column(s, "completion_max_ns") {
-        series.push(block_steps("fragment completion, max per block", s, t, c));
+        series.push(block_steps(
+            "fragment completion, max per block",
+            s,
+            (t, c),
+            max_of,
+        ));
         if let Some(d) = r
             .measurement("fragment_completion")
             .and_then(|m| m.deadline)

@@ -39,8 +39,12 @@ pub enum Style {
     Line,
     /// A dot per point, each with its value on hover.
     Dots,
-    /// A line with a dot on each point (a sweep).
+    /// A dot on each point and a line through the mean at each x, in x order (a sweep
+    /// with repeats).
     LineDots,
+    /// As [`Style::LineDots`] with a dashed line and hollow dots: values from elsewhere
+    /// (a study's published figure) beside ours on the same axes.
+    Published,
 }
 
 /// A named series of points (x, y) in the axes' values (ns for durations).
@@ -178,6 +182,8 @@ svg.plot .s4 { color: var(--s4, #9467bd); } svg.plot .s5 { color: var(--s5, #8c5
 svg.plot .s6 { color: var(--s6, #e377c2); } svg.plot .s7 { color: var(--s7, #17becf); }
 svg.plot .series .line { fill: none; stroke: currentColor; stroke-width: 2; stroke-linejoin: round; }
 svg.plot .series .dot, svg.plot .series .max { fill: currentColor; stroke: none; }
+svg.plot .series .line.dashed { stroke-dasharray: 7 4; }
+svg.plot .series .dot.hollow { fill: var(--bg, Canvas); stroke: currentColor; stroke-width: 2; }
 svg.plot .series .tip { fill: currentColor; fill-opacity: 0; stroke: none; pointer-events: all; }
 svg.plot .series .tip:hover, svg.plot .series .dot:hover { fill-opacity: 1; stroke: var(--fg, currentColor); stroke-width: 1; }
 svg.plot .series.off, svg.plot .ref.off { display: none; }
@@ -189,7 +195,8 @@ svg.plot .legend-item.off { opacity: .4; }
 svg.plot .legend-item.off text { text-decoration: line-through; }
 svg.plot .ref line { stroke: var(--fg, currentColor); stroke-width: 1.5; stroke-dasharray: 7 4; }
 svg.plot .ref text { font-size: 12.5px; paint-order: stroke; stroke: var(--bg, Canvas); stroke-width: 4px; stroke-linejoin: round; }
-svg.plot .mark { stroke-width: 1.5; pointer-events: stroke; }
+svg.plot .mark { stroke-width: 1.5; stroke-dasharray: 5 3; pointer-events: stroke; }
+svg.plot .key line { stroke-dasharray: 5 3; }
 svg.plot .mark.underrun, svg.plot .mark.xrun, svg.plot .mark.miss, svg.plot .key.underrun line, svg.plot .key.xrun line, svg.plot .key.miss line { stroke: var(--fail, #e0453a); }
 svg.plot .mark.overflow, svg.plot .mark.skipped, svg.plot .key.overflow line, svg.plot .key.skipped line { stroke: var(--warn, #d98a00); }
 svg.plot .mark.load_exit, svg.plot .key.load_exit line { stroke: var(--fg, currentColor); stroke-dasharray: 3 3; }

@@ -84,6 +84,10 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .collect();
+    for s in &plot.series {
+        xs.extend(s.marked.iter().map(|m| m.0));
+        ys.extend(s.marked.iter().map(|m| m.1));
+    }
     xs.extend(plot.marks.iter().map(|m| m.x));
     xs.extend(plot.windows.iter().flat_map(|w| [w.x0, w.x1]));
     ys.extend(plot.refs.iter().map(|r| r.y));
@@ -128,16 +132,21 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
     for (i, s) in plot.series.iter().enumerate() {
         series(&mut out, plot, i, s, &xmap, &ymap);
     }
-    for r in &plot.refs {
+    // Labels alternate between the left and the right end, so close lines stay legible.
+    for (i, r) in plot.refs.iter().enumerate() {
         let Some(y) = ymap.px(r.y, false) else {
             continue;
         };
+        let (x, anchor) = if i % 2 == 0 {
+            (LEFT + 6.0, "start")
+        } else {
+            (WIDTH - RIGHT - 6.0, "end")
+        };
         let _ = write!(
             out,
-            "<g class=\"ref\"><line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"><title>{}</title></line><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            "<g class=\"ref\"><line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"><title>{}</title></line><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{}</text></g>",
             WIDTH - RIGHT,
             escape(&r.label),
-            LEFT + 6.0,
             y - 5.0,
             escape(&r.label)
         );
@@ -353,6 +362,29 @@ fn axes(out: &mut String, xmap: &Map, ymap: &Map) {
     out.push_str("</g>");
 }
 
+/// The points a series' line goes through: its points for a line; for a sweep (dots
+/// and a line) the mean at each x in x order, so repeats at one x do not zigzag.
+fn line_points(s: &Series) -> Vec<(f64, f64)> {
+    if s.style == Style::Line {
+        return s.points.clone();
+    }
+    let mut sorted = s.points.clone();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let x = sorted[i].0;
+        let same: Vec<f64> = sorted[i..]
+            .iter()
+            .take_while(|p| p.0 == x)
+            .map(|p| p.1)
+            .collect();
+        i += same.len();
+        out.push((x, same.iter().sum::<f64>() / same.len() as f64));
+    }
+    out
+}
+
 fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap: &Map) {
     let _ = write!(
         out,
@@ -361,10 +393,11 @@ fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap:
         escape(&s.label)
     );
     let at = |x: f64, y: f64| Some((xmap.px(x, false)?, ymap.px(y, true)?));
-    if matches!(s.style, Style::Line | Style::LineDots) {
+    if matches!(s.style, Style::Line | Style::LineDots | Style::Published) {
         let mut d = String::new();
         let mut pen_down = false;
-        for &(x, y) in &s.points {
+        let through = line_points(s);
+        for &(x, y) in &through {
             match at(x, y) {
                 Some((px, py)) => {
                     let _ = write!(d, "{}{px:.1} {py:.1}", if pen_down { "L" } else { "M" });
@@ -373,7 +406,12 @@ fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap:
                 None => pen_down = false,
             }
         }
-        let _ = write!(out, "<path class=\"line\" d=\"{d}\"/>");
+        let class = if s.style == Style::Published {
+            "line dashed"
+        } else {
+            "line"
+        };
+        let _ = write!(out, "<path class=\"{class}\" d=\"{d}\"/>");
     }
     let text = |x: f64, y: f64| {
         let prefix = if s.label.is_empty() {
@@ -408,9 +446,14 @@ fn series(out: &mut String, plot: &Plot, i: usize, s: &Series, xmap: &Map, ymap:
             dot("tip", 5.0, x, y, &text(x, y));
         }
     }
-    if matches!(s.style, Style::Dots | Style::LineDots) {
+    if matches!(s.style, Style::Dots | Style::LineDots | Style::Published) {
+        let class = if s.style == Style::Published {
+            "dot hollow"
+        } else {
+            "dot"
+        };
         for &(x, y) in &s.points {
-            dot("dot", 4.0, x, y, &text(x, y));
+            dot(class, 4.0, x, y, &text(x, y));
         }
     }
     for (x, y, tip) in &s.marked {

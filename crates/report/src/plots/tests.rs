@@ -210,3 +210,53 @@ fn marks_and_windows_are_drawn_with_their_text_and_keyed() {
     assert!(svg.contains(">time since start (s)</text>"));
     assert!(svg.contains(">latency (us)</text>"));
 }
+
+#[test]
+fn published_values_are_a_dashed_line_with_hollow_dots() {
+    let mut plot = Plot::new(
+        "mean latency against the buffer",
+        Axis::duration("buffer", Scale::Linear),
+        Axis::duration("mean latency", Scale::Linear),
+    );
+    plot.series
+        .push(Series::dots("ours", vec![(1e6, 3e6), (2e6, 5e6)], true));
+    let mut published = Series::dots("published", vec![(1e6, 3.5e6), (2e6, 6e6)], true);
+    published.style = Style::Published;
+    plot.series.push(published);
+    let svg = plot.svg().unwrap();
+    assert!(svg.contains("<path class=\"line dashed\""));
+    assert_eq!(svg.matches("class=\"dot hollow\"").count(), 2);
+    assert_eq!(svg.matches("class=\"dot\"").count(), 2);
+}
+
+#[test]
+fn a_sweep_line_goes_through_the_mean_at_each_x_and_close_deadlines_alternate_sides() {
+    let mut plot = Plot::new(
+        "sweep",
+        Axis::duration("buffer", Scale::Linear),
+        Axis::duration("latency", Scale::Linear),
+    );
+    // Two repeats at 2 ms, out of order.
+    plot.series.push(Series::dots(
+        "ours",
+        vec![(2e6, 4e6), (1e6, 2e6), (2e6, 6e6)],
+        true,
+    ));
+    plot.refs = vec![
+        RefLine {
+            y: 7e6,
+            label: "a".into(),
+        },
+        RefLine {
+            y: 7.1e6,
+            label: "b".into(),
+        },
+    ];
+    let svg = plot.svg().unwrap();
+    let d = &svg[svg.find("<path class=\"line\" d=\"").unwrap() + 23..];
+    let d = &d[..d.find('"').unwrap()];
+    assert_eq!(d.matches('L').count(), 1, "{d}");
+    assert_eq!(svg.matches("class=\"dot\"").count(), 3);
+    assert!(svg.contains("text-anchor=\"start\">a</text>"));
+    assert!(svg.contains("text-anchor=\"end\">b</text>"));
+}

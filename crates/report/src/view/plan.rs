@@ -163,13 +163,14 @@ pub fn summary_json(s: &PlanSummary) -> Value {
     })
 }
 
-/// The tables, the summary line, where the report is, and how to continue.
+/// The tables, the answer of the runs ([`crate::summary::text`]), the summary line,
+/// where the report is, and how to continue.
 pub fn summary_text(s: &PlanSummary) -> String {
     let group = s.group;
     let mut out = s
         .data
         .as_ref()
-        .map(crate::paper::tables_text)
+        .map(|d| crate::paper::tables_text(d) + &crate::summary::text(d))
         .unwrap_or_default();
     out.push_str(&format!(
         "\nplan run {group} ({}): {} of {} cells complete{} in {}; stored in {}\n",

@@ -5,6 +5,7 @@ use results::Measurement;
 use serde_json::{json, Value};
 
 use crate::terminal::{headline_cells, Table};
+use crate::units::fmt_count;
 
 /// One scenario of a suite, as printed.
 #[derive(Debug, Clone, Copy)]
@@ -25,11 +26,13 @@ pub struct SuiteRow<'a> {
     pub note: &'a str,
 }
 
-/// The suite's table, each row's note, where its runs are stored and its report (when
+/// The suite's table, each row's note, the answer of its stored runs (`data`, when read
+/// back: [`crate::summary::text`]), where its runs are stored and its report (when
 /// written).
 pub fn text(
     group: results::GroupId,
     rows: &[SuiteRow<'_>],
+    data: Option<&crate::data::ReportData>,
     db: &std::path::Path,
     report: Option<&std::path::Path>,
 ) -> String {
@@ -71,6 +74,9 @@ pub fn text(
     out.push_str(&t.render());
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
         out.push_str(&format!("{}: {}\n", r.label, r.note));
+    }
+    if let Some(d) = data {
+        out.push_str(&crate::summary::text(d));
     }
     out.push_str(&format!(
         "\nstored in {}; `audiolat runs --group {group}` lists the runs, `audiolat show <run>` shows one\n",
@@ -120,7 +126,10 @@ pub fn roundtrip_note(verdict: String, frames: Option<(f64, u32)>) -> String {
 pub fn net_note(synth: Option<(u64, u64, u64)>, synth_adds_ns: Option<f64>) -> String {
     match synth {
         Some((misses, answered, lost)) => format!(
-            "{misses} of {answered} blocks missed the 1.41 ms deadline; {lost} lost{}",
+            "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
+            fmt_count(misses),
+            fmt_count(answered),
+            fmt_count(lost),
             synth_adds_ns.map_or_else(String::new, |ns| format!(
                 "; the synth adds {} after the last packet",
                 crate::terminal::fmt_ns(ns)

@@ -1,0 +1,265 @@
+//! The answer as the report's first section and as the terminal's last lines: the same
+//! sentences in both.
+
+use std::fmt::Write as _;
+
+use super::{answer, fmt_rate, run_ref, runs_ref, Answer, BackendAnswer, DeadlineAnswer, Mark};
+use crate::data::ReportData;
+use crate::html::escape;
+use crate::units::{fmt_count, fmt_ns};
+
+/// What the summary says when no run measured anything it reads.
+const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip or network-audio run completed in what this report covers";
+
+/// `JACK (jackd -d dummy), idle: 128 frames (2.90 ms at 44.1 kHz) held, event latency
+/// 7.29 ms, round trip 2.90 ms; 64 frames did not hold (3 under-runs)`.
+fn backend_line(b: &BackendAnswer) -> String {
+    let mut out = match &b.source {
+        Some(source) => format!("{source}: {}, {}: ", b.backend, b.load),
+        None => format!("{}, {}: ", b.backend, b.load),
+    };
+    match b.smallest_held {
+        Some(h) => {
+            let _ = write!(
+                out,
+                "{} frames ({} at {}) held",
+                h.period_frames,
+                fmt_ns(h.period_ns()),
+                fmt_rate(h.rate_hz)
+            );
+            let (held, runs) = b.runs_held_at_smallest;
+            if held < runs {
+                let _ = write!(out, " in {held} of {runs} runs");
+            }
+            if let Some(ns) = b.event_latency_ns {
+                let _ = write!(out, ", event latency {}", fmt_ns(ns));
+            }
+            if let Some(ns) = b.roundtrip_ns {
+                let _ = write!(out, ", round trip {}", fmt_ns(ns));
+            }
+        }
+        None => out.push_str("no buffer tried held"),
+    }
+    match &b.failed_below {
+        Some((f, under)) => {
+            let _ = write!(out, "; {} frames did not hold", f.period_frames);
+            if let Some(n) = under.filter(|n| *n > 0) {
+                let _ = write!(out, " ({} under-runs)", fmt_count(n));
+            }
+        }
+        None if b.smallest_held.is_some() => {
+            let tried: Vec<String> = b.tried_frames.iter().map(|f| f.to_string()).collect();
+            let _ = write!(
+                out,
+                "; nothing smaller tried (frames tried: {})",
+                tried.join(", ")
+            );
+        }
+        None => {}
+    }
+    out
+}
+
+/// `fragment under-runs (3x32 frames at 44.1 kHz, idle): 0 of 13 782 missed 1.45 ms
+/// (run 3)`.
+fn deadline_line(d: &DeadlineAnswer) -> String {
+    let deadline = if d.deadline_max_ns > d.deadline_min_ns {
+        format!(
+            "{} to {}",
+            fmt_ns(d.deadline_min_ns),
+            fmt_ns(d.deadline_max_ns)
+        )
+    } else {
+        fmt_ns(d.deadline_min_ns)
+    };
+    format!(
+        "{}: {} of {} missed {deadline} ({})",
+        d.what,
+        fmt_count(d.misses),
+        fmt_count(d.count),
+        runs_ref(&d.run_ids)
+    )
+}
+
+fn deadline_mark(d: &DeadlineAnswer) -> Mark {
+    if d.misses == 0 {
+        Mark::Ok
+    } else {
+        Mark::Fail
+    }
+}
+
+fn machine_line(a: &Answer) -> Option<String> {
+    match (&a.machine, &a.doctor) {
+        (Some(m), Some(d)) => Some(format!("{m}; doctor: {d}")),
+        (Some(m), None) => Some(m.clone()),
+        (None, Some(d)) => Some(format!("doctor: {d}")),
+        (None, None) => None,
+    }
+}
+
+/// The report's first section: `<section id="summary" class="summary">`, with the
+/// verdicts (`<ul class="verdicts">`, each `<li>` classed `ok`, `warn` or `fail`), the
+/// smallest buffer per backend, the wake-up latencies, the deadlines and the caveats
+/// (`<ul class="caveats">`). No inline styles; every number in chosen units.
+pub fn html(data: &ReportData) -> String {
+    let a = answer(data);
+    let mut out = String::from("<section id=\"summary\" class=\"summary\">\n<h2>The answer</h2>\n");
+    if let Some(m) = machine_line(&a) {
+        let _ = writeln!(out, "<p class=\"machine\">{}</p>", escape(&m));
+    }
+    if !a.measured_anything() {
+        let _ = writeln!(out, "<p class=\"nothing\">{}</p>", escape(NOTHING));
+    }
+    if !a.verdicts.is_empty() {
+        out.push_str("<ul class=\"verdicts\">\n");
+        for v in &a.verdicts {
+            let _ = writeln!(
+                out,
+                "<li class=\"{}\">{} <span class=\"run\">({})</span></li>",
+                v.mark.class(),
+                escape(&v.text),
+                runs_ref(&v.run_ids)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    if !a.backends.is_empty() {
+        out.push_str("<h3>The smallest buffer that held</h3>\n<ul class=\"backends\">\n");
+        for b in &a.backends {
+            let (held, runs) = b.runs_held_at_smallest;
+            let mark = match b.smallest_held {
+                None => Mark::Fail,
+                Some(_) if held < runs => Mark::Warn,
+                Some(_) => Mark::Ok,
+            };
+            let _ = writeln!(
+                out,
+                "<li class=\"{}\">{}</li>",
+                mark.class(),
+                escape(&backend_line(b))
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    if !a.wakeups.is_empty() {
+        out.push_str("<h3>Wake-up latency</h3>\n<table class=\"wakeup\"><thead><tr><th>run</th><th class=\"label\">condition</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead><tbody>\n");
+        for w in &a.wakeups {
+            let over = w.period_ns.is_some_and(|p| w.max_ns > p);
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td class=\"label\">{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+                run_ref(w.run_id),
+                escape(&w.condition),
+                fmt_ns(w.p99_ns),
+                fmt_ns(w.p999_ns),
+                if over { "warn" } else { "ok" },
+                fmt_ns(w.max_ns)
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    if !a.deadlines.is_empty() {
+        out.push_str("<h3>Deadlines</h3>\n<ul class=\"deadlines\">\n");
+        for d in &a.deadlines {
+            let _ = writeln!(
+                out,
+                "<li class=\"{}\">{}</li>",
+                deadline_mark(d).class(),
+                escape(&deadline_line(d))
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    if !a.caveats.is_empty() {
+        out.push_str("<h3>What to know</h3>\n<ul class=\"caveats\">\n");
+        for c in &a.caveats {
+            let _ = writeln!(out, "<li>{}</li>", escape(c));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !a.not_run.is_empty() {
+        out.push_str("<h3>Not run here</h3>\n<ul class=\"not-run\">\n");
+        for n in &a.not_run {
+            let _ = writeln!(out, "<li>{}</li>", escape(n));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+fn mark_word(m: Mark) -> &'static str {
+    match m {
+        Mark::Ok => "ok  ",
+        Mark::Warn => "WARN",
+        Mark::Fail => "FAIL",
+    }
+}
+
+/// The same answer for the terminal: printed at the end of `audiolat suite` and
+/// `audiolat run`.
+pub fn text(data: &ReportData) -> String {
+    let a = answer(data);
+    let mut out = String::from("\nThe answer");
+    match machine_line(&a) {
+        Some(m) => {
+            let _ = writeln!(out, " ({m})");
+        }
+        None => out.push('\n'),
+    }
+    if !a.measured_anything() {
+        let _ = writeln!(out, "  {NOTHING}");
+    }
+    for v in &a.verdicts {
+        let _ = writeln!(
+            out,
+            "  {} {} ({})",
+            mark_word(v.mark),
+            v.text,
+            runs_ref(&v.run_ids)
+        );
+    }
+    if !a.backends.is_empty() {
+        out.push_str("smallest buffer that held:\n");
+        for b in &a.backends {
+            let _ = writeln!(out, "  {}", backend_line(b));
+        }
+    }
+    if !a.wakeups.is_empty() {
+        out.push_str("wake-up latency:\n");
+        let mut t = crate::terminal::Table::new(&["  run", "condition", "p99", "p99.9", "max"])
+            .left_align(&[1]);
+        for w in &a.wakeups {
+            t.row(vec![
+                format!("  {}", run_ref(w.run_id)),
+                w.condition.clone(),
+                fmt_ns(w.p99_ns),
+                fmt_ns(w.p999_ns),
+                fmt_ns(w.max_ns),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    if !a.deadlines.is_empty() {
+        out.push_str("deadlines:\n");
+        for d in &a.deadlines {
+            let _ = writeln!(
+                out,
+                "  {} {}",
+                mark_word(deadline_mark(d)),
+                deadline_line(d)
+            );
+        }
+    }
+    if !a.caveats.is_empty() {
+        out.push_str("what to know:\n");
+        for c in &a.caveats {
+            let _ = writeln!(out, "  - {c}");
+        }
+    }
+    for n in &a.not_run {
+        let _ = writeln!(out, "  not run here: {n}");
+    }
+    out
+}
