@@ -12,6 +12,7 @@
 //! suite` and `audiolat run`. A value nobody measured is absent, never 0; a probe that
 //! did not run is not in the answer.
 
+mod buffers;
 mod caveats;
 mod render;
 mod verdicts;
@@ -19,11 +20,13 @@ mod verdicts;
 #[cfg(test)]
 mod tests;
 
-use results::{RunId, RunStatus};
+use results::{RunId, Summary};
 use serde_json::Value;
 
 use crate::data::{ReportData, RunData};
 
+pub(crate) use buffers::{buffer_of, skipped_of, underruns_of};
+pub use buffers::{Buffer, FailedBuffer};
 pub use render::{html, text};
 
 /// How a verdict reads: the class it gets in the HTML (`ok`, `warn`, `fail`).
@@ -61,22 +64,6 @@ pub struct VerdictLine {
     pub text: String,
 }
 
-/// An audio buffer as a backend ran it: its period at its rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Buffer {
-    /// Frames per period.
-    pub period_frames: u64,
-    /// Sample rate, Hz.
-    pub rate_hz: f64,
-}
-
-impl Buffer {
-    /// The period's duration, ns.
-    pub fn period_ns(&self) -> f64 {
-        self.period_frames as f64 * 1e9 / self.rate_hz
-    }
-}
-
 /// What one audio backend under one load came to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendAnswer {
@@ -87,20 +74,29 @@ pub struct BackendAnswer {
     pub backend: String,
     /// The load, e.g. `idle`, `under cpu load`.
     pub load: String,
-    /// The smallest period that held (a run with no under-run), if one did.
+    /// The shortest buffer in time that held (a complete run with no under-run), if
+    /// one did; of two as short, the one that gave the lower latency.
     pub smallest_held: Option<Buffer>,
-    /// The largest period below `smallest_held` (or any, when none held) that did not
-    /// hold, with the most under-runs one of its runs counted.
-    pub failed_below: Option<(Buffer, Option<u64>)>,
-    /// Of the runs at `smallest_held`'s period, how many held and how many there were
+    /// The longest buffer shorter than `smallest_held` (or any, when none held) whose
+    /// complete runs did not hold, with the most under-runs one of them counted.
+    pub failed_below: Option<FailedBuffer>,
+    /// Of the complete runs at `smallest_held`, how many held and how many there were
     /// (a noisy machine can hold a setting in one run and not in the next).
     pub runs_held_at_smallest: (usize, usize),
     /// The event latency at `smallest_held` (median of the runs' medians), ns.
     pub event_latency_ns: Option<f64>,
+    /// Whether a median in `event_latency_ns` is a histogram's bound ("at least").
+    pub event_latency_clamped: bool,
     /// The round trip at `smallest_held` (median of the runs' medians), ns.
     pub roundtrip_ns: Option<f64>,
-    /// The periods tried, smallest first.
-    pub tried_frames: Vec<u64>,
+    /// Whether a median in `roundtrip_ns` is a histogram's bound ("at least").
+    pub roundtrip_clamped: bool,
+    /// Settings whose runs were stopped before their end: they judge nothing.
+    pub not_finished: Vec<Buffer>,
+    /// Settings whose runs failed (refused, the server gone): they judge nothing.
+    pub failed_runs: Vec<Buffer>,
+    /// The settings tried, shortest buffer first.
+    pub tried: Vec<Buffer>,
 }
 
 /// The wake-up latency of one jitter run.
@@ -120,6 +116,17 @@ pub struct WakeupAnswer {
     pub p999_ns: f64,
     /// The largest, ns.
     pub max_ns: f64,
+    /// When a percentile fell among the histogram's overflows, its bound: a percentile
+    /// at it means "at least".
+    pub clamped_at: Option<f64>,
+}
+
+impl WakeupAnswer {
+    /// Whether a percentile of this run is only a bound ("at least").
+    pub fn clamped(&self) -> bool {
+        self.clamped_at
+            .is_some_and(|b| self.p99_ns >= b || self.p999_ns >= b)
+    }
 }
 
 /// A deadline the runs judged their values against, and how many missed it: one per
@@ -143,8 +150,8 @@ pub struct DeadlineAnswer {
 /// Everything the summary says, computed from the stored runs only.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Answer {
-    /// The machine in words (from the first run), `None` without runs.
-    pub machine: Option<String>,
+    /// The machines in words, each distinct one once, in run order (none without runs).
+    pub machines: Vec<String>,
     /// Doctor's tally (`22 ok, 5 warn, 1 fail`), when the report has its findings.
     pub doctor: Option<String>,
     /// Per audio backend and load, in the order first run.
@@ -174,12 +181,23 @@ impl Answer {
 /// The answer of a report's runs.
 pub fn answer(data: &ReportData) -> Answer {
     let runs: Vec<&RunData> = data.runs().collect();
+    let mut machines: Vec<String> = Vec::new();
+    for m in runs.iter().map(|r| machine_words(&r.record.machine)) {
+        if !machines.contains(&m) {
+            machines.push(m);
+        }
+    }
     let mut a = Answer {
-        machine: runs.first().map(|r| machine_words(&r.record.machine)),
+        machines,
         doctor: data.doctor.as_ref().map(|f| doctor_tally(f)),
         ..Answer::default()
     };
-    a.verdicts = verdicts::merged(runs.iter().filter_map(|r| verdicts::of(r)).collect());
+    a.verdicts = verdicts::merged(
+        data.cells
+            .iter()
+            .filter_map(|c| verdicts::of(c.run.as_ref()?, &verdicts::variant(c)))
+            .collect(),
+    );
     for r in &runs {
         if let Some(w) = wakeup(r) {
             a.wakeups.push(w);
@@ -197,7 +215,7 @@ pub fn answer(data: &ReportData) -> Answer {
             }
         }
     }
-    a.backends = backends(data);
+    a.backends = buffers::backends(data);
     a.caveats = caveats::of(&runs, data.doctor.as_deref());
     a.not_run = data
         .cells
@@ -310,50 +328,10 @@ pub(crate) fn backend_words(r: &RunData) -> String {
     }
 }
 
-/// An audio run's buffer, when it stored one: on a PipeWire, the quantum and rate its
-/// graph was measured to grant (what ran), else the stream's period and rate.
-pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
-    let res = &r.record.result;
-    let cfg = &r.record.config;
-    let period_frames = cfg["server"]["quantum_granted_frames"]
-        .as_u64()
-        .or_else(|| res["period_frames"].as_u64())
-        .or_else(|| cfg["period_frames"].as_u64())?;
-    let rate_hz = cfg["server"]["rate_granted_hz"]
-        .as_f64()
-        .or_else(|| res["rate_hz"].as_f64())
-        .or_else(|| cfg["rate_hz"].as_f64())
-        .filter(|r| *r > 0.0)?;
-    Some(Buffer {
-        period_frames,
-        rate_hz,
-    })
-}
-
-/// An audio run's under-runs (steady-state xruns and skipped cycles), when it counted.
-pub(crate) fn underruns_of(r: &RunData) -> Option<u64> {
-    let res = &r.record.result;
-    match r.record.probe.as_str() {
-        "event" => {
-            let u = &res["underruns"];
-            Some(u["steady"].as_u64()? + u["skipped_cycles_steady"].as_u64().unwrap_or(0))
-        }
-        "roundtrip" => Some(res["xruns"].as_u64()? + res["skipped_cycles"].as_u64().unwrap_or(0)),
-        _ => None,
-    }
-}
-
-/// Whether an audio run held its buffer: it completed, counted no under-run, and (a
-/// round trip) found its loop with no step in its delay.
-pub(crate) fn held(r: &RunData) -> bool {
-    let res = &r.record.result;
-    let complete = r.record.status == RunStatus::Complete
-        && res["end"].as_str().is_none_or(|e| e == "complete");
-    let steady_loop = r.record.probe != "roundtrip"
-        || (res["no_loop"].as_bool() != Some(true)
-            && res["delay_changes"].as_array().is_none_or(|d| d.is_empty())
-            && r.measurement("roundtrip").is_some_and(|m| m.count() > 0));
-    complete && steady_loop && underruns_of(r) == Some(0)
+/// A percentile as printed: `>=1.00 s` when it is only the histogram's bound, like
+/// [`crate::terminal::fmt_percentile`].
+pub(crate) fn fmt_p(s: &Summary, v: f64) -> String {
+    crate::terminal::fmt_percentile(s, v, "ns")
 }
 
 /// The median of a run's main metric, ns.
@@ -372,106 +350,6 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
-}
-
-fn backends(data: &ReportData) -> Vec<BackendAnswer> {
-    // In a report of several subjects (`report A B`), each subject's runs apart.
-    let audio: Vec<(&RunData, Option<&str>)> = data
-        .cells
-        .iter()
-        .filter_map(|c| c.run.as_ref().map(|r| (r, c.source.as_deref())))
-        .filter(|(r, _)| matches!(r.record.probe.as_str(), "event" | "roundtrip"))
-        .filter(|(r, _)| buffer_of(r).is_some())
-        .collect();
-    let key = |r: &RunData, source: Option<&str>| {
-        (source.map(str::to_string), backend_words(r), load_words(r))
-    };
-    let mut keys: Vec<(Option<String>, String, String)> = Vec::new();
-    for (r, source) in &audio {
-        let k = key(r, *source);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.into_iter()
-        .map(|k| {
-            let mine: Vec<&RunData> = audio
-                .iter()
-                .filter(|(r, source)| key(r, *source) == k)
-                .map(|(r, _)| *r)
-                .collect();
-            let (source, backend, load) = k;
-            BackendAnswer {
-                source,
-                ..one_backend(backend, load, &mine)
-            }
-        })
-        .collect()
-}
-
-fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswer {
-    let mut tried_frames: Vec<u64> = runs
-        .iter()
-        .filter_map(|r| buffer_of(r).map(|b| b.period_frames))
-        .collect();
-    tried_frames.sort_unstable();
-    tried_frames.dedup();
-    let smallest_held = runs
-        .iter()
-        .filter(|r| held(r))
-        .filter_map(|r| buffer_of(r))
-        .min_by_key(|b| b.period_frames);
-    let failed: Vec<(Buffer, Option<u64>)> = runs
-        .iter()
-        .filter(|r| !held(r))
-        .filter_map(|r| buffer_of(r).map(|b| (b, underruns_of(r))))
-        .filter(|(b, _)| smallest_held.is_none_or(|h| b.period_frames < h.period_frames))
-        .collect();
-    // The largest that failed, with the most under-runs any of its runs counted.
-    let failed_below = failed
-        .iter()
-        .map(|(b, _)| b.period_frames)
-        .max()
-        .and_then(|frames| {
-            let at: Vec<&(Buffer, Option<u64>)> = failed
-                .iter()
-                .filter(|(b, _)| b.period_frames == frames)
-                .collect();
-            let most = at.iter().filter_map(|(_, n)| *n).max();
-            at.first().map(|(b, _)| (*b, most))
-        });
-    let at_held = |metric: &str| {
-        let h = smallest_held?;
-        median(
-            runs.iter()
-                .filter(|r| {
-                    held(r) && buffer_of(r).map(|b| b.period_frames) == Some(h.period_frames)
-                })
-                .filter_map(|r| median_ns(r, metric))
-                .collect(),
-        )
-    };
-    let at_smallest: Vec<&&RunData> = runs
-        .iter()
-        .filter(|r| {
-            smallest_held.is_some()
-                && buffer_of(r).map(|b| b.period_frames) == smallest_held.map(|h| h.period_frames)
-        })
-        .collect();
-    BackendAnswer {
-        source: None,
-        runs_held_at_smallest: (
-            at_smallest.iter().filter(|r| held(r)).count(),
-            at_smallest.len(),
-        ),
-        event_latency_ns: at_held("event_latency"),
-        roundtrip_ns: at_held("roundtrip"),
-        backend,
-        load,
-        smallest_held,
-        failed_below,
-        tried_frames,
-    }
 }
 
 /// The condition a jitter run ran under, in words.
@@ -500,6 +378,7 @@ fn wakeup(r: &RunData) -> Option<WakeupAnswer> {
         p99_ns: s.p99,
         p999_ns: s.p999,
         max_ns: s.max,
+        clamped_at: s.clamped_at,
     })
 }
 

@@ -3,7 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::{answer, fmt_rate, run_ref, runs_ref, Answer, BackendAnswer, DeadlineAnswer, Mark};
+use super::{
+    answer, fmt_rate, run_ref, runs_ref, Answer, BackendAnswer, Buffer, DeadlineAnswer, Mark,
+    WakeupAnswer,
+};
 use crate::data::ReportData;
 use crate::html::escape;
 use crate::units::{fmt_count, fmt_ns};
@@ -11,20 +14,26 @@ use crate::units::{fmt_count, fmt_ns};
 /// What the summary says when no run measured anything it reads.
 const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip or network-audio run completed in what this report covers";
 
-/// `JACK (jackd -d dummy), idle: 128 frames (2.90 ms at 44.1 kHz) held, event latency
-/// 7.29 ms, round trip 2.90 ms; 64 frames did not hold (3 under-runs)`.
+/// `JACK (jackd -d dummy), idle: 64/128 frames (2.67 ms buffer at 48 kHz) held, event
+/// latency 7.29 ms, round trip 2.90 ms; 32/64 frames did not hold (3 under-runs)`.
 fn backend_line(b: &BackendAnswer) -> String {
     let mut out = match &b.source {
         Some(source) => format!("{source}: {}, {}: ", b.backend, b.load),
         None => format!("{}, {}: ", b.backend, b.load),
     };
+    let at_least = |clamped: bool| if clamped { ">=" } else { "" };
     match b.smallest_held {
         Some(h) => {
+            let what = if h.buffer_frames.is_some() {
+                "buffer"
+            } else {
+                "period"
+            };
             let _ = write!(
                 out,
-                "{} frames ({} at {}) held",
-                h.period_frames,
-                fmt_ns(h.period_ns()),
+                "{} frames ({} {what} at {}) held",
+                h.frames_words(),
+                fmt_ns(h.buffer_ns()),
                 fmt_rate(h.rate_hz)
             );
             let (held, runs) = b.runs_held_at_smallest;
@@ -32,30 +41,51 @@ fn backend_line(b: &BackendAnswer) -> String {
                 let _ = write!(out, " in {held} of {runs} runs");
             }
             if let Some(ns) = b.event_latency_ns {
-                let _ = write!(out, ", event latency {}", fmt_ns(ns));
+                let c = at_least(b.event_latency_clamped);
+                let _ = write!(out, ", event latency {c}{}", fmt_ns(ns));
             }
             if let Some(ns) = b.roundtrip_ns {
-                let _ = write!(out, ", round trip {}", fmt_ns(ns));
+                let c = at_least(b.roundtrip_clamped);
+                let _ = write!(out, ", round trip {c}{}", fmt_ns(ns));
             }
         }
         None => out.push_str("no buffer tried held"),
     }
     match &b.failed_below {
-        Some((f, under)) => {
-            let _ = write!(out, "; {} frames did not hold", f.period_frames);
-            if let Some(n) = under.filter(|n| *n > 0) {
-                let _ = write!(out, " ({} under-runs)", fmt_count(n));
+        Some(f) => {
+            let _ = write!(out, "; {} frames did not hold", f.buffer.frames_words());
+            let mut why: Vec<String> = Vec::new();
+            if let Some(n) = f.underruns.filter(|n| *n > 0) {
+                why.push(format!("{} under-runs", fmt_count(n)));
+            }
+            if let Some(n) = f.skipped_cycles.filter(|n| *n > 0) {
+                why.push(format!("{} skipped cycles", fmt_count(n)));
+            }
+            if !why.is_empty() {
+                let _ = write!(out, " ({})", why.join(", "));
             }
         }
         None if b.smallest_held.is_some() => {
-            let tried: Vec<String> = b.tried_frames.iter().map(|f| f.to_string()).collect();
+            let tried: Vec<String> = b.tried.iter().map(|f| f.frames_words()).collect();
             let _ = write!(
                 out,
-                "; nothing smaller tried (frames tried: {})",
+                "; nothing smaller was tried (tried: {} frames)",
                 tried.join(", ")
             );
         }
         None => {}
+    }
+    let list = |v: &[Buffer]| {
+        v.iter()
+            .map(|b| b.frames_words())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !b.not_finished.is_empty() {
+        let _ = write!(out, "; not finished at {} frames", list(&b.not_finished));
+    }
+    if !b.failed_runs.is_empty() {
+        let _ = write!(out, "; failed at {} frames", list(&b.failed_runs));
     }
     out
 }
@@ -89,12 +119,24 @@ fn deadline_mark(d: &DeadlineAnswer) -> Mark {
     }
 }
 
-fn machine_line(a: &Answer) -> Option<String> {
-    match (&a.machine, &a.doctor) {
-        (Some(m), Some(d)) => Some(format!("{m}; doctor: {d}")),
-        (Some(m), None) => Some(m.clone()),
-        (None, Some(d)) => Some(format!("doctor: {d}")),
-        (None, None) => None,
+/// The machines, one line each, doctor's tally after the last.
+fn machine_lines(a: &Answer) -> Vec<String> {
+    let mut out = a.machines.clone();
+    if let Some(d) = &a.doctor {
+        match out.last_mut() {
+            Some(m) if a.machines.len() == 1 => m.push_str(&format!("; doctor: {d}")),
+            _ => out.push(format!("doctor: {d}")),
+        }
+    }
+    out
+}
+
+/// A wake-up percentile as printed: `>=` before a histogram's bound.
+fn wakeup_p(w: &WakeupAnswer, v: f64) -> String {
+    if w.clamped_at.is_some_and(|b| v >= b) {
+        format!(">={}", fmt_ns(v))
+    } else {
+        fmt_ns(v)
     }
 }
 
@@ -105,7 +147,7 @@ fn machine_line(a: &Answer) -> Option<String> {
 pub fn html(data: &ReportData) -> String {
     let a = answer(data);
     let mut out = String::from("<section id=\"summary\" class=\"summary\">\n<h2>The answer</h2>\n");
-    if let Some(m) = machine_line(&a) {
+    for m in machine_lines(&a) {
         let _ = writeln!(out, "<p class=\"machine\">{}</p>", escape(&m));
     }
     if !a.measured_anything() {
@@ -146,14 +188,18 @@ pub fn html(data: &ReportData) -> String {
         out.push_str("<h3>Wake-up latency</h3>\n<table class=\"wakeup\"><thead><tr><th>run</th><th class=\"label\">condition</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead><tbody>\n");
         for w in &a.wakeups {
             let over = w.period_ns.is_some_and(|p| w.max_ns > p);
+            let class = |warn: bool| if warn { "warn" } else { "ok" };
+            let clamped = |v: f64| w.clamped_at.is_some_and(|b| v >= b);
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td class=\"label\">{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+                "<tr><td>{}</td><td class=\"label\">{}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td></tr>",
                 run_ref(w.run_id),
                 escape(&w.condition),
-                fmt_ns(w.p99_ns),
-                fmt_ns(w.p999_ns),
-                if over { "warn" } else { "ok" },
+                class(clamped(w.p99_ns)),
+                escape(&wakeup_p(w, w.p99_ns)),
+                class(clamped(w.p999_ns)),
+                escape(&wakeup_p(w, w.p999_ns)),
+                class(over),
                 fmt_ns(w.max_ns)
             );
         }
@@ -202,11 +248,17 @@ fn mark_word(m: Mark) -> &'static str {
 pub fn text(data: &ReportData) -> String {
     let a = answer(data);
     let mut out = String::from("\nThe answer");
-    match machine_line(&a) {
-        Some(m) => {
+    match machine_lines(&a).as_slice() {
+        [] => out.push('\n'),
+        [m] => {
             let _ = writeln!(out, " ({m})");
         }
-        None => out.push('\n'),
+        many => {
+            out.push('\n');
+            for m in many {
+                let _ = writeln!(out, "  machine: {m}");
+            }
+        }
     }
     if !a.measured_anything() {
         let _ = writeln!(out, "  {NOTHING}");
@@ -234,8 +286,8 @@ pub fn text(data: &ReportData) -> String {
             t.row(vec![
                 format!("  {}", run_ref(w.run_id)),
                 w.condition.clone(),
-                fmt_ns(w.p99_ns),
-                fmt_ns(w.p999_ns),
+                wakeup_p(w, w.p99_ns),
+                wakeup_p(w, w.p999_ns),
                 fmt_ns(w.max_ns),
             ]);
         }

@@ -2,11 +2,12 @@
 
 use results::RunStatus;
 
+use super::buffers::{lost_loop, outcome, Outcome};
 use super::{
-    as_count, buffer_of, fmt_rate, held, jitter_condition, load_words, short_backend, underruns_of,
-    Mark, VerdictLine,
+    as_count, buffer_of, fmt_p, fmt_rate, jitter_condition, load_words, short_backend, skipped_of,
+    underruns_of, Mark, VerdictLine,
 };
-use crate::data::RunData;
+use crate::data::{CellData, RunData};
 use crate::units::{fmt_count, fmt_ns};
 
 /// One run's verdict, before runs with the same one are merged: `head` is the verdict
@@ -16,7 +17,28 @@ pub(super) struct Judged {
     line: VerdictLine,
     probe: String,
     head: String,
+    /// The sentence after the head (a failure's reason).
+    reason: String,
     value: Option<(&'static str, f64)>,
+    /// The plan axes (and profile, source) of its cell, `name` -> value.
+    variant: Vec<(String, String)>,
+}
+
+/// A cell's plan variant: its axes but the repeat, its profile, its source.
+pub(super) fn variant(c: &CellData) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = c
+        .axes
+        .iter()
+        .filter(|(k, _)| k.as_str() != "repeat")
+        .map(|(k, x)| (k.clone(), x.clone()))
+        .collect();
+    if !c.profile.is_empty() {
+        v.push(("profile".into(), c.profile.clone()));
+    }
+    if let Some(s) = &c.source {
+        v.push(("source".into(), s.clone()));
+    }
+    v
 }
 
 /// A verdict as a probe says it: its mark, its sentence, and the number it gives,
@@ -24,7 +46,7 @@ pub(super) struct Judged {
 type Said = (Mark, String, Option<(&'static str, f64)>);
 
 /// The run's verdict (`None`: a probe the summary does not judge, e.g. doctor).
-pub(super) fn of(r: &RunData) -> Option<Judged> {
+pub(super) fn of(r: &RunData, variant: &[(String, String)]) -> Option<Judged> {
     let (mark, text, value) = match r.record.probe.as_str() {
         "jitter" | "event" | "roundtrip" | "net" if r.record.status == RunStatus::Failed => (
             Mark::Fail,
@@ -40,8 +62,13 @@ pub(super) fn of(r: &RunData) -> Option<Judged> {
         "net" => net(r)?,
         _ => return None,
     };
-    let head = text.split(": ").next().unwrap_or_default().to_string();
+    let (head, reason) = match text.split_once(": ") {
+        Some((h, rest)) => (h.to_string(), rest.to_string()),
+        None => (text.clone(), String::new()),
+    };
     Some(Judged {
+        reason,
+        variant: variant.to_vec(),
         line: VerdictLine {
             run_ids: vec![r.record.id],
             mark,
@@ -53,9 +80,10 @@ pub(super) fn of(r: &RunData) -> Option<Judged> {
     })
 }
 
-/// The verdicts, those of runs of a probe with the same head and mark said once, in the order
-/// first given: `holds 64-frame periods at 48 kHz idle on JACK in 5 runs: round trip
-/// 2.65 ms to 2.70 ms`.
+/// The verdicts, those of runs of a probe with the same head and mark said once, in the
+/// order first given: `holds 64-frame periods at 48 kHz idle on JACK in 5 runs
+/// (workload: fm, sine): round trip 2.65 ms to 2.70 ms`, naming the plan axes whose
+/// values vary among them. Failures and warnings said together keep each reason, with its runs.
 pub(super) fn merged(judged: Vec<Judged>) -> Vec<VerdictLine> {
     let mut groups: Vec<Vec<Judged>> = Vec::new();
     for j in judged {
@@ -73,17 +101,11 @@ pub(super) fn merged(judged: Vec<Judged>) -> Vec<VerdictLine> {
             if g.len() == 1 {
                 return g.remove(0).line;
             }
-            let mut text = format!("{} in {} runs", g[0].head, g.len());
-            let values: Option<Vec<(&str, f64)>> = g.iter().map(|j| j.value).collect();
-            if let Some(values) = values.filter(|v| v.iter().all(|x| x.0 == v[0].0)) {
-                let lo = values.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
-                let hi = values.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
-                let range = if fmt_ns(lo) == fmt_ns(hi) {
-                    fmt_ns(lo)
-                } else {
-                    format!("{} to {}", fmt_ns(lo), fmt_ns(hi))
-                };
-                text.push_str(&format!(": {} {range}", values[0].0));
+            let mut text = format!("{} in {} runs{}", g[0].head, g.len(), varying(&g));
+            if g[0].line.mark != Mark::Ok {
+                text.push_str(&format!(": {}", reasons(&g)));
+            } else if let Some(range) = value_range(&g) {
+                text.push_str(&format!(": {range}"));
             }
             VerdictLine {
                 run_ids: g.iter().flat_map(|j| j.line.run_ids.clone()).collect(),
@@ -92,6 +114,72 @@ pub(super) fn merged(judged: Vec<Judged>) -> Vec<VerdictLine> {
             }
         })
         .collect()
+}
+
+/// ` (workload: fm, sine; profile: debug, release)`: the axes whose values differ
+/// among `g`, each value once in order first given; empty when none does.
+fn varying(g: &[Judged]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for (k, _) in g.iter().flat_map(|j| &j.variant) {
+        if !names.contains(&k.as_str()) {
+            names.push(k);
+        }
+    }
+    let parts: Vec<String> = names
+        .into_iter()
+        .filter_map(|name| {
+            let mut values: Vec<&str> = Vec::new();
+            for j in g {
+                let v = j
+                    .variant
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map_or("-", |(_, v)| v.as_str());
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            (values.len() > 1).then(|| format!("{name}: {}", values.join(", ")))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
+}
+
+/// Each distinct reason of failures said together, with its runs: `3 under-runs in
+/// 10.00 s (run 7); no loop found (runs 9, 10)`.
+fn reasons(g: &[Judged]) -> String {
+    let mut said: Vec<(&str, Vec<results::RunId>)> = Vec::new();
+    for j in g {
+        match said.iter_mut().find(|(r, _)| *r == j.reason) {
+            Some((_, ids)) => ids.extend(j.line.run_ids.iter().copied()),
+            None => said.push((&j.reason, j.line.run_ids.clone())),
+        }
+    }
+    said.iter()
+        .map(|(r, ids)| format!("{r} ({})", super::runs_ref(ids)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `round trip 2.65 ms to 2.70 ms`: the range of the value every run of `g` gives,
+/// when they all give the same one.
+fn value_range(g: &[Judged]) -> Option<String> {
+    let values: Vec<(&str, f64)> = g.iter().map(|j| j.value).collect::<Option<_>>()?;
+    if !values.iter().all(|x| x.0 == values[0].0) {
+        return None;
+    }
+    let lo = values.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
+    let hi = values.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
+    let range = if fmt_ns(lo) == fmt_ns(hi) {
+        fmt_ns(lo)
+    } else {
+        format!("{} to {}", fmt_ns(lo), fmt_ns(hi))
+    };
+    Some(format!("{} {range}", values[0].0))
 }
 
 /// `in 9.76 s`, when the run's length is stored.
@@ -151,10 +239,14 @@ fn jitter(r: &RunData) -> Option<Said> {
         .map_or(String::new(), |hz| format!(", {hz:.0} Hz timer"));
     let mut text = format!(
         "wakes up {cond}{timer}: p99 {}, p99.9 {}, max {}",
-        fmt_ns(s.p99),
-        fmt_ns(s.p999),
+        fmt_p(&s, s.p99),
+        fmt_p(&s, s.p999),
         fmt_ns(s.max)
     );
+    let clamped = s.is_clamped(s.p99) || s.is_clamped(s.p999);
+    if clamped {
+        text.push_str(", percentiles past the histogram's bound");
+    }
     let over = period.filter(|p| s.max > *p);
     if let Some(p) = over {
         text.push_str(&format!(", the max over one {} period", fmt_ns(p)));
@@ -165,13 +257,18 @@ fn jitter(r: &RunData) -> Option<Said> {
             ));
         }
     }
-    let mark = if over.is_some() { Mark::Warn } else { Mark::Ok };
+    let mark = if over.is_some() || clamped {
+        Mark::Warn
+    } else {
+        Mark::Ok
+    };
     Some((mark, text, Some(("max", s.max))))
 }
 
 fn audio(r: &RunData) -> Option<Said> {
     let b = buffer_of(r)?;
-    let buffer = as_count(&r.record.result["buffer_frames"])
+    let buffer = b
+        .buffer_frames
         .filter(|f| *f != 2 * b.period_frames)
         .map_or(String::new(), |f| format!(" ({f}-frame buffer)"));
     let setting = format!(
@@ -180,45 +277,81 @@ fn audio(r: &RunData) -> Option<Said> {
         fmt_rate(b.rate_hz)
     );
     let on = format!("{} on {}", load_words(r), short_backend(r));
-    if held(r) {
-        let (what, value) = if r.record.probe == "event" {
-            let s = r.measurement("event_latency")?.summary?;
-            let what = format!(
-                "{} event latency (median; p99 {})",
-                fmt_ns(s.p50),
-                fmt_ns(s.p99)
-            );
-            (what, ("event latency (median)", s.p50))
-        } else {
-            let s = r.measurement("roundtrip")?.summary?;
-            (
-                format!("{} round trip", fmt_ns(s.p50)),
-                ("round trip", s.p50),
-            )
-        };
-        let text = format!("holds {setting} {on}: {what}");
-        return Some((Mark::Ok, text, Some(value)));
-    }
     let res = &r.record.result;
-    let why = match underruns_of(r) {
-        Some(n) if n > 0 => format!("{}{}", plural(n, "under-run", "under-runs"), in_time(r)),
-        _ if res["no_loop"].as_bool() == Some(true) => "no loop found".to_string(),
-        _ if res["delay_changes"]
-            .as_array()
-            .is_some_and(|d| !d.is_empty()) =>
-        {
-            "the loop's delay stepped (a dropout nobody reported)".to_string()
+    match outcome(r) {
+        Outcome::Held => {
+            let metric = if r.record.probe == "event" {
+                "event_latency"
+            } else {
+                "roundtrip"
+            };
+            let s = r.measurement(metric)?.summary?;
+            let (what, value) = if r.record.probe == "event" {
+                let what = format!(
+                    "{} event latency (median; p99 {})",
+                    fmt_p(&s, s.p50),
+                    fmt_p(&s, s.p99)
+                );
+                (what, ("event latency (median)", s.p50))
+            } else {
+                (
+                    format!("{} round trip", fmt_p(&s, s.p50)),
+                    ("round trip", s.p50),
+                )
+            };
+            let text = format!("holds {setting} {on}: {what}");
+            if s.is_clamped(s.p50) || s.is_clamped(s.p99) {
+                let text = format!("{text}, past the histogram's bound");
+                return Some((Mark::Warn, text, None));
+            }
+            Some((Mark::Ok, text, Some(value)))
         }
-        _ => format!(
-            "the run ended {}",
-            res["end"].as_str().unwrap_or(r.record.status.as_str())
-        ),
-    };
-    Some((
-        Mark::Fail,
-        format!("{setting} did not hold {on}: {why}"),
-        None,
-    ))
+        Outcome::NotHeld => {
+            let mut why: Vec<String> = Vec::new();
+            if let Some(n) = underruns_of(r).filter(|n| *n > 0) {
+                why.push(plural(n, "under-run", "under-runs"));
+            }
+            if let Some(n) = skipped_of(r).filter(|n| *n > 0) {
+                why.push(plural(n, "skipped cycle", "skipped cycles"));
+            }
+            let why = if !why.is_empty() {
+                format!("{}{}", why.join(", "), in_time(r))
+            } else if !lost_loop(r) {
+                "its under-runs were not counted".to_string()
+            } else if res["delay_changes"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+            {
+                "the loop's delay stepped (a dropout nobody reported)".to_string()
+            } else {
+                "no loop found".to_string()
+            };
+            Some((
+                Mark::Fail,
+                format!("{setting} did not hold {on}: {why}"),
+                None,
+            ))
+        }
+        Outcome::NotFinished => Some((
+            Mark::Warn,
+            format!(
+                "{setting} not finished {on}: stopped{}, so it judges nothing",
+                in_time(r).replacen(" in ", " after ", 1)
+            ),
+            None,
+        )),
+        Outcome::Failed => Some((
+            Mark::Fail,
+            format!(
+                "{setting} did not run to its end {on}: {}",
+                res["end"]
+                    .as_str()
+                    .or(r.record.error.as_deref())
+                    .unwrap_or(r.record.status.as_str())
+            ),
+            None,
+        )),
+    }
 }
 
 fn net(r: &RunData) -> Option<Said> {
@@ -237,11 +370,13 @@ fn net(r: &RunData) -> Option<Said> {
     if lost > 0 {
         text.push_str(&format!(", {} lost", fmt_count(lost)));
     }
-    text.push_str(&format!("; p99 response {}", fmt_ns(s.p99)));
-    let mark = if misses == 0 && lost == 0 {
-        Mark::Ok
-    } else {
+    text.push_str(&format!("; p99 response {}", fmt_p(&s, s.p99)));
+    let mark = if misses > 0 || lost > 0 {
         Mark::Fail
+    } else if s.is_clamped(s.p99) {
+        Mark::Warn
+    } else {
+        Mark::Ok
     };
     Some((mark, text, Some(("p99 response", s.p99))))
 }

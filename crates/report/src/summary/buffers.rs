@@ -1,0 +1,294 @@
+//! The smallest buffer that held, per audio backend and load: which runs judge a buffer
+//! (complete runs only), how a buffer is ranked (by its whole buffer's time, then by the
+//! latency it gave), and what is said apart (runs not finished or that failed).
+
+use results::RunStatus;
+
+use super::{backend_words, load_words, median, median_ns, BackendAnswer};
+use crate::data::{ReportData, RunData};
+
+/// An audio buffer as a backend ran it: its period, its whole buffer when stored, at
+/// its rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Buffer {
+    /// Frames per period.
+    pub period_frames: u64,
+    /// Frames in the whole buffer (what an ALSA device granted, the playback latency a
+    /// server's ports report), when the run stored it.
+    pub buffer_frames: Option<u64>,
+    /// Sample rate, Hz.
+    pub rate_hz: f64,
+}
+
+impl Buffer {
+    /// The period's duration, ns.
+    pub fn period_ns(&self) -> f64 {
+        self.period_frames as f64 * 1e9 / self.rate_hz
+    }
+
+    /// The whole buffer's duration, ns: one period's when the buffer was not stored.
+    pub fn buffer_ns(&self) -> f64 {
+        self.buffer_frames.unwrap_or(self.period_frames) as f64 * 1e9 / self.rate_hz
+    }
+
+    /// `64/128` (period/buffer), or `64` when the buffer was not stored.
+    pub fn frames_words(&self) -> String {
+        match self.buffer_frames {
+            Some(b) => format!("{}/{b}", self.period_frames),
+            None => self.period_frames.to_string(),
+        }
+    }
+}
+
+/// An audio run's buffer, when it stored one: on a PipeWire, the quantum and rate its
+/// graph was measured to grant (what ran), else the stream's period and rate; the whole
+/// buffer from what an ALSA device granted, else the frames from a cycle's output to the
+/// device (`buffer_frames` of an event run, the ports' playback latency).
+pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
+    let res = &r.record.result;
+    let cfg = &r.record.config;
+    let period_frames = cfg["server"]["quantum_granted_frames"]
+        .as_u64()
+        .or_else(|| res["period_frames"].as_u64())
+        .or_else(|| cfg["period_frames"].as_u64())?;
+    let rate_hz = cfg["server"]["rate_granted_hz"]
+        .as_f64()
+        .or_else(|| res["rate_hz"].as_f64())
+        .or_else(|| cfg["rate_hz"].as_f64())
+        .filter(|r| *r > 0.0)?;
+    let buffer_frames = [
+        &cfg["granted"]["buffer_frames"],
+        &res["buffer_frames"],
+        &res["playback_latency_frames"],
+        &cfg["playback_latency_frames"],
+    ]
+    .into_iter()
+    .filter_map(|v| v.as_u64())
+    .find(|b| *b >= period_frames);
+    Some(Buffer {
+        period_frames,
+        buffer_frames,
+        rate_hz,
+    })
+}
+
+/// An audio run's under-runs (steady-state xruns), when it counted them.
+pub(crate) fn underruns_of(r: &RunData) -> Option<u64> {
+    let res = &r.record.result;
+    match r.record.probe.as_str() {
+        "event" => res["underruns"]["steady"].as_u64(),
+        "roundtrip" => res["xruns"].as_u64(),
+        _ => None,
+    }
+}
+
+/// An audio run's skipped cycles (steady state), when it counted them: a dropout apart
+/// from the under-runs.
+pub(crate) fn skipped_of(r: &RunData) -> Option<u64> {
+    let res = &r.record.result;
+    match r.record.probe.as_str() {
+        "event" => res["underruns"]["skipped_cycles_steady"].as_u64(),
+        "roundtrip" => res["skipped_cycles"].as_u64(),
+        _ => None,
+    }
+}
+
+/// How an audio run judges its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Complete, no under-run, no skipped cycle, (a round trip) its loop steady.
+    Held,
+    /// Complete, and it under-ran, skipped cycles or lost its loop.
+    NotHeld,
+    /// Stopped before its end (interrupted): it judges nothing.
+    NotFinished,
+    /// Failed (refused, its server gone, its processor panicked): it judges nothing.
+    Failed,
+}
+
+/// Whether a round trip lost its loop: none found, or a step in its delay.
+pub(crate) fn lost_loop(r: &RunData) -> bool {
+    let res = &r.record.result;
+    r.record.probe == "roundtrip"
+        && (res["no_loop"].as_bool() == Some(true)
+            || res["delay_changes"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+            || !r.measurement("roundtrip").is_some_and(|m| m.count() > 0))
+}
+
+/// What an audio run says of its buffer.
+pub(crate) fn outcome(r: &RunData) -> Outcome {
+    let end = r.record.result["end"].as_str();
+    if r.record.status == RunStatus::Failed
+        || end.is_some_and(|e| e.starts_with("server gone") || e.starts_with("processor"))
+    {
+        return Outcome::Failed;
+    }
+    if r.record.status != RunStatus::Complete
+        || end == Some("interrupted")
+        || r.record.flags["interrupted"].as_bool() == Some(true)
+    {
+        return Outcome::NotFinished;
+    }
+    let dropped = underruns_of(r).is_none_or(|n| n > 0) || skipped_of(r).is_some_and(|n| n > 0);
+    if dropped || lost_loop(r) {
+        Outcome::NotHeld
+    } else {
+        Outcome::Held
+    }
+}
+
+/// Whether an audio run held its buffer ([`Outcome::Held`]).
+pub(crate) fn held(r: &RunData) -> bool {
+    outcome(r) == Outcome::Held
+}
+
+/// A buffer that did not hold, with the most under-runs and skipped cycles one of its
+/// complete runs counted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FailedBuffer {
+    /// The setting.
+    pub buffer: Buffer,
+    /// The most under-runs a run at it counted, when counted.
+    pub underruns: Option<u64>,
+    /// The most skipped cycles a run at it counted, when counted.
+    pub skipped_cycles: Option<u64>,
+}
+
+/// The run's own latency at its buffer (event latency, else round trip; median), ns.
+fn latency_ns(r: &RunData) -> Option<f64> {
+    median_ns(r, "event_latency").or_else(|| median_ns(r, "roundtrip"))
+}
+
+pub(super) fn backends(data: &ReportData) -> Vec<BackendAnswer> {
+    // In a report of several subjects (`report A B`), each subject's runs apart.
+    let audio: Vec<(&RunData, Option<&str>)> = data
+        .cells
+        .iter()
+        .filter_map(|c| c.run.as_ref().map(|r| (r, c.source.as_deref())))
+        .filter(|(r, _)| matches!(r.record.probe.as_str(), "event" | "roundtrip"))
+        .filter(|(r, _)| buffer_of(r).is_some())
+        .collect();
+    let key = |r: &RunData, source: Option<&str>| {
+        (source.map(str::to_string), backend_words(r), load_words(r))
+    };
+    let mut keys: Vec<(Option<String>, String, String)> = Vec::new();
+    for (r, source) in &audio {
+        let k = key(r, *source);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|k| {
+            let mine: Vec<&RunData> = audio
+                .iter()
+                .filter(|(r, source)| key(r, *source) == k)
+                .map(|(r, _)| *r)
+                .collect();
+            let (source, backend, load) = k;
+            BackendAnswer {
+                source,
+                ..one_backend(backend, load, &mine)
+            }
+        })
+        .collect()
+}
+
+/// The settings of `runs` with outcome `o`, each once, smallest buffer first.
+fn settings(runs: &[&RunData], o: Outcome) -> Vec<Buffer> {
+    let mut out: Vec<Buffer> = Vec::new();
+    for b in runs
+        .iter()
+        .filter(|r| outcome(r) == o)
+        .filter_map(|r| buffer_of(r))
+    {
+        if !out.contains(&b) {
+            out.push(b);
+        }
+    }
+    out.sort_by(|a, b| a.buffer_ns().total_cmp(&b.buffer_ns()));
+    out
+}
+
+fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswer {
+    let mut tried: Vec<Buffer> = Vec::new();
+    for b in runs.iter().filter_map(|r| buffer_of(r)) {
+        if !tried.contains(&b) {
+            tried.push(b);
+        }
+    }
+    tried.sort_by(|a, b| a.buffer_ns().total_cmp(&b.buffer_ns()));
+    // The shortest buffer in time, then the lowest latency it gave.
+    let smallest_held = runs
+        .iter()
+        .filter(|r| held(r))
+        .filter_map(|r| buffer_of(r).map(|b| (b, latency_ns(r).unwrap_or(f64::INFINITY))))
+        .min_by(|(a, la), (b, lb)| {
+            a.buffer_ns()
+                .total_cmp(&b.buffer_ns())
+                .then(la.total_cmp(lb))
+        })
+        .map(|(b, _)| b);
+    let at = |r: &&&RunData| smallest_held.is_some() && buffer_of(r) == smallest_held;
+    let complete_fails: Vec<&&RunData> = runs
+        .iter()
+        .filter(|r| outcome(r) == Outcome::NotHeld)
+        .filter(|r| {
+            buffer_of(r)
+                .is_some_and(|b| smallest_held.is_none_or(|h| b.buffer_ns() < h.buffer_ns()))
+        })
+        .collect();
+    // The largest that failed, with the most under-runs any of its runs counted.
+    let failed_below = complete_fails
+        .iter()
+        .filter_map(|r| buffer_of(r))
+        .max_by(|a, b| a.buffer_ns().total_cmp(&b.buffer_ns()))
+        .map(|worst| {
+            let at_worst = complete_fails
+                .iter()
+                .filter(|r| buffer_of(r) == Some(worst));
+            FailedBuffer {
+                buffer: worst,
+                underruns: at_worst.clone().filter_map(|r| underruns_of(r)).max(),
+                skipped_cycles: at_worst.filter_map(|r| skipped_of(r)).max(),
+            }
+        });
+    let at_held = |metric: &str| {
+        median(
+            runs.iter()
+                .filter(|r| held(r) && at(r))
+                .filter_map(|r| median_ns(r, metric))
+                .collect(),
+        )
+    };
+    let at_held_clamped = |metric: &str| {
+        runs.iter().filter(|r| held(r) && at(r)).any(|r| {
+            r.measurement(metric)
+                .and_then(|m| m.summary)
+                .is_some_and(|s| s.is_clamped(s.p50))
+        })
+    };
+    // Runs that judge the setting: complete ones.
+    let judging: Vec<&&RunData> = runs
+        .iter()
+        .filter(|r| at(r))
+        .filter(|r| matches!(outcome(r), Outcome::Held | Outcome::NotHeld))
+        .collect();
+    BackendAnswer {
+        source: None,
+        runs_held_at_smallest: (judging.iter().filter(|r| held(r)).count(), judging.len()),
+        event_latency_ns: at_held("event_latency"),
+        event_latency_clamped: at_held_clamped("event_latency"),
+        roundtrip_ns: at_held("roundtrip"),
+        roundtrip_clamped: at_held_clamped("roundtrip"),
+        backend,
+        load,
+        smallest_held,
+        failed_below,
+        not_finished: settings(runs, Outcome::NotFinished),
+        failed_runs: settings(runs, Outcome::Failed),
+        tried,
+    }
+}
