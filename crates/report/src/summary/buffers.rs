@@ -56,15 +56,22 @@ pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
         .or_else(|| res["rate_hz"].as_f64())
         .or_else(|| cfg["rate_hz"].as_f64())
         .filter(|r| *r > 0.0)?;
-    let buffer_frames = [
-        &cfg["granted"]["buffer_frames"],
-        &res["buffer_frames"],
-        &res["playback_latency_frames"],
-        &cfg["playback_latency_frames"],
-    ]
-    .into_iter()
-    .filter_map(|v| v.as_u64())
-    .find(|b| *b >= period_frames);
+    // A PipeWire's ports report 0 playback latency: its sink takes a cycle's output in
+    // the next cycle, one quantum (as the event probe's `buffer_frames` counts it).
+    let playback = res["playback_latency_frames"]
+        .as_u64()
+        .or_else(|| cfg["playback_latency_frames"].as_u64())
+        .map(|p| match p {
+            0 => cfg["server"]["quantum_granted_frames"]
+                .as_u64()
+                .unwrap_or(0),
+            p => p,
+        });
+    let buffer_frames = cfg["granted"]["buffer_frames"]
+        .as_u64()
+        .or_else(|| res["buffer_frames"].as_u64())
+        .or(playback)
+        .filter(|b| *b >= period_frames);
     Some(Buffer {
         period_frames,
         buffer_frames,
@@ -114,7 +121,7 @@ pub(crate) fn lost_loop(r: &RunData) -> bool {
             || res["delay_changes"]
                 .as_array()
                 .is_some_and(|d| !d.is_empty())
-            || !r.measurement("roundtrip").is_some_and(|m| m.count() > 0))
+            || r.measurement("roundtrip").is_none_or(|m| m.count() == 0))
 }
 
 /// What an audio run says of its buffer.

@@ -49,6 +49,7 @@ fn backend_line(b: &BackendAnswer) -> String {
                 let _ = write!(out, ", round trip {c}{}", fmt_ns(ns));
             }
         }
+        None if b.failed_below.is_none() => out.push_str("no run finished to judge a buffer"),
         None => out.push_str("no buffer tried held"),
     }
     match &b.failed_below {
@@ -171,6 +172,7 @@ pub fn html(data: &ReportData) -> String {
         for b in &a.backends {
             let (held, runs) = b.runs_held_at_smallest;
             let mark = match b.smallest_held {
+                None if b.failed_below.is_none() => Mark::Warn,
                 None => Mark::Fail,
                 Some(_) if held < runs => Mark::Warn,
                 Some(_) => Mark::Ok,

@@ -404,6 +404,14 @@ fn on_a_pipewire_the_buffer_is_the_quantum_its_graph_granted() {
             rate_hz: 48_000.0
         })
     );
+    // Its ports report no playback latency: the sink's quantum is the buffer, as an
+    // event run at the same setting stores it, so the two are one setting.
+    r.record.result["playback_latency_frames"] = json!(0);
+    let mut e = event(4, 64, 0, 2_000_000);
+    e.record.config["server"] = r.record.config["server"].clone();
+    e.record.result["buffer_frames"] = json!(1024);
+    assert_eq!(buffer_of(&r).unwrap().buffer_frames, Some(1024));
+    assert_eq!(buffer_of(&r), buffer_of(&e));
 }
 
 #[test]
@@ -602,6 +610,16 @@ fn interrupted_and_failed_runs_judge_no_buffer_and_are_said_apart() {
         .unwrap();
     assert_eq!(v.mark, Mark::Warn, "{v:?}");
     assert!(v.text.contains("not finished idle on JACK"), "{}", v.text);
+    // Nothing finished: nothing judged, not "did not hold".
+    let mut only = event(5, 32, 0, 1_000_000);
+    only.record.status = RunStatus::Interrupted;
+    let data = report(vec![only]);
+    let t = text(&data);
+    assert!(
+        t.contains("idle: no run finished to judge a buffer; not finished at 32 frames"),
+        "{t}"
+    );
+    assert!(html(&data).contains("<li class=\"warn\">JACK"));
 }
 
 #[test]
