@@ -146,11 +146,6 @@ pub(crate) fn outcome(r: &RunData) -> Outcome {
     }
 }
 
-/// Whether an audio run held its buffer ([`Outcome::Held`]).
-pub(crate) fn held(r: &RunData) -> bool {
-    outcome(r) == Outcome::Held
-}
-
 /// A buffer that did not hold, with the most under-runs and skipped cycles one of its
 /// complete runs counted.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -203,16 +198,32 @@ pub(super) fn backends(data: &ReportData) -> Vec<BackendAnswer> {
         .collect()
 }
 
-/// The settings of `runs` with outcome `o`, each once, smallest buffer first.
-fn settings(runs: &[&RunData], o: Outcome) -> Vec<Buffer> {
+/// Each run with its buffer, a buffer the run did not store taken from another run at
+/// the same period and rate that did (a round trip's loop ports report no playback
+/// latency; the event run beside it stores the server's buffer): one setting, one
+/// buffer.
+fn with_buffers<'a>(runs: &[&'a RunData]) -> Vec<(&'a RunData, Buffer)> {
+    let stored: Vec<Buffer> = runs.iter().filter_map(|r| buffer_of(r)).collect();
+    runs.iter()
+        .filter_map(|r| {
+            let mut b = buffer_of(r)?;
+            if b.buffer_frames.is_none() {
+                b.buffer_frames = stored
+                    .iter()
+                    .find(|s| s.period_frames == b.period_frames && s.rate_hz == b.rate_hz)
+                    .and_then(|s| s.buffer_frames);
+            }
+            Some((*r, b))
+        })
+        .collect()
+}
+
+/// The settings of `runs`, each once, shortest buffer first.
+fn distinct<'a>(runs: impl Iterator<Item = &'a (&'a RunData, Buffer)>) -> Vec<Buffer> {
     let mut out: Vec<Buffer> = Vec::new();
-    for b in runs
-        .iter()
-        .filter(|r| outcome(r) == o)
-        .filter_map(|r| buffer_of(r))
-    {
-        if !out.contains(&b) {
-            out.push(b);
+    for (_, b) in runs {
+        if !out.contains(b) {
+            out.push(*b);
         }
     }
     out.sort_by(|a, b| a.buffer_ns().total_cmp(&b.buffer_ns()));
@@ -220,72 +231,60 @@ fn settings(runs: &[&RunData], o: Outcome) -> Vec<Buffer> {
 }
 
 fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswer {
-    let mut tried: Vec<Buffer> = Vec::new();
-    for b in runs.iter().filter_map(|r| buffer_of(r)) {
-        if !tried.contains(&b) {
-            tried.push(b);
-        }
-    }
-    tried.sort_by(|a, b| a.buffer_ns().total_cmp(&b.buffer_ns()));
+    let runs = with_buffers(runs);
+    let of = |o: Outcome| runs.iter().filter(move |(r, _)| outcome(r) == o);
     // The shortest buffer in time, then the lowest latency it gave.
-    let smallest_held = runs
-        .iter()
-        .filter(|r| held(r))
-        .filter_map(|r| buffer_of(r).map(|b| (b, latency_ns(r).unwrap_or(f64::INFINITY))))
+    let smallest_held = of(Outcome::Held)
+        .map(|(r, b)| (*b, latency_ns(r).unwrap_or(f64::INFINITY)))
         .min_by(|(a, la), (b, lb)| {
             a.buffer_ns()
                 .total_cmp(&b.buffer_ns())
                 .then(la.total_cmp(lb))
         })
         .map(|(b, _)| b);
-    let at = |r: &&&RunData| smallest_held.is_some() && buffer_of(r) == smallest_held;
-    let complete_fails: Vec<&&RunData> = runs
-        .iter()
-        .filter(|r| outcome(r) == Outcome::NotHeld)
-        .filter(|r| {
-            buffer_of(r)
-                .is_some_and(|b| smallest_held.is_none_or(|h| b.buffer_ns() < h.buffer_ns()))
-        })
+    let complete_fails: Vec<&(&RunData, Buffer)> = of(Outcome::NotHeld)
+        .filter(|(_, b)| smallest_held.is_none_or(|h| b.buffer_ns() < h.buffer_ns()))
         .collect();
     // The largest that failed, with the most under-runs any of its runs counted.
     let failed_below = complete_fails
         .iter()
-        .filter_map(|r| buffer_of(r))
+        .map(|(_, b)| *b)
         .max_by(|a, b| a.buffer_ns().total_cmp(&b.buffer_ns()))
         .map(|worst| {
-            let at_worst = complete_fails
-                .iter()
-                .filter(|r| buffer_of(r) == Some(worst));
+            let at_worst = complete_fails.iter().filter(|(_, b)| *b == worst);
             FailedBuffer {
                 buffer: worst,
-                underruns: at_worst.clone().filter_map(|r| underruns_of(r)).max(),
-                skipped_cycles: at_worst.filter_map(|r| skipped_of(r)).max(),
+                underruns: at_worst.clone().filter_map(|(r, _)| underruns_of(r)).max(),
+                skipped_cycles: at_worst.filter_map(|(r, _)| skipped_of(r)).max(),
             }
         });
+    let held_at: Vec<&RunData> = of(Outcome::Held)
+        .filter(|(_, b)| Some(*b) == smallest_held)
+        .map(|(r, _)| *r)
+        .collect();
     let at_held = |metric: &str| {
         median(
-            runs.iter()
-                .filter(|r| held(r) && at(r))
+            held_at
+                .iter()
                 .filter_map(|r| median_ns(r, metric))
                 .collect(),
         )
     };
     let at_held_clamped = |metric: &str| {
-        runs.iter().filter(|r| held(r) && at(r)).any(|r| {
+        held_at.iter().any(|r| {
             r.measurement(metric)
                 .and_then(|m| m.summary)
                 .is_some_and(|s| s.is_clamped(s.p50))
         })
     };
     // Runs that judge the setting: complete ones.
-    let judging: Vec<&&RunData> = runs
-        .iter()
-        .filter(|r| at(r))
-        .filter(|r| matches!(outcome(r), Outcome::Held | Outcome::NotHeld))
-        .collect();
+    let judging = of(Outcome::NotHeld)
+        .filter(|(_, b)| Some(*b) == smallest_held)
+        .count()
+        + held_at.len();
     BackendAnswer {
         source: None,
-        runs_held_at_smallest: (judging.iter().filter(|r| held(r)).count(), judging.len()),
+        runs_held_at_smallest: (held_at.len(), judging),
         event_latency_ns: at_held("event_latency"),
         event_latency_clamped: at_held_clamped("event_latency"),
         roundtrip_ns: at_held("roundtrip"),
@@ -294,8 +293,8 @@ fn one_backend(backend: String, load: String, runs: &[&RunData]) -> BackendAnswe
         load,
         smallest_held,
         failed_below,
-        not_finished: settings(runs, Outcome::NotFinished),
-        failed_runs: settings(runs, Outcome::Failed),
-        tried,
+        not_finished: distinct(of(Outcome::NotFinished)),
+        failed_runs: distinct(of(Outcome::Failed)),
+        tried: distinct(runs.iter()),
     }
 }

@@ -70,7 +70,7 @@ fn backend_line(b: &BackendAnswer) -> String {
             let tried: Vec<String> = b.tried.iter().map(|f| f.frames_words()).collect();
             let _ = write!(
                 out,
-                "; nothing smaller was tried (tried: {} frames)",
+                "; nothing with a shorter buffer was tried (tried: {} frames)",
                 tried.join(", ")
             );
         }

@@ -685,9 +685,33 @@ fn each_machine_gets_its_line_and_nothing_smaller_is_said_plainly() {
         "{t}"
     );
     assert!(
-        t.contains("; nothing smaller was tried (tried: 64, 128 frames)"),
+        t.contains("; nothing with a shorter buffer was tried (tried: 64, 128 frames)"),
         "{t}"
     );
     let h = html(&data);
     assert_eq!(h.matches("<p class=\"machine\">").count(), 2, "{h}");
+}
+
+#[test]
+fn a_round_trip_beside_an_event_run_at_the_same_period_is_the_same_setting() {
+    // On JACK the event run stores the server's buffer (its ports' playback latency);
+    // the round trip's loop ports report none: one setting, both latencies at it.
+    let mut ev = event(5, 128, 0, 6_820_000);
+    ev.record.result["buffer_frames"] = json!(256);
+    let mut rt = roundtrip(6, 128, 0, 2_900_000);
+    rt.record.result["playback_latency_frames"] = json!(0);
+    let data = report(vec![ev, rt]);
+    let b = &answer(&data).backends[0];
+    assert_eq!(b.tried.len(), 1, "{:#?}", b.tried);
+    assert_eq!(b.smallest_held.and_then(|h| h.buffer_frames), Some(256));
+    assert!(
+        b.event_latency_ns.is_some() && b.roundtrip_ns.is_some(),
+        "{b:#?}"
+    );
+    assert_eq!(b.runs_held_at_smallest, (2, 2));
+    let t = text(&data);
+    assert!(
+        t.contains("128/256 frames (5.33 ms buffer at 48 kHz) held, event latency 6.8"),
+        "{t}"
+    );
 }
