@@ -35,10 +35,16 @@ pub(super) fn config_label(data: &ReportData, cell: &CellData) -> String {
         .unwrap_or_default()
 }
 
-/// Whether the report's cells hold more than one configuration.
-fn several_configs(data: &ReportData) -> bool {
+/// Whether the report's cells of `probe` (all cells when `None`) hold more than one
+/// configuration: a comparison's subjects need their configuration beside them only
+/// then (a jitter run and a round trip never share a plot).
+fn several_configs(data: &ReportData, probe: Option<&str>) -> bool {
     let mut seen: Vec<String> = Vec::new();
-    for c in data.cells.iter().filter(|c| c.run.is_some()) {
+    for c in &data.cells {
+        let Some(r) = &c.run else { continue };
+        if probe.is_some_and(|p| p != r.record.probe) {
+            continue;
+        }
         let l = config_label(data, c);
         if !seen.contains(&l) {
             seen.push(l);
@@ -48,11 +54,12 @@ fn several_configs(data: &ReportData) -> bool {
 }
 
 /// The label that groups cells in plots: the configuration (repeats of it merged), and
-/// in a several-subject report the subject, alone when every subject ran the same
-/// configuration (`run 3`), else with it (`run 3: jitter, idle`).
+/// in a several-subject report the subject, alone when the subjects' runs of this probe
+/// share one configuration (`run 3`), else with it (`run 3: jitter, idle`).
 pub fn group_label(data: &ReportData, cell: &CellData) -> String {
+    let probe = cell.run.as_ref().map(|r| r.record.probe.as_str());
     match &cell.source {
-        Some(source) if several_configs(data) => {
+        Some(source) if several_configs(data, probe) => {
             format!("{source}: {}", config_label(data, cell))
         }
         Some(source) => source.clone(),
@@ -62,10 +69,12 @@ pub fn group_label(data: &ReportData, cell: &CellData) -> String {
 
 /// What the labels are, for captions.
 pub(super) fn label_kind(data: &ReportData) -> &'static str {
-    match (
-        data.cells.iter().any(|c| c.source.is_some()),
-        several_configs(data),
-    ) {
+    let several = data.cells.iter().any(|c| {
+        c.run
+            .as_ref()
+            .is_some_and(|r| several_configs(data, Some(&r.record.probe)))
+    });
+    match (data.cells.iter().any(|c| c.source.is_some()), several) {
         (true, true) => "subject and configuration (repeats merged)",
         (true, false) => "subject",
         (false, _) => "configuration (repeats merged)",
