@@ -35,27 +35,34 @@ pub(super) fn config_label(data: &ReportData, cell: &CellData) -> String {
         .unwrap_or_default()
 }
 
-/// Whether the report's cells of `probe` (all cells when `None`) hold more than one
-/// configuration: a comparison's subjects need their configuration beside them only
-/// then (a jitter run and a round trip never share a plot).
+/// Whether some subject's cells of `probe` (all probes when `None`) hold more than one
+/// configuration (a one-subject report is one subject): then a comparison's lines need
+/// the configuration beside the subject. A subject of one configuration is its line
+/// (the comparison is the difference between subjects), and a jitter run and a round
+/// trip never share a plot.
 fn several_configs(data: &ReportData, probe: Option<&str>) -> bool {
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: Vec<(Option<&str>, String)> = Vec::new();
     for c in &data.cells {
         let Some(r) = &c.run else { continue };
         if probe.is_some_and(|p| p != r.record.probe) {
             continue;
         }
+        let source = c.source.as_deref();
         let l = config_label(data, c);
-        if !seen.contains(&l) {
-            seen.push(l);
+        if seen.iter().any(|(s, _)| *s == source)
+            && !seen.iter().any(|(s, k)| *s == source && *k == l)
+        {
+            return true;
         }
+        seen.push((source, l));
     }
-    seen.len() > 1
+    false
 }
 
 /// The label that groups cells in plots: the configuration (repeats of it merged), and
-/// in a several-subject report the subject, alone when the subjects' runs of this probe
-/// share one configuration (`run 3`), else with it (`run 3: jitter, idle`).
+/// in a several-subject report the subject, alone when each subject's runs of this probe
+/// are of one configuration (`group 1`), else with it (`group 1: event, alsa 64
+/// frames, idle`).
 pub fn group_label(data: &ReportData, cell: &CellData) -> String {
     let probe = cell.run.as_ref().map(|r| r.record.probe.as_str());
     match &cell.source {

@@ -617,3 +617,27 @@ fn events_not_placed_are_counted_with_digit_grouping() {
         t.caption
     );
 }
+
+#[test]
+fn subjects_of_one_configuration_each_are_labelled_by_the_subject_alone() {
+    let run = |period: u64| {
+        let mut r = jitter_run(&[100_000, 200_000]);
+        r.record.config = json!({"backend": "alsa", "period_frames": period});
+        r
+    };
+    let data = ReportData {
+        cells: vec![
+            cell("run 1", run(64), Some("group 1")),
+            cell("run 2", run(64), Some("group 1")),
+            cell("run 3", run(1024), Some("group 2")),
+        ],
+        ..Default::default()
+    };
+    let figs = figures(&data);
+    let p = figs
+        .iter()
+        .find(|f| f.id.starts_with("fig-percentiles"))
+        .unwrap();
+    assert_eq!(series_labels(&p.svg), ["group 1", "group 2"]);
+    assert!(p.caption.contains("One line per subject."));
+}
