@@ -8,7 +8,7 @@ use results::model::{Finding, GroupRecord, RunRecord, TriggerRow};
 use results::{Measurement, RunStatus, Series};
 use serde_json::Value;
 
-/// How many of a run's events a report reads (the first, in time order).
+/// How many of a run's events of each kind a report reads (the first, in time order).
 pub const EVENTS_SHOWN: usize = 5_000;
 
 /// One stored run with what it measured.
@@ -25,8 +25,8 @@ pub struct RunData {
     /// An event run's triggers (latency against time).
     pub triggers: Vec<TriggerRow>,
     /// Its events in time order (under-runs, overflows, host-steal spikes...), at most
-    /// [`EVENTS_SHOWN`](crate::data::EVENTS_SHOWN) of them: the marks on latency against
-    /// time. `event_counts` has the whole counts.
+    /// [`EVENTS_SHOWN`](crate::data::EVENTS_SHOWN) of each kind: the marks on latency
+    /// against time. `event_counts` has the whole counts.
     pub events: Vec<results::Event>,
     /// Its threshold gates' verdicts (`--fail-if`), in the order given.
     pub gates: Vec<results::gate::GateVerdict>,

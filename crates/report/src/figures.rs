@@ -1,22 +1,28 @@
 //! The report's figures: which plots a report's runs call for, and their captions.
 //!
 //! For complete runs: per headline metric (and per metric judged against a deadline) a
-//! percentile distribution and a log-binned histogram, one line per label (the plan's
-//! first axis, the probe and its load, or the subject in a several-subject report, so a
-//! comparison overlays its subjects); latency against time with the run's events marked
-//! (first run per label); and latency and DSP load against the buffer when the runs
-//! sweep more than one buffer.
+//! percentile distribution and a log-binned histogram when the samples have a
+//! distribution, one line per configuration (repeats merged; times the subject in a
+//! several-subject report, so a comparison overlays its subjects); latency against time
+//! with the run's events marked (per label, the run with the most under-runs); and
+//! latency and DSP load against the buffer when the runs sweep more than one buffer.
 
 use std::collections::BTreeMap;
 
-use results::{LatencyHistogram, Measurement};
+use results::Measurement;
 
 use crate::data::{CellData, ReportData, RunData};
 use crate::plots::hist::{log_bins, percentile_curve};
 use crate::plots::{self, Axis, Mark, Plot, RefLine, Scale, Series, Window};
 use crate::units::{fmt_count, fmt_ns};
 
+mod group;
 mod time;
+
+use group::{
+    deadline_lines, has_distribution, label_kind, lines_note, merged, samples_note, Group,
+};
+pub use group::{group_label, MIN_DISTRIBUTION_SAMPLES};
 
 /// One figure of the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +39,8 @@ pub struct Figure {
 
 /// Lines a plot tells apart by colour.
 pub const MAX_LINES: usize = 8;
-/// Latency-against-time figures per report (the first run of each label).
+/// Latency-against-time figures per report (per label, its run with the most
+/// under-runs, xruns and deadline misses).
 pub const MAX_TIME_PLOTS: usize = 6;
 /// Events of one kind marked one by one on a latency-against-time figure; a kind with
 /// more is counted in the caption instead (a wall of lines hides the latency).
@@ -41,42 +48,41 @@ pub const MAX_MARKS_PER_KIND: usize = 100;
 /// Bins per decade of a histogram's latency axis.
 pub const BINS_PER_DECADE: u32 = 20;
 
-/// The figures of a report, in reading order; complete runs only (an interrupted or
-/// failed run's samples stand in the runs table).
-pub fn figures(data: &ReportData) -> Vec<Figure> {
-    let complete: Vec<(&CellData, &RunData)> = data
-        .cells
+/// The complete runs of a report with their cells (an interrupted or failed run's
+/// samples stand in the runs table).
+fn complete_runs(data: &ReportData) -> Vec<(&CellData, &RunData)> {
+    data.cells
         .iter()
         .filter(|c| c.status == Some(results::RunStatus::Complete))
         .filter_map(|c| c.run.as_ref().map(|r| (c, r)))
-        .collect();
+        .collect()
+}
+
+/// The figures of a report, in reading order; complete runs only. A metric whose
+/// lines hold no distribution (every sample equal, or fewer than
+/// [`group::MIN_DISTRIBUTION_SAMPLES`]) gets no percentile plot or histogram: it is
+/// listed by [`values_only`].
+pub fn figures(data: &ReportData) -> Vec<Figure> {
+    let complete = complete_runs(data);
     let mut out = Vec::new();
     out.extend(crate::figures_paper::paper_figures(data));
     let (headline, judged) = plotted_metrics(&complete);
     for metric in &headline {
         let groups = merged(data, &complete, metric);
-        out.extend(percentile_figure(data, metric, &groups));
-        out.extend(histogram_figure(data, metric, &groups));
+        if has_distribution(&groups) {
+            out.extend(percentile_figure(data, metric, &groups));
+            out.extend(histogram_figure(data, metric, &groups));
+        }
     }
     // A metric judged against a deadline reads on its percentile plot, beside the line.
     for metric in &judged {
-        out.extend(percentile_figure(
-            data,
-            metric,
-            &merged(data, &complete, metric),
-        ));
+        let groups = merged(data, &complete, metric);
+        if has_distribution(&groups) {
+            out.extend(percentile_figure(data, metric, &groups));
+        }
     }
     out.extend(sweep_figures(data, &complete));
-    let mut seen: Vec<String> = Vec::new();
-    for (c, r) in &complete {
-        let label = group_label(data, c);
-        if seen.contains(&label) {
-            continue;
-        }
-        seen.push(label.clone());
-        if seen.len() > MAX_TIME_PLOTS {
-            break;
-        }
+    for (c, r, label) in group::time_plot_runs(data, &complete, MAX_TIME_PLOTS) {
         out.extend(time::time_figure(c, r, &label));
     }
     // Ids unique in the page.
@@ -91,36 +97,21 @@ pub fn figures(data: &ReportData) -> Vec<Figure> {
     out
 }
 
-/// The label that groups cells in plots: the subject in a several-subject report; the
-/// plan's first axis; else the probe and its load (the suite's idle and loaded runs
-/// apart).
-pub fn group_label(data: &ReportData, cell: &CellData) -> String {
-    if let Some(source) = &cell.source {
-        return source.clone();
-    }
-    let axes = data.axes();
-    match axes.first() {
-        Some((name, _)) if name != "repeat" => cell.axes.get(name).cloned().unwrap_or_default(),
-        _ => cell
-            .run
-            .as_ref()
-            .map(|r| match r.record.load["spec"].as_str() {
-                Some(load) if load != "none" => format!("{} ({load})", r.record.probe),
-                _ => r.record.probe.clone(),
-            })
-            .unwrap_or_default(),
-    }
-}
-
-/// What the labels are, for captions.
-fn label_kind(data: &ReportData) -> &'static str {
-    if data.cells.iter().any(|c| c.source.is_some()) {
-        "subject"
-    } else if data.axes().first().is_some_and(|(n, _)| n != "repeat") {
-        "value of the plan's first axis"
-    } else {
-        "probe and load"
-    }
+/// One line per plotted metric that [`figures`] shows as values only, for the plots
+/// section (`round trip: every sample 2.90 ms (6 samples) - no distribution to plot`):
+/// a flat percentile line or a one-spike histogram would say less than the value.
+pub fn values_only(data: &ReportData) -> Vec<String> {
+    let complete = complete_runs(data);
+    let (headline, judged) = plotted_metrics(&complete);
+    headline
+        .iter()
+        .chain(&judged)
+        .filter_map(|metric| {
+            let groups = merged(data, &complete, metric);
+            (!groups.is_empty() && !has_distribution(&groups))
+                .then(|| group::values_line(&metric_name(metric), &groups))
+        })
+        .collect()
 }
 
 /// A metric's name for people: `wakeup_latency` -> `wake-up latency`.
@@ -176,117 +167,6 @@ fn plotted_metrics(complete: &[(&CellData, &RunData)]) -> (Vec<String>, Vec<Stri
         }
     }
     (headline, judged)
-}
-
-/// A label's samples of one metric: its runs' histograms merged.
-struct Group {
-    label: String,
-    hist: LatencyHistogram,
-    runs: usize,
-    deadlines: Vec<f64>,
-}
-
-/// The metric's histograms merged per label, in order of appearance.
-fn merged(data: &ReportData, complete: &[(&CellData, &RunData)], metric: &str) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
-    for (c, r) in complete {
-        let Some(m) = r.measurement(metric) else {
-            continue;
-        };
-        let Some(h) = m.histogram.as_ref().filter(|h| h.count() > 0) else {
-            continue;
-        };
-        let label = group_label(data, c);
-        let i = match groups.iter().position(|g| g.label == label) {
-            Some(i) => {
-                groups[i].hist.add(h);
-                groups[i].runs += 1;
-                i
-            }
-            None => {
-                groups.push(Group {
-                    label,
-                    hist: h.clone(),
-                    runs: 1,
-                    deadlines: Vec::new(),
-                });
-                groups.len() - 1
-            }
-        };
-        if let Some(d) = m.deadline {
-            if !groups[i].deadlines.contains(&d) {
-                groups[i].deadlines.push(d);
-            }
-        }
-    }
-    groups
-}
-
-/// The deadlines of the groups as reference lines, labelled with their label when they
-/// differ (at most three).
-fn deadline_lines(groups: &[Group]) -> Vec<RefLine> {
-    let mut all: Vec<(f64, Vec<&str>)> = Vec::new();
-    for g in groups {
-        for &d in &g.deadlines {
-            match all.iter_mut().find(|(v, _)| *v == d) {
-                Some((_, labels)) => labels.push(&g.label),
-                None => all.push((d, vec![&g.label])),
-            }
-        }
-    }
-    let several = all.len() > 1;
-    let with_data = groups.iter().take(MAX_LINES).count();
-    all.into_iter()
-        .take(3)
-        .map(|(d, labels)| RefLine {
-            y: d,
-            // Whose deadline it is, unless every line's.
-            label: if several && labels.len() < with_data {
-                format!("deadline {} ({})", fmt_ns(d), labels.join(", "))
-            } else {
-                format!("deadline {}", fmt_ns(d))
-            },
-        })
-        .collect()
-}
-
-fn lines_note(groups: &[Group]) -> String {
-    if groups.len() > MAX_LINES {
-        format!(
-            " The first {MAX_LINES} of {} labels are drawn; the runs table has the rest.",
-            groups.len()
-        )
-    } else {
-        String::new()
-    }
-}
-
-fn samples_note(groups: &[Group]) -> String {
-    groups
-        .iter()
-        .take(MAX_LINES)
-        .map(|g| {
-            let over = g.hist.overflows();
-            format!(
-                "{}: {} samples in {} run{}, max {}{}",
-                if g.label.is_empty() { "all" } else { &g.label },
-                fmt_count(g.hist.count()),
-                g.runs,
-                if g.runs == 1 { "" } else { "s" },
-                fmt_ns(g.hist.max() as f64),
-                if over > 0 {
-                    format!(
-                        ", {} above the histogram's bound of {}",
-                        fmt_count(over),
-                        fmt_ns(g.hist.bound() as f64)
-                    )
-                } else {
-                    String::new()
-                }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// HdrHistogram's percentile distribution: latency against how rare it is.
@@ -547,18 +427,32 @@ fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<F
     out
 }
 
+/// How long a host-steal event's window is when the event does not say (its
+/// `window_ns`): the probes sample steal every 50 ms (`probes::steal::StealSampler`,
+/// `jitter::STEAL_SAMPLE_INTERVAL`), and an event is one sampling window with steal in it,
+/// starting at the event's time.
+pub const STEAL_WINDOW_NS: f64 = 50e6;
+
 /// The run's events as marks and windows on a time axis whose 0 is `origin_ns`
 /// (CLOCK_MONOTONIC). Returns how many events have a mark, and the kinds too many to
-/// mark (more than [`MAX_MARKS_PER_KIND`]) with their counts, for the caption.
+/// mark (more than [`MAX_MARKS_PER_KIND`]) with their counts, for the caption. Counts
+/// come from the run's whole counts (`event_counts`), not from the events loaded.
 pub(crate) fn event_marks(
     plot: &mut Plot,
     r: &RunData,
     origin_ns: u64,
-) -> (usize, Vec<(&'static str, usize)>) {
+) -> (usize, Vec<(&'static str, u64)>) {
     let start = origin_ns;
     let mut marked = 0;
-    let count = |kind: &str| r.events.iter().filter(|e| e.kind == kind).count();
-    let crowded: Vec<(&'static str, usize)> = [
+    let count = |kind: &str| -> u64 {
+        let whole = r
+            .event_counts
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map_or(0, |(_, n)| *n);
+        whole.max(r.events.iter().filter(|e| e.kind == kind).count() as u64)
+    };
+    let crowded: Vec<(&'static str, u64)> = [
         ("underrun", "deadline misses"),
         ("xrun", "xruns"),
         ("overflow", "wake-ups above the histogram's bound"),
@@ -566,24 +460,18 @@ pub(crate) fn event_marks(
         ("load_exit", "load exits"),
     ]
     .into_iter()
-    .filter(|(kind, _)| count(kind) > MAX_MARKS_PER_KIND)
+    .filter(|(kind, _)| count(kind) > MAX_MARKS_PER_KIND as u64)
     .map(|(kind, name)| (name, count(kind)))
     .collect();
     for e in &r.events {
-        if e.kind != "steal" && count(&e.kind) > MAX_MARKS_PER_KIND {
+        if e.kind != "steal" && count(&e.kind) > MAX_MARKS_PER_KIND as u64 {
             continue;
         }
         let x = e.mono_ns.saturating_sub(start) as f64;
         let at = fmt_ns(x);
         let (kind, text) = match e.kind.as_str() {
             "steal" => {
-                let steal_ns = e.detail["steal_ns"].as_f64().unwrap_or(0.0);
-                plot.windows.push(Window {
-                    x0: x,
-                    x1: x + steal_ns,
-                    kind: "steal".into(),
-                    text: format!("host steal {} in the window from {at}", fmt_ns(steal_ns)),
-                });
+                plot.windows.push(steal_window(e, x));
                 continue;
             }
             "underrun" => (
@@ -619,6 +507,32 @@ pub(crate) fn event_marks(
     .map(|(k, n)| (k.to_string(), n.to_string()))
     .to_vec();
     (marked, crowded)
+}
+
+/// A host-steal event as the sampling window it covers, with the steal (summed over
+/// the CPUs sampled) on hover.
+fn steal_window(e: &results::Event, x: f64) -> Window {
+    let window_ns = e.detail["window_ns"]
+        .as_f64()
+        .filter(|w| *w > 0.0)
+        .unwrap_or(STEAL_WINDOW_NS);
+    let cpus = match e.detail["cpus"].as_str() {
+        Some(c) if !c.is_empty() => format!("CPUs {c}"),
+        _ => "the CPUs".to_string(),
+    };
+    let steal = e.detail["steal_ns"]
+        .as_f64()
+        .map_or_else(|| "-".to_string(), fmt_ns);
+    Window {
+        x0: x,
+        x1: x + window_ns,
+        kind: "steal".into(),
+        text: format!(
+            "host steal {steal} (summed over {cpus}) in the {} window from {}",
+            fmt_ns(window_ns),
+            fmt_ns(x)
+        ),
+    }
 }
 
 #[cfg(test)]

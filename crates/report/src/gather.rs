@@ -46,6 +46,13 @@ fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
     } else {
         Vec::new()
     };
+    let event_counts = store.event_counts(id)?;
+    // Each kind up to its own limit: a flood of one kind does not hide the others.
+    let mut events = Vec::new();
+    for (kind, _) in &event_counts {
+        events.extend(store.events_of_kind(id, kind, Some(crate::data::EVENTS_SHOWN))?);
+    }
+    events.sort_by_key(|e: &results::Event| e.mono_ns);
     Ok(RunData {
         measurements: store
             .measurements(id)?
@@ -53,9 +60,9 @@ fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
             .map(|m| m.measurement)
             .collect(),
         series: store.series(id)?,
-        event_counts: store.event_counts(id)?,
+        event_counts,
         triggers,
-        events: store.events(id, Some(crate::data::EVENTS_SHOWN))?,
+        events,
         gates: store.gates(id)?,
         record,
     })
@@ -76,7 +83,7 @@ fn base(tool: &ToolInfo) -> ReportData {
 
 /// What a run outside a plan measured, in a few words for its cell: the probe, its
 /// backend and period, and its load (`event, jack 128 frames at 44.1 kHz, cpu load`).
-fn describe(r: &RunRecord) -> String {
+pub(crate) fn describe(r: &RunRecord) -> String {
     let c = &r.config;
     let mut words = vec![match r.probe.as_str() {
         "jitter" if c["fragments"].is_object() => "fragments".to_string(),

@@ -4,7 +4,7 @@
 use super::{event_marks, metric_name, slug, Figure};
 use crate::data::{CellData, RunData};
 use crate::plots::{Axis, Plot, RefLine, Scale, Series};
-use crate::units::fmt_ns;
+use crate::units::{fmt_count, fmt_ns};
 
 /// Dots per point up to this many points; a line beyond.
 const MAX_DOTS: usize = 400;
@@ -58,11 +58,11 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     plot.refs = refs;
     let (marked, crowded) = origin.map_or((0, Vec::new()), |o| event_marks(&mut plot, r, o));
     let svg = plot.svg()?;
-    let events: usize = r
+    let events: u64 = r
         .event_counts
         .iter()
         .filter(|(k, _)| k != "steal")
-        .map(|(_, n)| *n as usize)
+        .map(|(_, n)| *n)
         .sum();
     let run = if cell.key.starts_with("run ") {
         cell.key.clone()
@@ -82,12 +82,13 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     for (name, n) in &crowded {
         caption.push_str(&format!(
             " Its {} {name} are too many to mark one by one.",
-            crate::units::fmt_count(*n as u64)
+            fmt_count(*n)
         ));
     }
     if origin.is_none() && events > 0 {
         caption.push_str(&format!(
-            " Its {events} events are counted in the runs table, not placed here: the run does not store where this time axis starts."
+            " Its {} events are counted in the runs table, not placed here: the run does not store where this time axis starts.",
+            fmt_count(events)
         ));
     }
     if !plot.windows.is_empty() {

@@ -230,6 +230,9 @@ impl Axis {
                         .map(move |&m| (m * 10f64.powi(k), m == 1.0))
                 })
                 .filter(|&(v, _)| (lo..=hi).contains(&v.log10()))
+                // A count below one is no count: the axis dips below 1 only so that a
+                // bin of one sample stands off the floor.
+                .filter(|&(v, _)| self.quantity != Quantity::Count || v >= 1.0)
                 .collect()
         };
         // Label decades, and 2 and 5 too on a short axis; minor ticks at 2..9.
@@ -256,6 +259,23 @@ impl Axis {
         if decades < 1.2 || ticks.iter().filter(|t| t.label.is_some()).count() < 2 {
             for t in &mut ticks {
                 t.label = Some(self.tick_label(t.at, unit_scale));
+            }
+        }
+        // Still fewer than three labels (a short axis between two ticks of 1..9, e.g.
+        // 11 to 19 ms): ticks at a 1/2/5 step of the values, as a linear axis has.
+        if ticks.iter().filter(|t| t.label.is_some()).count() < 3 {
+            let linear = Axis {
+                scale: Scale::Linear,
+                ..self.clone()
+            };
+            let finer: Vec<Tick> = linear
+                .linear_ticks(10f64.powf(lo), 10f64.powf(hi))
+                .into_iter()
+                .filter(|t| t.at > 0.0)
+                .filter(|t| self.quantity != Quantity::Count || t.at >= 1.0)
+                .collect();
+            if finer.len() > ticks.len() {
+                return finer;
             }
         }
         ticks

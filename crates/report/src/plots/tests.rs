@@ -260,3 +260,28 @@ fn a_sweep_line_goes_through_the_mean_at_each_x_and_close_deadlines_alternate_si
     assert!(svg.contains("text-anchor=\"start\">a</text>"));
     assert!(svg.contains("text-anchor=\"end\">b</text>"));
 }
+
+#[test]
+fn a_log_count_axis_has_no_tick_below_one() {
+    let axis = Axis::log_count("count");
+    let (lo, hi) = axis.range(&[1.0, 6.0]).unwrap();
+    let ticks = axis.ticks(lo, hi);
+    assert!(!ticks.is_empty());
+    assert!(ticks.iter().all(|t| t.at >= 1.0), "{ticks:?}");
+    assert!(ticks.iter().any(|t| t.label.as_deref() == Some("1")));
+}
+
+#[test]
+fn a_short_log_latency_axis_shows_at_least_three_labels() {
+    let axis = Axis::duration("latency", Scale::Log);
+    // 12 to 30 ms: between the decade ticks only 20 and 30 ms would be labelled.
+    let (lo, hi) = axis.range(&[12e6, 30e6]).unwrap();
+    let ticks = axis.ticks(lo, hi);
+    let labelled: Vec<&Tick> = ticks.iter().filter(|t| t.label.is_some()).collect();
+    assert!(labelled.len() >= 3, "{ticks:?}");
+    assert!(labelled.iter().all(|t| (lo..=hi).contains(&t.at.log10())));
+    // Some label above 10 ms, in ms.
+    assert!(labelled
+        .iter()
+        .any(|t| t.at > 10e6 && t.label.as_deref() != Some("")));
+}

@@ -286,6 +286,32 @@ impl Store {
             .collect()
     }
 
+    /// A run's events of one kind in time order; at most `limit` when given (a kind
+    /// that floods, such as overflows, cannot crowd out the others).
+    pub fn events_of_kind(
+        &self,
+        run_id: RunId,
+        kind: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows = self.db.query(
+            &format!(
+                "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 AND kind = ?2 ORDER BY mono_ns, id {}",
+                limit.map_or(String::new(), |l| format!("LIMIT {l}"))
+            ),
+            vals![run_id, kind],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(Event {
+                    mono_ns: r.get::<i64>(0)? as u64,
+                    kind: r.get(1)?,
+                    detail: parse_json(&r.get::<String>(2)?),
+                })
+            })
+            .collect()
+    }
+
     /// Number of events of each kind in a run.
     pub fn event_counts(&self, run_id: RunId) -> Result<Vec<(String, u64)>, StoreError> {
         let rows = self.db.query(

@@ -463,3 +463,39 @@ fn a_version_5_file_gains_the_gate_table_and_verdicts_round_trip() {
     store.put_gates(id, std::slice::from_ref(&unknown)).unwrap();
     assert_eq!(store.gates(id).unwrap(), vec![unknown]);
 }
+
+#[test]
+fn events_of_one_kind_are_read_past_a_flood_of_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("a.db")).unwrap();
+    let id = store.begin_run(&info("jitter")).unwrap();
+    let mut events: Vec<Event> = (0..50)
+        .map(|i| Event {
+            mono_ns: i,
+            kind: "overflow".into(),
+            detail: json!({}),
+        })
+        .collect();
+    events.push(Event {
+        mono_ns: 1_000,
+        kind: "underrun".into(),
+        detail: json!({"cycle": 7}),
+    });
+    store.add_events(id, &events).unwrap();
+    // A total limit loses the late under-run to the early flood; a kind's limit does not.
+    assert!(store
+        .events(id, Some(10))
+        .unwrap()
+        .iter()
+        .all(|e| e.kind == "overflow"));
+    let under = store.events_of_kind(id, "underrun", Some(10)).unwrap();
+    assert_eq!(under.len(), 1);
+    assert_eq!(under[0].detail["cycle"], 7);
+    assert_eq!(
+        store
+            .events_of_kind(id, "overflow", Some(10))
+            .unwrap()
+            .len(),
+        10
+    );
+}
