@@ -59,9 +59,11 @@ fn a_jitter_run_in_postgresql_reads_back_as_from_sqlite_and_reports() {
     let report = ok(shared, &["report", "2", "-o", html.to_str().unwrap()]);
     assert!(report.starts_with("report: "), "{report}");
     let page = std::fs::read_to_string(&html).unwrap();
+    // The run's row names its metric and its statistics in units.
+    let runs = &page[page.find("<section id=\"runs\"").expect("no runs table")..];
     assert!(
-        page.contains("wakeup_latency"),
-        "no measurement in the report"
+        runs.contains("wake-up latency") && runs.contains(" us<"),
+        "no measurement in the report's runs table"
     );
 }
 

@@ -1,6 +1,8 @@
-//! The HTML report: one self-contained file (inline CSS and SVG, no scripts, nothing
-//! fetched), with the paper-shaped tables and the study's figures beside ours, the plots,
-//! every run with its command and validity flags, and the machine with doctor's findings.
+//! The HTML report: one self-contained file (inline CSS, SVG and a small script that
+//! toggles plot series and opens folded details for printing; nothing fetched): the
+//! answer first ([`crate::summary`]), the paper-shaped tables and the study's figures
+//! beside ours, the plots, every run with its command and validity flags, and the
+//! machine with doctor's findings. Light and dark colours come from CSS variables.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,7 +60,7 @@ td.empty { color: var(--muted); text-align: center; }
 td.fail, span.fail, .fail { color: var(--fail); font-weight: 600; }
 td.warn, span.warn, .warn { color: var(--warn); }
 td.ok, span.ok, .ok { color: var(--ok); }
-table.runs td.validity { text-align: left; min-width: 12rem; }
+table.runs td.validity { text-align: left; }
 table.runs dl { display: grid; grid-template-columns: auto auto; gap: 0 .8rem; margin: .3rem 0; font-size: .82rem; }
 table.runs dt { color: var(--muted); }
 table.runs dd { margin: 0; }
@@ -83,9 +85,15 @@ section.summary span.run { color: var(--muted); }
   body { margin: 1rem auto; padding: 0 .6rem; }
   nav ul { columns: 1; }
   th, td { padding: .2rem .3rem; }
+  table.runs { font-size: .8rem; }
 }
 @media print {
-  :root { --fg: #000; --bg: #fff; --muted: #444; --border: #999; --grid: #ddd; --th-bg: #eee; --code-bg: #fff; }
+  :root { --fg: #000; --bg: #fff; --muted: #444; --border: #999; --grid: #ddd; --th-bg: #eee; --code-bg: #fff;
+    --published: #8a5a00; --ok: #1b7f2a; --warn: #9a5600; --fail: #b00020; --band: rgba(160, 120, 0, .16);
+    --s0: #1f77b4; --s1: #d62728; --s2: #2ca02c; --s3: #e07b00; --s4: #9467bd; --s5: #8c564b; --s6: #d0459f; --s7: #17a2b8; }
+  .table-wrap { overflow: visible; }
+  table.paper, table.compare, table.runs { font-size: 7pt; }
+  table.paper th, table.paper td { padding: .1rem .2rem; }
   body { max-width: none; margin: 0; padding: 0; font-size: 10pt; }
   nav { display: none; }
   section, figure, table.paper, table.summary-table { break-inside: avoid; }
@@ -471,10 +479,23 @@ fn validity_cell(flags: &Value) -> String {
     let Some(map) = flags.as_object() else {
         return "<td class=\"validity\">-</td>".into();
     };
+    // Host steal is one flag in two units: the time, with its share beside it.
+    let steal_share = map.contains_key("host_steal_ns").then(|| {
+        map.get("host_steal_percent")
+            .and_then(Value::as_f64)
+            .map(crate::units::fmt_percent)
+    });
     let scalars: Vec<(&String, &Value)> = map
         .iter()
         .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .filter(|(k, _)| !(k.as_str() == "host_steal_percent" && steal_share.is_some()))
         .collect();
+    let text = |k: &str, v: &Value| match (k, steal_share.clone().flatten()) {
+        ("host_steal_ns", Some(share)) if v.as_f64().is_some_and(|f| f > 0.0) => {
+            format!("{} ({share})", flag_text(k, v).0)
+        }
+        _ => flag_text(k, v).0,
+    };
     let doubts: Vec<String> = scalars
         .iter()
         .filter_map(|(k, v)| {
@@ -482,7 +503,7 @@ fn validity_cell(flags: &Value) -> String {
                 format!(
                     "<span class=\"{class}\">{} {}</span>",
                     escape(&flag_name(k)),
-                    escape(&flag_text(k, v).0)
+                    escape(&text(k, v))
                 )
             })
         })
@@ -503,17 +524,56 @@ fn validity_cell(flags: &Value) -> String {
             out,
             "<dt>{}</dt><dd>{}</dd>",
             escape(&flag_name(k)),
-            escape(&flag_text(k, v).0)
+            escape(&text(k, v))
         );
     }
     out.push_str("</dl></details></td>");
     out
 }
 
+/// A build profile that wraps only before its parenthesis: `release` over `(opt-level 3)`,
+/// never a word a line.
+fn profile_html(profile: &str) -> String {
+    match profile.split_once(" (") {
+        Some((name, rest)) => format!(
+            "{} <span class=\"nowrap\">({})</span>",
+            escape(name),
+            escape(rest)
+        ),
+        None => format!("<span class=\"nowrap\">{}</span>", escape(profile)),
+    }
+}
+
+/// The measurement a run's row shows: a fragment run's completion time (what its
+/// deadline judges), else the probe's headline.
+fn table_metric(r: &RunData) -> Option<&results::Measurement> {
+    r.measurement("fragment_completion")
+        .filter(|m| m.summary.is_some())
+        .or_else(|| r.headline())
+}
+
+/// What went past a deadline in a run, where its probe counts it: xruns (event, round
+/// trip), fragment under-runs (jitter with fragments), blocks that missed the deadline
+/// (net). `None` where nothing was counted.
+fn underruns(r: &RunData) -> Option<u64> {
+    if let Some(x) = crate::summary::underruns_of(r) {
+        return Some(x);
+    }
+    if r.record.config["fragments"].is_object() {
+        let n = r
+            .event_counts
+            .iter()
+            .find(|(k, _)| k == "underrun")
+            .map(|(_, n)| *n);
+        return Some(n.unwrap_or(0));
+    }
+    r.headline().and_then(|m| m.misses)
+}
+
 fn runs_html(data: &ReportData) -> String {
     let mut out = String::from("<section id=\"runs\"><h2>Runs, commands and validity flags</h2>\n");
     out.push_str("<p class=\"note\">Each run's headline metric, and the validity flags that cast doubt on it (not real-time, memory not locked, host steal, interrupted...); every flag is folded under its run.</p>\n");
-    out.push_str("<table class=\"runs\"><thead><tr><th class=\"label\">cell</th><th>run</th><th>status</th><th>profile</th><th>mean</th><th>p99</th><th>max</th><th class=\"label\">validity</th></tr></thead><tbody>\n");
+    out.push_str("<table class=\"runs\"><thead><tr><th class=\"label\">cell</th><th>run</th><th>profile</th><th>mean</th><th>p99</th><th>max</th><th title=\"xruns, fragment under-runs or blocks past the deadline\">under-runs</th><th class=\"label\">validity</th></tr></thead><tbody>\n");
     for c in &data.cells {
         let status = c
             .status
@@ -525,23 +585,34 @@ fn runs_html(data: &ReportData) -> String {
             "interrupted" => "warn",
             _ => "fail",
         };
+        let h = c.run.as_ref().and_then(table_metric);
         let _ = write!(
             out,
-            "<tr><td class=\"label\">{}</td><td>{}</td><td class=\"{class}\">{}</td><td class=\"label nowrap\">{}</td>",
+            "<tr><td class=\"label\">{}{}</td><td>{}<br><span class=\"{class}\">{}</span></td><td class=\"label\">{}</td>",
             escape(&c.key),
+            h.map(|m| format!("<br><span class=\"meta\">{}</span>", escape(&crate::figures::metric_name(&m.metric))))
+                .unwrap_or_default(),
             c.run.as_ref().map(|r| r.record.id.to_string()).unwrap_or_default(),
             escape(&status),
-            escape(&c.profile)
+            profile_html(&c.profile)
         );
-        let h = c.run.as_ref().and_then(RunData::headline);
-        let s = h.and_then(|m| m.summary);
+        let s = h.and_then(|m| m.summary.as_ref());
         for v in [s.map(|s| s.mean), s.map(|s| s.p99), s.map(|s| s.max)] {
-            let text = match (v, h) {
-                (Some(v), Some(m)) => crate::units::fmt_value(v, &m.unit),
+            let text = match (v, h, s) {
+                (Some(v), Some(m), Some(s)) => crate::terminal::fmt_percentile(s, v, &m.unit),
                 _ => "-".into(),
             };
             let _ = write!(out, "<td class=\"nowrap\">{}</td>", escape(&text));
         }
+        let _ = write!(
+            out,
+            "{}",
+            match c.run.as_ref().and_then(underruns) {
+                Some(0) => "<td class=\"ok\">0</td>".to_string(),
+                Some(n) => format!("<td class=\"fail\">{}</td>", crate::units::fmt_count(n)),
+                None => "<td>-</td>".to_string(),
+            }
+        );
         match &c.run {
             Some(r) => out.push_str(&validity_cell(&r.record.flags)),
             None => out.push_str("<td class=\"validity\">-</td>"),
