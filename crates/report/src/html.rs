@@ -248,8 +248,13 @@ fn nav_html(data: &ReportData, tables: bool) -> String {
 fn plots_html(data: &ReportData) -> String {
     let mut out = String::from("<section id=\"plots\"><h2>Plots</h2>\n");
     let figures = crate::figures::figures(data);
-    if figures.is_empty() {
+    // A metric whose every sample is one value has no distribution: its value, said.
+    let values_only = crate::figures::values_only(data);
+    if figures.is_empty() && values_only.is_empty() {
         out.push_str("<p class=\"note\">No run with samples to plot.</p>\n");
+    }
+    for line in &values_only {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(line));
     }
     for f in figures {
         let _ = writeln!(
