@@ -640,7 +640,7 @@ fn runs_html(data: &ReportData) -> String {
     for r in data.runs() {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"label\"><code>{}</code></td><td class=\"label\">{} {}</td><td class=\"label\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"label\"><code>{}</code></td><td class=\"label\">{} <code>{}</code></td><td class=\"label\">{}</td></tr>",
             r.record.id,
             escape(&r.record.command_line),
             escape(&r.record.tool.build_profile),
