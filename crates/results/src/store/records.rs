@@ -268,22 +268,7 @@ impl Store {
 
     /// A run's events in time order; at most `limit` when given.
     pub fn events(&self, run_id: RunId, limit: Option<usize>) -> Result<Vec<Event>, StoreError> {
-        let rows = self.db.query(
-            &format!(
-                "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 ORDER BY mono_ns, id {}",
-                limit.map_or(String::new(), |l| format!("LIMIT {l}"))
-            ),
-            vals![run_id],
-        )?;
-        rows.iter()
-            .map(|r| {
-                Ok(Event {
-                    mono_ns: r.get::<i64>(0)? as u64,
-                    kind: r.get(1)?,
-                    detail: parse_json(&r.get::<String>(2)?),
-                })
-            })
-            .collect()
+        self.read_events(run_id, None, limit)
     }
 
     /// A run's events of one kind in time order; at most `limit` when given (a kind
@@ -294,13 +279,25 @@ impl Store {
         kind: &str,
         limit: Option<usize>,
     ) -> Result<Vec<Event>, StoreError> {
-        let rows = self.db.query(
-            &format!(
-                "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 AND kind = ?2 ORDER BY mono_ns, id {}",
-                limit.map_or(String::new(), |l| format!("LIMIT {l}"))
-            ),
-            vals![run_id, kind],
-        )?;
+        self.read_events(run_id, Some(kind), limit)
+    }
+
+    /// A run's events, of one kind when given, in time order, at most `limit`.
+    fn read_events(
+        &self,
+        run_id: RunId,
+        kind: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let sql = format!(
+            "SELECT mono_ns, kind, detail FROM event WHERE run_id = ?1 {}ORDER BY mono_ns, id {}",
+            if kind.is_some() { "AND kind = ?2 " } else { "" },
+            limit.map_or(String::new(), |l| format!("LIMIT {l}"))
+        );
+        let rows = match kind {
+            Some(k) => self.db.query(&sql, vals![run_id, k])?,
+            None => self.db.query(&sql, vals![run_id])?,
+        };
         rows.iter()
             .map(|r| {
                 Ok(Event {
