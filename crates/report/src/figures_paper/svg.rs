@@ -155,22 +155,9 @@ struct Entry {
     ours: bool,
 }
 
-/// The entries in rows that fit the width, each with its x.
+/// The entries in rows that fit the width, each with its x (the engine's layout).
 fn layout(entries: &[Entry]) -> Vec<Vec<(f64, &Entry)>> {
-    let mut rows: Vec<Vec<(f64, &Entry)>> = Vec::new();
-    let mut x = LEFT;
-    for e in entries {
-        let w = 40.0 + e.label.chars().count() as f64 * CHAR_PX;
-        if rows.is_empty() || (x + w > WIDTH - RIGHT && x > LEFT) {
-            rows.push(Vec::new());
-            x = LEFT;
-        }
-        if let Some(row) = rows.last_mut() {
-            row.push((x, e));
-        }
-        x += w;
-    }
-    rows
+    crate::plots::legend_rows(entries, |e| 40.0 + e.label.chars().count() as f64 * CHAR_PX)
 }
 
 /// The legend entry a series toggles with: its column, or its kind in a table of one

@@ -24,6 +24,7 @@
 mod axis;
 pub mod hist;
 mod svg;
+pub(crate) use svg::legend_rows;
 #[cfg(test)]
 mod tests;
 

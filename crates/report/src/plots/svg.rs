@@ -241,10 +241,17 @@ fn entry_text<'a>(e: &'a Entry<'a>) -> std::borrow::Cow<'a, str> {
 
 /// The legend's entries in rows that fit the width.
 fn layout_rows<'a>(entries: &'a [Entry<'a>]) -> Vec<Vec<(f64, &'a Entry<'a>)>> {
-    let mut rows: Vec<Vec<(f64, &Entry)>> = Vec::new();
+    legend_rows(entries, |e| entry_width(&entry_text(e)))
+}
+
+/// Legend entries laid out in rows that fit a plot's width, each with its x: an entry
+/// `width` px wide starts a new row where it would pass the right margin. Shared by the
+/// papers' figures.
+pub(crate) fn legend_rows<T>(entries: &[T], width: impl Fn(&T) -> f64) -> Vec<Vec<(f64, &T)>> {
+    let mut rows: Vec<Vec<(f64, &T)>> = Vec::new();
     let mut x = LEFT;
     for e in entries {
-        let w = entry_width(&entry_text(e));
+        let w = width(e);
         if rows.is_empty() || (x + w > WIDTH - RIGHT && x > LEFT) {
             rows.push(Vec::new());
             x = LEFT;
