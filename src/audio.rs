@@ -86,6 +86,24 @@ fn spec_message(e: &SpecError) -> String {
             RATE_RANGE_HZ.end()
         ),
         SpecError::PlaybackWithoutCapture => return "--playback needs --capture: name the port where the cable comes back in (or leave both out for audiolat's software loop)".into(),
+        SpecError::PeriodsOutOfRange { periods, backend } => {
+            let range = engine::backend::periods_range(*backend);
+            return format!(
+                "--periods {periods}: --backend {backend} takes {} to {} periods in a buffer (at least two periods: one playing, one being written)",
+                range.start(),
+                range.end()
+            );
+        }
+        SpecError::CableDelayOutOfRange(d) => return format!(
+            "--cable-delay {}: use 0 to {} frames (the longest loop a round trip measures)",
+            crate::cli::number(*d),
+            dsp::loopdelay::MAX_LOOP_FRAMES
+        ),
+        SpecError::CableGainOutOfRange(g) => return format!(
+            "--cable-gain {}: use -{max} to {max} (1 is unity, negative inverts)",
+            crate::cli::number(f64::from(*g)),
+            max = engine::backend::MAX_CABLE_GAIN
+        ),
         SpecError::ForeignOptions { options, backend } => (options, backend),
     };
     match options {
@@ -163,6 +181,29 @@ pub fn audio_message(e: &AudioError) -> String {
         AudioError::Native(NativeError::NotBuilt) => format!("--backend pipewire is not built in: build audiolat with --features pipewire-native (a default feature), which needs the packages {}", engine::pipewire::native::BUILD_PACKAGES),
         AudioError::Pipewire(PipewireError::Exited { process: PipewireProcess::DbusDaemon, .. }) => format!("{e}; WirePlumber needs a session bus and audiolat starts its own: check that `dbus-daemon --session` runs here (the dbus-daemon package)"),
         other => other.to_string(),
+    }
+}
+
+/// A command other than the audio probes that words engine errors: the probes (`event`,
+/// `roundtrip`) have every flag [`audio_message`] names; `loop` names its server with
+/// `--server-name` only, and `suite` takes the running server or starts a private one
+/// itself, without flags for either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wording {
+    /// `audiolat loop`.
+    Loop,
+    /// `audiolat suite`.
+    Suite,
+}
+
+/// An engine error as the command `wording` names words it: with only the flags it has,
+/// else in the engine's own words (which name no flag).
+pub fn audio_message_in(e: &AudioError, wording: Wording) -> String {
+    match (wording, e) {
+        (Wording::Loop, AudioError::NoServer(n)) => format!("no JACK server named `{n}` answers: start one (e.g. jackd -d dummy -n {n}), or name a running one with --server-name (`audiolat devices` lists the servers that answer)"),
+        (Wording::Loop, AudioError::BadServerName(_))
+        | (Wording::Loop, AudioError::OutOfRange { setting: StreamSetting::LoopDelay, .. }) => audio_message(e),
+        (_, other) => other.to_string(),
     }
 }
 
@@ -368,6 +409,108 @@ mod tests {
         for (error, text) in cases {
             assert_eq!(audio_message(&error), text);
             assert!(!error.to_string().contains("--"), "{error}");
+        }
+    }
+
+    /// Every flag an engine error names, as each command that words engine errors words
+    /// it, is a flag of that command in clap's definition (`loop` and `suite` have none of
+    /// the audio probes' server, period or port flags; a flag of another command is named
+    /// with that command). Other tools' flags aside.
+    #[test]
+    fn each_command_words_an_engine_error_with_its_own_flags() {
+        use crate::cli::flag_check::unknown_flags;
+        let foreign = ["--user", "--session", "--features"];
+        let errors = vec![
+            AudioError::NoJackd,
+            AudioError::BadPeriod(100),
+            AudioError::BadRate(1),
+            AudioError::BadServerName("a b".into()),
+            AudioError::ServerBusy("s".into()),
+            AudioError::NoServer("s".into()),
+            AudioError::Mismatch {
+                server: "s".into(),
+                what: ServerSetting::Period,
+                actual: 128,
+                wanted: 256,
+            },
+            AudioError::Mismatch {
+                server: "s".into(),
+                what: ServerSetting::Rate,
+                actual: 48000,
+                wanted: 44100,
+            },
+            AudioError::Unresponsive {
+                server: "s".into(),
+                secs: 5,
+            },
+            AudioError::NoPlayback("s".into()),
+            AudioError::WrongPort {
+                name: "p".into(),
+                role: PortRole::Playback,
+                needed: "an input".into(),
+                found: "an output".into(),
+            },
+            AudioError::WrongPort {
+                name: "p".into(),
+                role: PortRole::Loopback,
+                needed: "an output".into(),
+                found: "an input".into(),
+            },
+            AudioError::NoSuchPort("p".into()),
+            AudioError::OutOfRange {
+                setting: StreamSetting::Period,
+                value: 1,
+                problem: "too small".into(),
+            },
+            AudioError::OutOfRange {
+                setting: StreamSetting::Periods,
+                value: 1,
+                problem: "too few".into(),
+            },
+            AudioError::OutOfRange {
+                setting: StreamSetting::LoopDelay,
+                value: 9_000_000,
+                problem: "too long".into(),
+            },
+            AudioError::AlsaRefused {
+                device: "hw:1,0".into(),
+                refusal: AlsaRefusal::Period {
+                    asked: 100,
+                    nearest: 128,
+                },
+            },
+            AudioError::Native(NativeError::NoUserPipewire("/run/user/0/pipewire-0".into())),
+            AudioError::Native(NativeError::NotBuilt),
+            AudioError::Native(NativeError::QuantumOnExternal(128)),
+        ];
+        for e in &errors {
+            // A loop's delay is `audiolat loop`'s alone: the probes never make that error.
+            let loop_only = matches!(
+                e,
+                AudioError::OutOfRange {
+                    setting: StreamSetting::LoopDelay,
+                    ..
+                }
+            );
+            let probe = if loop_only {
+                String::new()
+            } else {
+                audio_message(e)
+            };
+            let in_either = |cmd: &str| unknown_flags(&[cmd], &probe, &foreign);
+            let unknown: Vec<String> = in_either("event")
+                .into_iter()
+                .filter(|f| in_either("roundtrip").contains(f))
+                .collect();
+            assert!(
+                unknown.is_empty(),
+                "{unknown:?} in event's and roundtrip's: {probe}"
+            );
+            for (cmd, wording) in [("loop", Wording::Loop), ("suite", Wording::Suite)] {
+                let text = audio_message_in(e, wording);
+                let unknown = unknown_flags(&[cmd], &text, &foreign);
+                assert!(unknown.is_empty(), "{unknown:?} not {cmd}'s: {text}");
+            }
         }
     }
 }

@@ -9,7 +9,12 @@
 //! | 1 | a run failed while measuring (status `failed`), or its audio server went away or changed mid-run (status `interrupted`); what was measured is kept |
 //! | 2 | refused before anything started: bad input, missing tool, unusable database |
 //! | 3 | measured and stored, but a `--fail-if` gate failed (or its metric was not measured) |
-//! | 130 | interrupted by Ctrl-C / SIGTERM (the run is stored as `interrupted`) |
+//! | 130 | interrupted by Ctrl-C, SIGTERM, a hang-up (SIGHUP), SIGQUIT or a closed progress pipe (the run is stored as `interrupted`) |
+//!
+//! Nothing here prints with `print!` or `eprint!`, which panic when the stream fails
+//! (a full disk, a closed pipe): standard output and standard error go through
+//! [`stdio`].
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod audio;
 mod cli;
@@ -17,6 +22,7 @@ mod commands;
 mod plan;
 mod process;
 mod runner;
+mod stdio;
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -38,7 +44,7 @@ use crate::commands::stored::{compare, export, push, runs, show, write_report};
 use crate::commands::suite::suite;
 use crate::process::{
     clap_error, command_line, database_unusable, error_text, install_signal_handlers, EXIT_FAILED,
-    EXIT_USAGE,
+    EXIT_INTERRUPTED, EXIT_USAGE,
 };
 use cli::{Cli, Command, UsageError};
 use runner::Context;
@@ -52,44 +58,68 @@ fn main() -> ExitCode {
         // A load's supervisor handles its own signals; see load::supervise.
         return ExitCode::from(load::supervise(&a.program, &a.args).clamp(0, 255) as u8);
     }
-    // Output piped into `head` ends quietly, as a Unix tool's does, instead of with a
-    // broken-pipe panic from println!.
-    // SAFETY: setting a signal's disposition to the default before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's set-up): a closed pipe is an error where it is
+    // written (exit 1, or a stop of the run its progress line belongs to; see stdio),
+    // never a death halfway through a run that leaves the machine changed.
     let stop = install_signal_handlers();
+    engine::phase::arm_from_env(&stop);
+    stdio::stop_on_broken_progress(Arc::clone(&stop));
+    // A stop while connecting to a PostgreSQL store ends the wait.
+    results::store::stop_waiting_on(stop.clone());
     let db = cli.db.clone();
+    if let Err(why) = stdio::check_stdout(&db) {
+        stdio::say(format_args!("audiolat: error: {why}"));
+        return ExitCode::from(EXIT_USAGE);
+    }
     match dispatch(cli, stop) {
         Ok(code) => code,
-        Err(e) if database_unusable(&e).is_some() => {
-            let why = database_unusable(&e).unwrap_or_default();
-            eprintln!(
-                "audiolat: error: cannot use results database {}: {why}",
-                db.display()
-            );
-            ExitCode::from(EXIT_USAGE)
-        }
         Err(e) => {
-            let usage = e.downcast_ref::<UsageError>().is_some()
-                || e.chain().any(|c| {
-                    matches!(
-                        c.downcast_ref::<StoreError>(),
-                        Some(
-                            StoreError::Open { .. }
-                                | StoreError::UnsharedLog(_)
-                                | StoreError::Missing(_)
-                                | StoreError::TooNew { .. }
-                                | StoreError::NoSuchRun(_)
-                                | StoreError::NoSuchGroup(_)
-                        )
-                    )
-                });
-            let msg = error_text(&e).replace('\n', " ");
-            eprintln!("audiolat: error: {msg}");
-            ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILED })
+            let (code, line) = failure(&e, &db);
+            stdio::say(format_args!("{line}"));
+            ExitCode::from(code)
         }
     }
+}
+
+/// The exit code and the one line an error ends the command with.
+fn failure(e: &anyhow::Error, db: &std::path::Path) -> (u8, String) {
+    if let Some(why) = database_unusable(e) {
+        return (
+            EXIT_USAGE,
+            format!(
+                "audiolat: error: cannot use results database {}: {why}",
+                db.display()
+            ),
+        );
+    }
+    if e.chain().any(|c| {
+        matches!(c.downcast_ref::<StoreError>(), Some(StoreError::Stopped(_)))
+            || c.is::<crate::process::NothingMeasured>()
+    }) {
+        // A stop while connecting to the store, or before anything was measured:
+        // interrupted, nothing stored.
+        return (
+            EXIT_INTERRUPTED,
+            format!("audiolat: {}", error_text(e).replace('\n', " ")),
+        );
+    }
+    let usage = e.downcast_ref::<UsageError>().is_some()
+        || e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<StoreError>(),
+                Some(
+                    StoreError::Open { .. }
+                        | StoreError::UnsharedLog(_)
+                        | StoreError::Missing(_)
+                        | StoreError::TooNew { .. }
+                        | StoreError::NoSuchRun(_)
+                        | StoreError::NoSuchGroup(_)
+                )
+            )
+        });
+    let msg = error_text(e).replace('\n', " ");
+    let code = if usage { EXIT_USAGE } else { EXIT_FAILED };
+    (code, format!("audiolat: error: {msg}"))
 }
 
 fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
@@ -104,23 +134,24 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         },
     };
     if let Command::Doctor(a) = &cli.command {
+        a.checked_steal_window()?;
         if a.fix {
-            runner::undo_leftovers()?;
+            runner::undo_leftovers(true)?;
         }
     }
     match cli.command {
         Command::Doctor(a) => {
-            let report = probes::doctor::run(a.steal_window);
+            let report = probes::doctor::run(a.checked_steal_window()?);
             if a.json {
                 print_json(&report::view::doctor::json(
                     &report.machine,
                     &report.findings,
                 ))?;
             } else {
-                print!(
-                    "{}",
-                    report::view::doctor::text(&report.machine, &report.findings)
-                );
+                stdio::print(report::view::doctor::text(
+                    &report.machine,
+                    &report.findings,
+                ))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -138,13 +169,10 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                     plain_names,
                     card_plugins,
                 };
-                print!(
-                    "{}",
-                    report::view::devices::text(
-                        &probes::devices::to_json(&report, &crate::audio::setup_args),
-                        &local
-                    )
-                );
+                stdio::print(report::view::devices::text(
+                    &probes::devices::to_json(&report, &crate::audio::setup_args),
+                    &local,
+                ))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -165,7 +193,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Push(a) => push(&ctx, &a),
         Command::Load(a) => load_worker(&ctx, &a),
         Command::Completions(a) => completions(&a),
-        Command::Man(a) => man(&a),
+        Command::Man(a) => man(&a, &ctx.db_path),
         Command::Supervise(_) => unreachable!("handled before the signal handlers"),
     }
 }

@@ -15,13 +15,25 @@ pub(crate) const EXIT_GATES: u8 = 3;
 
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
-/// clap's errors, on one line with the way out; help and version as clap prints them.
+/// A stop signal came before the command measured anything: nothing was stored (no
+/// run, no group). Exit 130, in one line.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted before anything was measured: nothing was stored")]
+pub(crate) struct NothingMeasured;
+
+/// clap's errors, on one line with the way out; help and version as clap prints them
+/// (exit 1 with one line when standard output cannot take them).
 pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => match e.print() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(why) => {
+                crate::stdio::say(format_args!(
+                    "audiolat: error: cannot write to standard output: {why}"
+                ));
+                ExitCode::from(EXIT_FAILED)
+            }
+        },
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = e.print();
             ExitCode::from(EXIT_USAGE)
@@ -43,7 +55,9 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
                 })
                 .map(|s| format!(" {s}"))
                 .unwrap_or_default();
-            eprintln!("audiolat: error: {first}{tip}; see 'audiolat{sub} --help'");
+            crate::stdio::say(format_args!(
+                "audiolat: error: {first}{tip}; see 'audiolat{sub} --help'"
+            ));
             ExitCode::from(EXIT_USAGE)
         }
     }
@@ -71,6 +85,14 @@ pub(crate) fn database_unusable(e: &anyhow::Error) -> Option<String> {
         Some(format!(
             "it is damaged (a corrupt page or a truncated file); {}",
             remedy_text(&Remedy::RestoreOrNewFile)
+        ))
+    } else if store.is_locked() {
+        // A run's closing writes wait it out or keep the run elsewhere; reaching here,
+        // nothing was measured yet (an open, a run or group being made) or it was read.
+        Some(format!(
+            "another process held it locked for longer than audiolat waits ({} s); {}",
+            results::store::LOCK_WAIT.as_secs(),
+            remedy_text(&Remedy::WaitForWriter)
         ))
     } else if store.is_disk_full() {
         // A run that filled the disk closes itself with the reason (see runner's
@@ -142,23 +164,38 @@ pub(crate) fn remedy_text(fix: &Remedy) -> String {
             "a command that records runs into it upgrades it{} (e.g. `audiolat jitter -D 1 --db FILE`)",
             if *first { " first" } else { "" }
         ),
+        Remedy::PlainPath => "give --db a file's path, e.g. --db ./audiolat.db (a file really so named: --db ./NAME)".into(),
         Remedy::ReachServer => "check that the server runs and that --db (or AUDIOLAT_DB) names a database this user may create tables in: postgres://USER@HOST[:PORT]/DBNAME".into(),
     }
 }
 
-/// A SIGINT/SIGTERM raises the stop flag: the run ends at its next check, what it
-/// measured is printed and stored `interrupted`, loads are stopped, the machine is
-/// restored, and the exit code is 130. A second signal only hastens that ([`load::hurry`]:
-/// loads are killed without their grace period); no signal exits the process at once,
-/// so none can cut short the storing of results or the undoing of system state.
-/// SIGKILL stays the user's last resort, and the next run recovers from it.
+/// The signals that stop a run: Ctrl-C, `kill`, a terminal hung up (closed, an ssh
+/// session dropped) and Ctrl-\.
+pub(crate) const STOP_SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
+
+/// A stop signal ([`STOP_SIGNALS`]) raises the stop flag: the run ends at its next
+/// check, what it measured is printed (where there is still somewhere to print it) and
+/// stored `interrupted`, loads are stopped, the machine is restored, and the exit code is
+/// 130. A second signal only hastens that ([`load::hurry`]: loads are killed without
+/// their grace period); no signal exits the process at once, so none can cut short the
+/// storing of results or the undoing of system state. SIGKILL stays the user's last
+/// resort, and the next run recovers from it.
 pub(crate) fn install_signal_handlers() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in STOP_SIGNALS {
         let flag = Arc::clone(&stop);
-        // SAFETY: the action is async-signal-safe: atomic operations only.
+        // SAFETY: the action is async-signal-safe: atomic operations, and for a hang-up
+        // `quiet_hung_up_terminal`'s system calls.
         let _ = unsafe {
             signal_hook::low_level::register(sig, move || {
+                if sig == signal_hook::consts::SIGHUP {
+                    quiet_hung_up_terminal();
+                }
                 if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
                     load::hurry();
                 }
@@ -166,6 +203,36 @@ pub(crate) fn install_signal_handlers() -> Arc<AtomicBool> {
         };
     }
     stop
+}
+
+/// Points the standard streams that are on a terminal that hung up at `/dev/null`, as
+/// `nohup` would have. The kernel hangs a terminal up (every write to it fails with
+/// EIO from then on) before it sends the SIGHUP, so what a stopped run prints at its end
+/// would fail for want of a terminal; now it goes nowhere, and the run ends as any
+/// stopped run does. A SIGHUP sent by hand (`kill -HUP`) leaves a working terminal, a
+/// file or a pipe as it is. Async-signal-safe: `ioctl`, `open`, `dup2` and `close` only
+/// (signal-hook keeps `errno` as it was).
+fn quiet_hung_up_terminal() {
+    for fd in 0..=2 {
+        let mut termios = std::mem::MaybeUninit::<libc::termios>::uninit();
+        // SAFETY: TCGETS writes a termios into the buffer given, which is one.
+        if unsafe { libc::ioctl(fd, libc::TCGETS, termios.as_mut_ptr()) } == 0 {
+            continue; // a terminal that works
+        }
+        // A hung-up terminal answers EIO; anything else (ENOTTY, EBADF) is no terminal.
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EIO) {
+            continue;
+        }
+        // SAFETY: opening a path given as a C string, and putting the new descriptor in
+        // place of `fd`, which is open.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            if null >= 0 && null != fd {
+                libc::dup2(null, fd);
+                libc::close(null);
+            }
+        }
+    }
 }
 
 pub(crate) fn command_line() -> String {

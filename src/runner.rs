@@ -2,7 +2,7 @@
 //! messages, the runner's errors as exit codes (a refusal is a usage error, in the
 //! words of the flags), and the live status line written to the terminal.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use ::runner::{Failure, LoadRefusal, RunError};
@@ -12,6 +12,7 @@ use probes::probe::LiveStatus;
 use results::{SinkError, Store, ToolInfo};
 
 use crate::cli::UsageError;
+use crate::stdio;
 
 /// What every run shares: the database path, and the lifecycle's context (the tool,
 /// the command line, the stop flag, the plan cell), reached through `Deref`.
@@ -36,7 +37,12 @@ impl Context {
     /// input is checked and before it measures: first, what an audiolat killed outright
     /// left changed on the machine is undone ([`undo_leftovers`]).
     pub fn open_store(&self) -> anyhow::Result<Store> {
-        undo_leftovers()?;
+        engine::phase::reached(engine::phase::Phase::StoreOpen);
+        if self.stopped() {
+            // Stopped before anything was begun: no database is made or changed.
+            return Err(crate::process::NothingMeasured.into());
+        }
+        undo_leftovers(false)?;
         let store = Store::open_recovering(&self.db_path, &::runner::summarise_abandoned)?;
         say_journal_once(&store);
         if let Some((group, cell)) = self.plan_cell {
@@ -71,11 +77,18 @@ impl Context {
 
 /// Undoes what audiolats killed outright left (cpusets, load balancing, confined tasks,
 /// namespaces, qdiscs, state files) and says so in one line; refuses (exit 2) when it
-/// cannot, naming what is left. A running audiolat's state is not touched.
-pub fn undo_leftovers() -> anyhow::Result<()> {
+/// cannot, naming what is left. A running audiolat's state is not touched. The temporary
+/// files they left are removed too, said only when `tell_files` (`doctor --fix`).
+pub fn undo_leftovers(tell_files: bool) -> anyhow::Result<()> {
+    let (removed, problems) = probes::leftovers::remove_temporary();
+    if tell_files {
+        for line in removed.into_iter().chain(problems) {
+            stdio::say(format_args!("audiolat: {line}"));
+        }
+    }
     match probes::leftovers::undo() {
         Ok(Some(line)) => {
-            eprintln!("audiolat: {line}");
+            stdio::say(format_args!("audiolat: {line}"));
             Ok(())
         }
         Ok(None) => Ok(()),
@@ -100,10 +113,10 @@ pub fn say_journal_once(store: &Store) {
         switched: true,
     } = store.journal()
     {
-        eprintln!(
+        stdio::say(format_args!(
             "audiolat: {} is on a filesystem that cannot share SQLite's write-ahead log ({why}): using a rollback journal, so readers wait while a probe writes (a local path avoids this)",
             store.path().display()
-        );
+        ));
     }
 }
 
@@ -130,6 +143,7 @@ pub fn run_error(e: RunError) -> anyhow::Error {
         RunError::Refused(why) => UsageError(why).into(),
         RunError::CellsRefused(e) => cells_refusal(e).into(),
         RunError::Begin(e) => sink(e),
+        RunError::Stopped => crate::process::NothingMeasured.into(),
         RunError::Failed { run_id, failure } => match failure {
             Failure::Probe(e) => anyhow::Error::from_boxed(e.into_inner()),
             Failure::Load(e) => load_error(e).context("starting the load"),
@@ -211,9 +225,7 @@ impl LiveLine {
 
     fn write(&self, line: &str) {
         if self.enabled {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[K{line}");
-            let _ = err.flush();
+            stdio::progress(format_args!("\r\x1b[K{line}"));
         }
     }
 }
@@ -221,7 +233,7 @@ impl LiveLine {
 impl ::runner::Observer for LiveLine {
     fn started(&self, _run_id: results::RunId) {
         if let Some(prompt) = &self.prompt {
-            eprintln!("{prompt}");
+            stdio::progress(format_args!("{prompt}\n"));
         }
     }
 
@@ -260,7 +272,7 @@ pub fn cells_refusal(e: qos::PlanError) -> UsageError {
             "--load {load}@{cell}: no such cell; define it with --cell {cell}=KIND:... or in --cells"
         )),
         qos::PlanError::ForksInDeadlineCell { load, cell, kind } => UsageError(format!(
-            "--load {load}@{cell}: {cell} is a {kind} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells"
+            "--load {load}@{cell}: {cell} is a SCHED_DEADLINE cell ({kind}), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells"
         )),
         qos::PlanError::NoShapedLink { reserved } => UsageError(format!(
             "admission: cells reserve bandwidth ({reserved}) but the run has no shaped link; use --link"

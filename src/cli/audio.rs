@@ -60,7 +60,7 @@ pub struct AudioArgs {
     /// must grant (default 256); virtual: 32-8192 (default 256). A comma list sweeps them.
     #[arg(long, value_name = "FRAMES[,FRAMES]", value_parser = parse_periods)]
     pub period: Option<ListOf<u32>>,
-    /// Periods in the buffer (ALSA and virtual; at least 2).
+    /// Periods in the buffer (ALSA: 2 to 1024; virtual: 2 to 64).
     #[arg(long, value_name = "N", default_value_t = engine::backend::DEFAULT_PERIODS, value_parser = parse_count_u32)]
     pub periods: u32,
     /// Sample rate (default: a running JACK server's, 44100 for a private one, 48000 for

@@ -4,12 +4,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ::runner::sweep::EventCell;
+use ::runner::sweep::{EventCell, SweepShape, SweepSizeError};
 use clap::Args;
 use dsp::WorkloadKind;
 use engine::gpio::{GpioError, GpioSpec};
 use load::LoadSpec;
-use probes::event::{EventConfig, EventError, NotePolicy, TriggerSource};
+use probes::event::{EventConfig, EventError, EventSetting, NotePolicy, TriggerSource};
 
 use super::audio::{AudioArgs, SweepRequest};
 use super::values::{
@@ -27,7 +27,7 @@ pub struct EventArgs {
     /// period: constant latency). A comma list runs each.
     #[arg(long, value_name = "POLICY[,POLICY]", default_value = "asap", value_parser = parse_note_policies)]
     pub policy: ListOf<NotePolicy>,
-    /// Triggers per run.
+    /// Triggers per run (1 to 1000000).
     #[arg(long, short = 'n', value_name = "N", default_value_t = 100, allow_hyphen_values = true,
           value_parser = parse_count_u64)]
     pub triggers: u64,
@@ -39,7 +39,7 @@ pub struct EventArgs {
     /// list sweeps them.
     #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]
     pub load: ListOf<LoadSpec>,
-    /// Repeat every configuration this many times.
+    /// Repeat every configuration this many times (1 to 1000).
     #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true,
           value_parser = parse_count_u32)]
     pub repeat: u32,
@@ -61,13 +61,14 @@ pub struct EventArgs {
     /// gpiochip0:17).
     #[arg(long, value_name = "CHIP:LINE", value_parser = parse_gpio)]
     pub gpio: Option<GpioSpec>,
-    /// Length of each note.
+    /// Length of each note (at most 10 s).
     #[arg(long, value_name = "DURATION", default_value = "30ms", value_parser = parse_millis)]
     pub note: Duration,
-    /// Least time between timer triggers (a random fraction of a period is added).
+    /// Least time between timer triggers (a random fraction of a period is added; at
+    /// least 1.5 notes, at most 60 s).
     #[arg(long, value_name = "DURATION", default_value = "60ms", value_parser = parse_millis)]
     pub spacing: Duration,
-    /// Tone frequency in Hz.
+    /// Tone frequency in Hz (20 to 20000, below half the sample rate).
     #[arg(long, value_name = "HZ", default_value_t = 440.0, value_parser = parse_rate)]
     pub frequency: f64,
     #[command(flatten)]
@@ -94,11 +95,29 @@ fn parse_gpio(s: &str) -> Result<GpioSpec, String> {
 }
 
 /// An event probe's setting error worded for the command line: the flags that set it.
-fn event_message(e: &EventError) -> String {
+pub fn event_message(e: &EventError) -> String {
     match e {
         EventError::NoTriggers => "--triggers must be at least 1".into(),
         EventError::GpioWithMidi => "--gpio needs --trigger timer or key: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at".into(),
-        other => other.to_string(),
+        other => other.message(|setting| match setting {
+            EventSetting::Triggers => "--triggers",
+            EventSetting::Note => "--note",
+            EventSetting::Spacing => "--spacing",
+            EventSetting::Frequency => "--frequency",
+        }),
+    }
+}
+
+/// A sweep too large, worded with the flags whose lists and repeats make it.
+pub fn sweep_size_message(e: &SweepSizeError) -> String {
+    match e {
+        SweepSizeError::Repeats(n) => format!(
+            "--repeat {n} is out of range: use 1 to {}",
+            ::runner::sweep::MAX_REPEATS
+        ),
+        SweepSizeError::TooManyRuns { .. } => {
+            format!("--period, --load and --repeat (and event's --policy and --workload): {e}")
+        }
     }
 }
 
@@ -139,16 +158,44 @@ impl EventArgs {
     /// runs. `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> anyhow::Result<SweepRequest<EventCell>> {
         let scratch_dir = self.scratch.or(default_scratch);
+        let periods = crate::audio::periods(&self.audio);
+        SweepShape {
+            periods: periods.len(),
+            policies: self.policy.0.len(),
+            workloads: self.workload.0.len(),
+            loads: self.load.0.len(),
+            repeats: self.repeat,
+        }
+        .check()
+        .map_err(|e| UsageError(sweep_size_message(&e)))?;
         let cells = self.cells()?;
         for load in &self.load.0 {
             crate::runner::check_load(load, &scratch_dir)?;
         }
+        if self.trigger == TriggerSource::Key {
+            if let Err(e) = probes::event::check_key_input() {
+                return Err(UsageError(format!(
+                    "--trigger key reads key presses from standard input, and {e}: run it in a terminal, or pipe the keys in"
+                ))
+                .into());
+            }
+        }
         if self.midi_port.is_some() && self.trigger != TriggerSource::Midi {
             return Err(UsageError("--midi-port needs --trigger midi".into()).into());
         }
-        let periods = crate::audio::periods(&self.audio);
         let spec =
             crate::audio::sweep_spec(&self.audio, &crate::audio::event_purpose(self), &periods)?;
+        // The rate, when it is known before a stream opens (the stream's own is checked
+        // when it opens, before anything is stored).
+        let rate = self.audio.rate.or(match spec {
+            engine::backend::BackendSpec::Virtual(_) => Some(spec.private_server_settings(None).0),
+            _ => None,
+        });
+        if let (Some(rate), Some(cell)) = (rate, cells.first()) {
+            cell.config
+                .check_rate(rate)
+                .map_err(|e| UsageError(event_message(&e)))?;
+        }
         if self.trigger == TriggerSource::Midi && !spec.has_midi() {
             return Err(UsageError(format!(
                 "--trigger midi reads note-ons from a JACK MIDI port: use --backend jack (with --backend {}, use --trigger timer or key)",

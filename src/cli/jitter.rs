@@ -11,7 +11,7 @@ use probes::jitter::{FragmentModel, JitterConfig, JitterSetting, RunLength, Wake
 
 use super::policy::policy;
 use super::values::{
-    parse_count_u32, parse_count_u64, parse_i64, parse_load, parse_micros, parse_percent,
+    parse_count_u32, parse_count_u64, parse_load, parse_micros, parse_percent, parse_priority,
     parse_rate, parse_seconds,
 };
 use super::UsageError;
@@ -35,7 +35,7 @@ pub struct JitterArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0, allow_hyphen_values = true,
           value_parser = parse_percent)]
     pub busy: f64,
-    /// Audio fragment model: fragments in the buffer (latencytest used 3).
+    /// Audio fragment model: fragments in the buffer, 2 to 1024 (latencytest used 3).
     #[arg(long, value_name = "N", requires = "frames", allow_hyphen_values = true,
           value_parser = parse_count_u32)]
     pub fragments: Option<u32>,
@@ -47,7 +47,7 @@ pub struct JitterArgs {
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
     pub policy: SchedClass,
     /// Real-time priority for fifo/rr (1..99).
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_priority)]
     pub priority: Option<i64>,
     /// SCHED_DEADLINE runtime per period (default: busy share + 10% of the period).
     #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
@@ -58,15 +58,15 @@ pub struct JitterArgs {
     /// Pin the measuring thread to these CPUs (e.g. 1 or 0-3,6).
     #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
     pub cpu: Option<String>,
-    /// How long to run (e.g. 10s, 2m).
+    /// How long to run (e.g. 10s, 2m; at most 7 days).
     #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_seconds,
           conflicts_with = "loops")]
     pub duration: Option<Duration>,
-    /// Run this many cycles instead of a duration.
+    /// Run this many cycles instead of a duration (at most 7 days of them).
     #[arg(long, short = 'l', value_name = "N", allow_hyphen_values = true, value_parser = parse_count_u64)]
     pub loops: Option<u64>,
     /// Histogram bound: wake-ups later than this are overflows, counted with their cycle
-    /// numbers (e.g. 100ms).
+    /// numbers (e.g. 100ms; 1us to 60s).
     #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_micros)]
     pub hist_bound: Duration,
     /// Also write the histogram in cyclictest's -h text format to this file.
@@ -172,13 +172,18 @@ fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
     };
     config
         .validate()
-        .map_err(|e| UsageError(e.message(jitter_flag)))?;
+        .map_err(|e| UsageError(e.message(|s| jitter_flag(a, s))))?;
     Ok(config)
 }
 
-/// The flag that sets each setting the jitter probe refuses by name.
-fn jitter_flag(setting: JitterSetting) -> &'static str {
+/// The flag that sets each setting the jitter probe refuses by name (the period: the
+/// flag that gave it).
+fn jitter_flag(a: &JitterArgs, setting: JitterSetting) -> &'static str {
     match setting {
+        JitterSetting::Period if a.frames.is_some() => "--frames",
+        JitterSetting::Period if a.interval.is_some() => "--interval",
+        JitterSetting::Period => "--rate",
+        JitterSetting::HistBound => "--hist-bound",
         JitterSetting::Busy => "--busy",
         JitterSetting::Fragments => "--fragments",
         JitterSetting::Frames => "--frames",

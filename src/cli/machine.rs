@@ -30,7 +30,8 @@ pub struct DoctorArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// How long to sample host steal time.
+    /// How long to sample host steal time (100 ms to 10 min: steal is counted in 10 ms
+    /// ticks).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub steal_window: Duration,
     /// First undo what an audiolat killed outright left changed (cpusets, load
@@ -39,17 +40,47 @@ pub struct DoctorArgs {
     pub fix: bool,
 }
 
+impl DoctorArgs {
+    /// Stage two: the steal window, long enough to count steal in
+    /// (`probes::doctor::check_steal_window`).
+    pub fn checked_steal_window(&self) -> Result<Duration, super::UsageError> {
+        probes::doctor::check_steal_window(self.steal_window).map_err(|e| {
+            super::UsageError(format!(
+                "--steal-window {:?} is out of range: use {:?} to {:?} (steal is counted in {:?} ticks: a shorter window cannot tell none from a host that takes a tenth of the CPU)",
+                e.window,
+                e.range.start(),
+                e.range.end(),
+                *e.range.start() / probes::doctor::MIN_STEAL_WINDOW_TICKS
+            ))
+        })?;
+        Ok(self.steal_window)
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct LoadWorkerArgs {
     /// The load to run: `ep` or `video`.
     pub kind: String,
     /// Threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true,
+          value_parser = super::values::parse_usize_any)]
     pub threads: usize,
     /// SCHED_DEADLINE for each thread, `RUNTIME,DEADLINE,PERIOD` in ns (`,tt`:
     /// time-triggered), taken by each thread once it runs (a deadline cell).
     #[arg(long, value_parser = load::DeadlineShare::from_arg)]
     pub deadline: Option<load::DeadlineShare>,
+}
+
+impl LoadWorkerArgs {
+    /// Stage two: a built-in load and threads in their range, before it runs.
+    pub fn check(&self) -> Result<(), super::UsageError> {
+        load::worker::check(&self.kind, self.threads).map_err(|e| {
+            super::UsageError(match e {
+                load::worker::WorkerError::Threads(_) => format!("--threads {e}"),
+                other => other.to_string(),
+            })
+        })
+    }
 }
 
 #[derive(Debug, Args)]

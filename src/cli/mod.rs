@@ -34,6 +34,8 @@
 
 mod audio;
 mod bench;
+#[cfg(test)]
+mod bounds_tests;
 mod event;
 mod jitter;
 mod machine;
@@ -53,20 +55,20 @@ use clap::{Parser, Subcommand};
 // destructures); callers import what they use.
 pub use self::audio::{AudioArgs, BackendName, SweepRequest};
 pub use self::bench::BenchArgs;
-pub use self::event::EventArgs;
+pub use self::event::{event_message, EventArgs};
 pub use self::jitter::JitterArgs;
 pub use self::machine::{
     CompletionsArgs, DevicesArgs, DoctorArgs, LoadWorkerArgs, ManArgs, SuperviseArgs,
 };
-pub use self::net::{NetArgs, NetRequest};
+pub use self::net::{net_usage, NetArgs, NetRequest};
 pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, RespondArgs};
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
-pub use self::roundtrip::{LoopArgs, RoundtripArgs};
+pub use self::roundtrip::{roundtrip_flag, LoopArgs, RoundtripArgs};
 pub use self::stored::{
     CompareArgs, ExportArgs, ExportFormat, PushArgs, ReportArgs, RunRef, RunsArgs, ShowArgs,
     Subject,
 };
-pub use self::values::FarmFormat;
+pub use self::values::{number, FarmFormat};
 
 /// A usage error: refused before anything started. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -156,4 +158,116 @@ pub enum Command {
     /// Run a load under supervision (how every load is started).
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
+}
+
+/// What the tests of the binary's messages check them against: clap's definition of each
+/// command.
+#[cfg(test)]
+pub(crate) mod flag_check {
+    use std::collections::BTreeSet;
+
+    /// The long flags of the command at `path` (`["net", "respond"]`), the global ones
+    /// included.
+    pub(crate) fn flags_of(path: &[&str]) -> BTreeSet<String> {
+        let mut cmd = <super::Cli as clap::CommandFactory>::command();
+        cmd.build();
+        let mut out: BTreeSet<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        let mut at = &cmd;
+        for name in path {
+            at = at
+                .find_subcommand(name)
+                .unwrap_or_else(|| panic!("no command {path:?}"));
+            out.extend(
+                at.get_arguments()
+                    .filter_map(|a| a.get_long().map(|l| format!("--{l}"))),
+            );
+        }
+        out.extend(["--help".to_string(), "--version".to_string()]);
+        out
+    }
+
+    /// Each `--flag` a message names, with the command it belongs to when the message
+    /// names that command in a backquoted `audiolat CMD ...` (`None`: the command that
+    /// prints the message).
+    pub(crate) fn named_flags(message: &str) -> Vec<(Option<Vec<String>>, String)> {
+        let mut out = Vec::new();
+        for (i, quoted) in message.split('`').enumerate() {
+            let command: Option<Vec<String>> = (i % 2 == 1)
+                .then(|| quoted.strip_prefix("audiolat "))
+                .flatten()
+                .map(|rest| {
+                    let words: Vec<String> = rest
+                        .split_whitespace()
+                        .take_while(|w| !w.starts_with('-') && !w.starts_with('<'))
+                        .take(2)
+                        .map(str::to_string)
+                        .collect();
+                    // `audiolat net respond`, not `audiolat show 3`.
+                    match words.as_slice() {
+                        [first, second]
+                            if first == "net"
+                                && ["respond", "emulate", "experiment"]
+                                    .contains(&second.as_str()) =>
+                        {
+                            words
+                        }
+                        [first, ..] => vec![first.clone()],
+                        [] => Vec::new(),
+                    }
+                });
+            let mut rest = quoted;
+            while let Some(at) = rest.find("--") {
+                let before = rest[..at].chars().last();
+                let flag: String = rest[at + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                    .collect();
+                rest = &rest[at + 2 + flag.len()..];
+                if flag.is_empty() || before.is_some_and(|c| c.is_alphanumeric() || c == '-') {
+                    continue;
+                }
+                out.push((command.clone(), format!("--{flag}")));
+            }
+        }
+        out
+    }
+
+    /// The flags `message`, printed by the command at `path`, names that are not that
+    /// command's (or, in a backquoted `audiolat CMD ...`, not CMD's); other tools' flags
+    /// (`foreign`) aside.
+    pub(crate) fn unknown_flags(path: &[&str], message: &str, foreign: &[&str]) -> Vec<String> {
+        named_flags(message)
+            .into_iter()
+            .filter(|(_, f)| !foreign.contains(&f.as_str()))
+            .filter(|(cmd, f)| {
+                let path: Vec<&str> = match cmd {
+                    Some(c) => c.iter().map(String::as_str).collect(),
+                    None => path.to_vec(),
+                };
+                !flags_of(&path).contains(f)
+            })
+            .map(|(_, f)| f)
+            .collect()
+    }
+
+    #[test]
+    fn flags_are_read_from_clap_and_from_messages() {
+        assert!(flags_of(&["event"]).contains("--loopback"));
+        assert!(!flags_of(&["loop"]).contains("--server"));
+        assert!(flags_of(&["loop"]).contains("--db"));
+        assert_eq!(
+            named_flags("use --server dummy, or `audiolat show 3 --json`"),
+            [
+                (None, "--server".to_string()),
+                (Some(vec!["show".to_string()]), "--json".to_string())
+            ]
+        );
+        assert_eq!(
+            unknown_flags(&["loop"], "use --server dummy", &[]),
+            ["--server"]
+        );
+    }
 }

@@ -9,11 +9,11 @@ use std::time::Duration;
 use clap::Args;
 use engine::rt::{Policy, SchedClass};
 use load::LoadSpec;
-use probes::net::{NetConfig, NetConfigError};
+use probes::net::{NetConfig, NetConfigError, NetSetting};
 
 use super::net_roles::NetRole;
 use super::policy::policy;
-use super::values::{cpu_list, parse_f64, parse_i64, parse_load, parse_seconds};
+use super::values::{cpu_list, parse_f64, parse_load, parse_priority, parse_seconds};
 use super::UsageError;
 
 #[derive(Debug, Clone, Args)]
@@ -23,17 +23,17 @@ pub struct NetArgs {
     /// `emulate` the controller. Without one, both run here over loopback.
     #[command(subcommand)]
     pub role: Option<NetRole>,
-    /// Measured time of the synth phase, after the warm-up.
+    /// Measured time of the synth phase, after the warm-up (at most 1 hour).
     #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub duration: Duration,
     /// Measured time of the reference phase first: a host that answers at once without
-    /// synthesis, so the synth's share shows against the network path's.
+    /// synthesis, so the synth's share shows against the network path's (at most 1 hour).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_seconds)]
     pub reference: Duration,
     /// Skip the reference phase.
     #[arg(long, conflicts_with = "reference")]
     pub no_reference: bool,
-    /// Warm-up of each phase, answered but not counted (the study's 1 s).
+    /// Warm-up of each phase, answered but not counted (the study's 1 s; at most 60 s).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
     #[command(flatten)]
@@ -53,7 +53,7 @@ pub struct NetArgs {
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
     pub policy: SchedClass,
     /// Real-time priority for fifo/rr (1..99; default 70).
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_priority)]
     pub priority: Option<i64>,
     /// CPUs of the host's threads: the network thread takes the first, workers the next.
     #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
@@ -72,10 +72,11 @@ pub struct NetArgs {
     pub netns: bool,
     #[command(flatten)]
     pub cells: CellArgs,
-    /// Shape the controller-to-host direction to this capacity (Mbit/s; 1G is 1000).
+    /// Shape the controller-to-host direction to this capacity (Mbit/s, 1 to 100000; 1G
+    /// is 1000).
     #[arg(long, value_name = "RATE", value_parser = qos::parse_mbps)]
     pub link: Option<f64>,
-    /// Guarantee the audio flow this much of the link (Mbit/s).
+    /// Guarantee the audio flow this much of the link (Mbit/s, 0.001 to the link's).
     #[arg(long, value_name = "RATE", value_parser = qos::parse_mbps, requires = "link")]
     pub reserve: Option<f64>,
     /// Who shapes the link and keeps the reservation: tc (the kernel's HTB on the veth
@@ -171,12 +172,23 @@ impl NetArgs {
 }
 
 /// A [`NetConfigError`] in the words of `audiolat net`'s flags.
-fn net_usage(e: NetConfigError) -> UsageError {
+pub fn net_usage(e: NetConfigError) -> UsageError {
     UsageError(match e {
+        NetConfigError::OutOfRange { setting, value } => {
+            let flag = match setting {
+                NetSetting::Duration => "--duration",
+                NetSetting::Reference => "--reference",
+                NetSetting::Warmup => "--warmup",
+                NetSetting::Link => "--link",
+                NetSetting::Reserve => "--reserve",
+            };
+            format!("{flag} {value} is out of range: {}", setting.range())
+        }
         NetConfigError::HostCellOwnsThreads => "--host-cell gives the host's threads their CPUs and policy: leave out --host-cpus and --priority".into(),
         NetConfigError::ReserveExceedsLink { reserve, link } => format!(
-            "--reserve {reserve} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s",
-            reserve - link
+            "--reserve {} Mbit/s exceeds --link {link} Mbit/s by {} Mbit/s: reserve at most the link's {link} Mbit/s",
+            super::values::number(reserve),
+            super::values::number(reserve - link)
         ),
         NetConfigError::NetnsNeedsRoot => "--netns makes network namespaces, which needs root: run as root, or leave --netns out to use loopback".into(),
         NetConfigError::ToolMissing { tool } => format!(
@@ -274,7 +286,10 @@ pub(super) fn parse_workers(s: &str) -> Result<usize, String> {
             "{n} workers and the calling thread on {cpus} CPUs would spin against each other: use 0 to {} (the calling thread renders a part too, and each thread spins on a CPU of its own)",
             cpus - 1
         )),
-        Err(_) => Err("use a whole number of worker threads, 0 or more".into()),
+        Err(_) => Err(format!(
+            "use a whole number of worker threads from 0 to {}",
+            cpus - 1
+        )),
     }
 }
 

@@ -12,7 +12,7 @@ use netaudio::ends::{ControllerSetup, EndConfigError, HostSetup};
 use netaudio::host::HostConfig;
 
 use super::net::{parse_workers, thread_policy, InputArgs};
-use super::values::{cpu_list, parse_i64, parse_seconds};
+use super::values::{cpu_list, parse_priority, parse_seconds};
 use super::UsageError;
 
 /// Which of the study's experiments.
@@ -31,16 +31,18 @@ pub struct ExperimentArgs {
     /// isolation (Figure 7) or bandwidth (Figure 8).
     #[arg(value_enum)]
     pub which: Experiment,
-    /// Measured time of each run, after its warm-up (the study's: 3 minutes).
+    /// Measured time of each run, after its warm-up (the study's: 3 minutes; at most 1
+    /// hour).
     #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub duration: Duration,
-    /// Warm-up of each run.
+    /// Warm-up of each run (at most 60 s).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
     /// CPU of the music application's dedicated cell (default: the last online CPU).
     #[arg(long, value_name = "CPU", allow_hyphen_values = true, value_parser = parse_count_or_zero)]
     pub cpu: Option<usize>,
-    /// The link's capacity in the bandwidth experiment (Mbit/s; the study's 1G).
+    /// The link's capacity in the bandwidth experiment (Mbit/s, 1 to 100000; the study's
+    /// 1G).
     #[arg(long, value_name = "RATE", default_value = "1000", value_parser = qos::parse_mbps)]
     pub link: f64,
     /// Who reserves in the bandwidth experiment: tc, mclock or both.
@@ -108,6 +110,7 @@ impl EmulateArgs {
 /// An [`EndConfigError`] in the words of the roles' flags.
 fn end_usage(e: EndConfigError) -> UsageError {
     UsageError(match e {
+        EndConfigError::Warmup(w) => format!("--warmup {w:?} is out of range: use at most 60 s"),
         EndConfigError::NoPeer { bind } => format!(
             "--bind {bind}: away from loopback the host answers only its configured controller: give --peer ADDR:PORT (the address `audiolat net emulate --bind` sends from)"
         ),
@@ -118,9 +121,10 @@ fn end_usage(e: EndConfigError) -> UsageError {
 }
 
 fn parse_count_or_zero(s: &str) -> Result<usize, String> {
-    s.trim()
-        .parse::<usize>()
-        .map_err(|_| format!("'{s}' is not a CPU number"))
+    s.trim().parse::<usize>().map_err(|_| {
+        let online = engine::rt::format_cpu_list(&engine::rt::online_cpus());
+        format!("'{s}' is not a CPU number: use one of the online CPUs ({online})")
+    })
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -142,7 +146,7 @@ pub struct NetThreadArgs {
     #[arg(long, value_name = "POLICY", default_value = "fifo", value_parser = str::parse::<SchedClass>)]
     pub policy: SchedClass,
     /// Real-time priority for fifo/rr (1..99; default 70).
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_i64)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_priority)]
     pub priority: Option<i64>,
     /// CPUs of this end's threads (the first for the network or sender thread).
     #[arg(long, value_name = "CPUS", allow_hyphen_values = true)]
@@ -163,7 +167,7 @@ pub struct RespondArgs {
     /// Serve for this long (default: until Ctrl-C).
     #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_seconds)]
     pub duration: Option<Duration>,
-    /// Blocks in the first part of this are answered but not counted.
+    /// Blocks in the first part of this are answered but not counted (at most 60 s).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
     /// Answer silence at once, without the synth (the reference host).
@@ -191,7 +195,7 @@ pub struct EmulateArgs {
     /// Measured time, after the warm-up.
     #[arg(long, short = 'D', value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub duration: Duration,
-    /// Warm-up, sent but not counted.
+    /// Warm-up, sent but not counted (at most 60 s).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_seconds)]
     pub warmup: Duration,
     #[command(flatten)]

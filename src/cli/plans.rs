@@ -14,7 +14,7 @@ use super::UsageError;
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
-    /// Seconds per probe run.
+    /// Time per probe run (1 s to 1 hour).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub each: Duration,
     #[command(flatten)]
@@ -42,6 +42,12 @@ impl SuiteArgs {
     /// here"). `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> Result<SuiteRequest, UsageError> {
         self.gates.check_many()?;
+        ::runner::suite::check_each(self.each).map_err(|e| {
+            UsageError(format!(
+                "--each {:?} is out of range: use 1 s to 1 hour (each probe's time)",
+                e.0
+            ))
+        })?;
         let scratch_dir = self.scratch.or(default_scratch);
         if !scratch_dir.is_dir() {
             return Err(UsageError(format!(
@@ -68,8 +74,8 @@ pub struct PlanRunArgs {
     /// Check the plan and list its cells in run order; run nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write the report here (default: audiolat-report-plan-GROUP.html beside the
-    /// database).
+    /// Write the report here (default: NAME-report-plan-GROUP.html beside the database
+    /// NAME.db).
     #[arg(long, value_name = "PATH", conflicts_with = "no_report")]
     pub report: Option<PathBuf>,
     /// Write no HTML report (the terminal tables are still printed).

@@ -37,6 +37,9 @@ pub fn policy(
             PolicyChoiceError::ReservationWithoutDeadline(_) => {
                 "--dl-runtime and --dl-deadline need --policy deadline".into()
             }
+            PolicyChoiceError::Invalid(e @ engine::rt::RtError::BadDeadline { .. }) => format!(
+                "--dl-runtime and --dl-deadline (and the period --rate or --interval gives): {e}"
+            ),
             PolicyChoiceError::Invalid(e) => e.to_string(),
         })
     })

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ::runner::sweep::RoundtripCell;
+use ::runner::sweep::{RoundtripCell, SweepShape};
 use clap::Args;
 use engine::virtual_card::setup::Cable;
 use load::LoadSpec;
@@ -30,11 +30,11 @@ pub struct RoundtripArgs {
     /// closes the loop itself with a software loop client in the server.
     #[arg(long, value_name = "PORT")]
     pub capture: Option<String>,
-    /// Virtual card: the cable's delay in frames (fractional allowed).
+    /// Virtual card: the cable's delay in frames (fractional allowed; 0 to 65536).
     #[arg(long, value_name = "FRAMES", default_value_t = Cable::PLAIN.delay_frames,
-          allow_hyphen_values = true, value_parser = parse_frames_f64)]
+          allow_hyphen_values = true, value_parser = parse_f64)]
     pub cable_delay: f64,
-    /// Virtual card: the cable's gain (negative inverts polarity).
+    /// Virtual card: the cable's gain (-100 to 100; negative inverts polarity).
     #[arg(long, value_name = "GAIN", default_value_t = Cable::PLAIN.gain, allow_hyphen_values = true,
           value_parser = parse_gain)]
     pub cable_gain: f32,
@@ -42,29 +42,31 @@ pub struct RoundtripArgs {
     #[arg(long)]
     pub no_cable: bool,
     /// Delay audiolat's own output by N frames: a delay element in the loop, so the
-    /// method can prove itself (the result must grow by exactly N).
+    /// method can prove itself (the result must grow by exactly N; 0 to 65536).
     #[arg(long, value_name = "FRAMES", default_value_t = 0, allow_hyphen_values = true,
           value_parser = parse_u32_any)]
     pub insert_delay: u32,
-    /// Time to measure with the multi-tone (after the clicks).
+    /// Time to measure with the multi-tone (after the clicks; at most 7 days).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub duration: Duration,
-    /// Periods between two multi-tone estimates (default: one per tone period).
+    /// Periods between two multi-tone estimates, 1 to 65536 (default: one per tone
+    /// period).
     #[arg(long, value_name = "PERIODS", value_parser = parse_count_u32)]
     pub every: Option<u32>,
-    /// Clicks sent first (the study's impulse onset count).
+    /// Clicks sent first (the study's impulse onset count; 0 to 1000).
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_u32_any)]
     pub impulses: u32,
     /// Peak level of the test signals (full scale is 1.0).
     #[arg(long, value_name = "LEVEL", default_value_t = 0.5, value_parser = parse_level)]
     pub level: f32,
-    /// The longest loop expected, in frames (default: the stream's latencies plus 2048).
-    #[arg(long, value_name = "FRAMES", allow_hyphen_values = true, value_parser = parse_frames_f64)]
+    /// The longest loop expected, in frames, 1 to 65536 (default: the stream's latencies
+    /// plus 2048).
+    #[arg(long, value_name = "FRAMES", allow_hyphen_values = true, value_parser = parse_f64)]
     pub max_delay: Option<f64>,
     /// Background load; a comma list sweeps them.
     #[arg(long, value_name = "SPEC[,SPEC]", default_value = "none", value_parser = parse_loads)]
     pub load: ListOf<LoadSpec>,
-    /// Repeat every configuration this many times.
+    /// Repeat every configuration this many times (1 to 1000).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count_u32)]
     pub repeat: u32,
     /// Step down through periods (--period's list, or 2048 down to the backend's
@@ -85,6 +87,16 @@ impl RoundtripArgs {
     /// runs. `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> anyhow::Result<SweepRequest<RoundtripCell>> {
         let scratch_dir = self.scratch.or(default_scratch);
+        let given_periods = self.audio.period.as_ref().map_or(1, |p| p.0.len());
+        SweepShape {
+            periods: given_periods,
+            policies: 1,
+            workloads: 1,
+            loads: self.load.0.len(),
+            repeats: self.repeat,
+        }
+        .check()
+        .map_err(|e| UsageError(super::event::sweep_size_message(&e)))?;
         let spec = crate::audio::spec(&self.audio, &crate::audio::roundtrip_purpose(self))?;
         let base = RoundtripConfig {
             duration_ms: self.duration.as_secs_f64() * 1e3,
@@ -124,13 +136,15 @@ impl RoundtripArgs {
 }
 
 /// The flag that sets each setting the round-trip probe refuses by name.
-fn roundtrip_flag(setting: RoundtripSetting) -> &'static str {
+pub fn roundtrip_flag(setting: RoundtripSetting) -> &'static str {
     match setting {
         RoundtripSetting::Duration => "--duration",
         RoundtripSetting::Every => "--every",
         RoundtripSetting::Level => "--level",
         RoundtripSetting::InsertDelay => "--insert-delay",
         RoundtripSetting::MaxDelay => "--max-delay",
+        RoundtripSetting::Impulses => "--impulses",
+        RoundtripSetting::LoopHint => "--cable-delay",
         // Not a flag: the probe's own warm-up, set by audiolat.
         RoundtripSetting::Warmup => "warm-up",
     }
@@ -155,18 +169,22 @@ pub struct LoopArgs {
     pub to: Option<String>,
 }
 
-fn parse_frames_f64(s: &str) -> Result<f64, String> {
-    let v = parse_f64(s)?;
-    if !(0.0..=1_000_000.0).contains(&v) {
-        return Err("use a number of frames from 0 to 1000000".into());
+impl LoopArgs {
+    /// Stage two: the delay in its range, before the loop client is started.
+    pub fn check(&self) -> Result<(), UsageError> {
+        engine::jack::loop_client::JackLoop::check_delay(self.delay)
+            .map_err(|e| UsageError(crate::audio::audio_message(&e)))
     }
-    Ok(v)
 }
 
+/// A gain as typed (its range is the cable's: `engine::backend::MAX_CABLE_GAIN`).
 fn parse_gain(s: &str) -> Result<f32, String> {
     let v = parse_f64(s)?;
-    if v.abs() > 100.0 {
-        return Err("use a gain from -100 to 100 (1 is unity, negative inverts)".into());
+    if v.abs() > f64::from(f32::MAX) {
+        let max = engine::backend::MAX_CABLE_GAIN;
+        return Err(format!(
+            "use a gain from -{max} to {max} (1 is unity, negative inverts)"
+        ));
     }
     Ok(v as f32)
 }

@@ -49,10 +49,11 @@ pub struct ReportArgs {
     /// Default: the latest group.
     #[arg(value_name = "WHAT", value_parser = parse_subject)]
     pub subjects: Vec<Subject>,
-    /// Where to write the HTML (default: audiolat-report-....html beside the database).
+    /// Where to write the HTML (default: NAME-report-....html beside the database NAME.db).
     #[arg(long, short, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Also print the terminal tables.
+    /// Also print the report's tables in the terminal: its answer, a row per run, and a
+    /// plan's study tables.
     #[arg(long)]
     pub print: bool,
 }
@@ -77,7 +78,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub json: bool,
     /// Also write an HTML report: this comparison on top, A and B overlaid on the same
-    /// axes below (default: audiolat-report-compare-....html beside the database).
+    /// axes below (default: NAME-report-compare-....html beside the database NAME.db).
     #[arg(long)]
     pub html: bool,
     /// Where to write the HTML report (with --html).
@@ -110,8 +111,9 @@ pub struct RunsArgs {
     /// Only runs made under this kernel release (`uname -r`).
     #[arg(long, value_name = "RELEASE")]
     pub kernel: Option<String>,
-    /// At most this many.
-    #[arg(long, short = 'n', default_value_t = 20)]
+    /// At most this many (1 to 1000000).
+    #[arg(long, short = 'n', default_value_t = 20, allow_hyphen_values = true,
+          value_parser = super::values::parse_usize_any)]
     pub limit: usize,
     /// List groups (suites, sweeps, plan runs) instead of runs: the ids `report group:N`
     /// and `compare group:A group:B` take.
@@ -122,17 +124,35 @@ pub struct RunsArgs {
     pub json: bool,
 }
 
+/// A count of rows to list, checked against 1 (or 0, `from`) to [`results::MAX_LISTED`].
+fn listed(flag: &str, n: usize, from: usize) -> Result<usize, super::UsageError> {
+    if (from..=results::MAX_LISTED).contains(&n) {
+        return Ok(n);
+    }
+    Err(super::UsageError(format!(
+        "{flag} {n} is out of range: use {from} to {}",
+        results::MAX_LISTED
+    )))
+}
+
 impl RunsArgs {
-    /// Stage two: the store query the filter flags ask for.
-    pub fn filter(&self) -> results::RunFilter {
-        results::RunFilter {
+    /// Stage two: the store query the filter flags ask for, `--limit` in its range.
+    pub fn filter(&self) -> Result<results::RunFilter, super::UsageError> {
+        Ok(results::RunFilter {
             probe: self.probe.clone(),
             group_id: self.group,
             status: self.status,
             host: self.host.clone(),
             kernel: self.kernel.clone(),
-            limit: Some(self.limit),
-        }
+            limit: Some(listed("--limit", self.limit, 1)?),
+        })
+    }
+}
+
+impl ShowArgs {
+    /// Stage two: the events to list, in their range.
+    pub fn events(&self) -> Result<usize, super::UsageError> {
+        listed("--events", self.events, 0)
     }
 }
 
@@ -163,7 +183,8 @@ pub struct ShowArgs {
     #[arg(value_parser = parse_run_ref)]
     pub run: RunRef,
     /// Events to list.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_hyphen_values = true,
+          value_parser = super::values::parse_usize_any)]
     pub events: usize,
     /// Print JSON (the same document as `export --format json`).
     #[arg(long)]

@@ -38,9 +38,26 @@ pub(super) fn parse_millis(s: &str) -> Result<Duration, String> {
 pub(super) fn parse_u32_any(s: &str) -> Result<u32, String> {
     match s.trim().parse::<i128>() {
         Ok(v) if (0..=u32::MAX as i128).contains(&v) => Ok(v as u32),
-        Ok(_) => Err("use a whole number of 0 or more".into()),
-        Err(_) => Err(format!("'{s}' is not a whole number")),
+        Ok(v) if v < 0 => Err("use a whole number of 0 or more".into()),
+        _ if is_whole(s) => Err(too_large(s, 0, u32::MAX.into())),
+        _ => Err(format!("'{s}' is not a whole number")),
     }
+}
+
+/// Whether `s` is written as a whole number (of any size).
+fn is_whole(s: &str) -> bool {
+    let t = s.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+/// A whole number beyond what a flag's type holds: the type's range (the flag's own
+/// may be narrower, and is said when a value inside this one is out of it).
+fn too_large(s: &str, min: u64, max: u64) -> String {
+    format!(
+        "'{}' is too large: use a whole number from {min} to {max}",
+        s.trim()
+    )
 }
 
 pub(super) fn parse_f64(s: &str) -> Result<f64, String> {
@@ -49,6 +66,16 @@ pub(super) fn parse_f64(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|v| v.is_finite())
         .ok_or_else(|| format!("'{s}' is not a number"))
+}
+
+/// A number as a message says it: as typed up to a billion, in scientific notation
+/// beyond (never three hundred digits).
+pub fn number(v: f64) -> String {
+    if v.abs() < 1e9 {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
 }
 
 pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
@@ -67,23 +94,40 @@ pub(super) fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-pub(super) fn parse_i64(s: &str) -> Result<i64, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a whole number"))
+/// A real-time priority as typed (its range is the policy's, `Policy::choose`).
+pub(super) fn parse_priority(s: &str) -> Result<i64, String> {
+    match s.trim().parse() {
+        Ok(v) => Ok(v),
+        Err(_) if is_whole(s) => Err(format!(
+            "'{}' is out of range: a real-time priority is 1..99",
+            s.trim()
+        )),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
 }
 
 pub(super) fn parse_count_u64(s: &str) -> Result<u64, String> {
     match s.trim().parse::<i128>() {
         Ok(v) if v >= 1 && v <= u64::MAX as i128 => Ok(v as u64),
-        Ok(_) => Err("use a whole number of at least 1".into()),
-        Err(_) => Err(format!("'{s}' is not a whole number")),
+        Ok(v) if v < 1 => Err("use a whole number of at least 1".into()),
+        _ if is_whole(s) => Err(too_large(s, 1, u64::MAX)),
+        _ => Err(format!("'{s}' is not a whole number")),
     }
 }
 
 pub(super) fn parse_count_u32(s: &str) -> Result<u32, String> {
     let v = parse_count_u64(s)?;
-    u32::try_from(v).map_err(|_| "too large".into())
+    u32::try_from(v).map_err(|_| too_large(s, 1, u32::MAX.into()))
+}
+
+/// A count of 0 or more, as many as a `usize` holds (its range is checked in stage two).
+pub(crate) fn parse_usize_any(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if (0..=usize::MAX as i128).contains(&v) => Ok(v as usize),
+        Ok(v) if v < 0 => Err("use a whole number of 0 or more".into()),
+        _ if is_whole(s) => Err(too_large(s, 0, usize::MAX as u64)),
+        _ => Err(format!("'{s}' is not a whole number")),
+    }
 }
 
 pub use engine::clock::parse_duration;
@@ -188,7 +232,7 @@ impl GateArgs {
     pub fn check(&self, probe: &str) -> Result<Vec<results::gate::Gate>, super::UsageError> {
         let one_run = matches!(probe, "jitter" | "net");
         if self.output_format == Some(FarmFormat::Hdr) && !one_run {
-            return Err(super::UsageError(format!("--output-format hdr is one run's log: a {probe} command sweeps into several runs, so use lava, junit or openmetrics here, and `audiolat export RUN --format hdr` for each run")));
+            return Err(super::UsageError(format!("--output-format hdr is one run's log: this {probe} command sweeps into several runs, so use lava, junit or openmetrics here, and `audiolat export RUN --format hdr` for each run")));
         }
         if self.output_format == Some(FarmFormat::CyclictestJson) && probe != "jitter" {
             return Err(super::UsageError(format!("--output-format cyclictest-json is a jitter run's (periodic wake-up latency), not for {probe} runs: use lava, junit or openmetrics")));

@@ -3,20 +3,21 @@
 use crate::commands::output::print_json;
 use crate::process::EXIT_INTERRUPTED;
 use crate::runner::Context;
+use crate::stdio;
 use anyhow::Result;
 use std::process::ExitCode;
 
 pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode> {
-    let config = a.config();
+    let config = a.config()?;
     // Bench stores nothing, but measures: on the machine as it should be.
-    crate::runner::undo_leftovers()?;
+    crate::runner::undo_leftovers(false)?;
     let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);
     let report = dsp::bench::run(&config, &ctx.stop);
     let workers = (!a.workers.is_empty() && report.is_ok())
         .then(|| probes::bench_workers::run(&a.workers, &ctx.stop));
     let steal = steal.finish();
     let (Ok(report), None | Some(Ok(_))) = (report, &workers) else {
-        eprintln!("audiolat: bench interrupted before it finished; nothing is reported");
+        stdio::say("audiolat: bench interrupted before it finished; nothing is reported");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     };
     let cpus = engine::rt::online_cpus().len();
@@ -32,7 +33,7 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
     if a.json {
         print_json(&json)?;
     } else {
-        print!("{}", report::view::bench::text(&json));
+        stdio::print(report::view::bench::text(&json))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@
 use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
+use crate::stdio;
 use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;
@@ -44,8 +45,12 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     };
     let run = sweep.run(ctx, &store, &group, &req.cells, &req.scratch_dir, &live);
     let out = swept(&store, &group, run)?;
+    if out.nothing_stored {
+        return Err(crate::process::NothingMeasured.into());
+    }
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
+    let kept: Vec<results::Kept> = out.runs.iter().map(|r| r.kept.clone()).collect();
     let judged = ::runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.
@@ -55,8 +60,11 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
             &judged,
         ))?;
     } else {
-        let text = report::view::fresh::event_text(group, &views, &ctx.db_path);
-        print!("{text}{}", report::view::gates::runs_text(&judged));
+        let text = report::view::fresh::event_text(group, &views, &kept, &ctx.db_path);
+        stdio::print(format_args!(
+            "{text}{}",
+            report::view::gates::runs_text(&judged)
+        ))?;
     }
     Ok(gated(
         sweep_exit(ctx, out.failure, out.status)?,

@@ -6,6 +6,7 @@ use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
 use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context};
+use crate::stdio;
 use ::runner::experiment::{
     ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan, Study,
 };
@@ -26,7 +27,7 @@ impl ExperimentObserver for Progress<'_> {
         if self.args.output.quiet() {
             return;
         }
-        eprintln!(
+        stdio::progress_line(format_args!(
             "audiolat net experiment {}: run {} of {}: {} ({} + {} warm-up)",
             self.which,
             index + 1,
@@ -34,7 +35,7 @@ impl ExperimentObserver for Progress<'_> {
             case.design.label,
             report::terminal::fmt_duration(self.args.duration),
             report::terminal::fmt_duration(self.args.warmup)
-        );
+        ));
     }
 }
 
@@ -49,11 +50,23 @@ fn paper(case: &ExperimentCase) -> &'static str {
 
 /// The experiment's cases from its preset, for the flags: the music cell on `--cpu`
 /// (isolation); the link's `--link` and the reservations `--by` keeps (bandwidth).
-fn cases(a: &ExperimentArgs) -> Result<(Study, ExperimentDesign, Vec<ExperimentCase>)> {
+pub(crate) fn cases(a: &ExperimentArgs) -> Result<(Study, ExperimentDesign, Vec<ExperimentCase>)> {
+    probes::net::check_ranges(
+        a.duration,
+        std::time::Duration::ZERO,
+        a.warmup,
+        Some(a.link),
+        None,
+    )
+    .map_err(crate::cli::net_usage)?;
     let online = engine::rt::online_cpus();
     let cpu = a.cpu.unwrap_or_else(|| online.last().copied().unwrap_or(0));
     if !online.contains(&cpu) {
-        return Err(UsageError(format!("--cpu {cpu} is not online here")).into());
+        return Err(UsageError(format!(
+            "--cpu {cpu} is not online here: use one of the online CPUs ({})",
+            engine::rt::format_cpu_list(&online)
+        ))
+        .into());
     }
     let study = match a.which {
         Experiment::Isolation => Study::Isolation,
@@ -94,7 +107,10 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
         scratch,
     };
     let results = ::runner::experiment::run(&ctx.run, &store, &plan, &Progress { which, args: a });
-    let end = ::runner::experiment::group_end(&results);
+    if results.is_empty() && ctx.stopped() && open.discard() {
+        return Err(crate::process::NothingMeasured.into());
+    }
+    let end = ::runner::experiment::group_end(&results, plan.cases.len());
     let rows: Vec<_> = results
         .into_iter()
         .map(|r| {
@@ -112,17 +128,14 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
     if a.output.json {
         print_json(&view::json(which, metric, group, &rows))?;
     } else {
-        print!(
-            "{}",
-            view::stored_text(
-                which,
-                metric,
-                group,
-                netaudio::wire::DEADLINE_NS as f64,
-                &rows,
-                &ctx.db_path,
-            )
-        );
+        stdio::print(view::stored_text(
+            which,
+            metric,
+            group,
+            netaudio::wire::DEADLINE_NS as f64,
+            &rows,
+            &ctx.db_path,
+        ))?;
     }
     Ok(status_exit(ctx, ctx.run.group_status(end)))
 }

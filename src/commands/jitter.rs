@@ -1,9 +1,10 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
-use crate::commands::output::{check_output_path, gated, print_farm, print_json};
+use crate::commands::output::{check_output_path, gated, print_farm, print_json, write_output};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context, LiveLine};
-use anyhow::{Context as _, Result};
+use crate::stdio;
+use anyhow::Result;
 use results::RunStatus;
 use std::process::ExitCode;
 
@@ -19,7 +20,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     let gates = a.gates.check_with("jitter", unmeasured)?;
     crate::runner::check_load(&req.load, &req.scratch_dir)?;
     if let Some(p) = &req.histfile {
-        check_output_path(p, "--histfile")?;
+        check_output_path(p, "--histfile", &ctx.db_path)?;
     }
     let store = ctx.open_store()?;
     let live = LiveLine::new("jitter", req.output.quiet(), req.config.period_ns);
@@ -33,24 +34,47 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         &live,
     )
     .map_err(run_error)?;
-    if let Some(path) = &req.histfile {
-        std::fs::write(path, run.outcome.cyclictest_histogram())
-            .with_context(|| format!("writing --histfile {}", path.display()))?;
-    }
     let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
-    if print_farm(&store, a.gates.output_format, [run.run_id])? {
-        // Printed in the farm's format instead of the tables.
-    } else if req.output.json {
-        print_json(&report::view::gates::with_json(
-            report::view::jitter::json(&run.view()),
-            &judged,
-        ))?;
-    } else {
-        let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path);
-        print!("{text}{}", report::view::gates::runs_text(&judged));
-    }
+    let printed = (|| -> Result<()> {
+        if print_farm(&store, a.gates.output_format, [run.run_id])? {
+            // Printed in the farm's format instead of the tables.
+        } else if req.output.json {
+            print_json(&report::view::gates::with_json(
+                report::view::jitter::json(&run.view()),
+                &judged,
+            ))?;
+        } else {
+            let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path, &run.kept);
+            stdio::print(format_args!(
+                "{text}{}",
+                report::view::gates::runs_text(&judged)
+            ))?;
+        }
+        Ok(())
+    })();
+    // The histogram file after the tables: a file that cannot be written (a full disk)
+    // costs the file, not what the run printed or stored.
+    let histogram = match &req.histfile {
+        Some(path) => {
+            let text = run.outcome.cyclictest_histogram();
+            write_output(path, "--histfile", &ctx.db_path, text.as_bytes()).map_err(|e| {
+                e.context(format!(
+                    "run {} is stored, but not its histogram",
+                    run.run_id
+                ))
+            })
+        }
+        None => Ok(()),
+    };
     if let Some(e) = &run.error {
-        eprintln!("audiolat: error: run {}: {e}", run.run_id);
+        stdio::say(format_args!("audiolat: error: run {}: {e}", run.run_id));
+    }
+    match (printed, histogram) {
+        (Err(e), Err(h)) => return Err(anyhow::anyhow!("{e:#}; {h:#}")),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => return Err(e),
+        (Ok(()), Ok(())) => {}
+    }
+    if run.error.is_some() {
         return Ok(ExitCode::from(EXIT_FAILED));
     }
     Ok(match run.status {

@@ -6,29 +6,88 @@ use crate::commands::experiment::net_experiment;
 use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::status_exit;
 use crate::runner::{run_error, Context};
+use crate::stdio;
 use anyhow::Result;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<ExitCode> {
-    let (setup, config) = a.host_config()?;
+    let (mut setup, config) = a.host_config()?;
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
+    // The port the kernel gave, when --bind asked for port 0: said and stored.
+    setup.bind = socket.local_addr().unwrap_or(a.bind);
+    let info = ::runner::EndRunInfo::new(
+        "respond",
+        setup.to_json(),
+        config.policy,
+        config.cpus.as_deref(),
+    )
+    .map_err(run_error)?;
     let store = ctx.open_store()?;
     if !a.threads.output.quiet() {
-        eprintln!("audiolat net respond: {}; Ctrl-C ends", setup.summary());
+        stdio::progress_line(format_args!(
+            "audiolat net respond: {}; Ctrl-C ends",
+            setup.summary()
+        ));
     }
-    let info = ::runner::EndRunInfo::new("respond", setup.to_json(), config.policy);
+    let bound = setup.bind;
     let run = ::runner::end_run(ctx, &store, info, || {
         let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
             scope.spawn(|| ::runner::stop_after(ctx, a.duration, &stop, &done));
-            let measured = ::runner::net_ends::respond(&config, socket, &stop, !a.no_synth);
+            let measured = ::runner::net_ends::respond(&config, socket, &stop, !a.no_synth, |h| {
+                nothing_answered(h, bound, a.peer)
+            });
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             measured
         })
     })
     .map_err(run_error)?;
     print_net_end(ctx, &run, a.threads.output.json)
+}
+
+/// Why a host counted no block, in the words of its flags.
+fn nothing_answered(
+    h: &probes::net::HostOutcome,
+    bound: std::net::SocketAddr,
+    peer: Option<std::net::SocketAddr>,
+) -> String {
+    if h.answers_in_warmup > 0 {
+        return format!(
+            "the controller stopped within the warm-up: {} blocks answered, none counted; give `net emulate` a longer --duration, or this host a shorter --warmup",
+            h.answers_in_warmup
+        );
+    }
+    let d = &h.counters.drops;
+    let came = h.counters.packets_accepted + d.total() + h.kernel_dropped;
+    if came == 0 {
+        let from = peer.map_or(String::new(), |p| format!(" --bind {p}"));
+        return format!(
+            "no controller sent to {bound}: nothing measured; start `audiolat net emulate --host {bound}{from}`"
+        );
+    }
+    let mut what = Vec::new();
+    if d.foreign > 0 {
+        what.push(match peer {
+            Some(p) => format!("{} from addresses other than --peer {p}", d.foreign),
+            None => format!("{} from addresses other than the controller's", d.foreign),
+        });
+    }
+    for (n, words) in [
+        (d.malformed(), "malformed"),
+        (d.duplicate + d.stale, "duplicate or stale"),
+        (d.unconfirmed, "from senders that never completed a block"),
+        (h.counters.packets_accepted, "in blocks never completed"),
+        (h.kernel_dropped, "dropped by the kernel on a full queue"),
+    ] {
+        if n > 0 {
+            what.push(format!("{n} {words}"));
+        }
+    }
+    format!(
+        "no block answered on {bound}: {came} datagrams came and none completed a block ({})",
+        what.join(", ")
+    )
 }
 
 pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<ExitCode> {
@@ -42,18 +101,24 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         drop(socket);
         netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
+    let info = ::runner::EndRunInfo::new(
+        "emulate",
+        setup.to_json(),
+        config.policy,
+        config.cpus.as_deref(),
+    )
+    .map_err(run_error)?;
     let store = ctx.open_store()?;
     if !a.threads.output.quiet() {
-        eprintln!(
+        stdio::progress_line(format_args!(
             "audiolat net emulate: {} pads to {} from {} for {} after {} of warm-up",
             a.input.pads,
             a.host,
             a.bind,
             report::terminal::fmt_duration(a.duration),
             report::terminal::fmt_duration(a.warmup)
-        );
+        ));
     }
-    let info = ::runner::EndRunInfo::new("emulate", setup.to_json(), config.policy);
     let run = ::runner::end_run(ctx, &store, info, || {
             ::runner::net_ends::emulate(ctx, &config, socket, || {
                 format!(
@@ -77,10 +142,14 @@ pub(crate) fn print_net_end(
     if as_json {
         print_json(&report::view::net::end_json(&run.view()))?;
     } else if !(nothing && run.error.is_some()) {
-        print!("{}", report::view::fresh::net_end_text(&run.view(), db));
+        stdio::print(report::view::fresh::net_end_text(
+            &run.view(),
+            db,
+            &run.kept,
+        ))?;
     }
     if let Some(e) = &run.error {
-        eprintln!("audiolat: error: {e}");
+        stdio::say(format_args!("audiolat: error: {e}"));
     }
     Ok(status_exit(ctx, run.status))
 }
@@ -100,7 +169,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
     let gates = a.gates.check("net")?;
     let store = ctx.open_store()?;
     if !a.output.quiet() {
-        eprintln!(
+        stdio::progress_line(format_args!(
             "audiolat net: {} of reference then {} of synth, each after {} of warm-up, over {}",
             report::terminal::fmt_duration(config.reference_duration),
             report::terminal::fmt_duration(config.duration),
@@ -110,7 +179,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
             } else {
                 "loopback"
             }
-        );
+        ));
     }
     let run = ::runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
         .map_err(run_error)?;
@@ -123,11 +192,14 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
             &judged,
         ))?;
     } else {
-        let text = report::view::fresh::net_text(&run.view(), &ctx.db_path);
-        print!("{text}{}", report::view::gates::runs_text(&judged));
+        let text = report::view::fresh::net_text(&run.view(), &ctx.db_path, &run.kept);
+        stdio::print(format_args!(
+            "{text}{}",
+            report::view::gates::runs_text(&judged)
+        ))?;
     }
     if let Some(e) = &run.storage_error {
-        eprintln!("audiolat: error: run {}: {e}", run.run_id);
+        stdio::say(format_args!("audiolat: error: run {}: {e}", run.run_id));
     }
     Ok(gated(status_exit(ctx, run.status), judged.failed()))
 }

@@ -1,30 +1,58 @@
-//! What several commands share on their way out: JSON on stdout, an output path checked
-//! before anything runs.
+//! What several commands share on their way out: JSON on stdout, the files they write
+//! (through `results::output`, the one writer: checked before anything runs, never the
+//! database, whole or not at all) and its refusals in the words of their flags.
 
 use crate::cli::UsageError;
+use crate::stdio;
 use anyhow::Result;
-use std::io::Write;
+use results::output::OutputError;
+use std::path::Path;
 
 pub(crate) fn print_json(v: &serde_json::Value) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)?;
+    let text = serde_json::to_string_pretty(v)?;
+    stdio::print(format_args!("{text}\n"))?;
     Ok(())
 }
 
-pub(crate) fn check_output_path(path: &std::path::Path, flag: &str) -> Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
-    };
-    if path.is_dir() || !parent.is_dir() {
-        return Err(UsageError(format!(
-            "{flag} {}: not a file in an existing directory; give a writable file path",
-            path.display()
+/// Refuses the output file `path` that `flag` names before anything runs: the results
+/// database `db` (or one of its files), any SQLite database, a directory, a missing
+/// directory (exit 2, in `flag`'s words).
+pub(crate) fn check_output_path(path: &Path, flag: &str, db: &Path) -> Result<()> {
+    results::output::check(path, db).map_err(|e| output_error(flag, e))
+}
+
+/// Writes `contents` to the output file `path` that `flag` names (see
+/// [`check_output_path`]): whole, or not at all.
+pub(crate) fn write_output(path: &Path, flag: &str, db: &Path, contents: &[u8]) -> Result<()> {
+    results::output::write(path, db, contents).map_err(|e| output_error(flag, e))
+}
+
+/// An output file's refusal (a usage error, exit 2) or failure (exit 1), in the words of
+/// `flag`, the option that named it (or what the file is, for a default path).
+pub(crate) fn output_error(flag: &str, e: OutputError) -> anyhow::Error {
+    let path = e.path().display().to_string();
+    match e {
+        OutputError::Database { database, part, .. } => UsageError(format!(
+            "{flag} {path}: that is {part} ({}), which audiolat never writes over; give another file name (--db names the database)",
+            database.display()
         ))
-        .into());
+        .into(),
+        OutputError::Sqlite { .. } => UsageError(format!(
+            "{flag} {path}: that file is an SQLite database, which audiolat never writes over; give another file name"
+        ))
+        .into(),
+        OutputError::Directory { .. } | OutputError::NoDirectory { .. } => UsageError(format!(
+            "{flag} {path}: not a file in an existing directory; give a writable file path"
+        ))
+        .into(),
+        OutputError::Exists { .. } => UsageError(format!(
+            "{flag} {path}: it exists; give a new file name"
+        ))
+        .into(),
+        OutputError::Io { source, .. } => {
+            anyhow::anyhow!("{flag} {path}: could not be written: {source}")
+        }
     }
-    Ok(())
 }
 
 /// `code`, or 3 when it is 0 and a gate failed.
@@ -55,13 +83,28 @@ pub(crate) fn print_farm(
         F::CyclictestJson => K::CyclictestJson,
         F::Hdr => K::Hdr,
     };
-    let runs = runs
-        .into_iter()
-        .map(|id| store.run(id))
-        .collect::<Result<Vec<_>, _>>()?;
-    match report::view::stored::farm_text(store, &runs, kind) {
-        Ok(text) => std::io::stdout().lock().write_all(text.as_bytes())?,
-        Err(e) => anyhow::bail!("--output-format {format:?}: the runs were stored but cannot be printed so ({e:?}); `audiolat export` prints each"),
+    // Each run from where it is kept: its database, or the local file it went to.
+    let (mut here, mut moved) = (Vec::new(), Vec::new());
+    for id in runs {
+        match store.moved(id) {
+            Some((path, local_id)) => moved.push((path, local_id)),
+            None => here.push(store.run(id)?),
+        }
+    }
+    let mut texts = Vec::new();
+    if !here.is_empty() || moved.is_empty() {
+        texts.push(report::view::stored::farm_text(store, &here, kind));
+    }
+    for (path, local_id) in moved {
+        let local = results::Store::open(&path)?;
+        let run = local.run(local_id)?;
+        texts.push(report::view::stored::farm_text(&local, &[run], kind));
+    }
+    for text in texts {
+        match text {
+            Ok(text) => stdio::print(text)?,
+            Err(e) => anyhow::bail!("--output-format {format:?}: the runs were stored but cannot be printed so ({e:?}); `audiolat export` prints each"),
+        }
     }
     Ok(true)
 }

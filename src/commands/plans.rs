@@ -14,16 +14,22 @@ use crate::cli::{Cli, Command, PlanRunArgs, UsageError};
 use crate::commands::sweep::status_exit;
 use crate::plan::{CliCells, Progress};
 use crate::runner::Context;
+use crate::stdio;
 
 pub(crate) fn load_worker(ctx: &Context, a: &crate::cli::LoadWorkerArgs) -> Result<ExitCode> {
+    a.check()?;
     load::worker::run(&a.kind, a.threads, a.deadline, &ctx.stop)
         .map_err(|e| UsageError(e.to_string()))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// A plan cell's probe checks, without side effects: what its command would refuse
-/// before starting anything, and that it makes exactly one run.
-pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
+/// before starting anything (its output file against the plan run's database `db`,
+/// when given), and that it makes exactly one run.
+pub(crate) fn check_plan_cell(
+    cli: &Cli,
+    db: Option<&std::path::Path>,
+) -> std::result::Result<(), String> {
     let scratch = std::env::temp_dir();
     let one_run = |n: usize, how: &str| {
         if n == 1 {
@@ -38,6 +44,9 @@ pub(crate) fn check_plan_cell(cli: &Cli) -> std::result::Result<(), String> {
     match &cli.command {
         Command::Jitter(a) => {
             let req = a.request(&scratch).map_err(|e| e.to_string())?;
+            if let (Some(p), Some(db)) = (&req.histfile, db) {
+                crate::commands::output::check_output_path(p, "histfile", db).map_err(msg)?;
+            }
             crate::runner::check_load(&req.load, &req.scratch_dir).map_err(msg)
         }
         Command::Event(a) => {
@@ -76,7 +85,7 @@ pub(crate) fn run_plan(ctx: &Context, a: &crate::cli::RunPlanArgs) -> Result<Exi
 pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<ExitCode> {
     if a.print {
         // The preset's plan text (TOML): save it, edit it, `audiolat run` it.
-        print!("{}", a.study.text(a.quick));
+        stdio::print(a.study.text(a.quick))?;
         return Ok(ExitCode::SUCCESS);
     }
     plan_run(ctx, &a.plan()?, &a.run)
@@ -86,18 +95,23 @@ pub(crate) fn reproduce(ctx: &Context, a: &crate::cli::ReproduceArgs) -> Result<
 /// (`--dry-run`) or run them (`runner::plan::execute`), then [`finish`].
 fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> {
     let quiet = opts.output.quiet();
-    let checker = CliCells::default();
+    let checker = CliCells::for_database(&ctx.db_path);
     // Each cell is checked as a command line before any runs; thousands take seconds.
     let cells = plan.cell_count();
     if cells >= 1000 && !quiet {
-        eprintln!("audiolat run: checking the plan's {cells} cells...");
+        stdio::progress_line(format_args!(
+            "audiolat run: checking the plan's {cells} cells..."
+        ));
     }
     let planned = plan_run::order(plan, &checker, &|| ctx.stopped())
         .map_err(|e| UsageError(e.to_string()))?;
     let Some(planned) = planned else {
-        eprintln!("audiolat run: interrupted while checking the plan's cells: nothing was run");
+        stdio::say("audiolat run: interrupted while checking the plan's cells: nothing was run");
         return Ok(ExitCode::from(130));
     };
+    if let Some(p) = &opts.report {
+        crate::commands::output::check_output_path(p, "--report", &ctx.db_path)?;
+    }
     if opts.dry_run {
         let cells: Vec<DryRunCell> = planned
             .iter()
@@ -108,14 +122,13 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
                 command: p.cell.command.shell_line(),
             })
             .collect();
-        print!(
-            "{}",
-            view::dry_run_text(&plan.name, &plan.source, &plan.probe, &cells)
-        );
+        stdio::print(view::dry_run_text(
+            &plan.name,
+            &plan.source,
+            &plan.probe,
+            &cells,
+        ))?;
         return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(p) = &opts.report {
-        crate::commands::output::check_output_path(p, "--report")?;
     }
     let store = ctx.open_store()?;
     let run = PlanRun {
@@ -139,7 +152,7 @@ fn plan_run(ctx: &Context, plan: &Plan, opts: &PlanRunArgs) -> Result<ExitCode> 
         Err(PlanRunError::Refused(msg)) => Err(UsageError(msg).into()),
         Err(e) => Err(e.into()),
         Ok(PlanRunEnd::StoppedBuilding { group, profile }) => {
-            eprintln!("audiolat run: stopped while building the `{profile}` binary; plan run {group} kept, --resume {group} continues it");
+            stdio::say(format_args!("audiolat run: stopped while building the `{profile}` binary; plan run {group} kept, --resume {group} continues it"));
             Ok(ExitCode::from(130))
         }
         Ok(PlanRunEnd::Ran(ran)) => finish(ctx, &store, plan, opts, ran),
@@ -165,10 +178,10 @@ fn finish(
     } = ran;
     let data = report::gather::group(store, group, &crate::runner::tool_info())
         .map_err(|e| {
-            eprintln!(
+            stdio::say(format_args!(
                 "audiolat: warning: reading plan run {group} back for its tables and report: {:#}",
                 anyhow::Error::from(e)
-            )
+            ))
         })
         .ok();
     let summary = PlanSummary {
@@ -184,10 +197,13 @@ fn finish(
         report: data.as_ref().filter(|_| !opts.no_report).and_then(|d| {
             let what = format!("plan-{group}");
             report::html::write(d, opts.report.as_deref(), &ctx.db_path, &what)
-                .map_err(|e| eprintln!(
-                    "audiolat: warning: the report was not written to {}: {} (`audiolat report group:{group} -o PATH` writes it)",
-                    e.path.display(), e.io
-                ))
+                .map_err(|e| {
+                    let flag = if opts.report.is_some() { "--report" } else { "the report" };
+                    stdio::say(format_args!(
+                        "audiolat: warning: {:#} (`audiolat report group:{group} -o PATH` writes it)",
+                        crate::commands::output::output_error(flag, e)
+                    ))
+                })
                 .ok()
         }),
         data,
@@ -198,10 +214,10 @@ fn finish(
     } else if opts.output.json {
         crate::commands::output::print_json(&view::summary_json(&summary))?;
     } else {
-        print!("{}", view::summary_text(&summary));
+        stdio::print(view::summary_text(&summary))?;
     }
     if let Some(e) = tally.plan_error {
-        eprintln!("audiolat: error: {e}");
+        stdio::say(format_args!("audiolat: error: {e}"));
         return Ok(ExitCode::from(1));
     }
     let data = summary.data.as_ref();

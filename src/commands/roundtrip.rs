@@ -5,6 +5,7 @@ use crate::cli::UsageError;
 use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::runner::{Context, SweepLive};
+use crate::stdio;
 use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;
@@ -26,9 +27,13 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         _ => sweep.run(ctx, &store, &group, &req.cells, scratch, &live),
     };
     let out = swept(&store, &group, out)?;
+    if out.nothing_stored {
+        return Err(crate::process::NothingMeasured.into());
+    }
     let group = group.id();
     let runs = &out.runs;
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
+    let kept: Vec<results::Kept> = runs.iter().map(|r| r.kept.clone()).collect();
     let (held, failed) = ::runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
     let judged = ::runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
@@ -45,12 +50,12 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
         }
         print_json(&report::view::gates::with_json(v, &judged))?;
     } else {
-        let text = report::view::fresh::roundtrip_text(group, &views, &ctx.db_path);
-        print!("{text}");
+        let text = report::view::fresh::roundtrip_text(group, &views, &kept, &ctx.db_path);
+        stdio::print(format_args!("{text}"))?;
         if a.find_min_buffer {
-            print!("{}", report::view::min_buffer::text(held, failed));
+            stdio::print(report::view::min_buffer::text(held, failed))?;
         }
-        print!("{}", report::view::gates::runs_text(&judged));
+        stdio::print(report::view::gates::runs_text(&judged))?;
     }
     Ok(gated(
         sweep_exit(ctx, out.failure, out.status)?,
@@ -60,15 +65,23 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
 
 /// `audiolat loop`: a software loop client until Ctrl-C.
 pub(crate) fn loop_client(ctx: &Context, a: &crate::cli::LoopArgs) -> Result<ExitCode> {
+    a.check()?;
     let server = a
         .server_name
         .clone()
         .unwrap_or_else(engine::jack::server::default_server_name);
-    let lp = engine::jack::loop_client::JackLoop::start(&server, &a.name, a.delay)
-        .map_err(|e| UsageError(crate::audio::audio_message(&e)))?;
+    let words = |e: engine::audio::AudioError| {
+        UsageError(crate::audio::audio_message_in(
+            &e,
+            crate::audio::Wording::Loop,
+        ))
+    };
+    engine::phase::reached(engine::phase::Phase::LoopStart);
+    let lp =
+        engine::jack::loop_client::JackLoop::start(&server, &a.name, a.delay).map_err(words)?;
     let connect = |from: &str, to: &str| -> Result<()> {
-        let client = engine::jack::server::open_client(&server, "audiolat-connect")
-            .map_err(|e| UsageError(crate::audio::audio_message(&e)))?;
+        let client =
+            engine::jack::server::open_client(&server, "audiolat-connect").map_err(words)?;
         client
             .connect_ports_by_name(from, to)
             .map_err(|e| UsageError(format!("connecting {from} to {to}: {e}")))?;
@@ -80,12 +93,12 @@ pub(crate) fn loop_client(ctx: &Context, a: &crate::cli::LoopArgs) -> Result<Exi
     if let Some(to) = &a.to {
         connect(&lp.output_port(), to)?;
     }
-    eprintln!(
+    stdio::progress_line(format_args!(
         "audiolat loop: {} -> {} frames -> {} on JACK server `{server}`; Ctrl-C ends",
         lp.input_port(),
         lp.delay_frames(),
         lp.output_port()
-    );
+    ));
     while !ctx.stopped() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

@@ -1,12 +1,12 @@
 //! The commands that read what is stored: `runs`, `show`, `export`, `report`, `compare`.
 
 use crate::cli::{ExportFormat, RunRef, UsageError};
-use crate::commands::output::{check_output_path, print_json};
+use crate::commands::output::{check_output_path, output_error, print_json, write_output};
 use crate::runner::{tool_info, Context};
-use anyhow::{Context as _, Result};
+use crate::stdio;
+use anyhow::Result;
 use results::model::RunRecord;
 use results::Store;
-use std::io::Write;
 use std::process::ExitCode;
 
 pub(crate) fn resolve(store: &Store, r: RunRef) -> Result<RunRecord> {
@@ -40,38 +40,37 @@ fn gather(store: &Store, subjects: &[crate::cli::Subject]) -> Result<Vec<report:
 }
 
 pub(crate) fn runs(ctx: &Context, a: &crate::cli::RunsArgs) -> Result<ExitCode> {
+    let filter = a.filter()?;
     let store = ctx.open_existing_store()?;
     if a.groups {
         return groups(&store, a);
     }
-    let rows = report::view::stored::run_rows(&store, &a.filter())?;
+    let rows = report::view::stored::run_rows(&store, &filter)?;
     if a.json {
         print_json(&report::view::stored::runs_json(&rows))?;
     } else if rows.is_empty() {
-        println!("no runs match");
+        stdio::print("no runs match\n")?;
     } else {
-        print!("{}", report::terminal::runs_table(&rows));
+        stdio::print(report::terminal::runs_table(&rows))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn show(ctx: &Context, a: &crate::cli::ShowArgs) -> Result<ExitCode> {
+    let events = a.events()?;
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
     if a.json {
         print_json(&report::view::stored::run_json(&store, &run)?)?;
     } else {
-        print!(
-            "{}",
-            report::view::stored::run_text(&store, &run, a.events)?
-        );
+        stdio::print(report::view::stored::run_text(&store, &run, events)?)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
-        check_output_path(p, "--output")?;
+        check_output_path(p, "--output", &ctx.db_path)?;
     }
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
@@ -102,7 +101,7 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         ))
         .into()),
         Err(E::NotJitter) => return Err(UsageError(format!(
-            "run {id} is a {} run: --format cyclictest (and cyclictest-json) exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
+            "run {id} is of the {} probe: --format cyclictest (and cyclictest-json) exports jitter runs only (wake-up latency); use --format hdr or csv for this one",
             run.probe
         ))
         .into()),
@@ -113,15 +112,15 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
         Err(E::OneRunOnly) => unreachable!("an export is of one run"),
     };
     match &a.output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        Some(p) => write_output(p, "--output", &ctx.db_path, text.as_bytes())?,
+        None => stdio::print(text)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
-        check_output_path(p, "--output")?;
+        check_output_path(p, "--output", &ctx.db_path)?;
     }
     let store = ctx.open_existing_store()?;
     let subjects = if a.subjects.is_empty() {
@@ -141,12 +140,26 @@ pub(crate) fn write_report(ctx: &Context, a: &crate::cli::ReportArgs) -> Result<
         _ => None,
     };
     let name = report::view::stored::report_name(group, &data);
-    let path = report::html::write(&data, a.output.as_deref(), &ctx.db_path, &name)?;
+    let path = report::html::write(&data, a.output.as_deref(), &ctx.db_path, &name)
+        .map_err(|e| output_error(report_flag(a.output.is_some()), e))?;
     if a.print {
-        print!("{}", report::paper::tables_text(&data));
+        stdio::print(report::view::stored::report_text(&data))?;
     }
-    println!("report: {} ({})", path.display(), data.subject);
+    stdio::print(format_args!(
+        "report: {} ({})\n",
+        path.display(),
+        data.subject
+    ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What names a report file in messages: `--output`, or the default path's "the report".
+pub(crate) fn report_flag(given: bool) -> &'static str {
+    if given {
+        "--output"
+    } else {
+        "the report"
+    }
 }
 
 /// A subject in a file name: `5`, `last`, `group3`, `host-NAME`, `kernel-RELEASE`.
@@ -171,7 +184,7 @@ fn slug(s: &crate::cli::Subject) -> String {
 
 pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
-        check_output_path(p, "--output")?;
+        check_output_path(p, "--output", &ctx.db_path)?;
     }
     let store = ctx.open_existing_store()?;
     let da = report::gather::subjects(
@@ -189,7 +202,7 @@ pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<Exit
     if a.json {
         print_json(&report::compare::json(&da, &db, &rows, &metrics))?;
     } else {
-        print!("{}", report::compare::text(&da, &db, &rows, &metrics));
+        stdio::print(report::compare::text(&da, &db, &rows, &metrics))?;
     }
     if a.html {
         let both = gather(&store, &[a.a.clone(), a.b.clone()])?;
@@ -201,8 +214,12 @@ pub(crate) fn compare(ctx: &Context, a: &crate::cli::CompareArgs) -> Result<Exit
             a.output.as_deref(),
             &ctx.db_path,
             &format!("compare-{}-{}", slug(&a.a), slug(&a.b)),
-        )?;
-        eprintln!("report: {} (A and B overlaid)", path.display());
+        )
+        .map_err(|e| output_error(report_flag(a.output.is_some()), e))?;
+        stdio::say(format_args!(
+            "report: {} (A and B overlaid)",
+            path.display()
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -213,21 +230,23 @@ pub(crate) fn groups(store: &Store, a: &crate::cli::RunsArgs) -> Result<ExitCode
     if a.json {
         print_json(&report::view::stored::groups_json(&rows))?;
     } else {
-        print!("{}", report::view::stored::groups_text(&rows));
+        stdio::print(report::view::stored::groups_text(&rows))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn push(ctx: &Context, a: &crate::cli::PushArgs) -> Result<ExitCode> {
+    results::store::plain_path(&ctx.db_path)?;
     if !ctx.db_path.exists() && results::store::postgres_url(&ctx.db_path).is_none() {
         return Err(results::StoreError::Missing(ctx.db_path.clone()).into());
     }
     let from = Store::open_recovering(&ctx.db_path, &::runner::summarise_abandoned)?;
     let to = Store::open(&a.to)?;
     let pushed = from.push_to(&to)?;
-    print!(
-        "{}",
-        report::view::stored::push_text(&pushed, from.path(), to.path())
-    );
+    stdio::print(report::view::stored::push_text(
+        &pushed,
+        from.path(),
+        to.path(),
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

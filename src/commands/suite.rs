@@ -6,6 +6,7 @@ use crate::commands::event::server_request;
 use crate::commands::output::{gated, group_runs, print_farm, print_json};
 use crate::commands::sweep::{close_group, open_group, status_exit};
 use crate::runner::{run_error, Context, LiveLine};
+use crate::stdio;
 use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use anyhow::Result;
 use report::view::suite::SuiteRow;
@@ -33,7 +34,7 @@ fn note_text(note: SuiteNote) -> String {
         SuiteNote::Interrupted => "interrupted".into(),
         SuiteNote::Failed(SuiteFailure::Run(e)) => format!("{:#}", run_error(e)),
         SuiteNote::NoServer(e) | SuiteNote::Failed(SuiteFailure::Open(e)) => {
-            crate::audio::audio_message(&e)
+            crate::audio::audio_message_in(&e, crate::audio::Wording::Suite)
         }
         SuiteNote::Failed(SuiteFailure::NoOutcome) => {
             "the probe measured but kept no outcome (a bug)".into()
@@ -51,8 +52,16 @@ fn note_text(note: SuiteNote) -> String {
         ),
         SuiteNote::Roundtrip { verdict, frames } => view::roundtrip_note(verdict, frames),
         SuiteNote::Net(o) => {
-            let synth = o.synth.as_ref();
-            let counts = synth.map(|p| (p.host.misses, p.host.answered, p.controller.lost));
+            // The counts as every view reads them from the stored record.
+            let counts = o.synth.as_ref().map(|_| {
+                let b = results::counts::NetBlocks::of(&o.result_json()["synth"]);
+                let n = |v: Option<u64>| v.unwrap_or(0);
+                (
+                    n(b.host.responses_past_deadline),
+                    n(b.host.answered),
+                    n(b.controller.unanswered_in_run()),
+                )
+            });
             view::net_note(counts, o.synth_adds_ns())
         }
     }
@@ -68,11 +77,11 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let store = ctx.open_store()?;
     let group = open_group(ctx, &store, "suite", &json!({"each_s": each.as_secs_f64()}))?;
     if !quiet {
-        eprintln!(
+        stdio::progress_line(format_args!(
             "audiolat suite: group {}; doctor, then each probe for {:.0} s",
             group.id(),
             each.as_secs_f64()
-        );
+        ));
     }
     // Event latency and round trip on JACK: a running server, else a private jackd -d dummy.
     let jack = server_request(engine::jack::server::ServerMode::Auto, None, None, None);
@@ -102,7 +111,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             run_id: e.run_id,
             status,
             headline: e.headline.as_ref(),
-            underruns: e.underruns,
+            dropouts: e.dropouts,
             flags: &e.flags,
             note,
         })
@@ -113,7 +122,9 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let report_path = (data.as_ref().map_err(|e| anyhow::anyhow!("{e}")))
         .and_then(|data| Ok(report::html::write(data, None, &ctx.db_path, &what)?));
     if let Err(e) = &report_path {
-        eprintln!("audiolat: warning: the suite's report was not written: {e:#}");
+        stdio::say(format_args!(
+            "audiolat: warning: the suite's report was not written: {e:#}"
+        ));
     }
     let report_path = report_path.ok();
     let report = report_path.as_deref();
@@ -126,11 +137,11 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             &judged,
         ))?;
     } else {
-        print!(
+        stdio::print(format_args!(
             "{}{}",
             report::view::suite::text(group, &rows, data.as_ref().ok(), &ctx.db_path, report),
             report::view::gates::runs_text(&judged)
-        );
+        ))?;
     }
     // Ctrl-C while the report was written is an interrupted exit all the same.
     Ok(gated(

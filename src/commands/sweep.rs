@@ -6,30 +6,49 @@
 use crate::cli::{SweepRequest, UsageError};
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::runner::{run_error, Context};
+use crate::stdio;
 use ::runner::group::Group;
-use ::runner::sweep::{Sweep, SweepOutcome, SweepRefused};
+use ::runner::sweep::{CellRefusal, Sweep, SweepCell, SweepOutcome, SweepRefused};
 use ::runner::RunError;
 use anyhow::Result;
 use results::{RunStatus, Store};
 use serde_json::Value;
 use std::process::ExitCode;
 
-/// Opens a sweep's first set-up (`runner::sweep::Sweep::open`), then the store: a
-/// refusal is a usage error, before the database is opened.
-pub(crate) fn open_sweep<'r, C>(
+/// Opens a sweep's first set-up (`runner::sweep::Sweep::open`) and checks its cells on
+/// its stream (`Sweep::check_cells`), then the store: a refusal is a usage error, before
+/// the database is opened.
+pub(crate) fn open_sweep<'r, C: SweepCell>(
     ctx: &Context,
     req: &'r SweepRequest<C>,
 ) -> Result<(Sweep<'r>, Store)> {
     let sweep = Sweep::open(&req.spec, req.periods.clone())
-        .map(|s| s.worded_by(crate::audio::audio_message))
+        .and_then(|s| s.check_cells(&req.cells).map(|()| s))
+        .map(|s| {
+            s.worded_by(crate::audio::audio_message)
+                .refusals_worded_by(refusal_message)
+        })
         .map_err(|e| match e {
             SweepRefused::Setup(e) => UsageError(crate::audio::audio_message(&e)),
+            SweepRefused::Cell(e) => UsageError(refusal_message(&e)),
             SweepRefused::ExternalServer { server } => UsageError(format!(
                 "--period with several values needs a private server (each period is a new jackd -d dummy), but `{server}` is an external server: use --server dummy, or one --period"
             )),
             other => UsageError(other.to_string()),
         })?;
     Ok((sweep, ctx.open_store()?))
+}
+
+/// A cell's refusal of a stream (`runner::sweep::SweepCell::check`) in the words of the
+/// flags that set it.
+fn refusal_message(e: &CellRefusal) -> String {
+    if let Some(e) = e.downcast_ref::<probes::roundtrip::RoundtripError>() {
+        return e.message(crate::cli::roundtrip_flag);
+    }
+    if let Some(e) = e.downcast_ref::<probes::event::EventError>() {
+        return crate::cli::event_message(e);
+    }
+    e.to_string()
 }
 
 /// Opens a group of `kind` in `store` for this command line: closed `failed` if it is
@@ -69,10 +88,10 @@ pub(crate) fn close_group(store: &Store, group: &Group<'_>, status: RunStatus) {
 }
 
 fn warn_not_closed(store: &Store, group: results::GroupId, e: &dyn std::fmt::Display) {
-    eprintln!(
+    stdio::say(format_args!(
         "audiolat: warning: group {group} could not be closed in {} ({e}); the next audiolat command closes it",
         store.path().display()
-    );
+    ));
 }
 
 pub(crate) fn sweep_exit(
@@ -81,7 +100,7 @@ pub(crate) fn sweep_exit(
     status: RunStatus,
 ) -> Result<ExitCode> {
     if let Some(f) = failure {
-        eprintln!("audiolat: error: {f}");
+        stdio::say(format_args!("audiolat: error: {f}"));
         return Ok(ExitCode::from(EXIT_FAILED));
     }
     Ok(status_exit(ctx, status))

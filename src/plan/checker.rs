@@ -13,9 +13,20 @@ use crate::cli::{Cli, Command};
 pub struct CliCells {
     /// Whether a JACK server answers under the default name, asked once per plan.
     default_running: OnceCell<bool>,
+    /// The plan run's results database, which no cell's output file may be.
+    db: Option<std::path::PathBuf>,
 }
 
 impl CliCells {
+    /// A checker for a plan run into the results database `db`: a cell's output file
+    /// (`histfile`) is refused when it is the database, as its command would refuse it.
+    pub fn for_database(db: &std::path::Path) -> CliCells {
+        CliCells {
+            db: Some(db.to_path_buf()),
+            ..CliCells::default()
+        }
+    }
+
     /// A cell's command line parsed by clap (its message as one line when refused).
     pub fn parse(command: &CellCommand) -> Result<Cli, CellRefusal> {
         Cli::try_parse_from(std::iter::once("audiolat".to_string()).chain(command.argv()))
@@ -49,7 +60,8 @@ impl CellChecker for CliCells {
 
     fn check(&self, command: &CellCommand) -> Result<Option<ServerKey>, CellRefusal> {
         let cli = CliCells::parse(command)?;
-        crate::commands::plans::check_plan_cell(&cli).map_err(CellRefusal::CannotRun)?;
+        crate::commands::plans::check_plan_cell(&cli, self.db.as_deref())
+            .map_err(CellRefusal::CannotRun)?;
         Ok(server_key(&cli, &self.default_running))
     }
 }

@@ -1,9 +1,9 @@
 //! A plan run's start line and progress line (`report::view::plan` renders them),
 //! written to stderr.
 
-use std::io::Write;
 use std::time::Duration;
 
+use crate::stdio;
 use report::view::plan as view;
 use runner::plan::{PlanObserver, PlanProgress, PlanStarted};
 
@@ -36,21 +36,20 @@ impl Progress {
         }
     }
 
-    /// Writes `line`, enabled or not.
+    /// Writes `line`, enabled or not; a closed pipe stops the plan run (see
+    /// [`stdio::progress`]).
     fn put(&self, line: &str, redraw: bool) {
-        let mut err = std::io::stderr().lock();
-        let _ = match (self.tty, redraw) {
-            (true, true) => write!(err, "\r\x1b[K{}", fit_terminal(line)),
-            (true, false) => write!(err, "\r\x1b[K{line}\n"),
-            (false, _) => writeln!(err, "{line}"),
-        };
-        let _ = err.flush();
+        match (self.tty, redraw) {
+            (true, true) => stdio::progress(format_args!("\r\x1b[K{}", fit_terminal(line))),
+            (true, false) => stdio::progress(format_args!("\r\x1b[K{line}\n")),
+            (false, _) => stdio::progress(format_args!("{line}\n")),
+        }
     }
 
     /// Clears the progress line at the end.
     pub fn clear(&self) {
         if self.enabled && self.tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
+            stdio::progress("\r\x1b[K");
         }
     }
 }
@@ -68,7 +67,7 @@ impl PlanObserver for Progress {
                 to_run: s.to_run,
                 servers: s.servers,
             };
-            eprintln!("{}", view::start_line(&start));
+            stdio::progress(format_args!("{}\n", view::start_line(&start)));
         }
     }
 

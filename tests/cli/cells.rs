@@ -63,30 +63,35 @@ fn assert_nothing_left_by(pid: u32) {
 /// link, and waits until it has changed the machine (cpusets made, load balancing off,
 /// namespaces and the qdisc there).
 fn start_cells_and_netns_run(db: &std::path::Path) -> util::KillOnDrop {
-    let child = util::KillOnDrop(spawn(
-        db,
-        &[
-            "net",
-            "--netns",
-            "--cell",
-            "music=dedicated:cpus=1",
-            "--cell",
-            "others=best-effort",
-            "--host-cell",
-            "music",
-            "--link",
-            "100",
-            "--reserve",
-            "20",
-            "--duration",
-            "30s",
-            "--no-reference",
-            "--warmup",
-            "300ms",
-            "--quiet",
-        ],
-    ));
-    let pid = child.id();
+    let child = util::KillOnDrop(spawn(db, &[CELLS_AND_NETNS_RUN, &["--quiet"]].concat()));
+    wait_until_cells_and_netns_are_made(child.id());
+    child
+}
+
+/// A net run with a dedicated cell, a best-effort cell, namespaces and a shaped link.
+const CELLS_AND_NETNS_RUN: &[&str] = &[
+    "net",
+    "--netns",
+    "--cell",
+    "music=dedicated:cpus=1",
+    "--cell",
+    "others=best-effort",
+    "--host-cell",
+    "music",
+    "--link",
+    "100",
+    "--reserve",
+    "20",
+    "--duration",
+    "30s",
+    "--no-reference",
+    "--warmup",
+    "300ms",
+];
+
+/// Until the net run of audiolat `pid` has changed the machine (cpusets made, load
+/// balancing off, namespaces and the qdisc there).
+fn wait_until_cells_and_netns_are_made(pid: u32) {
     let start = std::time::Instant::now();
     loop {
         let qdisc = std::process::Command::new("tc")
@@ -97,7 +102,7 @@ fn start_cells_and_netns_run(db: &std::path::Path) -> util::KillOnDrop {
             && std::path::Path::new(&format!("/sys/fs/cgroup/cpuset/audiolat-{pid}-rest")).exists()
             && root_load_balance() == "0"
         {
-            return child;
+            return;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
@@ -168,7 +173,7 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
     assert_eq!(pinned_cpus().as_deref(), Some("0"));
     assert!(std::path::Path::new(&format!("/run/audiolat/cells-{pid}.json")).exists());
     assert!(std::path::Path::new(&format!("/var/run/netns/al-host-{pid}")).exists());
-    let doctor = run_json(&db, &["doctor", "--json", "--steal-window", "10ms"]);
+    let doctor = run_json(&db, &["doctor", "--json", "--steal-window", "100ms"]);
     let finding = doctor["findings"]
         .as_array()
         .unwrap()
@@ -214,7 +219,7 @@ fn a_killed_runs_cpusets_namespaces_and_state_are_undone_by_the_next_measuring_c
     let again = run(&db, &["jitter", "--loops", "10", "--quiet"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(!again.stderr.contains("undid"), "{}", again.stderr);
-    let doctor = run_json(&db, &["doctor", "--json", "--steal-window", "10ms"]);
+    let doctor = run_json(&db, &["doctor", "--json", "--steal-window", "100ms"]);
     assert!(doctor["findings"]
         .as_array()
         .unwrap()
@@ -256,7 +261,7 @@ fn two_sigterms_during_a_cells_and_netns_run_leave_nothing_behind() {
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     assert_eq!(root_load_balance(), "0");
-    let fix = run(&db, &["doctor", "--fix", "--steal-window", "10ms"]);
+    let fix = run(&db, &["doctor", "--fix", "--steal-window", "100ms"]);
     assert!(
         fix.stderr
             .contains(&format!("undid what audiolat PID {pid} left")),
@@ -265,6 +270,48 @@ fn two_sigterms_during_a_cells_and_netns_run_leave_nothing_behind() {
     assert_nothing_left_by(pid);
     assert_eq!(root_load_balance(), balance_before);
     assert_eq!(new_process_cpus(), cpus_before);
+}
+
+/// A celled net run whose terminal hangs up (closed, an ssh session dropped) puts the
+/// machine back itself, as Ctrl-C does: exit 130, no cpuset, namespace, qdisc or state
+/// file left, load balancing and every new process's CPUs as they were, nothing for the
+/// next run to undo, and the run stored `interrupted` with what it measured.
+#[test]
+fn a_hang_up_during_a_cells_and_netns_run_leaves_the_machine_as_it_was() {
+    let _m = machine_lock();
+    if !cells_and_netns_possible() {
+        return;
+    }
+    let balance_before = root_load_balance();
+    let cpus_before = new_process_cpus();
+    let (_dir, db) = temp_db("hup.db");
+    let mut term = util::OnTerminal::spawn(&db, CELLS_AND_NETNS_RUN);
+    let pid = term.id();
+    wait_until_cells_and_netns_are_made(pid);
+    // Past the warm-up, measuring (a net run stores what it measured at its end).
+    std::thread::sleep(Duration::from_millis(3000));
+    let printed = term.printed();
+    term.hang_up();
+    let status = term.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{status:?}\n{printed}");
+    assert_nothing_left_by(pid);
+    assert_eq!(root_load_balance(), balance_before);
+    assert_eq!(new_process_cpus(), cpus_before);
+    let store = Store::open_read_only(&db).unwrap();
+    let id = store.last_run_id().unwrap().unwrap();
+    assert_eq!(
+        store.run(id).unwrap().status,
+        results::RunStatus::Interrupted
+    );
+    assert!(store
+        .measurements(id)
+        .unwrap()
+        .iter()
+        .any(|m| m.measurement.metric == "response_time" && m.measurement.count() > 0));
+    drop(store);
+    let out = run(&db, &["jitter", "--loops", "10", "--quiet"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("undid"), "{}", out.stderr);
 }
 
 /// A leftover that cannot be undone (here: a state file naming a root cpuset that is
@@ -288,7 +335,7 @@ fn a_leftover_that_cannot_be_undone_is_named_and_nothing_measures() {
     .unwrap();
     let db = dir.path().join("refused.db");
     let out = run(&db, &["jitter", "--loops", "10", "--quiet"]);
-    let fix = run(&db, &["doctor", "--fix", "--steal-window", "10ms"]);
+    let fix = run(&db, &["doctor", "--fix", "--steal-window", "100ms"]);
     let _ = std::fs::remove_file(file);
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
@@ -323,8 +370,11 @@ fn a_cpu_another_audiolat_holds_is_refused_naming_it_and_nothing_is_stored() {
             "music=dedicated:cpus=1",
             "--host-cell",
             "music",
+            // Ended by the test's Ctrl-C, long before: the commands below must find it
+            // running however slowly a busy machine (every other task squeezed onto the
+            // CPUs the cell leaves) starts them.
             "--duration",
-            "30s",
+            "300s",
             "--no-reference",
             "--warmup",
             "300ms",
@@ -357,6 +407,53 @@ fn a_cpu_another_audiolat_holds_is_refused_naming_it_and_nothing_is_stored() {
             "--no-reference",
         ],
     );
+    // Threads pinned to the held CPU outside any cell: refused the same way, by every
+    // command that pins them (a jitter run would otherwise run on CPU 0 and say
+    // `complete`).
+    let pinned: Vec<util::Output> = [
+        &["jitter", "--cpu", "1", "--duration", "1s"][..],
+        &[
+            "net",
+            "--host-cpus",
+            "1",
+            "--duration",
+            "1s",
+            "--no-reference",
+        ],
+        &[
+            "net",
+            "--controller-cpus",
+            "0,1",
+            "--duration",
+            "1s",
+            "--no-reference",
+        ],
+        &[
+            "net",
+            "respond",
+            "--cpus",
+            "1",
+            "-D",
+            "1s",
+            "--bind",
+            "127.0.0.1:19740",
+        ],
+        &[
+            "net",
+            "emulate",
+            "--cpus",
+            "1",
+            "-D",
+            "1s",
+            "--host",
+            "127.0.0.1:19741",
+            "--bind",
+            "127.0.0.1:19742",
+        ],
+    ]
+    .iter()
+    .map(|args| run(&second_db, args))
+    .collect();
     // A measuring command while the first runs: its cells are not a dead audiolat's.
     let jitter = run(&second_db, &["jitter", "--loops", "10", "--quiet"]);
     let still_there = std::path::Path::new(&music).exists() && root_load_balance() == "0";
@@ -372,6 +469,17 @@ fn a_cpu_another_audiolat_holds_is_refused_naming_it_and_nothing_is_stored() {
         "{}",
         out.stderr
     );
+    for out in &pinned {
+        assert_eq!(out.code, 2, "{out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!(
+                "CPU 1 is held by audiolat PID {pid} (its cell `music`): wait for that run to end, or pin the threads to other CPUs"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
     assert_eq!(jitter.code, 0, "{}", jitter.stderr);
     assert!(!jitter.stderr.contains("undid"), "{}", jitter.stderr);
     assert!(still_there, "a running audiolat's cells were touched");

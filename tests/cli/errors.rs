@@ -82,7 +82,7 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
         (
             &["jitter", "--fragments", "1", "--frames", "32"],
             "no headroom",
-            "use 2 or more",
+            "use 2 to 1024",
         ),
         (
             &["jitter", "--fragments", "3"],
@@ -116,7 +116,7 @@ fn bad_input_is_one_line_with_the_fix_exit_2_and_writes_nothing() {
         ),
         (
             &["runs", "--group", "0"],
-            "'0' is not a group id",
+            "'0' is no group id",
             "give a whole number above 0",
         ),
         (

@@ -427,9 +427,16 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
         let period_ns = 256.0 * frame_ns;
         let triggers = r["triggers"].as_array().unwrap();
         assert_eq!(triggers.len(), 6, "{r}");
+        // A note an under-run hit (a busy machine's) is said so, missed or of unknown
+        // timing, and left out of the figures; the others are the model's.
+        let mut sounded = 0;
         for t in triggers {
             assert_eq!(t["source"], "midi");
-            let l = t["latency_ns"].as_f64().unwrap();
+            let Some(l) = t["latency_ns"].as_f64().filter(|_| t["missed"] == false) else {
+                assert!(t["missed"] == true || t["timing"] == "unknown", "{t}");
+                continue;
+            };
+            sounded += 1;
             match r["config"]["policy"].as_str().unwrap() {
                 "fixed" => assert!(
                     (l - (period_ns + playback_ns)).abs() <= frame_ns,
@@ -441,6 +448,7 @@ fn midi_note_ons_trigger_notes_at_their_frame() {
                 ),
             }
         }
+        assert!(sounded * 2 > triggers.len(), "{sounded} notes sounded: {r}");
         // jack_midiseq counts its own frames: its note-ons are 12000 frames apart. In fixed
         // mode each note starts at its note-on's frame (a period later), so the notes are
         // 12000 frames apart too, plus whole periods where the dummy driver skipped cycles

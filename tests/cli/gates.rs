@@ -67,14 +67,19 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
             &Value::from("ns")
         )
     );
-    assert_eq!(p50["value"].as_f64().unwrap(), stored_p50(&export));
-    // Every wake-up is above the 1 us bound: the median is "at least 1 us", so a gate
-    // above it fails, and one below it is unknown (failed), never a pass.
-    assert_eq!(p50["reason"], "at least the histogram's bound");
+    // Every wake-up is above the 1 us bound: the median is "at least 1 us", no measured
+    // value (the verdict has none, its reason names the bound), so a gate above it
+    // fails, and one below it is unknown (failed), never a pass.
+    assert_eq!(stored_p50(&export), 1000.0);
+    assert!(p50["value"].is_null(), "{p50}");
+    assert_eq!(p50["reason"], "at least 1 us, the histogram's bound");
     let below = &export["gates"][1];
     assert_eq!(below["outcome"], "unknown");
-    assert_eq!(below["value"].as_f64(), Some(1000.0));
-    assert_eq!(below["reason"], "above the histogram's bound: not known");
+    assert!(below["value"].is_null(), "{below}");
+    assert_eq!(
+        below["reason"],
+        "at least 1 us, the histogram's bound: not known"
+    );
 
     let shown = run(&db, &["show", &id]);
     assert_eq!(shown.code, 0);
@@ -100,7 +105,7 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
     assert_eq!(rows.len(), 3, "{}", csv.stdout);
     assert!(rows[1].starts_with(&format!("{id},\"p50 > 1ns\",p50,\">\",1,ns,")));
     assert!(
-        rows[2].ends_with(",ns,1000,unknown,\"above the histogram's bound: not known\""),
+        rows[2].ends_with(",ns,,unknown,\"at least 1 us, the histogram's bound: not known\""),
         "{}",
         rows[2]
     );

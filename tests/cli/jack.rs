@@ -203,3 +203,56 @@ fn a_private_server_left_by_a_dead_audiolat_is_stopped_by_the_next_run() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// jackd2's registry holds eight servers, and a server killed outright keeps its entry
+/// until a server of the same name starts: eight servers killed under eight names (made
+/// here, with real jackds) leave no room for any other ("Too many servers already
+/// active"). The next run's private server starts all the same, the dead registry
+/// removed, as doctor's fix says.
+#[test]
+fn a_registry_full_of_killed_servers_does_not_stop_the_next_run() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let (_dir, db) = temp_db("registry.db");
+    let registry = || engine::servers::jack_registry().unwrap_or_default();
+    for i in 0..8 {
+        if registry().len() >= 8 {
+            break;
+        }
+        let name = format!("audiolat-test-registry-{i}");
+        let mut jackd = std::process::Command::new("jackd")
+            .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let ready = std::process::Command::new("jack_wait")
+            .args(["-s", &name, "-w", "-t", "10"])
+            .output()
+            .unwrap();
+        jackd.kill().unwrap();
+        jackd.wait().unwrap();
+        assert!(ready.status.success(), "jackd {name} did not come up");
+    }
+    let dead = registry();
+    assert!(dead.len() == 8 && dead.iter().all(|e| !e.alive), "{dead:?}");
+    let out = run(&db, &["event", "--server", "dummy", "--triggers", "3"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        registry()
+            .iter()
+            .all(|e| e.name != "audiolat-test-registry-0"),
+        "{:?}",
+        registry()
+    );
+    // What the killed servers left in /dev/shm (sockets, semaphores), which other tests
+    // would take for servers.
+    for e in std::fs::read_dir("/dev/shm").unwrap().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .contains("audiolat-test-registry-")
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

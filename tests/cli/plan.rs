@@ -191,7 +191,7 @@ fn a_plan_interrupted_mid_way_resumes_and_stores_every_cell_exactly_once() {
         assert!(answer.contains(backend), "{backend} in {answer}");
     }
     assert!(answer.contains("software clock (runs "), "{answer}");
-    assert!(dir.path().join("audiolat-report-plan-1.html").is_file());
+    assert!(dir.path().join("plan-report-plan-1.html").is_file());
     // Resuming a finished plan has nothing to continue.
     let again = run(&db, &["run", plan.to_str().unwrap(), "--resume"]);
     assert_eq!(again.code, 2, "{}", again.stderr);
@@ -429,13 +429,17 @@ fn a_killed_plan_run_leaves_no_group_or_cell_running() {
         .unwrap()[0]
         .run_id
         .unwrap();
-    // The cell's process goes with its runner.
+    // The cell's process goes with its runner: its run closed, or removed when the stop
+    // came before it measured anything.
     poll_read_only(&db, "the cell's process outlived its runner", |s| {
-        s.run(cell_run).is_ok_and(|r| {
-            // SAFETY: signal 0 only checks that the process exists.
-            let gone = unsafe { libc::kill(r.pid as i32, 0) } != 0;
-            r.status != RunStatus::Running || gone
-        })
+        match s.run(cell_run) {
+            Ok(r) => {
+                // SAFETY: signal 0 only checks that the process exists.
+                let gone = unsafe { libc::kill(r.pid as i32, 0) } != 0;
+                r.status != RunStatus::Running || gone
+            }
+            Err(e) => matches!(e, results::StoreError::NoSuchRun(_)),
+        }
     });
     let out = run(&db, &["runs", "--groups", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -449,5 +453,92 @@ fn a_killed_plan_run_leaves_no_group_or_cell_running() {
     let cell = &store.plan_cells(results::GroupId(1)).unwrap()[0];
     assert_eq!(cell.status, Some(RunStatus::Interrupted), "{cell:?}");
     assert!(cell.error.is_some());
-    assert_ne!(store.run(cell_run).unwrap().status, RunStatus::Running);
+    if let Ok(r) = store.run(cell_run) {
+        assert_ne!(r.status, RunStatus::Running);
+    }
+}
+
+/// `audiolat run PLAN | head -1`, as a user types it: the summary on standard output
+/// goes to `head`, which reads its first line and exits, while the progress on standard
+/// error (a file here, as `2> log`) goes on. A closed standard output is no progress
+/// pipe: every cell runs to its end, the plan run is stored complete, no run is left
+/// `running` and no cell log is left; the runner ends without a panic or a death by
+/// SIGPIPE: exit 0, or 1 with one line when the rest of the summary found the pipe
+/// closed. With the pipe closed before the summary (`| true`), exit 1 and that line.
+#[test]
+fn a_plan_piped_into_head_runs_to_its_end() {
+    use std::io::BufRead;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    let _m = machine_lock();
+    for reader_reads_a_line in [true, false] {
+        let (dir, db) = temp_db("head.db");
+        let plan = dir.path().join("p.toml");
+        std::fs::write(
+            &plan,
+            "name = \"head\"\nprobe = \"jitter\"\n\n[set]\nloops = 200\n\n[sweep]\ninterval = [\"1ms\", \"2ms\", \"3ms\", \"4ms\"]\n",
+        )
+        .unwrap();
+        let log = dir.path().join("stderr.log");
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors, owned here from then on.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both are fresh descriptors of this process.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let mut child = util::command(&db, &["run", plan.to_str().unwrap()])
+            .stdout(std::process::Stdio::from(write))
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        if reader_reads_a_line {
+            let mut head = std::io::BufReader::new(std::fs::File::from(read));
+            let mut first = String::new();
+            head.read_line(&mut first).unwrap();
+        } else {
+            drop(read);
+        }
+        let status = wait_timeout(&mut child, Duration::from_secs(120));
+        let stderr = std::fs::read_to_string(&log).unwrap();
+        let what = format!("read a line first: {reader_reads_a_line}: {status:?}\n{stderr}");
+        assert_eq!(status.signal(), None, "{what}");
+        assert!(stderr.contains("plan run 1: 4 cells"), "{what}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+        match status.code() {
+            Some(0) if reader_reads_a_line => assert!(errors.is_empty(), "{what}"),
+            Some(1) => assert_eq!(
+                errors,
+                ["audiolat: error: cannot write to standard output: Broken pipe (os error 32)"],
+                "{what}"
+            ),
+            _ => panic!("{what}"),
+        }
+        let store = Store::open_read_only(&db).unwrap();
+        let (_, group_status) = store.group_status(results::GroupId(1)).unwrap();
+        assert_eq!(group_status, RunStatus::Complete, "{what}");
+        let cells = store.plan_cells(results::GroupId(1)).unwrap();
+        assert_eq!(cells.len(), 4);
+        assert!(
+            cells.iter().all(|c| c.status == Some(RunStatus::Complete)),
+            "{cells:?}"
+        );
+        assert!(store
+            .list_runs(&RunFilter {
+                status: Some(RunStatus::Running),
+                ..Default::default()
+            })
+            .unwrap()
+            .is_empty());
+        let logs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("audiolat-plan-{pid}-"))
+            })
+            .map(|e| e.path())
+            .collect();
+        assert!(logs.is_empty(), "cell logs left: {logs:?}");
+    }
 }

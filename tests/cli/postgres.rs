@@ -222,3 +222,74 @@ fn postgresql_stopped_mid_run_keeps_the_run_locally_and_says_how_to_push_it() {
     assert_eq!(there.len(), 1, "{there:?}");
     assert_eq!(there[0]["status"], "complete");
 }
+
+/// A "server" on a loopback port that accepts connections and never answers: each
+/// connection is held open, silent, until the guard drops.
+struct SilentServer {
+    port: u16,
+    held: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl SilentServer {
+    fn start() -> SilentServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = held.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                keep.lock().unwrap().push(conn);
+            }
+        });
+        SilentServer { port, held }
+    }
+
+    /// How many connections it has accepted.
+    fn connections(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+
+    fn url(&self, query: &str) -> String {
+        format!("postgres://audiolat@127.0.0.1:{}/silent{query}", self.port)
+    }
+}
+
+/// A server that accepts the connection and never answers: the connection gives up
+/// after its `connect_timeout` (exit 2, one line, nothing run), and a Ctrl-C or SIGTERM
+/// while it waits (here with no bound: `connect_timeout=0`, as libpq reads it) ends
+/// the command with 130.
+#[test]
+fn a_server_that_never_answers_times_out_and_a_stop_ends_the_wait() {
+    let server = SilentServer::start();
+    let url = server.url("?connect_timeout=2");
+    for args in [&["jitter", "-D", "100ms", "-q"][..], &["runs"]] {
+        let out = run(Path::new(&url), args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("did not answer within 2 s"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let url = server.url("?connect_timeout=0");
+        let before = server.connections();
+        let mut child = crate::util::KillOnDrop(spawn(Path::new(&url), &["jitter", "-q"]));
+        // Waiting for the server (its signal handlers are set before it connects).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while server.connections() == before {
+            assert!(std::time::Instant::now() < deadline, "it never connected");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // SAFETY: signalling the audiolat this test started.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = crate::util::wait_timeout(&mut child.0, std::time::Duration::from_secs(60));
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(130), "signal {signal}: {stderr}");
+        assert!(stderr.contains("stopped while connecting"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

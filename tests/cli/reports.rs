@@ -271,7 +271,8 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
             "2s",
             "--quiet",
         ],
-        0,
+        // It measured nothing: stored `failed`, with the reason.
+        1,
     );
     empty.push((last(&db), "roundtrip"));
     empty.push((last(&db), "roundtrip_impulse"));
@@ -317,7 +318,7 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
     );
     empty.push((last(&db), "end_to_end"));
     let emulate = last(&db);
-    // A host nobody sends to: nothing answered.
+    // A host nobody sends to: nothing answered (a failed run: it measured nothing).
     ok(
         &[
             "net",
@@ -331,7 +332,7 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
             "--warmup",
             "100ms",
         ],
-        0,
+        1,
     );
     empty.push((last(&db), "response_time"));
     empty.push((last(&db), "after_last_packet"));
@@ -351,7 +352,7 @@ fn a_probe_that_measured_nothing_prints_no_made_up_zero() {
     }
     // The controller's misses are counted against the blocks it sent, not 0 answers.
     let e2e = store.measurements(emulate).unwrap()[0].measurement.clone();
-    let sent = e2e.detail["sent"].as_u64().unwrap();
+    let sent = e2e.detail["blocks_sent"].as_u64().unwrap();
     assert!(
         sent > 0 && e2e.misses == Some(sent),
         "{:?} {}",

@@ -80,7 +80,8 @@ fn roundtrip_on_the_virtual_card_is_exact_and_the_inserted_delay_adds_its_frames
     }
 }
 
-/// No cable: "no loop found", never a number; the run is kept and says so.
+/// No cable: "no loop found", never a number; the run is kept, `failed` (it measured
+/// nothing), and says so.
 #[test]
 fn roundtrip_without_a_loop_says_no_loop_found() {
     let _m = machine_lock();
@@ -96,9 +97,10 @@ fn roundtrip_without_a_loop_says_no_loop_found() {
             "5s",
         ],
     );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stdout.contains("no loop found"), "{}", out.stdout);
     let v = run_json(&db, &["show", "last", "--json"]);
+    assert_eq!(v["run"]["status"], "failed", "{v}");
     assert_eq!(v["run"]["flags"]["no_loop"], true, "{v}");
     assert!(v["run"]["result"]["roundtrip_frames"]["count"] == 0, "{v}");
 }

@@ -7,9 +7,43 @@ use results::{RunFilter, RunStatus, Store};
 use serde_json::Value;
 
 use crate::util::{
-    self, jackd_pids, kill_with_its_server, machine_lock, poll_read_only, require_tool, run_json,
-    spawn, temp_db, unique_server, wait_timeout,
+    self, jackd_pids, kill_with_its_server, machine_lock, poll_read_only, require_tool, run,
+    run_json, spawn, temp_db, unique_server, wait_timeout,
 };
+
+/// What `show` must not print of a killed run: a 0, `null`, `?` or `NO` nobody
+/// measured (its stored configuration and checkpoints are shown, an unknown is `-`).
+fn invented(shown: &str) -> Vec<&'static str> {
+    [
+        "null",
+        "?",
+        "0+-",
+        " 0/0 ",
+        "after 0 cycles",
+        "in 0.0 s",
+        " NO ",
+        "no cycle ran",
+        "(external)",
+    ]
+    .into_iter()
+    .filter(|s| {
+        // The stored configuration is printed as its JSON, where null means "not set".
+        shown
+            .lines()
+            .filter(|l| !l.starts_with("  config ") && !l.starts_with("  granted "))
+            .any(|l| l.contains(s))
+    })
+    .collect()
+}
+
+/// `show ID` of a killed run, checked for invented values; its text.
+fn shown_without_inventions(db: &std::path::Path, id: results::RunId) -> String {
+    let out = util::run(db, &["show", &id.to_string()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let made_up = invented(&out.stdout);
+    assert!(made_up.is_empty(), "{made_up:?} in\n{}", out.stdout);
+    out.stdout
+}
 
 /// Two signals 10 ms apart (a double Ctrl-C) hasten the stop but never throw the run
 /// away: exit 130, the summary printed, the run stored `interrupted` with what it
@@ -151,6 +185,8 @@ fn a_killed_run_keeps_its_last_checkpoint() {
     // SIGKILL: no chance to clean up or write anything more.
     child.kill().unwrap();
     child.wait().unwrap();
+    // The next command closes it (`show`, a reader), and shows it.
+    let text = shown_without_inventions(&db, id);
     let store = Store::open_existing(&db).unwrap();
     let r = store.run(id).unwrap();
     assert_eq!(
@@ -168,6 +204,12 @@ fn a_killed_run_keeps_its_last_checkpoint() {
     assert_eq!(
         lat.measurement.histogram.as_ref().unwrap().count(),
         lat.measurement.count()
+    );
+    // Shown with the cycles its checkpoint counted; what it never stored is `-`.
+    let cycles = lat.measurement.detail["cycles_so_far"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("interrupted after {cycles} cycles in - s")),
+        "{text}"
     );
 }
 
@@ -298,6 +340,14 @@ fn a_killed_event_run_is_summarised_from_its_stored_triggers_on_the_next_open() 
         .unwrap();
     let store = Store::open_read_only(&db).unwrap();
     assert_eq!(store.group_status(group).unwrap().1, RunStatus::Interrupted);
+    // Shown with the stream it described and the counts of its rows.
+    let text = shown_without_inventions(&db, run_id);
+    assert!(text.contains("jack backend"), "{text}");
+    assert!(text.contains("(private: "), "{text}");
+    assert_eq!(
+        shown["run"]["result"]["period_frames"],
+        shown["run"]["config"]["period_frames"]
+    );
 }
 
 /// A round trip is written as it goes: a SIGKILLed run keeps, on the next open, the
@@ -362,4 +412,113 @@ fn a_killed_roundtrip_run_keeps_its_last_checkpoint_on_the_next_open() {
         .filter_map(|m| m["metric"].as_str())
         .collect();
     assert!(names.contains(&"roundtrip"), "{names:?}");
+    // Shown with its stream as described and its checkpoint's windows, in every view.
+    let text = shown_without_inventions(&db, run_id);
+    let period = shown["run"]["config"]["period_frames"].as_u64().unwrap();
+    assert_eq!(
+        shown["run"]["result"]["period_frames"].as_u64(),
+        Some(period)
+    );
+    assert_eq!(
+        shown["run"]["result"]["rate_hz"],
+        shown["run"]["config"]["rate_hz"]
+    );
+    let windows = shown["run"]["result"]["windows"].as_u64();
+    let ok = shown["run"]["flags"]["windows_ok"].as_u64();
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{run_id} ")))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cell = |v: Option<u64>| v.map_or("-".to_string(), |n| n.to_string());
+    assert!(
+        row.contains(&format!(" {period} "))
+            && row.contains(&format!("{}/{}", cell(ok), cell(windows))),
+        "{row}"
+    );
+    assert!(
+        row.contains(" -/- "),
+        "xruns and skipped cycles were never stored: {row}"
+    );
+}
+
+/// An event run killed outright: the kernel stops its private jackd, which keeps its
+/// name in jackd's registry while it exits (a zombie until init reaps it). The next run
+/// on that name, started at once, waits for it instead of failing with "server already
+/// active"; so does the next run with no name asked for.
+#[test]
+fn the_next_run_starts_at_once_after_a_killed_runs_server() {
+    let _m = machine_lock();
+    require_tool("jackd", "jackd2");
+    let (_dir, db) = temp_db("next.db");
+    let name = unique_server("killed-next");
+    for named in [true, false, true] {
+        let server: &[&str] = if named {
+            &["--server", "dummy", "--server-name", &name]
+        } else {
+            &["--server", "dummy"]
+        };
+        let child = util::KillOnDrop(spawn(
+            &db,
+            &[&["event"], server, &["--triggers", "1000", "-q"]].concat(),
+        ));
+        let before = Store::open_read_only(&db)
+            .ok()
+            .and_then(|s| s.last_run_id().ok().flatten());
+        poll_read_only(&db, "no triggers were stored", |s| {
+            s.last_run_id()
+                .ok()
+                .flatten()
+                .is_some_and(|id| Some(id) != before && s.triggers(id).map_or(0, |t| t.len()) >= 3)
+        });
+        let mut child = child;
+        // SAFETY: killing the audiolat this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let _ = child.0.wait();
+        let next = run(
+            &db,
+            &[&["event"], server, &["--triggers", "3", "-q"]].concat(),
+        );
+        assert_eq!(next.code, 0, "named {named}: {}", next.stderr);
+    }
+}
+
+/// A run left `running` whose pid the kernel has since given to another process: the
+/// process that made it is told apart by its start time, so the next open closes the
+/// run as a dead process's (by the pid alone it stayed `running` for good).
+#[test]
+fn a_run_whose_pid_went_to_another_process_is_closed_as_a_dead_ones() {
+    let (_dir, db) = temp_db("reused.db");
+    let out = run(&db, &["jitter", "--loops", "10", "-q"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let other = util::KillOnDrop(
+        std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap(),
+    );
+    let other_start = results::owner::start_ticks(other.id() as i32).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // As if the run's process had died mid-run and `sleep` had been given its pid: the
+    // stored start time is the dead process's, not the sleep's.
+    let changed = conn
+        .execute(
+            "UPDATE run SET status = 'running', ended_at = NULL, error = NULL, pid = ?1,
+             pid_start_ticks = ?2 WHERE id = 1",
+            rusqlite::params![other.id(), other_start - 1],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let shown = run_json(&db, &["show", "1", "--json"]);
+    assert_eq!(shown["run"]["status"], "interrupted", "{}", shown["run"]);
+    let error = shown["run"]["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!(
+            "process {} ended without closing the run",
+            other.id()
+        )),
+        "{error}"
+    );
+    // The process whose pid it is now was not touched.
+    assert!(engine::servers::process_running(other.id() as i32));
 }

@@ -54,8 +54,7 @@ fn the_suite_runs_doctor_and_every_probe_as_one_group() {
     let report = std::path::PathBuf::from(v["report"].as_str().unwrap());
     assert_eq!(
         report,
-        dir.path()
-            .join(format!("audiolat-report-suite-{group}.html"))
+        dir.path().join(format!("s-report-suite-{group}.html"))
     );
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("Doctor's findings") && html.contains("<svg"));

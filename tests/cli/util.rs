@@ -254,7 +254,12 @@ pub fn jackd_pids(server_name: &str) -> Vec<i32> {
 /// A server name per test. Stable, not per process: jackd keeps a registry of at most
 /// eight servers, and the entry of one that was killed outright is only reclaimed by the
 /// next server of the same name.
+///
+/// Tests kill servers outright on purpose, and each name so killed keeps its entry: when
+/// the registry is full of dead servers and no jackd runs, it is removed first, as
+/// doctor's fix says (jackd makes a new one), so the next JACK test can start a server.
 pub fn unique_server(tag: &str) -> String {
+    engine::servers::reclaim_dead_jack_registry();
     format!("audiolat-test-{tag}")
 }
 
@@ -419,5 +424,188 @@ pub fn private_dirs(pid: u32) -> Vec<std::path::PathBuf> {
                 .starts_with(&format!("audiolat-pipewire-{pid}-"))
         })
         .map(|e| e.path())
+        .collect()
+}
+
+/// audiolat on a terminal of its own, as a command typed in a terminal window or an ssh
+/// session is: a pseudo-terminal whose session it leads (so it is its foreground process
+/// group), its standard streams on it, what it prints read by a thread. A test can then
+/// type keys on it (Ctrl-C, Ctrl-\) and hang it up ([`OnTerminal::hang_up`]). It is
+/// SIGKILLed and reaped when the guard drops.
+pub struct OnTerminal {
+    child: Child,
+    master: Option<std::os::fd::OwnedFd>,
+    printed: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reading: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl OnTerminal {
+    /// Starts audiolat with `--db db` and `args` on a new terminal.
+    pub fn spawn(db: &Path, args: &[&str]) -> OnTerminal {
+        OnTerminal::spawn_with(db, args, &[])
+    }
+
+    /// [`OnTerminal::spawn`] with `env` added to its environment.
+    pub fn spawn_with(db: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> OnTerminal {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: valid out pointers; no name, settings or window size asked for.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: openpty just opened both; each is owned once.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut cmd = Command::new(bin());
+        cmd.arg("--db")
+            .arg(db)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: only async-signal-safe calls (setsid, ioctl) between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("starting audiolat on a terminal");
+        // The terminal's other end is now the child's alone.
+        drop(cmd);
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let reading = Arc::new(AtomicBool::new(true));
+        let fd = master.as_raw_fd();
+        let reader = {
+            let (printed, reading) = (Arc::clone(&printed), Arc::clone(&reading));
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while reading.load(Ordering::SeqCst) {
+                    let mut pfd = libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd; the fd stays open until this thread is
+                    // joined.
+                    if unsafe { libc::poll(&mut pfd, 1, 50) } <= 0 {
+                        continue;
+                    }
+                    // SAFETY: reading into a buffer of its length.
+                    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                    if n <= 0 {
+                        // EIO: the child closed its end. Nothing more will come.
+                        std::thread::sleep(Duration::from_millis(50));
+                        continue;
+                    }
+                    printed
+                        .lock()
+                        .unwrap()
+                        .extend_from_slice(&buf[..n as usize]);
+                }
+            })
+        };
+        OnTerminal {
+            child,
+            master: Some(master),
+            printed,
+            reading,
+            reader: Some(reader),
+        }
+    }
+
+    /// The pid of audiolat (its process group and its session too).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Types `keys` on the terminal: `b"\x03"` is Ctrl-C, `b"\x1c"` Ctrl-\ (the terminal
+    /// sends SIGINT or SIGQUIT to its foreground process group).
+    pub fn type_keys(&self, keys: &[u8]) {
+        use std::os::fd::AsRawFd;
+        let fd = self
+            .master
+            .as_ref()
+            .expect("the terminal is up")
+            .as_raw_fd();
+        // SAFETY: writing a buffer of its length to our end of the terminal.
+        let n = unsafe { libc::write(fd, keys.as_ptr().cast(), keys.len()) };
+        assert_eq!(n, keys.len() as isize, "typing on the terminal");
+    }
+
+    /// Closes the terminal, as closing its window or losing the ssh session does: the
+    /// kernel hangs it up (every write to it fails from then on) and sends SIGHUP to the
+    /// session's leader; then, as a shell passes the hang-up on to its job, SIGHUP to the
+    /// whole process group.
+    pub fn hang_up(&mut self) {
+        self.reading
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        drop(self.master.take());
+        // SAFETY: signalling the process group of the audiolat this guard started.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGHUP) };
+    }
+
+    /// How audiolat ended, once it has.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("waiting")
+    }
+
+    /// Waits for audiolat to end (killing it after `timeout`).
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        wait_timeout(&mut self.child, timeout)
+    }
+
+    /// What it printed on the terminal so far (before a hang-up: nothing after).
+    pub fn printed(&self) -> String {
+        String::from_utf8_lossy(&self.printed.lock().unwrap()).into_owned()
+    }
+}
+
+impl Drop for OnTerminal {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        self.reading
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+/// The private jackd processes the audiolat of pid `audiolat_pid` started (they carry
+/// its pid in `AUDIOLAT_PRIVATE_SERVER`) that still run.
+pub fn private_jackd_pids(audiolat_pid: u32) -> Vec<i32> {
+    let marker = format!(
+        "{}={audiolat_pid}",
+        engine::jack::server::PRIVATE_SERVER_ENV
+    );
+    engine::jack::server::jackd_processes()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .unwrap_or_default()
+                .split(|b| *b == 0)
+                .any(|v| v == marker.as_bytes())
+        })
         .collect()
 }

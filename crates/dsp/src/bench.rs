@@ -50,6 +50,117 @@ pub struct BenchConfig {
     pub migrator_repeats: usize,
 }
 
+/// The sample rates a bench times periods at, Hz (those a stream may run at).
+pub const RATE_RANGE_HZ: std::ops::RangeInclusive<u32> = 8_000..=384_000;
+/// The periods a bench times, frames (those a stream may run).
+pub const PERIOD_RANGE_FRAMES: std::ops::RangeInclusive<usize> = 16..=8192;
+/// Longest time spent on each kernel, s (a run lasts about 15 times this).
+pub const MAX_SECONDS_PER_KERNEL: f64 = 60.0;
+/// Most times the Migrator block is timed.
+pub const MAX_MIGRATOR_REPEATS: usize = 1000;
+
+/// A [`BenchConfig`] setting, as [`BenchError`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchSetting {
+    /// The sample rate.
+    Rate,
+    /// The period.
+    Period,
+    /// The share of the period the DSP may use.
+    LoadTarget,
+    /// The time per kernel.
+    SecondsPerKernel,
+    /// The Migrator block's repeats.
+    MigratorRepeats,
+}
+
+impl BenchSetting {
+    /// The setting's name in the library's own words.
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchSetting::Rate => "the sample rate",
+            BenchSetting::Period => "the period",
+            BenchSetting::LoadTarget => "the load target",
+            BenchSetting::SecondsPerKernel => "the time per kernel",
+            BenchSetting::MigratorRepeats => "the Migrator repeats",
+        }
+    }
+
+    /// What the setting takes.
+    pub fn range(self) -> String {
+        match self {
+            BenchSetting::Rate => format!(
+                "use {} to {} Hz",
+                RATE_RANGE_HZ.start(),
+                RATE_RANGE_HZ.end()
+            ),
+            BenchSetting::Period => format!(
+                "use {} to {} frames",
+                PERIOD_RANGE_FRAMES.start(),
+                PERIOD_RANGE_FRAMES.end()
+            ),
+            BenchSetting::LoadTarget => "use a share above 0 and at most all of the period".into(),
+            BenchSetting::SecondsPerKernel => {
+                format!("use more than 0 and at most {MAX_SECONDS_PER_KERNEL} s")
+            }
+            BenchSetting::MigratorRepeats => format!("use 1 to {MAX_MIGRATOR_REPEATS}"),
+        }
+    }
+}
+
+/// A [`BenchConfig`] setting out of its range; `value` is what was asked, with its unit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchError {
+    /// The setting.
+    pub setting: BenchSetting,
+    /// Its value, as asked.
+    pub value: String,
+}
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} is out of range: {}",
+            self.setting.name(),
+            self.value,
+            self.setting.range()
+        )
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+impl BenchConfig {
+    /// Checks every setting against its range, before anything is allocated.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let out = |setting, value: String| Err(BenchError { setting, value });
+        if !RATE_RANGE_HZ.contains(&self.sample_rate_hz) {
+            return out(BenchSetting::Rate, format!("{} Hz", self.sample_rate_hz));
+        }
+        if !PERIOD_RANGE_FRAMES.contains(&self.period_frames) {
+            return out(
+                BenchSetting::Period,
+                format!("{} frames", self.period_frames),
+            );
+        }
+        if !(self.load_target > 0.0 && self.load_target <= 1.0) {
+            return out(BenchSetting::LoadTarget, self.load_target.to_string());
+        }
+        let each = self.seconds_per_kernel;
+        if !(each > 0.0 && each <= MAX_SECONDS_PER_KERNEL) {
+            return out(BenchSetting::SecondsPerKernel, format!("{each} s"));
+        }
+        if !(1..=MAX_MIGRATOR_REPEATS).contains(&self.migrator_repeats) {
+            return out(
+                BenchSetting::MigratorRepeats,
+                self.migrator_repeats.to_string(),
+            );
+        }
+        Ok(())
+    }
+}
+
 impl Default for BenchConfig {
     /// 44100 Hz, 128 frames, half the period, 0.2 s per kernel (a run of about 3 s).
     fn default() -> BenchConfig {
@@ -215,27 +326,11 @@ impl ReferenceSine {
 ///
 /// # Panics
 ///
-/// If `sample_rate_hz` or `period_frames` is 0, or `load_target` or
-/// `seconds_per_kernel` is not a finite number above 0.
+/// If the configuration is out of its ranges ([`BenchConfig::validate`] says which).
 pub fn run(config: &BenchConfig, stop: &AtomicBool) -> Result<BenchReport, Interrupted> {
-    assert!(
-        config.sample_rate_hz > 0,
-        "bench: sample rate must be above 0 Hz"
-    );
-    assert!(
-        config.period_frames > 0,
-        "bench: period must be at least 1 frame"
-    );
-    assert!(
-        config.load_target.is_finite() && config.load_target > 0.0,
-        "bench: load target must be a fraction above 0, got {}",
-        config.load_target
-    );
-    assert!(
-        config.seconds_per_kernel.is_finite() && config.seconds_per_kernel > 0.0,
-        "bench: time per kernel must be above 0 s, got {}",
-        config.seconds_per_kernel
-    );
+    if let Err(e) = config.validate() {
+        panic!("bench: {e}");
+    }
     let frames = config.period_frames;
     let mut buffer = vec![0.0f32; frames];
 

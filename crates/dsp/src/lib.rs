@@ -46,6 +46,9 @@
 //! assert_eq!(first_onset(&out, 0.5 * workload.onset_amplitude()), Some(17));
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod bench;
 pub mod fractional;

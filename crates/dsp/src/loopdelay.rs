@@ -83,6 +83,13 @@ pub struct MultiTone {
     sin: Vec<f64>,
 }
 
+/// The longest loop a round trip measures, in frames (and so the longest cable, inserted
+/// delay or expected delay it takes): its multi-tone then repeats every 131072 frames,
+/// 2.7 s at 48 kHz, and every click waits one such period; a longer loop would take
+/// minutes before its first figure. A real loop (a cable, a server's buffers at 8192
+/// frames a period) is well inside it.
+pub const MAX_LOOP_FRAMES: u32 = 65_536;
+
 /// The multi-tone period for loops up to `max_delay_frames`: a power of two at least
 /// twice that and at least 4096.
 pub fn period_for(max_delay_frames: f64) -> usize {

@@ -184,6 +184,12 @@ pub enum TimingSource {
     /// (each callback bounds its own cycle's start from above, and through the frame
     /// count every other cycle's).
     Callbacks,
+    /// The cycle's own callback: a push backend put the start after the callback that
+    /// ran it (ALSA's jack PCM stamps its status when it is read, after the wake-up),
+    /// and a callback never starts before its cycle. The start is the callback's time,
+    /// so how late the callback ran is not known
+    /// ([`Cycle::checked_lateness_ns`] is `None`).
+    OwnCallback,
 }
 
 impl TimingSource {
@@ -192,6 +198,7 @@ impl TimingSource {
         match self {
             TimingSource::Backend => "backend",
             TimingSource::Callbacks => "callbacks",
+            TimingSource::OwnCallback => "callback",
         }
     }
 }
@@ -258,9 +265,11 @@ impl Cycle {
     }
 
     /// Wake-up lateness on the checked start: callback start minus the cycle's start, in
-    /// ns; `None` when the start is not known.
+    /// ns; `None` when the start is not known, or is the callback's own
+    /// ([`TimingSource::OwnCallback`]: nothing was measured to be late against).
     pub fn checked_lateness_ns(&self) -> Option<i64> {
-        Some(self.callback_ns as i64 - self.checked?.ns as i64)
+        let c = self.checked?;
+        (c.source != TimingSource::OwnCallback).then(|| self.callback_ns as i64 - c.ns as i64)
     }
 
     /// Whether the callback started after the cycle's deadline (the next cycle's start,

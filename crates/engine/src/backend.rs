@@ -20,7 +20,7 @@
 //! ```no_run
 //! use engine::backend::{self, BackendSpec, SweepStep};
 //! use engine::virtual_card::setup::VirtualSpec;
-//! let spec = BackendSpec::Virtual(VirtualSpec { rate_hz: None, periods: 2, cable: None });
+//! let spec = BackendSpec::Virtual(VirtualSpec { rate_hz: None, periods: 2, cable: None, capture: true });
 //! spec.check_periods(&[Some(256)]).unwrap();
 //! let setup = backend::open(&spec, Some(256), SweepStep::First).unwrap();
 //! let (stream, _granted) = setup.open_stream().unwrap();
@@ -28,7 +28,7 @@
 
 use crate::alsa::setup::AlsaSpec;
 use crate::alsa::stream::{AlsaConfig, AlsaGranted, AlsaStream};
-use crate::audio::{AudioError, Backend, StreamInfo};
+use crate::audio::{AudioError, Backend, StreamInfo, StreamSetting};
 use crate::jack::client::{JackConfig, JackStream};
 use crate::jack::loop_client::JackLoop;
 use crate::jack::server::{JackServer, ServerMode, ServerRequest};
@@ -42,8 +42,8 @@ use std::time::Duration;
 mod build;
 
 pub use build::{
-    BackendKind, OptionGroup, SpecError, StreamPurpose, StreamSettings, DEFAULT_PERIODS,
-    NATIVE_MONITOR_LOOPBACK, RATE_RANGE_HZ,
+    periods_range, BackendKind, OptionGroup, SpecError, StreamPurpose, StreamSettings,
+    DEFAULT_PERIODS, MAX_CABLE_GAIN, NATIVE_MONITOR_LOOPBACK, RATE_RANGE_HZ,
 };
 
 /// How long a private JACK server may take to answer after it was started.
@@ -206,6 +206,37 @@ impl BackendSpec {
         if let BackendSpec::Pipewire(spec) = self {
             return spec.check_periods(periods);
         }
+        let (range, runs) = match self {
+            BackendSpec::Alsa(_) => (
+                crate::alsa::setup::PERIOD_RANGE_FRAMES,
+                "audiolat asks an ALSA device for periods",
+            ),
+            BackendSpec::Virtual(_) => (
+                crate::virtual_card::MIN_PERIOD_FRAMES..=crate::virtual_card::MAX_PERIOD_FRAMES,
+                "the virtual card runs periods",
+            ),
+            // What any JACK server runs: jackd's 16 to 8192, a PipeWire graph's quanta
+            // from 8 (a private server's are checked further below).
+            BackendSpec::Jack(_) => (8..=8192, "a JACK server runs periods"),
+            BackendSpec::Pipewire(_) => unreachable!("checked above"),
+        };
+        if let Some(p) = periods.iter().flatten().find(|p| !range.contains(p)) {
+            // A JACK server that is PipeWire (asked for, or the one that answers) says
+            // its range in PipeWire's words: its graph's quanta.
+            if let Some(server) = self.jack_server() {
+                if server.mode == ServerMode::Pipewire
+                    || (matches!(server.mode, ServerMode::Auto | ServerMode::External)
+                        && pipewire_answers())
+                {
+                    crate::jack::via_pipewire::validate_quantum(*p)?;
+                }
+            }
+            return Err(AudioError::OutOfRange {
+                setting: StreamSetting::Period,
+                value: *p,
+                problem: format!("{runs} of {} to {} frames", range.start(), range.end()),
+            });
+        }
         if self
             .jack_server()
             .is_some_and(|s| s.mode == ServerMode::Pipewire)
@@ -264,10 +295,12 @@ pub(crate) enum StreamKind {
 /// One period's set-up, kept alive while its runs go: dropping it stops the loop client
 /// and a private server.
 pub struct Setup {
-    pub(crate) server: Option<JackServer>,
     /// audiolat's software loop client, when the loop is audiolat's own: held so it runs
-    /// as long as the set-up.
+    /// as long as the set-up. Declared before the server, so it is closed (dropped) while
+    /// the server still runs: a client closed after its server is gone leaves its
+    /// semaphore (`/dev/shm/jack_sem.*`) behind.
     pub(crate) _loop_client: Option<JackLoop>,
+    pub(crate) server: Option<JackServer>,
     pub(crate) kind: StreamKind,
     pub(crate) loop_description: String,
 }

@@ -10,6 +10,14 @@
 /// Nanoseconds per second.
 pub const NS_PER_SEC: u64 = 1_000_000_000;
 
+/// The longest time audiolat measures for, and so the longest duration it takes: a
+/// week-long soak. Every duration [`parse_duration`] reads is at most this, and every
+/// run's length is checked against it before anything is started.
+pub const LONGEST_RUN: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// [`LONGEST_RUN`] as people say it.
+pub const LONGEST_RUN_WORDS: &str = "7 days (168h)";
+
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -98,9 +106,23 @@ pub fn sleep_until_ns_interruptible(deadline_ns: u64) -> bool {
 /// Parses a duration with a unit (ns, us, ms, s, m, h); a bare number is in `default_unit`.
 pub fn parse_duration(s: &str, default_unit: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
+    // The number: digits, a point, signs, and an exponent (`1e3ms`) when digits follow.
+    let bytes = t.as_bytes();
+    let mut split = 0;
+    while split < bytes.len() {
+        let c = bytes[split];
+        let exponent = matches!(c, b'e' | b'E')
+            && split > 0
+            && bytes[split + 1..]
+                .iter()
+                .find(|b| !matches!(b, b'+' | b'-'))
+                .is_some_and(u8::is_ascii_digit);
+        if c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+') || exponent {
+            split += 1;
+        } else {
+            break;
+        }
+    }
     let (num, unit) = t.split_at(split);
     let value: f64 = num
         .parse()
@@ -125,8 +147,10 @@ pub fn parse_duration(s: &str, default_unit: &str) -> Result<std::time::Duration
     if secs <= 0.0 {
         return Err("a duration must be positive".into());
     }
-    if secs > 1e9 {
-        return Err("that duration is too long".into());
+    if secs > LONGEST_RUN.as_secs_f64() {
+        return Err(format!(
+            "'{s}' is too long: use at most {LONGEST_RUN_WORDS}, the longest audiolat measures for"
+        ));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }
@@ -155,6 +179,12 @@ mod tests {
         assert!(parse_duration("0", "s").is_err());
         assert!(parse_duration("10 parsecs", "s").is_err());
         assert!(parse_duration("abc", "s").is_err());
+        assert_eq!(
+            parse_duration("1e3ms", "s").unwrap(),
+            Duration::from_secs(1)
+        );
+        assert!(parse_duration("1e300", "s").unwrap_err().contains("7 days"));
+        assert!(parse_duration("2e-3", "s").is_ok());
     }
 
     #[test]

@@ -41,6 +41,9 @@
 //! drop(process); // releases cpu_dma_latency
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod alsa;
 pub mod audio;
@@ -49,9 +52,11 @@ pub mod clock;
 pub mod gpio;
 pub mod guard;
 pub mod jack;
+pub mod phase;
 pub mod pipewire;
 pub mod rt;
 pub mod servers;
 mod stream;
+pub mod temp;
 pub use stream::panic_message;
 pub mod virtual_card;

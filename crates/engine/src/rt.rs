@@ -18,10 +18,12 @@ use std::io::{Read, Write};
 
 mod choose;
 mod cpus;
+mod schedstat;
 pub use choose::{
     PolicyChoiceError, Reservation, SchedClass, UnknownSchedClass, DEFAULT_RT_PRIORITY,
 };
 pub use cpus::*;
+pub use schedstat::{softirq_threads, SchedStat};
 
 /// A Linux scheduling policy with its parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

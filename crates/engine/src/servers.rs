@@ -107,6 +107,29 @@ pub fn process_alive(pid: i32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Whether the process `pid` exists but is on its way out: a zombie its parent has not
+/// reaped yet (an orphan waits for init, which some take a second or two over), or a
+/// process whose memory is gone already (its command line reads empty). Other programs
+/// that test a pid with `kill(pid, 0)`, as jackd does its registry's, still count it.
+pub fn process_exiting(pid: i32) -> bool {
+    process_alive(pid)
+        && (!process_running(pid)
+            || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty()))
+}
+
+/// The process that holds the server name `name` of this user in jackd2's registry, when
+/// it still exists: jackd refuses to start a server under that name while it does
+/// ("server already active"), answering or not.
+pub fn jack_registry_holder(name: &str) -> Option<i32> {
+    let bytes = std::fs::read("/dev/shm/jack-shm-registry").ok()?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    parse_registry_entries(&bytes)
+        .into_iter()
+        .find(|(n, pid, owner)| n == name && owner.is_none_or(|o| o == uid) && process_alive(*pid))
+        .map(|(_, pid, _)| pid)
+}
+
 /// An entry of jackd2's registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegistryEntry {
@@ -132,6 +155,22 @@ pub fn jack_registry() -> Option<Vec<RegistryEntry>> {
             })
             .collect(),
     )
+}
+
+/// Removes jackd2's registry when it is full of dead servers: all eight entries taken,
+/// none by a process that exists, and no jackd runs (one starting has no entry yet).
+/// jackd reclaims a dead server's entry only when a server of the same name starts, so
+/// servers killed outright under eight names leave no room for any other ("Too many
+/// servers already active"); jackd makes a new registry when there is none. Returns
+/// whether it was removed.
+pub fn reclaim_dead_jack_registry() -> bool {
+    let Some(entries) = jack_registry() else {
+        return false;
+    };
+    let full_of_dead = entries.len() >= 8 && !entries.iter().any(|e| e.alive);
+    full_of_dead
+        && !running_commands().iter().any(|c| c == "jackd")
+        && std::fs::remove_file("/dev/shm/jack-shm-registry").is_ok()
 }
 
 /// The server name in a jackd2 server socket's file name, `jack_NAME_UID_0`, when the
@@ -344,6 +383,22 @@ mod tests {
         assert_eq!(jack_socket_server("jack_default_1000_0", 0), None);
         assert_eq!(jack_socket_server("jack-shm-registry", 0), None);
         assert_eq!(jack_socket_server("jack_sem.0_default_system", 0), None);
+    }
+
+    #[test]
+    fn a_zombie_is_exiting_and_a_running_process_is_not() {
+        assert!(!process_exiting(std::process::id() as i32));
+        assert!(!process_exiting(5_000_000));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not reaped: a zombie once it has exited.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_running(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(process_exiting(pid), "an unreaped child is exiting");
+        child.wait().unwrap();
+        assert!(!process_exiting(pid), "a reaped child is gone");
     }
 
     #[test]

@@ -259,13 +259,27 @@ impl CycleRunner {
     /// and, in debug builds, the allocation guard (a test binary that installs
     /// `assert_no_alloc::AllocDisabler` counts any allocation made here).
     ///
-    /// The cycle's start is the backend's, taken as it is ([`TimingSource::Backend`]); a
-    /// backend that checks its starts calls [`CycleRunner::run_checked`].
+    /// The cycle's start is the backend's ([`TimingSource::Backend`]), checked as
+    /// [`CheckedStart`] promises: a callback never starts before its cycle, so a start
+    /// the backend puts after the callback that runs it is the callback's time
+    /// ([`TimingSource::OwnCallback`]: ALSA's jack PCM stamps its status when the
+    /// callback reads it, after the wake-up, and its queue moves by whole periods; its
+    /// start would otherwise come out a few hundred ns after the callback, a negative
+    /// lateness). A backend that checks its starts itself calls
+    /// [`CycleRunner::run_checked`].
     pub(crate) fn run(&mut self, timing: CycleTiming, io: &mut Io<'_>) {
-        let checked = CheckedStart {
-            ns: timing.nominal_ns,
-            period_ns: timing.period_ns,
-            source: TimingSource::Backend,
+        let checked = if timing.nominal_ns > timing.callback_ns {
+            CheckedStart {
+                ns: timing.callback_ns,
+                period_ns: timing.period_ns,
+                source: TimingSource::OwnCallback,
+            }
+        } else {
+            CheckedStart {
+                ns: timing.nominal_ns,
+                period_ns: timing.period_ns,
+                source: TimingSource::Backend,
+            }
         };
         self.run_checked(timing, Some(checked), io);
     }

@@ -127,6 +127,19 @@ fn playback_through_the_jack_pcm_runs_and_records_what_was_granted() {
         .filter(|w| w[1].cycle.first_frame == w[0].cycle.first_frame + 256)
         .count();
     assert!(steady * 2 > records.len(), "{steady} of {}", records.len());
+    // A callback never starts before its cycle: the jack PCM stamps its status after
+    // the wake-up, and the start taken from it is checked against the callback.
+    let early: Vec<i64> = records
+        .iter()
+        .filter_map(|r| r.cycle.checked_lateness_ns())
+        .filter(|l| *l < 0)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "{} cycles started after their callback: {:?}",
+        early.len(),
+        &early[..early.len().min(5)]
+    );
     drop(server);
 }
 

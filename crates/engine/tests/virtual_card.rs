@@ -180,7 +180,7 @@ fn bad_settings_are_refused_with_the_fix() {
                 loop_delay_frames: Some(-1.0),
                 ..VirtualConfig::default()
             },
-            "0 to 1000000",
+            "0 to 65536",
         ),
     ] {
         let err = VirtualStream::open(config)

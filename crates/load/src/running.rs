@@ -48,6 +48,9 @@ pub struct RunningLoad {
     spec: LoadSpec,
     procs: Vec<LoadProcess>,
     tag: String,
+    /// The disk load's directory, in the scratch directory: removed once its processes
+    /// are gone (a tool killed without its grace period cannot remove its own files).
+    scratch: Option<engine::temp::ScratchDir>,
 }
 
 impl std::fmt::Debug for RunningLoad {
@@ -86,7 +89,20 @@ const STDERR_KEEP: usize = 4096;
 /// Starts every process of a load. If any fails to start, or exits within its first
 /// quarter second, the others are stopped and the error says why.
 pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadError> {
-    let commands = plan(spec, ctx)?;
+    let mut commands = plan(spec, ctx)?;
+    // The disk load writes in a directory of its own, which goes with the load.
+    let scratch = if spec.items.iter().any(|i| matches!(i, crate::LoadItem::Io)) {
+        let dir = engine::temp::ScratchDir::make(&ctx.scratch_dir, "io")
+            .map_err(|_| LoadError::BadScratch(ctx.scratch_dir.clone()))?;
+        let inside = LoadContext {
+            scratch_dir: dir.path().to_path_buf(),
+            ..ctx.clone()
+        };
+        commands = plan(spec, &inside)?;
+        Some(dir)
+    } else {
+        None
+    };
     for item in &spec.items {
         if let Some(cell) = spec.cell_of(item) {
             if !ctx.placements.contains_key(cell) {
@@ -102,6 +118,7 @@ pub fn start(spec: &LoadSpec, ctx: &LoadContext) -> Result<RunningLoad, LoadErro
         spec: spec.clone(),
         procs: Vec::new(),
         tag: ctx.tag.clone(),
+        scratch,
     };
     for cmd in commands {
         let mut command = match &ctx.supervisor {
@@ -350,6 +367,8 @@ impl RunningLoad {
             })
             .collect();
         self.procs.clear();
+        // SIGKILLed (hurried, or past its grace period), the tool left its files.
+        drop(self.scratch.take());
         LoadReport { exits }
     }
 }

@@ -2,6 +2,8 @@
 //! `hackbench`, and combinations joined with `+` (`cpu:80+io`); `@cell` after an item runs it
 //! in that cell (`ep@others+video@others`).
 
+/// The threads a built-in load (`ep:N`, `audiolat __load --threads`) may run.
+pub const THREADS_RANGE: std::ops::RangeInclusive<usize> = 1..=1024;
 use std::fmt;
 use std::str::FromStr;
 
@@ -225,7 +227,7 @@ impl FromStr for LoadSpec {
                     mbps: number("stream Mbit/s", 1..=100_000)?.map(|m| m as u32),
                 },
                 "ep" => LoadItem::Ep {
-                    threads: number("ep threads", 1..=1024)?,
+                    threads: number("ep threads", THREADS_RANGE)?,
                 },
                 "none" => {
                     return Err(SpecError(

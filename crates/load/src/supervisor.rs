@@ -2,6 +2,7 @@
 //! down when audiolat dies (even by SIGKILL), and the hurry switch of a second Ctrl-C.
 
 use crate::SUPERVISOR_PARENT_ENV;
+use std::io::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -147,7 +148,11 @@ pub fn supervise(program: &Path, args: &[String]) -> i32 {
     let child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("audiolat: cannot start {}: {e}", program.display());
+            let _ = writeln!(
+                std::io::stderr(),
+                "audiolat: cannot start {}: {e}",
+                program.display()
+            );
             return 127;
         }
     };

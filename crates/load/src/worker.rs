@@ -2,14 +2,33 @@
 //! the video players, run until stopped, each thread in its deadline share when it has
 //! one. This is a whole process's work: a share the kernel refuses ends the process.
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use crate::DeadlineShare;
 
-/// A load kind with no built-in worker.
+/// Why a built-in load cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown built-in load '{0}': ep or video")]
-pub struct UnknownWorker(pub String);
+pub enum WorkerError {
+    /// A load kind with no built-in worker.
+    #[error("unknown built-in load '{0}': ep or video")]
+    Unknown(String),
+    /// Threads outside [`THREADS_RANGE`](crate::spec::THREADS_RANGE).
+    #[error("{0} is out of range: use {min} to {max} threads", min = crate::spec::THREADS_RANGE.start(), max = crate::spec::THREADS_RANGE.end())]
+    Threads(usize),
+}
+
+/// Refuses a load kind with no built-in worker, or threads outside
+/// [`THREADS_RANGE`](crate::spec::THREADS_RANGE), before anything runs.
+pub fn check(kind: &str, threads: usize) -> Result<(), WorkerError> {
+    if !matches!(kind, "ep" | "video") {
+        return Err(WorkerError::Unknown(kind.to_string()));
+    }
+    if !crate::spec::THREADS_RANGE.contains(&threads) {
+        return Err(WorkerError::Threads(threads));
+    }
+    Ok(())
+}
 
 /// Runs the built-in load `kind` (`ep` or `video`) on `threads` threads until `stop`.
 ///
@@ -23,7 +42,8 @@ pub fn run(
     threads: usize,
     share: Option<DeadlineShare>,
     stop: &AtomicBool,
-) -> Result<(), UnknownWorker> {
+) -> Result<(), WorkerError> {
+    check(kind, threads)?;
     let thread_start = || {
         if let Some(share) = share {
             take_share(kind, &share);
@@ -46,7 +66,7 @@ pub fn run(
             crate::video::run_until(threads, stop, &frames, pace, &thread_start);
             Ok(())
         }
-        other => Err(UnknownWorker(other.to_string())),
+        other => Err(WorkerError::Unknown(other.to_string())),
     }
 }
 
@@ -60,7 +80,8 @@ fn take_share(kind: &str, share: &DeadlineShare) {
     };
     let grant = engine::rt::ThreadRt::apply(&policy, None, 0);
     if !grant.sched.is_exact() {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "audiolat: {kind} load thread: SCHED_DEADLINE {}: {}",
             share.to_arg(),
             grant

@@ -12,9 +12,15 @@ use serde_json::{json, Value};
 
 use crate::{blocks_in, controller, host, wire};
 
+/// Longest warm-up of an end (and of a run of both ends).
+pub const MAX_WARMUP: Duration = Duration::from_secs(60);
+
 /// Why an end's settings make no run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EndConfigError {
+    /// The warm-up is longer than [`MAX_WARMUP`].
+    #[error("a warm-up of {0:?} is out of range: use at most 60 s")]
+    Warmup(Duration),
     /// A host away from loopback without the controller it answers.
     #[error("a host bound to {bind}, away from loopback, answers only its configured controller: name that controller")]
     NoPeer {
@@ -35,7 +41,8 @@ pub struct HostSetup {
     /// Address it listens on.
     pub bind: SocketAddr,
     /// The controller it answers (others are counted and dropped); `None`: the first
-    /// sender, which only a host on loopback may do.
+    /// sender that completes a block ([`host::Latch`]), which only a host on loopback
+    /// may do.
     pub peer: Option<SocketAddr>,
     /// How long it serves; `None`: until stopped.
     pub serve_for: Option<Duration>,
@@ -58,6 +65,9 @@ impl HostSetup {
     /// The host's configuration, counting from the first block after the warm-up; a host
     /// away from loopback must name its peer.
     pub fn config(&self) -> Result<host::HostConfig, EndConfigError> {
+        if self.warmup > MAX_WARMUP {
+            return Err(EndConfigError::Warmup(self.warmup));
+        }
         if !self.bind.ip().is_loopback() && self.peer.is_none() {
             return Err(EndConfigError::NoPeer { bind: self.bind });
         }
@@ -69,8 +79,7 @@ impl HostSetup {
             cpus: self.cpus.clone(),
             groups: Vec::new(),
             poll: self.poll,
-            count_from_ns: 0,
-            warmup_after_first_ns: self.warmup.as_nanos() as u64,
+            warmup: host::Warmup::FirstBlocks(blocks_in(self.warmup)),
         })
     }
 
@@ -78,7 +87,7 @@ impl HostSetup {
     pub fn summary(&self) -> String {
         let answering = match self.peer {
             Some(p) => format!("answering {p} only"),
-            None => "answering the first sender".into(),
+            None => "answering the first sender to complete a block".into(),
         };
         let with = match self.synth {
             true => format!(
@@ -129,6 +138,9 @@ impl ControllerSetup {
     /// The controller's configuration, draining answers for 100 ms after the last block;
     /// the host must have an address and a port.
     pub fn config(&self) -> Result<controller::ControllerConfig, EndConfigError> {
+        if self.warmup > MAX_WARMUP {
+            return Err(EndConfigError::Warmup(self.warmup));
+        }
         if self.host.ip().is_unspecified() || self.host.port() == 0 {
             return Err(EndConfigError::NoHost { host: self.host });
         }
@@ -176,11 +188,14 @@ mod tests {
         let far = host_setup("10.0.0.1:9700");
         assert!(matches!(far.config(), Err(EndConfigError::NoPeer { .. })));
         let near = host_setup("127.0.0.1:9700").config().unwrap();
-        assert_eq!(near.warmup_after_first_ns, 1_000_000_000);
+        assert_eq!(
+            near.warmup,
+            host::Warmup::FirstBlocks(blocks_in(Duration::from_secs(1)))
+        );
         assert!(!near.synth);
         assert_eq!(
             far.summary(),
-            "listening on 10.0.0.1:9700, answering the first sender, answering silence (no synth)"
+            "listening on 10.0.0.1:9700, answering the first sender to complete a block, answering silence (no synth)"
         );
         let described = host_setup("127.0.0.1:9700").to_json();
         assert_eq!(described["role"], "respond");

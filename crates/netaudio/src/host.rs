@@ -23,6 +23,7 @@ use dsp::migrator::{MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT_CHANNELS}
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, SchedGrant, ThreadRt};
 
+use crate::misses::HostShares;
 use crate::udp::{self, RecvBatch};
 use crate::wire::{
     self, AssemblerCounters, BlockAssembler, DropReason, OutputFrames, OutputHeader, Packet,
@@ -73,7 +74,7 @@ impl std::str::FromStr for PollMode {
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostConfig {
     /// Answer only this address; datagrams from others are counted and dropped. `None`:
-    /// answer whoever sends (the first sender becomes the peer).
+    /// answer the first sender that proves to be a controller ([`Latch`]).
     pub peer: Option<SocketAddr>,
     /// Run the synth (`false`: answer silence at once, the reference responder that
     /// shows what the network path alone costs).
@@ -92,13 +93,79 @@ pub struct HostConfig {
     pub groups: Vec<std::path::PathBuf>,
     /// How the network thread waits.
     pub poll: PollMode,
-    /// Blocks whose first packet arrives before this monotonic time are answered but not
-    /// counted (the warm-up).
-    pub count_from_ns: u64,
-    /// Also leave uncounted the blocks whose first packet arrives within this long of
-    /// the first packet served (a warm-up that starts with the controller, whenever it
-    /// starts).
-    pub warmup_after_first_ns: u64,
+    /// The blocks answered but not counted.
+    pub warmup: Warmup,
+}
+
+/// Which blocks the host answers without counting them: the warm-up, by block number,
+/// the controller's schedule, and never by when a block happens to arrive. A
+/// controller that sent late delays its blocks, not the warm-up's end, so both ends of
+/// a run count the same blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Warmup {
+    /// Blocks numbered before this one (serial-number order): the controller's first
+    /// counted block, when the host knows its schedule (both ends in one process).
+    BeforeBlock(u32),
+    /// The first this many blocks of the stream, counted in block numbers from the first
+    /// block of the controller the host answers (a controller whose schedule it does
+    /// not know, run with the same warm-up).
+    FirstBlocks(u64),
+}
+
+impl Warmup {
+    /// Whether block `block` is counted, in a stream whose first block was `first`.
+    fn counts(self, block: u32, first: u32) -> bool {
+        let from = self.first_counted(first);
+        (block.wrapping_sub(from) as i32) >= 0
+    }
+
+    /// The first counted block, in a stream whose first block was `first`.
+    pub fn first_counted(self, first: u32) -> u32 {
+        match self {
+            Warmup::BeforeBlock(b) => b,
+            Warmup::FirstBlocks(n) => first.wrapping_add(n.min(u64::from(u32::MAX)) as u32),
+        }
+    }
+}
+
+/// How long a confirmed sender may fall silent before the host, without a configured
+/// peer, follows another (a controller restarted from another port): 0.74 s, the
+/// assembler's resync gap ([`wire::RESYNC_GAP_BLOCKS`] blocks).
+pub const PEER_SILENCE_NS: u64 = wire::RESYNC_GAP_BLOCKS as u64 * wire::BLOCK_PERIOD_NS;
+
+/// Whom the host answers. With a configured peer, that one alone. Without one it does
+/// what a media receiver that learns its source does (RFC 3550's probation of a new
+/// source; a symmetric-RTP "latch" with strict source checking): it follows the newest
+/// sender of a valid packet until one proves to be a controller by completing a whole
+/// block (16 packets, 0.73 ms of a controller's stream), and from then on treats every
+/// other sender as foreign. A stray datagram, however well formed, completes no block,
+/// so it holds the stream only until the controller's next packet; a confirmed
+/// controller is let go only after [`PEER_SILENCE_NS`] of silence. (An off-path sender
+/// that streams whole valid blocks before the controller starts is indistinguishable
+/// from one: name the controller with `peer` where that matters.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latch {
+    /// The configured peer.
+    Configured(SocketAddr),
+    /// Nobody yet, or the sender followed until it completes a block.
+    Following(Option<SocketAddr>),
+    /// The sender that completed a block, and when it was last heard.
+    Confirmed {
+        /// Its address.
+        peer: SocketAddr,
+        /// The arrival of its last datagram, ns.
+        last_heard_ns: u64,
+    },
+}
+
+impl Latch {
+    /// The address answers go to now.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        match *self {
+            Latch::Configured(p) | Latch::Confirmed { peer: p, .. } => Some(p),
+            Latch::Following(p) => p,
+        }
+    }
 }
 
 /// What the host measured, its times in the caller's histograms `H`.
@@ -112,12 +179,25 @@ pub struct HostOutcome<H> {
     pub synth: H,
     /// Arrival of the last packet minus the first, ns (the gathering).
     pub gathering: H,
-    /// Blocks answered and counted.
-    pub answered: u64,
-    /// Blocks answered during the warm-up.
-    pub answered_in_warmup: u64,
-    /// Counted blocks whose response exceeded [`DEADLINE_NS`].
-    pub misses: u64,
+    /// Counted blocks (numbered from `counted_from_block` on) whose answer the kernel
+    /// took: the answers that left this host. What the controller can receive.
+    pub answers_sent: u64,
+    /// Counted blocks whose answer the kernel would not take (its queue full): answered
+    /// and timed, but the answer never left.
+    pub answers_refused: u64,
+    /// Blocks answered during the warm-up (sent or refused): not counted.
+    pub answers_in_warmup: u64,
+    /// The first block counted (by number, the controller's schedule); `None` when no
+    /// controller was answered.
+    pub counted_from_block: Option<u32>,
+    /// The controller answered at the end (the configured peer, or the sender confirmed).
+    pub peer: Option<SocketAddr>,
+    /// Times a confirmed sender fell silent and the host followed another (no configured
+    /// peer).
+    pub peer_changes: u64,
+    /// Counted blocks answered (sent or refused) whose response `t2 - t1` exceeded
+    /// [`DEADLINE_NS`]: the host's own misses, whatever became of the answer.
+    pub responses_past_deadline: u64,
     /// Counted blocks whose response was below their own gathering time (impossible for
     /// a correct clock; kept as a check).
     pub below_gathering: u64,
@@ -125,8 +205,6 @@ pub struct HostOutcome<H> {
     /// packets can be sent at the controller's rate, so their packets came in a burst
     /// (a controller catching up after it was late), not from a fast host.
     pub short_responses: u64,
-    /// Answers the kernel would not take (queue full).
-    pub send_dropped: u64,
     /// Datagrams the kernel dropped because the socket's receive queue was full
     /// (`SO_RXQ_OVFL`), while this host served.
     pub kernel_dropped: u64,
@@ -136,6 +214,8 @@ pub struct HostOutcome<H> {
     pub kernel_timestamps: bool,
     /// The network thread's policy as granted.
     pub net_thread: SchedGrant,
+    /// The network thread's time on a CPU and waiting for one while it served.
+    pub net_thread_sched: Option<engine::rt::SchedStat>,
     /// Each worker's policy as granted.
     pub worker_threads: Vec<SchedGrant>,
     /// An error that ended the loop early, if any.
@@ -143,6 +223,14 @@ pub struct HostOutcome<H> {
     /// (t1, response ns) of every counted block, for the series (pre-sized; the first
     /// `series_capacity` blocks).
     pub series: Vec<(u64, u64)>,
+}
+
+impl<H> HostOutcome<H> {
+    /// Counted blocks answered, their answer sent or refused: every block the host timed
+    /// (its `response` histogram's count).
+    pub fn blocks_answered(&self) -> u64 {
+        self.answers_sent + self.answers_refused
+    }
 }
 
 /// 90 % of the 15 packet intervals between a block's first and last packet: a response
@@ -158,6 +246,9 @@ struct BlockTimes {
     first_arrival_ns: u64,
     last_arrival_ns: u64,
     first_packet_sender_ns: u64,
+    last_packet_sender_ns: u64,
+    /// After the warm-up, by its number.
+    counted: bool,
 }
 
 /// The histograms and counters of the blocks served.
@@ -167,9 +258,10 @@ struct Tally<H> {
     synth: H,
     gathering: H,
     series: Vec<(u64, u64)>,
-    answered: u64,
-    answered_in_warmup: u64,
-    misses: u64,
+    answers_sent: u64,
+    answers_refused: u64,
+    answers_in_warmup: u64,
+    past_deadline: u64,
     below: u64,
     short: u64,
 }
@@ -183,9 +275,10 @@ impl<H: Histogram> Tally<H> {
             synth: H::with_bound(HIST_BOUND_NS),
             gathering: H::with_bound(HIST_BOUND_NS),
             series: Vec::with_capacity(series_capacity),
-            answered: 0,
-            answered_in_warmup: 0,
-            misses: 0,
+            answers_sent: 0,
+            answers_refused: 0,
+            answers_in_warmup: 0,
+            past_deadline: 0,
             below: 0,
             short: 0,
         }
@@ -196,27 +289,32 @@ impl<H: Histogram> Tally<H> {
     fn into_outcome(
         self,
         rx: Receiver,
-        send_dropped: u64,
-        net_thread: SchedGrant,
-        worker_threads: Vec<SchedGrant>,
+        threads: (SchedGrant, Option<engine::rt::SchedStat>, Vec<SchedGrant>),
         error: Option<String>,
     ) -> HostOutcome<H> {
+        let (net_thread, net_thread_sched, worker_threads) = threads;
         HostOutcome {
             response: self.response,
             after_last_packet: self.after_last,
             synth: self.synth,
             gathering: self.gathering,
-            answered: self.answered,
-            answered_in_warmup: self.answered_in_warmup,
-            misses: self.misses,
+            answers_sent: self.answers_sent,
+            answers_refused: self.answers_refused,
+            answers_in_warmup: self.answers_in_warmup,
+            counted_from_block: rx
+                .stream_first_block
+                .map(|first| rx.warmup.first_counted(first)),
+            peer: rx.latch.peer().filter(|_| rx.stream_first_block.is_some()),
+            peer_changes: rx.peer_changes,
+            responses_past_deadline: self.past_deadline,
             below_gathering: self.below,
             short_responses: self.short,
-            send_dropped,
             // The socket is this host's own, so its counter started at 0.
             kernel_dropped: u64::from(rx.last_drop_count),
             counters: rx.assembler.counters(),
             kernel_timestamps: rx.all_kernel,
             net_thread,
+            net_thread_sched,
             worker_threads,
             error,
             series: self.series,
@@ -224,9 +322,14 @@ impl<H: Histogram> Tally<H> {
     }
 
     /// Counts one block answered at `t2` after the warm-up, its synth started at
-    /// `synth_start`. Real-time safe.
-    fn count(&mut self, block: &BlockTimes, t2: u64, synth_start: u64) {
-        self.answered += 1;
+    /// `synth_start`, its answer taken by the kernel (`sent`) or refused. Real-time
+    /// safe.
+    fn count(&mut self, block: &BlockTimes, t2: u64, synth_start: u64, sent: bool) {
+        if sent {
+            self.answers_sent += 1;
+        } else {
+            self.answers_refused += 1;
+        }
         let t = t2.saturating_sub(block.first_arrival_ns);
         self.response.record(t);
         self.after_last
@@ -235,7 +338,7 @@ impl<H: Histogram> Tally<H> {
         let gather = block.last_arrival_ns.saturating_sub(block.first_arrival_ns);
         self.gathering.record(gather);
         if t > DEADLINE_NS {
-            self.misses += 1;
+            self.past_deadline += 1;
         }
         if t < gather {
             self.below += 1;
@@ -251,11 +354,15 @@ impl<H: Histogram> Tally<H> {
 
 /// The network thread's state between datagrams.
 struct Receiver {
-    peer: Option<SocketAddr>,
+    latch: Latch,
     assembler: BlockAssembler,
     pads: [Pad; OBJECTS],
     all_kernel: bool,
     last_drop_count: u32,
+    warmup: Warmup,
+    /// The number of the first block of the stream followed (its first packet placed).
+    stream_first_block: Option<u32>,
+    peer_changes: u64,
 }
 
 impl Receiver {
@@ -263,12 +370,21 @@ impl Receiver {
     /// completes the block, the pads' state at its last frame and its times. Real-time
     /// safe.
     fn accept(&mut self, d: &udp::Datagram<'_>) -> Option<BlockTimes> {
-        match (self.peer, d.from) {
-            (Some(p), Some(from)) if p != from => {
-                self.assembler.record_drop(DropReason::Foreign);
-                return None;
-            }
-            _ => {}
+        let Some(from) = d.from else {
+            self.assembler.record_drop(DropReason::Foreign);
+            return None;
+        };
+        let other_sender = match self.latch {
+            Latch::Configured(p) => p != from,
+            Latch::Confirmed {
+                peer,
+                last_heard_ns,
+            } => peer != from && d.arrival_ns.saturating_sub(last_heard_ns) <= PEER_SILENCE_NS,
+            Latch::Following(_) => false,
+        };
+        if other_sender {
+            self.assembler.record_drop(DropReason::Foreign);
+            return None;
         }
         self.all_kernel &= d.kernel_timestamp;
         if let Some(count) = d.kernel_drops {
@@ -279,14 +395,7 @@ impl Receiver {
             return None;
         }
         let packet = match wire::parse(d.bytes) {
-            Ok(Packet::Input(p)) => {
-                // Without a configured peer, the first sender of a valid packet
-                // becomes it (junk from anyone else cannot take the stream over).
-                if self.peer.is_none() {
-                    self.peer = d.from;
-                }
-                p
-            }
+            Ok(Packet::Input(p)) => p,
             Ok(Packet::Output(_)) => {
                 self.assembler.record_drop(DropReason::UnknownKind);
                 return None;
@@ -296,7 +405,16 @@ impl Receiver {
                 return None;
             }
         };
+        self.follow(from, d.arrival_ns);
+        let first = *self.stream_first_block.get_or_insert(packet.header.block);
         let block = self.assembler.push(&packet, d.arrival_ns)?;
+        if let Latch::Following(Some(peer)) = self.latch {
+            // A whole block: this sender is a controller.
+            self.latch = Latch::Confirmed {
+                peer,
+                last_heard_ns: d.arrival_ns,
+            };
+        }
         // The pads' state at the block's last frame drives the synth; only that and
         // the block's times are taken out of the assembler (not its 12 KiB of frames).
         for (pad, frame) in self
@@ -315,7 +433,38 @@ impl Receiver {
             first_arrival_ns: block.first_arrival_ns,
             last_arrival_ns: block.last_arrival_ns,
             first_packet_sender_ns: block.first_packet_sender_ns,
+            last_packet_sender_ns: block.last_packet_sender_ns,
+            counted: self.warmup.counts(block.block, first),
         })
+    }
+
+    /// A valid input packet from `from` at `arrival_ns`: the latch follows it, or a
+    /// confirmed controller is heard again ([`Latch`]). Leaving a sender never
+    /// confirmed forgets its packets; leaving a confirmed one that fell silent starts
+    /// a new stream.
+    fn follow(&mut self, from: SocketAddr, arrival_ns: u64) {
+        match &mut self.latch {
+            Latch::Configured(_) => {}
+            Latch::Confirmed {
+                peer,
+                last_heard_ns,
+            } if *peer == from => *last_heard_ns = arrival_ns,
+            Latch::Following(Some(p)) if *p == from => {}
+            Latch::Following(followed) => {
+                if followed.is_some() {
+                    self.assembler.abandon();
+                    self.stream_first_block = None;
+                }
+                self.latch = Latch::Following(Some(from));
+            }
+            Latch::Confirmed { .. } => {
+                // The confirmed controller fell silent (`accept` let this one through).
+                self.assembler.abandon();
+                self.stream_first_block = None;
+                self.peer_changes += 1;
+                self.latch = Latch::Following(Some(from));
+            }
+        }
     }
 }
 
@@ -329,6 +478,24 @@ pub fn serve<H: Histogram>(
     socket: UdpSocket,
     stop: &AtomicBool,
     series_capacity: usize,
+) -> HostOutcome<H> {
+    serve_signalling(config, socket, stop, series_capacity, None, None)
+}
+
+/// [`serve`], raising `ready` once its threads run at their policy on their CPUs, in
+/// their cell, and it is about to receive: a caller that starts the controller beside
+/// it waits for that, so a host thread that a busy CPU has not yet let run (it starts
+/// at an ordinary policy, beside real-time threads) is not left out of the run. With
+/// `shares`, every block's way to the host and the host's own share are published
+/// there before its answer leaves, for a controller in the same process
+/// ([`crate::misses`]).
+pub fn serve_signalling<H: Histogram>(
+    config: &HostConfig,
+    socket: UdpSocket,
+    stop: &AtomicBool,
+    series_capacity: usize,
+    ready: Option<&AtomicBool>,
+    shares: Option<&HostShares>,
 ) -> HostOutcome<H> {
     let synth_config = MigratorConfig::default();
     let cpu_for = |k: usize| -> Option<Vec<usize>> {
@@ -358,20 +525,27 @@ pub fn serve<H: Histogram>(
     let kernel_timestamps = prepare_socket(&socket, config.poll);
     let group_refusals = qos::join_groups(&config.groups);
     let rt = ThreadRt::apply(&config.policy, cpu_for(0).as_deref(), 256 * 1024);
+    let sched_before = engine::rt::SchedStat::current_thread();
+    if let Some(ready) = ready {
+        ready.store(true, Ordering::Release);
+    }
     let mut rx = Receiver {
-        peer: config.peer,
+        latch: config
+            .peer
+            .map_or(Latch::Following(None), Latch::Configured),
         assembler: BlockAssembler::new(),
         pads: [Pad::default(); OBJECTS],
         all_kernel: kernel_timestamps,
         last_drop_count: 0,
+        warmup: config.warmup,
+        stream_first_block: None,
+        peer_changes: 0,
     };
     let mut answer = [0u8; OUTPUT_PACKET_BYTES];
-    let (mut seq, mut send_dropped) = (0u32, 0u64);
+    let mut seq = 0u32;
     let mut offset_refreshed = monotonic_ns();
     let mut error = (!group_refusals.is_empty())
         .then(|| format!("joining the cell: {}", group_refusals.join("; ")));
-    let mut count_from_ns = config.count_from_ns;
-    let mut first_seen = false;
     'serve: while !stop.load(Ordering::Relaxed) {
         let n = match batch.recv(&socket, config.poll == PollMode::Block) {
             Ok(n) => n,
@@ -403,35 +577,49 @@ pub fn serve<H: Histogram>(
             };
             seq = seq.wrapping_add(1);
             wire::encode_output(&header, &frames, &mut answer);
-            let Some(to) = rx.peer else { continue };
-            match udp::send_to(&socket, &answer, to) {
-                Ok(true) => {}
-                Ok(false) => send_dropped += 1,
+            if let Some(shares) = shares {
+                shares.publish(
+                    block.block,
+                    block
+                        .last_arrival_ns
+                        .saturating_sub(block.last_packet_sender_ns),
+                    t2.saturating_sub(block.last_arrival_ns),
+                );
+            }
+            let Some(to) = rx.latch.peer() else { continue };
+            let sent = match udp::send_to(&socket, &answer, to) {
+                Ok(sent) => sent,
                 Err(e) => {
                     error = Some(format!("sending the answer to {to}: {e}"));
                     break 'serve;
                 }
-            }
-            if !first_seen {
-                first_seen = true;
-                count_from_ns =
-                    count_from_ns.max(block.first_arrival_ns + config.warmup_after_first_ns);
-            }
-            if block.first_arrival_ns < count_from_ns {
-                tally.answered_in_warmup += 1;
+            };
+            if !block.counted {
+                tally.answers_in_warmup += 1;
                 continue;
             }
-            tally.count(&block, t2, synth_start);
+            tally.count(&block, t2, synth_start, sent);
         }
     }
+    let net_thread_sched = engine::rt::SchedStat::current_thread()
+        .zip(sched_before)
+        .map(|(after, before)| after.since(before));
     let worker_threads = pool.finish().into_iter().map(|rt| rt.sched).collect();
     rx.assembler.finish();
-    tally.into_outcome(rx, send_dropped, rt.sched, worker_threads, error)
+    // Datagrams dropped after the last one read are in the socket's count alone.
+    if let Some(count) = udp::dropped_so_far(&socket) {
+        rx.last_drop_count = rx.last_drop_count.max(count);
+    }
+    let threads = (rt.sched, net_thread_sched, worker_threads);
+    tally.into_outcome(rx, threads, error)
 }
 
 /// Receive timestamps (returns whether the kernel gives them), the drop counter, a
 /// 4 MiB receive queue, and for [`PollMode::Block`] a 50 ms timeout to see `stop`.
-fn prepare_socket(socket: &UdpSocket, poll: PollMode) -> bool {
+/// [`serve`] does it first; a caller that starts `serve` on a thread of its own calls it
+/// before, so datagrams that arrive before that thread first runs (a busy machine) wait
+/// in a queue of full size, and one it cannot hold is counted.
+pub fn prepare_socket(socket: &UdpSocket, poll: PollMode) -> bool {
     let kernel_timestamps = udp::enable_receive_timestamps(socket);
     udp::enable_drop_counter(socket);
     udp::set_receive_buffer(socket, 4 << 20);

@@ -38,6 +38,7 @@
 //! - [`controller`]: the controller emulator (`audiolat net emulate`);
 //! - [`service`] with [`mclock`]: audiolat's user-level network service, FIFO or mClock
 //!   reservations on a shaped link;
+//! - [`misses`]: why each late block missed, when both ends run in one process;
 //! - [`workers`]: the synth split over its caller and spinning worker threads (the
 //!   host's, and the bench's `--workers`), with each block's hand-off times;
 //! - [`udp`]: batched receive with kernel timestamps, segmentation offload (GSO);
@@ -55,23 +56,27 @@
 //! #     fn with_bound(_: u64) -> Self { Counts(0) }
 //! #     fn record(&mut self, _: u64) { self.0 += 1 }
 //! # }
-//! use netaudio::host::{HostConfig, HostOutcome, PollMode};
+//! use netaudio::host::{HostConfig, HostOutcome, PollMode, Warmup};
 //! let socket = netaudio::bind("127.0.0.1:9700".parse().unwrap()).unwrap();
 //! let config = HostConfig {
 //!     peer: None, synth: true, workers: 0, policy: engine::rt::Policy::Fifo { priority: 70 },
-//!     cpus: None, groups: Vec::new(), poll: PollMode::Block, count_from_ns: 0,
-//!     warmup_after_first_ns: 1_000_000_000,
+//!     cpus: None, groups: Vec::new(), poll: PollMode::Block,
+//!     warmup: Warmup::FirstBlocks(netaudio::blocks_in(std::time::Duration::from_secs(1))),
 //! };
 //! let stop = AtomicBool::new(false);
 //! let outcome: HostOutcome<Counts> = netaudio::host::serve(&config, socket, &stop, 1 << 16);
-//! println!("{} blocks answered, {} late", outcome.answered, outcome.misses);
+//! println!("{} answers sent, {} past the deadline", outcome.answers_sent, outcome.responses_past_deadline);
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod controller;
 pub mod ends;
 pub mod host;
 pub mod mclock;
+pub mod misses;
 pub mod netns;
 pub mod service;
 pub mod traffic;

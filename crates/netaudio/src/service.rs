@@ -8,6 +8,11 @@
 //!   reservation, weight and limit per flow (the study's network service with a
 //!   throughput reservation for the music application).
 //!
+//! The service thread is on the audio flow's path, so it runs at the policy (and on the
+//! CPUs) its caller gives it, the audio threads' own: at an ordinary policy on a busy
+//! machine it waits for a CPU behind every other task, and the audio's datagrams wait in
+//! its ring, reservation or not. What it waited is in its outcome.
+//!
 //! Each flow has its own wait-free ring (one producer: the flow's sender; one consumer:
 //! the service), so a sender never blocks or locks; a full ring refuses the datagram,
 //! which the sender counts as lost. The link gate is a token bucket at the link rate
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use engine::clock::{monotonic_ns, sleep_until_ns};
+use engine::rt::{Policy, SchedGrant, SchedStat, ThreadRt};
 use serde_json::{json, Value};
 
 use crate::mclock::{FlowSpec, MClock, Phase};
@@ -215,6 +221,10 @@ pub struct ServiceConfig {
     pub queue: usize,
     /// The order.
     pub discipline: Discipline,
+    /// The service thread's scheduling policy (the audio threads').
+    pub policy: Policy,
+    /// Its CPUs, if pinned.
+    pub cpus: Option<Vec<usize>>,
 }
 
 /// What the service did, per flow.
@@ -237,6 +247,10 @@ pub struct FlowCount {
 pub struct ServiceOutcome {
     /// Per flow.
     pub flows: Vec<FlowCount>,
+    /// The service thread's policy as granted.
+    pub thread: SchedGrant,
+    /// Its time on a CPU and waiting for one while it served.
+    pub sched: Option<SchedStat>,
     /// Seconds it ran.
     pub seconds: f64,
     /// The discipline's name.
@@ -252,6 +266,9 @@ impl ServiceOutcome {
         json!({
             "discipline": self.discipline,
             "link_mbps": self.link_mbps,
+            "thread": self.thread.granted.to_string(),
+            "on_cpu_ns": self.sched.map(|s| s.on_cpu_ns),
+            "run_queue_wait_ns": self.sched.map(|s| s.run_queue_wait_ns),
             "flows": self.flows.iter().map(|f| json!({
                 "sent": f.sent,
                 "mbit_per_s": (f.bytes + f.sent * WIRE_OVERHEAD_BYTES as u64) as f64 * 8.0 / 1e6 / secs,
@@ -302,13 +319,20 @@ pub fn spawn(
     }
     let discipline = config.discipline.name();
     let link_mbps = config.link_mbps;
+    let (policy, cpus) = (config.policy, config.cpus.clone());
     let handle = std::thread::Builder::new()
         .name("al-netsvc".into())
         .spawn(move || {
+            let rt = ThreadRt::apply(&policy, cpus.as_deref(), 64 * 1024);
+            let before = SchedStat::current_thread();
             let start = monotonic_ns();
             let flows = serve_flows(&outs, rxs, scheduler, link_mbps * 1e6, &stop);
             ServiceOutcome {
                 flows,
+                thread: rt.sched,
+                sched: SchedStat::current_thread()
+                    .zip(before)
+                    .map(|(after, before)| after.since(before)),
                 seconds: (monotonic_ns() - start) as f64 / 1e9,
                 discipline,
                 link_mbps,

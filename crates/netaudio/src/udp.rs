@@ -73,6 +73,28 @@ pub fn enable_drop_counter(socket: &UdpSocket) -> bool {
     }
 }
 
+/// The datagrams the kernel has dropped so far for want of room in the socket's receive
+/// queue, read at any time (`SO_MEMINFO`), where [`enable_drop_counter`]'s count comes
+/// only with a datagram received: drops after the last one read are in this one alone.
+/// `None` where the kernel does not say (before Linux 4.12).
+pub fn dropped_so_far(socket: &UdpSocket) -> Option<u32> {
+    let mut info = [0u32; libc::SK_MEMINFO_DROPS as usize + 1];
+    let mut len = size_of_val(&info) as libc::socklen_t;
+    // SAFETY: a valid socket and a buffer of `len` bytes; the kernel writes at most `len`
+    // and says how many.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    let whole = len as usize >= size_of_val(&info);
+    (rc == 0 && whole).then_some(info[libc::SK_MEMINFO_DROPS as usize])
+}
+
 fn set_int(socket: &UdpSocket, option: libc::c_int, value: libc::c_int) -> bool {
     set_int_at(socket, libc::SOL_SOCKET, option, value)
 }
@@ -128,6 +150,115 @@ pub fn set_segmentation(socket: &UdpSocket, segment: u16) -> bool {
         UDP_SEGMENT,
         libc::c_int::from(segment),
     )
+}
+
+/// Lets the kernel hand this socket a segmented send (UDP GSO) whole, one buffer of
+/// datagrams of one size, instead of cutting it into datagrams on the way in
+/// (`UDP_GRO`, Linux 5.0). For a receiver that only counts ([`CountBatch`]) the cutting
+/// is work for nothing, and it is done in the kernel's softirq by whichever thread moved
+/// the packet: over a veth, the sender that ran the link's queue, often another flow's.
+/// `false` when the kernel has no such option.
+pub fn set_receive_coalescing(socket: &UdpSocket) -> bool {
+    set_int_at(socket, libc::IPPROTO_UDP, libc::UDP_GRO, 1)
+}
+
+/// Counts what arrives on a socket without reading it, for a sink that only measures
+/// what reached it: `recvmmsg` with `MSG_TRUNC` into one-byte buffers, so a buffer of
+/// coalesced datagrams ([`set_receive_coalescing`]) costs what one datagram does, and
+/// is counted by its segments.
+pub struct CountBatch {
+    bytes: Box<[u8; BATCH]>,
+    controls: Box<[[u8; CONTROL_BYTES]; BATCH]>,
+    iovecs: Box<[libc::iovec; BATCH]>,
+    headers: Box<[libc::mmsghdr; BATCH]>,
+}
+
+impl Default for CountBatch {
+    fn default() -> Self {
+        CountBatch::new()
+    }
+}
+
+impl CountBatch {
+    /// Buffers for [`BATCH`] receives. Allocates.
+    pub fn new() -> CountBatch {
+        // SAFETY: all-zero is a valid value for these C structs (pointers are set
+        // before every call).
+        unsafe {
+            CountBatch {
+                bytes: Box::new([0; BATCH]),
+                controls: Box::new([[0; CONTROL_BYTES]; BATCH]),
+                iovecs: Box::new(zeroed()),
+                headers: Box::new(zeroed()),
+            }
+        }
+    }
+
+    /// Waits until something arrives (or the socket's read timeout passes) and takes
+    /// what is queued, up to [`BATCH`] buffers. Returns the datagrams and their payload
+    /// bytes.
+    pub fn recv(&mut self, socket: &UdpSocket) -> io::Result<(u64, u64)> {
+        for i in 0..BATCH {
+            self.iovecs[i] = libc::iovec {
+                iov_base: (&mut self.bytes[i] as *mut u8).cast(),
+                iov_len: 1,
+            };
+            let header = &mut self.headers[i].msg_hdr;
+            header.msg_name = std::ptr::null_mut();
+            header.msg_namelen = 0;
+            header.msg_iov = &mut self.iovecs[i];
+            header.msg_iovlen = 1;
+            header.msg_control = self.controls[i].as_mut_ptr().cast();
+            header.msg_controllen = CONTROL_BYTES as _;
+            header.msg_flags = 0;
+            self.headers[i].msg_len = 0;
+        }
+        // SAFETY: every header points at buffers owned by self, sized as declared.
+        let n = unsafe {
+            libc::recvmmsg(
+                socket.as_raw_fd(),
+                self.headers.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                (libc::MSG_WAITFORONE | libc::MSG_TRUNC) as _,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok((0, 0)),
+                _ => Err(e),
+            };
+        }
+        let (mut datagrams, mut bytes) = (0u64, 0u64);
+        for header in &self.headers[..n as usize] {
+            // With MSG_TRUNC: the whole length, not what was copied.
+            let len = u64::from(header.msg_len);
+            let mut segment = 0u64;
+            // SAFETY: the kernel filled the control buffer up to msg_controllen; the
+            // CMSG macros stay inside it.
+            unsafe {
+                let msg = &header.msg_hdr;
+                let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+                while !cmsg.is_null() {
+                    if (*cmsg).cmsg_level == libc::IPPROTO_UDP && (*cmsg).cmsg_type == libc::UDP_GRO
+                    {
+                        let size: libc::c_int =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                        segment = u64::try_from(size).unwrap_or(0);
+                    }
+                    cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+                }
+            }
+            datagrams += if segment > 0 {
+                len.div_ceil(segment).max(1)
+            } else {
+                1
+            };
+            bytes += len;
+        }
+        Ok((datagrams, bytes))
+    }
 }
 
 /// Sets `SO_PRIORITY`, which a `tc` HTB qdisc reads as a class id (`0x10010` is 1:10).
@@ -467,6 +598,27 @@ mod tests {
         (tx, rx)
     }
 
+    /// Datagrams dropped on a full queue after the last one read are counted by the
+    /// socket alone: no datagram brings their count.
+    #[test]
+    fn drops_after_the_last_datagram_read_are_counted() {
+        let (tx, rx) = pair();
+        set_int(&rx, libc::SO_RCVBUF, 4096);
+        let to = rx.local_addr().unwrap();
+        for _ in 0..200 {
+            tx.send_to(&[0u8; 1000], to).unwrap();
+        }
+        let dropped = dropped_so_far(&rx).expect("SO_MEMINFO");
+        let mut buf = [0u8; 2048];
+        rx.set_nonblocking(true).unwrap();
+        let mut queued = 0;
+        while rx.recv(&mut buf).is_ok() {
+            queued += 1;
+        }
+        assert!(dropped > 0, "{queued} queued");
+        assert_eq!(dropped + queued, 200);
+    }
+
     fn received(rx: &UdpSocket, n: usize) -> Vec<Vec<u8>> {
         let mut buf = [0u8; 2048];
         (0..n)
@@ -499,6 +651,40 @@ mod tests {
         assert_eq!(lens, [100, 100, 100, 40]);
         for (i, d) in got.iter().enumerate() {
             assert!(d.iter().all(|&b| b == i as u8 + 1), "datagram {i}");
+        }
+    }
+
+    /// A counting receiver takes a segmented send whole when it coalesces, and counts
+    /// the same datagrams and bytes as one that has the kernel cut it.
+    #[test]
+    fn a_counting_receiver_counts_a_coalesced_send_by_its_segments() {
+        for coalesce in [true, false] {
+            let (tx, rx) = pair();
+            if coalesce && !set_receive_coalescing(&rx) {
+                eprintln!("skipped: this kernel has no UDP_GRO");
+                continue;
+            }
+            let to = rx.local_addr().unwrap();
+            match send_segmented_to(&tx, &[3u8; 340], 100, to) {
+                Ok(true) => {}
+                Ok(false) => panic!("the queue was full"),
+                Err(e) => {
+                    eprintln!("skipped: this kernel cannot segment UDP ({e})");
+                    return;
+                }
+            }
+            assert!(send_to(&tx, &[4u8; 50], to).unwrap());
+            let mut batch = CountBatch::new();
+            let (mut datagrams, mut bytes, mut calls) = (0, 0, 0);
+            while datagrams < 5 {
+                let (d, b) = batch.recv(&rx).unwrap();
+                assert!(d > 0, "nothing arrived in 2 s");
+                datagrams += d;
+                bytes += b;
+                calls += 1;
+            }
+            assert_eq!((datagrams, bytes), (5, 390), "coalesced: {coalesce}");
+            assert!(calls <= 5);
         }
     }
 

@@ -64,7 +64,43 @@ fn cmdline() -> String {
     read_trim("/proc/cmdline").unwrap_or_default()
 }
 
-/// Runs every check. `steal_window` is how long host steal is sampled.
+/// Ticks of `/proc/stat` (USER_HZ, 10 ms at 100 Hz) a steal window spans at least:
+/// steal is counted in whole ticks, so a window of fewer cannot tell no steal from a
+/// host that takes a tenth of the CPU (the verdict's fail threshold).
+pub const MIN_STEAL_WINDOW_TICKS: u32 = 10;
+/// Longest steal window.
+pub const MAX_STEAL_WINDOW: Duration = Duration::from_secs(600);
+
+/// The steal windows this machine can measure: [`MIN_STEAL_WINDOW_TICKS`] of its
+/// `/proc/stat` ticks to [`MAX_STEAL_WINDOW`].
+pub fn steal_window_range() -> std::ops::RangeInclusive<Duration> {
+    let tick = Duration::from_nanos(1_000_000_000 / steal::user_hz().max(1));
+    tick * MIN_STEAL_WINDOW_TICKS..=MAX_STEAL_WINDOW
+}
+
+/// A steal window outside [`steal_window_range`]: too short to count steal in, or too
+/// long.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a steal window of {window:?} is out of range: use {:?} to {:?} (steal is counted in {:?} ticks)", .range.start(), .range.end(), *.range.start() / MIN_STEAL_WINDOW_TICKS)]
+pub struct StealWindowOutOfRange {
+    /// The window asked for.
+    pub window: Duration,
+    /// The windows this machine can measure.
+    pub range: std::ops::RangeInclusive<Duration>,
+}
+
+/// Checks a steal window against [`steal_window_range`], before anything is sampled.
+pub fn check_steal_window(window: Duration) -> Result<(), StealWindowOutOfRange> {
+    let range = steal_window_range();
+    if range.contains(&window) {
+        Ok(())
+    } else {
+        Err(StealWindowOutOfRange { window, range })
+    }
+}
+
+/// Runs every check. `steal_window` is how long host steal is sampled (checked with
+/// [`check_steal_window`] first; a window it refuses is judged on no steal finding).
 pub fn run(steal_window: Duration) -> DoctorReport {
     let machine = machine::machine();
     let preemption = machine::preemption();
@@ -485,6 +521,11 @@ fn check_hypervisor(virt: Option<&str>) -> Finding {
 
 fn check_steal(window: Duration) -> Finding {
     let id = "virt.steal";
+    if let Err(e) = check_steal_window(window) {
+        // Too short to count steal in: nothing was measured, so no verdict of "ok".
+        let fix = format!("sample for {:?} at least", e.range.start());
+        return finding(id, Verdict::Warn, "-", &e.to_string(), &fix);
+    }
     let a = steal::sample();
     std::thread::sleep(window);
     let b = steal::sample();
@@ -561,6 +602,15 @@ fn check_leftovers() -> Finding {
             "nothing left by an audiolat that was killed",
             "",
             "",
+        );
+    }
+    if left.by_pid.is_empty() {
+        return finding(
+            "system.leftovers",
+            Verdict::Warn,
+            left.describe(),
+            "an audiolat killed outright left temporary files behind (they take space; nothing on the machine is changed)",
+            "run `audiolat doctor --fix`; any measuring command (jitter, event, roundtrip, net, suite, run) also removes them before it measures",
         );
     }
     if left.only_pipewire() {
@@ -749,6 +799,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_steal_window_too_short_to_count_a_tick_in_is_refused_not_judged_ok() {
+        // Before: 1 ns of sampling saw no tick, and "0.0% over 0.0 s" was judged ok.
+        let shortest = *steal_window_range().start();
+        assert!(check_steal_window(Duration::from_nanos(1)).is_err());
+        assert!(check_steal_window(shortest - Duration::from_nanos(1)).is_err());
+        assert!(check_steal_window(shortest).is_ok());
+        assert!(check_steal_window(MAX_STEAL_WINDOW + Duration::from_secs(1)).is_err());
+        let f = check_steal(Duration::from_nanos(1));
+        assert_ne!(f.verdict, Verdict::Ok, "{f:?}");
+        assert_eq!(f.value, "-", "{f:?}");
+        assert!(!f.fix.is_empty(), "{f:?}");
+    }
+
+    #[test]
     fn doctor_covers_every_area_with_a_fix_for_every_problem() {
         let report = run(Duration::from_millis(200));
         for id in [
@@ -780,7 +844,11 @@ mod tests {
         for f in &report.findings {
             assert!(!f.value.is_empty(), "{f:?}");
             if f.verdict != Verdict::Ok {
-                assert!(!f.fix.is_empty(), "a {:?} without a fix: {f:?}", f.verdict);
+                assert!(
+                    !f.fix.is_empty(),
+                    "{:?} verdict without a fix: {f:?}",
+                    f.verdict
+                );
             }
         }
         let (ok, warn, fail) = report.counts();

@@ -11,6 +11,13 @@
 //! reports it as a FAIL, and [`undo`] restores the machine: every measuring command calls
 //! it before it measures, and says in one line what it undid.
 //!
+//!
+//! A killed audiolat also leaves temporary files: a plan cell's log, a private PipeWire's
+//! directory, the io load's scratch directory ([`engine::temp`]), and its private JACK
+//! server's semaphores and socket in `/dev/shm`. [`find`] lists them too (doctor warns),
+//! and [`remove_temporary`] removes them: every measuring command does, quietly, and
+//! `doctor --fix` says what it removed.
+//!
 //! ```no_run
 //! match probes::leftovers::undo() {
 //!     Ok(Some(line)) => eprintln!("audiolat: {line}"),
@@ -20,6 +27,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use netaudio::netns;
 use qos::partition;
@@ -27,31 +35,47 @@ use qos::partition;
 /// What audiolats that are gone left, by pid.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Leftovers {
-    /// pid -> one phrase per thing left ("cpuset /sys/fs/cgroup/cpuset/audiolat-7-rest
-    /// (93 tasks confined to CPU 0)", "network namespace al-host-7", ...).
+    /// What they left changed on the machine: pid -> one phrase per thing left ("cpuset
+    /// /sys/fs/cgroup/cpuset/audiolat-7-rest (93 tasks confined to CPU 0)", "network
+    /// namespace al-host-7", ...).
     pub by_pid: BTreeMap<i32, Vec<String>>,
     /// For each PipeWire setting left forced (also in `by_pid`), how to put it back by
     /// hand ("pw-metadata -n settings 0 clock.force-quantum 0 (on the PipeWire at
     /// /run/user/1000/pipewire-0)").
     pub pipewire: Vec<String>,
+    /// The temporary files and directories they left ([`engine::temp`]).
+    pub temporary: Vec<engine::temp::Stale>,
+    /// The files of audiolat's private JACK servers that no longer run (semaphores, a
+    /// socket in `/dev/shm`), which name no process.
+    pub jack_files: Vec<PathBuf>,
 }
 
 impl Leftovers {
     /// True when nothing is left.
     pub fn is_empty(&self) -> bool {
-        self.by_pid.is_empty()
+        self.by_pid.is_empty() && !self.has_files()
+    }
+
+    /// True when temporary files are left (with the machine changed or not).
+    pub fn has_files(&self) -> bool {
+        !self.temporary.is_empty() || !self.jack_files.is_empty()
     }
 
     /// True when all that is left is PipeWire settings forced (a quantum, a rate): no
     /// cpuset, namespace or load balancing, nothing that needs root.
     pub fn only_pipewire(&self) -> bool {
-        !self.is_empty() && self.by_pid.values().map(Vec::len).sum::<usize>() == self.pipewire.len()
+        !self.by_pid.is_empty()
+            && self.by_pid.values().map(Vec::len).sum::<usize>() == self.pipewire.len()
     }
 
     /// One line: "audiolat PID 7 (no longer running) left cpuset ..., network namespace
     /// ...".
     pub fn describe(&self) -> String {
-        self.by_pid
+        let mut by_pid = self.by_pid.clone();
+        for t in &self.temporary {
+            by_pid.entry(t.pid).or_default().push(t.describe());
+        }
+        let mut phrases: Vec<String> = by_pid
             .iter()
             .map(|(pid, items)| {
                 format!(
@@ -59,9 +83,30 @@ impl Leftovers {
                     items.join(", ")
                 )
             })
-            .collect::<Vec<_>>()
-            .join("; ")
+            .collect();
+        if !self.jack_files.is_empty() {
+            phrases.push(jack_files_phrase(&self.jack_files));
+        }
+        phrases.join("; ")
     }
+
+    /// Only what changed the machine (no temporary files).
+    fn machine_only(mut self) -> Leftovers {
+        self.temporary.clear();
+        self.jack_files.clear();
+        self
+    }
+}
+
+fn jack_files_phrase(files: &[PathBuf]) -> String {
+    format!(
+        "files of audiolat's private JACK servers that no longer run: {}",
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// What audiolats that are gone left on this machine: cpusets (and the tasks they still
@@ -69,6 +114,8 @@ impl Leftovers {
 /// network namespaces (with their qdiscs), veth ends, state files.
 pub fn find() -> Leftovers {
     let mut left = find_on_machine();
+    left.temporary = engine::temp::stale();
+    left.jack_files = engine::jack::server::stale_private_files();
     for stale in engine::pipewire::running::stale() {
         left.by_pid
             .entry(stale.pid)
@@ -92,8 +139,34 @@ fn find_on_machine() -> Leftovers {
     }
     Leftovers {
         by_pid,
-        pipewire: Vec::new(),
+        ..Leftovers::default()
     }
+}
+
+/// Removes the temporary files audiolats that are gone left, and their private JACK
+/// servers' files (see [`find`]); says what it removed in one line (`None`: nothing),
+/// and what it could not remove. It changes nothing on the machine but files.
+pub fn remove_temporary() -> (Option<String>, Vec<String>) {
+    let left = Leftovers {
+        temporary: engine::temp::stale(),
+        jack_files: engine::jack::server::stale_private_files(),
+        ..Leftovers::default()
+    };
+    if left.is_empty() {
+        return (None, Vec::new());
+    }
+    let mut problems = engine::temp::remove_stale(&left.temporary);
+    for f in &left.jack_files {
+        if let Err(e) = std::fs::remove_file(f) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                problems.push(format!("cannot remove {}: {e}", f.display()));
+            }
+        }
+    }
+    (
+        Some(format!("removed what was left: {}", left.describe())),
+        problems,
+    )
 }
 
 /// Undoes what audiolats that are gone left (see [`find`]), all of it: the root
@@ -119,7 +192,7 @@ pub fn undo() -> Result<Option<String>, NotUndone> {
     }
     problems.extend(partition::remove_stale());
     problems.extend(netns::remove_stale());
-    let after = find();
+    let after = find().machine_only();
     if after.is_empty() {
         undone.extend(before.by_pid.iter().map(|(pid, items)| {
             format!(
@@ -131,7 +204,7 @@ pub fn undo() -> Result<Option<String>, NotUndone> {
     }
     let only_pipewire = after.only_pipewire();
     Err(NotUndone {
-        left: after,
+        left: Box::new(after),
         problems,
         // SAFETY: geteuid has no preconditions.
         root: unsafe { libc::geteuid() } == 0 || only_pipewire,
@@ -147,8 +220,8 @@ pub fn undo() -> Result<Option<String>, NotUndone> {
     if .left.only_pipewire() { format!("put it back by hand: {}", .left.pipewire.join("; ")) }
     else if *.root { "undo it by hand (rmdir the cpusets after moving their tasks to the root's tasks file, ip netns del)".to_string() } else { "only root can undo it".to_string() })]
 pub struct NotUndone {
-    /// What is still left.
-    pub left: Leftovers,
+    /// What is still left (of what changed the machine).
+    pub left: Box<Leftovers>,
     /// Why each removal failed.
     pub problems: Vec<String>,
     /// Whether only a hand can undo it: this process was root, or all that is left is
@@ -173,7 +246,7 @@ mod tests {
                 ),
                 (9, vec!["state file /run/audiolat/cells-9.json".to_string()]),
             ]),
-            pipewire: Vec::new(),
+            ..Leftovers::default()
         };
         assert_eq!(
             l.describe(),
@@ -182,6 +255,25 @@ mod tests {
         assert!(!l.describe().contains('\n'));
         assert!(Leftovers::default().is_empty());
         assert!(!l.only_pipewire());
+    }
+
+    #[test]
+    fn temporary_files_are_named_with_their_process_and_are_no_change_to_the_machine() {
+        let l = Leftovers {
+            temporary: vec![engine::temp::Stale {
+                pid: 7,
+                path: "/tmp/audiolat-plan-7-0-group-1-cell-2.log".into(),
+                target: None,
+            }],
+            jack_files: vec!["/dev/shm/jack_sem.0_audiolat-dummy_audiolat-loop".into()],
+            ..Leftovers::default()
+        };
+        assert!(!l.is_empty() && l.has_files() && !l.only_pipewire());
+        assert_eq!(
+            l.describe(),
+            "audiolat PID 7 (no longer running) left temporary file /tmp/audiolat-plan-7-0-group-1-cell-2.log; files of audiolat's private JACK servers that no longer run: /dev/shm/jack_sem.0_audiolat-dummy_audiolat-loop"
+        );
+        assert!(l.machine_only().is_empty());
     }
 
     #[test]
@@ -194,10 +286,11 @@ mod tests {
                 vec!["clock.force-quantum 128 on the PipeWire at /p/pipewire-0 (was 0)".into()],
             )]),
             pipewire: vec![fix.into()],
+            ..Leftovers::default()
         };
         assert!(left.only_pipewire());
         let e = NotUndone {
-            left,
+            left: Box::new(left),
             problems: vec!["pw-metadata could not set it".into()],
             root: true,
         }

@@ -45,6 +45,9 @@
 //! println!("p99 {} ns, real-time: {}", outcome.recorded.histograms.latency.percentile(99.0).0, outcome.realtime());
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod bench;
 pub mod bench_workers;

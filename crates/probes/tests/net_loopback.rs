@@ -20,7 +20,7 @@ fn config(seconds: f64) -> NetConfig {
 }
 
 #[test]
-fn every_block_is_answered_or_counted_lost_and_never_faster_than_its_gathering() {
+fn every_block_is_answered_or_counted_unanswered_and_never_faster_than_its_gathering() {
     let _s = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let stop = AtomicBool::new(false);
     let outcome = net::run(&config(3.0), &stop).expect("runs over loopback");
@@ -36,31 +36,46 @@ fn every_block_is_answered_or_counted_lost_and_never_faster_than_its_gathering()
             h.error,
             c.error
         );
-        // The two ends keep separate books: what the host says it answered (by t1 after
-        // the warm-up) is what the controller received (by t0 after it), give or take
-        // the block on the boundary, and no answer is for a block never sent.
+        // The two ends keep separate books on the same blocks (both count by block
+        // number from the controller's first counted block): the controller received
+        // (on time, late or after the run's end) only answers the host sent; an answer
+        // the host sent that the controller did not receive was dropped by its kernel
+        // on a full queue (loopback loses nothing else), or came after the controller
+        // stopped listening, 2 drains (200 ms) after its last packet: a host that far
+        // behind breaks this. No answer is for a block never sent.
         assert!(c.blocks_sent > 0);
+        assert_eq!(h.counted_from_block, Some(c.counted_from_block), "{name}");
+        let received = c.answers_received();
         assert!(
-            h.answered.abs_diff(c.on_time + c.late) <= 1,
-            "{name}: host answered {}, controller received {}",
-            h.answered,
-            c.on_time + c.late
+            received <= h.answers_sent && h.answers_sent - received <= c.answers_dropped_by_kernel,
+            "{name}: host sent {} answers, controller received {received}, its kernel dropped {}",
+            h.answers_sent,
+            c.answers_dropped_by_kernel
         );
         assert_eq!(c.unknown_answers + c.duplicate_answers, 0, "{name}");
-        assert_eq!(c.end_to_end.count(), c.on_time + c.late, "{name}");
+        assert_eq!(
+            c.end_to_end.count(),
+            c.answers_received_on_time + c.answers_received_late,
+            "{name}"
+        );
+        assert_eq!(
+            c.blocks_sent,
+            received + c.answers_not_received,
+            "{name}: every block sent is answered or not"
+        );
         // Loopback loses nothing on a machine this idle... but a refused send is a loss
         // the controller counts, so the books must balance rather than be perfect.
         assert!(
-            c.lost <= c.packets_refused + c.blocks_sent / 100,
-            "{name}: {} lost",
-            c.lost
+            c.answers_not_received <= c.packets_refused + c.blocks_sent / 100,
+            "{name}: {} with no answer received",
+            c.answers_not_received
         );
         // The host answered what it counted, and its histogram holds every one.
-        assert_eq!(h.response.count(), h.answered, "{name}");
+        assert_eq!(h.response.count(), h.blocks_answered(), "{name}");
         assert!(
-            h.answered > 0 && h.answered <= c.blocks_sent + 1,
+            h.blocks_answered() > 0 && h.blocks_answered() <= c.blocks_sent,
             "{name}: {} answered of {}",
-            h.answered,
+            h.blocks_answered(),
             c.blocks_sent
         );
         assert_eq!(
@@ -87,11 +102,15 @@ fn every_block_is_answered_or_counted_lost_and_never_faster_than_its_gathering()
             "{name}: median response {median} ns"
         );
         // Misses are counted against the deadline, the same way on both ends.
-        assert!(h.misses <= h.answered);
-        assert_eq!(h.misses > 0, h.response.max() > DEADLINE_NS, "{name}");
+        assert!(h.responses_past_deadline <= h.blocks_answered());
+        assert_eq!(
+            h.responses_past_deadline > 0,
+            h.response.max() > DEADLINE_NS,
+            "{name}"
+        );
         assert_eq!(
             h.series.len() as u64,
-            h.answered.min(h.series.capacity() as u64)
+            h.blocks_answered().min(h.series.capacity() as u64)
         );
         // The pacing error is measured for every packet sent.
         assert_eq!(c.pacing.count(), c.packets_sent + c.packets_refused);

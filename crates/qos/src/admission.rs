@@ -146,8 +146,8 @@ impl CellSet {
                 }
                 if let Some(h) = capacity.held.iter().find(|h| cpus.contains(&h.cpu)) {
                     return Err(format!(
-                        "cell {}: CPU {} is held by audiolat PID {} (its cell `{}`): wait for that run to end, or give {} other CPUs",
-                        cell.name, h.cpu, h.pid, h.cell, cell.name
+                        "cell {}: {h}: wait for that run to end, or give {} other CPUs",
+                        cell.name, cell.name
                     ));
                 }
             }
@@ -327,16 +327,7 @@ fn exclusive_check(
             .map(|(n, c)| format!("{n} {} ({})", format_cpu_list(c), c.len()))
             .collect();
         if shared.is_empty() {
-            let others: Vec<String> = capacity
-                .held
-                .iter()
-                .map(|h| {
-                    format!(
-                        "CPU {} is held by audiolat PID {} (its cell `{}`)",
-                        h.cpu, h.pid, h.cell
-                    )
-                })
-                .collect();
+            let others: Vec<String> = capacity.held.iter().map(ToString::to_string).collect();
             if !others.is_empty() {
                 return Err(format!(
                         "admission: exclusive cells take {} and {}, leaving none for the rest of the system; wait for that run to end, or give the cells fewer CPUs",

@@ -177,7 +177,7 @@ pub fn parse_mbps(s: &str) -> Result<f64, String> {
     match num.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
         _ => Err(format!(
-            "'{s}' is not a bandwidth: use Mbit/s, e.g. 240, 150M or 1G"
+            "'{s}' is not a bandwidth: use a positive number of Mbit/s, e.g. 240, 150M or 1G"
         )),
     }
 }
@@ -216,7 +216,7 @@ impl RawCell {
         let refuse = |key: &str, present: bool| -> Result<(), String> {
             if present {
                 Err(format!(
-                    "cell {name}: '{key}' does not apply to a {kind} cell"
+                    "cell {name}: '{key}' does not apply to {kind} cells"
                 ))
             } else {
                 Ok(())
@@ -244,10 +244,10 @@ impl RawCell {
                 refuse("policy", self.policy.is_some())?;
                 refuse("nice", self.nice.is_some())?;
                 let runtime = self.runtime.as_deref().ok_or_else(|| {
-                    format!("cell {name}: a {kind} cell needs runtime= and period=")
+                    format!("cell {name}: {kind} cells need runtime= and period=")
                 })?;
                 let period = self.period.as_deref().ok_or_else(|| {
-                    format!("cell {name}: a {kind} cell needs runtime= and period=")
+                    format!("cell {name}: {kind} cells need runtime= and period=")
                 })?;
                 let runtime_ns = duration_ns("runtime", runtime).map_err(err)?;
                 let period_ns = duration_ns("period", period).map_err(err)?;

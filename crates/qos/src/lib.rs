@@ -55,6 +55,9 @@
 //! # let _ = problems;
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod admission;
 mod cell;

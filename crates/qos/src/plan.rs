@@ -40,7 +40,7 @@ pub enum PlanError {
         cell: String,
     },
     /// A load that forks was placed in a SCHED_DEADLINE cell.
-    #[error("load {load} placed in cell {cell}: {cell} is a {kind} cell (SCHED_DEADLINE), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells")]
+    #[error("load {load} placed in cell {cell}: {cell} is a SCHED_DEADLINE cell ({kind}), whose tasks may not fork: only the built-in loads (video, ep) can run there; place the others in dedicated or best-effort cells")]
     ForksInDeadlineCell {
         /// The load's name.
         load: String,

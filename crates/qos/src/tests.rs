@@ -72,7 +72,7 @@ fn bad_cells_are_refused_with_the_reason() {
         ("music=dedicated:cpus=1,priority=100", "priority"),
         (
             "tt=time-triggered:runtime=2ms",
-            "needs runtime= and period=",
+            "cells need runtime= and period=",
         ),
         ("tt=time-triggered:runtime=3ms,period=2ms", "runtime"),
         ("be=best-effort:policy=fifo", "other, batch or idle"),

@@ -123,6 +123,7 @@ type Samples = BTreeMap<(String, String, String), (String, Vec<String>, Vec<f64>
 
 fn samples(data: &ReportData, metrics: &[String]) -> Samples {
     let mut out: Samples = BTreeMap::new();
+    let mut unknown: Vec<(String, String, String)> = Vec::new();
     for c in &data.cells {
         let Some(r) = &c.run else { continue };
         if c.status != Some(results::RunStatus::Complete) {
@@ -138,16 +139,46 @@ fn samples(data: &ReportData, metrics: &[String]) -> Samples {
                 continue;
             };
             for stat in STATISTICS {
-                let v = match stat {
-                    "mean" => s.mean,
-                    "p50" => s.p50,
-                    "p99" => s.p99,
-                    _ => s.max,
-                };
-                out.entry((config.clone(), m.metric.clone(), stat.to_string()))
-                    .or_insert_with(|| (m.unit.clone(), parts.clone(), Vec::new()))
-                    .2
-                    .push(v);
+                let key = (config.clone(), m.metric.clone(), stat.to_string());
+                // A percentile above the histogram's bound was not measured: the
+                // statistic of that configuration is not compared (see `above_bound`).
+                match s.stat(stat).and_then(results::Stat::measured) {
+                    Some(v) => out
+                        .entry(key)
+                        .or_insert_with(|| (m.unit.clone(), parts.clone(), Vec::new()))
+                        .2
+                        .push(v),
+                    None => unknown.push(key),
+                }
+            }
+        }
+    }
+    for key in unknown {
+        out.remove(&key);
+    }
+    out
+}
+
+/// The statistics a side's configurations have above their histogram's bound in some
+/// run (`event buffer=128: event_latency p99`): not measured, so not compared.
+pub fn above_bound(data: &ReportData, metrics: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &data.cells {
+        let Some(r) = &c.run else { continue };
+        for m in &r.measurements {
+            let Some(s) = m
+                .summary
+                .filter(|_| metrics.is_empty() || metrics.contains(&m.metric))
+            else {
+                continue;
+            };
+            for stat in STATISTICS {
+                if s.stat(stat).is_some_and(|v| v.measured().is_none()) {
+                    let text = format!("{}: {} {stat}", config_of(c), m.metric);
+                    if !out.contains(&text) {
+                        out.push(text);
+                    }
+                }
             }
         }
     }
@@ -387,6 +418,14 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
                     nothing.join("; ")
                 );
             }
+            let above = above_bound(data, metrics);
+            if !above.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{side} has percentiles above the histogram's bound (at least the bound, not measured; no row for these): {}",
+                    above.join("; ")
+                );
+            }
         }
     };
     if rows.is_empty() {
@@ -473,6 +512,14 @@ pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
                 escape(&nothing.join("; "))
             );
         }
+        let above = above_bound(data, metrics);
+        if !above.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{side} has percentiles above the histogram's bound (at least the bound, not measured; no row for these): {}.</p>",
+                escape(&above.join("; "))
+            );
+        }
     }
     if rows.is_empty() {
         out.push_str("</section>\n");
@@ -526,6 +573,8 @@ pub fn json(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
         "b": b.subject,
         "a_measured_nothing": unmeasured(a, metrics),
         "b_measured_nothing": unmeasured(b, metrics),
+        "a_above_histogram_bound": above_bound(a, metrics),
+        "b_above_histogram_bound": above_bound(b, metrics),
         "a_machines": machines(a),
         "b_machines": machines(b),
         "emulated": emulated(a) || emulated(b),

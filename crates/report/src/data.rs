@@ -40,26 +40,28 @@ impl RunData {
 
     /// The main metric of the run's probe (`None` for probes without one, e.g. doctor).
     pub fn main_metric(&self) -> Option<&'static str> {
-        match self.record.probe.as_str() {
-            "jitter" => Some("wakeup_latency"),
-            "event" => Some("event_latency"),
-            "roundtrip" => Some("roundtrip"),
-            // The controller end (`net emulate`) times blocks end to end.
-            "net" if self.record.config["role"] == "emulate" => Some("end_to_end"),
-            "net" => Some("response_time"),
-            _ => None,
-        }
+        results::gate::main_metric(&self.record.probe, &self.record.config)
     }
 
-    /// The run's headline measurement: its probe's main metric.
+    /// The run's headline measurement, as every list shows it
+    /// ([`results::counts::headline`]).
     pub fn headline(&self) -> Option<&Measurement> {
-        self.main_metric()
-            .and_then(|m| self.measurement(m))
-            .or_else(|| self.measurements.iter().find(|m| m.summary.is_some()))
+        results::counts::headline(&self.record.probe, &self.record.config, &self.measurements)
+    }
+
+    /// The run's dropouts, as every view counts them ([`results::Dropouts`]).
+    pub fn dropouts(&self) -> results::Dropouts {
+        results::Dropouts::of(
+            &self.record.probe,
+            &self.record.config,
+            &self.record.result,
+            &self.measurements,
+        )
     }
 
     /// A value by path: `result.a.b`, `flags.x`, or `metric.stat` (stat: mean, min, max,
-    /// stdev, p50, p90, p99, p999, p9999, count, misses, overflows).
+    /// stdev, p50, p90, p99, p999, p9999, count, misses, overflows; a percentile above
+    /// the histogram's bound is none: it was not measured).
     pub fn value(&self, path: &str) -> Option<f64> {
         let (head, rest) = path.split_once('.')?;
         let json_at = |root: &Value| {
@@ -82,20 +84,9 @@ impl RunData {
                     "overflows" => return Some(m.overflows() as f64),
                     _ => {}
                 }
-                // Nothing measured: no statistic (not 0).
-                let s = m.summary.as_ref()?;
-                Some(match rest {
-                    "mean" => s.mean,
-                    "min" => s.min,
-                    "max" => s.max,
-                    "stdev" => s.stdev,
-                    "p50" => s.p50,
-                    "p90" => s.p90,
-                    "p99" => s.p99,
-                    "p999" => s.p999,
-                    "p9999" => s.p9999,
-                    _ => return None,
-                })
+                // Nothing measured: no statistic (not 0); a percentile above the
+                // histogram's bound was not measured either.
+                m.summary.as_ref()?.stat(rest)?.measured()
             }
         }
     }

@@ -263,22 +263,58 @@ fn source_name(name: &str) -> String {
     }
 }
 
-/// Where a report goes by default: beside the database `db`, named for `what`.
+/// Where a report goes by default: beside the database `db`, named for the database and
+/// `what`: `NAME-report-WHAT.html` beside `NAME.db` (`audiolat-report-plan-3.html` beside
+/// `audiolat.db`), so that two databases in one directory never write over each other's
+/// reports. A PostgreSQL store is no directory: its reports go in the working one, named
+/// for its server and database (`HOST-PORT-DBNAME-report-WHAT.html`).
 pub fn default_path(db: &Path, what: &str) -> PathBuf {
+    if let Some(url) = results::store::postgres_url(db) {
+        return PathBuf::from(".").join(format!("{}-report-{what}.html", url_name(url)));
+    }
     let dir = match db.parent() {
-        // A PostgreSQL store is no directory: the working one.
-        _ if results::store::postgres_url(db).is_some() => PathBuf::from("."),
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    dir.join(format!("audiolat-report-{what}.html"))
+    let file = db
+        .file_name()
+        .map_or_else(|| "audiolat".into(), |n| n.to_string_lossy().into_owned());
+    let name = match file.strip_suffix(".db") {
+        Some(stem) if !stem.is_empty() => stem,
+        _ => &file,
+    };
+    dir.join(format!("{name}-report-{what}.html"))
 }
 
-/// The measurement a run is summarised by in lists: the first one stored.
+/// A PostgreSQL URL as a file name: its host, port and database, without its user,
+/// password or parameters (`postgres://u:pw@db.lab:5433/runs?x=1` is `db.lab-5433-runs`).
+fn url_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let name: String = rest
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    match name.trim_matches('-') {
+        "" => "postgres".into(),
+        n => n.into(),
+    }
+}
+
+/// The measurement a run is summarised by in lists, as every view says it
+/// ([`results::counts::headline`]).
 pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>, StoreError> {
-    Ok(store
+    let measurements: Vec<Measurement> = store
         .measurements(run.id)?
         .into_iter()
-        .next()
-        .map(|m| m.measurement))
+        .map(|m| m.measurement)
+        .collect();
+    Ok(results::counts::headline(&run.probe, &run.config, &measurements).cloned())
 }

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use results::model::Verdict;
+use results::output::OutputError;
 use serde_json::Value;
 
 use crate::data::{ReportData, RunData};
@@ -112,13 +113,15 @@ window.addEventListener('beforeprint', function () {
 "#;
 
 /// Writes the report of `data` to `path`, else beside the database `db` named for `what`
-/// ([`default_path`](crate::gather::default_path)); returns where it went.
+/// ([`default_path`](crate::gather::default_path)); returns where it went. Written
+/// through `results::output` (never over the database or another SQLite file, whole or
+/// not at all).
 pub fn write(
     data: &ReportData,
     path: Option<&Path>,
     db: &Path,
     what: &str,
-) -> Result<PathBuf, WriteError> {
+) -> Result<PathBuf, OutputError> {
     write_with(data, "", path, db, what)
 }
 
@@ -129,33 +132,10 @@ pub fn write_with(
     path: Option<&Path>,
     db: &Path,
     what: &str,
-) -> Result<PathBuf, WriteError> {
+) -> Result<PathBuf, OutputError> {
     let path = path.map_or_else(|| crate::gather::default_path(db, what), Path::to_path_buf);
-    match std::fs::write(&path, render_with(data, extra)) {
-        Ok(()) => Ok(path),
-        Err(io) => Err(WriteError { path, io }),
-    }
-}
-
-/// A report that could not be written: where, and the file system's reason.
-#[derive(Debug)]
-pub struct WriteError {
-    /// Where the report was to go.
-    pub path: PathBuf,
-    /// Why it could not.
-    pub io: std::io::Error,
-}
-
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "writing the report {}", self.path.display())
-    }
-}
-
-impl std::error::Error for WriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.io)
-    }
+    results::output::write(&path, db, render_with(data, extra).as_bytes())?;
+    Ok(path)
 }
 
 /// The report as one HTML document.
@@ -428,7 +408,8 @@ fn flag_doubt(name: &str, v: &Value) -> Option<&'static str> {
         "percentiles_clamped",
     ];
     const WARN_IF_TRUE: [&str; 1] = ["emulated_cpu"];
-    const FAIL_IF_ANY: [&str; 12] = [
+    const FAIL_IF_ANY: [&str; 13] = [
+        "sender_late_blocks",
         "xruns",
         "skipped_cycles",
         "dsp_overload_cycles",
@@ -549,36 +530,15 @@ fn profile_html(profile: &str) -> String {
     }
 }
 
-/// The measurement a run's row shows: a fragment run's completion time (what its
-/// deadline judges), else the probe's headline.
+/// The measurement a run's row shows: its headline, as every list shows it.
 fn table_metric(r: &RunData) -> Option<&results::Measurement> {
-    r.measurement("fragment_completion")
-        .filter(|m| m.summary.is_some())
-        .or_else(|| r.headline())
-}
-
-/// What went past a deadline in a run, where its probe counts it: xruns (event, round
-/// trip), fragment under-runs (jitter with fragments), blocks that missed the deadline
-/// (net). `None` where nothing was counted.
-fn underruns(r: &RunData) -> Option<u64> {
-    if let Some(x) = crate::summary::underruns_of(r) {
-        return Some(x);
-    }
-    if r.record.config["fragments"].is_object() {
-        let n = r
-            .event_counts
-            .iter()
-            .find(|(k, _)| k == "underrun")
-            .map(|(_, n)| *n);
-        return Some(n.unwrap_or(0));
-    }
-    r.headline().and_then(|m| m.misses)
+    r.headline()
 }
 
 fn runs_html(data: &ReportData) -> String {
     let mut out = String::from("<section id=\"runs\"><h2>Runs, commands and validity flags</h2>\n");
     out.push_str("<p class=\"note\">Each run's headline metric, and the validity flags that cast doubt on it (not real-time, memory not locked, host steal, interrupted...); every flag is folded under its run.</p>\n");
-    out.push_str("<table class=\"runs\"><thead><tr><th class=\"label\">cell</th><th>run</th><th>profile</th><th>mean</th><th>p99</th><th>max</th><th title=\"xruns, fragment under-runs or blocks past the deadline\">under-runs</th><th class=\"label\">validity</th></tr></thead><tbody>\n");
+    out.push_str("<table class=\"runs\"><thead><tr><th class=\"label\">cell</th><th>run</th><th>profile</th><th>mean</th><th>p99</th><th>max</th><th title=\"xruns (and skipped cycles, said apart), fragment under-runs, or blocks past the deadline\">under-runs</th><th class=\"label\">validity</th></tr></thead><tbody>\n");
     for c in &data.cells {
         let status = c
             .status
@@ -602,9 +562,11 @@ fn runs_html(data: &ReportData) -> String {
             profile_html(&c.profile)
         );
         let s = h.and_then(|m| m.summary.as_ref());
-        for v in [s.map(|s| s.mean), s.map(|s| s.p99), s.map(|s| s.max)] {
-            let text = match (v, h, s) {
-                (Some(v), Some(m), Some(s)) => crate::terminal::fmt_percentile(s, v, &m.unit),
+        // The mean and the maximum are exact (overflows included); only the percentile
+        // can be above the histogram's bound.
+        for stat in ["mean", "p99", "max"] {
+            let text = match (h, s.and_then(|s| s.stat(stat))) {
+                (Some(m), Some(v)) => crate::terminal::fmt_stat(v, &m.unit),
                 _ => "-".into(),
             };
             let _ = write!(out, "<td class=\"nowrap\">{}</td>", escape(&text));
@@ -612,9 +574,15 @@ fn runs_html(data: &ReportData) -> String {
         let _ = write!(
             out,
             "{}",
-            match c.run.as_ref().and_then(underruns) {
-                Some(0) => "<td class=\"ok\">0</td>".to_string(),
-                Some(n) => format!("<td class=\"fail\">{}</td>", crate::units::fmt_count(n)),
+            match c.run.as_ref().map(RunData::dropouts) {
+                Some(d) => match crate::units::fmt_dropouts(&d) {
+                    None => "<td>-</td>".to_string(),
+                    Some(text) => format!(
+                        "<td class=\"{}\">{}</td>",
+                        if d.any() { "fail" } else { "ok" },
+                        escape(&text)
+                    ),
+                },
                 None => "<td>-</td>".to_string(),
             }
         );

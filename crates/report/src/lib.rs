@@ -23,6 +23,9 @@
 //! assert!(text.contains("us"));
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod compare;
 pub mod data;

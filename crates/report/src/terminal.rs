@@ -218,7 +218,10 @@ pub fn histogram(h: &LatencyHistogram, width: usize) -> String {
         }
     };
     let mut rows: Vec<(String, u64)> = Vec::new();
-    for i in first..=last {
+    // Every sample above the bound: no range below it holds one (an empty row there
+    // would name a range nothing was measured in).
+    let in_range = h.count() > overflows;
+    for i in (first..=last).filter(|_| in_range) {
         let lo = edges[i];
         let range = match edges.get(i + 1) {
             Some(&hi) => format!("{} - {}", fmt_ns(lo as f64), fmt_ns(hi as f64)),
@@ -315,6 +318,11 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
         }
         notes.push(note);
     }
+    if let Some(late) = flags["sender_late_blocks"].as_u64().filter(|&n| n > 0) {
+        notes.push(format!(
+            "SENDER LATE: the run's own controller sent {late} blocks late (a packet more than a block period behind its schedule): their times and misses are the controller's, not the host's or the network's"
+        ));
+    }
     if let Some(late) = flags["late_triggers"].as_u64().filter(|&n| n > 0) {
         notes.push(format!(
             "{late} triggers reached the audio thread after their frame had passed and started late"
@@ -346,7 +354,7 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
         ));
     }
     if flags["percentiles_clamped"] == serde_json::Value::Bool(true) {
-        notes.push("some percentiles fell above the histogram bound (shown as >=bound); raise --hist-bound".into());
+        notes.push("some percentiles fell above the histogram bound (shown as >=bound); raise it with `audiolat jitter --hist-bound`".into());
     }
     notes
 }
@@ -357,6 +365,14 @@ pub fn fmt_percentile(s: &Summary, v: f64, unit: &str) -> String {
         format!(">={}", fmt_value(v, unit))
     } else {
         fmt_value(v, unit)
+    }
+}
+
+/// A statistic in its unit, `>=bound` when it is only at least the histogram's bound.
+pub fn fmt_stat(v: results::Stat, unit: &str) -> String {
+    match v {
+        results::Stat::Value(v) => fmt_value(v, unit),
+        results::Stat::AtLeast(b) => format!(">={}", fmt_value(b, unit)),
     }
 }
 
@@ -436,6 +452,19 @@ pub fn runs_table(runs: &[(RunRecord, Option<Measurement>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every sample above the bound: the bars name no range below it (nothing was
+    /// measured there), only the overflows.
+    #[test]
+    fn a_histogram_of_overflows_only_draws_no_range_below_the_bound() {
+        let mut h = LatencyHistogram::new(1_000).unwrap();
+        for v in [20_000, 30_000] {
+            h.record(v);
+        }
+        let text = histogram(&h, 40);
+        assert!(!text.contains(" - "), "{text}");
+        assert!(text.contains("> 1.0 us (overflow)"), "{text}");
+    }
 
     #[test]
     fn units() {

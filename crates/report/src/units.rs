@@ -37,6 +37,21 @@ pub fn fmt_count(n: u64) -> String {
     out
 }
 
+/// A run's dropouts in one cell, as every table with an under-runs column shows them:
+/// the under-runs with the skipped cycles said apart (`4, 1 skipped`), a network run's
+/// blocks past the deadline (`3 missed`); `None` where the run counted none.
+pub fn fmt_dropouts(d: &results::Dropouts) -> Option<String> {
+    let skipped = d
+        .skipped_cycles
+        .filter(|s| *s > 0)
+        .map_or(String::new(), |s| format!(", {} skipped", fmt_count(s)));
+    match (d.underruns, d.deadline_misses) {
+        (Some(u), _) => Some(format!("{}{skipped}", fmt_count(u))),
+        (None, Some(m)) => Some(format!("{} missed", fmt_count(m))),
+        (None, None) => None,
+    }
+}
+
 /// A size in bytes: `512 B`, `4.0 KB`, `12.5 MB`, `1.20 GB` (powers of 1024).
 pub fn fmt_bytes(bytes: f64) -> String {
     const K: f64 = 1024.0;

@@ -46,11 +46,7 @@ pub fn measurement_json(m: &MeasurementRecord, buckets: bool) -> Value {
     });
     if buckets {
         if let Some(h) = &mm.histogram {
-            let rows: Vec<Value> = h
-                .hdr()
-                .iter_recorded()
-                .map(|b| json!([b.value_iterated_to(), b.count_at_value()]))
-                .collect();
+            let rows: Vec<Value> = h.buckets().map(|(v, n)| json!([v, n])).collect();
             v["histogram"] = json!({"value_count": rows});
         }
     }
@@ -137,10 +133,12 @@ pub fn series_csv(run: &RunRecord, series: &[Series]) -> String {
     out
 }
 
-/// One CSV row per measurement with its summary.
+/// One CSV row per measurement with its summary. A percentile above the histogram's
+/// bound was not measured: its cell is empty and `percentiles_clamped_at` holds the
+/// bound it is at least (empty when every percentile was measured).
 pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     let mut out = String::from(
-        "run_id,probe,metric,unit,count,min,mean,stdev,p50,p90,p99,p99.9,p99.99,max,overflows,deadline,misses,status\n",
+        "run_id,probe,metric,unit,count,min,mean,stdev,p50,p90,p99,p99.9,p99.99,max,overflows,deadline,misses,status,percentiles_clamped_at\n",
     );
     for m in measurements {
         let mm = &m.measurement;
@@ -148,15 +146,28 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
         let stats = mm.summary.as_ref().map_or_else(
             || ",,,,,,,,".to_string(),
             |s| {
+                let p = |name: &str| {
+                    s.stat(name)
+                        .and_then(crate::hist::Stat::measured)
+                        .map_or(String::new(), |v| v.to_string())
+                };
                 format!(
                     "{},{:.1},{:.1},{},{},{},{},{},{}",
-                    s.min, s.mean, s.stdev, s.p50, s.p90, s.p99, s.p999, s.p9999, s.max
+                    s.min,
+                    s.mean,
+                    s.stdev,
+                    p("p50"),
+                    p("p90"),
+                    p("p99"),
+                    p("p99.9"),
+                    p("p99.99"),
+                    s.max
                 )
             },
         );
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             run.id,
             mm.probe,
             mm.metric,
@@ -167,6 +178,9 @@ pub fn measurements_csv(run: &RunRecord, measurements: &[MeasurementRecord]) -> 
             mm.deadline.map_or(String::new(), |d| d.to_string()),
             mm.misses.map_or(String::new(), |d| d.to_string()),
             run.status,
+            mm.summary
+                .and_then(|s| s.clamped_at)
+                .map_or(String::new(), |b| b.to_string()),
         );
     }
     out
@@ -235,23 +249,48 @@ pub fn hdr_log(run: &RunRecord, measurements: &[MeasurementRecord]) -> String {
     }
     head.push_str("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
     buf.extend_from_slice(head.as_bytes());
-    {
-        let mut writer = IntervalLogWriterBuilder::new()
-            .begin_log_with(&mut buf, &mut serializer)
+    let duration = Duration::from_secs_f64(run.duration_s.unwrap_or(0.0).max(0.0));
+    for m in measurements {
+        // A histogram without samples has no interval to log (its max would read 0).
+        let Some(h) = m.measurement.histogram.as_ref().filter(in_range) else {
+            continue;
+        };
+        let mut line = Vec::new();
+        IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut line, &mut serializer)
+            .expect("writing to a Vec cannot fail")
+            .write_histogram(
+                h.hdr(),
+                Duration::ZERO,
+                duration,
+                Tag::new(&m.measurement.metric),
+            )
             .expect("writing to a Vec cannot fail");
-        let duration = Duration::from_secs_f64(run.duration_s.unwrap_or(0.0).max(0.0));
-        for m in measurements {
-            // A histogram without samples has no interval to log (its max would read 0).
-            let Some(h) = m.measurement.histogram.as_ref().filter(in_range) else {
-                continue;
-            };
-            let tag = Tag::new(&m.measurement.metric);
-            writer
-                .write_histogram(h.hdr(), Duration::ZERO, duration, tag)
-                .expect("writing to a Vec cannot fail");
-        }
+        let line = String::from_utf8(line).expect("interval logs are ASCII");
+        buf.extend_from_slice(with_interval_max(&line, interval_max(h)).as_bytes());
     }
     String::from_utf8(buf).expect("interval logs are ASCII")
+}
+
+/// The largest value of a histogram's interval: its exact maximum when every sample is
+/// in it; with overflows (left out of the interval), the top of its highest bucket, no
+/// higher than the bound. HdrHistogram's writer would log the top of the highest
+/// bucket, above the largest sample (a single sample of 12 170 576 ns as 12 173 311).
+fn interval_max(h: &LatencyHistogram) -> u64 {
+    if h.overflows() == 0 {
+        return h.max();
+    }
+    h.buckets().last().map_or(0, |(v, _)| v)
+}
+
+/// An interval line (`Tag=...,start,length,max,histogram`) with its max field set to
+/// `max` (ns, written as the log writes it, three decimals).
+fn with_interval_max(line: &str, max: u64) -> String {
+    let fields: Vec<&str> = line.splitn(5, ',').collect();
+    match fields.as_slice() {
+        [tag, start, length, _, rest] => format!("{tag},{start},{length},{max}.000,{rest}"),
+        _ => line.to_string(),
+    }
 }
 
 /// cyclictest's histogram text (`cyclictest -h N` / `--histfile`): one line per µs
@@ -453,7 +492,7 @@ mod tests {
         };
         let csv = measurements_csv(&run_record(RunId(7)), &[record]);
         let row = csv.lines().nth(1).unwrap();
-        assert_eq!(row, "7,roundtrip,roundtrip,ns,0,,,,,,,,,,0,,,complete");
+        assert_eq!(row, "7,roundtrip,roundtrip,ns,0,,,,,,,,,,0,,,complete,");
         let json = measurement_json(
             &MeasurementRecord {
                 id: 1,
@@ -471,6 +510,38 @@ mod tests {
         for k in ["min", "mean", "stdev", "p50", "p99", "p99.9", "max"] {
             assert!(json["summary"][k].is_null(), "{k}: {json}");
         }
+    }
+
+    /// A histogram of one sample says that sample, never the top of its bucket: in the
+    /// JSON's buckets and as the hdr log's `Interval_Max` (HdrHistogram's writer logs the
+    /// bucket's top, 12 173 311 ns for a sample of 12 170 576).
+    #[test]
+    fn a_one_sample_histogram_reports_its_sample_not_its_buckets_top() {
+        let mut h = LatencyHistogram::new(10_000_000_000).unwrap();
+        h.record(12_170_576);
+        assert!(h.hdr().highest_equivalent(12_170_576) > 12_170_576);
+        let record = MeasurementRecord {
+            id: 1,
+            run_id: RunId(7),
+            measurement: crate::model::Measurement::from_histogram(
+                "event",
+                "event_latency",
+                "test",
+                h,
+            ),
+        };
+        let json = measurement_json(&record, true);
+        assert_eq!(
+            json["histogram"]["value_count"],
+            json!([[12_170_576u64, 1]])
+        );
+        assert_eq!(json["summary"]["max"], 12_170_576.0);
+        let log = hdr_log(&run_record(RunId(7)), std::slice::from_ref(&record));
+        let line = log
+            .lines()
+            .find(|l| l.starts_with("Tag=event_latency,"))
+            .unwrap();
+        assert_eq!(line.split(',').nth(3), Some("12170576.000"), "{log}");
     }
 
     fn run_record(id: RunId) -> RunRecord {

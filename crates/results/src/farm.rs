@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Map, Value};
 
 use crate::gate::GateVerdict;
-use crate::hist::LatencyHistogram;
+use crate::hist::{LatencyHistogram, Stat};
 use crate::model::{epoch_of_rfc3339, rfc2822_utc, MeasurementRecord, RunRecord, RunStatus};
 
 /// A jitter run's wake-up latency in the layout of rt-tests 2.4's `cyclictest --json`:
@@ -229,25 +229,23 @@ fn measurement_value(v: f64, unit: &str) -> (String, String) {
     }
 }
 
-/// The statistics a farm's result lines carry, with their names.
-fn summary_stats(s: &crate::hist::Summary) -> [(&'static str, f64); 6] {
-    [
-        ("min", s.min),
-        ("mean", s.mean),
-        ("p50", s.p50),
-        ("p99", s.p99),
-        ("p99.9", s.p999),
-        ("max", s.max),
-    ]
+/// The statistics a farm's result lines carry, with their names: a percentile above
+/// the histogram's bound is [`Stat::AtLeast`] it, not a measurement.
+fn summary_stats(s: &crate::hist::Summary) -> Vec<(&'static str, Stat)> {
+    ["min", "mean", "p50", "p99", "p99.9", "max"]
+        .into_iter()
+        .filter_map(|name| Some((name, s.stat(name)?)))
+        .collect()
 }
 
 /// A run as LAVA result lines, `NAME RESULT [MEASUREMENT UNITS]`, as Linaro's
 /// test-definitions write to `result.txt`: the run itself (`<probe>-run pass`, or
 /// `fail` when it did not complete), one line per statistic of each measurement
-/// (`<metric>-<stat> pass <value> <unit>`, ns as µs), its deadline misses, and one line
-/// per gate (`gate-<expr> pass|fail [value unit]`; a gate whose metric was not measured
-/// fails without a measurement). `prefix` starts every name (a sweep's runs are told
-/// apart by it).
+/// (`<metric>-<stat> pass <value> <unit>`, ns as µs; a percentile above the histogram's
+/// bound was not measured: `<metric>-<stat> unknown`, without a measurement), its
+/// deadline misses, and one line per gate (`gate-<expr> pass|fail [value unit]`; a gate
+/// whose value was not measured fails without a measurement). `prefix` starts
+/// every name (a sweep's runs are told apart by it).
 pub fn lava(
     run: &RunRecord,
     measurements: &[MeasurementRecord],
@@ -265,8 +263,15 @@ pub fn lava(
         let Some(s) = &m.summary else { continue };
         let metric = lava_name(&m.metric);
         for (stat, v) in summary_stats(s) {
-            let (value, unit) = measurement_value(v, &m.unit);
-            let _ = writeln!(out, "{prefix}{metric}-{stat} pass {value} {unit}");
+            match v {
+                Stat::Value(v) => {
+                    let (value, unit) = measurement_value(v, &m.unit);
+                    let _ = writeln!(out, "{prefix}{metric}-{stat} pass {value} {unit}");
+                }
+                Stat::AtLeast(_) => {
+                    let _ = writeln!(out, "{prefix}{metric}-{stat} unknown");
+                }
+            }
         }
         if let Some(n) = m.misses {
             let _ = writeln!(out, "{prefix}{metric}-misses pass {n} count");
@@ -381,8 +386,18 @@ pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> Str
             let Some(s) = &m.summary else { continue };
             let unit = if m.unit == "ns" { "_ns" } else { "" };
             property(&format!("{}.count", m.metric), &s.count.to_string());
+            // A percentile above the histogram's bound is left out: the bound it is at
+            // least is a property of its own.
             for (stat, v) in summary_stats(s) {
-                property(&format!("{}.{stat}{unit}", m.metric), &v.to_string());
+                if let Some(v) = v.measured() {
+                    property(&format!("{}.{stat}{unit}", m.metric), &v.to_string());
+                }
+            }
+            if let Some(bound) = s.clamped_at {
+                property(
+                    &format!("{}.percentiles_clamped_at{unit}", m.metric),
+                    &bound.to_string(),
+                );
             }
             if let Some(n) = m.misses {
                 property(&format!("{}.misses", m.metric), &n.to_string());

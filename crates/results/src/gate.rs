@@ -17,6 +17,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::counts::{Dropouts, Notes};
+use crate::hist::Stat;
 use crate::view::RunView;
 
 /// What a metric's values are, and so the units its threshold takes.
@@ -190,6 +192,11 @@ enum Source {
     /// The sum of numbers at paths in the run's result (`result`) or flags (`flags`);
     /// absent when any is.
     Json(&'static str, &'static [&'static [&'static str]]),
+    /// A count of the run's [`Dropouts`], as every view counts it.
+    Dropouts(fn(&Dropouts) -> Option<u64>),
+    /// A count of an event run's [`Notes`], as every view counts it (absent when the
+    /// run stored no trigger).
+    Notes(fn(&Notes) -> u64),
 }
 
 /// A probe's named metric.
@@ -220,7 +227,7 @@ const JITTER: &[Named] = &[
         aliases: &["xruns", "misses"],
         kind: Kind::Count,
         about: "fragment deadlines missed (would-be under-runs; measured with --fragments only)",
-        source: Source::Misses("fragment_completion"),
+        source: Source::Dropouts(|d| d.underruns),
     },
     Named {
         name: "overflows",
@@ -244,18 +251,15 @@ const EVENT: &[Named] = &[
         name: "xruns",
         aliases: &["underruns"],
         kind: Kind::Count,
-        about: "server under-runs, at the start and steady",
-        source: Source::Json(
-            "result",
-            &[&["underruns", "start"], &["underruns", "steady"]],
-        ),
+        about: "server under-runs after the first trigger (the warm-up's before it are said apart)",
+        source: Source::Dropouts(|d| d.underruns),
     },
     Named {
         name: "misses",
         aliases: &[],
         kind: Kind::Count,
         about: "triggers whose note could not sound at its time (an under-run hit it)",
-        source: Source::Json("result", &[&["missed_triggers"]]),
+        source: Source::Notes(|n| n.missed),
     },
     Named {
         name: "late",
@@ -301,14 +305,14 @@ const ROUNDTRIP: &[Named] = &[
         aliases: &["underruns"],
         kind: Kind::Count,
         about: "server under-runs during the run",
-        source: Source::Json("result", &[&["xruns"]]),
+        source: Source::Dropouts(|d| d.underruns),
     },
     Named {
         name: "skipped",
         aliases: &[],
         kind: Kind::Count,
         about: "cycles the stream skipped",
-        source: Source::Json("result", &[&["skipped_cycles"]]),
+        source: Source::Dropouts(|d| d.skipped_cycles),
     },
     STEAL,
 ];
@@ -319,7 +323,14 @@ const NET: &[Named] = &[
         aliases: &[],
         kind: Kind::Count,
         about: "blocks past the deadline (the host's answers; the controller's late and lost blocks with `net emulate`)",
-        source: Source::Misses(""),
+        source: Source::Dropouts(|d| d.deadline_misses),
+    },
+    Named {
+        name: "sender_late",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "blocks the run's own controller sent late (a packet more than a block period behind its schedule): a validity flag, not the host's or the network's doing",
+        source: Source::Json("flags", &[&["sender_late_blocks"]]),
     },
     STEAL,
 ];
@@ -535,26 +546,41 @@ impl Gate {
     }
 
     /// The verdict of this gate on `run` (as stored). A metric the run did not measure
-    /// is [`Outcome::Unknown`].
+    /// is [`Outcome::Unknown`]. A percentile among the overflows is only "at least the
+    /// histogram's bound": it is no measured value (the verdict has none, its reason
+    /// names the bound); a run above a `>`/`>=` threshold even so fails, any other
+    /// verdict on it is unknown, never a pass.
     pub fn judge(&self, run: &RunView) -> GateVerdict {
-        let value = self.value(run);
-        // A percentile among the overflows is only "at least the histogram's bound": a
-        // run above a `>`/`>=` threshold even so fails; any other verdict is unknown.
-        let at_least = self.clamped(run);
         let above = matches!(self.op, Op::Gt | Op::Ge);
-        let (outcome, reason) = match (value, at_least) {
-            (None, _) => (Outcome::Unknown, Some("not measured".to_string())),
-            (Some(v), Some(_)) if above && self.op.holds(v, self.threshold) => (
-                Outcome::Fail,
-                Some("at least the histogram's bound".to_string()),
-            ),
-            (Some(_), Some(_)) => (
-                Outcome::Unknown,
-                Some("above the histogram's bound: not known".to_string()),
-            ),
-            (Some(v), None) if self.op.holds(v, self.threshold) => (Outcome::Fail, None),
-            (Some(_), None) => (Outcome::Pass, None),
+        let at_least = |bound: f64| {
+            format!(
+                "at least {}, the histogram's bound",
+                format_value(bound, Kind::Time)
+            )
         };
+        let (value, outcome, reason) = match self.value(run) {
+            None => (None, Outcome::Unknown, Some("not measured".to_string())),
+            Some(Stat::AtLeast(bound)) if above && self.op.holds(bound, self.threshold) => {
+                (None, Outcome::Fail, Some(at_least(bound)))
+            }
+            Some(Stat::AtLeast(bound)) => (
+                None,
+                Outcome::Unknown,
+                Some(format!("{}: not known", at_least(bound))),
+            ),
+            Some(Stat::Value(v)) if self.op.holds(v, self.threshold) => {
+                (Some(v), Outcome::Fail, None)
+            }
+            Some(Stat::Value(v)) => (Some(v), Outcome::Pass, None),
+        };
+        // A verdict on a run whose own sender could not keep its schedule says so.
+        let reason = reason.or_else(|| {
+            let late = run.flags["sender_late_blocks"]
+                .as_u64()
+                .filter(|&n| n > 0)?;
+            (self.metric != "sender_late")
+                .then(|| format!("the run's own controller sent {late} blocks late"))
+        });
         GateVerdict {
             expr: self.expr.clone(),
             metric: self.metric.clone(),
@@ -567,23 +593,7 @@ impl Gate {
         }
     }
 
-    /// The histogram's bound when this gate's value is a percentile that fell among
-    /// the overflows (the summary's "at least this").
-    fn clamped(&self, run: &RunView) -> Option<f64> {
-        let (metric, name) = if STATS.contains(&self.metric.as_str()) {
-            (main_metric(&run.probe, &run.config)?, self.metric.as_str())
-        } else {
-            match find(&run.probe, &self.metric)?.source {
-                Source::Stat(m, s) => (m, s),
-                _ => return None,
-            }
-        };
-        let summary = run.measurement(metric)?.summary.as_ref()?;
-        let v = stat(run, metric, name)?;
-        (name.starts_with('p') && summary.is_clamped(v)).then_some(summary.clamped_at?)
-    }
-
-    fn value(&self, run: &RunView) -> Option<f64> {
+    fn value(&self, run: &RunView) -> Option<Stat> {
         if STATS.contains(&self.metric.as_str()) {
             let main = main_metric(&run.probe, &run.config)?;
             return stat(run, main, &self.metric);
@@ -597,7 +607,12 @@ impl Gate {
                 } else {
                     m
                 };
-                run.measurement(m)?.misses.map(|v| v as f64)
+                run.measurement(m)?.misses.map(|v| Stat::Value(v as f64))
+            }
+            Source::Dropouts(count) => count(&run.dropouts()).map(|v| Stat::Value(v as f64)),
+            Source::Notes(count) => {
+                let notes = run.notes();
+                (notes.triggers > 0).then(|| Stat::Value(count(&notes) as f64))
             }
             Source::Json(root, paths) => {
                 let root = if root == "flags" {
@@ -605,34 +620,26 @@ impl Gate {
                 } else {
                     &run.result
                 };
-                paths.iter().try_fold(0.0, |sum, path| {
-                    let v = path.iter().try_fold(root, |v, k| v.get(*k))?;
-                    Some(sum + v.as_f64()?)
-                })
+                paths
+                    .iter()
+                    .try_fold(0.0, |sum, path| {
+                        let v = path.iter().try_fold(root, |v, k| v.get(*k))?;
+                        Some(sum + v.as_f64()?)
+                    })
+                    .map(Stat::Value)
             }
         }
     }
 }
 
-/// A statistic of a measurement, absent when the measurement is, or has no samples.
-fn stat(run: &RunView, metric: &str, stat: &str) -> Option<f64> {
+/// A statistic of a measurement (a percentile above the histogram's bound only "at
+/// least" it), absent when the measurement is, or has no samples.
+fn stat(run: &RunView, metric: &str, stat: &str) -> Option<Stat> {
     let m = run.measurement(metric)?;
     if stat == "count" {
-        return Some(m.count() as f64);
+        return Some(Stat::Value(m.count() as f64));
     }
-    let s = m.summary.as_ref()?;
-    Some(match stat {
-        "p50" => s.p50,
-        "p90" => s.p90,
-        "p99" => s.p99,
-        "p99.9" => s.p999,
-        "p99.99" => s.p9999,
-        "min" => s.min,
-        "mean" => s.mean,
-        "max" => s.max,
-        "stdev" => s.stdev,
-        _ => return None,
-    })
+    m.summary.as_ref()?.stat(stat)
 }
 
 /// A value of a kind, for people: `12.5 us`, `3`, `4.2%`.
@@ -711,7 +718,8 @@ pub struct GateVerdict {
     pub value: Option<f64>,
     /// The verdict.
     pub outcome: Outcome,
-    /// Why, when the value is not there (`not measured`).
+    /// Why, when the value is not there: `not measured`, or (a percentile among the
+    /// overflows) `at least <bound>, the histogram's bound`.
     pub reason: Option<String>,
 }
 

@@ -108,7 +108,11 @@ fn jitter_view(latencies: &[u64], fragments: Option<u64>) -> RunView {
         probe: "jitter".into(),
         status: RunStatus::Complete,
         machine: Default::default(),
-        config: json!({}),
+        // As a run stores it: the fragment model in its configuration.
+        config: match fragments {
+            Some(_) => json!({"fragments": {"fragments": 3, "frames": 32, "sample_rate": 44100.0}}),
+            None => json!({"fragments": null}),
+        },
         load: json!({}),
         qos_requested: json!({}),
         qos_granted: json!({}),
@@ -194,11 +198,19 @@ fn a_percentile_above_the_histogram_bound_is_at_least_the_bound() {
     let verdict = |expr: &str| Gate::parse(expr).unwrap().judge(&run);
     let below = verdict("p99 > 1ms");
     assert_eq!(below.outcome, Outcome::Fail);
+    // The bound is no measurement: the verdict has no value, its reason names it.
+    assert_eq!(below.value, None);
     assert_eq!(
         below.reason.as_deref(),
-        Some("at least the histogram's bound")
+        Some("at least 100 ms, the histogram's bound")
     );
-    assert_eq!(verdict("p99 > 1s").outcome, Outcome::Unknown);
+    let above = verdict("p99 > 1s");
+    assert_eq!(above.outcome, Outcome::Unknown);
+    assert_eq!(above.value, None);
+    assert_eq!(
+        above.reason.as_deref(),
+        Some("at least 100 ms, the histogram's bound: not known")
+    );
     assert_eq!(verdict("p99 < 1s").outcome, Outcome::Unknown);
     assert_eq!(verdict("p50 > 1ms").outcome, Outcome::Fail);
     assert_eq!(verdict("p50 <= 1ms").outcome, Outcome::Unknown);

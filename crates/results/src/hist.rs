@@ -51,6 +51,58 @@ impl Summary {
     pub fn is_clamped(&self, v: f64) -> bool {
         self.clamped_at.is_some_and(|b| v >= b)
     }
+
+    /// The statistic `name` as every view reports it (`count`, `min`, `mean`, `stdev`,
+    /// `p50`, `p90`, `p99`, `p99.9` or `p999`, `p99.99` or `p9999`, `max`): a percentile
+    /// whose rank fell among the overflows is [`Stat::AtLeast`] the bound, never a
+    /// measured value. `None` for another name.
+    pub fn stat(&self, name: &str) -> Option<Stat> {
+        let percentile = |v: f64| match self.clamped_at {
+            Some(bound) if v >= bound => Stat::AtLeast(bound),
+            _ => Stat::Value(v),
+        };
+        Some(match name {
+            "count" => Stat::Value(self.count as f64),
+            "min" => Stat::Value(self.min),
+            "mean" => Stat::Value(self.mean),
+            "stdev" => Stat::Value(self.stdev),
+            "max" => Stat::Value(self.max),
+            "p50" => percentile(self.p50),
+            "p90" => percentile(self.p90),
+            "p99" => percentile(self.p99),
+            "p99.9" | "p999" => percentile(self.p999),
+            "p99.99" | "p9999" => percentile(self.p9999),
+            _ => return None,
+        })
+    }
+}
+
+/// A statistic of a [`Summary`] as reported: measured, or (a percentile among the
+/// overflows) only known to be at least the histogram's bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stat {
+    /// The value, measured.
+    Value(f64),
+    /// Above the histogram's bound, which this is: the value itself was not kept.
+    AtLeast(f64),
+}
+
+impl Stat {
+    /// The measured value; `None` when it is only "at least" a bound.
+    pub fn measured(self) -> Option<f64> {
+        match self {
+            Stat::Value(v) => Some(v),
+            Stat::AtLeast(_) => None,
+        }
+    }
+
+    /// The bound it is at least, when it is not measured.
+    pub fn at_least(self) -> Option<f64> {
+        match self {
+            Stat::Value(_) => None,
+            Stat::AtLeast(b) => Some(b),
+        }
+    }
 }
 
 /// Errors building or decoding a histogram.
@@ -171,6 +223,19 @@ impl LatencyHistogram {
     /// The underlying HDR histogram (values within the bound only).
     pub fn hdr(&self) -> &Histogram<u64> {
         &self.hist
+    }
+
+    /// The recorded buckets (values within the bound), lowest first, as (value, count):
+    /// each bucket's highest equivalent value, kept within the samples' range (the
+    /// bucket of the smallest sample no lower than it, that of the largest in range no
+    /// higher than it), so a bucket never reports a value beyond what was measured: one
+    /// sample's bucket is that sample.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let top = self.max.min(self.bound).max(self.min());
+        self.hist.iter_recorded().map(move |b| {
+            let v = self.hist.highest_equivalent(b.value_iterated_to());
+            (v.clamp(self.min(), top), b.count_at_value())
+        })
     }
 
     /// The value at percentile `q` (0..=100) over all samples. When the rank falls among

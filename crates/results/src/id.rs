@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// A text that is not an id of the kind asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{text}' is not a {kind} id: give a whole number above 0")]
+#[error("'{text}' is no {kind} id: give a whole number above 0")]
 pub struct ParseIdError {
     /// The kind of id: `run`, `group` or `plan cell`.
     pub kind: &'static str,
@@ -112,7 +112,7 @@ mod tests {
         let e = "0".parse::<GroupId>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "'0' is not a group id: give a whole number above 0"
+            "'0' is no group id: give a whole number above 0"
         );
         assert!("x".parse::<PlanCellId>().is_err());
     }

@@ -34,7 +34,11 @@
 //! assert_eq!(h.max(), 250_000_000);
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod counts;
 pub mod export;
 pub mod farm;
 pub mod gate;
@@ -42,20 +46,25 @@ pub mod hist;
 pub mod id;
 pub mod live;
 pub mod model;
+pub mod number;
+pub mod output;
+pub mod owner;
 pub mod sink;
 pub mod stats;
 #[cfg(feature = "sqlite")]
 pub mod store;
 pub mod view;
 
-pub use hist::{LatencyHistogram, Summary};
+pub use counts::{Dropouts, Notes};
+pub use hist::{LatencyHistogram, Stat, Summary};
 pub use id::{GroupId, ParseIdError, PlanCellId, RunId};
 pub use live::{LiveSnapshot, LiveStatus};
 pub use model::{
-    Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, RunInfo, RunStatus,
-    Series, ToolInfo, Verdict,
+    Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, Recovered, RunInfo,
+    RunStatus, Series, ToolInfo, Verdict,
 };
-pub use sink::{RunSink, SinkError};
+pub use number::fmt_number;
+pub use sink::{Kept, RunSink, SinkError};
 #[cfg(feature = "sqlite")]
-pub use store::{Journal, Remedy, RunFilter, Store, StoreError, Summarise};
+pub use store::{Journal, Remedy, RunFilter, Store, StoreError, Summarise, MAX_LISTED};
 pub use view::RunView;

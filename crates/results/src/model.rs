@@ -566,3 +566,18 @@ impl TriggerRow {
         self.latency_ns.is_none() && !self.missed
     }
 }
+
+/// What a caller of `Store::open_recovering` keeps of a run a dead process left
+/// `running`, made only of what the run stored (its configuration, its last checkpoint,
+/// its rows): measurements to store (none: what it stored stays), and the result and
+/// validity flags those hold (`null`: the stored ones stay). What it did not store stays
+/// out, for the renderers to show as unknown.
+#[derive(Debug, Clone, Default)]
+pub struct Recovered {
+    /// Measurements to store in place of the run's of the same metrics.
+    pub measurements: Vec<Measurement>,
+    /// The run's result as its stored parts give it (`null`: keep the stored one).
+    pub result: Value,
+    /// Validity flags its stored parts give (`null`: keep the stored ones).
+    pub flags: Value,
+}

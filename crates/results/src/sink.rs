@@ -11,12 +11,43 @@
 //! [`Store`](crate::Store) implements it (with the `sqlite` feature) by calling its own
 //! methods; tests implement it in memory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::id::{GroupId, RunId};
 use crate::model::{Event, Measurement, RunInfo, RunStatus, Series, TriggerRow};
+
+/// Where a run is once it closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// Closed in its database, under its id there.
+    Stored,
+    /// Closed in a local file instead, its database could not take it (a lock held
+    /// past the store's wait, a full disk, a server gone): the file, its id there, and
+    /// the message for the user (why, and how to put it back).
+    Moved {
+        /// The local file.
+        path: PathBuf,
+        /// Its id there.
+        run_id: RunId,
+        /// Why, and the `audiolat push` that puts it back.
+        message: String,
+    },
+    /// Not closed anywhere: left `running` in its database with what it stored before
+    /// (the next open closes it), or lost; the message for the user.
+    NotClosed(String),
+}
+
+impl Kept {
+    /// What the user must be told, unless the run is stored where asked.
+    pub fn error(&self) -> Option<&String> {
+        match self {
+            Kept::Stored => None,
+            Kept::Moved { message, .. } | Kept::NotClosed(message) => Some(message),
+        }
+    }
+}
 
 /// A write a [`RunSink`] could not make.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +105,8 @@ pub trait RunSink {
     fn add_series(&self, run_id: RunId, series: &Series) -> Result<(), SinkError>;
     /// Replaces the measurements of the same metrics (a checkpoint, then the end).
     fn replace_measurements(&self, run_id: RunId, ms: &[Measurement]) -> Result<(), SinkError>;
-    /// Closes the run with its status, flags, result and end reason.
+    /// Closes the run with its status, flags, result and end reason. `ended`: when it
+    /// stopped measuring (CLOCK_MONOTONIC ns; `None`: now), the end of its duration.
     fn finish_run(
         &self,
         run_id: RunId,
@@ -82,7 +114,14 @@ pub trait RunSink {
         flags: &Value,
         result: &Value,
         error: Option<&str>,
+        ended: Option<u64>,
     ) -> Result<(), SinkError>;
+    /// Removes a run begun here that a stop ended before it measured anything, with all
+    /// it wrote: nothing is kept of it.
+    fn discard_run(&self, run_id: RunId) -> Result<(), SinkError>;
+    /// Removes a group no run was filed under (a stop ended it before any of its runs
+    /// measured): `false` when it has runs and stays.
+    fn discard_group(&self, group_id: GroupId) -> Result<bool, SinkError>;
     /// Makes a write that closes a run: when it fails because the filesystem is full,
     /// the sink may free the room it keeps for this and try it once more.
     fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError>;
@@ -102,9 +141,10 @@ pub trait RunSink {
 #[cfg(feature = "sqlite")]
 use crate::store::unpushed::Write;
 
-/// A PostgreSQL store's writes are kept in memory too while its run goes on, so the
-/// run can move to a local file should the server go away
-/// ([`StoreError::KeptLocally`](crate::StoreError::KeptLocally)).
+/// A run's writes are kept in memory too while it goes on, so that a write a lock holds
+/// off is made later, and the run can move to a local file should its database not take
+/// it (a PostgreSQL server gone, an SQLite database locked or full at its close:
+/// [`StoreError::KeptLocally`](crate::StoreError::KeptLocally)).
 #[cfg(feature = "sqlite")]
 impl RunSink for crate::Store {
     fn path(&self) -> &Path {
@@ -151,12 +191,14 @@ impl RunSink for crate::Store {
         flags: &Value,
         result: &Value,
         error: Option<&str>,
+        ended: Option<u64>,
     ) -> Result<(), SinkError> {
         let w = Write::Finish(
             status,
             flags.clone(),
             result.clone(),
             error.map(String::from),
+            ended,
         );
         Ok(self.finish_shadowed(run_id, w)?)
     }
@@ -180,6 +222,14 @@ impl RunSink for crate::Store {
 
     fn finish_group(&self, group_id: GroupId, status: RunStatus) -> Result<(), SinkError> {
         Ok(crate::Store::finish_group(self, group_id, status)?)
+    }
+
+    fn discard_run(&self, run_id: RunId) -> Result<(), SinkError> {
+        Ok(self.discard_shadowed(run_id)?)
+    }
+
+    fn discard_group(&self, group_id: GroupId) -> Result<bool, SinkError> {
+        Ok(crate::Store::discard_group(self, group_id)?)
     }
 
     fn closing(&self, write: &mut dyn FnMut() -> Result<(), SinkError>) -> Result<(), SinkError> {

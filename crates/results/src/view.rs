@@ -81,4 +81,19 @@ impl RunView {
     pub fn measurement(&self, metric: &str) -> Option<&Measurement> {
         self.measurements.iter().find(|m| m.metric == metric)
     }
+
+    /// The run's dropouts ([`crate::counts::Dropouts`]).
+    pub fn dropouts(&self) -> crate::counts::Dropouts {
+        crate::counts::Dropouts::of(&self.probe, &self.config, &self.result, &self.measurements)
+    }
+
+    /// An event run's notes ([`crate::counts::Notes`]).
+    pub fn notes(&self) -> crate::counts::Notes {
+        crate::counts::Notes::of(&self.triggers)
+    }
+
+    /// The measurement the run is summarised by ([`crate::counts::headline`]).
+    pub fn headline(&self) -> Option<&Measurement> {
+        crate::counts::headline(&self.probe, &self.config, &self.measurements)
+    }
 }

@@ -116,6 +116,7 @@ fn write_run(db: &Path, host: &str, kernel: &str) -> results::RunId {
             &json!({"realtime": true}),
             &json!({"n": 5}),
             None,
+            None,
         )
         .unwrap();
     store

@@ -13,7 +13,8 @@ use std::time::Duration;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus};
 use serde_json::{json, Value};
 
-use crate::{storage_failure, Closing, Context, RunError};
+use crate::net_ends::Measured;
+use crate::{storage_failure, Closing, Context, Kept, RunError};
 
 /// What an end stores before it measures.
 #[derive(Debug, Clone)]
@@ -24,16 +25,30 @@ pub struct EndRunInfo {
     pub config: Value,
     /// The QoS it asks for.
     pub qos_requested: Value,
+    /// The CPUs its threads are pinned to (checked free of other audiolats' cells when
+    /// it was made).
+    pub pinned_cpus: Vec<usize>,
 }
 
 impl EndRunInfo {
-    /// End `role`, described by `config`, its threads asking for `threads`.
-    pub fn new(role: &'static str, config: Value, threads: engine::rt::Policy) -> EndRunInfo {
-        EndRunInfo {
+    /// End `role`, described by `config`, its threads asking for `threads` on `cpus`;
+    /// refused (nothing stored yet) when another running audiolat's exclusive cell holds
+    /// one of those CPUs.
+    pub fn new(
+        role: &'static str,
+        config: Value,
+        threads: engine::rt::Policy,
+        cpus: Option<&[usize]>,
+    ) -> Result<EndRunInfo, RunError> {
+        let pinned_cpus = cpus.map(<[usize]>::to_vec).unwrap_or_default();
+        qos::partition::check_cpus_free(&pinned_cpus)
+            .map_err(|e| RunError::Refused(e.to_string()))?;
+        Ok(EndRunInfo {
             role,
             config,
             qos_requested: json!({"threads": threads.to_string()}),
-        }
+            pinned_cpus,
+        })
     }
 }
 
@@ -52,6 +67,8 @@ pub struct EndRun {
     pub result: Value,
     /// Why it did not complete, if so.
     pub error: Option<String>,
+    /// Where it is kept.
+    pub kept: Kept,
 }
 
 /// Stops `stop` when `ctx` is stopped or after `limit`, polling every 20 ms, until
@@ -67,16 +84,20 @@ pub fn stop_after(ctx: &Context, limit: Option<Duration>, stop: &AtomicBool, don
     }
 }
 
-/// Runs one end of the network probe as a stored run of probe `net`. `measure` does
-/// the work and returns (measurements, flags, result, error); the run is `interrupted`
-/// when the stop flag was raised, `failed` on an error (or when it could not be stored
-/// whole).
+/// Runs one end of the network probe as a stored run of probe `net` (its CPUs were
+/// checked when its [`EndRunInfo`] was made). `measure` does the work; the run is
+/// `interrupted` when the stop flag was raised, `failed` on an error (or when it could
+/// not be stored whole). A stop before anything was exchanged with the other end stores
+/// nothing ([`RunError::Stopped`]), as the probe lifecycle's does.
 pub fn end_run(
     ctx: &Context,
     sink: &dyn RunSink,
     info: EndRunInfo,
-    measure: impl FnOnce() -> (Vec<Measurement>, Value, Value, Option<String>),
+    measure: impl FnOnce() -> Measured,
 ) -> Result<EndRun, RunError> {
+    if ctx.stopped() {
+        return Err(RunError::Stopped);
+    }
     let run_info = RunInfo {
         probe: "net".into(),
         group_id: None,
@@ -90,8 +111,18 @@ pub fn end_run(
     let run_id = sink.begin_run(&run_info).map_err(RunError::Begin)?;
     let memory = engine::rt::lock_memory();
     let steal = probes::steal::StealSampler::start(Duration::from_millis(50), None);
-    let (measurements, mut flags, result, error) = measure();
+    let Measured {
+        measurements,
+        mut flags,
+        result,
+        error,
+        nothing_exchanged,
+    } = measure();
+    let ended = engine::clock::monotonic_ns();
     let steal = steal.finish();
+    if ctx.stopped() && nothing_exchanged && sink.discard_run(run_id).is_ok() {
+        return Err(RunError::Stopped);
+    }
     let cpus = engine::rt::online_cpus().len();
     let steal_ns = steal.total_ns(None);
     flags["host_steal_ns"] = json!(steal_ns);
@@ -116,8 +147,18 @@ pub fn end_run(
             "its measurements could not all be stored",
         ));
     }
-    if let Some(e) = closing.finish(run_id, status, &mut flags, &result, error.as_deref()) {
-        status = RunStatus::Failed;
+    let kept = closing.finish(
+        run_id,
+        status,
+        &mut flags,
+        &result,
+        error.as_deref(),
+        Some(ended),
+    );
+    if let Some(e) = kept.error() {
+        if matches!(kept, Kept::NotClosed(_)) {
+            status = RunStatus::Failed;
+        }
         error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
     }
     Ok(EndRun {
@@ -127,5 +168,6 @@ pub fn end_run(
         flags,
         result,
         error,
+        kept,
     })
 }

@@ -328,9 +328,13 @@ fn case_design(case: &toml_edit::Value, load: &str) -> Result<CaseDesign, String
 }
 
 /// How an experiment's runs went, for its group's status: each case by its stored
-/// status, a case without a run as failed.
-pub fn group_end(results: &[CaseResult]) -> GroupEnd {
-    let mut end = GroupEnd::default();
+/// status, a case without a run as failed, and interrupted when a stop kept some of its
+/// `cases` from running.
+pub fn group_end(results: &[CaseResult], cases: usize) -> GroupEnd {
+    let mut end = GroupEnd {
+        interrupted: results.len() < cases,
+        ..GroupEnd::default()
+    };
     for r in results {
         match r.run.as_ref().map(|c| c.run.status) {
             Ok(RunStatus::Complete) => {}
@@ -354,10 +358,14 @@ pub fn run(
             break;
         }
         observer.case_starting(i, plan.cases.len(), case);
-        rows.push(CaseResult {
-            case: case.clone(),
-            run: run_case(ctx, sink, plan, case),
-        });
+        match run_case(ctx, sink, plan, case) {
+            // A stop before the run measured anything: nothing of it was stored.
+            Err(RunError::Stopped) => break,
+            run => rows.push(CaseResult {
+                case: case.clone(),
+                run,
+            }),
+        }
     }
     rows
 }

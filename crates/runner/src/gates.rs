@@ -20,6 +20,10 @@ pub fn judge(store: &Store, run_id: RunId, gates: &[Gate]) -> Result<Vec<GateVer
     if gates.is_empty() {
         return Ok(Vec::new());
     }
+    // A run its database could not take is judged, and its verdicts kept, where it went.
+    if let Some((path, local_id)) = store.moved(run_id) {
+        return judge(&Store::open(&path)?, local_id, gates);
+    }
     let run = store.run(run_id)?;
     let view = RunView::from_stored(&run, &store.measurements(run_id)?, Vec::new(), Vec::new());
     // A gate whose metric the probe does not have (a suite's gate on another probe's

@@ -108,6 +108,25 @@ impl<'a> Group<'a> {
             .closing(&mut || self.sink.finish_group(self.id, status))
     }
 
+    /// Removes the group, which a stop ended before any of its runs measured (so none
+    /// is filed under it): nothing of it is kept. `false` when it could not be removed
+    /// (it has runs, or the sink refused): it is closed `interrupted` instead.
+    pub fn discard(&self) -> bool {
+        if self.closed.get() {
+            return false;
+        }
+        match self.sink.discard_group(self.id) {
+            Ok(true) => {
+                self.closed.set(true);
+                true
+            }
+            _ => {
+                let _ = self.close(RunStatus::Interrupted);
+                false
+            }
+        }
+    }
+
     /// Whether the group was closed (or its close tried).
     pub fn is_closed(&self) -> bool {
         self.closed.get()

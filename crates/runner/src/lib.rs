@@ -18,6 +18,9 @@
 //! Promises:
 //!
 //! - Nothing is printed: a live status goes to an [`Observer`] the caller implements.
+//! - A stop before the probe measured anything stores nothing ([`RunError::Stopped`]:
+//!   a run already begun is removed from the sink), so no run says "0 cycles" of a
+//!   measurement that never started; a stop once it has measured keeps what it measured.
 //! - A refusal before anything was stored ([`RunError::Refused`]: a load that cannot
 //!   start here) is told apart from a run that failed ([`RunError::Failed`], stored as
 //!   `failed` with its reason).
@@ -66,6 +69,9 @@
 //! println!("run {} {}", run.run_id, run.status);
 //! ```
 #![deny(missing_docs)]
+// A library says nothing on the standard streams (the binary does): `print!` and
+// `eprint!` panic when the stream fails.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod cells;
 mod end_run;
@@ -102,7 +108,7 @@ pub use lifecycle::{run, storage_failure, Closing};
 pub use load_run::{check_load, check_net_load, load_context, LoadRefusal, RunLoad};
 pub use probes::probe::Probe;
 pub use recovery::summarise_abandoned;
-pub use results::RunSink;
+pub use results::{Kept, RunSink};
 pub use runs::{admit_net, jitter, net, JitterRun, NetRun};
 
 /// What every run shares: the tool, the command line, the stop flag.
@@ -131,12 +137,10 @@ impl Context {
 
     /// How a group of runs that goes on past a failed run (a suite, an experiment)
     /// ends, by [`group::status`]: its runs' `end` (see [`group::GroupEnd::add_run`]),
-    /// interrupted too once a signal came.
+    /// interrupted when a stop kept one of its runs from running (the group sets
+    /// `end.interrupted` then). A stop that came after its last run stopped nothing.
     pub fn group_status(&self, end: group::GroupEnd) -> RunStatus {
-        group::status(group::GroupEnd {
-            interrupted: end.interrupted || self.stopped(),
-            ..end
-        })
+        group::status(end)
     }
 }
 
@@ -194,6 +198,9 @@ pub struct Run {
     pub error: Option<String>,
     /// The cells as granted and undone, when the run had any.
     pub cells: Option<CellsRecord>,
+    /// Where the run is kept: its database, or a local file its database could not take
+    /// it from.
+    pub kept: Kept,
 }
 
 /// Watches the run's live status (the binary's status line). Called on the thread that
@@ -222,8 +229,13 @@ pub trait Watch {
 impl Watch for engine::jack::server::JackServer {
     fn ended(&mut self) -> Option<String> {
         let how = self.exited()?;
+        let what = if self.is_pipewire() {
+            "PipeWire"
+        } else {
+            "JACK server"
+        };
         Some(format!(
-            "the private JACK server `{}` exited ({how})",
+            "the private {what} `{}` exited ({how})",
             self.name()
         ))
     }
@@ -271,6 +283,11 @@ pub enum RunError {
     /// The run could not be begun in the sink (nothing was measured).
     #[error(transparent)]
     Begin(SinkError),
+    /// A stop (Ctrl-C, SIGTERM, a hang-up, SIGQUIT) came before the run measured
+    /// anything: nothing of it is stored (a run already begun is removed), and its load
+    /// and cells are gone.
+    #[error("interrupted before anything was measured: nothing was stored")]
+    Stopped,
     /// The run was begun and failed: it is stored `failed` with the reason (when the
     /// sink could still take it).
     #[error("run {run_id} failed: {failure}")]

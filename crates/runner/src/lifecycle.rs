@@ -11,12 +11,13 @@ use serde_json::{json, Value};
 
 use crate::cells::{self, Admitted, CellsRecord, MadeCells};
 use crate::load_run::{load_context, RunLoad};
-use crate::{Cell, Context, Failure, Observer, Run, RunError, Watch};
+use crate::{Cell, Context, Failure, Kept, Observer, Run, RunError, Watch};
 
 /// Measures `cell` as a stored run in `sink`. `watch`, when given, can end the run (the
 /// private JACK server behind the probe's stream); `observer` sees the live status.
 ///
-/// The load is checked, the cells admitted and made before anything is stored (a
+/// The load is checked, the probe's pinned CPUs checked free of other audiolats' cells,
+/// the cells admitted and made before anything is stored (a
 /// refusal is [`RunError::Refused`] or [`RunError::CellsRefused`]; cells made before a
 /// refusal are undone). Once the run is begun, a failure closes it `failed` with its reason
 /// ([`RunError::Failed`]). A run that measured is returned whatever its status; when
@@ -29,8 +30,14 @@ pub fn run<P: Probe>(
     watch: Option<&mut dyn Watch>,
     observer: &dyn Observer,
 ) -> Result<Run, RunError> {
+    engine::phase::reached(engine::phase::Phase::RunStart);
+    if ctx.stopped() {
+        return Err(RunError::Stopped);
+    }
     let mut lctx = load_context(ctx.load_exe.clone(), &cell.scratch);
     let planned = load::plan(&cell.load, &lctx).map_err(|e| RunError::Refused(e.to_string()))?;
+    qos::partition::check_cpus_free(&cell.probe.pinned_cpus())
+        .map_err(|e| RunError::Refused(e.to_string()))?;
     let admitted = match &cell.cells {
         Some(plan) => Some(admit(plan, &cell.load, &cell.probe)?),
         None => None,
@@ -49,8 +56,13 @@ pub fn run<P: Probe>(
         }
     }
     drop(admitted);
+    if ctx.stopped() {
+        // Stopped while the cells were made: they are undone as `made` drops.
+        return Err(RunError::Stopped);
+    }
     // Cells made and a failed begin: they are undone as `made` drops.
     let run_id = sink.begin_run(&info).map_err(RunError::Begin)?;
+    engine::phase::reached(engine::phase::Phase::RunBegun);
     let measured = measure(
         ctx,
         sink,
@@ -64,17 +76,69 @@ pub fn run<P: Probe>(
     );
     observer.finished();
     match measured {
+        Ok(measured) if ctx.stopped() && measured_nothing(&measured) => {
+            discard(sink, run_id, &description, measured)
+        }
         Ok(measured) => Ok(close(sink, run_id, &description, measured)),
-        Err(Failed { failure, flags }) => {
-            let _ = sink.finish_run(
+        Err(Failed {
+            failure,
+            mut flags,
+            ended,
+        }) => {
+            let _ = Closing::new(sink).finish(
                 run_id,
                 RunStatus::Failed,
-                &flags,
+                &mut flags,
                 &json!({}),
                 Some(&failure.reason()),
+                ended,
             );
-            Err(RunError::Failed { run_id, failure })
+            Err(RunError::Failed {
+                run_id,
+                failure: *failure,
+            })
         }
+    }
+}
+
+/// Whether a stopped run measured nothing: stopped before the probe began (the lifecycle
+/// did not call it), or before its first sample (no measurement counts any, no trigger
+/// row was stored).
+fn measured_nothing(m: &Measured) -> bool {
+    let Some(outcome) = &m.outcome else {
+        return true;
+    };
+    matches!(outcome.end, End::Interrupted | End::InterruptedSaying(_))
+        && m.went.rows_stored == 0
+        && outcome.measurements.iter().all(|x| x.count() == 0)
+}
+
+/// Removes run `run_id`, which a stop ended before it measured anything: nothing of it
+/// is kept ([`RunError::Stopped`]). When the sink cannot remove it (a database locked
+/// beyond the wait), it is closed `interrupted` as any stopped run is.
+fn discard(
+    sink: &dyn RunSink,
+    run_id: RunId,
+    description: &Description,
+    measured: Measured,
+) -> Result<Run, RunError> {
+    match sink.discard_run(run_id) {
+        Ok(()) => Err(RunError::Stopped),
+        Err(_) => match measured.outcome {
+            Some(_) => Ok(close(sink, run_id, description, measured)),
+            None => {
+                let mut flags = json!({});
+                let _ = Closing::new(sink).finish(
+                    run_id,
+                    RunStatus::Interrupted,
+                    &mut flags,
+                    &json!({}),
+                    Some("interrupted by a signal before anything was measured"),
+                    Some(measured.ended),
+                );
+                Err(RunError::Stopped)
+            }
+        },
     }
 }
 
@@ -127,7 +191,11 @@ struct AsItWent {
 
 /// A probe's outcome with its load as run.
 struct Measured {
-    outcome: Outcome,
+    /// `None`: a stop came before the probe began, which was not called.
+    outcome: Option<Outcome>,
+    /// When the probe stopped measuring (CLOCK_MONOTONIC ns): the end of the run's
+    /// duration, whatever its closing writes take.
+    ended: u64,
     load: Value,
     load_events: Vec<Event>,
     cells: Option<CellsRecord>,
@@ -137,15 +205,18 @@ struct Measured {
 /// A run that failed once begun, with the flags to close it with (what its load and
 /// cells did, when the probe had started).
 struct Failed {
-    failure: Failure,
+    failure: Box<Failure>,
     flags: Value,
+    /// When the probe stopped, once it had started (`None`: the close's time).
+    ended: Option<u64>,
 }
 
 impl From<Failure> for Failed {
     fn from(failure: Failure) -> Failed {
         Failed {
-            failure,
+            failure: Box::new(failure),
             flags: json!({}),
+            ended: None,
         }
     }
 }
@@ -216,6 +287,21 @@ fn measure<P: Probe>(
     }
     let mut load = RunLoad::begin(&cell.load, lctx).map_err(Failure::Load)?;
     load.store(sink, run_id)?;
+    engine::phase::reached(engine::phase::Phase::LoadStarted);
+    if ctx.stopped() {
+        // Stopped while the load started: the probe is not begun.
+        let ended = engine::clock::monotonic_ns();
+        let (load, load_events) = load.stop();
+        let cells = cells::undo(made);
+        return Ok(Measured {
+            outcome: None,
+            ended,
+            load,
+            load_events,
+            cells,
+            went: AsItWent::default(),
+        });
+    }
     observer.started(run_id);
     let mut through = Through {
         sink,
@@ -230,6 +316,7 @@ fn measure<P: Probe>(
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         cell.probe.measure(&ctx.stop, &mut through)
     }));
+    let ended = engine::clock::monotonic_ns();
     let went = through.went;
     // Stop the load before anything else can fail.
     let (load, load_events) = load.stop();
@@ -243,11 +330,16 @@ fn measure<P: Probe>(
         Ok(outcome) => outcome,
         Err(failure) => {
             let flags = keep_load(sink, run_id, &load, &load_events, cells.as_ref());
-            return Err(Failed { failure, flags });
+            return Err(Failed {
+                failure: Box::new(failure),
+                flags,
+                ended: Some(ended),
+            });
         }
     };
     Ok(Measured {
-        outcome,
+        outcome: Some(outcome),
+        ended,
         load,
         load_events,
         cells,
@@ -313,11 +405,14 @@ impl LoadAsRun<'_> {
 fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measured) -> Run {
     let Measured {
         outcome,
+        ended,
         load,
         load_events,
         cells,
         went,
     } = m;
+    let outcome = outcome.expect("a run is closed once its probe measured");
+    engine::phase::reached(engine::phase::Phase::Storing);
     let mut flags = outcome.flags.clone();
     let mut closing = Closing::new(sink);
     closing.write(|s| s.replace_measurements(run_id, &outcome.measurements));
@@ -364,14 +459,19 @@ fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measur
         (status, error, report) = (RunStatus::Failed, Some(why), true);
     }
     let mut reported = error.clone().filter(|_| report);
-    if let Some(e) = closing.finish(
+    let kept = closing.finish(
         run_id,
         status,
         &mut flags,
         &outcome.result,
         error.as_deref(),
-    ) {
-        status = RunStatus::Failed;
+        Some(ended),
+    );
+    if let Some(e) = kept.error() {
+        // A run kept in a local file closed there as it ended; one not closed failed.
+        if matches!(kept, Kept::NotClosed(_)) {
+            status = RunStatus::Failed;
+        }
         reported = Some(reported.map_or(e.clone(), |w| format!("{w}; {e}")));
     }
     error = reported;
@@ -383,6 +483,7 @@ fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measur
         flags,
         error,
         cells,
+        kept,
     }
 }
 
@@ -403,8 +504,8 @@ fn end_reason(
         End::Interrupted => (
             RunStatus::Interrupted,
             Some(match measured {
-                Some(t) => format!("interrupted by a signal (Ctrl-C or SIGTERM); the measured {} are kept", t.noun),
-                None => "interrupted by a signal (Ctrl-C or SIGTERM); the measured part is kept".to_string(),
+                Some(t) => format!("interrupted by a signal (Ctrl-C, SIGTERM, a hang-up or SIGQUIT); the measured {} are kept", t.noun),
+                None => "interrupted by a signal (Ctrl-C, SIGTERM, a hang-up or SIGQUIT); the measured part is kept".to_string(),
             }),
             false,
         ),
@@ -462,8 +563,10 @@ impl<'a> Closing<'a> {
     }
 
     /// Closes the run, with the machine's validity flag `emulated_cpu` (an emulated
-    /// CPU's times describe the emulator, not the hardware). A failure here leaves it
-    /// `running` for the next open to close and summarise: the error, for the user.
+    /// CPU's times describe the emulator, not the hardware); `ended`: when it stopped
+    /// measuring (`None`: now). Where it is kept: in the sink; in a local file the
+    /// store moved it to (its database could not take it); or not closed (left
+    /// `running` for the next open to close and summarise), with the error for the user.
     pub fn finish(
         self,
         run_id: RunId,
@@ -471,7 +574,8 @@ impl<'a> Closing<'a> {
         flags: &mut Value,
         result: &Value,
         error: Option<&str>,
-    ) -> Option<String> {
+        ended: Option<u64>,
+    ) -> Kept {
         let sink = self.sink;
         if let Some(f) = flags.as_object_mut() {
             f.insert(
@@ -479,12 +583,23 @@ impl<'a> Closing<'a> {
                 json!(probes::machine::emulated_cpu()),
             );
         }
-        sink.closing(&mut || sink.finish_run(run_id, status, flags, result, error))
-            .err()
-            .map(|e| match e {
-                // Closed where it was moved (a shared store's server went away): said so.
-                SinkError::Store(e @ results::StoreError::KeptLocally { .. }) => e.to_string(),
-                e => format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", sink.path().display()),
-            })
+        match sink.closing(&mut || sink.finish_run(run_id, status, flags, result, error, ended)) {
+            Ok(()) => Kept::Stored,
+            // Closed where it was moved: said so.
+            Err(SinkError::Store(
+                ref e @ results::StoreError::KeptLocally {
+                    local_id, ref path, ..
+                },
+            )) => Kept::Moved {
+                path: path.clone(),
+                run_id: local_id,
+                message: e.to_string(),
+            },
+            Err(SinkError::Store(e @ results::StoreError::NotKept { .. })) => Kept::NotClosed(format!(
+                "{e}; what was measured is printed above, and its copy in {} keeps what it stored before (the next audiolat command there closes it)",
+                sink.path().display()
+            )),
+            Err(e) => Kept::NotClosed(format!("run {run_id} could not be closed in {} ({e}); the next audiolat command closes it with what it stored", sink.path().display())),
+        }
     }
 }

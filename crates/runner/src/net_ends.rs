@@ -10,30 +10,52 @@ use serde_json::{json, Value};
 
 use crate::Context;
 
-/// What an end measured: its measurements, validity flags, result and error.
-pub type Measured = (Vec<Measurement>, Value, Value, Option<String>);
+/// What an end measured, as [`crate::end_run`] stores it.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Its measurements.
+    pub measurements: Vec<Measurement>,
+    /// Validity flags.
+    pub flags: Value,
+    /// Counters and grants.
+    pub result: Value,
+    /// Why it measured nothing, or could not go on.
+    pub error: Option<String>,
+    /// Nothing was exchanged with the other end (no datagram came to the host, no block
+    /// left the controller): stopped so, it measured nothing and nothing is stored.
+    pub nothing_exchanged: bool,
+}
 
 /// The responding end: serves `socket` with `config` until `stop` is raised; with
-/// `synth` false it answers silence (its measurements are the `_reference` ones).
+/// `synth` false it answers silence (its measurements are the `_reference` ones). A host
+/// that counted no block measured nothing: the error `nothing_answered` words from what
+/// it did get.
 pub fn respond(
     config: &host::HostConfig,
     socket: UdpSocket,
     stop: &AtomicBool,
     synth: bool,
+    nothing_answered: impl FnOnce(&probes::net::HostOutcome) -> String,
 ) -> Measured {
     let outcome: probes::net::HostOutcome = host::serve(config, socket, stop, 1 << 20);
     let suffix = if synth { "" } else { "_reference" };
     let ms = probes::net::host_measurements(&outcome, suffix);
     let flags = json!({"realtime": outcome.net_thread.is_realtime() && outcome.worker_threads.iter().all(|g| g.is_realtime()),
                    "kernel_timestamps": outcome.kernel_timestamps});
-    let d = &outcome.counters.drops;
-    let result = json!({"answered": outcome.answered, "misses": outcome.misses,
-    "answered_in_warmup": outcome.answered_in_warmup, "kernel_dropped": outcome.kernel_dropped,
-    "send_dropped": outcome.send_dropped, "blocks_incomplete": outcome.counters.blocks_incomplete,
-    "drops": {"malformed": d.wrong_size + d.bad_magic + d.unknown_version + d.unknown_kind + d.bad_index + d.non_finite,
-              "duplicate": d.duplicate, "stale": d.stale, "foreign": d.foreign},
-    "net_thread": outcome.net_thread.granted.to_string()});
-    (ms, flags, result, outcome.error)
+    let result = probes::net::host_json(&outcome);
+    let error = outcome
+        .error
+        .clone()
+        .or_else(|| (outcome.blocks_answered() == 0).then(|| nothing_answered(&outcome)));
+    let c = &outcome.counters;
+    let came = c.packets_accepted + c.drops.total() + outcome.kernel_dropped;
+    Measured {
+        measurements: ms,
+        flags,
+        result,
+        error,
+        nothing_exchanged: came == 0,
+    }
 }
 
 /// The emulating end: the controller sends from `socket` with `config`, its first
@@ -53,14 +75,18 @@ pub fn emulate(
     );
     let ms = probes::net::controller_measurements(&o, "");
     let flags = json!({"realtime": o.sender_thread.is_realtime() && o.receiver_thread.as_ref().is_some_and(|g| g.is_realtime()),
-                   "kernel_timestamps": o.kernel_timestamps});
-    let result = json!({"blocks_sent": o.blocks_sent, "on_time": o.on_time, "late": o.late, "lost": o.lost,
-    "packets_sent": o.packets_sent, "packets_refused": o.packets_refused,
-    "duplicate_answers": o.duplicate_answers, "unknown_answers": o.unknown_answers,
-    "malformed_answers": o.malformed.total()});
+                   "kernel_timestamps": o.kernel_timestamps,
+                   "sender_late_blocks": o.blocks_sent_late});
+    let result = probes::net::controller_json(&o);
     let error = o
         .error
         .clone()
-        .or_else(|| (o.blocks_sent > 0 && o.on_time + o.late == 0).then(no_answer));
-    (ms, flags, result, error)
+        .or_else(|| (o.blocks_sent > 0 && o.answers_received() == 0).then(no_answer));
+    Measured {
+        measurements: ms,
+        flags,
+        result,
+        error,
+        nothing_exchanged: o.blocks_sent == 0,
+    }
 }

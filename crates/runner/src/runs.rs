@@ -13,7 +13,7 @@ use qos::CellPlan;
 use results::{GroupId, Measurement, RunId, RunSink, RunStatus};
 use serde_json::Value;
 
-use crate::{Cell, Context, Observer, Run, RunError, Unobserved};
+use crate::{Cell, Context, Kept, Observer, Run, RunError, Unobserved};
 
 /// A jitter run, stored.
 #[derive(Debug)]
@@ -30,9 +30,11 @@ pub struct JitterRun {
     pub load: Value,
     /// Validity flags as stored.
     pub flags: Value,
-    /// Set when the run could not be stored whole (status `failed`): the reason, for the
-    /// user.
+    /// Set when the run could not be stored whole (status `failed`), or was kept
+    /// elsewhere: the reason, for the user.
     pub error: Option<String>,
+    /// Where it is kept.
+    pub kept: Kept,
 }
 
 impl JitterRun {
@@ -76,6 +78,7 @@ pub fn jitter(
         load: run.load,
         flags: run.flags,
         error: run.error,
+        kept: run.kept,
     })
 }
 
@@ -103,9 +106,11 @@ pub struct NetRun {
     pub cells: Option<Value>,
     /// Every cell was undone at the end.
     pub cells_undone: bool,
-    /// Set when the run could not be stored whole (status `failed`): the reason, for the
-    /// user.
+    /// Set when the run could not be stored whole (status `failed`), or was kept
+    /// elsewhere: the reason, for the user.
     pub storage_error: Option<String>,
+    /// Where it is kept.
+    pub kept: Kept,
 }
 
 impl NetRun {
@@ -121,6 +126,7 @@ impl NetRun {
             cells: run.cells.as_ref().map(|c| c.granted.clone()),
             cells_undone: run.cells.as_ref().is_none_or(|c| c.undone()),
             storage_error: run.error,
+            kept: run.kept,
         }
     }
 
@@ -140,13 +146,16 @@ impl NetRun {
     }
 }
 
-/// Admission control for a network run ([`CellPlan::admit`] with the host's threads and
-/// link of `config`), before anything starts.
+/// Admission control for a network run, before anything starts: the CPUs its threads are
+/// pinned to outside any cell held by no other audiolat's cell, then [`CellPlan::admit`]
+/// with the host's threads and link of `config`.
 pub fn admit_net(
     plan: &CellPlan,
     config: &NetConfig,
     load: &LoadSpec,
 ) -> Result<Option<qos::Admission>, qos::PlanError> {
+    qos::partition::check_cpus_free(&config.pinned_cpus())
+        .map_err(|e| qos::PlanError::Refused(e.to_string()))?;
     plan.admit(
         load,
         Some(config.host_threads()),

@@ -64,6 +64,26 @@ pub struct JitterScenario {
     pub skip: Option<String>,
 }
 
+/// How long each of the suite's probes may measure: a second at least (less measures
+/// next to nothing), an hour at most (its network run keeps every block's response, as
+/// [`probes::net::MAX_PHASE`] bounds).
+pub const EACH_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=probes::net::MAX_PHASE;
+
+/// The time each probe measures, refused when it is outside [`EACH_RANGE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} for each probe is out of range: use 1 s to 1 hour")]
+pub struct EachOutOfRange(pub Duration);
+
+/// Checks the time each probe measures against [`EACH_RANGE`].
+pub fn check_each(each: Duration) -> Result<(), EachOutOfRange> {
+    if EACH_RANGE.contains(&each) {
+        Ok(())
+    } else {
+        Err(EachOutOfRange(each))
+    }
+}
+
 /// What the suite runs.
 #[derive(Debug, Clone)]
 pub struct SuitePlan {
@@ -177,8 +197,8 @@ pub struct SuiteEntry {
     pub status: EntryStatus,
     /// The measurement it is summarised by.
     pub headline: Option<Measurement>,
-    /// Under-runs (or xruns), when the probe counts them.
-    pub underruns: Option<u64>,
+    /// Its dropouts, as every view of the run counts them.
+    pub dropouts: results::Dropouts,
     /// Validity flags as stored.
     pub flags: Value,
     /// What to know about it.
@@ -211,7 +231,7 @@ impl SuiteEntry {
             run_id: None,
             status,
             headline: None,
-            underruns: None,
+            dropouts: results::Dropouts::default(),
             flags: json!({}),
             note,
         }
@@ -329,6 +349,7 @@ pub fn store_doctor(
         &json!({}),
         &json!({"findings": report.findings, "counts": {"ok": ok, "warn": warn, "fail": fail}}),
         None,
+        None,
     )?;
     Ok(run_id)
 }
@@ -398,15 +419,25 @@ impl Suite<'_> {
         }
     }
 
+    /// Records a scenario a stop kept from running: the suite did not run to its end.
+    fn not_run(&mut self, label: &str) {
+        self.end.interrupted = true;
+        self.entries.push(SuiteEntry::not_run(label));
+    }
+
     /// Records a scenario that could not run.
     fn fail(&mut self, label: &str, failure: SuiteFailure) {
+        if matches!(failure, SuiteFailure::Run(RunError::Stopped)) {
+            // A stop before the run measured anything: nothing of it was stored.
+            return self.not_run(label);
+        }
         self.end.run_failed = true;
         self.entries.push(SuiteEntry::failed(label, failure));
     }
 
     fn jitter(&mut self, s: &JitterScenario) {
         if self.ctx.stopped() {
-            return self.entries.push(SuiteEntry::not_run(s.label));
+            return self.not_run(s.label);
         }
         if let Some(why) = &s.skip {
             let note = SuiteNote::Skipped(why.clone());
@@ -423,16 +454,12 @@ impl Suite<'_> {
         let Some(outcome) = cell.probe.take_outcome() else {
             return self.fail(s.label, no_outcome());
         };
-        let headline = run
-            .measurements
-            .iter()
-            .find(|m| m.metric == "fragment_completion")
-            .or(run.measurements.first())
-            .cloned();
+        // What the run is summarised by, and its dropouts, as every view of it says them.
+        let view = crate::view::jitter(run.closed(), &outcome, &run.measurements, &run.load);
         self.tally(&run);
         self.entries.push(SuiteEntry {
-            underruns: s.config.fragments.map(|_| outcome.recorded.underrun_count),
-            ..SuiteEntry::of_run(s.label, &run, headline)
+            dropouts: view.dropouts(),
+            ..SuiteEntry::of_run(s.label, &run, view.headline().cloned())
         });
     }
 
@@ -441,7 +468,7 @@ impl Suite<'_> {
     /// through native streams instead ([`Suite::pipewire`]).
     fn jack(&mut self) {
         if self.ctx.stopped() {
-            return self.entries.push(SuiteEntry::not_run(EVENT_LABEL));
+            return self.not_run(EVENT_LABEL);
         }
         let mut server = match JackServer::connect(&self.plan.jack) {
             Ok(server) => server,
@@ -463,7 +490,7 @@ impl Suite<'_> {
             Err(e) => self.fail(EVENT_LABEL, SuiteFailure::Open(e)),
         }
         if self.ctx.stopped() {
-            return self.entries.push(SuiteEntry::not_run(ROUNDTRIP_LABEL));
+            return self.not_run(ROUNDTRIP_LABEL);
         }
         let lp = match engine::jack::loop_client::JackLoop::start(server.name(), "audiolat-loop", 0)
         {
@@ -530,7 +557,7 @@ impl Suite<'_> {
             for (label, purpose) in [(event_label, &event), (roundtrip_label, &roundtrip)] {
                 let is_roundtrip = matches!(purpose, StreamPurpose::Roundtrip { .. });
                 if self.ctx.stopped() {
-                    self.entries.push(SuiteEntry::not_run(label));
+                    self.not_run(label);
                     continue;
                 }
                 let spec = BackendSpec::build(kind, settings.clone(), purpose.clone())
@@ -590,14 +617,11 @@ impl Suite<'_> {
         let Some(o) = cell.probe.take_outcome() else {
             return self.fail(label, no_outcome());
         };
-        let headline = run
-            .measurements
-            .iter()
-            .find(|m| m.metric == "event_latency")
-            .cloned();
+        let view = crate::view::event(run.closed(), &o, "none", None);
+        let headline = view.headline().cloned();
         self.tally(&run);
         self.entries.push(SuiteEntry {
-            underruns: Some(o.xruns.0 + o.xruns.1),
+            dropouts: view.dropouts(),
             note: match &run.error {
                 Some(e) => SuiteNote::RunError(e.clone()),
                 None => SuiteNote::EventModel {
@@ -631,6 +655,7 @@ impl Suite<'_> {
             info.backend, info.period_frames
         );
         let live = self.observer.live(&live_label, 0);
+        let loop_label = loop_description.clone();
         let probe = RoundtripProbe::new(stream, config, loop_description, None);
         let mut cell = self.cell(probe, load, Some(1));
         let run = crate::run(self.ctx, self.sink, &mut cell, watch, &*live);
@@ -642,15 +667,12 @@ impl Suite<'_> {
         let Some(o) = outcome else {
             return self.fail(label, no_outcome());
         };
-        let headline = run
-            .measurements
-            .iter()
-            .find(|m| m.metric == "roundtrip")
-            .cloned();
+        let view = crate::view::roundtrip(run.closed(), &o, &loop_label, "none", None);
+        let headline = view.headline().cloned();
         self.tally(&run);
         let m = o.measured_frames();
         self.entries.push(SuiteEntry {
-            underruns: Some(o.xruns + o.gaps),
+            dropouts: view.dropouts(),
             note: match &run.error {
                 Some(e) => SuiteNote::RunError(e.clone()),
                 None => SuiteNote::Roundtrip {
@@ -665,7 +687,7 @@ impl Suite<'_> {
     /// The Tessellation study's network audio, over loopback: needs nothing installed.
     fn net(&mut self) {
         if self.ctx.stopped() {
-            return self.entries.push(SuiteEntry::not_run(NET_LABEL));
+            return self.not_run(NET_LABEL);
         }
         let config = probes::net::NetConfig {
             reference_duration: (self.plan.each / 4).max(Duration::from_secs(1)),
@@ -682,9 +704,12 @@ impl Suite<'_> {
         let Some(o) = cell.probe.take_outcome() else {
             return self.fail(NET_LABEL, no_outcome());
         };
-        let headline = o.measurements().into_iter().next();
+        // The suite's network run is the host's end: its headline and misses are those
+        // of the response time.
+        let headline = results::counts::headline("net", &Value::Null, &run.measurements).cloned();
         self.tally(&run);
         self.entries.push(SuiteEntry {
+            dropouts: results::Dropouts::of("net", &Value::Null, &Value::Null, &run.measurements),
             note: SuiteNote::Net(Box::new(o)),
             ..SuiteEntry::of_run(NET_LABEL, &run, headline)
         });

@@ -41,6 +41,8 @@ struct StoredRun {
     events: Vec<Event>,
     series: usize,
     measurements: Vec<Measurement>,
+    /// Removed: a stop came before it measured anything.
+    discarded: bool,
 }
 
 /// A [`RunSink`] in memory. The writes named in `refuse` fail as on a full disk until
@@ -54,6 +56,10 @@ struct MemorySink {
     groups: RefCell<Vec<(String, RunStatus)>>,
     /// Every group close, in order: the group and its status.
     group_closes: RefCell<Vec<(GroupId, RunStatus)>>,
+    /// Groups removed (a stop before any of their runs measured).
+    groups_discarded: RefCell<Vec<GroupId>>,
+    /// Raised when a run is begun: a stop that comes while the load starts.
+    stop_at_begin: Option<Arc<AtomicBool>>,
 }
 
 impl MemorySink {
@@ -99,6 +105,9 @@ impl RunSink for MemorySink {
     }
 
     fn begin_run(&self, info: &RunInfo) -> Result<RunId, SinkError> {
+        if let Some(stop) = &self.stop_at_begin {
+            stop.store(true, Ordering::Relaxed);
+        }
         let mut runs = self.runs.borrow_mut();
         runs.push(StoredRun {
             info: Some(info.clone()),
@@ -155,6 +164,7 @@ impl RunSink for MemorySink {
         flags: &Value,
         result: &Value,
         error: Option<&str>,
+        _ended: Option<u64>,
     ) -> Result<(), SinkError> {
         self.write("finish_run", run_id, |r| {
             r.status = Some(status);
@@ -173,6 +183,24 @@ impl RunSink for MemorySink {
         let mut groups = self.groups.borrow_mut();
         groups.push((kind.to_string(), RunStatus::Running));
         Ok(GroupId(groups.len() as i64))
+    }
+
+    fn discard_run(&self, run_id: RunId) -> Result<(), SinkError> {
+        self.write("discard_run", run_id, |r| r.discarded = true)
+    }
+
+    fn discard_group(&self, group_id: GroupId) -> Result<bool, SinkError> {
+        let runs = self.runs.borrow();
+        let filed = runs.iter().any(|r| {
+            !r.discarded
+                && r.info
+                    .as_ref()
+                    .is_some_and(|i| i.group_id == Some(group_id))
+        });
+        if !filed {
+            self.groups_discarded.borrow_mut().push(group_id);
+        }
+        Ok(!filed)
     }
 
     fn finish_group(&self, group_id: GroupId, status: RunStatus) -> Result<(), SinkError> {
@@ -217,6 +245,10 @@ struct TestProbe<'a> {
     load_dies_at: Option<(u64, PathBuf)>,
     /// The steps each checkpoint had stored when the probe looked.
     seen_stored: Vec<Option<u64>>,
+    /// Raised as the probe begins: a stop before its first step.
+    stop_on_entry: Option<Arc<AtomicBool>>,
+    /// Whether the lifecycle called it.
+    measured: bool,
 }
 
 impl<'a> TestProbe<'a> {
@@ -228,6 +260,8 @@ impl<'a> TestProbe<'a> {
             panic: false,
             load_dies_at: None,
             seen_stored: Vec::new(),
+            stop_on_entry: None,
+            measured: false,
         }
     }
 
@@ -278,6 +312,10 @@ impl Probe for TestProbe<'_> {
         stop: &AtomicBool,
         progress: &mut dyn Progress,
     ) -> Result<Outcome, ProbeError> {
+        self.measured = true;
+        if let Some(stop) = &self.stop_on_entry {
+            stop.store(true, Ordering::Relaxed);
+        }
         let mut end = End::Complete;
         let mut done = 0;
         for step in 0..self.steps {
@@ -480,10 +518,49 @@ fn a_stop_flag_interrupts_the_run_and_keeps_what_was_measured() {
     assert_eq!(stored.status, Some(RunStatus::Interrupted));
     assert_eq!(
         stored.error.as_deref(),
-        Some("interrupted by a signal (Ctrl-C or SIGTERM); the measured steps are kept")
+        Some("interrupted by a signal (Ctrl-C, SIGTERM, a hang-up or SIGQUIT); the measured steps are kept")
     );
     assert_eq!(stored.triggers.len(), 2);
     assert_eq!(sink.steps_stored(RunId(1)), Some(2));
+}
+
+/// A stop before a run begins stores nothing; one while its load starts removes the run
+/// it began, with its load stopped and the probe never called; one before the probe's
+/// first sample removes it too. No run says it measured "0 steps" of nothing.
+#[test]
+fn a_stop_before_anything_was_measured_stores_nothing() {
+    let ctx = context(None);
+    ctx.stop.store(true, Ordering::Relaxed);
+    let sink = MemorySink::default();
+    let mut cell = test_cell(TestProbe::new(3, &sink), "none");
+    let e = run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("stopped");
+    assert!(matches!(e, RunError::Stopped), "{e:?}");
+    assert!(sink.runs.borrow().is_empty());
+    assert!(!cell.probe.measured);
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (script, _die) = load_script(dir.path());
+    let ctx = context(Some(script));
+    let sink = MemorySink {
+        stop_at_begin: Some(ctx.stop.clone()),
+        ..MemorySink::default()
+    };
+    let mut cell = test_cell(TestProbe::new(3, &sink), "ep:1");
+    let e = run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("stopped");
+    assert!(matches!(e, RunError::Stopped), "{e:?}");
+    assert!(sink.run(RunId(1)).discarded);
+    assert!(load_stopped(&sink, RunId(1)));
+    assert!(!cell.probe.measured);
+
+    let ctx = context(None);
+    let sink = MemorySink::default();
+    let mut probe = TestProbe::new(3, &sink);
+    probe.stop_on_entry = Some(ctx.stop.clone());
+    let mut cell = test_cell(probe, "none");
+    let e = run(&ctx, &sink, &mut cell, None, &Unobserved).expect_err("stopped");
+    assert!(matches!(e, RunError::Stopped), "{e:?}");
+    assert!(sink.run(RunId(1)).discarded);
+    assert!(cell.probe.measured);
 }
 
 /// Ends the run at its `after`th look.

@@ -10,6 +10,9 @@ use crate::jack::loop_client::JackLoop;
 pub const DEFAULT_RATE_HZ: u32 = 48_000;
 /// The period an ALSA device must grant when none is asked for.
 pub const DEFAULT_PERIOD_FRAMES: u32 = 256;
+/// The periods audiolat asks an ALSA device for (which one grants is the device's to
+/// say): from the smallest any driver runs to the largest a buffer is sized for.
+pub const PERIOD_RANGE_FRAMES: std::ops::RangeInclusive<u32> = 16..=65_536;
 
 /// An ALSA device's streams.
 #[derive(Clone, Debug)]

@@ -121,7 +121,7 @@ pub enum AudioError {
     NoSuchPort(String),
     /// A port exists but cannot be connected the way it was asked for.
     #[error(
-        "{role} port {name}: that is {found}, but a {role} port needs {needed}; list them with `audiolat devices` (or jack_lsp -t -p)"
+        "{role} port {name}: that is {found}, but {role} ports need {needed}; list them with `audiolat devices` (or jack_lsp -t -p)"
     )]
     WrongPort {
         /// The port.

@@ -45,6 +45,18 @@ impl std::fmt::Display for BackendKind {
 /// Periods in a buffer unless told (ALSA and the virtual card).
 pub const DEFAULT_PERIODS: u32 = 2;
 
+/// The periods in a buffer each backend that takes `periods` accepts: an ALSA device
+/// (whose drivers allow up to 1024), the virtual card (64).
+pub fn periods_range(kind: BackendKind) -> std::ops::RangeInclusive<u32> {
+    match kind {
+        BackendKind::Virtual => 2..=crate::virtual_card::MAX_PERIODS,
+        _ => 2..=1024,
+    }
+}
+
+/// The largest gain of the virtual card's cable, either polarity.
+pub const MAX_CABLE_GAIN: f32 = 100.0;
+
 /// The event probe's loopback on the native PipeWire backend: `monitor`, a capture stream
 /// on the monitor of the sink the notes play to (an independent check of the model: the
 /// onset found in what the sink took).
@@ -123,7 +135,7 @@ impl std::fmt::Display for OptionGroup {
 }
 
 /// A spec the chosen backend cannot run.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SpecError {
     /// Options that belong to another backend than the one chosen.
     #[error("the {backend} backend takes no {options}")]
@@ -140,6 +152,21 @@ pub enum SpecError {
         max = RATE_RANGE_HZ.end()
     )]
     RateOutOfRange(u32),
+    /// Periods in the buffer outside [`periods_range`] of the backend.
+    #[error("{periods} periods in a buffer: the {backend} backend takes {} to {}", periods_range(*.backend).start(), periods_range(*.backend).end())]
+    PeriodsOutOfRange {
+        /// Periods asked for.
+        periods: u32,
+        /// The backend.
+        backend: BackendKind,
+    },
+    /// The virtual card's cable delay is outside 0 to
+    /// [`dsp::loopdelay::MAX_LOOP_FRAMES`].
+    #[error("a cable delay of {0} frames is out of range: use 0 to {max} frames", max = dsp::loopdelay::MAX_LOOP_FRAMES)]
+    CableDelayOutOfRange(f64),
+    /// The virtual card's cable gain is beyond [`MAX_CABLE_GAIN`] either way.
+    #[error("a cable gain of {0} is out of range: use -{max} to {max} (negative inverts)", max = MAX_CABLE_GAIN)]
+    CableGainOutOfRange(f32),
     /// A JACK round trip names the ports the output goes to, but not the port the
     /// cable comes back in.
     #[error("a JACK round trip's playback ports need the capture port the cable comes back in")]
@@ -166,6 +193,26 @@ impl BackendSpec {
                 return Err(SpecError::RateOutOfRange(r));
             }
         }
+        if matches!(kind, BackendKind::Alsa | BackendKind::Virtual)
+            && !periods_range(kind).contains(&settings.periods)
+        {
+            return Err(SpecError::PeriodsOutOfRange {
+                periods: settings.periods,
+                backend: kind,
+            });
+        }
+        if let StreamPurpose::Roundtrip {
+            cable: Some(cable), ..
+        } = &purpose
+        {
+            let most = f64::from(dsp::loopdelay::MAX_LOOP_FRAMES);
+            if !(cable.delay_frames.is_finite() && (0.0..=most).contains(&cable.delay_frames)) {
+                return Err(SpecError::CableDelayOutOfRange(cable.delay_frames));
+            }
+            if !(cable.gain.is_finite() && cable.gain.abs() <= MAX_CABLE_GAIN) {
+                return Err(SpecError::CableGainOutOfRange(cable.gain));
+            }
+        }
         Ok(match kind {
             BackendKind::Jack => BackendSpec::Jack(JackSpec {
                 server: settings.server,
@@ -189,6 +236,9 @@ impl BackendSpec {
             BackendKind::Virtual => BackendSpec::Virtual(VirtualSpec {
                 rate_hz: settings.rate_hz,
                 periods: settings.periods,
+                // An event run plays only: the card has no loopback to offer it (its
+                // input, without a cable, would hear silence: no onset to find).
+                capture: matches!(purpose, StreamPurpose::Roundtrip { .. }),
                 cable: match purpose {
                     StreamPurpose::Roundtrip { cable, .. } => cable,
                     StreamPurpose::Event { .. } => None,

@@ -18,7 +18,8 @@
 //! (cycles the server really skipped: a gap the probes record). Any other step -- back,
 //! by less than a cycle, or forward beyond the elapsed time -- is a restart of the
 //! server's count, not audio time: the count goes on from the cycle before by the whole
-//! periods that elapsed by the server's cycle starts (at least one).
+//! periods that elapsed by the server's cycle starts (at least one), a cycle that repeated
+//! the start of the one before dated by its callback.
 //!
 //! Real-time safe: arithmetic on a few numbers.
 
@@ -30,6 +31,9 @@ struct Last {
     frames: u32,
     nominal_ns: u64,
     callback_ns: u64,
+    /// When it started, best known: the server's cycle start, or its callback when the
+    /// server repeated the cycle before's start (a stale report: see `next`).
+    start_ns: u64,
 }
 
 /// See the module docs.
@@ -73,18 +77,25 @@ impl FrameCount {
                 } else {
                     self.restarts += 1;
                     // The server's own cycle starts, not the callbacks' wake-ups: these
-                    // are late by a scheduling delay that is no skipped cycle.
-                    let periods = (by_server / f64::from(l.frames.max(1))).round().max(1.0);
+                    // are late by a scheduling delay that is no skipped cycle. From the
+                    // cycle before's real start: when that one repeated the start before
+                    // it, the stale start would count its distance as cycles skipped.
+                    let since = frames_in(nominal_ns.saturating_sub(l.start_ns));
+                    let periods = (since / f64::from(l.frames.max(1))).round().max(1.0);
                     l.count + periods as u64 * u64::from(l.frames)
                 }
             }
         };
+        // PipeWire's libjack can hand a session's second cycle the first one's frame and
+        // start again (see the module docs): that cycle ran at its callback.
+        let stale = self.last.is_some_and(|l| nominal_ns <= l.nominal_ns);
         self.last = Some(Last {
             count,
             low,
             frames,
             nominal_ns,
             callback_ns,
+            start_ns: if stale { callback_ns } else { nominal_ns },
         });
         count
     }
@@ -144,6 +155,23 @@ mod tests {
             c.next(320_512, 1024, t0 + 43_787_000, t0 + 43_800_000),
             55296
         );
+        assert_eq!(c.restarts(), 2);
+    }
+
+    /// Seen on a running PipeWire at quantum 2048 (one run in three or so): the second
+    /// callback repeats the first one's frame and start 27.7 ms late, and the third,
+    /// 42.6 ms after that callback, starts 70.3 ms after the stale start. Dated from the
+    /// stale start, the third was counted two periods on: a skipped cycle, and the
+    /// min-buffer search called 2048 frames failing on a loop that ran clean.
+    #[test]
+    fn a_repeated_cycle_is_dated_by_its_callback_and_skips_nothing() {
+        let mut c = FrameCount::new(48000);
+        let t = 24_463_987_628_188;
+        assert_eq!(c.next(4096, 2048, t, t + 73_518), 4096);
+        assert_eq!(c.next(4096, 2048, t, t + 27_804_523), 6144);
+        assert_eq!(c.next(4096, 2048, t + 70_341_000, t + 70_410_138), 8192);
+        assert_eq!(c.next(6144, 2048, t + 113_008_000, t + 113_095_550), 10240);
+        assert_eq!(c.next(8192, 2048, t + 155_674_000, t + 155_886_223), 12288);
         assert_eq!(c.restarts(), 2);
     }
 

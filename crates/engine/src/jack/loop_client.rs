@@ -57,12 +57,8 @@ pub struct JackLoop {
 }
 
 impl JackLoop {
-    /// Starts a loop client named `client_name` on `server` delaying by `delay_frames`.
-    pub fn start(
-        server: &str,
-        client_name: &str,
-        delay_frames: u32,
-    ) -> Result<JackLoop, AudioError> {
+    /// Refuses a delay longer than [`MAX_DELAY_FRAMES`], before anything is opened.
+    pub fn check_delay(delay_frames: u32) -> Result<(), AudioError> {
         if delay_frames > MAX_DELAY_FRAMES {
             return Err(AudioError::OutOfRange {
                 setting: StreamSetting::LoopDelay,
@@ -70,6 +66,16 @@ impl JackLoop {
                 problem: format!("a loop delays by at most {MAX_DELAY_FRAMES} frames"),
             });
         }
+        Ok(())
+    }
+
+    /// Starts a loop client named `client_name` on `server` delaying by `delay_frames`.
+    pub fn start(
+        server: &str,
+        client_name: &str,
+        delay_frames: u32,
+    ) -> Result<JackLoop, AudioError> {
+        JackLoop::check_delay(delay_frames)?;
         let client = open_client(server, client_name)?;
         let err = |op: &'static str| {
             move |e: jack::Error| AudioError::Jack {

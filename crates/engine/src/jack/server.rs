@@ -139,7 +139,11 @@ pub fn validate_period(frames: u32) -> Result<(), AudioError> {
 /// server that died without cleaning up only when a server of the same name starts.
 /// Per-process names would leak one entry per killed server until no JACK server could
 /// start on the machine.
-fn free_private_name() -> Result<String, AudioError> {
+///
+/// A name whose last server is still exiting is waited for (at most `timeout`), and a
+/// name still held in the registry by a process that does not answer (another audiolat's
+/// server starting, a pid reused since) is passed over: jackd would refuse either.
+fn free_private_name(timeout: Duration) -> Result<String, AudioError> {
     stop_stale_servers(is_private_name);
     for i in 1..=8 {
         let name = if i == 1 {
@@ -147,11 +151,34 @@ fn free_private_name() -> Result<String, AudioError> {
         } else {
             format!("audiolat-dummy-{i}")
         };
-        if probe(&name)?.is_none() {
+        if probe(&name)?.is_none()
+            && wait_for_exiting_holder(&name, timeout)
+            && crate::servers::jack_registry_holder(&name).is_none()
+        {
             return Ok(name);
         }
     }
     Err(AudioError::ServerBusy("audiolat-dummy-8".into()))
+}
+
+/// Waits, at most `timeout`, until no process that is exiting holds `name` in jackd2's
+/// registry ([`crate::servers::process_exiting`]); whether none does. A server that was
+/// just stopped, or whose audiolat was killed (the kernel then stops it), keeps its name
+/// there as long as its pid exists: as a zombie until its new parent, init, reaps it
+/// (which some take a second or two over). jackd refuses the name meanwhile ("server
+/// already active"), so the next run, started at once, would fail.
+fn wait_for_exiting_holder(name: &str, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match crate::servers::jack_registry_holder(name) {
+            Some(pid) if crate::servers::process_exiting(pid) => {}
+            _ => return true,
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Whether `name` is one audiolat gives its private servers when none is asked for.
@@ -194,6 +221,62 @@ pub fn stop_stale_servers(wanted: impl Fn(&str) -> bool) -> Vec<i32> {
         stopped.push(pid);
     }
     stopped
+}
+
+/// This user's files in `/dev/shm` of audiolat's private JACK servers (`audiolat-dummy`,
+/// `audiolat-dummy-N`) that no longer run: the semaphores (`jack_sem.UID_NAME_CLIENT`) and
+/// the socket (`jack_NAME_UID_0`) that a server killed outright, or a client closed after
+/// its server had gone, leaves behind. A name a jackd serves, or that a process still
+/// holds in jackd's registry, is never touched.
+pub fn stale_private_files() -> Vec<PathBuf> {
+    let names: Vec<String> = std::iter::once("audiolat-dummy".to_string())
+        .chain((2..=8).map(|i| format!("audiolat-dummy-{i}")))
+        .collect();
+    let jackds = jackd_processes();
+    let running = |name: &str| {
+        jackds
+            .iter()
+            .any(|(_, args)| args.windows(2).any(|w| w[0] == "-n" && w[1] == name))
+            || crate::servers::jack_registry_holder(name).is_some()
+    };
+    server_files(&names)
+        .into_iter()
+        .filter(|(name, _)| !running(name))
+        .map(|(_, path)| path)
+        .collect()
+}
+
+/// This user's files in `/dev/shm` of the JACK servers `names` (the semaphores
+/// `jack_sem.UID_NAME_CLIENT` and the socket `jack_NAME_UID_0`), each with its server's
+/// name, sorted.
+fn server_files(names: &[String]) -> Vec<(String, PathBuf)> {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let server_of = |file: &str| -> Option<&String> {
+        if let Some(rest) = file
+            .strip_prefix("jack_sem.")
+            .and_then(|r| r.strip_prefix(&format!("{uid}_")))
+        {
+            return names.iter().find(|n| {
+                rest.strip_prefix(n.as_str())
+                    .is_some_and(|c| c.starts_with('_'))
+            });
+        }
+        let name = crate::servers::jack_socket_server(file, uid)?;
+        names.iter().find(|n| **n == name)
+    };
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, PathBuf)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str().and_then(server_of)?.clone();
+            Some((name, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Every jackd running on this machine (any user's): its pid and its command line.
@@ -367,15 +450,18 @@ impl JackServer {
     fn start_private(req: &ServerRequest, name: Option<String>) -> Result<JackServer, AudioError> {
         validate_period(req.period_frames.unwrap_or(DEFAULT_PERIOD_FRAMES))?;
         let jackd = req.jackd.clone().ok_or(AudioError::NoJackd)?;
+        // A registry full of servers killed under other names leaves no room for ours.
+        crate::servers::reclaim_dead_jack_registry();
         let name = match name {
             Some(name) => {
                 stop_stale_servers(|n| n == name);
+                wait_for_exiting_holder(&name, req.start_timeout);
                 if probe(&name)?.is_some() {
                     return Err(AudioError::ServerBusy(name));
                 }
                 name
             }
-            None => free_private_name()?,
+            None => free_private_name(req.start_timeout)?,
         };
         let rate = req.rate_hz.unwrap_or(DEFAULT_RATE_HZ);
         let period = req.period_frames.unwrap_or(DEFAULT_PERIOD_FRAMES);
@@ -412,6 +498,7 @@ impl JackServer {
             source: e,
         })?;
         let output = keep_output_tail(&mut child)?;
+        crate::phase::reached(crate::phase::Phase::ServerStart);
         let command_line = std::iter::once(jackd.display().to_string())
             .chain(args.iter().cloned())
             .collect::<Vec<_>>()
@@ -450,6 +537,18 @@ impl JackServer {
                     output.push_str(
                         " (jackd's registry of 8 servers is full, often of servers that were killed: stop every JACK server, then rm /dev/shm/jack-shm-registry)",
                     );
+                }
+                if output.contains("already active") {
+                    if let Some(pid) = crate::servers::jack_registry_holder(&name) {
+                        output.push_str(&format!(
+                            " (process {pid} holds the name in jackd's registry{})",
+                            if crate::servers::process_exiting(pid) {
+                                ": it is exiting, and has not been reaped yet"
+                            } else {
+                                ""
+                            }
+                        ));
+                    }
                 }
                 return Err(AudioError::ServerStart {
                     name,
@@ -499,6 +598,12 @@ impl JackServer {
         self.child.as_ref().map(|c| c.id()).or(pipewire)
     }
 
+    /// Whether this server is a private PipeWire (the JACK API through PipeWire's
+    /// libjack, or native streams), not a jackd.
+    pub fn is_pipewire(&self) -> bool {
+        self.pipewire.is_some()
+    }
+
     /// For a private server that has exited: how it ended (a private PipeWire: the
     /// first of its processes that ended).
     pub fn exited(&mut self) -> Option<String> {
@@ -526,7 +631,9 @@ impl JackServer {
 
     /// Stops a private server (SIGTERM to its group, SIGKILL after 3 s) and reaps it
     /// (a private PipeWire: [`crate::pipewire::PipewireServer::stop`]). Does nothing for
-    /// an external one.
+    /// an external one. A jackd that did not shut down cleanly (killed after its grace,
+    /// as a busy machine can make it, or dead of a signal) could not remove its
+    /// semaphores and socket from `/dev/shm`: they are removed here, the server gone.
     pub fn stop(&mut self) {
         // A running PipeWire's quantum goes back to what it was.
         drop(self.running.take());
@@ -555,6 +662,17 @@ impl JackServer {
         // Anything left in the group (jackd forks nothing, but be sure).
         // SAFETY: as above; ESRCH when the group is gone is fine.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        // A jackd that did not shut down cleanly (killed after its grace, or dead of a
+        // signal of its own) left its semaphores and socket: it is gone, so are they.
+        let name = &self.info.name;
+        let served = jackd_processes()
+            .iter()
+            .any(|(_, args)| args.windows(2).any(|w| w[0] == "-n" && w[1] == *name));
+        if !served {
+            for (_, file) in server_files(std::slice::from_ref(name)) {
+                let _ = std::fs::remove_file(file);
+            }
+        }
     }
 }
 

@@ -37,6 +37,7 @@ use super::quantum::{
     measure_graph, set_setting, QuantumError, Restore, FORCE_QUANTUM_KEY, FORCE_RATE_KEY,
 };
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -306,7 +307,8 @@ impl KeptSetting {
         }
         match super::quantum::restore_setting(&self.env, self.key, &self.forced, &self.previous) {
             Ok(Restore::Changed(changed)) => {
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "audiolat: left {} at {} on the PipeWire at {}: it was changed during the run (audiolat forced {} and found {} before)",
                     changed.key,
                     changed.now,
@@ -319,16 +321,19 @@ impl KeptSetting {
             Ok(_) => {
                 let _ = std::fs::remove_file(&self.file);
             }
-            Err(e) => eprintln!(
-                "audiolat: could not restore {} {} on the PipeWire at {} ({e}): put it back with `PIPEWIRE_RUNTIME_DIR={} PIPEWIRE_REMOTE={} pw-metadata -n settings 0 {} {}` (the next audiolat will try too)",
-                self.key,
-                self.previous,
-                self.socket.display(),
-                self.socket.parent().unwrap_or(Path::new("/")).display(),
-                self.socket.file_name().unwrap_or_default().to_string_lossy(),
-                self.key,
-                self.previous
-            ),
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "audiolat: could not restore {} {} on the PipeWire at {} ({e}): put it back with `PIPEWIRE_RUNTIME_DIR={} PIPEWIRE_REMOTE={} pw-metadata -n settings 0 {} {}` (the next audiolat will try too)",
+                    self.key,
+                    self.previous,
+                    self.socket.display(),
+                    self.socket.parent().unwrap_or(Path::new("/")).display(),
+                    self.socket.file_name().unwrap_or_default().to_string_lossy(),
+                    self.key,
+                    self.previous
+                );
+            }
         }
     }
 }
@@ -474,6 +479,7 @@ pub fn force_settings(
     if let Some(q) = quantum {
         force(&mut kept, FORCE_QUANTUM_KEY, q)?;
     }
+    crate::phase::reached(crate::phase::Phase::QuantumForced);
     (kept.granted, kept.granted_rate_hz) = measure_graph(jack_server, quantum, timeout)?;
     if quantum.is_none() && rate_hz.is_some() {
         // A JACK client's buffer size is clock.force-quantum, else the default

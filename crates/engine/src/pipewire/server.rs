@@ -351,6 +351,7 @@ impl PipewireServer {
             .arg(&self.config_file)
             .env("DBUS_SESSION_BUS_ADDRESS", &bus_address);
         self.spawn(PipewireProcess::Pipewire, cmd)?;
+        crate::phase::reached(crate::phase::Phase::ServerStart);
         let socket = self.runtime_dir.join(REMOTE_NAME);
         self.wait_for(
             &format!("the socket {}", socket.display()),

@@ -55,6 +55,8 @@ pub mod setup;
 pub const MIN_PERIOD_FRAMES: u32 = 32;
 /// The largest period.
 pub const MAX_PERIOD_FRAMES: u32 = 8192;
+/// Most periods in the virtual card's buffer.
+pub const MAX_PERIODS: u32 = 64;
 
 /// The card's settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +72,10 @@ pub struct VirtualConfig {
     pub loop_delay_frames: Option<f64>,
     /// The cable's gain (1.0; negative inverts).
     pub loop_gain: f32,
+    /// The application reads the card's input (a duplex stream, with a capture port):
+    /// a round trip does; a stream that only plays (an event run) does not, and reports
+    /// no capture port, as a JACK or ALSA stream without a capture does.
+    pub capture: bool,
     /// Scheduling of the hardware (clock) thread.
     pub hardware_policy: Policy,
     /// Scheduling of the application (audio) thread.
@@ -87,6 +93,7 @@ impl Default for VirtualConfig {
             periods: 2,
             loop_delay_frames: Some(0.0),
             loop_gain: 1.0,
+            capture: true,
             hardware_policy: Policy::Fifo { priority: 90 },
             audio_policy: Policy::Fifo { priority: 80 },
             record_capacity: 8192,
@@ -117,17 +124,18 @@ impl VirtualConfig {
                     .into(),
             });
         }
-        if self.periods > 64 {
+        if self.periods > MAX_PERIODS {
             return Err(AudioError::OutOfRange {
                 setting: StreamSetting::Periods,
                 value: self.periods,
-                problem: "the virtual card holds at most 64 periods".into(),
+                problem: format!("the virtual card holds at most {MAX_PERIODS} periods"),
             });
         }
         if let Some(d) = self.loop_delay_frames {
-            if !(d.is_finite() && (0.0..=1_000_000.0).contains(&d)) {
+            let most = dsp::loopdelay::MAX_LOOP_FRAMES;
+            if !(d.is_finite() && (0.0..=f64::from(most)).contains(&d)) {
                 return Err(AudioError::BadSetting(format!(
-                    "loop delay {d} frames: use 0 to 1000000 frames"
+                    "loop delay {d} frames: use 0 to {most} frames"
                 )));
             }
         }
@@ -213,10 +221,10 @@ impl VirtualStream {
             sample_rate_hz: config.sample_rate_hz,
             period_frames: config.period_frames,
             playback_latency_frames: config.buffer_frames(),
-            capture_latency_frames: Some(config.period_frames),
+            capture_latency_frames: config.capture.then_some(config.period_frames),
             client_name: "virtual".into(),
             playback_ports: vec!["virtual:playback".into()],
-            capture_port: Some("virtual:capture".into()),
+            capture_port: config.capture.then(|| "virtual:capture".into()),
             midi_port: None,
             server: ServerInfo {
                 name: "virtual".into(),
@@ -382,7 +390,9 @@ fn application_thread(
         // Capture [(c−1)P, cP).
         let cap = card.capture_capacity();
         let lost = |ticks_now: u64| (ticks_now.saturating_sub(1) * period).saturating_sub(cap);
-        if c >= 1 && (c - 1) * period >= lost(ticks) {
+        if !config.capture {
+            // A stream that only plays reads nothing (and loses nothing) of the input.
+        } else if c >= 1 && (c - 1) * period >= lost(ticks) {
             for (i, x) in input.iter_mut().enumerate() {
                 let m = (c - 1) * period + i as u64;
                 *x = f32::from_bits(card.capture[(m % cap) as usize].load(Ordering::Relaxed));
@@ -405,7 +415,7 @@ fn application_thread(
         };
         let mut io = Io {
             output: &mut output,
-            input: Some(&input),
+            input: config.capture.then_some(&input[..]),
             note_ons: &[],
             midi_dropped: 0,
         };

@@ -35,6 +35,9 @@ pub struct VirtualSpec {
     pub periods: u32,
     /// The cable; `None`: the input hears silence.
     pub cable: Option<Cable>,
+    /// The stream reads the card's input (a round trip's): without, it only plays and
+    /// has no capture port (an event run's, which has no loopback on this card).
+    pub capture: bool,
 }
 
 /// The set-up for one period (see [`crate::backend::open`]).
@@ -45,6 +48,7 @@ pub(crate) fn open(spec: &VirtualSpec, period: Option<u32>) -> Result<Setup, Aud
         periods: spec.periods,
         loop_delay_frames: spec.cable.map(|c| c.delay_frames),
         loop_gain: spec.cable.map_or(1.0, |c| c.gain),
+        capture: spec.capture,
         ..VirtualConfig::default()
     };
     config.validate()?;

@@ -20,6 +20,9 @@ pub struct AssembledBlock {
     pub first_packet_sender_ns: u64,
     /// When the packet that completed it arrived.
     pub last_arrival_ns: u64,
+    /// The `sender_time_ns` of the packet that completed it (the sender's clock): with
+    /// `last_arrival_ns`, its way to the host when both ends read one clock.
+    pub last_packet_sender_ns: u64,
     /// How many of its packets arrived out of order (after a higher index of the same
     /// block, or after a packet of the next block).
     pub reordered_packets: u32,
@@ -82,6 +85,7 @@ impl Slot {
             first_arrival_ns: 0,
             first_packet_sender_ns: 0,
             last_arrival_ns: 0,
+            last_packet_sender_ns: 0,
             reordered_packets: 0,
             frames: [[PadFrame::ZERO; PADS]; FRAMES_PER_BLOCK],
         },
@@ -215,6 +219,7 @@ impl BlockAssembler {
         if slot.present == ALL_PRESENT {
             slot.state = SlotState::Done;
             slot.assembled.last_arrival_ns = arrival_ns;
+            slot.assembled.last_packet_sender_ns = header.sender_time_ns;
             self.counters.blocks_complete += 1;
             return Some(&slot.assembled);
         }
@@ -235,6 +240,28 @@ impl BlockAssembler {
         for slot in &mut self.slots {
             slot.state = SlotState::Done;
         }
+    }
+
+    /// Forgets the blocks in flight as if their packets had never been placed: those
+    /// packets move from `packets_accepted` to [`DropReason::Unconfirmed`], no block is
+    /// counted incomplete, and the next packet starts the stream again. For a caller that
+    /// stops following a sender it never confirmed (a stray datagram is no stream).
+    /// Real-time safe.
+    pub fn abandon(&mut self) {
+        for slot in &mut self.slots {
+            if slot.state == SlotState::Filling {
+                let placed = u64::from(slot.present.count_ones());
+                self.counters.packets_accepted -= placed;
+                self.counters.drops.unconfirmed += placed;
+                self.counters.reordered = self
+                    .counters
+                    .reordered
+                    .saturating_sub(u64::from(slot.assembled.reordered_packets));
+            }
+            slot.state = SlotState::Void;
+            slot.present = 0;
+        }
+        self.started = false;
     }
 
     /// The counts so far.

@@ -2,9 +2,13 @@
 
 use super::*;
 
-/// Blocks whose send time the [`AnswerMatcher`] remembers: 64 blocks, 46 ms, far beyond
-/// the deadline.
-pub const ANSWER_RING_BLOCKS: usize = 64;
+/// Blocks whose send time the [`AnswerMatcher`] remembers: 4096 blocks, 2.97 s. Far
+/// beyond the deadline, and on purpose: a receiving thread that could not run for a
+/// while (a busy machine) finds the answers queued in its socket, and their blocks must
+/// still be known when it reads them; a ring of a few deadlines would have pushed them
+/// out and counted every answer unknown and every block lost. (The socket's queue holds
+/// less than that, about 0.9 s of answers.)
+pub const ANSWER_RING_BLOCKS: usize = 4096;
 
 /// What an answer from the host turned out to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +176,15 @@ impl AnswerMatcher {
             })
             .count() as u64;
         self.counters.evicted_unanswered + overdue_in_ring
+    }
+
+    /// Blocks sent and still waiting in the ring for their first answer (a block sent
+    /// again under the same number while it waits counts twice: at the wrap-around).
+    pub fn waiting(&self) -> u64 {
+        let c = &self.counters;
+        c.sent
+            .saturating_sub(c.answered)
+            .saturating_sub(c.evicted_unanswered)
     }
 
     /// The counts so far.

@@ -316,11 +316,15 @@ pub enum DropReason {
     /// A packet from an address other than the configured peer (counted by the caller,
     /// which owns the socket).
     Foreign,
+    /// A valid packet from a sender that was never confirmed as the peer: a host with no
+    /// configured peer follows the newest sender until one completes a whole block, and
+    /// the packets of a sender it stopped following are counted here (by the caller).
+    Unconfirmed,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 9] = [
+    pub const ALL: [DropReason; 10] = [
         DropReason::WrongSize,
         DropReason::BadMagic,
         DropReason::UnknownVersion,
@@ -330,6 +334,7 @@ impl DropReason {
         DropReason::Duplicate,
         DropReason::Stale,
         DropReason::Foreign,
+        DropReason::Unconfirmed,
     ];
 
     /// A short snake_case name for reports.
@@ -344,6 +349,7 @@ impl DropReason {
             DropReason::Duplicate => "duplicate",
             DropReason::Stale => "stale",
             DropReason::Foreign => "foreign",
+            DropReason::Unconfirmed => "unconfirmed",
         }
     }
 }
@@ -369,6 +375,8 @@ pub struct DropCounters {
     pub stale: u64,
     /// [`DropReason::Foreign`].
     pub foreign: u64,
+    /// [`DropReason::Unconfirmed`].
+    pub unconfirmed: u64,
 }
 
 impl DropCounters {
@@ -389,12 +397,33 @@ impl DropCounters {
             DropReason::Duplicate => self.duplicate,
             DropReason::Stale => self.stale,
             DropReason::Foreign => self.foreign,
+            DropReason::Unconfirmed => self.unconfirmed,
         }
     }
 
     /// Every drop, whatever the reason.
     pub fn total(&self) -> u64 {
         DropReason::ALL.iter().map(|&r| self.get(r)).sum()
+    }
+
+    /// Every counter apart, by its [`DropReason::name`] (the documented counters, none
+    /// folded into another), as a run's record stores them.
+    pub fn to_json(&self) -> serde_json::Value {
+        DropReason::ALL
+            .iter()
+            .map(|&r| (r.name().to_string(), serde_json::Value::from(self.get(r))))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// The drops of a malformed datagram (the [`WireError`] reasons), together.
+    pub fn malformed(&self) -> u64 {
+        self.wrong_size
+            + self.bad_magic
+            + self.unknown_version
+            + self.unknown_kind
+            + self.bad_index
+            + self.non_finite
     }
 
     fn counter_mut(&mut self, reason: DropReason) -> &mut u64 {
@@ -408,6 +437,7 @@ impl DropCounters {
             DropReason::Duplicate => &mut self.duplicate,
             DropReason::Stale => &mut self.stale,
             DropReason::Foreign => &mut self.foreign,
+            DropReason::Unconfirmed => &mut self.unconfirmed,
         }
     }
 }

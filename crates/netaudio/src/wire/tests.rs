@@ -668,6 +668,12 @@ fn an_in_order_stream_completes_every_block() {
         assert_eq!(b.first_arrival_ns, run.first_arrivals[&b.block], "t1");
         assert_eq!(b.first_arrival_ns, 1_000_000 + 10_000 * 16 * n as u64);
         assert_eq!(b.last_arrival_ns, b.first_arrival_ns + 15 * 10_000);
+        // Packet 15 completed it: its sender time, not packet 0's.
+        assert_eq!(
+            b.last_packet_sender_ns,
+            b.first_packet_sender_ns + 15,
+            "the completing packet's send"
+        );
         assert_eq!(b.reordered_packets, 0);
     }
     asm.finish();
@@ -938,6 +944,49 @@ fn hand_built_packets_with_a_bad_index_are_dropped() {
     assert_eq!(asm.counters(), AssemblerCounters::default());
 }
 
+#[test]
+fn abandoning_a_senders_packets_counts_them_unconfirmed_and_no_block_incomplete() {
+    let mut asm = BlockAssembler::new();
+    // A stray sender's three packets of its block 9, then it is abandoned.
+    for index in [3, 4, 5] {
+        assert!(asm.push(&stream_packet(9, index), 0).is_none());
+    }
+    asm.abandon();
+    let c = asm.counters();
+    assert_eq!((c.packets_accepted, c.drops.unconfirmed), (0, 3));
+    assert_eq!((c.blocks_incomplete, c.packets_missing), (0, 0));
+    assert_eq!(asm.newest_block(), None);
+    // The next stream starts where it starts, whole.
+    for index in 0..16 {
+        let done = asm.push(&stream_packet(0, index), 0).is_some();
+        assert_eq!(done, index == 15);
+    }
+    let c = asm.counters();
+    assert_eq!(
+        (c.packets_accepted, c.blocks_complete, c.blocks_incomplete),
+        (16, 1, 0)
+    );
+    // Every datagram used or dropped once: 16 used, 3 unconfirmed.
+    assert_eq!(c.packets_accepted + c.drops.total(), 19);
+}
+
+#[test]
+fn drop_counters_are_stored_apart_by_their_documented_names() {
+    let mut d = DropCounters::default();
+    for (i, r) in DropReason::ALL.iter().enumerate() {
+        for _ in 0..=i {
+            d.record(*r);
+        }
+    }
+    let json = d.to_json();
+    let map = json.as_object().unwrap();
+    assert_eq!(map.len(), DropReason::ALL.len());
+    for (i, r) in DropReason::ALL.iter().enumerate() {
+        assert_eq!(map[r.name()], (i + 1) as u64, "{}", r.name());
+    }
+    assert_eq!(d.malformed(), (1..=6).sum::<u64>());
+}
+
 // ---- the answer matcher ---------------------------------------------------------
 
 fn answer(block: u32, echo_time_ns: u64) -> OutputPacket {
@@ -977,8 +1026,10 @@ fn answers_are_matched_timed_and_classified() {
     );
     assert_eq!(m.answered(&answer(9, 0), 0), Answer::Unknown { block: 9 });
     assert_eq!(
-        m.answered(&answer(7 + 64, 0), 0),
-        Answer::Unknown { block: 71 },
+        m.answered(&answer(7 + ANSWER_RING_BLOCKS as u32, 0), 0),
+        Answer::Unknown {
+            block: 7 + ANSWER_RING_BLOCKS as u32
+        },
         "same ring place, other block"
     );
     let c = m.counters();
@@ -987,6 +1038,26 @@ fn answers_are_matched_timed_and_classified() {
         (2, 2, 1, 1, 2)
     );
     assert_eq!((c.echo_mismatches, c.evicted_unanswered), (0, 0));
+}
+
+/// A receiver that could not run for half a second (a busy machine) finds 700 blocks'
+/// send times waiting, then their answers: every one is still known.
+#[test]
+fn a_receiver_half_a_second_behind_still_matches_every_answer() {
+    let mut m = AnswerMatcher::new();
+    let blocks = 700u32;
+    for block in 0..blocks {
+        m.sent(block, u64::from(block) * BLOCK_PERIOD_NS);
+    }
+    for block in 0..blocks {
+        let t0 = u64::from(block) * BLOCK_PERIOD_NS;
+        assert!(matches!(
+            m.answered(&answer(block, t0), t0 + 500_000),
+            Answer::OnTime { .. }
+        ));
+    }
+    let c = m.counters();
+    assert_eq!((c.answered, c.unknown, c.evicted_unanswered), (700, 0, 0));
 }
 
 #[test]
@@ -1005,13 +1076,17 @@ fn unanswered_blocks_are_counted_when_overdue_or_evicted() {
     assert_eq!(m.unanswered_so_far(last_sent), 7);
     assert_eq!(m.unanswered_so_far(last_sent + 10 * DEADLINE_NS), 9);
     // The ring wraps: blocks 1..=9 are pushed out unanswered.
-    for block in 64..74u32 {
+    let ring = ANSWER_RING_BLOCKS as u32;
+    for block in ring..ring + 10 {
         m.sent(block, u64::from(block) * BLOCK_PERIOD_NS);
     }
     let c = m.counters();
     assert_eq!(c.evicted_unanswered, 9);
     assert_eq!(m.answered(&answer(5, 0), 0), Answer::Unknown { block: 5 });
-    assert_eq!(m.unanswered_so_far(73 * BLOCK_PERIOD_NS), 9 + 8);
+    assert_eq!(
+        m.unanswered_so_far(u64::from(ring + 9) * BLOCK_PERIOD_NS),
+        9 + 8
+    );
     m.reset();
     assert_eq!(m.counters(), MatcherCounters::default());
     assert_eq!(m.unanswered_so_far(u64::MAX), 0);

@@ -52,14 +52,16 @@ impl Collector {
             self.cycles += 1;
             // Lateness on the checked start only: just after a discontinuity nobody
             // knows when the cycle started.
-            match r.cycle.checked_lateness_ns() {
-                Some(l) if l < 0 => {
+            match (r.cycle.checked, r.cycle.checked_lateness_ns()) {
+                (Some(_), Some(l)) if l < 0 => {
                     self.early.record(l.unsigned_abs());
                 }
-                Some(l) => {
+                (Some(_), Some(l)) => {
                     self.lateness.record(l as u64);
                 }
-                None => self.cycles_timing_unknown += 1,
+                // The start is the callback's own: known, but no lateness to measure.
+                (Some(_), None) => {}
+                (None, _) => self.cycles_timing_unknown += 1,
             }
             self.dsp.record(r.dsp_ns);
             if r.dsp_ns as f64 > self.period_ns {

@@ -39,6 +39,7 @@ use engine::audio::{AudioError, Backend, Cycle, DuplexStart, Io, Processor, Stre
 use engine::clock::{monotonic_ns, sleep_until_ns};
 use engine::gpio::{GpioError, GpioLine, GpioSpec};
 use engine::rt::{Policy, ProcessRt, ThreadRt};
+use results::fmt_number;
 use results::hist::LatencyHistogram;
 use results::model::{Event, Measurement, TriggerRow};
 use serde_json::{json, Value};
@@ -88,6 +89,39 @@ impl std::fmt::Display for TriggerSource {
             TriggerSource::Midi => "midi",
         })
     }
+}
+
+/// The end reason of a key-triggered run whose input ended before the first key press.
+pub const NO_KEY_PRESSED: &str =
+    "the input ended before the first key press: no note was triggered, nothing was measured";
+
+/// Why standard input cannot give key presses ([`TriggerSource::Key`]); known before a
+/// run starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyInputError {
+    /// Standard input is not open.
+    #[error("standard input is closed")]
+    Closed,
+    /// Standard input is a character device that is not a terminal (`/dev/null`): it
+    /// gives no key presses.
+    #[error("standard input is a device that is not a terminal (such as /dev/null), which gives no key presses")]
+    NotATerminal,
+}
+
+/// Whether standard input can give key presses: a terminal, a pipe or a file can; a
+/// closed descriptor or another character device (`/dev/null`) cannot.
+pub fn check_key_input() -> Result<(), KeyInputError> {
+    // SAFETY: fstat and isatty on descriptor 0 with a valid out-pointer.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(0, &mut st) != 0 {
+            return Err(KeyInputError::Closed);
+        }
+        if st.st_mode & libc::S_IFMT == libc::S_IFCHR && libc::isatty(0) == 0 {
+            return Err(KeyInputError::NotATerminal);
+        }
+    }
+    Ok(())
 }
 
 /// When a triggered note starts.
@@ -175,24 +209,48 @@ impl EventConfig {
         }
     }
 
-    /// Checks the numbers against each other.
+    /// Checks the numbers, alone and against each other, before anything is started.
     pub fn validate(&self) -> Result<(), EventError> {
         if self.triggers == 0 {
             return Err(EventError::NoTriggers);
         }
-        if !(self.note_ms > 0.0 && self.note_ms <= 10_000.0) {
-            return Err(EventError::Config(format!(
-                "note length {} ms: use more than 0 and at most 10000 ms",
-                self.note_ms
-            )));
+        let out_of_range = |setting, value: String| Err(EventError::OutOfRange { setting, value });
+        if self.triggers > MAX_TRIGGERS {
+            return out_of_range(EventSetting::Triggers, self.triggers.to_string());
+        }
+        if !(self.note_ms > 0.0 && self.note_ms <= MAX_NOTE_MS) {
+            return out_of_range(
+                EventSetting::Note,
+                format!("{} ms", fmt_number(self.note_ms)),
+            );
+        }
+        if !(self.spacing_ms.is_finite() && self.spacing_ms <= MAX_SPACING_MS) {
+            return out_of_range(
+                EventSetting::Spacing,
+                format!("{} ms", fmt_number(self.spacing_ms)),
+            );
         }
         if self.spacing_ms < self.note_ms * 1.5 {
-            return Err(EventError::Config(format!(
-                "trigger spacing {} ms is too short for {} ms notes: notes need silence between them, use at least {} ms",
-                self.spacing_ms,
-                self.note_ms,
-                self.note_ms * 1.5
-            )));
+            return Err(EventError::SpacingBelowNote {
+                spacing_ms: self.spacing_ms,
+                note_ms: self.note_ms,
+            });
+        }
+        if !FREQUENCY_RANGE_HZ.contains(&self.frequency_hz) {
+            return out_of_range(
+                EventSetting::Frequency,
+                format!("{} Hz", fmt_number(f64::from(self.frequency_hz))),
+            );
+        }
+        if self.source == TriggerSource::Timer {
+            // The timer's triggers come a spacing apart at least: the run lasts that long.
+            let longest_ms = engine::clock::LONGEST_RUN.as_secs_f64() * 1e3;
+            if self.triggers as f64 * self.spacing_ms > longest_ms {
+                return Err(EventError::TooLong {
+                    triggers: self.triggers,
+                    most: (longest_ms / self.spacing_ms) as u64,
+                });
+            }
         }
         if !(self.loopback_threshold > 0.0 && self.loopback_threshold <= 1.0) {
             return Err(EventError::Config(
@@ -223,6 +281,102 @@ impl EventConfig {
     }
 }
 
+/// Most triggers in a run (each is a stored row).
+pub const MAX_TRIGGERS: u64 = 1_000_000;
+/// Longest note, ms.
+pub const MAX_NOTE_MS: f64 = 10_000.0;
+/// Longest least time between timer triggers, ms.
+pub const MAX_SPACING_MS: f64 = 60_000.0;
+/// The tone frequencies a note may have, Hz (what is heard; below the Nyquist frequency
+/// of the stream's rate too, see [`EventConfig::check_against`]).
+pub const FREQUENCY_RANGE_HZ: std::ops::RangeInclusive<f32> = 20.0..=20_000.0;
+
+/// A setting [`EventConfig::validate`] refuses by name: a front end words it with what
+/// sets it ([`EventError::message`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventSetting {
+    /// Triggers in a run.
+    Triggers,
+    /// The note's length.
+    Note,
+    /// The least time between timer triggers.
+    Spacing,
+    /// The tone's frequency.
+    Frequency,
+}
+
+impl EventSetting {
+    /// The setting's name in the library's own words.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventSetting::Triggers => "the trigger count",
+            EventSetting::Note => "the note length",
+            EventSetting::Spacing => "the trigger spacing",
+            EventSetting::Frequency => "the tone frequency",
+        }
+    }
+
+    /// What the setting takes.
+    fn range(self) -> String {
+        match self {
+            EventSetting::Triggers => format!("use 1 to {MAX_TRIGGERS}"),
+            EventSetting::Note => format!("use more than 0 and at most {MAX_NOTE_MS} ms"),
+            EventSetting::Spacing => {
+                format!("use at most {MAX_SPACING_MS} ms (and 1.5 notes at least)")
+            }
+            EventSetting::Frequency => format!(
+                "use {} to {} Hz",
+                FREQUENCY_RANGE_HZ.start(),
+                FREQUENCY_RANGE_HZ.end()
+            ),
+        }
+    }
+}
+
+/// The message of an [`EventError`] that names settings, each called `name(setting)`.
+fn event_message(e: &EventError, name: &dyn Fn(EventSetting) -> &'static str) -> Option<String> {
+    Some(match e {
+        EventError::OutOfRange { setting, value } => {
+            format!("{} {value} is out of range: {}", name(*setting), setting.range())
+        }
+        EventError::SpacingBelowNote {
+            spacing_ms,
+            note_ms,
+        } => format!(
+            "{} {} ms is too short for {} {} ms: notes need silence between them, use at least {} ms",
+            name(EventSetting::Spacing),
+            fmt_number(*spacing_ms),
+            name(EventSetting::Note),
+            fmt_number(*note_ms),
+            fmt_number(note_ms * 1.5)
+        ),
+        EventError::TooLong { triggers, most } => format!(
+            "{} {triggers} at {} apart would take longer than {}, the longest audiolat measures for: use 1 to {most}",
+            name(EventSetting::Triggers),
+            name(EventSetting::Spacing),
+            engine::clock::LONGEST_RUN_WORDS
+        ),
+        EventError::AboveNyquist {
+            frequency_hz,
+            rate_hz,
+        } => format!(
+            "{} {frequency_hz} Hz is at or above half the stream's rate of {rate_hz} Hz, which cannot carry it: use {} to {} Hz",
+            name(EventSetting::Frequency),
+            FREQUENCY_RANGE_HZ.start(),
+            (*rate_hz as f32 / 2.0 - 1.0).min(*FREQUENCY_RANGE_HZ.end())
+        ),
+        _ => return None,
+    })
+}
+
+impl EventError {
+    /// The message with each named setting called `name(setting)` (a front end's flag);
+    /// other errors as they are.
+    pub fn message(&self, name: impl Fn(EventSetting) -> &'static str) -> String {
+        event_message(self, &name).unwrap_or_else(|| self.to_string())
+    }
+}
+
 /// Why the event probe could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum EventError {
@@ -232,6 +386,39 @@ pub enum EventError {
     /// The run was asked for no triggers.
     #[error("the number of triggers must be at least 1")]
     NoTriggers,
+    /// A named setting out of its range; `value` is what was asked, with its unit.
+    #[error("{}", event_message(self, &EventSetting::name).unwrap_or_default())]
+    OutOfRange {
+        /// The setting.
+        setting: EventSetting,
+        /// Its value, as asked.
+        value: String,
+    },
+    /// Timer triggers closer than one and a half notes.
+    #[error("{}", event_message(self, &EventSetting::name).unwrap_or_default())]
+    SpacingBelowNote {
+        /// The spacing, ms.
+        spacing_ms: f64,
+        /// The note's length, ms.
+        note_ms: f64,
+    },
+    /// Timer triggers that would take longer than
+    /// [`LONGEST_RUN`](engine::clock::LONGEST_RUN).
+    #[error("{}", event_message(self, &EventSetting::name).unwrap_or_default())]
+    TooLong {
+        /// Triggers asked for.
+        triggers: u64,
+        /// The most that fit.
+        most: u64,
+    },
+    /// A tone at or above the stream's Nyquist frequency.
+    #[error("{}", event_message(self, &EventSetting::name).unwrap_or_default())]
+    AboveNyquist {
+        /// The tone, Hz.
+        frequency_hz: f32,
+        /// The stream's rate, Hz.
+        rate_hz: u32,
+    },
     /// A GPIO line was asked for with MIDI triggers.
     #[error("a GPIO line needs timer or key triggers: a MIDI note-on arrives inside the audio cycle, with no moment to raise a line at")]
     GpioWithMidi,
@@ -249,6 +436,28 @@ pub enum EventError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+impl EventConfig {
+    /// Checks the settings against the opened stream, before anything is started: the
+    /// tone below the Nyquist frequency of the stream's rate ([`Self::check_rate`]), and
+    /// a source the stream can serve (MIDI triggers need its MIDI input).
+    pub fn check_against(&self, info: &StreamInfo) -> Result<(), EventError> {
+        self.check_rate(info.sample_rate_hz)?;
+        check_source(self, info)
+    }
+
+    /// Checks the tone against a stream rate of `rate_hz`: a tone at or above half the
+    /// rate cannot be carried (it folds back as another tone).
+    pub fn check_rate(&self, rate_hz: u32) -> Result<(), EventError> {
+        if f64::from(self.frequency_hz) >= f64::from(rate_hz) / 2.0 {
+            return Err(EventError::AboveNyquist {
+                frequency_hz: self.frequency_hz,
+                rate_hz,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Refuses trigger sources the backend or the settings cannot serve: MIDI triggers
@@ -402,7 +611,7 @@ pub fn run(
 ) -> Result<EventOutcome, EventError> {
     config.validate()?;
     let info = backend.info().clone();
-    check_source(config, &info)?;
+    config.check_against(&info)?;
     let gpio = match &config.gpio {
         Some(spec) => Some(GpioLine::open(spec, "audiolat")?),
         None => None,

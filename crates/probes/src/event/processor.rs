@@ -162,13 +162,20 @@ impl EventProcessor {
         }
     }
 
-    /// Schedules the triggers the trigger thread sent, at the frame the policy gives.
-    /// Audio thread: no allocation, no lock (a wait-free ring pop).
+    /// Schedules the triggers the trigger thread sent, at the frame the policy gives,
+    /// as many as there are free note slots: the others wait in the ring for a later
+    /// cycle (a note late, and said so, rather than a trigger lost after the audio
+    /// thread was held off for many spacings). Audio thread: no allocation, no lock (a
+    /// wait-free ring pop).
     #[inline]
     fn schedule_triggers(&mut self, cycle: &Cycle) {
         let first = cycle.first_frame;
         let n = cycle.frames as u64;
-        while let Ok(t) = self.triggers.pop() {
+        // The ring first: most cycles have no trigger, and then no slot is looked at.
+        while !self.triggers.is_empty() && self.scheduled.iter().any(Option::is_none) {
+            let Ok(t) = self.triggers.pop() else {
+                break;
+            };
             let mut first_at = 0.0;
             let (frame, late) = match self.policy {
                 NotePolicy::Asap => (first, false),

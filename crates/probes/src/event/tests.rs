@@ -285,3 +285,64 @@ fn skipped_frames_and_unknown_starts_are_disruptions() {
     run(&mut p, &cycle(5, false));
     assert_eq!(p.disrupted_until, Some(6 * 256));
 }
+
+/// Triggers that pile up while the audio thread is held off (more than it has note
+/// slots) are none of them dropped: those without a slot wait in the ring and start,
+/// late, in the next cycles.
+#[test]
+fn triggers_beyond_the_note_slots_wait_for_a_later_cycle_and_none_is_dropped() {
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Asap);
+    let many = super::processor::MAX_SCHEDULED + 8;
+    let (mut trigger_tx, triggers) = rtrb::RingBuffer::new(2 * many);
+    let (notes_tx, mut notes) = rtrb::RingBuffer::new(2 * many);
+    let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
+    let counters: Arc<super::processor::Counters> = Arc::default();
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, counters.clone());
+    let frames = 256u32;
+    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
+    let info = stream_info(frames, None);
+    p.prepare(&info);
+    for seq in 0..many as u64 {
+        trigger_tx
+            .push(Trigger {
+                seq,
+                t_ns: 1_000_000_000,
+            })
+            .unwrap();
+    }
+    let mut out = vec![0.0f32; frames as usize];
+    for k in 0..4u64 {
+        let ns = 1_000_000_000 + (k as f64 * period_ns) as u64;
+        let c = Cycle {
+            index: k,
+            frames,
+            first_frame: k * u64::from(frames),
+            nominal_ns: ns,
+            period_ns,
+            callback_ns: ns,
+            checked: None,
+            overran: false,
+        };
+        let mut io = Io {
+            output: &mut out,
+            input: None,
+            note_ons: &[],
+            midi_dropped: 0,
+        };
+        p.process(&c, &mut io);
+    }
+    let mut started = 0;
+    while notes.pop().is_ok() {
+        started += 1;
+    }
+    assert_eq!(
+        counters
+            .notes_dropped
+            .load(std::sync::atomic::Ordering::Relaxed)
+            + counters
+                .triggers_dropped
+                .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    assert_eq!(started, many);
+}

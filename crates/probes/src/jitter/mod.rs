@@ -187,6 +187,11 @@ pub struct JitterConfig {
 pub const MIN_PERIOD_NS: u64 = 20_000;
 /// Largest period accepted (10 s).
 pub const MAX_PERIOD_NS: u64 = 10_000_000_000;
+/// Most fragments in a fragment model's buffer (ALSA's own limit on periods in a buffer
+/// is of this order; latencytest used 3).
+pub const MAX_FRAGMENTS: u32 = 1024;
+/// The histogram bounds accepted, ns (1 µs to 60 s).
+pub const HIST_BOUND_RANGE_NS: std::ops::RangeInclusive<u64> = 1_000..=60_000_000_000;
 /// Overflows and under-runs kept with their cycle numbers (all are counted).
 pub const MAX_RECORDS: usize = 4096;
 /// Largest wake-ups kept with their cycle numbers.
@@ -215,6 +220,10 @@ pub enum JitterSetting {
     Duration,
     /// The run's number of loops.
     Loops,
+    /// The period (a rate, an interval, or a fragment's frames at its rate).
+    Period,
+    /// The histogram bound.
+    HistBound,
 }
 
 impl JitterSetting {
@@ -227,6 +236,8 @@ impl JitterSetting {
             JitterSetting::Cpus => "the CPU list",
             JitterSetting::Duration => "the duration",
             JitterSetting::Loops => "the loop count",
+            JitterSetting::Period => "the wake-up rate",
+            JitterSetting::HistBound => "the histogram bound",
         }
     }
 }
@@ -246,6 +257,14 @@ pub enum JitterError {
         /// Its value, as asked.
         value: Option<String>,
     },
+    /// More loops than fit in [`LONGEST_RUN`](engine::clock::LONGEST_RUN) at the period.
+    #[error("{}", too_many_loops(*.loops, *.most, JitterSetting::Loops.name()))]
+    TooManyLoops {
+        /// The loops asked for.
+        loops: u64,
+        /// The most that fit.
+        most: u64,
+    },
     /// SCHED_DEADLINE with pinned CPUs, which the kernel refuses.
     #[error("{}", deadline_with_cpus(JitterSetting::Cpus.name()))]
     DeadlineWithCpus,
@@ -264,17 +283,35 @@ pub enum JitterError {
 
 /// A setting out of range, the setting called `name`.
 fn out_of_range(setting: JitterSetting, value: Option<&str>, name: &str) -> String {
-    let value = value.map(|v| format!(" {v}")).unwrap_or_default();
     let rule = match setting {
         JitterSetting::Busy => {
             "is out of range: use 0 up to, not including, 100 (percent of each period)"
         }
-        JitterSetting::Fragments => "leaves no headroom: use 2 or more (latencytest used 3)",
+        JitterSetting::Fragments => {
+            "is out of range: use 2 to 1024 (1 leaves no headroom; latencytest used 3)"
+        }
         JitterSetting::Frames => "must be at least 1",
         JitterSetting::Cpus => "needs at least one CPU",
-        JitterSetting::Duration | JitterSetting::Loops => "must be positive",
+        JitterSetting::Duration => "is out of range: use more than 0 and at most 7 days (168h)",
+        JitterSetting::Loops => "must be positive",
+        JitterSetting::Period => {
+            return format!(
+                "{name}: a period of {} is out of range: use a rate of 0.1..50000 Hz (an interval of 20us..10s)",
+                value.unwrap_or("this")
+            )
+        }
+        JitterSetting::HistBound => "is out of range: use 1us..60s",
     };
+    let value = value.map(|v| format!(" {v}")).unwrap_or_default();
     format!("{name}{value} {rule}")
+}
+
+/// More loops than a run may have, the loop count called `name`.
+fn too_many_loops(loops: u64, most: u64, name: &str) -> String {
+    format!(
+        "{name} {loops} is out of range: at this period, use 1 to {most} (a run is at most {})",
+        engine::clock::LONGEST_RUN_WORDS
+    )
 }
 
 /// SCHED_DEADLINE refused with pinned CPUs, set by what is called `cpus`.
@@ -294,6 +331,9 @@ impl JitterError {
                 out_of_range(*setting, value.as_deref(), name(*setting))
             }
             JitterError::DeadlineWithCpus => deadline_with_cpus(name(JitterSetting::Cpus)),
+            JitterError::TooManyLoops { loops, most } => {
+                too_many_loops(*loops, *most, name(JitterSetting::Loops))
+            }
             other => other.to_string(),
         }
     }
@@ -321,19 +361,17 @@ impl JitterConfig {
     /// Checks the configuration before anything is started.
     pub fn validate(&self) -> Result<(), JitterError> {
         let bad = |m: String| Err(JitterError::Invalid(m));
-        if self.period_ns < MIN_PERIOD_NS || self.period_ns > MAX_PERIOD_NS {
-            return bad(format!(
-                "period {} ns is out of range: use a rate of 0.1..50000 Hz (an interval of 20us..10s)",
-                self.period_ns
-            ));
-        }
         let out_of_range =
             |setting, value: Option<String>| Err(JitterError::OutOfRange { setting, value });
+        if self.period_ns < MIN_PERIOD_NS || self.period_ns > MAX_PERIOD_NS {
+            let period = Duration::from_nanos(self.period_ns);
+            return out_of_range(JitterSetting::Period, Some(format!("{period:?}")));
+        }
         if !(0.0..100.0).contains(&self.busy_percent) {
             return out_of_range(JitterSetting::Busy, Some(self.busy_percent.to_string()));
         }
         if let Some(f) = &self.fragments {
-            if f.fragments < 2 {
+            if !(2..=MAX_FRAGMENTS).contains(&f.fragments) {
                 return out_of_range(JitterSetting::Fragments, Some(f.fragments.to_string()));
             }
             if f.frames == 0 {
@@ -346,11 +384,9 @@ impl JitterConfig {
                 ));
             }
         }
-        if self.hist_bound_ns < 1_000 || self.hist_bound_ns > 60_000_000_000 {
-            return bad(format!(
-                "histogram bound {} ns is out of range: use 1us..60s",
-                self.hist_bound_ns
-            ));
+        if !HIST_BOUND_RANGE_NS.contains(&self.hist_bound_ns) {
+            let bound = Duration::from_nanos(self.hist_bound_ns);
+            return out_of_range(JitterSetting::HistBound, Some(format!("{bound:?}")));
         }
         self.policy
             .validate()
@@ -370,9 +406,19 @@ impl JitterConfig {
                 return out_of_range(JitterSetting::Cpus, None);
             }
         }
+        let longest = engine::clock::LONGEST_RUN;
         match self.length {
-            RunLength::Duration(d) if d.is_zero() => out_of_range(JitterSetting::Duration, None),
+            RunLength::Duration(d) if d.is_zero() || d > longest => {
+                out_of_range(JitterSetting::Duration, Some(format!("{d:?}")))
+            }
             RunLength::Loops(0) => out_of_range(JitterSetting::Loops, None),
+            RunLength::Loops(loops) => {
+                let most = (longest.as_nanos() / u128::from(self.period_ns)) as u64;
+                if loops > most {
+                    return Err(JitterError::TooManyLoops { loops, most });
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }

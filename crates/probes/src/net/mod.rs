@@ -27,8 +27,12 @@ use results::LatencyHistogram;
 
 use crate::steal::{StealSampler, StealTimeline};
 
-pub use outcome::{controller_measurements, host_measurements};
-pub use setup::{NetConfigError, NetSetup};
+pub use outcome::{
+    controller_json, controller_measurements, host_json, host_measurements, sched_json,
+};
+pub use setup::{
+    check_ranges, NetConfigError, NetSetting, NetSetup, LINK_RANGE_MBPS, MAX_PHASE, MAX_WARMUP,
+};
 
 /// The probe's histogram: results' fixed-bound HDR histogram, which netaudio's loops
 /// record into (without allocating). Dereferences to the [`LatencyHistogram`].
@@ -123,6 +127,21 @@ impl NetConfig {
 }
 
 impl NetConfig {
+    /// The CPUs its threads are pinned to outside any cell: the host's and the
+    /// controller's, once each.
+    pub fn pinned_cpus(&self) -> Vec<usize> {
+        let mut cpus: Vec<usize> = self
+            .host_cpus
+            .iter()
+            .chain(&self.controller_cpus)
+            .flatten()
+            .copied()
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }
+
     /// The host's threads for admission control: its network thread and workers, which
     /// spin when it polls without sleeping or has workers.
     pub fn host_threads(&self) -> qos::HostThreads {
@@ -215,6 +234,9 @@ pub struct Phase {
     pub service: Option<service::ServiceOutcome>,
     /// The HTB classes' counters on the controller's link, if `tc` shaped it.
     pub tc_classes: Option<serde_json::Value>,
+    /// The kernel's softirq threads (`ksoftirqd/N`) over the phase, summed: network work
+    /// deferred to them waits there for a CPU.
+    pub kernel_softirq: Option<engine::rt::SchedStat>,
 }
 
 /// Both phases and the host steal over the run.
@@ -262,6 +284,7 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
     } else {
         None
     };
+    engine::phase::reached(engine::phase::Phase::Netns);
     let steal = StealSampler::start(Duration::from_millis(50), None);
     let start_ns = monotonic_ns();
     let reference = if config.reference_duration.is_zero() {
@@ -275,6 +298,9 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
             stop,
         )?)
     };
+    if reference.is_some() {
+        engine::phase::reached(engine::phase::Phase::NetSynth);
+    }
     let synth = if stop.load(Ordering::Relaxed) {
         None
     } else {

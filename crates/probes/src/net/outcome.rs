@@ -18,6 +18,7 @@ impl NetOutcome {
                     .receiver_thread
                     .as_ref()
                     .is_some_and(|g| g.is_realtime())
+                && p.service.as_ref().is_none_or(|s| s.thread.is_realtime())
         };
         self.reference.iter().chain(self.synth.iter()).all(phase_rt)
             && (self.reference.is_some() || self.synth.is_some())
@@ -70,29 +71,28 @@ impl NetOutcome {
         out
     }
 
-    /// Validity flags.
+    /// Validity flags: with the others, `sender_late_blocks`, the counted blocks the
+    /// run's own controller sent late (both phases): times it cannot blame on the host
+    /// or the network.
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
         let cpus = engine::rt::online_cpus().len();
-        let kernel = self
-            .reference
-            .iter()
-            .chain(self.synth.iter())
-            .all(|p| p.host.kernel_timestamps);
+        let phases = || self.reference.iter().chain(self.synth.iter());
+        let kernel = phases().all(|p| p.host.kernel_timestamps);
+        let late: u64 = phases().map(|p| p.controller.blocks_sent_late).sum();
         json!({
             "realtime": self.realtime(),
             "interrupted": self.interrupted,
             "host_steal_ns": steal_ns,
             "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
             "kernel_timestamps": kernel,
+            "sender_late_blocks": late,
         })
     }
 
     /// Counters and thread grants, per phase.
     pub fn result_json(&self) -> Value {
         let phase = |p: &Phase| {
-            let (h, c) = (&p.host, &p.controller);
-            let d = &h.counters.drops;
             json!({
                 "flood": p.flood.map(|(sent, mbps)| json!({"datagrams": sent, "mbit_per_s": mbps})),
                 "stream": p.stream.as_ref().map(|st| json!({
@@ -100,39 +100,82 @@ impl NetOutcome {
                     "received": st.received, "received_mbit_per_s": st.received_mbps})),
                 "service": p.service.as_ref().map(service::ServiceOutcome::to_json),
                 "tc_classes": p.tc_classes,
-                "host": {
-                    "answered": h.answered, "misses": h.misses, "send_dropped": h.send_dropped,
-                    "kernel_dropped": h.kernel_dropped,
-                    "blocks_complete": h.counters.blocks_complete,
-                    "blocks_incomplete": h.counters.blocks_incomplete,
-                    "packets_missing": h.counters.packets_missing,
-                    "reordered": h.counters.reordered,
-                    "drops": {"wrong_size": d.wrong_size, "bad_magic": d.bad_magic,
-                              "unknown_version": d.unknown_version, "unknown_kind": d.unknown_kind,
-                              "bad_index": d.bad_index, "non_finite": d.non_finite,
-                              "duplicate": d.duplicate, "stale": d.stale, "foreign": d.foreign},
-                    "net_thread": h.net_thread.granted.to_string(),
-                    "workers": h.worker_threads.iter().map(|g| g.granted.to_string()).collect::<Vec<_>>(),
-                    "error": h.error,
-                },
-                "controller": {
-                    "blocks_sent": c.blocks_sent, "on_time": c.on_time, "late": c.late, "lost": c.lost,
-                    "packets_sent": c.packets_sent, "packets_refused": c.packets_refused,
-                    "duplicate_answers": c.duplicate_answers, "unknown_answers": c.unknown_answers,
-                    "malformed_answers": c.malformed.total(),
-                    "sender_thread": c.sender_thread.granted.to_string(),
-                    "error": c.error,
-                },
+                "kernel_softirq": sched_json(p.kernel_softirq),
+                "host": host_json(&p.host),
+                "controller": controller_json(&p.controller),
             })
         };
         json!({
             "deadline_ns": wire::DEADLINE_NS,
             "short_response_ns": netaudio::host::SHORT_RESPONSE_NS,
+            "late_send_ns": netaudio::controller::LATE_SEND_NS,
             "stream_datagram_bytes": netaudio::traffic::STREAM_DATAGRAM,
             "reference": self.reference.as_ref().map(phase),
             "synth": self.synth.as_ref().map(phase),
         })
     }
+}
+
+/// A thread's time on a CPU and waiting for one, as stored (`null` where the kernel
+/// kept no counters).
+pub fn sched_json(s: Option<engine::rt::SchedStat>) -> Value {
+    s.map_or(
+        Value::Null,
+        |s| json!({"on_cpu_ns": s.on_cpu_ns, "run_queue_wait_ns": s.run_queue_wait_ns}),
+    )
+}
+
+/// The host's counters as stored: the blocks it counted (from which block, answering
+/// whom: the answers it sent, those the kernel refused, those past the deadline), what it
+/// dropped by each documented reason, its threads. `results::counts::HostBlocks` reads
+/// them.
+pub fn host_json(h: &HostOutcome) -> Value {
+    json!({
+        "answers_sent": h.answers_sent, "answers_refused": h.answers_refused,
+        "answers_in_warmup": h.answers_in_warmup,
+        "counted_from_block": h.counted_from_block,
+        "peer": h.peer.map(|p| p.to_string()), "peer_changes": h.peer_changes,
+        "responses_past_deadline": h.responses_past_deadline,
+        "kernel_dropped": h.kernel_dropped,
+        "packets_accepted": h.counters.packets_accepted,
+        "blocks_complete": h.counters.blocks_complete,
+        "blocks_incomplete": h.counters.blocks_incomplete,
+        "packets_missing": h.counters.packets_missing,
+        "reordered": h.counters.reordered,
+        "drops": h.counters.drops.to_json(),
+        "net_thread": h.net_thread.granted.to_string(),
+        "net_thread_sched": sched_json(h.net_thread_sched),
+        "workers": h.worker_threads.iter().map(|g| g.granted.to_string()).collect::<Vec<_>>(),
+        "error": h.error,
+    })
+}
+
+/// The controller's counters as stored: blocks by their schedule (sent, sent late by
+/// the controller itself; their answers received on time, late, after the run's end, or
+/// not received), the late ones by cause (`null` when its host ran elsewhere), the
+/// answers it could not use by each documented reason, its threads.
+/// `results::counts::ControllerBlocks` reads them.
+pub fn controller_json(c: &ControllerOutcome) -> Value {
+    json!({
+        "blocks_sent": c.blocks_sent, "blocks_sent_late": c.blocks_sent_late,
+        "counted_from_block": c.counted_from_block,
+        "answers_received_on_time": c.answers_received_on_time,
+        "answers_received_late": c.answers_received_late,
+        "answers_received_after_end": c.answers_received_after_end,
+        "answers_not_received": c.answers_not_received,
+        "miss_causes": c.miss_causes.map(|m| json!({
+            "sent_late": m.sent_late, "to_host": m.to_host, "host": m.host,
+            "way_back": m.way_back, "unsplit": m.unsplit})),
+        "packets_sent": c.packets_sent, "packets_refused": c.packets_refused,
+        "duplicate_answers": c.duplicate_answers, "unknown_answers": c.unknown_answers,
+        "dropped_answers": c.dropped_answers.to_json(),
+        "answers_dropped_by_kernel": c.answers_dropped_by_kernel,
+        "blocks_unrecorded": c.blocks_unrecorded,
+        "sender_thread": c.sender_thread.granted.to_string(),
+        "sender_sched": sched_json(c.sender_sched),
+        "receiver_sched": sched_json(c.receiver_sched),
+        "error": c.error,
+    })
 }
 
 /// The host's measurements: response time `t2 - t1` against the deadline, its share after
@@ -154,13 +197,13 @@ pub fn host_measurements(h: &HostOutcome, suffix: &str) -> Vec<Measurement> {
             h.response.0.clone(),
         );
     m.deadline = Some(wire::DEADLINE_NS as f64);
-    m.misses = Some(h.misses);
+    m.misses = Some(h.responses_past_deadline);
     m.detail = json!({
-        "answered": h.answered,
-        "answered_in_warmup": h.answered_in_warmup,
+        "answers_sent": h.answers_sent,
+        "answers_refused": h.answers_refused,
+        "answers_in_warmup": h.answers_in_warmup,
         "below_gathering": h.below_gathering,
         "short_responses": h.short_responses,
-        "send_dropped": h.send_dropped,
         "kernel_timestamps": h.kernel_timestamps,
         "gathering_ns_median": h.gathering.summary().map(|s| s.p50),
     });
@@ -182,8 +225,9 @@ pub fn host_measurements(h: &HostOutcome, suffix: &str) -> Vec<Measurement> {
     out
 }
 
-/// The controller's measurements: end to end `tf - t0` against the deadline, and its
-/// pacing error.
+/// The controller's measurements: end to end `tf - t0` against the deadline (the blocks
+/// answered before the run's end; its misses are of every block sent: late, answered
+/// after the end or not at all), and its pacing error.
 pub fn controller_measurements(c: &ControllerOutcome, suffix: &str) -> Vec<Measurement> {
     let mut out = Vec::new();
     let mut e = Measurement::from_histogram(
@@ -193,9 +237,15 @@ pub fn controller_measurements(c: &ControllerOutcome, suffix: &str) -> Vec<Measu
             c.end_to_end.0.clone(),
         );
     e.deadline = Some(wire::DEADLINE_NS as f64);
-    e.misses = Some(c.late + c.lost);
-    e.detail = json!({"sent": c.blocks_sent, "on_time": c.on_time, "late": c.late, "lost": c.lost,
-                          "duplicate_answers": c.duplicate_answers, "unknown_answers": c.unknown_answers});
+    e.misses =
+        Some(c.answers_received_late + c.answers_received_after_end + c.answers_not_received);
+    e.detail = json!({"blocks_sent": c.blocks_sent, "blocks_sent_late": c.blocks_sent_late,
+                      "answers_received_on_time": c.answers_received_on_time,
+                      "answers_received_late": c.answers_received_late,
+                      "answers_received_after_end": c.answers_received_after_end,
+                      "answers_not_received": c.answers_not_received,
+                      "duplicate_answers": c.duplicate_answers,
+                      "unknown_answers": c.unknown_answers});
     out.push(e);
     let mut pacing = Measurement::from_histogram(
             "net",

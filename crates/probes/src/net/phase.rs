@@ -9,7 +9,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use engine::clock::monotonic_ns;
-use netaudio::{bind, controller, host, mclock, netns, service, traffic, udp, wire, NetError};
+use engine::rt::Policy;
+use netaudio::{bind, controller, host, mclock, misses, netns, service, traffic, udp, NetError};
 
 use super::{blocks_in, LinkShaping, NetConfig, Phase, ReserveBy, StreamOutcome};
 
@@ -92,11 +93,8 @@ fn end_configs(
     sockets: &Sockets,
     synth: bool,
     duration: Duration,
-    start_ns: u64,
 ) -> (host::HostConfig, controller::ControllerConfig) {
     let warmup_blocks = blocks_in(config.warmup);
-    let counted_from_ns =
-        start_ns + wire::packet_due_ns(warmup_blocks * wire::PACKETS_PER_BLOCK as u64);
     let (host_policy, host_cpus, groups) = match &config.host_cell {
         Some(cell) => (
             cell.cell.policy,
@@ -113,8 +111,8 @@ fn end_configs(
         cpus: host_cpus,
         groups,
         poll: config.poll,
-        count_from_ns: counted_from_ns,
-        warmup_after_first_ns: 0,
+        // The controller's schedule is known here: count the blocks it counts.
+        warmup: host::Warmup::BeforeBlock(warmup_blocks.min(u64::from(u32::MAX)) as u32),
     };
     let controller_config = controller::ControllerConfig {
         host: sockets.host_addr,
@@ -203,6 +201,19 @@ fn start_service(
         // The kernel's device queue, 1000 datagrams.
         queue: 1000,
         discipline,
+        // It carries the controller's packets: real-time as the controller's threads,
+        // one step below them (at a fixed priority), so the bulk it moves never holds
+        // up the audio threads' short wake-ups while every best-effort task waits for it.
+        policy: match config.policy {
+            Policy::Fifo { priority } => Policy::Fifo {
+                priority: priority.saturating_sub(1).max(1),
+            },
+            Policy::RoundRobin { priority } => Policy::RoundRobin {
+                priority: priority.saturating_sub(1).max(1),
+            },
+            other => other,
+        },
+        cpus: config.controller_cpus.clone(),
     };
     let (mut txs, handle) = service::spawn(&svc, outs, stop.clone()).map_err(NetError::Config)?;
     let stream_tx = if txs.len() > 1 { txs.pop() } else { None };
@@ -224,7 +235,8 @@ pub(super) fn run_phase(
 ) -> Result<Phase, NetError> {
     let sockets = open_sockets(config, link)?;
     let start_ns = monotonic_ns() + 50_000_000;
-    let (host_config, controller_config) = end_configs(config, &sockets, synth, duration, start_ns);
+    let (host_config, controller_config) = end_configs(config, &sockets, synth, duration);
+    let softirq = SoftirqWait::start();
     let host_stop = Arc::new(AtomicBool::new(false));
     let series = blocks_in(duration) as usize + 16;
     // The link's shaping: the kernel's classes, or the user-level service.
@@ -256,7 +268,40 @@ pub(super) fn run_phase(
         stream: streamed,
         service,
         tc_classes,
+        kernel_softirq: softirq.finish(),
     })
+}
+
+/// The kernel's softirq threads' counters at the start of a phase: network work the
+/// kernel defers (a shaped queue's packets, a busy veth) waits in them for a CPU.
+struct SoftirqWait(Vec<(i32, engine::rt::SchedStat)>);
+
+impl SoftirqWait {
+    fn start() -> SoftirqWait {
+        SoftirqWait(
+            engine::rt::softirq_threads()
+                .into_iter()
+                .filter_map(|(_, tid)| Some((tid, engine::rt::SchedStat::of_task(tid)?)))
+                .collect(),
+        )
+    }
+
+    /// Their time on a CPU and waiting for one since the start, summed (`None` where
+    /// the kernel keeps no counters).
+    fn finish(self) -> Option<engine::rt::SchedStat> {
+        let mut sum: Option<engine::rt::SchedStat> = None;
+        for (tid, before) in self.0 {
+            let Some(d) = engine::rt::SchedStat::of_task(tid).map(|after| after.since(before))
+            else {
+                continue;
+            };
+            let s = sum.get_or_insert_with(Default::default);
+            s.on_cpu_ns += d.on_cpu_ns;
+            s.run_queue_wait_ns += d.run_queue_wait_ns;
+            s.timeslices += d.timeslices;
+        }
+        sum
+    }
 }
 
 /// What the threads of a phase run with.
@@ -290,8 +335,22 @@ fn run_ends(
         Some((send, _, sink)) => (Some(send), Some(sink)),
         None => (None, None),
     };
+    host::prepare_socket(&host_socket, ends.host.poll);
+    let host_ready = AtomicBool::new(false);
+    // Both ends read one clock here: the host says where each block's time went before
+    // its answer, and the controller counts each late block by cause.
+    let host_shares = misses::HostShares::new();
     std::thread::scope(|scope| {
-        let host = scope.spawn(|| host::serve(ends.host, host_socket, host_stop, ends.series));
+        let host = scope.spawn(|| {
+            host::serve_signalling(
+                ends.host,
+                host_socket,
+                host_stop,
+                ends.series,
+                Some(&host_ready),
+                Some(&host_shares),
+            )
+        });
         let flooder = config.flood_mbps.zip(flood_socket).map(|(mbps, socket)| {
             scope.spawn(move || traffic::flood(socket, host_addr, mbps, host_stop))
         });
@@ -310,12 +369,24 @@ fn run_ends(
             }
             _ => None,
         };
+        // The controller starts once the host serves: on a busy machine the host's
+        // thread, which starts at an ordinary policy, may not run before the
+        // controller's real-time threads have sent the whole run. Blocks are counted
+        // by number on both ends, so a later start moves no block in or out.
+        while !host_ready.load(Ordering::Acquire)
+            && !host.is_finished()
+            && !stop.load(Ordering::Relaxed)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let start_ns = ends.start_ns.max(monotonic_ns() + 20_000_000);
         let controller = controller::run_via(
             ends.controller,
             controller_socket,
-            ends.start_ns,
+            start_ns,
             stop,
             service.controller_tx.take(),
+            Some(&host_shares),
         );
         host_stop.store(true, Ordering::Relaxed);
         let streamed = match (

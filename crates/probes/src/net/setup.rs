@@ -41,9 +41,111 @@ pub struct NetSetup<'a> {
     pub load: &'a load::LoadSpec,
 }
 
+/// Longest measured phase (the synth's, the reference's): the host keeps every block's
+/// response (16 bytes, one every 726 µs), about 80 MB an hour.
+pub const MAX_PHASE: Duration = Duration::from_secs(3600);
+/// Longest warm-up of a phase (an end's, as when the ends run apart).
+pub const MAX_WARMUP: Duration = netaudio::ends::MAX_WARMUP;
+/// The link capacities a run may shape to, Mbit/s: from 1 Mbit/s (the audio flow needs
+/// a few hundred kbit/s) to 100 Gbit/s (beyond any link tc or the service paces here).
+pub const LINK_RANGE_MBPS: std::ops::RangeInclusive<f64> = 1.0..=100_000.0;
+/// The smallest reservation, Mbit/s: 1 kbit/s, the unit tc's rates are given in.
+pub const MIN_RESERVE_MBPS: f64 = 0.001;
+
+/// A setting [`NetSetup::config`] refuses by name when it is out of its range: a front
+/// end words it with what sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetSetting {
+    /// The synth phase's measured time.
+    Duration,
+    /// The reference phase's measured time.
+    Reference,
+    /// Each phase's warm-up.
+    Warmup,
+    /// The link's capacity.
+    Link,
+    /// The audio flow's reservation.
+    Reserve,
+}
+
+impl NetSetting {
+    /// The setting's name in the library's own words.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetSetting::Duration => "the measured time",
+            NetSetting::Reference => "the reference phase",
+            NetSetting::Warmup => "the warm-up",
+            NetSetting::Link => "the link's capacity",
+            NetSetting::Reserve => "the reservation",
+        }
+    }
+
+    /// What the setting takes.
+    pub fn range(self) -> String {
+        match self {
+            NetSetting::Duration => "use at most 1 hour (every block's response is kept)".into(),
+            NetSetting::Reference => {
+                "use at most 1 hour (every block's response is kept), or none".into()
+            }
+            NetSetting::Warmup => "use at most 60 s".into(),
+            NetSetting::Link => format!(
+                "use {} to {} Mbit/s",
+                LINK_RANGE_MBPS.start(),
+                LINK_RANGE_MBPS.end()
+            ),
+            NetSetting::Reserve => {
+                format!("use {MIN_RESERVE_MBPS} Mbit/s (1 kbit/s) to the link's capacity")
+            }
+        }
+    }
+}
+
+/// Checks a run's times and its link against their ranges: `duration` (more than 0, at
+/// most [`MAX_PHASE`]), `reference` (at most [`MAX_PHASE`]), `warmup` (at most
+/// [`MAX_WARMUP`]), the link's capacity ([`LINK_RANGE_MBPS`]) and a reservation (at
+/// least [`MIN_RESERVE_MBPS`]; [`NetSetup::config`] holds it within the link).
+/// [`NetSetup::config`] checks its own; the study's experiments check theirs with it.
+pub fn check_ranges(
+    duration: Duration,
+    reference: Duration,
+    warmup: Duration,
+    link_mbps: Option<f64>,
+    reserve_mbps: Option<f64>,
+) -> Result<(), NetConfigError> {
+    let out = |setting, value: String| Err(NetConfigError::OutOfRange { setting, value });
+    if duration.is_zero() || duration > MAX_PHASE {
+        return out(NetSetting::Duration, format!("{duration:?}"));
+    }
+    if reference > MAX_PHASE {
+        return out(NetSetting::Reference, format!("{reference:?}"));
+    }
+    if warmup > MAX_WARMUP {
+        return out(NetSetting::Warmup, format!("{warmup:?}"));
+    }
+    if let Some(link) = link_mbps {
+        if !LINK_RANGE_MBPS.contains(&link) {
+            return out(NetSetting::Link, format!("{link} Mbit/s"));
+        }
+    }
+    if let Some(reserve) = reserve_mbps {
+        if reserve < MIN_RESERVE_MBPS {
+            return out(NetSetting::Reserve, format!("{reserve} Mbit/s"));
+        }
+    }
+    Ok(())
+}
+
 /// Why a [`NetSetup`] makes no run.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum NetConfigError {
+    /// A setting out of its range; `value` is what was asked, with its unit.
+    #[error("{} {value} is out of range: {}", setting.name(), setting.range())]
+    OutOfRange {
+        /// The setting.
+        setting: NetSetting,
+        /// Its value, as asked.
+        value: String,
+    },
     /// A host cell gives the host's threads their CPUs and policy, yet they were given
     /// their own.
     #[error("the host's cell gives its threads their CPUs and policy: give them no CPUs or priority of their own")]
@@ -74,10 +176,18 @@ pub enum NetConfigError {
 }
 
 impl NetSetup<'_> {
-    /// The configuration, checked in this order: the host cell against the host's own
+    /// The configuration, checked in this order: the times and the link against their
+    /// ranges ([`check_ranges`]), the host cell against the host's own
     /// threads, the reservation against the link, root and `ip` (and `tc` for a tc-shaped
     /// link) for namespaces, a tc-shaped link in namespaces, the flood in no cell.
     pub fn config(&self) -> Result<NetConfig, NetConfigError> {
+        check_ranges(
+            self.duration,
+            self.reference_duration,
+            self.warmup,
+            self.link.map(|l| l.mbps),
+            self.link.and_then(|l| l.reserve_mbps),
+        )?;
         if self.host_cell.is_some() && self.host_threads_placed {
             return Err(NetConfigError::HostCellOwnsThreads);
         }

@@ -109,6 +109,14 @@ impl Probe for EventProbe<'_> {
             flags: outcome.flags(),
             result: outcome.result_json(),
             end: match &outcome.end {
+                // Key presses that ended before the first one: nothing was measured,
+                // which is no complete run.
+                EventEnd::Complete
+                    if outcome.rows.is_empty()
+                        && self.config.source == crate::event::TriggerSource::Key =>
+                {
+                    End::Failed(crate::event::NO_KEY_PRESSED.into())
+                }
                 EventEnd::Complete => End::Complete,
                 EventEnd::Interrupted => End::Interrupted,
                 EventEnd::ServerGone(r) => End::StreamGone(r.clone()),

@@ -46,6 +46,10 @@ impl Probe for JitterProbe {
         }
     }
 
+    fn pinned_cpus(&self) -> Vec<usize> {
+        self.config.cpus.clone().unwrap_or_default()
+    }
+
     /// Checkpoints are the measurements so far; the stream-less probe measures on
     /// whatever [`Progress::tick`] says.
     fn measure(

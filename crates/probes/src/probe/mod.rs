@@ -18,6 +18,7 @@ mod event;
 mod jitter;
 mod net;
 mod pipewire_graph;
+mod recovered;
 mod roundtrip;
 
 use std::sync::atomic::AtomicBool;
@@ -28,6 +29,7 @@ use serde_json::Value;
 pub use crate::probe::event::EventProbe;
 pub use crate::probe::jitter::JitterProbe;
 pub use crate::probe::net::NetProbe;
+pub use crate::probe::recovered::recovered;
 pub use crate::probe::roundtrip::RoundtripProbe;
 
 pub use results::model::TriggerRow;
@@ -57,7 +59,7 @@ pub struct Description {
 pub enum End {
     /// It measured what it was asked to.
     Complete,
-    /// The stop flag was raised (Ctrl-C, SIGTERM).
+    /// The stop flag was raised (Ctrl-C, SIGTERM, a hang-up, SIGQUIT).
     Interrupted,
     /// The stream went away mid-run (its audio server exited): the reason.
     StreamGone(String),
@@ -204,6 +206,12 @@ pub trait Probe {
     /// The link's shaped capacity (Mbit/s), for admission control, when it shapes one.
     fn link_mbps(&self) -> Option<f64> {
         None
+    }
+
+    /// The CPUs its threads are pinned to outside any cell (checked before the run, as
+    /// a cell's are: another audiolat's exclusive cell may hold them).
+    fn pinned_cpus(&self) -> Vec<usize> {
+        Vec::new()
     }
 
     /// The run's cells are made (before its load starts and it measures): `cells` as

@@ -16,7 +16,7 @@ use crate::probe::{Description, End, Outcome, Probe, ProbeError, Progress};
 
 /// The end reason of an interrupted network run.
 const INTERRUPTED: &str =
-    "interrupted by a signal (Ctrl-C or SIGTERM); the blocks measured are kept";
+    "interrupted by a signal (Ctrl-C, SIGTERM, a hang-up or SIGQUIT); the blocks measured are kept";
 
 /// The network probe; after a run, its typed outcome.
 #[derive(Debug)]
@@ -151,6 +151,10 @@ impl Probe for NetProbe {
 
     fn link_mbps(&self) -> Option<f64> {
         self.config.link.map(|l| l.mbps)
+    }
+
+    fn pinned_cpus(&self) -> Vec<usize> {
+        self.config.pinned_cpus()
     }
 
     /// The host's runtime goes in the plan's host cell; the stream's sink joins the

@@ -121,7 +121,10 @@ impl Probe for RoundtripProbe<'_> {
             flags: outcome.flags(),
             result: outcome.result_json(),
             end: match &outcome.end {
-                RoundtripEnd::Complete | RoundtripEnd::NoSignal => End::Complete,
+                RoundtripEnd::Complete => End::Complete,
+                // Nothing came back: nothing was measured, which is no complete run (its
+                // verdict line says why).
+                RoundtripEnd::NoSignal => End::Failed(outcome.verdict_line()),
                 RoundtripEnd::Interrupted => End::Interrupted,
                 RoundtripEnd::ServerGone(r) => End::StreamGone(r.clone()),
                 RoundtripEnd::Panicked(p) => End::Panicked(p.clone()),

@@ -29,7 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsp::loopdelay::{impulse_onset, period_for, ImpulseOnset, MultiTone, PhaseEstimate, Verdict};
+use dsp::loopdelay::{
+    impulse_onset, period_for, ImpulseOnset, MultiTone, PhaseEstimate, Verdict, MAX_LOOP_FRAMES,
+};
 use engine::audio::{AudioError, Backend, Cycle, Io, Processor, StreamInfo};
 use engine::clock::monotonic_ns;
 use results::{Event, LatencyHistogram, Measurement, Series};
@@ -101,61 +103,115 @@ impl Default for RoundtripConfig {
     }
 }
 
+/// Most clicks a run sends first (each waits one tone period).
+pub const MAX_IMPULSES: u32 = 1000;
+/// Most periods between two multi-tone estimates.
+pub const MAX_EVERY_PERIODS: u32 = 65_536;
+/// Frames the default expected loop adds to the stream's latencies and two periods.
+const LOOP_MARGIN_FRAMES: f64 = 2048.0;
+
 impl RoundtripConfig {
     /// Checks the settings; every error says what to use.
     pub fn validate(&self) -> Result<(), RoundtripError> {
         let out_of_range =
             |setting, value: Option<String>| Err(RoundtripError::OutOfRange { setting, value });
-        if !(self.duration_ms.is_finite() && self.duration_ms >= 0.0) {
-            return out_of_range(RoundtripSetting::Duration, None);
+        let longest_ms = engine::clock::LONGEST_RUN.as_secs_f64() * 1e3;
+        if !(self.duration_ms.is_finite() && (0.0..=longest_ms).contains(&self.duration_ms)) {
+            return out_of_range(
+                RoundtripSetting::Duration,
+                Some(format!("{} s", self.duration_ms / 1e3)),
+            );
         }
-        if self.every_periods == Some(0) {
-            return out_of_range(RoundtripSetting::Every, None);
+        if let Some(every) = self.every_periods {
+            if !(1..=MAX_EVERY_PERIODS).contains(&every) {
+                return out_of_range(RoundtripSetting::Every, Some(every.to_string()));
+            }
+        }
+        if self.impulses > MAX_IMPULSES {
+            return out_of_range(RoundtripSetting::Impulses, Some(self.impulses.to_string()));
         }
         if !(self.peak > 0.0 && self.peak <= 1.0) {
             return out_of_range(RoundtripSetting::Level, Some(self.peak.to_string()));
         }
-        if self.insert_delay_frames > 1_000_000 {
+        let most = f64::from(MAX_LOOP_FRAMES);
+        if self.insert_delay_frames > MAX_LOOP_FRAMES {
             return out_of_range(
                 RoundtripSetting::InsertDelay,
                 Some(self.insert_delay_frames.to_string()),
             );
         }
         if let Some(m) = self.max_delay_frames {
-            if !(m.is_finite() && m > 0.0 && m <= 4_000_000.0) {
+            if !(m.is_finite() && (1.0..=most).contains(&m)) {
                 return out_of_range(RoundtripSetting::MaxDelay, Some(m.to_string()));
             }
         }
-        if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0) {
+        if !(self.loop_hint_frames.is_finite() && (0.0..=most).contains(&self.loop_hint_frames)) {
+            return out_of_range(
+                RoundtripSetting::LoopHint,
+                Some(self.loop_hint_frames.to_string()),
+            );
+        }
+        // The loop expected before the stream is known: what the stream adds comes on
+        // top (see check_against).
+        let known = self
+            .max_delay_frames
+            .unwrap_or(self.loop_hint_frames + LOOP_MARGIN_FRAMES)
+            + f64::from(self.insert_delay_frames);
+        if known > most {
+            return Err(RoundtripError::LoopTooLong {
+                frames: known,
+                max_delay_given: self.max_delay_frames.is_some(),
+            });
+        }
+        if !(self.warmup_ms.is_finite() && (0.0..=60_000.0).contains(&self.warmup_ms)) {
             return out_of_range(RoundtripSetting::Warmup, None);
         }
         Ok(())
     }
 
-    /// Checks the settings against the opened stream: the longest expected delay cannot
-    /// be shorter than the latency the stream reports, which every loop includes.
+    /// Checks the settings against the opened stream, before anything is started: the
+    /// stream must have an input to hear the loop with, the longest expected delay
+    /// cannot be shorter than the latency the stream reports (which every loop includes),
+    /// and the loop expected with the stream's latencies is at most
+    /// [`MAX_LOOP_FRAMES`].
     pub fn check_against(&self, info: &StreamInfo) -> Result<(), RoundtripError> {
-        let reported = info.playback_latency_frames + info.capture_latency_frames.unwrap_or(0);
-        match self.max_delay_frames {
-            Some(max) if max < f64::from(reported) => {
-                Err(RoundtripError::MaxDelayBelowReported { max, reported })
-            }
-            _ => Ok(()),
+        if info.capture_port.is_none() {
+            return Err(RoundtripError::NoInput(info.backend));
         }
+        let reported = info.playback_latency_frames + info.capture_latency_frames.unwrap_or(0);
+        if let Some(max) = self.max_delay_frames {
+            if max < f64::from(reported) {
+                return Err(RoundtripError::MaxDelayBelowReported { max, reported });
+            }
+        }
+        let expected = self.expected_loop(info);
+        if expected > f64::from(MAX_LOOP_FRAMES) {
+            return Err(RoundtripError::LoopTooLong {
+                frames: expected,
+                max_delay_given: self.max_delay_frames.is_some(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The longest loop expected on a stream, in frames: `max_delay_frames`, else the
+    /// stream's latencies, two periods, a margin and the loop's known delay; plus the
+    /// inserted delay.
+    fn expected_loop(&self, info: &StreamInfo) -> f64 {
+        self.max_delay_frames.unwrap_or_else(|| {
+            f64::from(
+                info.playback_latency_frames
+                    + info.capture_latency_frames.unwrap_or(0)
+                    + 2 * info.period_frames,
+            ) + LOOP_MARGIN_FRAMES
+                + self.loop_hint_frames.max(0.0)
+        }) + f64::from(self.insert_delay_frames)
     }
 
     /// The tone period for a stream: twice the longest expected loop, a power of two.
     /// Both estimators read loops from 0 to one tone period.
     pub fn tone_period(&self, info: &StreamInfo) -> usize {
-        let expected = self.max_delay_frames.unwrap_or_else(|| {
-            f64::from(
-                info.playback_latency_frames
-                    + info.capture_latency_frames.unwrap_or(0)
-                    + 2 * info.period_frames,
-            ) + 2048.0
-                + self.loop_hint_frames.max(0.0)
-        }) + f64::from(self.insert_delay_frames);
-        period_for(expected)
+        period_for(self.expected_loop(info))
     }
 }
 
@@ -173,6 +229,10 @@ pub enum RoundtripSetting {
     InsertDelay,
     /// The longest delay expected.
     MaxDelay,
+    /// The clicks sent first.
+    Impulses,
+    /// What the loop itself is known to add (a virtual card's cable).
+    LoopHint,
     /// The warm-up (no user setting: a caller's).
     Warmup,
 }
@@ -186,6 +246,8 @@ impl RoundtripSetting {
             RoundtripSetting::Level => "the level",
             RoundtripSetting::InsertDelay => "the inserted delay",
             RoundtripSetting::MaxDelay => "the longest expected delay",
+            RoundtripSetting::Impulses => "the click count",
+            RoundtripSetting::LoopHint => "the loop's known delay",
             RoundtripSetting::Warmup => "warm-up",
         }
     }
@@ -195,14 +257,16 @@ impl RoundtripSetting {
 fn out_of_range(setting: RoundtripSetting, value: Option<&str>, name: &str) -> String {
     let value = value.map(|v| format!(" {v}")).unwrap_or_default();
     let rule = match setting {
-        RoundtripSetting::Duration => "must be 0 s or more",
-        RoundtripSetting::Every => "must be at least 1 period",
+        RoundtripSetting::Duration => "is out of range: use 0 s to 7 days (168h)",
+        RoundtripSetting::Every => "is out of range: use at least 1 period, at most 65536",
         RoundtripSetting::Level => {
             ": the test signal's peak must be above 0 and at most 1.0 (full scale)"
         }
-        RoundtripSetting::InsertDelay => ": use 0 to 1000000 frames",
-        RoundtripSetting::MaxDelay => " frames: use 1 to 4000000 frames",
-        RoundtripSetting::Warmup => "must be 0 ms or more",
+        RoundtripSetting::InsertDelay => ": use 0 to 65536 frames",
+        RoundtripSetting::MaxDelay => " frames: use 1 to 65536 frames",
+        RoundtripSetting::Impulses => ": use 0 to 1000 clicks",
+        RoundtripSetting::LoopHint => " frames: use 0 to 65536 frames",
+        RoundtripSetting::Warmup => "must be 0 to 60000 ms",
     };
     let space = if rule.starts_with([':', ' ']) {
         ""
@@ -210,6 +274,28 @@ fn out_of_range(setting: RoundtripSetting, value: Option<&str>, name: &str) -> S
         " "
     };
     format!("{name}{value}{space}{rule}")
+}
+
+/// The loop expected (`frames`), longer than [`MAX_LOOP_FRAMES`]: the longest expected
+/// delay called `max_delay` when one was given, the inserted delay `insert`.
+fn loop_too_long(
+    frames: f64,
+    max_delay_given: bool,
+    name: impl Fn(RoundtripSetting) -> &'static str,
+) -> String {
+    let (max_delay, insert, hint) = (
+        name(RoundtripSetting::MaxDelay),
+        name(RoundtripSetting::InsertDelay),
+        name(RoundtripSetting::LoopHint),
+    );
+    let made_of = if max_delay_given {
+        format!("{max_delay} plus {insert}")
+    } else {
+        format!("the stream's latencies, two periods and 2048 frames, plus {hint} and {insert}")
+    };
+    format!(
+        "the longest loop expected is {frames} frames ({made_of}), more than the {MAX_LOOP_FRAMES} frames a round trip measures: use a shorter loop (a smaller {insert}, {hint} or {max_delay})"
+    )
 }
 
 /// The longest expected delay, called `name`, below the stream's reported latency.
@@ -228,6 +314,10 @@ impl RoundtripError {
             RoundtripError::MaxDelayBelowReported { max, reported } => {
                 below_reported(name(RoundtripSetting::MaxDelay), *max, *reported)
             }
+            RoundtripError::LoopTooLong {
+                frames,
+                max_delay_given,
+            } => loop_too_long(*frames, *max_delay_given, name),
             other => other.to_string(),
         }
     }
@@ -252,6 +342,15 @@ pub enum RoundtripError {
         max: f64,
         /// The stream's reported playback + capture latency, frames.
         reported: u32,
+    },
+    /// The loop expected is longer than [`MAX_LOOP_FRAMES`].
+    #[error("{}", loop_too_long(*.frames, *.max_delay_given, RoundtripSetting::name))]
+    LoopTooLong {
+        /// The loop expected, frames.
+        frames: f64,
+        /// Whether it is the longest expected delay given (else the stream's latencies
+        /// and a margin).
+        max_delay_given: bool,
     },
     /// The stream has no input to hear the loop with.
     #[error(
@@ -476,9 +575,6 @@ pub fn run(
 ) -> Result<RoundtripOutcome, RoundtripError> {
     config.validate()?;
     let info = backend.info().clone();
-    if info.capture_port.is_none() {
-        return Err(RoundtripError::NoInput(info.backend));
-    }
     config.check_against(&info)?;
     let n = config.tone_period(&info);
     let (processor, mut capture) = prepare(config, &info, n);

@@ -50,7 +50,9 @@ mod stale;
 use cgroup::*;
 pub use cgroup::{cpuset_hierarchy, task_affinity, v1_mount, v2_mount, CpusetHierarchy};
 use stale::*;
-pub use stale::{held_by_others, remove_stale, stale, HeldCpu, SystemSnapshot};
+pub use stale::{
+    check_cpus_free, held_by_others, remove_stale, stale, CpuHeld, HeldCpu, SystemSnapshot,
+};
 
 /// One cell, placed.
 #[derive(Debug, Clone, PartialEq)]
@@ -325,8 +327,8 @@ impl Partition {
                     // Another audiolat that took the CPU since admission: name it.
                     match held_by_others().into_iter().find(|h| cpus.contains(&h.cpu)) {
                         Some(h) => format!(
-                            "cell {}: CPU {} is held by audiolat PID {} (its cell `{}`): wait for that run to end, or give {} other CPUs",
-                            cell.name, h.cpu, h.pid, h.cell, cell.name
+                            "cell {}: {h}: wait for that run to end, or give {} other CPUs",
+                            cell.name, cell.name
                         ),
                         None => format!(
                             "cell {}: {e} (another cpuset overlaps its CPUs?)",

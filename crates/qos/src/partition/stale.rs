@@ -14,6 +14,39 @@ pub struct HeldCpu {
     pub cell: String,
 }
 
+impl std::fmt::Display for HeldCpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CPU {} is held by audiolat PID {} (its cell `{}`)",
+            self.cpu, self.pid, self.cell
+        )
+    }
+}
+
+/// Why threads may not be pinned to CPUs outside any cell: another running audiolat's
+/// exclusive cell holds one of them. The kernel would refuse or move such a thread, and
+/// the run would measure another CPU than it says; so it is refused before it starts,
+/// the holder named, as cell admission refuses a cell.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{held}: wait for that run to end, or pin the threads to other CPUs")]
+pub struct CpuHeld {
+    /// The CPU and its holder.
+    pub held: HeldCpu,
+}
+
+/// Refuses `cpus` (threads pinned outside any cell) when another running audiolat's
+/// exclusive cell holds one of them ([`held_by_others`]).
+pub fn check_cpus_free(cpus: &[usize]) -> Result<(), CpuHeld> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    match held_by_others().into_iter().find(|h| cpus.contains(&h.cpu)) {
+        Some(held) => Err(CpuHeld { held }),
+        None => Ok(()),
+    }
+}
+
 /// The CPUs other running audiolats' exclusive cells hold now: v1 cpusets
 /// `audiolat-PID-CELL` with `cpu_exclusive` set, v2 groups `audiolat-PID/CELL` that are
 /// partition roots.

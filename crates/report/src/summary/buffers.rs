@@ -45,8 +45,12 @@ impl Buffer {
 /// buffer from what an ALSA device granted, else the frames from a cycle's output to the
 /// device (`buffer_frames` of an event run, the ports' playback latency).
 pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
-    let res = &r.record.result;
-    let cfg = &r.record.config;
+    stream_buffer(&r.record.config, &r.record.result)
+}
+
+/// [`buffer_of`] from a run's stored configuration and result: the one definition of
+/// an audio run's buffer, which the answer and the event tables both show.
+pub(crate) fn stream_buffer(cfg: &serde_json::Value, res: &serde_json::Value) -> Option<Buffer> {
     let period_frames = cfg["server"]["quantum_granted_frames"]
         .as_u64()
         .or_else(|| res["period_frames"].as_u64())
@@ -79,25 +83,15 @@ pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
     })
 }
 
-/// An audio run's under-runs (steady-state xruns), when it counted them.
+/// An audio run's under-runs ([`results::Dropouts::underruns`]), when it counted them.
 pub(crate) fn underruns_of(r: &RunData) -> Option<u64> {
-    let res = &r.record.result;
-    match r.record.probe.as_str() {
-        "event" => res["underruns"]["steady"].as_u64(),
-        "roundtrip" => res["xruns"].as_u64(),
-        _ => None,
-    }
+    r.dropouts().underruns
 }
 
-/// An audio run's skipped cycles (steady state), when it counted them: a dropout apart
-/// from the under-runs.
+/// An audio run's skipped cycles ([`results::Dropouts::skipped_cycles`]), when it
+/// counted them: a dropout apart from the under-runs.
 pub(crate) fn skipped_of(r: &RunData) -> Option<u64> {
-    let res = &r.record.result;
-    match r.record.probe.as_str() {
-        "event" => res["underruns"]["skipped_cycles_steady"].as_u64(),
-        "roundtrip" => res["skipped_cycles"].as_u64(),
-        _ => None,
-    }
+    r.dropouts().skipped_cycles
 }
 
 /// How an audio run judges its buffer.

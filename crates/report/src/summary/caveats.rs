@@ -76,6 +76,16 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
         },
     );
     say(
+        flagged(runs, |r| {
+            r.record.flags["sender_late_blocks"]
+                .as_u64()
+                .is_some_and(|n| n > 0)
+        }),
+        &|l| {
+            format!("the controller sent blocks late ({l}): its own sender could not keep its schedule, so those blocks' times and misses are the controller's, not the host's or the network's")
+        },
+    );
+    say(
         flagged(runs, |r| flag_is(r, "load_exited_early", true)),
         &|l| format!("the load ended early ({l}): part of the run had less load than it says"),
     );

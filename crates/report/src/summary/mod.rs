@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::data::{ReportData, RunData};
 
-pub(crate) use buffers::{buffer_of, skipped_of, underruns_of};
+pub(crate) use buffers::{buffer_of, skipped_of, stream_buffer, underruns_of};
 pub use buffers::{Buffer, FailedBuffer};
 pub use render::{html, text};
 

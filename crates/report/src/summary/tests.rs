@@ -129,7 +129,7 @@ fn suite_like() -> ReportData {
     );
     let mut net = test_run(
         "net",
-        json!({"synth": {"controller": {"lost": 0}}}),
+        json!({"synth": {"controller": {"answers_received_after_end": 1, "answers_not_received": 2}}}),
         vec![measured(
             "net",
             "response_time",
@@ -226,7 +226,7 @@ fn a_suite_gives_the_smallest_buffer_that_held_its_verdicts_and_its_caveats() {
     );
     has(
         Mark::Fail,
-        "network audio idle: 5 of 13\u{202F}782 blocks missed the 1.41 ms deadline",
+        "network audio idle: 5 of 13\u{202F}782 blocks missed the 1.41 ms deadline, 3 without an answer by the run's end",
     );
 
     assert_eq!(a.wakeups.len(), 2);

@@ -359,7 +359,10 @@ fn net(r: &RunData) -> Option<Said> {
     let s = m.summary?;
     let deadline = m.deadline?;
     let misses = m.misses?;
-    let lost = as_count(&r.record.result["synth"]["controller"]["lost"]).unwrap_or(0);
+    let unanswered = results::counts::NetBlocks::of(&r.record.result["synth"])
+        .controller
+        .unanswered_in_run()
+        .unwrap_or(0);
     let mut text = format!(
         "network audio {}: {} of {} blocks missed the {} deadline",
         load_words(r),
@@ -367,11 +370,14 @@ fn net(r: &RunData) -> Option<Said> {
         fmt_count(s.count),
         fmt_ns(deadline)
     );
-    if lost > 0 {
-        text.push_str(&format!(", {} lost", fmt_count(lost)));
+    if unanswered > 0 {
+        text.push_str(&format!(
+            ", {} without an answer by the run's end",
+            fmt_count(unanswered)
+        ));
     }
     text.push_str(&format!("; p99 response {}", fmt_p(&s, s.p99)));
-    let mark = if misses > 0 || lost > 0 {
+    let mark = if misses > 0 || unanswered > 0 {
         Mark::Fail
     } else if s.is_clamped(s.p99) {
         Mark::Warn

@@ -217,7 +217,7 @@ fn workers_lines(b: &Value, out: &mut String) {
     let caller_cpus = caller_cpus.map(Value::to_string).collect::<Vec<_>>();
     let _ = writeln!(
         out,
-        "\nMigrator block split over the calling thread and N worker threads (as net --workers N: N+1 parts of the 32 objects, the caller renders one), every thread {policy}, caller on CPU {}; medians and p99 of {} blocks per count in {} rounds:\n",
+        "\nMigrator block split over the calling thread and N worker threads (as `audiolat net --workers N`: N+1 parts of the 32 objects, the caller renders one), every thread {policy}, caller on CPU {}; medians and p99 of {} blocks per count in {} rounds:\n",
         caller_cpus.join("+"),
         w["blocks_per_round"].as_u64().unwrap_or(0) * w["rounds"].as_u64().unwrap_or(0),
         w["rounds"],

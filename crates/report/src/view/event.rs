@@ -8,7 +8,7 @@ use results::model::TriggerRow;
 use results::stats::Stats;
 use results::RunView;
 
-use super::{device_line, server_line, steal_cell};
+use super::{device_line, realtime_cell, server_line, shown, steal_cell};
 use crate::terminal::{fmt_ns, machine_line, Table};
 
 /// Milliseconds with two decimals.
@@ -49,13 +49,13 @@ pub fn text(runs: &[RunView]) -> String {
 /// The trigger, the backend, its device or server, and the machine (from the first run).
 fn stream_lines(first: &RunView, out: &mut String) {
     let s = &first.result;
-    let backend = s["backend"].as_str().unwrap_or("?");
+    let backend = s["backend"].as_str().unwrap_or("-");
     let _ = writeln!(
         out,
         "\nevent latency: {} trigger -> first sample at the DAC, {backend} backend ({} model), {} Hz",
-        first.config["trigger"].as_str().unwrap_or("?"),
-        s["model"].as_str().unwrap_or("?"),
-        s["rate_hz"]
+        shown(&first.config["trigger"]),
+        shown(&s["model"]),
+        shown(&s["rate_hz"])
     );
     let granted = &first.config["granted"];
     if !granted.is_null() && backend == "alsa" {
@@ -102,12 +102,21 @@ fn run_table(runs: &[RunView]) -> String {
         "rt",
         "steal",
     ];
+    // Notes of unknown timing are counted apart from the missed ones, as in the study's
+    // table and the run's note.
+    let unknown = runs.iter().any(|r| r.notes().timing_unknown > 0);
+    if unknown {
+        head.insert(16, "unknown");
+    }
     if loopback {
         head.insert(12, "loopback");
     }
     let mut t = Table::new(&head).left_align(&[3, 4, 5]);
     for r in runs {
         let mut row = run_row(r);
+        if unknown {
+            row.insert(16, r.notes().timing_unknown.to_string());
+        }
         if loopback {
             let m = Stats::of(
                 r.triggers
@@ -127,14 +136,13 @@ fn run_row(r: &RunView) -> Vec<String> {
     let l = Stats::of(of_sounded(r, |t| t.latency_ns));
     let wait = Stats::of(of_sounded(r, |t| t.wait_ns));
     let cb = Stats::of(of_sounded(r, |t| t.lateness_ns));
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
     vec![
         r.id.to_string(),
-        s["period_frames"].to_string(),
-        buffer_frames(s).to_string(),
-        text(&r.config["workload"]),
-        text(&r.config["load"]),
-        text(&r.config["policy"]),
+        shown(&s["period_frames"]),
+        stream_buffer_frames(r).map_or_else(|| "-".into(), |b| b.to_string()),
+        shown(&r.config["workload"]),
+        shown(&r.config["load"]),
+        shown(&r.config["policy"]),
         l.count.to_string(),
         stat(l, |s| s.mean, ms),
         stat(l, |s| s.min, ms),
@@ -148,20 +156,30 @@ fn run_row(r: &RunView) -> Vec<String> {
         s["dsp_load_percent_mean"]
             .as_f64()
             .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
-        s["missed_triggers"].to_string(),
-        format!("{}/{}", s["underruns"]["start"], s["underruns"]["steady"]),
-        if realtime(r) {
-            "yes".into()
-        } else {
-            "NO".into()
+        {
+            // Counted over the stored triggers: none stored (a run killed before its
+            // first), none counted.
+            let notes = r.notes();
+            if notes.triggers == 0 {
+                "-".into()
+            } else {
+                notes.missed.to_string()
+            }
         },
+        {
+            let d = r.dropouts();
+            let n = |v: Option<u64>| v.map_or("-".into(), |n| n.to_string());
+            format!("{}/{}", n(d.underruns_at_start), n(d.underruns))
+        },
+        realtime_cell(&r.flags).into(),
         steal_cell(&r.flags),
     ]
 }
 
-/// Whether the audio thread (and the trigger thread, if any) ran real-time.
-fn realtime(r: &RunView) -> bool {
-    r.flags["realtime"].as_bool().unwrap_or(false)
+/// Whether the audio thread (and the trigger thread, if any) ran real-time (`None`:
+/// not stored, a killed run).
+fn realtime(r: &RunView) -> Option<bool> {
+    r.flags["realtime"].as_bool()
 }
 
 /// A run's column in the study's table: its workload, its load, and its policy when
@@ -181,26 +199,32 @@ fn column(r: &RunView, runs: &[RunView]) -> String {
     c
 }
 
-/// A run's row in the study's table: (buffer, period) in frames.
-fn buffer_period(r: &RunView) -> (u64, u64) {
+/// A run's row in the study's table: (buffer, period) in frames (`None`: not stored).
+fn buffer_period(r: &RunView) -> (Option<u64>, Option<u64>) {
     let s = &r.result;
-    (buffer_frames(s), s["period_frames"].as_u64().unwrap_or(0))
+    (stream_buffer_frames(r), s["period_frames"].as_u64())
+}
+
+/// The buffer the run's stream ran with, as the answer says it (what an ALSA device
+/// granted; else the frames a note plays behind, [`buffer_frames`]).
+fn stream_buffer_frames(r: &RunView) -> Option<u64> {
+    crate::summary::stream_buffer(&r.config, &r.result).and_then(|b| b.buffer_frames)
 }
 
 /// The frames from a cycle's output to the DAC or sink the model used: the playback
 /// latency the ports report, plus on PipeWire the sink's quantum they do not report
-/// (`buffer_frames`, stored since that was measured).
-fn buffer_frames(s: &serde_json::Value) -> u64 {
+/// (`buffer_frames`, stored since that was measured). `None`: not stored.
+fn buffer_frames(s: &serde_json::Value) -> Option<u64> {
     s["buffer_frames"]
         .as_u64()
-        .unwrap_or_else(|| s["playback_latency_frames"].as_u64().unwrap_or(0))
+        .or_else(|| s["playback_latency_frames"].as_u64())
 }
 
 /// The study's shape: rows are (buffer, period), columns the scenarios, each cell the
 /// mean latency of its runs' sounded notes.
 fn study_table(runs: &[RunView], out: &mut String) {
     let mut columns: Vec<String> = Vec::new();
-    let mut rows: Vec<(u64, u64)> = Vec::new();
+    let mut rows: Vec<(Option<u64>, Option<u64>)> = Vec::new();
     for r in runs {
         let c = column(r, runs);
         if !columns.contains(&c) {
@@ -216,7 +240,8 @@ fn study_table(runs: &[RunView], out: &mut String) {
     let mut t = Table::new(&head);
     let mut any_missed = false;
     for &(buffer, period) in &rows {
-        let mut cells = vec![buffer.to_string(), period.to_string()];
+        let frames = |f: Option<u64>| f.map_or("-".into(), |f| f.to_string());
+        let mut cells = vec![frames(buffer), frames(period)];
         for c in &columns {
             let cell_runs: Vec<&RunView> = runs
                 .iter()
@@ -226,8 +251,7 @@ fn study_table(runs: &[RunView], out: &mut String) {
                 .iter()
                 .flat_map(|r| of_sounded(r, |t| t.latency_ns))
                 .collect();
-            let all: usize = cell_runs.iter().map(|r| r.triggers.len()).sum();
-            let missed = all - values.len();
+            let notes = results::Notes::sum(cell_runs.iter().map(|r| r.notes()));
             let mean = if values.is_empty() {
                 "-".to_string()
             } else {
@@ -236,12 +260,15 @@ fn study_table(runs: &[RunView], out: &mut String) {
                     values.iter().sum::<f64>() / values.len() as f64 / 1e6
                 )
             };
-            cells.push(if missed > 0 {
-                any_missed = true;
-                format!("{mean} ({missed}/{all} missed)")
-            } else {
-                mean
-            });
+            let all = notes.triggers;
+            let apart = match (notes.missed, notes.timing_unknown) {
+                (0, 0) => String::new(),
+                (m, 0) => format!(" ({m}/{all} missed)"),
+                (0, u) => format!(" ({u}/{all} timing unknown)"),
+                (m, u) => format!(" ({m}/{all} missed, {u} timing unknown)"),
+            };
+            any_missed |= !apart.is_empty();
+            cells.push(format!("{mean}{apart}"));
         }
         t.row(cells);
     }
@@ -253,7 +280,7 @@ fn study_table(runs: &[RunView], out: &mut String) {
     if any_missed {
         let _ = writeln!(
             out,
-            "(n/m missed: n of the m notes were rendered after their cycle's deadline, an under-run, or just after one, when their cycle's start was not known; the mean is over the others)"
+            "(n/m missed: n of the m notes were rendered after their cycle's deadline, an under-run; timing unknown: rendered just after one, when their cycle's start was not known; the mean is over the others)"
         );
     }
 }
@@ -262,11 +289,11 @@ fn study_table(runs: &[RunView], out: &mut String) {
 fn legend(out: &mut String) {
     let _ = writeln!(
         out,
-        "\nlatency = wait (trigger -> the note's frame in the stream) + buffer (the playback latency the ports report, plus what a PipeWire sink adds that they do not: see the run's note)."
+        "\nlatency = wait (trigger -> the note's frame in the stream) + playback latency (what the stream reports, plus what a PipeWire sink adds that it does not: see the run's note); buffer = the frames the stream holds (an ALSA device's granted buffer, a period more than its playback latency: see the run's note)."
     );
     let _ = writeln!(
         out,
-        "model: asap = half a period + buffer on average (up to a period of jitter); fixed = one period + buffer, exactly."
+        "model: asap = half a period + playback latency on average (up to a period of jitter); fixed = one period + playback latency, exactly."
     );
     let _ = writeln!(
         out,
@@ -300,16 +327,26 @@ fn run_notes(r: &RunView, out: &mut String) {
             );
         }
     }
+    if let (Some(buffer), Some(behind)) = (stream_buffer_frames(r), buffer_frames(s)) {
+        if buffer != behind {
+            let _ = writeln!(
+                out,
+                "run {}: buffer {buffer} frames, as the device granted; a note plays behind {behind} of them, the playback latency the stream reports (the period being written is not queued yet)",
+                r.id,
+            );
+        }
+    }
     if let Some(sink) = s["unreported_sink_frames"].as_u64() {
         let _ = writeln!(
             out,
             "run {}: buffer {} = {} frames the ports report + {sink} frames the PipeWire sink's quantum adds, which they do not report (the sink takes a cycle's output in the next cycle: measured, the loop through its monitor is one quantum)",
             r.id,
-            buffer_frames(s),
-            s["playback_latency_frames"]
+            buffer_frames(s).map_or("-".into(), |b| b.to_string()),
+            shown(&s["playback_latency_frames"])
         );
     }
-    let missed = n(&s["missed_triggers"]);
+    let notes = r.notes();
+    let missed = notes.missed;
     if missed > 0 {
         let _ = writeln!(
             out,
@@ -317,7 +354,7 @@ fn run_notes(r: &RunView, out: &mut String) {
             r.id
         );
     }
-    let unknown = n(&s["timing_unknown_triggers"]);
+    let unknown = notes.timing_unknown;
     if unknown > 0 {
         let _ = writeln!(
             out,
@@ -329,7 +366,7 @@ fn run_notes(r: &RunView, out: &mut String) {
     if overloads > 0 {
         let _ = writeln!(
             out,
-            "run {}: DSP overload: {overloads} of {} cycles took longer than their period to process (a lighter --workload or a larger --period fits)",
+            "run {}: DSP overload: {overloads} of {} cycles took longer than their period to process (a lighter workload or a larger period fits: `audiolat event --workload W --period P`)",
             r.id, s["cycles"]
         );
     }
@@ -353,7 +390,7 @@ fn run_notes(r: &RunView, out: &mut String) {
             moved["shift_abs_max_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}"))
         );
     }
-    if !realtime(r) {
+    if realtime(r) == Some(false) {
         let q = &r.qos_granted;
         let audio = q["audio_thread"]
             .as_str()

@@ -82,32 +82,46 @@ impl ExperimentRow {
     pub fn of_run(label: &str, metric: &str, paper: &'static str, run: &RunView) -> ExperimentRow {
         let m = run.measurement(metric);
         let synth = &run.result["synth"];
-        let controller = |k: &str| synth["controller"][k].as_u64().unwrap_or(0);
-        let sent = controller("blocks_sent");
+        let blocks = results::counts::NetBlocks::of(synth);
+        let sent = blocks.controller.blocks_sent.unwrap_or(0);
         // An abusive stream that could not fill the link proves nothing about it.
         let received = synth["stream"]["received_mbit_per_s"].as_f64();
-        let note = match (received, run.config["link"]["mbps"].as_f64()) {
-            (Some(received), Some(link)) if received + 148.5 < 0.9 * link => format!(
-                "the stream reached only {received:.0} Mbit/s beside the audio's 148.5: this machine cannot fill a {link} Mbit/s link; use a lower --link"
-            ),
-            _ => String::new(),
-        };
+        let mut notes = Vec::new();
+        if let (Some(received), Some(link)) = (received, run.config["link"]["mbps"].as_f64()) {
+            if received + 148.5 < 0.9 * link {
+                notes.push(format!(
+                    "the stream reached only {received:.0} Mbit/s beside the audio's 148.5: this machine cannot fill the {link} Mbit/s link; use a lower --link"
+                ));
+            }
+        }
+        let summary = m.map(|m| {
+            // The host's misses are of the blocks it answered; a block without an
+            // answer by the run's end missed all the same (end_to_end counts it already).
+            let unanswered = match metric {
+                "response_time" if synth.is_object() => {
+                    blocks.controller.unanswered_in_run().unwrap_or(0)
+                }
+                _ => 0,
+            };
+            let misses = m.misses.unwrap_or(0) + unanswered;
+            (m.summary, if sent > 0 { misses.min(sent) } else { misses })
+        });
+        let reserved = run.config["link"]["reserve_mbps"].is_number();
+        if reserved && summary.is_some_and(|(_, misses)| misses > 0) {
+            let causes = miss_causes(run);
+            notes.push(if causes.is_empty() {
+                "why it missed: nothing measured stands out (the threads, the service, the kernel's softirq threads and the hypervisor all had their CPU)".into()
+            } else {
+                format!("why it missed: {}", causes.join("; "))
+            });
+        }
         ExperimentRow {
             label: label.into(),
             run_id: Some(run.id),
             status: run.status.to_string(),
-            summary: m.map(|m| {
-                // The host's misses are of the blocks it answered; a block never
-                // answered missed all the same (end_to_end counts its lost already).
-                let lost = match metric {
-                    "response_time" if synth.is_object() => controller("lost"),
-                    _ => 0,
-                };
-                let misses = m.misses.unwrap_or(0) + lost;
-                (m.summary, if sent > 0 { misses.min(sent) } else { misses })
-            }),
+            summary,
             paper,
-            note,
+            note: notes.join("; "),
             sent,
         }
     }
@@ -128,6 +142,102 @@ impl ExperimentRow {
             "note": self.note,
         })
     }
+}
+
+/// The kernel's softirq threads' wait for a CPU is worth naming when it is this share of
+/// the run or more: they run only when the kernel defers network work to them, and then
+/// the packets wait with them.
+const SOFTIRQ_WAIT_WORTH_NAMING: f64 = 0.05;
+
+/// What the synth phase of a network run measured that makes blocks miss though the
+/// link reserved bandwidth for them: first the late blocks one by one, each under the
+/// largest part of its time (the controller's sending, the way to the host, the host,
+/// the way back: [`super::net::late_causes_text`]) and the blocks never answered; then
+/// what stands behind those parts: the audio's longest wait in the network service's
+/// queue and a service that ran at an ordinary policy, the kernel's softirq threads
+/// (which run tc's queue and the veth) waiting for a CPU a good share of the run,
+/// packets dropped before or on the link, and host steal. A run stored before the late
+/// blocks were split names the controller's late sends and the host's own misses
+/// instead.
+pub fn miss_causes(run: &RunView) -> Vec<String> {
+    let p = &run.result["synth"];
+    let (ctl, svc) = (&p["controller"], &p["service"]);
+    let blocks = results::counts::NetBlocks::of(p);
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let mut causes = Vec::new();
+    let split = ctl["miss_causes"].is_object();
+    if let Some(late) = super::net::late_causes_text(p) {
+        causes.push(late);
+    }
+    if let Some(late) = blocks
+        .controller
+        .blocks_sent_late
+        .filter(|&n| !split && n > 0)
+    {
+        causes.push(format!(
+            "the controller itself sent {late} blocks late (its own pacing)"
+        ));
+    }
+    if let Some(lost) = blocks.controller.unanswered_in_run().filter(|&n| n > 0) {
+        causes.push(format!(
+            "{lost} block{} not answered by the run's end",
+            if lost == 1 { "" } else { "s" }
+        ));
+    }
+    let audio_wait = svc["flows"][0]["max_wait_ns"].as_f64().unwrap_or(0.0);
+    if audio_wait >= 1e6 {
+        causes.push(format!(
+            "the audio's datagrams waited up to {} in the network service's queue",
+            fmt_ns(audio_wait)
+        ));
+    }
+    if let Some(policy) = svc["thread"].as_str().filter(|p| {
+        !p.starts_with("SCHED_FIFO")
+            && !p.starts_with("SCHED_RR")
+            && !p.starts_with("SCHED_DEADLINE")
+    }) {
+        causes.push(format!(
+            "the network service's thread ran at {policy}: on a busy machine it waits behind every other task"
+        ));
+    }
+    let run_ns = 1e9
+        * (run.config["duration_s"].as_f64().unwrap_or(0.0)
+            + run.config["warmup_s"].as_f64().unwrap_or(0.0));
+    if let Some(w) = p["kernel_softirq"]["run_queue_wait_ns"]
+        .as_f64()
+        .filter(|&w| run_ns > 0.0 && w >= SOFTIRQ_WAIT_WORTH_NAMING * run_ns)
+    {
+        causes.push(format!(
+            "the kernel's softirq threads (tc's queue, the veth) waited {} for a CPU ({:.0}% of the run)",
+            fmt_ns(w),
+            100.0 * w / run_ns
+        ));
+    }
+    if n(&ctl["packets_refused"]) > 0 {
+        causes.push(format!(
+            "{} audio packets refused before the link (a full queue)",
+            n(&ctl["packets_refused"])
+        ));
+    }
+    let reserved_drops = n(&p["tc_classes"]["1:10"]["drops"]);
+    if reserved_drops > 0 {
+        causes.push(format!(
+            "tc dropped {reserved_drops} packets of the reserved class"
+        ));
+    }
+    if let Some(past) = blocks
+        .host
+        .responses_past_deadline
+        .filter(|&n| !split && n > 0)
+    {
+        causes.push(format!(
+            "the host answered {past} blocks past the deadline itself (t2 - t1)"
+        ));
+    }
+    if let Some(steal) = run.flags["host_steal_ns"].as_f64().filter(|&s| s > 0.0) {
+        causes.push(format!("host steal {}", fmt_ns(steal)));
+    }
+    causes
 }
 
 /// An experiment's table: our runs beside the study's figures, for `metric` against a

@@ -5,13 +5,74 @@
 
 use std::path::Path;
 
-use results::{GroupId, RunView};
+use results::{GroupId, Kept, RunView};
 use serde_json::{json, Value};
 
-/// `audiolat jitter`'s text: the run's tables and where it is stored (`db`).
-pub fn jitter_text(run: &RunView, db: &Path) -> String {
+/// Where run `run` is kept, as a fresh run's last line says it: "stored as run N in
+/// DB" only once it is closed there (`shows`: the commands that show it, by run id).
+fn stored_line(run: &RunView, db: &Path, kept: &Kept, shows: &dyn Fn(&str) -> String) -> String {
+    match kept {
+        Kept::Stored => format!(
+            "\nstored as run {} in {}{}\n",
+            run.id,
+            db.display(),
+            shows(&run.id.to_string())
+        ),
+        Kept::Moved { path, run_id, .. } => format!(
+            "\nnot stored in {}: kept in {} as run {run_id} (the error below says why and how to put it back)\n",
+            db.display(),
+            path.display()
+        ),
+        Kept::NotClosed(_) => format!(
+            "\nrun {} could not be stored whole in {} (the error below says what is kept)\n",
+            run.id,
+            db.display()
+        ),
+    }
+}
+
+/// Where a sweep's runs are kept: "stored in DB (group N)" when every run closed there;
+/// else a line for each run that did not (moved to a local file, or not closed), and
+/// where the others are. `export`: what `audiolat export` gives for one run.
+fn sweep_stored(
+    group: GroupId,
+    runs: &[RunView],
+    kept: &[Kept],
+    db: &Path,
+    export: &str,
+) -> String {
+    let shows = format!("; `audiolat show <run>` shows one, {export}");
+    let elsewhere: Vec<_> = runs
+        .iter()
+        .zip(kept)
+        .filter(|(_, k)| **k != Kept::Stored)
+        .collect();
+    if elsewhere.is_empty() {
+        return format!("\nstored in {} (group {group}){shows}\n", db.display());
+    }
+    let mut out: String = elsewhere
+        .iter()
+        .map(|(r, k)| stored_line(r, db, k, &|_| String::new()))
+        .collect();
+    let stored = runs.len().saturating_sub(elsewhere.len());
+    if stored > 0 {
+        let others = if stored == 1 {
+            "the other run is".to_string()
+        } else {
+            format!("the other {stored} runs are")
+        };
+        out.push_str(&format!(
+            "{others} stored in {} (group {group}){shows}\n",
+            db.display()
+        ));
+    }
+    out
+}
+
+/// `audiolat jitter`'s text: the run's tables and where it is kept (`db`, `kept`).
+pub fn jitter_text(run: &RunView, db: &Path, kept: &Kept) -> String {
     let mut out = super::jitter::text(run);
-    out.push_str(&format!("\nstored as run {} in {}\n", run.id, db.display()));
+    out.push_str(&stored_line(run, db, kept, &|_| String::new()));
     out
 }
 
@@ -25,16 +86,19 @@ fn run_errors(runs: &[RunView], out: &mut String) {
 }
 
 /// `audiolat event`'s text: the runs' tables (sweep `group`), the errors that stopped a
-/// run, and where they are stored.
-pub fn event_text(group: GroupId, runs: &[RunView], db: &Path) -> String {
+/// run, and where they are kept (`kept`, in the order of `runs`).
+pub fn event_text(group: GroupId, runs: &[RunView], kept: &[Kept], db: &Path) -> String {
     if runs.is_empty() {
         return format!("\nno event runs were made (group {group})\n");
     }
     let mut out = super::event::text(runs);
     run_errors(runs, &mut out);
-    out.push_str(&format!(
-        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run>` every trigger\n",
-        db.display()
+    out.push_str(&sweep_stored(
+        group,
+        runs,
+        kept,
+        db,
+        "`audiolat export <run>` every trigger",
     ));
     out
 }
@@ -67,16 +131,19 @@ pub fn event_json(group: GroupId, runs: &[RunView]) -> Value {
 }
 
 /// `audiolat roundtrip`'s text: the runs' tables (sweep `group`), the errors that
-/// stopped a run, and where they are stored.
-pub fn roundtrip_text(group: GroupId, runs: &[RunView], db: &Path) -> String {
+/// stopped a run, and where they are kept (`kept`, in the order of `runs`).
+pub fn roundtrip_text(group: GroupId, runs: &[RunView], kept: &[Kept], db: &Path) -> String {
     if runs.is_empty() {
         return format!("\nno round-trip runs were made (group {group})\n");
     }
     let mut out = super::roundtrip::text(runs);
     run_errors(runs, &mut out);
-    out.push_str(&format!(
-        "\nstored in {} (group {group}); `audiolat show <run>` shows one, `audiolat export <run> --format series` every window\n",
-        db.display()
+    out.push_str(&sweep_stored(
+        group,
+        runs,
+        kept,
+        db,
+        "`audiolat export <run> --format series` every window",
     ));
     out
 }
@@ -102,22 +169,20 @@ pub fn roundtrip_json(group: GroupId, runs: &[RunView], details: &[Value]) -> Va
     })
 }
 
-/// `audiolat net`'s text: the run's tables and where it is stored.
-pub fn net_text(run: &RunView, db: &Path) -> String {
+/// `audiolat net`'s text: the run's tables and where it is kept.
+pub fn net_text(run: &RunView, db: &Path, kept: &Kept) -> String {
     let mut out = super::net::text(run);
-    out.push_str(&format!(
-        "\nstored as run {} in {}; `audiolat show {}` shows it, `audiolat export {} --format series` every block\n",
-        run.id,
-        db.display(),
-        run.id,
-        run.id
-    ));
+    out.push_str(&stored_line(run, db, kept, &|id| {
+        format!(
+            "; `audiolat show {id}` shows it, `audiolat export {id} --format series` every block"
+        )
+    }));
     out
 }
 
-/// `audiolat net respond|emulate`'s text: the run's tables and where it is stored.
-pub fn net_end_text(run: &RunView, db: &Path) -> String {
+/// `audiolat net respond|emulate`'s text: the run's tables and where it is kept.
+pub fn net_end_text(run: &RunView, db: &Path, kept: &Kept) -> String {
     let mut out = super::net::end_text(run);
-    out.push_str(&format!("\nstored as run {} in {}\n", run.id, db.display()));
+    out.push_str(&stored_line(run, db, kept, &|_| String::new()));
     out
 }

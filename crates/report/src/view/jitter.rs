@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use results::RunView;
 use serde_json::{json, Value};
 
-use super::ns_stat;
+use super::{ns_stat, shown};
 use crate::terminal::{flag_notes, fmt_ns, histogram, summary_table};
 
 /// The jitter run's tables, as `audiolat jitter` and `audiolat show` print them.
@@ -15,11 +15,13 @@ pub fn text(run: &RunView) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "jitter run {}: {} after {} cycles in {:.1} s",
+        "jitter run {}: {} after {} cycles in {} s",
         run.id,
         run.status,
-        r["cycles"].as_u64().unwrap_or(0),
-        r["run_ns"].as_u64().unwrap_or(0) as f64 / 1e9
+        shown(&r["cycles"]),
+        r["run_ns"]
+            .as_u64()
+            .map_or("-".into(), |ns| format!("{:.1}", ns as f64 / 1e9))
     );
     let _ = writeln!(out, "{}\n", config_line(run));
     out.push_str(&summary_table(&run.measurements));
@@ -86,9 +88,9 @@ fn config_line(run: &RunView) -> String {
     };
     format!(
         "{} wake-ups, {what}{busy}, {} on CPUs {}, load {}",
-        c["mode"].as_str().unwrap_or("?"),
-        run.qos_granted["policy"].as_str().unwrap_or("?"),
-        run.qos_granted["cpus"].as_str().unwrap_or("?"),
+        shown(&c["mode"]),
+        shown(&run.qos_granted["policy"]),
+        shown(&run.qos_granted["cpus"]),
         run.load["spec"].as_str().unwrap_or("none")
     )
 }
@@ -111,9 +113,11 @@ fn fragment_model(run: &RunView, out: &mut String) {
     let _ = writeln!(
         out,
         "\nfragment model: headroom {} ((fragments-1) x period); {} would-be under-runs in {} fragments; worst completion {}",
-        fmt_ns(f["headroom_ns"].as_u64().unwrap_or(0) as f64),
-        run.result["underruns"].as_u64().unwrap_or(0),
-        run.result["cycles"].as_u64().unwrap_or(0),
+        f["headroom_ns"]
+            .as_u64()
+            .map_or("-".into(), |ns| fmt_ns(ns as f64)),
+        shown(&run.result["underruns"]),
+        shown(&run.result["cycles"]),
         ns_stat(Some(completion), |s| s.max)
     );
     let start = start_ns(run);
@@ -128,8 +132,12 @@ fn fragment_model(run: &RunView, out: &mut String) {
     }
 }
 
-/// The largest wake-ups, with the host steal on their CPU around each.
+/// The largest wake-ups, with the host steal on their CPU around each (nothing when the
+/// run never stored them: a killed run).
 fn largest_wakeups(run: &RunView, out: &mut String) {
+    if !run.result["outliers"].is_array() {
+        return;
+    }
     let _ = writeln!(
         out,
         "\nlargest wake-ups (host steal on that CPU in the sampled window around each):"

@@ -40,7 +40,7 @@ pub fn ns_stat(m: Option<&Measurement>, stat: fn(&results::Summary) -> f64) -> S
 /// same), else its samples. `None` without a deadline, or with nothing to count.
 pub fn deadline_line(m: &Measurement) -> Option<String> {
     let (deadline, misses) = (m.deadline?, m.misses?);
-    let of = m.detail["sent"].as_u64().unwrap_or(m.count());
+    let of = results::counts::deadline_blocks(m);
     (of > 0).then(|| {
         format!(
             "{}: {misses} of {of} missed the deadline of {}",
@@ -59,6 +59,25 @@ pub fn measurement_summary_json(m: &Measurement) -> Value {
     })
 }
 
+/// A stored value as text: a number or a string as it is, `-` when it was not stored
+/// (a run killed before it stored it): never a 0 or a `null` nobody measured.
+pub fn shown(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `yes`, `NO`, or `-` when the run never stored whether its thread ran real-time.
+pub fn realtime_cell(flags: &Value) -> &'static str {
+    match flags["realtime"].as_bool() {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    }
+}
+
 /// A host-steal share from a run's flags, or `-` when it was not sampled.
 pub fn steal_cell(flags: &Value) -> String {
     flags["host_steal_percent"]
@@ -69,16 +88,19 @@ pub fn steal_cell(flags: &Value) -> String {
 /// The JACK server line of an audio run from its stored `server` object (name, private,
 /// command_line, version).
 pub fn server_line(server: &Value) -> String {
+    if server.is_null() {
+        return "server -".into();
+    }
     format!(
         "server `{}`{}{}",
-        server["name"].as_str().unwrap_or("?"),
-        if server["private"].as_bool().unwrap_or(false) {
-            format!(
+        server["name"].as_str().unwrap_or("-"),
+        match server["private"].as_bool() {
+            Some(true) => format!(
                 " (private: {})",
-                server["command_line"].as_str().unwrap_or("?")
-            )
-        } else {
-            " (external)".into()
+                server["command_line"].as_str().unwrap_or("-")
+            ),
+            Some(false) => " (external)".into(),
+            None => String::new(),
         },
         server["version"]
             .as_str()

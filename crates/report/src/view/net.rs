@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use results::counts::{ControllerBlocks, HostBlocks, NetBlocks};
 use results::RunView;
 use serde_json::{json, Value};
 
@@ -86,12 +87,12 @@ fn header(run: &RunView) -> String {
     )
 }
 
-/// The phase's response time (the study's Figure 7), its misses, the blocks lost, the
-/// gathering, and what the synth adds over the reference.
+/// The phase's response time (the study's Figure 7), its misses, the blocks without an
+/// answer, the gathering, and what the synth adds over the reference.
 fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
     let r = &run.result;
     let p = &r[phase];
-    let (h, ctl) = (&p["host"], &p["controller"]);
+    let blocks = NetBlocks::of(p);
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let response = run.measurement(&format!("response_time{suffix}"));
     let _ = writeln!(
@@ -104,22 +105,18 @@ fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
     let _ = writeln!(
         out,
         "\n{} missed deadlines of {} blocks (deadline {}: 62 frames at 44.1 kHz), max = {}, mean = {}, stdev = {}",
-        h["misses"],
-        h["answered"],
+        count_of(blocks.host.responses_past_deadline),
+        count_of(blocks.host.answered),
         fmt_ns(n(&r["deadline_ns"]) as f64),
         ns_stat(response, |s| s.max),
         ns_stat(response, |s| s.mean),
         ns_stat(response, |s| s.stdev)
     );
-    let lost = n(&ctl["lost"]);
-    if lost > 0 {
-        // A block that never arrives whole misses its deadline too.
-        let sent = n(&ctl["blocks_sent"]);
-        let _ = writeln!(
-            out,
-            "and {lost} of the {sent} blocks sent were never answered (packets lost on the way): {} of {sent} missed in all",
-            lost + n(&ctl["late"]),
-        );
+    if let Some(line) = unanswered_line(p) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(line) = sender_late_line(run, &blocks.controller, suffix) {
+        let _ = writeln!(out, "{line}");
     }
     let detail = response.map_or(&Value::Null, |m| &m.detail);
     let pacing = run.measurement(&format!("pacing_error{suffix}"));
@@ -145,6 +142,163 @@ fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
     }
 }
 
+/// The blocks the controller got no answer for by the run's end, and where they went
+/// by both ends' books (`results::counts::Unanswered`, when they count the same blocks):
+/// a block missed its deadline all the same. `None` when every block sent was answered
+/// in the run.
+fn unanswered_line(p: &Value) -> Option<String> {
+    let blocks = NetBlocks::of(p);
+    let ctl = &blocks.controller;
+    let unanswered = ctl.unanswered_in_run().filter(|&n| n > 0)?;
+    let sent = ctl.blocks_sent.unwrap_or(0);
+    let missed = ctl.missed().unwrap_or(unanswered);
+    let head = format!("and {unanswered} of the {sent} blocks sent got no answer by the run's end");
+    let Some(split) = blocks.unanswered() else {
+        return Some(format!("{head}: {missed} of {sent} missed in all"));
+    };
+    let mut why = Vec::new();
+    if let Some(after) = split.after_end.filter(|&n| n > 0) {
+        why.push(format!(
+            "{after} answered after it (the drain after the last packet)"
+        ));
+    }
+    if split.answered_not_received > 0 {
+        why.push(format!(
+            "{} answered by the host whose answer the controller never received (refused by the host's kernel, lost on the way back, or after it stopped listening)",
+            split.answered_not_received
+        ));
+    }
+    if split.never_answered > 0 {
+        why.push(format!(
+            "{} the host never answered ({} blocks reached it incomplete: packets lost on the way there)",
+            split.never_answered,
+            count(&p["host"]["blocks_incomplete"])
+        ));
+    }
+    Some(format!(
+        "{head}: {}; {missed} of {sent} missed in all",
+        why.join(", ")
+    ))
+}
+
+/// The blocks the run's own controller sent late, with its pacing error: their times
+/// and misses are the controller's, not the host's or the network's. `None` when it kept
+/// its schedule.
+fn sender_late_line(run: &RunView, ctl: &ControllerBlocks, suffix: &str) -> Option<String> {
+    let late = ctl.blocks_sent_late.filter(|&n| n > 0)?;
+    let pacing = run.measurement(&format!("pacing_error{suffix}"));
+    Some(format!(
+        "the controller itself sent {late} of the {} blocks late (a packet more than {} behind its schedule; its pacing error median {}, max {}): their times are the controller's, not the host's or the network's",
+        ctl.blocks_sent.unwrap_or(0),
+        fmt_ns(run.result["late_send_ns"].as_f64().unwrap_or(725_624.0)),
+        ns_stat(pacing, |s| s.p50),
+        ns_stat(pacing, |s| s.max),
+    ))
+}
+
+/// Why the controller's late blocks were late, block by block, from the phase `p`: each
+/// counted under the largest part of its time (netaudio's `misses`), with the threads'
+/// waits for a CPU where their part is named, e.g. `of the 22 blocks answered late, 2
+/// the controller sent late ..., 0 waited on the way to the host ..., 20 the host
+/// answered late ...`. `None` without late blocks, or when the run could not split them
+/// (its host ran in another process).
+pub fn late_causes_text(p: &Value) -> Option<String> {
+    let (h, ctl) = (&p["host"], &p["controller"]);
+    let causes = ctl["miss_causes"].as_object()?;
+    let n = |k: &str| causes.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let late = results::counts::ControllerBlocks::of(ctl)
+        .answers_received_late
+        .filter(|&l| l > 0)?;
+    // A thread's wait for a CPU over the run, where it was measured.
+    let waited = |who: &str, sched: &Value| {
+        sched["run_queue_wait_ns"]
+            .as_f64()
+            .map_or(String::new(), |w| {
+                format!("; {who} waited {} for a CPU over the run", fmt_ns(w))
+            })
+    };
+    let mut parts = vec![
+        format!(
+            "{} the controller sent late (their packets spread beyond a block's 0.68 ms{})",
+            n("sent_late"),
+            waited("its sender", &ctl["sender_sched"])
+        ),
+        format!(
+            "{} waited on the way to the host (the link's queue and the kernel's path)",
+            n("to_host")
+        ),
+        format!(
+            "{} the host answered late after their last packet arrived (its synth, or its thread held off{})",
+            n("host"),
+            waited("its network thread", &h["net_thread_sched"])
+        ),
+        format!("{} came back late", n("way_back")),
+    ];
+    if n("unsplit") > 0 {
+        parts.push(format!(
+            "{} not split (the host's times for them were gone)",
+            n("unsplit")
+        ));
+    }
+    Some(format!(
+        "of the {late} {} answered late, by the largest part of each one's time: {}",
+        if late == 1 { "block" } else { "blocks" },
+        parts.join(", ")
+    ))
+}
+
+/// The drop counters in the protocol's order (`docs/net-protocol.md`, Validation).
+const DROP_COUNTERS: [&str; 10] = [
+    "wrong_size",
+    "bad_magic",
+    "unknown_version",
+    "unknown_kind",
+    "bad_index",
+    "non_finite",
+    "duplicate",
+    "stale",
+    "foreign",
+    "unconfirmed",
+];
+
+/// Datagrams dropped by reason (each counter stored apart, named as stored, in the
+/// protocol's order; only those above 0), `none`, or `-` where the run stored no
+/// counters.
+pub fn drops_text(drops: &Value) -> String {
+    let Some(map) = drops.as_object() else {
+        return "-".into();
+    };
+    let rank = |k: &str| {
+        DROP_COUNTERS
+            .iter()
+            .position(|c| *c == k)
+            .unwrap_or(usize::MAX)
+    };
+    let mut counters: Vec<(&String, &Value)> = map.iter().collect();
+    counters.sort_by_key(|(k, _)| rank(k));
+    let parts: Vec<String> = counters
+        .into_iter()
+        .filter_map(|(k, v)| {
+            v.as_u64()
+                .filter(|&n| n > 0)
+                .map(|n| format!("{n} {}", k.replace('_', " ")))
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A thread's wait for a CPU as stored (`sched_json`), e.g. `waited 1.61 s for a CPU`;
+/// empty when not measured.
+fn waited_text(sched: &Value) -> String {
+    sched["run_queue_wait_ns"]
+        .as_f64()
+        .map_or(String::new(), |w| format!("waited {} for a CPU", fmt_ns(w)))
+}
+
 /// What the synth adds after a block's last packet: the median of the synth phase less
 /// that of the reference (a host answering silence at once). `None` without a reference,
 /// or when either phase answered nothing: a difference with a missing side is no figure.
@@ -161,16 +315,21 @@ fn counter_lines(run: &RunView, p: &Value, suffix: &str, out: &mut String) {
     let pacing = run.measurement(&format!("pacing_error{suffix}"));
     let _ = writeln!(
         out,
-        "controller: {} blocks sent, {} answered on time, {} late, {} lost; end to end (tf - t0) median {}, max {}; {} duplicate and {} unknown answers",
-        ctl["blocks_sent"],
-        ctl["on_time"],
-        ctl["late"],
-        ctl["lost"],
+        "controller: {}; end to end (tf - t0) median {}, max {}; {} duplicate and {} unknown answers; answers dropped: {}{}",
+        controller_blocks_text(&ControllerBlocks::of(ctl)),
         ns_stat(end_to_end, |s| s.p50),
         ns_stat(end_to_end, |s| s.max),
         ctl["duplicate_answers"],
-        ctl["unknown_answers"]
+        ctl["unknown_answers"],
+        drops_text(&ctl["dropped_answers"]),
+        match n(&ctl["answers_dropped_by_kernel"]) {
+            0 => String::new(),
+            k => format!(", {k} more by the kernel on a full queue"),
+        }
     );
+    if let Some(line) = late_causes_text(p) {
+        let _ = writeln!(out, "  {line}");
+    }
     let _ = writeln!(
         out,
         "sender pacing error (send time - due time): median {}, p99 {}, max {}; {} packets sent, {} refused by the kernel",
@@ -181,25 +340,19 @@ fn counter_lines(run: &RunView, p: &Value, suffix: &str, out: &mut String) {
         ctl["packets_refused"]
     );
     let d = &h["drops"];
-    let malformed: u64 = [
-        "wrong_size",
-        "bad_magic",
-        "unknown_version",
-        "unknown_kind",
-        "bad_index",
-        "non_finite",
-    ]
-    .iter()
-    .map(|k| n(&d[*k]))
-    .sum();
-    let (duplicate, stale, foreign) = (n(&d["duplicate"]), n(&d["stale"]), n(&d["foreign"]));
+    let dropped: u64 = d
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, v)| v.as_u64())
+        .sum();
     let kernel_timestamps = run
         .measurement(&format!("response_time{suffix}"))
         .is_some_and(|m| m.detail["kernel_timestamps"] == json!(true));
     let _ = writeln!(
         out,
-        "host: {} packets dropped ({malformed} malformed, {duplicate} duplicate, {stale} stale, {foreign} foreign; {} more by the kernel on a full queue), {} incomplete blocks, {} reordered packets; arrival times from {}",
-        malformed + duplicate + stale + foreign,
+        "host: {dropped} packets dropped ({}; {} more by the kernel on a full queue), {} incomplete blocks, {} reordered packets; arrival times from {}",
+        drops_text(d),
         h["kernel_dropped"],
         h["blocks_incomplete"],
         h["reordered"],
@@ -262,6 +415,27 @@ fn traffic_lines(run: &RunView, p: &Value, out: &mut String) {
             f["sent"],
             f["by_reservation"],
             fmt_ns(f["max_wait_ns"].as_u64().unwrap_or(0) as f64)
+        );
+    }
+    if svc.is_object() {
+        let waited = waited_text(svc);
+        if let Some(thread) = svc["thread"].as_str() {
+            let _ = writeln!(
+                out,
+                "  service thread: {thread}{}",
+                if waited.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {waited}")
+                }
+            );
+        }
+    }
+    let softirq = waited_text(&p["kernel_softirq"]);
+    if !softirq.is_empty() && (svc.is_object() || p["tc_classes"].is_object()) {
+        let _ = writeln!(
+            out,
+            "  the kernel's softirq threads (ksoftirqd: the network work it defers) {softirq}"
         );
     }
     if let Some(classes) = p["tc_classes"].as_object() {
@@ -348,7 +522,7 @@ pub fn end_text(run: &RunView) -> String {
                 m.deadline.map_or_else(|| "-".into(), fmt_ns)
             );
             out.push_str(&histogram(h, 40));
-            let blocks = m.detail["sent"].as_u64().unwrap_or(m.count());
+            let blocks = results::counts::deadline_blocks(m);
             if blocks == 0 {
                 let _ = writeln!(out, "\nno blocks: nothing to time");
             } else {
@@ -362,9 +536,72 @@ pub fn end_text(run: &RunView) -> String {
             }
         }
     }
-    let _ = writeln!(out, "{}", run.result);
+    out.push_str(&end_counters(role, &run.result));
     for note in flag_notes(&run.flags) {
         let _ = writeln!(out, "note: {note}");
     }
     out
+}
+
+/// A stored count, `-` where the run stored none (an older run).
+fn count(v: &Value) -> String {
+    count_of(v.as_u64())
+}
+
+/// A count, `-` where the run did not count it.
+fn count_of(n: Option<u64>) -> String {
+    n.map_or_else(|| "-".into(), |n| n.to_string())
+}
+
+/// The controller's blocks in words: sent, and their answers received on time, late,
+/// after the run's end, or not received (`-` where an older run did not count).
+fn controller_blocks_text(c: &ControllerBlocks) -> String {
+    format!(
+        "{} blocks sent ({} late by the controller itself); answers received: {} on time, {} late, {} after the run's end; {} blocks with no answer received",
+        count_of(c.blocks_sent),
+        count_of(c.blocks_sent_late),
+        count_of(c.answers_received_on_time),
+        count_of(c.answers_received_late),
+        count_of(c.answers_received_after_end),
+        count_of(c.answers_not_received),
+    )
+}
+
+/// One end's counters in words (what `respond` and `emulate` store as their result).
+fn end_counters(role: &str, r: &Value) -> String {
+    let n = |k: &str| count(&r[k]);
+    match role {
+        "respond" => {
+            let from = match (r["counted_from_block"].as_u64(), r["peer"].as_str()) {
+                (Some(b), Some(p)) => format!(" (blocks from {b} on, answering {p})"),
+                (Some(b), None) => format!(" (blocks from {b} on)"),
+                _ => String::new(),
+            };
+            let h = HostBlocks::of(r);
+            format!(
+                "host: {} answers sent for the blocks after the warm-up{from}, {} more the kernel would not take, {} blocks answered in the warm-up; {} incomplete blocks; packets dropped: {}; {} more by the kernel on a full queue{}\n",
+                count_of(h.answers_sent),
+                count_of(h.answers_refused),
+                count_of(h.answers_in_warmup),
+                n("blocks_incomplete"),
+                drops_text(&r["drops"]),
+                n("kernel_dropped"),
+                match r["peer_changes"].as_u64() {
+                    Some(k) if k > 0 => format!("; followed another controller {k} times after its peer fell silent"),
+                    _ => String::new(),
+                }
+            )
+        }
+        "emulate" => format!(
+            "controller: {}; {} duplicate and {} unknown answers; answers dropped: {}; {} more by the kernel on a full queue; {} packets sent, {} refused by the kernel\n",
+            controller_blocks_text(&ControllerBlocks::of(r)),
+            n("duplicate_answers"),
+            n("unknown_answers"),
+            drops_text(&r["dropped_answers"]),
+            n("answers_dropped_by_kernel"),
+            n("packets_sent"),
+            n("packets_refused"),
+        ),
+        _ => String::new(),
+    }
 }

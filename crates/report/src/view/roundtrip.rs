@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use results::RunView;
 use serde_json::Value;
 
-use super::{device_line, server_line, steal_cell, JsonStats};
+use super::{device_line, realtime_cell, server_line, shown, steal_cell, JsonStats};
 use crate::terminal::{machine_line, Table};
 
 /// The round-trip runs' tables (one sweep's, or one stored run's), as
@@ -50,7 +50,7 @@ pub fn text(runs: &[RunView]) -> String {
     );
     let _ = writeln!(
         out,
-        "reported = their sum; extra = what the loop adds beyond it (less any --insert-delay); under-runs = xruns / skipped cycles."
+        "reported = their sum; extra = what the loop adds beyond it (less the delay `audiolat roundtrip --insert-delay` inserts); under-runs = xruns / skipped cycles."
     );
     for r in runs {
         run_lines(r, &mut out);
@@ -61,13 +61,13 @@ pub fn text(runs: &[RunView]) -> String {
 /// The loop, the backend, its server or device, and the machine (from the first run).
 fn stream_lines(first: &RunView, out: &mut String) {
     let s = &first.result;
-    let backend = s["backend"].as_str().unwrap_or("?");
+    let backend = s["backend"].as_str().unwrap_or("-");
     let _ = writeln!(
         out,
         "\nround trip: a signal out, through {}, and back in; {backend} backend ({} model), {} Hz",
-        first.config["loop"].as_str().unwrap_or("?"),
-        s["model"].as_str().unwrap_or("?"),
-        s["rate_hz"]
+        first.config["loop"].as_str().unwrap_or("-"),
+        shown(&s["model"]),
+        shown(&s["rate_hz"])
     );
     let server = &s["server"];
     if backend == "jack" || backend == "pipewire" {
@@ -95,24 +95,22 @@ fn figure(m: &JsonStats, v: f64, digits: usize) -> String {
 fn row(r: &RunView) -> Vec<String> {
     let s = &r.result;
     let m = JsonStats::of(&s["roundtrip_frames"]);
-    let frame_ms = 1e3 / s["rate_hz"].as_f64().unwrap_or(f64::NAN);
+    let frame_ms = s["rate_hz"].as_f64().map(|rate| 1e3 / rate);
     let clicks = JsonStats::of(&s["impulse_frames"]);
     let reported = s["reported_frames"].as_u64();
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     vec![
         r.id.to_string(),
-        u(&s["period_frames"]).to_string(),
+        shown(&s["period_frames"]),
         format!(
             "{}+{}",
-            u(&s["playback_latency_frames"]),
-            s["capture_latency_frames"]
-                .as_u64()
-                .map_or("-".into(), |f| f.to_string())
+            shown(&s["playback_latency_frames"]),
+            shown(&s["capture_latency_frames"])
         ),
         r.config["load"].as_str().unwrap_or("none").to_string(),
-        format!("{}/{}", u(&r.flags["windows_ok"]), u(&s["windows"])),
+        format!("{}/{}", shown(&r.flags["windows_ok"]), shown(&s["windows"])),
         figure(&m, m.mean, 3),
-        figure(&m, m.mean * frame_ms, 3),
+        frame_ms.map_or("-".into(), |f| figure(&m, m.mean * f, 3)),
         figure(&m, m.stdev, 3),
         figure(&m, m.min, 3),
         figure(&m, m.max, 3),
@@ -134,19 +132,19 @@ fn row(r: &RunView) -> Vec<String> {
             }
             None => "-".into(),
         },
-        format!("{}/{}", u(&s["xruns"]), u(&s["skipped_cycles"])),
-        if realtime(r) {
-            "yes".into()
-        } else {
-            "NO".into()
+        {
+            let d = r.dropouts();
+            let n = |v: Option<u64>| v.map_or("-".into(), |n| n.to_string());
+            format!("{}/{}", n(d.underruns), n(d.skipped_cycles))
         },
+        realtime_cell(&r.flags).into(),
         steal_cell(&r.flags),
     ]
 }
 
-/// Whether the audio thread ran real-time.
-fn realtime(r: &RunView) -> bool {
-    r.flags["realtime"].as_bool().unwrap_or(false)
+/// Whether the audio thread ran real-time (`None`: not stored, a killed run).
+fn realtime(r: &RunView) -> Option<bool> {
+    r.flags["realtime"].as_bool()
 }
 
 /// The verdict of one run, and what else a reader of its row must know.
@@ -162,11 +160,11 @@ fn run_lines(r: &RunView, out: &mut String) {
     if inserted > 0 {
         let _ = writeln!(
             out,
-            "run {}: audiolat delayed its own output by {inserted} frames (--insert-delay); they are in frames, not in extra",
+            "run {}: audiolat delayed its own output by {inserted} frames (`audiolat roundtrip --insert-delay`); they are in frames, not in extra",
             r.id
         );
     }
-    if !realtime(r) {
+    if realtime(r) == Some(false) {
         let _ = writeln!(
             out,
             "run {}: NOT REAL-TIME: the audio thread ran {}",

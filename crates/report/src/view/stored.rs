@@ -125,6 +125,73 @@ pub fn groups_text(rows: &[GroupRow]) -> String {
         + "`audiolat report group:N` writes a group's report; `audiolat compare group:A group:B` compares two\n"
 }
 
+/// `audiolat report --print`: the report's tables in the terminal: its answer, a row
+/// per run (its headline, as every list shows it, and its under-runs, as every view
+/// counts them), a line per run that failed a gate, then a plan's study tables.
+pub fn report_text(data: &crate::data::ReportData) -> String {
+    let mut out = crate::summary::text(data);
+    let mut t = Table::new(&[
+        "cell",
+        "run",
+        "probe",
+        "status",
+        "metric",
+        "p50",
+        "p99",
+        "max",
+        "under-runs",
+    ])
+    .left_align(&[0, 2, 3, 4]);
+    for c in &data.cells {
+        let Some(r) = &c.run else {
+            let status = c.status.map_or("pending".into(), |s| s.to_string());
+            t.row(vec![
+                c.key.clone(),
+                "-".into(),
+                "-".into(),
+                status,
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        };
+        let [metric, p50, p99, max] = crate::terminal::headline_cells(r.headline());
+        t.row(vec![
+            c.key.clone(),
+            r.record.id.to_string(),
+            r.record.probe.clone(),
+            r.record.status.to_string(),
+            metric,
+            p50,
+            p99,
+            max,
+            crate::units::fmt_dropouts(&r.dropouts()).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    if !data.cells.is_empty() {
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    // A line per run that failed a gate, with what failed it.
+    for (key, run, failed) in super::gates::failures(data) {
+        let what: Vec<String> = failed
+            .iter()
+            .map(|g| match &g.reason {
+                Some(why) => format!("{} ({why})", g.expr),
+                None => format!("{} (measured {})", g.expr, g.value_text()),
+            })
+            .collect();
+        out.push_str(&format!(
+            "run {run} ({key}) failed its gates: {}\n",
+            what.join("; ")
+        ));
+    }
+    out + &crate::paper::tables_text(data)
+}
+
 /// The file name a report is written to beside the database, for its data: `plan-N`
 /// or `group-N` for one group (`group`), else by its runs (`run-N`, `runs-A-to-B`).
 pub fn report_name(group: Option<results::GroupId>, data: &crate::data::ReportData) -> String {

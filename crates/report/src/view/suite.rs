@@ -18,8 +18,8 @@ pub struct SuiteRow<'a> {
     pub status: &'a str,
     /// The measurement it is summarised by.
     pub headline: Option<&'a Measurement>,
-    /// Under-runs (or xruns), when the probe counts them.
-    pub underruns: Option<u64>,
+    /// Its dropouts, as every view counts them.
+    pub dropouts: results::Dropouts,
     /// Validity flags as stored.
     pub flags: &'a Value,
     /// What to know about it, in words (empty: nothing).
@@ -59,7 +59,7 @@ pub fn text(
             p50,
             p99,
             max,
-            r.underruns.map_or("-".into(), |u| u.to_string()),
+            crate::units::fmt_dropouts(&r.dropouts).unwrap_or_else(|| "-".into()),
             match r.flags["realtime"].as_bool() {
                 Some(true) => "yes".into(),
                 Some(false) => "NO".into(),
@@ -121,15 +121,17 @@ pub fn roundtrip_note(verdict: String, frames: Option<(f64, u32)>) -> String {
     }
 }
 
-/// The network audio's note: its synth phase's (misses, blocks answered, packets lost),
-/// none when it ended before that phase, and what the synth adds after the last packet.
+/// The network audio's note: its synth phase's (the host's responses past the deadline,
+/// the blocks it answered, the blocks without an answer at the controller by the run's
+/// end: `results::counts::NetBlocks`), none when it ended before that phase, and what
+/// the synth adds after the last packet.
 pub fn net_note(synth: Option<(u64, u64, u64)>, synth_adds_ns: Option<f64>) -> String {
     match synth {
-        Some((misses, answered, lost)) => format!(
-            "{} of {} blocks missed the 1.41 ms deadline; {} lost{}",
-            fmt_count(misses),
+        Some((past_deadline, answered, unanswered)) => format!(
+            "{} of {} blocks missed the 1.41 ms deadline; {} without an answer by the run's end{}",
+            fmt_count(past_deadline),
             fmt_count(answered),
-            fmt_count(lost),
+            fmt_count(unanswered),
             synth_adds_ns.map_or_else(String::new, |ns| format!(
                 "; the synth adds {} after the last packet",
                 crate::terminal::fmt_ns(ns)
@@ -165,7 +167,8 @@ pub fn rows_json(rows: &[SuiteRow<'_>]) -> Value {
             "label": r.label, "run_id": r.run_id, "status": r.status,
             "metric": r.headline.map(|m| m.metric.clone()),
             "summary": r.headline.map(|m| results::export::summary_json(m.summary.as_ref())),
-            "underruns": r.underruns, "flags": r.flags, "note": r.note,
+            "underruns": r.dropouts.underruns, "skipped_cycles": r.dropouts.skipped_cycles,
+            "deadline_misses": r.dropouts.deadline_misses, "flags": r.flags, "note": r.note,
         }))
         .collect::<Vec<_>>())
 }

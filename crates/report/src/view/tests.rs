@@ -45,11 +45,14 @@ fn a_deadline_line_counts_lost_blocks_and_says_nothing_without_a_count() {
     );
     m.deadline = Some(1_405_896.0);
     m.misses = Some(1379);
-    m.detail = json!({"sent": 1379});
-    assert_eq!(
-        deadline_line(&m).unwrap(),
-        "end_to_end: 1379 of 1379 missed the deadline of 1.41 ms"
-    );
+    // (stored as `blocks_sent`, or `sent` by an older audiolat)
+    for detail in [json!({"blocks_sent": 1379}), json!({"sent": 1379})] {
+        m.detail = detail;
+        assert_eq!(
+            deadline_line(&m).unwrap(),
+            "end_to_end: 1379 of 1379 missed the deadline of 1.41 ms"
+        );
+    }
     // ... and says nothing when there is nothing to count.
     m.detail = json!({});
     m.misses = Some(0);
@@ -145,10 +148,17 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
     assert_eq!((row.run_id, row.sent), (Some(results::RunId(7)), 100));
     assert_eq!(row.summary.map(|s| s.1), Some(5));
     assert!(
-        row.note.contains("only 400 Mbit/s") && row.note.contains("a 1000 Mbit/s link"),
+        row.note.contains("only 400 Mbit/s") && row.note.contains("the 1000 Mbit/s link"),
         "{}",
         row.note
     );
+    // Under today's names: a block answered after the run's end missed all the same.
+    let mut run = run;
+    run.result = json!({"synth": {"controller": {"blocks_sent": 100,
+        "answers_received_after_end": 1, "answers_not_received": 2},
+        "stream": {"received_mbit_per_s": 400.0}}});
+    let row = experiment::ExperimentRow::of_run("abusive", "response_time", "-", &run);
+    assert_eq!((row.sent, row.summary.map(|s| s.1)), (100, Some(5)));
 }
 
 #[test]
@@ -172,7 +182,7 @@ fn a_suites_notes_word_the_model_the_verdict_and_the_deadline() {
     );
     assert_eq!(
         net_note(Some((2, 100, 1)), None),
-        "2 of 100 blocks missed the 1.41 ms deadline; 1 lost"
+        "2 of 100 blocks missed the 1.41 ms deadline; 1 without an answer by the run's end"
     );
     assert!(net_note(Some((0, 1, 0)), Some(5e5)).contains("; the synth adds "));
 }
@@ -183,9 +193,39 @@ fn a_report_that_cannot_be_written_says_where_it_was_to_go() {
     let dir = std::env::temp_dir().join("audiolat-no-such-dir-for-a-report");
     let db = dir.join("a.db");
     let e = crate::html::write(&data, None, &db, "suite-1").unwrap_err();
-    assert_eq!(e.path, dir.join("audiolat-report-suite-1.html"));
-    assert!(e.to_string().starts_with("writing the report "), "{e}");
-    assert!(std::error::Error::source(&e).is_some());
+    assert!(
+        matches!(e, results::output::OutputError::NoDirectory { .. }),
+        "{e:?}"
+    );
+    assert_eq!(e.path(), dir.join("a-report-suite-1.html"));
+}
+
+/// Two databases in one directory have reports of their own by default: a report is
+/// named for its database (the default `audiolat.db`'s as before), a PostgreSQL store's
+/// for its server and database, without its password.
+#[test]
+fn default_report_names_are_the_databases_own() {
+    use crate::gather::default_path;
+    use std::path::{Path, PathBuf};
+    assert_eq!(
+        default_path(Path::new("audiolat.db"), "plan-3"),
+        PathBuf::from("./audiolat-report-plan-3.html")
+    );
+    let a = default_path(Path::new("/lab/a.db"), "plan-3");
+    let b = default_path(Path::new("/lab/b.db"), "plan-3");
+    assert_eq!(a, PathBuf::from("/lab/a-report-plan-3.html"));
+    assert_ne!(a, b);
+    assert_eq!(
+        default_path(Path::new("/lab/runs.sqlite"), "suite-1"),
+        PathBuf::from("/lab/runs.sqlite-report-suite-1.html")
+    );
+    let pg = default_path(
+        Path::new("postgres://bench:secret@db.lab:5433/runs?sslmode=disable"),
+        "group-2",
+    );
+    assert_eq!(pg, PathBuf::from("./db.lab-5433-runs-report-group-2.html"));
+    let other = default_path(Path::new("postgres://bench@db.lab/other"), "group-2");
+    assert_ne!(pg, other);
 }
 
 /// An event run's text says when fixed-policy notes moved by more than half a frame on
@@ -260,4 +300,440 @@ fn the_graph_line_names_the_followed_driver_else_the_busiest_not_the_lowest_id()
         line.contains("first window: quantum 1024, xruns 19,"),
         "{line}"
     );
+}
+
+/// An event sweep's run table and study table count a run's notes alike: a note of
+/// unknown timing (just after an under-run) is not a missed one in either, and each has
+/// its own column or words; the under-runs are the same start/steady in the run table as
+/// the model's [`results::Dropouts`].
+#[test]
+fn the_run_table_and_the_study_table_count_missed_and_unknown_notes_alike() {
+    let row = |seq: u64, missed: bool, known: bool| results::model::TriggerRow {
+        seq,
+        missed,
+        latency_ns: known.then_some(8_000_000),
+        wait_ns: known.then_some(1_000_000),
+        lateness_ns: known.then_some(10_000),
+        timing: if known { "backend" } else { "unknown" }.into(),
+        ..Default::default()
+    };
+    let run = |id: i64, period: u64, triggers: Vec<results::model::TriggerRow>| RunView {
+        id: results::RunId(id),
+        probe: "event".into(),
+        status: results::RunStatus::Complete,
+        machine: results::Machine::default(),
+        config: json!({"policy": "asap", "workload": "sine", "load": "none"}),
+        load: Value::Null,
+        qos_requested: Value::Null,
+        qos_granted: Value::Null,
+        flags: json!({"realtime": true}),
+        result: json!({"period_frames": period, "buffer_frames": 2 * period, "rate_hz": 48000,
+            "underruns": {"start": 2, "steady": 1, "skipped_cycles_start": 0, "skipped_cycles_steady": 1}}),
+        error: None,
+        started_mono_ns: 0,
+        measurements: Vec::new(),
+        events: Vec::new(),
+        triggers,
+    };
+    // Run 1: one note of unknown timing, none missed; run 2: one missed.
+    let runs = [
+        run(1, 128, vec![row(0, false, true), row(1, false, false)]),
+        run(2, 256, vec![row(0, false, true), row(1, true, true)]),
+    ];
+    let text = event::text(&runs);
+    // The last columns: missed, unknown, under-runs, rt, steal (the words of the
+    // columns before them may hold spaces: "10.0 us").
+    let cell = |id: &str, from_end: usize| {
+        let row: Vec<&str> = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        row[row.len() - from_end].to_string()
+    };
+    let (missed, unknown, underruns) = (5, 4, 3);
+    assert!(
+        text.contains("missed  unknown  under-runs   rt  steal"),
+        "{text}"
+    );
+    assert_eq!(
+        (cell("1", missed), cell("1", unknown)),
+        ("0".into(), "1".into()),
+        "{text}"
+    );
+    assert_eq!(
+        (cell("2", missed), cell("2", unknown)),
+        ("1".into(), "0".into()),
+        "{text}"
+    );
+    assert_eq!(cell("1", underruns), "2/1", "{text}");
+    assert!(text.contains("8.0 (1/2 timing unknown)"), "{text}");
+    assert!(text.contains("8.0 (1/2 missed)"), "{text}");
+    // The suite's table and the report's runs table say the same dropouts.
+    let d = runs[0].dropouts();
+    assert_eq!(
+        crate::units::fmt_dropouts(&d).as_deref(),
+        Some("1, 1 skipped")
+    );
+    let suite = suite::text(
+        results::GroupId(1),
+        &[suite::SuiteRow {
+            label: "event",
+            run_id: Some(results::RunId(1)),
+            status: "complete",
+            headline: None,
+            dropouts: d,
+            flags: &json!({}),
+            note: "",
+        }],
+        None,
+        std::path::Path::new("x.db"),
+        None,
+    );
+    assert!(suite.contains("1, 1 skipped"), "{suite}");
+}
+
+fn net_view(config: Value, flags: Value, result: Value) -> RunView {
+    RunView {
+        id: results::RunId(9),
+        probe: "net".into(),
+        status: results::RunStatus::Complete,
+        machine: results::Machine::default(),
+        config,
+        load: Value::Null,
+        qos_requested: Value::Null,
+        qos_granted: Value::Null,
+        flags,
+        result,
+        error: None,
+        started_mono_ns: 0,
+        measurements: Vec::new(),
+        events: Vec::new(),
+        triggers: Vec::new(),
+    }
+}
+
+/// A reserved run that missed says why, from what it measured: the controller's own
+/// lateness, the audio's wait in the service and its policy, the softirq threads' wait.
+#[test]
+fn an_experiment_row_of_a_reserved_run_that_missed_says_why() {
+    let mut m = Measurement::from_histogram(
+        "net",
+        "end_to_end",
+        "tf - t0",
+        results::LatencyHistogram::new(10_000_000).unwrap(),
+    );
+    m.misses = Some(40);
+    let mut run = net_view(
+        json!({"link": {"mbps": 1000.0, "reserve_mbps": 240.0, "by": "mclock"},
+            "duration_s": 3.0, "warmup_s": 1.0}),
+        json!({"host_steal_ns": 0}),
+        json!({"synth": {
+            "controller": {"blocks_sent": 4135, "blocks_sent_late": 3, "lost": 0,
+                "sender_thread": "SCHED_FIFO 70",
+                "sender_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 2_000_000}},
+            "host": {"misses": 0, "net_thread_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 10}},
+            "service": {"thread": "SCHED_OTHER", "run_queue_wait_ns": 1_612_000_000,
+                "flows": [{"max_wait_ns": 8_100_000}]},
+            "kernel_softirq": {"on_cpu_ns": 5, "run_queue_wait_ns": 300_000_000},
+            "stream": {"received_mbit_per_s": 800.0}}}),
+    );
+    run.measurements.push(m);
+    let row = experiment::ExperimentRow::of_run("240 reserved", "end_to_end", "-", &run);
+    assert_eq!(
+        row.note,
+        "why it missed: the controller itself sent 3 blocks late (its own pacing); the audio's datagrams waited up to 8.10 ms in the network service's queue; the network service's thread ran at SCHED_OTHER: on a busy machine it waits behind every other task; the kernel's softirq threads (tc's queue, the veth) waited 300.00 ms for a CPU (8% of the run)"
+    );
+    // Without a reservation, misses are the experiment's point: no why.
+    run.config = json!({"link": {"mbps": 1000.0, "reserve_mbps": null, "by": "mclock"}});
+    let row = experiment::ExperimentRow::of_run("none", "end_to_end", "-", &run);
+    assert!(row.note.is_empty(), "{}", row.note);
+}
+
+/// A reserved run whose late blocks the controller split says, block by block, which
+/// part of their time made them late (with the threads' waits for a CPU), and the blocks
+/// never answered: not the controller's late sends or the host's own `t2 - t1` misses
+/// over the whole run, which need not be the late blocks (a sender late against its
+/// schedule keeps a block's time if its first packet was late too).
+#[test]
+fn an_experiment_row_names_the_part_that_made_each_late_block_late() {
+    let mut m = Measurement::from_histogram(
+        "net",
+        "end_to_end",
+        "tf - t0",
+        results::LatencyHistogram::new(10_000_000).unwrap(),
+    );
+    m.misses = Some(23);
+    let mut run = net_view(
+        json!({"link": {"mbps": 1000.0, "reserve_mbps": 240.0, "by": "tc"},
+            "duration_s": 3.0, "warmup_s": 1.0}),
+        json!({"host_steal_ns": 20_000_000}),
+        json!({"synth": {
+            "controller": {"blocks_sent": 4135, "blocks_sent_late": 1727,
+                "answers_received_late": 22, "answers_received_after_end": 0, "answers_not_received": 1,
+                "miss_causes": {"sent_late": 2, "to_host": 0, "host": 20, "way_back": 0, "unsplit": 0},
+                "sender_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 44_300_000}},
+            "host": {"responses_past_deadline": 22, "net_thread_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 137_400_000}},
+            "kernel_softirq": {"on_cpu_ns": 5, "run_queue_wait_ns": 1_000_000},
+            "stream": {"received_mbit_per_s": 840.0}}}),
+    );
+    run.measurements.push(m);
+    let row = experiment::ExperimentRow::of_run("240 reserved", "end_to_end", "-", &run);
+    assert_eq!(
+        row.note,
+        "why it missed: of the 22 blocks answered late, by the largest part of each one's time: 2 the controller sent late (their packets spread beyond a block's 0.68 ms; its sender waited 44.30 ms for a CPU over the run), 0 waited on the way to the host (the link's queue and the kernel's path), 20 the host answered late after their last packet arrived (its synth, or its thread held off; its network thread waited 137.40 ms for a CPU over the run), 0 came back late; 1 block not answered by the run's end; host steal 20.00 ms"
+    );
+    // The run's own view says the same.
+    let text = net::text(&run);
+    assert!(
+        text.contains("  of the 22 blocks answered late, by the largest part of each one's time: 2 the controller sent late"),
+        "{text}"
+    );
+    // One block: said so.
+    run.result["synth"]["controller"]["answers_received_late"] = json!(1);
+    run.result["synth"]["controller"]["miss_causes"] =
+        json!({"sent_late": 0, "to_host": 0, "host": 1, "way_back": 0, "unsplit": 0});
+    assert!(net::late_causes_text(&run.result["synth"])
+        .unwrap()
+        .starts_with("of the 1 block answered late,"));
+    // A host in another process: nothing split, nothing said of it.
+    run.result["synth"]["controller"]["miss_causes"] = Value::Null;
+    assert_eq!(net::late_causes_text(&run.result["synth"]), None);
+}
+
+/// One end's run is told in words, not as its raw record: each documented drop counter
+/// apart, the controller's own lateness, the blocks counted from where.
+#[test]
+fn a_net_ends_text_words_its_counters_and_keeps_the_drop_counters_apart() {
+    let host = |counts: Value| {
+        let mut r = json!({"counted_from_block": 275, "peer": "127.0.0.1:19701",
+            "peer_changes": 0, "kernel_dropped": 0, "blocks_incomplete": 1,
+            "drops": {"wrong_size": 2, "bad_magic": 0, "non_finite": 3, "foreign": 5,
+                "unconfirmed": 1}});
+        r.as_object_mut()
+            .unwrap()
+            .extend(counts.as_object().unwrap().clone());
+        net::end_text(&net_view(json!({}), json!({"role": "respond"}), r))
+    };
+    // A run stored under today's names, and one an older audiolat stored: read alike.
+    for text in [
+        host(
+            json!({"answers_sent": 2734, "answers_refused": 0, "answers_in_warmup": 275,
+                "responses_past_deadline": 21}),
+        ),
+        host(json!({"answered": 2734, "answered_in_warmup": 275, "misses": 21, "send_dropped": 0})),
+    ] {
+        assert!(!text.contains('{'), "{text}");
+        assert!(
+            text.contains("host: 2734 answers sent for the blocks after the warm-up (blocks from 275 on, answering 127.0.0.1:19701), 0 more the kernel would not take, 275 blocks answered in the warm-up; 1 incomplete blocks; packets dropped: 2 wrong size, 3 non finite, 5 foreign, 1 unconfirmed;"),
+            "{text}"
+        );
+    }
+    let controller = |counts: Value| {
+        let mut r = json!({"blocks_sent": 2757, "blocks_sent_late": 12,
+            "duplicate_answers": 0, "unknown_answers": 0,
+            "dropped_answers": {"foreign": 100, "bad_magic": 0}, "answers_dropped_by_kernel": 3,
+            "packets_sent": 44112, "packets_refused": 0});
+        r.as_object_mut()
+            .unwrap()
+            .extend(counts.as_object().unwrap().clone());
+        let flags = json!({"role": "emulate", "sender_late_blocks": 12});
+        net::end_text(&net_view(json!({}), flags, r))
+    };
+    // What an older run did not count (answers after the end) is `-`, not 0.
+    for (text, after_end) in [
+        (
+            controller(
+                json!({"answers_received_on_time": 2750, "answers_received_late": 5,
+                    "answers_received_after_end": 0, "answers_not_received": 2}),
+            ),
+            "0",
+        ),
+        (
+            controller(json!({"on_time": 2750, "late": 5, "lost": 2})),
+            "-",
+        ),
+    ] {
+        assert!(!text.contains('{'), "{text}");
+        assert!(
+            text.contains(&format!("controller: 2757 blocks sent (12 late by the controller itself); answers received: 2750 on time, 5 late, {after_end} after the run's end; 2 blocks with no answer received; 0 duplicate and 0 unknown answers; answers dropped: 100 foreign; 3 more by the kernel on a full queue;")),
+            "{text}"
+        );
+        assert!(
+            text.contains("note: SENDER LATE: the run's own controller sent 12 blocks late"),
+            "{text}"
+        );
+    }
+}
+
+/// A net run's blocks the controller got no answer for are not all "lost on the way":
+/// those the host answered are said apart, and a controller that sent late says so.
+#[test]
+fn a_net_runs_text_does_not_blame_the_network_for_blocks_the_host_answered() {
+    let run = |controller: Value, host: Value| {
+        let phase = json!({"controller": controller, "host": host});
+        let mut phase = phase;
+        phase["controller"]["blocks_sent"] = json!(4255);
+        phase["controller"]["blocks_sent_late"] = json!(4255);
+        phase["controller"]["counted_from_block"] = json!(1379);
+        phase["host"]["counted_from_block"] = json!(1379);
+        phase["host"]["blocks_incomplete"] = json!(0);
+        phase["host"]["drops"] = json!({});
+        net::text(&net_view(
+            json!({"pads_pressed": [0], "poll": "block"}),
+            json!({"sender_late_blocks": 4255}),
+            json!({"deadline_ns": 1_405_896, "late_send_ns": 725_624, "synth": phase}),
+        ))
+    };
+    // Today's names, and an older run's: read alike.
+    for text in [
+        run(
+            json!({"answers_received_on_time": 0, "answers_received_late": 0,
+                "answers_received_after_end": 0, "answers_not_received": 4255}),
+            json!({"answers_sent": 4255, "answers_refused": 0, "responses_past_deadline": 0}),
+        ),
+        run(
+            json!({"on_time": 0, "late": 0, "lost": 4255}),
+            json!({"answered": 4255, "misses": 0, "send_dropped": 0}),
+        ),
+    ] {
+        assert!(!text.contains("lost on the way ("), "{text}");
+        assert!(
+            text.contains("0 missed deadlines of 4255 blocks (deadline 1.41 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("and 4255 of the 4255 blocks sent got no answer by the run's end: 4255 answered by the host whose answer the controller never received"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the controller itself sent 4255 of the 4255 blocks late (a packet more than 725.6 us behind its schedule"),
+            "{text}"
+        );
+        assert!(text.contains("note: SENDER LATE"), "{text}");
+    }
+    // Blocks answered after the run's end are said apart from those never received.
+    let text = run(
+        json!({"answers_received_on_time": 4000, "answers_received_late": 5,
+            "answers_received_after_end": 200, "answers_not_received": 50}),
+        json!({"answers_sent": 4220, "answers_refused": 0, "responses_past_deadline": 3}),
+    );
+    assert!(
+        text.contains("and 250 of the 4255 blocks sent got no answer by the run's end: 200 answered after it (the drain after the last packet), 15 answered by the host whose answer the controller never received (refused by the host's kernel, lost on the way back, or after it stopped listening), 35 the host never answered (0 blocks reached it incomplete: packets lost on the way there); 255 of 4255 missed in all"),
+        "{text}"
+    );
+}
+
+/// A run a dead process left, as recovery closes it: its configuration, its last
+/// checkpoint, and nothing of what only its end stores (flags, counters, grants).
+fn killed(probe: &str, config: Value, result: Value) -> RunView {
+    RunView {
+        id: results::RunId(1),
+        probe: probe.into(),
+        status: results::RunStatus::Interrupted,
+        machine: results::Machine::default(),
+        config,
+        load: json!({"spec": "none"}),
+        qos_requested: json!({}),
+        qos_granted: json!({}),
+        flags: json!({}),
+        result,
+        error: Some("process 1 ended without closing the run".into()),
+        started_mono_ns: 0,
+        measurements: Vec::new(),
+        events: Vec::new(),
+        triggers: Vec::new(),
+    }
+}
+
+/// What no view of a killed run may print: a 0, `null`, `?` or `NO` nobody measured.
+fn invents(text: &str) -> Vec<&'static str> {
+    [
+        "null",
+        "?",
+        "0+-",
+        "0/0",
+        "after 0 cycles",
+        "in 0.0 s",
+        " NO ",
+        "no cycle ran",
+        "(external)",
+        "period 0",
+    ]
+    .into_iter()
+    .filter(|s| text.contains(s))
+    .collect()
+}
+
+#[test]
+fn a_killed_run_shows_what_it_stored_and_dashes_for_the_rest() {
+    // Nothing but its configuration (killed before any checkpoint, or recovered by an
+    // older audiolat).
+    for (probe, config) in [
+        (
+            "jitter",
+            json!({"period_ns": 488281, "mode": "nanosleep", "load": "none"}),
+        ),
+        (
+            "roundtrip",
+            json!({"loop": "software loop", "load": "none"}),
+        ),
+        (
+            "event",
+            json!({"trigger": "timer", "workload": "sine", "load": "none", "policy": "asap"}),
+        ),
+    ] {
+        let run = killed(probe, config, json!({}));
+        let text = match probe {
+            "jitter" => jitter::text(&run),
+            "roundtrip" => roundtrip::text(std::slice::from_ref(&run)),
+            _ => event::text(std::slice::from_ref(&run)),
+        };
+        assert!(
+            invents(&text).is_empty(),
+            "{probe}: {:?} in\n{text}",
+            invents(&text)
+        );
+    }
+    // An event run killed before its first trigger counted no note: its missed notes,
+    // under-runs, real-time and steal cells are `-`, not 0.
+    let run = killed(
+        "event",
+        json!({"trigger": "timer", "workload": "sine", "load": "none", "policy": "asap"}),
+        json!({}),
+    );
+    let text = event::text(std::slice::from_ref(&run));
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[row.len() - 4..], ["-", "-/-", "-", "-"], "{text}");
+    // Recovered from its configuration and its checkpoint: those figures are shown.
+    let run = killed(
+        "roundtrip",
+        json!({"loop": "software loop", "load": "none"}),
+        json!({"backend": "jack", "rate_hz": 44100, "period_frames": 128,
+               "playback_latency_frames": 0, "capture_latency_frames": 0,
+               "server": {"name": "s", "private": true, "command_line": "jackd -n s -d dummy"},
+               "windows": 20, "roundtrip_frames": {"count": 18, "mean": 128.0, "min": 128.0,
+               "max": 128.0, "stdev": 0.0}}),
+    );
+    let run = RunView {
+        flags: json!({"windows_ok": 18}),
+        ..run
+    };
+    let text = roundtrip::text(std::slice::from_ref(&run));
+    assert!(invents(&text).is_empty(), "{:?} in\n{text}", invents(&text));
+    assert!(text.contains("jack backend (- model), 44100 Hz"), "{text}");
+    assert!(text.contains("(private: jackd -n s -d dummy)"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    for cell in ["128", "0+0", "18/20", "128.000", "2.902", "-/-"] {
+        assert!(row.contains(cell), "{cell} in {row}");
+    }
 }

@@ -113,7 +113,7 @@ impl Row {
         let v = self.0.get(i).unwrap_or(&Val::Null);
         T::from_val(v).ok_or_else(|| {
             StoreError::Corrupt(format!(
-                "column {i} holds {v:?}, not a {}",
+                "column {i} holds {v:?}, not of type {}",
                 std::any::type_name::<T>()
             ))
         })
@@ -192,14 +192,20 @@ impl Db {
     }
 
     /// Runs `f` in one transaction: committed when it returns `Ok`, rolled back when it
-    /// fails.
+    /// fails (or its commit does). Not nested.
     pub(crate) fn tx<T>(&self, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
         match self {
             Db::Sqlite(c) => {
-                let tx = c.unchecked_transaction()?;
-                let v = f()?;
-                tx.commit()?;
-                Ok(v)
+                // Immediate: the write lock is taken (or waited for) at the start, never
+                // half way, where another writer's commit would fail it without a wait.
+                c.execute_batch("BEGIN IMMEDIATE")?;
+                match f().and_then(|v| Ok(c.execute_batch("COMMIT").map(|()| v)?)) {
+                    Ok(v) => Ok(v),
+                    Err(e) => {
+                        let _ = c.execute_batch("ROLLBACK");
+                        Err(e)
+                    }
+                }
             }
             Db::Postgres(pg) => {
                 pg.batch("BEGIN")?;

@@ -24,10 +24,11 @@ impl Store {
         // (As SQLite's json_insert did: keys the detail has already are kept.)
         let mut detail = detail.clone();
         if let Value::Object(map) = &mut detail {
-            map.entry("runner_pid")
-                .or_insert_with(|| std::process::id().into());
             map.entry("runner_host")
                 .or_insert_with(|| hostname().into());
+        }
+        if detail.get("runner_pid").is_none() {
+            crate::owner::Owner::this_process().write_runner(&mut detail);
         }
         let id = self.db.insert(
             "INSERT INTO run_group (kind, started_at, command_line, detail, uid)
@@ -40,6 +41,7 @@ impl Store {
                 new_uid()
             ],
         )?;
+        self.keep_reserve();
         Ok(GroupId(id))
     }
 
@@ -58,6 +60,24 @@ impl Store {
             ],
         )?;
         Ok(())
+    }
+
+    /// Removes group `group_id` when no run is filed under it (a group a stop ended
+    /// before any of its runs measured is not kept); `false` when it has runs and stays.
+    /// A plan run is never removed by its cell.
+    pub fn discard_group(&self, group_id: GroupId) -> Result<bool, StoreError> {
+        if self.plan_cell.get().is_some_and(|(g, _)| g == group_id) {
+            return Ok(false);
+        }
+        let removed = self.db.tx(|| {
+            self.db.execute(
+                "DELETE FROM run_group WHERE id = ?1
+                 AND NOT EXISTS (SELECT 1 FROM run WHERE group_id = ?1)
+                 AND NOT EXISTS (SELECT 1 FROM plan_cell WHERE group_id = ?1)",
+                vals![group_id],
+            )
+        })?;
+        Ok(removed > 0)
     }
 
     /// A group's kind and status.

@@ -120,9 +120,7 @@ impl Store {
         &mut self,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<(), StoreError> {
-        self.db
-            .lite()
-            .busy_timeout(std::time::Duration::from_secs(5))?;
+        self.db.lite().busy_timeout(super::LOCK_WAIT)?;
         // WAL lets `audiolat runs` read while a probe writes. Its index lives in shared
         // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: asked
         // for there, WAL fails at the first read with an I/O error, after writing the
@@ -177,8 +175,9 @@ impl Store {
                     &mut self.db,
                     Db::Sqlite(Connection::open_in_memory()?),
                 ));
-                let conn = Connection::open(&self.path).map_err(|e| self.unusable(&e))?;
-                conn.busy_timeout(std::time::Duration::from_secs(5))?;
+                let conn = Connection::open_with_flags(&self.path, super::open::writing_flags())
+                    .map_err(|e| self.unusable(&e))?;
+                conn.busy_timeout(super::LOCK_WAIT)?;
                 conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")?;
                 let mode: String = conn
                     .query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))

@@ -140,7 +140,7 @@ fn a_reader_does_not_fold_in_an_older_schemas_log_nor_migrate_it() {
 #[test]
 fn closing_dead_runs_for_a_reader_keeps_the_journal_mode_and_the_schema() {
     let dir = tempfile::tempdir().unwrap();
-    let summarise = |_: &Store, _: &RunRecord| Ok(Vec::new());
+    let summarise = |_: &Store, _: &RunRecord| Ok(Recovered::default());
     // A rollback-journal database stays one.
     let (path, run) = copied_with_log(dir.path(), SCHEMA_VERSION);
     drop(Store::fold_log_checking(&path, no_shared_memory).unwrap());

@@ -14,7 +14,8 @@
 //! it) and refuses files from a newer audiolat or from another program, which are never
 //! written. [`Store::open_read_only`] writes nothing at all.
 //!
-//! Beside the database a writer keeps a reserve file (`FILE-reserve`, [`RESERVE_BYTES`]):
+//! Beside the database a writer keeps a reserve file (`FILE-reserve`, [`RESERVE_BYTES`]),
+//! made when the database takes its first run or group (a refused database gets none):
 //! when the filesystem fills mid-run, [`Store::closing`] removes it so the run can still
 //! be closed with its summary and the real reason.
 //!
@@ -44,7 +45,10 @@ mod schema;
 pub(crate) mod unpushed;
 
 use crate::id::{GroupId, PlanCellId, RunId};
-use crate::model::{Measurement, RunRecord, RunStatus};
+#[cfg(test)]
+use crate::model::Measurement;
+pub use crate::model::Recovered;
+use crate::model::{RunRecord, RunStatus};
 use db::Db;
 #[cfg(test)]
 use rusqlite::Connection;
@@ -53,7 +57,10 @@ use std::path::{Path, PathBuf};
 
 #[cfg(test)]
 use journal::{in_wal_mode, shared_mmap_works, wal_path};
-pub use postgres::{postgres_url, redacted};
+pub use open::plain_path;
+pub use postgres::{
+    connect_bound, postgres_url, redacted, stop_waiting_on, DEFAULT_CONNECT_TIMEOUT,
+};
 pub use push::Pushed;
 pub use remedy::Remedy;
 pub use reserve::RESERVE_BYTES;
@@ -62,7 +69,7 @@ use reserve::{make_reserve, remove_dead_reserve_tmps, reserve_path, MIN_FREE_BYT
 #[cfg(test)]
 use schema::schema_up_to;
 pub use schema::SCHEMA_VERSION;
-pub use unpushed::UNPUSHED_DB;
+pub use unpushed::{LOCK_WAIT, LOCK_WAIT_MEASURING, PENDING_RETRY, UNPUSHED_DB};
 
 /// Errors of the store. Messages say what the user can do.
 #[derive(Debug, thiserror::Error)]
@@ -94,21 +101,36 @@ pub enum StoreError {
     /// fold the log in (see [`Journal::Rollback`]).
     #[error("cannot use results database {0}: its write-ahead log cannot be read on this filesystem without writing; open it once with a command that records runs, or copy it with its -wal file to a local filesystem")]
     UnsharedLog(PathBuf),
-    /// The PostgreSQL server went away mid-run: the run was moved to a local SQLite
-    /// file, where it ended and is kept, to be pushed later.
-    #[error("the PostgreSQL store {url} went away mid-run ({reason}): run {run_id} is kept in {} as run {local_id}, with what it measured, ended as it would have; push it later: `audiolat push --db {} --to {url}`", path.display(), path.display(), url = url.display())]
+    /// The database could not take the run (a PostgreSQL server that went away mid-run;
+    /// an SQLite database locked or full at its close): the run was moved to a local
+    /// SQLite file, where it ended and is kept, to be pushed later (see `unpushed`).
+    #[error("{}", kept_message(self))]
     KeptLocally {
-        /// The run's id in the PostgreSQL store.
+        /// The run's id in the database it began in.
         run_id: RunId,
         /// Its id in the local file.
         local_id: RunId,
         /// The local file.
         path: PathBuf,
-        /// The PostgreSQL store (password hidden).
+        /// The database it began in (a PostgreSQL store's URL, password hidden).
         url: PathBuf,
-        /// What the server's loss looked like.
+        /// Why the database could not take it.
         reason: String,
     },
+    /// The database could not take the run, and no local file could either: what was
+    /// measured is only in memory (the run's copy in the database keeps what it stored
+    /// before, closed by the next open).
+    #[error("run {run_id} could not be stored: {why}")]
+    NotKept {
+        /// The run's id in the database it began in.
+        run_id: RunId,
+        /// Why, from the database and the local file.
+        why: String,
+    },
+    /// A stop (SIGINT, SIGTERM: [`stop_waiting_on`]) came while connecting to the
+    /// PostgreSQL store (its URL, password hidden): nothing was done.
+    #[error("stopped while connecting to the PostgreSQL store {}: nothing was measured or stored", .0.display())]
+    Stopped(PathBuf),
     /// No such run.
     #[error("no run with id {0}: `audiolat runs` lists them")]
     NoSuchRun(RunId),
@@ -141,6 +163,27 @@ pub enum StoreError {
     },
 }
 
+/// [`StoreError::KeptLocally`] in words: where the run is, why, and how to put it back.
+fn kept_message(e: &StoreError) -> String {
+    let StoreError::KeptLocally {
+        run_id,
+        local_id,
+        path,
+        url,
+        reason,
+    } = e
+    else {
+        return String::new();
+    };
+    let (path, url) = (path.display(), url.display());
+    let push = format!("`audiolat push --db {path} --to {url}`");
+    if postgres_url(Path::new(&url.to_string())).is_some() {
+        format!("the PostgreSQL store {url} went away mid-run ({reason}): run {run_id} is kept in {path} as run {local_id}, with what it measured, ended as it would have; push it later: {push}")
+    } else {
+        format!("{url} could not take run {run_id} when it closed ({reason}): it is kept in {path} as run {local_id}, with what it measured, ended as it would have; put it there later: {push}")
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> StoreError {
         StoreError::Sql(e)
@@ -151,6 +194,15 @@ impl StoreError {
     /// The filesystem under the database is full (SQLite's `SQLITE_FULL`).
     pub fn is_disk_full(&self) -> bool {
         matches!(self, StoreError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
+    }
+
+    /// Another process held the SQLite database locked for as long as the write
+    /// waited ([`LOCK_WAIT`], or [`LOCK_WAIT_MEASURING`] while a run measures).
+    pub fn is_locked(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ))
     }
 
     /// The PostgreSQL server went away (stopped, or the network between).
@@ -167,6 +219,10 @@ impl StoreError {
         ))
     }
 }
+
+/// The most rows a listing asks for (runs by [`RunFilter::limit`], a run's events): a
+/// count beyond any store's, which every database's `LIMIT` takes.
+pub const MAX_LISTED: usize = 1_000_000;
 
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
@@ -203,8 +259,8 @@ pub enum Journal {
 }
 
 /// How a caller of [`Store::open_recovering`] summarises a run a dead process left
-/// `running`: the measurements to keep for it, from what it stored (or why not).
-pub type Summarise = dyn Fn(&Store, &RunRecord) -> Result<Vec<Measurement>, String>;
+/// `running`: what to keep for it, from what it stored (or why not).
+pub type Summarise = dyn Fn(&Store, &RunRecord) -> Result<Recovered, String>;
 
 /// A handle on the results database.
 pub struct Store {
@@ -214,8 +270,15 @@ pub struct Store {
     journal: Journal,
     /// Set by [`Store::file_runs_under`]: the plan run and cell every run goes to.
     plan_cell: std::cell::Cell<Option<(GroupId, PlanCellId)>>,
-    /// A PostgreSQL store's runs in progress, to keep locally should the server go.
+    /// The runs in progress, kept in memory until they close (see `unpushed`).
     shadow: std::cell::RefCell<unpushed::Shadow>,
+    /// Set while [`Store::closing`] makes a closing write.
+    closing: std::cell::Cell<bool>,
+    /// How long a write other than a measuring run's waits for a lock ([`LOCK_WAIT`];
+    /// shorter in tests).
+    lock_wait: std::cell::Cell<std::time::Duration>,
+    /// The reserve was looked after (made if missing) by this handle.
+    reserve_kept: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for Store {
@@ -297,3 +360,5 @@ mod open_tests;
 mod recovery_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unpushed_tests;

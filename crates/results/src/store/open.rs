@@ -9,7 +9,9 @@ use super::journal::{
 use super::postgres::postgres_url;
 use super::reserve::{free_bytes, MIN_FREE_BYTES};
 use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
-use super::{present_and_unwritable, writable, Journal, Remedy, Store, StoreError, Summarise};
+use super::{
+    present_and_unwritable, writable, Journal, Recovered, Remedy, Store, StoreError, Summarise,
+};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
@@ -61,6 +63,33 @@ pub(super) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusql
             other => return other,
         }
     }
+}
+
+/// The flags of a writing connection: the path is a file's, never an SQLite URI.
+pub(super) fn writing_flags() -> rusqlite::OpenFlags {
+    use rusqlite::OpenFlags as F;
+    F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_CREATE | F::SQLITE_OPEN_NO_MUTEX
+}
+
+/// Refuses the names SQLite reads as something other than a file: `:memory:` (a
+/// database in memory, gone when the command ends: a run stored there is stored
+/// nowhere) and URIs (`file:...`, whose options such as `mode=memory` or `immutable=1`
+/// would change what is stored). audiolat takes a path only: `./:memory:` and
+/// `./file:x.db` name files so called. Checked before anything is made.
+pub fn plain_path(path: &Path) -> Result<(), StoreError> {
+    let name = path.as_os_str().as_encoded_bytes();
+    let reason = if name == b":memory:" {
+        "`:memory:` is SQLite's name for a database in memory, which keeps nothing once the command ends"
+    } else if name.len() >= 5 && name[..5].eq_ignore_ascii_case(b"file:") {
+        "it is an SQLite URI (file:...), and audiolat takes a file's path only"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::Open {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+        fix: Remedy::PlainPath,
+    })
 }
 
 /// The one-line refusal of a database audiolat did not make.
@@ -139,9 +168,10 @@ impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it to the current
     /// schema, for commands that record runs. Fails with a message naming the fix when
     /// the path cannot be written, its filesystem is full, or the file is not audiolat's
-    /// (which is never changed).
+    /// (which is never changed, nor anything made beside it). The reserve beside it is
+    /// made when it first takes a run or group ([`Store::begin_run`]).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::open_recovering(path, &|_, _| Ok(Vec::new()))
+        Store::open_recovering(path, &|_, _| Ok(Recovered::default()))
     }
 
     /// [`Store::open`], summarising each run a dead process left `running` with
@@ -154,7 +184,6 @@ impl Store {
             return Ok(store);
         }
         let store = Store::open_checking(path, shared_mmap_works)?;
-        store.keep_reserve();
         store.recover_abandoned(summarise)?;
         Ok(store)
     }
@@ -237,6 +266,7 @@ impl Store {
             reason,
             fix,
         };
+        plain_path(path)?;
         if path.is_dir() {
             return Err(open_err(
                 "it is a directory".into(),
@@ -290,8 +320,9 @@ impl Store {
                 ));
             }
         }
-        let conn = Connection::open(path).map_err(|e| open_failure(path, &e, true))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let conn = Connection::open_with_flags(path, writing_flags())
+            .map_err(|e| open_failure(path, &e, true))?;
+        conn.busy_timeout(super::LOCK_WAIT)?;
         // A write-ahead-log database where the log's index cannot be shared (9p) can only
         // be read by a connection that keeps the index on its heap: exclusive locking.
         if in_wal_mode(path) && shared_memory(parent).is_err() {
@@ -317,6 +348,9 @@ impl Store {
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
             shadow: Default::default(),
+            closing: Default::default(),
+            lock_wait: std::cell::Cell::new(super::LOCK_WAIT),
+            reserve_kept: Default::default(),
         };
         Ok((store, found))
     }
@@ -330,6 +364,7 @@ impl Store {
         why: &str,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<Store, StoreError> {
+        plain_path(path)?;
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
@@ -400,6 +435,7 @@ impl Store {
         if let Some(url) = postgres_url(path) {
             return Store::connect(url, true);
         }
+        plain_path(path)?;
         if !path.is_file() && !path.is_dir() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
@@ -420,6 +456,7 @@ impl Store {
             reason,
             fix,
         };
+        plain_path(path)?;
         if path.is_dir() {
             return Err(open_err(
                 "it is a directory".into(),
@@ -448,12 +485,10 @@ impl Store {
             return Err(StoreError::UnsharedLog(path.to_path_buf()));
         }
         use rusqlite::OpenFlags;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let open = |conn: rusqlite::Result<Connection>| {
             let conn = conn?;
-            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            conn.busy_timeout(super::LOCK_WAIT)?;
             let found = contents(&conn)?;
             Ok::<_, rusqlite::Error>((conn, found))
         };
@@ -486,8 +521,11 @@ impl Store {
                         .replace('?', "%3f")
                         .replace('#', "%23")
                 );
-                open(Connection::open_with_flags(uri, flags))
-                    .map_err(|_| open_failure(path, &e, false))?
+                open(Connection::open_with_flags(
+                    uri,
+                    flags | OpenFlags::SQLITE_OPEN_URI,
+                ))
+                .map_err(|_| open_failure(path, &e, false))?
             }
             Err(e) => return Err(open_failure(path, &e, false)),
         };
@@ -511,6 +549,9 @@ impl Store {
                 path: path.to_path_buf(),
                 plan_cell: std::cell::Cell::new(None),
                 shadow: Default::default(),
+                closing: Default::default(),
+            lock_wait: std::cell::Cell::new(super::LOCK_WAIT),
+            reserve_kept: Default::default(),
             }),
         }
     }

@@ -3,6 +3,19 @@ use crate::model::{Machine, NewPlanCell, RunInfo, ToolInfo};
 use rusqlite::params;
 use serde_json::json;
 
+fn test_info() -> RunInfo {
+    RunInfo {
+        probe: "jitter".into(),
+        group_id: None,
+        machine: Machine::default(),
+        tool: ToolInfo::default(),
+        command_line: "audiolat test".into(),
+        config: json!({}),
+        load: json!({}),
+        qos_requested: json!({}),
+    }
+}
+
 fn one_line(e: &StoreError) -> String {
     let s = e.to_string();
     assert!(!s.contains('\n'), "{s}");
@@ -151,6 +164,11 @@ fn a_writer_keeps_a_reserve_that_a_closing_write_may_use() {
     let path = dir.path().join("r.db");
     let store = Store::open(&path).unwrap();
     let reserve = reserve_path(&path);
+    assert!(
+        !reserve.exists(),
+        "made with the first run, not by the open"
+    );
+    store.begin_run(&test_info()).unwrap();
     assert_eq!(std::fs::metadata(&reserve).unwrap().len(), RESERVE_BYTES);
     // A closing write that finds the disk full removes the reserve and tries again.
     let mut tries = 0;
@@ -168,8 +186,8 @@ fn a_writer_keeps_a_reserve_that_a_closing_write_may_use() {
     assert_eq!(done.unwrap(), 2);
     assert!(!reserve.exists());
     drop(store);
-    drop(Store::open(&path).unwrap());
-    assert!(reserve.exists(), "the next open makes it again");
+    Store::open(&path).unwrap().begin_run(&test_info()).unwrap();
+    assert!(reserve.exists(), "the next run makes it again");
 }
 
 #[test]
@@ -307,4 +325,47 @@ fn groups_and_plan_cells_of_dead_processes_are_closed() {
         .unwrap()
         .contains("ended without closing"));
     assert_eq!(store.group_status(alive).unwrap().1, RunStatus::Running);
+}
+
+#[test]
+fn sqlites_special_names_are_refused_and_a_path_names_a_file() {
+    for name in [
+        ":memory:",
+        "file:x.db",
+        "FILE:x.db?mode=memory",
+        "file::memory:",
+    ] {
+        let path = Path::new(name);
+        for err in [
+            Store::open(path).unwrap_err(),
+            Store::open_read_only(path).unwrap_err(),
+            Store::open_existing(path).unwrap_err(),
+            Store::open_reading(path, &|_, _| Ok(Recovered::default()), &|_| {}).unwrap_err(),
+            Store::close_abandoned(path, &|_, _| Ok(Recovered::default())).unwrap_err(),
+            Store::fold_log(path).unwrap_err(),
+        ] {
+            let msg = one_line(&err);
+            assert!(
+                matches!(
+                    err,
+                    StoreError::Open {
+                        fix: Remedy::PlainPath,
+                        ..
+                    }
+                ),
+                "{name}: {msg}"
+            );
+        }
+        // Nothing made in the working directory (a reserve, a file so named).
+        for made in [name.to_string(), format!("{name}-reserve")] {
+            assert!(!Path::new(&made).exists(), "{made} was made");
+        }
+    }
+    // The same names as a path (`./:memory:`, here under a directory): files so named.
+    let dir = tempfile::tempdir().unwrap();
+    for name in [":memory:", "file:x.db"] {
+        let path = dir.path().join(name);
+        drop(Store::open(&path).unwrap());
+        assert!(path.is_file(), "{name}");
+    }
 }

@@ -16,6 +16,7 @@ use super::{Journal, Remedy, Store, StoreError};
 use postgres::types::{IsNull, ToSql, Type};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The advisory lock key migrations hold ("audiolat" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6175_6469_6f6c_6174;
@@ -159,6 +160,96 @@ impl ToSql for Val {
     postgres::types::to_sql_checked!();
 }
 
+/// How long connecting to a server may take when its URL does not say
+/// (`connect_timeout`): long enough for a server across a slow network to accept and
+/// authenticate, short enough that a command whose server never answers says so before
+/// a user gives up on it.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long connecting to the server of `url` may take (the TCP connect, the start-up
+/// and authentication: until the server is ready for a query), as libpq reads the
+/// URL's `connect_timeout`: whole seconds, at least 2 (`1` is 2), and `0` or less for
+/// no bound (then only a stop ends the wait). Without it, [`DEFAULT_CONNECT_TIMEOUT`]
+/// (libpq would wait for ever). A value that is no number is left to the URL's parse.
+pub fn connect_bound(url: &str) -> Option<Duration> {
+    let given = url
+        .split_once('?')
+        .map(|(_, query)| query)
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == "connect_timeout")
+        .filter_map(|(_, v)| v.trim().parse::<i64>().ok())
+        .next_back();
+    match given {
+        None => Some(DEFAULT_CONNECT_TIMEOUT),
+        Some(s) if s <= 0 => None,
+        Some(s) => Some(Duration::from_secs(s.max(2) as u64)),
+    }
+}
+
+/// The process's stop flag (SIGINT, SIGTERM), once the program gives it: a wait for a
+/// server ([`Store::connect`]) ends when it is raised.
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Gives the store the process's stop flag: once raised, connecting to a PostgreSQL
+/// server stops waiting ([`StoreError::Stopped`]). Set once; later calls are ignored.
+pub fn stop_waiting_on(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let _ = STOP.set(flag);
+}
+
+fn stopped() -> bool {
+    STOP.get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// How a connection attempt ended.
+enum Connecting {
+    /// Connected.
+    Connected(Box<postgres::Client>),
+    /// Refused, or failed: why.
+    Failed(String),
+    /// No answer within the bound.
+    TimedOut(Duration),
+    /// The stop flag was raised while waiting.
+    Stopped,
+}
+
+/// Connects with `config`, waiting at most `bound` (`None`: until connected or
+/// stopped) and polling the stop flag. The client's connect has no bound of its own on
+/// the start-up exchange (its `connect_timeout` is the TCP connect's), so it runs on a
+/// thread of its own; a thread left waiting for a server that never answers holds its
+/// socket until the process ends.
+fn connect_within(config: postgres::Config, bound: Option<Duration>) -> Connecting {
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("audiolat-pg-connect".into())
+        .spawn(move || {
+            let _ = tx.send(config.connect(postgres::NoTls));
+        });
+    if let Err(e) = spawned {
+        return Connecting::Failed(format!("cannot start a thread to connect: {e}"));
+    }
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Ok(client)) => return Connecting::Connected(Box::new(client)),
+            Ok(Err(e)) => return Connecting::Failed(format!("cannot connect ({})", one_line(&e))),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Connecting::Failed("the connection attempt ended without an answer".into());
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if stopped() {
+            return Connecting::Stopped;
+        }
+        if let Some(b) = bound.filter(|b| start.elapsed() >= *b) {
+            return Connecting::TimedOut(b);
+        }
+    }
+}
+
 /// What a PostgreSQL database holds, judged before anything is written to it.
 enum PgContents {
     Empty,
@@ -179,15 +270,25 @@ impl Store {
         let mut config: postgres::Config = url
             .parse()
             .map_err(|e| refused(format!("it is not a PostgreSQL URL ({e})")))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
+        let bound = connect_bound(url);
+        if let Some(b) = bound {
+            // Each address's TCP connect; the whole connection is bounded below.
+            config.connect_timeout(b);
         }
         if config.get_application_name().is_none() {
             config.application_name("audiolat");
         }
-        let client = config
-            .connect(postgres::NoTls)
-            .map_err(|e| refused(format!("cannot connect ({})", one_line(&e))))?;
+        let client = match connect_within(config, bound) {
+            Connecting::Connected(client) => *client,
+            Connecting::Failed(why) => return Err(refused(why)),
+            Connecting::TimedOut(b) => {
+                return Err(refused(format!(
+                    "the server did not answer within {} s (connect_timeout; a server that accepts connections but never answers, or a network that drops them)",
+                    b.as_secs()
+                )))
+            }
+            Connecting::Stopped => return Err(StoreError::Stopped(shown)),
+        };
         let store = Store {
             db: Db::Postgres(Box::new(Pg {
                 client: RefCell::new(client),
@@ -197,6 +298,9 @@ impl Store {
             journal: Journal::Wal,
             plan_cell: std::cell::Cell::new(None),
             shadow: Default::default(),
+            closing: Default::default(),
+            lock_wait: std::cell::Cell::new(super::LOCK_WAIT),
+            reserve_kept: Default::default(),
         };
         let found = store.pg_contents()?;
         match found {
@@ -330,5 +434,18 @@ mod tests {
             "postgres://u:***@h/db"
         );
         assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn connect_timeout_is_read_as_libpq_reads_it() {
+        let secs = |url: &str| connect_bound(url).map(|d| d.as_secs());
+        assert_eq!(secs("postgres://u@h/db"), Some(10));
+        assert_eq!(secs("postgres://u@h/db?connect_timeout=30"), Some(30));
+        assert_eq!(
+            secs("postgres://u@h/db?sslmode=disable&connect_timeout=1"),
+            Some(2)
+        );
+        assert_eq!(secs("postgres://u@h/db?connect_timeout=0"), None);
+        assert_eq!(secs("postgres://u@h/db?connect_timeout=-5"), None);
     }
 }

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 /// A run's columns as copied (all but its id and group).
 const RUN_COPIED: &str = "probe, status, started_at, ended_at, started_mono_ns, ended_mono_ns,
     pid, hostname, machine, tool_version, git_commit, build_profile, command_line, config, load,
-    qos_requested, qos_granted, flags, result, error, uid";
+    qos_requested, qos_granted, flags, result, error, uid, boot_id, pid_start_ticks";
 
 /// What a run owns, by table: the columns copied (all but the row's id and run).
 const OWNED: [(&str, &str); 5] = [
@@ -83,7 +83,7 @@ impl Store {
             // The target's copy, unless its process never closed it there (a server
             // that went away mid-run) and this one was closed: that one is replaced.
             let known = target.db.query_opt(
-                "SELECT id, ended_mono_ns IS NULL FROM run WHERE uid = ?1",
+                "SELECT id, ended_mono_ns IS NULL, group_id FROM run WHERE uid = ?1",
                 vals![&uid],
             )?;
             let closed_here = || -> Result<bool, StoreError> {
@@ -95,7 +95,9 @@ impl Store {
                     .get(0)
             };
             let stale = match &known {
-                Some(k) if k.get::<bool>(1)? && closed_here()? => Some(k.get::<RunId>(0)?),
+                Some(k) if k.get::<bool>(1)? && closed_here()? => {
+                    Some((k.get::<RunId>(0)?, k.get::<Option<GroupId>>(2)?))
+                }
                 Some(_) => {
                     pushed.already.push(id);
                     continue;
@@ -104,7 +106,13 @@ impl Store {
             };
             let group: Option<GroupId> = r.get(3)?;
             let new_id = target.db.tx(|| {
-                if let Some(old) = stale {
+                // The unfinished copy's place: its group (a run kept locally was moved
+                // out of it) and the plan cell that made it.
+                let mut cells = Vec::new();
+                if let Some((old, _)) = stale {
+                    cells = target
+                        .db
+                        .query("SELECT id FROM plan_cell WHERE run_id = ?1", vals![old])?;
                     target.db.execute(
                         "UPDATE plan_cell SET run_id = NULL WHERE run_id = ?1",
                         vals![old],
@@ -115,9 +123,16 @@ impl Store {
                 }
                 let to_group = match group {
                     Some(g) => Some(self.push_group(target, g, &mut groups)?),
-                    None => None,
+                    None => stale.and_then(|(_, g)| g),
                 };
-                self.copy_run(target, id, to_group)
+                let new_id = self.copy_run(target, id, to_group)?;
+                for cell in cells {
+                    target.db.execute(
+                        "UPDATE plan_cell SET run_id = ?1 WHERE id = ?2",
+                        vals![new_id, cell.get::<i64>(0)?],
+                    )?;
+                }
+                Ok(new_id)
             })?;
             pushed.copied.push((id, new_id));
         }

@@ -3,9 +3,11 @@
 
 use super::db::vals;
 use super::runs::{run_from_row, RUN_COLUMNS};
-use super::{hostname, parse_json, Store, StoreError, Summarise};
+use super::{hostname, parse_json, Recovered, Store, StoreError, Summarise};
 use crate::id::{GroupId, RunId};
 use crate::model::{rfc3339_utc, RunRecord, RunStatus};
+use crate::owner::Owner;
+use std::path::PathBuf;
 
 impl Store {
     /// Runs left `running` by processes of this host that no longer exist.
@@ -21,10 +23,33 @@ impl Store {
             .iter()
             .map(run_from_row)
             .collect::<Result<_, _>>()?;
-        Ok(running
-            .into_iter()
-            .filter(|r| !process_alive(r.pid))
-            .collect())
+        let mut out = Vec::new();
+        for r in running {
+            if !self.run_owner(r.id, r.pid)?.is_alive() {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The process that made run `id` (of pid `pid`): with its boot and start time when
+    /// they were stored (schema 8 on).
+    fn run_owner(&self, id: RunId, pid: i64) -> Result<Owner, StoreError> {
+        let mut owner = Owner {
+            pid,
+            boot_id: None,
+            start_ticks: None,
+        };
+        if self.has_column("run", "boot_id")? {
+            if let Some(row) = self.db.query_opt(
+                "SELECT boot_id, pid_start_ticks FROM run WHERE id = ?1",
+                vals![id],
+            )? {
+                owner.boot_id = row.get(0)?;
+                owner.start_ticks = row.get(1)?;
+            }
+        }
+        Ok(owner)
     }
 
     /// Groups (and their plan cells) left `running` by processes of this host that no
@@ -47,20 +72,25 @@ impl Store {
             let detail = parse_json(&detail);
             let owner = if kind == "plan" || detail["runner_pid"].is_i64() {
                 let on_this_host = detail["runner_host"].as_str().is_none_or(|h| h == host);
-                detail["runner_pid"].as_i64().filter(|_| on_this_host)
+                Owner::runner_of(&detail).filter(|_| on_this_host)
             } else {
                 // Every run of such a group comes from the process that made it.
-                self.db
+                let last: Option<(RunId, i64)> = self
+                    .db
                     .query_opt(
-                        "SELECT pid FROM run WHERE group_id = ?1 AND hostname = ?2
+                        "SELECT id, pid FROM run WHERE group_id = ?1 AND hostname = ?2
                          ORDER BY id DESC LIMIT 1",
                         vals![id, &host],
                     )?
-                    .map(|r| r.get(0))
-                    .transpose()?
+                    .map(|r| Ok::<_, StoreError>((r.get(0)?, r.get(1)?)))
+                    .transpose()?;
+                match last {
+                    Some((run, pid)) => Some(self.run_owner(run, pid)?),
+                    None => None,
+                }
             };
-            if let Some(pid) = owner.filter(|&p| !process_alive(p)) {
-                out.push((id, pid));
+            if let Some(owner) = owner.filter(|o| !o.is_alive()) {
+                out.push((id, owner.pid));
             }
         }
         Ok(out)
@@ -69,7 +99,7 @@ impl Store {
     /// Marks runs left `running` by processes of this host that no longer exist as
     /// `interrupted`, and closes their groups and plan cells. Returns how many runs.
     pub fn recover_stale_runs(&self) -> Result<usize, StoreError> {
-        self.recover_abandoned(&|_, _| Ok(Vec::new()))
+        self.recover_abandoned(&|_, _| Ok(Recovered::default()))
     }
 
     /// Closes what dead processes of this host left `running`: each run gets the
@@ -79,12 +109,31 @@ impl Store {
     pub fn recover_abandoned(&self, summarise: &Summarise) -> Result<usize, StoreError> {
         let runs = self.abandoned_runs()?;
         for run in &runs {
-            let mut why = format!("process {} ended without closing the run", run.pid);
+            let mut why = match self.kept_elsewhere(run.id)? {
+                Some((spool, local_id)) => format!(
+                    "process {} could not close it here, and kept it in {} as run {local_id} with what it measured; `audiolat push --db {} --to {}` puts it here",
+                    run.pid,
+                    spool.display(),
+                    spool.display(),
+                    self.path.display()
+                ),
+                None => format!("process {} ended without closing the run", run.pid),
+            };
             match summarise(self, run) {
-                Ok(ms) if ms.is_empty() => {}
-                Ok(ms) => {
-                    self.replace_measurements(run.id, &ms)?;
-                    why.push_str("; what it stored is summarised");
+                Ok(kept) => {
+                    if !kept.measurements.is_empty() {
+                        self.replace_measurements(run.id, &kept.measurements)?;
+                        why.push_str("; what it stored is summarised");
+                    }
+                    if !kept.result.is_null() {
+                        self.set_result(run.id, &kept.result)?;
+                    }
+                    if !kept.flags.is_null() {
+                        self.db.execute(
+                            "UPDATE run SET flags = ?2 WHERE id = ?1",
+                            vals![run.id, super::json_text(&kept.flags)],
+                        )?;
+                    }
                 }
                 Err(e) => why.push_str(&format!("; what it stored could not be summarised: {e}")),
             }
@@ -128,6 +177,37 @@ impl Store {
         Ok(runs.len())
     }
 
+    /// The local file a run left `running` here was kept in (see `unpushed`), and its id
+    /// there: the file beside this database or in the working directory that has a run
+    /// of the same identity.
+    fn kept_elsewhere(&self, run_id: RunId) -> Result<Option<(PathBuf, RunId)>, StoreError> {
+        let uid: Option<String> = self
+            .db
+            .query_one("SELECT uid FROM run WHERE id = ?1", vals![run_id])?
+            .get(0)?;
+        let Some(uid) = uid else {
+            return Ok(None);
+        };
+        for spool in self.unpushed_places() {
+            if !spool.is_file() || spool == self.path {
+                continue;
+            }
+            let Ok(local) = Store::open_read_only(&spool) else {
+                continue;
+            };
+            if local.path == self.path {
+                continue;
+            }
+            if let Ok(Some(row)) = local
+                .db
+                .query_opt("SELECT id FROM run WHERE uid = ?1", vals![&uid])
+            {
+                return Ok(Some((spool, row.get(0)?)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Closes a run its process left `running` (it died before closing it): sets the
     /// status and the reason, keeping everything the run stored. Does nothing to a run
     /// that is closed.
@@ -151,6 +231,8 @@ impl Store {
     }
 }
 
+/// Whether a process of pid `pid` exists (for what keeps no more than a pid to know its
+/// maker by, such as a half-written reserve's name).
 pub(super) fn process_alive(pid: i64) -> bool {
     if pid <= 0 || pid > i32::MAX as i64 {
         return false;

@@ -51,6 +51,9 @@ pub enum Remedy {
         /// Said as "upgrades it first".
         first: bool,
     },
+    /// A name SQLite reads as other than a file (`:memory:`, a `file:` URI): name the
+    /// database by its file's path (`./` before a file really so named).
+    PlainPath,
     /// A PostgreSQL store that cannot be reached or used: start the server, or fix the
     /// URL (its user, host, port, database) or the user's rights there.
     ReachServer,
@@ -100,6 +103,9 @@ impl fmt::Display for Remedy {
                 f,
                 "a command that records runs into it upgrades it{}",
                 if *first { " first" } else { "" }
+            ),
+            Remedy::PlainPath => f.write_str(
+                "name the database by its file's path (a file really so named: put ./ before it)",
             ),
             Remedy::ReachServer => f.write_str(
                 "check that the server runs and that the URL (postgres://USER@HOST[:PORT]/DBNAME) names a database this user may create tables in",

@@ -97,8 +97,13 @@ pub(super) fn remove_dead_reserve_tmps(reserve: &Path) {
 
 impl Store {
     /// Makes the reserve beside the database when it is missing (the last run that
-    /// needed it used it). Best effort: without room for it, runs go on without one.
+    /// needed it used it), once per handle: when the database takes its first run or
+    /// group, so a database audiolat refuses gets none. Best effort: without room for
+    /// it, runs go on without one.
     pub(super) fn keep_reserve(&self) {
+        if self.db.is_postgres() || self.reserve_kept.replace(true) {
+            return;
+        }
         let dir = self
             .path
             .parent()
@@ -118,12 +123,15 @@ impl Store {
     /// A write that closes a run (its summary, its status and end reason). When the
     /// filesystem is full, the reserve beside the database is removed to make room and
     /// the write is tried once more; the reserve is made again by the next open that
-    /// finds room for it.
+    /// finds room for it. A run's closing write that still cannot be made (no reserve
+    /// left, a lock held past [`LOCK_WAIT`](super::LOCK_WAIT)) moves the run to a local
+    /// file (see `unpushed`).
     pub fn closing<T>(
         &self,
         mut write: impl FnMut() -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        match write() {
+        let was = self.closing.replace(true);
+        let out = match write() {
             Err(e) if e.is_disk_full() => {
                 if std::fs::remove_file(reserve_path(&self.path)).is_ok() {
                     write()
@@ -132,6 +140,8 @@ impl Store {
                 }
             }
             other => other,
-        }
+        };
+        self.closing.set(was);
+        out
     }
 }

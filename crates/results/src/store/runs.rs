@@ -8,8 +8,15 @@ use crate::model::{rfc3339_utc, Machine, RunInfo, RunRecord, RunStatus, ToolInfo
 use serde_json::Value;
 
 impl Store {
-    /// Records the start of a run (status `running`) and returns its id.
+    /// Records the start of a run (status `running`) and returns its id. Its start is
+    /// stamped once the database is held (a wait for another writer is no part of it).
     pub fn begin_run(&self, info: &RunInfo) -> Result<RunId, StoreError> {
+        let id = self.db.tx(|| self.begin_run_now(info))?;
+        self.keep_reserve();
+        Ok(id)
+    }
+
+    fn begin_run_now(&self, info: &RunInfo) -> Result<RunId, StoreError> {
         if let Some((plan_group, cell)) = self.plan_cell.get() {
             let run_id: Option<RunId> = self
                 .db
@@ -44,17 +51,19 @@ impl Store {
     }
 
     fn insert_run(&self, info: &RunInfo) -> Result<RunId, StoreError> {
+        let owner = crate::owner::Owner::this_process();
         let id = self.db.insert(
             "INSERT INTO run (group_id, probe, status, started_at, started_mono_ns, pid, hostname,
                 machine, tool_version, git_commit, build_profile, command_line, config, load,
-                qos_requested, uid)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                qos_requested, uid, boot_id, pid_start_ticks)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                ?16, ?17)",
             vals![
                 info.group_id,
                 &info.probe,
                 rfc3339_utc(std::time::SystemTime::now()),
                 now_mono_ns(),
-                std::process::id(),
+                owner.pid,
                 &info.machine.hostname,
                 json_text(&serde_json::to_value(&info.machine).expect("machine serialises")),
                 &info.tool.version,
@@ -65,9 +74,26 @@ impl Store {
                 json_text(&info.load),
                 json_text(&info.qos_requested),
                 new_uid(),
+                owner.boot_id,
+                owner.start_ticks,
             ],
         )?;
         Ok(RunId(id))
+    }
+
+    /// Removes run `run_id` with everything it wrote (its rows, events, measurements,
+    /// series, gates): a run a stop ended before it measured anything is not kept. A plan
+    /// cell that made it is left without a run, as if its process had made none.
+    pub fn discard_run(&self, run_id: RunId) -> Result<(), StoreError> {
+        self.db.tx(|| {
+            self.db.execute(
+                "UPDATE plan_cell SET run_id = NULL WHERE run_id = ?1",
+                vals![run_id],
+            )?;
+            self.db
+                .execute("DELETE FROM run WHERE id = ?1", vals![run_id])?;
+            Ok(())
+        })
     }
 
     /// Updates fields known only once the run is under way.
@@ -102,7 +128,9 @@ impl Store {
         Ok(())
     }
 
-    /// Closes a run with its status, validity flags, probe result and error.
+    /// Closes a run with its status, validity flags, probe result and error. `ended`:
+    /// when it stopped measuring (CLOCK_MONOTONIC ns; `None`: now), so that its duration
+    /// is what it measured, not the time its closing writes took.
     pub fn finish_run(
         &self,
         run_id: RunId,
@@ -110,15 +138,26 @@ impl Store {
         flags: &Value,
         result: &Value,
         error: Option<&str>,
+        ended: Option<u64>,
     ) -> Result<(), StoreError> {
+        let ended_ns = ended.map_or_else(now_mono_ns, |ns| ns as i64);
+        let ended_at = match ended {
+            // The wall clock of that moment (the monotonic clock's distance back from now).
+            Some(ns) => std::time::SystemTime::now()
+                .checked_sub(std::time::Duration::from_nanos(
+                    now_mono_ns().saturating_sub(ns as i64).max(0) as u64,
+                ))
+                .unwrap_or_else(std::time::SystemTime::now),
+            None => std::time::SystemTime::now(),
+        };
         self.db.execute(
             "UPDATE run SET status = ?2, ended_at = ?3, ended_mono_ns = ?4, flags = ?5, result = ?6,
                 error = ?7 WHERE id = ?1",
             vals![
                 run_id,
                 status.as_str(),
-                rfc3339_utc(std::time::SystemTime::now()),
-                now_mono_ns(),
+                rfc3339_utc(ended_at),
+                ended_ns,
                 json_text(flags),
                 json_text(result),
                 error

@@ -8,12 +8,20 @@ use super::open::{contents, foreign, open_failure, Contents};
 use super::{Store, StoreError};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
 /// summary columns nullable, and the reader takes a row without samples (count 0) as no
 /// summary whatever its columns hold.
 pub(super) const OLDEST_READABLE: i64 = 3;
+
+/// Version 8: the process that made a run is known by the boot it ran in (`boot_id`)
+/// and its start time (`pid_start_ticks`) beside its pid, so that a pid the kernel gave
+/// to another process since does not keep a dead process's run `running`
+/// ([`crate::owner`]); runs stored before have neither and are judged by their pid. The
+/// columns are added by [`Store::before_step`] (unless a file whose version was set back
+/// has them).
+const SCHEMA_V8: &str = "";
 
 /// Version 7: a run's and a group's global identity (`uid`, a random UUID made when it
 /// begins), so a run copied to another store (`audiolat push`) is known there and never
@@ -319,33 +327,34 @@ impl Store {
             self.before_step(7)?;
             tx.execute_batch(&format!("{SCHEMA_V7} PRAGMA user_version = 7;"))?;
         }
+        if version < 8 {
+            self.before_step(8)?;
+            tx.execute_batch(&format!("{SCHEMA_V8} PRAGMA user_version = 8;"))?;
+        }
         // Later schema versions add `if version < N { ... }` steps here.
         tx.commit()?;
         Ok(())
     }
 
     /// What a step needs before its SQL, in its transaction: version 7 adds the `uid`
-    /// columns and gives each run and group stored before it its identity.
+    /// columns and gives each run and group stored before it its identity; version 8
+    /// adds the run's `boot_id` and `pid_start_ticks`.
     pub(super) fn before_step(&self, version: i64) -> Result<(), StoreError> {
+        if version == 8 {
+            self.add_column("run", "boot_id", "TEXT")?;
+            self.add_column(
+                "run",
+                "pid_start_ticks",
+                if self.db.is_postgres() {
+                    "BIGINT"
+                } else {
+                    "INTEGER"
+                },
+            )?;
+        }
         if version == 7 {
             for table in ["run", "run_group"] {
-                let has: i64 = if self.db.is_postgres() {
-                    self.db.query_one(
-                        "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
-                         AND table_name = ?1 AND column_name = 'uid'",
-                        vals![table],
-                    )?
-                } else {
-                    self.db.query_one(
-                        "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'uid'",
-                        vals![table],
-                    )?
-                }
-                .get(0)?;
-                if has == 0 {
-                    self.db
-                        .execute(&format!("ALTER TABLE {table} ADD COLUMN uid TEXT"), &[])?;
-                }
+                self.add_column(table, "uid", "TEXT")?;
                 let ids = self
                     .db
                     .query(&format!("SELECT id FROM {table} WHERE uid IS NULL"), &[])?;
@@ -356,6 +365,35 @@ impl Store {
                     )?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Whether `table` has `column`.
+    pub(super) fn has_column(&self, table: &str, column: &str) -> Result<bool, StoreError> {
+        let n: i64 = if self.db.is_postgres() {
+            self.db.query_one(
+                "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+                 AND table_name = ?1 AND column_name = ?2",
+                vals![table, column],
+            )?
+        } else {
+            self.db.query_one(
+                "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                vals![table, column],
+            )?
+        }
+        .get(0)?;
+        Ok(n > 0)
+    }
+
+    /// Adds `column` of `kind` to `table` unless it is there.
+    fn add_column(&self, table: &str, column: &str, kind: &str) -> Result<(), StoreError> {
+        if !self.has_column(table, column)? {
+            self.db.execute(
+                &format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"),
+                &[],
+            )?;
         }
         Ok(())
     }
@@ -403,7 +441,7 @@ pub(super) fn new_uid() -> String {
 /// blobs `BYTEA`.
 pub(super) fn pg_schema_steps() -> Vec<(i64, String)> {
     let steps = [
-        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
     ];
     steps
         .iter()
@@ -428,8 +466,9 @@ pub(super) fn schema_up_to(version: i64) -> String {
     let v7 = format!(
         "ALTER TABLE run ADD COLUMN uid TEXT; ALTER TABLE run_group ADD COLUMN uid TEXT; {SCHEMA_V7}"
     );
+    let v8 = "ALTER TABLE run ADD COLUMN boot_id TEXT; ALTER TABLE run ADD COLUMN pid_start_ticks INTEGER;";
     let steps = [
-        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, &v7,
+        SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, &v7, v8,
     ];
     let schema = steps[..version as usize].concat();
     format!("BEGIN; {schema} PRAGMA user_version = {version}; COMMIT;")

@@ -171,6 +171,7 @@ fn a_run_round_trips_with_its_histogram() {
             &json!({"realtime": true}),
             &json!({}),
             None,
+            None,
         )
         .unwrap();
 
@@ -498,4 +499,68 @@ fn events_of_one_kind_are_read_past_a_flood_of_another() {
             .len(),
         10
     );
+}
+
+/// A run a stop ended before it measured anything is removed with all it wrote; a plan
+/// cell that made it is left without a run; its group, once empty, is removed too, but
+/// not a group with runs nor a plan run from its cell.
+#[test]
+fn a_run_and_a_group_stopped_before_measuring_are_removed() {
+    use crate::RunSink;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    let store = Store::open(&path).unwrap();
+    let g = store
+        .create_group("event", "audiolat event", &json!({}))
+        .unwrap();
+    let kept = store
+        .begin_run(&RunInfo {
+            group_id: Some(g),
+            ..info("event")
+        })
+        .unwrap();
+    let gone = RunSink::begin_run(
+        &store,
+        &RunInfo {
+            group_id: Some(g),
+            ..info("event")
+        },
+    )
+    .unwrap();
+    RunSink::add_events(
+        &store,
+        gone,
+        &[Event {
+            mono_ns: 1,
+            kind: "xrun".into(),
+            detail: json!({}),
+        }],
+    )
+    .unwrap();
+    RunSink::discard_run(&store, gone).unwrap();
+    assert!(matches!(store.run(gone), Err(StoreError::NoSuchRun(_))));
+    assert!(store.events(gone, None).unwrap().is_empty());
+    assert!(store.run(kept).is_ok());
+    assert!(!store.discard_group(g).unwrap(), "a group with a run stays");
+    store.discard_run(kept).unwrap();
+    assert!(store.discard_group(g).unwrap());
+    assert!(matches!(store.group(g), Err(StoreError::NoSuchGroup(_))));
+
+    let plan = store
+        .create_group("plan", "audiolat run p.toml", &json!({}))
+        .unwrap();
+    store.add_plan_cells(plan, &[cell(0, "a")]).unwrap();
+    let a = store.plan_cells(plan).unwrap()[0].id;
+    store.start_plan_cell(a).unwrap();
+    let child = Store::open(&path).unwrap();
+    child.file_runs_under(plan, a).unwrap();
+    let run = RunSink::begin_run(&child, &info("jitter")).unwrap();
+    RunSink::discard_run(&child, run).unwrap();
+    assert_eq!(store.plan_cells(plan).unwrap()[0].run_id, None);
+    assert!(!child.discard_group(plan).unwrap());
+    assert!(
+        !store.discard_group(plan).unwrap(),
+        "a plan run keeps its cells"
+    );
+    assert!(store.group(plan).is_ok());
 }

@@ -70,8 +70,15 @@ impl CellCommand {
             if self.server.is_some() && (a.name == "server" || a.name == "server-name") {
                 continue;
             }
-            out.push(format!("--{}", a.name));
-            out.extend(a.value.clone());
+            match &a.value {
+                // A value that starts with a dash is joined to its flag, so the flag's
+                // parser reads it (`--cable-gain=-1`), not as a flag of its own.
+                Some(v) if v.starts_with('-') => out.push(format!("--{}={v}", a.name)),
+                v => {
+                    out.push(format!("--{}", a.name));
+                    out.extend(v.clone());
+                }
+            }
         }
         if let Some(name) = &self.server {
             out.extend([

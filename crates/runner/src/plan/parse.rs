@@ -153,17 +153,18 @@ fn name_and_probe(
     Ok((name, probe))
 }
 
-/// `repeats`: a whole number from 1 to 1000, 1 when absent.
+/// `repeats`: a whole number from 1 to [`crate::sweep::MAX_REPEATS`], 1 when absent.
 fn repeats_of(ctx: &Ctx<'_>, repeats: Option<&Entry>) -> Result<u32, PlanError> {
     Ok(match repeats {
         None => 1,
         Some(e) => match e.node.kind {
-            Kind::Integer(n) if (1..=1000).contains(&n) => n as u32,
+            Kind::Integer(n) if (1..=i64::from(crate::sweep::MAX_REPEATS)).contains(&n) => n as u32,
             _ => {
                 return Err(ctx.err(
                     e.node.span.start,
                     format!(
-                        "`repeats` must be a whole number from 1 to 1000, not {}",
+                        "`repeats` must be a whole number from 1 to {}, not {}",
+                        crate::sweep::MAX_REPEATS,
                         e.node.type_name()
                     ),
                     "write e.g. `repeats = 5`",

@@ -4,16 +4,16 @@
 //! [`roundtrip_cells`]).
 
 use dsp::WorkloadKind;
-use engine::audio::Backend;
+use engine::audio::{Backend, StreamInfo};
 use engine::backend::Setup;
 use load::LoadSpec;
 use probes::event::{EventConfig, EventError, NotePolicy};
 use probes::probe::{EventProbe, Probe, RoundtripProbe};
 use probes::roundtrip::RoundtripConfig;
-use results::{RunId, RunStatus};
+use results::{Kept, RunId, RunStatus};
 use serde_json::Value;
 
-use super::{SweepCell, Target};
+use super::{CellRefusal, SweepCell, Target};
 use crate::{Cell, Context, Observer, Run, RunError, Watch};
 
 /// One event-probe configuration of a sweep.
@@ -116,6 +116,8 @@ pub struct EventRun {
     pub granted: Option<Value>,
     /// Set when the run could not finish: the reason, for the user.
     pub error: Option<String>,
+    /// Where it is kept: in the sweep's database, or moved to a local file.
+    pub kept: Kept,
 }
 
 /// One round-trip configuration.
@@ -149,6 +151,8 @@ pub struct RoundtripRun {
     pub flags: Value,
     /// Set when the run could not finish: the reason, for the user.
     pub error: Option<String>,
+    /// Where it is kept: in the sweep's database, or moved to a local file.
+    pub kept: Kept,
 }
 
 /// The probe's typed outcome after a run that measured: the lifecycle returns a run only
@@ -186,6 +190,10 @@ impl SweepCell for EventCell {
         }
     }
 
+    fn check(&self, stream: &StreamInfo) -> Result<(), CellRefusal> {
+        Ok(self.config.check_against(stream)?)
+    }
+
     fn run(
         &self,
         ctx: &Context,
@@ -211,6 +219,7 @@ impl SweepCell for EventCell {
             flags: run.flags,
             granted: self.granted.clone(),
             error: run.error,
+            kept: run.kept,
         })
     }
 
@@ -228,6 +237,10 @@ impl SweepCell for RoundtripCell {
             granted,
             ..self.clone()
         }
+    }
+
+    fn check(&self, stream: &StreamInfo) -> Result<(), CellRefusal> {
+        Ok(self.config.check_against(stream)?)
     }
 
     fn run(
@@ -259,6 +272,7 @@ impl SweepCell for RoundtripCell {
             cell: self.clone(),
             flags: run.flags,
             error: run.error,
+            kept: run.kept,
         })
     }
 

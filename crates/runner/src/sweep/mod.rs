@@ -31,6 +31,68 @@ pub use cells::{
     event_cells, event_label, roundtrip_cells, EventCell, EventRun, RoundtripCell, RoundtripRun,
 };
 
+/// Most repeats of each configuration of a sweep (`--repeat`), as of each cell of a
+/// plan (its `repeats`).
+pub const MAX_REPEATS: u32 = 1000;
+
+/// Most runs a sweep makes (its periods times its cells), as many as a plan's cells
+/// ([`crate::plan::MAX_CELLS`]).
+pub const MAX_RUNS: u64 = crate::plan::MAX_CELLS;
+
+/// What a sweep is over, each list's length: its runs are their product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepShape {
+    /// Periods.
+    pub periods: usize,
+    /// Note policies (event sweeps; 1 otherwise).
+    pub policies: usize,
+    /// Workloads (event sweeps; 1 otherwise).
+    pub workloads: usize,
+    /// Loads.
+    pub loads: usize,
+    /// Repeats of each configuration.
+    pub repeats: u32,
+}
+
+/// A sweep too large to make, refused before its cells are made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SweepSizeError {
+    /// Repeats outside 1 to [`MAX_REPEATS`].
+    #[error("{0} repeats is out of range: use 1 to {MAX_REPEATS}")]
+    Repeats(u32),
+    /// More runs than [`MAX_RUNS`] (`runs` is `None`: more than a number holds).
+    #[error("the sweep makes {} runs ({shape}), more than the {MAX_RUNS} a sweep may make: sweep fewer values or repeats", runs.map_or_else(|| "too many".to_string(), |n| n.to_string()))]
+    TooManyRuns {
+        /// The runs it would make.
+        runs: Option<u64>,
+        /// Its lists' lengths and repeats.
+        shape: String,
+    },
+}
+
+impl SweepShape {
+    /// The number of runs, checked before any cell is made.
+    pub fn check(&self) -> Result<u64, SweepSizeError> {
+        if !(1..=MAX_REPEATS).contains(&self.repeats) {
+            return Err(SweepSizeError::Repeats(self.repeats));
+        }
+        let counts = [self.periods, self.policies, self.workloads, self.loads];
+        let runs = counts
+            .iter()
+            .try_fold(u64::from(self.repeats), |n, c| n.checked_mul(*c as u64));
+        match runs {
+            Some(n) if n <= MAX_RUNS => Ok(n),
+            _ => Err(SweepSizeError::TooManyRuns {
+                runs,
+                shape: format!(
+                    "{} periods x {} policies x {} workloads x {} loads x {} repeats",
+                    self.periods, self.policies, self.workloads, self.loads, self.repeats
+                ),
+            }),
+        }
+    }
+}
+
 /// Where a run of a sweep is stored: the sink, the group, the scratch directory.
 #[derive(Clone, Copy)]
 pub struct Target<'a> {
@@ -51,6 +113,12 @@ pub trait SweepCell: Clone {
     /// The cell as run on a fresh stream of `setup` (what an ALSA device `granted`, the
     /// loop the set-up closes).
     fn on_stream(&self, setup: &Setup, granted: Option<Value>) -> Self;
+
+    /// Refuses the cell on a stream that cannot run it (a setting out of the range the
+    /// stream allows), before its run begins: nothing is stored for a refused cell.
+    fn check(&self, _stream: &StreamInfo) -> Result<(), CellRefusal> {
+        Ok(())
+    }
 
     /// Measures the cell on `stream` as a stored run in `target`; `watch` (the private
     /// JACK server behind the stream) can end it.
@@ -81,6 +149,9 @@ impl<C> SweepObserver<C> for crate::Unobserved {
     }
 }
 
+/// A cell's refusal of a stream: the probe's own error, which the caller words.
+pub type CellRefusal = Box<dyn std::error::Error + Send + Sync>;
+
 /// Why a sweep was refused before anything was stored.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepRefused {
@@ -90,6 +161,9 @@ pub enum SweepRefused {
     /// The first period's set-up could not be opened.
     #[error(transparent)]
     Setup(AudioError),
+    /// A cell refused the first period's stream ([`SweepCell::check`]).
+    #[error(transparent)]
+    Cell(CellRefusal),
     /// Several periods on a JACK server audiolat did not start: each period is a new
     /// private server, which an external one cannot be.
     #[error("several periods need private servers (each period is a new jackd -d dummy), but `{server}` is an external server")]
@@ -112,6 +186,9 @@ pub struct SweepOutcome<R> {
     pub status: RunStatus,
     /// Set when the group could not be closed (the next open of the store closes it).
     pub group_not_closed: Option<SinkError>,
+    /// A stop came before any run measured: no run and no group was stored (the group
+    /// was removed).
+    pub nothing_stored: bool,
 }
 
 /// A sweep over the periods of one backend, its first set-up open.
@@ -120,6 +197,7 @@ pub struct Sweep<'s> {
     periods: Vec<Option<u32>>,
     first: Setup,
     word: fn(&AudioError) -> String,
+    word_refusal: fn(&CellRefusal) -> String,
 }
 
 /// Whether a sweep goes on after a period or a cell.
@@ -152,7 +230,31 @@ impl<'s> Sweep<'s> {
             periods,
             first,
             word: |e| e.to_string(),
+            word_refusal: |e| e.to_string(),
         })
+    }
+
+    /// Checks `cells` on a stream of the first period's set-up, before anything is
+    /// stored ([`SweepCell::check`]): the first refusal is the error. Later periods'
+    /// streams are checked as they open; a cell refused there ends the sweep with the
+    /// refusal as its failure, its run not begun.
+    pub fn check_cells<C: SweepCell>(&self, cells: &[C]) -> Result<(), SweepRefused> {
+        let (stream, granted) = open_stream(&self.first).map_err(SweepRefused::Setup)?;
+        for cell in cells {
+            cell.on_stream(&self.first, granted.clone())
+                .check(stream.info())
+                .map_err(SweepRefused::Cell)?;
+        }
+        Ok(())
+    }
+
+    /// How a cell's refusal met mid-sweep (a later period's stream) is worded for the
+    /// user; its own text unless told.
+    pub fn refusals_worded_by(self, word_refusal: fn(&CellRefusal) -> String) -> Sweep<'s> {
+        Sweep {
+            word_refusal,
+            ..self
+        }
     }
 
     /// How an engine error met mid-sweep (a later period's set-up, a stream that would
@@ -206,17 +308,29 @@ impl<'s> Sweep<'s> {
             stop_after,
             runs: Vec::new(),
             failure: None,
+            cut_short: false,
             word: |e| e.to_string(),
+            word_refusal: |e| e.to_string(),
         };
         if let Err(e) = sweeping.periods(self) {
             let _ = group.close(RunStatus::Failed);
             return Err(e);
         }
+        let cut_short = sweeping.cut_short;
         let Sweeping { runs, failure, .. } = sweeping;
+        if runs.is_empty() && failure.is_none() && cut_short && group.discard() {
+            return Ok(SweepOutcome {
+                runs,
+                failure,
+                status: RunStatus::Interrupted,
+                group_not_closed: None,
+                nothing_stored: true,
+            });
+        }
         let statuses: Vec<RunStatus> = runs.iter().map(|r| C::ended(r).0).collect();
         let status = crate::group::status(GroupEnd {
             stopped_by_error: failure.is_some(),
-            interrupted: ctx.stopped() || statuses.contains(&RunStatus::Interrupted),
+            interrupted: cut_short || statuses.contains(&RunStatus::Interrupted),
             run_failed: statuses.contains(&RunStatus::Failed),
         });
         let group_not_closed = group.close(status).err();
@@ -225,6 +339,7 @@ impl<'s> Sweep<'s> {
             failure,
             status,
             group_not_closed,
+            nothing_stored: false,
         })
     }
 }
@@ -238,7 +353,11 @@ struct Sweeping<'a, C: SweepCell> {
     stop_after: &'a dyn Fn(&C::Run) -> bool,
     runs: Vec<C::Run>,
     failure: Option<String>,
+    /// A stop kept a run from starting (or from measuring anything): the sweep did not
+    /// run to its end. A stop after its last run stopped nothing.
+    cut_short: bool,
     word: fn(&AudioError) -> String,
+    word_refusal: fn(&CellRefusal) -> String,
 }
 
 impl<C: SweepCell> Sweeping<'_, C> {
@@ -249,10 +368,17 @@ impl<C: SweepCell> Sweeping<'_, C> {
             periods,
             first,
             word,
+            word_refusal,
         } = sweep;
         self.word = word;
+        self.word_refusal = word_refusal;
         let mut setup = Some(first);
         for (i, period) in periods.iter().enumerate() {
+            if i > 0 && self.ctx.stopped() {
+                // Stopped before the next period: its server is not started.
+                self.cut_short = true;
+                break;
+            }
             if i > 0 {
                 // The last period's server goes first: the next takes its name.
                 drop(setup.take());
@@ -277,6 +403,7 @@ impl<C: SweepCell> Sweeping<'_, C> {
         let cells = self.cells;
         for cell in cells {
             if self.ctx.stopped() {
+                self.cut_short = true;
                 return Ok(Next::Stop);
             }
             let (mut stream, granted) = match open_stream(setup) {
@@ -287,12 +414,23 @@ impl<C: SweepCell> Sweeping<'_, C> {
                 }
             };
             let cell = cell.on_stream(setup, granted);
+            if let Err(refusal) = cell.check(stream.info()) {
+                self.failure = Some((self.word_refusal)(&refusal));
+                return Ok(Next::Stop);
+            }
             let observer = self.observer.run(&cell, stream.info());
             let watch = setup.server_mut().map(|s| s as &mut dyn Watch);
             let result = cell.run(self.ctx, self.target, stream.as_mut(), watch, &*observer);
             drop(observer);
             drop(stream);
-            let run = result?;
+            let run = match result {
+                // A stop before the run measured anything: nothing of it was stored.
+                Err(RunError::Stopped) => {
+                    self.cut_short = true;
+                    return Ok(Next::Stop);
+                }
+                other => other?,
+            };
             let error = C::ended(&run).1.map(str::to_string);
             let stop = error.is_some() || (self.stop_after)(&run);
             if error.is_some() {

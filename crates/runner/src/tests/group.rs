@@ -61,8 +61,10 @@ fn a_stopped_group_is_interrupted_even_with_a_failed_run_unless_an_error_stopped
     let ctx = context(None);
     ctx.stop.store(true, Ordering::Relaxed);
     let group = Group::open(&sink, "suite", "audiolat suite", &json!({})).expect("opened");
+    // The stop kept a run from running.
     let failed = GroupEnd {
         run_failed: true,
+        interrupted: true,
         ..GroupEnd::default()
     };
     group.close(ctx.group_status(failed)).expect("closed");
@@ -79,6 +81,34 @@ fn a_stopped_group_is_interrupted_even_with_a_failed_run_unless_an_error_stopped
     assert_eq!(end(false, true, true), RunStatus::Interrupted);
     assert_eq!(end(false, false, true), RunStatus::Failed);
     assert_eq!(end(false, false, false), RunStatus::Complete);
+}
+
+/// A stop that came after the group's last run (while it was stored) kept nothing from
+/// running: the group ends by its runs, as a single run stopped while it is stored
+/// ends complete.
+#[test]
+fn a_stop_after_the_last_run_stopped_nothing() {
+    let sink = MemorySink::default();
+    let ctx = context(None);
+    ctx.stop.store(true, Ordering::Relaxed);
+    let group = Group::open(&sink, "event", "audiolat event", &json!({})).expect("opened");
+    let mut end = GroupEnd::default();
+    end.add_run(RunStatus::Complete);
+    group.close(ctx.group_status(end)).expect("closed");
+    assert_eq!(first_group(&sink).1, RunStatus::Complete);
+}
+
+/// A group a stop ended before any of its runs measured is removed, nothing of it kept;
+/// one with a run is closed `interrupted` instead.
+#[test]
+fn a_group_stopped_before_any_run_measured_is_not_kept() {
+    let sink = MemorySink::default();
+    let group = Group::open(&sink, "event", "audiolat event", &json!({})).expect("opened");
+    assert!(group.discard());
+    assert_eq!(*sink.groups_discarded.borrow(), [GroupId(1)]);
+    // Closed: dropping it closes nothing.
+    drop(group);
+    assert!(sink.group_closes.borrow().is_empty());
 }
 
 #[test]

@@ -215,13 +215,16 @@ fn an_experiment_case_without_a_run_fails_its_group() {
     use crate::group::GroupEnd;
     let design = ExperimentDesign::from_preset(ISOLATION).unwrap();
     let case = design.cases(None, None).unwrap().remove(0);
-    assert_eq!(group_end(&[]), GroupEnd::default());
+    assert_eq!(group_end(&[], 0), GroupEnd::default());
     let failed = CaseResult {
         case,
         run: Err(crate::RunError::Refused("no".into())),
     };
-    let end = group_end(&[failed]);
+    let end = group_end(std::slice::from_ref(&failed), 1);
     assert!(end.run_failed && !end.interrupted && !end.stopped_by_error);
+    // A stop that kept the second case from running interrupts the group.
+    let end = group_end(&[failed], 2);
+    assert!(end.run_failed && end.interrupted && !end.stopped_by_error);
 }
 
 #[test]

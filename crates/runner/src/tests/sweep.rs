@@ -98,6 +98,7 @@ fn virtual_card() -> BackendSpec {
         rate_hz: None,
         periods: 2,
         cable: None,
+        capture: true,
     })
 }
 
@@ -303,6 +304,7 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
             delay_frames: 12.5,
             gain: 1.0,
         }),
+        capture: true,
     });
     let cell = RoundtripCell {
         config: probes::roundtrip::RoundtripConfig {
@@ -347,4 +349,34 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
     );
     drop(group);
     assert_eq!(closed_statuses(&sink), [out.status]);
+}
+
+/// A stop that came while the sweep's last run was stored kept nothing from running: the
+/// group is complete, as a single run stopped while it is stored is.
+#[test]
+fn a_stop_while_the_last_run_is_stored_stops_nothing() {
+    let sink = MemorySink::default();
+    let ctx = context(None);
+    let steps = [("a", Then::Completes), ("b", Then::RaisesStop)];
+    let (out, closed) = sweep(&ctx, &sink, &[64], &steps, None);
+    let out = out.expect("the sweep finishes");
+    assert_eq!(names_and_periods(&out), [("a", 64), ("b", 64)]);
+    assert_eq!(out.status, RunStatus::Complete);
+    assert_eq!(closed, [RunStatus::Complete]);
+    assert!(!out.nothing_stored);
+}
+
+/// A stop before the sweep's first run measured anything: no run and no group is kept.
+#[test]
+fn a_stop_before_any_run_measured_stores_no_run_and_no_group() {
+    let sink = MemorySink::default();
+    let ctx = context(None);
+    ctx.stop.store(true, Ordering::Relaxed);
+    let steps = [("a", Then::Completes)];
+    let (out, closed) = sweep(&ctx, &sink, &[64, 128], &steps, None);
+    let out = out.expect("the sweep finishes");
+    assert!(out.runs.is_empty());
+    assert!(out.nothing_stored);
+    assert!(closed.is_empty(), "{closed:?}");
+    assert_eq!(*sink.groups_discarded.borrow(), [GroupId(7)]);
 }

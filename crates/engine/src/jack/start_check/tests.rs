@@ -42,7 +42,7 @@ fn assert_physical(c: &CheckedStart, start_ns: f64, o: &Observed, tight: bool, w
     let ns = c.ns as f64;
     let behind = match c.source {
         TimingSource::Backend => BEHIND_TOLERANCE_NS,
-        TimingSource::Callbacks => 0.0,
+        TimingSource::Callbacks | TimingSource::OwnCallback => 0.0,
     };
     assert!(
         ns >= start_ns - behind - 1_000.0 && ns <= o.callback_ns as f64 + AHEAD_TOLERANCE_NS,

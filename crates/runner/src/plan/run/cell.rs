@@ -33,19 +33,15 @@ pub(super) fn run_cell(
     progress: &mut dyn PlanObserver,
 ) -> Result<CellOutcome, PlanRunError> {
     store.start_plan_cell(stored.id)?;
-    let log = std::env::temp_dir().join(format!(
-        "audiolat-plan-{group}-cell-{}-{}.log",
-        stored.id,
-        std::process::id()
-    ));
-    let log_file = std::fs::File::create(&log).map_err(|source| PlanRunError::CellLog {
-        path: log.clone(),
-        source,
-    })?;
+    let log = CellLog(engine::temp::dir().join(format!(
+        "{}-group-{group}-cell-{}.log",
+        engine::temp::name("plan"),
+        stored.id
+    )));
+    let log_file = results::output::create_new(&log.0, db_path).map_err(PlanRunError::CellLog)?;
     let mut child = match cell_process(db_path, group, stored, binary, command, log_file).spawn() {
         Ok(c) => c,
         Err(e) => {
-            let _ = std::fs::remove_file(&log);
             let error = format!("cannot start {}: {e}", binary.display());
             store.closing(|| store.finish_plan_cell(stored.id, RunStatus::Failed, Some(&error)))?;
             return Ok(CellOutcome {
@@ -57,13 +53,23 @@ pub(super) fn run_cell(
     };
     let started = Instant::now();
     let (exit, signalled) = wait_for(ctx, &mut child, &stored.key, started, progress)?;
-    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
+    let stderr = std::fs::read_to_string(&log.0).unwrap_or_default();
+    drop(log);
     let mut outcome = outcome_of(store, group, stored, exit, signalled, &stderr)?;
     store
         .closing(|| store.finish_plan_cell(stored.id, outcome.status, outcome.error.as_deref()))?;
     outcome.took = Some(started.elapsed());
     Ok(outcome)
+}
+
+/// A cell's stderr, kept in a temporary file (named for [`engine::temp`]) until its
+/// last line is read, and removed on every path (an error returned too).
+struct CellLog(std::path::PathBuf);
+
+impl Drop for CellLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The cell's process, not yet started: the binary with the cell's command, filed under

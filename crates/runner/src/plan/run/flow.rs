@@ -131,7 +131,7 @@ pub fn execute(
         checker,
         observer,
     );
-    let closed = close(ctx, store, &group, &tally)?;
+    let closed = close(store, &group, &tally)?;
     Ok(PlanRunEnd::Ran(PlanRunSummary {
         group: id,
         closed,

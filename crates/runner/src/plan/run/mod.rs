@@ -62,15 +62,10 @@ pub enum PlanRunError {
     /// audiolat's own binary is not to be found.
     #[error("finding audiolat's own binary")]
     OwnBinary(#[source] std::io::Error),
-    /// A cell's log file could not be made.
-    #[error("creating the cell's log {}", path.display())]
-    CellLog {
-        /// The log's path.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A cell's log file could not be made (made as every file audiolat writes is:
+    /// `results::output`, never over the database or a file that exists).
+    #[error("creating the cell's log")]
+    CellLog(#[source] results::output::OutputError),
     /// A stored cell that the plan does not have.
     #[error("plan cell {0} is not in the plan")]
     NotInPlan(String),
@@ -130,8 +125,8 @@ fn create_group(
 ) -> Result<GroupId, StoreError> {
     let mut detail = plan.to_json();
     detail["cells"] = json!(planned.len());
-    detail["runner_pid"] = json!(std::process::id());
-    // With the pid, how the next open knows the plan run was left by a dead process.
+    // With the host, how the next open knows the plan run was left by a dead process.
+    results::owner::Owner::this_process().write_runner(&mut detail);
     detail["runner_host"] = json!(results::store::hostname());
     store.create_group("plan", command_line, &detail)
 }
@@ -244,6 +239,7 @@ fn run_cells(
         plan_error: None,
     };
     for (index, cell) in to_run {
+        engine::phase::reached(engine::phase::Phase::PlanCell);
         if ctx.stopped() {
             break;
         }
@@ -315,19 +311,14 @@ pub struct Closed {
 }
 
 /// Closes the plan run `group` with its status, as its cells and `tally` say.
-fn close(
-    ctx: &Context,
-    store: &Store,
-    group: &Group<'_>,
-    tally: &Tally,
-) -> Result<Closed, PlanRunError> {
+fn close(store: &Store, group: &Group<'_>, tally: &Tally) -> Result<Closed, PlanRunError> {
     let cells = store.plan_cells(group.id())?;
     let complete = cells
         .iter()
         .filter(|c| c.status == Some(RunStatus::Complete))
         .count();
     let statuses: Vec<_> = cells.iter().map(|c| c.status).collect();
-    let status = plan_status(&statuses, ctx.stopped(), tally.plan_error.is_some());
+    let status = plan_status(&statuses, tally.plan_error.is_some());
     // Closing writes may use the reserve a full disk leaves (see Store::closing).
     group.close(status)?;
     Ok(Closed {
@@ -339,15 +330,16 @@ fn close(
 
 /// A plan run's status from its cells' (`None`: not run), as every group's
 /// ([`crate::group::status`]): complete when every cell is; failed when the plan run
-/// could not go on (`plan_error`); else interrupted when it was `stopped`, a cell was
-/// not run or a cell was interrupted (its server went away); else failed.
-fn plan_status(cells: &[Option<RunStatus>], stopped: bool, plan_error: bool) -> RunStatus {
+/// could not go on (`plan_error`); else interrupted when a cell was not run (a stop kept
+/// it from running) or was interrupted (stopped, or its server went away); else failed.
+/// A stop after the last cell ran stopped nothing.
+fn plan_status(cells: &[Option<RunStatus>], plan_error: bool) -> RunStatus {
     if cells.iter().all(|c| *c == Some(RunStatus::Complete)) {
         return RunStatus::Complete;
     }
     let mut end = crate::group::GroupEnd {
         stopped_by_error: plan_error,
-        interrupted: stopped,
+        interrupted: false,
         run_failed: false,
     };
     for cell in cells {

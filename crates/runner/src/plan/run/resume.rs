@@ -30,7 +30,7 @@ fn resume_group(
             let rec = store.group(g)?;
             if rec.kind != "plan" {
                 return Err(PlanRunError::Refused(format!(
-                    "group {g} is a {} group, not a plan run: `audiolat runs` shows groups",
+                    "group {g} ({}) is not a plan run: `audiolat runs --groups` shows them",
                     rec.kind
                 )));
             }
@@ -96,18 +96,15 @@ pub(super) fn reopen(
 ) -> Result<GroupId, PlanRunError> {
     let g = resume_group(store, plan, how, cells)?;
     let mut detail = store.group(g)?.detail;
-    if let Some(pid) = detail["runner_pid"].as_i64() {
-        // SAFETY: signal 0 only checks that the process exists.
-        let alive = pid > 0
-            && pid != std::process::id() as i64
-            && unsafe { libc::kill(pid as i32, 0) } == 0;
-        if alive {
+    if let Some(runner) = results::owner::Owner::runner_of(&detail) {
+        if runner.pid != i64::from(std::process::id()) && runner.is_alive() {
             return Err(PlanRunError::Refused(format!(
-                "plan run {g} is being run by process {pid}: wait for it, or stop it (Ctrl-C) and resume"
+                "plan run {g} is being run by process {}: wait for it, or stop it (Ctrl-C) and resume",
+                runner.pid
             )));
         }
     }
-    detail["runner_pid"] = json!(std::process::id());
+    results::owner::Owner::this_process().write_runner(&mut detail);
     detail["runner_host"] = json!(results::store::hostname());
     store.set_group_detail(g, &detail)?;
     store.reopen_group(g)?;

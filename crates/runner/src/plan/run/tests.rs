@@ -142,18 +142,16 @@ fn a_resume_with_no_unfinished_plan_run_is_refused_before_anything_is_stored() {
 fn a_plan_runs_status_follows_its_cells_as_every_groups_does() {
     use RunStatus::{Complete, Failed, Interrupted, Running};
     let c = Some(Complete);
-    assert_eq!(plan_status(&[c, c], false, false), Complete);
+    assert_eq!(plan_status(&[c, c], false), Complete);
     // A cell whose server went away is interrupted, and so is the plan run.
-    assert_eq!(
-        plan_status(&[c, Some(Interrupted)], false, false),
-        Interrupted
-    );
-    assert_eq!(plan_status(&[c, None], false, false), Interrupted);
-    assert_eq!(plan_status(&[c, Some(Failed)], false, false), Failed);
-    assert_eq!(plan_status(&[c, Some(Running)], false, false), Failed);
-    // A stop outranks a failed cell; an error that ended the plan run outranks both.
-    assert_eq!(plan_status(&[Some(Failed), None], true, false), Interrupted);
-    assert_eq!(plan_status(&[c, Some(Interrupted)], true, true), Failed);
+    assert_eq!(plan_status(&[c, Some(Interrupted)], false), Interrupted);
+    assert_eq!(plan_status(&[c, None], false), Interrupted);
+    assert_eq!(plan_status(&[c, Some(Failed)], false), Failed);
+    assert_eq!(plan_status(&[c, Some(Running)], false), Failed);
+    // A stop that kept a cell from running outranks a failed cell; an error that ended
+    // the plan run outranks both.
+    assert_eq!(plan_status(&[Some(Failed), None], false), Interrupted);
+    assert_eq!(plan_status(&[c, Some(Interrupted)], true), Failed);
     // An empty plan run is complete.
-    assert_eq!(plan_status(&[], false, false), Complete);
+    assert_eq!(plan_status(&[], false), Complete);
 }

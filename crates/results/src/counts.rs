@@ -1,0 +1,182 @@
+//! What a run counts, one definition each, read by every view of it: the terminal's
+//! fresh tables and `show`, the suite's table, the report's runs table and answer, the
+//! JSON, the exports and the gates. A view never counts for itself.
+//!
+//! - [`Dropouts`]: a run's under-runs (what its audio server reported as xruns while it
+//!   measured, or the fragment deadlines a jitter run missed), apart from them the
+//!   cycles its stream skipped (a dropout the server may have reported as an xrun too:
+//!   the two are never added), and a network run's blocks past the deadline.
+//! - [`Notes`]: an event run's triggers, by what became of their note: sounded (in every
+//!   latency figure), missed (rendered after their cycle's deadline) or of unknown
+//!   timing (rendered just after an under-run, before the cycles' start was known).
+//! - [`headline_metric`]: the measurement a run is summarised by in every list.
+//! - [`NetBlocks`]: a network run's blocks by both ends' books, the host's answers sent
+//!   and the controller's answers received ([`HostBlocks`], [`ControllerBlocks`]), and
+//!   where the blocks without an answer went ([`Unanswered`]).
+
+mod net;
+
+use serde_json::Value;
+
+pub use net::{deadline_blocks, ControllerBlocks, HostBlocks, NetBlocks, Unanswered};
+
+use crate::model::{Measurement, TriggerRow};
+
+/// A run's dropouts, where its probe counts them (`None`: not counted, never 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dropouts {
+    /// Under-runs: the xruns the audio server reported while the run measured (an
+    /// event run's after its first trigger; a round trip's all of them), or the
+    /// fragment deadlines a jitter run with fragments missed.
+    pub underruns: Option<u64>,
+    /// An event run's xruns before its first trigger (its warm-up): said apart, not
+    /// among [`Dropouts::underruns`].
+    pub underruns_at_start: Option<u64>,
+    /// Cycles the stream skipped while the run measured (an event run's after its first
+    /// trigger): said apart from the under-runs, never added to them (the server may
+    /// have reported the same dropout as an xrun).
+    pub skipped_cycles: Option<u64>,
+    /// A network run's blocks past the deadline (its main metric's misses).
+    pub deadline_misses: Option<u64>,
+}
+
+impl Dropouts {
+    /// The dropouts of a run of `probe` from what it stored: its configuration, its
+    /// result and its measurements.
+    pub fn of(
+        probe: &str,
+        config: &Value,
+        result: &Value,
+        measurements: &[Measurement],
+    ) -> Dropouts {
+        let count = |v: &Value| v.as_u64();
+        let measurement = |metric: &str| measurements.iter().find(|m| m.metric == metric);
+        match probe {
+            "event" => Dropouts {
+                underruns: count(&result["underruns"]["steady"]),
+                underruns_at_start: count(&result["underruns"]["start"]),
+                skipped_cycles: count(&result["underruns"]["skipped_cycles_steady"]),
+                deadline_misses: None,
+            },
+            "roundtrip" => Dropouts {
+                underruns: count(&result["xruns"]),
+                skipped_cycles: count(&result["skipped_cycles"]),
+                ..Dropouts::default()
+            },
+            // Only the fragment model counts under-runs; wake-ups alone have none.
+            "jitter" if config["fragments"].is_object() => Dropouts {
+                underruns: measurement("fragment_completion")
+                    .and_then(|m| m.misses)
+                    .or_else(|| count(&result["underruns"])),
+                ..Dropouts::default()
+            },
+            "net" => Dropouts {
+                deadline_misses: headline_metric(probe, config)
+                    .and_then(measurement)
+                    .and_then(|m| m.misses),
+                ..Dropouts::default()
+            },
+            _ => Dropouts::default(),
+        }
+    }
+
+    /// Whether the run counted a dropout of any kind.
+    pub fn any(&self) -> bool {
+        [self.underruns, self.skipped_cycles, self.deadline_misses]
+            .iter()
+            .any(|n| n.is_some_and(|n| n > 0))
+    }
+}
+
+/// An event run's triggers by what became of their note.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// Triggers measured (rows).
+    pub triggers: u64,
+    /// Notes that sounded at their modelled time with their timing known: the rows every
+    /// latency figure is over.
+    pub sounded: u64,
+    /// Notes rendered by a callback that started after its cycle's deadline (an
+    /// under-run hit them).
+    pub missed: u64,
+    /// Notes rendered just after an under-run, before the cycles' start was known again:
+    /// nothing about their timing was measured.
+    pub timing_unknown: u64,
+}
+
+impl Notes {
+    /// The notes of an event run's trigger rows.
+    pub fn of(rows: &[TriggerRow]) -> Notes {
+        let n = |f: fn(&TriggerRow) -> bool| rows.iter().filter(|r| f(r)).count() as u64;
+        Notes {
+            triggers: rows.len() as u64,
+            sounded: n(TriggerRow::sounded),
+            missed: n(|r| r.missed),
+            timing_unknown: n(TriggerRow::timing_unknown),
+        }
+    }
+
+    /// Several runs' notes together.
+    pub fn sum(all: impl IntoIterator<Item = Notes>) -> Notes {
+        all.into_iter().fold(Notes::default(), |a, b| Notes {
+            triggers: a.triggers + b.triggers,
+            sounded: a.sounded + b.sounded,
+            missed: a.missed + b.missed,
+            timing_unknown: a.timing_unknown + b.timing_unknown,
+        })
+    }
+}
+
+/// The metric a run of `probe` is summarised by in every list (the suite's table,
+/// `audiolat runs`, the report's runs table): a jitter run with fragments by its
+/// fragments' completion (what it is run for), any other by its probe's main latency
+/// ([`crate::gate::main_metric`]). `None` for a probe without one (doctor).
+pub fn headline_metric(probe: &str, config: &Value) -> Option<&'static str> {
+    if probe == "jitter" && config["fragments"].is_object() {
+        return Some("fragment_completion");
+    }
+    crate::gate::main_metric(probe, config)
+}
+
+/// The measurement a run is summarised by: its [`headline_metric`]'s, else (a probe
+/// without one, a run that stored none of it) its first.
+pub fn headline<'a>(
+    probe: &str,
+    config: &Value,
+    measurements: &'a [Measurement],
+) -> Option<&'a Measurement> {
+    headline_metric(probe, config)
+        .and_then(|h| measurements.iter().find(|m| m.metric == h))
+        .or_else(|| measurements.first())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_probe_counts_its_own_dropouts_and_never_adds_skipped_cycles() {
+        let d = Dropouts::of(
+            "roundtrip",
+            &json!({}),
+            &json!({"xruns": 4, "skipped_cycles": 1}),
+            &[],
+        );
+        assert_eq!((d.underruns, d.skipped_cycles), (Some(4), Some(1)));
+        let d = Dropouts::of(
+            "event",
+            &json!({}),
+            &json!({"underruns": {"start": 2, "steady": 3, "skipped_cycles_start": 0, "skipped_cycles_steady": 1}}),
+            &[],
+        );
+        assert_eq!(
+            (d.underruns, d.underruns_at_start, d.skipped_cycles),
+            (Some(3), Some(2), Some(1))
+        );
+        // Wake-ups alone count no under-run: absent, not 0.
+        let d = Dropouts::of("jitter", &json!({"fragments": null}), &json!({}), &[]);
+        assert_eq!(d, Dropouts::default());
+        assert!(!d.any());
+    }
+}
