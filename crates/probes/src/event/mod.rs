@@ -8,8 +8,8 @@
 //!   (default; spread uniformly over the period so the cycle quantisation is sampled
 //!   fairly), a key press on the terminal, or a MIDI note-on from a JACK port;
 //! - the audio thread starts a note of the [`dsp`] workload at a frame chosen by the
-//!   **policy**: `asap` (offset 0 of the first cycle that sees the trigger: lowest mean,
-//!   up to one period of jitter) or `fixed` (the trigger's time mapped to a frame exactly
+//!   **policy**: `asap` (offset 0 of the first cycle whose callback started after the
+//!   trigger: lowest mean, up to one period of jitter) or `fixed` (the trigger's time mapped to a frame exactly
 //!   one period later: constant latency, what JACK MIDI gives);
 //! - the note's **DAC time** comes from the backend's timing model: the rendering cycle's
 //!   start + frame offset / rate + the playback latency the ports report. The start is

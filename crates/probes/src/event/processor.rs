@@ -165,14 +165,28 @@ impl EventProcessor {
     /// Schedules the triggers the trigger thread sent, at the frame the policy gives,
     /// as many as there are free note slots: the others wait in the ring for a later
     /// cycle (a note late, and said so, rather than a trigger lost after the audio
-    /// thread was held off for many spacings). Audio thread: no allocation, no lock (a
-    /// wait-free ring pop).
+    /// thread was held off for many spacings). Only triggers stamped before this
+    /// callback started are taken: one stamped while the callback ran (between its
+    /// start and this read, tens of microseconds on a loaded machine) waits for the next
+    /// cycle, so a note is always rendered by the first callback that started after its
+    /// trigger, and its wait is measured from a start that followed it (never before
+    /// the trigger by more than the callback's lateness). Audio thread: no allocation,
+    /// no lock (a wait-free ring peek and pop).
     #[inline]
     fn schedule_triggers(&mut self, cycle: &Cycle) {
         let first = cycle.first_frame;
         let n = cycle.frames as u64;
         // The ring first: most cycles have no trigger, and then no slot is looked at.
         while !self.triggers.is_empty() && self.scheduled.iter().any(Option::is_none) {
+            // One trigger thread stamps and pushes in order: the first one stamped
+            // after this callback started ends this cycle's triggers.
+            if self
+                .triggers
+                .peek()
+                .is_ok_and(|t| t.t_ns > cycle.callback_ns)
+            {
+                break;
+            }
             let Ok(t) = self.triggers.pop() else {
                 break;
             };

@@ -120,6 +120,71 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
     assert!(note.shift_frames.unwrap().abs() < 0.01);
 }
 
+/// A trigger stamped while a callback ran (after its start, before it read the ring: a
+/// loaded machine stretches that to tens of microseconds) is rendered by the next
+/// callback, the first that started after it: its wait is then never shorter than minus
+/// that callback's lateness. One stamped before the callback started is taken at once.
+#[test]
+fn a_trigger_stamped_while_a_callback_runs_waits_for_the_next() {
+    use engine::audio::{CheckedStart, TimingSource};
+    let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Asap);
+    let (mut trigger_tx, triggers) = rtrb::RingBuffer::new(4);
+    let (notes_tx, mut notes) = rtrb::RingBuffer::new(4);
+    let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
+    let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
+    let frames = 128u32;
+    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
+    let start_ns = |k: u64| 1_000_000_000 + (k as f64 * period_ns) as u64;
+    // Every callback starts 60 us after its cycle.
+    let cycle = |k: u64| Cycle {
+        index: k,
+        frames,
+        first_frame: k * u64::from(frames),
+        nominal_ns: start_ns(k),
+        period_ns,
+        callback_ns: start_ns(k) + 60_000,
+        checked: Some(CheckedStart {
+            ns: start_ns(k),
+            period_ns,
+            source: TimingSource::Backend,
+        }),
+        overran: false,
+    };
+    p.prepare(&stream_info(frames, None));
+    let mut out = vec![0.0f32; frames as usize];
+    let mut run = |p: &mut EventProcessor, c: &Cycle| {
+        let mut io = Io {
+            output: &mut out,
+            input: None,
+            note_ons: &[],
+            midi_dropped: 0,
+        };
+        p.process(c, &mut io);
+    };
+    // Stamped 100 us after cycle 5's start: 40 us after its callback started.
+    let late = start_ns(5) + 100_000;
+    trigger_tx.push(Trigger { seq: 0, t_ns: late }).unwrap();
+    run(&mut p, &cycle(5));
+    assert!(notes.pop().is_err(), "cycle 5's callback started before it");
+    run(&mut p, &cycle(6));
+    let note = notes.pop().expect("rendered by cycle 6");
+    assert_eq!((note.cycle.index, note.offset), (6, 0));
+    let wait = note.cycle.checked_frame_time_ns(0.0).unwrap() - late as f64;
+    let lateness = note.cycle.checked_lateness_ns().unwrap() as f64;
+    assert!(wait >= -lateness, "wait {wait} ns, lateness {lateness} ns");
+    // Stamped 10 us before cycle 7's callback started (inside its lateness): taken there.
+    let early = start_ns(7) + 50_000;
+    trigger_tx
+        .push(Trigger {
+            seq: 1,
+            t_ns: early,
+        })
+        .unwrap();
+    run(&mut p, &cycle(7));
+    let note = notes.pop().expect("rendered by cycle 7");
+    assert_eq!((note.cycle.index, note.offset), (7, 0));
+}
+
 /// After a disruption (here: skipped frames ending at 2000) following the oldest
 /// awaited note's start, an onset that fits a later awaited note at the loop's delay,
 /// where the oldest's (lost) does not, is the later note's; the oldest is given up and
