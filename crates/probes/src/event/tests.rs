@@ -60,41 +60,19 @@ fn trigger_times_are_spread_over_the_period() {
 /// period after its time on the latter, not on the former (4 frames later).
 #[test]
 fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
-    use engine::audio::{CheckedStart, TimingSource};
+    use engine::audio::TimingSource;
     let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
     let (mut trigger_tx, triggers) = rtrb::RingBuffer::new(4);
     let (notes_tx, mut notes) = rtrb::RingBuffer::new(4);
     let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
     let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
     let frames = 256u32;
-    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
-    let server_ns = |k: u64| 1_000_000_000 + (k as f64 * period_ns) as u64;
-    let cycle = |k: u64, offset_ns: u64, source| Cycle {
-        index: k,
-        frames,
-        first_frame: k * u64::from(frames),
-        nominal_ns: server_ns(k),
-        period_ns,
-        callback_ns: server_ns(k) + 1_000_000,
-        checked: Some(CheckedStart {
-            ns: server_ns(k) + offset_ns,
-            period_ns,
-            source,
-        }),
-        overran: false,
-    };
-    let info = stream_info(frames, None);
-    p.prepare(&info);
-    let mut out = vec![0.0f32; frames as usize];
-    let mut run = |p: &mut EventProcessor, c: &Cycle| {
-        let mut io = Io {
-            output: &mut out,
-            input: None,
-            note_ons: &[],
-            midi_dropped: 0,
-        };
-        p.process(c, &mut io);
-    };
+    let server_ns = |k: u64| steady_cycle(k, frames, 0, 0, TimingSource::Backend).nominal_ns;
+    // Every callback starts 1 ms after its cycle.
+    let cycle =
+        |k: u64, offset_ns: u64, source| steady_cycle(k, frames, 1_000_000, offset_ns, source);
+    p.prepare(&stream_info(frames, None));
+    let run = process_cycle;
     // A trigger 40 frames into cycle 11 by the server's clock, seen by cycle 11's
     // callback (1 ms late) on the callbacks' envelope (80 us after the server's start):
     // on that time line it is 36.2 frames in, so its note would go to offset 36 of
@@ -126,41 +104,18 @@ fn a_fixed_note_is_placed_on_the_time_line_it_is_rendered_on() {
 /// that callback's lateness. One stamped before the callback started is taken at once.
 #[test]
 fn a_trigger_stamped_while_a_callback_runs_waits_for_the_next() {
-    use engine::audio::{CheckedStart, TimingSource};
+    use engine::audio::TimingSource;
     let config = EventConfig::new(TriggerSource::Timer, NotePolicy::Asap);
     let (mut trigger_tx, triggers) = rtrb::RingBuffer::new(4);
     let (notes_tx, mut notes) = rtrb::RingBuffer::new(4);
     let (onsets_tx, _onsets) = rtrb::RingBuffer::new(4);
     let mut p = new_processor(&config, triggers, notes_tx, onsets_tx, Arc::default());
     let frames = 128u32;
-    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
-    let start_ns = |k: u64| 1_000_000_000 + (k as f64 * period_ns) as u64;
-    // Every callback starts 60 us after its cycle.
-    let cycle = |k: u64| Cycle {
-        index: k,
-        frames,
-        first_frame: k * u64::from(frames),
-        nominal_ns: start_ns(k),
-        period_ns,
-        callback_ns: start_ns(k) + 60_000,
-        checked: Some(CheckedStart {
-            ns: start_ns(k),
-            period_ns,
-            source: TimingSource::Backend,
-        }),
-        overran: false,
-    };
+    // Every callback starts 60 us after its cycle, whose start is the server's.
+    let cycle = |k: u64| steady_cycle(k, frames, 60_000, 0, TimingSource::Backend);
+    let start_ns = |k: u64| cycle(k).nominal_ns;
     p.prepare(&stream_info(frames, None));
-    let mut out = vec![0.0f32; frames as usize];
-    let mut run = |p: &mut EventProcessor, c: &Cycle| {
-        let mut io = Io {
-            output: &mut out,
-            input: None,
-            note_ons: &[],
-            midi_dropped: 0,
-        };
-        p.process(c, &mut io);
-    };
+    let run = process_cycle;
     // Stamped 100 us after cycle 5's start: 40 us after its callback started.
     let late = start_ns(5) + 100_000;
     trigger_tx.push(Trigger { seq: 0, t_ns: late }).unwrap();
@@ -254,6 +209,46 @@ fn a_latency_step_without_an_underrun_is_measured_as_a_step() {
     p.disrupted_until = Some(900);
     assert_eq!(p.onset_owner(0, 1000, 3300), 0);
     assert!(onsets.pop().is_err());
+}
+
+/// Cycle `k` of a steady 48 kHz stream of `frames`-frame periods starting at 1 s: its
+/// callback `callback_after_ns` after its start, its checked start `checked_after_ns`
+/// after it, from `source`.
+fn steady_cycle(
+    k: u64,
+    frames: u32,
+    callback_after_ns: u64,
+    checked_after_ns: u64,
+    source: engine::audio::TimingSource,
+) -> Cycle {
+    let period_ns = f64::from(frames) * 1e9 / 48_000.0;
+    let start_ns = 1_000_000_000 + (k as f64 * period_ns) as u64;
+    Cycle {
+        index: k,
+        frames,
+        first_frame: k * u64::from(frames),
+        nominal_ns: start_ns,
+        period_ns,
+        callback_ns: start_ns + callback_after_ns,
+        checked: Some(engine::audio::CheckedStart {
+            ns: start_ns + checked_after_ns,
+            period_ns,
+            source,
+        }),
+        overran: false,
+    }
+}
+
+/// Runs one playback-only cycle with no MIDI through the processor.
+fn process_cycle(p: &mut EventProcessor, c: &Cycle) {
+    let mut out = vec![0.0f32; c.frames as usize];
+    let mut io = Io {
+        output: &mut out,
+        input: None,
+        note_ons: &[],
+        midi_dropped: 0,
+    };
+    p.process(c, &mut io);
 }
 
 /// A 48 kHz test stream of `frames`-frame periods, with `capture` latency.
