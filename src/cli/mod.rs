@@ -208,7 +208,7 @@ pub(crate) mod flag_check {
                     // `audiolat net respond`, not `audiolat show 3`.
                     match words.as_slice() {
                         [first, second]
-                            if first == "net"
+                            if first == results::probe_kind::NET.name
                                 && ["respond", "emulate", "experiment"]
                                     .contains(&second.as_str()) =>
                         {

@@ -229,29 +229,37 @@ pub enum FarmFormat {
 impl GateArgs {
     /// Stage two: the gates for runs of `probe` (each names one of its metrics), and the
     /// format checked against the probe.
-    pub fn check(&self, probe: &str) -> Result<Vec<results::gate::Gate>, super::UsageError> {
-        let one_run = matches!(probe, "jitter" | "net");
-        if self.output_format == Some(FarmFormat::Hdr) && !one_run {
+    pub fn check(
+        &self,
+        probe: &results::ProbeKind,
+    ) -> Result<Vec<results::gate::Gate>, super::UsageError> {
+        if self.output_format == Some(FarmFormat::Hdr) && !probe.one_run {
             return Err(super::UsageError(format!("--output-format hdr is one run's log: this {probe} command sweeps into several runs, so use lava, junit or openmetrics here, and `audiolat export RUN --format hdr` for each run")));
         }
-        if self.output_format == Some(FarmFormat::CyclictestJson) && probe != "jitter" {
+        if self.output_format == Some(FarmFormat::CyclictestJson) && !probe.cyclictest {
             return Err(super::UsageError(format!("--output-format cyclictest-json is a jitter run's (periodic wake-up latency), not for {probe} runs: use lava, junit or openmetrics")));
         }
         ::runner::gates::for_probe(&self.fail_if, probe)
             .map_err(|e| super::UsageError(format!("--fail-if {e}")))
     }
 
-    /// [`GateArgs::check`], refusing a gate on a metric the run's settings cannot
-    /// measure (`unmeasured`: each metric and why).
+    /// [`GateArgs::check`], refusing a gate on a metric the run cannot measure without
+    /// a setting it was not given (`given`: the probe's settings it was, by the names its
+    /// [`results::ProbeKind::needs`] give them).
     pub fn check_with(
         &self,
-        probe: &str,
-        unmeasured: &[(&str, &str)],
+        probe: &results::ProbeKind,
+        given: &[&str],
     ) -> Result<Vec<results::gate::Gate>, super::UsageError> {
         let gates = self.check(probe)?;
-        let never = |g: &results::gate::Gate| unmeasured.iter().find(|(m, _)| *m == g.metric);
-        match gates.iter().find_map(|g| never(g).map(|(_, why)| (g, why))) {
-            Some((g, why)) => Err(super::UsageError(format!("--fail-if '{}': {why}", g.expr))),
+        match probe.unmeasured(gates.iter().map(|g| g.metric.as_str()), given) {
+            Some((metric, why)) => {
+                let g = gates
+                    .iter()
+                    .find(|g| g.metric == metric)
+                    .expect("a gate's metric");
+                Err(super::UsageError(format!("--fail-if '{}': {why}", g.expr)))
+            }
             None => Ok(gates),
         }
     }

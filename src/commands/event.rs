@@ -29,13 +29,12 @@ pub(crate) fn server_request(
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
     let req = a.request(&ctx.default_scratch())?;
-    let no_loopback = ("loopback", "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate");
-    let unmeasured = if a.loopback.is_none() {
-        &[no_loopback][..]
+    let given = if a.loopback.is_some() {
+        &["loopback"][..]
     } else {
         &[]
     };
-    let gates = a.gates.check_with("event", unmeasured)?;
+    let gates = a.gates.check_with(&results::probe_kind::EVENT, given)?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()});

@@ -11,13 +11,12 @@ use std::process::ExitCode;
 pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {
     // Everything is checked before the database is opened: bad input writes nothing.
     let req = a.request(&ctx.default_scratch())?;
-    let no_fragments = ("underruns", "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate");
-    let unmeasured = if req.config.fragments.is_none() {
-        &[no_fragments][..]
+    let given = if req.config.fragments.is_some() {
+        &["fragments"][..]
     } else {
         &[]
     };
-    let gates = a.gates.check_with("jitter", unmeasured)?;
+    let gates = a.gates.check_with(&results::probe_kind::JITTER, given)?;
     crate::runner::check_load(&req.load, &req.scratch_dir)?;
     if let Some(p) = &req.histfile {
         check_output_path(p, "--histfile", &ctx.db_path)?;

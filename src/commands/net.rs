@@ -166,7 +166,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         placement,
         scratch,
     } = a.request(&ctx.default_scratch())?;
-    let gates = a.gates.check("net")?;
+    let gates = a.gates.check(&results::probe_kind::NET)?;
     let store = ctx.open_store()?;
     if !a.output.quiet() {
         stdio::progress_line(format_args!(

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
     let req = a.request(&ctx.default_scratch())?;
-    let gates = a.gates.check("roundtrip")?;
+    let gates = a.gates.check(&results::probe_kind::ROUNDTRIP)?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
     let group = open_group(ctx, &store, "roundtrip", &detail)?;

@@ -487,7 +487,7 @@ fn a_cpu_another_audiolat_holds_is_refused_naming_it_and_nothing_is_stored() {
     let store = Store::open_existing(&second_db).unwrap();
     let runs = store.list_runs(&RunFilter::default()).unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
-    assert_eq!(runs[0].probe, "jitter");
+    assert_eq!(runs[0].probe.name, "jitter");
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_nothing_left_by(pid);
 }

@@ -206,7 +206,7 @@ fn a_hang_up_stops_a_plan_and_its_running_cell_keeping_what_they_measured() {
         s.list_runs(&results::RunFilter::default())
             .is_ok_and(|runs| {
                 runs.iter()
-                    .filter(|r| r.probe == "jitter" && r.load.get("processes").is_some())
+                    .filter(|r| r.probe.name == "jitter" && r.load.get("processes").is_some())
                     .count()
                     >= 2
             })
@@ -224,7 +224,7 @@ fn a_hang_up_stops_a_plan_and_its_running_cell_keeping_what_they_measured() {
         runs.iter().all(|r| r.status != RunStatus::Running),
         "a run was left running"
     );
-    let jitter: Vec<_> = runs.iter().filter(|r| r.probe == "jitter").collect();
+    let jitter: Vec<_> = runs.iter().filter(|r| r.probe.name == "jitter").collect();
     assert!(
         jitter.iter().any(|r| r.status == RunStatus::Complete),
         "the first cell's run was kept"
@@ -288,7 +288,7 @@ fn a_hang_up_stops_the_suite_keeping_what_it_measured() {
             .ok()
             .flatten()
             .and_then(|id| s.run(id).ok())
-            .is_some_and(|r| r.probe == "event")
+            .is_some_and(|r| r.probe.name == "event")
     });
     let id = Store::open_read_only(&db)
         .unwrap()

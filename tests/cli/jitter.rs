@@ -68,7 +68,7 @@ fn a_jitter_run_is_stored_listed_shown_and_exported() {
     let store = Store::open_existing(&db).unwrap();
     let r = store.run(results::RunId(id)).unwrap();
     assert_eq!(r.status, RunStatus::Complete);
-    assert_eq!(r.probe, "jitter");
+    assert_eq!(r.probe.name, "jitter");
     assert!(r.command_line.contains("--mode timerfd"));
     assert!(!r.tool.git_commit.is_empty());
     let ms = store.measurements(results::RunId(id)).unwrap();

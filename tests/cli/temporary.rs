@@ -96,7 +96,7 @@ fn runs_that_ended_leave_no_temporary_file() {
             .ok()
             .flatten()
             .and_then(|id| s.run(id).ok())
-            .is_some_and(|r| r.probe == "jitter" && r.load.get("processes").is_some())
+            .is_some_and(|r| r.probe.name == "jitter" && r.load.get("processes").is_some())
     });
     // stress-ng is writing its file.
     std::thread::sleep(Duration::from_millis(1500));

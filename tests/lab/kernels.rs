@@ -90,7 +90,7 @@ fn the_suite_on_both_kernels_compares_stock_with_preempt_rt() {
     // Every run that measured carries the emulated-CPU flag, as the lab booted them.
     let emulated = guest(Kernel::Stock).emulated();
     for r in &runs {
-        if r.probe != "doctor" && r.status == results::RunStatus::Complete {
+        if r.probe.name != "doctor" && r.status == results::RunStatus::Complete {
             assert_eq!(
                 r.flags["emulated_cpu"], emulated,
                 "run {}: {}",

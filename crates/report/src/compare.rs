@@ -89,7 +89,7 @@ fn config_parts(cell: &CellData) -> Vec<String> {
     let Some(run) = &cell.run else {
         return axes;
     };
-    let probe = run.record.probe.clone();
+    let probe = run.record.probe.name.to_string();
     if !axes.is_empty() {
         return std::iter::once(probe).chain(axes).collect();
     }

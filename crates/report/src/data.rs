@@ -40,19 +40,21 @@ impl RunData {
 
     /// The main metric of the run's probe (`None` for probes without one, e.g. doctor).
     pub fn main_metric(&self) -> Option<&'static str> {
-        results::gate::main_metric(&self.record.probe, &self.record.config)
+        self.record.probe.main_metric(&self.record.config)
     }
 
     /// The run's headline measurement, as every list shows it
-    /// ([`results::counts::headline`]).
+    /// ([`results::ProbeKind::headline`]).
     pub fn headline(&self) -> Option<&Measurement> {
-        results::counts::headline(&self.record.probe, &self.record.config, &self.measurements)
+        self.record
+            .probe
+            .headline(&self.record.config, &self.measurements)
     }
 
     /// The run's dropouts, as every view counts them ([`results::Dropouts`]).
     pub fn dropouts(&self) -> results::Dropouts {
         results::Dropouts::of(
-            &self.record.probe,
+            self.record.probe,
             &self.record.config,
             &self.record.result,
             &self.measurements,
@@ -218,7 +220,7 @@ pub(crate) fn test_run(probe: &str, result: Value, measurements: Vec<Measurement
         record: RunRecord {
             id: results::RunId(1),
             group_id: Some(results::GroupId(1)),
-            probe: probe.into(),
+            probe: results::probe_kind::ProbeKind::stored(probe),
             status: RunStatus::Complete,
             started_at: String::new(),
             ended_at: None,

@@ -32,7 +32,7 @@ fn run_set(store: &Store, filter: RunFilter, data: &mut ReportData) -> Result<us
         ..filter
     })?;
     let mut n = 0;
-    for r in runs.iter().rev().filter(|r| r.probe != "doctor") {
+    for r in runs.iter().rev().filter(|r| r.probe.measures) {
         data.cells.push(single_cell(run_data(store, r.id)?));
         n += 1;
     }
@@ -41,7 +41,7 @@ fn run_set(store: &Store, filter: RunFilter, data: &mut ReportData) -> Result<us
 
 fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
     let record = store.run(id)?;
-    let triggers = if record.probe == "event" {
+    let triggers = if record.probe.triggers {
         store.triggers(id)?
     } else {
         Vec::new()
@@ -85,21 +85,14 @@ fn base(tool: &ToolInfo) -> ReportData {
 /// backend and period, and its load (`event, jack 128 frames at 44.1 kHz, cpu load`).
 pub(crate) fn describe(r: &RunRecord) -> String {
     let c = &r.config;
-    let mut words = vec![match r.probe.as_str() {
-        "jitter" if c["fragments"].is_object() => "fragments".to_string(),
-        "jitter" => match c["rate_hz"].as_f64() {
-            Some(hz) => format!("wake-ups at {hz:.0} Hz"),
-            None => "wake-ups".into(),
-        },
-        "roundtrip" => "round trip".into(),
-        probe => probe.to_string(),
-    }];
+    let mut words = vec![r.probe.label(c)];
     if let Some(b) = c["backend"].as_str() {
         let mut w = b.to_string();
         if let Some(p) = c["period_frames"].as_u64() {
             w.push_str(&format!(" {p} frames"));
         }
-        if let Some(rate) = c["rate_hz"].as_f64().filter(|_| r.probe != "jitter") {
+        // An audio stream's rate (a jitter run has no backend: its rate is its wake-ups').
+        if let Some(rate) = c["rate_hz"].as_f64() {
             w.push_str(&format!(" at {} kHz", rate / 1000.0));
         }
         words.push(w);
@@ -135,7 +128,7 @@ pub fn group(store: &Store, id: GroupId, tool: &ToolInfo) -> Result<ReportData, 
     let mut doctor = None;
     // Oldest first.
     for r in runs.iter().rev() {
-        if r.probe == "doctor" {
+        if !r.probe.measures {
             doctor = doctor_of(&run_data(store, r.id)?);
         }
     }
@@ -171,7 +164,7 @@ pub fn group(store: &Store, id: GroupId, tool: &ToolInfo) -> Result<ReportData, 
         }
     } else {
         data.subject = format!("group {id} ({}, {})", g.kind, g.status);
-        for r in runs.iter().rev().filter(|r| r.probe != "doctor") {
+        for r in runs.iter().rev().filter(|r| r.probe.measures) {
             data.cells.push(single_cell(run_data(store, r.id)?));
         }
     }
@@ -233,7 +226,7 @@ pub fn subjects(
             Subject::Run(id) => {
                 names.push(format!("run {id}"));
                 let run = run_data(store, id)?;
-                if run.record.probe == "doctor" {
+                if !run.record.probe.measures {
                     data.doctor = doctor_of(&run);
                 }
                 data.cells.push(single_cell(run));
@@ -316,5 +309,5 @@ pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>, S
         .into_iter()
         .map(|m| m.measurement)
         .collect();
-    Ok(results::counts::headline(&run.probe, &run.config, &measurements).cloned())
+    Ok(run.probe.headline(&run.config, &measurements).cloned())
 }

@@ -436,7 +436,7 @@ pub fn runs_table(runs: &[(RunRecord, Option<Measurement>)]) -> String {
                 .take(19)
                 .collect::<String>()
                 .replace('T', " "),
-            r.probe.clone(),
+            r.probe.to_string(),
             r.status.to_string(),
             r.duration_s.map_or("-".into(), |d| format!("{d:.1}")),
             rt.into(),

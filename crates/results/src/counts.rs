@@ -9,7 +9,6 @@
 //! - [`Notes`]: an event run's triggers, by what became of their note: sounded (in every
 //!   latency figure), missed (rendered after their cycle's deadline) or of unknown
 //!   timing (rendered just after an under-run, before the cycles' start was known).
-//! - [`headline_metric`]: the measurement a run is summarised by in every list.
 //! - [`NetBlocks`]: a network run's blocks by both ends' books, the host's answers sent
 //!   and the controller's answers received ([`HostBlocks`], [`ControllerBlocks`]), and
 //!   where the blocks without an answer went ([`Unanswered`]).
@@ -21,6 +20,7 @@ use serde_json::Value;
 pub use net::{deadline_blocks, ControllerBlocks, HostBlocks, NetBlocks, Unanswered};
 
 use crate::model::{Measurement, TriggerRow};
+use crate::probe_kind::ProbeKind;
 
 /// A run's dropouts, where its probe counts them (`None`: not counted, never 0).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,42 +42,14 @@ pub struct Dropouts {
 
 impl Dropouts {
     /// The dropouts of a run of `probe` from what it stored: its configuration, its
-    /// result and its measurements.
+    /// result and its measurements ([`ProbeKind::dropouts`]).
     pub fn of(
-        probe: &str,
+        probe: &ProbeKind,
         config: &Value,
         result: &Value,
         measurements: &[Measurement],
     ) -> Dropouts {
-        let count = |v: &Value| v.as_u64();
-        let measurement = |metric: &str| measurements.iter().find(|m| m.metric == metric);
-        match probe {
-            "event" => Dropouts {
-                underruns: count(&result["underruns"]["steady"]),
-                underruns_at_start: count(&result["underruns"]["start"]),
-                skipped_cycles: count(&result["underruns"]["skipped_cycles_steady"]),
-                deadline_misses: None,
-            },
-            "roundtrip" => Dropouts {
-                underruns: count(&result["xruns"]),
-                skipped_cycles: count(&result["skipped_cycles"]),
-                ..Dropouts::default()
-            },
-            // Only the fragment model counts under-runs; wake-ups alone have none.
-            "jitter" if config["fragments"].is_object() => Dropouts {
-                underruns: measurement("fragment_completion")
-                    .and_then(|m| m.misses)
-                    .or_else(|| count(&result["underruns"])),
-                ..Dropouts::default()
-            },
-            "net" => Dropouts {
-                deadline_misses: headline_metric(probe, config)
-                    .and_then(measurement)
-                    .and_then(|m| m.misses),
-                ..Dropouts::default()
-            },
-            _ => Dropouts::default(),
-        }
+        (probe.dropouts)(config, result, measurements)
     }
 
     /// Whether the run counted a dropout of any kind.
@@ -127,29 +99,6 @@ impl Notes {
     }
 }
 
-/// The metric a run of `probe` is summarised by in every list (the suite's table,
-/// `audiolat runs`, the report's runs table): a jitter run with fragments by its
-/// fragments' completion (what it is run for), any other by its probe's main latency
-/// ([`crate::gate::main_metric`]). `None` for a probe without one (doctor).
-pub fn headline_metric(probe: &str, config: &Value) -> Option<&'static str> {
-    if probe == "jitter" && config["fragments"].is_object() {
-        return Some("fragment_completion");
-    }
-    crate::gate::main_metric(probe, config)
-}
-
-/// The measurement a run is summarised by: its [`headline_metric`]'s, else (a probe
-/// without one, a run that stored none of it) its first.
-pub fn headline<'a>(
-    probe: &str,
-    config: &Value,
-    measurements: &'a [Measurement],
-) -> Option<&'a Measurement> {
-    headline_metric(probe, config)
-        .and_then(|h| measurements.iter().find(|m| m.metric == h))
-        .or_else(|| measurements.first())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,15 +106,16 @@ mod tests {
 
     #[test]
     fn each_probe_counts_its_own_dropouts_and_never_adds_skipped_cycles() {
+        use crate::probe_kind::{EVENT, JITTER, ROUNDTRIP};
         let d = Dropouts::of(
-            "roundtrip",
+            &ROUNDTRIP,
             &json!({}),
             &json!({"xruns": 4, "skipped_cycles": 1}),
             &[],
         );
         assert_eq!((d.underruns, d.skipped_cycles), (Some(4), Some(1)));
         let d = Dropouts::of(
-            "event",
+            &EVENT,
             &json!({}),
             &json!({"underruns": {"start": 2, "steady": 3, "skipped_cycles_start": 0, "skipped_cycles_steady": 1}}),
             &[],
@@ -175,7 +125,7 @@ mod tests {
             (Some(3), Some(2), Some(1))
         );
         // Wake-ups alone count no under-run: absent, not 0.
-        let d = Dropouts::of("jitter", &json!({"fragments": null}), &json!({}), &[]);
+        let d = Dropouts::of(&JITTER, &json!({"fragments": null}), &json!({}), &[]);
         assert_eq!(d, Dropouts::default());
         assert!(!d.any());
     }

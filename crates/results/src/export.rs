@@ -548,7 +548,7 @@ mod tests {
         RunRecord {
             id,
             group_id: None,
-            probe: "roundtrip".into(),
+            probe: &crate::probe_kind::ROUNDTRIP,
             status: crate::model::RunStatus::Complete,
             started_at: "2026-01-01T00:00:00.000Z".into(),
             ended_at: None,

@@ -138,7 +138,7 @@ pub fn openmetrics(runs: &[(&RunRecord, &[MeasurementRecord])]) -> String {
         let labels = format!(
             "run=\"{}\",probe=\"{}\",host=\"{}\",kernel=\"{}\"",
             run.id,
-            label_value(&run.probe),
+            label_value(run.probe.name),
             label_value(&run.machine.hostname),
             label_value(&run.machine.kernel_release)
         );
@@ -258,7 +258,7 @@ pub fn lava(
     } else {
         "fail"
     };
-    let _ = writeln!(out, "{prefix}{}-run {status}", lava_name(&run.probe));
+    let _ = writeln!(out, "{prefix}{}-run {status}", lava_name(run.probe.name));
     for m in measurements.iter().map(|m| &m.measurement) {
         let Some(s) = &m.summary else { continue };
         let metric = lava_name(&m.metric);
@@ -318,7 +318,7 @@ pub fn junit(runs: &[(&RunRecord, &[MeasurementRecord], &[GateVerdict])]) -> Str
         _ => format!(".{}", n + 1),
     };
     for (n, (run, measurements, gates)) in runs.iter().enumerate() {
-        let class = format!("audiolat.{}", lava_name(&run.probe));
+        let class = format!("audiolat.{}", lava_name(run.probe.name));
         let mut cases = String::new();
         let mut fails = 0;
         let mut case = |name: &str, failure: Option<String>| {

@@ -4,7 +4,7 @@
 //! when a run FAILS: `p99 > 200us` fails a run whose p99 is above 200 µs. The metric is
 //! either a statistic of the probe's main latency (`p50`, `p90`, `p99`, `p99.9`,
 //! `p99.99`, `min`, `mean`, `max`, `stdev`; `count`, its samples) or one of the named
-//! metrics of the probe ([`metrics_for`]: under-runs, misses, the round trip, ...). A
+//! metrics of the probe ([`ProbeKind::gates`]: under-runs, misses, the round trip, ...). A
 //! time takes a unit (`ns`, `us`, `ms`, `s`), a count a plain number, a percentage a
 //! plain number or one with `%`.
 //!
@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::counts::{Dropouts, Notes};
 use crate::hist::Stat;
+use crate::probe_kind::ProbeKind;
 use crate::view::RunView;
 
 /// What a metric's values are, and so the units its threshold takes.
@@ -184,7 +185,7 @@ impl GateError {
 
 /// Where a named metric's value is read from in a stored run.
 #[derive(Debug, Clone, Copy)]
-enum Source {
+pub enum Source {
     /// A statistic (`p50`, `max`, ...) of a measurement, by name.
     Stat(&'static str, &'static str),
     /// A measurement's deadline misses.
@@ -210,10 +211,12 @@ pub struct Named {
     pub kind: Kind,
     /// What it is, for `--help` and the README.
     pub about: &'static str,
-    source: Source,
+    /// Where its value is read from.
+    pub source: Source,
 }
 
-const STEAL: Named = Named {
+/// Host steal time, a gate metric of every probe that measures.
+pub const STEAL: Named = Named {
     name: "steal",
     aliases: &[],
     kind: Kind::Percent,
@@ -221,160 +224,20 @@ const STEAL: Named = Named {
     source: Source::Json("flags", &[&["host_steal_percent"]]),
 };
 
-const JITTER: &[Named] = &[
-    Named {
-        name: "underruns",
-        aliases: &["xruns", "misses"],
-        kind: Kind::Count,
-        about: "fragment deadlines missed (would-be under-runs; measured with --fragments only)",
-        source: Source::Dropouts(|d| d.underruns),
-    },
-    Named {
-        name: "overflows",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "wake-ups above the histogram's bound",
-        source: Source::Json("result", &[&["overflows"]]),
-    },
-    Named {
-        name: "skipped",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "deadlines skipped because a wake-up came after them",
-        source: Source::Json("result", &[&["skipped_deadlines"]]),
-    },
-    STEAL,
-];
-
-const EVENT: &[Named] = &[
-    Named {
-        name: "xruns",
-        aliases: &["underruns"],
-        kind: Kind::Count,
-        about: "server under-runs after the first trigger (the warm-up's before it are said apart)",
-        source: Source::Dropouts(|d| d.underruns),
-    },
-    Named {
-        name: "misses",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "triggers whose note could not sound at its time (an under-run hit it)",
-        source: Source::Notes(|n| n.missed),
-    },
-    Named {
-        name: "late",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "triggers that reached the audio thread after their frame had passed",
-        source: Source::Json("result", &[&["late_triggers"]]),
-    },
-    Named {
-        name: "loopback",
-        aliases: &[],
-        kind: Kind::Time,
-        about: "median latency measured on the loopback capture (with a loopback only)",
-        source: Source::Stat("event_latency_loopback", "p50"),
-    },
-    Named {
-        name: "dsp_overloads",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "cycles whose processing took longer than the period",
-        source: Source::Misses("dsp_time"),
-    },
-    STEAL,
-];
-
-const ROUNDTRIP: &[Named] = &[
-    Named {
-        name: "roundtrip",
-        aliases: &[],
-        kind: Kind::Time,
-        about: "the round trip: median over the windows",
-        source: Source::Stat("roundtrip", "p50"),
-    },
-    Named {
-        name: "impulse",
-        aliases: &[],
-        kind: Kind::Time,
-        about: "the round trip by impulse onset: median over the clicks",
-        source: Source::Stat("roundtrip_impulse", "p50"),
-    },
-    Named {
-        name: "xruns",
-        aliases: &["underruns"],
-        kind: Kind::Count,
-        about: "server under-runs during the run",
-        source: Source::Dropouts(|d| d.underruns),
-    },
-    Named {
-        name: "skipped",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "cycles the stream skipped",
-        source: Source::Dropouts(|d| d.skipped_cycles),
-    },
-    STEAL,
-];
-
-const NET: &[Named] = &[
-    Named {
-        name: "misses",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "blocks past the deadline (the host's answers; the controller's late and lost blocks with `net emulate`)",
-        source: Source::Dropouts(|d| d.deadline_misses),
-    },
-    Named {
-        name: "sender_late",
-        aliases: &[],
-        kind: Kind::Count,
-        about: "blocks the run's own controller sent late (a packet more than a block period behind its schedule): a validity flag, not the host's or the network's doing",
-        source: Source::Json("flags", &[&["sender_late_blocks"]]),
-    },
-    STEAL,
-];
-
 /// The statistics of the main latency a gate can name, in order.
 pub const STATS: [&str; 10] = [
     "p50", "p90", "p99", "p99.9", "p99.99", "min", "mean", "max", "stdev", "count",
 ];
 
-/// The probes that take gates.
-pub const PROBES: [&str; 4] = ["jitter", "event", "roundtrip", "net"];
-
-/// The named metrics of `probe` (empty for a probe without gates).
-pub fn metrics_for(probe: &str) -> &'static [Named] {
-    match probe {
-        "jitter" => JITTER,
-        "event" => EVENT,
-        "roundtrip" => ROUNDTRIP,
-        "net" => NET,
-        _ => &[],
-    }
-}
-
-/// The main latency of a run of `probe` (the `net` probe's controller end, role
-/// `emulate`, times blocks end to end).
-pub fn main_metric(probe: &str, config: &Value) -> Option<&'static str> {
-    Some(match probe {
-        "jitter" => "wakeup_latency",
-        "event" => "event_latency",
-        "roundtrip" => "roundtrip",
-        "net" if config["role"] == "emulate" => "end_to_end",
-        "net" => "response_time",
-        _ => return None,
-    })
-}
-
-fn find(probe: &str, name: &str) -> Option<&'static Named> {
-    metrics_for(probe)
+fn find(probe: &ProbeKind, name: &str) -> Option<&'static Named> {
+    probe
+        .gates
         .iter()
         .find(|n| n.name == name || n.aliases.contains(&name))
 }
 
-fn known_for(probe: &str) -> String {
-    let named: Vec<&str> = metrics_for(probe).iter().map(|n| n.name).collect();
+fn known_for(probe: &ProbeKind) -> String {
+    let named: Vec<&str> = probe.gates.iter().map(|n| n.name).collect();
     format!("{} or {}", STATS.join(", "), named.join(", "))
 }
 
@@ -390,8 +253,8 @@ fn any_metric(name: &str) -> Option<(&'static str, Kind)> {
             },
         ));
     }
-    PROBES
-        .iter()
+    ProbeKind::gated()
+        .into_iter()
         .find_map(|p| find(p, name))
         .map(|n| (n.name, n.kind))
 }
@@ -515,8 +378,8 @@ impl Gate {
 
     /// This gate for a run of `probe`: refused when the probe has no such metric; the
     /// metric's name made the probe's own (an alias resolved).
-    pub fn check_probe(&self, probe: &str) -> Result<Gate, GateError> {
-        if STATS.contains(&self.metric.as_str()) && main_metric(probe, &Value::Null).is_some() {
+    pub fn check_probe(&self, probe: &ProbeKind) -> Result<Gate, GateError> {
+        if STATS.contains(&self.metric.as_str()) && probe.main_metric(&Value::Null).is_some() {
             return Ok(self.clone());
         }
         let given = self
@@ -534,7 +397,7 @@ impl Gate {
             None => Err(GateError::NotForProbe {
                 expr: self.expr.clone(),
                 metric: given,
-                probe: probe.to_string(),
+                probe: probe.name.to_string(),
                 known: known_for(probe),
             }),
         }
@@ -595,15 +458,15 @@ impl Gate {
 
     fn value(&self, run: &RunView) -> Option<Stat> {
         if STATS.contains(&self.metric.as_str()) {
-            let main = main_metric(&run.probe, &run.config)?;
+            let main = run.probe.main_metric(&run.config)?;
             return stat(run, main, &self.metric);
         }
-        let named = find(&run.probe, &self.metric)?;
+        let named = find(run.probe, &self.metric)?;
         match named.source {
             Source::Stat(m, s) => stat(run, m, s),
             Source::Misses(m) => {
                 let m = if m.is_empty() {
-                    main_metric(&run.probe, &run.config)?
+                    run.probe.main_metric(&run.config)?
                 } else {
                     m
                 };
@@ -779,8 +642,9 @@ pub fn help() -> String {
          steal's percentage 5 or 5%):",
         STATS.join(", ")
     );
-    for p in PROBES {
-        let names: Vec<String> = metrics_for(p)
+    for p in ProbeKind::gated() {
+        let names: Vec<String> = p
+            .gates
             .iter()
             .map(|n| {
                 let aliases = if n.aliases.is_empty() {

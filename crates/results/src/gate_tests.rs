@@ -63,8 +63,11 @@ fn units_must_fit_the_metric() {
 #[test]
 fn a_metric_must_belong_to_the_probe() {
     let g = parsed("roundtrip > 10ms");
-    assert!(g.check_probe("roundtrip").is_ok());
-    let e = g.check_probe("jitter").unwrap_err().to_string();
+    assert!(g.check_probe(&crate::probe_kind::ROUNDTRIP).is_ok());
+    let e = g
+        .check_probe(&crate::probe_kind::JITTER)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("'roundtrip > 10ms': jitter runs have no metric 'roundtrip': use p50"),
         "{e}"
@@ -72,19 +75,32 @@ fn a_metric_must_belong_to_the_probe() {
     assert!(e.contains("underruns"), "{e}");
     // Aliases resolve to the probe's own name.
     assert_eq!(
-        parsed("xruns > 0").check_probe("jitter").unwrap().metric,
+        parsed("xruns > 0")
+            .check_probe(&crate::probe_kind::JITTER)
+            .unwrap()
+            .metric,
         "underruns"
     );
     assert_eq!(
-        parsed("xruns > 0").check_probe("event").unwrap().metric,
+        parsed("xruns > 0")
+            .check_probe(&crate::probe_kind::EVENT)
+            .unwrap()
+            .metric,
         "xruns"
     );
     assert_eq!(
-        parsed("misses > 0").check_probe("jitter").unwrap().metric,
+        parsed("misses > 0")
+            .check_probe(&crate::probe_kind::JITTER)
+            .unwrap()
+            .metric,
         "underruns"
     );
-    assert!(parsed("p99 > 1ms").check_probe("net").is_ok());
-    assert!(parsed("p99 > 1ms").check_probe("doctor").is_err());
+    assert!(parsed("p99 > 1ms")
+        .check_probe(&crate::probe_kind::NET)
+        .is_ok());
+    assert!(parsed("p99 > 1ms")
+        .check_probe(&crate::probe_kind::DOCTOR)
+        .is_err());
 }
 
 fn jitter_view(latencies: &[u64], fragments: Option<u64>) -> RunView {
@@ -105,7 +121,7 @@ fn jitter_view(latencies: &[u64], fragments: Option<u64>) -> RunView {
     }
     RunView {
         id: RunId(1),
-        probe: "jitter".into(),
+        probe: &crate::probe_kind::JITTER,
         status: RunStatus::Complete,
         machine: Default::default(),
         // As a run stores it: the fragment model in its configuration.
@@ -127,7 +143,7 @@ fn jitter_view(latencies: &[u64], fragments: Option<u64>) -> RunView {
 }
 
 fn judged(expr: &str, run: &RunView) -> GateVerdict {
-    parsed(expr).check_probe(&run.probe).unwrap().judge(run)
+    parsed(expr).check_probe(run.probe).unwrap().judge(run)
 }
 
 #[test]
@@ -181,7 +197,7 @@ fn values_print_in_their_units() {
 #[test]
 fn the_help_names_every_probes_metrics() {
     let h = help();
-    for p in PROBES {
+    for p in crate::probe_kind::ProbeKind::gated() {
         assert!(h.contains(&format!(" {p}: ")), "{h}");
     }
     assert!(h.contains("xruns"), "{h}");

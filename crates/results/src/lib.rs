@@ -49,6 +49,7 @@ pub mod model;
 pub mod number;
 pub mod output;
 pub mod owner;
+pub mod probe_kind;
 pub mod sink;
 pub mod stats;
 #[cfg(feature = "sqlite")]
@@ -64,6 +65,7 @@ pub use model::{
     RunStatus, Series, ToolInfo, Verdict,
 };
 pub use number::fmt_number;
+pub use probe_kind::ProbeKind;
 pub use sink::{Kept, RunSink, SinkError};
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, Remedy, RunFilter, Store, StoreError, Summarise, MAX_LISTED};

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::hist::{LatencyHistogram, Summary};
 use crate::id::{GroupId, PlanCellId, RunId};
+use crate::probe_kind::ProbeKind;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,8 +106,8 @@ pub struct ToolInfo {
 /// What is known about a run when it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
-    /// Probe name (`jitter`, `doctor`, ...).
-    pub probe: String,
+    /// The probe (stored as its name: `jitter`, `doctor`, ...).
+    pub probe: &'static ProbeKind,
     /// The group (e.g. one `audiolat suite`) this run belongs to.
     pub group_id: Option<GroupId>,
     /// Where.
@@ -226,7 +227,7 @@ pub struct RunRecord {
     /// Group id.
     pub group_id: Option<GroupId>,
     /// Probe.
-    pub probe: String,
+    pub probe: &'static ProbeKind,
     /// Status.
     pub status: RunStatus,
     /// Start, RFC 3339 UTC.

@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::model::{Event, Machine, MeasurementRecord, RunRecord, RunStatus, TriggerRow};
+use crate::probe_kind::ProbeKind;
 use crate::{Measurement, RunId};
 
 /// One run, as rendered: what was configured, granted, flagged and found, with its
@@ -19,7 +20,7 @@ pub struct RunView {
     /// Run id.
     pub id: RunId,
     /// The probe that made it (`jitter`, `event`, `roundtrip`, `net`, ...).
-    pub probe: String,
+    pub probe: &'static ProbeKind,
     /// How it ended.
     pub status: RunStatus,
     /// The machine it ran on.
@@ -60,7 +61,7 @@ impl RunView {
     ) -> RunView {
         RunView {
             id: run.id,
-            probe: run.probe.clone(),
+            probe: run.probe,
             status: run.status,
             machine: run.machine.clone(),
             config: run.config.clone(),
@@ -84,7 +85,7 @@ impl RunView {
 
     /// The run's dropouts ([`crate::counts::Dropouts`]).
     pub fn dropouts(&self) -> crate::counts::Dropouts {
-        crate::counts::Dropouts::of(&self.probe, &self.config, &self.result, &self.measurements)
+        crate::counts::Dropouts::of(self.probe, &self.config, &self.result, &self.measurements)
     }
 
     /// An event run's notes ([`crate::counts::Notes`]).
@@ -92,8 +93,8 @@ impl RunView {
         crate::counts::Notes::of(&self.triggers)
     }
 
-    /// The measurement the run is summarised by ([`crate::counts::headline`]).
+    /// The measurement the run is summarised by ([`ProbeKind::headline`]).
     pub fn headline(&self) -> Option<&Measurement> {
-        crate::counts::headline(&self.probe, &self.config, &self.measurements)
+        self.probe.headline(&self.config, &self.measurements)
     }
 }

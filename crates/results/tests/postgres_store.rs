@@ -16,7 +16,7 @@ use std::path::Path;
 
 fn info(host: &str, kernel: &str) -> RunInfo {
     RunInfo {
-        probe: "jitter".into(),
+        probe: &results::probe_kind::JITTER,
         group_id: None,
         machine: Machine {
             hostname: host.into(),

@@ -99,7 +99,7 @@ pub fn end_run(
         return Err(RunError::Stopped);
     }
     let run_info = RunInfo {
-        probe: "net".into(),
+        probe: &results::probe_kind::NET,
         group_id: None,
         machine: probes::machine::machine(),
         tool: ctx.tool.clone(),

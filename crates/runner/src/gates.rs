@@ -3,14 +3,14 @@
 //! ones `show` reads back), and stored with the run.
 
 use results::gate::{Gate, GateError, GateVerdict, Judged};
-use results::{GroupId, RunId, RunView, Store, StoreError};
+use results::{GroupId, ProbeKind, RunId, RunView, Store, StoreError};
 
 /// The exit code of an audiolat whose run was measured and stored but failed a gate
 /// (a plan's cell that exits so made its run).
 pub const EXIT_FAILED_GATE: i32 = 3;
 
 /// The gates for runs of `probe`: each must name one of its metrics.
-pub fn for_probe(gates: &[Gate], probe: &str) -> Result<Vec<Gate>, GateError> {
+pub fn for_probe(gates: &[Gate], probe: &ProbeKind) -> Result<Vec<Gate>, GateError> {
     gates.iter().map(|g| g.check_probe(probe)).collect()
 }
 
@@ -30,7 +30,7 @@ pub fn judge(store: &Store, run_id: RunId, gates: &[Gate]) -> Result<Vec<GateVer
     // metric) is not this run's.
     let verdicts: Vec<GateVerdict> = gates
         .iter()
-        .filter_map(|g| g.check_probe(&run.probe).ok())
+        .filter_map(|g| g.check_probe(run.probe).ok())
         .map(|g| g.judge(&view))
         .collect();
     store.put_gates(run_id, &verdicts)?;

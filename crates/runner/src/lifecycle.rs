@@ -168,7 +168,7 @@ fn run_info<P: Probe>(
         config["repeat"] = json!(repeat);
     }
     RunInfo {
-        probe: description.probe.into(),
+        probe: description.probe,
         group_id: cell.group,
         machine: probes::machine::machine(),
         tool: ctx.tool.clone(),

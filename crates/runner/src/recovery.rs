@@ -2,6 +2,7 @@
 //! next opens (the store's `Summarise` hook).
 
 use results::model::RunRecord;
+use results::probe_kind::EVENT;
 use results::{Measurement, Recovered, Store};
 
 /// Summarises `run`, left `running` by a dead process, from what it stored, with the
@@ -17,9 +18,9 @@ pub fn summarise_abandoned(store: &Store, run: &RunRecord) -> Result<Recovered, 
         .into_iter()
         .map(|m| m.measurement)
         .collect();
-    if run.probe != "event" {
+    if run.probe != &EVENT {
         return Ok(probes::probe::recovered(
-            &run.probe,
+            run.probe,
             &run.config,
             &stored,
             None,
@@ -27,12 +28,7 @@ pub fn summarise_abandoned(store: &Store, run: &RunRecord) -> Result<Recovered, 
     }
     let kept = &run.result[probes::probe::RECOVERY_KEY]["event_triggers"];
     let Some(summary) = probes::event::TriggerSummary::from_json(kept) else {
-        return Ok(probes::probe::recovered(
-            "event",
-            &run.config,
-            &stored,
-            None,
-        ));
+        return Ok(probes::probe::recovered(&EVENT, &run.config, &stored, None));
     };
     let rows = store.triggers(run.id).map_err(|e| e.to_string())?;
     let measurements = if rows.is_empty() {
@@ -43,7 +39,7 @@ pub fn summarise_abandoned(store: &Store, run: &RunRecord) -> Result<Recovered, 
     Ok(Recovered {
         measurements: measurements.clone(),
         ..probes::probe::recovered(
-            "event",
+            &EVENT,
             &run.config,
             &measurements,
             kept["buffer_ns"].as_f64(),

@@ -30,6 +30,7 @@ use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
 use probes::probe::{EventProbe, JitterProbe, NetProbe, RoundtripProbe};
+use results::probe_kind::NET;
 use results::{GroupId, Measurement, RunId, RunInfo, RunSink, RunStatus, SinkError};
 use serde_json::{json, Value};
 
@@ -332,7 +333,7 @@ pub fn store_doctor(
     report: &DoctorReport,
 ) -> Result<RunId, SinkError> {
     let info = RunInfo {
-        probe: "doctor".into(),
+        probe: &results::probe_kind::DOCTOR,
         group_id: group,
         machine: report.machine.clone(),
         tool: ctx.tool.clone(),
@@ -706,10 +707,10 @@ impl Suite<'_> {
         };
         // The suite's network run is the host's end: its headline and misses are those
         // of the response time.
-        let headline = results::counts::headline("net", &Value::Null, &run.measurements).cloned();
+        let headline = NET.headline(&Value::Null, &run.measurements).cloned();
         self.tally(&run);
         self.entries.push(SuiteEntry {
-            dropouts: results::Dropouts::of("net", &Value::Null, &Value::Null, &run.measurements),
+            dropouts: results::Dropouts::of(&NET, &Value::Null, &Value::Null, &run.measurements),
             note: SuiteNote::Net(Box::new(o)),
             ..SuiteEntry::of_run(NET_LABEL, &run, headline)
         });

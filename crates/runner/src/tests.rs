@@ -232,6 +232,14 @@ impl RunSink for MemorySink {
     }
 }
 
+/// The test probe's identity: its steps are its main metric.
+static TEST_KIND: results::ProbeKind = results::ProbeKind {
+    main_metric: |_| Some("steps"),
+    headline_metric: |_| Some("steps"),
+    triggers: true,
+    ..results::ProbeKind::named("test", "steps counted")
+};
+
 /// The test probe: `steps` steps, each a trigger row, a checkpoint and a tick.
 struct TestProbe<'a> {
     steps: u64,
@@ -299,7 +307,7 @@ impl<'a> TestProbe<'a> {
 impl Probe for TestProbe<'_> {
     fn describe(&self) -> Description {
         Description {
-            probe: "test",
+            probe: &TEST_KIND,
             config: json!({ "steps": self.steps }),
             qos_requested: json!({ "policy": "none" }),
             result_while_running: Some(json!({ "recovery": { "steps": self.steps } })),
@@ -462,7 +470,7 @@ fn a_complete_run_is_stored_with_its_description_outcome_and_flags() {
     assert_eq!(run.measurements[0].detail["steps"], 3);
     let stored = sink.run(RunId(1));
     let info = stored.info.as_ref().expect("begun");
-    assert_eq!(info.probe, "test");
+    assert_eq!(info.probe.name, "test");
     assert_eq!(info.group_id, Some(GroupId(7)));
     assert_eq!(info.command_line, "audiolat test");
     assert_eq!(

@@ -11,7 +11,7 @@ use probes::event::EventOutcome;
 use probes::jitter::JitterOutcome;
 use probes::net::{NetConfig, NetOutcome};
 use probes::roundtrip::RoundtripOutcome;
-use results::{Measurement, RunId, RunStatus, RunView};
+use results::{probe_kind, Measurement, ProbeKind, RunId, RunStatus, RunView};
 use serde_json::{json, Value};
 
 use crate::{EndRun, Run};
@@ -42,10 +42,10 @@ impl Run {
 }
 
 /// A view of probe `probe` with the closing's parts set and nothing else stored.
-fn base(closed: Closed, probe: &str) -> RunView {
+fn base(closed: Closed, probe: &'static ProbeKind) -> RunView {
     RunView {
         id: closed.run_id,
-        probe: probe.into(),
+        probe,
         status: closed.status,
         machine: probes::machine::machine(),
         config: Value::Null,
@@ -80,7 +80,7 @@ pub fn jitter(
         started_mono_ns: o.start_ns,
         measurements: measurements.to_vec(),
         events: o.events(),
-        ..base(closed, "jitter")
+        ..base(closed, &probe_kind::JITTER)
     }
 }
 
@@ -98,7 +98,7 @@ pub fn event(closed: Closed, o: &EventOutcome, load: &str, granted: Option<&Valu
         started_mono_ns: o.start_ns,
         measurements: o.measurements(),
         triggers: o.rows.clone(),
-        ..base(closed, "event")
+        ..base(closed, &probe_kind::EVENT)
     }
 }
 
@@ -127,7 +127,7 @@ pub fn roundtrip(
         started_mono_ns: o.start_ns,
         measurements: o.measurements(),
         events: o.events.clone(),
-        ..base(closed, "roundtrip")
+        ..base(closed, &probe_kind::ROUNDTRIP)
     }
 }
 
@@ -195,7 +195,7 @@ pub fn net(
         result: o.result_json(),
         started_mono_ns: o.start_ns,
         measurements: o.measurements(),
-        ..base(closed, "net")
+        ..base(closed, &probe_kind::NET)
     }
 }
 
@@ -211,7 +211,7 @@ impl EndRun {
         RunView {
             result: self.result.clone(),
             measurements: self.measurements.clone(),
-            ..base(closed, "net")
+            ..base(closed, &probe_kind::NET)
         }
     }
 }

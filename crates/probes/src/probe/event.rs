@@ -61,7 +61,7 @@ impl Probe for EventProbe<'_> {
         });
         let summary = TriggerSummary::new(&self.config, sinfo);
         Description {
-            probe: "event",
+            probe: &results::probe_kind::EVENT,
             config,
             qos_requested: json!({
                 "trigger_thread": self.config.trigger_policy.to_string(),

@@ -33,7 +33,7 @@ impl Probe for JitterProbe {
     fn describe(&self) -> Description {
         let config = &self.config;
         Description {
-            probe: "jitter",
+            probe: &results::probe_kind::JITTER,
             config: config.to_json(),
             qos_requested: json!({
                 "policy": config.policy.to_string(),

@@ -40,8 +40,8 @@ pub const RECOVERY_KEY: &str = "recovery";
 /// What a probe says about itself before it measures: stored with the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Description {
-    /// The probe's name (`jitter`, `event`, `roundtrip`, `net`).
-    pub probe: &'static str,
+    /// The probe (its kind, declared in the results model).
+    pub probe: &'static results::ProbeKind,
     /// Its configuration as stored (the lifecycle adds the load and the repeat).
     pub config: Value,
     /// The QoS it asks for (policies, priorities, memory locking).

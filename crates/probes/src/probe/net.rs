@@ -54,7 +54,7 @@ impl Probe for NetProbe {
             .collect();
         let first = config.input.iter().find(|p| p.pressure > 0.0).copied();
         Description {
-            probe: "net",
+            probe: &results::probe_kind::NET,
             config: json!({
                 "transport": if config.netns {
                     format!(

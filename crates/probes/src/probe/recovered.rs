@@ -3,7 +3,8 @@
 //! made up: what was stored neither way stays out of the result, and the renderers show
 //! it as `-`.
 
-use results::{Measurement, Recovered};
+use results::probe_kind::{EVENT, JITTER, ROUNDTRIP};
+use results::{Measurement, ProbeKind, Recovered};
 use serde_json::{json, Map, Value};
 
 /// The stream's part of an audio run's result that its configuration holds as well
@@ -24,7 +25,7 @@ const STREAM_KEYS: [&str; 8] = [
 /// the stream as described, the counts the checkpoint carries. `buffer_ns`: an event
 /// run's buffer as it stored it for recovery. No measurements of its own.
 pub fn recovered(
-    probe: &str,
+    probe: &ProbeKind,
     config: &Value,
     measurements: &[Measurement],
     buffer_ns: Option<f64>,
@@ -32,78 +33,73 @@ pub fn recovered(
     let mut result = Map::new();
     let mut flags = Map::new();
     let find = |metric: &str| measurements.iter().find(|m| m.metric == metric);
-    if matches!(probe, "event" | "roundtrip") {
+    if probe == &EVENT || probe == &ROUNDTRIP {
         for key in STREAM_KEYS {
             if let Some(v) = config.get(key).filter(|v| !v.is_null()) {
                 result.insert(key.into(), v.clone());
             }
         }
     }
-    match probe {
-        "jitter" => {
-            if let Some(m) = find("wakeup_latency") {
-                copy(&m.detail, "cycles_so_far", &mut result, "cycles");
-                copy(
-                    &m.detail,
-                    "skipped_deadlines",
-                    &mut result,
-                    "skipped_deadlines",
-                );
+    if probe == &JITTER {
+        if let Some(m) = find("wakeup_latency") {
+            copy(&m.detail, "cycles_so_far", &mut result, "cycles");
+            copy(
+                &m.detail,
+                "skipped_deadlines",
+                &mut result,
+                "skipped_deadlines",
+            );
+        }
+        if let Some(misses) = find("fragment_completion").and_then(|m| m.misses) {
+            result.insert("underruns".into(), json!(misses));
+        }
+    } else if probe == &EVENT {
+        if let Some(d) = find("event_latency").map(|m| &m.detail) {
+            for key in [
+                "late_triggers",
+                "missed_triggers",
+                "timing_unknown_triggers",
+            ] {
+                copy(d, key, &mut result, key);
             }
-            if let Some(misses) = find("fragment_completion").and_then(|m| m.misses) {
-                result.insert("underruns".into(), json!(misses));
+            if let Some(ns) = d["model_mean_ns"].as_f64() {
+                result.insert("model_latency_ms".into(), json!(ns / 1e6));
             }
         }
-        "event" => {
-            if let Some(d) = find("event_latency").map(|m| &m.detail) {
-                for key in [
-                    "late_triggers",
-                    "missed_triggers",
-                    "timing_unknown_triggers",
-                ] {
-                    copy(d, key, &mut result, key);
-                }
-                if let Some(ns) = d["model_mean_ns"].as_f64() {
-                    result.insert("model_latency_ms".into(), json!(ns / 1e6));
-                }
+        if let (Some(ns), Some(rate)) = (buffer_ns, config["rate_hz"].as_f64()) {
+            result.insert(
+                "buffer_frames".into(),
+                json!((ns * rate / 1e9).round() as u64),
+            );
+        }
+    } else if probe == &ROUNDTRIP {
+        if let Some(d) = find("roundtrip").map(|m| &m.detail) {
+            copy(d, "frames", &mut result, "roundtrip_frames");
+            for key in [
+                "verdict",
+                "reported_frames",
+                "inserted_frames",
+                "extra_frames",
+                "clipped_samples",
+                "inverted",
+            ] {
+                copy(d, key, &mut result, key);
             }
-            if let (Some(ns), Some(rate)) = (buffer_ns, config["rate_hz"].as_f64()) {
-                result.insert(
-                    "buffer_frames".into(),
-                    json!((ns * rate / 1e9).round() as u64),
-                );
+            let w = &d["windows"];
+            if let (Some(ok), Some(none), Some(unreliable)) = (
+                w["ok"].as_u64(),
+                w["no_signal"].as_u64(),
+                w["unreliable"].as_u64(),
+            ) {
+                result.insert("windows".into(), json!(ok + none + unreliable));
+                flags.insert("windows_ok".into(), json!(ok));
+                flags.insert("windows_no_signal".into(), json!(none));
+                flags.insert("windows_unreliable".into(), json!(unreliable));
             }
         }
-        "roundtrip" => {
-            if let Some(d) = find("roundtrip").map(|m| &m.detail) {
-                copy(d, "frames", &mut result, "roundtrip_frames");
-                for key in [
-                    "verdict",
-                    "reported_frames",
-                    "inserted_frames",
-                    "extra_frames",
-                    "clipped_samples",
-                    "inverted",
-                ] {
-                    copy(d, key, &mut result, key);
-                }
-                let w = &d["windows"];
-                if let (Some(ok), Some(none), Some(unreliable)) = (
-                    w["ok"].as_u64(),
-                    w["no_signal"].as_u64(),
-                    w["unreliable"].as_u64(),
-                ) {
-                    result.insert("windows".into(), json!(ok + none + unreliable));
-                    flags.insert("windows_ok".into(), json!(ok));
-                    flags.insert("windows_no_signal".into(), json!(none));
-                    flags.insert("windows_unreliable".into(), json!(unreliable));
-                }
-            }
-            if let Some(m) = find("roundtrip_impulse") {
-                copy(&m.detail, "frames", &mut result, "impulse_frames");
-            }
+        if let Some(m) = find("roundtrip_impulse") {
+            copy(&m.detail, "frames", &mut result, "impulse_frames");
         }
-        _ => {}
     }
     Recovered {
         measurements: Vec::new(),
@@ -158,7 +154,7 @@ mod tests {
                 json!({"frames": {"count": 4, "mean": 128.0}}),
             ),
         ];
-        let r = recovered("roundtrip", &config, &ms, None);
+        let r = recovered(&results::probe_kind::ROUNDTRIP, &config, &ms, None);
         assert_eq!(r.result["period_frames"], 128);
         assert_eq!(r.result["rate_hz"], 44100);
         assert_eq!(r.result["server"]["private"], true);
@@ -181,7 +177,12 @@ mod tests {
             "wakeup_latency",
             json!({"partial": true, "cycles_so_far": 10240, "skipped_deadlines": 17}),
         )];
-        let r = recovered("jitter", &json!({"period_ns": 488281}), &ms, None);
+        let r = recovered(
+            &results::probe_kind::JITTER,
+            &json!({"period_ns": 488281}),
+            &ms,
+            None,
+        );
         assert_eq!(r.result, json!({"cycles": 10240, "skipped_deadlines": 17}));
         assert!(r.flags.is_null());
         let ms = [checkpoint(
@@ -190,14 +191,24 @@ mod tests {
                    "model_mean_ns": 4_350_000.0}),
         )];
         let config = json!({"backend": "jack", "rate_hz": 48000, "period_frames": 128});
-        let r = recovered("event", &config, &ms, Some(2_666_666.666_666_7));
+        let r = recovered(
+            &results::probe_kind::EVENT,
+            &config,
+            &ms,
+            Some(2_666_666.666_666_7),
+        );
         assert_eq!(r.result["missed_triggers"], 1);
         assert_eq!(r.result["timing_unknown_triggers"], 2);
         assert_eq!(r.result["model_latency_ms"], 4.35);
         assert_eq!(r.result["buffer_frames"], 128);
         assert_eq!(r.result["period_frames"], 128);
         // Nothing stored, nothing made up.
-        let r = recovered("net", &json!({"duration_s": 10.0}), &[], None);
+        let r = recovered(
+            &results::probe_kind::NET,
+            &json!({"duration_s": 10.0}),
+            &[],
+            None,
+        );
         assert!(r.result.is_null() && r.flags.is_null());
     }
 }

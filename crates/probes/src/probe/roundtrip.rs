@@ -48,7 +48,7 @@ impl Probe for RoundtripProbe<'_> {
         let sinfo = self.stream.info();
         let c = &self.config;
         Description {
-            probe: "roundtrip",
+            probe: &results::probe_kind::ROUNDTRIP,
             config: json!({
                 "backend": sinfo.backend,
                 "rate_hz": sinfo.sample_rate_hz,

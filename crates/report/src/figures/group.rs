@@ -2,7 +2,7 @@
 //! outside plans the probe and the settings that change what it measures), times the
 //! subject in a several-subject report. Only repeats of one configuration are merged.
 
-use results::LatencyHistogram;
+use results::{LatencyHistogram, ProbeKind};
 
 use super::MAX_LINES;
 use crate::data::{CellData, ReportData, RunData};
@@ -40,7 +40,7 @@ pub(super) fn config_label(data: &ReportData, cell: &CellData) -> String {
 /// the configuration beside the subject. A subject of one configuration is its line
 /// (the comparison is the difference between subjects), and a jitter run and a round
 /// trip never share a plot.
-fn several_configs(data: &ReportData, probe: Option<&str>) -> bool {
+fn several_configs(data: &ReportData, probe: Option<&ProbeKind>) -> bool {
     let mut seen: Vec<(Option<&str>, String)> = Vec::new();
     for c in &data.cells {
         let Some(r) = &c.run else { continue };
@@ -64,7 +64,7 @@ fn several_configs(data: &ReportData, probe: Option<&str>) -> bool {
 /// are of one configuration (`group 1`), else with it (`group 1: event, alsa 64
 /// frames, idle`).
 pub fn group_label(data: &ReportData, cell: &CellData) -> String {
-    let probe = cell.run.as_ref().map(|r| r.record.probe.as_str());
+    let probe = cell.run.as_ref().map(|r| r.record.probe);
     match &cell.source {
         Some(source) if several_configs(data, probe) => {
             format!("{source}: {}", config_label(data, cell))
@@ -79,7 +79,7 @@ pub(super) fn label_kind(data: &ReportData) -> &'static str {
     let several = data.cells.iter().any(|c| {
         c.run
             .as_ref()
-            .is_some_and(|r| several_configs(data, Some(&r.record.probe)))
+            .is_some_and(|r| several_configs(data, Some(r.record.probe)))
     });
     match (data.cells.iter().any(|c| c.source.is_some()), several) {
         (true, true) => "subject and configuration (repeats merged)",

@@ -2,6 +2,7 @@
 //! (complete runs only), how a buffer is ranked (by its whole buffer's time, then by the
 //! latency it gave), and what is said apart (runs not finished or that failed).
 
+use results::probe_kind::{EVENT, ROUNDTRIP};
 use results::RunStatus;
 
 use super::{backend_words, load_words, median, median_ns, BackendAnswer};
@@ -110,7 +111,7 @@ pub(crate) enum Outcome {
 /// Whether a round trip lost its loop: none found, or a step in its delay.
 pub(crate) fn lost_loop(r: &RunData) -> bool {
     let res = &r.record.result;
-    r.record.probe == "roundtrip"
+    r.record.probe == &ROUNDTRIP
         && (res["no_loop"].as_bool() == Some(true)
             || res["delay_changes"]
                 .as_array()
@@ -163,7 +164,7 @@ pub(super) fn backends(data: &ReportData) -> Vec<BackendAnswer> {
         .cells
         .iter()
         .filter_map(|c| c.run.as_ref().map(|r| (r, c.source.as_deref())))
-        .filter(|(r, _)| matches!(r.record.probe.as_str(), "event" | "roundtrip"))
+        .filter(|(r, _)| [&EVENT, &ROUNDTRIP].contains(&r.record.probe))
         .filter(|(r, _)| buffer_of(r).is_some())
         .collect();
     let key = |r: &RunData, source: Option<&str>| {

@@ -20,6 +20,7 @@ mod verdicts;
 #[cfg(test)]
 mod tests;
 
+use results::probe_kind::{JITTER, NET};
 use results::{RunId, Summary};
 use serde_json::Value;
 
@@ -365,7 +366,7 @@ pub(crate) fn jitter_condition(r: &RunData) -> String {
 }
 
 fn wakeup(r: &RunData) -> Option<WakeupAnswer> {
-    if r.record.probe != "jitter" {
+    if r.record.probe != &JITTER {
         return None;
     }
     let m = r.measurement("wakeup_latency")?;
@@ -408,7 +409,7 @@ fn deadline_words(r: &RunData, metric: &str) -> Option<String> {
 
 fn deadlines(r: &RunData) -> Vec<DeadlineAnswer> {
     // The net host run keeps its controller's view too; the host's answer is the one.
-    let host_side = r.record.probe == "net" && r.main_metric() == Some("response_time");
+    let host_side = r.record.probe == &NET && r.main_metric() == Some("response_time");
     r.measurements
         .iter()
         .filter(|m| !(host_side && m.metric == "end_to_end"))

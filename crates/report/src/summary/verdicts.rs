@@ -1,5 +1,7 @@
 //! One verdict line per run of a measuring probe: did it hold, and what it gives.
 
+use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
+use results::ProbeKind;
 use results::RunStatus;
 
 use super::buffers::{lost_loop, outcome, Outcome};
@@ -15,7 +17,7 @@ use crate::units::{fmt_count, fmt_ns};
 /// number it gives, named (`round trip`, ns).
 pub(super) struct Judged {
     line: VerdictLine,
-    probe: String,
+    probe: &'static ProbeKind,
     head: String,
     /// The sentence after the head (a failure's reason).
     reason: String,
@@ -47,20 +49,26 @@ type Said = (Mark, String, Option<(&'static str, f64)>);
 
 /// The run's verdict (`None`: a probe the summary does not judge, e.g. doctor).
 pub(super) fn of(r: &RunData, variant: &[(String, String)]) -> Option<Judged> {
-    let (mark, text, value) = match r.record.probe.as_str() {
-        "jitter" | "event" | "roundtrip" | "net" if r.record.status == RunStatus::Failed => (
+    let probe = r.record.probe;
+    let (mark, text, value) = if !probe.measures {
+        return None;
+    } else if r.record.status == RunStatus::Failed {
+        (
             Mark::Fail,
             format!(
-                "{} did not measure: {}",
-                r.record.probe,
+                "{probe} did not measure: {}",
                 r.record.error.as_deref().unwrap_or("no reason stored")
             ),
             None,
-        ),
-        "jitter" => jitter(r)?,
-        "event" | "roundtrip" => audio(r)?,
-        "net" => net(r)?,
-        _ => return None,
+        )
+    } else if probe == &JITTER {
+        jitter(r)?
+    } else if probe == &EVENT || probe == &ROUNDTRIP {
+        audio(r)?
+    } else if probe == &NET {
+        net(r)?
+    } else {
+        return None;
     };
     let (head, reason) = match text.split_once(": ") {
         Some((h, rest)) => (h.to_string(), rest.to_string()),
@@ -74,7 +82,7 @@ pub(super) fn of(r: &RunData, variant: &[(String, String)]) -> Option<Judged> {
             mark,
             text,
         },
-        probe: r.record.probe.clone(),
+        probe: r.record.probe,
         head,
         value,
     })
@@ -280,13 +288,13 @@ fn audio(r: &RunData) -> Option<Said> {
     let res = &r.record.result;
     match outcome(r) {
         Outcome::Held => {
-            let metric = if r.record.probe == "event" {
+            let metric = if r.record.probe == &EVENT {
                 "event_latency"
             } else {
                 "roundtrip"
             };
             let s = r.measurement(metric)?.summary?;
-            let (what, value) = if r.record.probe == "event" {
+            let (what, value) = if r.record.probe == &EVENT {
                 let what = format!(
                     "{} event latency (median; p99 {})",
                     fmt_p(&s, s.p50),

@@ -1,6 +1,7 @@
 //! `audiolat show`: one stored run's record, its probe's tables, its measurements and its
 //! events.
 
+use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
 use std::fmt::Write as _;
 
 use results::model::RunRecord;
@@ -20,16 +21,18 @@ pub fn text(
     events: &[Event],
 ) -> String {
     let mut out = record_lines(record);
-    match view.probe.as_str() {
-        "jitter" => {
-            let _ = writeln!(out);
-            out.push_str(&super::jitter::text(view));
-        }
-        "roundtrip" => out.push_str(&super::roundtrip::text(std::slice::from_ref(view))),
-        "event" => out.push_str(&super::event::text(std::slice::from_ref(view))),
-        "net" if view.flags["role"].is_string() => out.push_str(&super::net::end_text(view)),
-        "net" => out.push_str(&super::net::text(view)),
-        _ => {}
+    let probe = view.probe;
+    if probe == &JITTER {
+        let _ = writeln!(out);
+        out.push_str(&super::jitter::text(view));
+    } else if probe == &ROUNDTRIP {
+        out.push_str(&super::roundtrip::text(std::slice::from_ref(view)));
+    } else if probe == &EVENT {
+        out.push_str(&super::event::text(std::slice::from_ref(view)));
+    } else if probe == &NET && view.flags["role"].is_string() {
+        out.push_str(&super::net::end_text(view));
+    } else if probe == &NET {
+        out.push_str(&super::net::text(view));
     }
     // Every stored measurement's summary, as `show` always listed them (the probe's
     // tables above read them; this lists each, `-` where nothing was measured).

@@ -162,7 +162,7 @@ pub fn report_text(data: &crate::data::ReportData) -> String {
         t.row(vec![
             c.key.clone(),
             r.record.id.to_string(),
-            r.record.probe.clone(),
+            r.record.probe.to_string(),
             r.record.status.to_string(),
             metric,
             p50,
@@ -297,7 +297,7 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
         ExportKind::Triggers => {
             let triggers = store.triggers(run.id)?;
             // An event run that measured no trigger exports the header alone.
-            if triggers.is_empty() && run.probe != "event" {
+            if triggers.is_empty() && !run.probe.triggers {
                 return Err(ExportError::NoTriggers);
             }
             x::triggers_csv(run, &triggers)
@@ -317,7 +317,7 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
         }
         ExportKind::Cyclictest | ExportKind::CyclictestJson => {
             // cyclictest's histogram is of periodic wake-up latency: jitter's, no other.
-            if run.probe != "jitter" {
+            if !run.probe.cyclictest {
                 return Err(ExportError::NotJitter);
             }
             let measurements = store.measurements(run.id)?;

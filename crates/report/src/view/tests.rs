@@ -128,7 +128,7 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
     m.misses = Some(2);
     let run = RunView {
         id: results::RunId(7),
-        probe: "net".into(),
+        probe: &results::probe_kind::NET,
         status: results::RunStatus::Complete,
         machine: results::Machine::default(),
         config: json!({"link": {"mbps": 1000.0}}),
@@ -235,7 +235,7 @@ fn default_report_names_are_the_databases_own() {
 fn event_notes_tell_moved_fixed_notes_and_an_unread_capture_latency() {
     let run = |result: Value| RunView {
         id: results::RunId(3),
-        probe: "event".into(),
+        probe: &results::probe_kind::EVENT,
         status: results::RunStatus::Complete,
         machine: results::Machine::default(),
         config: json!({"policy": "fixed"}),
@@ -319,7 +319,7 @@ fn the_run_table_and_the_study_table_count_missed_and_unknown_notes_alike() {
     };
     let run = |id: i64, period: u64, triggers: Vec<results::model::TriggerRow>| RunView {
         id: results::RunId(id),
-        probe: "event".into(),
+        probe: &results::probe_kind::EVENT,
         status: results::RunStatus::Complete,
         machine: results::Machine::default(),
         config: json!({"policy": "asap", "workload": "sine", "load": "none"}),
@@ -397,7 +397,7 @@ fn the_run_table_and_the_study_table_count_missed_and_unknown_notes_alike() {
 fn net_view(config: Value, flags: Value, result: Value) -> RunView {
     RunView {
         id: results::RunId(9),
-        probe: "net".into(),
+        probe: &results::probe_kind::NET,
         status: results::RunStatus::Complete,
         machine: results::Machine::default(),
         config,
@@ -630,7 +630,7 @@ fn a_net_runs_text_does_not_blame_the_network_for_blocks_the_host_answered() {
 fn killed(probe: &str, config: Value, result: Value) -> RunView {
     RunView {
         id: results::RunId(1),
-        probe: probe.into(),
+        probe: results::probe_kind::ProbeKind::stored(probe),
         status: results::RunStatus::Interrupted,
         machine: results::Machine::default(),
         config,

@@ -5,7 +5,7 @@ use serde_json::json;
 
 fn test_info() -> RunInfo {
     RunInfo {
-        probe: "jitter".into(),
+        probe: &crate::probe_kind::JITTER,
         group_id: None,
         machine: Machine::default(),
         tool: ToolInfo::default(),
@@ -281,7 +281,7 @@ fn groups_and_plan_cells_of_dead_processes_are_closed() {
         .unwrap();
     let old_run = store
         .begin_run(&RunInfo {
-            probe: "jitter".into(),
+            probe: &crate::probe_kind::JITTER,
             group_id: Some(old),
             machine: Machine {
                 hostname: hostname(),

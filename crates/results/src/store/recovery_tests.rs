@@ -11,7 +11,7 @@ fn a_dead_processs_run(probe: &str) -> (tempfile::TempDir, std::path::PathBuf, R
     let path = dir.path().join("r.db");
     let store = Store::open(&path).unwrap();
     let info = RunInfo {
-        probe: probe.into(),
+        probe: crate::probe_kind::ProbeKind::stored(probe),
         group_id: None,
         machine: Machine {
             hostname: hostname(),
@@ -98,7 +98,7 @@ fn a_pid_reused_or_from_another_boot_does_not_keep_a_run_or_group_running() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("r.db")).unwrap();
     let run_info = RunInfo {
-        probe: "jitter".into(),
+        probe: &crate::probe_kind::JITTER,
         group_id: None,
         machine: Machine {
             hostname: hostname(),

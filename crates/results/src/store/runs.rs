@@ -5,6 +5,7 @@ use super::schema::new_uid;
 use super::{json_text, now_mono_ns, parse_json, RunFilter, Store, StoreError};
 use crate::id::RunId;
 use crate::model::{rfc3339_utc, Machine, RunInfo, RunRecord, RunStatus, ToolInfo};
+use crate::probe_kind::ProbeKind;
 use serde_json::Value;
 
 impl Store {
@@ -60,7 +61,7 @@ impl Store {
                 ?16, ?17)",
             vals![
                 info.group_id,
-                &info.probe,
+                info.probe.name,
                 rfc3339_utc(std::time::SystemTime::now()),
                 now_mono_ns(),
                 owner.pid,
@@ -227,7 +228,7 @@ pub(super) fn run_from_row(r: &Row) -> Result<RunRecord, StoreError> {
     Ok(RunRecord {
         id: r.get(0)?,
         group_id: r.get(1)?,
-        probe: r.get(2)?,
+        probe: ProbeKind::stored(&r.get::<String>(2)?),
         status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
         started_at: r.get(4)?,
         ended_at: r.get(5)?,

@@ -42,7 +42,7 @@ fn the_header_says_whether_a_database_keeps_a_write_ahead_log() {
 
 fn info(probe: &str) -> RunInfo {
     RunInfo {
-        probe: probe.into(),
+        probe: crate::probe_kind::ProbeKind::stored(probe),
         group_id: None,
         machine: Machine {
             hostname: hostname(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 fn info() -> RunInfo {
     RunInfo {
-        probe: "event".into(),
+        probe: &crate::probe_kind::EVENT,
         group_id: None,
         machine: Machine {
             hostname: hostname(),

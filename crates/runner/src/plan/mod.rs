@@ -40,6 +40,8 @@
 //! line and says which private JACK server it needs. Nothing here prints: a plan run's
 //! progress and news go to a [`PlanObserver`].
 
+use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
+use results::ProbeKind;
 use serde_json::{json, Map, Value};
 
 mod axes;
@@ -94,7 +96,7 @@ pub enum CellRefusal {
 }
 
 /// The probes a plan can sweep.
-pub const PROBES: [&str; 4] = ["jitter", "event", "roundtrip", "net"];
+pub const PROBES: [&str; 4] = [JITTER.name, EVENT.name, ROUNDTRIP.name, NET.name];
 
 /// The most values one axis may have.
 pub const MAX_AXIS_VALUES: usize = 1000;
@@ -268,7 +270,7 @@ impl Plan {
         gates: &[results::gate::Gate],
     ) -> Result<(), results::gate::GateError> {
         for g in gates {
-            let g = g.check_probe(&self.probe)?;
+            let g = g.check_probe(ProbeKind::stored(&self.probe))?;
             self.set.push(Setting {
                 flag: "fail-if".into(),
                 value: Some(g.expr),

@@ -218,7 +218,8 @@ fn parse_gates(ctx: &Ctx<'_>, probe: &str, e: Option<&Entry>) -> Result<Vec<Sett
                     fix,
                 ));
             };
-            let gate = results::gate::Gate::parse(text).and_then(|g| g.check_probe(probe));
+            let gate = results::gate::Gate::parse(text)
+                .and_then(|g| g.check_probe(results::ProbeKind::stored(probe)));
             match gate {
                 Ok(g) => Ok(Setting {
                     flag: "fail-if".into(),

@@ -1,0 +1,78 @@
+//! The event probe: from a trigger to its note's first sample at the DAC.
+
+use serde_json::Value;
+
+use super::ProbeKind;
+use crate::counts::Dropouts;
+use crate::gate::{Kind, Named, Source, STEAL};
+use crate::model::Measurement;
+
+/// `audiolat event`.
+pub static EVENT: ProbeKind = ProbeKind {
+    name: "event",
+    about: "trigger to the first sample at the DAC",
+    label: None,
+    main_metric: |_| Some("event_latency"),
+    headline_metric: |_| Some("event_latency"),
+    gates: GATES,
+    needs: &[super::Need {
+        metric: "loopback",
+        setting: "loopback",
+        why: "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate",
+    }],
+    one_run: false,
+    cyclictest: false,
+    triggers: true,
+    measures: true,
+    dropouts,
+};
+
+/// Under-runs after the first trigger, the warm-up's apart.
+fn dropouts(_config: &Value, result: &Value, _measurements: &[Measurement]) -> Dropouts {
+    let underruns = &result["underruns"];
+    Dropouts {
+        underruns: underruns["steady"].as_u64(),
+        underruns_at_start: underruns["start"].as_u64(),
+        skipped_cycles: underruns["skipped_cycles_steady"].as_u64(),
+        deadline_misses: None,
+    }
+}
+
+const GATES: &[Named] = &[
+    Named {
+        name: "xruns",
+        aliases: &["underruns"],
+        kind: Kind::Count,
+        about: "server under-runs after the first trigger (the warm-up's before it are said apart)",
+        source: Source::Dropouts(|d| d.underruns),
+    },
+    Named {
+        name: "misses",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "triggers whose note could not sound at its time (an under-run hit it)",
+        source: Source::Notes(|n| n.missed),
+    },
+    Named {
+        name: "late",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "triggers that reached the audio thread after their frame had passed",
+        source: Source::Json("result", &[&["late_triggers"]]),
+    },
+    Named {
+        name: "loopback",
+        aliases: &[],
+        kind: Kind::Time,
+        about: "median latency measured on the loopback capture (with a loopback only)",
+        source: Source::Stat("event_latency_loopback", "p50"),
+    },
+    Named {
+        name: "dsp_overloads",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "cycles whose processing took longer than the period",
+        source: Source::Misses("dsp_time"),
+    },
+    STEAL,
+];

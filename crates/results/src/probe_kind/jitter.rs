@@ -1,0 +1,87 @@
+//! The jitter probe: periodic wake-up latency, and with fragments their deadlines.
+
+use serde_json::Value;
+
+use super::{find, ProbeKind};
+use crate::counts::Dropouts;
+use crate::gate::{Kind, Named, Source, STEAL};
+use crate::model::Measurement;
+
+/// `audiolat jitter`.
+pub static JITTER: ProbeKind = ProbeKind {
+    name: "jitter",
+    about: "periodic wake-up latency (and fragment deadlines)",
+    label: Some(|config| {
+        if fragments(config) {
+            "fragments".into()
+        } else {
+            match config["rate_hz"].as_f64() {
+                Some(hz) => format!("wake-ups at {hz:.0} Hz"),
+                None => "wake-ups".into(),
+            }
+        }
+    }),
+    main_metric: |_| Some("wakeup_latency"),
+    // A run with fragments is run for its fragments' completion.
+    headline_metric: |config| {
+        Some(if fragments(config) {
+            "fragment_completion"
+        } else {
+            "wakeup_latency"
+        })
+    },
+    gates: GATES,
+    needs: &[super::Need {
+        metric: "underruns",
+        setting: "fragments",
+        why: "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate",
+    }],
+    one_run: true,
+    cyclictest: true,
+    triggers: false,
+    measures: true,
+    dropouts,
+};
+
+/// The run was made with the fragment model.
+fn fragments(config: &Value) -> bool {
+    config["fragments"].is_object()
+}
+
+/// Only the fragment model counts under-runs; wake-ups alone have none.
+fn dropouts(config: &Value, result: &Value, measurements: &[Measurement]) -> Dropouts {
+    if !fragments(config) {
+        return Dropouts::default();
+    }
+    Dropouts {
+        underruns: find(measurements, "fragment_completion")
+            .and_then(|m| m.misses)
+            .or_else(|| result["underruns"].as_u64()),
+        ..Dropouts::default()
+    }
+}
+
+const GATES: &[Named] = &[
+    Named {
+        name: "underruns",
+        aliases: &["xruns", "misses"],
+        kind: Kind::Count,
+        about: "fragment deadlines missed (would-be under-runs; measured with --fragments only)",
+        source: Source::Dropouts(|d| d.underruns),
+    },
+    Named {
+        name: "overflows",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "wake-ups above the histogram's bound",
+        source: Source::Json("result", &[&["overflows"]]),
+    },
+    Named {
+        name: "skipped",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "deadlines skipped because a wake-up came after them",
+        source: Source::Json("result", &[&["skipped_deadlines"]]),
+    },
+    STEAL,
+];

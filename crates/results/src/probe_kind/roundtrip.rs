@@ -1,0 +1,64 @@
+//! The round-trip probe: from the output to the input, through a loop.
+
+use serde_json::Value;
+
+use super::ProbeKind;
+use crate::counts::Dropouts;
+use crate::gate::{Kind, Named, Source, STEAL};
+use crate::model::Measurement;
+
+/// `audiolat roundtrip`.
+pub static ROUNDTRIP: ProbeKind = ProbeKind {
+    name: "roundtrip",
+    about: "output to input through a loop",
+    label: Some(|_| "round trip".into()),
+    main_metric: |_| Some("roundtrip"),
+    headline_metric: |_| Some("roundtrip"),
+    gates: GATES,
+    needs: &[],
+    one_run: false,
+    cyclictest: false,
+    triggers: false,
+    measures: true,
+    dropouts,
+};
+
+fn dropouts(_config: &Value, result: &Value, _measurements: &[Measurement]) -> Dropouts {
+    Dropouts {
+        underruns: result["xruns"].as_u64(),
+        skipped_cycles: result["skipped_cycles"].as_u64(),
+        ..Dropouts::default()
+    }
+}
+
+const GATES: &[Named] = &[
+    Named {
+        name: "roundtrip",
+        aliases: &[],
+        kind: Kind::Time,
+        about: "the round trip: median over the windows",
+        source: Source::Stat("roundtrip", "p50"),
+    },
+    Named {
+        name: "impulse",
+        aliases: &[],
+        kind: Kind::Time,
+        about: "the round trip by impulse onset: median over the clicks",
+        source: Source::Stat("roundtrip_impulse", "p50"),
+    },
+    Named {
+        name: "xruns",
+        aliases: &["underruns"],
+        kind: Kind::Count,
+        about: "server under-runs during the run",
+        source: Source::Dropouts(|d| d.underruns),
+    },
+    Named {
+        name: "skipped",
+        aliases: &[],
+        kind: Kind::Count,
+        about: "cycles the stream skipped",
+        source: Source::Dropouts(|d| d.skipped_cycles),
+    },
+    STEAL,
+];
