@@ -19,9 +19,11 @@
 mod audio;
 mod cli;
 mod commands;
+mod context;
+mod live;
 mod plan;
 mod process;
-mod runner;
+mod run_errors;
 mod stdio;
 
 use std::process::ExitCode;
@@ -47,7 +49,7 @@ use crate::process::{
     EXIT_INTERRUPTED, EXIT_USAGE,
 };
 use cli::{Cli, Command, UsageError};
-use runner::Context;
+use context::Context;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -125,9 +127,9 @@ fn failure(e: &anyhow::Error, db: &std::path::Path) -> (u8, String) {
 fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let ctx = Context {
         db_path: cli.db.clone(),
-        run: ::runner::Context {
+        run: runner::Context {
             command_line: command_line(),
-            tool: runner::tool_info(),
+            tool: context::tool_info(),
             stop,
             plan_cell: plan::cell_from_env()?.map(|c| (c.group, c.cell)),
             load_exe: std::env::current_exe().ok(),
@@ -136,7 +138,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if let Command::Doctor(a) = &cli.command {
         a.checked_steal_window()?;
         if a.fix {
-            runner::undo_leftovers(true)?;
+            context::undo_leftovers(true)?;
         }
     }
     match cli.command {

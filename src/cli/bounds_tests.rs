@@ -319,7 +319,7 @@ fn a_plans_numbers_are_bounded_as_the_flags_are() {
     let mut problems = Vec::new();
     for (path, flag, kind) in numeric_flags() {
         let [probe] = path.as_slice() else { continue };
-        if !::runner::plan::PROBES.contains(probe) {
+        if !runner::plan::PROBES.contains(probe) {
             continue;
         }
         for (value, may_accept) in extremes(kind, SIGNED.contains(&flag)) {
@@ -348,7 +348,7 @@ fn a_plans_numbers_are_bounded_as_the_flags_are() {
                 Err(e) => e.to_string(),
                 Ok(plan) => {
                     let checker = crate::plan::CliCells::default();
-                    match ::runner::plan::order(&plan, &checker, &|| false) {
+                    match runner::plan::order(&plan, &checker, &|| false) {
                         Err(e) => e.to_string(),
                         Ok(_) => {
                             problems.push(format!("{what}: accepted"));

@@ -4,12 +4,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ::runner::sweep::{EventCell, SweepShape, SweepSizeError};
 use clap::Args;
 use dsp::WorkloadKind;
 use engine::gpio::{GpioError, GpioSpec};
 use load::LoadSpec;
 use probes::event::{EventConfig, EventError, EventSetting, NotePolicy, TriggerSource};
+use runner::sweep::{EventCell, SweepShape, SweepSizeError};
 
 use super::audio::{AudioArgs, SweepRequest};
 use super::values::{
@@ -113,7 +113,7 @@ pub fn sweep_size_message(e: &SweepSizeError) -> String {
     match e {
         SweepSizeError::Repeats(n) => format!(
             "--repeat {n} is out of range: use 1 to {}",
-            ::runner::sweep::MAX_REPEATS
+            runner::sweep::MAX_REPEATS
         ),
         SweepSizeError::TooManyRuns { .. } => {
             format!("--period, --load and --repeat (and event's --policy and --workload): {e}")
@@ -150,7 +150,7 @@ impl EventArgs {
         base.gpio = self.gpio.clone();
         base.lock_memory = !self.no_mlock;
         let (policies, workloads) = (&self.policy.0, &self.workload.0);
-        ::runner::sweep::event_cells(&base, policies, workloads, &self.load.0, self.repeat)
+        runner::sweep::event_cells(&base, policies, workloads, &self.load.0, self.repeat)
             .map_err(|e| UsageError(event_message(&e)))
     }
 
@@ -170,7 +170,7 @@ impl EventArgs {
         .map_err(|e| UsageError(sweep_size_message(&e)))?;
         let cells = self.cells()?;
         for load in &self.load.0 {
-            crate::runner::check_load(load, &scratch_dir)?;
+            crate::run_errors::check_load(load, &scratch_dir)?;
         }
         if self.trigger == TriggerSource::Key {
             if let Err(e) = probes::event::check_key_input() {

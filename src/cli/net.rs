@@ -111,13 +111,13 @@ impl NetArgs {
         let cells = self.cells.cell_set()?;
         let config = self.config(&cells)?;
         let scratch = self.scratch.or(default_scratch);
-        crate::runner::check_net_load(&self.load, &scratch)?;
+        crate::run_errors::check_net_load(&self.load, &scratch)?;
         let placement = qos::CellPlan {
             cells,
             host_cell: self.cells.host_cell.clone(),
         };
-        ::runner::admit_net(&placement, &config, &self.load)
-            .map_err(crate::runner::cells_refusal)?;
+        runner::admit_net(&placement, &config, &self.load)
+            .map_err(crate::run_errors::cells_refusal)?;
         Ok(NetRequest {
             config,
             placement,

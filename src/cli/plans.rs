@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ::runner::plan::{Plan, Resume};
-use ::runner::presets::Preset;
 use clap::Args;
+use runner::plan::{Plan, Resume};
+use runner::presets::Preset;
 
 use super::values::parse_seconds;
 use super::UsageError;
@@ -42,7 +42,7 @@ impl SuiteArgs {
     /// here"). `default_scratch` is the database's directory.
     pub fn request(&self, default_scratch: &Path) -> Result<SuiteRequest, UsageError> {
         self.gates.check_many()?;
-        ::runner::suite::check_each(self.each).map_err(|e| {
+        runner::suite::check_each(self.each).map_err(|e| {
             UsageError(format!(
                 "--each {:?} is out of range: use 1 s to 1 hour (each probe's time)",
                 e.0

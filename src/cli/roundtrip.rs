@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ::runner::sweep::{RoundtripCell, SweepShape};
 use clap::Args;
 use engine::virtual_card::setup::Cable;
 use load::LoadSpec;
 use probes::roundtrip::{RoundtripConfig, RoundtripSetting};
+use runner::sweep::{RoundtripCell, SweepShape};
 
 use super::audio::{AudioArgs, SweepRequest};
 use super::values::{
@@ -111,7 +111,7 @@ impl RoundtripArgs {
         base.validate()
             .map_err(|e| UsageError(e.message(roundtrip_flag)))?;
         for load in &self.load.0 {
-            crate::runner::check_load(load, &scratch_dir)?;
+            crate::run_errors::check_load(load, &scratch_dir)?;
         }
         let mut periods = crate::audio::periods(&self.audio);
         if self.find_min_buffer {
@@ -122,12 +122,12 @@ impl RoundtripArgs {
                 .into());
             }
             let given = self.audio.period.as_ref().map(|p| p.0.as_slice());
-            periods = ::runner::min_buffer::search_periods(&spec, given);
+            periods = runner::min_buffer::search_periods(&spec, given);
         }
         spec.check_periods(&periods)
             .map_err(|e| UsageError(crate::audio::audio_message(&e)))?;
         Ok(SweepRequest {
-            cells: ::runner::sweep::roundtrip_cells(&base, &self.load.0, self.repeat),
+            cells: runner::sweep::roundtrip_cells(&base, &self.load.0, self.repeat),
             periods,
             spec,
             scratch_dir,

@@ -239,7 +239,7 @@ impl GateArgs {
         if self.output_format == Some(FarmFormat::CyclictestJson) && !probe.cyclictest {
             return Err(super::UsageError(format!("--output-format cyclictest-json is a jitter run's (periodic wake-up latency), not for {probe} runs: use lava, junit or openmetrics")));
         }
-        ::runner::gates::for_probe(&self.fail_if, probe)
+        runner::gates::for_probe(&self.fail_if, probe)
             .map_err(|e| super::UsageError(format!("--fail-if {e}")))
     }
 

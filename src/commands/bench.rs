@@ -1,8 +1,8 @@
 //! `audiolat bench`: the DSP kernels' speed against a reference measured in the same run.
 
 use crate::commands::output::print_json;
+use crate::context::Context;
 use crate::process::EXIT_INTERRUPTED;
-use crate::runner::Context;
 use crate::stdio;
 use anyhow::Result;
 use std::process::ExitCode;
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode> {
     let config = a.config()?;
     // Bench stores nothing, but measures: on the machine as it should be.
-    crate::runner::undo_leftovers(false)?;
+    crate::context::undo_leftovers(false)?;
     let steal = probes::steal::StealSampler::start(std::time::Duration::from_millis(50), None);
     let report = dsp::bench::run(&config, &ctx.stop);
     let workers = (!a.workers.is_empty() && report.is_ok())

@@ -3,7 +3,8 @@
 
 use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
-use crate::runner::{Context, SweepLive};
+use crate::context::Context;
+use crate::live::SweepLive;
 use crate::stdio;
 use anyhow::Result;
 use serde_json::json;
@@ -50,7 +51,7 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     let group = group.id();
     let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
     let kept: Vec<results::Kept> = out.runs.iter().map(|r| r.kept.clone()).collect();
-    let judged = ::runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
+    let judged = runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {

@@ -5,14 +5,15 @@
 use crate::cli::{Experiment, ExperimentArgs, UsageError};
 use crate::commands::output::print_json;
 use crate::commands::sweep::{close_group, open_group, status_exit};
-use crate::runner::{run_error, Context};
+use crate::context::Context;
+use crate::run_errors::run_error;
 use crate::stdio;
-use ::runner::experiment::{
-    ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan, Study,
-};
 use anyhow::Result;
 use probes::net::ReserveBy;
 use report::view::experiment::{self as view, ExperimentRow};
+use runner::experiment::{
+    ExperimentCase, ExperimentDesign, ExperimentObserver, ExperimentPlan, Study,
+};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -106,18 +107,18 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
         group: Some(group),
         scratch,
     };
-    let results = ::runner::experiment::run(&ctx.run, &store, &plan, &Progress { which, args: a });
+    let results = runner::experiment::run(&ctx.run, &store, &plan, &Progress { which, args: a });
     if results.is_empty() && ctx.stopped() && open.discard() {
         return Err(crate::process::NothingMeasured.into());
     }
-    let end = ::runner::experiment::group_end(&results, plan.cases.len());
+    let end = runner::experiment::group_end(&results, plan.cases.len());
     let rows: Vec<_> = results
         .into_iter()
         .map(|r| {
             let (label, paper) = (&r.case.design.label, paper(&r.case));
             match r.run {
                 Ok(c) => {
-                    let run = ::runner::NetRun::of(c.run, c.outcome, c.config, r.case.load);
+                    let run = runner::NetRun::of(c.run, c.outcome, c.config, r.case.load);
                     ExperimentRow::of_run(label, metric, paper, &run.view())
                 }
                 Err(e) => ExperimentRow::failed(label, paper, format!("{:#}", run_error(e))),

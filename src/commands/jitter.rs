@@ -1,8 +1,10 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
 use crate::commands::output::{check_output_path, gated, print_farm, print_json, write_output};
+use crate::context::Context;
+use crate::live::LiveLine;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::{run_error, Context, LiveLine};
+use crate::run_errors::run_error;
 use crate::stdio;
 use anyhow::Result;
 use results::RunStatus;
@@ -17,13 +19,13 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         &[]
     };
     let gates = a.gates.check_with(&results::probe_kind::JITTER, given)?;
-    crate::runner::check_load(&req.load, &req.scratch_dir)?;
+    crate::run_errors::check_load(&req.load, &req.scratch_dir)?;
     if let Some(p) = &req.histfile {
         check_output_path(p, "--histfile", &ctx.db_path)?;
     }
     let store = ctx.open_store()?;
     let live = LiveLine::new("jitter", req.output.quiet(), req.config.period_ns);
-    let run = ::runner::jitter(
+    let run = runner::jitter(
         ctx,
         &store,
         None,
@@ -33,7 +35,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
         &live,
     )
     .map_err(run_error)?;
-    let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
+    let judged = runner::gates::judge_runs(&store, [run.run_id], &gates)?;
     let printed = (|| -> Result<()> {
         if print_farm(&store, a.gates.output_format, [run.run_id])? {
             // Printed in the farm's format instead of the tables.

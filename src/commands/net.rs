@@ -5,7 +5,8 @@ use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
 use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::status_exit;
-use crate::runner::{run_error, Context};
+use crate::context::Context;
+use crate::run_errors::run_error;
 use crate::stdio;
 use anyhow::Result;
 use std::process::ExitCode;
@@ -16,7 +17,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
     let socket = netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?;
     // The port the kernel gave, when --bind asked for port 0: said and stored.
     setup.bind = socket.local_addr().unwrap_or(a.bind);
-    let info = ::runner::EndRunInfo::new(
+    let info = runner::EndRunInfo::new(
         "respond",
         setup.to_json(),
         config.policy,
@@ -31,11 +32,11 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
         ));
     }
     let bound = setup.bind;
-    let run = ::runner::end_run(ctx, &store, info, || {
+    let run = runner::end_run(ctx, &store, info, || {
         let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
-            scope.spawn(|| ::runner::stop_after(ctx, a.duration, &stop, &done));
-            let measured = ::runner::net_ends::respond(&config, socket, &stop, !a.no_synth, |h| {
+            scope.spawn(|| runner::stop_after(ctx, a.duration, &stop, &done));
+            let measured = runner::net_ends::respond(&config, socket, &stop, !a.no_synth, |h| {
                 nothing_answered(h, bound, a.peer)
             });
             done.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -101,7 +102,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         drop(socket);
         netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
-    let info = ::runner::EndRunInfo::new(
+    let info = runner::EndRunInfo::new(
         "emulate",
         setup.to_json(),
         config.policy,
@@ -119,8 +120,8 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
             report::terminal::fmt_duration(a.warmup)
         ));
     }
-    let run = ::runner::end_run(ctx, &store, info, || {
-            ::runner::net_ends::emulate(ctx, &config, socket, || {
+    let run = runner::end_run(ctx, &store, info, || {
+            runner::net_ends::emulate(ctx, &config, socket, || {
                 format!(
                 "no answer from {}: is `audiolat net respond` running there, and does its --peer name this controller's address ({} as the host sees it)?",
                 a.host, a.bind
@@ -134,7 +135,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
 
 pub(crate) fn print_net_end(
     ctx: &Context,
-    run: &::runner::EndRun,
+    run: &runner::EndRun,
     as_json: bool,
 ) -> Result<ExitCode> {
     let db = &ctx.db_path;
@@ -181,9 +182,9 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
             }
         ));
     }
-    let run = ::runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
+    let run = runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
         .map_err(run_error)?;
-    let judged = ::runner::gates::judge_runs(&store, [run.run_id], &gates)?;
+    let judged = runner::gates::judge_runs(&store, [run.run_id], &gates)?;
     if print_farm(&store, a.gates.output_format, [run.run_id])? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {

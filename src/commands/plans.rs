@@ -12,8 +12,8 @@ use runner::plan::{self as plan_run, Plan, PlanRun, PlanRunEnd, PlanRunError, Pl
 
 use crate::cli::{Cli, Command, PlanRunArgs, UsageError};
 use crate::commands::sweep::status_exit;
+use crate::context::Context;
 use crate::plan::{CliCells, Progress};
-use crate::runner::Context;
 use crate::stdio;
 
 pub(crate) fn load_worker(ctx: &Context, a: &crate::cli::LoadWorkerArgs) -> Result<ExitCode> {
@@ -47,7 +47,7 @@ pub(crate) fn check_plan_cell(
             if let (Some(p), Some(db)) = (&req.histfile, db) {
                 crate::commands::output::check_output_path(p, "histfile", db).map_err(msg)?;
             }
-            crate::runner::check_load(&req.load, &req.scratch_dir).map_err(msg)
+            crate::run_errors::check_load(&req.load, &req.scratch_dir).map_err(msg)
         }
         Command::Event(a) => {
             let req = a.request(&scratch).map_err(msg)?;
@@ -176,7 +176,7 @@ fn finish(
         tally,
         elapsed,
     } = ran;
-    let data = report::gather::group(store, group, &crate::runner::tool_info())
+    let data = report::gather::group(store, group, &crate::context::tool_info())
         .map_err(|e| {
             stdio::say(format_args!(
                 "audiolat: warning: reading plan run {group} back for its tables and report: {:#}",

@@ -4,7 +4,8 @@
 use crate::cli::UsageError;
 use crate::commands::output::{gated, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
-use crate::runner::{Context, SweepLive};
+use crate::context::Context;
+use crate::live::SweepLive;
 use crate::stdio;
 use anyhow::Result;
 use serde_json::json;
@@ -22,7 +23,7 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let scratch = &req.scratch_dir;
     let out = match (a.find_min_buffer, req.cells.first()) {
         (true, Some(cell)) => {
-            ::runner::min_buffer::search(sweep, ctx, &store, &group, cell, scratch, &live)
+            runner::min_buffer::search(sweep, ctx, &store, &group, cell, scratch, &live)
         }
         _ => sweep.run(ctx, &store, &group, &req.cells, scratch, &live),
     };
@@ -34,15 +35,15 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     let runs = &out.runs;
     let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
     let kept: Vec<results::Kept> = runs.iter().map(|r| r.kept.clone()).collect();
-    let (held, failed) = ::runner::min_buffer::verdict(runs);
+    let (held, failed) = runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
-    let judged = ::runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
+    let judged = runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {
         let details: Vec<_> = runs
             .iter()
-            .map(|r| ::runner::view::roundtrip_windows(&r.outcome))
+            .map(|r| runner::view::roundtrip_windows(&r.outcome))
             .collect();
         let mut v = report::view::fresh::roundtrip_json(group, &views, &details);
         if a.find_min_buffer {

@@ -2,7 +2,7 @@
 
 use crate::cli::{ExportFormat, RunRef, UsageError};
 use crate::commands::output::{check_output_path, output_error, print_json, write_output};
-use crate::runner::{tool_info, Context};
+use crate::context::{tool_info, Context};
 use crate::stdio;
 use anyhow::Result;
 use results::model::RunRecord;
@@ -240,7 +240,7 @@ pub(crate) fn push(ctx: &Context, a: &crate::cli::PushArgs) -> Result<ExitCode> 
     if !ctx.db_path.exists() && results::store::postgres_url(&ctx.db_path).is_none() {
         return Err(results::StoreError::Missing(ctx.db_path.clone()).into());
     }
-    let from = Store::open_recovering(&ctx.db_path, &::runner::summarise_abandoned)?;
+    let from = Store::open_recovering(&ctx.db_path, &runner::summarise_abandoned)?;
     let to = Store::open(&a.to)?;
     let pushed = from.push_to(&to)?;
     stdio::print(report::view::stored::push_text(

@@ -5,11 +5,13 @@
 use crate::commands::event::server_request;
 use crate::commands::output::{gated, group_runs, print_farm, print_json};
 use crate::commands::sweep::{close_group, open_group, status_exit};
-use crate::runner::{run_error, Context, LiveLine};
+use crate::context::Context;
+use crate::live::LiveLine;
+use crate::run_errors::run_error;
 use crate::stdio;
-use ::runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use anyhow::Result;
 use report::view::suite::SuiteRow;
+use runner::suite::{SuiteFailure, SuiteNote, SuiteObserver, SuitePlan};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -19,7 +21,7 @@ struct Live {
 }
 
 impl SuiteObserver for Live {
-    fn live(&self, label: &str, period_ns: u64) -> Box<dyn ::runner::Observer + '_> {
+    fn live(&self, label: &str, period_ns: u64) -> Box<dyn runner::Observer + '_> {
         Box::new(LiveLine::new(label, self.quiet, period_ns))
     }
 }
@@ -87,14 +89,14 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
     let jack = server_request(engine::jack::server::ServerMode::Auto, None, None, None);
     let plan = SuitePlan::new(each, scratch, Some(group.id()), ctx.load_exe.clone(), jack);
     // An error here drops the group open: it is closed `failed`.
-    let outcome = ::runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
+    let outcome = runner::suite::run(&ctx.run, &store, &plan, &Live { quiet })?;
     let end = outcome.end;
     let group_status = ctx.run.group_status(end);
     close_group(&store, &group, group_status);
     let group = group.id();
     let mut entries = outcome.entries;
     // Each gate judges the suite's runs whose probe has its metric.
-    let judged = ::runner::gates::judge_suite(
+    let judged = runner::gates::judge_suite(
         &store,
         entries.iter().filter_map(|e| e.run_id),
         &a.gates.fail_if,
@@ -118,7 +120,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         .collect();
     // The suite ends with its report, beside the database.
     let what = format!("suite-{group}");
-    let data = report::gather::group(&store, group, &crate::runner::tool_info());
+    let data = report::gather::group(&store, group, &crate::context::tool_info());
     let report_path = (data.as_ref().map_err(|e| anyhow::anyhow!("{e}")))
         .and_then(|data| Ok(report::html::write(data, None, &ctx.db_path, &what)?));
     if let Err(e) = &report_path {

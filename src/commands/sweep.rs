@@ -4,14 +4,15 @@
 //! the exit code of a group. The sweep itself is `runner::sweep`.
 
 use crate::cli::{SweepRequest, UsageError};
+use crate::context::Context;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::runner::{run_error, Context};
+use crate::run_errors::run_error;
 use crate::stdio;
-use ::runner::group::Group;
-use ::runner::sweep::{CellRefusal, Sweep, SweepCell, SweepOutcome, SweepRefused};
-use ::runner::RunError;
 use anyhow::Result;
 use results::{RunStatus, Store};
+use runner::group::Group;
+use runner::sweep::{CellRefusal, Sweep, SweepCell, SweepOutcome, SweepRefused};
+use runner::RunError;
 use serde_json::Value;
 use std::process::ExitCode;
 

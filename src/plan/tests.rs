@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn every_preset_parses_and_expands_in_both_variants() {
-    for preset in ::runner::presets::Preset::all() {
+    for preset in runner::presets::Preset::all() {
         for quick in [false, true] {
             let text = preset.text(quick);
             let name = preset.name();
