@@ -5,7 +5,7 @@ use crate::commands::output::{check_output_path, output_error, print_json, write
 use crate::context::{tool_info, Context};
 use crate::stdio;
 use anyhow::Result;
-use results::model::RunRecord;
+use results::run::RunRecord;
 use results::Store;
 use std::process::ExitCode;
 

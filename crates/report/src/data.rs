@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use results::model::{Finding, GroupRecord, RunRecord, TriggerRow};
+use results::model::{Finding, GroupRecord, TriggerRow};
+use results::run::RunRecord;
 use results::{Measurement, RunStatus, Series};
 use serde_json::Value;
 
@@ -53,12 +54,9 @@ impl RunData {
 
     /// The run's dropouts, as every view counts them ([`results::Dropouts`]).
     pub fn dropouts(&self) -> results::Dropouts {
-        results::Dropouts::of(
-            self.record.probe,
-            &self.record.config,
-            &self.record.result,
-            &self.measurements,
-        )
+        self.record
+            .probe
+            .dropouts(&self.record.config, &self.record.result, &self.measurements)
     }
 
     /// A value by path: `result.a.b`, `flags.x`, or `metric.stat` (stat: mean, min, max,

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use results::model::{Finding, RunRecord};
+use results::model::Finding;
+use results::run::RunRecord;
 use results::{GroupId, Measurement, RunFilter, RunId, RunStatus, Store, StoreError, ToolInfo};
 
 use crate::data::{CellData, ReportData, RunData};

@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use results::model::{Finding, RunRecord, Verdict};
+use results::model::{Finding, Verdict};
+use results::run::RunRecord;
 use results::{LatencyHistogram, Measurement, Summary};
 
 /// A duration in ns, with a unit that keeps three significant figures.

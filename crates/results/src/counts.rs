@@ -15,12 +15,9 @@
 
 mod net;
 
-use serde_json::Value;
-
 pub use net::{deadline_blocks, ControllerBlocks, HostBlocks, NetBlocks, Unanswered};
 
-use crate::model::{Measurement, TriggerRow};
-use crate::probe_kind::ProbeKind;
+use crate::model::TriggerRow;
 
 /// A run's dropouts, where its probe counts them (`None`: not counted, never 0).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,17 +38,6 @@ pub struct Dropouts {
 }
 
 impl Dropouts {
-    /// The dropouts of a run of `probe` from what it stored: its configuration, its
-    /// result and its measurements ([`ProbeKind::dropouts`]).
-    pub fn of(
-        probe: &ProbeKind,
-        config: &Value,
-        result: &Value,
-        measurements: &[Measurement],
-    ) -> Dropouts {
-        (probe.dropouts)(config, result, measurements)
-    }
-
     /// Whether the run counted a dropout of any kind.
     pub fn any(&self) -> bool {
         [self.underruns, self.skipped_cycles, self.deadline_misses]
@@ -107,15 +93,9 @@ mod tests {
     #[test]
     fn each_probe_counts_its_own_dropouts_and_never_adds_skipped_cycles() {
         use crate::probe_kind::{EVENT, JITTER, ROUNDTRIP};
-        let d = Dropouts::of(
-            &ROUNDTRIP,
-            &json!({}),
-            &json!({"xruns": 4, "skipped_cycles": 1}),
-            &[],
-        );
+        let d = ROUNDTRIP.dropouts(&json!({}), &json!({"xruns": 4, "skipped_cycles": 1}), &[]);
         assert_eq!((d.underruns, d.skipped_cycles), (Some(4), Some(1)));
-        let d = Dropouts::of(
-            &EVENT,
+        let d = EVENT.dropouts(
             &json!({}),
             &json!({"underruns": {"start": 2, "steady": 3, "skipped_cycles_start": 0, "skipped_cycles_steady": 1}}),
             &[],
@@ -125,7 +105,7 @@ mod tests {
             (Some(3), Some(2), Some(1))
         );
         // Wake-ups alone count no under-run: absent, not 0.
-        let d = Dropouts::of(&JITTER, &json!({"fragments": null}), &json!({}), &[]);
+        let d = JITTER.dropouts(&json!({"fragments": null}), &json!({}), &[]);
         assert_eq!(d, Dropouts::default());
         assert!(!d.any());
     }

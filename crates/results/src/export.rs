@@ -9,7 +9,8 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use serde_json::{json, Value};
 
 use crate::hist::{LatencyHistogram, Summary};
-use crate::model::{Event, MeasurementRecord, RunRecord, Series, TriggerRow};
+use crate::model::{Event, MeasurementRecord, Series, TriggerRow};
+use crate::run::RunRecord;
 
 /// A summary as a JSON object; without one (nothing measured) the count is 0 and every
 /// statistic `null`.

@@ -9,7 +9,8 @@ use serde_json::{json, Map, Value};
 
 use crate::gate::GateVerdict;
 use crate::hist::{LatencyHistogram, Stat};
-use crate::model::{epoch_of_rfc3339, rfc2822_utc, MeasurementRecord, RunRecord, RunStatus};
+use crate::model::{epoch_of_rfc3339, rfc2822_utc, MeasurementRecord, RunStatus};
+use crate::run::RunRecord;
 
 /// A jitter run's wake-up latency in the layout of rt-tests 2.4's `cyclictest --json`:
 /// the same keys and types (`"cmdline:"` and `"rt_test_version:"` with their colons),

@@ -17,42 +17,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::counts::{Dropouts, Notes};
 use crate::hist::Stat;
+pub use crate::probe_kind::metric::{Kind, Named, Source, STEAL};
 use crate::probe_kind::ProbeKind;
 use crate::view::RunView;
-
-/// What a metric's values are, and so the units its threshold takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// A duration, stored in ns: the threshold needs a unit (`ns`, `us`, `ms`, `s`).
-    Time,
-    /// A count: a plain whole number.
-    Count,
-    /// A percentage: a plain number or one with `%`.
-    Percent,
-}
-
-impl Kind {
-    /// The unit values of this kind are stored in: `ns`, `count` or `%`.
-    pub fn unit(&self) -> &'static str {
-        match self {
-            Kind::Time => "ns",
-            Kind::Count => "count",
-            Kind::Percent => "%",
-        }
-    }
-
-    fn from_unit(unit: &str) -> Option<Kind> {
-        Some(match unit {
-            "ns" => Kind::Time,
-            "count" => Kind::Count,
-            "%" => Kind::Percent,
-            _ => return None,
-        })
-    }
-}
 
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,47 +150,6 @@ impl GateError {
         text.strip_prefix(&prefix).unwrap_or(&text).to_string()
     }
 }
-
-/// Where a named metric's value is read from in a stored run.
-#[derive(Debug, Clone, Copy)]
-pub enum Source {
-    /// A statistic (`p50`, `max`, ...) of a measurement, by name.
-    Stat(&'static str, &'static str),
-    /// A measurement's deadline misses.
-    Misses(&'static str),
-    /// The sum of numbers at paths in the run's result (`result`) or flags (`flags`);
-    /// absent when any is.
-    Json(&'static str, &'static [&'static [&'static str]]),
-    /// A count of the run's [`Dropouts`], as every view counts it.
-    Dropouts(fn(&Dropouts) -> Option<u64>),
-    /// A count of an event run's [`Notes`], as every view counts it (absent when the
-    /// run stored no trigger).
-    Notes(fn(&Notes) -> u64),
-}
-
-/// A probe's named metric.
-#[derive(Debug, Clone, Copy)]
-pub struct Named {
-    /// Its name in a gate.
-    pub name: &'static str,
-    /// Other names it answers to.
-    pub aliases: &'static [&'static str],
-    /// Its kind.
-    pub kind: Kind,
-    /// What it is, for `--help` and the README.
-    pub about: &'static str,
-    /// Where its value is read from.
-    pub source: Source,
-}
-
-/// Host steal time, a gate metric of every probe that measures.
-pub const STEAL: Named = Named {
-    name: "steal",
-    aliases: &[],
-    kind: Kind::Percent,
-    about: "host steal time during the run, percent of the run's CPU time",
-    source: Source::Json("flags", &[&["host_steal_percent"]]),
-};
 
 /// The statistics of the main latency a gate can name, in order.
 pub const STATS: [&str; 10] = [

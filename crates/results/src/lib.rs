@@ -50,6 +50,7 @@ pub mod number;
 pub mod output;
 pub mod owner;
 pub mod probe_kind;
+pub mod run;
 pub mod sink;
 pub mod stats;
 #[cfg(feature = "sqlite")]
@@ -61,11 +62,12 @@ pub use hist::{LatencyHistogram, Stat, Summary};
 pub use id::{GroupId, ParseIdError, PlanCellId, RunId};
 pub use live::{LiveSnapshot, LiveStatus};
 pub use model::{
-    Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, Recovered, RunInfo,
-    RunStatus, Series, ToolInfo, Verdict,
+    Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, Recovered, RunStatus,
+    Series, ToolInfo, Verdict,
 };
 pub use number::fmt_number;
 pub use probe_kind::ProbeKind;
+pub use run::{RunInfo, RunRecord};
 pub use sink::{Kept, RunSink, SinkError};
 #[cfg(feature = "sqlite")]
 pub use store::{Journal, Remedy, RunFilter, Store, StoreError, Summarise, MAX_LISTED};

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::hist::{LatencyHistogram, Summary};
 use crate::id::{GroupId, PlanCellId, RunId};
-use crate::probe_kind::ProbeKind;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,27 +100,6 @@ pub struct ToolInfo {
     pub git_commit: String,
     /// Cargo profile and optimisation level (e.g. `release (opt-level 3)`).
     pub build_profile: String,
-}
-
-/// What is known about a run when it starts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunInfo {
-    /// The probe (stored as its name: `jitter`, `doctor`, ...).
-    pub probe: &'static ProbeKind,
-    /// The group (e.g. one `audiolat suite`) this run belongs to.
-    pub group_id: Option<GroupId>,
-    /// Where.
-    pub machine: Machine,
-    /// With what.
-    pub tool: ToolInfo,
-    /// The command line as typed.
-    pub command_line: String,
-    /// The probe's configuration.
-    pub config: Value,
-    /// The load scenario: spec, commands, tool versions.
-    pub load: Value,
-    /// Real-time settings asked for.
-    pub qos_requested: Value,
 }
 
 /// One metric of a run.
@@ -217,49 +195,6 @@ pub(crate) fn nulls_to_nan(rows: Vec<Vec<Option<f64>>>) -> Vec<Vec<f64>> {
     rows.into_iter()
         .map(|r| r.into_iter().map(|v| v.unwrap_or(f64::NAN)).collect())
         .collect()
-}
-
-/// A run as stored.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunRecord {
-    /// Run id.
-    pub id: RunId,
-    /// Group id.
-    pub group_id: Option<GroupId>,
-    /// Probe.
-    pub probe: &'static ProbeKind,
-    /// Status.
-    pub status: RunStatus,
-    /// Start, RFC 3339 UTC.
-    pub started_at: String,
-    /// End, RFC 3339 UTC.
-    pub ended_at: Option<String>,
-    /// Duration in seconds (monotonic).
-    pub duration_s: Option<f64>,
-    /// CLOCK_MONOTONIC at the start (events' times are on this clock).
-    pub started_mono_ns: u64,
-    /// Process id that made the run.
-    pub pid: i64,
-    /// Machine.
-    pub machine: Machine,
-    /// Tool.
-    pub tool: ToolInfo,
-    /// Command line.
-    pub command_line: String,
-    /// Probe configuration.
-    pub config: Value,
-    /// Load scenario.
-    pub load: Value,
-    /// Real-time settings asked for.
-    pub qos_requested: Value,
-    /// Real-time settings granted.
-    pub qos_granted: Value,
-    /// Validity flags.
-    pub flags: Value,
-    /// Probe-specific results.
-    pub result: Value,
-    /// Why it failed or was interrupted.
-    pub error: Option<String>,
 }
 
 /// A group of runs as stored: one suite, one sweep, one plan run.

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::id::{GroupId, RunId};
-use crate::model::{Event, Measurement, RunInfo, RunStatus, Series, TriggerRow};
+use crate::model::{Event, Measurement, RunStatus, Series, TriggerRow};
+use crate::run::RunInfo;
 
 /// Where a run is once it closed.
 #[derive(Debug, Clone, PartialEq, Eq)]

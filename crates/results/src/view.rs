@@ -8,8 +8,9 @@
 
 use serde_json::Value;
 
-use crate::model::{Event, Machine, MeasurementRecord, RunRecord, RunStatus, TriggerRow};
+use crate::model::{Event, Machine, MeasurementRecord, RunStatus, TriggerRow};
 use crate::probe_kind::ProbeKind;
+use crate::run::RunRecord;
 use crate::{Measurement, RunId};
 
 /// One run, as rendered: what was configured, granted, flagged and found, with its
@@ -85,7 +86,8 @@ impl RunView {
 
     /// The run's dropouts ([`crate::counts::Dropouts`]).
     pub fn dropouts(&self) -> crate::counts::Dropouts {
-        crate::counts::Dropouts::of(self.probe, &self.config, &self.result, &self.measurements)
+        self.probe
+            .dropouts(&self.config, &self.result, &self.measurements)
     }
 
     /// An event run's notes ([`crate::counts::Notes`]).

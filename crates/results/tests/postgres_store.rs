@@ -6,7 +6,8 @@ mod common;
 
 use common::pg;
 use results::gate::{GateVerdict, Outcome};
-use results::model::{MeasurementRecord, RunRecord, TriggerRow};
+use results::model::{MeasurementRecord, TriggerRow};
+use results::run::RunRecord;
 use results::{
     Event, LatencyHistogram, Machine, Measurement, NewPlanCell, RunFilter, RunInfo, RunStatus,
     Series, Store, ToolInfo,

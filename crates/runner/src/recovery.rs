@@ -1,8 +1,8 @@
 //! A run a dead process left `running`, summarised from what it stored when the store
 //! next opens (the store's `Summarise` hook).
 
-use results::model::RunRecord;
 use results::probe_kind::EVENT;
+use results::run::RunRecord;
 use results::{Measurement, Recovered, Store};
 
 /// Summarises `run`, left `running` by a dead process, from what it stored, with the

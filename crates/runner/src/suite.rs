@@ -710,7 +710,7 @@ impl Suite<'_> {
         let headline = NET.headline(&Value::Null, &run.measurements).cloned();
         self.tally(&run);
         self.entries.push(SuiteEntry {
-            dropouts: results::Dropouts::of(&NET, &Value::Null, &Value::Null, &run.measurements),
+            dropouts: NET.dropouts(&Value::Null, &Value::Null, &run.measurements),
             note: SuiteNote::Net(Box::new(o)),
             ..SuiteEntry::of_run(NET_LABEL, &run, headline)
         });

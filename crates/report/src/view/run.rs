@@ -4,7 +4,7 @@
 use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
 use std::fmt::Write as _;
 
-use results::model::RunRecord;
+use results::run::RunRecord;
 use results::{Event, Finding, Measurement, RunView};
 
 use super::deadline_line;

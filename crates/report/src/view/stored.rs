@@ -1,7 +1,8 @@
 //! What is stored, listed: `audiolat runs` (each run with its headline) and `audiolat
 //! runs --groups` (each group with its runs and, for a plan run, its cells).
 
-use results::model::{GroupRecord, RunRecord};
+use results::model::GroupRecord;
+use results::run::RunRecord;
 use results::{Measurement, RunFilter, RunStatus, Store, StoreError};
 use serde_json::{json, Value};
 

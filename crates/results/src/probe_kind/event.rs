@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::ProbeKind;
+use super::kind::ProbeKind;
+use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
-use crate::gate::{Kind, Named, Source, STEAL};
 use crate::model::Measurement;
 
 /// `audiolat event`.
@@ -15,7 +15,7 @@ pub static EVENT: ProbeKind = ProbeKind {
     main_metric: |_| Some("event_latency"),
     headline_metric: |_| Some("event_latency"),
     gates: GATES,
-    needs: &[super::Need {
+    needs: &[super::kind::Need {
         metric: "loopback",
         setting: "loopback",
         why: "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate",

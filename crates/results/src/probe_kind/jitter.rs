@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::{find, ProbeKind};
+use super::kind::{find, ProbeKind};
+use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
-use crate::gate::{Kind, Named, Source, STEAL};
 use crate::model::Measurement;
 
 /// `audiolat jitter`.
@@ -31,7 +31,7 @@ pub static JITTER: ProbeKind = ProbeKind {
         })
     },
     gates: GATES,
-    needs: &[super::Need {
+    needs: &[super::kind::Need {
         metric: "underruns",
         setting: "fragments",
         why: "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate",

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::{find, ProbeKind};
+use super::kind::{find, ProbeKind};
+use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
-use crate::gate::{Kind, Named, Source, STEAL};
 use crate::model::Measurement;
 
 /// `audiolat net` (and its two ends, `net respond` and `net emulate`).

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::ProbeKind;
+use super::kind::ProbeKind;
+use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
-use crate::gate::{Kind, Named, Source, STEAL};
 use crate::model::Measurement;
 
 /// `audiolat roundtrip`.

@@ -48,7 +48,8 @@ use crate::id::{GroupId, PlanCellId, RunId};
 #[cfg(test)]
 use crate::model::Measurement;
 pub use crate::model::Recovered;
-use crate::model::{RunRecord, RunStatus};
+use crate::model::RunStatus;
+use crate::run::RunRecord;
 use db::Db;
 #[cfg(test)]
 use rusqlite::Connection;

@@ -1,5 +1,6 @@
 use super::*;
-use crate::model::{Machine, NewPlanCell, RunInfo, ToolInfo};
+use crate::model::{Machine, NewPlanCell, ToolInfo};
+use crate::run::RunInfo;
 use rusqlite::params;
 use serde_json::json;
 

@@ -5,8 +5,9 @@ use super::db::vals;
 use super::runs::{run_from_row, RUN_COLUMNS};
 use super::{hostname, parse_json, Recovered, Store, StoreError, Summarise};
 use crate::id::{GroupId, RunId};
-use crate::model::{rfc3339_utc, RunRecord, RunStatus};
+use crate::model::{rfc3339_utc, RunStatus};
 use crate::owner::Owner;
+use crate::run::RunRecord;
 use std::path::PathBuf;
 
 impl Store {

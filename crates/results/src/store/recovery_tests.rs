@@ -1,6 +1,7 @@
 use super::*;
 use crate::hist::LatencyHistogram;
-use crate::model::{Machine, RunInfo, ToolInfo};
+use crate::model::{Machine, ToolInfo};
+use crate::run::RunInfo;
 use rusqlite::params;
 use serde_json::json;
 

@@ -4,8 +4,9 @@ use super::db::{vals, Row, Val};
 use super::schema::new_uid;
 use super::{json_text, now_mono_ns, parse_json, RunFilter, Store, StoreError};
 use crate::id::RunId;
-use crate::model::{rfc3339_utc, Machine, RunInfo, RunRecord, RunStatus, ToolInfo};
+use crate::model::{rfc3339_utc, Machine, RunStatus, ToolInfo};
 use crate::probe_kind::ProbeKind;
+use crate::run::{RunInfo, RunRecord};
 use serde_json::Value;
 
 impl Store {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::hist::LatencyHistogram;
-use crate::model::{Event, Machine, NewPlanCell, RunInfo, Series, ToolInfo, TriggerRow};
+use crate::model::{Event, Machine, NewPlanCell, Series, ToolInfo, TriggerRow};
+use crate::run::RunInfo;
 use rusqlite::params;
 use serde_json::json;
 

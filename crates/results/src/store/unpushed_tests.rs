@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::hist::LatencyHistogram;
-use crate::model::{Machine, RunInfo, ToolInfo, TriggerRow};
+use crate::model::{Machine, ToolInfo, TriggerRow};
+use crate::run::RunInfo;
 use crate::sink::RunSink;
 use serde_json::json;
 use std::time::Duration;
