@@ -47,6 +47,24 @@ pub(super) fn variant(c: &CellData) -> Vec<(String, String)> {
 /// named.
 type Said = (Mark, String, Option<(&'static str, f64)>);
 
+/// What a run of a probe the summary has no verdict for measured (its headline's median
+/// and p99), said as measured and not judged: a warning, never a pass.
+fn measured(r: &RunData) -> Option<Said> {
+    let m = r.headline()?;
+    let s = m.summary?;
+    let name = crate::figures::metric_name(&m.metric);
+    Some((
+        Mark::Warn,
+        format!(
+            "{} measured, not judged: {name} {} median, p99 {} (audiolat has no verdict for this probe)",
+            r.record.probe,
+            fmt_p(&s, s.p50),
+            fmt_p(&s, s.p99)
+        ),
+        Some(("median", s.p50)),
+    ))
+}
+
 /// The run's verdict (`None`: a probe the summary does not judge, e.g. doctor).
 pub(super) fn of(r: &RunData, variant: &[(String, String)]) -> Option<Judged> {
     let probe = r.record.probe;
@@ -68,7 +86,7 @@ pub(super) fn of(r: &RunData, variant: &[(String, String)]) -> Option<Judged> {
     } else if probe == &NET {
         net(r)?
     } else {
-        return None;
+        measured(r)?
     };
     let (head, reason) = match text.split_once(": ") {
         Some((h, rest)) => (h.to_string(), rest.to_string()),

@@ -1,0 +1,171 @@
+//! A probe declared in one place reaches every view: a test probe (`metronome`), its
+//! identity one `static ProbeKind` registered here and its measuring one `impl Probe`,
+//! run through the one run lifecycle into a real SQLite store, appears in `show`, in
+//! `runs`, in its gates' verdicts, in the JSON and in the HTML report, with nothing else
+//! in audiolat edited for it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use probes::probe::{Description, End, Outcome, Probe, ProbeError, Progress, Tally};
+use results::gate::{Gate, Kind, Named, Outcome as Verdict, Source};
+use results::{LatencyHistogram, Measurement, ProbeKind, RunStatus, Store, ToolInfo};
+use serde_json::json;
+
+/// The metronome's identity, declared once: its main latency, its gate metric.
+static METRONOME: ProbeKind = ProbeKind {
+    main_metric: |_| Some("tick_latency"),
+    headline_metric: |_| Some("tick_latency"),
+    gates: &[Named {
+        name: "ticks",
+        aliases: &["beats"],
+        kind: Kind::Count,
+        about: "ticks counted",
+        source: Source::Stat("tick_latency", "count"),
+    }],
+    ..ProbeKind::named("metronome", "a tick's latency, made up by a test")
+};
+
+/// The ticks it "measures": what every view must show.
+const TICKS_NS: [u64; 5] = [1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000];
+
+struct Metronome;
+
+impl Probe for Metronome {
+    fn describe(&self) -> Description {
+        Description {
+            probe: &METRONOME,
+            config: json!({ "bpm": 120 }),
+            qos_requested: json!({}),
+            result_while_running: None,
+            writes_rows: false,
+        }
+    }
+
+    fn measure(
+        &mut self,
+        _stop: &AtomicBool,
+        progress: &mut dyn Progress,
+    ) -> Result<Outcome, ProbeError> {
+        let mut h = LatencyHistogram::new(1_000_000_000).unwrap();
+        for t in TICKS_NS {
+            h.record(t);
+        }
+        let _ = progress.tick();
+        Ok(Outcome {
+            measurements: vec![Measurement::from_histogram(
+                METRONOME.name,
+                "tick_latency",
+                "made up by the test",
+                h,
+            )],
+            events: Vec::new(),
+            series: Vec::new(),
+            qos_granted: json!({}),
+            flags: json!({}),
+            result: json!({ "beats": TICKS_NS.len() }),
+            end: End::Complete,
+            measured: Some(Tally {
+                count: TICKS_NS.len(),
+                noun: "ticks",
+            }),
+        })
+    }
+}
+
+#[test]
+fn a_probe_declared_in_one_place_reaches_show_runs_gates_json_and_the_report() {
+    ProbeKind::register(&METRONOME);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("audiolat.db");
+    let store = Store::open(&db).unwrap();
+    let tool = ToolInfo {
+        version: "0.0.0".into(),
+        git_commit: "test".into(),
+        build_profile: "test".into(),
+    };
+    let ctx = runner::Context {
+        tool: tool.clone(),
+        command_line: "audiolat metronome".into(),
+        stop: Arc::new(AtomicBool::new(false)),
+        plan_cell: None,
+        load_exe: None,
+    };
+    let mut cell = runner::Cell::new(Metronome, load::LoadSpec::none(), dir.path().to_path_buf());
+    let run = runner::run(&ctx, &store, &mut cell, None, &runner::Unobserved).unwrap();
+    assert_eq!(run.status, RunStatus::Complete);
+    assert!(!ctx.stop.load(Ordering::Relaxed));
+
+    // Stored under its name, read back as its kind.
+    let record = store.run(run.run_id).unwrap();
+    assert!(std::ptr::eq(record.probe, &METRONOME));
+
+    // Gates: a statistic of its main latency and its own metric, by name and alias.
+    let gates: Vec<Gate> = ["p50 > 2ms", "beats < 5"]
+        .iter()
+        .map(|g| Gate::parse(g).unwrap().check_probe(&METRONOME).unwrap())
+        .collect();
+    assert_eq!(gates[1].metric, "ticks");
+    let verdicts = runner::gates::judge(&store, run.run_id, &gates).unwrap();
+    let stored = store.measurements(run.run_id).unwrap();
+    let p50 = stored[0].measurement.summary.unwrap().p50;
+    assert!(
+        (p50 - 3e6).abs() < 3e6 * 1e-3,
+        "the median tick, at HDR's precision: {p50}"
+    );
+    let outcomes: Vec<(Verdict, Option<f64>)> =
+        verdicts.iter().map(|v| (v.outcome, v.value)).collect();
+    assert_eq!(
+        outcomes,
+        [
+            (Verdict::Fail, Some(p50)),
+            (Verdict::Pass, Some(TICKS_NS.len() as f64))
+        ]
+    );
+    assert!(results::gate::help().contains(" metronome: ticks (or beats)"));
+
+    // `show`: its measurement and its verdicts.
+    let show = report::view::stored::run_text(&store, &record, 10).unwrap();
+    assert!(show.contains("metronome"), "{show}");
+    assert!(show.contains("tick_latency"), "{show}");
+    assert!(show.contains("p50 > 2ms"), "{show}");
+
+    // `runs`: its row, headlined by its main latency.
+    let rows = report::view::stored::run_rows(&store, &Default::default()).unwrap();
+    let table = report::terminal::runs_table(&rows);
+    let line = table
+        .lines()
+        .find(|l| l.contains("metronome"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains("tick_latency"), "{table}");
+    assert!(
+        line.contains("3.00 ms") || line.contains("3.0 ms"),
+        "{table}"
+    );
+
+    // JSON: the probe's name, its measurement and its gates.
+    let doc = report::view::stored::run_json(&store, &record).unwrap();
+    assert_eq!(doc["run"]["probe"], "metronome", "{doc}");
+    let text = doc.to_string();
+    assert!(
+        text.contains("tick_latency") && text.contains("beats < 5"),
+        "{doc}"
+    );
+    let listed = report::view::stored::runs_json(&rows);
+    assert_eq!(listed[0]["probe"], "metronome", "{listed}");
+
+    // The HTML report of the run.
+    let data = report::gather::subjects(&store, &[report::gather::Subject::Run(run.run_id)], &tool)
+        .unwrap();
+    let path = report::html::write(&data, Some(&dir.path().join("r.html")), &db, "run").unwrap();
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(html.contains("metronome"), "the report names the probe");
+    assert!(
+        html.contains("metronome measured, not judged: tick latency 3.00 ms median"),
+        "the report's answer says what it measured, unjudged"
+    );
+    assert!(
+        html.contains("beats &lt; 5") || html.contains("beats < 5"),
+        "and its gates"
+    );
+}
