@@ -7,9 +7,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use probes::probe::{Description, End, Outcome, Probe, ProbeError, Progress, Tally};
+use probes::probe::{Description, End, Outcome, Probe, ProbeError, Progress, Tally, TriggerRow};
 use results::gate::{Gate, Kind, Named, Outcome as Verdict, Source};
-use results::{LatencyHistogram, Measurement, ProbeKind, RunStatus, Store, ToolInfo};
+use results::{
+    Event, LatencyHistogram, Measurement, ProbeKind, RunStatus, RunView, Store, ToolInfo,
+};
 use serde_json::json;
 
 /// The metronome's identity, declared once: its main latency, its gate metric.
@@ -38,7 +40,7 @@ impl Probe for Metronome {
             config: json!({ "bpm": 120 }),
             qos_requested: json!({}),
             result_while_running: None,
-            writes_rows: false,
+            writes_rows: true,
         }
     }
 
@@ -51,6 +53,18 @@ impl Probe for Metronome {
         for t in TICKS_NS {
             h.record(t);
         }
+        // A row and an event handed over as they come, one event at the end.
+        progress.triggers(&[TriggerRow {
+            seq: 0,
+            source: "timer".into(),
+            timing: "backend".into(),
+            ..TriggerRow::default()
+        }]);
+        progress.events(&[Event {
+            mono_ns: 2,
+            kind: "tick".into(),
+            detail: json!({"beat": 1}),
+        }]);
         let _ = progress.tick();
         Ok(Outcome {
             measurements: vec![Measurement::from_histogram(
@@ -59,9 +73,13 @@ impl Probe for Metronome {
                 "made up by the test",
                 h,
             )],
-            events: Vec::new(),
+            events: vec![Event {
+                mono_ns: 1,
+                kind: "tock".into(),
+                detail: json!({}),
+            }],
             series: Vec::new(),
-            qos_granted: json!({}),
+            qos_granted: json!({"metronome": "wound"}),
             flags: json!({}),
             result: json!({ "beats": TICKS_NS.len() }),
             end: End::Complete,
@@ -71,6 +89,37 @@ impl Probe for Metronome {
             }),
         })
     }
+}
+
+/// Two views of a run agree in every part a renderer reads.
+fn same_view(fresh: &RunView, stored: &RunView) {
+    assert_eq!(fresh.id, stored.id);
+    assert_eq!(fresh.probe, stored.probe);
+    assert_eq!(fresh.status, stored.status);
+    assert_eq!(fresh.machine, stored.machine);
+    assert_eq!(fresh.config, stored.config);
+    assert_eq!(fresh.load, stored.load);
+    assert_eq!(fresh.qos_requested, stored.qos_requested);
+    assert_eq!(fresh.qos_granted, stored.qos_granted);
+    assert_eq!(fresh.flags, stored.flags);
+    assert_eq!(fresh.result, stored.result);
+    assert_eq!(fresh.error, stored.error);
+    assert_eq!(fresh.started_mono_ns, stored.started_mono_ns);
+    assert_eq!(fresh.events, stored.events);
+    assert_eq!(fresh.triggers, stored.triggers);
+    let summaries = |v: &RunView| -> Vec<(String, Option<results::Summary>)> {
+        v.measurements
+            .iter()
+            .map(|m| (m.metric.clone(), m.summary))
+            .collect()
+    };
+    assert_eq!(summaries(fresh), summaries(stored));
+    assert_eq!(
+        fresh.events.len(),
+        2,
+        "the handed-over event and the outcome's"
+    );
+    assert_eq!(fresh.triggers.len(), 1);
 }
 
 #[test]
@@ -99,6 +148,15 @@ fn a_probe_declared_in_one_place_reaches_show_runs_gates_json_and_the_report() {
     // Stored under its name, read back as its kind.
     let record = store.run(run.run_id).unwrap();
     assert!(std::ptr::eq(record.probe, &METRONOME));
+
+    // The run's view is the one `show` reads back: one producer, what was stored.
+    let stored = RunView::from_stored(
+        &record,
+        &store.measurements(run.run_id).unwrap(),
+        store.events(run.run_id, None).unwrap(),
+        store.triggers(run.run_id).unwrap(),
+    );
+    same_view(&run.view, &stored);
 
     // Gates: a statistic of its main latency and its own metric, by name and alias.
     let gates: Vec<Gate> = ["p50 > 2ms", "beats < 5"]
@@ -153,6 +211,24 @@ fn a_probe_declared_in_one_place_reaches_show_runs_gates_json_and_the_report() {
     );
     let listed = report::view::stored::runs_json(&rows);
     assert_eq!(listed[0]["probe"], "metronome", "{listed}");
+
+    // Every export: its data, or the refusal that fits a run of no series and no
+    // wake-up latency.
+    use report::view::stored::{export, ExportError, ExportKind};
+    for kind in ExportKind::ALL {
+        match (kind, export(&store, &record, kind)) {
+            (ExportKind::Series, Err(ExportError::NoSeries)) => {}
+            (ExportKind::Cyclictest | ExportKind::CyclictestJson, Err(ExportError::NotJitter)) => {}
+            (ExportKind::Triggers | ExportKind::Gates, Ok(text)) => {
+                assert!(text.lines().count() >= 2, "{kind:?}: {text}")
+            }
+            (_, Ok(text)) => assert!(
+                text.contains("metronome") || text.contains("tick_latency"),
+                "{kind:?}: {text}"
+            ),
+            (kind, Err(e)) => panic!("{kind:?}: {e:?}"),
+        }
+    }
 
     // The HTML report of the run.
     let data = report::gather::subjects(&store, &[report::gather::Subject::Run(run.run_id)], &tool)

@@ -219,6 +219,26 @@ pub enum ExportFormat {
     Gates,
 }
 
+impl ExportFormat {
+    /// The export this value names.
+    pub fn kind(self) -> report::view::stored::ExportKind {
+        use report::view::stored::ExportKind as K;
+        match self {
+            ExportFormat::Json => K::Json,
+            ExportFormat::Csv => K::Csv,
+            ExportFormat::Hdr => K::Hdr,
+            ExportFormat::Cyclictest => K::Cyclictest,
+            ExportFormat::CyclictestJson => K::CyclictestJson,
+            ExportFormat::Openmetrics => K::OpenMetrics,
+            ExportFormat::Lava => K::Lava,
+            ExportFormat::Junit => K::Junit,
+            ExportFormat::Triggers => K::Triggers,
+            ExportFormat::Series => K::Series,
+            ExportFormat::Gates => K::Gates,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Run id, or `last`.
@@ -239,4 +259,20 @@ fn parse_run_ref(s: &str) -> Result<RunRef, String> {
     s.parse::<results::RunId>()
         .map(RunRef::Id)
         .map_err(|_| format!("'{s}' is not a run id: use a number from `audiolat runs`, or last"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Adding an output format: every export the report crate makes has one `--format`
+    /// value, in the same order (a new `ExportKind` fails here until it has its value).
+    #[test]
+    fn every_export_has_its_format_value() {
+        let kinds: Vec<_> = ExportFormat::value_variants()
+            .iter()
+            .map(|f| f.kind())
+            .collect();
+        assert_eq!(kinds, report::view::stored::ExportKind::ALL);
+    }
 }

@@ -49,8 +49,8 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
         return Err(crate::process::NothingMeasured.into());
     }
     let group = group.id();
-    let views: Vec<results::RunView> = out.runs.iter().map(|r| r.view()).collect();
-    let kept: Vec<results::Kept> = out.runs.iter().map(|r| r.kept.clone()).collect();
+    let views: Vec<results::RunView> = out.runs.iter().map(|r| r.run.view.clone()).collect();
+    let kept: Vec<results::Kept> = out.runs.iter().map(|r| r.run.kept.clone()).collect();
     let judged = runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.

@@ -117,10 +117,7 @@ pub(crate) fn net_experiment(ctx: &Context, a: &ExperimentArgs) -> Result<ExitCo
         .map(|r| {
             let (label, paper) = (&r.case.design.label, paper(&r.case));
             match r.run {
-                Ok(c) => {
-                    let run = runner::NetRun::of(c.run, c.outcome, c.config, r.case.load);
-                    ExperimentRow::of_run(label, metric, paper, &run.view())
-                }
+                Ok(c) => ExperimentRow::of_run(label, metric, paper, &c.run.view),
                 Err(e) => ExperimentRow::failed(label, paper, format!("{:#}", run_error(e))),
             }
         })

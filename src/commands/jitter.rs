@@ -25,7 +25,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     }
     let store = ctx.open_store()?;
     let live = LiveLine::new("jitter", req.output.quiet(), req.config.period_ns);
-    let run = runner::jitter(
+    let runner::ProbeRun { run, outcome } = runner::jitter(
         ctx,
         &store,
         None,
@@ -41,11 +41,11 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
             // Printed in the farm's format instead of the tables.
         } else if req.output.json {
             print_json(&report::view::gates::with_json(
-                report::view::jitter::json(&run.view()),
+                report::view::jitter::json(&run.view),
                 &judged,
             ))?;
         } else {
-            let text = report::view::fresh::jitter_text(&run.view(), &ctx.db_path, &run.kept);
+            let text = report::view::fresh::jitter_text(&run.view, &ctx.db_path, &run.kept);
             stdio::print(format_args!(
                 "{text}{}",
                 report::view::gates::runs_text(&judged)
@@ -57,7 +57,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     // costs the file, not what the run printed or stored.
     let histogram = match &req.histfile {
         Some(path) => {
-            let text = run.outcome.cyclictest_histogram();
+            let text = outcome.cyclictest_histogram();
             write_output(path, "--histfile", &ctx.db_path, text.as_bytes()).map_err(|e| {
                 e.context(format!(
                     "run {} is stored, but not its histogram",

@@ -141,13 +141,9 @@ pub(crate) fn print_net_end(
     let db = &ctx.db_path;
     let nothing = run.measurements.first().is_none_or(|m| m.summary.is_none());
     if as_json {
-        print_json(&report::view::net::end_json(&run.view()))?;
+        print_json(&report::view::net::end_json(&run.view))?;
     } else if !(nothing && run.error.is_some()) {
-        stdio::print(report::view::fresh::net_end_text(
-            &run.view(),
-            db,
-            &run.kept,
-        ))?;
+        stdio::print(report::view::fresh::net_end_text(&run.view, db, &run.kept))?;
     }
     if let Some(e) = &run.error {
         stdio::say(format_args!("audiolat: error: {e}"));
@@ -183,23 +179,24 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         ));
     }
     let run = runner::net(ctx, &store, None, &config, &a.load, &placement, &scratch)
-        .map_err(run_error)?;
+        .map_err(run_error)?
+        .run;
     let judged = runner::gates::judge_runs(&store, [run.run_id], &gates)?;
     if print_farm(&store, a.gates.output_format, [run.run_id])? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {
         print_json(&report::view::gates::with_json(
-            report::view::net::json(&run.view()),
+            report::view::net::json(&run.view),
             &judged,
         ))?;
     } else {
-        let text = report::view::fresh::net_text(&run.view(), &ctx.db_path, &run.kept);
+        let text = report::view::fresh::net_text(&run.view, &ctx.db_path, &run.kept);
         stdio::print(format_args!(
             "{text}{}",
             report::view::gates::runs_text(&judged)
         ))?;
     }
-    if let Some(e) = &run.storage_error {
+    if let Some(e) = &run.error {
         stdio::say(format_args!("audiolat: error: run {}: {e}", run.run_id));
     }
     Ok(gated(status_exit(ctx, run.status), judged.failed()))

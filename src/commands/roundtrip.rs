@@ -33,18 +33,15 @@ pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<
     }
     let group = group.id();
     let runs = &out.runs;
-    let views: Vec<results::RunView> = runs.iter().map(|r| r.view()).collect();
-    let kept: Vec<results::Kept> = runs.iter().map(|r| r.kept.clone()).collect();
+    let views: Vec<results::RunView> = runs.iter().map(|r| r.run.view.clone()).collect();
+    let kept: Vec<results::Kept> = runs.iter().map(|r| r.run.kept.clone()).collect();
     let (held, failed) = runner::min_buffer::verdict(runs);
     let (held, failed) = (held.map(|i| &views[i]), failed.map(|i| &views[i]));
     let judged = runner::gates::judge_sweep(&store, views.iter().map(|v| v.id), &gates)?;
     if print_farm(&store, a.gates.output_format, views.iter().map(|v| v.id))? {
         // Printed in the farm's format instead of the tables.
     } else if a.output.json {
-        let details: Vec<_> = runs
-            .iter()
-            .map(|r| runner::view::roundtrip_windows(&r.outcome))
-            .collect();
+        let details: Vec<_> = runs.iter().map(|r| r.outcome.windows_json()).collect();
         let mut v = report::view::fresh::roundtrip_json(group, &views, &details);
         if a.find_min_buffer {
             v["min_buffer"] = report::view::min_buffer::json(held, failed);

@@ -1,6 +1,6 @@
 //! The commands that read what is stored: `runs`, `show`, `export`, `report`, `compare`.
 
-use crate::cli::{ExportFormat, RunRef, UsageError};
+use crate::cli::{RunRef, UsageError};
 use crate::commands::output::{check_output_path, output_error, print_json, write_output};
 use crate::context::{tool_info, Context};
 use crate::stdio;
@@ -74,20 +74,8 @@ pub(crate) fn export(ctx: &Context, a: &crate::cli::ExportArgs) -> Result<ExitCo
     }
     let store = ctx.open_existing_store()?;
     let run = resolve(&store, a.run)?;
-    use report::view::stored::{ExportError as E, ExportKind as K};
-    let kind = match a.format {
-        ExportFormat::Json => K::Json,
-        ExportFormat::Csv => K::Csv,
-        ExportFormat::Hdr => K::Hdr,
-        ExportFormat::Cyclictest => K::Cyclictest,
-        ExportFormat::CyclictestJson => K::CyclictestJson,
-        ExportFormat::Openmetrics => K::OpenMetrics,
-        ExportFormat::Lava => K::Lava,
-        ExportFormat::Junit => K::Junit,
-        ExportFormat::Triggers => K::Triggers,
-        ExportFormat::Series => K::Series,
-        ExportFormat::Gates => K::Gates,
-    };
+    use report::view::stored::ExportError as E;
+    let kind = a.format.kind();
     let id = run.id;
     let text = match report::view::stored::export(&store, &run, kind) {
         Ok(text) => text,

@@ -27,6 +27,10 @@ pub struct RunInfo {
     pub load: Value,
     /// Real-time settings asked for.
     pub qos_requested: Value,
+    /// CLOCK_MONOTONIC ns when the run began, as its maker read it (the same instant its
+    /// view of the run gives); `None`: the store reads its clock as it begins the run.
+    #[serde(default)]
+    pub started_mono_ns: Option<u64>,
 }
 
 /// A run as stored.

@@ -29,6 +29,7 @@ fn info(host: &str, kernel: &str) -> RunInfo {
         config: json!({"rate_hz": 2048}),
         load: json!({"spec": "none"}),
         qos_requested: json!({"policy": "fifo"}),
+        started_mono_ns: None,
     }
 }
 

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use results::{Measurement, RunId, RunInfo, RunSink, RunStatus};
+use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
 use serde_json::{json, Value};
 
 use crate::net_ends::Measured;
@@ -69,6 +69,8 @@ pub struct EndRun {
     pub error: Option<String>,
     /// Where it is kept.
     pub kept: Kept,
+    /// The run as stored, for the renderers `audiolat show` uses.
+    pub view: RunView,
 }
 
 /// Stops `stop` when `ctx` is stopped or after `limit`, polling every 20 ms, until
@@ -107,6 +109,7 @@ pub fn end_run(
         config: info.config,
         load: json!({"spec": "none"}),
         qos_requested: info.qos_requested,
+        started_mono_ns: Some(engine::clock::monotonic_ns()),
     };
     let run_id = sink.begin_run(&run_info).map_err(RunError::Begin)?;
     let memory = engine::rt::lock_memory();
@@ -161,6 +164,24 @@ pub fn end_run(
         }
         error = Some(error.map_or(e.clone(), |w| format!("{w}; {e}")));
     }
+    // What was stored: no load ran and no QoS was granted beside the flags.
+    let view = RunView {
+        id: run_id,
+        probe: run_info.probe,
+        status,
+        machine: run_info.machine,
+        config: run_info.config,
+        load: run_info.load,
+        qos_requested: run_info.qos_requested,
+        qos_granted: json!({}),
+        flags: flags.clone(),
+        result: result.clone(),
+        error: error.clone(),
+        started_mono_ns: run_info.started_mono_ns.unwrap_or_default(),
+        measurements: measurements.clone(),
+        events: Vec::new(),
+        triggers: Vec::new(),
+    };
     Ok(EndRun {
         run_id,
         status,
@@ -169,5 +190,6 @@ pub fn end_run(
         result,
         error,
         kept,
+        view,
     })
 }

@@ -9,13 +9,13 @@
 use std::path::PathBuf;
 
 use load::LoadSpec;
-use probes::net::{LinkShaping, NetConfig, NetOutcome, ReserveBy, StreamConfig};
+use probes::net::{LinkShaping, NetConfig, ReserveBy, StreamConfig};
 use probes::probe::NetProbe;
 use qos::{CellPlan, CellSet};
 use results::{GroupId, RunSink, RunStatus};
 
 use crate::group::GroupEnd;
-use crate::{Cell, Context, Run, RunError, Unobserved};
+use crate::{Cell, Context, NetRun, RunError, Unobserved};
 
 /// A preset that does not describe an experiment (a bug in the shipped preset, or a
 /// `--cpu` its cells cannot take).
@@ -163,24 +163,13 @@ pub struct ExperimentPlan {
     pub scratch: PathBuf,
 }
 
-/// A case's stored run.
-#[derive(Debug)]
-pub struct CaseRun {
-    /// The run as stored.
-    pub run: Run,
-    /// What the network probe measured.
-    pub outcome: NetOutcome,
-    /// The configuration as run.
-    pub config: NetConfig,
-}
-
 /// A case's row: its design and its run, or why it has none.
 #[derive(Debug)]
 pub struct CaseResult {
     /// The case.
     pub case: ExperimentCase,
     /// The run, or the error that ended it.
-    pub run: Result<CaseRun, RunError>,
+    pub run: Result<NetRun, RunError>,
 }
 
 /// Watches an experiment's progress.
@@ -376,7 +365,7 @@ fn run_case(
     sink: &dyn RunSink,
     plan: &ExperimentPlan,
     case: &ExperimentCase,
-) -> Result<CaseRun, RunError> {
+) -> Result<NetRun, RunError> {
     let config = NetConfig {
         netns: plan.netns,
         link: case.link,
@@ -396,15 +385,5 @@ fn run_case(
         )
     };
     let run = crate::run(ctx, sink, &mut cell, None, &Unobserved)?;
-    let config = cell.probe.config().clone();
-    match cell.probe.take_outcome() {
-        Some(outcome) => Ok(CaseRun {
-            run,
-            outcome,
-            config,
-        }),
-        None => Err(RunError::Refused(
-            "the probe measured but kept no outcome (a bug)".into(),
-        )),
-    }
+    Ok(crate::with_outcome(run, &mut cell.probe))
 }

@@ -91,7 +91,6 @@ pub mod suite;
 pub mod sweep;
 #[cfg(test)]
 mod tests;
-pub mod view;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,14 +98,14 @@ use std::sync::Arc;
 
 use load::LoadSpec;
 use probes::probe::{LiveStatus, ProbeError};
-use results::{GroupId, Measurement, PlanCellId, RunId, RunStatus, SinkError, ToolInfo};
+use results::{GroupId, Measurement, PlanCellId, RunId, RunStatus, RunView, SinkError, ToolInfo};
 use serde_json::Value;
 
 pub use cells::{make_partition, CellsRecord, MadeCells, MakeCells};
 pub use end_run::{end_run, stop_after, EndRun, EndRunInfo};
 pub use lifecycle::{run, storage_failure, Closing};
 pub use load_run::{check_load, check_net_load, load_context, LoadRefusal, RunLoad};
-pub use probes::probe::Probe;
+pub use probes::probe::{KeepsOutcome, Probe};
 pub use recovery::summarise_abandoned;
 pub use results::{Kept, RunSink};
 pub use runs::{admit_net, jitter, net, JitterRun, NetRun};
@@ -201,6 +200,31 @@ pub struct Run {
     /// Where the run is kept: its database, or a local file its database could not take
     /// it from.
     pub kept: Kept,
+    /// The run as stored, for the renderers `audiolat show` uses: built from what the
+    /// lifecycle stored (so a run whose storing failed still shows what it measured).
+    pub view: RunView,
+}
+
+/// A run with its probe's typed outcome: the run as stored (with its view, the one
+/// `show` reads back) and what the probe measured, typed, for what a command prints
+/// beyond the view.
+#[derive(Debug)]
+pub struct ProbeRun<O> {
+    /// The run as stored.
+    pub run: Run,
+    /// What the probe measured.
+    pub outcome: O,
+}
+
+/// `run` of `probe`, with the probe's outcome: the lifecycle returns a run only when the
+/// probe measured, and a probe that measured keeps its outcome ([`KeepsOutcome`]).
+pub fn with_outcome<P: KeepsOutcome>(run: Run, probe: &mut P) -> ProbeRun<P::Outcome> {
+    ProbeRun {
+        run,
+        outcome: probe
+            .take_outcome()
+            .expect("a probe that measured keeps its outcome"),
+    }
 }
 
 /// Watches the run's live status (the binary's status line). Called on the thread that

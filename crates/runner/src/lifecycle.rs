@@ -6,7 +6,7 @@ use std::path::Path;
 use load::{LoadCommand, LoadContext, LoadSpec};
 use probes::probe::{Description, End, LiveStatus, Outcome, Probe, Progress, Tally, TriggerRow};
 use qos::CellPlan;
-use results::{Event, Measurement, RunId, RunInfo, RunSink, RunStatus, SinkError};
+use results::{Event, Measurement, RunId, RunInfo, RunSink, RunStatus, RunView, SinkError};
 use serde_json::{json, Value};
 
 use crate::cells::{self, Admitted, CellsRecord, MadeCells};
@@ -61,6 +61,7 @@ pub fn run<P: Probe>(
         return Err(RunError::Stopped);
     }
     // Cells made and a failed begin: they are undone as `made` drops.
+    info.started_mono_ns = Some(engine::clock::monotonic_ns());
     let run_id = sink.begin_run(&info).map_err(RunError::Begin)?;
     engine::phase::reached(engine::phase::Phase::RunBegun);
     let measured = measure(
@@ -77,9 +78,9 @@ pub fn run<P: Probe>(
     observer.finished();
     match measured {
         Ok(measured) if ctx.stopped() && measured_nothing(&measured) => {
-            discard(sink, run_id, &description, measured)
+            discard(sink, run_id, &info, &description, measured)
         }
-        Ok(measured) => Ok(close(sink, run_id, &description, measured)),
+        Ok(measured) => Ok(close(sink, run_id, &info, &description, measured)),
         Err(Failed {
             failure,
             mut flags,
@@ -119,13 +120,14 @@ fn measured_nothing(m: &Measured) -> bool {
 fn discard(
     sink: &dyn RunSink,
     run_id: RunId,
+    info: &RunInfo,
     description: &Description,
     measured: Measured,
 ) -> Result<Run, RunError> {
     match sink.discard_run(run_id) {
         Ok(()) => Err(RunError::Stopped),
         Err(_) => match measured.outcome {
-            Some(_) => Ok(close(sink, run_id, description, measured)),
+            Some(_) => Ok(close(sink, run_id, info, description, measured)),
             None => {
                 let mut flags = json!({});
                 let _ = Closing::new(sink).finish(
@@ -176,6 +178,7 @@ fn run_info<P: Probe>(
         config,
         load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
         qos_requested: description.qos_requested.clone(),
+        started_mono_ns: None,
     }
 }
 
@@ -183,6 +186,10 @@ fn run_info<P: Probe>(
 #[derive(Default)]
 struct AsItWent {
     rows_stored: usize,
+    /// The trigger rows handed over, stored or not (the run's view shows them).
+    rows: Vec<TriggerRow>,
+    /// The events handed over, stored or not.
+    events: Vec<Event>,
     /// The first trigger rows or events that could not be stored (the run fails).
     store_error: Option<SinkError>,
     /// The first checkpoint that could not be stored (a flag: the end replaces it).
@@ -234,6 +241,7 @@ struct Through<'a, 'w> {
 
 impl Progress for Through<'_, '_> {
     fn triggers(&mut self, rows: &[TriggerRow]) {
+        self.went.rows.extend_from_slice(rows);
         match self.sink.add_triggers(self.run_id, rows) {
             Ok(()) => self.went.rows_stored += rows.len(),
             Err(e) => {
@@ -243,6 +251,7 @@ impl Progress for Through<'_, '_> {
     }
 
     fn events(&mut self, events: &[Event]) {
+        self.went.events.extend_from_slice(events);
         if let Err(e) = self.sink.add_events(self.run_id, events) {
             self.went.store_error.get_or_insert(e);
         }
@@ -364,7 +373,7 @@ fn keep_load(
         load_events,
         cells,
     };
-    ran.write(&mut closing, run_id, Vec::new(), json!({}), &mut flags);
+    let _ = ran.write(&mut closing, run_id, Vec::new(), json!({}), &mut flags);
     if let Some(e) = &closing.failed {
         flags["store_error"] = json!(e.to_string());
     }
@@ -381,6 +390,7 @@ struct LoadAsRun<'a> {
 impl LoadAsRun<'_> {
     /// Writes the probe's `events` and the load's, the load as run, and the granted QoS
     /// (`qos_granted`, with the cells' record); sets the cells' and the load's flags.
+    /// Returns the granted QoS as written.
     fn write(
         &self,
         closing: &mut Closing<'_>,
@@ -388,7 +398,7 @@ impl LoadAsRun<'_> {
         mut events: Vec<Event>,
         mut qos_granted: Value,
         flags: &mut Value,
-    ) {
+    ) -> Value {
         if let Some(c) = self.cells {
             c.record(&mut qos_granted, flags);
         }
@@ -398,11 +408,21 @@ impl LoadAsRun<'_> {
         }
         closing.write(|s| s.update_run(run_id, Some(self.load), Some(&qos_granted)));
         flags["load_exited_early"] = json!(!self.load_events.is_empty());
+        qos_granted
     }
 }
 
-/// Stores the outcome with the closing writes and closes the run with its end reason.
-fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measured) -> Run {
+/// Stores the outcome with the closing writes and closes the run with its end reason;
+/// the run's view is made of what was stored (`info` at its begin, then the outcome and
+/// the load), so that it is the view `show` reads back (its `error` is the one to
+/// report, see [`Run::error`]).
+fn close(
+    sink: &dyn RunSink,
+    run_id: RunId,
+    info: &RunInfo,
+    description: &Description,
+    m: Measured,
+) -> Run {
     let Measured {
         outcome,
         ended,
@@ -424,12 +444,11 @@ fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measur
         load_events: &load_events,
         cells: cells.as_ref(),
     };
-    let qos_granted = outcome.qos_granted.clone();
-    ran.write(
+    let qos_granted = ran.write(
         &mut closing,
         run_id,
         outcome.events.clone(),
-        qos_granted,
+        outcome.qos_granted.clone(),
         &mut flags,
     );
     // A checkpoint that could not be stored lost nothing once the end is stored: it
@@ -474,6 +493,30 @@ fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measur
         }
         reported = Some(reported.map_or(e.clone(), |w| format!("{w}; {e}")));
     }
+    let mut events = went.events;
+    events.extend(outcome.events.iter().cloned());
+    events.extend(load_events);
+    // In time order, as the store gives them.
+    events.sort_by_key(|e| e.mono_ns);
+    let view = RunView {
+        id: run_id,
+        probe: info.probe,
+        status,
+        machine: info.machine.clone(),
+        config: info.config.clone(),
+        load: load.clone(),
+        qos_requested: info.qos_requested.clone(),
+        qos_granted,
+        flags: flags.clone(),
+        result: outcome.result.clone(),
+        // The error to report (a stream that failed, a run its store could not keep),
+        // not an interruption's stored note: as the command words the run.
+        error: reported.clone(),
+        started_mono_ns: info.started_mono_ns.unwrap_or_default(),
+        measurements: outcome.measurements.clone(),
+        events,
+        triggers: went.rows,
+    };
     error = reported;
     Run {
         run_id,
@@ -484,6 +527,7 @@ fn close(sink: &dyn RunSink, run_id: RunId, description: &Description, m: Measur
         error,
         cells,
         kept,
+        view,
     }
 }
 

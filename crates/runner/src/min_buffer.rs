@@ -50,7 +50,7 @@ pub fn search(
 /// in the loop's delay (a dropout nobody reported) and a loop found in its windows.
 pub fn holds_without_underruns(r: &RoundtripRun) -> bool {
     let o = &r.outcome;
-    r.status == RunStatus::Complete
+    r.run.status == RunStatus::Complete
         && o.end == probes::roundtrip::RoundtripEnd::Complete
         && o.xruns == 0
         && o.gaps == 0

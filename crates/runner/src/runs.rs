@@ -10,45 +10,12 @@ use probes::jitter::{JitterConfig, JitterOutcome};
 use probes::net::{NetConfig, NetOutcome};
 use probes::probe::{JitterProbe, NetProbe};
 use qos::CellPlan;
-use results::{GroupId, Measurement, RunId, RunSink, RunStatus};
-use serde_json::Value;
+use results::{GroupId, RunSink};
 
-use crate::{Cell, Context, Kept, Observer, Run, RunError, Unobserved};
+use crate::{Cell, Context, Observer, ProbeRun, RunError, Unobserved};
 
-/// A jitter run, stored.
-#[derive(Debug)]
-pub struct JitterRun {
-    /// Run id.
-    pub run_id: RunId,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: JitterOutcome,
-    /// The stored measurements.
-    pub measurements: Vec<Measurement>,
-    /// The load as run, with exits.
-    pub load: Value,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// Set when the run could not be stored whole (status `failed`), or was kept
-    /// elsewhere: the reason, for the user.
-    pub error: Option<String>,
-    /// Where it is kept.
-    pub kept: Kept,
-}
-
-impl JitterRun {
-    /// The run's view, for the renderers `audiolat show` uses.
-    pub fn view(&self) -> results::RunView {
-        let closed = crate::view::Closed {
-            run_id: self.run_id,
-            status: self.status,
-            flags: &self.flags,
-            error: self.error.as_ref(),
-        };
-        crate::view::jitter(closed, &self.outcome, &self.measurements, &self.load)
-    }
-}
+/// A jitter run, stored, with the probe's outcome.
+pub type JitterRun = ProbeRun<JitterOutcome>;
 
 /// Runs the jitter probe as a stored run under `load` (its disk load writing in
 /// `scratch`), its live status to `observer`. `group` ties it to a suite.
@@ -70,81 +37,11 @@ pub fn jitter(
         )
     };
     let run = crate::run(ctx, sink, &mut cell, None, observer)?;
-    Ok(JitterRun {
-        run_id: run.run_id,
-        status: run.status,
-        outcome: measured(cell.probe.take_outcome()),
-        measurements: run.measurements,
-        load: run.load,
-        flags: run.flags,
-        error: run.error,
-        kept: run.kept,
-    })
+    Ok(crate::with_outcome(run, &mut cell.probe))
 }
 
-/// A probe that measured keeps its outcome (the [`probes::probe::Probe`] contract).
-fn measured<T>(outcome: Option<T>) -> T {
-    outcome.expect("a probe that measured keeps its outcome")
-}
-
-/// A network-audio run, stored.
-#[derive(Debug)]
-pub struct NetRun {
-    /// Run id.
-    pub run_id: RunId,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: NetOutcome,
-    /// The configuration.
-    pub config: NetConfig,
-    /// Background load.
-    pub load: LoadSpec,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// The cells as granted, if the run had any.
-    pub cells: Option<Value>,
-    /// Every cell was undone at the end.
-    pub cells_undone: bool,
-    /// Set when the run could not be stored whole (status `failed`), or was kept
-    /// elsewhere: the reason, for the user.
-    pub storage_error: Option<String>,
-    /// Where it is kept.
-    pub kept: Kept,
-}
-
-impl NetRun {
-    /// A network run from the lifecycle's run and the probe's outcome.
-    pub fn of(run: Run, outcome: NetOutcome, config: NetConfig, load: LoadSpec) -> NetRun {
-        NetRun {
-            run_id: run.run_id,
-            status: run.status,
-            outcome,
-            config,
-            load,
-            flags: run.flags,
-            cells: run.cells.as_ref().map(|c| c.granted.clone()),
-            cells_undone: run.cells.as_ref().is_none_or(|c| c.undone()),
-            storage_error: run.error,
-            kept: run.kept,
-        }
-    }
-
-    /// The run's view, for the renderers `audiolat show` uses.
-    pub fn view(&self) -> results::RunView {
-        let closed = crate::view::Closed {
-            run_id: self.run_id,
-            status: self.status,
-            flags: &self.flags,
-            error: self.storage_error.as_ref(),
-        };
-        let cells = crate::view::CellsGranted {
-            granted: self.cells.as_ref(),
-            undone: self.cells_undone,
-        };
-        crate::view::net(closed, &self.outcome, &self.config, &self.load, cells)
-    }
-}
+/// A network-audio run, stored, with the probe's outcome.
+pub type NetRun = ProbeRun<NetOutcome>;
 
 /// Admission control for a network run, before anything starts: the CPUs its threads are
 /// pinned to outside any cell held by no other audiolat's cell, then [`CellPlan::admit`]
@@ -184,11 +81,5 @@ pub fn net(
         )
     };
     let run = crate::run(ctx, sink, &mut cell, None, &Unobserved)?;
-    let outcome = measured(cell.probe.take_outcome());
-    Ok(NetRun::of(
-        run,
-        outcome,
-        cell.probe.config().clone(),
-        load.clone(),
-    ))
+    Ok(crate::with_outcome(run, &mut cell.probe))
 }

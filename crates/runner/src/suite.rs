@@ -29,8 +29,7 @@ use engine::virtual_card::setup::Cable;
 use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
-use probes::probe::{EventProbe, JitterProbe, NetProbe, RoundtripProbe};
-use results::probe_kind::NET;
+use probes::probe::{EventProbe, JitterProbe, KeepsOutcome, NetProbe, RoundtripProbe};
 use results::{GroupId, Measurement, RunId, RunInfo, RunSink, RunStatus, SinkError};
 use serde_json::{json, Value};
 
@@ -246,10 +245,13 @@ impl SuiteEntry {
         SuiteEntry::new(label, EntryStatus::NotRun, SuiteNote::Interrupted)
     }
 
-    fn of_run(label: &str, run: &Run, headline: Option<Measurement>) -> SuiteEntry {
+    /// The entry of `run`: what it is summarised by, and its dropouts, as every view of
+    /// it says them.
+    fn of_run(label: &str, run: &Run) -> SuiteEntry {
         SuiteEntry {
             run_id: Some(run.run_id),
-            headline,
+            headline: run.view.headline().cloned(),
+            dropouts: run.view.dropouts(),
             flags: run.flags.clone(),
             ..SuiteEntry::new(label, EntryStatus::Run(run.status), SuiteNote::None)
         }
@@ -341,6 +343,7 @@ pub fn store_doctor(
         config: json!({}),
         load: json!({"spec": "none", "processes": []}),
         qos_requested: json!({}),
+        started_mono_ns: None,
     };
     let run_id = sink.begin_run(&info)?;
     let (ok, warn, fail) = report.counts();
@@ -452,16 +455,8 @@ impl Suite<'_> {
             Ok(run) => run,
             Err(e) => return self.fail(s.label, SuiteFailure::Run(e)),
         };
-        let Some(outcome) = cell.probe.take_outcome() else {
-            return self.fail(s.label, no_outcome());
-        };
-        // What the run is summarised by, and its dropouts, as every view of it says them.
-        let view = crate::view::jitter(run.closed(), &outcome, &run.measurements, &run.load);
         self.tally(&run);
-        self.entries.push(SuiteEntry {
-            dropouts: view.dropouts(),
-            ..SuiteEntry::of_run(s.label, &run, view.headline().cloned())
-        });
+        self.entries.push(SuiteEntry::of_run(s.label, &run));
     }
 
     /// The event latency and the round trip, on one JACK server; on a running PipeWire
@@ -618,11 +613,8 @@ impl Suite<'_> {
         let Some(o) = cell.probe.take_outcome() else {
             return self.fail(label, no_outcome());
         };
-        let view = crate::view::event(run.closed(), &o, "none", None);
-        let headline = view.headline().cloned();
         self.tally(&run);
         self.entries.push(SuiteEntry {
-            dropouts: view.dropouts(),
             note: match &run.error {
                 Some(e) => SuiteNote::RunError(e.clone()),
                 None => SuiteNote::EventModel {
@@ -632,7 +624,7 @@ impl Suite<'_> {
                     no_card,
                 },
             },
-            ..SuiteEntry::of_run(label, &run, headline)
+            ..SuiteEntry::of_run(label, &run)
         });
     }
 
@@ -656,7 +648,6 @@ impl Suite<'_> {
             info.backend, info.period_frames
         );
         let live = self.observer.live(&live_label, 0);
-        let loop_label = loop_description.clone();
         let probe = RoundtripProbe::new(stream, config, loop_description, None);
         let mut cell = self.cell(probe, load, Some(1));
         let run = crate::run(self.ctx, self.sink, &mut cell, watch, &*live);
@@ -668,12 +659,9 @@ impl Suite<'_> {
         let Some(o) = outcome else {
             return self.fail(label, no_outcome());
         };
-        let view = crate::view::roundtrip(run.closed(), &o, &loop_label, "none", None);
-        let headline = view.headline().cloned();
         self.tally(&run);
         let m = o.measured_frames();
         self.entries.push(SuiteEntry {
-            dropouts: view.dropouts(),
             note: match &run.error {
                 Some(e) => SuiteNote::RunError(e.clone()),
                 None => SuiteNote::Roundtrip {
@@ -681,7 +669,7 @@ impl Suite<'_> {
                     frames: (m.count > 0).then_some(m.mean).zip(o.reported_frames()),
                 },
             },
-            ..SuiteEntry::of_run(label, &run, headline)
+            ..SuiteEntry::of_run(label, &run)
         });
     }
 
@@ -705,14 +693,12 @@ impl Suite<'_> {
         let Some(o) = cell.probe.take_outcome() else {
             return self.fail(NET_LABEL, no_outcome());
         };
-        // The suite's network run is the host's end: its headline and misses are those
-        // of the response time.
-        let headline = NET.headline(&Value::Null, &run.measurements).cloned();
+        // The suite's network run is both ends in one process: its headline and misses
+        // are those of the host's response time.
         self.tally(&run);
         self.entries.push(SuiteEntry {
-            dropouts: NET.dropouts(&Value::Null, &Value::Null, &run.measurements),
             note: SuiteNote::Net(Box::new(o)),
-            ..SuiteEntry::of_run(NET_LABEL, &run, headline)
+            ..SuiteEntry::of_run(NET_LABEL, &run)
         });
     }
 }

@@ -34,9 +34,12 @@ impl<'a> EventProbe<'a> {
             outcome: None,
         }
     }
+}
 
-    /// The last measurement's outcome (taken once).
-    pub fn take_outcome(&mut self) -> Option<EventOutcome> {
+impl crate::probe::KeepsOutcome for EventProbe<'_> {
+    type Outcome = EventOutcome;
+
+    fn take_outcome(&mut self) -> Option<EventOutcome> {
         self.outcome.take()
     }
 }

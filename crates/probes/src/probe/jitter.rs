@@ -22,9 +22,12 @@ impl JitterProbe {
             outcome: None,
         }
     }
+}
 
-    /// The last measurement's outcome (taken once).
-    pub fn take_outcome(&mut self) -> Option<JitterOutcome> {
+impl crate::probe::KeepsOutcome for JitterProbe {
+    type Outcome = JitterOutcome;
+
+    fn take_outcome(&mut self) -> Option<JitterOutcome> {
         self.outcome.take()
     }
 }

@@ -186,6 +186,15 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// A probe that keeps its typed outcome after it measured: what a command prints beyond
+/// the run's view (a histogram file, a round trip's windows, the suite's notes).
+pub trait KeepsOutcome {
+    /// The probe's own outcome.
+    type Outcome;
+    /// The last measurement's outcome (taken once; `None` before it measured).
+    fn take_outcome(&mut self) -> Option<Self::Outcome>;
+}
+
 /// A probe: a typed configuration in, an [`Outcome`] out, progress on the way.
 pub trait Probe {
     /// Its name, configuration and requested QoS, stored before it measures.

@@ -39,9 +39,12 @@ impl NetProbe {
     pub fn config(&self) -> &NetConfig {
         &self.config
     }
+}
 
-    /// The last measurement's outcome (taken once).
-    pub fn take_outcome(&mut self) -> Option<NetOutcome> {
+impl crate::probe::KeepsOutcome for NetProbe {
+    type Outcome = NetOutcome;
+
+    fn take_outcome(&mut self) -> Option<NetOutcome> {
         self.outcome.take()
     }
 }

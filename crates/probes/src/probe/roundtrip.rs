@@ -36,9 +36,12 @@ impl<'a> RoundtripProbe<'a> {
             outcome: None,
         }
     }
+}
 
-    /// The last measurement's outcome (taken once).
-    pub fn take_outcome(&mut self) -> Option<RoundtripOutcome> {
+impl crate::probe::KeepsOutcome for RoundtripProbe<'_> {
+    type Outcome = RoundtripOutcome;
+
+    fn take_outcome(&mut self) -> Option<RoundtripOutcome> {
         self.outcome.take()
     }
 }

@@ -138,6 +138,25 @@ pub struct RoundtripOutcome {
 }
 
 impl RoundtripOutcome {
+    /// The run's windows and impulses as JSON (`windows`, `impulses`): the detail
+    /// `audiolat roundtrip --json` prints beside the run's view.
+    pub fn windows_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "windows": self.estimates.iter().map(|e| serde_json::json!({
+                "seq": e.seq, "position": e.position, "time_ns": e.time_ns,
+                "delay_frames": e.estimate.delay_frames, "stderr_frames": e.estimate.stderr_frames,
+                "snr_db": e.estimate.snr_db, "gain": e.estimate.gain,
+                "residual_rad": e.estimate.residual_rad, "inverted": e.estimate.inverted,
+                "clipped": e.estimate.clipped, "verdict": e.estimate.verdict.to_string(),
+            })).collect::<Vec<_>>(),
+            "impulses": self.impulses.iter().map(|i| serde_json::json!({
+                "seq": i.seq, "position": i.position,
+                "frames": i.onset.map(|x| x.frames), "peak": i.onset.map(|x| x.peak),
+                "inverted": i.onset.map(|x| x.inverted),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
     /// Takes the stream's counts so far.
     pub(super) fn take_status(
         &mut self,

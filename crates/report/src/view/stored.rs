@@ -265,6 +265,23 @@ pub enum ExportKind {
     Junit,
 }
 
+impl ExportKind {
+    /// Every format, in the order `audiolat export --help` lists them.
+    pub const ALL: [ExportKind; 11] = [
+        ExportKind::Json,
+        ExportKind::Csv,
+        ExportKind::Hdr,
+        ExportKind::Cyclictest,
+        ExportKind::CyclictestJson,
+        ExportKind::OpenMetrics,
+        ExportKind::Lava,
+        ExportKind::Junit,
+        ExportKind::Triggers,
+        ExportKind::Series,
+        ExportKind::Gates,
+    ];
+}
+
 /// Why a run could not be exported.
 #[derive(Debug)]
 pub enum ExportError {

@@ -14,6 +14,7 @@ fn test_info() -> RunInfo {
         config: json!({}),
         load: json!({}),
         qos_requested: json!({}),
+        started_mono_ns: None,
     }
 }
 
@@ -293,6 +294,7 @@ fn groups_and_plan_cells_of_dead_processes_are_closed() {
             config: json!({}),
             load: json!({}),
             qos_requested: json!({}),
+            started_mono_ns: None,
         })
         .unwrap();
     store

@@ -23,6 +23,7 @@ fn a_dead_processs_run(probe: &str) -> (tempfile::TempDir, std::path::PathBuf, R
         config: json!({}),
         load: json!({}),
         qos_requested: json!({}),
+        started_mono_ns: None,
     };
     let id = store.begin_run(&info).unwrap();
     store
@@ -110,6 +111,7 @@ fn a_pid_reused_or_from_another_boot_does_not_keep_a_run_or_group_running() {
         config: json!({}),
         load: json!({}),
         qos_requested: json!({}),
+        started_mono_ns: None,
     };
     let init_start = crate::owner::start_ticks(1).unwrap();
     let set = |id: RunId, boot: Option<String>, start: Option<i64>| {

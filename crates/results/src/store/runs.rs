@@ -64,7 +64,8 @@ impl Store {
                 info.group_id,
                 info.probe.name,
                 rfc3339_utc(std::time::SystemTime::now()),
-                now_mono_ns(),
+                info.started_mono_ns
+                    .map_or_else(now_mono_ns, |ns| ns as i64),
                 owner.pid,
                 &info.machine.hostname,
                 json_text(&serde_json::to_value(&info.machine).expect("machine serialises")),

@@ -54,6 +54,7 @@ fn info(probe: &str) -> RunInfo {
         config: json!({"rate_hz": 2048}),
         load: json!({"spec": "none"}),
         qos_requested: json!({"policy": "fifo"}),
+        started_mono_ns: None,
     }
 }
 

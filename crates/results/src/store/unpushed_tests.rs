@@ -22,6 +22,7 @@ fn info() -> RunInfo {
         config: json!({"rate_hz": 48000}),
         load: json!({"spec": "none"}),
         qos_requested: json!({}),
+        started_mono_ns: None,
     }
 }
 

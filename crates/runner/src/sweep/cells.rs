@@ -10,11 +10,11 @@ use load::LoadSpec;
 use probes::event::{EventConfig, EventError, NotePolicy};
 use probes::probe::{EventProbe, Probe, RoundtripProbe};
 use probes::roundtrip::RoundtripConfig;
-use results::{Kept, RunId, RunStatus};
+use results::RunStatus;
 use serde_json::Value;
 
 use super::{CellRefusal, SweepCell, Target};
-use crate::{Cell, Context, Observer, Run, RunError, Watch};
+use crate::{Cell, Context, Observer, ProbeRun, Run, RunError, Watch};
 
 /// One event-probe configuration of a sweep.
 #[derive(Debug, Clone)]
@@ -99,26 +99,8 @@ pub fn event_label(
     )
 }
 
-/// An event run, stored.
-#[derive(Debug)]
-pub struct EventRun {
-    /// Run id.
-    pub run_id: RunId,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: probes::event::EventOutcome,
-    /// The load's label.
-    pub load: String,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// What an ALSA device granted, when the stream is ALSA's.
-    pub granted: Option<Value>,
-    /// Set when the run could not finish: the reason, for the user.
-    pub error: Option<String>,
-    /// Where it is kept: in the sweep's database, or moved to a local file.
-    pub kept: Kept,
-}
+/// An event run, stored, with the probe's outcome.
+pub type EventRun = ProbeRun<probes::event::EventOutcome>;
 
 /// One round-trip configuration.
 #[derive(Debug, Clone)]
@@ -136,30 +118,8 @@ pub struct RoundtripCell {
     pub granted: Option<Value>,
 }
 
-/// A round-trip run, stored.
-#[derive(Debug)]
-pub struct RoundtripRun {
-    /// Run id.
-    pub run_id: RunId,
-    /// How it ended.
-    pub status: RunStatus,
-    /// What was measured.
-    pub outcome: probes::roundtrip::RoundtripOutcome,
-    /// The cell.
-    pub cell: RoundtripCell,
-    /// Validity flags as stored.
-    pub flags: Value,
-    /// Set when the run could not finish: the reason, for the user.
-    pub error: Option<String>,
-    /// Where it is kept: in the sweep's database, or moved to a local file.
-    pub kept: Kept,
-}
-
-/// The probe's typed outcome after a run that measured: the lifecycle returns a run only
-/// when the probe measured, and a probe that measured keeps its outcome.
-fn measured<T>(outcome: Option<T>) -> T {
-    outcome.expect("a probe that measured keeps its outcome")
-}
+/// A round-trip run, stored, with the probe's outcome.
+pub type RoundtripRun = ProbeRun<probes::roundtrip::RoundtripOutcome>;
 
 /// Measures `probe` under `load` as repetition `repeat` of a sweep, a stored run in
 /// `target`; the probe is handed back with its outcome.
@@ -211,20 +171,11 @@ impl SweepCell for EventCell {
             watch,
             observer,
         )?;
-        Ok(EventRun {
-            run_id: run.run_id,
-            status: run.status,
-            outcome: measured(probe.take_outcome()),
-            load: self.load.to_string(),
-            flags: run.flags,
-            granted: self.granted.clone(),
-            error: run.error,
-            kept: run.kept,
-        })
+        Ok(crate::with_outcome(run, &mut probe))
     }
 
     fn ended(run: &EventRun) -> (RunStatus, Option<&str>) {
-        (run.status, run.error.as_deref())
+        (run.run.status, run.run.error.as_deref())
     }
 }
 
@@ -265,18 +216,10 @@ impl SweepCell for RoundtripCell {
             watch,
             observer,
         )?;
-        Ok(RoundtripRun {
-            run_id: run.run_id,
-            status: run.status,
-            outcome: measured(probe.take_outcome()),
-            cell: self.clone(),
-            flags: run.flags,
-            error: run.error,
-            kept: run.kept,
-        })
+        Ok(crate::with_outcome(run, &mut probe))
     }
 
     fn ended(run: &RoundtripRun) -> (RunStatus, Option<&str>) {
-        (run.status, run.error.as_deref())
+        (run.run.status, run.run.error.as_deref())
     }
 }

@@ -334,12 +334,15 @@ fn a_round_trip_search_on_the_virtual_card_runs_its_cell_on_the_set_up_s_loop() 
     assert_eq!(out.runs.len(), 1);
     let run = &out.runs[0];
     assert_eq!(
-        run.cell.loop_description,
+        run.run.view.config["loop"],
         "virtual cable of 12.5 frames, gain 1"
     );
     assert_eq!(run.outcome.info.period_frames, 256);
     assert_eq!(
-        sink.run(run.run_id).info.as_ref().and_then(|i| i.group_id),
+        sink.run(run.run.run_id)
+            .info
+            .as_ref()
+            .and_then(|i| i.group_id),
         Some(GroupId(7))
     );
     let held = holds_without_underruns(run);
