@@ -65,8 +65,7 @@ pub use self::net_roles::{EmulateArgs, Experiment, ExperimentArgs, NetRole, Resp
 pub use self::plans::{PlanRunArgs, ReproduceArgs, RunPlanArgs, SuiteArgs, SuiteRequest};
 pub use self::roundtrip::{roundtrip_flag, LoopArgs, RoundtripArgs};
 pub use self::stored::{
-    CompareArgs, ExportArgs, ExportFormat, PushArgs, ReportArgs, RunRef, RunsArgs, ShowArgs,
-    Subject,
+    CompareArgs, ExportArgs, PushArgs, ReportArgs, RunRef, RunsArgs, ShowArgs, Subject,
 };
 pub use self::values::{number, FarmFormat};
 
