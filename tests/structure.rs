@@ -468,7 +468,6 @@ const ENGINE_LOOPS: &[&[&str]] = &[
         "virtual_card::setup",
     ],
     &["pipewire::graph", "pipewire::profiler"],
-    &["rt", "rt::choose", "rt::cpus"],
 ];
 
 const REPORT_LOOPS: &[&[&str]] = &[&[
