@@ -467,7 +467,6 @@ const ENGINE_LOOPS: &[&[&str]] = &[
         "virtual_card",
         "virtual_card::setup",
     ],
-    &["pipewire::graph", "pipewire::profiler"],
 ];
 
 const REPORT_LOOPS: &[&[&str]] = &[&[

@@ -47,6 +47,7 @@
 pub mod config;
 pub mod graph;
 pub mod native;
+mod profile;
 #[cfg(feature = "pipewire-native")]
 pub mod profiler;
 mod programs;
