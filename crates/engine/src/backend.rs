@@ -99,7 +99,7 @@ fn on_running_pipewire() -> bool {
 
 /// Whether a running PipeWire (the user's) accepts connections on its socket.
 fn pipewire_answers() -> bool {
-    let (dir, remote) = crate::pipewire::running::socket_location();
+    let (dir, remote) = crate::servers::pipewire_socket_location();
     std::os::unix::net::UnixStream::connect(dir.join(remote)).is_ok()
 }
 

@@ -27,6 +27,7 @@
 //! threads read the environment, as the binary does.
 
 use crate::audio::{AudioError, ServerInfo, ServerSetting};
+pub use crate::servers::{default_server_name, PRIVATE_SERVER_ENV};
 use std::collections::VecDeque;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -298,11 +299,6 @@ pub fn jackd_processes() -> Vec<(i32, Vec<String>)> {
         })
         .collect()
 }
-
-/// The variable every private jackd is started with: the PID of the audiolat that
-/// started it. Only a server carrying it, whose audiolat is gone, is ever stopped by
-/// another audiolat; a jackd a user or a service started is never touched.
-pub const PRIVATE_SERVER_ENV: &str = "AUDIOLAT_PRIVATE_SERVER";
 
 /// Whether `pid` is a private server whose audiolat no longer runs.
 fn started_by_dead_audiolat(pid: i32) -> bool {
@@ -699,14 +695,6 @@ pub fn jackd_listens(name: &str) -> bool {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     std::os::unix::net::UnixStream::connect(format!("/dev/shm/jack_{name}_{uid}_0")).is_ok()
-}
-
-/// `$JACK_DEFAULT_SERVER`, or "default".
-pub fn default_server_name() -> String {
-    std::env::var("JACK_DEFAULT_SERVER")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "default".into())
 }
 
 /// `jackd --version`'s version line.

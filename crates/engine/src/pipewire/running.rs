@@ -97,24 +97,10 @@ impl DefaultSink {
     }
 }
 
-/// The socket directory and name a client of this process would reach.
-pub fn socket_location() -> (PathBuf, String) {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let dir = var("PIPEWIRE_RUNTIME_DIR")
-        .or_else(|| var("XDG_RUNTIME_DIR"))
-        .map(PathBuf::from)
-        // SAFETY: getuid has no preconditions.
-        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", unsafe { libc::getuid() })));
-    let remote = var("PIPEWIRE_REMOTE")
-        .and_then(|r| r.into_string().ok())
-        .unwrap_or_else(|| super::server::REMOTE_NAME.to_string());
-    (dir, remote)
-}
-
 /// The running PipeWire this process's clients reach, if one answers (see the module
 /// docs).
 pub fn detect() -> Option<RunningPipewire> {
-    let (runtime_dir, remote) = socket_location();
+    let (runtime_dir, remote) = crate::servers::pipewire_socket_location();
     let socket = runtime_dir.join(&remote);
     UnixStream::connect(&socket).ok()?;
     let server = RunningPipewire {

@@ -29,11 +29,11 @@ pub const DEFAULT_MIN_QUANTUM_FRAMES: u32 = 16;
 /// Default maximum quantum: PipeWire's own default.
 pub const DEFAULT_MAX_QUANTUM_FRAMES: u32 = 2048;
 /// The socket name clients connect to (`PIPEWIRE_REMOTE`), inside the runtime directory.
-pub const REMOTE_NAME: &str = "pipewire-0";
+pub const REMOTE_NAME: &str = crate::servers::PIPEWIRE_REMOTE_NAME;
 
 /// The variable every process of a private PipeWire is started with: the PID of the
 /// audiolat that started it (the same variable as a private jackd's).
-pub const PRIVATE_SERVER_ENV: &str = crate::jack::server::PRIVATE_SERVER_ENV;
+pub const PRIVATE_SERVER_ENV: &str = crate::servers::PRIVATE_SERVER_ENV;
 
 /// What to start.
 #[derive(Clone, Debug)]
