@@ -3,7 +3,7 @@
 //! cards and PCM devices with who holds them ([`devices`]).
 
 pub mod devices;
-mod format;
+pub(crate) mod format;
 pub mod setup;
 pub mod stream;
 mod write_loop;

@@ -45,6 +45,7 @@
 //! Nothing here runs on an audio thread, but [`native`]'s process callbacks.
 
 pub mod config;
+pub(crate) mod error;
 pub mod graph;
 pub mod native;
 mod profile;

@@ -39,6 +39,7 @@
 use crate::audio::{AudioError, ServerInfo};
 use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::server::ServerMode;
+pub use crate::pipewire::error::{NativeError, BUILD_PACKAGES};
 use std::path::PathBuf;
 
 #[cfg(feature = "pipewire-native")]
@@ -46,27 +47,6 @@ pub mod stream;
 
 /// The rate the streams ask for unless told (PipeWire's default graph rate).
 pub const DEFAULT_RATE_HZ: u32 = crate::pipewire::server::DEFAULT_RATE_HZ;
-
-/// The Debian packages the feature needs to build.
-pub const BUILD_PACKAGES: &str = "libpipewire-0.3-dev, libspa-0.2-dev, clang, libclang-dev";
-
-/// Why the native backend could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum NativeError {
-    /// audiolat was built without the `pipewire-native` feature.
-    #[error("the native PipeWire backend is not built in: build audiolat with the feature pipewire-native (the default), which needs the packages {BUILD_PACKAGES}")]
-    NotBuilt,
-    /// A quantum was asked for on the user's PipeWire, but its socket's JACK server (the
-    /// one that forces and measures the quantum) is a jackd, not that PipeWire.
-    #[error("a quantum of {0} frames is forced on the user's PipeWire through its JACK API, but a jackd answers as the JACK server: stop that jackd, ask for no quantum, or use a private PipeWire")]
-    QuantumOnExternal(u32),
-    /// No PipeWire of the user's answers.
-    #[error("no PipeWire socket at {0}: start PipeWire (systemctl --user start pipewire wireplumber), or use a private PipeWire")]
-    NoUserPipewire(String),
-    /// The streams failed or did not run.
-    #[error("the native PipeWire streams did not run: {0}")]
-    Stream(String),
-}
 
 /// The native backend's streams.
 #[derive(Clone, Debug)]
