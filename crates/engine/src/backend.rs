@@ -92,7 +92,7 @@ impl ServerChoice {
 /// Whether this process's JACK clients go to a PipeWire audiolat did not start (its
 /// libjack loaded, no private PipeWire asked for).
 fn on_running_pipewire() -> bool {
-    crate::jack::via_pipewire::loaded_libjacks()
+    crate::libjack::loaded_libjacks()
         .iter()
         .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"))
 }
@@ -228,7 +228,7 @@ impl BackendSpec {
                     || (matches!(server.mode, ServerMode::Auto | ServerMode::External)
                         && pipewire_answers())
                 {
-                    crate::jack::via_pipewire::validate_quantum(*p)?;
+                    crate::pipewire::quantum::validate_quantum(*p)?;
                 }
             }
             return Err(AudioError::OutOfRange {
@@ -243,7 +243,7 @@ impl BackendSpec {
         {
             // PipeWire's graph decides which quanta it runs: it is asked, and measured.
             for p in periods.iter().flatten() {
-                crate::jack::via_pipewire::validate_quantum(*p)?;
+                crate::pipewire::quantum::validate_quantum(*p)?;
             }
             return Ok(());
         }

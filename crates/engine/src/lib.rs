@@ -52,6 +52,7 @@ pub mod clock;
 pub mod gpio;
 pub mod guard;
 pub mod jack;
+mod libjack;
 pub mod phase;
 pub mod pipewire;
 pub mod rt;

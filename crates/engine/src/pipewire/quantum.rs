@@ -34,6 +34,7 @@
 pub use super::error::QuantumError;
 use super::error::METADATA_TIMEOUT;
 use super::programs::run_bounded;
+use crate::audio::AudioError;
 use std::ffi::OsString;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -264,6 +265,18 @@ fn parse_settings(text: &str) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// The quanta audiolat asks a PipeWire for (private or running): 8 to 8192 frames
+/// (PipeWire's quantum limit), else [`QuantumError::OutOfRange`]. Whether the graph
+/// runs one is measured ([`measure_quantum`]): it rounds a forced quantum down to a
+/// power of two.
+pub fn validate_quantum(frames: u32) -> Result<(), AudioError> {
+    if (8..=8192).contains(&frames) {
+        Ok(())
+    } else {
+        Err(QuantumError::OutOfRange(frames).into())
+    }
+}
+
 /// The quantum the graph of JACK server `jack_server` (a PipeWire, reached through
 /// PipeWire's libjack, which this loads) runs: the `nframes` of a JACK client's process
 /// callbacks: as soon as a cycle of `expect` frames is seen, or else the cycle size
@@ -286,8 +299,8 @@ pub fn measure_graph(
     timeout: Duration,
 ) -> Result<(u32, u32), QuantumError> {
     let not_measured = |e: String| QuantumError::NotMeasured(e);
-    crate::jack::via_pipewire::load_pipewire_libjack().map_err(|e| not_measured(e.to_string()))?;
-    let client = crate::jack::server::open_client(jack_server, "audiolat-quantum")
+    crate::libjack::load_pipewire_libjack().map_err(|e| not_measured(e.to_string()))?;
+    let client = crate::libjack::open_client(jack_server, "audiolat-quantum")
         .map_err(|e| not_measured(e.to_string()))?;
     let (last, cycles) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU64::new(0)));
     let period_us = Arc::new(AtomicU32::new(0));

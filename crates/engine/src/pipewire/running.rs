@@ -97,6 +97,20 @@ impl DefaultSink {
     }
 }
 
+/// The version text recorded of a running PipeWire: `PipeWire X, WirePlumber Y (running
+/// at SOCKET, CLIENTS)`, `CLIENTS` saying how audiolat's clients reach it (the JACK API
+/// and native streams record the same text but for it); a version not known is
+/// `unknown`.
+pub fn running_version(server: &RunningPipewire, clients: &str) -> String {
+    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    format!(
+        "PipeWire {}, WirePlumber {} (running at {}, {clients})",
+        known(&server.version),
+        known(&server.wireplumber_version),
+        server.socket().display(),
+    )
+}
+
 /// The running PipeWire this process's clients reach, if one answers (see the module
 /// docs).
 pub fn detect() -> Option<RunningPipewire> {

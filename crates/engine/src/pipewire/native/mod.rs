@@ -101,7 +101,7 @@ impl NativeSpec {
     /// (whether it runs one is measured when it is forced).
     pub fn check_periods(&self, periods: &[Option<u32>]) -> Result<(), AudioError> {
         for p in periods.iter().flatten() {
-            crate::jack::via_pipewire::validate_quantum(*p)?;
+            crate::pipewire::quantum::validate_quantum(*p)?;
         }
         Ok(())
     }
@@ -190,7 +190,7 @@ pub(crate) fn open(
             name: running.remote.clone(),
             private: false,
             command_line: None,
-            version: Some(crate::jack::via_pipewire::running_version(
+            version: Some(crate::pipewire::running::running_version(
                 &running,
                 NATIVE_CLIENTS,
             )),
