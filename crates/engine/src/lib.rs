@@ -57,6 +57,7 @@ pub mod phase;
 pub mod pipewire;
 pub mod rt;
 pub mod servers;
+mod setup;
 mod stream;
 pub mod temp;
 pub use stream::panic_message;

@@ -10,9 +10,10 @@ use crate::jack::client::JackConfig;
 use crate::jack::server::ServerMode;
 use crate::jack::setup::{JackPorts, JackSpec};
 use crate::pipewire::native::NativeSpec;
+use crate::setup::ServerChoice;
 use crate::virtual_card::setup::{Cable, VirtualSpec};
 
-use super::{BackendSpec, ServerChoice};
+use super::spec::BackendSpec;
 
 /// The sample rates a spec may ask for, in Hz.
 pub const RATE_RANGE_HZ: std::ops::RangeInclusive<u32> = 8_000..=384_000;

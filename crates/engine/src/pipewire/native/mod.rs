@@ -37,13 +37,16 @@
 //! for the old one); so does a disconnection, an error of the server, or a stall.
 
 use crate::audio::{AudioError, ServerInfo};
-use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::server::ServerMode;
 pub use crate::pipewire::error::{NativeError, BUILD_PACKAGES};
+use crate::setup::{ServerChoice, Setup, StreamKind, SweepStep};
 use std::path::PathBuf;
 
+pub(crate) mod config;
 #[cfg(feature = "pipewire-native")]
 pub mod stream;
+
+pub use config::NativeConfig;
 
 /// The rate the streams ask for unless told (PipeWire's default graph rate).
 pub const DEFAULT_RATE_HZ: u32 = crate::pipewire::server::DEFAULT_RATE_HZ;
@@ -58,22 +61,6 @@ pub struct NativeSpec {
     pub rate_hz: Option<u32>,
     /// A capture stream on the sink's monitor (the round trip).
     pub capture: bool,
-}
-
-/// How a period's native streams are opened.
-#[derive(Clone, Debug)]
-pub struct NativeConfig {
-    /// The sink to target (`None`: the server's default sink).
-    pub target: Option<String>,
-    /// A capture stream on the target's monitor.
-    pub capture: bool,
-    /// The rate to ask for.
-    pub rate_hz: u32,
-    /// What is recorded of the server (the quantum granted is filled in at open when it
-    /// was not measured before).
-    pub server: ServerInfo,
-    /// Capacity of the cycle-record ring.
-    pub record_capacity: usize,
 }
 
 /// The socket of the user's PipeWire: `pipewire-0` (or `$PIPEWIRE_REMOTE`) in
