@@ -22,7 +22,8 @@
 //!   allocation guard in debug builds.
 //! - **One place chooses the backend.** [`backend::open`] takes a typed
 //!   [`backend::BackendSpec`] and starts (or finds) the JACK server it needs; each backend
-//!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`).
+//!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`, `pipewire/native/`),
+//!   below [`backend`], which none of them uses.
 //!
 //! The crate depends on no storage, reporting or logging crate, and on no CLI parser.
 //!
