@@ -16,7 +16,8 @@
 //!
 //! The backends sit below this module and never use it: each backend's set-up makes a
 //! [`Setup`] (the set-up types every backend shares, [`Setup`], [`ServerChoice`],
-//! [`SweepStep`], live in a module below the backends and are re-exported here).
+//! [`SweepStep`], live in a module below the backends and are re-exported here), and a
+//! stream's facts carry its [`BackendKind`] (`backend/kind.rs`, a leaf below them all).
 //!
 //! Adding a backend: a folder beside `jack/`, `alsa/` and `virtual_card/` with its spec
 //! and its `open`, one variant of [`BackendSpec`] (`backend/spec.rs`), and its arm in
@@ -38,13 +39,15 @@ use crate::setup::StreamKind;
 use crate::virtual_card::VirtualStream;
 
 mod build;
+pub(crate) mod kind;
 mod spec;
 
 pub use crate::setup::{has_sound_card, ServerChoice, Setup, SweepStep, SERVER_START_TIMEOUT};
 pub use build::{
-    periods_range, BackendKind, OptionGroup, SpecError, StreamPurpose, StreamSettings,
-    DEFAULT_PERIODS, MAX_CABLE_GAIN, NATIVE_MONITOR_LOOPBACK, RATE_RANGE_HZ,
+    periods_range, OptionGroup, SpecError, StreamPurpose, StreamSettings, DEFAULT_PERIODS,
+    MAX_CABLE_GAIN, NATIVE_MONITOR_LOOPBACK, RATE_RANGE_HZ,
 };
+pub use kind::BackendKind;
 pub use spec::BackendSpec;
 
 /// The set-up for one period of a sweep (`None`: the backend's default period): the
@@ -98,8 +101,10 @@ impl StreamInfo {
     /// SCHED_FIFO 90.
     pub fn audio_thread_requested(&self, duplex: bool) -> &'static str {
         match (self.backend, duplex) {
-            ("jack", _) => "the JACK server's client thread (its -P/-R settings)",
-            ("pipewire", _) => "PipeWire's data thread (client-rt.conf: module-rt, SCHED_FIFO 88)",
+            (BackendKind::Jack, _) => "the JACK server's client thread (its -P/-R settings)",
+            (BackendKind::Pipewire, _) => {
+                "PipeWire's data thread (client-rt.conf: module-rt, SCHED_FIFO 88)"
+            }
             (_, false) => "SCHED_FIFO 80",
             (_, true) => "SCHED_FIFO 80 (hardware clock thread SCHED_FIFO 90)",
         }
@@ -108,12 +113,12 @@ impl StreamInfo {
     /// Whether the stream is a client of an audio server whose facts (name, command
     /// line, version) describe where it runs (JACK).
     pub fn is_server_client(&self) -> bool {
-        self.backend == "jack" || self.backend == "pipewire"
+        self.backend.is_server_client()
     }
 
     /// Whether the stream is a device that granted its own settings (ALSA: format,
     /// buffer, period, link), which the caller got from [`Setup::open_stream`].
     pub fn has_device_grant(&self) -> bool {
-        self.backend == "alsa"
+        self.backend.has_device_grant()
     }
 }

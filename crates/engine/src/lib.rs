@@ -23,7 +23,8 @@
 //! - **One place chooses the backend.** [`backend::open`] takes a typed
 //!   [`backend::BackendSpec`] and starts (or finds) the JACK server it needs; each backend
 //!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`, `pipewire/native/`),
-//!   below [`backend`], which none of them uses.
+//!   below [`backend`], which none of them uses (but for the leaf naming a backend's
+//!   kind, [`backend::BackendKind`]).
 //!
 //! The crate depends on no storage, reporting or logging crate, and on no CLI parser.
 //!

@@ -36,6 +36,7 @@ use crate::audio::{
     AlsaRefusal, AudioError, Backend, CycleRecord, Model, Processor, ServerInfo, StreamInfo,
     StreamSetting, StreamStatus, XrunRecord,
 };
+use crate::backend::kind::BackendKind;
 use crate::clock::monotonic_ns;
 use crate::rt::Policy;
 use crate::stream::{CycleRunner, StreamShared};
@@ -404,7 +405,7 @@ impl AlsaStream {
         let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
         let (xrun_producer, xrun_times) = rtrb::RingBuffer::new(4096);
         let info = StreamInfo {
-            backend: "alsa",
+            backend: BackendKind::Alsa,
             model: Model::Push,
             sample_rate_hz: rate,
             period_frames: period,

@@ -10,6 +10,8 @@ use crate::pipewire::native::NativeSpec;
 use crate::setup::ServerChoice;
 use crate::virtual_card::setup::VirtualSpec;
 
+use super::kind::BackendKind;
+
 /// What the streams of one configuration need: the backend and its settings.
 #[derive(Clone, Debug)]
 pub enum BackendSpec {
@@ -24,15 +26,20 @@ pub enum BackendSpec {
 }
 
 impl BackendSpec {
+    /// Which backend the spec is for.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            BackendSpec::Jack(_) => BackendKind::Jack,
+            BackendSpec::Alsa(_) => BackendKind::Alsa,
+            BackendSpec::Virtual(_) => BackendKind::Virtual,
+            BackendSpec::Pipewire(_) => BackendKind::Pipewire,
+        }
+    }
+
     /// The backend's name, as [`StreamInfo::backend`](crate::audio::StreamInfo::backend)
     /// says it.
     pub fn name(&self) -> &'static str {
-        match self {
-            BackendSpec::Jack(_) => "jack",
-            BackendSpec::Alsa(_) => "alsa",
-            BackendSpec::Virtual(_) => "virtual",
-            BackendSpec::Pipewire(_) => "pipewire",
-        }
+        self.kind().name()
     }
 
     /// The JACK server the streams run on, when one is used: the JACK backend, or ALSA's
