@@ -25,6 +25,7 @@
 //! falls behind, records are counted as dropped, never allocated. Under-runs (xruns) are
 //! reported by the backend with their time ([`Backend::take_xruns`]).
 
+use crate::backend::kind::BackendKind;
 use std::fmt;
 
 mod error;
@@ -76,8 +77,8 @@ pub struct ServerInfo {
 /// Facts about a stream, fixed when it is opened.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamInfo {
-    /// Backend name: "jack".
-    pub backend: &'static str,
+    /// The backend; its name ([`BackendKind`]'s `Display`) is what a run stores.
+    pub backend: BackendKind,
     /// Pull or push.
     pub model: Model,
     /// The rate the stream really runs at.

@@ -22,7 +22,9 @@
 //!   allocation guard in debug builds.
 //! - **One place chooses the backend.** [`backend::open`] takes a typed
 //!   [`backend::BackendSpec`] and starts (or finds) the JACK server it needs; each backend
-//!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`).
+//!   lives in its own folder (`jack/`, `alsa/`, `virtual_card/`, `pipewire/native/`),
+//!   below [`backend`], which none of them uses (but for the leaf naming a backend's
+//!   kind, [`backend::BackendKind`]).
 //!
 //! The crate depends on no storage, reporting or logging crate, and on no CLI parser.
 //!
@@ -52,10 +54,12 @@ pub mod clock;
 pub mod gpio;
 pub mod guard;
 pub mod jack;
+mod libjack;
 pub mod phase;
 pub mod pipewire;
 pub mod rt;
 pub mod servers;
+mod setup;
 mod stream;
 pub mod temp;
 pub use stream::panic_message;

@@ -183,6 +183,14 @@ pub fn jack_socket_server(file_name: &str, uid: u32) -> Option<String> {
     (!name.is_empty()).then(|| name.to_string())
 }
 
+/// `$JACK_DEFAULT_SERVER`, or "default".
+pub fn default_server_name() -> String {
+    std::env::var("JACK_DEFAULT_SERVER")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
 /// A JACK server this user's clients may find: where its name was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JackCandidate {
@@ -201,7 +209,7 @@ pub struct JackCandidate {
 pub fn jack_candidates() -> Vec<JackCandidate> {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    let default = crate::jack::server::default_server_name();
+    let default = default_server_name();
     let mut out = vec![JackCandidate {
         name: default.clone(),
         pid: None,
@@ -253,11 +261,31 @@ fn socket_at(path: PathBuf) -> Option<PathBuf> {
 }
 
 /// PipeWire's socket, where a client of this process looks for it
-/// ([`crate::pipewire::running::socket_location`]: `$PIPEWIRE_REMOTE`, default
-/// `pipewire-0`, in `$PIPEWIRE_RUNTIME_DIR` or the runtime directory), when it is there.
+/// ([`pipewire_socket_location`]: `$PIPEWIRE_REMOTE`, default `pipewire-0`, in
+/// `$PIPEWIRE_RUNTIME_DIR` or the runtime directory), when it is there.
 pub fn pipewire_socket() -> Option<PathBuf> {
-    let (dir, remote) = crate::pipewire::running::socket_location();
+    let (dir, remote) = pipewire_socket_location();
     socket_at(dir.join(remote))
+}
+
+/// The socket name a PipeWire's clients connect to unless `$PIPEWIRE_REMOTE` names
+/// another, inside its runtime directory.
+pub const PIPEWIRE_REMOTE_NAME: &str = "pipewire-0";
+
+/// The socket directory and name a PipeWire client of this process would reach:
+/// `$PIPEWIRE_REMOTE` (default [`PIPEWIRE_REMOTE_NAME`]) in `$PIPEWIRE_RUNTIME_DIR`, else
+/// `$XDG_RUNTIME_DIR`, else `/run/user/UID`.
+pub fn pipewire_socket_location() -> (PathBuf, String) {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let dir = var("PIPEWIRE_RUNTIME_DIR")
+        .or_else(|| var("XDG_RUNTIME_DIR"))
+        .map(PathBuf::from)
+        // SAFETY: getuid has no preconditions.
+        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", unsafe { libc::getuid() })));
+    let remote = var("PIPEWIRE_REMOTE")
+        .and_then(|r| r.into_string().ok())
+        .unwrap_or_else(|| PIPEWIRE_REMOTE_NAME.to_string());
+    (dir, remote)
 }
 
 /// PulseAudio's socket (`pulse/native` in the runtime directory; PipeWire's
@@ -265,6 +293,12 @@ pub fn pipewire_socket() -> Option<PathBuf> {
 pub fn pulse_socket() -> Option<PathBuf> {
     socket_at(runtime_dir().join("pulse").join("native"))
 }
+
+/// The variable every private server's process is started with (a jackd, each process
+/// of a PipeWire): the PID of the audiolat that started it. Only a server carrying it,
+/// whose audiolat is gone, is ever stopped by another audiolat; a server a user or a
+/// service started is never touched.
+pub const PRIVATE_SERVER_ENV: &str = "AUDIOLAT_PRIVATE_SERVER";
 
 /// The last lines a private server's process printed, newest last.
 pub(crate) type OutputTail = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>;

@@ -136,7 +136,7 @@ fn native_streams_run_at_the_granted_quantum_and_loop_one_quantum() {
     assert_eq!(server.quantum_granted_frames, Some(256), "{server:?}");
     let (mut stream, _) = setup.open_stream().expect("the native streams");
     let info = stream.info().clone();
-    assert_eq!(info.backend, "pipewire");
+    assert_eq!(info.backend.name(), "pipewire");
     assert_eq!(info.period_frames, 256, "{info:?}");
     assert_eq!(info.sample_rate_hz, 48_000, "{info:?}");
     // The null sink reports no latency: the stream's delay is 0, like its JACK ports.

@@ -101,7 +101,7 @@ fn a_click_comes_back_after_playback_plus_capture_latency_plus_the_cable() {
         );
         assert_eq!(value, 0.5 * gain);
         let info = stream.info();
-        assert_eq!(info.backend, "virtual");
+        assert_eq!(info.backend.name(), "virtual");
         assert_eq!(info.playback_latency_frames, period * periods);
         assert_eq!(info.capture_latency_frames, Some(period));
     }

@@ -21,7 +21,8 @@
 //! }
 //! ```
 
-use crate::alsa::stream::{silence_alsa_lib, SampleFormat};
+use crate::alsa::format::SampleFormat;
+use crate::alsa::silence_alsa_lib;
 use alsa::pcm::{Access, Format, HwParams, PCM};
 use alsa::Direction;
 

@@ -3,8 +3,8 @@
 
 use crate::alsa::stream::{AlsaConfig, AlsaStream, SampleFormat};
 use crate::audio::AudioError;
-use crate::backend::{has_sound_card, ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::loop_client::JackLoop;
+use crate::setup::{has_sound_card, ServerChoice, Setup, StreamKind, SweepStep};
 
 /// The rate an ALSA device is opened at when none is asked for.
 pub const DEFAULT_RATE_HZ: u32 = 48_000;

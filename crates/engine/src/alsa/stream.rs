@@ -31,10 +31,12 @@
 //! is one period (the frames read were sampled during the period before).
 
 use crate::alsa::devices::{holder_of_name, PcmDirection};
+use crate::alsa::silence_alsa_lib;
 use crate::audio::{
     AlsaRefusal, AudioError, Backend, CycleRecord, Model, Processor, ServerInfo, StreamInfo,
     StreamSetting, StreamStatus, XrunRecord,
 };
+use crate::backend::kind::BackendKind;
 use crate::clock::monotonic_ns;
 use crate::rt::Policy;
 use crate::stream::{CycleRunner, StreamShared};
@@ -175,24 +177,6 @@ fn add_definitions(text: &str) -> Result<(), AudioError> {
         }
     }
     Ok(())
-}
-
-/// alsa-lib prints its errors on stderr; audiolat turns them into its own one-line
-/// errors, so this thread's are silenced (`snd_lib_error_set_local`).
-pub(crate) fn silence_alsa_lib() {
-    unsafe extern "C" fn quiet(
-        _file: *const std::ffi::c_char,
-        _line: std::ffi::c_int,
-        _function: *const std::ffi::c_char,
-        _errcode: std::ffi::c_int,
-        _fmt: *const std::ffi::c_char,
-        _args: *mut alsa_sys::__va_list_tag,
-    ) {
-    }
-    // SAFETY: installs a thread-local handler that ignores its arguments.
-    unsafe {
-        alsa_sys::snd_lib_error_set_local(Some(quiet));
-    }
 }
 
 fn alsa_err<'a>(op: &'static str, device: &'a str) -> impl Fn(alsa::Error) -> AudioError + 'a {
@@ -421,7 +405,7 @@ impl AlsaStream {
         let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
         let (xrun_producer, xrun_times) = rtrb::RingBuffer::new(4096);
         let info = StreamInfo {
-            backend: "alsa",
+            backend: BackendKind::Alsa,
             model: Model::Push,
             sample_rate_hz: rate,
             period_frames: period,

@@ -3,7 +3,7 @@
 //! [`stream`](crate::alsa::stream) module docs).
 
 use crate::alsa::format::Sample;
-use crate::alsa::stream::silence_alsa_lib;
+use crate::alsa::silence_alsa_lib;
 use crate::audio::{DuplexStart, Io};
 use crate::clock::monotonic_ns;
 use crate::rt::{Policy, ThreadRt};

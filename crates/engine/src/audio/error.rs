@@ -29,13 +29,13 @@ pub enum AudioError {
     OtherLibjackLoaded(String),
     /// The private PipeWire did not start.
     #[error("the private PipeWire did not start: {0}")]
-    Pipewire(#[from] crate::pipewire::PipewireError),
+    Pipewire(#[from] crate::pipewire::error::PipewireError),
     /// A quantum could not be set on, or measured from, a PipeWire.
     #[error(transparent)]
-    Quantum(#[from] crate::pipewire::quantum::QuantumError),
+    Quantum(#[from] crate::pipewire::error::QuantumError),
     /// The native PipeWire backend could not run.
     #[error("{0}")]
-    Native(#[from] crate::pipewire::native::NativeError),
+    Native(#[from] crate::pipewire::error::NativeError),
     /// The requested period is not one a JACK server runs.
     #[error("period {0}: audiolat's private JACK server runs periods that are powers of two from 16 to 8192 frames (what JACK clients expect); try 64, 128 or 256")]
     BadPeriod(u32),
@@ -168,9 +168,9 @@ pub enum AlsaRefusal {
     /// The sample format: the one asked for and those the device takes (maybe none).
     Format {
         /// The format asked for.
-        asked: crate::alsa::stream::SampleFormat,
+        asked: crate::alsa::format::SampleFormat,
         /// The formats the device takes.
-        takes: Vec<crate::alsa::stream::SampleFormat>,
+        takes: Vec<crate::alsa::format::SampleFormat>,
     },
     /// No format was asked for, and the device takes none audiolat writes.
     NoFormat,
@@ -213,11 +213,11 @@ impl AlsaRefusal {
     }
 
     /// The formats the device takes, worded: "s16, s32", or "none of float, ... or s16".
-    pub fn takes_words(takes: &[crate::alsa::stream::SampleFormat]) -> String {
+    pub fn takes_words(takes: &[crate::alsa::format::SampleFormat]) -> String {
         if takes.is_empty() {
             format!(
                 "none of {}",
-                crate::alsa::stream::SampleFormat::flag_names()
+                crate::alsa::format::SampleFormat::flag_names()
             )
         } else {
             let names: Vec<&str> = takes.iter().map(|f| f.flag_name()).collect();
@@ -269,7 +269,7 @@ impl fmt::Display for AlsaRefusal {
             AlsaRefusal::NoFormat => write!(
                 f,
                 "takes none of {}",
-                crate::alsa::stream::SampleFormat::flag_names()
+                crate::alsa::format::SampleFormat::flag_names()
             ),
             AlsaRefusal::Rate { asked, runs } => {
                 write!(f, "refuses a rate of {asked} Hz; it runs {runs} Hz")

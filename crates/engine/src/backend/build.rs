@@ -10,37 +10,14 @@ use crate::jack::client::JackConfig;
 use crate::jack::server::ServerMode;
 use crate::jack::setup::{JackPorts, JackSpec};
 use crate::pipewire::native::NativeSpec;
+use crate::setup::ServerChoice;
 use crate::virtual_card::setup::{Cable, VirtualSpec};
 
-use super::{BackendSpec, ServerChoice};
+use super::kind::BackendKind;
+use super::spec::BackendSpec;
 
 /// The sample rates a spec may ask for, in Hz.
 pub const RATE_RANGE_HZ: std::ops::RangeInclusive<u32> = 8_000..=384_000;
-
-/// Which backend a spec is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    /// A JACK client.
-    Jack,
-    /// An ALSA device.
-    Alsa,
-    /// The virtual card.
-    Virtual,
-    /// Native PipeWire streams.
-    Pipewire,
-}
-
-impl std::fmt::Display for BackendKind {
-    /// The backend's name, as [`BackendSpec::name`] says it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BackendKind::Jack => "jack",
-            BackendKind::Alsa => "alsa",
-            BackendKind::Virtual => "virtual",
-            BackendKind::Pipewire => "pipewire",
-        })
-    }
-}
 
 /// Periods in a buffer unless told (ALSA and the virtual card).
 pub const DEFAULT_PERIODS: u32 = 2;

@@ -25,6 +25,7 @@ use crate::audio::{
     AudioError, Backend, CycleRecord, Io, Model, NoteOn, PortRole, Processor, ServerInfo,
     StreamInfo, StreamStatus, XrunRecord, MAX_NOTE_ONS,
 };
+use crate::backend::kind::BackendKind;
 use crate::clock::monotonic_ns;
 use crate::jack::frame_count::FrameCount;
 use crate::jack::server::open_client;
@@ -424,7 +425,7 @@ impl JackStream {
         }
         let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
         let info = StreamInfo {
-            backend: "jack",
+            backend: BackendKind::Jack,
             model: Model::Pull,
             sample_rate_hz: client.sample_rate(),
             period_frames: client.buffer_size(),

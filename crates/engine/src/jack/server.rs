@@ -27,11 +27,14 @@
 //! threads read the environment, as the binary does.
 
 use crate::audio::{AudioError, ServerInfo, ServerSetting};
-use std::collections::VecDeque;
+pub use crate::libjack::{
+    libjack_messages, open_client, open_client_within, prepare_environment, OPEN_TIMEOUT,
+};
+pub use crate::servers::{default_server_name, PRIVATE_SERVER_ENV};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which server to use.
@@ -298,11 +301,6 @@ pub fn jackd_processes() -> Vec<(i32, Vec<String>)> {
         })
         .collect()
 }
-
-/// The variable every private jackd is started with: the PID of the audiolat that
-/// started it. Only a server carrying it, whose audiolat is gone, is ever stopped by
-/// another audiolat; a jackd a user or a service started is never touched.
-pub const PRIVATE_SERVER_ENV: &str = "AUDIOLAT_PRIVATE_SERVER";
 
 /// Whether `pid` is a private server whose audiolat no longer runs.
 fn started_by_dead_audiolat(pid: i32) -> bool {
@@ -701,14 +699,6 @@ pub fn jackd_listens(name: &str) -> bool {
     std::os::unix::net::UnixStream::connect(format!("/dev/shm/jack_{name}_{uid}_0")).is_ok()
 }
 
-/// `$JACK_DEFAULT_SERVER`, or "default".
-pub fn default_server_name() -> String {
-    std::env::var("JACK_DEFAULT_SERVER")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "default".into())
-}
-
 /// `jackd --version`'s version line.
 pub fn jackd_version(jackd: &std::path::Path) -> Option<String> {
     let out = Command::new(jackd).arg("--version").output().ok()?;
@@ -717,104 +707,6 @@ pub fn jackd_version(jackd: &std::path::Path) -> Option<String> {
     text.lines()
         .find(|l| l.contains("version"))
         .map(|l| l.trim().to_string())
-}
-
-static OPEN_LOCK: Mutex<()> = Mutex::new(());
-static LIBJACK_MESSAGES: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
-
-unsafe extern "C" fn keep_message(msg: *const libc::c_char) {
-    if msg.is_null() {
-        return;
-    }
-    // SAFETY: libjack passes a NUL-terminated string valid for this call.
-    let text = unsafe { std::ffi::CStr::from_ptr(msg) }
-        .to_string_lossy()
-        .into_owned();
-    if let Ok(mut m) = LIBJACK_MESSAGES.try_lock() {
-        if m.len() == 20 {
-            m.pop_front();
-        }
-        m.push_back(text);
-    }
-}
-
-/// libjack's last messages (it reports problems through a callback, which audiolat keeps
-/// instead of printing).
-pub fn libjack_messages() -> Vec<String> {
-    LIBJACK_MESSAGES
-        .lock()
-        .map(|m| m.iter().cloned().collect())
-        .unwrap_or_default()
-}
-
-/// Sets `JACK_NO_START_SERVER` and routes libjack's messages to [`libjack_messages`].
-pub fn prepare_environment() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        std::env::set_var("JACK_NO_START_SERVER", "1");
-        jack::set_logger(jack::LoggerType::Custom {
-            info: keep_message,
-            error: keep_message,
-        });
-    });
-}
-
-/// How long opening a client may take before the server counts as not answering: a
-/// stopped or hung jackd never answers `jack_client_open`.
-pub const OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Opens a client on server `server` without ever starting one. The open runs on a worker
-/// thread: a server that does not answer within [`OPEN_TIMEOUT`] is an error
-/// ([`AudioError::Unresponsive`]) and the worker is left to libjack.
-pub fn open_client(server: &str, client_name: &str) -> Result<jack::Client, AudioError> {
-    open_client_within(server, client_name, OPEN_TIMEOUT)
-}
-
-/// [`open_client`] with a chosen time limit.
-pub fn open_client_within(
-    server: &str,
-    client_name: &str,
-    timeout: std::time::Duration,
-) -> Result<jack::Client, AudioError> {
-    prepare_environment();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (server_name, name) = (server.to_string(), client_name.to_string());
-    std::thread::Builder::new()
-        .name("jack-open".into())
-        .spawn(move || {
-            let _guard = OPEN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-            std::env::set_var("JACK_DEFAULT_SERVER", &server_name);
-            let opened =
-                jack::Client::new(&name, jack::ClientOptions::NO_START_SERVER).map(|(c, _)| c);
-            let _ = tx.send(opened);
-        })
-        .map_err(|e| AudioError::Io {
-            op: "starting a thread to open the JACK client".into(),
-            source: e,
-        })?;
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(jack::Error::LibraryError(m))) => Err(AudioError::NoLibjack(m)),
-        Ok(Err(jack::Error::ClientError(status)))
-            if status.contains(jack::ClientStatus::SERVER_FAILED) =>
-        {
-            Err(AudioError::NoServer(server.to_string()))
-        }
-        Ok(Err(other)) => {
-            let said = libjack_messages();
-            Err(AudioError::Jack {
-                op: "opening the client",
-                detail: match said.last() {
-                    Some(m) => format!("{other} (libjack: {m})"),
-                    None => other.to_string(),
-                },
-            })
-        }
-        Err(_) => Err(AudioError::Unresponsive {
-            server: server.to_string(),
-            secs: timeout.as_secs(),
-        }),
-    }
 }
 
 /// Rate and period of a server that answers.

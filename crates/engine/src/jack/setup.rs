@@ -1,11 +1,11 @@
 //! The JACK backend's set-up: which server, and which ports a period's streams connect.
 
 use crate::audio::{AudioError, PortRole};
-use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::client::{check_ports, JackConfig};
 use crate::jack::loop_client::JackLoop;
 use crate::jack::server::JackServer;
 use crate::jack::via_pipewire::sink_port;
+use crate::setup::{ServerChoice, Setup, StreamKind, SweepStep};
 
 /// A JACK client's streams.
 #[derive(Clone, Debug)]

@@ -19,11 +19,11 @@
 //! playback ports ([`sink_port`]).
 
 use crate::audio::{AudioError, ServerInfo};
+pub use crate::libjack::{libjack_candidates, load_pipewire_libjack, loaded_libjacks};
 use crate::pipewire::config::SINK_NODE_NAME;
-use crate::pipewire::quantum::{measure_graph, ForcedQuantum, QuantumError};
-use crate::pipewire::running::{force_settings, KeptQuantum, RunningPipewire};
+use crate::pipewire::quantum::{measure_graph, validate_quantum, ForcedQuantum, QuantumError};
+use crate::pipewire::running::{force_settings, running_version, KeptQuantum, RunningPipewire};
 use crate::pipewire::{PipewireRequest, PipewireServer};
-use std::path::{Path, PathBuf};
 
 /// The server name JACK clients open on a private PipeWire: its socket's name, which
 /// PipeWire's libjack reaches through `PIPEWIRE_RUNTIME_DIR`.
@@ -36,99 +36,6 @@ pub const PIPEWIRE_JACK_PACKAGE: &str = "pipewire-jack";
 /// (`sink_port("monitor_FL")` is `audiolat-sink:monitor_FL`).
 pub fn sink_port(port: &str) -> String {
     format!("{SINK_NODE_NAME}:{port}")
-}
-
-/// Where PipeWire's libjack may be: the Debian multiarch directory of this build's
-/// architecture, then the `lib64` and plain `lib` layouts of other distributions.
-pub fn libjack_candidates() -> Vec<PathBuf> {
-    let multiarch = match std::env::consts::ARCH {
-        "x86" => "i386-linux-gnu".to_string(),
-        "arm" => "arm-linux-gnueabihf".to_string(),
-        "powerpc64" if cfg!(target_endian = "little") => "powerpc64le-linux-gnu".to_string(),
-        arch => format!("{arch}-linux-gnu"),
-    };
-    [
-        format!("/usr/lib/{multiarch}"),
-        "/usr/lib64".into(),
-        "/usr/lib".into(),
-    ]
-    .into_iter()
-    .map(|dir| PathBuf::from(dir).join("pipewire-0.3/jack/libjack.so.0"))
-    .collect()
-}
-
-/// Every libjack this process has loaded (from `/proc/self/maps`).
-pub fn loaded_libjacks() -> Vec<PathBuf> {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    let mut found: Vec<PathBuf> = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|path| {
-            Path::new(path)
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libjack.so"))
-        })
-        .map(PathBuf::from)
-        .collect();
-    found.dedup();
-    found
-}
-
-/// Loads PipeWire's libjack (see the module docs) and returns its path. Loading it again
-/// is harmless; jackd2's libjack loaded first is [`AudioError::OtherLibjackLoaded`], a
-/// missing file [`AudioError::NoPipewireJack`].
-pub fn load_pipewire_libjack() -> Result<PathBuf, AudioError> {
-    let candidates = libjack_candidates();
-    let path = candidates
-        .iter()
-        .find(|p| p.exists())
-        .cloned()
-        .ok_or_else(|| AudioError::NoPipewireJack {
-            looked: candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    // PipeWire's own directory: the soname's file may be a link to a versioned one.
-    let pipewire_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    if let Some(other) = loaded_libjacks()
-        .into_iter()
-        .find(|l| !l.starts_with(&pipewire_dir))
-    {
-        return Err(AudioError::OtherLibjackLoaded(other.display().to_string()));
-    }
-    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| AudioError::NoLibjack(format!("{} has a NUL in its path", path.display())))?;
-    // SAFETY: dlopen with a valid NUL-terminated path. The handle is kept (never
-    // dlclose'd): the `jack` crate uses the library for the rest of the process.
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    if handle.is_null() {
-        // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next
-        // dl call on this thread.
-        let why = unsafe {
-            let e = libc::dlerror();
-            if e.is_null() {
-                "dlopen failed".to_string()
-            } else {
-                std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
-            }
-        };
-        return Err(AudioError::NoLibjack(format!("{}: {why}", path.display())));
-    }
-    Ok(path)
-}
-
-/// The quanta audiolat asks a PipeWire for (private or running): 8 to 8192 frames
-/// (PipeWire's quantum limit), else [`QuantumError::OutOfRange`]. Whether the graph
-/// runs one is measured ([`start`]): it rounds a forced quantum down to a power of two.
-pub fn validate_quantum(frames: u32) -> Result<(), AudioError> {
-    if (8..=8192).contains(&frames) {
-        Ok(())
-    } else {
-        Err(QuantumError::OutOfRange(frames).into())
-    }
 }
 
 /// Starts a private PipeWire at `rate_hz` and `quantum_frames` (`None`: PipeWire's
@@ -222,20 +129,6 @@ pub struct OnRunning {
     pub info: ServerInfo,
     /// The quantum forced (`None`: none was asked for).
     pub forced: Option<KeptQuantum>,
-}
-
-/// The version text recorded of a running PipeWire: `PipeWire X, WirePlumber Y (running
-/// at SOCKET, CLIENTS)`, `CLIENTS` saying how audiolat's clients reach it (the JACK API
-/// and native streams record the same text but for it); a version not known is
-/// `unknown`.
-pub fn running_version(server: &RunningPipewire, clients: &str) -> String {
-    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
-    format!(
-        "PipeWire {}, WirePlumber {} (running at {}, {clients})",
-        known(&server.version),
-        known(&server.wireplumber_version),
-        server.socket().display(),
-    )
 }
 
 /// Uses the running PipeWire `server` through its JACK API: loads PipeWire's libjack,

@@ -45,8 +45,10 @@
 //! Nothing here runs on an audio thread, but [`native`]'s process callbacks.
 
 pub mod config;
+pub(crate) mod error;
 pub mod graph;
 pub mod native;
+mod profile;
 #[cfg(feature = "pipewire-native")]
 pub mod profiler;
 mod programs;

@@ -65,7 +65,7 @@ pub enum ProfilerError {
     NoCycle(Duration),
 }
 
-pub use super::graph::{NodeProfile, NodeRole, ProfilerSnapshot};
+pub use super::profile::{NodeProfile, NodeRole, ProfilerSnapshot};
 
 /// The socket a client with `env` connects to: `$PIPEWIRE_RUNTIME_DIR/$PIPEWIRE_REMOTE`
 /// (`None` when `env` does not say: PipeWire's own defaults apply).

@@ -1,7 +1,7 @@
 //! The programs a private PipeWire runs: where they are, the Debian package that ships
 //! each, their versions, and the tail of their output.
 
-use super::server::{PipewireError, PipewireProcess};
+use super::error::{PipewireError, PipewireProcess};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -19,17 +19,17 @@ pub(super) struct Tool {
 }
 
 pub(super) const PIPEWIRE: Tool = Tool {
-    name: "pipewire",
+    name: PipewireProcess::Pipewire.program(),
     package: "pipewire-bin",
 };
 pub(super) const WIREPLUMBER: Tool = Tool {
-    name: "wireplumber",
+    name: PipewireProcess::Wireplumber.program(),
     package: "wireplumber",
 };
 /// `dbus-daemon` is its own package since bookworm; the `dbus` package depends on it
 /// (and shipped the program itself before).
 pub(super) const DBUS_DAEMON: Tool = Tool {
-    name: "dbus-daemon",
+    name: PipewireProcess::DbusDaemon.program(),
     package: "dbus-daemon",
 };
 pub(super) const PW_LINK: Tool = Tool {

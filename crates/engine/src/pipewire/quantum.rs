@@ -31,7 +31,10 @@
 //!
 //! Nothing here runs on an audio thread (the JACK callback only stores a number).
 
+pub use super::error::QuantumError;
+use super::error::METADATA_TIMEOUT;
 use super::programs::run_bounded;
+use crate::audio::AudioError;
 use std::ffi::OsString;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -46,44 +49,6 @@ pub const FORCE_RATE_KEY: &str = "clock.force-rate";
 const PW_METADATA: &str = "pw-metadata";
 /// How long the measured quantum must hold before it is taken as the graph's.
 const SETTLE: Duration = Duration::from_millis(500);
-/// How long one `pw-metadata` may take (it takes about 100 ms).
-const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Why a quantum could not be set, measured or restored.
-#[derive(Debug, thiserror::Error)]
-pub enum QuantumError {
-    /// `pw-metadata` is not installed.
-    #[error("pw-metadata not found: install the pipewire-bin package")]
-    NoPwMetadata,
-    /// `pw-metadata` failed or did not return.
-    #[error("pw-metadata could not {what} on the PipeWire (it failed or did not return within {METADATA_TIMEOUT:?})")]
-    Metadata {
-        /// What it was asked to do.
-        what: String,
-    },
-    /// The graph runs another quantum than the one asked for.
-    #[error("PipeWire does not run a quantum of {asked} frames: the graph granted {granted} (a forced quantum is rounded down to a power of two and capped at 8192 frames); ask for {granted}")]
-    NotGranted {
-        /// The quantum asked for.
-        asked: u32,
-        /// The quantum the graph ran.
-        granted: u32,
-    },
-    /// The graph runs another rate than the one forced.
-    #[error("PipeWire does not run a rate of {asked} Hz: its graph runs {granted} Hz with clock.force-rate {asked} set; ask for {granted}, or for a rate the graph allows (default.clock.allowed-rates)")]
-    RateNotGranted {
-        /// The rate asked for.
-        asked: u32,
-        /// The rate the graph ran.
-        granted: u32,
-    },
-    /// A quantum outside what PipeWire's graph runs.
-    #[error("a quantum of {0} frames: PipeWire's graph runs quanta from 8 to 8192 frames (its quantum limit; a forced quantum is rounded down to a power of two); try 64, 128 or 256")]
-    OutOfRange(u32),
-    /// No cycle of the graph was seen.
-    #[error("the quantum of the PipeWire graph could not be measured: {0}")]
-    NotMeasured(String),
-}
 
 /// `clock.force-quantum` (and `clock.force-rate`) set on a PipeWire, with the quantum
 /// granted; the previous values are restored when dropped.
@@ -300,6 +265,18 @@ fn parse_settings(text: &str) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// The quanta audiolat asks a PipeWire for (private or running): 8 to 8192 frames
+/// (PipeWire's quantum limit), else [`QuantumError::OutOfRange`]. Whether the graph
+/// runs one is measured ([`measure_quantum`]): it rounds a forced quantum down to a
+/// power of two.
+pub fn validate_quantum(frames: u32) -> Result<(), AudioError> {
+    if (8..=8192).contains(&frames) {
+        Ok(())
+    } else {
+        Err(QuantumError::OutOfRange(frames).into())
+    }
+}
+
 /// The quantum the graph of JACK server `jack_server` (a PipeWire, reached through
 /// PipeWire's libjack, which this loads) runs: the `nframes` of a JACK client's process
 /// callbacks: as soon as a cycle of `expect` frames is seen, or else the cycle size
@@ -322,8 +299,8 @@ pub fn measure_graph(
     timeout: Duration,
 ) -> Result<(u32, u32), QuantumError> {
     let not_measured = |e: String| QuantumError::NotMeasured(e);
-    crate::jack::via_pipewire::load_pipewire_libjack().map_err(|e| not_measured(e.to_string()))?;
-    let client = crate::jack::server::open_client(jack_server, "audiolat-quantum")
+    crate::libjack::load_pipewire_libjack().map_err(|e| not_measured(e.to_string()))?;
+    let client = crate::libjack::open_client(jack_server, "audiolat-quantum")
         .map_err(|e| not_measured(e.to_string()))?;
     let (last, cycles) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU64::new(0)));
     let period_us = Arc::new(AtomicU32::new(0));

@@ -97,24 +97,24 @@ impl DefaultSink {
     }
 }
 
-/// The socket directory and name a client of this process would reach.
-pub fn socket_location() -> (PathBuf, String) {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let dir = var("PIPEWIRE_RUNTIME_DIR")
-        .or_else(|| var("XDG_RUNTIME_DIR"))
-        .map(PathBuf::from)
-        // SAFETY: getuid has no preconditions.
-        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", unsafe { libc::getuid() })));
-    let remote = var("PIPEWIRE_REMOTE")
-        .and_then(|r| r.into_string().ok())
-        .unwrap_or_else(|| super::server::REMOTE_NAME.to_string());
-    (dir, remote)
+/// The version text recorded of a running PipeWire: `PipeWire X, WirePlumber Y (running
+/// at SOCKET, CLIENTS)`, `CLIENTS` saying how audiolat's clients reach it (the JACK API
+/// and native streams record the same text but for it); a version not known is
+/// `unknown`.
+pub fn running_version(server: &RunningPipewire, clients: &str) -> String {
+    let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    format!(
+        "PipeWire {}, WirePlumber {} (running at {}, {clients})",
+        known(&server.version),
+        known(&server.wireplumber_version),
+        server.socket().display(),
+    )
 }
 
 /// The running PipeWire this process's clients reach, if one answers (see the module
 /// docs).
 pub fn detect() -> Option<RunningPipewire> {
-    let (runtime_dir, remote) = socket_location();
+    let (runtime_dir, remote) = crate::servers::pipewire_socket_location();
     let socket = runtime_dir.join(&remote);
     UnixStream::connect(&socket).ok()?;
     let server = RunningPipewire {

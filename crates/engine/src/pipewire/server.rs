@@ -7,9 +7,9 @@
 //! main thread): the kernel's parent-death signal follows the thread that forked.
 
 use super::config::{daemon_config, ClockSettings, SINK_NODE_NAME};
+pub use super::error::{PipewireError, PipewireProcess};
 use super::programs::{
     describe_status, keep_output_tail, library_version, run_bounded, tail_of, OutputTail, Tools,
-    DBUS_DAEMON, PIPEWIRE, WIREPLUMBER,
 };
 use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
@@ -29,11 +29,11 @@ pub const DEFAULT_MIN_QUANTUM_FRAMES: u32 = 16;
 /// Default maximum quantum: PipeWire's own default.
 pub const DEFAULT_MAX_QUANTUM_FRAMES: u32 = 2048;
 /// The socket name clients connect to (`PIPEWIRE_REMOTE`), inside the runtime directory.
-pub const REMOTE_NAME: &str = "pipewire-0";
+pub const REMOTE_NAME: &str = crate::servers::PIPEWIRE_REMOTE_NAME;
 
 /// The variable every process of a private PipeWire is started with: the PID of the
 /// audiolat that started it (the same variable as a private jackd's).
-pub const PRIVATE_SERVER_ENV: &str = crate::jack::server::PRIVATE_SERVER_ENV;
+pub const PRIVATE_SERVER_ENV: &str = crate::servers::PRIVATE_SERVER_ENV;
 
 /// What to start.
 #[derive(Clone, Debug)]
@@ -96,89 +96,6 @@ impl PipewireRequest {
             min_quantum_frames: self.min_quantum_frames,
             max_quantum_frames: self.max_quantum_frames,
         }
-    }
-}
-
-/// Why a private PipeWire did not start.
-#[derive(Debug, thiserror::Error)]
-pub enum PipewireError {
-    /// A program the server needs is not installed.
-    #[error("{tool} not found: install the {package} package")]
-    ToolMissing {
-        /// The program.
-        tool: &'static str,
-        /// The Debian package that ships it.
-        package: &'static str,
-    },
-    /// The rate is out of range.
-    #[error("a private PipeWire cannot run at {0} Hz: the rate must be 8000 to 384000 Hz")]
-    BadRate(u32),
-    /// The quanta are not powers of two in range, or not in order.
-    #[error("a private PipeWire cannot run with quanta min {min}, default {quantum}, max {max}: each must be a power of two from 8 to 8192 frames, with min <= default <= max")]
-    BadQuantum {
-        /// `default.clock.min-quantum`.
-        min: u32,
-        /// `default.clock.quantum`.
-        quantum: u32,
-        /// `default.clock.max-quantum`.
-        max: u32,
-    },
-    /// A file system or process operation failed.
-    #[error("{op}: {source}")]
-    Io {
-        /// What was being done.
-        op: String,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// One of the server's processes ended before the server was ready.
-    #[error("{process} exited with {status} before the private PipeWire was ready; its last output: {output}")]
-    Exited {
-        /// The process that ended.
-        process: PipewireProcess,
-        /// How it ended.
-        status: String,
-        /// Its last lines of output.
-        output: String,
-    },
-    /// The server did not become ready in time (it was stopped).
-    #[error("the private PipeWire was not ready within {timeout:?}: {waiting_for}; last output: {output}")]
-    NotReady {
-        /// What was still missing.
-        waiting_for: String,
-        /// The time allowed.
-        timeout: Duration,
-        /// The processes' last lines of output.
-        output: String,
-    },
-}
-
-/// The three processes of a private PipeWire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PipewireProcess {
-    /// The session bus WirePlumber needs.
-    DbusDaemon,
-    /// The PipeWire daemon.
-    Pipewire,
-    /// The session manager, which gives the sink its ports.
-    Wireplumber,
-}
-
-impl PipewireProcess {
-    /// The program's name.
-    pub fn program(self) -> &'static str {
-        match self {
-            PipewireProcess::DbusDaemon => DBUS_DAEMON.name,
-            PipewireProcess::Pipewire => PIPEWIRE.name,
-            PipewireProcess::Wireplumber => WIREPLUMBER.name,
-        }
-    }
-}
-
-impl std::fmt::Display for PipewireProcess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.program())
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{Policy, RtError};
+use super::policy::{Policy, RtError};
 
 /// A real-time class's priority when none is chosen.
 pub const DEFAULT_RT_PRIORITY: u32 = 80;

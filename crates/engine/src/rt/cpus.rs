@@ -1,7 +1,7 @@
 //! CPU lists and affinity: which CPUs are online, which ones the calling thread may run
 //! on, and the kernel's list syntax (`0-3,6`).
 
-use super::RtError;
+use super::policy::RtError;
 
 /// The CPUs the calling thread may run on.
 pub fn current_thread_affinity() -> Vec<usize> {

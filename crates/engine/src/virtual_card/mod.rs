@@ -41,6 +41,7 @@ use crate::audio::{
     AudioError, Backend, CycleRecord, Io, Model, Processor, ServerInfo, StreamInfo, StreamSetting,
     StreamStatus, XrunRecord,
 };
+use crate::backend::kind::BackendKind;
 use crate::clock::{monotonic_ns, sleep_until_ns};
 use crate::rt::{Policy, ThreadRt};
 use crate::stream::{CycleRunner, CycleTiming, StreamShared};
@@ -216,7 +217,7 @@ impl VirtualStream {
         let (hw_producer, hw_xruns): XrunRing = rtrb::RingBuffer::new(4096);
         let (app_producer, app_xruns): XrunRing = rtrb::RingBuffer::new(4096);
         let info = StreamInfo {
-            backend: "virtual",
+            backend: BackendKind::Virtual,
             model: Model::Push,
             sample_rate_hz: config.sample_rate_hz,
             period_frames: config.period_frames,

@@ -1,7 +1,7 @@
 //! The virtual card's set-up: its buffer and its cable.
 
 use crate::audio::AudioError;
-use crate::backend::{Setup, StreamKind};
+use crate::setup::{Setup, StreamKind};
 use crate::virtual_card::VirtualConfig;
 
 /// The rate the card runs at when none is asked for.

@@ -444,7 +444,7 @@ pub(crate) fn stream_json(info: &StreamInfo, start: Option<DuplexStart>) -> Valu
             "starts": s.starts,
             "steady_offset": s.steady_offset,
         })),
-        "backend": info.backend,
+        "backend": info.backend.name(),
         "client": info.client_name,
         "model": info.model.to_string(),
         "server": {"name": info.server.name, "private": info.server.private,

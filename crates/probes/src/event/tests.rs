@@ -254,7 +254,7 @@ fn process_cycle(p: &mut EventProcessor, c: &Cycle) {
 /// A 48 kHz test stream of `frames`-frame periods, with `capture` latency.
 fn stream_info(frames: u32, capture: Option<u32>) -> StreamInfo {
     StreamInfo {
-        backend: "test",
+        backend: engine::backend::BackendKind::Jack,
         model: engine::audio::Model::Pull,
         sample_rate_hz: 48_000,
         period_frames: frames,

@@ -48,7 +48,7 @@ impl Probe for EventProbe<'_> {
     fn describe(&self) -> Description {
         let sinfo = self.stream.info();
         let mut config = self.config.to_json();
-        config["backend"] = json!(sinfo.backend);
+        config["backend"] = json!(sinfo.backend.name());
         config["device"] = json!(sinfo.client_name);
         config["period_frames"] = json!(sinfo.period_frames);
         config["rate_hz"] = json!(sinfo.sample_rate_hz);

@@ -2,6 +2,7 @@
 //! run, stored in the run's result as `server.graph`.
 
 use engine::audio::StreamInfo;
+use engine::backend::BackendKind;
 use engine::pipewire::graph::{GraphRecord, GraphRecorder, ProfilerSnapshot, DEFAULT_WINDOW};
 use serde_json::{json, Value};
 
@@ -9,8 +10,8 @@ use serde_json::{json, Value};
 /// JACK client through PipeWire's libjack (this process loaded it). The client
 /// environment is this process's, as the streams' is.
 pub(crate) fn start(info: &StreamInfo) -> Option<GraphRecorder> {
-    let on_pipewire = info.backend == "pipewire"
-        || info.backend == "jack"
+    let on_pipewire = info.backend == BackendKind::Pipewire
+        || info.backend == BackendKind::Jack
             && engine::jack::via_pipewire::loaded_libjacks()
                 .iter()
                 .any(|l| l.to_string_lossy().contains("/pipewire-0.3/"));

@@ -53,7 +53,7 @@ impl Probe for RoundtripProbe<'_> {
         Description {
             probe: &results::probe_kind::ROUNDTRIP,
             config: json!({
-                "backend": sinfo.backend,
+                "backend": sinfo.backend.name(),
                 "rate_hz": sinfo.sample_rate_hz,
                 "period_frames": sinfo.period_frames,
                 "playback_latency_frames": sinfo.playback_latency_frames,

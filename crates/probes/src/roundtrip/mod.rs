@@ -176,7 +176,7 @@ impl RoundtripConfig {
     /// [`MAX_LOOP_FRAMES`].
     pub fn check_against(&self, info: &StreamInfo) -> Result<(), RoundtripError> {
         if info.capture_port.is_none() {
-            return Err(RoundtripError::NoInput(info.backend));
+            return Err(RoundtripError::NoInput(info.backend.name()));
         }
         let reported = info.playback_latency_frames + info.capture_latency_frames.unwrap_or(0);
         if let Some(max) = self.max_delay_frames {

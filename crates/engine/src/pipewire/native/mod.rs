@@ -37,36 +37,19 @@
 //! for the old one); so does a disconnection, an error of the server, or a stall.
 
 use crate::audio::{AudioError, ServerInfo};
-use crate::backend::{ServerChoice, Setup, StreamKind, SweepStep};
 use crate::jack::server::ServerMode;
+pub use crate::pipewire::error::{NativeError, BUILD_PACKAGES};
+use crate::setup::{ServerChoice, Setup, StreamKind, SweepStep};
 use std::path::PathBuf;
 
+pub(crate) mod config;
 #[cfg(feature = "pipewire-native")]
 pub mod stream;
 
+pub use config::NativeConfig;
+
 /// The rate the streams ask for unless told (PipeWire's default graph rate).
 pub const DEFAULT_RATE_HZ: u32 = crate::pipewire::server::DEFAULT_RATE_HZ;
-
-/// The Debian packages the feature needs to build.
-pub const BUILD_PACKAGES: &str = "libpipewire-0.3-dev, libspa-0.2-dev, clang, libclang-dev";
-
-/// Why the native backend could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum NativeError {
-    /// audiolat was built without the `pipewire-native` feature.
-    #[error("the native PipeWire backend is not built in: build audiolat with the feature pipewire-native (the default), which needs the packages {BUILD_PACKAGES}")]
-    NotBuilt,
-    /// A quantum was asked for on the user's PipeWire, but its socket's JACK server (the
-    /// one that forces and measures the quantum) is a jackd, not that PipeWire.
-    #[error("a quantum of {0} frames is forced on the user's PipeWire through its JACK API, but a jackd answers as the JACK server: stop that jackd, ask for no quantum, or use a private PipeWire")]
-    QuantumOnExternal(u32),
-    /// No PipeWire of the user's answers.
-    #[error("no PipeWire socket at {0}: start PipeWire (systemctl --user start pipewire wireplumber), or use a private PipeWire")]
-    NoUserPipewire(String),
-    /// The streams failed or did not run.
-    #[error("the native PipeWire streams did not run: {0}")]
-    Stream(String),
-}
 
 /// The native backend's streams.
 #[derive(Clone, Debug)]
@@ -78,22 +61,6 @@ pub struct NativeSpec {
     pub rate_hz: Option<u32>,
     /// A capture stream on the sink's monitor (the round trip).
     pub capture: bool,
-}
-
-/// How a period's native streams are opened.
-#[derive(Clone, Debug)]
-pub struct NativeConfig {
-    /// The sink to target (`None`: the server's default sink).
-    pub target: Option<String>,
-    /// A capture stream on the target's monitor.
-    pub capture: bool,
-    /// The rate to ask for.
-    pub rate_hz: u32,
-    /// What is recorded of the server (the quantum granted is filled in at open when it
-    /// was not measured before).
-    pub server: ServerInfo,
-    /// Capacity of the cycle-record ring.
-    pub record_capacity: usize,
 }
 
 /// The socket of the user's PipeWire: `pipewire-0` (or `$PIPEWIRE_REMOTE`) in
@@ -121,7 +88,7 @@ impl NativeSpec {
     /// (whether it runs one is measured when it is forced).
     pub fn check_periods(&self, periods: &[Option<u32>]) -> Result<(), AudioError> {
         for p in periods.iter().flatten() {
-            crate::jack::via_pipewire::validate_quantum(*p)?;
+            crate::pipewire::quantum::validate_quantum(*p)?;
         }
         Ok(())
     }
@@ -210,7 +177,7 @@ pub(crate) fn open(
             name: running.remote.clone(),
             private: false,
             command_line: None,
-            version: Some(crate::jack::via_pipewire::running_version(
+            version: Some(crate::pipewire::running::running_version(
                 &running,
                 NATIVE_CLIENTS,
             )),

@@ -5,6 +5,7 @@ use super::{NativeConfig, NativeError};
 use crate::audio::{
     AudioError, Backend, CycleRecord, Io, Model, Processor, StreamInfo, StreamStatus, XrunRecord,
 };
+use crate::backend::kind::BackendKind;
 use crate::clock::monotonic_ns;
 use crate::stream::{CycleRunner, CycleTiming, StreamShared};
 use pipewire as pw;
@@ -403,7 +404,7 @@ impl NativeStream {
         let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
         let mut stream = NativeStream {
             info: StreamInfo {
-                backend: "pipewire",
+                backend: BackendKind::Pipewire,
                 model: Model::Pull,
                 sample_rate_hz: config.rate_hz,
                 period_frames: 0,
