@@ -529,3 +529,40 @@ fn no_probe_name_is_compared_outside_the_models_parse() {
         found.join("\n")
     );
 }
+
+#[test]
+fn no_backend_name_is_compared_outside_the_models_parse() {
+    let found = compared_names(
+        &["jack", "alsa", "pipewire", "virtual"],
+        &[
+            "crates/engine/src/backend/kind.rs",
+            "crates/results/src/stored_backend.rs",
+            // `--server`'s modes (`dummy`, `pipewire`): the parse of that flag's values.
+            "crates/engine/src/jack/server.rs",
+        ],
+    );
+    assert!(
+        found.is_empty(),
+        "backend names compared as strings:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Engine writes a backend's name; the model reads it back with the same answers.
+#[test]
+fn the_stored_backend_reads_back_what_engine_writes() {
+    use engine::backend::BackendKind;
+    use results::stored_backend::StoredBackend;
+    for kind in [
+        BackendKind::Jack,
+        BackendKind::Alsa,
+        BackendKind::Virtual,
+        BackendKind::Pipewire,
+    ] {
+        let stored = StoredBackend::parse(kind.name());
+        assert_ne!(stored, StoredBackend::Other(kind.name().into()), "{kind}");
+        assert_eq!(stored.name(), kind.name());
+        assert_eq!(stored.is_server_client(), kind.is_server_client(), "{kind}");
+        assert_eq!(stored.has_device_grant(), kind.has_device_grant(), "{kind}");
+    }
+}

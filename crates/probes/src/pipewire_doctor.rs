@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use engine::pipewire::graph::read_forced;
+use engine::pipewire::server::PipewireProcess;
 use results::{Finding, Verdict};
 
 /// The probe's default real-time priority (audiolat's own audio and timer threads,
@@ -148,7 +149,7 @@ fn pipewire_pid(dir: &Path) -> Option<u32> {
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "pipewire")
+                .is_ok_and(|c| c.trim() == PipewireProcess::Pipewire.program())
         })
         .collect();
     let wanted = [

@@ -55,6 +55,7 @@ pub mod sink;
 pub mod stats;
 #[cfg(feature = "sqlite")]
 pub mod store;
+pub mod stored_backend;
 pub mod view;
 
 pub use counts::{Dropouts, Notes};

@@ -6,6 +6,10 @@ use crate::audio::AudioError;
 use crate::jack::loop_client::JackLoop;
 use crate::setup::{has_sound_card, ServerChoice, Setup, StreamKind, SweepStep};
 
+/// alsa-lib's PCMs that play into a JACK server (`jack`, and the plugin's `loop`): the
+/// set-up connects to (or starts) the server behind them.
+const JACK_PCMS: [&str; 2] = ["jack", "loop"];
+
 /// The rate an ALSA device is opened at when none is asked for.
 pub const DEFAULT_RATE_HZ: u32 = 48_000;
 /// The period an ALSA device must grant when none is asked for.
@@ -51,8 +55,7 @@ impl AlsaSpec {
 
     /// Whether the device is alsa-lib's jack PCM, which plays into a JACK server.
     pub fn uses_jack_server(&self) -> bool {
-        let device = self.resolved_device();
-        device == "jack" || device == "loop"
+        JACK_PCMS.contains(&self.resolved_device().as_str())
     }
 }
 
@@ -77,7 +80,7 @@ pub(crate) fn open(
     let mut server = None;
     let mut loop_client = None;
     let mut description = format!("ALSA device {device}");
-    if device == "jack" || device == "loop" {
+    if JACK_PCMS.contains(&device.as_str()) {
         // alsa-lib's jack PCM plays into a JACK server: ours, unless one runs.
         let s = spec.server.connect(step, Some(rate), Some(period))?;
         config.server = Some(s.info().clone());

@@ -2,6 +2,7 @@
 //! the runs it applies to.
 
 use results::model::{Finding, Verdict};
+use results::stored_backend::StoredBackend;
 use results::{RunId, RunStatus};
 
 use super::{is_virtual, run_ref, runs_ref};
@@ -12,9 +13,7 @@ use crate::units::{fmt_ns, fmt_percent};
 /// not known to be otherwise).
 pub(crate) fn software_clock(r: &RunData) -> Option<String> {
     let res = &r.record.result;
-    let backend = res["backend"]
-        .as_str()
-        .or_else(|| r.record.config["backend"].as_str())?;
+    let backend = StoredBackend::of(res, &r.record.config)?;
     let server = if res["server"].is_object() {
         &res["server"]
     } else {
@@ -23,13 +22,13 @@ pub(crate) fn software_clock(r: &RunData) -> Option<String> {
     let command = server["command_line"].as_str().unwrap_or("");
     // A plan's shared server is stored by name only: audiolat names the ones it starts.
     let name = server["name"].as_str().unwrap_or("");
-    if backend == "virtual" {
+    if backend == StoredBackend::Virtual {
         Some("the virtual backend, no device".into())
     } else if command.contains("-d dummy") || name.starts_with("audiolat-dummy") {
         Some("jackd -d dummy".into())
     } else if server["graph"]["driver"] == "audiolat-sink"
         || (server["private"].as_bool() == Some(true)
-            && (backend == "pipewire" || command.contains("pipewire")))
+            && (backend == StoredBackend::Pipewire || command.contains("pipewire")))
     {
         Some("a private PipeWire's null sink".into())
     } else {

@@ -21,6 +21,7 @@ mod verdicts;
 mod tests;
 
 use results::probe_kind::{JITTER, NET};
+use results::stored_backend::StoredBackend;
 use results::{RunId, Summary};
 use serde_json::Value;
 
@@ -308,17 +309,8 @@ pub(crate) fn fmt_rate(rate_hz: f64) -> String {
 
 /// The backend an audio run used: `JACK`, `ALSA`, `PipeWire`, `virtual`.
 pub(crate) fn short_backend(r: &RunData) -> String {
-    let name = r.record.result["backend"]
-        .as_str()
-        .or_else(|| r.record.config["backend"].as_str())
-        .unwrap_or("?");
-    match name {
-        "jack" => "JACK",
-        "alsa" => "ALSA",
-        "pipewire" => "PipeWire",
-        other => other,
-    }
-    .to_string()
+    StoredBackend::of(&r.record.result, &r.record.config)
+        .map_or_else(|| "?".into(), |b| b.display_name().to_string())
 }
 
 /// The backend an audio run used, in words, with what clocks it when not a card.

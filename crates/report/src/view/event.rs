@@ -1,6 +1,7 @@
 //! Event runs: the stream, one row per run, the study's table (mean latency per
 //! configuration), how to read them, and a line per run that needs one.
 
+use results::stored_backend::StoredBackend;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -58,7 +59,7 @@ fn stream_lines(first: &RunView, out: &mut String) {
         shown(&s["rate_hz"])
     );
     let granted = &first.config["granted"];
-    if !granted.is_null() && backend == "alsa" {
+    if !granted.is_null() && StoredBackend::parse(backend).has_device_grant() {
         let _ = writeln!(out, "{}", device_line(s, granted));
         // The jack PCM's server; a hardware device has none.
         if s["server"]["name"] != s["client"] {

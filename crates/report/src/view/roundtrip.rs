@@ -1,6 +1,7 @@
 //! Round-trip runs: the stream, one row per run, what each figure means, and a line per
 //! run that needs one.
 
+use results::stored_backend::StoredBackend;
 use std::fmt::Write as _;
 
 use results::RunView;
@@ -70,13 +71,14 @@ fn stream_lines(first: &RunView, out: &mut String) {
         shown(&s["rate_hz"])
     );
     let server = &s["server"];
-    if backend == "jack" || backend == "pipewire" {
+    let kind = StoredBackend::parse(backend);
+    if kind.is_server_client() {
         let _ = writeln!(out, "{}", server_line(server));
     } else if let Some(c) = server["command_line"].as_str() {
         let _ = writeln!(out, "{c}");
     }
     let granted = &first.config["granted"];
-    if !granted.is_null() && backend == "alsa" {
+    if !granted.is_null() && kind.has_device_grant() {
         let _ = writeln!(out, "{}", device_line(s, granted));
     }
     let _ = writeln!(out, "{}\n", machine_line(&first.machine));
