@@ -177,7 +177,7 @@ pub fn group(store: &Store, id: GroupId, tool: &ToolInfo) -> Result<ReportData, 
 fn latest_doctor(store: &Store) -> Option<Vec<Finding>> {
     let last = store
         .list_runs(&RunFilter {
-            probe: Some("doctor".into()),
+            probe: Some(results::probe_kind::DOCTOR.name.into()),
             status: Some(RunStatus::Complete),
             limit: Some(1),
             ..Default::default()
@@ -303,7 +303,7 @@ fn url_name(url: &str) -> String {
 }
 
 /// The measurement a run is summarised by in lists, as every view says it
-/// ([`results::counts::headline`]).
+/// ([`results::ProbeKind::headline`]).
 pub fn headline(store: &Store, run: &RunRecord) -> Result<Option<Measurement>, StoreError> {
     let measurements: Vec<Measurement> = store
         .measurements(run.id)?

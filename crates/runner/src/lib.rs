@@ -35,8 +35,8 @@
 //!   its own, without a command-line parser: the caller's [`plan::CellChecker`] says
 //!   what a cell's command line may be, and its [`plan::PlanObserver`] shows progress.
 //!   The studies' plans ship with it ([`presets`]).
-//! - A run just made has the same [`results::RunView`] a stored one has ([`view`]), for
-//!   the same renderers.
+//! - A run just made has the same [`results::RunView`] a stored one has ([`Run::view`],
+//!   built by the lifecycle from what it stored), for the same renderers.
 //! - A command's single runs ([`jitter`]; [`net`], its cells admitted first by
 //!   [`admit_net`]) return the probe's typed outcome beside what was stored; a load is
 //!   checked before anything is opened ([`check_load`]), a refusal a typed

@@ -498,6 +498,10 @@ fn close(
     events.extend(load_events);
     // In time order, as the store gives them.
     events.sort_by_key(|e| e.mono_ns);
+    // Rows by trigger number, as the store gives them (a row that waited for its
+    // loopback onset is handed over after later ones).
+    let mut rows = went.rows;
+    rows.sort_by_key(|r| r.seq);
     let view = RunView {
         id: run_id,
         probe: info.probe,
@@ -515,7 +519,7 @@ fn close(
         started_mono_ns: info.started_mono_ns.unwrap_or_default(),
         measurements: outcome.measurements.clone(),
         events,
-        triggers: went.rows,
+        triggers: rows,
     };
     error = reported;
     Run {

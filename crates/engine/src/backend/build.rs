@@ -279,13 +279,11 @@ fn foreign_options(
         (OptionGroup::AlsaDevice, alsa && kind != BackendKind::Alsa),
         (
             OptionGroup::BufferPeriods,
-            settings.periods != DEFAULT_PERIODS
-                && matches!(kind, BackendKind::Jack | BackendKind::Pipewire),
+            settings.periods != DEFAULT_PERIODS && kind.is_server_client(),
         ),
         (
             OptionGroup::PipewireServer,
-            settings.server.mode == ServerMode::Pipewire
-                && !matches!(kind, BackendKind::Jack | BackendKind::Pipewire),
+            settings.server.mode == ServerMode::Pipewire && !kind.is_server_client(),
         ),
         (
             OptionGroup::JackServer,
