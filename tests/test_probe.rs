@@ -25,6 +25,7 @@ static METRONOME: ProbeKind = ProbeKind {
         about: "ticks counted",
         source: Source::Stat("tick_latency", "count"),
     }],
+    triggers: true,
     ..ProbeKind::named("metronome", "a tick's latency, made up by a test")
 };
 
@@ -40,7 +41,6 @@ impl Probe for Metronome {
             config: json!({ "bpm": 120 }),
             qos_requested: json!({}),
             result_while_running: None,
-            writes_rows: true,
         }
     }
 

@@ -461,7 +461,7 @@ fn close(
     }
     let (mut status, mut error, mut report) = end_reason(&outcome.end, outcome.measured, run_id);
     if let Some(e) = closing.failed.as_ref().or(went.store_error.as_ref()) {
-        let kept = match outcome.measured.filter(|_| description.writes_rows) {
+        let kept = match outcome.measured.filter(|_| description.probe.triggers) {
             Some(tally) => format!(
                 "{} of {} trigger rows stored; {}",
                 went.rows_stored,

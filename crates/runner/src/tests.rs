@@ -311,7 +311,6 @@ impl Probe for TestProbe<'_> {
             config: json!({ "steps": self.steps }),
             qos_requested: json!({ "policy": "none" }),
             result_while_running: Some(json!({ "recovery": { "steps": self.steps } })),
-            writes_rows: true,
         }
     }
 

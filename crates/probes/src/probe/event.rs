@@ -74,7 +74,6 @@ impl Probe for EventProbe<'_> {
             result_while_running: Some(
                 json!({RECOVERY_KEY: {"event_triggers": summary.to_json()}}),
             ),
-            writes_rows: true,
         }
     }
 

@@ -45,7 +45,6 @@ impl Probe for JitterProbe {
                 "cpu_dma_latency_us": config.dma_latency.then_some(0),
             }),
             result_while_running: None,
-            writes_rows: false,
         }
     }
 

@@ -49,9 +49,6 @@ pub struct Description {
     /// The run's result while it runs: what summarising it needs if its process dies
     /// (kept under [`RECOVERY_KEY`]). `None`: nothing.
     pub result_while_running: Option<Value>,
-    /// The probe hands over trigger rows as it goes ([`Progress::triggers`]): a run
-    /// whose rows could not all be stored fails, and its end reason counts them.
-    pub writes_rows: bool,
 }
 
 /// How a probe's measurement ended.

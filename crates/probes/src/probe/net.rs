@@ -88,7 +88,6 @@ impl Probe for NetProbe {
                 "memory": "mlockall",
             }),
             result_while_running: None,
-            writes_rows: false,
         }
     }
 

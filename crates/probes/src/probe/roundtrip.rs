@@ -79,7 +79,6 @@ impl Probe for RoundtripProbe<'_> {
             }),
             qos_requested: json!({"audio_thread": sinfo.audio_thread_requested(true)}),
             result_while_running: None,
-            writes_rows: false,
         }
     }
 

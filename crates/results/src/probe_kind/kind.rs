@@ -36,7 +36,9 @@ pub struct ProbeKind {
     pub one_run: bool,
     /// Its runs export in cyclictest's formats (wake-up latency).
     pub cyclictest: bool,
-    /// It stores one row per trigger (the runs' `triggers`).
+    /// It stores one row per trigger (the runs' `triggers`), handed over as it measures
+    /// (`Progress::triggers`): a run whose rows could not all be stored fails, and its end
+    /// reason counts them.
     pub triggers: bool,
     /// It measures a latency (not a check of the machine, as doctor): its runs are
     /// the report's subject, its failed runs a verdict.
