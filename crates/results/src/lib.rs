@@ -50,6 +50,7 @@ pub mod number;
 pub mod output;
 pub mod owner;
 pub mod probe_kind;
+pub mod records;
 pub mod run;
 pub mod sink;
 pub mod stats;

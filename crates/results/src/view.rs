@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::model::{Event, Machine, MeasurementRecord, RunStatus, TriggerRow};
 use crate::probe_kind::ProbeKind;
+use crate::records::Record;
 use crate::run::RunRecord;
 use crate::{Measurement, RunId};
 
@@ -77,6 +78,16 @@ impl RunView {
             events,
             triggers,
         }
+    }
+
+    /// The stored configuration as the probe's record ([`Record::from_json`]).
+    pub fn config_as<R: Record>(&self) -> Option<R> {
+        R::from_json(&self.config)
+    }
+
+    /// The stored result as the probe's record ([`Record::from_json`]).
+    pub fn result_as<R: Record>(&self) -> Option<R> {
+        R::from_json(&self.result)
     }
 
     /// The measurement named `metric`, if the run has it.
