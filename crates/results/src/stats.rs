@@ -1,7 +1,9 @@
 //! Exact statistics of small lists of values (triggers, windows), kept beside the
 //! histograms for figures that must not be bucketed.
 
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::records::{Record, StatsRecord};
 
 /// Exact statistics of a list of values.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -67,11 +69,6 @@ impl Stats {
     /// As a JSON object: count, mean, min, max, stdev, median.
     /// Without values every figure is `null`, never a made-up 0.
     pub fn to_json(self) -> Value {
-        if self.count == 0 {
-            return json!({"count": 0, "mean": null, "min": null, "max": null,
-                          "stdev": null, "median": null});
-        }
-        json!({"count": self.count, "mean": self.mean, "min": self.min, "max": self.max,
-               "stdev": self.stdev, "median": self.median})
+        StatsRecord::from(self).to_json()
     }
 }

@@ -11,6 +11,18 @@
 //! Every record has a round-trip test: the JSON a probe writes reads back as the record
 //! and serialises to the same JSON, so no stored key is dropped on the way.
 
+pub mod event;
+pub mod jitter;
+pub mod roundtrip;
+pub mod stats;
+pub mod stream;
+
+pub use event::{EventConfigRecord, EventResultRecord};
+pub use jitter::{JitterConfigRecord, JitterResultRecord};
+pub use roundtrip::{RoundtripConfigRecord, RoundtripResultRecord};
+pub use stats::StatsRecord;
+pub use stream::{StreamConfigRecord, StreamRecord};
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
