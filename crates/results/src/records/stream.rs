@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Record;
+
 /// The stream's part of an audio run's configuration.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct StreamConfigRecord {
@@ -31,6 +33,9 @@ pub struct StreamConfigRecord {
     #[serde(default)]
     pub server: Option<ConfiguredServerRecord>,
 }
+
+/// Read from an event or round-trip run's configuration, the stream's part alone.
+impl Record for StreamConfigRecord {}
 
 /// The server behind a stream as described before the run.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -130,6 +135,9 @@ pub struct StreamRecord {
     #[serde(default)]
     pub capture_port: Option<String>,
 }
+
+/// Read from an event or round-trip run's result, the stream's part alone.
+impl Record for StreamRecord {}
 
 /// The server behind a stream as it ran.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
