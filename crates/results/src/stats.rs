@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::records::{Record, StatsRecord};
+use crate::records::record::Record;
+use crate::records::stats::StatsRecord;
 
 /// Exact statistics of a list of values.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -70,5 +71,21 @@ impl Stats {
     /// Without values every figure is `null`, never a made-up 0.
     pub fn to_json(self) -> Value {
         StatsRecord::from(self).to_json()
+    }
+}
+
+impl From<Stats> for StatsRecord {
+    fn from(s: Stats) -> StatsRecord {
+        if s.count == 0 {
+            return StatsRecord::default();
+        }
+        StatsRecord {
+            count: s.count,
+            mean: Some(s.mean),
+            min: Some(s.min),
+            max: Some(s.max),
+            stdev: Some(s.stdev),
+            median: Some(s.median),
+        }
     }
 }

@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::record::Record;
 use super::stats::StatsRecord;
 use super::stream::{StreamConfigRecord, StreamRecord};
-use super::Record;
 
 /// An event run's configuration (`config`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]

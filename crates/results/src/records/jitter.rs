@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Record;
+use super::record::Record;
 
 /// A jitter run's configuration (`config`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]

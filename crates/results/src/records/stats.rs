@@ -4,8 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Record;
-use crate::stats::Stats;
+use super::record::Record;
 
 /// A list's count and figures; every figure `None` (`null`) without values.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
@@ -32,22 +31,6 @@ pub struct StatsRecord {
 
 impl Record for StatsRecord {}
 
-impl From<Stats> for StatsRecord {
-    fn from(s: Stats) -> StatsRecord {
-        if s.count == 0 {
-            return StatsRecord::default();
-        }
-        StatsRecord {
-            count: s.count,
-            mean: Some(s.mean),
-            min: Some(s.min),
-            max: Some(s.max),
-            stdev: Some(s.stdev),
-            median: Some(s.median),
-        }
-    }
-}
-
 impl StatsRecord {
     /// The figures when there were values, else `None`.
     pub fn measured(&self) -> Option<&StatsRecord> {
@@ -59,6 +42,7 @@ impl StatsRecord {
 mod tests {
     use super::*;
     use crate::records::test_support::round_trips;
+    use crate::stats::Stats;
     use serde_json::json;
 
     #[test]

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Record;
+use super::record::Record;
 
 /// The stream's part of an audio run's configuration.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
