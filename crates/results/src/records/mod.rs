@@ -11,29 +11,20 @@
 //! Every record has a round-trip test: the JSON a probe writes reads back as the record
 //! and serialises to the same JSON, so no stored key is dropped on the way.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::Value;
+pub mod event;
+pub mod jitter;
+pub mod record;
+pub mod roundtrip;
+pub mod stats;
+pub mod stream;
 
-/// A probe's configuration or result, stored as JSON.
-pub trait Record: Serialize + DeserializeOwned {
-    /// The JSON stored for it.
-    fn to_json(&self) -> Value {
-        // A record is plain data (numbers, strings, options, vectors, maps with string
-        // keys): serde_json cannot fail on it.
-        serde_json::to_value(self).expect("a record serialises to JSON")
-    }
+pub use event::{EventConfigRecord, EventResultRecord};
+pub use jitter::{JitterConfigRecord, JitterResultRecord};
+pub use roundtrip::{RoundtripConfigRecord, RoundtripResultRecord};
+pub use stats::StatsRecord;
+pub use stream::{StreamConfigRecord, StreamRecord};
 
-    /// The record in `json`, or `None` when nothing was stored (`null`, `{}` of a run that
-    /// ended before it measured) or what was stored is not this record.
-    fn from_json(json: &Value) -> Option<Self> {
-        match json {
-            Value::Null => None,
-            Value::Object(map) if map.is_empty() => None,
-            _ => serde_json::from_value(json.clone()).ok(),
-        }
-    }
-}
+pub use record::Record;
 
 #[cfg(test)]
 pub(crate) mod test_support {
