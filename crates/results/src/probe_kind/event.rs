@@ -18,7 +18,7 @@ pub static EVENT: ProbeKind = ProbeKind {
     gates: GATES,
     needs: &[super::kind::Need {
         metric: "loopback",
-        setting: "loopback",
+        setting: super::kind::Setting::Loopback,
         why: "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate",
     }],
     one_run: false,

@@ -34,7 +34,7 @@ pub static JITTER: ProbeKind = ProbeKind {
     gates: GATES,
     needs: &[super::kind::Need {
         metric: "underruns",
-        setting: "fragments",
+        setting: super::kind::Setting::Fragments,
         why: "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate",
     }],
     one_run: true,
