@@ -11,6 +11,8 @@
 //! Every record has a round-trip test: the JSON a probe writes reads back as the record
 //! and serialises to the same JSON, so no stored key is dropped on the way.
 
+pub mod net;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
