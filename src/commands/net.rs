@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::run_errors::run_error;
 use crate::stdio;
 use anyhow::Result;
+use results::records::Record;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -19,7 +20,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
     setup.bind = socket.local_addr().unwrap_or(a.bind);
     let info = runner::EndRunInfo::new(
         "respond",
-        setup.to_json(),
+        probes::net::respond_config(&setup).to_json(),
         config.policy,
         config.cpus.as_deref(),
     )
@@ -104,7 +105,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
     };
     let info = runner::EndRunInfo::new(
         "emulate",
-        setup.to_json(),
+        probes::net::emulate_config(&setup).to_json(),
         config.policy,
         config.cpus.as_deref(),
     )
