@@ -55,7 +55,7 @@ pub struct NetConfigRecord {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "super::present"
+        deserialize_with = "present"
     )]
     pub host_cell: Option<Option<String>>,
 }
@@ -112,4 +112,15 @@ pub enum LinkBy {
 pub struct StreamSettingRecord {
     /// Offered rate, Mbit/s (`null`: more than the link takes).
     pub mbps: Option<u32>,
+}
+
+/// Reads a key that may be absent, `null` or a value apart: absent is `None`, `null` is
+/// `Some(None)` (with `#[serde(default, skip_serializing_if = "Option::is_none")]`, so
+/// an absent key stays absent and a `null` stays `null`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(deserializer).map(Some)
 }

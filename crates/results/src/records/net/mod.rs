@@ -20,16 +20,5 @@ pub use result::{
     PhaseRecord, SchedRecord, ServiceRecord, StreamRecord, TcClassRecord,
 };
 
-/// Reads a key that may be absent, `null` or a value apart: absent is `None`, `null` is
-/// `Some(None)` (with `#[serde(default, skip_serializing_if = "Option::is_none")]`, so
-/// an absent key stays absent and a `null` stays `null`).
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    serde::Deserialize::deserialize(deserializer).map(Some)
-}
-
 #[cfg(test)]
 mod tests;
