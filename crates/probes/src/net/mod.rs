@@ -289,8 +289,9 @@ pub struct Phase {
     pub stream: Option<StreamOutcome>,
     /// The user-level service, if it carried the controller's packets.
     pub service: Option<service::ServiceOutcome>,
-    /// The HTB classes' counters on the controller's link, if `tc` shaped it.
-    pub tc_classes: Option<serde_json::Value>,
+    /// The HTB classes' counters on the controller's link by class id, if `tc` shaped it
+    /// (and could be asked).
+    pub tc_classes: Option<std::collections::BTreeMap<String, netns::ClassStats>>,
     /// The kernel's softirq threads (`ksoftirqd/N`) over the phase, summed: network work
     /// deferred to them waits there for a CPU.
     pub kernel_softirq: Option<engine::rt::SchedStat>,

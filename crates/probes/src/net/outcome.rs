@@ -111,7 +111,7 @@ impl NetOutcome {
                 received_mbit_per_s: st.received_mbps,
             }),
             service: p.service.as_ref().map(service_record),
-            tc_classes: p.tc_classes.as_ref().and_then(tc_classes_record),
+            tc_classes: p.tc_classes.as_ref().map(tc_classes_record),
             kernel_softirq: sched_record(p.kernel_softirq),
             host: host_record(&p.host),
             controller: controller_record(&p.controller),
@@ -178,10 +178,22 @@ pub fn service_record(s: &service::ServiceOutcome) -> ServiceRecord {
     }
 }
 
-/// The HTB classes' counters as `netaudio::netns::NetnsPair::class_stats` gives them
-/// (`None` when `tc` could not be asked).
-fn tc_classes_record(classes: &Value) -> Option<BTreeMap<String, TcClassRecord>> {
-    serde_json::from_value(classes.clone()).ok()
+/// The HTB classes' counters as stored, by class id.
+fn tc_classes_record(
+    classes: &BTreeMap<String, netaudio::netns::ClassStats>,
+) -> BTreeMap<String, TcClassRecord> {
+    classes
+        .iter()
+        .map(|(id, c)| {
+            let record = TcClassRecord {
+                bytes: c.bytes,
+                packets: c.packets,
+                drops: c.drops,
+                overlimits: c.overlimits,
+            };
+            (id.clone(), record)
+        })
+        .collect()
 }
 
 /// The host's counters as stored: the blocks it counted (from which block, answering
