@@ -9,7 +9,6 @@ use crate::context::Context;
 use crate::run_errors::run_error;
 use crate::stdio;
 use anyhow::Result;
-use results::records::Record;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -19,8 +18,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
     // The port the kernel gave, when --bind asked for port 0: said and stored.
     setup.bind = socket.local_addr().unwrap_or(a.bind);
     let info = runner::EndRunInfo::new(
-        "respond",
-        probes::net::respond_config(&setup).to_json(),
+        probes::net::respond_config(&setup),
         config.policy,
         config.cpus.as_deref(),
     )
@@ -104,8 +102,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
     let info = runner::EndRunInfo::new(
-        "emulate",
-        probes::net::emulate_config(&setup).to_json(),
+        probes::net::emulate_config(&setup),
         config.policy,
         config.cpus.as_deref(),
     )
