@@ -9,7 +9,6 @@ use results::records::net::{
     ControllerRecord, DropCounts, HostRecord, LinkBy, NetConfigRecord, NetResultRecord,
     PhaseRecord, SchedRecord,
 };
-use results::records::Record;
 use results::RunView;
 use serde_json::{json, Value};
 
@@ -510,7 +509,11 @@ pub fn end_text(run: &RunView) -> String {
             }
         }
     }
-    out.push_str(&end_counters(role, &run.result));
+    out.push_str(&match role {
+        "respond" => host_end_counters(run.result_as::<HostRecord>().as_ref()),
+        "emulate" => controller_end_counters(run.result_as::<ControllerRecord>().as_ref()),
+        _ => String::new(),
+    });
     for note in flag_notes(&run.flags) {
         let _ = writeln!(out, "note: {note}");
     }
@@ -536,50 +539,44 @@ fn controller_blocks_text(c: &ControllerBlocks) -> String {
     )
 }
 
-/// One end's counters in words (what `respond` and `emulate` store as their result; `-`
-/// throughout where the run stored none).
-fn end_counters(role: &str, r: &Value) -> String {
-    match role {
-        "respond" => {
-            let h = HostRecord::from_json(r);
-            let h = h.as_ref();
-            let from = match (
-                h.and_then(|h| h.counted_from_block),
-                h.and_then(|h| h.peer.as_deref()),
-            ) {
-                (Some(b), Some(p)) => format!(" (blocks from {b} on, answering {p})"),
-                (Some(b), None) => format!(" (blocks from {b} on)"),
-                _ => String::new(),
-            };
-            let blocks = h.map(HostBlocks::of).unwrap_or_default();
-            format!(
-                "host: {} answers sent for the blocks after the warm-up{from}, {} more the kernel would not take, {} blocks answered in the warm-up; {} incomplete blocks; packets dropped: {}; {} more by the kernel on a full queue{}\n",
-                count_of(blocks.answers_sent),
-                count_of(blocks.answers_refused),
-                count_of(blocks.answers_in_warmup),
-                count_of(h.map(|h| h.blocks_incomplete)),
-                drops_text(h.map(|h| &h.drops)),
-                count_of(h.and_then(|h| h.kernel_dropped)),
-                match h.and_then(|h| h.peer_changes) {
-                    Some(k) if k > 0 => format!("; followed another controller {k} times after its peer fell silent"),
-                    _ => String::new(),
-                }
-            )
-        }
-        "emulate" => {
-            let c = ControllerRecord::from_json(r);
-            let c = c.as_ref();
-            format!(
-                "controller: {}; {} duplicate and {} unknown answers; answers dropped: {}; {} more by the kernel on a full queue; {} packets sent, {} refused by the kernel\n",
-                controller_blocks_text(&c.map(ControllerBlocks::of).unwrap_or_default()),
-                count_of(c.map(|c| c.duplicate_answers)),
-                count_of(c.map(|c| c.unknown_answers)),
-                drops_text(c.and_then(|c| c.dropped_answers.as_ref())),
-                count_of(c.and_then(|c| c.answers_dropped_by_kernel)),
-                count_of(c.map(|c| c.packets_sent)),
-                count_of(c.map(|c| c.packets_refused)),
-            )
-        }
+/// The host's counters in words (what `respond` stores as its result; `-` throughout
+/// where the run stored none).
+fn host_end_counters(h: Option<&HostRecord>) -> String {
+    let from = match (
+        h.and_then(|h| h.counted_from_block),
+        h.and_then(|h| h.peer.as_deref()),
+    ) {
+        (Some(b), Some(p)) => format!(" (blocks from {b} on, answering {p})"),
+        (Some(b), None) => format!(" (blocks from {b} on)"),
         _ => String::new(),
-    }
+    };
+    let blocks = h.map(HostBlocks::of).unwrap_or_default();
+    format!(
+        "host: {} answers sent for the blocks after the warm-up{from}, {} more the kernel would not take, {} blocks answered in the warm-up; {} incomplete blocks; packets dropped: {}; {} more by the kernel on a full queue{}\n",
+        count_of(blocks.answers_sent),
+        count_of(blocks.answers_refused),
+        count_of(blocks.answers_in_warmup),
+        count_of(h.map(|h| h.blocks_incomplete)),
+        drops_text(h.map(|h| &h.drops)),
+        count_of(h.and_then(|h| h.kernel_dropped)),
+        match h.and_then(|h| h.peer_changes) {
+            Some(k) if k > 0 => format!("; followed another controller {k} times after its peer fell silent"),
+            _ => String::new(),
+        }
+    )
+}
+
+/// The controller's counters in words (what `emulate` stores as its result; `-`
+/// throughout where the run stored none).
+fn controller_end_counters(c: Option<&ControllerRecord>) -> String {
+    format!(
+        "controller: {}; {} duplicate and {} unknown answers; answers dropped: {}; {} more by the kernel on a full queue; {} packets sent, {} refused by the kernel\n",
+        controller_blocks_text(&c.map(ControllerBlocks::of).unwrap_or_default()),
+        count_of(c.map(|c| c.duplicate_answers)),
+        count_of(c.map(|c| c.unknown_answers)),
+        drops_text(c.and_then(|c| c.dropped_answers.as_ref())),
+        count_of(c.and_then(|c| c.answers_dropped_by_kernel)),
+        count_of(c.map(|c| c.packets_sent)),
+        count_of(c.map(|c| c.packets_refused)),
+    )
 }
