@@ -10,6 +10,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use results::records::net::NetEndConfig;
+use results::records::Record;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
 use serde_json::{json, Value};
 
@@ -19,10 +21,9 @@ use crate::{storage_failure, Closing, Context, Kept, RunError};
 /// What an end stores before it measures.
 #[derive(Debug, Clone)]
 pub struct EndRunInfo {
-    /// `respond` or `emulate` (stored as the flag `role`).
-    pub role: &'static str,
-    /// Its configuration.
-    pub config: Value,
+    /// Its configuration, by its role (`respond` or `emulate`, also stored as the flag
+    /// `role`).
+    pub config: NetEndConfig,
     /// The QoS it asks for.
     pub qos_requested: Value,
     /// The CPUs its threads are pinned to (checked free of other audiolats' cells when
@@ -31,12 +32,11 @@ pub struct EndRunInfo {
 }
 
 impl EndRunInfo {
-    /// End `role`, described by `config`, its threads asking for `threads` on `cpus`;
-    /// refused (nothing stored yet) when another running audiolat's exclusive cell holds
-    /// one of those CPUs.
+    /// The end `config` describes, its threads asking for `threads` on `cpus`; refused
+    /// (nothing stored yet) when another running audiolat's exclusive cell holds one of
+    /// those CPUs.
     pub fn new(
-        role: &'static str,
-        config: Value,
+        config: NetEndConfig,
         threads: engine::rt::Policy,
         cpus: Option<&[usize]>,
     ) -> Result<EndRunInfo, RunError> {
@@ -44,7 +44,6 @@ impl EndRunInfo {
         qos::partition::check_cpus_free(&pinned_cpus)
             .map_err(|e| RunError::Refused(e.to_string()))?;
         Ok(EndRunInfo {
-            role,
             config,
             qos_requested: json!({"threads": threads.to_string()}),
             pinned_cpus,
@@ -106,7 +105,7 @@ pub fn end_run(
         machine: probes::machine::machine(),
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
-        config: info.config,
+        config: info.config.to_json(),
         load: json!({"spec": "none"}),
         qos_requested: info.qos_requested,
         started_mono_ns: Some(engine::clock::monotonic_ns()),
@@ -132,7 +131,7 @@ pub fn end_run(
     flags["host_steal_percent"] = json!(steal.percent_of_span(steal_ns, cpus));
     flags["memory_locked"] = json!(memory.current && memory.future);
     flags["interrupted"] = json!(ctx.stopped());
-    flags["role"] = json!(info.role);
+    flags["role"] = json!(info.config.role());
     let mut closing = Closing::new(sink);
     closing.write(|s| s.replace_measurements(run_id, &measurements));
     let (mut status, mut error) = if error.is_some() {
