@@ -749,4 +749,30 @@ fn a_killed_run_shows_what_it_stored_and_dashes_for_the_rest() {
     for cell in ["128", "0+0", "18/20", "128.000", "2.902", "-/-"] {
         assert!(row.contains(cell), "{cell} in {row}");
     }
+    // An event run's checkpoint, read as its record: the stream and model figures shown.
+    let run = killed(
+        "event",
+        json!({"trigger": "timer", "workload": "sine", "load": "none", "policy": "asap",
+               "backend": "jack", "rate_hz": 48000, "period_frames": 128,
+               "server": {"name": "s", "private": true, "command_line": "jackd -d dummy",
+                          "quantum_granted_frames": null}}),
+        json!({"backend": "jack", "rate_hz": 48000, "period_frames": 128,
+               "playback_latency_frames": 256,
+               "server": {"name": "s", "private": true, "command_line": "jackd -d dummy",
+                          "quantum_granted_frames": null},
+               "late_triggers": 0, "model_latency_ms": 4.0, "buffer_frames": 256}),
+    );
+    let text = event::text(std::slice::from_ref(&run));
+    assert!(invents(&text).is_empty(), "{:?} in\n{text}", invents(&text));
+    assert!(text.contains("timer trigger"), "{text}");
+    assert!(text.contains("jack backend (- model), 48000 Hz"), "{text}");
+    assert!(text.contains("(private: jackd -d dummy)"), "{text}");
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1..4], ["128", "256", "sine"], "{text}");
+    assert!(row.contains(&"4.00"), "{text}");
 }
