@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use results::probe_kind::EVENT;
+use results::records::{EventResultRecord, Record};
 use results::Measurement;
 
 use crate::data::{CellData, ReportData, RunData};
@@ -307,7 +309,13 @@ type ByBuffer = (Vec<(f64, f64)>, Vec<(f64, f64)>);
 fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<Figure> {
     let mut by_label: Vec<(String, ByBuffer)> = Vec::new();
     for (c, r) in complete {
-        let Some(buffer_ms) = r.value("result.buffer_ms") else {
+        let Some(event) = (r.record.probe == &EVENT)
+            .then(|| EventResultRecord::from_json(&r.record.result))
+            .flatten()
+        else {
+            continue;
+        };
+        let Some(buffer_ms) = event.buffer_ms else {
             continue;
         };
         let label = group_label(data, c);
@@ -322,7 +330,7 @@ fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<F
         if let Some(l) = r.value("event_latency.mean") {
             e.0.push((buffer_ms * 1e6, l));
         }
-        if let Some(d) = r.value("result.dsp_load_percent_mean") {
+        if let Some(d) = event.dsp_load_percent_mean {
             e.1.push((buffer_ms * 1e6, d));
         }
     }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use results::model::Finding;
+use results::records::{Record, StreamConfigRecord};
 use results::run::RunRecord;
 use results::{GroupId, Measurement, RunFilter, RunId, RunStatus, Store, StoreError, ToolInfo};
 
@@ -85,16 +86,16 @@ fn base(tool: &ToolInfo) -> ReportData {
 /// What a run outside a plan measured, in a few words for its cell: the probe, its
 /// backend and period, and its load (`event, jack 128 frames at 44.1 kHz, cpu load`).
 pub(crate) fn describe(r: &RunRecord) -> String {
-    let c = &r.config;
-    let mut words = vec![r.probe.label(c)];
-    if let Some(b) = c["backend"].as_str() {
-        let mut w = b.to_string();
-        if let Some(p) = c["period_frames"].as_u64() {
+    let mut words = vec![r.probe.label(&r.config)];
+    // An audio stream's (a jitter run has no backend: its rate is its wake-ups').
+    let stream = StreamConfigRecord::from_json(&r.config).unwrap_or_default();
+    if let Some(b) = stream.backend {
+        let mut w = b;
+        if let Some(p) = stream.period_frames {
             w.push_str(&format!(" {p} frames"));
         }
-        // An audio stream's rate (a jitter run has no backend: its rate is its wake-ups').
-        if let Some(rate) = c["rate_hz"].as_f64() {
-            w.push_str(&format!(" at {} kHz", rate / 1000.0));
+        if let Some(rate) = stream.rate_hz {
+            w.push_str(&format!(" at {} kHz", rate as f64 / 1000.0));
         }
         words.push(w);
     }

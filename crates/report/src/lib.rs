@@ -27,6 +27,7 @@
 // `eprint!` panic when the stream fails.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod audio;
 pub mod compare;
 pub mod data;
 pub mod figures;

@@ -593,7 +593,7 @@ fn merged_histograms_keep_the_larger_bound() {
 fn events_not_placed_are_counted_with_digit_grouping() {
     let mut run = test_run(
         "roundtrip",
-        json!({"rate_hz": 48_000.0}),
+        json!({"rate_hz": 48_000}),
         vec![latency("roundtrip_latency", &[2_000_000, 3_000_000], None)],
     );
     run.series.push(results::Series {

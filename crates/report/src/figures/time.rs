@@ -7,6 +7,7 @@ use crate::data::{CellData, RunData};
 use crate::plots::{Axis, Plot, RefLine, Scale, Series};
 use crate::units::{fmt_count, fmt_ns};
 use crate::words::metric_name;
+use results::records::{JitterResultRecord, Record, RoundtripResultRecord};
 
 /// Dots per point up to this many points; a line beyond.
 const MAX_DOTS: usize = 400;
@@ -22,13 +23,13 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
         .iter()
         .find(|s| s.name == "wakeup_latency_by_block");
     let windows = r.series.iter().find(|s| s.name == "roundtrip_windows");
-    let stored_start = r.value("result.start_ns").map(|v| v as u64);
     let ((what, series, refs), origin) = if !r.triggers.is_empty() {
         (event_series(r)?, Some(r.record.started_mono_ns))
     } else if let Some(s) = by_block {
-        (jitter_series(r, s)?, stored_start)
+        let start = JitterResultRecord::from_json(&r.record.result).and_then(|j| j.start_ns);
+        (jitter_series(r, s)?, start)
     } else if let Some(s) = windows {
-        (roundtrip_series(r, s)?, stored_start)
+        (roundtrip_series(r, s)?, None)
     } else {
         return None;
     };
@@ -227,7 +228,10 @@ fn jitter_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
 }
 
 fn roundtrip_series(r: &RunData, s: &results::Series) -> Option<Drawn> {
-    let rate_hz = r.value("result.rate_hz").filter(|r| *r > 0.0)?;
+    let rate_hz = RoundtripResultRecord::from_json(&r.record.result)
+        .and_then(|rt| rt.stream.rate_hz)
+        .map(|hz| hz as f64)
+        .filter(|r| *r > 0.0)?;
     let (t, delay, verdict) = (
         column(s, "time_s")?,
         column(s, "delay_frames")?,

@@ -3,9 +3,11 @@
 //! latency it gave), and what is said apart (runs not finished or that failed).
 
 use results::probe_kind::{EVENT, ROUNDTRIP};
+use results::records::{Record, RoundtripResultRecord, StreamConfigRecord, StreamRecord};
 use results::RunStatus;
 
 use super::{backend_words, load_words, median, median_ns, BackendAnswer};
+use crate::audio::AudioResult;
 use crate::data::{ReportData, RunData};
 
 /// An audio buffer as a backend ran it: its period, its whole buffer when stored, at
@@ -46,35 +48,47 @@ impl Buffer {
 /// buffer from what an ALSA device granted, else the frames from a cycle's output to the
 /// device (`buffer_frames` of an event run, the ports' playback latency).
 pub(crate) fn buffer_of(r: &RunData) -> Option<Buffer> {
-    stream_buffer(&r.record.config, &r.record.result)
+    let cfg = StreamConfigRecord::from_json(&r.record.config).unwrap_or_default();
+    let res = AudioResult::of(r.record.probe, &r.record.result);
+    let stream = res.as_ref().map(AudioResult::stream);
+    stream_buffer(
+        &cfg,
+        stream.unwrap_or(&StreamRecord::default()),
+        res.as_ref().and_then(AudioResult::behind_frames),
+    )
 }
 
-/// [`buffer_of`] from a run's stored configuration and result: the one definition of
-/// an audio run's buffer, which the answer and the event tables both show.
-pub(crate) fn stream_buffer(cfg: &serde_json::Value, res: &serde_json::Value) -> Option<Buffer> {
-    let period_frames = cfg["server"]["quantum_granted_frames"]
-        .as_u64()
-        .or_else(|| res["period_frames"].as_u64())
-        .or_else(|| cfg["period_frames"].as_u64())?;
-    let rate_hz = cfg["server"]["rate_granted_hz"]
-        .as_f64()
-        .or_else(|| res["rate_hz"].as_f64())
-        .or_else(|| cfg["rate_hz"].as_f64())
+/// [`buffer_of`] from a run's stored stream, as configured (`cfg`) and as it ran
+/// (`res`), with the frames an event run's note plays behind (`behind_frames`): the one
+/// definition of an audio run's buffer, which the answer and the event tables both show.
+pub(crate) fn stream_buffer(
+    cfg: &StreamConfigRecord,
+    res: &StreamRecord,
+    behind_frames: Option<u64>,
+) -> Option<Buffer> {
+    let server = cfg.server.as_ref();
+    let quantum = server.and_then(|s| s.quantum_granted_frames);
+    let period_frames = quantum.or(res.period_frames).or(cfg.period_frames)?;
+    let rate_hz = server
+        .and_then(|s| s.rate_granted_hz)
+        .or(res.rate_hz)
+        .or(cfg.rate_hz)
+        .map(|r| r as f64)
         .filter(|r| *r > 0.0)?;
     // A PipeWire's ports report 0 playback latency: its sink takes a cycle's output in
     // the next cycle, one quantum (as the event probe's `buffer_frames` counts it).
-    let playback = res["playback_latency_frames"]
-        .as_u64()
-        .or_else(|| cfg["playback_latency_frames"].as_u64())
+    let playback = res
+        .playback_latency_frames
+        .or(cfg.playback_latency_frames)
         .map(|p| match p {
-            0 => cfg["server"]["quantum_granted_frames"]
-                .as_u64()
-                .unwrap_or(0),
+            0 => quantum.unwrap_or(0),
             p => p,
         });
-    let buffer_frames = cfg["granted"]["buffer_frames"]
-        .as_u64()
-        .or_else(|| res["buffer_frames"].as_u64())
+    let buffer_frames = cfg
+        .granted
+        .as_ref()
+        .and_then(|g| g.buffer_frames)
+        .or(behind_frames)
         .or(playback)
         .filter(|b| *b >= period_frames);
     Some(Buffer {
@@ -110,18 +124,25 @@ pub(crate) enum Outcome {
 
 /// Whether a round trip lost its loop: none found, or a step in its delay.
 pub(crate) fn lost_loop(r: &RunData) -> bool {
-    let res = &r.record.result;
-    r.record.probe == &ROUNDTRIP
-        && (res["no_loop"].as_bool() == Some(true)
-            || res["delay_changes"]
-                .as_array()
-                .is_some_and(|d| !d.is_empty())
-            || r.measurement("roundtrip").is_none_or(|m| m.count() == 0))
+    let Some(res) = AudioResult::of(r.record.probe, &r.record.result) else {
+        return false;
+    };
+    res.roundtrip().is_some_and(|res| {
+        res.no_loop == Some(true)
+            || delay_stepped(res)
+            || r.measurement("roundtrip").is_none_or(|m| m.count() == 0)
+    })
+}
+
+/// Whether a round trip's delay changed during the run.
+pub(crate) fn delay_stepped(res: &RoundtripResultRecord) -> bool {
+    res.delay_changes.as_ref().is_some_and(|d| !d.is_empty())
 }
 
 /// What an audio run says of its buffer.
 pub(crate) fn outcome(r: &RunData) -> Outcome {
-    let end = r.record.result["end"].as_str();
+    let res = AudioResult::of(r.record.probe, &r.record.result);
+    let end = res.as_ref().and_then(AudioResult::end);
     if r.record.status == RunStatus::Failed
         || end.is_some_and(|e| e.starts_with("server gone") || e.starts_with("processor"))
     {

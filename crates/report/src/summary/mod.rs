@@ -21,9 +21,9 @@ mod verdicts;
 mod tests;
 
 use results::probe_kind::{JITTER, NET};
+use results::records::{JitterConfigRecord, Record};
 use results::stored_backend::StoredBackend;
 use results::{RunId, Summary};
-use serde_json::Value;
 
 use crate::data::{ReportData, RunData};
 
@@ -348,10 +348,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// The condition a jitter run ran under, in words.
 pub(crate) fn jitter_condition(r: &RunData) -> String {
     let mut c = load_words(r);
-    if let Some(b) = r.record.config["busy_percent"]
-        .as_f64()
-        .filter(|b| *b > 0.0)
-    {
+    if let Some(b) = jitter_config(r).busy_percent.filter(|b| *b > 0.0) {
         c.push_str(&format!(", {b:.0} % of each period busy"));
     }
     c
@@ -366,7 +363,7 @@ fn wakeup(r: &RunData) -> Option<WakeupAnswer> {
     Some(WakeupAnswer {
         run_id: r.record.id,
         condition: jitter_condition(r),
-        period_ns: r.record.config["period_ns"].as_f64(),
+        period_ns: jitter_config(r).period_ns.map(|p| p as f64),
         count: s.count,
         p99_ns: s.p99,
         p999_ns: s.p999,
@@ -377,15 +374,16 @@ fn wakeup(r: &RunData) -> Option<WakeupAnswer> {
 
 /// What missing a metric's deadline means, in words (`None`: not reported on top).
 fn deadline_words(r: &RunData, metric: &str) -> Option<String> {
-    let cfg = &r.record.config;
     Some(match metric {
         "fragment_completion" => {
-            let f = &cfg["fragments"];
+            let f = jitter_config(r).fragments.unwrap_or_default();
+            // A figure not stored reads `null`, as its JSON did.
+            let shown_or_null = |v: Option<u64>| v.map_or("null".into(), |v| v.to_string());
             format!(
                 "fragment under-runs ({}x{} frames at {}, {})",
-                f["fragments"],
-                f["frames"],
-                f["sample_rate"].as_f64().map_or("?".into(), fmt_rate),
+                shown_or_null(f.fragments),
+                shown_or_null(f.frames),
+                f.sample_rate.map_or("?".into(), |r| fmt_rate(r as f64)),
                 jitter_condition(r)
             )
         }
@@ -421,8 +419,8 @@ fn deadlines(r: &RunData) -> Vec<DeadlineAnswer> {
         .collect()
 }
 
-/// A JSON number as u64, also when stored as a float.
-pub(crate) fn as_count(v: &Value) -> Option<u64> {
-    v.as_u64()
-        .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+/// A jitter run's configuration as its record (empty when not stored, or another
+/// probe's).
+pub(crate) fn jitter_config(r: &RunData) -> JitterConfigRecord {
+    JitterConfigRecord::from_json(&r.record.config).unwrap_or_default()
 }

@@ -3,15 +3,16 @@
 use results::counts::NetBlocks;
 use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
 use results::records::net::NetResultRecord;
-use results::records::Record;
+use results::records::{JitterResultRecord, Record};
 use results::ProbeKind;
 use results::RunStatus;
 
-use super::buffers::{lost_loop, outcome, Outcome};
+use super::buffers::{delay_stepped, lost_loop, outcome, Outcome};
 use super::{
-    as_count, buffer_of, fmt_p, fmt_rate, jitter_condition, load_words, short_backend, skipped_of,
-    underruns_of, Mark, VerdictLine,
+    buffer_of, fmt_p, fmt_rate, jitter_condition, jitter_config, load_words, short_backend,
+    skipped_of, underruns_of, Mark, VerdictLine,
 };
+use crate::audio::AudioResult;
 use crate::data::{CellData, RunData};
 use crate::units::{fmt_count, fmt_ns};
 
@@ -213,8 +214,13 @@ fn value_range(g: &[Judged]) -> Option<String> {
 
 /// `in 9.76 s`, when the run's length is stored.
 fn in_time(r: &RunData) -> String {
-    r.record.result["run_ns"]
-        .as_f64()
+    let run_ns = if r.record.probe == &JITTER {
+        JitterResultRecord::from_json(&r.record.result).and_then(|j| j.run_ns)
+    } else {
+        AudioResult::of(r.record.probe, &r.record.result).and_then(|a| a.run_ns())
+    };
+    run_ns
+        .map(|ns| ns as f64)
         .or_else(|| r.record.duration_s.map(|s| s * 1e9))
         .map_or(String::new(), |ns| format!(" in {}", fmt_ns(ns)))
 }
@@ -224,15 +230,11 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 fn jitter(r: &RunData) -> Option<Said> {
-    let cfg = &r.record.config;
+    let cfg = jitter_config(r);
     let cond = jitter_condition(r);
-    let f = &cfg["fragments"];
-    if let (Some(n), Some(frames), Some(rate)) = (
-        f["fragments"].as_u64(),
-        f["frames"].as_u64(),
-        f["sample_rate"].as_f64(),
-    ) {
-        let what = format!("{n}x{frames}-frame fragments at {}", fmt_rate(rate));
+    let f = cfg.fragments.unwrap_or_default();
+    if let (Some(n), Some(frames), Some(rate)) = (f.fragments, f.frames, f.sample_rate) {
+        let what = format!("{n}x{frames}-frame fragments at {}", fmt_rate(rate as f64));
         let m = r.measurement("fragment_completion")?;
         let s = m.summary?;
         let misses = m.misses?;
@@ -262,9 +264,9 @@ fn jitter(r: &RunData) -> Option<Said> {
         });
     }
     let s = r.measurement("wakeup_latency")?.summary?;
-    let period = cfg["period_ns"].as_f64();
-    let timer = cfg["rate_hz"]
-        .as_f64()
+    let period = cfg.period_ns.map(|p| p as f64);
+    let timer = cfg
+        .rate_hz
         .map_or(String::new(), |hz| format!(", {hz:.0} Hz timer"));
     let mut text = format!(
         "wakes up {cond}{timer}: p99 {}, p99.9 {}, max {}",
@@ -279,7 +281,10 @@ fn jitter(r: &RunData) -> Option<Said> {
     let over = period.filter(|p| s.max > *p);
     if let Some(p) = over {
         text.push_str(&format!(", the max over one {} period", fmt_ns(p)));
-        if let Some(k) = as_count(&r.record.result["skipped_deadlines"]).filter(|k| *k > 0) {
+        let skipped = JitterResultRecord::from_json(&r.record.result)
+            .and_then(|j| j.skipped_deadlines)
+            .filter(|k| *k > 0);
+        if let Some(k) = skipped {
             text.push_str(&format!(
                 " ({} skipped)",
                 plural(k, "deadline", "deadlines")
@@ -306,7 +311,7 @@ fn audio(r: &RunData) -> Option<Said> {
         fmt_rate(b.rate_hz)
     );
     let on = format!("{} on {}", load_words(r), short_backend(r));
-    let res = &r.record.result;
+    let res = AudioResult::of(r.record.probe, &r.record.result)?;
     match outcome(r) {
         Outcome::Held => {
             let metric = if r.record.probe == &EVENT {
@@ -347,10 +352,7 @@ fn audio(r: &RunData) -> Option<Said> {
                 format!("{}{}", why.join(", "), in_time(r))
             } else if !lost_loop(r) {
                 "its under-runs were not counted".to_string()
-            } else if res["delay_changes"]
-                .as_array()
-                .is_some_and(|d| !d.is_empty())
-            {
+            } else if res.roundtrip().is_some_and(delay_stepped) {
                 "the loop's delay stepped (a dropout nobody reported)".to_string()
             } else {
                 "no loop found".to_string()
@@ -373,8 +375,7 @@ fn audio(r: &RunData) -> Option<Said> {
             Mark::Fail,
             format!(
                 "{setting} did not run to its end {on}: {}",
-                res["end"]
-                    .as_str()
+                res.end()
                     .or(r.record.error.as_deref())
                     .unwrap_or(r.record.status.as_str())
             ),

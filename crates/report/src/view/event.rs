@@ -6,10 +6,13 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use results::model::TriggerRow;
+use results::records::{EventConfigRecord, EventResultRecord};
 use results::stats::Stats;
 use results::RunView;
 
-use super::{device_line, realtime_cell, server_line, shown, steal_cell};
+use super::{
+    device_line, realtime_cell, server_line, shown, shown_or_dash, shown_or_null, steal_cell,
+};
 use crate::terminal::{fmt_ns, machine_line, Table};
 
 /// Milliseconds with two decimals.
@@ -28,47 +31,69 @@ fn of_sounded(r: &RunView, f: fn(&TriggerRow) -> Option<i64>) -> impl Iterator<I
     sounded(r).filter_map(move |t| f(t).map(|v| v as f64))
 }
 
+/// An event run with its configuration and result read as their records (a part not
+/// stored reads as an empty record).
+struct EventRun<'a> {
+    view: &'a RunView,
+    config: EventConfigRecord,
+    result: EventResultRecord,
+}
+
+impl<'a> EventRun<'a> {
+    fn of(view: &'a RunView) -> EventRun<'a> {
+        EventRun {
+            view,
+            config: view.config_as().unwrap_or_default(),
+            result: view.result_as().unwrap_or_default(),
+        }
+    }
+}
+
 /// The event runs' tables (one sweep's, or one stored run's), as `audiolat event` and
 /// `audiolat show` print them. Nothing without runs.
 pub fn text(runs: &[RunView]) -> String {
     let mut out = String::new();
+    let runs: Vec<EventRun> = runs.iter().map(EventRun::of).collect();
     let Some(first) = runs.first() else {
         return out;
     };
     stream_lines(first, &mut out);
-    out.push_str(&run_table(runs));
+    out.push_str(&run_table(&runs));
     if runs.len() > 1 {
-        study_table(runs, &mut out);
+        study_table(&runs, &mut out);
     }
     legend(&mut out);
-    for r in runs {
+    for r in &runs {
         run_notes(r, &mut out);
     }
     out
 }
 
 /// The trigger, the backend, its device or server, and the machine (from the first run).
-fn stream_lines(first: &RunView, out: &mut String) {
-    let s = &first.result;
-    let backend = s["backend"].as_str().unwrap_or("-");
+fn stream_lines(first: &EventRun, out: &mut String) {
+    let s = &first.result.stream;
+    let backend = s.backend.as_deref().unwrap_or("-");
     let _ = writeln!(
         out,
         "\nevent latency: {} trigger -> first sample at the DAC, {backend} backend ({} model), {} Hz",
-        shown(&first.config["trigger"]),
-        shown(&s["model"]),
-        shown(&s["rate_hz"])
+        shown_or_dash(first.config.trigger.as_deref()),
+        shown_or_dash(s.model.as_deref()),
+        shown_or_dash(s.rate_hz)
     );
-    let granted = &first.config["granted"];
-    if !granted.is_null() && StoredBackend::parse(backend).has_device_grant() {
-        let _ = writeln!(out, "{}", device_line(s, granted));
-        // The jack PCM's server; a hardware device has none.
-        if s["server"]["name"] != s["client"] {
-            let _ = writeln!(out, "{}", server_line(&s["server"]));
+    let server = s.server.as_ref();
+    match &first.config.stream.granted {
+        Some(granted) if StoredBackend::parse(backend).has_device_grant() => {
+            let _ = writeln!(out, "{}", device_line(s, granted));
+            // The jack PCM's server; a hardware device has none.
+            if server.and_then(|s| s.name.as_ref()) != s.client.as_ref() {
+                let _ = writeln!(out, "{}", server_line(server));
+            }
         }
-    } else {
-        let _ = writeln!(out, "{}", server_line(&s["server"]));
+        _ => {
+            let _ = writeln!(out, "{}", server_line(server));
+        }
     }
-    let _ = writeln!(out, "{}\n", machine_line(&first.machine));
+    let _ = writeln!(out, "{}\n", machine_line(&first.view.machine));
 }
 
 /// A figure of `s`, or `-` when no note sounded (the model's latency is the stream's).
@@ -78,10 +103,10 @@ fn stat(s: Stats, f: fn(&Stats) -> f64, show: fn(f64) -> String) -> String {
 }
 
 /// One row per run.
-fn run_table(runs: &[RunView]) -> String {
+fn run_table(runs: &[EventRun]) -> String {
     let loopback = runs
         .iter()
-        .any(|r| r.triggers.iter().any(|t| t.measured_ns.is_some()));
+        .any(|r| r.view.triggers.iter().any(|t| t.measured_ns.is_some()));
     let mut head = vec![
         "run",
         "period",
@@ -105,7 +130,7 @@ fn run_table(runs: &[RunView]) -> String {
     ];
     // Notes of unknown timing are counted apart from the missed ones, as in the study's
     // table and the run's note.
-    let unknown = runs.iter().any(|r| r.notes().timing_unknown > 0);
+    let unknown = runs.iter().any(|r| r.view.notes().timing_unknown > 0);
     if unknown {
         head.insert(16, "unknown");
     }
@@ -116,11 +141,12 @@ fn run_table(runs: &[RunView]) -> String {
     for r in runs {
         let mut row = run_row(r);
         if unknown {
-            row.insert(16, r.notes().timing_unknown.to_string());
+            row.insert(16, r.view.notes().timing_unknown.to_string());
         }
         if loopback {
             let m = Stats::of(
-                r.triggers
+                r.view
+                    .triggers
                     .iter()
                     .filter_map(|t| t.measured_ns.map(|m| m as f64)),
             );
@@ -132,30 +158,28 @@ fn run_table(runs: &[RunView]) -> String {
 }
 
 /// One run's row, without the loopback column.
-fn run_row(r: &RunView) -> Vec<String> {
-    let s = &r.result;
+fn run_row(run: &EventRun) -> Vec<String> {
+    let (r, s, c) = (run.view, &run.result, &run.config);
     let l = Stats::of(of_sounded(r, |t| t.latency_ns));
     let wait = Stats::of(of_sounded(r, |t| t.wait_ns));
     let cb = Stats::of(of_sounded(r, |t| t.lateness_ns));
     vec![
         r.id.to_string(),
-        shown(&s["period_frames"]),
-        stream_buffer_frames(r).map_or_else(|| "-".into(), |b| b.to_string()),
-        shown(&r.config["workload"]),
+        shown_or_dash(s.stream.period_frames),
+        shown_or_dash(stream_buffer_frames(run)),
+        shown_or_dash(c.workload.as_deref()),
         shown(&r.config["load"]),
-        shown(&r.config["policy"]),
+        shown_or_dash(c.policy.as_deref()),
         l.count.to_string(),
         stat(l, |s| s.mean, ms),
         stat(l, |s| s.min, ms),
         stat(l, |s| s.max, ms),
         stat(l, |s| s.stdev, ms),
-        s["model_latency_ms"]
-            .as_f64()
+        s.model_latency_ms
             .map_or_else(|| "-".into(), |m| format!("{m:.2}")),
         stat(wait, |s| s.mean, ms),
         stat(cb, |s| s.mean, fmt_ns),
-        s["dsp_load_percent_mean"]
-            .as_f64()
+        s.dsp_load_percent_mean
             .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
         {
             // Counted over the stored triggers: none stored (a run killed before its
@@ -185,45 +209,46 @@ fn realtime(r: &RunView) -> Option<bool> {
 
 /// A run's column in the study's table: its workload, its load, and its policy when
 /// the runs differ in it.
-fn column(r: &RunView, runs: &[RunView]) -> String {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
-    let mut c = text(&r.config["workload"]);
-    let load = text(&r.config["load"]);
+fn column(r: &EventRun, runs: &[EventRun]) -> String {
+    let text = |v: Option<&str>| v.unwrap_or("?").to_string();
+    let mut c = text(r.config.workload.as_deref());
+    let load = text(r.view.config["load"].as_str());
     if load != "none" {
         c.push('+');
         c.push_str(&load);
     }
-    let policies: BTreeSet<String> = runs.iter().map(|r| text(&r.config["policy"])).collect();
+    let policies: BTreeSet<String> = runs
+        .iter()
+        .map(|r| text(r.config.policy.as_deref()))
+        .collect();
     if policies.len() > 1 {
-        c = format!("{c} {}", text(&r.config["policy"]));
+        c = format!("{c} {}", text(r.config.policy.as_deref()));
     }
     c
 }
 
 /// A run's row in the study's table: (buffer, period) in frames (`None`: not stored).
-fn buffer_period(r: &RunView) -> (Option<u64>, Option<u64>) {
-    let s = &r.result;
-    (stream_buffer_frames(r), s["period_frames"].as_u64())
+fn buffer_period(r: &EventRun) -> (Option<u64>, Option<u64>) {
+    (stream_buffer_frames(r), r.result.stream.period_frames)
 }
 
 /// The buffer the run's stream ran with, as the answer says it (what an ALSA device
 /// granted; else the frames a note plays behind, [`buffer_frames`]).
-fn stream_buffer_frames(r: &RunView) -> Option<u64> {
-    crate::summary::stream_buffer(&r.config, &r.result).and_then(|b| b.buffer_frames)
+fn stream_buffer_frames(r: &EventRun) -> Option<u64> {
+    crate::summary::stream_buffer(&r.config.stream, &r.result.stream, r.result.buffer_frames)
+        .and_then(|b| b.buffer_frames)
 }
 
 /// The frames from a cycle's output to the DAC or sink the model used: the playback
 /// latency the ports report, plus on PipeWire the sink's quantum they do not report
 /// (`buffer_frames`, stored since that was measured). `None`: not stored.
-fn buffer_frames(s: &serde_json::Value) -> Option<u64> {
-    s["buffer_frames"]
-        .as_u64()
-        .or_else(|| s["playback_latency_frames"].as_u64())
+fn buffer_frames(s: &EventResultRecord) -> Option<u64> {
+    s.buffer_frames.or(s.stream.playback_latency_frames)
 }
 
 /// The study's shape: rows are (buffer, period), columns the scenarios, each cell the
 /// mean latency of its runs' sounded notes.
-fn study_table(runs: &[RunView], out: &mut String) {
+fn study_table(runs: &[EventRun], out: &mut String) {
     let mut columns: Vec<String> = Vec::new();
     let mut rows: Vec<(Option<u64>, Option<u64>)> = Vec::new();
     for r in runs {
@@ -247,6 +272,7 @@ fn study_table(runs: &[RunView], out: &mut String) {
             let cell_runs: Vec<&RunView> = runs
                 .iter()
                 .filter(|r| buffer_period(r) == (buffer, period) && column(r, runs) == *c)
+                .map(|r| r.view)
                 .collect();
             let values: Vec<f64> = cell_runs
                 .iter()
@@ -304,16 +330,16 @@ fn legend(out: &mut String) {
 
 /// What a reader of one run's row must know: onsets the loopback missed, notes an
 /// under-run hit, DSP overloads, late triggers, threads that were not real-time.
-fn run_notes(r: &RunView, out: &mut String) {
-    let s = &r.result;
-    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    if let Some(port) = s["capture_port"].as_str() {
+fn run_notes(run: &EventRun, out: &mut String) {
+    let (r, s) = (run.view, &run.result);
+    let n = |v: Option<u64>| v.unwrap_or(0);
+    if let Some(port) = s.stream.capture_port.as_deref() {
         let missing = r
             .triggers
             .iter()
             .filter(|t| t.measured_ns.is_none())
             .count();
-        if s["capture_latency_frames"].is_null() {
+        if s.stream.capture_latency_frames.is_none() {
             let _ = writeln!(
                 out,
                 "run {}: the stream did not report the capture latency of {port}: no loopback latency was measured (it would include it)",
@@ -328,7 +354,7 @@ fn run_notes(r: &RunView, out: &mut String) {
             );
         }
     }
-    if let (Some(buffer), Some(behind)) = (stream_buffer_frames(r), buffer_frames(s)) {
+    if let (Some(buffer), Some(behind)) = (stream_buffer_frames(run), buffer_frames(s)) {
         if buffer != behind {
             let _ = writeln!(
                 out,
@@ -337,13 +363,13 @@ fn run_notes(r: &RunView, out: &mut String) {
             );
         }
     }
-    if let Some(sink) = s["unreported_sink_frames"].as_u64() {
+    if let Some(sink) = s.unreported_sink_frames {
         let _ = writeln!(
             out,
             "run {}: buffer {} = {} frames the ports report + {sink} frames the PipeWire sink's quantum adds, which they do not report (the sink takes a cycle's output in the next cycle: measured, the loop through its monitor is one quantum)",
             r.id,
             buffer_frames(s).map_or("-".into(), |b| b.to_string()),
-            shown(&s["playback_latency_frames"])
+            shown_or_dash(s.stream.playback_latency_frames)
         );
     }
     let notes = r.notes();
@@ -363,15 +389,16 @@ fn run_notes(r: &RunView, out: &mut String) {
             r.id
         );
     }
-    let overloads = n(&s["dsp_overload_cycles"]);
+    let overloads = n(s.dsp_overload_cycles);
     if overloads > 0 {
         let _ = writeln!(
             out,
             "run {}: DSP overload: {overloads} of {} cycles took longer than their period to process (a lighter workload or a larger period fits: `audiolat event --workload W --period P`)",
-            r.id, s["cycles"]
+            r.id,
+            shown_or_null(s.cycles)
         );
     }
-    let late = n(&s["late_triggers"]);
+    let late = n(s.late_triggers);
     if late > 0 {
         let _ = writeln!(
             out,
@@ -379,16 +406,15 @@ fn run_notes(r: &RunView, out: &mut String) {
             r.id
         );
     }
-    let moved = &s["fixed_replacement"];
-    if n(&moved["moved_over_half_frame"]) > 0 {
+    let moved = s.fixed_replacement.unwrap_or_default();
+    if let Some(over) = moved.moved_over_half_frame.filter(|&n| n > 0) {
         let _ = writeln!(
             out,
-            "run {}: {} of {} fixed-policy notes moved by more than half a frame when placed again on the time line of the cycle that rendered them (median shift {} frames, largest {}): the cycles' time line moved between the trigger and its note",
+            "run {}: {over} of {} fixed-policy notes moved by more than half a frame when placed again on the time line of the cycle that rendered them (median shift {} frames, largest {}): the cycles' time line moved between the trigger and its note",
             r.id,
-            moved["moved_over_half_frame"],
-            moved["notes"],
-            moved["shift_median_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}")),
-            moved["shift_abs_max_frames"].as_f64().map_or("-".into(), |v| format!("{v:.1}"))
+            shown_or_null(moved.notes),
+            moved.shift_median_frames.map_or("-".into(), |v| format!("{v:.1}")),
+            moved.shift_abs_max_frames.map_or("-".into(), |v| format!("{v:.1}"))
         );
     }
     if realtime(r) == Some(false) {

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use results::records::{EventConfigRecord, RoundtripConfigRecord};
 use results::{GroupId, Kept, RunView};
 use serde_json::{json, Value};
 
@@ -120,7 +121,7 @@ pub fn event_json(group: GroupId, runs: &[RunView]) -> Value {
                 "status": r.status,
                 "load": r.config["load"],
                 "config": config,
-                "granted": r.config["granted"],
+                "granted": r.config_as::<EventConfigRecord>().and_then(|c| c.stream.granted),
                 "result": r.result,
                 "flags": r.flags,
                 "error": r.error,
@@ -148,24 +149,31 @@ pub fn roundtrip_text(group: GroupId, runs: &[RunView], kept: &[Kept], db: &Path
     out
 }
 
+/// One round trip of [`roundtrip_json`].
+fn roundtrip_run_json(r: &RunView, detail: &Value) -> Value {
+    let c = r.config_as::<RoundtripConfigRecord>().unwrap_or_default();
+    json!({
+        "run_id": r.id,
+        "status": r.status,
+        "load": r.config["load"],
+        "loop": c.loop_description,
+        "granted": c.stream.granted,
+        "result": r.result,
+        "flags": r.flags,
+        "error": r.error,
+        "windows": detail["windows"],
+        "impulses": detail["impulses"],
+    })
+}
+
 /// `audiolat roundtrip --json`: the runs of sweep `group`, each with its `windows` and
 /// `impulses` (`details`, in the same order: an object holding both, as the runner
 /// gives them).
 pub fn roundtrip_json(group: GroupId, runs: &[RunView], details: &[Value]) -> Value {
     json!({
         "group_id": group,
-        "runs": runs.iter().zip(details).map(|(r, detail)| json!({
-            "run_id": r.id,
-            "status": r.status,
-            "load": r.config["load"],
-            "loop": r.config["loop"],
-            "granted": r.config["granted"],
-            "result": r.result,
-            "flags": r.flags,
-            "error": r.error,
-            "windows": detail["windows"],
-            "impulses": detail["impulses"],
-        })).collect::<Vec<_>>(),
+        "runs": runs.iter().zip(details).map(|(r, detail)| roundtrip_run_json(r, detail))
+            .collect::<Vec<_>>(),
     })
 }
 

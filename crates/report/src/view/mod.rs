@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::terminal::fmt_ns;
+use results::records::stream::{AlsaGrantedRecord, DuplexStartRecord, ServerRecord};
+use results::records::{StatsRecord, StreamRecord};
 use results::Measurement;
 
 pub mod bench;
@@ -74,6 +76,12 @@ pub fn shown_or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
 
+/// A stored figure as its JSON read, `null` when the run has none (where a line has
+/// always printed it so).
+pub fn shown_or_null<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("null".into(), |v| v.to_string())
+}
+
 /// `yes`, `NO`, or `-` when the run never stored whether its thread ran real-time.
 pub fn realtime_cell(flags: &Value) -> &'static str {
     match flags["realtime"].as_bool() {
@@ -90,28 +98,29 @@ pub fn steal_cell(flags: &Value) -> String {
         .map_or("-".into(), |p| format!("{p:.1}%"))
 }
 
-/// The JACK server line of an audio run from its stored `server` object (name, private,
-/// command_line, version).
-pub fn server_line(server: &Value) -> String {
-    if server.is_null() {
+/// The JACK server line of an audio run from its stored server (name, private,
+/// command line, version, and PipeWire's graph when recorded).
+pub fn server_line(server: Option<&ServerRecord>) -> String {
+    let Some(server) = server else {
         return "server -".into();
-    }
+    };
     format!(
         "server `{}`{}{}",
-        server["name"].as_str().unwrap_or("-"),
-        match server["private"].as_bool() {
+        server.name.as_deref().unwrap_or("-"),
+        match server.private {
             Some(true) => format!(
                 " (private: {})",
-                server["command_line"].as_str().unwrap_or("-")
+                server.command_line.as_deref().unwrap_or("-")
             ),
             Some(false) => " (external)".into(),
             None => String::new(),
         },
-        server["version"]
-            .as_str()
+        server
+            .version
+            .as_deref()
             .map(|v| format!(", {v}"))
             .unwrap_or_default()
-    ) + &graph_line(&server["graph"])
+    ) + &server.graph.as_ref().map(graph_line).unwrap_or_default()
 }
 
 /// A PipeWire run's graph record (`server.graph`), on a line of its own: the driver,
@@ -154,10 +163,10 @@ fn graph_line(graph: &Value) -> String {
 }
 
 /// How a duplex pair's capture stood against its playback at the start.
-fn skew(start: &Value) -> String {
-    match start["skew_frames"].as_i64() {
+fn skew(start: &DuplexStartRecord) -> String {
+    match start.skew_frames {
         Some(0) => "aligned".to_string(),
-        Some(f) if start["steady_offset"].as_bool() == Some(true) => format!(
+        Some(f) if start.steady_offset == Some(true) => format!(
             "with capture {f:+} frames from playback on every start (the device's own offset)"
         ),
         Some(f) => format!(
@@ -169,41 +178,37 @@ fn skew(start: &Value) -> String {
 
 /// What an ALSA device granted, for people: the device(s), format, channels, rate,
 /// period and buffer as granted (never as asked), access, and how a duplex pair started.
-/// `stream` is an audio run's stored result (`client`, `capture_port`, `duplex_start`).
-pub fn device_line(stream: &Value, granted: &Value) -> String {
-    let g = |k: &str| {
-        granted[k]
-            .as_u64()
-            .map_or("-".to_string(), |v| v.to_string())
-    };
-    let period = granted["period_frames"].as_u64();
-    let buffer = granted["buffer_frames"].as_u64();
-    let capture = stream["capture_port"].as_str();
+/// `stream` is an audio run's stream as it ran (`client`, `capture_port`,
+/// `duplex_start`).
+pub fn device_line(stream: &StreamRecord, granted: &AlsaGrantedRecord) -> String {
+    let period = granted.period_frames;
+    let buffer = granted.buffer_frames;
+    let capture = stream.capture_port.as_deref();
     let mut line = format!(
         "device `{}`{}: granted {}, {} channel(s) out{}, {} Hz, period {} frames, buffer {} frames{}, {}",
-        stream["client"].as_str().unwrap_or("?"),
+        stream.client.as_deref().unwrap_or("?"),
         capture.map(|c| format!(" -> `{c}`")).unwrap_or_default(),
-        granted["format"].as_str().unwrap_or("-"),
-        g("playback_channels"),
-        granted["capture_channels"]
-            .as_u64()
+        granted.format.as_deref().unwrap_or("-"),
+        shown_or_dash(granted.playback_channels),
+        granted
+            .capture_channels
             .map(|c| format!(", {c} in"))
             .unwrap_or_default(),
-        g("rate_hz"),
-        g("period_frames"),
-        g("buffer_frames"),
+        shown_or_dash(granted.rate_hz),
+        shown_or_dash(period),
+        shown_or_dash(buffer),
         match (period, buffer) {
             (Some(p), Some(b)) if p > 0 && b % p == 0 => format!(" ({} periods)", b / p),
             _ => String::new(),
         },
-        granted["access"].as_str().unwrap_or("-"),
+        granted.access.as_deref().unwrap_or("-"),
     );
     if capture.is_some() {
-        let start = &stream["duplex_start"];
-        let _ = match (granted["linked"].as_bool(), start.is_object()) {
-            (Some(true), true) => {
-                let attempts = start["attempts"].as_u64().unwrap_or(0);
-                let starts = start["starts"].as_u64().unwrap_or(0);
+        let start = stream.duplex_start.as_ref();
+        let _ = match (granted.linked, start) {
+            (Some(true), Some(start)) => {
+                let attempts = start.attempts.unwrap_or(0);
+                let starts = start.starts.unwrap_or(0);
                 write!(
                     line,
                     "; linked, started {} ({} start{}{})",
@@ -217,17 +222,14 @@ pub fn device_line(stream: &Value, granted: &Value) -> String {
                     }
                 )
             }
-            (Some(false), started) => write!(
+            (Some(false), start) => write!(
                 line,
                 "; not linked ({}): capture started first, {}",
-                granted["link_error"]
-                    .as_str()
+                granted
+                    .link_error
+                    .as_deref()
                     .unwrap_or("the device refused"),
-                if started {
-                    skew(start)
-                } else {
-                    "skew not read".to_string()
-                }
+                start.map_or_else(|| "skew not read".to_string(), skew)
             ),
             _ => Ok(()),
         };
@@ -235,10 +237,10 @@ pub fn device_line(stream: &Value, granted: &Value) -> String {
     line
 }
 
-/// Figures of a stored statistics object (`count`, `mean`, `min`, `max`, `stdev`;
-/// every figure `null` without values).
+/// Figures of a stored statistics record, every one a number: a figure not stored
+/// reads 0 and is shown only when `count > 0`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct JsonStats {
+pub struct Figures {
     /// How many values.
     pub count: u64,
     /// Mean.
@@ -251,16 +253,19 @@ pub struct JsonStats {
     pub stdev: f64,
 }
 
-impl JsonStats {
-    /// The figures of `v`; a missing figure reads 0 and is shown only when `count > 0`.
-    pub fn of(v: &Value) -> JsonStats {
-        let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
-        JsonStats {
-            count: v["count"].as_u64().unwrap_or(0),
-            mean: f("mean"),
-            min: f("min"),
-            max: f("max"),
-            stdev: f("stdev"),
+impl Figures {
+    /// The figures of `stats`; none stored, a count of 0.
+    pub fn of(stats: Option<&StatsRecord>) -> Figures {
+        let Some(s) = stats else {
+            return Figures::default();
+        };
+        let f = |v: Option<f64>| v.unwrap_or(0.0);
+        Figures {
+            count: s.count,
+            mean: f(s.mean),
+            min: f(s.min),
+            max: f(s.max),
+            stdev: f(s.stdev),
         }
     }
 }

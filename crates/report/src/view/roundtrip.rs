@@ -4,10 +4,10 @@
 use results::stored_backend::StoredBackend;
 use std::fmt::Write as _;
 
+use results::records::{RoundtripConfigRecord, RoundtripResultRecord};
 use results::RunView;
-use serde_json::Value;
 
-use super::{device_line, realtime_cell, server_line, shown, steal_cell, JsonStats};
+use super::{device_line, realtime_cell, server_line, shown, shown_or_dash, steal_cell, Figures};
 use crate::terminal::{machine_line, Table};
 
 /// The round-trip runs' tables (one sweep's, or one stored run's), as
@@ -17,7 +17,12 @@ pub fn text(runs: &[RunView]) -> String {
     let Some(first) = runs.first() else {
         return out;
     };
-    stream_lines(first, &mut out);
+    stream_lines(
+        first,
+        &first.config_as().unwrap_or_default(),
+        &first.result_as().unwrap_or_default(),
+        &mut out,
+    );
     let mut t = Table::new(&[
         "run",
         "period",
@@ -60,32 +65,41 @@ pub fn text(runs: &[RunView]) -> String {
 }
 
 /// The loop, the backend, its server or device, and the machine (from the first run).
-fn stream_lines(first: &RunView, out: &mut String) {
-    let s = &first.result;
-    let backend = s["backend"].as_str().unwrap_or("-");
+fn stream_lines(
+    first: &RunView,
+    config: &RoundtripConfigRecord,
+    result: &RoundtripResultRecord,
+    out: &mut String,
+) {
+    let s = &result.stream;
+    let backend = s.backend.as_deref().unwrap_or("-");
     let _ = writeln!(
         out,
         "\nround trip: a signal out, through {}, and back in; {backend} backend ({} model), {} Hz",
-        first.config["loop"].as_str().unwrap_or("-"),
-        shown(&s["model"]),
-        shown(&s["rate_hz"])
+        config.loop_description.as_deref().unwrap_or("-"),
+        shown_or_dash(s.model.as_deref()),
+        shown_or_dash(s.rate_hz)
     );
-    let server = &s["server"];
+    let server = s.server.as_ref();
     let kind = StoredBackend::parse(backend);
     if kind.is_server_client() {
         let _ = writeln!(out, "{}", server_line(server));
-    } else if let Some(c) = server["command_line"].as_str() {
+    } else if let Some(c) = server.and_then(|s| s.command_line.as_deref()) {
         let _ = writeln!(out, "{c}");
     }
-    let granted = &first.config["granted"];
-    if !granted.is_null() && kind.has_device_grant() {
+    if let Some(granted) = config
+        .stream
+        .granted
+        .as_ref()
+        .filter(|_| kind.has_device_grant())
+    {
         let _ = writeln!(out, "{}", device_line(s, granted));
     }
     let _ = writeln!(out, "{}\n", machine_line(&first.machine));
 }
 
 /// A figure with `digits` decimals, or `-` when no window measured the loop.
-fn figure(m: &JsonStats, v: f64, digits: usize) -> String {
+fn figure(m: &Figures, v: f64, digits: usize) -> String {
     if m.count > 0 {
         format!("{v:.digits$}")
     } else {
@@ -95,22 +109,25 @@ fn figure(m: &JsonStats, v: f64, digits: usize) -> String {
 
 /// One run's row of the table.
 fn row(r: &RunView) -> Vec<String> {
-    let s = &r.result;
-    let m = JsonStats::of(&s["roundtrip_frames"]);
-    let frame_ms = s["rate_hz"].as_f64().map(|rate| 1e3 / rate);
-    let clicks = JsonStats::of(&s["impulse_frames"]);
-    let reported = s["reported_frames"].as_u64();
-    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    let s = r.result_as::<RoundtripResultRecord>().unwrap_or_default();
+    let m = Figures::of(s.roundtrip_frames.as_ref());
+    let frame_ms = s.stream.rate_hz.map(|rate| 1e3 / rate as f64);
+    let clicks = Figures::of(s.impulse_frames.as_ref());
+    let reported = s.reported_frames;
     vec![
         r.id.to_string(),
-        shown(&s["period_frames"]),
+        shown_or_dash(s.stream.period_frames),
         format!(
             "{}+{}",
-            shown(&s["playback_latency_frames"]),
-            shown(&s["capture_latency_frames"])
+            shown_or_dash(s.stream.playback_latency_frames),
+            shown_or_dash(s.stream.capture_latency_frames)
         ),
         r.config["load"].as_str().unwrap_or("none").to_string(),
-        format!("{}/{}", shown(&r.flags["windows_ok"]), shown(&s["windows"])),
+        format!(
+            "{}/{}",
+            shown(&r.flags["windows_ok"]),
+            shown_or_dash(s.windows)
+        ),
         figure(&m, m.mean, 3),
         frame_ms.map_or("-".into(), |f| figure(&m, m.mean * f, 3)),
         figure(&m, m.stdev, 3),
@@ -129,7 +146,7 @@ fn row(r: &RunView) -> Vec<String> {
         match reported.filter(|_| m.count > 0) {
             Some(reported) => {
                 // No "-0.000" for a difference of rounding noise.
-                let extra = m.mean - reported as f64 - u(&s["inserted_frames"]) as f64;
+                let extra = m.mean - reported as f64 - s.inserted_frames.unwrap_or(0) as f64;
                 format!("{:.3}", if extra.abs() < 5e-4 { 0.0 } else { extra })
             }
             None => "-".into(),
@@ -151,14 +168,14 @@ fn realtime(r: &RunView) -> Option<bool> {
 
 /// The verdict of one run, and what else a reader of its row must know.
 fn run_lines(r: &RunView, out: &mut String) {
-    let s = &r.result;
+    let s = r.result_as::<RoundtripResultRecord>().unwrap_or_default();
     let _ = writeln!(
         out,
         "run {}: {}",
         r.id,
-        s["verdict"].as_str().unwrap_or("no verdict stored")
+        s.verdict.as_deref().unwrap_or("no verdict stored")
     );
-    let inserted = s["inserted_frames"].as_u64().unwrap_or(0);
+    let inserted = s.inserted_frames.unwrap_or(0);
     if inserted > 0 {
         let _ = writeln!(
             out,

@@ -2,6 +2,7 @@
 //! runs --groups` (each group with its runs and, for a plan run, its cells).
 
 use results::model::GroupRecord;
+use results::records::{JitterResultRecord, Record};
 use results::run::RunRecord;
 use results::{Measurement, RunFilter, RunStatus, Store, StoreError};
 use serde_json::{json, Value};
@@ -348,9 +349,8 @@ pub fn export(store: &Store, run: &RunRecord, kind: ExportKind) -> Result<String
                 let doc = results::farm::cyclictest_json(run, h);
                 return Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n");
             }
-            let cycles: Vec<u64> = run.result["overflow_cycles"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+            let cycles = JitterResultRecord::from_json(&run.result)
+                .and_then(|r| r.overflow_cycles)
                 .unwrap_or_default();
             x::cyclictest_histogram(h, &cycles)
         }

@@ -1,17 +1,26 @@
 use super::*;
 use crate::net_fixtures as fx;
 use results::records::net::{MissCauses, NetResultRecord};
+use results::records::stream::AlsaGrantedRecord;
+use results::records::Record;
 use results::RunView;
 
-fn stream(capture: Option<&str>, start: Value) -> Value {
-    json!({"client": "hw:Loopback,0,0", "capture_port": capture, "duplex_start": start})
+fn stream(capture: Option<&str>, start: Value) -> StreamRecord {
+    StreamRecord::from_json(
+        &json!({"client": "hw:Loopback,0,0", "capture_port": capture, "duplex_start": start}),
+    )
+    .unwrap()
+}
+
+fn alsa_granted(v: Value) -> AlsaGrantedRecord {
+    serde_json::from_value(v).unwrap()
 }
 
 #[test]
 fn the_device_line_says_what_was_granted_and_how_the_duplex_started() {
-    let granted = json!({"rate_hz": 48000, "period_frames": 1024, "buffer_frames": 2048,
-        "format": "S16_LE", "access": "RW_INTERLEAVED", "playback_channels": 1,
-        "capture_channels": 1, "linked": true, "link_error": null});
+    let granted = alsa_granted(json!({"rate_hz": 48000, "period_frames": 1024,
+        "buffer_frames": 2048, "format": "S16_LE", "access": "RW_INTERLEAVED",
+        "playback_channels": 1, "capture_channels": 1, "linked": true, "link_error": null}));
     let start = json!({"linked": true, "skew_frames": 0, "attempts": 2, "starts": 1,
         "steady_offset": false});
     let line = device_line(&stream(Some("hw:Loopback,1,0"), start), &granted);
@@ -20,9 +29,9 @@ fn the_device_line_says_what_was_granted_and_how_the_duplex_started() {
         "device `hw:Loopback,0,0` -> `hw:Loopback,1,0`: granted S16_LE, 1 channel(s) out, 1 in, 48000 Hz, period 1024 frames, buffer 2048 frames (2 periods), RW_INTERLEAVED; linked, started aligned (2 starts)"
     );
     // Not linked: why, and the skew measured instead; a value nobody read is "-".
-    let granted = json!({"rate_hz": 48000, "period_frames": 1024, "format": "FLOAT_LE",
-        "access": "RW_INTERLEAVED", "playback_channels": 1, "capture_channels": 1,
-        "linked": false, "link_error": "Function not implemented"});
+    let granted = alsa_granted(json!({"rate_hz": 48000, "period_frames": 1024,
+        "format": "FLOAT_LE", "access": "RW_INTERLEAVED", "playback_channels": 1,
+        "capture_channels": 1, "linked": false, "link_error": "Function not implemented"}));
     let start = json!({"linked": false, "skew_frames": -64, "attempts": 2, "starts": 3,
         "steady_offset": true});
     let line = device_line(&stream(Some("jack"), start), &granted);
@@ -63,9 +72,13 @@ fn a_deadline_line_counts_lost_blocks_and_says_nothing_without_a_count() {
 
 #[test]
 fn stats_without_values_read_as_no_count() {
-    let s = JsonStats::of(&json!({"count": 0, "mean": null}));
+    let stats = |v| StatsRecord::from_json(&v).unwrap();
+    assert_eq!(Figures::of(None).count, 0);
+    let s = Figures::of(Some(&stats(json!({"count": 0, "mean": null}))));
     assert_eq!(s.count, 0);
-    let s = JsonStats::of(&json!({"count": 3, "mean": 2.5, "min": 1.0, "max": 4.0, "stdev": 1.0}));
+    let s = Figures::of(Some(&stats(
+        json!({"count": 3, "mean": 2.5, "min": 1.0, "max": 4.0, "stdev": 1.0}),
+    )));
     assert_eq!((s.count, s.mean, s.max), (3, 2.5, 4.0));
 }
 
@@ -766,4 +779,30 @@ fn a_killed_run_shows_what_it_stored_and_dashes_for_the_rest() {
     for cell in ["128", "0+0", "18/20", "128.000", "2.902", "-/-"] {
         assert!(row.contains(cell), "{cell} in {row}");
     }
+    // An event run's checkpoint, read as its record: the stream and model figures shown.
+    let run = killed(
+        "event",
+        json!({"trigger": "timer", "workload": "sine", "load": "none", "policy": "asap",
+               "backend": "jack", "rate_hz": 48000, "period_frames": 128,
+               "server": {"name": "s", "private": true, "command_line": "jackd -d dummy",
+                          "quantum_granted_frames": null}}),
+        json!({"backend": "jack", "rate_hz": 48000, "period_frames": 128,
+               "playback_latency_frames": 256,
+               "server": {"name": "s", "private": true, "command_line": "jackd -d dummy",
+                          "quantum_granted_frames": null},
+               "late_triggers": 0, "model_latency_ms": 4.0, "buffer_frames": 256}),
+    );
+    let text = event::text(std::slice::from_ref(&run));
+    assert!(invents(&text).is_empty(), "{:?} in\n{text}", invents(&text));
+    assert!(text.contains("timer trigger"), "{text}");
+    assert!(text.contains("jack backend (- model), 48000 Hz"), "{text}");
+    assert!(text.contains("(private: jackd -d dummy)"), "{text}");
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1..4], ["128", "256", "sine"], "{text}");
+    assert!(row.contains(&"4.00"), "{text}");
 }
