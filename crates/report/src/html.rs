@@ -660,7 +660,7 @@ fn machine_html(data: &ReportData) -> String {
     }
     let steal: Vec<f64> = data
         .runs()
-        .filter_map(|r| r.record.flags["host_steal_percent"].as_f64())
+        .filter_map(|r| r.record.flags_record().steal_percent())
         .collect();
     if !steal.is_empty() {
         let max = steal.iter().cloned().fold(0.0, f64::max);

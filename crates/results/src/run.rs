@@ -75,3 +75,10 @@ pub struct RunRecord {
     /// Why it failed or was interrupted.
     pub error: Option<String>,
 }
+
+impl RunRecord {
+    /// The stored validity flags as their record (none when nothing was stored).
+    pub fn flags_record(&self) -> crate::records::flags::Flags {
+        crate::records::flags::Flags::of(&self.flags)
+    }
+}

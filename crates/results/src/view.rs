@@ -90,6 +90,14 @@ impl RunView {
         R::from_json(&self.result)
     }
 
+    /// The stored validity flags as their record ([`records::flags::Flags::of`]: none
+    /// when nothing was stored).
+    ///
+    /// [`records::flags::Flags::of`]: crate::records::flags::Flags::of
+    pub fn flags_record(&self) -> crate::records::flags::Flags {
+        crate::records::flags::Flags::of(&self.flags)
+    }
+
     /// The measurement named `metric`, if the run has it.
     pub fn measurement(&self, metric: &str) -> Option<&Measurement> {
         self.measurements.iter().find(|m| m.metric == metric)

@@ -8,6 +8,7 @@
 use load::LoadContext;
 use qos::partition::{Partition, PlacedCell};
 use qos::{Admission, CellPlan, CellSet};
+use results::records::flags::Flags;
 use serde_json::{json, Value};
 
 /// A run's cells made real. Dropped without [`MadeCells::undo`] (an error, a panic),
@@ -63,7 +64,11 @@ impl CellsRecord {
         qos_granted["cells"] = self.granted.clone();
         qos_granted["cells_undone"] = json!(self.undone());
         qos_granted["cells_undo_problems"] = json!(self.undo_problems);
-        flags["cells_undone"] = json!(self.undone());
+        Flags {
+            cells_undone: Some(self.undone()),
+            ..Flags::default()
+        }
+        .add_to(flags);
     }
 }
 

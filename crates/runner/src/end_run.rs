@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use results::records::flags::Flags;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
 use serde_json::{json, Value};
 
@@ -128,11 +129,15 @@ pub fn end_run(
     }
     let cpus = engine::rt::online_cpus().len();
     let steal_ns = steal.total_ns(None);
-    flags["host_steal_ns"] = json!(steal_ns);
-    flags["host_steal_percent"] = json!(steal.percent_of_span(steal_ns, cpus));
-    flags["memory_locked"] = json!(memory.current && memory.future);
-    flags["interrupted"] = json!(ctx.stopped());
-    flags["role"] = json!(info.role);
+    Flags {
+        host_steal_ns: Some(steal_ns),
+        host_steal_percent: Some(steal.percent_of_span(steal_ns, cpus)),
+        memory_locked: Some(memory.current && memory.future),
+        interrupted: Some(ctx.stopped()),
+        role: Some(info.role.to_string()),
+        ..Flags::default()
+    }
+    .add_to(&mut flags);
     let mut closing = Closing::new(sink);
     closing.write(|s| s.replace_measurements(run_id, &measurements));
     let (mut status, mut error) = if error.is_some() {

@@ -1,6 +1,8 @@
 //! What an event run measured ([`EventOutcome`]) as the results model has it, and the summary of stored trigger rows ([`TriggerSummary`]).
 
 use super::*;
+use results::records::flags::Flags;
+use results::records::Record;
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -367,22 +369,24 @@ impl EventOutcome {
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
         let cpus = engine::rt::online_cpus().len();
-        json!({
-            "realtime": self.realtime(),
-            "memory_locked": self.memory_locked,
-            "interrupted": self.end != EventEnd::Complete,
-            "host_steal_ns": steal_ns,
-            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
-            "late_triggers": self.late(),
-            "missed_triggers": self.missed(),
-            "timing_unknown_triggers": self.timing_unknown(),
-            "dropped_triggers": self.dropped,
-            "cycle_records_dropped": self.records_dropped,
-            "unmatched_captures": self.unmatched_captures,
-            "frame_count_restarts": self.frame_count_restarts,
-            "dsp_overload_cycles": self.dsp_misses,
-            "private_server": self.info.server.private,
-        })
+        Flags {
+            realtime: Some(self.realtime()),
+            memory_locked: Some(self.memory_locked),
+            interrupted: Some(self.end != EventEnd::Complete),
+            host_steal_ns: Some(steal_ns),
+            host_steal_percent: Some(self.steal.percent_of_span(steal_ns, cpus)),
+            late_triggers: Some(self.late()),
+            missed_triggers: Some(self.missed()),
+            timing_unknown_triggers: Some(self.timing_unknown()),
+            dropped_triggers: Some(self.dropped),
+            cycle_records_dropped: Some(self.records_dropped),
+            unmatched_captures: Some(self.unmatched_captures),
+            frame_count_restarts: Some(self.frame_count_restarts),
+            dsp_overload_cycles: Some(self.dsp_misses),
+            private_server: Some(self.info.server.private),
+            ..Flags::default()
+        }
+        .to_json()
     }
 
     /// Probe-specific results.

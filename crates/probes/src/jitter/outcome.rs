@@ -1,6 +1,8 @@
 //! What a jitter run measured ([`JitterOutcome`]) as the results model has it: measurements, events, series, flags.
 
 use super::*;
+use results::records::flags::Flags;
+use results::records::Record;
 
 /// Everything a jitter run measured.
 #[derive(Debug)]
@@ -286,21 +288,26 @@ impl JitterOutcome {
         let (steal_ns, steal_pct) = self.steal_summary();
         let attributed = self.attributed_outliers();
         let with_steal = attributed.iter().filter(|a| a.steal_ns > 0).count();
-        json!({
-            "realtime": self.realtime(),
-            "policy_as_requested": self.thread.sched.is_exact(),
-            "affinity_as_requested": self.thread.affinity_refusal.is_none(),
-            "memory_locked": self.memory.current,
-            "cpu_dma_latency_held": self.dma_latency.as_ref().is_some_and(|d| d.0),
-            "interrupted": self.end == LoopEnd::Interrupted,
-            "host_steal_ns": steal_ns,
-            "host_steal_percent": steal_pct,
-            "outliers_with_host_steal": with_steal,
-            "outliers_examined": attributed.len(),
-            "random_windows_with_host_steal_percent": self.steal_baseline_fraction().map(|f| 100.0 * f),
-            "histogram_overflows": self.recorded.histograms.latency.overflows(),
-            "percentiles_clamped": self.recorded.histograms.latency.summary().is_some_and(|s| s.clamped_at.is_some()),
-        })
+        let latency = &self.recorded.histograms.latency;
+        Flags {
+            realtime: Some(self.realtime()),
+            policy_as_requested: Some(self.thread.sched.is_exact()),
+            affinity_as_requested: Some(self.thread.affinity_refusal.is_none()),
+            memory_locked: Some(self.memory.current),
+            cpu_dma_latency_held: Some(self.dma_latency.as_ref().is_some_and(|d| d.0)),
+            interrupted: Some(self.end == LoopEnd::Interrupted),
+            host_steal_ns: Some(steal_ns),
+            host_steal_percent: Some(steal_pct),
+            outliers_with_host_steal: Some(with_steal as u64),
+            outliers_examined: Some(attributed.len() as u64),
+            random_windows_with_host_steal_percent: Some(
+                self.steal_baseline_fraction().map(|f| 100.0 * f),
+            ),
+            histogram_overflows: Some(latency.overflows()),
+            percentiles_clamped: Some(latency.summary().is_some_and(|s| s.clamped_at.is_some())),
+            ..Flags::default()
+        }
+        .to_json()
     }
 
     /// Probe-specific results: counts, calibration, outliers with steal.

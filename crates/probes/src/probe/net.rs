@@ -9,6 +9,7 @@
 use std::sync::atomic::AtomicBool;
 
 use load::{LoadItem, LoadSpec};
+use results::records::flags::Flags;
 use serde_json::json;
 
 use crate::net::{self, NetConfig, NetOutcome};
@@ -120,7 +121,11 @@ impl Probe for NetProbe {
             granted["refusal"] = json!(p.host.net_thread.refusal);
         }
         let mut flags = outcome.flags();
-        flags["memory_locked"] = json!(locked);
+        Flags {
+            memory_locked: Some(locked),
+            ..Flags::default()
+        }
+        .add_to(&mut flags);
         let phase_error = outcome
             .reference
             .iter()

@@ -76,8 +76,9 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
     );
     say(
         flagged(runs, |r| {
-            r.record.flags["sender_late_blocks"]
-                .as_u64()
+            r.record
+                .flags_record()
+                .sender_late_blocks
                 .is_some_and(|n| n > 0)
         }),
         &|l| {
@@ -146,11 +147,10 @@ fn steal(runs: &[&RunData]) -> Option<String> {
     let parts: Vec<String> = runs
         .iter()
         .filter_map(|r| {
-            let ns = r.record.flags["host_steal_ns"]
-                .as_f64()
-                .filter(|n| *n > 0.0)?;
-            let pct = r.record.flags["host_steal_percent"]
-                .as_f64()
+            let flags = r.record.flags_record();
+            let ns = flags.host_steal_ns.filter(|&n| n > 0)? as f64;
+            let pct = flags
+                .steal_percent()
                 .map_or(String::new(), |p| format!(" ({})", fmt_percent(p)));
             Some(format!(
                 "{}{pct} in run {}",

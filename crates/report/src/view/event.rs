@@ -180,7 +180,7 @@ fn run_row(r: &RunView) -> Vec<String> {
 /// Whether the audio thread (and the trigger thread, if any) ran real-time (`None`:
 /// not stored, a killed run).
 fn realtime(r: &RunView) -> Option<bool> {
-    r.flags["realtime"].as_bool()
+    r.flags_record().realtime
 }
 
 /// A run's column in the study's table: its workload, its load, and its policy when

@@ -510,7 +510,8 @@ fn cell_lines(granted: &Value, out: &mut String) {
 /// results.
 pub fn end_text(run: &RunView) -> String {
     let mut out = String::new();
-    let role = run.flags["role"].as_str().unwrap_or("net");
+    let flags = run.flags_record();
+    let role = flags.role.as_deref().unwrap_or("net");
     let _ = writeln!(out, "\nnet {role} run {}: {}\n", run.id, run.status);
     out.push_str(&summary_table(&run.measurements));
     if let Some(m) = run.measurements.first() {

@@ -110,7 +110,13 @@ fn row(r: &RunView) -> Vec<String> {
             shown(&s["capture_latency_frames"])
         ),
         r.config["load"].as_str().unwrap_or("none").to_string(),
-        format!("{}/{}", shown(&r.flags["windows_ok"]), shown(&s["windows"])),
+        format!(
+            "{}/{}",
+            r.flags_record()
+                .windows_ok
+                .map_or("-".into(), |n| n.to_string()),
+            shown(&s["windows"])
+        ),
         figure(&m, m.mean, 3),
         frame_ms.map_or("-".into(), |f| figure(&m, m.mean * f, 3)),
         figure(&m, m.stdev, 3),
@@ -146,7 +152,7 @@ fn row(r: &RunView) -> Vec<String> {
 
 /// Whether the audio thread ran real-time (`None`: not stored, a killed run).
 fn realtime(r: &RunView) -> Option<bool> {
-    r.flags["realtime"].as_bool()
+    r.flags_record().realtime
 }
 
 /// The verdict of one run, and what else a reader of its row must know.

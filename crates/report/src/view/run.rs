@@ -29,7 +29,7 @@ pub fn text(
         out.push_str(&super::roundtrip::text(std::slice::from_ref(view)));
     } else if probe == &EVENT {
         out.push_str(&super::event::text(std::slice::from_ref(view)));
-    } else if probe == &NET && view.flags["role"].is_string() {
+    } else if probe == &NET && view.flags_record().role.is_some() {
         out.push_str(&super::net::end_text(view));
     } else if probe == &NET {
         out.push_str(&super::net::text(view));

@@ -14,6 +14,7 @@
 
 pub mod bench;
 pub mod devices;
+pub mod flags;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
