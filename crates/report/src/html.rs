@@ -613,7 +613,7 @@ fn runs_html(data: &ReportData) -> String {
             escape(&r.record.command_line),
             escape(&r.record.tool.build_profile),
             escape(&r.record.tool.git_commit),
-            escape(r.record.load["spec"].as_str().unwrap_or("none"))
+            escape(&r.record.load_record().map_or("none".into(), |l| l.spec))
         );
     }
     out.push_str("</tbody></table></details>\n");

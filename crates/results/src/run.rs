@@ -81,4 +81,9 @@ impl RunRecord {
     pub fn flags_record(&self) -> crate::records::flags::Flags {
         crate::records::flags::Flags::of(&self.flags)
     }
+
+    /// The load as run, as its record (`None`: nothing stored).
+    pub fn load_record(&self) -> Option<crate::records::load::Load> {
+        crate::records::Record::from_json(&self.load)
+    }
 }

@@ -98,6 +98,11 @@ impl RunView {
         crate::records::flags::Flags::of(&self.flags)
     }
 
+    /// The load as run, as its record (`None`: nothing stored).
+    pub fn load_record(&self) -> Option<crate::records::load::Load> {
+        crate::records::load::Load::from_json(&self.load)
+    }
+
     /// The measurement named `metric`, if the run has it.
     pub fn measurement(&self, metric: &str) -> Option<&Measurement> {
         self.measurements.iter().find(|m| m.metric == metric)

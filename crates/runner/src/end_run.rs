@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use results::records::flags::Flags;
+use results::records::load::Load;
+use results::records::Record;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
 use serde_json::{json, Value};
 
@@ -108,7 +110,7 @@ pub fn end_run(
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
         config: info.config,
-        load: json!({"spec": "none"}),
+        load: Load::none().to_json(),
         qos_requested: info.qos_requested,
         started_mono_ns: Some(engine::clock::monotonic_ns()),
     };

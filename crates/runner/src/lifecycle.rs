@@ -7,6 +7,7 @@ use load::{LoadCommand, LoadContext, LoadSpec};
 use probes::probe::{Description, End, LiveStatus, Outcome, Probe, Progress, Tally, TriggerRow};
 use qos::CellPlan;
 use results::records::flags::Flags;
+use results::records::Record;
 use results::{Event, Measurement, RunId, RunInfo, RunSink, RunStatus, RunView, SinkError};
 use serde_json::{json, Value};
 
@@ -177,7 +178,7 @@ fn run_info<P: Probe>(
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
         config,
-        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
+        load: crate::load_run::load_record(&cell.load, planned.iter().map(|c| (c, None))).to_json(),
         qos_requested: description.qos_requested.clone(),
         started_mono_ns: None,
     }

@@ -91,7 +91,7 @@ fn config_line(run: &RunView) -> String {
         shown(&c["mode"]),
         shown(&run.qos_granted["policy"]),
         shown(&run.qos_granted["cpus"]),
-        run.load["spec"].as_str().unwrap_or("none")
+        run.load_record().map_or("none".into(), |l| l.spec)
     )
 }
 
@@ -187,15 +187,12 @@ fn notes(run: &RunView, out: &mut String) {
             let _ = writeln!(out, "note: {n}");
         }
     }
-    if let Some(exits) = run.load["exits"].as_array() {
-        for e in exits.iter().filter(|e| e["early"] == json!(true)) {
-            let _ = writeln!(
-                out,
-                "note: load {} exited during the run ({}): {}",
-                e["item"].as_str().unwrap_or("?"),
-                e["status"].as_str().unwrap_or("?"),
-                e["stderr_tail"].as_str().unwrap_or("")
-            );
-        }
+    let exits = run.load_record().and_then(|l| l.exits);
+    for e in exits.iter().flatten().filter(|e| e.early) {
+        let _ = writeln!(
+            out,
+            "note: load {} exited during the run ({}): {}",
+            e.item, e.status, e.stderr_tail
+        );
     }
 }

@@ -15,6 +15,7 @@
 pub mod bench;
 pub mod devices;
 pub mod flags;
+pub mod load;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
