@@ -17,8 +17,8 @@
 //!   panic paths, and, when audiolat itself dies (even by SIGKILL), by a supervisor
 //!   ([`supervise`], `LoadContext::supervisor`) that leads each load's process group,
 //!   gets `PR_SET_PDEATHSIG` and takes the whole group down, forked workers included.
-//! - **What ran is recorded**: [`RunningLoad::describe`] gives the exact command lines,
-//!   tool versions and process ids for the run's record.
+//! - **What ran is recorded**: [`RunningLoad::processes`] gives the exact command lines,
+//!   tool versions and process ids for the run's record (which the runner writes).
 //! - Every load process carries `AUDIOLAT_LOAD_TAG` in its environment, so a test (or a
 //!   worried user) can find any that survived.
 //!
