@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use results::records::flags::Flags;
 use results::records::load::Load;
+use results::records::qos::QosRequested;
 use results::records::Record;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
 use serde_json::{json, Value};
@@ -49,7 +50,11 @@ impl EndRunInfo {
         Ok(EndRunInfo {
             role,
             config,
-            qos_requested: json!({"threads": threads.to_string()}),
+            qos_requested: QosRequested {
+                threads: Some(threads.to_string()),
+                ..QosRequested::default()
+            }
+            .to_json(),
             pinned_cpus,
         })
     }

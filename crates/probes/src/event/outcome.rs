@@ -2,6 +2,7 @@
 
 use super::*;
 use results::records::flags::Flags;
+use results::records::qos::{MemoryLocked, QosGranted, ThreadGrant};
 use results::records::Record;
 
 /// How a run ended.
@@ -355,14 +356,16 @@ impl EventOutcome {
 
     /// The server's facts and what the run was granted.
     pub fn qos_granted(&self) -> Value {
-        json!({
-            "trigger_thread": self.trigger_thread.as_ref().map(|t| json!({
-                "policy": t.sched.granted.to_string(),
-                "refusal": t.sched.refusal,
+        QosGranted {
+            trigger_thread: Some(self.trigger_thread.as_ref().map(|t| ThreadGrant {
+                policy: t.sched.granted.to_string(),
+                refusal: t.sched.refusal.clone(),
             })),
-            "audio_thread": self.audio_thread.map(|p| p.to_string()),
-            "memory_locked": self.memory_locked,
-        })
+            audio_thread: Some(self.audio_thread.map(|p| p.to_string())),
+            memory_locked: Some(MemoryLocked::Locked(self.memory_locked)),
+            ..QosGranted::default()
+        }
+        .to_json()
     }
 
     /// Validity flags.

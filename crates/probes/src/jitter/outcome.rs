@@ -2,6 +2,7 @@
 
 use super::*;
 use results::records::flags::Flags;
+use results::records::qos::{DmaLatency, MemoryLock, MemoryLocked, QosGranted};
 use results::records::Record;
 
 /// Everything a jitter run measured.
@@ -269,18 +270,28 @@ impl JitterOutcome {
     /// The real-time settings granted, as stored with the run.
     pub fn qos_granted(&self) -> Value {
         let t = &self.thread;
-        json!({
-            "policy": t.sched.granted.to_string(),
-            "policy_refusal": t.sched.refusal,
-            "cpus": engine::rt::format_cpu_list(&t.cpus_granted),
-            "affinity_refusal": t.affinity_refusal,
-            "memory_locked": {"current": self.memory.current, "future": self.memory.future,
-                              "refusal": self.memory.refusal},
-            "cpu_dma_latency": self.dma_latency.as_ref().map(|(held, us, refusal)| json!({
-                "held": held, "value_us": us, "refusal": refusal})),
-            "stack_prefaulted_bytes": t.stack_prefaulted,
-            "tid": t.tid,
-        })
+        QosGranted {
+            policy: Some(t.sched.granted.to_string()),
+            policy_refusal: Some(t.sched.refusal.clone()),
+            cpus: Some(engine::rt::format_cpu_list(&t.cpus_granted)),
+            affinity_refusal: Some(t.affinity_refusal.clone()),
+            memory_locked: Some(MemoryLocked::Detail(MemoryLock {
+                current: self.memory.current,
+                future: self.memory.future,
+                refusal: self.memory.refusal.clone(),
+            })),
+            cpu_dma_latency: Some(self.dma_latency.as_ref().map(|(held, us, refusal)| {
+                DmaLatency {
+                    held: *held,
+                    value_us: *us,
+                    refusal: refusal.clone(),
+                }
+            })),
+            stack_prefaulted_bytes: Some(t.stack_prefaulted as u64),
+            tid: Some(t.tid),
+            ..QosGranted::default()
+        }
+        .to_json()
     }
 
     /// Validity flags: what a reader must know before trusting the numbers.

@@ -4,6 +4,8 @@
 use std::sync::atomic::AtomicBool;
 
 use engine::audio::Backend;
+use results::records::qos::QosRequested;
+use results::records::Record;
 use serde_json::{json, Value};
 
 use crate::probe::{Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally};
@@ -77,7 +79,11 @@ impl Probe for RoundtripProbe<'_> {
                            "rate_asked_hz": sinfo.server.rate_asked_hz,
                            "rate_granted_hz": sinfo.server.rate_granted_hz},
             }),
-            qos_requested: json!({"audio_thread": sinfo.audio_thread_requested(true)}),
+            qos_requested: QosRequested {
+                audio_thread: Some(sinfo.audio_thread_requested(true).to_string()),
+                ..QosRequested::default()
+            }
+            .to_json(),
             result_while_running: None,
         }
     }

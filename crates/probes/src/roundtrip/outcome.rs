@@ -2,6 +2,7 @@
 
 use super::*;
 use results::records::flags::Flags;
+use results::records::qos::{MemoryLocked, QosGranted};
 use results::records::Record;
 
 /// How a run ended.
@@ -630,8 +631,12 @@ impl RoundtripOutcome {
 
     /// What the run was granted.
     pub fn qos_granted(&self) -> Value {
-        json!({"audio_thread": self.audio_thread.map(|p| p.to_string()),
-               "memory_locked": self.memory_locked})
+        QosGranted {
+            audio_thread: Some(self.audio_thread.map(|p| p.to_string())),
+            memory_locked: Some(MemoryLocked::Locked(self.memory_locked)),
+            ..QosGranted::default()
+        }
+        .to_json()
     }
 
     /// Probe-specific results.

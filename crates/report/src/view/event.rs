@@ -392,15 +392,17 @@ fn run_notes(r: &RunView, out: &mut String) {
         );
     }
     if realtime(r) == Some(false) {
-        let q = &r.qos_granted;
-        let audio = q["audio_thread"]
-            .as_str()
-            .unwrap_or("unknown (no cycle ran)");
-        let t = &q["trigger_thread"];
-        let trigger = match (t["policy"].as_str(), t["refusal"].as_str()) {
-            (None, _) => "none".to_string(),
-            (Some(p), Some(why)) => format!("{p} (refused: {why})"),
-            (Some(p), None) => p.to_string(),
+        let q = r.qos_granted_record();
+        let audio = q
+            .audio_thread
+            .flatten()
+            .unwrap_or_else(|| "unknown (no cycle ran)".into());
+        let trigger = match q.trigger_thread.flatten() {
+            None => "none".to_string(),
+            Some(t) => match t.refusal {
+                Some(why) => format!("{} (refused: {why})", t.policy),
+                None => t.policy,
+            },
         };
         let _ = writeln!(
             out,

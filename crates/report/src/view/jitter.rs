@@ -86,11 +86,12 @@ fn config_line(run: &RunView) -> String {
     } else {
         String::new()
     };
+    let granted = run.qos_granted_record();
     format!(
         "{} wake-ups, {what}{busy}, {} on CPUs {}, load {}",
         shown(&c["mode"]),
-        shown(&run.qos_granted["policy"]),
-        shown(&run.qos_granted["cpus"]),
+        granted.policy.as_deref().unwrap_or("-"),
+        granted.cpus.as_deref().unwrap_or("-"),
         run.load_record().map_or("none".into(), |l| l.spec)
     )
 }
@@ -166,20 +167,22 @@ fn largest_wakeups(run: &RunView, out: &mut String) {
 
 /// Validity notes, settings the kernel refused, and loads that exited early.
 fn notes(run: &RunView, out: &mut String) {
-    let q = &run.qos_granted;
+    let q = run.qos_granted_record();
     let mut notes = flag_notes(&run.flags);
-    for refusal in [
-        &q["policy_refusal"],
-        &q["affinity_refusal"],
-        &q["memory_locked"]["refusal"],
-    ] {
-        if let Some(why) = refusal.as_str() {
+    let refusals = [
+        q.policy_refusal.clone().flatten(),
+        q.affinity_refusal.clone().flatten(),
+        q.memory_locked
+            .as_ref()
+            .and_then(|m| m.refusal().map(str::to_string)),
+    ];
+    for why in refusals.into_iter().flatten() {
+        notes.push(format!("refused: {why}"));
+    }
+    if let Some(dma) = q.cpu_dma_latency.flatten() {
+        if let (false, Some(why)) = (dma.held, &dma.refusal) {
             notes.push(format!("refused: {why}"));
         }
-    }
-    let dma = &q["cpu_dma_latency"];
-    if let (Some(false), Some(why)) = (dma["held"].as_bool(), dma["refusal"].as_str()) {
-        notes.push(format!("refused: {why}"));
     }
     if !notes.is_empty() {
         let _ = writeln!(out);

@@ -81,7 +81,7 @@ fn header(run: &RunView) -> String {
         },
         if workers == 0 { "the network thread".to_string() } else { format!("the network thread and {workers} worker{}", if workers == 1 { "" } else { "s" }) },
         c["poll"].as_str().unwrap_or("?"),
-        run.qos_requested["threads"].as_str().unwrap_or("?"),
+        run.qos_requested_record().threads.as_deref().unwrap_or("?"),
         c["load"].as_str().unwrap_or("none"),
         machine_line(&run.machine)
     )

@@ -177,9 +177,10 @@ fn run_lines(r: &RunView, out: &mut String) {
             out,
             "run {}: NOT REAL-TIME: the audio thread ran {}",
             r.id,
-            r.qos_granted["audio_thread"]
-                .as_str()
-                .unwrap_or("unknown (no cycle ran)")
+            r.qos_granted_record()
+                .audio_thread
+                .flatten()
+                .unwrap_or_else(|| "unknown (no cycle ran)".into())
         );
     }
 }

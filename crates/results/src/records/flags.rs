@@ -9,18 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Record;
-
-/// A flag that is absent (`None`), written `null` (`Some(None)`) or has a value.
-pub type Nullable<T> = Option<Option<T>>;
-
-/// Reads a present key, `null` too, as `Some`: an absent one stays `None` (`default`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Nullable<T>, D::Error> {
-    Ok(Some(Option::<T>::deserialize(d)?))
-}
+use super::{add_keys, present, Nullable, Record};
 
 /// A run's validity flags, as stored.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -180,11 +172,7 @@ impl Flags {
     /// `null`), each over the key of the same name; the others are left as they are.
     /// How the runner adds its flags to a probe's.
     pub fn add_to(&self, flags: &mut Value) {
-        if let Value::Object(set) = self.to_json() {
-            for (key, value) in set {
-                flags[key] = value;
-            }
-        }
+        add_keys(self.to_json(), flags);
     }
 
     /// Host steal in percent, when it was sampled.
