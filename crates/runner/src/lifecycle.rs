@@ -635,11 +635,12 @@ impl<'a> Closing<'a> {
         ended: Option<u64>,
     ) -> Kept {
         let sink = self.sink;
-        if let Some(f) = flags.as_object_mut() {
-            f.insert(
-                "emulated_cpu".into(),
-                json!(probes::machine::emulated_cpu()),
-            );
+        if flags.is_object() {
+            Flags {
+                emulated_cpu: Some(probes::machine::emulated_cpu()),
+                ..Flags::default()
+            }
+            .add_to(flags);
         }
         match sink.closing(&mut || sink.finish_run(run_id, status, flags, result, error, ended)) {
             Ok(()) => Kept::Stored,

@@ -141,6 +141,10 @@ pub struct Flags {
     /// Written by releases that counted allocations in the audio callback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc_violations: Option<u64>,
+    /// The runner: the machine's CPU is emulated (QEMU's TCG), so its times are not a
+    /// real CPU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated_cpu: Option<bool>,
     /// The runner: the load ended before the run did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_exited_early: Option<bool>,
@@ -197,7 +201,7 @@ mod tests {
             "host_steal_ns": 0, "host_steal_percent": null, "outliers_with_host_steal": 0,
             "outliers_examined": 3, "random_windows_with_host_steal_percent": 12.5,
             "histogram_overflows": 0, "percentiles_clamped": false,
-            "load_exited_early": false, "cells_undone": true,
+            "load_exited_early": false, "cells_undone": true, "emulated_cpu": false,
         }));
         assert_eq!(f.host_steal_percent, Some(None));
         assert_eq!(f.random_windows_with_host_steal_percent, Some(Some(12.5)));
