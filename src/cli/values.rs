@@ -244,12 +244,12 @@ impl GateArgs {
     }
 
     /// [`GateArgs::check`], refusing a gate on a metric the run cannot measure without
-    /// a setting it was not given (`given`: the probe's settings it was, by the names its
-    /// [`results::ProbeKind::needs`] give them).
+    /// a setting it was not given (`given`: the settings it was, of those its
+    /// [`results::ProbeKind::needs`] name).
     pub fn check_with(
         &self,
         probe: &results::ProbeKind,
-        given: &[&str],
+        given: &[results::probe_kind::Setting],
     ) -> Result<Vec<results::gate::Gate>, super::UsageError> {
         let gates = self.check(probe)?;
         match probe.unmeasured(gates.iter().map(|g| g.metric.as_str()), given) {

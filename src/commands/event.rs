@@ -31,7 +31,7 @@ pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode
     // Everything that can be refused is refused before the database is opened.
     let req = a.request(&ctx.default_scratch())?;
     let given = if a.loopback.is_some() {
-        &["loopback"][..]
+        &[results::probe_kind::Setting::Loopback][..]
     } else {
         &[]
     };

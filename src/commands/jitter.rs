@@ -14,7 +14,7 @@ pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCo
     // Everything is checked before the database is opened: bad input writes nothing.
     let req = a.request(&ctx.default_scratch())?;
     let given = if req.config.fragments.is_some() {
-        &["fragments"][..]
+        &[results::probe_kind::Setting::Fragments][..]
     } else {
         &[]
     };

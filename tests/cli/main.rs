@@ -28,6 +28,7 @@ mod jitter;
 mod loads;
 mod messages;
 mod net;
+mod old_db;
 mod outputs;
 mod phases;
 mod pipewire;

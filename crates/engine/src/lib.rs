@@ -58,6 +58,7 @@ mod libjack;
 pub mod phase;
 pub mod pipewire;
 pub mod rt;
+mod server_process;
 pub mod servers;
 mod setup;
 mod stream;

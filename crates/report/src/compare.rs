@@ -484,7 +484,7 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
 /// [`text`], units chosen per value; the report around it overlays A and B on the same
 /// axes.
 pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) -> String {
-    use crate::html::escape;
+    use crate::words::escape;
     let mut out = format!(
         "<section id=\"comparison\" class=\"comparison\"><h2>A against B</h2>\n<p>A = {}, B = {}</p>\n",
         escape(&a.subject),

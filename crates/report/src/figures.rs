@@ -13,40 +13,24 @@ use results::Measurement;
 
 use crate::data::{CellData, ReportData, RunData};
 use crate::plots::hist::{log_bins, percentile_curve};
-use crate::plots::{self, Axis, Mark, Plot, RefLine, Scale, Series, Window};
+use crate::plots::{self, Axis, Plot, RefLine, Scale, Series};
 use crate::units::{fmt_count, fmt_ns};
+use crate::words::metric_name;
 
+pub mod figure;
 mod group;
+mod marks;
 mod time;
 
+use figure::slug;
+pub use figure::{Figure, BINS_PER_DECADE, MAX_LINES, MAX_MARKS_PER_KIND, MAX_TIME_PLOTS};
 use group::{
     deadline_lines, has_distribution, label_kind, lines_note, merged, samples_note, Group,
 };
 pub use group::{group_label, MIN_DISTRIBUTION_SAMPLES};
-
-/// One figure of the report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
-    /// The `id` of its `<figure>` (`fig-...`), unique in the report.
-    pub id: String,
-    /// Its title (also inside the SVG).
-    pub title: String,
-    /// How to read it, as plain text.
-    pub caption: String,
-    /// The plot ([`plots::Plot::svg`]).
-    pub svg: String,
-}
-
-/// Lines a plot tells apart by colour.
-pub const MAX_LINES: usize = 8;
-/// Latency-against-time figures per report (per label, its run with the most
-/// under-runs, xruns and deadline misses).
-pub const MAX_TIME_PLOTS: usize = 6;
-/// Events of one kind marked one by one on a latency-against-time figure; a kind with
-/// more is counted in the caption instead (a wall of lines hides the latency).
-pub const MAX_MARKS_PER_KIND: usize = 100;
-/// Bins per decade of a histogram's latency axis.
-pub const BINS_PER_DECADE: u32 = 20;
+#[cfg(test)]
+use marks::event_marks;
+pub use marks::STEAL_WINDOW_NS;
 
 /// The complete runs of a report with their cells (an interrupted or failed run's
 /// samples stand in the runs table).
@@ -112,31 +96,6 @@ pub fn values_only(data: &ReportData) -> Vec<String> {
                 .then(|| group::values_line(&metric_name(metric), &groups))
         })
         .collect()
-}
-
-/// A metric's name for people: `wakeup_latency` -> `wake-up latency`.
-pub fn metric_name(metric: &str) -> String {
-    metric
-        .replace("wakeup", "wake-up")
-        .replace("roundtrip", "round trip")
-        .replace("dsp", "DSP")
-        .replace('_', " ")
-}
-
-fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect::<String>()
-        .split('-')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-")
 }
 
 /// The runs' headline metrics, and the other metrics judged against a deadline (a
@@ -425,114 +384,6 @@ fn sweep_figures(data: &ReportData, complete: &[(&CellData, &RunData)]) -> Vec<F
         }));
     }
     out
-}
-
-/// How long a host-steal event's window is when the event does not say (its
-/// `window_ns`): the probes sample steal every 50 ms (`probes::steal::StealSampler`,
-/// `jitter::STEAL_SAMPLE_INTERVAL`), and an event is one sampling window with steal in it,
-/// starting at the event's time.
-pub const STEAL_WINDOW_NS: f64 = 50e6;
-
-/// The run's events as marks and windows on a time axis whose 0 is `origin_ns`
-/// (CLOCK_MONOTONIC). Returns how many events have a mark, and the kinds too many to
-/// mark (more than [`MAX_MARKS_PER_KIND`]) with their counts, for the caption. Counts
-/// come from the run's whole counts (`event_counts`), not from the events loaded.
-pub(crate) fn event_marks(
-    plot: &mut Plot,
-    r: &RunData,
-    origin_ns: u64,
-) -> (usize, Vec<(&'static str, u64)>) {
-    let start = origin_ns;
-    let mut marked = 0;
-    let count = |kind: &str| -> u64 {
-        let whole = r
-            .event_counts
-            .iter()
-            .find(|(k, _)| k == kind)
-            .map_or(0, |(_, n)| *n);
-        whole.max(r.events.iter().filter(|e| e.kind == kind).count() as u64)
-    };
-    let crowded: Vec<(&'static str, u64)> = [
-        ("underrun", "deadline misses"),
-        ("xrun", "xruns"),
-        ("overflow", "wake-ups above the histogram's bound"),
-        ("skipped_cycles", "skipped cycles"),
-        ("load_exit", "load exits"),
-    ]
-    .into_iter()
-    .filter(|(kind, _)| count(kind) > MAX_MARKS_PER_KIND as u64)
-    .map(|(kind, name)| (name, count(kind)))
-    .collect();
-    for e in &r.events {
-        if e.kind != "steal" && count(&e.kind) > MAX_MARKS_PER_KIND as u64 {
-            continue;
-        }
-        let x = e.mono_ns.saturating_sub(start) as f64;
-        let at = fmt_ns(x);
-        let (kind, text) = match e.kind.as_str() {
-            "steal" => {
-                plot.windows.push(steal_window(e, x));
-                continue;
-            }
-            "underrun" => (
-                "underrun",
-                format!("deadline missed (the card would under-run) at {at}"),
-            ),
-            "xrun" => ("xrun", format!("xrun at {at}")),
-            "overflow" => (
-                "overflow",
-                match e.detail["latency_ns"].as_f64() {
-                    Some(l) => format!("{} above the histogram's bound at {at}", fmt_ns(l)),
-                    None => format!("above the histogram's bound at {at}"),
-                },
-            ),
-            "skipped_cycles" => ("skipped", format!("skipped cycles at {at}")),
-            "load_exit" => ("load_exit", format!("the load exited at {at}")),
-            _ => continue,
-        };
-        plot.marks.push(Mark {
-            x,
-            kind: kind.into(),
-            text,
-        });
-        marked += 1;
-    }
-    plot.mark_names = [
-        ("underrun", "deadline miss"),
-        ("xrun", "xrun"),
-        ("overflow", "above the bound"),
-        ("skipped", "skipped cycles"),
-        ("load_exit", "load exited"),
-    ]
-    .map(|(k, n)| (k.to_string(), n.to_string()))
-    .to_vec();
-    (marked, crowded)
-}
-
-/// A host-steal event as the sampling window it covers, with the steal (summed over
-/// the CPUs sampled) on hover.
-fn steal_window(e: &results::Event, x: f64) -> Window {
-    let window_ns = e.detail["window_ns"]
-        .as_f64()
-        .filter(|w| *w > 0.0)
-        .unwrap_or(STEAL_WINDOW_NS);
-    let cpus = match e.detail["cpus"].as_str() {
-        Some(c) if !c.is_empty() => format!("CPUs {c}"),
-        _ => "the CPUs".to_string(),
-    };
-    let steal = e.detail["steal_ns"]
-        .as_f64()
-        .map_or_else(|| "-".to_string(), fmt_ns);
-    Window {
-        x0: x,
-        x1: x + window_ns,
-        kind: "steal".into(),
-        text: format!(
-            "host steal {steal} (summed over {cpus}) in the {} window from {}",
-            fmt_ns(window_ns),
-            fmt_ns(x)
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -104,11 +104,11 @@ impl PaperFigure {
 
 /// A report's paper figures, drawn: one per paper table with at least one published
 /// number that has a point to draw, in the plan's order.
-pub fn paper_figures(data: &ReportData) -> Vec<crate::figures::Figure> {
+pub fn paper_figures(data: &ReportData) -> Vec<crate::figures::figure::Figure> {
     paper_figure_specs(data)
         .into_iter()
         .filter_map(|f| {
-            Some(crate::figures::Figure {
+            Some(crate::figures::figure::Figure {
                 svg: render(&f)?,
                 id: f.id,
                 title: f.title,
@@ -199,7 +199,7 @@ fn x_label(axes: &[String]) -> String {
 /// latency, mean`, `response_time.misses` -> `missed deadlines of response time`.
 fn y_name(t: &PaperTable) -> String {
     let (metric, stat) = t.value.split_once('.').unwrap_or((&t.value, ""));
-    let metric = crate::figures::metric_name(metric);
+    let metric = crate::words::metric_name(metric);
     let stat = match stat {
         "p50" => "median".to_string(),
         "p90" => "90th percentile".into(),

@@ -13,22 +13,7 @@ use serde_json::Value;
 
 use crate::data::{ReportData, RunData};
 use crate::paper::{self, PaperTable};
-
-/// Escapes text for HTML.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::words::escape;
 
 const STYLE: &str = r#"
 :root { color-scheme: light dark;
@@ -555,7 +540,7 @@ fn runs_html(data: &ReportData) -> String {
             out,
             "<tr><td class=\"label\">{}{}</td><td>{}<br><span class=\"{class}\">{}</span></td><td class=\"label\">{}</td>",
             escape(&c.key),
-            h.map(|m| format!("<br><span class=\"meta\">{}</span>", escape(&crate::figures::metric_name(&m.metric))))
+            h.map(|m| format!("<br><span class=\"meta\">{}</span>", escape(&crate::words::metric_name(&m.metric))))
                 .unwrap_or_default(),
             c.run.as_ref().map(|r| r.record.id.to_string()).unwrap_or_default(),
             escape(&status),

@@ -39,3 +39,4 @@ pub mod summary;
 pub mod terminal;
 pub mod units;
 pub mod view;
+pub mod words;

@@ -126,7 +126,8 @@ fn jitter_view(latencies: &[u64], fragments: Option<u64>) -> RunView {
         machine: Default::default(),
         // As a run stores it: the fragment model in its configuration.
         config: match fragments {
-            Some(_) => json!({"fragments": {"fragments": 3, "frames": 32, "sample_rate": 44100.0}}),
+            // (the rate an integer, as the probe writes it: `JitterConfigRecord`)
+            Some(_) => json!({"fragments": {"fragments": 3, "frames": 32, "sample_rate": 44100}}),
             None => json!({"fragments": null}),
         },
         load: json!({}),

@@ -1,7 +1,10 @@
 //! Exact statistics of small lists of values (triggers, windows), kept beside the
 //! histograms for figures that must not be bucketed.
 
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::records::record::Record;
+use crate::records::stats::StatsRecord;
 
 /// Exact statistics of a list of values.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -67,11 +70,22 @@ impl Stats {
     /// As a JSON object: count, mean, min, max, stdev, median.
     /// Without values every figure is `null`, never a made-up 0.
     pub fn to_json(self) -> Value {
-        if self.count == 0 {
-            return json!({"count": 0, "mean": null, "min": null, "max": null,
-                          "stdev": null, "median": null});
+        StatsRecord::from(self).to_json()
+    }
+}
+
+impl From<Stats> for StatsRecord {
+    fn from(s: Stats) -> StatsRecord {
+        if s.count == 0 {
+            return StatsRecord::default();
         }
-        json!({"count": self.count, "mean": self.mean, "min": self.min, "max": self.max,
-               "stdev": self.stdev, "median": self.median})
+        StatsRecord {
+            count: s.count,
+            mean: Some(s.mean),
+            min: Some(s.min),
+            max: Some(s.max),
+            stdev: Some(s.stdev),
+            median: Some(s.median),
+        }
     }
 }

@@ -170,9 +170,7 @@ impl BackendSpec {
                 return Err(SpecError::RateOutOfRange(r));
             }
         }
-        if matches!(kind, BackendKind::Alsa | BackendKind::Virtual)
-            && !periods_range(kind).contains(&settings.periods)
-        {
+        if !kind.has_quantum() && !periods_range(kind).contains(&settings.periods) {
             return Err(SpecError::PeriodsOutOfRange {
                 periods: settings.periods,
                 backend: kind,
@@ -272,14 +270,14 @@ fn foreign_options(
         (
             OptionGroup::JackPorts,
             jack_ports
-                && kind != BackendKind::Jack
+                && !kind.has_ports()
                 && !(kind == BackendKind::Pipewire && native_monitor_loopback(purpose)),
         ),
         (OptionGroup::Cable, cable && kind != BackendKind::Virtual),
         (OptionGroup::AlsaDevice, alsa && kind != BackendKind::Alsa),
         (
             OptionGroup::BufferPeriods,
-            settings.periods != DEFAULT_PERIODS && kind.is_server_client(),
+            settings.periods != DEFAULT_PERIODS && kind.has_quantum(),
         ),
         (
             OptionGroup::PipewireServer,

@@ -30,11 +30,10 @@ use crate::audio::{AudioError, ServerInfo, ServerSetting};
 pub use crate::libjack::{
     libjack_messages, open_client, open_client_within, prepare_environment, OPEN_TIMEOUT,
 };
+use crate::server_process::{signal_group, ServerProcess};
 pub use crate::servers::{default_server_name, PRIVATE_SERVER_ENV};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Which server to use.
@@ -318,8 +317,8 @@ fn started_by_dead_audiolat(pid: i32) -> bool {
 /// A JACK server in use; a private one is stopped when this is dropped.
 pub struct JackServer {
     info: ServerInfo,
-    child: Option<Child>,
-    output: crate::servers::OutputTail,
+    /// A private jackd, stopped on drop.
+    process: Option<ServerProcess>,
     /// A private PipeWire (`ServerMode::Pipewire`), stopped on drop.
     pipewire: Option<crate::pipewire::PipewireServer>,
     /// A running PipeWire (the user's) and the quantum forced on it, restored on drop.
@@ -381,8 +380,7 @@ impl JackServer {
                                 rate_asked_hz: None,
                                 rate_granted_hz: None,
                             },
-                            child: None,
-                            output: Arc::default(),
+                            process: None,
                             pipewire: None,
                             running: None,
                         })
@@ -404,8 +402,7 @@ impl JackServer {
         prepare_environment();
         let server = JackServer {
             info,
-            child: None,
-            output: Arc::default(),
+            process: None,
             pipewire: Some(pipewire),
             running: None,
         };
@@ -434,8 +431,7 @@ impl JackServer {
         prepare_environment();
         let server = JackServer {
             info: on.info.clone(),
-            child: None,
-            output: Arc::default(),
+            process: None,
             pipewire: None,
             running: Some(on),
         };
@@ -474,28 +470,12 @@ impl JackServer {
             period.to_string(),
         ];
         let mut cmd = Command::new(&jackd);
-        cmd.args(&args)
-            .env_remove("JACK_DEFAULT_SERVER")
-            .env(PRIVATE_SERVER_ENV, std::process::id().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid) between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setpgid(0, 0);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-                if libc::getppid() == 1 {
-                    return Err(std::io::Error::other("parent already exited"));
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| AudioError::Io {
-            op: format!("starting {}", jackd.display()),
-            source: e,
-        })?;
-        let output = keep_output_tail(&mut child)?;
+        cmd.args(&args).env_remove("JACK_DEFAULT_SERVER");
+        let process =
+            ServerProcess::spawn(&mut cmd, None, "jackd-output").map_err(|e| AudioError::Io {
+                op: format!("starting {}", jackd.display()),
+                source: e,
+            })?;
         crate::phase::reached(crate::phase::Phase::ServerStart);
         let command_line = std::iter::once(jackd.display().to_string())
             .chain(args.iter().cloned())
@@ -512,8 +492,7 @@ impl JackServer {
                 rate_asked_hz: None,
                 rate_granted_hz: None,
             },
-            child: Some(child),
-            output,
+            process: Some(process),
             pipewire: None,
             running: None,
         };
@@ -527,7 +506,9 @@ impl JackServer {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.exited() {
-                std::thread::sleep(Duration::from_millis(50)); // let the output threads finish
+                if let Some(p) = &self.process {
+                    p.await_output(Duration::from_secs(1));
+                }
                 let mut output = self.output_tail();
                 if output.contains("Too many servers already active") {
                     // jackd2's registry holds eight servers and keeps the entries of
@@ -593,7 +574,7 @@ impl JackServer {
     /// Process id of a private server (a private PipeWire's daemon).
     pub fn pid(&self) -> Option<u32> {
         let pipewire = self.pipewire.as_ref().map(|p| p.info().pids.pipewire);
-        self.child.as_ref().map(|c| c.id()).or(pipewire)
+        self.process.as_ref().map(ServerProcess::pid).or(pipewire)
     }
 
     /// Whether this server is a private PipeWire (the JACK API through PipeWire's
@@ -609,16 +590,15 @@ impl JackServer {
             let exit = pipewire.exited().into_iter().next()?;
             return Some(format!("{} exited with {}", exit.process, exit.status));
         }
-        let child = self.child.as_mut()?;
-        match child.try_wait() {
-            Ok(Some(status)) => Some(crate::servers::describe_status(status)),
-            _ => None,
-        }
+        self.process.as_mut()?.status().map(str::to_string)
     }
 
     /// The private server's last output lines, joined with " | ".
     pub fn output_tail(&self) -> String {
-        crate::servers::tail_text(&self.output, |l| {
+        let Some(process) = &self.process else {
+            return "(nothing)".into();
+        };
+        process.output_tail(|l| {
             !l.starts_with("Copyright")
                 && !l.contains("ABSOLUTELY NO WARRANTY")
                 && !l.contains("free software")
@@ -638,28 +618,16 @@ impl JackServer {
         if let Some(mut pipewire) = self.pipewire.take() {
             pipewire.stop();
         }
-        let Some(mut child) = self.child.take() else {
+        let Some(mut process) = self.process.take() else {
             return;
         };
-        let pgid = child.id() as libc::pid_t;
-        // SAFETY: signalling the process group we created for this child.
-        unsafe { libc::kill(-pgid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() > deadline => {
-                    // SAFETY: as above.
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                    let _ = child.wait();
-                    break;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-        // Anything left in the group (jackd forks nothing, but be sure).
-        // SAFETY: as above; ESRCH when the group is gone is fine.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let group = process.pid() as libc::pid_t;
+        signal_group(group, libc::SIGTERM);
+        // Unreaped until the group is killed, so that the group signalled is still ours;
+        // anything left in it (jackd forks nothing, but be sure) goes with it.
+        process.ends_within(Duration::from_secs(3));
+        signal_group(group, libc::SIGKILL);
+        process.reap();
         // A jackd that did not shut down cleanly (killed after its grace, or dead of a
         // signal of its own) left its semaphores and socket: it is gone, so are they.
         let name = &self.info.name;
@@ -678,17 +646,6 @@ impl Drop for JackServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Keeps the last 40 lines jackd prints (stdout and stderr) for the error that says why
-/// it did not start.
-fn keep_output_tail(child: &mut Child) -> Result<crate::servers::OutputTail, AudioError> {
-    crate::servers::keep_output_tail(child, "jackd-output")
-        .map(|(output, _readers)| output)
-        .map_err(|e| AudioError::Io {
-            op: "starting a thread for jackd's output".into(),
-            source: e,
-        })
 }
 
 /// Whether a jackd answers under `name`: its socket `/dev/shm/jack_NAME_UID_0` accepts a

@@ -5,11 +5,8 @@ use super::error::{PipewireError, PipewireProcess};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The last lines a process printed, filled by its output threads.
-pub(super) use crate::servers::OutputTail;
 
 /// A program and the Debian (bookworm) package that ships it.
 #[derive(Clone, Copy, Debug)]
@@ -139,27 +136,6 @@ fn parse_library_version(text: &str) -> Option<String> {
     };
     version_after("Linked with").or_else(|| version_after("Compiled with"))
 }
-
-/// Keeps the last 40 lines a process prints (stdout and stderr), read by a thread per
-/// stream (their handles returned: a reader ends at the stream's end).
-pub(super) fn keep_output_tail(
-    child: &mut Child,
-    process: PipewireProcess,
-) -> Result<(OutputTail, Vec<std::thread::JoinHandle<()>>), PipewireError> {
-    crate::servers::keep_output_tail(child, &format!("{process}-output")).map_err(|e| {
-        PipewireError::Io {
-            op: format!("starting a thread for {process}'s output"),
-            source: e,
-        }
-    })
-}
-
-/// The last four non-empty lines, joined with " | ".
-pub(super) fn tail_of(output: &OutputTail) -> String {
-    crate::servers::tail_text(output, |_| true)
-}
-
-pub(super) use crate::servers::describe_status;
 
 #[cfg(test)]
 mod tests {

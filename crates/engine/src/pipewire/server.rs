@@ -8,14 +8,12 @@
 
 use super::config::{daemon_config, ClockSettings, SINK_NODE_NAME};
 pub use super::error::{PipewireError, PipewireProcess};
-use super::programs::{
-    describe_status, keep_output_tail, library_version, run_bounded, tail_of, OutputTail, Tools,
-};
+use super::programs::{library_version, run_bounded, Tools};
+use crate::server_process::{signal_group, ServerProcess};
 use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -150,24 +148,7 @@ pub struct ProcessExit {
 /// One process of the server.
 struct Member {
     process: PipewireProcess,
-    child: Child,
-    /// How it ended, once reaped.
-    status: Option<String>,
-    output: OutputTail,
-    /// The threads reading its output, until its streams end.
-    readers: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Member {
-    /// How it ended, reaping it if it has; `None` while it runs.
-    fn poll(&mut self) -> Option<&str> {
-        if self.status.is_none() {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                self.status = Some(describe_status(status));
-            }
-        }
-        self.status.as_deref()
-    }
+    started: ServerProcess,
 }
 
 /// A private headless PipeWire + WirePlumber with a null sink; stopped when dropped.
@@ -194,7 +175,7 @@ impl std::fmt::Debug for PipewireServer {
                 &self
                     .members
                     .iter()
-                    .map(|m| (m.process, m.child.id()))
+                    .map(|m| (m.process, m.started.pid()))
                     .collect::<Vec<_>>(),
             )
             .finish()
@@ -305,62 +286,21 @@ impl PipewireServer {
             .env("XDG_CONFIG_HOME", self.dir.join("config"))
             .env("XDG_STATE_HOME", self.dir.join("state"))
             .env("XDG_DATA_HOME", self.dir.join("data"))
-            .env(PRIVATE_SERVER_ENV, std::process::id().to_string())
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let group = self.group.unwrap_or(0);
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid, errno) between
-        // fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setpgid(0, group) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-                // Reparented already (to init or a subreaper): the parent is gone.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("parent already exited"));
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
+            .current_dir(&self.dir);
+        let started = ServerProcess::spawn(&mut cmd, self.group, &format!("{process}-output"))
             .map_err(|e| io_error(format!("starting {process}"), e))?;
-        let (output, readers) = match keep_output_tail(&mut child, process) {
-            Ok(kept) => kept,
-            Err(e) => {
-                // Not yet a member: stopped here, so nothing is left behind.
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
         if self.group.is_none() {
-            self.group = Some(child.id() as libc::pid_t);
+            self.group = Some(started.pid() as libc::pid_t);
         }
-        self.members.push(Member {
-            process,
-            child,
-            status: None,
-            output,
-            readers,
-        });
+        self.members.push(Member { process, started });
         Ok(())
     }
 
     /// Waits (at most a second) until `process`'s output readers reached the end of its
     /// streams, so its last lines are in its tail.
     fn await_output(&self, process: PipewireProcess) {
-        let deadline = Instant::now() + Duration::from_secs(1);
         for member in self.members.iter().filter(|m| m.process == process) {
-            while !member.readers.iter().all(|r| r.is_finished()) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            member.started.await_output(Duration::from_secs(1));
         }
     }
 
@@ -389,7 +329,7 @@ impl PipewireServer {
                 let output = self
                     .members
                     .iter()
-                    .map(|m| format!("{}: {}", m.process, tail_of(&m.output)))
+                    .map(|m| format!("{}: {}", m.process, m.started.output_tail(|_| true)))
                     .collect::<Vec<_>>()
                     .join("; ");
                 return Err(PipewireError::NotReady {
@@ -422,7 +362,7 @@ impl PipewireServer {
         self.members
             .iter()
             .find(|m| m.process == process)
-            .map_or(0, |m| m.child.id())
+            .map_or(0, |m| m.started.pid())
     }
 
     /// What this server is: versions, runtime directory, sink, pids.
@@ -463,10 +403,10 @@ impl PipewireServer {
         self.members
             .iter_mut()
             .filter_map(|m| {
-                let status = m.poll()?.to_string();
+                let status = m.started.status()?.to_string();
                 Some(ProcessExit {
                     process: m.process,
-                    pid: m.child.id(),
+                    pid: m.started.pid(),
                     status,
                 })
             })
@@ -478,7 +418,10 @@ impl PipewireServer {
         self.members
             .iter()
             .find(|m| m.process == process)
-            .map_or_else(|| "(not started)".into(), |m| tail_of(&m.output))
+            .map_or_else(
+                || "(not started)".into(),
+                |m| m.started.output_tail(|_| true),
+            )
     }
 
     /// Stops the server: SIGTERM to WirePlumber, then PipeWire, then the bus, each given
@@ -491,23 +434,18 @@ impl PipewireServer {
             PipewireProcess::DbusDaemon,
         ] {
             if let Some(member) = self.members.iter_mut().find(|m| m.process == process) {
-                terminate(member, Duration::from_secs(2));
+                member.started.terminate(Duration::from_secs(2));
             }
         }
         // A member not yet reaped keeps the group's id from being reused, so the group
         // signalled is still ours.
         if let Some(group) = self.group {
-            if self.members.iter().any(|m| m.status.is_none()) {
-                // SAFETY: signalling the process group this server created.
-                unsafe { libc::kill(-group, libc::SIGKILL) };
+            if self.members.iter().any(|m| !m.started.reaped()) {
+                signal_group(group, libc::SIGKILL);
             }
         }
         for member in &mut self.members {
-            if member.status.is_none() {
-                if let Ok(status) = member.child.wait() {
-                    member.status = Some(describe_status(status));
-                }
-            }
+            member.started.reap();
         }
         if !self.dir_removed {
             let _ = std::fs::remove_dir_all(&self.dir);
@@ -535,21 +473,6 @@ const DAEMON_ENV_REMOVED: [&str; 8] = [
     "DBUS_SESSION_BUS_ADDRESS",
     "DISPLAY",
 ];
-
-/// SIGTERM to a member, then up to `grace` for it to end (it is left unreaped, a zombie,
-/// so that its pid, and the group's when it leads it, stays ours).
-fn terminate(member: &mut Member, grace: Duration) {
-    if member.status.is_some() {
-        return;
-    }
-    let pid = member.child.id() as libc::pid_t;
-    // SAFETY: signalling our own child, not yet reaped (its pid cannot be reused).
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let deadline = Instant::now() + grace;
-    while crate::servers::process_running(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// The prefix of every private directory: `audiolat-pipewire-PID-N`, PID the audiolat
 /// that made it.

@@ -42,6 +42,7 @@ use engine::rt::{Policy, ProcessRt, ThreadRt};
 use results::fmt_number;
 use results::hist::LatencyHistogram;
 use results::model::{Event, Measurement, TriggerRow};
+use results::records::event::EventConfigRecord;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -260,24 +261,27 @@ impl EventConfig {
         Ok(())
     }
 
-    /// The configuration as stored with the run.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "trigger": self.source.to_string(),
-            "policy": self.policy.to_string(),
-            "triggers": self.triggers,
-            "workload": self.workload.to_string(),
-            "voices": self.workload.voices(),
-            "frequency_hz": self.frequency_hz,
-            "note_ms": self.note_ms,
-            "spacing_ms": self.spacing_ms,
-            "warmup_ms": self.warmup_ms,
-            "seed": self.seed,
-            "trigger_policy": self.trigger_policy.to_string(),
-            "gpio": self.gpio.as_ref().map(|g| g.to_string()),
-            "loopback_threshold": self.loopback_threshold,
-            "lock_memory": self.lock_memory,
-        })
+    /// The configuration as stored with the run, but for the stream it runs on
+    /// (`stream` and `device` left empty: the probe fills them in when the stream is open).
+    pub fn record(&self) -> EventConfigRecord {
+        EventConfigRecord {
+            stream: Default::default(),
+            device: None,
+            trigger: Some(self.source.to_string()),
+            policy: Some(self.policy.to_string()),
+            triggers: Some(self.triggers),
+            workload: Some(self.workload.to_string()),
+            voices: Some(self.workload.voices() as u64),
+            frequency_hz: Some(f64::from(self.frequency_hz)),
+            note_ms: Some(self.note_ms),
+            spacing_ms: Some(self.spacing_ms),
+            warmup_ms: Some(self.warmup_ms),
+            seed: Some(self.seed),
+            trigger_policy: Some(self.trigger_policy.to_string()),
+            gpio: self.gpio.as_ref().map(|g| g.to_string()),
+            loopback_threshold: Some(f64::from(self.loopback_threshold)),
+            lock_memory: Some(self.lock_memory),
+        }
     }
 }
 

@@ -1,9 +1,14 @@
 //! What an event run measured ([`EventOutcome`]) as the results model has it, and the summary of stored trigger rows ([`TriggerSummary`]).
 
 use super::*;
+use results::records::event::{EventResultRecord, EventUnderrunsRecord, FixedReplacementRecord};
 use results::records::flags::Flags;
 use results::records::qos::{MemoryLocked, QosGranted, ThreadGrant};
-use results::records::Record;
+use results::records::stream::{
+    AlsaGrantedRecord, ConfiguredServerRecord, DuplexStartRecord, ServerRecord, StreamConfigRecord,
+    StreamRecord,
+};
+use results::records::{Record, StatsRecord};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -293,18 +298,18 @@ impl EventOutcome {
     /// by their time, those moved by more than half a frame between their first placement
     /// and the rendering cycle's, and the median and largest move (absolute, frames);
     /// `None` when no note was placed by its time.
-    pub fn fixed_replacement(&self) -> Option<Value> {
+    pub fn fixed_replacement(&self) -> Option<FixedReplacementRecord> {
         let shifts = &self.fixed_shifts_frames;
         if shifts.is_empty() {
             return None;
         }
         let abs = Stats::of(shifts.iter().map(|s| s.abs()));
-        Some(json!({
-            "notes": shifts.len(),
-            "moved_over_half_frame": shifts.iter().filter(|s| s.abs() > 0.5).count(),
-            "shift_median_frames": Stats::of(shifts.iter().copied()).median,
-            "shift_abs_max_frames": abs.max,
-        }))
+        Some(FixedReplacementRecord {
+            notes: Some(shifts.len() as u64),
+            moved_over_half_frame: Some(shifts.iter().filter(|s| s.abs() > 0.5).count() as u64),
+            shift_median_frames: Some(Stats::of(shifts.iter().copied()).median),
+            shift_abs_max_frames: Some(abs.max),
+        })
     }
 
     /// The audio thread ran at a real-time policy, and so did the trigger thread (when
@@ -394,81 +399,124 @@ impl EventOutcome {
 
     /// Probe-specific results.
     pub fn result_json(&self) -> Value {
+        self.result_record().to_json()
+    }
+
+    /// The results as their record ([`EventResultRecord`]).
+    pub fn result_record(&self) -> EventResultRecord {
         let ms = 1e-6;
-        let mut out = stream_json(&self.info, self.duplex_start);
-        if let Some(graph) = &self.server_graph {
-            out["server"]["graph"] = graph.clone();
+        let mut stream = stream_record(&self.info, self.duplex_start);
+        if let (Some(graph), Some(server)) = (&self.server_graph, &mut stream.server) {
+            server.graph = Some(graph.clone());
         }
-        let own = json!({
-            "end": match &self.end {
+        let stats_ms = |s: Stats| Some(StatsRecord::from(s.scaled(ms)));
+        EventResultRecord {
+            stream,
+            end: Some(match &self.end {
                 EventEnd::Complete => "complete".to_string(),
                 EventEnd::Interrupted => "interrupted".to_string(),
                 EventEnd::ServerGone(r) => format!("server gone: {r}"),
                 EventEnd::Panicked(p) => format!("processor panicked: {p}"),
-            },
-            "client": self.info.client_name,
-            "midi_port": self.info.midi_port,
-            "clock_offset_ns": self.info.clock_offset_ns,
-            "triggers": self.rows.len(),
-            "latency_ms": self.latency().scaled(ms).to_json(),
-            "model_latency_ms": self.model_latency_ns() * ms,
-            "loopback_ms": self.rows.iter().any(|r| r.measured_ns.is_some())
-                .then(|| self.measured().scaled(ms).to_json()),
-            "wait_ms": Stats::of(self.sounded().filter_map(|r| r.wait_ns.map(|v| v as f64))).scaled(ms).to_json(),
-            "lateness_ms": Stats::of(self.sounded().filter_map(|r| r.lateness_ns.map(|v| v as f64))).scaled(ms).to_json(),
-            "buffer_ms": self.info.buffer_ns() * ms,
-            "buffer_frames": self.info.buffer_frames(),
-            "unreported_sink_frames": self.info.unreported_sink_frames(),
-            "cycles": self.cycles,
-            "underruns": {"start": self.xruns.0, "steady": self.xruns.1,
-                          "skipped_cycles_start": self.gaps.0, "skipped_cycles_steady": self.gaps.1},
-            "late_triggers": self.late(),
-            "fixed_replacement": self.fixed_replacement(),
-            "missed_triggers": self.missed(),
-            "timing_unknown_triggers": self.timing_unknown(),
-            "cycles_timing_unknown": self.cycles_timing_unknown,
-            "dropped_triggers": self.dropped,
-            "midi_dropped": self.midi_dropped,
-            "onsets_moved_after_underrun": self.info.capture_port.is_some().then_some(self.onsets_moved),
-            "oversized_cycles": self.oversized_cycles,
-            "dsp_load_percent_mean": crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
-            "dsp_overload_cycles": self.dsp_misses,
-            "run_ns": self.end_ns.saturating_sub(self.start_ns),
-        });
-        merge(&mut out, own);
-        out
+            }),
+            midi_port: self.info.midi_port.clone(),
+            clock_offset_ns: Some(self.info.clock_offset_ns),
+            triggers: Some(self.rows.len() as u64),
+            latency_ms: stats_ms(self.latency()),
+            model_latency_ms: Some(self.model_latency_ns() * ms),
+            loopback_ms: self
+                .rows
+                .iter()
+                .any(|r| r.measured_ns.is_some())
+                .then(|| StatsRecord::from(self.measured().scaled(ms))),
+            wait_ms: stats_ms(Stats::of(
+                self.sounded().filter_map(|r| r.wait_ns.map(|v| v as f64)),
+            )),
+            lateness_ms: stats_ms(Stats::of(
+                self.sounded()
+                    .filter_map(|r| r.lateness_ns.map(|v| v as f64)),
+            )),
+            buffer_ms: Some(self.info.buffer_ns() * ms),
+            buffer_frames: Some(u64::from(self.info.buffer_frames())),
+            unreported_sink_frames: self.info.unreported_sink_frames().map(u64::from),
+            cycles: Some(self.cycles),
+            underruns: Some(EventUnderrunsRecord {
+                start: Some(self.xruns.0),
+                steady: Some(self.xruns.1),
+                skipped_cycles_start: Some(self.gaps.0),
+                skipped_cycles_steady: Some(self.gaps.1),
+            }),
+            late_triggers: Some(self.late()),
+            fixed_replacement: self.fixed_replacement(),
+            missed_triggers: Some(self.missed()),
+            timing_unknown_triggers: Some(self.timing_unknown()),
+            cycles_timing_unknown: Some(self.cycles_timing_unknown),
+            dropped_triggers: Some(self.dropped),
+            midi_dropped: Some(self.midi_dropped),
+            onsets_moved_after_underrun: self
+                .info
+                .capture_port
+                .is_some()
+                .then_some(self.onsets_moved),
+            oversized_cycles: Some(self.oversized_cycles),
+            dsp_load_percent_mean: crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
+            dsp_overload_cycles: Some(self.dsp_misses),
+            run_ns: Some(self.end_ns.saturating_sub(self.start_ns)),
+        }
     }
 }
 
 /// The stream an audio probe ran on, as stored with its result: backend, model, server,
 /// rate, period, the latencies it reports, its ports, and how a duplex device started.
-pub(crate) fn stream_json(info: &StreamInfo, start: Option<DuplexStart>) -> Value {
-    json!({
-        "duplex_start": start.map(|s| json!({
-            "linked": s.linked,
-            "skew_frames": s.skew_frames,
-            "attempts": s.attempts,
-            "starts": s.starts,
-            "steady_offset": s.steady_offset,
-        })),
-        "backend": info.backend.name(),
-        "client": info.client_name,
-        "model": info.model.to_string(),
-        "server": {"name": info.server.name, "private": info.server.private,
-                   "command_line": info.server.command_line,
-                   "version": info.server.version},
-        "rate_hz": info.sample_rate_hz,
-        "period_frames": info.period_frames,
-        "playback_latency_frames": info.playback_latency_frames,
-        "capture_latency_frames": info.capture_latency_frames,
-        "playback_ports": info.playback_ports,
-        "capture_port": info.capture_port,
-    })
+pub(crate) fn stream_record(info: &StreamInfo, start: Option<DuplexStart>) -> StreamRecord {
+    StreamRecord {
+        duplex_start: start.map(|s| DuplexStartRecord {
+            linked: Some(s.linked),
+            skew_frames: s.skew_frames,
+            attempts: Some(u64::from(s.attempts)),
+            starts: Some(u64::from(s.starts)),
+            steady_offset: Some(s.steady_offset),
+        }),
+        backend: Some(info.backend.name().to_string()),
+        client: Some(info.client_name.clone()),
+        model: Some(info.model.to_string()),
+        server: Some(ServerRecord {
+            name: Some(info.server.name.clone()),
+            private: Some(info.server.private),
+            command_line: info.server.command_line.clone(),
+            version: info.server.version.clone(),
+            graph: None,
+        }),
+        rate_hz: Some(u64::from(info.sample_rate_hz)),
+        period_frames: Some(u64::from(info.period_frames)),
+        playback_latency_frames: Some(u64::from(info.playback_latency_frames)),
+        capture_latency_frames: info.capture_latency_frames.map(u64::from),
+        playback_ports: Some(info.playback_ports.clone()),
+        capture_port: info.capture_port.clone(),
+    }
 }
 
-/// Adds `more`'s keys to the JSON object `into`.
-pub(crate) fn merge(into: &mut Value, more: Value) {
-    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), more) {
-        a.extend(b);
+/// The stream an audio probe runs on, as stored with its configuration before the run;
+/// `granted`: what an ALSA device granted.
+pub(crate) fn stream_config_record(
+    info: &StreamInfo,
+    granted: Option<AlsaGrantedRecord>,
+) -> StreamConfigRecord {
+    let server = &info.server;
+    StreamConfigRecord {
+        backend: Some(info.backend.name().to_string()),
+        rate_hz: Some(u64::from(info.sample_rate_hz)),
+        period_frames: Some(u64::from(info.period_frames)),
+        playback_latency_frames: Some(u64::from(info.playback_latency_frames)),
+        granted,
+        server: Some(ConfiguredServerRecord {
+            name: Some(server.name.clone()),
+            private: Some(server.private),
+            command_line: server.command_line.clone(),
+            version: server.version.clone(),
+            quantum_asked_frames: server.quantum_asked_frames.map(u64::from),
+            quantum_granted_frames: server.quantum_granted_frames.map(u64::from),
+            rate_asked_hz: server.rate_asked_hz.map(u64::from),
+            rate_granted_hz: server.rate_granted_hz.map(u64::from),
+        }),
     }
 }

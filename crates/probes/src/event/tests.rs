@@ -406,3 +406,97 @@ fn triggers_beyond_the_note_slots_wait_for_a_later_cycle_and_none_is_dropped() {
     );
     assert_eq!(started, many);
 }
+
+/// The configuration and the stream's parts as stored before they were records
+/// (`json!`, key by key): the records write the same JSON.
+#[test]
+fn the_records_write_the_json_stored_before() {
+    use results::records::stream::{AlsaGrantedRecord, StreamConfigRecord, StreamRecord};
+    use results::records::Record;
+    let mut c = EventConfig::new(TriggerSource::Timer, NotePolicy::Fixed);
+    c.loopback_threshold = 0.3;
+    c.frequency_hz = 997.5;
+    let before = json!({
+        "trigger": c.source.to_string(),
+        "policy": c.policy.to_string(),
+        "triggers": c.triggers,
+        "workload": c.workload.to_string(),
+        "voices": c.workload.voices(),
+        "frequency_hz": c.frequency_hz,
+        "note_ms": c.note_ms,
+        "spacing_ms": c.spacing_ms,
+        "warmup_ms": c.warmup_ms,
+        "seed": c.seed,
+        "trigger_policy": c.trigger_policy.to_string(),
+        "gpio": c.gpio.as_ref().map(|g| g.to_string()),
+        "loopback_threshold": c.loopback_threshold,
+        "lock_memory": c.lock_memory,
+    });
+    let mut info = stream_info(128, Some(64));
+    info.playback_ports = vec!["system:playback_1".into()];
+    info.capture_port = Some("system:capture_1".into());
+    info.server.quantum_granted_frames = Some(128);
+    let granted = json!({"rate_hz": 48000, "period_frames": 128, "buffer_frames": 256,
+        "format": "S16_LE", "access": "mmap", "playback_channels": 2,
+        "capture_channels": null, "linked": true, "link_error": null});
+    let mut config = before.clone();
+    for (k, v) in [
+        ("backend", json!(info.backend.name())),
+        ("device", json!(info.client_name)),
+        ("period_frames", json!(info.period_frames)),
+        ("rate_hz", json!(info.sample_rate_hz)),
+        (
+            "playback_latency_frames",
+            json!(info.playback_latency_frames),
+        ),
+        ("granted", granted.clone()),
+        (
+            "server",
+            json!({"name": info.server.name, "private": info.server.private,
+                "command_line": info.server.command_line, "version": info.server.version,
+                "quantum_asked_frames": info.server.quantum_asked_frames,
+                "quantum_granted_frames": info.server.quantum_granted_frames,
+                "rate_asked_hz": info.server.rate_asked_hz,
+                "rate_granted_hz": info.server.rate_granted_hz}),
+        ),
+    ] {
+        config[k] = v;
+    }
+    let granted: AlsaGrantedRecord = serde_json::from_value(granted).unwrap();
+    let record = EventConfigRecord {
+        stream: stream_config_record(&info, Some(granted)),
+        device: Some(info.client_name.clone()),
+        ..c.record()
+    };
+    assert_eq!(record.to_json(), config);
+    assert_eq!(EventConfigRecord::from_json(&config), Some(record));
+    assert!(StreamConfigRecord::from_json(&config).is_some());
+
+    let start = DuplexStart {
+        linked: false,
+        skew_frames: Some(-2),
+        attempts: 2,
+        starts: 3,
+        steady_offset: true,
+    };
+    let stream_before = json!({
+        "duplex_start": {"linked": start.linked, "skew_frames": start.skew_frames,
+            "attempts": start.attempts, "starts": start.starts,
+            "steady_offset": start.steady_offset},
+        "backend": info.backend.name(),
+        "client": info.client_name,
+        "model": info.model.to_string(),
+        "server": {"name": info.server.name, "private": info.server.private,
+                   "command_line": info.server.command_line,
+                   "version": info.server.version},
+        "rate_hz": info.sample_rate_hz,
+        "period_frames": info.period_frames,
+        "playback_latency_frames": info.playback_latency_frames,
+        "capture_latency_frames": info.capture_latency_frames,
+        "playback_ports": info.playback_ports,
+        "capture_port": info.capture_port,
+    });
+    let stream = stream_record(&info, Some(start));
+    assert_eq!(stream.to_json(), stream_before);
+    assert_eq!(StreamRecord::from_json(&stream_before), Some(stream));
+}

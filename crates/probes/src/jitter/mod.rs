@@ -33,8 +33,10 @@ use std::time::Duration;
 
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, ProcessRt, ThreadRt};
+use results::records::jitter::{FragmentsRecord, JitterConfigRecord};
+use results::records::Record;
 use results::{Event, LatencyHistogram, Measurement, Series};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::busy::BusyWork;
 use crate::steal::{StealSampler, StealTimeline};
@@ -433,23 +435,37 @@ impl JitterConfig {
 
     /// The configuration as stored with the run.
     pub fn to_json(&self) -> Value {
-        json!({
-            "mode": self.mode.name(),
-            "period_ns": self.period_ns,
-            "rate_hz": 1e9 / self.period_ns as f64,
-            "fragments": self.fragments.map(|f| json!({
-                "fragments": f.fragments, "frames": f.frames, "sample_rate": f.sample_rate,
-                "period_ns": f.period_ns(), "headroom_ns": f.headroom_ns(),
-            })),
-            "busy_percent": self.busy_percent,
-            "policy": self.policy.to_string(),
-            "cpus": self.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
-            "duration_s": match self.length { RunLength::Duration(d) => Some(d.as_secs_f64()), _ => None },
-            "loops": match self.length { RunLength::Loops(n) => Some(n), _ => None },
-            "histogram_bound_ns": self.hist_bound_ns,
-            "lock_memory": self.lock_memory,
-            "dma_latency": self.dma_latency,
-        })
+        self.record().to_json()
+    }
+
+    /// The configuration as its record ([`JitterConfigRecord`]).
+    pub fn record(&self) -> JitterConfigRecord {
+        JitterConfigRecord {
+            mode: Some(self.mode.name().to_string()),
+            period_ns: Some(self.period_ns),
+            rate_hz: Some(1e9 / self.period_ns as f64),
+            fragments: self.fragments.map(|f| FragmentsRecord {
+                fragments: Some(u64::from(f.fragments)),
+                frames: Some(u64::from(f.frames)),
+                sample_rate: Some(u64::from(f.sample_rate)),
+                period_ns: Some(f.period_ns()),
+                headroom_ns: Some(f.headroom_ns()),
+            }),
+            busy_percent: Some(self.busy_percent),
+            policy: Some(self.policy.to_string()),
+            cpus: self.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
+            duration_s: match self.length {
+                RunLength::Duration(d) => Some(d.as_secs_f64()),
+                _ => None,
+            },
+            loops: match self.length {
+                RunLength::Loops(n) => Some(n),
+                _ => None,
+            },
+            histogram_bound_ns: Some(self.hist_bound_ns),
+            lock_memory: Some(self.lock_memory),
+            dma_latency: Some(self.dma_latency),
+        }
     }
 }
 

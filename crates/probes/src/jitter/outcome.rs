@@ -2,8 +2,10 @@
 
 use super::*;
 use results::records::flags::Flags;
+use results::records::jitter::{BusyRecord, JitterResultRecord, OutlierRecord, StealRecord};
 use results::records::qos::{DmaLatency, MemoryLock, MemoryLocked, QosGranted};
 use results::records::Record;
+use serde_json::json;
 
 /// Everything a jitter run measured.
 #[derive(Debug)]
@@ -323,35 +325,51 @@ impl JitterOutcome {
 
     /// Probe-specific results: counts, calibration, outliers with steal.
     pub fn result_json(&self) -> Value {
+        self.result_record().to_json()
+    }
+
+    /// The results as their record ([`JitterResultRecord`]).
+    pub fn result_record(&self) -> JitterResultRecord {
         let (steal_ns, steal_pct) = self.steal_summary();
-        json!({
-            "cycles": self.recorded.cycles,
-            "planned_cycles": self.config.planned_cycles(),
-            "skipped_deadlines": self.recorded.skipped,
-            "overflows": self.recorded.histograms.latency.overflows(),
-            "overflow_cycles": self.recorded.overflows.iter().map(|o| o.cycle).collect::<Vec<_>>(),
-            "underruns": self.recorded.underrun_count,
-            "underrun_cycles": self.recorded.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
-            "run_ns": self.end_ns.saturating_sub(self.start_ns),
-            "start_ns": self.start_ns,
-            "busy": self.busy.map(|b| {
+        JitterResultRecord {
+            cycles: Some(self.recorded.cycles),
+            planned_cycles: Some(self.config.planned_cycles()),
+            skipped_deadlines: Some(self.recorded.skipped),
+            overflows: Some(self.recorded.histograms.latency.overflows()),
+            overflow_cycles: Some(self.recorded.overflows.iter().map(|o| o.cycle).collect()),
+            underruns: Some(self.recorded.underrun_count),
+            underrun_cycles: Some(self.recorded.underruns.iter().map(|o| o.cycle).collect()),
+            run_ns: Some(self.end_ns.saturating_sub(self.start_ns)),
+            start_ns: Some(self.start_ns),
+            busy: self.busy.map(|b| {
                 let iters = self.recorded.busy_iterations;
-                json!({
-                    "percent": self.config.busy_percent,
-                    "ns_per_iteration": b.ns_per_iteration,
-                    "iterations_per_cycle": iters,
-                    "calibrated_ns_per_cycle": b.ns_per_iteration * iters as f64,
-                })
+                BusyRecord {
+                    percent: self.config.busy_percent,
+                    ns_per_iteration: b.ns_per_iteration,
+                    iterations_per_cycle: iters,
+                    calibrated_ns_per_cycle: b.ns_per_iteration * iters as f64,
+                }
             }),
-            "steal": {"ns": steal_ns, "percent": steal_pct, "samples": self.steal.samples.len(),
-                      "tick_ns": self.steal.tick_ns},
-            "outliers": self.attributed_outliers().iter().map(|a| json!({
-                "cycle": a.record.cycle, "latency_ns": a.record.value_ns, "cpu": a.record.cpu,
-                "t_s": a.record.deadline_ns.saturating_sub(self.start_ns) as f64 / 1e9,
-                "steal_ns_around": a.steal_ns,
-                "steal_window_ns": a.window_ns,
-            })).collect::<Vec<_>>(),
-            "series_blocks_dropped": self.recorded.blocks_dropped,
-        })
+            steal: Some(StealRecord {
+                ns: steal_ns,
+                percent: steal_pct,
+                samples: self.steal.samples.len() as u64,
+                tick_ns: self.steal.tick_ns,
+            }),
+            outliers: Some(
+                self.attributed_outliers()
+                    .iter()
+                    .map(|a| OutlierRecord {
+                        cycle: Some(a.record.cycle),
+                        latency_ns: Some(a.record.value_ns),
+                        cpu: Some(u64::from(a.record.cpu)),
+                        t_s: Some(a.record.deadline_ns.saturating_sub(self.start_ns) as f64 / 1e9),
+                        steal_ns_around: Some(a.steal_ns),
+                        steal_window_ns: Some(a.window_ns),
+                    })
+                    .collect(),
+            ),
+            series_blocks_dropped: Some(self.recorded.blocks_dropped),
+        }
     }
 }

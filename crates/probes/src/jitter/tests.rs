@@ -1,6 +1,8 @@
 //! Unit tests of the jitter probe.
 
 use super::*;
+use results::records::jitter::JitterResultRecord;
+use serde_json::json;
 
 fn cfg(mode: WakeMode, period_ns: u64, loops: u64) -> JitterConfig {
     JitterConfig {
@@ -240,4 +242,102 @@ fn outliers_are_the_largest_wakeups() {
         .all(|w| w[0].value_ns >= w[1].value_ns));
     let p50 = out.recorded.histograms.latency.percentile(50.0).0;
     assert!(out.recorded.outliers.last().unwrap().value_ns >= p50);
+}
+
+/// The configuration as stored before it was a record (`json!`, key by key): the
+/// record writes the same JSON, and reads it back.
+fn config_json_as_before(c: &JitterConfig) -> serde_json::Value {
+    serde_json::json!({
+        "mode": c.mode.name(),
+        "period_ns": c.period_ns,
+        "rate_hz": 1e9 / c.period_ns as f64,
+        "fragments": c.fragments.map(|f| serde_json::json!({
+            "fragments": f.fragments, "frames": f.frames, "sample_rate": f.sample_rate,
+            "period_ns": f.period_ns(), "headroom_ns": f.headroom_ns(),
+        })),
+        "busy_percent": c.busy_percent,
+        "policy": c.policy.to_string(),
+        "cpus": c.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
+        "duration_s": match c.length { RunLength::Duration(d) => Some(d.as_secs_f64()), _ => None },
+        "loops": match c.length { RunLength::Loops(n) => Some(n), _ => None },
+        "histogram_bound_ns": c.hist_bound_ns,
+        "lock_memory": c.lock_memory,
+        "dma_latency": c.dma_latency,
+    })
+}
+
+#[test]
+fn the_configuration_record_writes_the_json_stored_before() {
+    let plain = cfg(WakeMode::Timerfd, 1_000_000, 10);
+    let fragments = JitterConfig {
+        fragments: Some(FragmentModel {
+            fragments: 3,
+            frames: 32,
+            sample_rate: 44_100,
+        }),
+        busy_percent: 12.5,
+        cpus: Some(vec![0]),
+        length: RunLength::Duration(Duration::from_millis(1500)),
+        dma_latency: true,
+        ..cfg(WakeMode::Nanosleep, 725_624, 10)
+    };
+    for c in [plain, fragments] {
+        let json = c.to_json();
+        assert_eq!(json, config_json_as_before(&c));
+        assert_eq!(JitterConfigRecord::from_json(&json).unwrap(), c.record());
+    }
+}
+
+#[test]
+fn the_result_record_writes_the_json_stored_before() {
+    let c = JitterConfig {
+        fragments: Some(FragmentModel {
+            fragments: 2,
+            frames: 3,
+            sample_rate: 48_000,
+        }),
+        busy_percent: 50.0,
+        hist_bound_ns: 1_000,
+        ..cfg(WakeMode::Nanosleep, 62_500, 200)
+    };
+    let out = run(&c, &AtomicBool::new(false), |_| {}).unwrap();
+    let (steal_ns, steal_pct) = out.steal_summary();
+    let before = serde_json::json!({
+        "cycles": out.recorded.cycles,
+        "planned_cycles": out.config.planned_cycles(),
+        "skipped_deadlines": out.recorded.skipped,
+        "overflows": out.recorded.histograms.latency.overflows(),
+        "overflow_cycles": out.recorded.overflows.iter().map(|o| o.cycle).collect::<Vec<_>>(),
+        "underruns": out.recorded.underrun_count,
+        "underrun_cycles": out.recorded.underruns.iter().map(|o| o.cycle).collect::<Vec<_>>(),
+        "run_ns": out.end_ns.saturating_sub(out.start_ns),
+        "start_ns": out.start_ns,
+        "busy": out.busy.map(|b| {
+            let iters = out.recorded.busy_iterations;
+            serde_json::json!({
+                "percent": out.config.busy_percent,
+                "ns_per_iteration": b.ns_per_iteration,
+                "iterations_per_cycle": iters,
+                "calibrated_ns_per_cycle": b.ns_per_iteration * iters as f64,
+            })
+        }),
+        "steal": {"ns": steal_ns, "percent": steal_pct, "samples": out.steal.samples.len(),
+                  "tick_ns": out.steal.tick_ns},
+        "outliers": out.attributed_outliers().iter().map(|a| serde_json::json!({
+            "cycle": a.record.cycle, "latency_ns": a.record.value_ns, "cpu": a.record.cpu,
+            "t_s": a.record.deadline_ns.saturating_sub(out.start_ns) as f64 / 1e9,
+            "steal_ns_around": a.steal_ns,
+            "steal_window_ns": a.window_ns,
+        })).collect::<Vec<_>>(),
+        "series_blocks_dropped": out.recorded.blocks_dropped,
+    });
+    assert!(
+        before["busy"].is_object() && before["outliers"].as_array().is_some_and(|o| !o.is_empty())
+    );
+    let json = out.result_json();
+    assert_eq!(json, before);
+    assert_eq!(
+        JitterResultRecord::from_json(&json).unwrap(),
+        out.result_record()
+    );
 }

@@ -4,11 +4,15 @@
 use std::sync::atomic::AtomicBool;
 
 use engine::audio::Backend;
+use results::records::event::EventConfigRecord;
 use results::records::qos::QosRequested;
+use results::records::stream::AlsaGrantedRecord;
 use results::records::Record;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::event::{self, EventConfig, EventEnd, EventOutcome, TriggerSummary};
+use crate::event::{
+    self, stream_config_record, EventConfig, EventEnd, EventOutcome, TriggerSummary,
+};
 use crate::probe::{
     Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally, RECOVERY_KEY,
 };
@@ -17,7 +21,7 @@ use crate::probe::{
 pub struct EventProbe<'a> {
     stream: &'a mut dyn Backend,
     config: EventConfig,
-    granted: Option<Value>,
+    granted: Option<AlsaGrantedRecord>,
     outcome: Option<EventOutcome>,
 }
 
@@ -27,7 +31,7 @@ impl<'a> EventProbe<'a> {
     pub fn new(
         stream: &'a mut dyn Backend,
         config: EventConfig,
-        granted: Option<Value>,
+        granted: Option<AlsaGrantedRecord>,
     ) -> EventProbe<'a> {
         EventProbe {
             stream,
@@ -49,21 +53,12 @@ impl crate::probe::KeepsOutcome for EventProbe<'_> {
 impl Probe for EventProbe<'_> {
     fn describe(&self) -> Description {
         let sinfo = self.stream.info();
-        let mut config = self.config.to_json();
-        config["backend"] = json!(sinfo.backend.name());
-        config["device"] = json!(sinfo.client_name);
-        config["period_frames"] = json!(sinfo.period_frames);
-        config["rate_hz"] = json!(sinfo.sample_rate_hz);
-        config["playback_latency_frames"] = json!(sinfo.playback_latency_frames);
-        config["granted"] = self.granted.clone().unwrap_or(Value::Null);
-        config["server"] = json!({
-            "name": sinfo.server.name, "private": sinfo.server.private,
-            "command_line": sinfo.server.command_line, "version": sinfo.server.version,
-            "quantum_asked_frames": sinfo.server.quantum_asked_frames,
-            "quantum_granted_frames": sinfo.server.quantum_granted_frames,
-            "rate_asked_hz": sinfo.server.rate_asked_hz,
-            "rate_granted_hz": sinfo.server.rate_granted_hz,
-        });
+        let config = EventConfigRecord {
+            stream: stream_config_record(sinfo, self.granted.clone()),
+            device: Some(sinfo.client_name.clone()),
+            ..self.config.record()
+        }
+        .to_json();
         let summary = TriggerSummary::new(&self.config, sinfo);
         Description {
             probe: &results::probe_kind::EVENT,

@@ -5,9 +5,11 @@ use std::sync::atomic::AtomicBool;
 
 use engine::audio::Backend;
 use results::records::qos::QosRequested;
+use results::records::roundtrip::RoundtripConfigRecord;
+use results::records::stream::AlsaGrantedRecord;
 use results::records::Record;
-use serde_json::{json, Value};
 
+use crate::event::stream_config_record;
 use crate::probe::{Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally};
 use crate::roundtrip::{self, RoundtripConfig, RoundtripEnd, RoundtripOutcome};
 
@@ -16,7 +18,7 @@ pub struct RoundtripProbe<'a> {
     stream: &'a mut dyn Backend,
     config: RoundtripConfig,
     loop_description: String,
-    granted: Option<Value>,
+    granted: Option<AlsaGrantedRecord>,
     outcome: Option<RoundtripOutcome>,
 }
 
@@ -28,7 +30,7 @@ impl<'a> RoundtripProbe<'a> {
         stream: &'a mut dyn Backend,
         config: RoundtripConfig,
         loop_description: String,
-        granted: Option<Value>,
+        granted: Option<AlsaGrantedRecord>,
     ) -> RoundtripProbe<'a> {
         RoundtripProbe {
             stream,
@@ -54,31 +56,22 @@ impl Probe for RoundtripProbe<'_> {
         let c = &self.config;
         Description {
             probe: &results::probe_kind::ROUNDTRIP,
-            config: json!({
-                "backend": sinfo.backend.name(),
-                "rate_hz": sinfo.sample_rate_hz,
-                "period_frames": sinfo.period_frames,
-                "playback_latency_frames": sinfo.playback_latency_frames,
-                "capture_latency_frames": sinfo.capture_latency_frames,
-                "playback_ports": sinfo.playback_ports,
-                "capture_port": sinfo.capture_port,
-                "loop": self.loop_description,
-                "duration_ms": c.duration_ms,
-                "every_periods": c.every_periods,
-                "impulses": c.impulses,
-                "insert_delay_frames": c.insert_delay_frames,
-                "level": c.peak,
-                "max_delay_frames": c.max_delay_frames,
-                "lock_memory": c.lock_memory,
-                "tone_period_frames": c.tone_period(sinfo),
-                "granted": self.granted,
-                "server": {"name": sinfo.server.name, "private": sinfo.server.private,
-                           "command_line": sinfo.server.command_line, "version": sinfo.server.version,
-                           "quantum_asked_frames": sinfo.server.quantum_asked_frames,
-                           "quantum_granted_frames": sinfo.server.quantum_granted_frames,
-                           "rate_asked_hz": sinfo.server.rate_asked_hz,
-                           "rate_granted_hz": sinfo.server.rate_granted_hz},
-            }),
+            config: RoundtripConfigRecord {
+                stream: stream_config_record(sinfo, self.granted.clone()),
+                capture_latency_frames: sinfo.capture_latency_frames.map(u64::from),
+                playback_ports: Some(sinfo.playback_ports.clone()),
+                capture_port: sinfo.capture_port.clone(),
+                loop_description: Some(self.loop_description.clone()),
+                duration_ms: Some(c.duration_ms),
+                every_periods: c.every_periods.map(u64::from),
+                impulses: Some(u64::from(c.impulses)),
+                insert_delay_frames: Some(u64::from(c.insert_delay_frames)),
+                level: Some(f64::from(c.peak)),
+                max_delay_frames: c.max_delay_frames,
+                lock_memory: Some(c.lock_memory),
+                tone_period_frames: Some(c.tone_period(sinfo) as u64),
+            }
+            .to_json(),
             qos_requested: QosRequested {
                 audio_thread: Some(sinfo.audio_thread_requested(true).to_string()),
                 ..QosRequested::default()

@@ -3,7 +3,8 @@
 use super::*;
 use results::records::flags::Flags;
 use results::records::qos::{MemoryLocked, QosGranted};
-use results::records::Record;
+use results::records::roundtrip::{DelayChangeRecord, RoundtripResultRecord};
+use results::records::{Record, StatsRecord};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -641,43 +642,58 @@ impl RoundtripOutcome {
 
     /// Probe-specific results.
     pub fn result_json(&self) -> Value {
+        self.result_record().to_json()
+    }
+
+    /// The results as their record ([`RoundtripResultRecord`]).
+    pub fn result_record(&self) -> RoundtripResultRecord {
         let frame_ms = self.frame_ns() * 1e-6;
         let measured = self.measured_frames();
-        let mut out = crate::event::stream_json(&self.info, self.duplex_start);
-        if let Some(graph) = &self.server_graph {
-            out["server"]["graph"] = graph.clone();
+        let mut stream = crate::event::stream_record(&self.info, self.duplex_start);
+        if let (Some(graph), Some(server)) = (&self.server_graph, &mut stream.server) {
+            server.graph = Some(graph.clone());
         }
-        let own = json!({
-            "end": match &self.end {
+        let inserted = self.config.insert_delay_frames;
+        RoundtripResultRecord {
+            stream,
+            end: Some(match &self.end {
                 RoundtripEnd::Complete => "complete".to_string(),
                 RoundtripEnd::NoSignal => "no signal".to_string(),
                 RoundtripEnd::Interrupted => "interrupted".to_string(),
                 RoundtripEnd::ServerGone(r) => format!("server gone: {r}"),
                 RoundtripEnd::Panicked(p) => format!("processor panicked: {p}"),
-            },
-            "tone_period_frames": self.tone_period,
-            "roundtrip_frames": measured.to_json(),
-            "roundtrip_ms": measured.scaled(frame_ms).to_json(),
-            "impulse_frames": self.impulse_frames().to_json(),
-            "reported_frames": self.reported_frames(),
-            "inserted_frames": self.config.insert_delay_frames,
-            "extra_frames": self.reported_frames().filter(|_| measured.count > 0).map(|r| measured.mean - f64::from(r) - f64::from(self.config.insert_delay_frames)),
-            "verdict": self.verdict_line(),
-            "no_loop": self.no_loop(),
-            "inverted": self.inverted(),
-            "clipped_samples": self.clipped(),
-            "windows": self.estimates.len(),
-            "delay_changes": self.delay_changes().iter().map(|c| json!({
-                "window": c.window, "time_ns": c.time_ns,
-                "from_frames": c.from_frames, "to_frames": c.to_frames,
-            })).collect::<Vec<_>>(),
-            "cycles": self.cycles,
-            "xruns": self.xruns,
-            "skipped_cycles": self.gaps,
-            "dsp_load_percent_mean": dsp_load_percent(&self.dsp, self.info.period_ns()),
-            "run_ns": self.end_ns.saturating_sub(self.start_ns),
-        });
-        crate::event::merge(&mut out, own);
-        out
+            }),
+            tone_period_frames: Some(self.tone_period as u64),
+            roundtrip_frames: Some(StatsRecord::from(measured)),
+            roundtrip_ms: Some(StatsRecord::from(measured.scaled(frame_ms))),
+            impulse_frames: Some(StatsRecord::from(self.impulse_frames())),
+            reported_frames: self.reported_frames().map(u64::from),
+            inserted_frames: Some(u64::from(inserted)),
+            extra_frames: self
+                .reported_frames()
+                .filter(|_| measured.count > 0)
+                .map(|r| measured.mean - f64::from(r) - f64::from(inserted)),
+            verdict: Some(self.verdict_line()),
+            no_loop: Some(self.no_loop()),
+            inverted: Some(self.inverted()),
+            clipped_samples: Some(self.clipped() as u64),
+            windows: Some(self.estimates.len() as u64),
+            delay_changes: Some(
+                self.delay_changes()
+                    .iter()
+                    .map(|c| DelayChangeRecord {
+                        window: u64::from(c.window),
+                        time_ns: c.time_ns,
+                        from_frames: c.from_frames,
+                        to_frames: c.to_frames,
+                    })
+                    .collect(),
+            ),
+            cycles: Some(self.cycles),
+            xruns: Some(self.xruns),
+            skipped_cycles: Some(self.gaps),
+            dsp_load_percent_mean: dsp_load_percent(&self.dsp, self.info.period_ns()),
+            run_ns: Some(self.end_ns.saturating_sub(self.start_ns)),
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use results::{LatencyHistogram, ProbeKind};
 
-use super::MAX_LINES;
+use super::figure::MAX_LINES;
 use crate::data::{CellData, ReportData, RunData};
 use crate::plots::RefLine;
 use crate::units::{fmt_count, fmt_ns};

@@ -1,10 +1,12 @@
 //! Latency against time (latencytest's graphs) with the run's events on it: deadline
 //! misses, xruns and overflows as marks, host steal as shaded windows.
 
-use super::{event_marks, metric_name, slug, Figure};
+use super::figure::{slug, Figure};
+use super::marks::event_marks;
 use crate::data::{CellData, RunData};
 use crate::plots::{Axis, Plot, RefLine, Scale, Series};
 use crate::units::{fmt_count, fmt_ns};
+use crate::words::metric_name;
 
 /// Dots per point up to this many points; a line beyond.
 const MAX_DOTS: usize = 400;

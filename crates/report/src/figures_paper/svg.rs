@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 
 use super::{PaperFigure, PaperSeries, PaperValues};
-use crate::html::escape;
 use crate::plots::{duration_unit, fmt_number, nice_step};
+use crate::words::escape;
 
 const WIDTH: f64 = 760.0;
 const LEFT: f64 = 80.0;

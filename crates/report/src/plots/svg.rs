@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Axis, Plot, Series, Style, Tick, TIPS_PER_LINE};
-use crate::html::escape;
+use super::axis::{Axis, Scale, Tick};
+use super::model::{Plot, Series, Style, TIPS_PER_LINE};
+use crate::words::escape;
 
 const WIDTH: f64 = 760.0;
 const LEFT: f64 = 80.0;
@@ -36,7 +37,7 @@ impl Map<'_> {
 
     fn tick_px(&self, t: &Tick) -> Option<f64> {
         let f = match self.axis.scale {
-            super::Scale::Percentile => t.at,
+            Scale::Percentile => t.at,
             _ => self.axis.forward(t.at)?,
         };
         (self.lo..=self.hi).contains(&f).then(|| {
@@ -47,7 +48,7 @@ impl Map<'_> {
     /// The largest absolute value on the axis (for its unit).
     fn top_abs(&self) -> f64 {
         match self.axis.scale {
-            super::Scale::Log => 10f64.powf(self.hi),
+            Scale::Log => 10f64.powf(self.hi),
             _ => self.lo.abs().max(self.hi.abs()),
         }
     }

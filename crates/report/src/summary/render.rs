@@ -8,8 +8,8 @@ use super::{
     WakeupAnswer,
 };
 use crate::data::ReportData;
-use crate::html::escape;
 use crate::units::{fmt_count, fmt_ns};
+use crate::words::escape;
 
 /// What the summary says when no run measured anything it reads.
 const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip or network-audio run completed in what this report covers";

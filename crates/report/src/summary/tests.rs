@@ -330,7 +330,7 @@ fn the_terminal_and_the_html_say_the_same_verdicts() {
     for v in &a.verdicts {
         assert!(t.contains(&v.text), "{} not in\n{t}", v.text);
         assert!(
-            h.contains(&crate::html::escape(&v.text)),
+            h.contains(&crate::words::escape(&v.text)),
             "{} not in\n{h}",
             v.text
         );
@@ -338,7 +338,7 @@ fn the_terminal_and_the_html_say_the_same_verdicts() {
     }
     for c in &a.caveats {
         assert!(
-            t.contains(c.as_str()) && h.contains(&crate::html::escape(c)),
+            t.contains(c.as_str()) && h.contains(&crate::words::escape(c)),
             "{c}"
         );
     }

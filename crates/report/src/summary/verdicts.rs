@@ -52,7 +52,7 @@ type Said = (Mark, String, Option<(&'static str, f64)>);
 fn measured(r: &RunData) -> Option<Said> {
     let m = r.headline()?;
     let s = m.summary?;
-    let name = crate::figures::metric_name(&m.metric);
+    let name = crate::words::metric_name(&m.metric);
     Some((
         Mark::Warn,
         format!(

@@ -7,8 +7,8 @@ use results::RunId;
 use serde_json::{json, Value};
 
 use crate::data::{ReportData, RunData};
-use crate::html::escape;
 use crate::terminal::{fmt_ns, Table};
+use crate::words::escape;
 
 /// A verdict's value (or threshold) for people: a time as the tables show it.
 pub fn value_text(v: Option<f64>, kind: Kind) -> String {

@@ -3,27 +3,28 @@
 
 use std::fmt::Write as _;
 
+use results::records::{JitterConfigRecord, JitterResultRecord};
 use results::RunView;
 use serde_json::{json, Value};
 
-use super::{ns_stat, shown};
+use super::{ns_stat, shown_or_dash};
 use crate::terminal::{flag_notes, fmt_ns, histogram, summary_table};
 
 /// The jitter run's tables, as `audiolat jitter` and `audiolat show` print them.
 pub fn text(run: &RunView) -> String {
-    let r = &run.result;
+    let r = run.result_as::<JitterResultRecord>().unwrap_or_default();
+    let config = run.config_as::<JitterConfigRecord>().unwrap_or_default();
     let mut out = String::new();
     let _ = writeln!(
         out,
         "jitter run {}: {} after {} cycles in {} s",
         run.id,
         run.status,
-        shown(&r["cycles"]),
-        r["run_ns"]
-            .as_u64()
+        shown_or_dash(r.cycles),
+        r.run_ns
             .map_or("-".into(), |ns| format!("{:.1}", ns as f64 / 1e9))
     );
-    let _ = writeln!(out, "{}\n", config_line(run));
+    let _ = writeln!(out, "{}\n", config_line(run, &config));
     out.push_str(&summary_table(&run.measurements));
     let _ = writeln!(out, "\nwake-up latency");
     if let Some(h) = run
@@ -32,10 +33,10 @@ pub fn text(run: &RunView) -> String {
     {
         out.push_str(&histogram(h, 40));
     }
-    fragment_model(run, &mut out);
-    largest_wakeups(run, &mut out);
-    if let Some(skipped) = r["skipped_deadlines"].as_u64().filter(|&n| n > 0) {
-        let why = if run.config["fragments"].is_object() {
+    fragment_model(run, &config, &r, &mut out);
+    largest_wakeups(&r, &mut out);
+    if let Some(skipped) = r.skipped_deadlines.filter(|&n| n > 0) {
+        let why = if config.has_fragments() {
             "the loop re-synchronised to the next period after each under-run, as a driver restarting after an xrun would"
         } else {
             "a cycle ended after them; see wakeup_latency_co_corrected"
@@ -67,20 +68,21 @@ pub fn json(run: &RunView) -> Value {
 }
 
 /// What woke, how often, with what work, under which policy on which CPUs and load.
-fn config_line(run: &RunView) -> String {
-    let c = &run.config;
-    let period_ns = c["period_ns"].as_u64().unwrap_or(0) as f64;
-    let what = match c["fragments"].as_object() {
+fn config_line(run: &RunView, c: &JitterConfigRecord) -> String {
+    let period_ns = c.period_ns.unwrap_or(0) as f64;
+    // A figure the fragment model lacks reads `null`, as its JSON did.
+    let figure = |v: Option<u64>| v.map_or("null".into(), |v| v.to_string());
+    let what = match &c.fragments {
         Some(f) => format!(
             "{} x {} frames at {} Hz (period {})",
-            f["fragments"],
-            f["frames"],
-            f["sample_rate"],
+            figure(f.fragments),
+            figure(f.frames),
+            figure(f.sample_rate),
             fmt_ns(period_ns)
         ),
         None => format!("{:.1} Hz (period {})", 1e9 / period_ns, fmt_ns(period_ns)),
     };
-    let busy_percent = c["busy_percent"].as_f64().unwrap_or(0.0);
+    let busy_percent = c.busy_percent.unwrap_or(0.0);
     let busy = if busy_percent > 0.0 {
         format!(", {busy_percent}% busy")
     } else {
@@ -89,7 +91,7 @@ fn config_line(run: &RunView) -> String {
     let granted = run.qos_granted_record();
     format!(
         "{} wake-ups, {what}{busy}, {} on CPUs {}, load {}",
-        shown(&c["mode"]),
+        c.mode.as_deref().unwrap_or("-"),
         granted.policy.as_deref().unwrap_or("-"),
         granted.cpus.as_deref().unwrap_or("-"),
         run.load_record().map_or("none".into(), |l| l.spec)
@@ -97,31 +99,30 @@ fn config_line(run: &RunView) -> String {
 }
 
 /// The run's start on CLOCK_MONOTONIC: the probe's own, else the stored run's.
-fn start_ns(run: &RunView) -> u64 {
-    run.result["start_ns"]
-        .as_u64()
-        .unwrap_or(run.started_mono_ns)
+fn start_ns(run: &RunView, r: &JitterResultRecord) -> u64 {
+    r.start_ns.unwrap_or(run.started_mono_ns)
 }
 
 /// The fragment model's headroom and its first would-be under-runs.
-fn fragment_model(run: &RunView, out: &mut String) {
-    let (Some(f), Some(completion)) = (
-        run.config["fragments"].as_object(),
-        run.measurement("fragment_completion"),
-    ) else {
+fn fragment_model(
+    run: &RunView,
+    config: &JitterConfigRecord,
+    r: &JitterResultRecord,
+    out: &mut String,
+) {
+    let (Some(f), Some(completion)) = (&config.fragments, run.measurement("fragment_completion"))
+    else {
         return;
     };
     let _ = writeln!(
         out,
         "\nfragment model: headroom {} ((fragments-1) x period); {} would-be under-runs in {} fragments; worst completion {}",
-        f["headroom_ns"]
-            .as_u64()
-            .map_or("-".into(), |ns| fmt_ns(ns as f64)),
-        shown(&run.result["underruns"]),
-        shown(&run.result["cycles"]),
+        f.headroom_ns.map_or("-".into(), |ns| fmt_ns(ns as f64)),
+        shown_or_dash(r.underruns),
+        shown_or_dash(r.cycles),
         ns_stat(Some(completion), |s| s.max)
     );
-    let start = start_ns(run);
+    let start = start_ns(run, r);
     for u in run.events.iter().filter(|e| e.kind == "underrun").take(5) {
         let _ = writeln!(
             out,
@@ -135,32 +136,27 @@ fn fragment_model(run: &RunView, out: &mut String) {
 
 /// The largest wake-ups, with the host steal on their CPU around each (nothing when the
 /// run never stored them: a killed run).
-fn largest_wakeups(run: &RunView, out: &mut String) {
-    if !run.result["outliers"].is_array() {
+fn largest_wakeups(r: &JitterResultRecord, out: &mut String) {
+    let Some(outliers) = &r.outliers else {
         return;
-    }
+    };
     let _ = writeln!(
         out,
         "\nlargest wake-ups (host steal on that CPU in the sampled window around each):"
     );
-    for a in run.result["outliers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .take(5)
-    {
-        let window = fmt_ns(a["steal_window_ns"].as_u64().unwrap_or(0) as f64);
-        let steal = match a["steal_ns_around"].as_u64().unwrap_or(0) {
+    for a in outliers.iter().take(5) {
+        let window = fmt_ns(a.steal_window_ns.unwrap_or(0) as f64);
+        let steal = match a.steal_ns_around.unwrap_or(0) {
             0 => format!("none in {window}"),
             ns => format!("{} in {window}", fmt_ns(ns as f64)),
         };
         let _ = writeln!(
             out,
             "  cycle {:>8} at {:>8.3} s on cpu{}: {:>9}   steal {steal}",
-            a["cycle"].as_u64().unwrap_or(0),
-            a["t_s"].as_f64().unwrap_or(0.0),
-            a["cpu"].as_u64().unwrap_or(0),
-            fmt_ns(a["latency_ns"].as_u64().unwrap_or(0) as f64),
+            a.cycle.unwrap_or(0),
+            a.t_s.unwrap_or(0.0),
+            a.cpu.unwrap_or(0),
+            fmt_ns(a.latency_ns.unwrap_or(0) as f64),
         );
     }
 }

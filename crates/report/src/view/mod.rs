@@ -70,6 +70,11 @@ pub fn shown(v: &Value) -> String {
     }
 }
 
+/// A stored figure, or `-` when the run has none.
+pub fn shown_or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
 /// `yes`, `NO`, or `-` when the run never stored whether its thread ran real-time.
 pub fn realtime_cell(flags: &Value) -> &'static str {
     match Flags::of(flags).realtime {

@@ -6,6 +6,7 @@ use super::kind::ProbeKind;
 use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
+use crate::records::{EventResultRecord, Record};
 
 /// `audiolat event`.
 pub static EVENT: ProbeKind = ProbeKind {
@@ -17,7 +18,7 @@ pub static EVENT: ProbeKind = ProbeKind {
     gates: GATES,
     needs: &[super::kind::Need {
         metric: "loopback",
-        setting: "loopback",
+        setting: super::kind::Setting::Loopback,
         why: "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate",
     }],
     one_run: false,
@@ -29,11 +30,13 @@ pub static EVENT: ProbeKind = ProbeKind {
 
 /// Under-runs after the first trigger, the warm-up's apart.
 fn dropouts(_config: &Value, result: &Value, _measurements: &[Measurement]) -> Dropouts {
-    let underruns = &result["underruns"];
+    let underruns = EventResultRecord::from_json(result)
+        .and_then(|r| r.underruns)
+        .unwrap_or_default();
     Dropouts {
-        underruns: underruns["steady"].as_u64(),
-        underruns_at_start: underruns["start"].as_u64(),
-        skipped_cycles: underruns["skipped_cycles_steady"].as_u64(),
+        underruns: underruns.steady,
+        underruns_at_start: underruns.start,
+        skipped_cycles: underruns.skipped_cycles_steady,
         deadline_misses: None,
     }
 }
@@ -58,7 +61,7 @@ const GATES: &[Named] = &[
         aliases: &[],
         kind: Kind::Count,
         about: "triggers that reached the audio thread after their frame had passed",
-        source: Source::Json("result", &[&["late_triggers"]]),
+        source: Source::Result(|run| run.result_as::<EventResultRecord>()?.late_triggers),
     },
     Named {
         name: "loopback",

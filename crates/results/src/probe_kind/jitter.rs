@@ -6,6 +6,7 @@ use super::kind::{find, ProbeKind};
 use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
+use crate::records::{JitterConfigRecord, JitterResultRecord, Record};
 
 /// `audiolat jitter`.
 pub static JITTER: ProbeKind = ProbeKind {
@@ -15,7 +16,7 @@ pub static JITTER: ProbeKind = ProbeKind {
         if fragments(config) {
             "fragments".into()
         } else {
-            match config["rate_hz"].as_f64() {
+            match JitterConfigRecord::from_json(config).and_then(|c| c.rate_hz) {
                 Some(hz) => format!("wake-ups at {hz:.0} Hz"),
                 None => "wake-ups".into(),
             }
@@ -33,7 +34,7 @@ pub static JITTER: ProbeKind = ProbeKind {
     gates: GATES,
     needs: &[super::kind::Need {
         metric: "underruns",
-        setting: "fragments",
+        setting: super::kind::Setting::Fragments,
         why: "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate",
     }],
     one_run: true,
@@ -45,7 +46,7 @@ pub static JITTER: ProbeKind = ProbeKind {
 
 /// The run was made with the fragment model.
 fn fragments(config: &Value) -> bool {
-    config["fragments"].is_object()
+    JitterConfigRecord::from_json(config).is_some_and(|c| c.has_fragments())
 }
 
 /// Only the fragment model counts under-runs; wake-ups alone have none.
@@ -56,7 +57,7 @@ fn dropouts(config: &Value, result: &Value, measurements: &[Measurement]) -> Dro
     Dropouts {
         underruns: find(measurements, "fragment_completion")
             .and_then(|m| m.misses)
-            .or_else(|| result["underruns"].as_u64()),
+            .or_else(|| JitterResultRecord::from_json(result).and_then(|r| r.underruns)),
         ..Dropouts::default()
     }
 }
@@ -74,14 +75,14 @@ const GATES: &[Named] = &[
         aliases: &[],
         kind: Kind::Count,
         about: "wake-ups above the histogram's bound",
-        source: Source::Json("result", &[&["overflows"]]),
+        source: Source::Result(|run| run.result_as::<JitterResultRecord>()?.overflows),
     },
     Named {
         name: "skipped",
         aliases: &[],
         kind: Kind::Count,
         about: "deadlines skipped because a wake-up came after them",
-        source: Source::Json("result", &[&["skipped_deadlines"]]),
+        source: Source::Result(|run| run.result_as::<JitterResultRecord>()?.skipped_deadlines),
     },
     STEAL,
 ];

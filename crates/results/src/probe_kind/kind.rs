@@ -48,15 +48,24 @@ pub struct ProbeKind {
     pub dropouts: fn(config: &Value, result: &Value, measurements: &[Measurement]) -> Dropouts,
 }
 
+/// A command's setting some gate metrics need, as the command says it was given
+/// ([`ProbeKind::unmeasured`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// A jitter run's fragment model (`--fragments`).
+    Fragments,
+    /// An event run's loopback (`--loopback`).
+    Loopback,
+}
+
 /// A gate metric a probe measures only with a setting: a gate on it without the
 /// setting is refused before the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
     /// The gate metric (canonical name).
     pub metric: &'static str,
-    /// The setting it needs, by the name a command says it was given with
-    /// ([`ProbeKind::unmeasured`]), e.g. `fragments`.
-    pub setting: &'static str,
+    /// The setting it needs.
+    pub setting: Setting,
     /// Why, with what to do, for the refusal.
     pub why: &'static str,
 }
@@ -117,7 +126,7 @@ impl ProbeKind {
     pub fn unmeasured<'g>(
         &self,
         metrics: impl IntoIterator<Item = &'g str>,
-        given: &[&str],
+        given: &[Setting],
     ) -> Option<(&'g str, &'static str)> {
         metrics.into_iter().find_map(|metric| {
             self.needs

@@ -47,6 +47,8 @@ pub enum Source {
     /// The sum of numbers at paths in the run's result (`result`) or flags (`flags`);
     /// absent when any is.
     Json(&'static str, &'static [&'static [&'static str]]),
+    /// A count the probe's record of the run's result holds (absent when it does not).
+    Result(fn(&crate::RunView) -> Option<u64>),
     /// A count of the run's [`Dropouts`], as every view counts it.
     Dropouts(fn(&Dropouts) -> Option<u64>),
     /// A count of an event run's [`Notes`], as every view counts it (absent when the

@@ -32,7 +32,7 @@ use serde_json::Value;
 pub use doctor::DOCTOR;
 pub use event::EVENT;
 pub use jitter::JITTER;
-pub use kind::{Need, ProbeKind};
+pub use kind::{Need, ProbeKind, Setting};
 pub use net::NET;
 pub use roundtrip::ROUNDTRIP;
 

@@ -6,6 +6,7 @@ use super::kind::ProbeKind;
 use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
+use crate::records::{Record, RoundtripResultRecord};
 
 /// `audiolat roundtrip`.
 pub static ROUNDTRIP: ProbeKind = ProbeKind {
@@ -24,9 +25,10 @@ pub static ROUNDTRIP: ProbeKind = ProbeKind {
 };
 
 fn dropouts(_config: &Value, result: &Value, _measurements: &[Measurement]) -> Dropouts {
+    let result = RoundtripResultRecord::from_json(result).unwrap_or_default();
     Dropouts {
-        underruns: result["xruns"].as_u64(),
-        skipped_cycles: result["skipped_cycles"].as_u64(),
+        underruns: result.xruns,
+        skipped_cycles: result.skipped_cycles,
         ..Dropouts::default()
     }
 }

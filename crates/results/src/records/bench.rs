@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::Record;
+use super::record::Record;
 
 /// A float written `null` when it was not finite reads back as NaN.
 fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {

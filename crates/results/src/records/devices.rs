@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Record;
+use super::record::Record;
 
 /// The whole survey.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

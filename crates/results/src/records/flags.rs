@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{add_keys, present, Nullable, Record};
+use super::keys::{add_keys, present, Nullable};
+use super::record::Record;
 
 /// A run's validity flags, as stored.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Record;
+use super::record::Record;
 
 /// The load as run.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

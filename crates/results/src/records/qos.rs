@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{add_keys, present, Nullable, Record};
+use super::keys::{add_keys, present, Nullable};
+use super::record::Record;
 
 /// The real-time settings a run asked for.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]

@@ -7,10 +7,12 @@
 //! rows come back as [`Row`]s of them. SQLite's own mechanisms (its journal, the
 //! reserve, `PRAGMA`s) stay in the SQLite-only modules, on [`Db::lite`].
 
-use super::StoreError;
+use super::error::StoreError;
 use crate::id::{GroupId, PlanCellId, RunId};
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+use ::postgres::types::{IsNull, ToSql, Type};
 
 /// A value sent to or read from the database.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,7 +127,7 @@ pub(crate) enum Db {
     /// An SQLite file.
     Sqlite(rusqlite::Connection),
     /// A PostgreSQL server.
-    Postgres(Box<super::postgres::Pg>),
+    Postgres(Box<Pg>),
 }
 
 impl Db {
@@ -275,6 +277,125 @@ pub(crate) fn pg_sql(sql: &str) -> String {
 
 /// Prepared statements of one PostgreSQL connection, by their SQLite text.
 pub(crate) type Prepared = RefCell<HashMap<String, ::postgres::Statement>>;
+
+/// A PostgreSQL connection with its prepared statements.
+pub(crate) struct Pg {
+    pub(super) client: RefCell<::postgres::Client>,
+    pub(super) prepared: Prepared,
+}
+
+impl From<::postgres::Error> for StoreError {
+    fn from(e: ::postgres::Error) -> StoreError {
+        // Gone: the connection closed, its socket failed, or the server said it is
+        // shutting down (SQLSTATE class 57P) or the connection failed (class 08).
+        let lost = e.is_closed()
+            || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>())
+            || e.code()
+                .is_some_and(|c| c.code().starts_with("57P") || c.code().starts_with("08"));
+        let message = match e.as_db_error() {
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => e.to_string(),
+        };
+        StoreError::Postgres { message, lost }
+    }
+}
+
+impl Pg {
+    fn prepare(
+        &self,
+        client: &mut ::postgres::Client,
+        sql: &str,
+    ) -> Result<::postgres::Statement, StoreError> {
+        if let Some(s) = self.prepared.borrow().get(sql) {
+            return Ok(s.clone());
+        }
+        let stmt = client.prepare(&pg_sql(sql))?;
+        self.prepared
+            .borrow_mut()
+            .insert(sql.to_string(), stmt.clone());
+        Ok(stmt)
+    }
+
+    pub(crate) fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let stmt = self.prepare(&mut client, sql)?;
+        let args: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as _).collect();
+        Ok(client.execute(&stmt, &args)?)
+    }
+
+    pub(crate) fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let stmt = self.prepare(&mut client, sql)?;
+        let args: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as _).collect();
+        client
+            .query(&stmt, &args)?
+            .iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| pg_val(r, i))
+                    .collect::<Result<_, _>>()
+                    .map(Row)
+            })
+            .collect()
+    }
+
+    /// Runs statements without parameters (a transaction's `BEGIN`, a schema step).
+    pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        Ok(self.client.borrow_mut().batch_execute(sql)?)
+    }
+}
+
+/// Column `i` of a row, as a [`Val`] by its PostgreSQL type.
+fn pg_val(r: &::postgres::Row, i: usize) -> Result<Val, StoreError> {
+    let ty = r.columns()[i].type_().clone();
+    let v = match ty {
+        Type::INT8 => r.try_get::<_, Option<i64>>(i)?.map(Val::Int),
+        Type::INT4 => r.try_get::<_, Option<i32>>(i)?.map(|v| Val::Int(v.into())),
+        Type::INT2 => r.try_get::<_, Option<i16>>(i)?.map(|v| Val::Int(v.into())),
+        Type::BOOL => r.try_get::<_, Option<bool>>(i)?.map(|v| Val::Int(v.into())),
+        Type::FLOAT8 => r.try_get::<_, Option<f64>>(i)?.map(Val::Real),
+        Type::FLOAT4 => r.try_get::<_, Option<f32>>(i)?.map(|v| Val::Real(v.into())),
+        Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR => {
+            r.try_get::<_, Option<String>>(i)?.map(Val::Text)
+        }
+        Type::BYTEA => r.try_get::<_, Option<Vec<u8>>>(i)?.map(Val::Blob),
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "column {} has PostgreSQL type {other}, which audiolat does not store",
+                r.columns()[i].name()
+            )))
+        }
+    };
+    Ok(v.unwrap_or(Val::Null))
+}
+
+impl ToSql for Val {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut ::postgres::types::private::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self, ty) {
+            (Val::Null, _) => Ok(IsNull::Yes),
+            (Val::Int(v), &Type::INT4) => i32::try_from(*v)?.to_sql(ty, out),
+            (Val::Int(v), &Type::INT2) => i16::try_from(*v)?.to_sql(ty, out),
+            (Val::Int(v), &Type::BOOL) => (*v != 0).to_sql(ty, out),
+            (Val::Int(v), &Type::FLOAT8) => (*v as f64).to_sql(ty, out),
+            (Val::Int(v), &Type::TEXT | &Type::VARCHAR) => v.to_string().to_sql(ty, out),
+            (Val::Int(v), _) => v.to_sql(ty, out),
+            (Val::Real(v), &Type::FLOAT4) => (*v as f32).to_sql(ty, out),
+            (Val::Real(v), _) => v.to_sql(ty, out),
+            (Val::Text(v), _) => v.as_str().to_sql(ty, out),
+            (Val::Blob(v), _) => v.as_slice().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    ::postgres::types::to_sql_checked!();
+}
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,8 @@
 //! `report` and `export`.
 
 use super::db::vals;
-use super::{Store, StoreError};
+use super::error::StoreError;
+use super::handle::Store;
 use crate::gate::{GateVerdict, Outcome};
 use crate::id::RunId;
 

@@ -1,8 +1,10 @@
 //! Groups of runs (a sweep, a plan) and a plan's cells: made, filed under, closed.
 
 use super::db::{vals, Row};
-use super::schema::new_uid;
-use super::{hostname, json_text, parse_json, Store, StoreError};
+use super::error::StoreError;
+use super::handle::Store;
+use super::system::{hostname, new_uid};
+use super::text::{json_text, parse_json};
 use crate::id::{GroupId, PlanCellId};
 use crate::model::{rfc3339_utc, GroupRecord, NewPlanCell, PlanCell, RunStatus};
 use serde_json::Value;

@@ -2,8 +2,9 @@
 //! memory, a rollback journal where it cannot (9p, some NFS), and how that is found out.
 
 use super::db::Db;
-use super::open::retry_busy;
-use super::{Journal, Remedy, Store, StoreError};
+use super::error::StoreError;
+use super::handle::{Journal, Store};
+use super::remedy::Remedy;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
@@ -120,7 +121,7 @@ impl Store {
         &mut self,
         shared_memory: fn(&Path) -> Result<(), String>,
     ) -> Result<(), StoreError> {
-        self.db.lite().busy_timeout(super::LOCK_WAIT)?;
+        self.db.lite().busy_timeout(super::unpushed::LOCK_WAIT)?;
         // WAL lets `audiolat runs` read while a probe writes. Its index lives in shared
         // memory (a mapped `-shm` file), which 9p and some NFS mounts cannot map: asked
         // for there, WAL fails at the first read with an I/O error, after writing the
@@ -175,9 +176,9 @@ impl Store {
                     &mut self.db,
                     Db::Sqlite(Connection::open_in_memory()?),
                 ));
-                let conn = Connection::open_with_flags(&self.path, super::open::writing_flags())
+                let conn = Connection::open_with_flags(&self.path, writing_flags())
                     .map_err(|e| self.unusable(&e))?;
-                conn.busy_timeout(super::LOCK_WAIT)?;
+                conn.busy_timeout(super::unpushed::LOCK_WAIT)?;
                 conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE;")?;
                 let mode: String = conn
                     .query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))
@@ -212,4 +213,26 @@ impl Store {
         self.db.lite().execute_batch("PRAGMA foreign_keys=ON;")?;
         Ok(())
     }
+}
+
+/// `f`, tried again while another connection holds a lock SQLite's busy handler does not
+/// wait for (a journal-mode switch, a schema being made), for at most 20 s.
+pub(super) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(
+                    20 + u64::from(std::process::id() % 30),
+                ));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The flags of a writing connection: the path is a file's, never an SQLite URI.
+pub(super) fn writing_flags() -> rusqlite::OpenFlags {
+    use rusqlite::OpenFlags as F;
+    F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_CREATE | F::SQLITE_OPEN_NO_MUTEX
 }

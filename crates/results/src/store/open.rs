@@ -3,73 +3,21 @@
 //! failures as one line naming the file and the fix.
 
 use super::db::Db;
+use super::error::StoreError;
+use super::handle::{Journal, Store, Summarise};
 use super::journal::{
-    in_wal_mode, is_busy, is_shared_memory_error, journal_of, shared_mmap_works, wal_path,
+    in_wal_mode, is_shared_memory_error, journal_of, retry_busy, shared_mmap_works, wal_path,
+    writing_flags,
 };
-use super::postgres::postgres_url;
+use super::refusal::{contents, foreign, open_failure, Contents};
+use super::remedy::Remedy;
 use super::reserve::{free_bytes, MIN_FREE_BYTES};
-use super::schema::{OLDEST_READABLE, SCHEMA_VERSION};
-use super::{
-    present_and_unwritable, writable, Journal, Recovered, Remedy, Store, StoreError, Summarise,
-};
+use super::system::{present_and_unwritable, writable};
+use super::url::postgres_url;
+use super::version::{OLDEST_READABLE, SCHEMA_VERSION};
+use crate::model::Recovered;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-
-/// What a file holds, judged before anything is written to it.
-pub(super) enum Contents {
-    /// No schema at all (a new or empty file): audiolat may create its own.
-    Empty,
-    /// audiolat's schema, at this version.
-    Ours(i64),
-    /// Somebody else's database: these tables, and no audiolat schema.
-    Foreign(Vec<String>),
-}
-
-pub(super) fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
-    // One statement, so one snapshot: a process creating the schema meanwhile is seen
-    // before or after, never half way.
-    let (version, objects, tables): (i64, i64, Option<String>) = conn.query_row(
-        "SELECT user_version, (SELECT count(*) FROM sqlite_master),
-            (SELECT group_concat(name, char(31)) FROM (SELECT name FROM sqlite_master
-             WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))
-         FROM pragma_user_version",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
-    let tables: Vec<String> = tables
-        .map(|t| t.split('\u{1f}').map(str::to_string).collect())
-        .unwrap_or_default();
-    let has = |t: &str| tables.iter().any(|n| n == t);
-    Ok(if objects == 0 && version == 0 {
-        Contents::Empty
-    } else if version >= 1 && has("run") && has("run_group") {
-        Contents::Ours(version)
-    } else {
-        Contents::Foreign(tables)
-    })
-}
-
-/// `f`, tried again while another connection holds a lock SQLite's busy handler does not
-/// wait for (a journal-mode switch, a schema being made), for at most 20 s.
-pub(super) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        match f() {
-            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(
-                    20 + u64::from(std::process::id() % 30),
-                ));
-            }
-            other => return other,
-        }
-    }
-}
-
-/// The flags of a writing connection: the path is a file's, never an SQLite URI.
-pub(super) fn writing_flags() -> rusqlite::OpenFlags {
-    use rusqlite::OpenFlags as F;
-    F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_CREATE | F::SQLITE_OPEN_NO_MUTEX
-}
 
 /// Refuses the names SQLite reads as something other than a file: `:memory:` (a
 /// database in memory, gone when the command ends: a run stored there is stored
@@ -90,78 +38,6 @@ pub fn plain_path(path: &Path) -> Result<(), StoreError> {
         reason: reason.into(),
         fix: Remedy::PlainPath,
     })
-}
-
-/// The one-line refusal of a database audiolat did not make.
-pub(super) fn foreign(path: &Path, tables: &[String]) -> StoreError {
-    let mut names = tables
-        .iter()
-        .take(5)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if tables.len() > 5 {
-        names.push_str(&format!(" and {} more", tables.len() - 5));
-    }
-    StoreError::Open {
-        path: path.to_path_buf(),
-        reason: if tables.is_empty() {
-            "it is not an audiolat results database (no audiolat schema)".into()
-        } else {
-            format!("it is not an audiolat results database (it has tables {names} and no audiolat schema)")
-        },
-        fix: Remedy::ResultsOrNewFile { not_ours: true },
-    }
-}
-
-/// An SQLite failure while opening `path`, as one line with what to do: no raw error
-/// repeated.
-pub(super) fn open_failure(path: &Path, e: &rusqlite::Error, writing: bool) -> StoreError {
-    use rusqlite::ErrorCode as C;
-    let (reason, fix) = match e.sqlite_error_code() {
-        Some(C::NotADatabase) => (
-            "it is not an SQLite database".to_string(),
-            Remedy::ResultsOrNewFile { not_ours: false },
-        ),
-        Some(C::DatabaseCorrupt) => (
-            "it is damaged (a corrupt page or a truncated file)".to_string(),
-            Remedy::RestoreOrNewFile,
-        ),
-        Some(C::DiskFull) => (
-            "its filesystem is full".to_string(),
-            Remedy::FreeSpace,
-        ),
-        Some(C::DatabaseBusy | C::DatabaseLocked) => (
-            "another process holds it locked".to_string(),
-            Remedy::WaitForWriter,
-        ),
-        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) if writing => (
-            "SQLite cannot write it or its -wal/-shm files beside it (permissions, another user's files, or a read-only filesystem)".to_string(),
-            Remedy::FixPermissions { writing: true },
-        ),
-        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) => (
-            "SQLite cannot open it or its -wal/-shm files beside it (permissions, or another user's files)".to_string(),
-            Remedy::FixPermissions { writing: false },
-        ),
-        _ => (
-            format!("not a usable SQLite database ({})", sqlite_message(e)),
-            Remedy::NewFile,
-        ),
-    };
-    StoreError::Open {
-        path: path.to_path_buf(),
-        reason,
-        fix,
-    }
-}
-
-/// SQLite's own message, once.
-fn sqlite_message(e: &rusqlite::Error) -> String {
-    match e {
-        rusqlite::Error::SqliteFailure(_, Some(msg)) if !msg.is_empty() => msg.clone(),
-        rusqlite::Error::SqliteFailure(f, _) => f.to_string(),
-        other => other.to_string(),
-    }
 }
 
 impl Store {
@@ -220,7 +96,7 @@ impl Store {
     ) -> Result<Store, StoreError> {
         if let Some(url) = postgres_url(path) {
             let store = Store::connect(url, false)?;
-            if store.schema_version()? == super::SCHEMA_VERSION {
+            if store.schema_version()? == SCHEMA_VERSION {
                 store.recover_abandoned(summarise)?;
             }
             return Ok(store);
@@ -322,7 +198,7 @@ impl Store {
         }
         let conn = Connection::open_with_flags(path, writing_flags())
             .map_err(|e| open_failure(path, &e, true))?;
-        conn.busy_timeout(super::LOCK_WAIT)?;
+        conn.busy_timeout(super::unpushed::LOCK_WAIT)?;
         // A write-ahead-log database where the log's index cannot be shared (9p) can only
         // be read by a connection that keeps the index on its heap: exclusive locking.
         if in_wal_mode(path) && shared_memory(parent).is_err() {
@@ -349,7 +225,7 @@ impl Store {
             plan_cell: std::cell::Cell::new(None),
             shadow: Default::default(),
             closing: Default::default(),
-            lock_wait: std::cell::Cell::new(super::LOCK_WAIT),
+            lock_wait: std::cell::Cell::new(super::unpushed::LOCK_WAIT),
             reserve_kept: Default::default(),
         };
         Ok((store, found))
@@ -488,7 +364,7 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let open = |conn: rusqlite::Result<Connection>| {
             let conn = conn?;
-            conn.busy_timeout(super::LOCK_WAIT)?;
+            conn.busy_timeout(super::unpushed::LOCK_WAIT)?;
             let found = contents(&conn)?;
             Ok::<_, rusqlite::Error>((conn, found))
         };
@@ -550,7 +426,7 @@ impl Store {
                 plan_cell: std::cell::Cell::new(None),
                 shadow: Default::default(),
                 closing: Default::default(),
-            lock_wait: std::cell::Cell::new(super::LOCK_WAIT),
+            lock_wait: std::cell::Cell::new(super::unpushed::LOCK_WAIT),
             reserve_kept: Default::default(),
             }),
         }

@@ -10,155 +10,21 @@
 //! dead runs of the host that opens the store. SQLite's journal, reserve file and file
 //! checks have no part here.
 
-use super::db::{pg_sql, Db, Prepared, Row, Val};
-use super::schema::{pg_schema_steps, OLDEST_READABLE, SCHEMA_VERSION};
-use super::{Journal, Remedy, Store, StoreError};
-use postgres::types::{IsNull, ToSql, Type};
+use super::db::{Db, Pg, Val};
+use super::error::StoreError;
+use super::handle::{Journal, Store};
+use super::remedy::Remedy;
+use super::schema::pg_schema_steps;
+use super::version::{OLDEST_READABLE, SCHEMA_VERSION};
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use super::refusal::foreign;
+use super::url::redacted;
 use std::time::{Duration, Instant};
 
 /// The advisory lock key migrations hold ("audiolat" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6175_6469_6f6c_6174;
-
-/// A PostgreSQL connection with its prepared statements.
-pub(crate) struct Pg {
-    client: RefCell<postgres::Client>,
-    prepared: Prepared,
-}
-
-/// The PostgreSQL URL `path` holds, if it is one (`postgres://` or `postgresql://`).
-pub fn postgres_url(path: &Path) -> Option<&str> {
-    path.to_str()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-}
-
-/// The URL as it may be shown: a password in it is replaced by `***`.
-pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or("");
-            format!("{scheme}://{name}:***@{host}")
-        }
-        _ => url.to_string(),
-    }
-}
-
-impl From<postgres::Error> for StoreError {
-    fn from(e: postgres::Error) -> StoreError {
-        // Gone: the connection closed, its socket failed, or the server said it is
-        // shutting down (SQLSTATE class 57P) or the connection failed (class 08).
-        let lost = e.is_closed()
-            || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>())
-            || e.code()
-                .is_some_and(|c| c.code().starts_with("57P") || c.code().starts_with("08"));
-        let message = match e.as_db_error() {
-            Some(db) => format!("{} ({})", db.message(), db.code().code()),
-            None => e.to_string(),
-        };
-        StoreError::Postgres { message, lost }
-    }
-}
-
-impl Pg {
-    fn prepare(
-        &self,
-        client: &mut postgres::Client,
-        sql: &str,
-    ) -> Result<postgres::Statement, StoreError> {
-        if let Some(s) = self.prepared.borrow().get(sql) {
-            return Ok(s.clone());
-        }
-        let stmt = client.prepare(&pg_sql(sql))?;
-        self.prepared
-            .borrow_mut()
-            .insert(sql.to_string(), stmt.clone());
-        Ok(stmt)
-    }
-
-    pub(crate) fn execute(&self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
-        let mut client = self.client.borrow_mut();
-        let stmt = self.prepare(&mut client, sql)?;
-        let args: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as _).collect();
-        Ok(client.execute(&stmt, &args)?)
-    }
-
-    pub(crate) fn query(&self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
-        let mut client = self.client.borrow_mut();
-        let stmt = self.prepare(&mut client, sql)?;
-        let args: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as _).collect();
-        client
-            .query(&stmt, &args)?
-            .iter()
-            .map(|r| {
-                (0..r.len())
-                    .map(|i| pg_val(r, i))
-                    .collect::<Result<_, _>>()
-                    .map(Row)
-            })
-            .collect()
-    }
-
-    /// Runs statements without parameters (a transaction's `BEGIN`, a schema step).
-    pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
-        Ok(self.client.borrow_mut().batch_execute(sql)?)
-    }
-}
-
-/// Column `i` of a row, as a [`Val`] by its PostgreSQL type.
-fn pg_val(r: &postgres::Row, i: usize) -> Result<Val, StoreError> {
-    let ty = r.columns()[i].type_().clone();
-    let v = match ty {
-        Type::INT8 => r.try_get::<_, Option<i64>>(i)?.map(Val::Int),
-        Type::INT4 => r.try_get::<_, Option<i32>>(i)?.map(|v| Val::Int(v.into())),
-        Type::INT2 => r.try_get::<_, Option<i16>>(i)?.map(|v| Val::Int(v.into())),
-        Type::BOOL => r.try_get::<_, Option<bool>>(i)?.map(|v| Val::Int(v.into())),
-        Type::FLOAT8 => r.try_get::<_, Option<f64>>(i)?.map(Val::Real),
-        Type::FLOAT4 => r.try_get::<_, Option<f32>>(i)?.map(|v| Val::Real(v.into())),
-        Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR => {
-            r.try_get::<_, Option<String>>(i)?.map(Val::Text)
-        }
-        Type::BYTEA => r.try_get::<_, Option<Vec<u8>>>(i)?.map(Val::Blob),
-        other => {
-            return Err(StoreError::Corrupt(format!(
-                "column {} has PostgreSQL type {other}, which audiolat does not store",
-                r.columns()[i].name()
-            )))
-        }
-    };
-    Ok(v.unwrap_or(Val::Null))
-}
-
-impl ToSql for Val {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match (self, ty) {
-            (Val::Null, _) => Ok(IsNull::Yes),
-            (Val::Int(v), &Type::INT4) => i32::try_from(*v)?.to_sql(ty, out),
-            (Val::Int(v), &Type::INT2) => i16::try_from(*v)?.to_sql(ty, out),
-            (Val::Int(v), &Type::BOOL) => (*v != 0).to_sql(ty, out),
-            (Val::Int(v), &Type::FLOAT8) => (*v as f64).to_sql(ty, out),
-            (Val::Int(v), &Type::TEXT | &Type::VARCHAR) => v.to_string().to_sql(ty, out),
-            (Val::Int(v), _) => v.to_sql(ty, out),
-            (Val::Real(v), &Type::FLOAT4) => (*v as f32).to_sql(ty, out),
-            (Val::Real(v), _) => v.to_sql(ty, out),
-            (Val::Text(v), _) => v.as_str().to_sql(ty, out),
-            (Val::Blob(v), _) => v.as_slice().to_sql(ty, out),
-        }
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    postgres::types::to_sql_checked!();
-}
 
 /// How long connecting to a server may take when its URL does not say
 /// (`connect_timeout`): long enough for a server across a slow network to accept and
@@ -299,12 +165,12 @@ impl Store {
             plan_cell: std::cell::Cell::new(None),
             shadow: Default::default(),
             closing: Default::default(),
-            lock_wait: std::cell::Cell::new(super::LOCK_WAIT),
+            lock_wait: std::cell::Cell::new(super::unpushed::LOCK_WAIT),
             reserve_kept: Default::default(),
         };
         let found = store.pg_contents()?;
         match found {
-            PgContents::Foreign(tables) => Err(super::open::foreign(&shown, &tables)),
+            PgContents::Foreign(tables) => Err(foreign(&shown, &tables)),
             PgContents::Ours(v) if v > SCHEMA_VERSION => Err(StoreError::TooNew {
                 path: shown,
                 found: v,
@@ -372,9 +238,7 @@ impl Store {
                     0
                 }
                 PgContents::Ours(v) => v,
-                PgContents::Foreign(tables) => {
-                    return Err(super::open::foreign(&self.path, &tables))
-                }
+                PgContents::Foreign(tables) => return Err(foreign(&self.path, &tables)),
             };
             if version > SCHEMA_VERSION {
                 return Err(StoreError::TooNew {
@@ -423,18 +287,6 @@ fn one_line(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_told_from_paths_and_passwords_hidden() {
-        assert!(postgres_url(Path::new("postgres://a@h/db")).is_some());
-        assert!(postgres_url(Path::new("postgresql://a@h/db")).is_some());
-        assert!(postgres_url(Path::new("./postgres.db")).is_none());
-        assert_eq!(
-            redacted("postgres://u:secret@h/db"),
-            "postgres://u:***@h/db"
-        );
-        assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
-    }
 
     #[test]
     fn connect_timeout_is_read_as_libpq_reads_it() {

@@ -15,7 +15,8 @@ pub struct Pushed {
 }
 
 use super::db::{vals, Row, Val};
-use super::{Store, StoreError};
+use super::error::StoreError;
+use super::handle::Store;
 use crate::id::GroupId;
 use std::collections::HashMap;
 

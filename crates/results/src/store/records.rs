@@ -2,7 +2,9 @@
 //! series, written as they come and read back.
 
 use super::db::vals;
-use super::{json_text, parse_json, Store, StoreError};
+use super::error::StoreError;
+use super::handle::Store;
+use super::text::{json_text, parse_json};
 use crate::hist::{LatencyHistogram, StoredHistogram, Summary};
 use crate::id::RunId;
 use crate::model::{Event, Measurement, MeasurementRecord, Series, TriggerRow};

@@ -2,9 +2,13 @@
 //! caller's [`Summarise`]) and closed as `interrupted`.
 
 use super::db::vals;
+use super::error::StoreError;
+use super::handle::{Store, Summarise};
 use super::runs::{run_from_row, RUN_COLUMNS};
-use super::{hostname, parse_json, Recovered, Store, StoreError, Summarise};
+use super::system::hostname;
+use super::text::{json_text, parse_json};
 use crate::id::{GroupId, RunId};
+use crate::model::Recovered;
 use crate::model::{rfc3339_utc, RunStatus};
 use crate::owner::Owner;
 use crate::run::RunRecord;
@@ -132,7 +136,7 @@ impl Store {
                     if !kept.flags.is_null() {
                         self.db.execute(
                             "UPDATE run SET flags = ?2 WHERE id = ?1",
-                            vals![run.id, super::json_text(&kept.flags)],
+                            vals![run.id, json_text(&kept.flags)],
                         )?;
                     }
                 }
@@ -164,7 +168,7 @@ impl Store {
                     vals![
                         group,
                         rfc3339_utc(std::time::SystemTime::now()),
-                        super::json_text(&detail)
+                        json_text(&detail)
                     ],
                 )?;
                 self.db.execute(
@@ -230,15 +234,4 @@ impl Store {
         )?;
         Ok(())
     }
-}
-
-/// Whether a process of pid `pid` exists (for what keeps no more than a pid to know its
-/// maker by, such as a half-written reserve's name).
-pub(super) fn process_alive(pid: i64) -> bool {
-    if pid <= 0 || pid > i32::MAX as i64 {
-        return false;
-    }
-    // SAFETY: signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid as i32, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }

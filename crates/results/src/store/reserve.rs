@@ -1,8 +1,9 @@
 //! The full-disk reserve: a file of [`RESERVE_BYTES`] kept beside the database, removed
 //! when the filesystem fills so a run can still be closed with its summary and reason.
 
-use super::recovery::process_alive;
-use super::{Store, StoreError};
+use super::error::StoreError;
+use super::handle::Store;
+use super::system::process_alive;
 use std::path::{Path, PathBuf};
 
 /// The space kept beside a database for its runs' closing writes (`FILE-reserve`): when
@@ -124,7 +125,7 @@ impl Store {
     /// filesystem is full, the reserve beside the database is removed to make room and
     /// the write is tried once more; the reserve is made again by the next open that
     /// finds room for it. A run's closing write that still cannot be made (no reserve
-    /// left, a lock held past [`LOCK_WAIT`](super::LOCK_WAIT)) moves the run to a local
+    /// left, a lock held past [`LOCK_WAIT`](super::unpushed::LOCK_WAIT)) moves the run to a local
     /// file (see `unpushed`).
     pub fn closing<T>(
         &self,

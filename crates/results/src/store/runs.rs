@@ -1,8 +1,10 @@
 //! Runs: begun, updated and finished as they go, listed and read back.
 
 use super::db::{vals, Row, Val};
-use super::schema::new_uid;
-use super::{json_text, now_mono_ns, parse_json, RunFilter, Store, StoreError};
+use super::error::StoreError;
+use super::handle::{RunFilter, Store};
+use super::system::{new_uid, now_mono_ns};
+use super::text::{json_text, parse_json};
 use crate::id::RunId;
 use crate::model::{rfc3339_utc, Machine, RunStatus, ToolInfo};
 use crate::probe_kind::ProbeKind;

@@ -3,17 +3,12 @@
 //! takes the same steps in its types ([`pg_schema_steps`]; migrated in `postgres`).
 
 use super::db::vals;
+use super::error::StoreError;
+use super::handle::Store;
 use super::journal::is_busy;
-use super::open::{contents, foreign, open_failure, Contents};
-use super::{Store, StoreError};
-
-/// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 8;
-
-/// The oldest schema [`Store::open_read_only`] reads as it is: version 4 only made the
-/// summary columns nullable, and the reader takes a row without samples (count 0) as no
-/// summary whatever its columns hold.
-pub(super) const OLDEST_READABLE: i64 = 3;
+use super::refusal::{contents, foreign, open_failure, Contents};
+use super::system::new_uid;
+use super::version::SCHEMA_VERSION;
 
 /// Version 8: the process that made a run is known by the boot it ran in (`boot_id`)
 /// and its start time (`pid_start_ticks`) beside its pid, so that a pid the kernel gave
@@ -408,32 +403,6 @@ impl Store {
             .lite()
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
-}
-
-/// A new global identity: a random (version 4) UUID, from the kernel's random source.
-pub(super) fn new_uid() -> String {
-    let mut b = [0u8; 16];
-    // SAFETY: `b` is a valid buffer of its length.
-    let got = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if got != b.len() as isize {
-        // Never short for 16 bytes once the pool is ready; the clock and pid are unique
-        // enough for the rest.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        b = (t ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
-    }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 /// The schema's steps in PostgreSQL's types, with the version each makes: SQLite's

@@ -27,13 +27,12 @@
 //! each of its later writes.
 
 use super::db::{vals, Val};
+use super::error::StoreError;
+pub(crate) use super::handle::Write;
+use super::handle::{InProgress, Store};
 use super::reserve::reserve_path;
-use super::{Store, StoreError};
 use crate::id::RunId;
-use crate::model::{Event, Measurement, RunStatus, Series, TriggerRow};
 use crate::run::RunInfo;
-use serde_json::Value;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -57,18 +56,6 @@ pub const LOCK_WAIT_MEASURING: Duration = Duration::from_millis(100);
 
 /// How often writes waiting for a lock are tried again while the run measures.
 pub const PENDING_RETRY: Duration = Duration::from_secs(1);
-
-/// One write of a run through its sink.
-pub(crate) enum Write {
-    Result(Value),
-    Update(Option<Value>, Option<Value>),
-    Triggers(Vec<TriggerRow>),
-    Events(Vec<Event>),
-    Series(Series),
-    Measurements(Vec<Measurement>),
-    /// Status, flags, result, error and when the run ended (CLOCK_MONOTONIC ns).
-    Finish(RunStatus, Value, Value, Option<String>, Option<u64>),
-}
 
 impl Write {
     fn apply(&self, s: &Store, id: RunId) -> Result<(), StoreError> {
@@ -94,22 +81,6 @@ impl Write {
     }
 }
 
-/// A run in progress, kept.
-pub(super) struct InProgress {
-    /// What it was begun with.
-    info: RunInfo,
-    /// Its row's uid, started_at and started_mono_ns, as its database has them.
-    start: Vec<Val>,
-    /// Its writes, in order.
-    pub(super) writes: Vec<Write>,
-    /// How many of them were made in its database (or failed there while it measured).
-    made: usize,
-    /// When a lock last kept the next write from being made.
-    locked_at: Option<Instant>,
-    /// Why it could be kept nowhere, once so: every later write fails so.
-    lost: Option<String>,
-}
-
 impl InProgress {
     /// Adds a write; a checkpoint drops the earlier ones it replaces.
     fn push(&mut self, w: Write) {
@@ -131,17 +102,6 @@ impl InProgress {
         }
         self.writes.push(w);
     }
-}
-
-/// The runs in progress of a store, and where runs went that their database could not
-/// take.
-#[derive(Default)]
-pub(crate) struct Shadow {
-    pub(super) runs: HashMap<RunId, InProgress>,
-    /// The local file runs moved to, once one did.
-    local: Option<(Box<Store>, PathBuf)>,
-    /// Runs moved there: their id there, and why they moved (kept after they close).
-    moved: HashMap<RunId, (RunId, String)>,
 }
 
 impl Store {

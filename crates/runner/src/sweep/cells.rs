@@ -10,8 +10,8 @@ use load::LoadSpec;
 use probes::event::{EventConfig, EventError, NotePolicy};
 use probes::probe::{EventProbe, Probe, RoundtripProbe};
 use probes::roundtrip::RoundtripConfig;
+use results::records::stream::AlsaGrantedRecord;
 use results::RunStatus;
-use serde_json::Value;
 
 use super::{CellRefusal, SweepCell, Target};
 use crate::{Cell, Context, Observer, ProbeRun, Run, RunError, Watch};
@@ -26,7 +26,7 @@ pub struct EventCell {
     /// Repetition number, from 1.
     pub repeat: u32,
     /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
-    pub granted: Option<Value>,
+    pub granted: Option<AlsaGrantedRecord>,
 }
 
 /// The event cells of one period, in sweep order: every policy, then every workload,
@@ -115,7 +115,7 @@ pub struct RoundtripCell {
     /// system:playback_1 -> system:capture_1", "virtual cable of 12.5 frames").
     pub loop_description: String,
     /// What an ALSA device granted (stored with the run), when the stream is ALSA's.
-    pub granted: Option<Value>,
+    pub granted: Option<AlsaGrantedRecord>,
 }
 
 /// A round-trip run, stored, with the probe's outcome.
@@ -143,7 +143,7 @@ fn run_in<P: Probe>(
 impl SweepCell for EventCell {
     type Run = EventRun;
 
-    fn on_stream(&self, _setup: &Setup, granted: Option<Value>) -> EventCell {
+    fn on_stream(&self, _setup: &Setup, granted: Option<AlsaGrantedRecord>) -> EventCell {
         EventCell {
             granted,
             ..self.clone()
@@ -182,7 +182,7 @@ impl SweepCell for EventCell {
 impl SweepCell for RoundtripCell {
     type Run = RoundtripRun;
 
-    fn on_stream(&self, setup: &Setup, granted: Option<Value>) -> RoundtripCell {
+    fn on_stream(&self, setup: &Setup, granted: Option<AlsaGrantedRecord>) -> RoundtripCell {
         RoundtripCell {
             loop_description: setup.loop_description().to_string(),
             granted,

@@ -20,10 +20,10 @@ use std::path::Path;
 
 use engine::audio::{AudioError, Backend, StreamInfo};
 use engine::backend::{BackendSpec, Setup, SweepStep};
+use results::records::stream::AlsaGrantedRecord;
 use results::{GroupId, RunSink, RunStatus, SinkError};
 
 use crate::group::{Group, GroupEnd};
-use serde_json::Value;
 
 use crate::{Context, Observer, RunError, Watch};
 
@@ -112,7 +112,7 @@ pub trait SweepCell: Clone {
 
     /// The cell as run on a fresh stream of `setup` (what an ALSA device `granted`, the
     /// loop the set-up closes).
-    fn on_stream(&self, setup: &Setup, granted: Option<Value>) -> Self;
+    fn on_stream(&self, setup: &Setup, granted: Option<AlsaGrantedRecord>) -> Self;
 
     /// Refuses the cell on a stream that cannot run it (a setting out of the range the
     /// stream allows), before its run begins: nothing is stored for a refused cell.
@@ -445,8 +445,10 @@ impl<C: SweepCell> Sweeping<'_, C> {
     }
 }
 
-/// A fresh stream of a set-up, and what an ALSA device granted (as JSON).
-pub fn open_stream(setup: &Setup) -> Result<(Box<dyn Backend>, Option<Value>), AudioError> {
+/// A fresh stream of a set-up, and what an ALSA device granted (as its record).
+pub fn open_stream(
+    setup: &Setup,
+) -> Result<(Box<dyn Backend>, Option<AlsaGrantedRecord>), AudioError> {
     let (stream, granted) = setup.open_stream()?;
     let granted = granted.and_then(|g| serde_json::from_str(&g.to_json_string()).ok());
     Ok((stream, granted))

@@ -10,7 +10,6 @@ use engine::audio::Backend;
 use engine::backend::{BackendSpec, Setup};
 use engine::virtual_card::setup::VirtualSpec;
 use results::{GroupId, RunId, RunStatus};
-use serde_json::Value;
 
 use super::{context, MemorySink, ServerExits, TestProbe};
 use crate::group::Group;
@@ -51,7 +50,11 @@ struct StepRun {
 impl SweepCell for StepCell<'_> {
     type Run = StepRun;
 
-    fn on_stream(&self, _setup: &Setup, _granted: Option<Value>) -> Self {
+    fn on_stream(
+        &self,
+        _setup: &Setup,
+        _granted: Option<results::records::stream::AlsaGrantedRecord>,
+    ) -> Self {
         self.clone()
     }
 

@@ -1,0 +1,27 @@
+//! Text for people, shared by every renderer: a metric's name as words, and text escaped
+//! for HTML. A leaf: it imports no other module of the report.
+
+/// A metric's name for people: `wakeup_latency` -> `wake-up latency`.
+pub fn metric_name(metric: &str) -> String {
+    metric
+        .replace("wakeup", "wake-up")
+        .replace("roundtrip", "round trip")
+        .replace("dsp", "DSP")
+        .replace('_', " ")
+}
+
+/// Escapes text for HTML.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
