@@ -18,8 +18,7 @@ pub(crate) fn net_respond(ctx: &Context, a: &crate::cli::RespondArgs) -> Result<
     // The port the kernel gave, when --bind asked for port 0: said and stored.
     setup.bind = socket.local_addr().unwrap_or(a.bind);
     let info = runner::EndRunInfo::new(
-        "respond",
-        setup.to_json(),
+        probes::net::respond_config(&setup),
         config.policy,
         config.cpus.as_deref(),
     )
@@ -103,8 +102,7 @@ pub(crate) fn net_emulate(ctx: &Context, a: &crate::cli::EmulateArgs) -> Result<
         netaudio::bind(a.bind).map_err(|e| UsageError(e.to_string()))?
     };
     let info = runner::EndRunInfo::new(
-        "emulate",
-        setup.to_json(),
+        probes::net::emulate_config(&setup),
         config.policy,
         config.cpus.as_deref(),
     )

@@ -55,8 +55,9 @@ fn note_text(note: SuiteNote) -> String {
         SuiteNote::Roundtrip { verdict, frames } => view::roundtrip_note(verdict, frames),
         SuiteNote::Net(o) => {
             // The counts as every view reads them from the stored record.
-            let counts = o.synth.as_ref().map(|_| {
-                let b = results::counts::NetBlocks::of(&o.result_json()["synth"]);
+            let record = o.result_record();
+            let counts = record.synth.as_ref().map(|synth| {
+                let b = results::counts::NetBlocks::of(synth);
                 let n = |v: Option<u64>| v.unwrap_or(0);
                 (
                     n(b.host.responses_past_deadline),

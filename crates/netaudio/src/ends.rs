@@ -1,6 +1,6 @@
 //! One end of a two-machine run, as it is asked for: a host answering a controller
-//! ([`HostSetup`]) or a controller streaming to a host ([`ControllerSetup`]). Each is the
-//! description stored with its run (`to_json`) and builds its end's checked
+//! ([`HostSetup`]) or a controller streaming to a host ([`ControllerSetup`]). Each is
+//! what its run stores (as `probes::net`'s record of it) and builds its end's checked
 //! configuration ([`host::HostConfig`], [`controller::ControllerConfig`]); a setting that
 //! makes no run is an [`EndConfigError`] naming the problem.
 
@@ -8,9 +8,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use engine::rt::Policy;
-use serde_json::{json, Value};
 
-use crate::{blocks_in, controller, host, wire};
+use crate::{blocks_in, controller, host};
 
 /// Longest warm-up of an end (and of a run of both ends).
 pub const MAX_WARMUP: Duration = Duration::from_secs(60);
@@ -98,15 +97,6 @@ impl HostSetup {
         };
         format!("listening on {}, {answering}, {with}", self.bind)
     }
-
-    /// The description stored with the run (`role` "respond"; times in seconds, the
-    /// deadline in ns).
-    pub fn to_json(&self) -> Value {
-        json!({"role": "respond", "bind": self.bind.to_string(), "peer": self.peer.map(|p| p.to_string()),
-            "synth": self.synth, "workers": self.workers, "poll": self.poll.to_string(), "cpus": self.cpus,
-            "warmup_s": self.warmup.as_secs_f64(), "duration_s": self.serve_for.map(|d| d.as_secs_f64()),
-            "deadline_ns": wire::DEADLINE_NS})
-    }
 }
 
 /// A controller streaming the study's controlled input to a host.
@@ -154,15 +144,6 @@ impl ControllerSetup {
             cpus: self.cpus.clone(),
         })
     }
-
-    /// The description stored with the run (`role` "emulate"; times in seconds, the
-    /// deadline in ns).
-    pub fn to_json(&self) -> Value {
-        json!({"role": "emulate", "host": self.host.to_string(), "bind": self.bind.to_string(),
-            "pads": self.pads, "x": self.x, "y": self.y, "pressure": self.pressure, "cpus": self.cpus,
-            "duration_s": self.duration.as_secs_f64(), "warmup_s": self.warmup.as_secs_f64(),
-            "deadline_ns": wire::DEADLINE_NS})
-    }
 }
 
 #[cfg(test)]
@@ -197,9 +178,6 @@ mod tests {
             far.summary(),
             "listening on 10.0.0.1:9700, answering the first sender to complete a block, answering silence (no synth)"
         );
-        let described = host_setup("127.0.0.1:9700").to_json();
-        assert_eq!(described["role"], "respond");
-        assert!(described["duration_s"].is_null());
     }
 
     #[test]
@@ -222,6 +200,5 @@ mod tests {
             c.config().unwrap().blocks,
             blocks_in(Duration::from_secs(2))
         );
-        assert_eq!(c.to_json()["pads"], 8);
     }
 }

@@ -3,6 +3,7 @@
 //! closest this tool gets to the study's two machines on one box. Needs root and
 //! iproute2's `ip`; everything made is removed on drop.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -181,10 +182,10 @@ impl NetnsPair {
         Ok(())
     }
 
-    /// The HTB classes of `end`'s device with their counters (`tc -s class show`, whose
-    /// text every iproute2 prints; its JSON output lacks HTB classes in some versions):
-    /// class id -> bytes, packets, drops, overlimits.
-    pub fn class_stats(&self, end: End) -> serde_json::Value {
+    /// The HTB classes of `end`'s device with their counters by class id (`tc -s class
+    /// show`, whose text every iproute2 prints; its JSON output lacks HTB classes in some
+    /// versions); `None` when `tc` could not be run.
+    pub fn class_stats(&self, end: End) -> Option<BTreeMap<String, ClassStats>> {
         let out = undisturbed("tc")
             .args([
                 "-n",
@@ -197,8 +198,8 @@ impl NetnsPair {
             ])
             .output();
         match out {
-            Ok(out) => parse_class_stats(&String::from_utf8_lossy(&out.stdout)),
-            Err(_) => serde_json::Value::Null,
+            Ok(out) => Some(parse_class_stats(&String::from_utf8_lossy(&out.stdout))),
+            Err(_) => None,
         }
     }
 
@@ -244,10 +245,23 @@ impl NetnsPair {
     }
 }
 
+/// One HTB class's counters as `tc` printed them (`None` where it printed none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassStats {
+    /// Bytes sent.
+    pub bytes: Option<u64>,
+    /// Packets sent.
+    pub packets: Option<u64>,
+    /// Packets dropped.
+    pub drops: Option<u64>,
+    /// Times the class was over its limit.
+    pub overlimits: Option<u64>,
+}
+
 /// Parses `tc -s class show`: a `class htb 1:10 ...` line, then ` Sent B bytes P pkt
 /// (dropped D, overlimits O requeues R)`.
-fn parse_class_stats(text: &str) -> serde_json::Value {
-    let mut map = serde_json::Map::new();
+fn parse_class_stats(text: &str) -> BTreeMap<String, ClassStats> {
+    let mut map = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -267,16 +281,16 @@ fn parse_class_stats(text: &str) -> serde_json::Value {
             };
             map.insert(
                 class,
-                serde_json::json!({
-                    "bytes": words.get(1).and_then(|w| w.parse::<u64>().ok()),
-                    "packets": words.get(3).and_then(|w| w.parse::<u64>().ok()),
-                    "drops": num("(dropped"),
-                    "overlimits": num("overlimits"),
-                }),
+                ClassStats {
+                    bytes: words.get(1).and_then(|w| w.parse::<u64>().ok()),
+                    packets: words.get(3).and_then(|w| w.parse::<u64>().ok()),
+                    drops: num("(dropped"),
+                    overlimits: num("overlimits"),
+                },
             );
         }
     }
-    serde_json::Value::Object(map)
+    map
 }
 
 /// The pid in a namespace's name (`al-host-PID`, `al-ctl-PID`) or a veth end's
@@ -392,9 +406,9 @@ mod tests {
     fn tc_class_counters_parse() {
         let text = "class htb 1:1 root rate 1Gbit ceil 1Gbit burst 15Kb cburst 15Kb \n Sent 8429220 bytes 9954 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n\nclass htb 1:20 parent 1:1 prio 1 rate 760Mbit ceil 1Gbit\n Sent 123 bytes 4 pkt (dropped 17, overlimits 9 requeues 0) \n";
         let v = parse_class_stats(text);
-        assert_eq!(v["1:1"]["packets"], 9954);
-        assert_eq!(v["1:1"]["bytes"], 8429220);
-        assert_eq!(v["1:20"]["drops"], 17);
-        assert_eq!(v["1:20"]["overlimits"], 9);
+        assert_eq!(v["1:1"].packets, Some(9954));
+        assert_eq!(v["1:1"].bytes, Some(8429220));
+        assert_eq!(v["1:20"].drops, Some(17));
+        assert_eq!(v["1:20"].overlimits, Some(9));
     }
 }

@@ -28,7 +28,6 @@ use std::thread::JoinHandle;
 
 use engine::clock::{monotonic_ns, sleep_until_ns};
 use engine::rt::{Policy, SchedGrant, SchedStat, ThreadRt};
-use serde_json::{json, Value};
 
 use crate::mclock::{FlowSpec, MClock, Phase};
 use crate::netns::WIRE_OVERHEAD_BYTES;
@@ -257,27 +256,6 @@ pub struct ServiceOutcome {
     pub discipline: &'static str,
     /// The link's capacity, Mbit/s.
     pub link_mbps: f64,
-}
-
-impl ServiceOutcome {
-    /// The record.
-    pub fn to_json(&self) -> Value {
-        let secs = self.seconds.max(1e-9);
-        json!({
-            "discipline": self.discipline,
-            "link_mbps": self.link_mbps,
-            "thread": self.thread.granted.to_string(),
-            "on_cpu_ns": self.sched.map(|s| s.on_cpu_ns),
-            "run_queue_wait_ns": self.sched.map(|s| s.run_queue_wait_ns),
-            "flows": self.flows.iter().map(|f| json!({
-                "sent": f.sent,
-                "mbit_per_s": (f.bytes + f.sent * WIRE_OVERHEAD_BYTES as u64) as f64 * 8.0 / 1e6 / secs,
-                "by_reservation": f.by_reservation,
-                "kernel_refused": f.kernel_refused,
-                "max_wait_ns": f.max_wait_ns,
-            })).collect::<Vec<_>>(),
-        })
-    }
 }
 
 /// Starts the service thread. Returns one [`FlowTx`] per flow, in the order of `outs`,

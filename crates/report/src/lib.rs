@@ -33,6 +33,8 @@ pub mod figures;
 pub mod figures_paper;
 pub mod gather;
 pub mod html;
+#[cfg(test)]
+mod net_fixtures;
 pub mod paper;
 pub mod plots;
 pub mod summary;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use results::records::flags::Flags;
 use results::records::load::Load;
+use results::records::net::NetEndConfig;
 use results::records::qos::QosRequested;
 use results::records::Record;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
@@ -23,10 +24,9 @@ use crate::{storage_failure, Closing, Context, Kept, RunError};
 /// What an end stores before it measures.
 #[derive(Debug, Clone)]
 pub struct EndRunInfo {
-    /// `respond` or `emulate` (stored as the flag `role`).
-    pub role: &'static str,
-    /// Its configuration.
-    pub config: Value,
+    /// Its configuration, by its role (`respond` or `emulate`, also stored as the flag
+    /// `role`).
+    pub config: NetEndConfig,
     /// The QoS it asks for.
     pub qos_requested: Value,
     /// The CPUs its threads are pinned to (checked free of other audiolats' cells when
@@ -35,12 +35,11 @@ pub struct EndRunInfo {
 }
 
 impl EndRunInfo {
-    /// End `role`, described by `config`, its threads asking for `threads` on `cpus`;
-    /// refused (nothing stored yet) when another running audiolat's exclusive cell holds
-    /// one of those CPUs.
+    /// The end `config` describes, its threads asking for `threads` on `cpus`; refused
+    /// (nothing stored yet) when another running audiolat's exclusive cell holds one of
+    /// those CPUs.
     pub fn new(
-        role: &'static str,
-        config: Value,
+        config: NetEndConfig,
         threads: engine::rt::Policy,
         cpus: Option<&[usize]>,
     ) -> Result<EndRunInfo, RunError> {
@@ -48,7 +47,6 @@ impl EndRunInfo {
         qos::partition::check_cpus_free(&pinned_cpus)
             .map_err(|e| RunError::Refused(e.to_string()))?;
         Ok(EndRunInfo {
-            role,
             config,
             qos_requested: QosRequested {
                 threads: Some(threads.to_string()),
@@ -114,7 +112,7 @@ pub fn end_run(
         machine: probes::machine::machine(),
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
-        config: info.config,
+        config: info.config.to_json(),
         load: Load::none().to_json(),
         qos_requested: info.qos_requested,
         started_mono_ns: Some(engine::clock::monotonic_ns()),
@@ -141,7 +139,7 @@ pub fn end_run(
         host_steal_percent: Some(steal.percent_of_span(steal_ns, cpus)),
         memory_locked: Some(memory.current && memory.future),
         interrupted: Some(ctx.stopped()),
-        role: Some(info.role.to_string()),
+        role: Some(info.config.role().to_string()),
         ..Flags::default()
     }
     .add_to(&mut flags);

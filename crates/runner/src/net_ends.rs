@@ -5,6 +5,7 @@ use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
 
 use netaudio::{controller, host};
+use results::records::Record;
 use results::Measurement;
 use serde_json::{json, Value};
 
@@ -42,7 +43,7 @@ pub fn respond(
     let ms = probes::net::host_measurements(&outcome, suffix);
     let flags = json!({"realtime": outcome.net_thread.is_realtime() && outcome.worker_threads.iter().all(|g| g.is_realtime()),
                    "kernel_timestamps": outcome.kernel_timestamps});
-    let result = probes::net::host_json(&outcome);
+    let result = probes::net::host_record(&outcome).to_json();
     let error = outcome
         .error
         .clone()
@@ -77,7 +78,7 @@ pub fn emulate(
     let flags = json!({"realtime": o.sender_thread.is_realtime() && o.receiver_thread.as_ref().is_some_and(|g| g.is_realtime()),
                    "kernel_timestamps": o.kernel_timestamps,
                    "sender_late_blocks": o.blocks_sent_late});
-    let result = probes::net::controller_json(&o);
+    let result = probes::net::controller_record(&o).to_json();
     let error = o
         .error
         .clone()

@@ -406,16 +406,6 @@ impl DropCounters {
         DropReason::ALL.iter().map(|&r| self.get(r)).sum()
     }
 
-    /// Every counter apart, by its [`DropReason::name`] (the documented counters, none
-    /// folded into another), as a run's record stores them.
-    pub fn to_json(&self) -> serde_json::Value {
-        DropReason::ALL
-            .iter()
-            .map(|&r| (r.name().to_string(), serde_json::Value::from(self.get(r))))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
-    }
-
     /// The drops of a malformed datagram (the [`WireError`] reasons), together.
     pub fn malformed(&self) -> u64 {
         self.wrong_size

@@ -13,6 +13,7 @@
 //! the block's first packet, `t2` the host sends its answer, `tf` the answer arrives;
 //! `tf - t0` must stay under [`wire::DEADLINE_NS`], `t2 - t1` is the host's share.
 
+mod ends;
 mod outcome;
 mod phase;
 mod setup;
@@ -23,12 +24,15 @@ use std::time::Duration;
 use engine::clock::monotonic_ns;
 use engine::rt::Policy;
 use netaudio::{blocks_in, controller, host, netns, service, wire, NetError};
+use results::records::net::{LinkBy, LinkRecord, NetConfigRecord, PadRecord, StreamSettingRecord};
 use results::LatencyHistogram;
 
 use crate::steal::{StealSampler, StealTimeline};
 
+pub use ends::{emulate_config, respond_config};
 pub use outcome::{
-    controller_json, controller_measurements, host_json, host_measurements, sched_json,
+    controller_measurements, controller_record, drop_counts, host_measurements, host_record,
+    sched_record, service_record,
 };
 pub use setup::{
     check_ranges, NetConfigError, NetSetting, NetSetup, LINK_RANGE_MBPS, MAX_PHASE, MAX_WARMUP,
@@ -127,6 +131,59 @@ impl NetConfig {
 }
 
 impl NetConfig {
+    /// The configuration as stored with the run (before the lifecycle adds its load and
+    /// cells): the transport in words, times in seconds, the pressed pads and the first
+    /// one's position, the wire's constants.
+    pub fn record(&self) -> NetConfigRecord {
+        let pressed: Vec<usize> = (0..self.input.len())
+            .filter(|&p| self.input[p].pressure > 0.0)
+            .collect();
+        let first = self.input.iter().find(|p| p.pressure > 0.0);
+        NetConfigRecord {
+            transport: if self.netns {
+                format!(
+                    "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
+                    netns::HOST_IP,
+                    netns::CONTROLLER_IP
+                )
+            } else {
+                "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
+            },
+            duration_s: self.duration.as_secs_f64(),
+            reference_duration_s: self.reference_duration.as_secs_f64(),
+            warmup_s: self.warmup.as_secs_f64(),
+            pads_pressed: pressed,
+            pad: first.map(|p| PadRecord {
+                x: p.x,
+                y: p.y,
+                pressure: p.pressure,
+            }),
+            workers: self.workers,
+            poll: self.poll.to_string(),
+            host_cpus: self.host_cpus.clone(),
+            controller_cpus: self.controller_cpus.clone(),
+            deadline_ns: wire::DEADLINE_NS,
+            packet_interval_ns: wire::PACKET_INTERVAL_NS,
+            block_period_ns: wire::BLOCK_PERIOD_NS,
+            link: self.link.map(|l| LinkRecord {
+                mbps: l.mbps,
+                reserve_mbps: l.reserve_mbps,
+                by: match l.by {
+                    ReserveBy::Tc => LinkBy::Tc,
+                    ReserveBy::Service => LinkBy::Service,
+                },
+            }),
+            stream: self
+                .stream
+                .as_ref()
+                .map(|s| StreamSettingRecord { mbps: s.mbps }),
+            load: None,
+            repeat: None,
+            cells: None,
+            host_cell: None,
+        }
+    }
+
     /// The CPUs its threads are pinned to outside any cell: the host's and the
     /// controller's, once each.
     pub fn pinned_cpus(&self) -> Vec<usize> {
@@ -232,8 +289,9 @@ pub struct Phase {
     pub stream: Option<StreamOutcome>,
     /// The user-level service, if it carried the controller's packets.
     pub service: Option<service::ServiceOutcome>,
-    /// The HTB classes' counters on the controller's link, if `tc` shaped it.
-    pub tc_classes: Option<serde_json::Value>,
+    /// The HTB classes' counters on the controller's link by class id, if `tc` shaped it
+    /// (and could be asked).
+    pub tc_classes: Option<std::collections::BTreeMap<String, netns::ClassStats>>,
     /// The kernel's softirq threads (`ksoftirqd/N`) over the phase, summed: network work
     /// deferred to them waits there for a CPU.
     pub kernel_softirq: Option<engine::rt::SchedStat>,

@@ -257,7 +257,7 @@ pub(super) fn run_phase(
         run_ends(config, &ends, sockets, &mut service, &host_stop, stop);
     let service = service.thread.and_then(|h| h.join().ok());
     let tc_classes = match (tc_shaped, link) {
-        (true, Some(pair)) => Some(pair.class_stats(netns::End::Controller)),
+        (true, Some(pair)) => pair.class_stats(netns::End::Controller),
         _ => None,
     };
     let host = host.map_err(|_| NetError::Config("the host thread panicked".into()))?;

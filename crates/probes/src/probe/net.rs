@@ -12,7 +12,6 @@ use load::{LoadItem, LoadSpec};
 use results::records::flags::Flags;
 use results::records::qos::{MemoryLocked, QosGranted, QosRequested};
 use results::records::Record;
-use serde_json::json;
 
 use crate::net::{self, NetConfig, NetOutcome};
 use crate::probe::{Description, End, Outcome, Probe, ProbeError, Progress};
@@ -54,40 +53,11 @@ impl crate::probe::KeepsOutcome for NetProbe {
 
 impl Probe for NetProbe {
     fn describe(&self) -> Description {
-        let config = &self.config;
-        let pressed: Vec<usize> = (0..config.input.len())
-            .filter(|&p| config.input[p].pressure > 0.0)
-            .collect();
-        let first = config.input.iter().find(|p| p.pressure > 0.0).copied();
         Description {
             probe: &results::probe_kind::NET,
-            config: json!({
-                "transport": if config.netns {
-                    format!(
-                        "UDP over a veth pair between two network namespaces (host {}, controller {}), controller and host in this process",
-                        netaudio::netns::HOST_IP,
-                        netaudio::netns::CONTROLLER_IP
-                    )
-                } else {
-                    "UDP over loopback (127.0.0.1), controller and host in this process".to_string()
-                },
-                "duration_s": config.duration.as_secs_f64(),
-                "reference_duration_s": config.reference_duration.as_secs_f64(),
-                "warmup_s": config.warmup.as_secs_f64(),
-                "pads_pressed": pressed,
-                "pad": first.map(|p| json!({"x": p.x, "y": p.y, "pressure": p.pressure})),
-                "workers": config.workers,
-                "poll": config.poll.to_string(),
-                "host_cpus": config.host_cpus,
-                "controller_cpus": config.controller_cpus,
-                "deadline_ns": netaudio::wire::DEADLINE_NS,
-                "packet_interval_ns": netaudio::wire::PACKET_INTERVAL_NS,
-                "block_period_ns": netaudio::wire::BLOCK_PERIOD_NS,
-                "link": config.link.map(|l| json!({"mbps": l.mbps, "reserve_mbps": l.reserve_mbps, "by": l.by.to_string()})),
-                "stream": config.stream.as_ref().map(|s| json!({"mbps": s.mbps})),
-            }),
+            config: self.config.record().to_json(),
             qos_requested: QosRequested {
-                threads: Some(config.policy.to_string()),
+                threads: Some(self.config.policy.to_string()),
                 memory: Some("mlockall".into()),
                 ..QosRequested::default()
             }
@@ -150,7 +120,7 @@ impl Probe for NetProbe {
             series: outcome.series(),
             qos_granted: granted.to_json(),
             flags,
-            result: outcome.result_json(),
+            result: outcome.result_record().to_json(),
             end,
             measured: None,
         };

@@ -129,7 +129,13 @@ fn suite_like() -> ReportData {
     );
     let mut net = test_run(
         "net",
-        json!({"synth": {"controller": {"answers_received_after_end": 1, "answers_not_received": 2}}}),
+        crate::net_fixtures::result(json!({"synth": crate::net_fixtures::phase(
+            crate::net_fixtures::host(json!({})),
+            crate::net_fixtures::controller(
+                json!({"answers_received_after_end": 1, "answers_not_received": 2}),
+            ),
+            json!({}),
+        )})),
         vec![measured(
             "net",
             "response_time",

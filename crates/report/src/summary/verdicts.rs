@@ -1,6 +1,9 @@
 //! One verdict line per run of a measuring probe: did it hold, and what it gives.
 
+use results::counts::NetBlocks;
 use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
+use results::records::net::NetResultRecord;
+use results::records::Record;
 use results::ProbeKind;
 use results::RunStatus;
 
@@ -385,9 +388,9 @@ fn net(r: &RunData) -> Option<Said> {
     let s = m.summary?;
     let deadline = m.deadline?;
     let misses = m.misses?;
-    let unanswered = results::counts::NetBlocks::of(&r.record.result["synth"])
-        .controller
-        .unanswered_in_run()
+    let unanswered = NetResultRecord::from_json(&r.record.result)
+        .and_then(|result| result.synth)
+        .and_then(|synth| NetBlocks::of(&synth).controller.unanswered_in_run())
         .unwrap_or(0);
     let mut text = format!(
         "network audio {}: {} of {} blocks missed the {} deadline",

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use results::records::net::{NetConfigRecord, NetResultRecord};
 use results::{GroupId, RunView};
 use serde_json::{json, Value};
 
@@ -81,13 +82,17 @@ impl ExperimentRow {
     /// does not.
     pub fn of_run(label: &str, metric: &str, paper: &'static str, run: &RunView) -> ExperimentRow {
         let m = run.measurement(metric);
-        let synth = &run.result["synth"];
-        let blocks = results::counts::NetBlocks::of(synth);
+        let result = run.result_as::<NetResultRecord>();
+        let synth = result.as_ref().and_then(|r| r.synth.as_ref());
+        let link = run.config_as::<NetConfigRecord>().and_then(|c| c.link);
+        let blocks = synth
+            .map(results::counts::NetBlocks::of)
+            .unwrap_or_default();
         let sent = blocks.controller.blocks_sent.unwrap_or(0);
         // An abusive stream that could not fill the link proves nothing about it.
-        let received = synth["stream"]["received_mbit_per_s"].as_f64();
+        let received = synth.and_then(|p| p.stream).map(|s| s.received_mbit_per_s);
         let mut notes = Vec::new();
-        if let (Some(received), Some(link)) = (received, run.config["link"]["mbps"].as_f64()) {
+        if let (Some(received), Some(link)) = (received, link.map(|l| l.mbps)) {
             if received + 148.5 < 0.9 * link {
                 notes.push(format!(
                     "the stream reached only {received:.0} Mbit/s beside the audio's 148.5: this machine cannot fill the {link} Mbit/s link; use a lower --link"
@@ -98,7 +103,7 @@ impl ExperimentRow {
             // The host's misses are of the blocks it answered; a block without an
             // answer by the run's end missed all the same (end_to_end counts it already).
             let unanswered = match metric {
-                "response_time" if synth.is_object() => {
+                "response_time" if synth.is_some() => {
                     blocks.controller.unanswered_in_run().unwrap_or(0)
                 }
                 _ => 0,
@@ -106,7 +111,7 @@ impl ExperimentRow {
             let misses = m.misses.unwrap_or(0) + unanswered;
             (m.summary, if sent > 0 { misses.min(sent) } else { misses })
         });
-        let reserved = run.config["link"]["reserve_mbps"].is_number();
+        let reserved = link.is_some_and(|l| l.reserve_mbps.is_some());
         if reserved && summary.is_some_and(|(_, misses)| misses > 0) {
             let causes = miss_causes(run);
             notes.push(if causes.is_empty() {
@@ -160,13 +165,13 @@ const SOFTIRQ_WAIT_WORTH_NAMING: f64 = 0.05;
 /// blocks were split names the controller's late sends and the host's own misses
 /// instead.
 pub fn miss_causes(run: &RunView) -> Vec<String> {
-    let p = &run.result["synth"];
-    let (ctl, svc) = (&p["controller"], &p["service"]);
-    let blocks = results::counts::NetBlocks::of(p);
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let result = run.result_as::<NetResultRecord>();
+    let p = result.as_ref().and_then(|r| r.synth.as_ref());
+    let (ctl, svc) = (p.map(|p| &p.controller), p.and_then(|p| p.service.as_ref()));
+    let blocks = p.map(results::counts::NetBlocks::of).unwrap_or_default();
     let mut causes = Vec::new();
-    let split = ctl["miss_causes"].is_object();
-    if let Some(late) = super::net::late_causes_text(p) {
+    let split = ctl.is_some_and(|c| c.miss_causes.is_some());
+    if let Some(late) = p.and_then(super::net::late_causes_text) {
         causes.push(late);
     }
     if let Some(late) = blocks
@@ -184,14 +189,16 @@ pub fn miss_causes(run: &RunView) -> Vec<String> {
             if lost == 1 { "" } else { "s" }
         ));
     }
-    let audio_wait = svc["flows"][0]["max_wait_ns"].as_f64().unwrap_or(0.0);
+    let audio_wait = svc
+        .and_then(|s| s.flows.first())
+        .map_or(0.0, |f| f.max_wait_ns as f64);
     if audio_wait >= 1e6 {
         causes.push(format!(
             "the audio's datagrams waited up to {} in the network service's queue",
             fmt_ns(audio_wait)
         ));
     }
-    if let Some(policy) = svc["thread"].as_str().filter(|p| {
+    if let Some(policy) = svc.and_then(|s| s.thread.as_deref()).filter(|p| {
         !p.starts_with("SCHED_FIFO")
             && !p.starts_with("SCHED_RR")
             && !p.starts_with("SCHED_DEADLINE")
@@ -200,11 +207,12 @@ pub fn miss_causes(run: &RunView) -> Vec<String> {
             "the network service's thread ran at {policy}: on a busy machine it waits behind every other task"
         ));
     }
-    let run_ns = 1e9
-        * (run.config["duration_s"].as_f64().unwrap_or(0.0)
-            + run.config["warmup_s"].as_f64().unwrap_or(0.0));
-    if let Some(w) = p["kernel_softirq"]["run_queue_wait_ns"]
-        .as_f64()
+    let run_ns = run
+        .config_as::<NetConfigRecord>()
+        .map_or(0.0, |c| c.run_ns());
+    if let Some(w) = p
+        .and_then(|p| p.kernel_softirq)
+        .map(|s| s.run_queue_wait_ns as f64)
         .filter(|&w| run_ns > 0.0 && w >= SOFTIRQ_WAIT_WORTH_NAMING * run_ns)
     {
         causes.push(format!(
@@ -213,13 +221,17 @@ pub fn miss_causes(run: &RunView) -> Vec<String> {
             100.0 * w / run_ns
         ));
     }
-    if n(&ctl["packets_refused"]) > 0 {
+    let refused = ctl.map_or(0, |c| c.packets_refused);
+    if refused > 0 {
         causes.push(format!(
-            "{} audio packets refused before the link (a full queue)",
-            n(&ctl["packets_refused"])
+            "{refused} audio packets refused before the link (a full queue)"
         ));
     }
-    let reserved_drops = n(&p["tc_classes"]["1:10"]["drops"]);
+    let reserved_drops = p
+        .and_then(|p| p.tc_classes.as_ref())
+        .and_then(|classes| classes.get("1:10"))
+        .and_then(|class| class.drops)
+        .unwrap_or(0);
     if reserved_drops > 0 {
         causes.push(format!(
             "tc dropped {reserved_drops} packets of the reserved class"

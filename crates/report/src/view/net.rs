@@ -5,6 +5,10 @@
 use std::fmt::Write as _;
 
 use results::counts::{ControllerBlocks, HostBlocks, NetBlocks};
+use results::records::net::{
+    ControllerRecord, DropCounts, HostRecord, LinkBy, NetConfigRecord, NetResultRecord,
+    PhaseRecord, SchedRecord,
+};
 use results::RunView;
 use serde_json::{json, Value};
 
@@ -13,21 +17,18 @@ use crate::terminal::{flag_notes, fmt_ns, histogram, machine_line, summary_table
 
 /// The net run's tables, as `audiolat net` and `audiolat show` print them.
 pub fn text(run: &RunView) -> String {
-    let mut out = header(run);
+    let config = run.config_as::<NetConfigRecord>();
+    let mut out = header(run, config.as_ref());
     out.push_str(&summary_table(&run.measurements));
-    let r = &run.result;
-    let (phase, suffix) = if r["synth"].is_object() {
-        ("synth", "")
-    } else if r["reference"].is_object() {
-        ("reference", "_reference")
-    } else {
+    let result = run.result_as::<NetResultRecord>();
+    let Some((phase, suffix, p)) = result.as_ref().and_then(NetResultRecord::shown_phase) else {
         let _ = writeln!(out, "\nnothing measured");
         return out;
     };
-    let p = &r[phase];
-    response_lines(run, phase, suffix, &mut out);
+    let r = result.as_ref().expect("a phase is of a result");
+    response_lines(run, r, (phase, suffix, p), &mut out);
     counter_lines(run, p, suffix, &mut out);
-    traffic_lines(run, p, &mut out);
+    traffic_lines(r, config.as_ref(), p, &mut out);
     if run.qos_granted["cells"].is_object() {
         cell_lines(&run.qos_granted, &mut out);
     }
@@ -42,7 +43,7 @@ pub fn json(run: &RunView) -> Value {
     json!({
         "run_id": run.id,
         "status": run.status,
-        "load": run.config["load"],
+        "load": run.config_as::<NetConfigRecord>().and_then(|c| c.load),
         "flags": run.flags,
         "measurements": run.measurements.iter().map(super::measurement_summary_json).collect::<Vec<_>>(),
         "result": run.result,
@@ -59,39 +60,34 @@ pub fn end_json(run: &RunView) -> Value {
 
 /// What ran: the transport, the pads, the synth's threads, the policy, the load, and
 /// the machine.
-fn header(run: &RunView) -> String {
-    let c = &run.config;
-    let netns = c["transport"]
-        .as_str()
-        .is_some_and(|t| t.starts_with("UDP over a veth"));
-    // Pads are stored from `f32`s: shown as they were given.
-    let f32_of = |v: &Value| v.as_f64().unwrap_or(0.0) as f32;
-    let pad = &c["pad"];
-    let workers = c["workers"].as_u64().unwrap_or(0);
+fn header(run: &RunView, c: Option<&NetConfigRecord>) -> String {
+    let netns = c.is_some_and(NetConfigRecord::over_netns);
+    let pad = c.and_then(|c| c.pad);
+    let workers = c.map_or(0, |c| c.workers);
     format!(
         "\nnet run {}: {}; controller -> host -> controller over UDP on {}, {} pads pressed{}, synth on {}, poll {}, threads {}, load {}\n{}\n\n",
         run.id,
         run.status,
         if netns { "a veth pair between two network namespaces" } else { "loopback" },
-        c["pads_pressed"].as_array().map_or(0, Vec::len),
-        if pad.is_object() {
-            format!(" (x {}, y {}, pressure {})", f32_of(&pad["x"]), f32_of(&pad["y"]), f32_of(&pad["pressure"]))
-        } else {
-            String::new()
-        },
+        c.map_or(0, |c| c.pads_pressed.len()),
+        // Pads are stored from `f32`s: shown as they were given.
+        pad.map_or(String::new(), |pad| format!(" (x {}, y {}, pressure {})", pad.x, pad.y, pad.pressure)),
         if workers == 0 { "the network thread".to_string() } else { format!("the network thread and {workers} worker{}", if workers == 1 { "" } else { "s" }) },
-        c["poll"].as_str().unwrap_or("?"),
+        c.map_or("?", |c| c.poll.as_str()),
         run.qos_requested_record().threads.as_deref().unwrap_or("?"),
-        c["load"].as_str().unwrap_or("none"),
+        c.and_then(|c| c.load.as_deref()).unwrap_or("none"),
         machine_line(&run.machine)
     )
 }
 
 /// The phase's response time (the study's Figure 7), its misses, the blocks without an
 /// answer, the gathering, and what the synth adds over the reference.
-fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
-    let r = &run.result;
-    let p = &r[phase];
+fn response_lines(
+    run: &RunView,
+    r: &NetResultRecord,
+    (phase, suffix, p): (&str, &str, &PhaseRecord),
+    out: &mut String,
+) {
     let blocks = NetBlocks::of(p);
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let response = run.measurement(&format!("response_time{suffix}"));
@@ -107,7 +103,7 @@ fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
         "\n{} missed deadlines of {} blocks (deadline {}: 62 frames at 44.1 kHz), max = {}, mean = {}, stdev = {}",
         count_of(blocks.host.responses_past_deadline),
         count_of(blocks.host.answered),
-        fmt_ns(n(&r["deadline_ns"]) as f64),
+        fmt_ns(r.deadline_ns as f64),
         ns_stat(response, |s| s.max),
         ns_stat(response, |s| s.mean),
         ns_stat(response, |s| s.stdev)
@@ -115,7 +111,7 @@ fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
     if let Some(line) = unanswered_line(p) {
         let _ = writeln!(out, "{line}");
     }
-    if let Some(line) = sender_late_line(run, &blocks.controller, suffix) {
+    if let Some(line) = sender_late_line(run, r, &blocks.controller, suffix) {
         let _ = writeln!(out, "{line}");
     }
     let detail = response.map_or(&Value::Null, |m| &m.detail);
@@ -125,7 +121,7 @@ fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
         "gathering a block's 16 packets takes {} at the host (15 x 45.35 us between its first and last); {} blocks answered in under {} (their packets came in a burst: the controller catching up after it was late, {} packets sent more than 60 us late)",
         detail["gathering_ns_median"].as_f64().map_or_else(|| "-".into(), fmt_ns),
         n(&detail["short_responses"]),
-        fmt_ns(n(&r["short_response_ns"]) as f64),
+        fmt_ns(r.short_response_ns.unwrap_or(0) as f64),
         pacing
             .and_then(|m| m.histogram.as_ref())
             .map_or(0, |h| h.hdr().count_between(60_000, u64::MAX))
@@ -146,7 +142,7 @@ fn response_lines(run: &RunView, phase: &str, suffix: &str, out: &mut String) {
 /// by both ends' books (`results::counts::Unanswered`, when they count the same blocks):
 /// a block missed its deadline all the same. `None` when every block sent was answered
 /// in the run.
-fn unanswered_line(p: &Value) -> Option<String> {
+fn unanswered_line(p: &PhaseRecord) -> Option<String> {
     let blocks = NetBlocks::of(p);
     let ctl = &blocks.controller;
     let unanswered = ctl.unanswered_in_run().filter(|&n| n > 0)?;
@@ -172,7 +168,7 @@ fn unanswered_line(p: &Value) -> Option<String> {
         why.push(format!(
             "{} the host never answered ({} blocks reached it incomplete: packets lost on the way there)",
             split.never_answered,
-            count(&p["host"]["blocks_incomplete"])
+            p.host.blocks_incomplete
         ));
     }
     Some(format!(
@@ -184,13 +180,18 @@ fn unanswered_line(p: &Value) -> Option<String> {
 /// The blocks the run's own controller sent late, with its pacing error: their times
 /// and misses are the controller's, not the host's or the network's. `None` when it kept
 /// its schedule.
-fn sender_late_line(run: &RunView, ctl: &ControllerBlocks, suffix: &str) -> Option<String> {
+fn sender_late_line(
+    run: &RunView,
+    r: &NetResultRecord,
+    ctl: &ControllerBlocks,
+    suffix: &str,
+) -> Option<String> {
     let late = ctl.blocks_sent_late.filter(|&n| n > 0)?;
     let pacing = run.measurement(&format!("pacing_error{suffix}"));
     Some(format!(
         "the controller itself sent {late} of the {} blocks late (a packet more than {} behind its schedule; its pacing error median {}, max {}): their times are the controller's, not the host's or the network's",
         ctl.blocks_sent.unwrap_or(0),
-        fmt_ns(run.result["late_send_ns"].as_f64().unwrap_or(725_624.0)),
+        fmt_ns(r.late_send_ns.map_or(725_624.0, |n| n as f64)),
         ns_stat(pacing, |s| s.p50),
         ns_stat(pacing, |s| s.max),
     ))
@@ -202,42 +203,42 @@ fn sender_late_line(run: &RunView, ctl: &ControllerBlocks, suffix: &str) -> Opti
 /// the controller sent late ..., 0 waited on the way to the host ..., 20 the host
 /// answered late ...`. `None` without late blocks, or when the run could not split them
 /// (its host ran in another process).
-pub fn late_causes_text(p: &Value) -> Option<String> {
-    let (h, ctl) = (&p["host"], &p["controller"]);
-    let causes = ctl["miss_causes"].as_object()?;
-    let n = |k: &str| causes.get(k).and_then(Value::as_u64).unwrap_or(0);
+pub fn late_causes_text(p: &PhaseRecord) -> Option<String> {
+    let (h, ctl) = (&p.host, &p.controller);
+    let causes = ctl.miss_causes?;
     let late = results::counts::ControllerBlocks::of(ctl)
         .answers_received_late
         .filter(|&l| l > 0)?;
     // A thread's wait for a CPU over the run, where it was measured.
-    let waited = |who: &str, sched: &Value| {
-        sched["run_queue_wait_ns"]
-            .as_f64()
-            .map_or(String::new(), |w| {
-                format!("; {who} waited {} for a CPU over the run", fmt_ns(w))
-            })
+    let waited = |who: &str, sched: Option<SchedRecord>| {
+        sched.map_or(String::new(), |s| {
+            format!(
+                "; {who} waited {} for a CPU over the run",
+                fmt_ns(s.run_queue_wait_ns as f64)
+            )
+        })
     };
     let mut parts = vec![
         format!(
             "{} the controller sent late (their packets spread beyond a block's 0.68 ms{})",
-            n("sent_late"),
-            waited("its sender", &ctl["sender_sched"])
+            causes.sent_late,
+            waited("its sender", ctl.sender_sched)
         ),
         format!(
             "{} waited on the way to the host (the link's queue and the kernel's path)",
-            n("to_host")
+            causes.to_host
         ),
         format!(
             "{} the host answered late after their last packet arrived (its synth, or its thread held off{})",
-            n("host"),
-            waited("its network thread", &h["net_thread_sched"])
+            causes.host,
+            waited("its network thread", h.net_thread_sched)
         ),
-        format!("{} came back late", n("way_back")),
+        format!("{} came back late", causes.way_back),
     ];
-    if n("unsplit") > 0 {
+    if causes.unsplit > 0 {
         parts.push(format!(
             "{} not split (the host's times for them were gone)",
-            n("unsplit")
+            causes.unsplit
         ));
     }
     Some(format!(
@@ -247,41 +248,19 @@ pub fn late_causes_text(p: &Value) -> Option<String> {
     ))
 }
 
-/// The drop counters in the protocol's order (`docs/net-protocol.md`, Validation).
-const DROP_COUNTERS: [&str; 10] = [
-    "wrong_size",
-    "bad_magic",
-    "unknown_version",
-    "unknown_kind",
-    "bad_index",
-    "non_finite",
-    "duplicate",
-    "stale",
-    "foreign",
-    "unconfirmed",
-];
-
 /// Datagrams dropped by reason (each counter stored apart, named as stored, in the
 /// protocol's order; only those above 0), `none`, or `-` where the run stored no
 /// counters.
-pub fn drops_text(drops: &Value) -> String {
-    let Some(map) = drops.as_object() else {
+pub fn drops_text(drops: Option<&DropCounts>) -> String {
+    let Some(drops) = drops else {
         return "-".into();
     };
-    let rank = |k: &str| {
-        DROP_COUNTERS
-            .iter()
-            .position(|c| *c == k)
-            .unwrap_or(usize::MAX)
-    };
-    let mut counters: Vec<(&String, &Value)> = map.iter().collect();
-    counters.sort_by_key(|(k, _)| rank(k));
-    let parts: Vec<String> = counters
+    let parts: Vec<String> = drops
+        .by_reason()
         .into_iter()
-        .filter_map(|(k, v)| {
-            v.as_u64()
-                .filter(|&n| n > 0)
-                .map(|n| format!("{n} {}", k.replace('_', " ")))
+        .filter_map(|(name, n)| {
+            n.filter(|&n| n > 0)
+                .map(|n| format!("{n} {}", name.replace('_', " ")))
         })
         .collect();
     if parts.is_empty() {
@@ -291,12 +270,17 @@ pub fn drops_text(drops: &Value) -> String {
     }
 }
 
-/// A thread's wait for a CPU as stored (`sched_json`), e.g. `waited 1.61 s for a CPU`;
-/// empty when not measured.
-fn waited_text(sched: &Value) -> String {
-    sched["run_queue_wait_ns"]
-        .as_f64()
-        .map_or(String::new(), |w| format!("waited {} for a CPU", fmt_ns(w)))
+/// A thread's wait for a CPU as stored, e.g. `waited 1.61 s for a CPU`; empty when not
+/// measured.
+fn waited_text(run_queue_wait_ns: Option<u64>) -> String {
+    run_queue_wait_ns.map_or(String::new(), |w| {
+        format!("waited {} for a CPU", fmt_ns(w as f64))
+    })
+}
+
+/// A count as stored, `null` where an older run stored none (as its JSON reads).
+fn stored(n: Option<u64>) -> String {
+    n.map_or_else(|| "null".into(), |n| n.to_string())
 }
 
 /// What the synth adds after a block's last packet: the median of the synth phase less
@@ -308,9 +292,8 @@ pub fn synth_adds_ns(run: &RunView) -> Option<f64> {
 }
 
 /// The controller's and the host's counters.
-fn counter_lines(run: &RunView, p: &Value, suffix: &str, out: &mut String) {
-    let (h, ctl) = (&p["host"], &p["controller"]);
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
+fn counter_lines(run: &RunView, p: &PhaseRecord, suffix: &str, out: &mut String) {
+    let (h, ctl) = (&p.host, &p.controller);
     let end_to_end = run.measurement(&format!("end_to_end{suffix}"));
     let pacing = run.measurement(&format!("pacing_error{suffix}"));
     let _ = writeln!(
@@ -319,10 +302,10 @@ fn counter_lines(run: &RunView, p: &Value, suffix: &str, out: &mut String) {
         controller_blocks_text(&ControllerBlocks::of(ctl)),
         ns_stat(end_to_end, |s| s.p50),
         ns_stat(end_to_end, |s| s.max),
-        ctl["duplicate_answers"],
-        ctl["unknown_answers"],
-        drops_text(&ctl["dropped_answers"]),
-        match n(&ctl["answers_dropped_by_kernel"]) {
+        ctl.duplicate_answers,
+        ctl.unknown_answers,
+        drops_text(ctl.dropped_answers.as_ref()),
+        match ctl.answers_dropped_by_kernel.unwrap_or(0) {
             0 => String::new(),
             k => format!(", {k} more by the kernel on a full queue"),
         }
@@ -336,90 +319,80 @@ fn counter_lines(run: &RunView, p: &Value, suffix: &str, out: &mut String) {
         ns_stat(pacing, |s| s.p50),
         ns_stat(pacing, |s| s.p99),
         ns_stat(pacing, |s| s.max),
-        ctl["packets_sent"],
-        ctl["packets_refused"]
+        ctl.packets_sent,
+        ctl.packets_refused
     );
-    let d = &h["drops"];
-    let dropped: u64 = d
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(_, v)| v.as_u64())
-        .sum();
+    let dropped = h.drops.total();
     let kernel_timestamps = run
         .measurement(&format!("response_time{suffix}"))
         .is_some_and(|m| m.detail["kernel_timestamps"] == json!(true));
     let _ = writeln!(
         out,
         "host: {dropped} packets dropped ({}; {} more by the kernel on a full queue), {} incomplete blocks, {} reordered packets; arrival times from {}",
-        drops_text(d),
-        h["kernel_dropped"],
-        h["blocks_incomplete"],
-        h["reordered"],
+        drops_text(Some(&h.drops)),
+        stored(h.kernel_dropped),
+        h.blocks_incomplete,
+        h.reordered,
         if kernel_timestamps { "the kernel (SO_TIMESTAMPNS)" } else { "user space" }
     );
 }
 
 /// The traffic beside the audio: a flood, an abusive stream, the shaped link, the
 /// service's flows and the tc classes.
-fn traffic_lines(run: &RunView, p: &Value, out: &mut String) {
-    let flood = &p["flood"];
-    if flood.is_object() {
+fn traffic_lines(
+    r: &NetResultRecord,
+    config: Option<&NetConfigRecord>,
+    p: &PhaseRecord,
+    out: &mut String,
+) {
+    if let Some(flood) = &p.flood {
         let _ = writeln!(
             out,
             "flood: {} datagrams of 1400 bytes at {:.0} Mbit/s towards the host from a third socket (counted there as foreign)",
-            flood["datagrams"],
-            flood["mbit_per_s"].as_f64().unwrap_or(0.0)
+            flood.datagrams,
+            flood.mbit_per_s
         );
     }
-    let st = &p["stream"];
-    if st.is_object() {
-        let f = |k: &str| st[k].as_f64().unwrap_or(0.0);
+    if let Some(st) = &p.stream {
         let _ = writeln!(
             out,
             "abusive stream: {:.0} Mbit/s offered ({} datagrams of {} bytes, {} refused at once), {:.0} Mbit/s reached its sink ({} datagrams)",
-            f("offered_mbit_per_s"),
-            st["sent"],
-            run.result["stream_datagram_bytes"],
-            st["refused"],
-            f("received_mbit_per_s"),
-            st["received"]
+            st.offered_mbit_per_s,
+            st.sent,
+            stored(r.stream_datagram_bytes),
+            st.refused,
+            st.received_mbit_per_s,
+            st.received
         );
     }
-    let link = &run.config["link"];
-    if link.is_object() {
+    if let Some(link) = config.and_then(|c| c.link) {
         let _ = writeln!(
             out,
             "link: controller -> host shaped to {} Mbit/s by {}, {}",
-            link["mbps"].as_f64().unwrap_or(0.0),
-            if link["by"] == json!("tc") {
-                "tc HTB on the controller's veth"
-            } else {
-                "audiolat's user-level network service"
+            link.mbps,
+            match link.by {
+                LinkBy::Tc => "tc HTB on the controller's veth",
+                LinkBy::Service => "audiolat's user-level network service",
             },
-            match link["reserve_mbps"].as_f64() {
+            match link.reserve_mbps {
                 Some(r) => format!("{r} Mbit/s guaranteed to the audio flow"),
                 None => "no reservation (first come, first served)".to_string(),
             }
         );
     }
-    let svc = &p["service"];
-    for (name, f) in ["audio", "stream"]
-        .iter()
-        .zip(svc["flows"].as_array().into_iter().flatten())
-    {
-        let _ = writeln!(
-            out,
-            "  service ({}): {name} flow {} datagrams sent ({} in mClock's reservation phase), longest wait {}",
-            svc["discipline"].as_str().unwrap_or("?"),
-            f["sent"],
-            f["by_reservation"],
-            fmt_ns(f["max_wait_ns"].as_u64().unwrap_or(0) as f64)
-        );
-    }
-    if svc.is_object() {
-        let waited = waited_text(svc);
-        if let Some(thread) = svc["thread"].as_str() {
+    if let Some(svc) = &p.service {
+        for (name, f) in ["audio", "stream"].iter().zip(&svc.flows) {
+            let _ = writeln!(
+                out,
+                "  service ({}): {name} flow {} datagrams sent ({} in mClock's reservation phase), longest wait {}",
+                svc.discipline,
+                f.sent,
+                f.by_reservation,
+                fmt_ns(f.max_wait_ns as f64)
+            );
+        }
+        let waited = waited_text(svc.run_queue_wait_ns);
+        if let Some(thread) = &svc.thread {
             let _ = writeln!(
                 out,
                 "  service thread: {thread}{}",
@@ -431,21 +404,21 @@ fn traffic_lines(run: &RunView, p: &Value, out: &mut String) {
             );
         }
     }
-    let softirq = waited_text(&p["kernel_softirq"]);
-    if !softirq.is_empty() && (svc.is_object() || p["tc_classes"].is_object()) {
+    let softirq = waited_text(p.kernel_softirq.map(|s| s.run_queue_wait_ns));
+    if !softirq.is_empty() && (p.service.is_some() || p.tc_classes.is_some()) {
         let _ = writeln!(
             out,
             "  the kernel's softirq threads (ksoftirqd: the network work it defers) {softirq}"
         );
     }
-    if let Some(classes) = p["tc_classes"].as_object() {
-        for (id, st) in classes {
-            let _ = writeln!(
-                out,
-                "  tc class {id}: {} packets sent, {} dropped, {} over limit",
-                st["packets"], st["drops"], st["overlimits"]
-            );
-        }
+    for (id, st) in p.tc_classes.iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  tc class {id}: {} packets sent, {} dropped, {} over limit",
+            stored(st.packets),
+            stored(st.drops),
+            stored(st.overlimits)
+        );
     }
 }
 
@@ -537,16 +510,15 @@ pub fn end_text(run: &RunView) -> String {
             }
         }
     }
-    out.push_str(&end_counters(role, &run.result));
+    out.push_str(&match role {
+        "respond" => host_end_counters(run.result_as::<HostRecord>().as_ref()),
+        "emulate" => controller_end_counters(run.result_as::<ControllerRecord>().as_ref()),
+        _ => String::new(),
+    });
     for note in flag_notes(&run.flags) {
         let _ = writeln!(out, "note: {note}");
     }
     out
-}
-
-/// A stored count, `-` where the run stored none (an older run).
-fn count(v: &Value) -> String {
-    count_of(v.as_u64())
 }
 
 /// A count, `-` where the run did not count it.
@@ -568,41 +540,44 @@ fn controller_blocks_text(c: &ControllerBlocks) -> String {
     )
 }
 
-/// One end's counters in words (what `respond` and `emulate` store as their result).
-fn end_counters(role: &str, r: &Value) -> String {
-    let n = |k: &str| count(&r[k]);
-    match role {
-        "respond" => {
-            let from = match (r["counted_from_block"].as_u64(), r["peer"].as_str()) {
-                (Some(b), Some(p)) => format!(" (blocks from {b} on, answering {p})"),
-                (Some(b), None) => format!(" (blocks from {b} on)"),
-                _ => String::new(),
-            };
-            let h = HostBlocks::of(r);
-            format!(
-                "host: {} answers sent for the blocks after the warm-up{from}, {} more the kernel would not take, {} blocks answered in the warm-up; {} incomplete blocks; packets dropped: {}; {} more by the kernel on a full queue{}\n",
-                count_of(h.answers_sent),
-                count_of(h.answers_refused),
-                count_of(h.answers_in_warmup),
-                n("blocks_incomplete"),
-                drops_text(&r["drops"]),
-                n("kernel_dropped"),
-                match r["peer_changes"].as_u64() {
-                    Some(k) if k > 0 => format!("; followed another controller {k} times after its peer fell silent"),
-                    _ => String::new(),
-                }
-            )
-        }
-        "emulate" => format!(
-            "controller: {}; {} duplicate and {} unknown answers; answers dropped: {}; {} more by the kernel on a full queue; {} packets sent, {} refused by the kernel\n",
-            controller_blocks_text(&ControllerBlocks::of(r)),
-            n("duplicate_answers"),
-            n("unknown_answers"),
-            drops_text(&r["dropped_answers"]),
-            n("answers_dropped_by_kernel"),
-            n("packets_sent"),
-            n("packets_refused"),
-        ),
+/// The host's counters in words (what `respond` stores as its result; `-` throughout
+/// where the run stored none).
+fn host_end_counters(h: Option<&HostRecord>) -> String {
+    let from = match (
+        h.and_then(|h| h.counted_from_block),
+        h.and_then(|h| h.peer.as_deref()),
+    ) {
+        (Some(b), Some(p)) => format!(" (blocks from {b} on, answering {p})"),
+        (Some(b), None) => format!(" (blocks from {b} on)"),
         _ => String::new(),
-    }
+    };
+    let blocks = h.map(HostBlocks::of).unwrap_or_default();
+    format!(
+        "host: {} answers sent for the blocks after the warm-up{from}, {} more the kernel would not take, {} blocks answered in the warm-up; {} incomplete blocks; packets dropped: {}; {} more by the kernel on a full queue{}\n",
+        count_of(blocks.answers_sent),
+        count_of(blocks.answers_refused),
+        count_of(blocks.answers_in_warmup),
+        count_of(h.map(|h| h.blocks_incomplete)),
+        drops_text(h.map(|h| &h.drops)),
+        count_of(h.and_then(|h| h.kernel_dropped)),
+        match h.and_then(|h| h.peer_changes) {
+            Some(k) if k > 0 => format!("; followed another controller {k} times after its peer fell silent"),
+            _ => String::new(),
+        }
+    )
+}
+
+/// The controller's counters in words (what `emulate` stores as its result; `-`
+/// throughout where the run stored none).
+fn controller_end_counters(c: Option<&ControllerRecord>) -> String {
+    format!(
+        "controller: {}; {} duplicate and {} unknown answers; answers dropped: {}; {} more by the kernel on a full queue; {} packets sent, {} refused by the kernel\n",
+        controller_blocks_text(&c.map(ControllerBlocks::of).unwrap_or_default()),
+        count_of(c.map(|c| c.duplicate_answers)),
+        count_of(c.map(|c| c.unknown_answers)),
+        drops_text(c.and_then(|c| c.dropped_answers.as_ref())),
+        count_of(c.and_then(|c| c.answers_dropped_by_kernel)),
+        count_of(c.map(|c| c.packets_sent)),
+        count_of(c.map(|c| c.packets_refused)),
+    )
 }

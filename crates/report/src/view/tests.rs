@@ -1,4 +1,6 @@
 use super::*;
+use crate::net_fixtures as fx;
+use results::records::net::{MissCauses, NetResultRecord};
 use results::records::Record;
 use results::RunView;
 
@@ -133,13 +135,16 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
         probe: &results::probe_kind::NET,
         status: results::RunStatus::Complete,
         machine: results::Machine::default(),
-        config: json!({"link": {"mbps": 1000.0}}),
+        config: fx::config(json!({"link": {"mbps": 1000.0, "reserve_mbps": null, "by": "mclock"}})),
         load: Value::Null,
         qos_requested: Value::Null,
         qos_granted: Value::Null,
         flags: json!({}),
-        result: json!({"synth": {"controller": {"blocks_sent": 100, "lost": 3},
-            "stream": {"received_mbit_per_s": 400.0}}}),
+        result: fx::result(json!({"synth": fx::phase(
+            fx::host(json!({})),
+            fx::controller(json!({"blocks_sent": 100, "lost": 3})),
+            json!({"stream": abusive_stream(400.0)}),
+        )})),
         error: None,
         started_mono_ns: 0,
         measurements: vec![m],
@@ -156,9 +161,12 @@ fn an_experiment_row_of_a_net_run_counts_its_lost_blocks_as_misses() {
     );
     // Under today's names: a block answered after the run's end missed all the same.
     let mut run = run;
-    run.result = json!({"synth": {"controller": {"blocks_sent": 100,
-        "answers_received_after_end": 1, "answers_not_received": 2},
-        "stream": {"received_mbit_per_s": 400.0}}});
+    run.result = fx::result(json!({"synth": fx::phase(
+        fx::host(json!({})),
+        fx::controller(json!({"blocks_sent": 100,
+            "answers_received_after_end": 1, "answers_not_received": 2})),
+        json!({"stream": abusive_stream(400.0)}),
+    )}));
     let row = experiment::ExperimentRow::of_run("abusive", "response_time", "-", &run);
     assert_eq!((row.sent, row.summary.map(|s| s.1)), (100, Some(5)));
 }
@@ -396,6 +404,12 @@ fn the_run_table_and_the_study_table_count_missed_and_unknown_notes_alike() {
     assert!(suite.contains("1, 1 skipped"), "{suite}");
 }
 
+/// An abusive stream that reached its sink at `received` Mbit/s.
+fn abusive_stream(received_mbit_per_s: f64) -> Value {
+    json!({"sent": 1000, "refused": 0, "offered_mbit_per_s": 1500.0, "received": 900,
+        "received_mbit_per_s": received_mbit_per_s})
+}
+
 fn net_view(config: Value, flags: Value, result: Value) -> RunView {
     RunView {
         id: results::RunId(9),
@@ -428,18 +442,25 @@ fn an_experiment_row_of_a_reserved_run_that_missed_says_why() {
     );
     m.misses = Some(40);
     let mut run = net_view(
-        json!({"link": {"mbps": 1000.0, "reserve_mbps": 240.0, "by": "mclock"},
+        fx::config(
+            json!({"link": {"mbps": 1000.0, "reserve_mbps": 240.0, "by": "mclock"},
             "duration_s": 3.0, "warmup_s": 1.0}),
+        ),
         json!({"host_steal_ns": 0}),
-        json!({"synth": {
-            "controller": {"blocks_sent": 4135, "blocks_sent_late": 3, "lost": 0,
+        fx::result(json!({"synth": fx::phase(
+            fx::host(json!({"misses": 0,
+                "net_thread_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 10}})),
+            fx::controller(json!({"blocks_sent": 4135, "blocks_sent_late": 3, "lost": 0,
                 "sender_thread": "SCHED_FIFO 70",
-                "sender_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 2_000_000}},
-            "host": {"misses": 0, "net_thread_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 10}},
-            "service": {"thread": "SCHED_OTHER", "run_queue_wait_ns": 1_612_000_000,
-                "flows": [{"max_wait_ns": 8_100_000}]},
-            "kernel_softirq": {"on_cpu_ns": 5, "run_queue_wait_ns": 300_000_000},
-            "stream": {"received_mbit_per_s": 800.0}}}),
+                "sender_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 2_000_000}})),
+            json!({
+                "service": {"discipline": "mclock", "link_mbps": 1000.0,
+                    "thread": "SCHED_OTHER", "on_cpu_ns": 1, "run_queue_wait_ns": 1_612_000_000,
+                    "flows": [{"sent": 10, "mbit_per_s": 148.5, "by_reservation": 10,
+                        "kernel_refused": 0, "max_wait_ns": 8_100_000}]},
+                "kernel_softirq": {"on_cpu_ns": 5, "run_queue_wait_ns": 300_000_000},
+                "stream": abusive_stream(800.0)}),
+        )})),
     );
     run.measurements.push(m);
     let row = experiment::ExperimentRow::of_run("240 reserved", "end_to_end", "-", &run);
@@ -448,7 +469,8 @@ fn an_experiment_row_of_a_reserved_run_that_missed_says_why() {
         "why it missed: the controller itself sent 3 blocks late (its own pacing); the audio's datagrams waited up to 8.10 ms in the network service's queue; the network service's thread ran at SCHED_OTHER: on a busy machine it waits behind every other task; the kernel's softirq threads (tc's queue, the veth) waited 300.00 ms for a CPU (8% of the run)"
     );
     // Without a reservation, misses are the experiment's point: no why.
-    run.config = json!({"link": {"mbps": 1000.0, "reserve_mbps": null, "by": "mclock"}});
+    run.config =
+        fx::config(json!({"link": {"mbps": 1000.0, "reserve_mbps": null, "by": "mclock"}}));
     let row = experiment::ExperimentRow::of_run("none", "end_to_end", "-", &run);
     assert!(row.note.is_empty(), "{}", row.note);
 }
@@ -468,17 +490,21 @@ fn an_experiment_row_names_the_part_that_made_each_late_block_late() {
     );
     m.misses = Some(23);
     let mut run = net_view(
-        json!({"link": {"mbps": 1000.0, "reserve_mbps": 240.0, "by": "tc"},
+        fx::config(
+            json!({"link": {"mbps": 1000.0, "reserve_mbps": 240.0, "by": "tc"},
             "duration_s": 3.0, "warmup_s": 1.0}),
+        ),
         json!({"host_steal_ns": 20_000_000}),
-        json!({"synth": {
-            "controller": {"blocks_sent": 4135, "blocks_sent_late": 1727,
+        fx::result(json!({"synth": fx::phase(
+            fx::host(json!({"responses_past_deadline": 22,
+                "net_thread_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 137_400_000}})),
+            fx::controller(json!({"blocks_sent": 4135, "blocks_sent_late": 1727,
                 "answers_received_late": 22, "answers_received_after_end": 0, "answers_not_received": 1,
                 "miss_causes": {"sent_late": 2, "to_host": 0, "host": 20, "way_back": 0, "unsplit": 0},
-                "sender_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 44_300_000}},
-            "host": {"responses_past_deadline": 22, "net_thread_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 137_400_000}},
-            "kernel_softirq": {"on_cpu_ns": 5, "run_queue_wait_ns": 1_000_000},
-            "stream": {"received_mbit_per_s": 840.0}}}),
+                "sender_sched": {"on_cpu_ns": 1, "run_queue_wait_ns": 44_300_000}})),
+            json!({"kernel_softirq": {"on_cpu_ns": 5, "run_queue_wait_ns": 1_000_000},
+                "stream": abusive_stream(840.0)}),
+        )})),
     );
     run.measurements.push(m);
     let row = experiment::ExperimentRow::of_run("240 reserved", "end_to_end", "-", &run);
@@ -493,15 +519,21 @@ fn an_experiment_row_names_the_part_that_made_each_late_block_late() {
         "{text}"
     );
     // One block: said so.
-    run.result["synth"]["controller"]["answers_received_late"] = json!(1);
-    run.result["synth"]["controller"]["miss_causes"] =
-        json!({"sent_late": 0, "to_host": 0, "host": 1, "way_back": 0, "unsplit": 0});
-    assert!(net::late_causes_text(&run.result["synth"])
+    let mut synth = run.result_as::<NetResultRecord>().unwrap().synth.unwrap();
+    synth.controller.answers_received_late = Some(1);
+    synth.controller.miss_causes = Some(MissCauses {
+        sent_late: 0,
+        to_host: 0,
+        host: 1,
+        way_back: 0,
+        unsplit: 0,
+    });
+    assert!(net::late_causes_text(&synth)
         .unwrap()
         .starts_with("of the 1 block answered late,"));
     // A host in another process: nothing split, nothing said of it.
-    run.result["synth"]["controller"]["miss_causes"] = Value::Null;
-    assert_eq!(net::late_causes_text(&run.result["synth"]), None);
+    synth.controller.miss_causes = None;
+    assert_eq!(net::late_causes_text(&synth), None);
 }
 
 /// One end's run is told in words, not as its raw record: each documented drop counter
@@ -509,10 +541,10 @@ fn an_experiment_row_names_the_part_that_made_each_late_block_late() {
 #[test]
 fn a_net_ends_text_words_its_counters_and_keeps_the_drop_counters_apart() {
     let host = |counts: Value| {
-        let mut r = json!({"counted_from_block": 275, "peer": "127.0.0.1:19701",
+        let mut r = fx::host(json!({"counted_from_block": 275, "peer": "127.0.0.1:19701",
             "peer_changes": 0, "kernel_dropped": 0, "blocks_incomplete": 1,
-            "drops": {"wrong_size": 2, "bad_magic": 0, "non_finite": 3, "foreign": 5,
-                "unconfirmed": 1}});
+            "drops": fx::drops(json!({"wrong_size": 2, "bad_magic": 0, "non_finite": 3,
+                "foreign": 5, "unconfirmed": 1}))}));
         r.as_object_mut()
             .unwrap()
             .extend(counts.as_object().unwrap().clone());
@@ -533,10 +565,10 @@ fn a_net_ends_text_words_its_counters_and_keeps_the_drop_counters_apart() {
         );
     }
     let controller = |counts: Value| {
-        let mut r = json!({"blocks_sent": 2757, "blocks_sent_late": 12,
+        let mut r = fx::controller(json!({"blocks_sent": 2757, "blocks_sent_late": 12,
             "duplicate_answers": 0, "unknown_answers": 0,
-            "dropped_answers": {"foreign": 100, "bad_magic": 0}, "answers_dropped_by_kernel": 3,
-            "packets_sent": 44112, "packets_refused": 0});
+            "dropped_answers": fx::drops(json!({"foreign": 100, "bad_magic": 0})),
+            "answers_dropped_by_kernel": 3, "packets_sent": 44112, "packets_refused": 0}));
         r.as_object_mut()
             .unwrap()
             .extend(counts.as_object().unwrap().clone());
@@ -574,18 +606,16 @@ fn a_net_ends_text_words_its_counters_and_keeps_the_drop_counters_apart() {
 #[test]
 fn a_net_runs_text_does_not_blame_the_network_for_blocks_the_host_answered() {
     let run = |controller: Value, host: Value| {
-        let phase = json!({"controller": controller, "host": host});
-        let mut phase = phase;
+        let mut phase = fx::phase(fx::host(host), fx::controller(controller), json!({}));
         phase["controller"]["blocks_sent"] = json!(4255);
         phase["controller"]["blocks_sent_late"] = json!(4255);
         phase["controller"]["counted_from_block"] = json!(1379);
         phase["host"]["counted_from_block"] = json!(1379);
         phase["host"]["blocks_incomplete"] = json!(0);
-        phase["host"]["drops"] = json!({});
         net::text(&net_view(
-            json!({"pads_pressed": [0], "poll": "block"}),
+            fx::config(json!({"pads_pressed": [0], "poll": "block"})),
             json!({"sender_late_blocks": 4255}),
-            json!({"deadline_ns": 1_405_896, "late_send_ns": 725_624, "synth": phase}),
+            fx::result(json!({"late_send_ns": 725_624, "synth": phase})),
         ))
     };
     // Today's names, and an older run's: read alike.

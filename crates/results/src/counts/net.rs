@@ -18,6 +18,7 @@
 use serde_json::Value;
 
 use crate::model::Measurement;
+use crate::records::net::{ControllerRecord, HostRecord, PhaseRecord};
 
 fn count(v: &Value) -> Option<u64> {
     v.as_u64()
@@ -46,32 +47,31 @@ pub struct HostBlocks {
 
 impl HostBlocks {
     /// The host's blocks from its stored record.
-    pub fn of(host: &Value) -> HostBlocks {
-        let counted_from_block = count(&host["counted_from_block"]);
-        let answers_in_warmup =
-            count(&host["answers_in_warmup"]).or_else(|| count(&host["answered_in_warmup"]));
-        let sent = count(&host["answers_sent"]);
-        let refused = count(&host["answers_refused"]);
+    pub fn of(host: &HostRecord) -> HostBlocks {
+        let counted_from_block = host.counted_from_block;
+        let answers_in_warmup = host.answers_in_warmup.or(host.answered_in_warmup);
+        let sent = host.answers_sent;
+        let refused = host.answers_refused;
         if sent.is_some() || refused.is_some() {
             return HostBlocks {
                 answers_sent: sent,
                 answers_refused: refused,
                 answered: sent.zip(refused).map(|(s, r)| s + r),
                 answers_in_warmup,
-                responses_past_deadline: count(&host["responses_past_deadline"]),
+                responses_past_deadline: host.responses_past_deadline,
                 counted_from_block,
             };
         }
         // An older run: `answered` counted the blocks answered, their answer refused or
         // not; `send_dropped` every refusal, the warm-up's too.
-        let answered = count(&host["answered"]);
-        let answers_refused = count(&host["send_dropped"]).filter(|&n| n == 0);
+        let answered = host.answered;
+        let answers_refused = host.send_dropped.filter(|&n| n == 0);
         HostBlocks {
             answers_sent: answered.zip(answers_refused).map(|(a, r)| a - r),
             answers_refused,
             answered,
             answers_in_warmup,
-            responses_past_deadline: count(&host["misses"]),
+            responses_past_deadline: host.misses,
             counted_from_block,
         }
     }
@@ -102,17 +102,16 @@ pub struct ControllerBlocks {
 
 impl ControllerBlocks {
     /// The controller's blocks from its stored record.
-    pub fn of(controller: &Value) -> ControllerBlocks {
+    pub fn of(controller: &ControllerRecord) -> ControllerBlocks {
         let c = controller;
-        let new_or_old = |new: &str, old: &str| count(&c[new]).or_else(|| count(&c[old]));
         ControllerBlocks {
-            blocks_sent: count(&c["blocks_sent"]),
-            blocks_sent_late: count(&c["blocks_sent_late"]),
-            answers_received_on_time: new_or_old("answers_received_on_time", "on_time"),
-            answers_received_late: new_or_old("answers_received_late", "late"),
-            answers_received_after_end: count(&c["answers_received_after_end"]),
-            answers_not_received: new_or_old("answers_not_received", "lost"),
-            counted_from_block: count(&c["counted_from_block"]),
+            blocks_sent: Some(c.blocks_sent),
+            blocks_sent_late: c.blocks_sent_late,
+            answers_received_on_time: c.answers_received_on_time.or(c.on_time),
+            answers_received_late: c.answers_received_late.or(c.late),
+            answers_received_after_end: c.answers_received_after_end,
+            answers_not_received: c.answers_not_received.or(c.lost),
+            counted_from_block: c.counted_from_block,
         }
     }
 
@@ -163,11 +162,11 @@ pub struct Unanswered {
 }
 
 impl NetBlocks {
-    /// Both ends' blocks of a stored phase (`{"host": ..., "controller": ...}`).
-    pub fn of(phase: &Value) -> NetBlocks {
+    /// Both ends' blocks of a stored phase.
+    pub fn of(phase: &PhaseRecord) -> NetBlocks {
         NetBlocks {
-            host: HostBlocks::of(&phase["host"]),
-            controller: ControllerBlocks::of(&phase["controller"]),
+            host: HostBlocks::of(&phase.host),
+            controller: ControllerBlocks::of(&phase.controller),
         }
     }
 
@@ -210,23 +209,64 @@ pub fn deadline_blocks(m: &Measurement) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::records::net::{ControllerRecord, HostRecord, PhaseRecord};
+
+    /// A phase of the run: the host's and the controller's records.
+    fn phase(host: HostRecord, controller: ControllerRecord) -> PhaseRecord {
+        PhaseRecord {
+            flood: None,
+            stream: None,
+            service: None,
+            tc_classes: None,
+            kernel_softirq: None,
+            host,
+            controller,
+        }
+    }
 
     /// The run as an older audiolat stored it, and as this one does: both read
     /// alike, whatever the names.
     #[test]
     fn a_phase_stored_under_the_old_names_reads_as_under_the_new() {
-        let old = json!({
-            "host": {"answered": 2734, "answered_in_warmup": 275, "counted_from_block": 275,
-                     "misses": 21, "send_dropped": 0},
-            "controller": {"blocks_sent": 2757, "blocks_sent_late": 12, "counted_from_block": 275,
-                           "on_time": 2700, "late": 30, "lost": 27}});
-        let new = json!({
-            "host": {"answers_sent": 2734, "answers_refused": 0, "answers_in_warmup": 275,
-                     "counted_from_block": 275, "responses_past_deadline": 21},
-            "controller": {"blocks_sent": 2757, "blocks_sent_late": 12, "counted_from_block": 275,
-                           "answers_received_on_time": 2700, "answers_received_late": 30,
-                           "answers_received_after_end": 0, "answers_not_received": 27}});
+        let old = phase(
+            HostRecord {
+                answered: Some(2734),
+                answered_in_warmup: Some(275),
+                counted_from_block: Some(275),
+                misses: Some(21),
+                send_dropped: Some(0),
+                ..HostRecord::default()
+            },
+            ControllerRecord {
+                blocks_sent: 2757,
+                blocks_sent_late: Some(12),
+                counted_from_block: Some(275),
+                on_time: Some(2700),
+                late: Some(30),
+                lost: Some(27),
+                ..ControllerRecord::default()
+            },
+        );
+        let new = phase(
+            HostRecord {
+                answers_sent: Some(2734),
+                answers_refused: Some(0),
+                answers_in_warmup: Some(275),
+                counted_from_block: Some(275),
+                responses_past_deadline: Some(21),
+                ..HostRecord::default()
+            },
+            ControllerRecord {
+                blocks_sent: 2757,
+                blocks_sent_late: Some(12),
+                counted_from_block: Some(275),
+                answers_received_on_time: Some(2700),
+                answers_received_late: Some(30),
+                answers_received_after_end: Some(0),
+                answers_not_received: Some(27),
+                ..ControllerRecord::default()
+            },
+        );
         let (old, new) = (NetBlocks::of(&old), NetBlocks::of(&new));
         assert_eq!(old.host, new.host);
         assert_eq!(new.host.answered, Some(2734));
@@ -247,11 +287,19 @@ mod tests {
 
     #[test]
     fn a_host_that_refused_answers_sent_fewer_than_it_answered() {
-        let h = HostBlocks::of(&json!({"answers_sent": 90, "answers_refused": 10}));
+        let h = HostBlocks::of(&HostRecord {
+            answers_sent: Some(90),
+            answers_refused: Some(10),
+            ..HostRecord::default()
+        });
         assert_eq!((h.answers_sent, h.answered), (Some(90), Some(100)));
         // An older run's refusals were counted with the warm-up's: the answers it sent
         // are unknown, the blocks it answered are not.
-        let h = HostBlocks::of(&json!({"answered": 100, "send_dropped": 3}));
+        let h = HostBlocks::of(&HostRecord {
+            answered: Some(100),
+            send_dropped: Some(3),
+            ..HostRecord::default()
+        });
         assert_eq!(
             (h.answers_sent, h.answers_refused, h.answered),
             (None, None, Some(100))
@@ -260,16 +308,24 @@ mod tests {
 
     #[test]
     fn blocks_answered_after_the_end_are_neither_received_in_time_nor_lost() {
-        let c = ControllerBlocks::of(&json!({"blocks_sent": 100,
-            "answers_received_on_time": 90, "answers_received_late": 2,
-            "answers_received_after_end": 5, "answers_not_received": 3}));
+        let c = ControllerBlocks::of(&ControllerRecord {
+            blocks_sent: 100,
+            answers_received_on_time: Some(90),
+            answers_received_late: Some(2),
+            answers_received_after_end: Some(5),
+            answers_not_received: Some(3),
+            ..ControllerRecord::default()
+        });
         assert_eq!(c.received(), Some(97));
         assert_eq!(c.unanswered_in_run(), Some(8));
         assert_eq!(c.missed(), Some(10));
         let both = NetBlocks {
-            host: HostBlocks::of(
-                &json!({"answers_sent": 98, "answers_refused": 0, "counted_from_block": 7}),
-            ),
+            host: HostBlocks::of(&HostRecord {
+                answers_sent: Some(98),
+                answers_refused: Some(0),
+                counted_from_block: Some(7),
+                ..HostRecord::default()
+            }),
             controller: ControllerBlocks {
                 counted_from_block: Some(7),
                 ..c

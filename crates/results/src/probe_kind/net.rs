@@ -6,6 +6,8 @@ use super::kind::{find, ProbeKind};
 use super::metric::{Kind, Named, Source, STEAL};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
+use crate::records::net::NetEndConfig;
+use crate::records::Record;
 
 /// `audiolat net` (and its two ends, `net respond` and `net emulate`).
 pub static NET: ProbeKind = ProbeKind {
@@ -26,11 +28,13 @@ pub static NET: ProbeKind = ProbeKind {
 /// The controller's end (role `emulate`) times blocks end to end; the host's, and a run
 /// of both, by the host's response time.
 fn main_metric(config: &Value) -> Option<&'static str> {
-    Some(if config["role"] == "emulate" {
-        "end_to_end"
-    } else {
-        "response_time"
-    })
+    Some(
+        if let Some(NetEndConfig::Emulate(_)) = NetEndConfig::from_json(config) {
+            "end_to_end"
+        } else {
+            "response_time"
+        },
+    )
 }
 
 /// Blocks past the deadline: the main metric's misses.

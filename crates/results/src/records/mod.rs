@@ -21,6 +21,7 @@ pub mod flags;
 pub mod jitter;
 pub mod keys;
 pub mod load;
+pub mod net;
 pub mod qos;
 pub mod record;
 pub mod roundtrip;
@@ -41,7 +42,6 @@ pub(crate) mod test_support {
     use serde_json::Value;
 
     /// Asserts that `json` reads back as `R` and writes back unchanged.
-    #[allow(dead_code)] // until the first record
     pub fn round_trips<R: Record + std::fmt::Debug>(json: Value) -> R {
         let record = R::from_json(&json).unwrap_or_else(|| panic!("does not read: {json}"));
         assert_eq!(record.to_json(), json, "{record:?}");
