@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Parser;
+use results::records::Record;
 use results::StoreError;
 
 use crate::commands::bench::bench;
@@ -160,10 +161,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Command::Devices(a) => {
             let report = probes::devices::survey();
             if a.json {
-                print_json(&probes::devices::to_json(
-                    &report,
-                    &crate::audio::setup_args,
-                ))?;
+                print_json(&probes::devices::record(&report, &crate::audio::setup_args).to_json())?;
             } else {
                 let (plain_names, card_plugins) = probes::devices::pcm_names_by_card(&report);
                 let local = report::view::devices::Local {
@@ -172,7 +170,7 @@ fn dispatch(cli: Cli, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                     card_plugins,
                 };
                 stdio::print(report::view::devices::text(
-                    &probes::devices::to_json(&report, &crate::audio::setup_args),
+                    &probes::devices::record(&report, &crate::audio::setup_args),
                     &local,
                 ))?;
             }

@@ -5,6 +5,7 @@ use crate::context::Context;
 use crate::process::EXIT_INTERRUPTED;
 use crate::stdio;
 use anyhow::Result;
+use results::records::Record;
 use std::process::ExitCode;
 
 pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode> {
@@ -26,14 +27,14 @@ pub(crate) fn bench(ctx: &Context, a: &crate::cli::BenchArgs) -> Result<ExitCode
         policy: engine::rt::current_thread_policy().to_string(),
         host_steal_percent: steal.percent_of_span(steal.total_ns(None), cpus),
     };
-    let mut json = probes::bench::to_json(&report, &flags);
+    let mut bench = probes::bench::record(&report, &flags);
     if let Some(Ok(w)) = workers {
-        json["workers"] = probes::bench_workers::to_json(&w);
+        bench.workers = Some(probes::bench_workers::record(&w));
     }
     if a.json {
-        print_json(&json)?;
+        print_json(&bench.to_json())?;
     } else {
-        stdio::print(report::view::bench::text(&json))?;
+        stdio::print(report::view::bench::text(&bench))?;
     }
     Ok(ExitCode::SUCCESS)
 }

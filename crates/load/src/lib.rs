@@ -17,8 +17,8 @@
 //!   panic paths, and, when audiolat itself dies (even by SIGKILL), by a supervisor
 //!   ([`supervise`], `LoadContext::supervisor`) that leads each load's process group,
 //!   gets `PR_SET_PDEATHSIG` and takes the whole group down, forked workers included.
-//! - **What ran is recorded**: [`RunningLoad::describe`] gives the exact command lines,
-//!   tool versions and process ids for the run's record.
+//! - **What ran is recorded**: [`RunningLoad::processes`] gives the exact command lines,
+//!   tool versions and process ids for the run's record (which the runner writes).
 //! - Every load process carries `AUDIOLAT_LOAD_TAG` in its environment, so a test (or a
 //!   worried user) can find any that survived.
 //!
@@ -53,7 +53,7 @@ use std::path::PathBuf;
 
 pub use placement::{deadline_threads, DeadlineShare, Placement, VIDEO_PLAYERS};
 pub use plan::{plan, shell_quote, LoadCommand};
-pub use running::{describe, start, tagged_processes, LoadExit, LoadReport, RunningLoad};
+pub use running::{start, tagged_processes, LoadExit, LoadReport, RunningLoad};
 pub use spec::{LoadItem, LoadSpec, SpecError};
 pub use supervisor::{hurried, hurry, supervise};
 pub use tools::{
@@ -261,12 +261,10 @@ mod tests {
         // SAFETY: querying a child's process group.
         assert_eq!(unsafe { libc::getpgid(pid) }, pid);
         assert_eq!(tagged_processes(&tag), vec![pid]);
-        let desc = running.describe();
-        assert_eq!(desc["spec"], "top");
-        assert!(desc["processes"][0]["command"]
-            .as_str()
-            .unwrap()
-            .contains("-d 0.1"));
+        assert_eq!(running.spec().to_string(), "top");
+        let (command, pgid) = running.processes().next().unwrap();
+        assert!(command.command_line().contains("-d 0.1"));
+        assert_eq!(pgid, pid);
         let report = running.stop();
         assert!(!report.exits[0].early);
         assert!(tagged_processes(&tag).is_empty());

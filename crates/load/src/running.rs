@@ -6,7 +6,6 @@ use crate::plan::{plan, LoadCommand};
 use crate::spec::LoadSpec;
 use crate::supervisor::HURRY;
 use crate::{LoadContext, LoadError, SUPERVISE_ARG, SUPERVISOR_PARENT_ENV, TAG_ENV};
-use serde_json::{json, Value};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -67,21 +66,6 @@ impl std::fmt::Debug for RunningLoad {
 pub struct LoadReport {
     /// One entry per process.
     pub exits: Vec<LoadExit>,
-}
-
-impl LoadReport {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        Value::Array(
-            self.exits
-                .iter()
-                .map(|e| {
-                    json!({"item": e.item, "pgid": e.pid, "status": e.status, "early": e.early,
-                           "stderr_tail": e.stderr_tail})
-                })
-                .collect(),
-        )
-    }
 }
 
 const STDERR_KEEP: usize = 4096;
@@ -274,11 +258,15 @@ impl RunningLoad {
         &self.tag
     }
 
-    /// The spec, commands, versions, process ids and tag, for the run's record.
-    pub fn describe(&self) -> Value {
-        let mut v = describe(&self.spec, self.procs.iter().map(|p| (&p.cmd, Some(p.pid))));
-        v["tag"] = json!(self.tag);
-        v
+    /// The spec it runs.
+    pub fn spec(&self) -> &LoadSpec {
+        &self.spec
+    }
+
+    /// Each process's command and process id (= process group id), in start order: with
+    /// the spec and tag, what a run's record says of the load.
+    pub fn processes(&self) -> impl Iterator<Item = (&LoadCommand, i32)> {
+        self.procs.iter().map(|p| (&p.cmd, p.pid))
     }
 
     /// Loads that ended since the last call (a load dying mid-run is worth an event).
@@ -379,24 +367,6 @@ impl Drop for RunningLoad {
             self.stop_all();
         }
     }
-}
-
-/// Describes a planned or running load as JSON.
-pub fn describe<'a>(
-    spec: &LoadSpec,
-    commands: impl Iterator<Item = (&'a LoadCommand, Option<i32>)>,
-) -> Value {
-    json!({
-        "spec": spec.to_string(),
-        "processes": commands
-            .map(|(c, pid)| json!({
-                "item": c.item.to_string(),
-                "command": c.command_line(),
-                "version": c.version,
-                "pgid": pid,
-            }))
-            .collect::<Vec<_>>(),
-    })
 }
 
 /// Pids of live processes whose environment carries `AUDIOLAT_LOAD_TAG=tag`.

@@ -41,7 +41,6 @@ use dsp::migrator::{Migrator, MigratorConfig, Pad, BLOCK_FRAMES, OBJECTS, OUTPUT
 use engine::clock::monotonic_ns;
 use engine::rt::{Policy, ThreadRt};
 use netaudio::workers::{WorkerPlacement, Workers};
-use serde_json::{json, Value};
 
 /// The policy the caller and the workers ask for: `net`'s default.
 pub const BENCH_POLICY: Policy = Policy::Fifo { priority: 70 };
@@ -295,10 +294,13 @@ fn read_i64(path: &str) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// The bench as JSON (`bench --json`'s `workers`; `report::view::bench` renders it):
-/// speed-ups against this bench's 0-worker row and against 1 worker (absent when 1 was
-/// not run); hand-offs and parts absent with 0 workers.
-pub fn to_json(b: &WorkersBench) -> Value {
+/// The bench as its record (`bench --json`'s `workers`; `report::view::bench` renders
+/// it): speed-ups against this bench's 0-worker row and against 1 worker (`None` when 1
+/// was not run); hand-offs and parts `None` with 0 workers; a figure that is not finite
+/// NaN or `None`, as it reads back from its JSON (`null`).
+pub fn record(b: &WorkersBench) -> results::records::bench::WorkersBench {
+    use crate::bench::finite_or_nan;
+    let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
     let median = |w: usize| {
         b.counts
             .iter()
@@ -306,35 +308,43 @@ pub fn to_json(b: &WorkersBench) -> Value {
             .map(|c| c.block_median_ns)
     };
     let (zero, one) = (median(0), median(1));
-    json!({
-        "method": "each count's median and p99 over its timed blocks (CLOCK_MONOTONIC around a block: hand-off, the caller's part and the workers' side by side, sum); hand-off times taken inside the threads, medians per block; speed-ups against the 0-worker row of this bench (same thread, policy and pinning), not against migrator.block_ns (SCHED_OTHER, unpinned)",
-        "policy_requested": BENCH_POLICY.kernel_name(),
-        "realtime_refused": b.refusal,
-        "caller_cpus": b.caller_cpus,
-        "rounds": ROUNDS,
-        "blocks_per_round": BLOCKS,
-        "sched_rt_runtime_us": b.rt_runtime_us,
-        "sched_rt_period_us": b.rt_period_us,
-        "counts": b.counts.iter().map(|c| json!({
-            "workers": c.workers,
-            "threads": c.workers + 1,
-            "blocks": c.blocks,
-            "block_median_ns": c.block_median_ns,
-            "block_p99_ns": c.block_p99_ns,
-            "speedup_vs_zero": zero.map(|k| k / c.block_median_ns),
-            "speedup_vs_one": one.filter(|_| c.workers > 0).map(|o| o / c.block_median_ns),
-            "handoff_to_workers_ns": c.to_workers_median_ns,
-            "handoff_back_ns": c.back_median_ns,
-            "handoff_ns": c.handoff_median_ns,
-            "longest_part_ns": c.part_median_ns,
-            "caller_part_ns": c.caller_part_median_ns,
-            "caller_part_alone_ns": c.caller_part_alone_median_ns,
-            "realtime": c.realtime,
-            "policy": c.policy,
-            "worker_cpus": c.worker_cpus,
-            "shares_cpu": c.shares_cpu,
-        })).collect::<Vec<_>>(),
-    })
+    let cpus = |v: &[usize]| v.iter().map(|&c| c as u64).collect::<Vec<_>>();
+    results::records::bench::WorkersBench {
+        method: "each count's median and p99 over its timed blocks (CLOCK_MONOTONIC around a block: hand-off, the caller's part and the workers' side by side, sum); hand-off times taken inside the threads, medians per block; speed-ups against the 0-worker row of this bench (same thread, policy and pinning), not against migrator.block_ns (SCHED_OTHER, unpinned)".into(),
+        policy_requested: BENCH_POLICY.kernel_name().into(),
+        realtime_refused: b.refusal.clone(),
+        caller_cpus: cpus(&b.caller_cpus),
+        rounds: ROUNDS as u64,
+        blocks_per_round: BLOCKS as u64,
+        sched_rt_runtime_us: b.rt_runtime_us,
+        sched_rt_period_us: b.rt_period_us,
+        counts: b
+            .counts
+            .iter()
+            .map(|c| results::records::bench::WorkerCount {
+                workers: c.workers as u64,
+                threads: c.workers as u64 + 1,
+                blocks: c.blocks as u64,
+                block_median_ns: finite_or_nan(c.block_median_ns),
+                block_p99_ns: finite_or_nan(c.block_p99_ns),
+                speedup_vs_zero: finite(zero.map(|k| k / c.block_median_ns)),
+                speedup_vs_one: finite(
+                    one.filter(|_| c.workers > 0)
+                        .map(|o| o / c.block_median_ns),
+                ),
+                handoff_to_workers_ns: finite(c.to_workers_median_ns),
+                handoff_back_ns: finite(c.back_median_ns),
+                handoff_ns: finite(c.handoff_median_ns),
+                longest_part_ns: finite(c.part_median_ns),
+                caller_part_ns: finite(c.caller_part_median_ns),
+                caller_part_alone_ns: finite(c.caller_part_alone_median_ns),
+                realtime: c.realtime,
+                policy: c.policy.clone(),
+                worker_cpus: c.worker_cpus.iter().map(|l| cpus(l)).collect(),
+                shares_cpu: c.shares_cpu,
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

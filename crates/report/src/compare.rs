@@ -95,7 +95,7 @@ fn config_parts(cell: &CellData) -> Vec<String> {
     }
     // Outside a plan, a run's configuration is its settings and load.
     let mut parts = vec![probe];
-    if let Some(load) = run.record.load["spec"].as_str() {
+    if let Some(load) = run.record.load_record().map(|l| l.spec) {
         parts.push(format!("load={load}"));
     }
     if let Some(config) = run.record.config.as_object() {

@@ -99,7 +99,7 @@ pub(crate) fn describe(r: &RunRecord) -> String {
         }
         words.push(w);
     }
-    match r.load["spec"].as_str() {
+    match r.load_record().map(|l| l.spec) {
         Some(l) if l != "none" => words.push(format!("{l} load")),
         _ => words.push("idle".into()),
     }

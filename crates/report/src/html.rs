@@ -598,7 +598,7 @@ fn runs_html(data: &ReportData) -> String {
             escape(&r.record.command_line),
             escape(&r.record.tool.build_profile),
             escape(&r.record.tool.git_commit),
-            escape(r.record.load["spec"].as_str().unwrap_or("none"))
+            escape(&r.record.load_record().map_or("none".into(), |l| l.spec))
         );
     }
     out.push_str("</tbody></table></details>\n");
@@ -645,7 +645,7 @@ fn machine_html(data: &ReportData) -> String {
     }
     let steal: Vec<f64> = data
         .runs()
-        .filter_map(|r| r.record.flags["host_steal_percent"].as_f64())
+        .filter_map(|r| r.record.flags_record().steal_percent())
         .collect();
     if !steal.is_empty() {
         let max = steal.iter().cloned().fold(0.0, f64::max);

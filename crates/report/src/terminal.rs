@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use results::model::{Finding, Verdict};
+use results::records::flags::Flags;
 use results::run::RunRecord;
 use results::{LatencyHistogram, Measurement, Summary};
 
@@ -283,32 +284,34 @@ pub fn doctor_table(findings: &[Finding]) -> String {
     out
 }
 
-/// Flags that change how a run's numbers must be read, in words.
+/// Flags that change how a run's numbers must be read, in words, from the flags as
+/// stored ([`Flags::of`]).
 pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
+    let flags = Flags::of(flags);
     let mut notes = Vec::new();
-    if flags["realtime"] == serde_json::Value::Bool(false) {
+    if flags.realtime == Some(false) {
         notes.push("NOT REAL-TIME: the measuring thread ran without a real-time policy".into());
     }
-    if flags["interrupted"] == serde_json::Value::Bool(true) {
+    if flags.interrupted == Some(true) {
         notes.push("interrupted: the run ended early; what was measured is kept".into());
     }
-    if flags["memory_locked"] == serde_json::Value::Bool(false) {
+    if flags.memory_locked == Some(false) {
         notes.push("memory not locked: page faults may add to the figures".into());
     }
-    if let Some(steal) = flags["host_steal_ns"].as_u64().filter(|&s| s > 0) {
+    if let Some(steal) = flags.host_steal_ns.filter(|&s| s > 0) {
         let mut note = format!("host steal: {}", fmt_ns(steal as f64));
-        if let Some(pct) = flags["host_steal_percent"].as_f64() {
+        if let Some(pct) = flags.steal_percent() {
             let _ = write!(note, " ({pct:.2}% of the run)");
         }
         // Outliers set against windows placed at random: only when there were some.
-        let examined = flags["outliers_examined"].as_u64().filter(|&n| n > 0);
-        match (examined, flags["outliers_with_host_steal"].as_u64()) {
+        let examined = flags.outliers_examined.filter(|&n| n > 0);
+        match (examined, flags.outliers_with_host_steal) {
             (Some(examined), Some(with_steal)) => {
                 let _ = write!(
                     note,
                     "; {with_steal} of the {examined} largest wake-ups had steal around them"
                 );
-                if let Some(random) = flags["random_windows_with_host_steal_percent"].as_f64() {
+                if let Some(random) = flags.random_windows_with_host_steal_percent.flatten() {
                     let _ = write!(
                         note,
                         ", against {random:.0}% of windows of the same widths placed at random"
@@ -319,42 +322,42 @@ pub fn flag_notes(flags: &serde_json::Value) -> Vec<String> {
         }
         notes.push(note);
     }
-    if let Some(late) = flags["sender_late_blocks"].as_u64().filter(|&n| n > 0) {
+    if let Some(late) = flags.sender_late_blocks.filter(|&n| n > 0) {
         notes.push(format!(
             "SENDER LATE: the run's own controller sent {late} blocks late (a packet more than a block period behind its schedule): their times and misses are the controller's, not the host's or the network's"
         ));
     }
-    if let Some(late) = flags["late_triggers"].as_u64().filter(|&n| n > 0) {
+    if let Some(late) = flags.late_triggers.filter(|&n| n > 0) {
         notes.push(format!(
             "{late} triggers reached the audio thread after their frame had passed and started late"
         ));
     }
-    if let Some(n) = flags["missed_triggers"].as_u64().filter(|&n| n > 0) {
+    if let Some(n) = flags.missed_triggers.filter(|&n| n > 0) {
         notes.push(format!(
             "{n} notes were rendered by a callback that started after its cycle's deadline (an under-run); they are left out of the latency figures"
         ));
     }
-    if let Some(n) = flags["dsp_overload_cycles"].as_u64().filter(|&n| n > 0) {
+    if let Some(n) = flags.dsp_overload_cycles.filter(|&n| n > 0) {
         notes.push(format!(
             "DSP overload: {n} cycles took longer than their period to process"
         ));
     }
-    if let Some(n) = flags["unmatched_captures"].as_u64().filter(|&n| n > 0) {
+    if let Some(n) = flags.unmatched_captures.flatten().filter(|&n| n > 0) {
         notes.push(format!(
             "{n} cycles had silence as input: the capture of the same graph cycle had not arrived (native PipeWire streams)"
         ));
     }
-    if let Some(n) = flags["frame_count_restarts"].as_u64().filter(|&n| n > 0) {
+    if let Some(n) = flags.frame_count_restarts.flatten().filter(|&n| n > 0) {
         notes.push(format!(
             "the server's frame count restarted {n} times (PipeWire's libjack does); audiolat's own count went on by the cycles' times"
         ));
     }
-    if let Some(n) = flags["alloc_violations"].as_u64().filter(|&n| n > 0) {
+    if let Some(n) = flags.alloc_violations.filter(|&n| n > 0) {
         notes.push(format!(
             "the audio callback allocated {n} times (debug build check)"
         ));
     }
-    if flags["percentiles_clamped"] == serde_json::Value::Bool(true) {
+    if flags.percentiles_clamped == Some(true) {
         notes.push("some percentiles fell above the histogram bound (shown as >=bound); raise it with `audiolat jitter --hist-bound`".into());
     }
     notes
@@ -424,7 +427,7 @@ pub fn runs_table(runs: &[(RunRecord, Option<Measurement>)]) -> String {
     ])
     .left_align(&[1, 2, 3, 5, 6]);
     for (r, m) in runs {
-        let rt = match r.flags["realtime"].as_bool() {
+        let rt = match Flags::of(&r.flags).realtime {
             Some(true) => "yes",
             Some(false) => "NO",
             None => "-",

@@ -58,8 +58,9 @@ pub fn cyclictest_json(run: &RunRecord, h: &LatencyHistogram) -> Value {
             json!((h.mean() / 10.0).round() / 100.0),
         ),
     };
-    let cpu = run.qos_granted["cpus"]
-        .as_str()
+    let cpu = run
+        .qos_granted_record()
+        .cpus
         .and_then(|c| c.parse::<i64>().ok())
         .unwrap_or(-1);
     let m = &run.machine;

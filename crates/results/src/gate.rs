@@ -365,9 +365,7 @@ impl Gate {
         };
         // A verdict on a run whose own sender could not keep its schedule says so.
         let reason = reason.or_else(|| {
-            let late = run.flags["sender_late_blocks"]
-                .as_u64()
-                .filter(|&n| n > 0)?;
+            let late = run.flags_record().sender_late_blocks.filter(|&n| n > 0)?;
             (self.metric != "sender_late")
                 .then(|| format!("the run's own controller sent {late} blocks late"))
         });

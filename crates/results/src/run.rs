@@ -75,3 +75,25 @@ pub struct RunRecord {
     /// Why it failed or was interrupted.
     pub error: Option<String>,
 }
+
+impl RunRecord {
+    /// The stored validity flags as their record (none when nothing was stored).
+    pub fn flags_record(&self) -> crate::records::flags::Flags {
+        crate::records::flags::Flags::of(&self.flags)
+    }
+
+    /// The real-time settings asked for, as their record (none when nothing was stored).
+    pub fn qos_requested_record(&self) -> crate::records::qos::QosRequested {
+        crate::records::qos::QosRequested::of(&self.qos_requested)
+    }
+
+    /// The real-time settings granted, as their record (none when nothing was stored).
+    pub fn qos_granted_record(&self) -> crate::records::qos::QosGranted {
+        crate::records::qos::QosGranted::of(&self.qos_granted)
+    }
+
+    /// The load as run, as its record (`None`: nothing stored).
+    pub fn load_record(&self) -> Option<crate::records::load::Load> {
+        crate::records::Record::from_json(&self.load)
+    }
+}

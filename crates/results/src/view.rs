@@ -90,6 +90,29 @@ impl RunView {
         R::from_json(&self.result)
     }
 
+    /// The stored validity flags as their record ([`records::flags::Flags::of`]: none
+    /// when nothing was stored).
+    ///
+    /// [`records::flags::Flags::of`]: crate::records::flags::Flags::of
+    pub fn flags_record(&self) -> crate::records::flags::Flags {
+        crate::records::flags::Flags::of(&self.flags)
+    }
+
+    /// The real-time settings asked for, as their record (none when nothing was stored).
+    pub fn qos_requested_record(&self) -> crate::records::qos::QosRequested {
+        crate::records::qos::QosRequested::of(&self.qos_requested)
+    }
+
+    /// The real-time settings granted, as their record (none when nothing was stored).
+    pub fn qos_granted_record(&self) -> crate::records::qos::QosGranted {
+        crate::records::qos::QosGranted::of(&self.qos_granted)
+    }
+
+    /// The load as run, as its record (`None`: nothing stored).
+    pub fn load_record(&self) -> Option<crate::records::load::Load> {
+        crate::records::load::Load::from_json(&self.load)
+    }
+
     /// The measurement named `metric`, if the run has it.
     pub fn measurement(&self, metric: &str) -> Option<&Measurement> {
         self.measurements.iter().find(|m| m.metric == metric)

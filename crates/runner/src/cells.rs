@@ -8,6 +8,8 @@
 use load::LoadContext;
 use qos::partition::{Partition, PlacedCell};
 use qos::{Admission, CellPlan, CellSet};
+use results::records::flags::Flags;
+use results::records::qos::{QosGranted, QosRequested};
 use serde_json::{json, Value};
 
 /// A run's cells made real. Dropped without [`MadeCells::undo`] (an error, a panic),
@@ -60,10 +62,18 @@ impl CellsRecord {
 
     /// Adds the cells to the run's granted QoS and flags.
     pub(crate) fn record(&self, qos_granted: &mut Value, flags: &mut Value) {
-        qos_granted["cells"] = self.granted.clone();
-        qos_granted["cells_undone"] = json!(self.undone());
-        qos_granted["cells_undo_problems"] = json!(self.undo_problems);
-        flags["cells_undone"] = json!(self.undone());
+        QosGranted {
+            cells: Some(self.granted.clone()),
+            cells_undone: Some(self.undone()),
+            cells_undo_problems: Some(self.undo_problems.clone()),
+            ..QosGranted::default()
+        }
+        .add_to(qos_granted);
+        Flags {
+            cells_undone: Some(self.undone()),
+            ..Flags::default()
+        }
+        .add_to(flags);
     }
 }
 
@@ -78,8 +88,12 @@ impl Admitted<'_> {
     pub fn describe(&self, config: &mut Value, qos_requested: &mut Value) {
         config["cells"] = self.plan.cells.to_json();
         config["host_cell"] = json!(self.plan.host_cell);
-        qos_requested["cells"] = self.plan.cells.to_json();
-        qos_requested["admission"] = json!(self.admission.as_ref().map(|a| &a.checks));
+        QosRequested {
+            cells: Some(self.plan.cells.to_json()),
+            admission: Some(self.admission.as_ref().map(|a| json!(a.checks))),
+            ..QosRequested::default()
+        }
+        .add_to(qos_requested);
     }
 
     /// Makes the admitted cells (none without an admission) and places the load's items

@@ -10,7 +10,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use results::records::flags::Flags;
+use results::records::load::Load;
 use results::records::net::NetEndConfig;
+use results::records::qos::QosRequested;
 use results::records::Record;
 use results::{Measurement, RunId, RunInfo, RunSink, RunStatus, RunView};
 use serde_json::{json, Value};
@@ -45,7 +48,11 @@ impl EndRunInfo {
             .map_err(|e| RunError::Refused(e.to_string()))?;
         Ok(EndRunInfo {
             config,
-            qos_requested: json!({"threads": threads.to_string()}),
+            qos_requested: QosRequested {
+                threads: Some(threads.to_string()),
+                ..QosRequested::default()
+            }
+            .to_json(),
             pinned_cpus,
         })
     }
@@ -106,7 +113,7 @@ pub fn end_run(
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
         config: info.config.to_json(),
-        load: json!({"spec": "none"}),
+        load: Load::none().to_json(),
         qos_requested: info.qos_requested,
         started_mono_ns: Some(engine::clock::monotonic_ns()),
     };
@@ -127,11 +134,15 @@ pub fn end_run(
     }
     let cpus = engine::rt::online_cpus().len();
     let steal_ns = steal.total_ns(None);
-    flags["host_steal_ns"] = json!(steal_ns);
-    flags["host_steal_percent"] = json!(steal.percent_of_span(steal_ns, cpus));
-    flags["memory_locked"] = json!(memory.current && memory.future);
-    flags["interrupted"] = json!(ctx.stopped());
-    flags["role"] = json!(info.config.role());
+    Flags {
+        host_steal_ns: Some(steal_ns),
+        host_steal_percent: Some(steal.percent_of_span(steal_ns, cpus)),
+        memory_locked: Some(memory.current && memory.future),
+        interrupted: Some(ctx.stopped()),
+        role: Some(info.config.role().to_string()),
+        ..Flags::default()
+    }
+    .add_to(&mut flags);
     let mut closing = Closing::new(sink);
     closing.write(|s| s.replace_measurements(run_id, &measurements));
     let (mut status, mut error) = if error.is_some() {

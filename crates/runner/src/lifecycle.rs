@@ -6,6 +6,8 @@ use std::path::Path;
 use load::{LoadCommand, LoadContext, LoadSpec};
 use probes::probe::{Description, End, LiveStatus, Outcome, Probe, Progress, Tally, TriggerRow};
 use qos::CellPlan;
+use results::records::flags::Flags;
+use results::records::Record;
 use results::{Event, Measurement, RunId, RunInfo, RunSink, RunStatus, RunView, SinkError};
 use serde_json::{json, Value};
 
@@ -176,7 +178,7 @@ fn run_info<P: Probe>(
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
         config,
-        load: load::describe(&cell.load, planned.iter().map(|c| (c, None))),
+        load: crate::load_run::load_record(&cell.load, planned.iter().map(|c| (c, None))).to_json(),
         qos_requested: description.qos_requested.clone(),
         started_mono_ns: None,
     }
@@ -375,7 +377,11 @@ fn keep_load(
     };
     let _ = ran.write(&mut closing, run_id, Vec::new(), json!({}), &mut flags);
     if let Some(e) = &closing.failed {
-        flags["store_error"] = json!(e.to_string());
+        Flags {
+            store_error: Some(e.to_string()),
+            ..Flags::default()
+        }
+        .add_to(&mut flags);
     }
     flags
 }
@@ -407,7 +413,11 @@ impl LoadAsRun<'_> {
             closing.write(|s| s.add_events(run_id, &events));
         }
         closing.write(|s| s.update_run(run_id, Some(self.load), Some(&qos_granted)));
-        flags["load_exited_early"] = json!(!self.load_events.is_empty());
+        Flags {
+            load_exited_early: Some(!self.load_events.is_empty()),
+            ..Flags::default()
+        }
+        .add_to(flags);
         qos_granted
     }
 }
@@ -453,12 +463,12 @@ fn close(
     );
     // A checkpoint that could not be stored lost nothing once the end is stored: it
     // stays a flag. Rows or a summary that could not be stored fail the run.
-    if let Some(e) = &went.checkpoint_error {
-        flags["checkpoint_error"] = json!(e.to_string());
+    Flags {
+        checkpoint_error: went.checkpoint_error.as_ref().map(ToString::to_string),
+        store_error: went.store_error.as_ref().map(ToString::to_string),
+        ..Flags::default()
     }
-    if let Some(e) = &went.store_error {
-        flags["store_error"] = json!(e.to_string());
-    }
+    .add_to(&mut flags);
     let (mut status, mut error, mut report) = end_reason(&outcome.end, outcome.measured, run_id);
     if let Some(e) = closing.failed.as_ref().or(went.store_error.as_ref()) {
         let kept = match outcome.measured.filter(|_| description.probe.triggers) {
@@ -625,11 +635,12 @@ impl<'a> Closing<'a> {
         ended: Option<u64>,
     ) -> Kept {
         let sink = self.sink;
-        if let Some(f) = flags.as_object_mut() {
-            f.insert(
-                "emulated_cpu".into(),
-                json!(probes::machine::emulated_cpu()),
-            );
+        if flags.is_object() {
+            Flags {
+                emulated_cpu: Some(probes::machine::emulated_cpu()),
+                ..Flags::default()
+            }
+            .add_to(flags);
         }
         match sink.closing(&mut || sink.finish_run(run_id, status, flags, result, error, ended)) {
             Ok(()) => Kept::Stored,

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use load::{LoadContext, LoadSpec};
+use load::{LoadCommand, LoadContext, LoadSpec};
+use results::records::load::{Load, LoadExit, LoadProcess};
+use results::records::Record;
 use results::{Event, RunId, RunSink};
 use serde_json::{json, Value};
 
@@ -59,6 +61,37 @@ pub fn check_net_load(spec: &LoadSpec, scratch: &Path) -> Result<(), LoadRefusal
     Ok(())
 }
 
+/// The load as a run stores it: its spec and its `commands`, each with its process
+/// group (`None`: planned, not started).
+pub(crate) fn load_record<'a>(
+    spec: &LoadSpec,
+    commands: impl Iterator<Item = (&'a LoadCommand, Option<i32>)>,
+) -> Load {
+    Load {
+        spec: spec.to_string(),
+        processes: Some(
+            commands
+                .map(|(c, pgid)| LoadProcess {
+                    item: c.item.to_string(),
+                    command: c.command_line(),
+                    version: c.version.clone(),
+                    pgid,
+                })
+                .collect(),
+        ),
+        tag: None,
+        exits: None,
+    }
+}
+
+/// A running load as its run stores it: its processes and its tag.
+fn running_record(r: &load::RunningLoad) -> Load {
+    Load {
+        tag: Some(r.tag().to_string()),
+        ..load_record(r.spec(), r.processes().map(|(c, pid)| (c, Some(pid))))
+    }
+}
+
 /// A load started for a run: its exits are polled while the run goes on. Dropped
 /// without [`RunLoad::stop`] (an error, a panic), its processes are stopped all the same
 /// ([`load::RunningLoad`] stops them when dropped).
@@ -88,7 +121,7 @@ impl RunLoad {
     pub fn store(&self, sink: &dyn RunSink, run_id: RunId) -> Result<(), Failure> {
         match &self.running {
             Some(r) => sink
-                .update_run(run_id, Some(&r.describe()), None)
+                .update_run(run_id, Some(&running_record(r).to_json()), None)
                 .map_err(Failure::Storage),
             None => Ok(()),
         }
@@ -110,14 +143,21 @@ impl RunLoad {
 
     /// Stops the load; its description with the exits, and the exit events.
     pub fn stop(mut self) -> (Value, Vec<Event>) {
-        let json = match self.running.take() {
+        let record = match self.running.take() {
             Some(r) => {
-                let mut desc = r.describe();
-                desc["exits"] = r.stop().to_json();
-                desc
+                let mut record = running_record(&r);
+                let exits = r.stop().exits.into_iter().map(|e| LoadExit {
+                    item: e.item,
+                    pgid: e.pid,
+                    status: e.status,
+                    early: e.early,
+                    stderr_tail: e.stderr_tail,
+                });
+                record.exits = Some(exits.collect());
+                record
             }
-            None => load::describe(&self.spec, std::iter::empty()),
+            None => load_record(&self.spec, std::iter::empty()),
         };
-        (json, self.exits)
+        (record.to_json(), self.exits)
     }
 }

@@ -30,6 +30,8 @@ use load::LoadSpec;
 use probes::doctor::DoctorReport;
 use probes::jitter::{FragmentModel, JitterConfig, RunLength};
 use probes::probe::{EventProbe, JitterProbe, KeepsOutcome, NetProbe, RoundtripProbe};
+use results::records::load::Load;
+use results::records::Record;
 use results::{GroupId, Measurement, RunId, RunInfo, RunSink, RunStatus, SinkError};
 use serde_json::{json, Value};
 
@@ -341,7 +343,11 @@ pub fn store_doctor(
         tool: ctx.tool.clone(),
         command_line: ctx.command_line.clone(),
         config: json!({}),
-        load: json!({"spec": "none", "processes": []}),
+        load: Load {
+            processes: Some(Vec::new()),
+            ..Load::none()
+        }
+        .to_json(),
         qos_requested: json!({}),
         started_mono_ns: None,
     };

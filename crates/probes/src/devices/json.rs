@@ -1,15 +1,23 @@
 //! The survey as JSON, every key always present; `null` for what is not known, never 0.
 
-use serde_json::{json, Value};
+use results::records::devices::{self as records, AlsaSurvey, Bounds, Card, DevicesSurvey};
+use results::records::devices::{Holder, JackServer, PcmDevice, PcmName, PcmStream};
+use results::records::devices::{Servers, StreamStatus, Subdevice};
 
 use super::{DevicesReport, Setup, SocketServer};
 
-fn bounds_json<T: Copy + Into<Value>>(b: &engine::alsa::devices::Bounds<T>) -> Value {
-    json!({"min": b.min.map(Into::into), "max": b.max.map(Into::into)})
+fn bounds<T: Copy + Into<u64>>(b: &engine::alsa::devices::Bounds<T>) -> Bounds {
+    Bounds {
+        min: b.min.map(Into::into),
+        max: b.max.map(Into::into),
+    }
 }
 
-fn holder_json(h: &engine::alsa::devices::Holder) -> Value {
-    json!({"pid": h.pid, "command": h.command})
+fn holder(h: &engine::alsa::devices::Holder) -> Holder {
+    Holder {
+        pid: h.pid,
+        command: h.command.clone(),
+    }
 }
 
 /// The ALSA PCM names split by whether they name a card (engine's parser): the names
@@ -27,8 +35,8 @@ pub fn pcm_names_by_card(r: &DevicesReport) -> (Vec<String>, Vec<String>) {
     (plain, plugins)
 }
 
-/// The survey as JSON (`audiolat devices --json`, which `report::view::devices` renders
-/// as text). The shape (every key always present; `null` for what is
+/// The survey as its record (`audiolat devices --json` prints it as JSON,
+/// `report::view::devices` renders it as text). The JSON's shape (every key always present; `null` for what is
 /// not known, never 0):
 ///
 /// - `alsa.cards[]`: `index`, `id`, `driver`, `name`, `long_name`, `error`, and `pcm[]`
@@ -46,108 +54,129 @@ pub fn pcm_names_by_card(r: &DevicesReport) -> (Vec<String>, Vec<String>) {
 ///   `servers.jackd`; `servers.pipewire` and `servers.pulseaudio`: `running`, `socket`;
 /// - `suggestions[]`: `probes[]`, `args` (the setup as `args` words it: the program's
 ///   flags), `what`.
-pub fn to_json(r: &DevicesReport, args: &dyn Fn(&Setup) -> String) -> Value {
+pub fn record(r: &DevicesReport, args: &dyn Fn(&Setup) -> String) -> DevicesSurvey {
     use engine::alsa::devices::Probe;
     let stream = |card: &engine::alsa::devices::Card,
                   d: &engine::alsa::devices::PcmDevice,
                   s: Option<&engine::alsa::devices::PcmStream>| {
-        let Some(s) = s else {
-            return Value::Null;
-        };
+        let s = s?;
         let caps = s.caps();
         let (status, holders, error) = match &s.probe {
-            Probe::Caps(_) => ("ok", Vec::new(), None),
-            Probe::Busy(h) => ("busy", h.iter().map(holder_json).collect(), None),
-            Probe::Failed(why) => ("failed", Vec::new(), Some(why.clone())),
+            Probe::Caps(_) => (StreamStatus::Ok, Vec::new(), None),
+            Probe::Busy(h) => (StreamStatus::Busy, h.iter().map(holder).collect(), None),
+            Probe::Failed(why) => (StreamStatus::Failed, Vec::new(), Some(why.clone())),
         };
-        json!({
-            "name": format!("hw:{},{}", card.id, d.device),
-            "subdevices": s.subdevices_count,
-            "subdevices_available": s.subdevices_available,
-            "subdevice_list": s.subdevices.iter().map(|x| json!({
-                "subdevice": x.index,
-                "name": x.name,
-                "state": x.state,
-                "holder": x.holder.as_ref().map(holder_json),
-            })).collect::<Vec<_>>(),
-            "status": status,
-            "holders": holders,
-            "error": error,
-            "formats": caps.map(|c| c.formats.clone()),
-            "audiolat_formats": caps.map(|c| c.audiolat_formats().iter().map(|f| f.alsa_name()).collect::<Vec<_>>()),
-            "access": caps.map(|c| c.access.clone()),
-            "channels": caps.map(|c| bounds_json(&c.channels)),
-            "rate_hz": caps.map(|c| bounds_json(&c.rate_hz)),
-            "rates_continuous": caps.and_then(|c| c.rates_continuous),
-            "standard_rates_hz": caps.map(|c| c.standard_rates_hz.clone()),
-            "period_frames": caps.map(|c| bounds_json(&c.period_frames)),
-            "buffer_frames": caps.map(|c| bounds_json(&c.buffer_frames)),
-            "periods": caps.map(|c| bounds_json(&c.periods)),
+        Some(PcmStream {
+            name: format!("hw:{},{}", card.id, d.device),
+            subdevices: s.subdevices_count,
+            subdevices_available: s.subdevices_available,
+            subdevice_list: s
+                .subdevices
+                .iter()
+                .map(|x| Subdevice {
+                    subdevice: x.index,
+                    name: x.name.clone(),
+                    state: x.state.clone(),
+                    holder: x.holder.as_ref().map(holder),
+                })
+                .collect(),
+            status,
+            holders,
+            error,
+            formats: caps.map(|c| c.formats.clone()),
+            audiolat_formats: caps.map(|c| {
+                c.audiolat_formats()
+                    .iter()
+                    .map(|f| f.alsa_name().to_string())
+                    .collect()
+            }),
+            access: caps.map(|c| c.access.clone()),
+            channels: caps.map(|c| bounds(&c.channels)),
+            rate_hz: caps.map(|c| bounds(&c.rate_hz)),
+            rates_continuous: caps.and_then(|c| c.rates_continuous),
+            standard_rates_hz: caps.map(|c| c.standard_rates_hz.clone()),
+            period_frames: caps.map(|c| bounds(&c.period_frames)),
+            buffer_frames: caps.map(|c| bounds(&c.buffer_frames)),
+            periods: caps.map(|c| bounds(&c.periods)),
         })
     };
-    let cards: Vec<Value> = r
+    let cards = r
         .alsa
         .cards
         .iter()
-        .map(|c| {
-            json!({
-                "index": c.index,
-                "id": c.id,
-                "driver": c.driver,
-                "name": c.name,
-                "long_name": c.long_name,
-                "error": c.error,
-                "pcm": c.devices.iter().map(|d| json!({
-                    "device": d.device,
-                    "id": d.id,
-                    "name": d.name,
-                    "playback": stream(c, d, d.playback.as_ref()),
-                    "capture": stream(c, d, d.capture.as_ref()),
-                })).collect::<Vec<_>>(),
-            })
+        .map(|c| Card {
+            index: c.index,
+            id: c.id.clone(),
+            driver: c.driver.clone(),
+            name: c.name.clone(),
+            long_name: c.long_name.clone(),
+            error: c.error.clone(),
+            pcm: c
+                .devices
+                .iter()
+                .map(|d| PcmDevice {
+                    device: d.device,
+                    id: d.id.clone(),
+                    name: d.name.clone(),
+                    playback: stream(c, d, d.playback.as_ref()),
+                    capture: stream(c, d, d.capture.as_ref()),
+                })
+                .collect(),
         })
         .collect();
-    let jack: Vec<Value> = r
+    let jack = r
         .jack
         .iter()
         .map(|e| {
             let p = e.ports.as_ref();
-            json!({
-                "name": e.name,
-                "pid": e.pid,
-                "default": e.default,
-                "answers": p.is_some(),
-                "rate_hz": p.map(|p| p.facts.rate_hz),
-                "period_frames": p.map(|p| p.facts.period_frames),
-                "ports": p.map(|p| p.all_ports),
-                "playback_ports": p.map(|p| p.playback.clone()),
-                "capture_ports": p.map(|p| p.capture.clone()),
-                "error": e.error,
-            })
+            JackServer {
+                name: e.name.clone(),
+                pid: e.pid,
+                default: e.default,
+                answers: p.is_some(),
+                rate_hz: p.map(|p| p.facts.rate_hz),
+                period_frames: p.map(|p| p.facts.period_frames),
+                ports: p.map(|p| p.all_ports as u64),
+                playback_ports: p.map(|p| p.playback.clone()),
+                capture_ports: p.map(|p| p.capture.clone()),
+                error: e.error.clone(),
+            }
         })
         .collect();
-    let socket_server = |s: &SocketServer| json!({"running": s.running, "socket": s.socket.as_ref().map(|p| p.display().to_string())});
-    json!({
-        "alsa": {
-            "cards": cards,
-            "pcm_names": r.alsa.names.iter().map(|h| json!({
-                "name": h.name,
-                "description": h.description,
-                "direction": h.direction.map(|d| d.name()),
-            })).collect::<Vec<_>>(),
-            "pcm_names_error": r.alsa.names_error,
+    let socket_server = |s: &SocketServer| records::SocketServer {
+        running: s.running,
+        socket: s.socket.as_ref().map(|p| p.display().to_string()),
+    };
+    DevicesSurvey {
+        alsa: AlsaSurvey {
+            cards,
+            pcm_names: r
+                .alsa
+                .names
+                .iter()
+                .map(|h| PcmName {
+                    name: h.name.clone(),
+                    description: h.description.clone(),
+                    direction: h.direction.map(|d| d.name().to_string()),
+                })
+                .collect(),
+            pcm_names_error: r.alsa.names_error.clone(),
         },
-        "servers": {
-            "jack": jack,
-            "jack_running": r.jack_running,
-            "jackd": r.jackd.as_ref().map(|p| p.display().to_string()),
-            "pipewire": socket_server(&r.pipewire),
-            "pulseaudio": socket_server(&r.pulseaudio),
+        servers: Servers {
+            jack,
+            jack_running: r.jack_running,
+            jackd: r.jackd.as_ref().map(|p| p.display().to_string()),
+            pipewire: socket_server(&r.pipewire),
+            pulseaudio: socket_server(&r.pulseaudio),
         },
-        "suggestions": r.suggestions.iter().map(|s| json!({
-            "probes": s.probes,
-            "args": args(&s.setup),
-            "what": s.what,
-        })).collect::<Vec<_>>(),
-    })
+        suggestions: r
+            .suggestions
+            .iter()
+            .map(|s| records::Suggestion {
+                probes: s.probes.iter().map(|p| p.to_string()).collect(),
+                args: args(&s.setup),
+                what: s.what.clone(),
+            })
+            .collect(),
+    }
 }

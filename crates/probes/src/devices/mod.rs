@@ -10,7 +10,7 @@
 
 mod json;
 
-pub use json::{pcm_names_by_card, to_json};
+pub use json::{pcm_names_by_card, record};
 
 use std::path::PathBuf;
 use std::time::Duration;

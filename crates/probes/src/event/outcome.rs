@@ -2,6 +2,8 @@
 
 use super::*;
 use results::records::event::{EventResultRecord, EventUnderrunsRecord, FixedReplacementRecord};
+use results::records::flags::Flags;
+use results::records::qos::{MemoryLocked, QosGranted, ThreadGrant};
 use results::records::stream::{
     AlsaGrantedRecord, ConfiguredServerRecord, DuplexStartRecord, ServerRecord, StreamConfigRecord,
     StreamRecord,
@@ -359,36 +361,40 @@ impl EventOutcome {
 
     /// The server's facts and what the run was granted.
     pub fn qos_granted(&self) -> Value {
-        json!({
-            "trigger_thread": self.trigger_thread.as_ref().map(|t| json!({
-                "policy": t.sched.granted.to_string(),
-                "refusal": t.sched.refusal,
+        QosGranted {
+            trigger_thread: Some(self.trigger_thread.as_ref().map(|t| ThreadGrant {
+                policy: t.sched.granted.to_string(),
+                refusal: t.sched.refusal.clone(),
             })),
-            "audio_thread": self.audio_thread.map(|p| p.to_string()),
-            "memory_locked": self.memory_locked,
-        })
+            audio_thread: Some(self.audio_thread.map(|p| p.to_string())),
+            memory_locked: Some(MemoryLocked::Locked(self.memory_locked)),
+            ..QosGranted::default()
+        }
+        .to_json()
     }
 
     /// Validity flags.
     pub fn flags(&self) -> Value {
         let steal_ns = self.steal.total_ns(None);
         let cpus = engine::rt::online_cpus().len();
-        json!({
-            "realtime": self.realtime(),
-            "memory_locked": self.memory_locked,
-            "interrupted": self.end != EventEnd::Complete,
-            "host_steal_ns": steal_ns,
-            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
-            "late_triggers": self.late(),
-            "missed_triggers": self.missed(),
-            "timing_unknown_triggers": self.timing_unknown(),
-            "dropped_triggers": self.dropped,
-            "cycle_records_dropped": self.records_dropped,
-            "unmatched_captures": self.unmatched_captures,
-            "frame_count_restarts": self.frame_count_restarts,
-            "dsp_overload_cycles": self.dsp_misses,
-            "private_server": self.info.server.private,
-        })
+        Flags {
+            realtime: Some(self.realtime()),
+            memory_locked: Some(self.memory_locked),
+            interrupted: Some(self.end != EventEnd::Complete),
+            host_steal_ns: Some(steal_ns),
+            host_steal_percent: Some(self.steal.percent_of_span(steal_ns, cpus)),
+            late_triggers: Some(self.late()),
+            missed_triggers: Some(self.missed()),
+            timing_unknown_triggers: Some(self.timing_unknown()),
+            dropped_triggers: Some(self.dropped),
+            cycle_records_dropped: Some(self.records_dropped),
+            unmatched_captures: Some(self.unmatched_captures),
+            frame_count_restarts: Some(self.frame_count_restarts),
+            dsp_overload_cycles: Some(self.dsp_misses),
+            private_server: Some(self.info.server.private),
+            ..Flags::default()
+        }
+        .to_json()
     }
 
     /// Probe-specific results.

@@ -1,7 +1,10 @@
 //! What a jitter run measured ([`JitterOutcome`]) as the results model has it: measurements, events, series, flags.
 
 use super::*;
+use results::records::flags::Flags;
 use results::records::jitter::{BusyRecord, JitterResultRecord, OutlierRecord, StealRecord};
+use results::records::qos::{DmaLatency, MemoryLock, MemoryLocked, QosGranted};
+use results::records::Record;
 use serde_json::json;
 
 /// Everything a jitter run measured.
@@ -269,18 +272,28 @@ impl JitterOutcome {
     /// The real-time settings granted, as stored with the run.
     pub fn qos_granted(&self) -> Value {
         let t = &self.thread;
-        json!({
-            "policy": t.sched.granted.to_string(),
-            "policy_refusal": t.sched.refusal,
-            "cpus": engine::rt::format_cpu_list(&t.cpus_granted),
-            "affinity_refusal": t.affinity_refusal,
-            "memory_locked": {"current": self.memory.current, "future": self.memory.future,
-                              "refusal": self.memory.refusal},
-            "cpu_dma_latency": self.dma_latency.as_ref().map(|(held, us, refusal)| json!({
-                "held": held, "value_us": us, "refusal": refusal})),
-            "stack_prefaulted_bytes": t.stack_prefaulted,
-            "tid": t.tid,
-        })
+        QosGranted {
+            policy: Some(t.sched.granted.to_string()),
+            policy_refusal: Some(t.sched.refusal.clone()),
+            cpus: Some(engine::rt::format_cpu_list(&t.cpus_granted)),
+            affinity_refusal: Some(t.affinity_refusal.clone()),
+            memory_locked: Some(MemoryLocked::Detail(MemoryLock {
+                current: self.memory.current,
+                future: self.memory.future,
+                refusal: self.memory.refusal.clone(),
+            })),
+            cpu_dma_latency: Some(self.dma_latency.as_ref().map(|(held, us, refusal)| {
+                DmaLatency {
+                    held: *held,
+                    value_us: *us,
+                    refusal: refusal.clone(),
+                }
+            })),
+            stack_prefaulted_bytes: Some(t.stack_prefaulted as u64),
+            tid: Some(t.tid),
+            ..QosGranted::default()
+        }
+        .to_json()
     }
 
     /// Validity flags: what a reader must know before trusting the numbers.
@@ -288,21 +301,26 @@ impl JitterOutcome {
         let (steal_ns, steal_pct) = self.steal_summary();
         let attributed = self.attributed_outliers();
         let with_steal = attributed.iter().filter(|a| a.steal_ns > 0).count();
-        json!({
-            "realtime": self.realtime(),
-            "policy_as_requested": self.thread.sched.is_exact(),
-            "affinity_as_requested": self.thread.affinity_refusal.is_none(),
-            "memory_locked": self.memory.current,
-            "cpu_dma_latency_held": self.dma_latency.as_ref().is_some_and(|d| d.0),
-            "interrupted": self.end == LoopEnd::Interrupted,
-            "host_steal_ns": steal_ns,
-            "host_steal_percent": steal_pct,
-            "outliers_with_host_steal": with_steal,
-            "outliers_examined": attributed.len(),
-            "random_windows_with_host_steal_percent": self.steal_baseline_fraction().map(|f| 100.0 * f),
-            "histogram_overflows": self.recorded.histograms.latency.overflows(),
-            "percentiles_clamped": self.recorded.histograms.latency.summary().is_some_and(|s| s.clamped_at.is_some()),
-        })
+        let latency = &self.recorded.histograms.latency;
+        Flags {
+            realtime: Some(self.realtime()),
+            policy_as_requested: Some(self.thread.sched.is_exact()),
+            affinity_as_requested: Some(self.thread.affinity_refusal.is_none()),
+            memory_locked: Some(self.memory.current),
+            cpu_dma_latency_held: Some(self.dma_latency.as_ref().is_some_and(|d| d.0)),
+            interrupted: Some(self.end == LoopEnd::Interrupted),
+            host_steal_ns: Some(steal_ns),
+            host_steal_percent: Some(steal_pct),
+            outliers_with_host_steal: Some(with_steal as u64),
+            outliers_examined: Some(attributed.len() as u64),
+            random_windows_with_host_steal_percent: Some(
+                self.steal_baseline_fraction().map(|f| 100.0 * f),
+            ),
+            histogram_overflows: Some(latency.overflows()),
+            percentiles_clamped: Some(latency.summary().is_some_and(|s| s.clamped_at.is_some())),
+            ..Flags::default()
+        }
+        .to_json()
     }
 
     /// Probe-specific results: counts, calibration, outliers with steal.

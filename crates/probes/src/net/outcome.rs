@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use results::records::flags::Flags;
 use results::records::net::{
     ControllerRecord, DropCounts, FloodRecord, FlowRecord, HostRecord, MissCauses, NetResultRecord,
     PhaseRecord, SchedRecord, ServiceRecord, StreamRecord, TcClassRecord,
 };
+use results::records::Record;
 use results::{Measurement, Series};
 use serde_json::{json, Value};
 
@@ -86,14 +88,16 @@ impl NetOutcome {
         let phases = || self.reference.iter().chain(self.synth.iter());
         let kernel = phases().all(|p| p.host.kernel_timestamps);
         let late: u64 = phases().map(|p| p.controller.blocks_sent_late).sum();
-        json!({
-            "realtime": self.realtime(),
-            "interrupted": self.interrupted,
-            "host_steal_ns": steal_ns,
-            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
-            "kernel_timestamps": kernel,
-            "sender_late_blocks": late,
-        })
+        Flags {
+            realtime: Some(self.realtime()),
+            interrupted: Some(self.interrupted),
+            host_steal_ns: Some(steal_ns),
+            host_steal_percent: Some(self.steal.percent_of_span(steal_ns, cpus)),
+            kernel_timestamps: Some(kernel),
+            sender_late_blocks: Some(late),
+            ..Flags::default()
+        }
+        .to_json()
     }
 
     /// Counters and thread grants, per phase: the run's stored result.

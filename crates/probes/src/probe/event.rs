@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use engine::audio::Backend;
 use results::records::event::EventConfigRecord;
+use results::records::qos::QosRequested;
 use results::records::stream::AlsaGrantedRecord;
 use results::records::Record;
 use serde_json::json;
@@ -62,11 +63,13 @@ impl Probe for EventProbe<'_> {
         Description {
             probe: &results::probe_kind::EVENT,
             config,
-            qos_requested: json!({
-                "trigger_thread": self.config.trigger_policy.to_string(),
-                "lock_memory": self.config.lock_memory,
-                "audio_thread": sinfo.audio_thread_requested(false),
-            }),
+            qos_requested: QosRequested {
+                trigger_thread: Some(self.config.trigger_policy.to_string()),
+                lock_memory: Some(self.config.lock_memory),
+                audio_thread: Some(sinfo.audio_thread_requested(false).to_string()),
+                ..QosRequested::default()
+            }
+            .to_json(),
             result_while_running: Some(
                 json!({RECOVERY_KEY: {"event_triggers": summary.to_json()}}),
             ),

@@ -2,7 +2,8 @@
 
 use std::sync::atomic::AtomicBool;
 
-use serde_json::json;
+use results::records::qos::QosRequested;
+use results::records::Record;
 
 use crate::jitter::{self, JitterConfig, JitterOutcome, LoopEnd};
 use crate::probe::{Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress};
@@ -38,12 +39,14 @@ impl Probe for JitterProbe {
         Description {
             probe: &results::probe_kind::JITTER,
             config: config.to_json(),
-            qos_requested: json!({
-                "policy": config.policy.to_string(),
-                "cpus": config.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c)),
-                "lock_memory": config.lock_memory,
-                "cpu_dma_latency_us": config.dma_latency.then_some(0),
-            }),
+            qos_requested: QosRequested {
+                policy: Some(config.policy.to_string()),
+                cpus: Some(config.cpus.as_ref().map(|c| engine::rt::format_cpu_list(c))),
+                lock_memory: Some(config.lock_memory),
+                cpu_dma_latency_us: Some(config.dma_latency.then_some(0)),
+                ..QosRequested::default()
+            }
+            .to_json(),
             result_while_running: None,
         }
     }

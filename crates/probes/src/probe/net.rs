@@ -9,8 +9,9 @@
 use std::sync::atomic::AtomicBool;
 
 use load::{LoadItem, LoadSpec};
+use results::records::flags::Flags;
+use results::records::qos::{MemoryLocked, QosGranted, QosRequested};
 use results::records::Record;
-use serde_json::json;
 
 use crate::net::{self, NetConfig, NetOutcome};
 use crate::probe::{Description, End, Outcome, Probe, ProbeError, Progress};
@@ -55,10 +56,12 @@ impl Probe for NetProbe {
         Description {
             probe: &results::probe_kind::NET,
             config: self.config.record().to_json(),
-            qos_requested: json!({
-                "threads": self.config.policy.to_string(),
-                "memory": "mlockall",
-            }),
+            qos_requested: QosRequested {
+                threads: Some(self.config.policy.to_string()),
+                memory: Some("mlockall".into()),
+                ..QosRequested::default()
+            }
+            .to_json(),
             result_while_running: None,
         }
     }
@@ -76,23 +79,29 @@ impl Probe for NetProbe {
         let _ = progress.tick();
         let outcome = result.map_err(ProbeError::new)?;
         let locked = memory.current && memory.future;
-        let mut granted = json!({
-            "memory_locked": locked,
-            "memory_refusal": memory.refusal,
-        });
+        let mut granted = QosGranted {
+            memory_locked: Some(MemoryLocked::Locked(locked)),
+            memory_refusal: Some(memory.refusal),
+            ..QosGranted::default()
+        };
         if let Some(p) = outcome.synth.as_ref().or(outcome.reference.as_ref()) {
-            granted["host_net_thread"] = json!(p.host.net_thread.granted.to_string());
-            granted["host_workers"] = json!(p
-                .host
-                .worker_threads
-                .iter()
-                .map(|g| g.granted.to_string())
-                .collect::<Vec<_>>());
-            granted["controller_sender"] = json!(p.controller.sender_thread.granted.to_string());
-            granted["refusal"] = json!(p.host.net_thread.refusal);
+            granted.host_net_thread = Some(p.host.net_thread.granted.to_string());
+            granted.host_workers = Some(
+                p.host
+                    .worker_threads
+                    .iter()
+                    .map(|g| g.granted.to_string())
+                    .collect(),
+            );
+            granted.controller_sender = Some(p.controller.sender_thread.granted.to_string());
+            granted.refusal = Some(p.host.net_thread.refusal.clone());
         }
         let mut flags = outcome.flags();
-        flags["memory_locked"] = json!(locked);
+        Flags {
+            memory_locked: Some(locked),
+            ..Flags::default()
+        }
+        .add_to(&mut flags);
         let phase_error = outcome
             .reference
             .iter()
@@ -109,7 +118,7 @@ impl Probe for NetProbe {
             measurements: outcome.measurements(),
             events: Vec::new(),
             series: outcome.series(),
-            qos_granted: granted,
+            qos_granted: granted.to_json(),
             flags,
             result: outcome.result_record().to_json(),
             end,

@@ -4,6 +4,8 @@
 //! it as `-`.
 
 use results::probe_kind::{EVENT, JITTER, ROUNDTRIP};
+use results::records::flags::Flags;
+use results::records::Record;
 use results::{Measurement, ProbeKind, Recovered};
 use serde_json::{json, Map, Value};
 
@@ -31,7 +33,7 @@ pub fn recovered(
     buffer_ns: Option<f64>,
 ) -> Recovered {
     let mut result = Map::new();
-    let mut flags = Map::new();
+    let mut flags = Flags::default();
     let find = |metric: &str| measurements.iter().find(|m| m.metric == metric);
     if probe == &EVENT || probe == &ROUNDTRIP {
         for key in STREAM_KEYS {
@@ -92,9 +94,9 @@ pub fn recovered(
                 w["unreliable"].as_u64(),
             ) {
                 result.insert("windows".into(), json!(ok + none + unreliable));
-                flags.insert("windows_ok".into(), json!(ok));
-                flags.insert("windows_no_signal".into(), json!(none));
-                flags.insert("windows_unreliable".into(), json!(unreliable));
+                flags.windows_ok = Some(ok);
+                flags.windows_no_signal = Some(none);
+                flags.windows_unreliable = Some(unreliable);
             }
         }
         if let Some(m) = find("roundtrip_impulse") {
@@ -108,10 +110,10 @@ pub fn recovered(
         } else {
             Value::Object(result)
         },
-        flags: if flags.is_empty() {
+        flags: if flags == Flags::default() {
             Value::Null
         } else {
-            Value::Object(flags)
+            flags.to_json()
         },
     }
 }

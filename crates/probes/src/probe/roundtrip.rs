@@ -4,10 +4,10 @@
 use std::sync::atomic::AtomicBool;
 
 use engine::audio::Backend;
+use results::records::qos::QosRequested;
 use results::records::roundtrip::RoundtripConfigRecord;
 use results::records::stream::AlsaGrantedRecord;
 use results::records::Record;
-use serde_json::json;
 
 use crate::event::stream_config_record;
 use crate::probe::{Description, End, LiveStatus, Outcome, Probe, ProbeError, Progress, Tally};
@@ -72,7 +72,11 @@ impl Probe for RoundtripProbe<'_> {
                 tone_period_frames: Some(c.tone_period(sinfo) as u64),
             }
             .to_json(),
-            qos_requested: json!({"audio_thread": sinfo.audio_thread_requested(true)}),
+            qos_requested: QosRequested {
+                audio_thread: Some(sinfo.audio_thread_requested(true).to_string()),
+                ..QosRequested::default()
+            }
+            .to_json(),
             result_while_running: None,
         }
     }

@@ -1,6 +1,8 @@
 //! What a round-trip run measured ([`RoundtripOutcome`]) and how it ended, as the results model has it.
 
 use super::*;
+use results::records::flags::Flags;
+use results::records::qos::{MemoryLocked, QosGranted};
 use results::records::roundtrip::{DelayChangeRecord, RoundtripResultRecord};
 use results::records::{Record, StatsRecord};
 
@@ -599,34 +601,43 @@ impl RoundtripOutcome {
         let steal_ns = self.steal.total_ns(None);
         let cpus = engine::rt::online_cpus().len();
         let (ok, none, unreliable) = self.verdicts();
-        json!({
-            "realtime": self.realtime(),
-            "interrupted": !matches!(self.end, RoundtripEnd::Complete | RoundtripEnd::NoSignal),
-            "host_steal_ns": steal_ns,
-            "host_steal_percent": self.steal.percent_of_span(steal_ns, cpus),
-            "no_loop": self.no_loop(),
-            "inverted": self.inverted(),
-            "clipped_samples": self.clipped(),
-            "windows_ok": ok,
-            "windows_no_signal": none,
-            "windows_unreliable": unreliable,
-            "xruns": self.xruns,
-            "skipped_cycles": self.gaps,
-            "delay_changes": self.delay_changes().len(),
-            "capture_blocks_dropped": self.blocks_dropped,
-            "cycle_records_dropped": self.records_dropped,
-            "unmatched_captures": self.unmatched_captures,
-            "frame_count_restarts": self.frame_count_restarts,
-            "dsp_overload_cycles": self.dsp_overload_cycles,
-            "private_server": self.info.server.private,
-            "memory_locked": self.memory_locked,
-        })
+        Flags {
+            realtime: Some(self.realtime()),
+            interrupted: Some(!matches!(
+                self.end,
+                RoundtripEnd::Complete | RoundtripEnd::NoSignal
+            )),
+            host_steal_ns: Some(steal_ns),
+            host_steal_percent: Some(self.steal.percent_of_span(steal_ns, cpus)),
+            no_loop: Some(self.no_loop()),
+            inverted: Some(self.inverted()),
+            clipped_samples: Some(self.clipped() as u64),
+            windows_ok: Some(ok as u64),
+            windows_no_signal: Some(none as u64),
+            windows_unreliable: Some(unreliable as u64),
+            xruns: Some(self.xruns),
+            skipped_cycles: Some(self.gaps),
+            delay_changes: Some(self.delay_changes().len() as u64),
+            capture_blocks_dropped: Some(self.blocks_dropped),
+            cycle_records_dropped: Some(self.records_dropped),
+            unmatched_captures: Some(self.unmatched_captures),
+            frame_count_restarts: Some(self.frame_count_restarts),
+            dsp_overload_cycles: Some(self.dsp_overload_cycles),
+            private_server: Some(self.info.server.private),
+            memory_locked: Some(self.memory_locked),
+            ..Flags::default()
+        }
+        .to_json()
     }
 
     /// What the run was granted.
     pub fn qos_granted(&self) -> Value {
-        json!({"audio_thread": self.audio_thread.map(|p| p.to_string()),
-               "memory_locked": self.memory_locked})
+        QosGranted {
+            audio_thread: Some(self.audio_thread.map(|p| p.to_string())),
+            memory_locked: Some(MemoryLocked::Locked(self.memory_locked)),
+            ..QosGranted::default()
+        }
+        .to_json()
     }
 
     /// Probe-specific results.

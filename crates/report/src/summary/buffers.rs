@@ -150,7 +150,7 @@ pub(crate) fn outcome(r: &RunData) -> Outcome {
     }
     if r.record.status != RunStatus::Complete
         || end == Some("interrupted")
-        || r.record.flags["interrupted"].as_bool() == Some(true)
+        || r.record.flags_record().interrupted == Some(true)
     {
         return Outcome::NotFinished;
     }

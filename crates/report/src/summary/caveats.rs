@@ -2,6 +2,7 @@
 //! the runs it applies to.
 
 use results::model::{Finding, Verdict};
+use results::records::flags::Flags;
 use results::records::{Record, StreamConfigRecord};
 use results::stored_backend::StoredBackend;
 use results::{RunId, RunStatus};
@@ -57,8 +58,9 @@ fn flagged(runs: &[&RunData], test: impl Fn(&RunData) -> bool) -> Vec<RunId> {
         .collect()
 }
 
-fn flag_is(r: &RunData, name: &str, value: bool) -> bool {
-    r.record.flags[name].as_bool() == Some(value)
+/// Whether the run's flag `flag` (a field of its [`Flags`]) is `value`.
+fn flag_is(r: &RunData, flag: fn(&Flags) -> Option<bool>, value: bool) -> bool {
+    flag(&r.record.flags_record()) == Some(value)
 }
 
 /// The caveats of `runs` (and of doctor's failed checks), each once.
@@ -69,18 +71,18 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
             out.push(words(&runs_ref(&ids)));
         }
     };
-    say(flagged(runs, |r| flag_is(r, "realtime", false)), &|l| {
+    say(flagged(runs, |r| flag_is(r, |f| f.realtime, false)), &|l| {
         format!("not real-time priority ({l}): the policy asked for was not granted, so these wake-ups wait behind ordinary threads")
     });
     say(
-        flagged(runs, |r| flag_is(r, "memory_locked", false)),
+        flagged(runs, |r| flag_is(r, |f| f.memory_locked, false)),
         &|l| {
             format!("memory not locked ({l}): a page fault in the audio path can add milliseconds")
         },
     );
     say(
         flagged(runs, |r| {
-            flag_is(r, "interrupted", true) || r.record.status == RunStatus::Interrupted
+            flag_is(r, |f| f.interrupted, true) || r.record.status == RunStatus::Interrupted
         }),
         &|l| {
             format!(
@@ -90,8 +92,9 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
     );
     say(
         flagged(runs, |r| {
-            r.record.flags["sender_late_blocks"]
-                .as_u64()
+            r.record
+                .flags_record()
+                .sender_late_blocks
                 .is_some_and(|n| n > 0)
         }),
         &|l| {
@@ -99,11 +102,11 @@ pub(super) fn of(runs: &[&RunData], doctor: Option<&[Finding]>) -> Vec<String> {
         },
     );
     say(
-        flagged(runs, |r| flag_is(r, "load_exited_early", true)),
+        flagged(runs, |r| flag_is(r, |f| f.load_exited_early, true)),
         &|l| format!("the load ended early ({l}): part of the run had less load than it says"),
     );
     let emulated = flagged(runs, |r| {
-        flag_is(r, "emulated_cpu", true)
+        flag_is(r, |f| f.emulated_cpu, true)
             || r.record
                 .machine
                 .virtualization
@@ -160,11 +163,10 @@ fn steal(runs: &[&RunData]) -> Option<String> {
     let parts: Vec<String> = runs
         .iter()
         .filter_map(|r| {
-            let ns = r.record.flags["host_steal_ns"]
-                .as_f64()
-                .filter(|n| *n > 0.0)?;
-            let pct = r.record.flags["host_steal_percent"]
-                .as_f64()
+            let flags = r.record.flags_record();
+            let ns = flags.host_steal_ns.filter(|&n| n > 0)? as f64;
+            let pct = flags
+                .steal_percent()
                 .map_or(String::new(), |p| format!(" ({})", fmt_percent(p)));
             Some(format!(
                 "{}{pct} in run {}",

@@ -286,9 +286,10 @@ fn is_virtual(v: &str) -> bool {
 
 /// The load a run ran under, in words: `idle`, `under cpu load`, `under disk load`.
 pub(crate) fn load_words(r: &RunData) -> String {
+    let load = r.record.load_record();
     let spec = r.record.config["load"]
         .as_str()
-        .or_else(|| r.record.load["spec"].as_str())
+        .or_else(|| load.as_ref().map(|l| l.spec.as_str()))
         .unwrap_or("none");
     match spec {
         "" | "none" => "idle".into(),

@@ -1,15 +1,14 @@
 //! `audiolat bench`: the DSP kernels' cost, the voice capacity and the Migrator synth's
-//! block, read from the bench's JSON form (what `audiolat bench --json` prints).
+//! block, read from the bench's record (what `audiolat bench --json` prints as JSON).
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use results::records::bench::{Bench, Migrator, WorkerCount};
 
 use crate::terminal::{fmt_ns, Table};
 
-/// The bench as text, from its JSON form.
-pub fn text(b: &Value) -> String {
-    let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+/// The bench as text, from its record (what `bench --json` prints).
+pub fn text(b: &Bench) -> String {
     let mut t = Table::new(&[
         "kernel",
         "voices",
@@ -19,49 +18,46 @@ pub fn text(b: &Value) -> String {
         "vs f32::sin",
     ])
     .left_align(&[0]);
-    let kernels = b["kernels"].as_array().into_iter().flatten();
-    for k in std::iter::once(&b["reference"]).chain(kernels) {
+    for k in std::iter::once(&b.reference).chain(&b.kernels) {
         t.row(vec![
-            k["name"].as_str().unwrap_or("?").to_string(),
-            k["voices"].to_string(),
-            format!("{:.2}", f(&k["ns_per_sample"])),
-            format!("{:.2}", f(&k["ns_per_voice_sample"])),
-            format!("{:.0}", f(&k["ns_per_period"])),
-            format!("{:.2}x", f(&k["ratio_to_reference"])),
+            k.name.clone(),
+            k.voices.to_string(),
+            format!("{:.2}", k.ns_per_sample),
+            format!("{:.2}", k.ns_per_voice_sample),
+            format!("{:.0}", k.ns_per_period),
+            format!("{:.2}x", k.ratio_to_reference),
         ]);
     }
-    let period_ns = f(&b["period_ns"]);
-    let load_target = f(&b["load_target"]);
+    let (period_ns, load_target) = (b.period_ns, b.load_target);
     let mut out = format!(
         "\nDSP capacity at {} Hz, {} frames per period ({}), median of repeated rounds\n\n",
-        b["sample_rate_hz"],
-        b["period_frames"],
+        b.sample_rate_hz,
+        b.period_frames,
         fmt_ns(period_ns)
     );
     out.push_str(&t.render());
     let _ = writeln!(
         out,
         "\nvoice capacity: {}{} wavetable voices (bank:{}) fit in {:.0}% of a period ({} of {})",
-        if b["voice_capacity_is_lower_bound"] == Value::Bool(true) {
+        if b.voice_capacity_is_lower_bound {
             "at least "
         } else {
             ""
         },
-        b["voice_capacity"],
-        b["voice_capacity"],
+        b.voice_capacity,
+        b.voice_capacity,
         load_target * 100.0,
-        fmt_ns(f(&b["capacity_ns_per_period"])),
+        fmt_ns(b.capacity_ns_per_period),
         fmt_ns(period_ns * load_target)
     );
-    migrator_lines(&b["migrator"], &mut out);
+    migrator_lines(&b.migrator, &mut out);
     workers_lines(b, &mut out);
     let _ = writeln!(
         out,
         "built {}; timed on one thread at {}, hot cache (a lower bound on a callback's cost); host steal {} during the run",
-        b["build_profile"].as_str().unwrap_or("?"),
-        b["thread_policy"].as_str().unwrap_or("?"),
-        b["host_steal_percent"]
-            .as_f64()
+        b.build_profile,
+        b.thread_policy,
+        b.host_steal_percent
             .map_or_else(|| "-".into(), |p| format!("{p:.1}%"))
     );
     let _ = writeln!(
@@ -72,28 +68,29 @@ pub fn text(b: &Value) -> String {
 }
 
 /// The Migrator synth's block against its throughput reference and the study's target.
-fn migrator_lines(m: &Value, out: &mut String) {
-    let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
-    let met = f("block_ns") <= f("target_ns") && f("speedup") >= f("target_speedup");
-    let repeats = m["repeats"].as_array().map_or(1, Vec::len);
+fn migrator_lines(m: &Migrator, out: &mut String) {
+    let met = m.block_ns <= m.target_ns && m.speedup >= m.target_speedup;
+    let repeats = m.repeats.len();
     let _ = writeln!(
         out,
         "\nMigrator synth block (32 objects x 100 oscillators x 32 frames, all pads pressed; the Tessellation study){}:\n  {} kernel {}, portable kernel {}, naive f32::sin reference {}: {:.0}x faster than the reference, {:.1}% of the block's {} period",
         if repeats > 1 { format!(", medians of {repeats} repeats") } else { String::new() },
-        m["kernel"].as_str().unwrap_or("?"),
-        fmt_ns(f("block_ns")),
-        fmt_ns(f("portable_block_ns")),
-        fmt_ns(f("naive_block_ns")),
-        f("speedup"),
-        100.0 * f("block_ns") / f("block_period_ns"),
-        fmt_ns(f("block_period_ns")),
+        m.kernel,
+        fmt_ns(m.block_ns),
+        fmt_ns(m.portable_block_ns),
+        fmt_ns(m.naive_block_ns),
+        m.speedup,
+        100.0 * m.block_ns / m.block_period_ns,
+        fmt_ns(m.block_period_ns),
     );
-    if m["roofline_ns"].is_number() {
-        let kernel = m["kernel"].as_str().unwrap_or("?");
+    // A figure that was not finite is NaN (written `null`): no roofline line for it.
+    if m.roofline_ns.is_finite() {
+        let kernel = &m.kernel;
         // Beside its own, the portable kernel against the best kernel's roofline (wider
         // vectors and FMA): information, the target is against its own.
-        let vs_best = match m["portable_vs_best_roofline"].as_f64() {
-            Some(r) if kernel != "portable" => {
+        let r = m.portable_vs_best_roofline;
+        let vs_best = match r.is_finite() {
+            true if kernel != "portable" => {
                 format!(" and {r:.2}x the {kernel} roofline (half the vector width, no FMA)")
             }
             _ => String::new(),
@@ -101,51 +98,40 @@ fn migrator_lines(m: &Value, out: &mut String) {
         let _ = writeln!(
             out,
             "  roofline (the block's multiply-adds and adds, none waiting on another) {} built as the kernel, {} built portable: the kernel takes {:.2}x its roofline, the portable kernel {:.2}x its own{vs_best}",
-            fmt_ns(f("roofline_ns")),
-            fmt_ns(f("portable_roofline_ns")),
-            f("roofline_ratio"),
-            f("portable_roofline_ratio"),
+            fmt_ns(m.roofline_ns),
+            fmt_ns(m.portable_roofline_ns),
+            m.roofline_ratio,
+            m.portable_roofline_ratio,
         );
     }
-    let names = |k: &str| {
-        let v: Vec<&str> = m[k]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        v.join(", ")
-    };
-    if m["available_kernels"].is_array() {
-        let missing = names("unavailable_kernels");
-        let _ = writeln!(
-            out,
-            "  kernels this CPU runs: {}{}",
-            names("available_kernels"),
-            if missing.is_empty() {
-                String::new()
-            } else {
-                format!("; compiled in but not run (this CPU lacks them): {missing}")
-            }
-        );
-    }
+    let missing = m.unavailable_kernels.join(", ");
+    let _ = writeln!(
+        out,
+        "  kernels this CPU runs: {}{}",
+        m.available_kernels.join(", "),
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!("; compiled in but not run (this CPU lacks them): {missing}")
+        }
+    );
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let _ = writeln!(
         out,
         "  targets: at most {} and at least {:.0}x the reference: {}",
-        fmt_ns(f("target_ns")),
-        f("target_speedup"),
+        fmt_ns(m.target_ns),
+        m.target_speedup,
         verdict(met)
     );
-    if m["roofline_ns"].is_number() {
+    if m.roofline_ns.is_finite() {
         let _ = writeln!(
             out,
             "  the kernel at most {:.1}x its roofline: {}; the portable kernel at most {:.1}x its own roofline ({:.2}x): {}",
-            f("target_roofline_ratio"),
-            verdict(f("roofline_ratio") <= f("target_roofline_ratio")),
-            f("target_portable_roofline_ratio"),
-            f("portable_roofline_ratio"),
-            verdict(f("portable_roofline_ratio") <= f("target_portable_roofline_ratio")),
+            m.target_roofline_ratio,
+            verdict(m.roofline_ratio <= m.target_roofline_ratio),
+            m.target_portable_roofline_ratio,
+            m.portable_roofline_ratio,
+            verdict(m.portable_roofline_ratio <= m.target_portable_roofline_ratio),
         );
     }
 }
@@ -154,16 +140,15 @@ fn migrator_lines(m: &Value, out: &mut String) {
 /// --workers`), one row per count, which figure the speed-ups are against, then each
 /// count against the one before and where the hand-off dominates, worked out from the
 /// figures. Nothing when the bench did not run it.
-fn workers_lines(b: &Value, out: &mut String) {
-    let w = &b["workers"];
-    let Some(counts) = w["counts"].as_array() else {
+fn workers_lines(b: &Bench, out: &mut String) {
+    let Some(w) = &b.workers else {
         return;
     };
-    let ns = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), fmt_ns);
-    let ratio = |v: &Value| {
-        v.as_f64()
-            .map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
-    };
+    let counts = &w.counts;
+    // A figure that was not finite was written `null`: "-" as a missing one.
+    let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+    let ns = |v: Option<f64>| finite(v).map_or_else(|| "-".to_string(), fmt_ns);
+    let ratio = |v: Option<f64>| finite(v).map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"));
     let mut t = Table::new(&[
         "workers",
         "threads",
@@ -178,30 +163,22 @@ fn workers_lines(b: &Value, out: &mut String) {
         "worker CPUs",
     ]);
     for c in counts {
-        let cpus: Vec<String> = c["worker_cpus"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|l| {
-                l.as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(Value::to_string)
-                    .collect::<Vec<_>>()
-                    .join("+")
-            })
+        let cpus: Vec<String> = c
+            .worker_cpus
+            .iter()
+            .map(|l| l.iter().map(u64::to_string).collect::<Vec<_>>().join("+"))
             .collect();
         t.row(vec![
-            c["workers"].to_string(),
-            c["threads"].to_string(),
-            ns(&c["block_median_ns"]),
-            ns(&c["block_p99_ns"]),
-            ratio(&c["speedup_vs_zero"]),
-            ratio(&c["speedup_vs_one"]),
-            ns(&c["handoff_to_workers_ns"]),
-            ns(&c["handoff_back_ns"]),
-            ns(&c["handoff_ns"]),
-            ns(&c["longest_part_ns"]),
+            c.workers.to_string(),
+            c.threads.to_string(),
+            ns(Some(c.block_median_ns)),
+            ns(Some(c.block_p99_ns)),
+            ratio(c.speedup_vs_zero),
+            ratio(c.speedup_vs_one),
+            ns(c.handoff_to_workers_ns),
+            ns(c.handoff_back_ns),
+            ns(c.handoff_ns),
+            ns(c.longest_part_ns),
             if cpus.is_empty() {
                 "-".into()
             } else {
@@ -209,32 +186,31 @@ fn workers_lines(b: &Value, out: &mut String) {
             },
         ]);
     }
-    let policy = match w["realtime_refused"].as_str() {
+    let policy = match &w.realtime_refused {
         Some(why) => format!("SCHED_OTHER: real-time refused ({why})"),
-        None => w["policy_requested"].as_str().unwrap_or("?").to_string(),
+        None => w.policy_requested.clone(),
     };
-    let caller_cpus = w["caller_cpus"].as_array().into_iter().flatten();
-    let caller_cpus = caller_cpus.map(Value::to_string).collect::<Vec<_>>();
+    let caller_cpus = w.caller_cpus.iter().map(u64::to_string).collect::<Vec<_>>();
     let _ = writeln!(
         out,
         "\nMigrator block split over the calling thread and N worker threads (as `audiolat net --workers N`: N+1 parts of the 32 objects, the caller renders one), every thread {policy}, caller on CPU {}; medians and p99 of {} blocks per count in {} rounds:\n",
         caller_cpus.join("+"),
-        w["blocks_per_round"].as_u64().unwrap_or(0) * w["rounds"].as_u64().unwrap_or(0),
-        w["rounds"],
+        w.blocks_per_round * w.rounds,
+        w.rounds,
     );
     out.push_str(&t.render());
     let _ = writeln!(
         out,
         "  vs 0 is against the 0 row: the whole synth on the calling thread, timed here block by block as the splits are ({policy}, pinned); the single-thread Migrator block above ({}) is a mean of back-to-back calls at {} on an unpinned thread, not this reference",
-        ns(&b["migrator"]["block_ns"]),
-        b["thread_policy"].as_str().unwrap_or("?"),
+        ns(Some(b.migrator.block_ns)),
+        b.thread_policy,
     );
     workers_verdict(counts, out);
 }
 
 /// "1 worker (2 threads)", "3 workers (4 threads)".
-fn count_name(c: &Value) -> String {
-    let n = c["workers"].as_u64().unwrap_or(0);
+fn count_name(c: &WorkerCount) -> String {
+    let n = c.workers;
     format!(
         "{n} worker{} ({} thread{})",
         if n == 1 { "" } else { "s" },
@@ -246,19 +222,16 @@ fn count_name(c: &Value) -> String {
 /// Each worker count against the one below it (the lowest against the 0 row), then where
 /// block time stops falling and where the hand-off is half the block or more: from the
 /// figures, counts in order.
-fn workers_verdict(counts: &[Value], out: &mut String) {
-    let f = |c: &Value, k: &str| c[k].as_f64().unwrap_or(f64::NAN);
-    let mut sorted: Vec<&Value> = counts.iter().collect();
-    sorted.sort_by_key(|c| c["workers"].as_u64().unwrap_or(0));
-    let (mut previous, mut stops, mut half) = (None::<&Value>, None, None);
-    for c in sorted
-        .iter()
-        .copied()
-        .filter(|c| c["workers"].as_u64().unwrap_or(0) > 0)
-    {
-        let (block, handoff) = (f(c, "block_median_ns"), f(c, "handoff_ns"));
+fn workers_verdict(counts: &[WorkerCount], out: &mut String) {
+    // A figure not measured (or not finite) is NaN, as a missing one was.
+    let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let mut sorted: Vec<&WorkerCount> = counts.iter().collect();
+    sorted.sort_by_key(|c| c.workers);
+    let (mut previous, mut stops, mut half) = (None::<&WorkerCount>, None, None);
+    for c in sorted.iter().copied().filter(|c| c.workers > 0) {
+        let (block, handoff) = (c.block_median_ns, f(c.handoff_ns));
         let against = previous.unwrap_or(sorted[0]);
-        let gain = f(against, "block_median_ns") / block;
+        let gain = against.block_median_ns / block;
         let _ = writeln!(
             out,
             "  {}: {} than {}; hand-off {} of {} (longest part {}; the caller's part {} beside the workers, {} alone){}",
@@ -274,10 +247,10 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
             },
             fmt_ns(handoff),
             fmt_ns(block),
-            fmt_ns(f(c, "longest_part_ns")),
-            fmt_ns(f(c, "caller_part_ns")),
-            fmt_ns(f(c, "caller_part_alone_ns")),
-            if c["shares_cpu"] == true {
+            fmt_ns(f(c.longest_part_ns)),
+            fmt_ns(f(c.caller_part_ns)),
+            fmt_ns(f(c.caller_part_alone_ns)),
+            if c.shares_cpu {
                 " (a worker shares the caller's CPU)"
             } else {
                 ""
@@ -297,8 +270,8 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
             out,
             "  on this machine block time stops falling at {}: {} against {} with {}",
             count_name(c),
-            fmt_ns(f(c, "block_median_ns")),
-            fmt_ns(f(p, "block_median_ns")),
+            fmt_ns(c.block_median_ns),
+            fmt_ns(p.block_median_ns),
             count_name(p),
         ),
         None => writeln!(
@@ -312,8 +285,8 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
             out,
             "  the hand-off dominates from {}: {} of the {} block",
             count_name(c),
-            fmt_ns(f(c, "handoff_ns")),
-            fmt_ns(f(c, "block_median_ns")),
+            fmt_ns(f(c.handoff_ns)),
+            fmt_ns(c.block_median_ns),
         ),
         None => writeln!(
             out,
@@ -325,19 +298,28 @@ fn workers_verdict(counts: &[Value], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
-    fn count(workers: u64, block: f64, handoff: Option<f64>) -> Value {
-        json!({
-            "workers": workers, "threads": workers + 1,
-            "block_median_ns": block, "handoff_ns": handoff,
-            "longest_part_ns": handoff.map(|_| block / 2.0),
-            "caller_part_ns": handoff.map(|_| block / 2.0 - 100.0),
-            "caller_part_alone_ns": handoff.map(|_| block / 4.0),
-            "shares_cpu": false,
-        })
+    fn count(workers: u64, block: f64, handoff: Option<f64>) -> WorkerCount {
+        WorkerCount {
+            workers,
+            threads: workers + 1,
+            blocks: 100,
+            block_median_ns: block,
+            block_p99_ns: block,
+            speedup_vs_zero: None,
+            speedup_vs_one: None,
+            handoff_to_workers_ns: None,
+            handoff_back_ns: None,
+            handoff_ns: handoff,
+            longest_part_ns: handoff.map(|_| block / 2.0),
+            caller_part_ns: handoff.map(|_| block / 2.0 - 100.0),
+            caller_part_alone_ns: handoff.map(|_| block / 4.0),
+            realtime: false,
+            policy: "SCHED_OTHER".into(),
+            worker_cpus: Vec::new(),
+            shares_cpu: false,
+        }
     }
 
     /// The verdict follows the figures: a split slower than the 0 row stops the fall at

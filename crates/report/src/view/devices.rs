@@ -1,10 +1,12 @@
 //! `audiolat devices`: the sound cards, what each PCM device accepts, the audio servers,
-//! read from the survey's JSON form (what `audiolat devices --json` prints) and the few
-//! facts of this machine the JSON does not hold ([`Local`]).
+//! read from the survey's record (what `audiolat devices --json` prints as JSON) and the
+//! few facts of this machine the survey does not hold ([`Local`]).
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use results::records::devices::{
+    Bounds, Card, DevicesSurvey, Holder, PcmStream, Servers, SocketServer, StreamStatus,
+};
 
 use crate::terminal::Table;
 
@@ -20,37 +22,33 @@ pub struct Local {
     pub card_plugins: Vec<String>,
 }
 
-/// A value's text: a string as is, anything else as JSON.
-fn s(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
-
-fn bounds(b: &Value) -> String {
-    let (lo, hi) = (&b["min"], &b["max"]);
-    match (lo.is_null(), hi.is_null()) {
-        (false, false) if lo == hi => s(lo),
-        (false, false) => format!("{}-{}", s(lo), s(hi)),
-        (false, true) => format!("{}-?", s(lo)),
-        (true, false) => format!("?-{}", s(hi)),
-        (true, true) => "-".into(),
+/// A range: `min-max`, one number when they are equal, `?` for an end not known, `-`
+/// when neither is (or the range itself is not known).
+fn bounds(b: Option<&Bounds>) -> String {
+    match b.map_or((None, None), |b| (b.min, b.max)) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}-{hi}"),
+        (Some(lo), None) => format!("{lo}-?"),
+        (None, Some(hi)) => format!("?-{hi}"),
+        (None, None) => "-".into(),
     }
 }
 
 /// A process holding a device: "command (pid N)".
-fn holder(h: &Value) -> String {
-    format!("{} (pid {})", s(&h["command"]), h["pid"])
+fn holder(h: &Holder) -> String {
+    format!("{} (pid {})", h.command, h.pid)
 }
 
-/// The strings of a JSON array.
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array().into_iter().flatten().map(s).collect()
+/// A list's items as text (none when it is not known).
+fn strings<T: ToString>(v: Option<&Vec<T>>) -> Vec<String> {
+    v.into_iter().flatten().map(T::to_string).collect()
 }
 
 /// `audiolat devices` as text, from its JSON form `r`: the cards and what each PCM
 /// device accepts, the audio servers, and the flags that measure each thing.
-pub fn text(r: &Value, local: &Local) -> String {
+pub fn text(r: &DevicesSurvey, local: &Local) -> String {
     let mut out = String::new();
-    let cards = r["alsa"]["cards"].as_array().map_or(&[][..], Vec::as_slice);
+    let cards = &r.alsa.cards;
     if cards.is_empty() {
         let _ = writeln!(
             out,
@@ -68,18 +66,18 @@ pub fn text(r: &Value, local: &Local) -> String {
         );
     }
     pcm_names_line(r, local, &mut out);
-    servers_text(&r["servers"], &mut out);
+    servers_text(&r.servers, &mut out);
     let _ = writeln!(
         out,
         "\nwhat can be measured here: audiolat event|roundtrip FLAGS"
     );
-    for sg in r["suggestions"].as_array().into_iter().flatten() {
+    for sg in &r.suggestions {
         let _ = writeln!(
             out,
             "  {}\n      {}: {}",
-            s(&sg["args"]),
-            strings(&sg["probes"]).join(", "),
-            s(&sg["what"])
+            sg.args,
+            sg.probes.join(", "),
+            sg.what
         );
     }
     out
@@ -87,18 +85,18 @@ pub fn text(r: &Value, local: &Local) -> String {
 
 /// One card: its name, a row per PCM stream with what it accepts, the formats and
 /// access each group of streams takes, and the subdevices in use.
-fn card_text(card: &Value, out: &mut String) {
+fn card_text(card: &Card, out: &mut String) {
     let _ = writeln!(
         out,
         "card {} [{}]: {}{}",
-        card["index"],
-        s(&card["id"]),
-        s(&card["long_name"]),
-        card["driver"]
-            .as_str()
+        card.index,
+        card.id,
+        card.long_name,
+        card.driver
+            .as_deref()
             .map_or(String::new(), |d| format!(" (driver {d})"))
     );
-    if let Some(e) = card["error"].as_str() {
+    if let Some(e) = &card.error {
         let _ = writeln!(out, "  {e}");
     }
     let mut t = Table::new(&[
@@ -117,33 +115,31 @@ fn card_text(card: &Value, out: &mut String) {
     // (what a stream takes, the streams that take it), and subdevices in use.
     let mut formats: Vec<(String, Vec<String>)> = Vec::new();
     let mut notes = Vec::new();
-    for d in card["pcm"].as_array().into_iter().flatten() {
-        let pcm = format!("hw:{},{}", s(&card["id"]), d["device"]);
-        for direction in ["playback", "capture"] {
-            let st = &d[direction];
-            if st.is_null() {
+    for d in &card.pcm {
+        let pcm = format!("hw:{},{}", card.id, d.device);
+        for (direction, st) in [("playback", &d.playback), ("capture", &d.capture)] {
+            let Some(st) = st else {
                 continue;
-            }
+            };
             let mut row = vec![
                 pcm.clone(),
-                d["name"].as_str().unwrap_or("-").to_string(),
+                d.name.as_deref().unwrap_or("-").to_string(),
                 direction.to_string(),
-                format!("{}/{}", st["subdevices_available"], st["subdevices"]),
+                format!("{}/{}", st.subdevices_available, st.subdevices),
             ];
             stream_cells(&format!("{pcm} {direction}"), st, &mut row, &mut formats);
             t.row(row);
-            for sub in st["subdevice_list"].as_array().into_iter().flatten() {
-                let state = sub["state"].as_str();
-                let in_use = !sub["holder"].is_null() || state.is_some_and(|x| x != "closed");
+            for sub in &st.subdevice_list {
+                let state = sub.state.as_deref();
+                let in_use = sub.holder.is_some() || state.is_some_and(|x| x != "closed");
                 if in_use {
                     notes.push(format!(
                         "  {pcm},{} {direction}: {}{}",
-                        sub["subdevice"],
+                        sub.subdevice,
                         state.unwrap_or("in use"),
-                        if sub["holder"].is_null() {
-                            String::new()
-                        } else {
-                            format!(", held by {}", holder(&sub["holder"]))
+                        match &sub.holder {
+                            None => String::new(),
+                            Some(h) => format!(", held by {}", holder(h)),
                         }
                     ));
                 }
@@ -169,23 +165,23 @@ fn card_text(card: &Value, out: &mut String) {
 /// takes, added to `formats` under `name`), or why it could not be read.
 fn stream_cells(
     name: &str,
-    st: &Value,
+    st: &PcmStream,
     row: &mut Vec<String>,
     formats: &mut Vec<(String, Vec<String>)>,
 ) {
-    match st["status"].as_str() {
-        Some("ok") => {
-            let rates = match st["rates_continuous"].as_bool() {
-                Some(true) => format!("{} (any)", bounds(&st["rate_hz"])),
-                _ => strings(&st["standard_rates_hz"]).join(","),
+    match st.status {
+        StreamStatus::Ok => {
+            let rates = match st.rates_continuous {
+                Some(true) => format!("{} (any)", bounds(st.rate_hz.as_ref())),
+                _ => strings(st.standard_rates_hz.as_ref()).join(","),
             };
-            let ours = strings(&st["audiolat_formats"]);
+            let ours = strings(st.audiolat_formats.as_ref());
             row.extend([
-                bounds(&st["channels"]),
+                bounds(st.channels.as_ref()),
                 if rates.is_empty() { "-".into() } else { rates },
-                bounds(&st["period_frames"]),
-                bounds(&st["buffer_frames"]),
-                bounds(&st["periods"]),
+                bounds(st.period_frames.as_ref()),
+                bounds(st.buffer_frames.as_ref()),
+                bounds(st.periods.as_ref()),
                 if ours.is_empty() {
                     "none: use plughw:".into()
                 } else {
@@ -194,21 +190,16 @@ fn stream_cells(
             ]);
             let takes = format!(
                 "formats {}; access {}",
-                strings(&st["formats"]).join(" "),
-                strings(&st["access"]).join(" ")
+                strings(st.formats.as_ref()).join(" "),
+                strings(st.access.as_ref()).join(" ")
             );
             match formats.iter_mut().find(|(t, _)| *t == takes) {
                 Some((_, who)) => who.push(name.to_string()),
                 None => formats.push((takes, vec![name.to_string()])),
             }
         }
-        Some("busy") => {
-            let who: Vec<String> = st["holders"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(holder)
-                .collect();
+        StreamStatus::Busy => {
+            let who: Vec<String> = st.holders.iter().map(holder).collect();
             row.extend(std::iter::repeat_n("-".to_string(), 5));
             row.push(format!(
                 "busy: {}",
@@ -219,16 +210,19 @@ fn stream_cells(
                 }
             ));
         }
-        _ => {
+        StreamStatus::Failed => {
             row.extend(std::iter::repeat_n("-".to_string(), 5));
-            row.push(format!("not readable: {}", s(&st["error"])));
+            row.push(format!(
+                "not readable: {}",
+                st.error.as_deref().unwrap_or("null")
+            ));
         }
     }
 }
 
 /// The ALSA PCM names (aplay -L), by their plug-in only for each card's devices.
-fn pcm_names_line(r: &Value, local: &Local, out: &mut String) {
-    if let Some(e) = r["alsa"]["pcm_names_error"].as_str() {
+fn pcm_names_line(r: &DevicesSurvey, local: &Local, out: &mut String) {
+    if let Some(e) = &r.alsa.pcm_names_error {
         let _ = writeln!(out, "ALSA PCM names: {e}");
         return;
     }
@@ -251,18 +245,16 @@ fn pcm_names_line(r: &Value, local: &Local, out: &mut String) {
 }
 
 /// The audio servers: JACK (or how to start one), PipeWire, PulseAudio.
-fn servers_text(servers: &Value, out: &mut String) {
+fn servers_text(servers: &Servers, out: &mut String) {
     let _ = writeln!(out, "\naudio servers:");
-    let jack = servers["jack"].as_array().map_or(&[][..], Vec::as_slice);
+    let jack = &servers.jack;
     for e in jack {
-        let pid = if e["pid"].is_null() {
-            String::new()
-        } else {
-            format!(" (pid {})", e["pid"])
-        };
-        let name = s(&e["name"]);
-        if e["answers"].as_bool() == Some(true) {
-            let list = |v: &Value| {
+        let pid = e.pid.map_or(String::new(), |p| format!(" (pid {p})"));
+        let name = &e.name;
+        if e.answers {
+            // What a server that answers always has; "null" were it missing, as ever.
+            let known = |v: Option<String>| v.unwrap_or_else(|| "null".into());
+            let list = |v: Option<&Vec<String>>| {
                 let v = strings(v);
                 if v.is_empty() {
                     "none".to_string()
@@ -273,13 +265,13 @@ fn servers_text(servers: &Value, out: &mut String) {
             let _ = writeln!(
                 out,
                 "  JACK `{name}`{pid}: {} Hz, {} frames a period, {} ports; physical playback {}; physical capture {}",
-                e["rate_hz"],
-                e["period_frames"],
-                e["ports"],
-                list(&e["playback_ports"]),
-                list(&e["capture_ports"])
+                known(e.rate_hz.map(|r| r.to_string())),
+                known(e.period_frames.map(|p| p.to_string())),
+                known(e.ports.map(|p| p.to_string())),
+                list(e.playback_ports.as_ref()),
+                list(e.capture_ports.as_ref())
             );
-        } else if let Some(why) = e["error"].as_str() {
+        } else if let Some(why) = &e.error {
             let _ = writeln!(out, "  JACK `{name}`{pid}: {why}");
         }
     }
@@ -287,18 +279,21 @@ fn servers_text(servers: &Value, out: &mut String) {
         let _ = writeln!(
             out,
             "  JACK: no server answers{}",
-            match servers["jackd"].as_str() {
+            match &servers.jackd {
                 Some(j) => format!(" (audiolat can start a private one: {j})"),
                 None => " and jackd is not installed (apt install jackd2)".into(),
             }
         );
     }
-    for (name, key) in [("PipeWire", "pipewire"), ("PulseAudio", "pulseaudio")] {
-        let sv = &servers[key];
+    let named: [(&str, &SocketServer); 2] = [
+        ("PipeWire", &servers.pipewire),
+        ("PulseAudio", &servers.pulseaudio),
+    ];
+    for (name, sv) in named {
         let _ = writeln!(
             out,
             "  {name}: {}",
-            match (sv["running"].as_bool() == Some(true), sv["socket"].as_str()) {
+            match (sv.running, sv.socket.as_deref()) {
                 (true, Some(p)) => format!("running, socket {p}"),
                 (true, None) => "running (no socket for this user)".into(),
                 (false, Some(p)) => format!("socket {p} (its process is not visible)"),

@@ -204,7 +204,7 @@ fn run_row(run: &EventRun) -> Vec<String> {
 /// Whether the audio thread (and the trigger thread, if any) ran real-time (`None`:
 /// not stored, a killed run).
 fn realtime(r: &RunView) -> Option<bool> {
-    r.flags["realtime"].as_bool()
+    r.flags_record().realtime
 }
 
 /// A run's column in the study's table: its workload, its load, and its policy when
@@ -418,15 +418,17 @@ fn run_notes(run: &EventRun, out: &mut String) {
         );
     }
     if realtime(r) == Some(false) {
-        let q = &r.qos_granted;
-        let audio = q["audio_thread"]
-            .as_str()
-            .unwrap_or("unknown (no cycle ran)");
-        let t = &q["trigger_thread"];
-        let trigger = match (t["policy"].as_str(), t["refusal"].as_str()) {
-            (None, _) => "none".to_string(),
-            (Some(p), Some(why)) => format!("{p} (refused: {why})"),
-            (Some(p), None) => p.to_string(),
+        let q = r.qos_granted_record();
+        let audio = q
+            .audio_thread
+            .flatten()
+            .unwrap_or_else(|| "unknown (no cycle ran)".into());
+        let trigger = match q.trigger_thread.flatten() {
+            None => "none".to_string(),
+            Some(t) => match t.refusal {
+                Some(why) => format!("{} (refused: {why})", t.policy),
+                None => t.policy,
+            },
         };
         let _ = writeln!(
             out,

@@ -246,8 +246,8 @@ pub fn miss_causes(run: &RunView) -> Vec<String> {
             "the host answered {past} blocks past the deadline itself (t2 - t1)"
         ));
     }
-    if let Some(steal) = run.flags["host_steal_ns"].as_f64().filter(|&s| s > 0.0) {
-        causes.push(format!("host steal {}", fmt_ns(steal)));
+    if let Some(steal) = run.flags_record().host_steal_ns.filter(|&s| s > 0) {
+        causes.push(format!("host steal {}", fmt_ns(steal as f64)));
     }
     causes
 }

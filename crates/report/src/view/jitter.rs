@@ -7,7 +7,7 @@ use results::records::{JitterConfigRecord, JitterResultRecord};
 use results::RunView;
 use serde_json::{json, Value};
 
-use super::{ns_stat, shown, shown_or_dash};
+use super::{ns_stat, shown_or_dash};
 use crate::terminal::{flag_notes, fmt_ns, histogram, summary_table};
 
 /// The jitter run's tables, as `audiolat jitter` and `audiolat show` print them.
@@ -88,12 +88,13 @@ fn config_line(run: &RunView, c: &JitterConfigRecord) -> String {
     } else {
         String::new()
     };
+    let granted = run.qos_granted_record();
     format!(
         "{} wake-ups, {what}{busy}, {} on CPUs {}, load {}",
         c.mode.as_deref().unwrap_or("-"),
-        shown(&run.qos_granted["policy"]),
-        shown(&run.qos_granted["cpus"]),
-        run.load["spec"].as_str().unwrap_or("none")
+        granted.policy.as_deref().unwrap_or("-"),
+        granted.cpus.as_deref().unwrap_or("-"),
+        run.load_record().map_or("none".into(), |l| l.spec)
     )
 }
 
@@ -162,20 +163,22 @@ fn largest_wakeups(r: &JitterResultRecord, out: &mut String) {
 
 /// Validity notes, settings the kernel refused, and loads that exited early.
 fn notes(run: &RunView, out: &mut String) {
-    let q = &run.qos_granted;
+    let q = run.qos_granted_record();
     let mut notes = flag_notes(&run.flags);
-    for refusal in [
-        &q["policy_refusal"],
-        &q["affinity_refusal"],
-        &q["memory_locked"]["refusal"],
-    ] {
-        if let Some(why) = refusal.as_str() {
+    let refusals = [
+        q.policy_refusal.clone().flatten(),
+        q.affinity_refusal.clone().flatten(),
+        q.memory_locked
+            .as_ref()
+            .and_then(|m| m.refusal().map(str::to_string)),
+    ];
+    for why in refusals.into_iter().flatten() {
+        notes.push(format!("refused: {why}"));
+    }
+    if let Some(dma) = q.cpu_dma_latency.flatten() {
+        if let (false, Some(why)) = (dma.held, &dma.refusal) {
             notes.push(format!("refused: {why}"));
         }
-    }
-    let dma = &q["cpu_dma_latency"];
-    if let (Some(false), Some(why)) = (dma["held"].as_bool(), dma["refusal"].as_str()) {
-        notes.push(format!("refused: {why}"));
     }
     if !notes.is_empty() {
         let _ = writeln!(out);
@@ -183,15 +186,12 @@ fn notes(run: &RunView, out: &mut String) {
             let _ = writeln!(out, "note: {n}");
         }
     }
-    if let Some(exits) = run.load["exits"].as_array() {
-        for e in exits.iter().filter(|e| e["early"] == json!(true)) {
-            let _ = writeln!(
-                out,
-                "note: load {} exited during the run ({}): {}",
-                e["item"].as_str().unwrap_or("?"),
-                e["status"].as_str().unwrap_or("?"),
-                e["stderr_tail"].as_str().unwrap_or("")
-            );
-        }
+    let exits = run.load_record().and_then(|l| l.exits);
+    for e in exits.iter().flatten().filter(|e| e.early) {
+        let _ = writeln!(
+            out,
+            "note: load {} exited during the run ({}): {}",
+            e.item, e.status, e.stderr_tail
+        );
     }
 }

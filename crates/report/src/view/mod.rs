@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::terminal::fmt_ns;
+use results::records::flags::Flags;
 use results::records::stream::{AlsaGrantedRecord, DuplexStartRecord, ServerRecord};
 use results::records::{StatsRecord, StreamRecord};
 use results::Measurement;
@@ -84,7 +85,7 @@ pub fn shown_or_null<T: std::fmt::Display>(v: Option<T>) -> String {
 
 /// `yes`, `NO`, or `-` when the run never stored whether its thread ran real-time.
 pub fn realtime_cell(flags: &Value) -> &'static str {
-    match flags["realtime"].as_bool() {
+    match Flags::of(flags).realtime {
         Some(true) => "yes",
         Some(false) => "NO",
         None => "-",
@@ -93,8 +94,8 @@ pub fn realtime_cell(flags: &Value) -> &'static str {
 
 /// A host-steal share from a run's flags, or `-` when it was not sampled.
 pub fn steal_cell(flags: &Value) -> String {
-    flags["host_steal_percent"]
-        .as_f64()
+    Flags::of(flags)
+        .steal_percent()
         .map_or("-".into(), |p| format!("{p:.1}%"))
 }
 

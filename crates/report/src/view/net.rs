@@ -74,7 +74,7 @@ fn header(run: &RunView, c: Option<&NetConfigRecord>) -> String {
         pad.map_or(String::new(), |pad| format!(" (x {}, y {}, pressure {})", pad.x, pad.y, pad.pressure)),
         if workers == 0 { "the network thread".to_string() } else { format!("the network thread and {workers} worker{}", if workers == 1 { "" } else { "s" }) },
         c.map_or("?", |c| c.poll.as_str()),
-        run.qos_requested["threads"].as_str().unwrap_or("?"),
+        run.qos_requested_record().threads.as_deref().unwrap_or("?"),
         c.and_then(|c| c.load.as_deref()).unwrap_or("none"),
         machine_line(&run.machine)
     )
@@ -483,7 +483,8 @@ fn cell_lines(granted: &Value, out: &mut String) {
 /// results.
 pub fn end_text(run: &RunView) -> String {
     let mut out = String::new();
-    let role = run.flags["role"].as_str().unwrap_or("net");
+    let flags = run.flags_record();
+    let role = flags.role.as_deref().unwrap_or("net");
     let _ = writeln!(out, "\nnet {role} run {}: {}\n", run.id, run.status);
     out.push_str(&summary_table(&run.measurements));
     if let Some(m) = run.measurements.first() {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use results::records::{RoundtripConfigRecord, RoundtripResultRecord};
 use results::RunView;
 
-use super::{device_line, realtime_cell, server_line, shown, shown_or_dash, steal_cell, Figures};
+use super::{device_line, realtime_cell, server_line, shown_or_dash, steal_cell, Figures};
 use crate::terminal::{machine_line, Table};
 
 /// The round-trip runs' tables (one sweep's, or one stored run's), as
@@ -125,7 +125,9 @@ fn row(r: &RunView) -> Vec<String> {
         r.config["load"].as_str().unwrap_or("none").to_string(),
         format!(
             "{}/{}",
-            shown(&r.flags["windows_ok"]),
+            r.flags_record()
+                .windows_ok
+                .map_or("-".into(), |n| n.to_string()),
             shown_or_dash(s.windows)
         ),
         figure(&m, m.mean, 3),
@@ -163,7 +165,7 @@ fn row(r: &RunView) -> Vec<String> {
 
 /// Whether the audio thread ran real-time (`None`: not stored, a killed run).
 fn realtime(r: &RunView) -> Option<bool> {
-    r.flags["realtime"].as_bool()
+    r.flags_record().realtime
 }
 
 /// The verdict of one run, and what else a reader of its row must know.
@@ -188,9 +190,10 @@ fn run_lines(r: &RunView, out: &mut String) {
             out,
             "run {}: NOT REAL-TIME: the audio thread ran {}",
             r.id,
-            r.qos_granted["audio_thread"]
-                .as_str()
-                .unwrap_or("unknown (no cycle ran)")
+            r.qos_granted_record()
+                .audio_thread
+                .flatten()
+                .unwrap_or_else(|| "unknown (no cycle ran)".into())
         );
     }
 }

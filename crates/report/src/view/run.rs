@@ -29,7 +29,7 @@ pub fn text(
         out.push_str(&super::roundtrip::text(std::slice::from_ref(view)));
     } else if probe == &EVENT {
         out.push_str(&super::event::text(std::slice::from_ref(view)));
-    } else if probe == &NET && view.flags["role"].is_string() {
+    } else if probe == &NET && view.flags_record().role.is_some() {
         out.push_str(&super::net::end_text(view));
     } else if probe == &NET {
         out.push_str(&super::net::text(view));
@@ -82,19 +82,12 @@ fn record_lines(run: &RunRecord) -> String {
     );
     let _ = writeln!(out, "  command    {}", run.command_line);
     let _ = writeln!(out, "  config     {}", run.config);
-    if let Some(procs) = run.load["processes"].as_array() {
-        let _ = writeln!(
-            out,
-            "  load       {}",
-            run.load["spec"].as_str().unwrap_or("none")
-        );
-        for p in procs {
-            let _ = writeln!(
-                out,
-                "             {}   [{}]",
-                p["command"].as_str().unwrap_or(""),
-                p["version"].as_str().unwrap_or("")
-            );
+    if let Some(load) = run.load_record() {
+        if let Some(procs) = &load.processes {
+            let _ = writeln!(out, "  load       {}", load.spec);
+            for p in procs {
+                let _ = writeln!(out, "             {}   [{}]", p.command, p.version);
+            }
         }
     }
     if run.qos_granted.as_object().is_some_and(|o| !o.is_empty()) {

@@ -60,14 +60,8 @@ pub fn text(
             p99,
             max,
             crate::units::fmt_dropouts(&r.dropouts).unwrap_or_else(|| "-".into()),
-            match r.flags["realtime"].as_bool() {
-                Some(true) => "yes".into(),
-                Some(false) => "NO".into(),
-                None => "-".into(),
-            },
-            r.flags["host_steal_percent"]
-                .as_f64()
-                .map_or("-".into(), |p| format!("{p:.1}%")),
+            super::realtime_cell(r.flags).into(),
+            super::steal_cell(r.flags),
         ]);
     }
     let mut out = format!("\naudiolat suite, group {group}\n\n");

@@ -104,6 +104,7 @@ fn the_devices_text_reads_the_survey_json() {
         plain_names: vec!["null".into()],
         card_plugins: vec!["plughw".into()],
     };
+    let survey = results::records::devices::DevicesSurvey::from_json(&survey).expect("a survey");
     let text = devices::text(&survey, &local);
     assert!(
         text.starts_with("card 0 [Dummy]: Dummy 1 (driver snd_dummy)\n"),

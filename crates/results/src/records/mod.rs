@@ -1,5 +1,8 @@
 //! Each probe's configuration and result as Rust types: what a probe writes into a run's
-//! `config` and `result` and what `report`, the gates, `compare` and the exports read back.
+//! `config` and `result` and what `report`, the gates, `compare` and the exports read back;
+//! the parts every run shares (its `flags`, `qos_requested`, `qos_granted` and `load`:
+//! [`flags`], [`qos`], [`load`], read through `RunView::flags_record` and its siblings);
+//! and the JSON printed outside a run (`devices --json`, `bench --json`).
 //!
 //! A record is serialised with serde into the JSON the store keeps, under the keys the
 //! runs of earlier releases have: a field an older run lacks is an `Option` (or has a
@@ -11,9 +14,15 @@
 //! Every record has a round-trip test: the JSON a probe writes reads back as the record
 //! and serialises to the same JSON, so no stored key is dropped on the way.
 
+pub mod bench;
+pub mod devices;
 pub mod event;
+pub mod flags;
 pub mod jitter;
+pub mod keys;
+pub mod load;
 pub mod net;
+pub mod qos;
 pub mod record;
 pub mod roundtrip;
 pub mod stats;
