@@ -85,6 +85,11 @@ impl RunView {
         R::from_json(&self.config)
     }
 
+    /// The lifecycle's part of the stored configuration (the load, the repeat).
+    pub fn run_config(&self) -> crate::records::RunConfig {
+        crate::records::RunConfig::of(&self.config)
+    }
+
     /// The stored result as the probe's record ([`Record::from_json`]).
     pub fn result_as<R: Record>(&self) -> Option<R> {
         R::from_json(&self.result)

@@ -167,10 +167,11 @@ fn run_info<P: Probe>(
     planned: &[LoadCommand],
 ) -> RunInfo {
     let mut config = description.config.clone();
-    config["load"] = json!(cell.load.to_string());
-    if let Some(repeat) = cell.repeat {
-        config["repeat"] = json!(repeat);
+    results::records::RunConfig {
+        load: Some(cell.load.to_string()),
+        repeat: cell.repeat,
     }
+    .add_to(&mut config);
     RunInfo {
         probe: description.probe,
         group_id: cell.group,

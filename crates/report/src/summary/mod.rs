@@ -287,8 +287,9 @@ fn is_virtual(v: &str) -> bool {
 /// The load a run ran under, in words: `idle`, `under cpu load`, `under disk load`.
 pub(crate) fn load_words(r: &RunData) -> String {
     let load = r.record.load_record();
-    let spec = r.record.config["load"]
-        .as_str()
+    let given = results::records::RunConfig::of(&r.record.config).load;
+    let spec = given
+        .as_deref()
         .or_else(|| load.as_ref().map(|l| l.spec.as_str()))
         .unwrap_or("none");
     match spec {

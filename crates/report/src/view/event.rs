@@ -10,9 +10,7 @@ use results::records::{EventConfigRecord, EventResultRecord};
 use results::stats::Stats;
 use results::RunView;
 
-use super::{
-    device_line, realtime_cell, server_line, shown, shown_or_dash, shown_or_null, steal_cell,
-};
+use super::{device_line, realtime_cell, server_line, shown_or_dash, shown_or_null, steal_cell};
 use crate::terminal::{fmt_ns, machine_line, Table};
 
 /// Milliseconds with two decimals.
@@ -168,7 +166,7 @@ fn run_row(run: &EventRun) -> Vec<String> {
         shown_or_dash(s.stream.period_frames),
         shown_or_dash(stream_buffer_frames(run)),
         shown_or_dash(c.workload.as_deref()),
-        shown(&r.config["load"]),
+        shown_or_dash(r.run_config().load),
         shown_or_dash(c.policy.as_deref()),
         l.count.to_string(),
         stat(l, |s| s.mean, ms),
@@ -212,7 +210,7 @@ fn realtime(r: &RunView) -> Option<bool> {
 fn column(r: &EventRun, runs: &[EventRun]) -> String {
     let text = |v: Option<&str>| v.unwrap_or("?").to_string();
     let mut c = text(r.config.workload.as_deref());
-    let load = text(r.view.config["load"].as_str());
+    let load = text(r.view.run_config().load.as_deref());
     if load != "none" {
         c.push('+');
         c.push_str(&load);

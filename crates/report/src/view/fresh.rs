@@ -119,7 +119,7 @@ pub fn event_json(group: GroupId, runs: &[RunView]) -> Value {
             json!({
                 "run_id": r.id,
                 "status": r.status,
-                "load": r.config["load"],
+                "load": r.run_config().load,
                 "config": config,
                 "granted": r.config_as::<EventConfigRecord>().and_then(|c| c.stream.granted),
                 "result": r.result,
@@ -155,7 +155,7 @@ fn roundtrip_run_json(r: &RunView, detail: &Value) -> Value {
     json!({
         "run_id": r.id,
         "status": r.status,
-        "load": r.config["load"],
+        "load": r.run_config().load,
         "loop": c.loop_description,
         "granted": c.stream.granted,
         "result": r.result,

@@ -56,7 +56,7 @@ pub fn text(held: Option<&RunView>, failed: Option<&RunView>) -> String {
                 r.id,
                 m.mean,
                 m.mean * 1e3 / rate,
-                r.config["load"].as_str().unwrap_or("none")
+                r.run_config().load.as_deref().unwrap_or("none")
             );
         }
         None => {

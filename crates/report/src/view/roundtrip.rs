@@ -122,7 +122,7 @@ fn row(r: &RunView) -> Vec<String> {
             shown_or_dash(s.stream.playback_latency_frames),
             shown_or_dash(s.stream.capture_latency_frames)
         ),
-        r.config["load"].as_str().unwrap_or("none").to_string(),
+        r.run_config().load.unwrap_or_else(|| "none".into()),
         format!(
             "{}/{}",
             r.flags_record()

@@ -25,12 +25,14 @@ pub mod net;
 pub mod qos;
 pub mod record;
 pub mod roundtrip;
+pub mod run_config;
 pub mod stats;
 pub mod stream;
 
 pub use event::{EventConfigRecord, EventResultRecord};
 pub use jitter::{JitterConfigRecord, JitterResultRecord};
 pub use roundtrip::{RoundtripConfigRecord, RoundtripResultRecord};
+pub use run_config::RunConfig;
 pub use stats::StatsRecord;
 pub use stream::{StreamConfigRecord, StreamRecord};
 
