@@ -46,7 +46,7 @@ pub struct EventOutcome {
     pub info: StreamInfo,
     /// On a PipeWire: the graph's record around the run (`server.graph` in the result;
     /// see `engine::pipewire::graph`), `None` elsewhere.
-    pub server_graph: Option<Value>,
+    pub server_graph: Option<results::records::graph::GraphRecord>,
     /// How it ended.
     pub end: EventEnd,
     /// One row per measured trigger.

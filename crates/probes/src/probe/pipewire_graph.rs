@@ -3,8 +3,10 @@
 
 use engine::audio::StreamInfo;
 use engine::backend::BackendKind;
-use engine::pipewire::graph::{GraphRecord, GraphRecorder, ProfilerSnapshot, DEFAULT_WINDOW};
-use serde_json::{json, Value};
+use engine::pipewire::graph::{GraphRecorder, NodeRole, ProfilerSnapshot, DEFAULT_WINDOW};
+use results::records::graph::{
+    BeforeAfter, GraphRecord, NodeRole as StoredRole, ProfiledNode, Profiler, ProfilerWindow,
+};
 
 /// Starts recording the graph when the stream is on a PipeWire: native streams, or a
 /// JACK client through PipeWire's libjack (this process loaded it). The client
@@ -21,33 +23,52 @@ pub(crate) fn start(info: &StreamInfo) -> Option<GraphRecorder> {
 }
 
 /// Stops recording: the record's stored form (`result["server"]["graph"]`).
-pub(crate) fn finish(recorder: Option<GraphRecorder>) -> Option<Value> {
-    recorder.map(|r| to_json(&r.finish()))
+pub(crate) fn finish(recorder: Option<GraphRecorder>) -> Option<GraphRecord> {
+    recorder.map(|r| record(&r.finish()))
 }
 
-fn profiler_json(s: &Option<ProfilerSnapshot>) -> Value {
-    let Some(s) = s else { return Value::Null };
-    json!({
-        "window_ms": s.window_ms,
-        "events": s.events,
-        "followed_driver": s.followed,
-        "nodes": s.nodes.iter().map(|n| json!({
-            "id": n.id, "name": n.name,
-            "role": format!("{:?}", n.role).to_lowercase(),
-            "quantum_frames": n.quantum_frames, "rate_hz": n.rate_hz,
-            "cycles": n.cycles, "errors": n.errors, "xruns": n.xruns,
-        })).collect::<Vec<_>>(),
+fn window(s: &Option<ProfilerSnapshot>) -> Option<ProfilerWindow> {
+    let s = s.as_ref()?;
+    Some(ProfilerWindow {
+        window_ms: Some(s.window_ms),
+        events: Some(s.events),
+        followed_driver: s.followed,
+        nodes: s
+            .nodes
+            .iter()
+            .map(|n| ProfiledNode {
+                id: n.id,
+                name: n.name.clone(),
+                role: match n.role {
+                    NodeRole::Driver => StoredRole::Driver,
+                    NodeRole::Follower => StoredRole::Follower,
+                },
+                quantum_frames: n.quantum_frames,
+                rate_hz: n.rate_hz,
+                cycles: n.cycles,
+                errors: n.errors,
+                xruns: n.xruns,
+            })
+            .collect(),
     })
 }
 
 /// The stored form: absent values are null, never 0.
-pub(crate) fn to_json(r: &GraphRecord) -> Value {
-    json!({
-        "driver": r.driver,
-        "force_quantum": {"before": r.before.force_quantum, "after": r.after.force_quantum},
-        "force_rate": {"before": r.before.force_rate, "after": r.after.force_rate},
-        "profiler": {"before": profiler_json(&r.profiler_before),
-                     "after": profiler_json(&r.profiler_after)},
-        "problems": r.problems,
-    })
+pub(crate) fn record(r: &engine::pipewire::graph::GraphRecord) -> GraphRecord {
+    GraphRecord {
+        driver: r.driver.clone(),
+        force_quantum: BeforeAfter {
+            before: r.before.force_quantum,
+            after: r.after.force_quantum,
+        },
+        force_rate: BeforeAfter {
+            before: r.before.force_rate,
+            after: r.after.force_rate,
+        },
+        profiler: Profiler {
+            before: window(&r.profiler_before),
+            after: window(&r.profiler_after),
+        },
+        problems: r.problems.clone(),
+    }
 }

@@ -22,9 +22,7 @@ pub(crate) fn software_clock(r: &RunData) -> Option<String> {
         .and_then(|res| res.stream().server.clone());
     let (command, name, private, driver) = match ran {
         Some(s) => {
-            let driver = s
-                .graph
-                .and_then(|g| g["driver"].as_str().map(str::to_string));
+            let driver = s.graph.and_then(|g| g.driver);
             (s.command_line, s.name, s.private, driver)
         }
         None => {

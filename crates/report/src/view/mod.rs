@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::terminal::fmt_ns;
 use results::records::flags::Flags;
+use results::records::graph::{GraphRecord, ProfilerWindow};
 use results::records::stream::{AlsaGrantedRecord, DuplexStartRecord, ServerRecord};
 use results::records::{StatsRecord, StreamRecord};
 use results::Measurement;
@@ -127,39 +128,31 @@ pub fn server_line(server: Option<&ServerRecord>) -> String {
 /// A PipeWire run's graph record (`server.graph`), on a line of its own: the driver,
 /// force-quantum before -> after, and the profiler's first and last windows (quantum,
 /// driver xruns, follower errors); `-` for what was not measured.
-fn graph_line(graph: &Value) -> String {
-    if graph.is_null() {
-        return String::new();
-    }
-    let num = |v: &Value| v.as_u64().map_or("-".into(), |n| n.to_string());
-    let window = |w: &Value| {
-        let Some(nodes) = w["nodes"].as_array() else {
+fn graph_line(graph: &GraphRecord) -> String {
+    let num = |v: Option<u64>| v.map_or("-".into(), |n| n.to_string());
+    let setting = |v: Option<u32>| num(v.map(u64::from));
+    let window = |w: &Option<ProfilerWindow>| {
+        let Some(w) = w else {
             return "-".to_string();
         };
-        // The driver our nodes followed, else the one with the most cycles (as
-        // `ProfilerSnapshot::driver`): the lowest-id driver is often Dummy-Driver.
-        let drivers = || nodes.iter().filter(|n| n["role"] == "driver");
-        let driver = w["followed_driver"]
-            .as_u64()
-            .and_then(|id| drivers().find(|n| n["id"].as_u64() == Some(id)))
-            .or_else(|| drivers().max_by_key(|n| n["cycles"].as_u64().unwrap_or(0)));
-        let errors: u64 = nodes.iter().filter_map(|n| n["errors"].as_u64()).sum();
+        let driver = w.driver();
         format!(
-            "quantum {}, xruns {}, errors {errors} in {} ms",
-            driver.map_or("-".into(), |d| num(&d["quantum_frames"])),
-            driver.map_or("-".into(), |d| num(&d["xruns"])),
-            num(&w["window_ms"])
+            "quantum {}, xruns {}, errors {} in {} ms",
+            num(driver.and_then(|d| d.quantum_frames)),
+            num(driver.and_then(|d| d.xruns)),
+            w.errors(),
+            num(w.window_ms)
         )
     };
     format!(
         "\nPipeWire graph: driver {}; force-quantum {} -> {}, force-rate {} -> {}; profiler first window: {}; last: {}",
-        graph["driver"].as_str().unwrap_or("-"),
-        num(&graph["force_quantum"]["before"]),
-        num(&graph["force_quantum"]["after"]),
-        num(&graph["force_rate"]["before"]),
-        num(&graph["force_rate"]["after"]),
-        window(&graph["profiler"]["before"]),
-        window(&graph["profiler"]["after"]),
+        graph.driver.as_deref().unwrap_or("-"),
+        setting(graph.force_quantum.before),
+        setting(graph.force_quantum.after),
+        setting(graph.force_rate.before),
+        setting(graph.force_rate.after),
+        window(&graph.profiler.before),
+        window(&graph.profiler.after),
     )
 }
 

@@ -306,9 +306,10 @@ fn the_graph_line_names_the_followed_driver_else_the_busiest_not_the_lowest_id()
                "nodes": [node(19, "Dummy-Driver", 1024, 500), node(31, "audiolat-sink", 128, 375)]})
     };
     let graph = |followed: Value| {
-        json!({"driver": "audiolat-sink",
+        results::records::graph::GraphRecord::from_json(&json!({"driver": "audiolat-sink",
                "force_quantum": {"before": 0, "after": 0}, "force_rate": {"before": 0, "after": 0},
-               "profiler": {"before": window(followed.clone()), "after": window(followed)}})
+               "profiler": {"before": window(followed.clone()), "after": window(followed)}}))
+        .unwrap()
     };
     // Followed: audiolat-sink (id 31), though Dummy-Driver has the lower id and more cycles.
     let line = graph_line(&graph(json!(31)));

@@ -18,6 +18,7 @@ pub mod bench;
 pub mod devices;
 pub mod event;
 pub mod flags;
+pub mod graph;
 pub mod jitter;
 pub mod keys;
 pub mod load;

@@ -7,7 +7,6 @@
 //! only the stream keys its configuration had, and runs of earlier releases lack keys.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::record::Record;
 
@@ -155,9 +154,9 @@ pub struct ServerRecord {
     #[serde(default)]
     pub version: Option<String>,
     /// The PipeWire graph around the run (engine's `GraphRecorder`), stored only when
-    /// recorded: kept as its JSON, the renderer reads it as such.
+    /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub graph: Option<Value>,
+    pub graph: Option<super::graph::GraphRecord>,
 }
 
 /// How a duplex device's two directions started.
@@ -201,7 +200,12 @@ pub(crate) mod tests {
                                 "starts": 2, "steady_offset": true},
                "backend": "alsa", "client": "hw:0", "model": "push",
                "server": {"name": "hw:0", "private": false, "command_line": null,
-                          "version": null, "graph": {"driver": "audiolat-sink"}},
+                          "version": null,
+                          "graph": {"driver": "audiolat-sink",
+                                    "force_quantum": {"before": 0, "after": 64},
+                                    "force_rate": {"before": null, "after": null},
+                                    "profiler": {"before": null, "after": null},
+                                    "problems": ["no profiler"]}},
                "rate_hz": 44100, "period_frames": 64, "playback_latency_frames": 128,
                "capture_latency_frames": 64, "playback_ports": ["hw:0"],
                "capture_port": "hw:0"})
