@@ -2,6 +2,7 @@
 //! any other group, or a list of runs ([`ReportData`]). Reads only; the store's errors
 //! pass through.
 
+use results::records::doctor::DoctorResultRecord;
 use std::path::{Path, PathBuf};
 
 use results::model::Finding;
@@ -71,7 +72,7 @@ fn run_data(store: &Store, id: RunId) -> Result<RunData, StoreError> {
 }
 
 fn doctor_of(run: &RunData) -> Option<Vec<Finding>> {
-    serde_json::from_value(run.record.result["findings"].clone()).ok()
+    DoctorResultRecord::from_json(&run.record.result).map(|r| r.findings)
 }
 
 /// An empty report made now by `tool`.

@@ -352,12 +352,12 @@ pub fn store_doctor(
         started_mono_ns: None,
     };
     let run_id = sink.begin_run(&info)?;
-    let (ok, warn, fail) = report.counts();
+    let result = results::records::doctor::DoctorResultRecord::of(report.findings.clone());
     sink.finish_run(
         run_id,
         RunStatus::Complete,
         &json!({}),
-        &json!({"findings": report.findings, "counts": {"ok": ok, "warn": warn, "fail": fail}}),
+        &result.to_json(),
         None,
         None,
     )?;

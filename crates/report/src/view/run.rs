@@ -2,10 +2,12 @@
 //! events.
 
 use results::probe_kind::{EVENT, JITTER, NET, ROUNDTRIP};
+use results::records::doctor::DoctorResultRecord;
+use results::records::Record;
 use std::fmt::Write as _;
 
 use results::run::RunRecord;
-use results::{Event, Finding, Measurement, RunView};
+use results::{Event, Measurement, RunView};
 
 use super::deadline_line;
 use crate::terminal::{doctor_table, flag_notes, histogram, machine_line, summary_table};
@@ -37,13 +39,9 @@ pub fn text(
     // Every stored measurement's summary, as `show` always listed them (the probe's
     // tables above read them; this lists each, `-` where nothing was measured).
     measurement_lines(&view.measurements, &mut out);
-    if let Some(findings) = record.result["findings"].as_array() {
-        let findings: Vec<Finding> = findings
-            .iter()
-            .filter_map(|f| serde_json::from_value(f.clone()).ok())
-            .collect();
+    if let Some(doctor) = DoctorResultRecord::from_json(&record.result) {
         let _ = writeln!(out);
-        out.push_str(&doctor_table(&findings));
+        out.push_str(&doctor_table(&doctor.findings));
     }
     if !event_counts.is_empty() {
         let counts: Vec<String> = event_counts

@@ -16,6 +16,7 @@
 
 pub mod bench;
 pub mod devices;
+pub mod doctor;
 pub mod event;
 pub mod flags;
 pub mod graph;
