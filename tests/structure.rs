@@ -534,3 +534,64 @@ fn the_stored_backend_reads_back_what_engine_writes() {
         assert_eq!(stored.has_device_grant(), kind.has_device_grant(), "{kind}");
     }
 }
+
+/// How many JSON keys a module reads (or writes) by string: `x["key"]`.
+fn key_strings(text: &str) -> usize {
+    let mut n = 0;
+    let mut rest = text;
+    while let Some(at) = rest.find("[\"") {
+        rest = &rest[at + 2..];
+        let end = rest.find('"').unwrap_or(rest.len());
+        let key = &rest[..end];
+        if !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && rest[end..].starts_with("\"]")
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The report reads what a run stored as records (`results::records`), not by key: no
+/// probe's configuration, result, flags, real-time settings, load, devices or bench are
+/// read by a key string anywhere in `report` outside its tests. What is still read by key
+/// is listed here, each module with its count, and the list may only shrink (a module
+/// whose count falls must lower it): the plan file's JSON (`paper`, `data`, `html`), the
+/// cell plan `qos` grants (`view::net`), events' and measurements' `detail`
+/// (`figures::marks`, `view::jitter`, `view::net`, `view::fresh`), a group's detail
+/// (`view::stored`, `gather`), and JSON documents the report writes (`view::gates`,
+/// `view::stored`).
+#[test]
+fn the_report_reads_records_not_json_keys() {
+    const STILL_BY_KEY: &[(&str, usize)] = &[
+        ("data", 7),
+        ("figures::marks", 4),
+        ("gather", 1),
+        ("html", 4),
+        ("paper", 16),
+        ("view::fresh", 2),
+        ("view::gates", 2),
+        ("view::jitter", 2),
+        ("view::net", 18),
+        ("view::stored", 3),
+    ];
+    let found: BTreeMap<String, usize> = modules("report")
+        .into_iter()
+        .filter(|(name, _)| name != "net_fixtures")
+        .map(|(name, text)| (name, key_strings(&text)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let listed: BTreeMap<String, usize> = STILL_BY_KEY
+        .iter()
+        .map(|(m, n)| (m.to_string(), *n))
+        .collect();
+    assert_eq!(
+        found, listed,
+        "JSON keys read by string in report's modules (left) against the list (right): read a \
+         record's fields instead, and lower a count that fell"
+    );
+    assert_eq!(key_strings(r#"a["x_1"] b["Y"] c["k"]["j"] d[" e"]"#), 3);
+}
