@@ -6,42 +6,10 @@ use results::probe_kind::{EVENT, ROUNDTRIP};
 use results::records::{Record, RoundtripResultRecord, StreamConfigRecord, StreamRecord};
 use results::RunStatus;
 
-use super::{backend_words, load_words, median, median_ns, BackendAnswer};
+use super::model::{BackendAnswer, Buffer, FailedBuffer};
+use super::words::{backend_words, load_words, median, median_ns};
 use crate::audio::AudioResult;
 use crate::data::{ReportData, RunData};
-
-/// An audio buffer as a backend ran it: its period, its whole buffer when stored, at
-/// its rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Buffer {
-    /// Frames per period.
-    pub period_frames: u64,
-    /// Frames in the whole buffer (what an ALSA device granted, the playback latency a
-    /// server's ports report), when the run stored it.
-    pub buffer_frames: Option<u64>,
-    /// Sample rate, Hz.
-    pub rate_hz: f64,
-}
-
-impl Buffer {
-    /// The period's duration, ns.
-    pub fn period_ns(&self) -> f64 {
-        self.period_frames as f64 * 1e9 / self.rate_hz
-    }
-
-    /// The whole buffer's duration, ns: one period's when the buffer was not stored.
-    pub fn buffer_ns(&self) -> f64 {
-        self.buffer_frames.unwrap_or(self.period_frames) as f64 * 1e9 / self.rate_hz
-    }
-
-    /// `64/128` (period/buffer), or `64` when the buffer was not stored.
-    pub fn frames_words(&self) -> String {
-        match self.buffer_frames {
-            Some(b) => format!("{}/{b}", self.period_frames),
-            None => self.period_frames.to_string(),
-        }
-    }
-}
 
 /// An audio run's buffer, when it stored one: on a PipeWire, the quantum and rate its
 /// graph was measured to grant (what ran), else the stream's period and rate; the whole
@@ -160,18 +128,6 @@ pub(crate) fn outcome(r: &RunData) -> Outcome {
     } else {
         Outcome::Held
     }
-}
-
-/// A buffer that did not hold, with the most under-runs and skipped cycles one of its
-/// complete runs counted.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FailedBuffer {
-    /// The setting.
-    pub buffer: Buffer,
-    /// The most under-runs a run at it counted, when counted.
-    pub underruns: Option<u64>,
-    /// The most skipped cycles a run at it counted, when counted.
-    pub skipped_cycles: Option<u64>,
 }
 
 /// The run's own latency at its buffer (event latency, else round trip; median), ns.

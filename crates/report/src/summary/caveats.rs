@@ -3,51 +3,11 @@
 
 use results::model::{Finding, Verdict};
 use results::records::flags::Flags;
-use results::records::{Record, StreamConfigRecord};
-use results::stored_backend::StoredBackend;
 use results::{RunId, RunStatus};
 
-use super::{is_virtual, run_ref, runs_ref};
-use crate::audio::AudioResult;
+use super::words::{is_virtual, run_ref, runs_ref, software_clock};
 use crate::data::RunData;
 use crate::units::{fmt_ns, fmt_percent};
-
-/// What clocks an audio run's backend when it is not a sound card (`None`: a card, or
-/// not known to be otherwise).
-pub(crate) fn software_clock(r: &RunData) -> Option<String> {
-    let backend = StoredBackend::of(&r.record.result, &r.record.config)?;
-    // The server as it ran, else as described before the run (a killed run's result may
-    // have none).
-    let ran = AudioResult::of(r.record.probe, &r.record.result)
-        .and_then(|res| res.stream().server.clone());
-    let (command, name, private, driver) = match ran {
-        Some(s) => {
-            let driver = s.graph.and_then(|g| g.driver);
-            (s.command_line, s.name, s.private, driver)
-        }
-        None => {
-            let c = StreamConfigRecord::from_json(&r.record.config)
-                .and_then(|c| c.server)
-                .unwrap_or_default();
-            (c.command_line, c.name, c.private, None)
-        }
-    };
-    let command = command.as_deref().unwrap_or("");
-    // A plan's shared server is stored by name only: audiolat names the ones it starts.
-    let name = name.as_deref().unwrap_or("");
-    if backend == StoredBackend::Virtual {
-        Some("the virtual backend, no device".into())
-    } else if command.contains("-d dummy") || name.starts_with("audiolat-dummy") {
-        Some("jackd -d dummy".into())
-    } else if driver.as_deref() == Some("audiolat-sink")
-        || (private == Some(true)
-            && (backend == StoredBackend::Pipewire || command.contains("pipewire")))
-    {
-        Some("a private PipeWire's null sink".into())
-    } else {
-        None
-    }
-}
 
 fn flagged(runs: &[&RunData], test: impl Fn(&RunData) -> bool) -> Vec<RunId> {
     runs.iter()

@@ -3,10 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::{
-    answer, fmt_rate, run_ref, runs_ref, Answer, BackendAnswer, Buffer, DeadlineAnswer, Mark,
-    WakeupAnswer,
-};
+use super::answer::answer;
+use super::model::{Answer, BackendAnswer, Buffer, DeadlineAnswer, Mark, WakeupAnswer};
+use super::words::{fmt_rate, run_ref, runs_ref};
 use crate::data::ReportData;
 use crate::units::{fmt_count, fmt_ns};
 use crate::words::escape;

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use results::{LatencyHistogram, Measurement, RunId, RunStatus};
 use serde_json::json;
 
+use super::buffers::buffer_of;
 use super::*;
-use crate::data::{test_run, CellData};
+use crate::data::{test_run, CellData, ReportData, RunData};
 
 /// A measurement of `values` (ns), judged against `deadline` when given.
 fn measured(
@@ -360,14 +361,11 @@ fn a_plan_s_shared_dummy_server_is_a_software_clock_though_stored_by_name_only()
     let mut r = event(3, 64, 0, 2_000_000);
     r.record.result["server"] =
         json!({"name": "audiolat-dummy", "command_line": null, "private": false});
-    assert_eq!(
-        caveats::software_clock(&r).as_deref(),
-        Some("jackd -d dummy")
-    );
+    assert_eq!(words::software_clock(&r).as_deref(), Some("jackd -d dummy"));
     r.record.result["server"] = json!({"name": "default", "command_line": null, "private": false});
-    assert_eq!(caveats::software_clock(&r), None);
+    assert_eq!(words::software_clock(&r), None);
     r.record.result["backend"] = json!("virtual");
-    assert!(caveats::software_clock(&r).is_some());
+    assert!(words::software_clock(&r).is_some());
     // Deadlines of one kind over several runs are one line, their misses summed.
     let mut data = suite_like();
     let mut again = data.cells[1].run.clone().unwrap();

@@ -7,11 +7,10 @@ use results::records::{JitterResultRecord, Record};
 use results::ProbeKind;
 use results::RunStatus;
 
+use super::buffers::{buffer_of, skipped_of, underruns_of};
 use super::buffers::{delay_stepped, lost_loop, outcome, Outcome};
-use super::{
-    buffer_of, fmt_p, fmt_rate, jitter_condition, jitter_config, load_words, short_backend,
-    skipped_of, underruns_of, Mark, VerdictLine,
-};
+use super::model::{Mark, VerdictLine};
+use super::words::{fmt_p, fmt_rate, jitter_condition, jitter_config, load_words, short_backend};
 use crate::audio::AudioResult;
 use crate::data::{CellData, RunData};
 use crate::units::{fmt_count, fmt_ns};
@@ -190,7 +189,7 @@ fn reasons(g: &[Judged]) -> String {
         }
     }
     said.iter()
-        .map(|(r, ids)| format!("{r} ({})", super::runs_ref(ids)))
+        .map(|(r, ids)| format!("{r} ({})", super::words::runs_ref(ids)))
         .collect::<Vec<_>>()
         .join("; ")
 }
