@@ -403,20 +403,7 @@ impl Gate {
                 let notes = run.notes();
                 (notes.triggers > 0).then(|| Stat::Value(count(&notes) as f64))
             }
-            Source::Json(root, paths) => {
-                let root = if root == "flags" {
-                    &run.flags
-                } else {
-                    &run.result
-                };
-                paths
-                    .iter()
-                    .try_fold(0.0, |sum, path| {
-                        let v = path.iter().try_fold(root, |v, k| v.get(*k))?;
-                        Some(sum + v.as_f64()?)
-                    })
-                    .map(Stat::Value)
-            }
+            Source::Flag(read) => read(&run.flags_record()).map(Stat::Value),
         }
     }
 }

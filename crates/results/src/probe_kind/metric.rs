@@ -44,9 +44,8 @@ pub enum Source {
     Stat(&'static str, &'static str),
     /// A measurement's deadline misses.
     Misses(&'static str),
-    /// The sum of numbers at paths in the run's result (`result`) or flags (`flags`);
-    /// absent when any is.
-    Json(&'static str, &'static [&'static [&'static str]]),
+    /// A figure of the run's validity flags (absent when the run did not flag it).
+    Flag(fn(&crate::records::flags::Flags) -> Option<f64>),
     /// A count the probe's record of the run's result holds (absent when it does not).
     Result(fn(&crate::RunView) -> Option<u64>),
     /// A count of the run's [`Dropouts`], as every view counts it.
@@ -77,5 +76,5 @@ pub const STEAL: Named = Named {
     aliases: &[],
     kind: Kind::Percent,
     about: "host steal time during the run, percent of the run's CPU time",
-    source: Source::Json("flags", &[&["host_steal_percent"]]),
+    source: Source::Flag(|f| f.host_steal_percent.flatten()),
 };

@@ -60,7 +60,7 @@ const GATES: &[Named] = &[
         aliases: &[],
         kind: Kind::Count,
         about: "blocks the run's own controller sent late (a packet more than a block period behind its schedule): a validity flag, not the host's or the network's doing",
-        source: Source::Json("flags", &[&["sender_late_blocks"]]),
+        source: Source::Flag(|f| f.sender_late_blocks.map(|n| n as f64)),
     },
     STEAL,
 ];
