@@ -33,15 +33,16 @@ underruns() {
 
 # Runs `$AUDIOLAT ARGS... --json` into OUT.json (stderr OUT.err). A guest under TCG now
 # and then stalls for longer than a period (the emulator, not the driver or audiolat;
-# more often on a busy host): a run that under-ran is run again, up to three runs in
-# all, each one before kept as OUT.first.json/.err, OUT.second.json/.err and noted in
-# OUT.retried, which the tests print. The tests judge the last run.
+# more often on a busy host): a run that under-ran is run again, up to five runs in
+# all, each one before kept as OUT.first.json/.err, OUT.second.json/.err, ... and noted
+# in OUT.retried, which the tests print. The tests judge the last run. (Three were too
+# few on a host whose two CPUs were both busy: every one of them stalled.)
 #   run_clean OUT ARGS...
 run_clean() {
   local out=$1 rc n kept
   shift
   : > "$out.retried"
-  for kept in first second last; do
+  for kept in first second third fourth last; do
     "$AUDIOLAT" "$@" --json > "$out.json" 2> "$out.err"
     rc=$?
     n=$(underruns "$out.json" 2>/dev/null || echo 0)

@@ -43,6 +43,17 @@ pub enum Model {
     Push,
 }
 
+impl Model {
+    /// How a backend of `kind` moves audio ([`BackendKind::is_pull`]).
+    pub fn of(kind: crate::backend::kind::BackendKind) -> Model {
+        if kind.is_pull() {
+            Model::Pull
+        } else {
+            Model::Push
+        }
+    }
+}
+
 impl fmt::Display for Model {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -397,7 +397,7 @@ impl Gate {
                 };
                 run.measurement(m)?.misses.map(|v| Stat::Value(v as f64))
             }
-            Source::Result(count) => count(run).map(|v| Stat::Value(v as f64)),
+            Source::Result(count) => count(&run.result).map(|v| Stat::Value(v as f64)),
             Source::Dropouts(count) => count(&run.dropouts()).map(|v| Stat::Value(v as f64)),
             Source::Notes(count) => {
                 let notes = run.notes();

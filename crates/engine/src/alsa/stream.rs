@@ -406,7 +406,7 @@ impl AlsaStream {
         let (xrun_producer, xrun_times) = rtrb::RingBuffer::new(4096);
         let info = StreamInfo {
             backend: BackendKind::Alsa,
-            model: Model::Push,
+            model: Model::of(BackendKind::Alsa),
             sample_rate_hz: rate,
             period_frames: period,
             playback_latency_frames: buffer - period,

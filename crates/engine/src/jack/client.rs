@@ -426,7 +426,7 @@ impl JackStream {
         let (producer, records) = rtrb::RingBuffer::new(config.record_capacity.max(16));
         let info = StreamInfo {
             backend: BackendKind::Jack,
-            model: Model::Pull,
+            model: Model::of(BackendKind::Jack),
             sample_rate_hz: client.sample_rate(),
             period_frames: client.buffer_size(),
             playback_latency_frames: playback_latency,

@@ -621,12 +621,15 @@ impl JackServer {
         let Some(mut process) = self.process.take() else {
             return;
         };
-        let group = process.pid() as libc::pid_t;
-        signal_group(group, libc::SIGTERM);
-        // Unreaped until the group is killed, so that the group signalled is still ours;
+        // Signalled only while unreaped, so that the group signalled is still ours (one
+        // reaped already, by `exited`, may have had its number given to another);
         // anything left in it (jackd forks nothing, but be sure) goes with it.
-        process.ends_within(Duration::from_secs(3));
-        signal_group(group, libc::SIGKILL);
+        if !process.reaped() {
+            let group = process.pid() as libc::pid_t;
+            signal_group(group, libc::SIGTERM);
+            process.ends_within(Duration::from_secs(3));
+            signal_group(group, libc::SIGKILL);
+        }
         process.reap();
         // A jackd that did not shut down cleanly (killed after its grace, or dead of a
         // signal of its own) left its semaphores and socket: it is gone, so are they.

@@ -218,7 +218,7 @@ impl VirtualStream {
         let (app_producer, app_xruns): XrunRing = rtrb::RingBuffer::new(4096);
         let info = StreamInfo {
             backend: BackendKind::Virtual,
-            model: Model::Push,
+            model: Model::of(BackendKind::Virtual),
             sample_rate_hz: config.sample_rate_hz,
             period_frames: config.period_frames,
             playback_latency_frames: config.buffer_frames(),

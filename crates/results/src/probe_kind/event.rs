@@ -61,7 +61,7 @@ const GATES: &[Named] = &[
         aliases: &[],
         kind: Kind::Count,
         about: "triggers that reached the audio thread after their frame had passed",
-        source: Source::Result(|run| run.result_as::<EventResultRecord>()?.late_triggers),
+        source: Source::Result(|result| EventResultRecord::from_json(result)?.late_triggers),
     },
     Named {
         name: "loopback",

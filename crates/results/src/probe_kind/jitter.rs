@@ -75,14 +75,14 @@ const GATES: &[Named] = &[
         aliases: &[],
         kind: Kind::Count,
         about: "wake-ups above the histogram's bound",
-        source: Source::Result(|run| run.result_as::<JitterResultRecord>()?.overflows),
+        source: Source::Result(|result| JitterResultRecord::from_json(result)?.overflows),
     },
     Named {
         name: "skipped",
         aliases: &[],
         kind: Kind::Count,
         about: "deadlines skipped because a wake-up came after them",
-        source: Source::Result(|run| run.result_as::<JitterResultRecord>()?.skipped_deadlines),
+        source: Source::Result(|result| JitterResultRecord::from_json(result)?.skipped_deadlines),
     },
     STEAL,
 ];

@@ -46,8 +46,9 @@ pub enum Source {
     Misses(&'static str),
     /// A figure of the run's validity flags (absent when the run did not flag it).
     Flag(fn(&crate::records::flags::Flags) -> Option<f64>),
-    /// A count the probe's record of the run's result holds (absent when it does not).
-    Result(fn(&crate::RunView) -> Option<u64>),
+    /// A count the probe's record of the run's stored result holds (absent when it does
+    /// not).
+    Result(fn(&serde_json::Value) -> Option<u64>),
     /// A count of the run's [`Dropouts`], as every view counts it.
     Dropouts(fn(&Dropouts) -> Option<u64>),
     /// A count of an event run's [`Notes`], as every view counts it (absent when the

@@ -6,14 +6,9 @@
 //! zero time) is written `null`, as serde_json writes any such float, and reads back as
 //! NaN ([`nan_if_null`]), which the text prints as it printed a missing figure.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::record::Record;
-
-/// A float written `null` when it was not finite reads back as NaN.
-fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
-}
 
 /// The whole bench.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -23,10 +18,10 @@ pub struct Bench {
     /// The period the kernels were timed at.
     pub period_frames: u64,
     /// The share of a period the voice capacity may take.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub load_target: f64,
     /// The period in ns.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub period_ns: f64,
     /// The naive `f32::sin` oscillator every kernel is compared with.
     pub reference: KernelTiming,
@@ -37,7 +32,7 @@ pub struct Bench {
     /// The search stopped at its ceiling: at least `voice_capacity`.
     pub voice_capacity_is_lower_bound: bool,
     /// The time of `voice_capacity` voices per period.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub capacity_ns_per_period: f64,
     /// The Migrator synth's block.
     pub migrator: Migrator,
@@ -62,16 +57,16 @@ pub struct KernelTiming {
     /// The voices it ran.
     pub voices: u64,
     /// ns per sample (all voices).
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub ns_per_sample: f64,
     /// ns per period.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub ns_per_period: f64,
     /// ns per voice and sample.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub ns_per_voice_sample: f64,
     /// Its time against the reference's (below 1 is faster).
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub ratio_to_reference: f64,
 }
 
@@ -85,46 +80,46 @@ pub struct Migrator {
     /// The kernels compiled in that this CPU does not run.
     pub unavailable_kernels: Vec<String>,
     /// Median ns per block.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub block_ns: f64,
     /// Median ns per block of the portable kernel.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub portable_block_ns: f64,
     /// Median ns per block of the naive reference.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub naive_block_ns: f64,
     /// Median ns per block of the throughput reference on the synth's kernel.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub roofline_ns: f64,
     /// Median ns per block of the throughput reference on the portable kernel.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub portable_roofline_ns: f64,
     /// `naive_block_ns / block_ns`.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub speedup: f64,
     /// `block_ns / roofline_ns`.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub roofline_ratio: f64,
     /// `portable_block_ns / portable_roofline_ns`.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub portable_roofline_ratio: f64,
     /// The block's period in ns.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub block_period_ns: f64,
     /// The study's target block time.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub target_ns: f64,
     /// The study's target speed-up against the naive reference.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub target_speedup: f64,
     /// The target of `roofline_ratio`.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub target_roofline_ratio: f64,
     /// `portable_block_ns / roofline_ns` (information, not a target).
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub portable_vs_best_roofline: f64,
     /// The target of `portable_roofline_ratio`.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub target_portable_roofline_ratio: f64,
     /// Each repeat's figures, in the order they ran.
     pub repeats: Vec<MigratorRepeat>,
@@ -134,19 +129,19 @@ pub struct Migrator {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct MigratorRepeat {
     /// ns per block.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub block_ns: f64,
     /// ns per block of the portable kernel.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub portable_block_ns: f64,
     /// ns per block of the naive reference.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub naive_block_ns: f64,
     /// ns per block of the throughput reference.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub roofline_ns: f64,
     /// ns per block of the portable throughput reference.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub portable_roofline_ns: f64,
 }
 
@@ -183,10 +178,10 @@ pub struct WorkerCount {
     /// Blocks timed.
     pub blocks: u64,
     /// Median block time.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub block_median_ns: f64,
     /// p99 block time.
-    #[serde(deserialize_with = "nan_if_null")]
+    #[serde(deserialize_with = "super::keys::nan_if_null")]
     pub block_p99_ns: f64,
     /// Against the 0-worker row.
     pub speedup_vs_zero: Option<f64>,

@@ -128,12 +128,15 @@ impl Record for JitterResultRecord {}
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
 pub struct BusyRecord {
     /// Busy work per cycle, percent of the period.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub percent: f64,
     /// Calibrated time of one iteration, ns.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub ns_per_iteration: f64,
     /// Iterations a cycle.
     pub iterations_per_cycle: u64,
     /// `ns_per_iteration x iterations_per_cycle`.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub calibrated_ns_per_cycle: f64,
 }
 
@@ -228,5 +231,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!((r.cycles, r.run_ns, r.outliers), (Some(500), None, None));
+    }
+
+    /// A figure that could not be computed is written `null` (serde_json's NaN): the
+    /// result still reads, that figure NaN, the rest as stored.
+    #[test]
+    fn a_busy_figure_written_null_reads_as_nan_not_as_no_result() {
+        let r = JitterResultRecord::from_json(&json!({
+            "cycles": 500,
+            "busy": {"percent": 80.0, "ns_per_iteration": null, "iterations_per_cycle": 7,
+                     "calibrated_ns_per_cycle": null},
+        }))
+        .expect("the result reads");
+        let busy = r.busy.expect("busy");
+        assert!(busy.ns_per_iteration.is_nan() && busy.calibrated_ns_per_cycle.is_nan());
+        assert_eq!(
+            (busy.percent, busy.iterations_per_cycle, r.cycles),
+            (80.0, 7, Some(500))
+        );
     }
 }

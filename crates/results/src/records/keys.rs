@@ -29,3 +29,9 @@ pub(crate) fn add_keys(set: Value, json: &mut Value) {
         }
     }
 }
+
+/// Reads a figure written `null` (serde_json writes a NaN or an infinity so) as NaN: a
+/// figure that could not be computed does not make its whole record unreadable.
+pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}

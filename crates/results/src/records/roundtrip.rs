@@ -129,8 +129,10 @@ pub struct DelayChangeRecord {
     /// When it was captured, CLOCK_MONOTONIC ns.
     pub time_ns: u64,
     /// The delay before, frames.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub from_frames: f64,
     /// The delay after, frames.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub to_frames: f64,
 }
 

@@ -405,7 +405,7 @@ impl NativeStream {
         let mut stream = NativeStream {
             info: StreamInfo {
                 backend: BackendKind::Pipewire,
-                model: Model::Pull,
+                model: Model::of(BackendKind::Pipewire),
                 sample_rate_hz: config.rate_hz,
                 period_frames: 0,
                 playback_latency_frames: 0,

@@ -73,6 +73,7 @@ pub struct FloodRecord {
     /// Datagrams sent.
     pub datagrams: u64,
     /// The rate they achieved, Mbit/s.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub mbit_per_s: f64,
 }
 
@@ -84,10 +85,12 @@ pub struct StreamRecord {
     /// Of those, refused at once.
     pub refused: u64,
     /// Offered, Mbit/s of payload.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub offered_mbit_per_s: f64,
     /// Datagrams its sink received.
     pub received: u64,
     /// Received, Mbit/s of payload.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub received_mbit_per_s: f64,
 }
 
@@ -97,6 +100,7 @@ pub struct ServiceRecord {
     /// The discipline's name.
     pub discipline: String,
     /// The link's capacity, Mbit/s.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub link_mbps: f64,
     /// Its thread's policy as granted (absent in an older run).
     #[serde(default)]
@@ -117,6 +121,7 @@ pub struct FlowRecord {
     /// Datagrams put on the link.
     pub sent: u64,
     /// Their rate on the wire, Mbit/s.
+    #[serde(deserialize_with = "crate::records::keys::nan_if_null")]
     pub mbit_per_s: f64,
     /// Served in mClock's reservation phase.
     pub by_reservation: u64,
