@@ -352,7 +352,15 @@ pub fn store_doctor(
         started_mono_ns: None,
     };
     let run_id = sink.begin_run(&info)?;
-    let result = results::records::doctor::DoctorResultRecord::of(report.findings.clone());
+    let (ok, warn, fail) = report.counts();
+    let result = results::records::doctor::DoctorResultRecord {
+        findings: report.findings.clone(),
+        counts: Some(results::records::doctor::VerdictCounts {
+            ok: ok as u64,
+            warn: warn as u64,
+            fail: fail as u64,
+        }),
+    };
     sink.finish_run(
         run_id,
         RunStatus::Complete,

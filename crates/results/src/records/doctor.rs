@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::record::Record;
-use crate::model::{Finding, Verdict};
+use crate::model::Finding;
 
 /// What a doctor run found.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -17,22 +17,6 @@ pub struct DoctorResultRecord {
 }
 
 impl Record for DoctorResultRecord {}
-
-impl DoctorResultRecord {
-    /// The result of `findings`, with their tally.
-    pub fn of(findings: Vec<Finding>) -> DoctorResultRecord {
-        let n = |v| findings.iter().filter(|f| f.verdict == v).count() as u64;
-        let counts = VerdictCounts {
-            ok: n(Verdict::Ok),
-            warn: n(Verdict::Warn),
-            fail: n(Verdict::Fail),
-        };
-        DoctorResultRecord {
-            counts: Some(counts),
-            findings,
-        }
-    }
-}
 
 /// Findings by verdict.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,7 +42,14 @@ mod tests {
             "findings": [finding("kernel.preemption", "warn"), finding("rt.limits", "ok")],
             "counts": {"ok": 1, "warn": 1, "fail": 0},
         }));
-        assert_eq!(DoctorResultRecord::of(r.findings.clone()), r);
+        assert_eq!(
+            r.counts,
+            Some(VerdictCounts {
+                ok: 1,
+                warn: 1,
+                fail: 0
+            })
+        );
         let jitter = json!({"start_ns": 1, "end": "complete"});
         assert_eq!(
             DoctorResultRecord::from_json(&jitter),
