@@ -84,6 +84,15 @@ pub struct JitterArgs {
     /// Do not hold /dev/cpu_dma_latency at 0.
     #[arg(long)]
     pub no_dma_latency: bool,
+    /// Explain every late wake-up from the kernel's own trace: which IRQ, softirq or
+    /// thread took the time (needs root and tracefs; without them the run measures and
+    /// says why).
+    #[arg(long)]
+    pub why: bool,
+    /// With --why: wake-ups later than this are explained (default 100us). With
+    /// --fragments, the under-runs are.
+    #[arg(long, value_name = "DURATION", requires = "why", value_parser = parse_micros)]
+    pub why_above: Option<Duration>,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
     #[command(flatten)]
@@ -168,6 +177,11 @@ fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         hist_bound_ns: a.hist_bound.as_nanos().min(u64::MAX as u128) as u64,
         lock_memory: !a.no_mlock,
         dma_latency: !a.no_dma_latency,
+        why: a.why.then(|| probes::why::WhyConfig {
+            above_ns: a
+                .why_above
+                .map_or(probes::why::DEFAULT_ABOVE_NS, |d| d.as_nanos().min(u64::MAX as u128) as u64),
+        }),
         ..JitterConfig::new(period_ns, length)
     };
     config

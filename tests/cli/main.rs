@@ -48,3 +48,4 @@ mod signals;
 mod store;
 mod suite;
 mod temporary;
+mod why;

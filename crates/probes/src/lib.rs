@@ -64,6 +64,7 @@ pub mod probe;
 pub mod roundtrip;
 pub mod stats;
 pub mod steal;
+pub mod why;
 
 #[cfg(all(test, debug_assertions))]
 #[global_allocator]

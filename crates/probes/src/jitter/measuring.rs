@@ -132,8 +132,21 @@ pub struct Handoff {
     pub cycles_per_interval: u64,
 }
 
+/// Where the loop hands its misses for `--why`: a wait-free ring to the trace session.
+#[derive(Debug)]
+pub struct WhyTap {
+    /// The session's ring.
+    pub sender: crate::why::MissSender,
+    /// Wake-ups later than this are misses, ns (0 with the fragment model: its
+    /// under-runs are).
+    pub above_ns: u64,
+    /// The measuring thread's id.
+    pub tid: i32,
+}
+
 /// The measuring loop with everything it writes to, allocated beforehand.
 pub struct JitterLoop {
+    why: Option<WhyTap>,
     mode: WakeMode,
     period_ns: u64,
     fragments: Option<FragmentModel>,
@@ -206,6 +219,7 @@ impl JitterLoop {
             b.iterations_for_ns((config.period_ns as f64 * config.busy_percent / 100.0) as u64)
         });
         Ok(JitterLoop {
+            why: None,
             mode: config.mode,
             period_ns: config.period_ns,
             fragments: config.fragments,
@@ -229,6 +243,12 @@ impl JitterLoop {
             cycles: 0,
             live,
         })
+    }
+
+    /// Hands the run's misses to a trace session (`--why`): wake-ups later than the
+    /// tap's threshold, or with the fragment model, under-runs.
+    pub fn trace_misses(&mut self, tap: WhyTap) {
+        self.why = Some(tap);
     }
 
     #[inline]
@@ -317,6 +337,16 @@ impl JitterLoop {
             let cycle = self.cycles;
             self.cycles += 1;
 
+            if let Some(w) = self.why.as_mut().filter(|_| headroom.is_none()) {
+                if latency > w.above_ns {
+                    w.sender.send(crate::why::Miss {
+                        t_ns: deadline,
+                        end_ns: now,
+                        tid: w.tid,
+                        kind: crate::why::MissKind::Wakeup,
+                    });
+                }
+            }
             let in_bound = self.current.latency.record(latency);
             if !in_bound {
                 keep_record(&mut self.overflows, cycle, deadline, latency);
@@ -366,6 +396,14 @@ impl JitterLoop {
                     }
                     block.completion_max_ns = block.completion_max_ns.max(completion);
                     if completion > headroom {
+                        if let Some(w) = self.why.as_mut() {
+                            w.sender.send(crate::why::Miss {
+                                t_ns: deadline,
+                                end_ns: done,
+                                tid: w.tid,
+                                kind: crate::why::MissKind::Overrun,
+                            });
+                        }
                         self.underrun_count += 1;
                         keep_record(&mut self.underruns, cycle, deadline, completion);
                         live.underruns.fetch_add(1, Ordering::Relaxed);

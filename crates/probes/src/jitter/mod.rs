@@ -183,6 +183,10 @@ pub struct JitterConfig {
     pub block_ns: u64,
     /// How often the run's histograms so far are offered for storing (ns).
     pub checkpoint_ns: u64,
+    /// Causes asked for (`--why`): the kernel traced on the thread's CPUs and each
+    /// wake-up later than the threshold (with the fragment model, each under-run)
+    /// broken down.
+    pub why: Option<crate::why::WhyConfig>,
 }
 
 /// Smallest period accepted (20 µs, 50 kHz).
@@ -357,6 +361,7 @@ impl JitterConfig {
             dma_latency: true,
             block_ns: 100_000_000,
             checkpoint_ns: 5_000_000_000,
+            why: None,
         }
     }
 
@@ -465,6 +470,7 @@ impl JitterConfig {
             histogram_bound_ns: Some(self.hist_bound_ns),
             lock_memory: Some(self.lock_memory),
             dma_latency: Some(self.dma_latency),
+            why_above_ns: self.why.map(|w| w.above_ns),
         }
     }
 }
@@ -491,6 +497,13 @@ pub fn run(
 ) -> Result<JitterOutcome, JitterError> {
     config.validate()?;
     let process = ProcessRt::setup(config.lock_memory, config.dma_latency.then_some(0));
+    // The trace starts before the thread, so its first wake-ups are covered.
+    let session = config.why.map(|_| crate::why::start(config.cpus.as_deref()));
+    let sender = match &session {
+        Some(Ok(s)) => Some(s.sender()),
+        _ => None,
+    };
+    let thread_tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let steal = StealSampler::start(STEAL_SAMPLE_INTERVAL, config.cpus.as_deref());
     let live = Arc::new(Live::default());
     let planned = config.planned_cycles();
@@ -517,6 +530,8 @@ pub fn run(
         let cfg = config.clone();
         let thread_live = Arc::clone(&live);
         let thread_id = Arc::clone(&rt_pthread);
+        let tid_out = Arc::clone(&thread_tid);
+        let why = config.why.zip(sender);
         let handle = std::thread::Builder::new()
             .name("audiolat-jitter".into())
             .stack_size(PREFAULT + (1 << 20))
@@ -527,6 +542,15 @@ pub fn run(
                 let thread = ThreadRt::apply(&cfg.policy, cfg.cpus.as_deref(), PREFAULT);
                 let busy = (cfg.busy_percent > 0.0).then(|| BusyWork::calibrate(20_000, 25));
                 let mut lp = JitterLoop::prepare(&cfg, busy, thread_live, Some(handoff))?;
+                let tid = crate::why::gettid();
+                tid_out.store(tid, Ordering::Release);
+                if let Some((w, sender)) = why {
+                    lp.trace_misses(WhyTap {
+                        sender,
+                        above_ns: w.above_ns,
+                        tid,
+                    });
+                }
                 // First deadline a little ahead, so set-up cannot make cycle 0 late.
                 let start_ns = monotonic_ns() + 10_000_000;
                 let end = lp.run(start_ns, cfg.length, stop)?;
@@ -572,6 +596,12 @@ pub fn run(
             .map_err(|p| JitterError::Panicked(engine::panic_message(p.as_ref())))?
     });
     let steal = steal.finish();
+    let why = session.map(|s| {
+        if let Ok(s) = &s {
+            s.name_thread("jitter thread", thread_tid.load(Ordering::Acquire));
+        }
+        crate::why::WhyOutcome::of(s)
+    });
     let (mut recorded, thread, start_ns, end_ns, end, busy) = outcome?;
     // The run's totals: every interval handed over, and the one in progress at the end.
     while let Ok(filled) = full_rx.pop() {
@@ -593,6 +623,7 @@ pub fn run(
             .as_ref()
             .map(|d| (d.is_held(), d.granted_us, d.refusal.clone())),
         steal,
+        why,
     })
 }
 

@@ -30,6 +30,8 @@ pub struct JitterOutcome {
     pub dma_latency: Option<(bool, Option<i32>, Option<String>)>,
     /// Host steal through the run.
     pub steal: StealTimeline,
+    /// What the kernel's trace said of the late wake-ups (`--why`), or why it could not.
+    pub why: Option<crate::why::WhyOutcome>,
 }
 
 /// The measurements of a jitter run from its histograms and counts. `partial` marks a
@@ -370,6 +372,10 @@ impl JitterOutcome {
                     .collect(),
             ),
             series_blocks_dropped: Some(self.recorded.blocks_dropped),
+            why: self.why.as_ref().map(|w| {
+                let above = self.config.fragments.is_none().then(|| self.config.why.map(|c| c.above_ns)).flatten();
+                w.record(above)
+            }),
         }
     }
 }

@@ -35,6 +35,14 @@ pub fn text(run: &RunView) -> String {
     }
     fragment_model(run, &config, &r, &mut out);
     largest_wakeups(&r, &mut out);
+    if let Some(why) = &r.why {
+        let what = if config.has_fragments() {
+            "under-runs"
+        } else {
+            "late wake-ups"
+        };
+        super::why::text(why, what, r.start_ns, &mut out);
+    }
     if let Some(skipped) = r.skipped_deadlines.filter(|&n| n > 0) {
         let why = if config.has_fragments() {
             "the loop re-synchronised to the next period after each under-run, as a driver restarting after an xrun would"

@@ -32,6 +32,7 @@ pub mod roundtrip;
 pub mod run;
 pub mod stored;
 pub mod suite;
+pub mod why;
 
 /// A statistic of a measurement in ns, or `-` when it recorded nothing.
 pub fn ns_stat(m: Option<&Measurement>, stat: fn(&results::Summary) -> f64) -> String {

@@ -47,6 +47,10 @@ pub struct JitterConfigRecord {
     /// `/dev/cpu_dma_latency` was asked to be held at 0.
     #[serde(default)]
     pub dma_latency: Option<bool>,
+    /// Causes were asked for (`--why`): wake-ups later than this were explained, ns
+    /// (`0`: the fragment model's under-runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_above_ns: Option<u64>,
 }
 
 impl Record for JitterConfigRecord {}
@@ -120,6 +124,9 @@ pub struct JitterResultRecord {
     /// Series blocks the writer dropped.
     #[serde(default)]
     pub series_blocks_dropped: Option<u64>,
+    /// Why the late wake-ups were late, from the kernel's trace (`--why`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<super::why::WhyRecord>,
 }
 
 impl Record for JitterResultRecord {}

@@ -30,6 +30,7 @@ pub mod roundtrip;
 pub mod run_config;
 pub mod stats;
 pub mod stream;
+pub mod why;
 
 pub use event::{EventConfigRecord, EventResultRecord};
 pub use jitter::{JitterConfigRecord, JitterResultRecord};
@@ -37,6 +38,7 @@ pub use roundtrip::{RoundtripConfigRecord, RoundtripResultRecord};
 pub use run_config::RunConfig;
 pub use stats::StatsRecord;
 pub use stream::{StreamConfigRecord, StreamRecord};
+pub use why::WhyRecord;
 
 pub use record::Record;
 

@@ -1,0 +1,197 @@
+//! `--why`: every miss explained from the kernel's trace. The culprits are made by the
+//! test (a SCHED_FIFO thread with a name it chooses, spinning a known time on the
+//! probe's CPU at known moments), so the truth is known.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{machine_lock, not_root, run, run_json, temp_db, tempdir};
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A thread of this test process, named `name`, pinned to `cpu` at SCHED_FIFO
+/// `priority`, spinning `spin_ns` every `every_ns`; it remembers when it spun.
+pub struct Culprit {
+    stop: Arc<AtomicBool>,
+    spins: Arc<Mutex<Vec<(u64, u64)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Culprit {
+    pub fn start(name: &str, cpu: usize, priority: i32, spin_ns: u64, every_ns: u64) -> Culprit {
+        let stop = Arc::new(AtomicBool::new(false));
+        let spins: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+        let (s, sp) = (Arc::clone(&stop), Arc::clone(&spins));
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                // SAFETY: plain structs for the calling thread.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
+                    let p = libc::sched_param {
+                        sched_priority: priority,
+                    };
+                    assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
+                }
+                let mut next = now_ns() + 200_000_000;
+                while !s.load(Ordering::Relaxed) {
+                    while now_ns() < next && !s.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_nanos((next - now_ns()).min(5_000_000)));
+                    }
+                    let start = now_ns();
+                    while now_ns() < start + spin_ns {}
+                    sp.lock().unwrap().push((start, now_ns()));
+                    next += every_ns;
+                }
+            })
+            .expect("culprit thread");
+        Culprit {
+            stop,
+            spins,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it; when it spun.
+    pub fn stop(mut self) -> Vec<(u64, u64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        self.spins.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Culprit {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Every miss a spin overlapped names `name` with the spin's time inside it (within
+/// 10 % or 50 us); the parts of every miss add up to its lateness. Returns how many
+/// misses the culprit caused.
+pub fn assert_named(why: &Value, name: &str, spins: &[(u64, u64)]) -> usize {
+    let misses = why["misses"].as_array().expect("why.misses");
+    let mut caused = 0;
+    for m in misses {
+        let (t, late) = (m["t_ns"].as_u64().unwrap(), m["late_ns"].as_u64().unwrap());
+        let causes = m["causes"].as_array().unwrap();
+        let total: u64 = causes.iter().map(|c| c["ns"].as_u64().unwrap()).sum();
+        assert_eq!(total, late, "the parts add up to the lateness: {m}");
+        let Some(expected) = spins
+            .iter()
+            .map(|&(s, e)| e.min(t + late).saturating_sub(s.max(t)))
+            .find(|&o| o > 0)
+        else {
+            continue;
+        };
+        caused += 1;
+        let named: u64 = causes
+            .iter()
+            .filter(|c| c["kind"] == "thread" && c["name"] == name)
+            .map(|c| c["ns"].as_u64().unwrap())
+            .sum();
+        assert!(
+            named.abs_diff(expected) <= (expected / 10).max(50_000),
+            "{name} spun {expected} ns of a {late} ns miss; the trace says {named}: {m}"
+        );
+    }
+    caused
+}
+
+#[test]
+fn jitter_why_names_a_fifo_culprit_with_its_time() {
+    if not_root("jitter --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (_d, db) = temp_db("why.db");
+    let culprit = Culprit::start("why-hog", 1, 90, 2_000_000, 97_300_000);
+    let out = run_json(&db, &["jitter", "--why", "--cpu", "1", "-D", "3", "--json"]);
+    let spins = culprit.stop();
+    let why = &out["result"]["why"];
+    assert!(why["unavailable"].is_null(), "{why}");
+    let caused = assert_named(why, "why-hog", &spins);
+    assert!(
+        caused * 10 >= spins.len() * 8 && caused > 0,
+        "{caused} misses of {} spins: {why}",
+        spins.len()
+    );
+    assert_eq!(why["culprits"][0]["name"], "why-hog", "{why}");
+    assert_eq!(why["culprits"][0]["kind"], "thread");
+    let roles: Vec<&str> = why["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["jitter thread"]);
+
+    // The stored run shows the same culprits as the run printed.
+    let id = out["run_id"].as_i64().unwrap().to_string();
+    let shown = run(&db, &["show", &id]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("why-hog"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("running at the wake-up"), "{}", shown.stdout);
+}
+
+#[test]
+fn without_root_or_with_tracefs_read_only_why_says_so_in_one_line_and_the_run_measures() {
+    if not_root("switching to an unprivileged user needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let dir = tempdir();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let db = dir.path().join("nobody.db");
+    let bin = crate::util::bin();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["jitter", "--why", "-D", "1", "--db"])
+        .arg(&db)
+        .output()
+        .expect("setpriv (util-linux)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("why:")).collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert!(lines[0].contains("needs root"), "{stdout}");
+    assert!(lines[0].contains("measured without causes"), "{stdout}");
+    assert!(stdout.contains("wakeup_latency"), "{stdout}");
+
+    // tracefs read-only, in a mount namespace of its own.
+    let (_d, db) = temp_db("ro.db");
+    let script = format!(
+        "umount /sys/kernel/tracing 2>/dev/null; mount -t tracefs -o ro nodev /sys/kernel/tracing && exec {} jitter --why -D 1 --db {}",
+        bin.display(),
+        db.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("why:")).collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert!(lines[0].contains("read-only"), "{stdout}");
+}
