@@ -178,9 +178,9 @@ fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         lock_memory: !a.no_mlock,
         dma_latency: !a.no_dma_latency,
         why: a.why.then(|| probes::why::WhyConfig {
-            above_ns: a
-                .why_above
-                .map_or(probes::why::DEFAULT_ABOVE_NS, |d| d.as_nanos().min(u64::MAX as u128) as u64),
+            above_ns: a.why_above.map_or(probes::why::DEFAULT_ABOVE_NS, |d| {
+                d.as_nanos().min(u64::MAX as u128) as u64
+            }),
         }),
         ..JitterConfig::new(period_ns, length)
     };

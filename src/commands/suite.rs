@@ -116,6 +116,7 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
             headline: e.headline.as_ref(),
             dropouts: e.dropouts,
             flags: &e.flags,
+            why: e.why.as_ref(),
             note,
         })
         .collect();

@@ -40,7 +40,10 @@ impl Culprit {
                 unsafe {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
                     libc::CPU_SET(cpu, &mut set);
-                    assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
+                    assert_eq!(
+                        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                        0
+                    );
                     let p = libc::sched_param {
                         sched_priority: priority,
                     };
@@ -149,7 +152,11 @@ fn jitter_why_names_a_fifo_culprit_with_its_time() {
     let shown = run(&db, &["show", &id]);
     assert_eq!(shown.code, 0, "{}", shown.stderr);
     assert!(shown.stdout.contains("why-hog"), "{}", shown.stdout);
-    assert!(shown.stdout.contains("running at the wake-up"), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("running at the wake-up"),
+        "{}",
+        shown.stdout
+    );
 }
 
 #[test]
@@ -159,8 +166,11 @@ fn without_root_or_with_tracefs_read_only_why_says_so_in_one_line_and_the_run_me
     }
     let _m = machine_lock();
     let dir = tempdir();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
     let db = dir.path().join("nobody.db");
     let bin = crate::util::bin();
     let out = std::process::Command::new("setpriv")
@@ -171,7 +181,11 @@ fn without_root_or_with_tracefs_read_only_why_says_so_in_one_line_and_the_run_me
         .output()
         .expect("setpriv (util-linux)");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("why:")).collect();
     assert_eq!(lines.len(), 1, "{stdout}");
     assert!(lines[0].contains("needs root"), "{stdout}");
@@ -190,7 +204,11 @@ fn without_root_or_with_tracefs_read_only_why_says_so_in_one_line_and_the_run_me
         .output()
         .expect("unshare (util-linux)");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("why:")).collect();
     assert_eq!(lines.len(), 1, "{stdout}");
     assert!(lines[0].contains("read-only"), "{stdout}");

@@ -16,6 +16,11 @@ pub struct WhyConfig {
 /// The default threshold: wake-ups later than 100 µs.
 pub const DEFAULT_ABOVE_NS: u64 = 100_000;
 
+/// Whether `--why` can trace here: `Err` says what is missing, in one line.
+pub fn available() -> Result<(), String> {
+    trace::check().map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// A session on `cpus` (all when `None`), or why there is none.
 pub fn start(cpus: Option<&[usize]>) -> Result<Session, Unavailable> {
     Session::start(trace::SessionConfig {

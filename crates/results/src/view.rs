@@ -90,6 +90,12 @@ impl RunView {
         crate::records::RunConfig::of(&self.config)
     }
 
+    /// Why its misses were late (`result.why`), when causes were asked for.
+    pub fn why(&self) -> Option<crate::records::why::WhyRecord> {
+        self.result_as::<crate::records::why::WhyPart>()
+            .and_then(|p| p.why)
+    }
+
     /// The stored result as the probe's record ([`Record::from_json`]).
     pub fn result_as<R: Record>(&self) -> Option<R> {
         R::from_json(&self.result)

@@ -203,6 +203,8 @@ pub struct SuiteEntry {
     pub dropouts: results::Dropouts,
     /// Validity flags as stored.
     pub flags: Value,
+    /// Why its misses were late, when the kernel was traced.
+    pub why: Option<results::records::WhyRecord>,
     /// What to know about it.
     pub note: SuiteNote,
 }
@@ -235,6 +237,7 @@ impl SuiteEntry {
             headline: None,
             dropouts: results::Dropouts::default(),
             flags: json!({}),
+            why: None,
             note,
         }
     }
@@ -255,6 +258,7 @@ impl SuiteEntry {
             headline: run.view.headline().cloned(),
             dropouts: run.view.dropouts(),
             flags: run.flags.clone(),
+            why: run.view.why(),
             ..SuiteEntry::new(label, EntryStatus::Run(run.status), SuiteNote::None)
         }
     }
@@ -310,12 +314,17 @@ impl SuitePlan {
         jack: ServerRequest,
     ) -> SuitePlan {
         let lctx = crate::load_context(load_exe, &scratch);
+        // Causes asked for everywhere: where the kernel cannot be traced, each run says
+        // why in one line, and the table says `not traced`.
+        let why = Some(probes::why::WhyConfig {
+            above_ns: probes::why::DEFAULT_ABOVE_NS,
+        });
         let jitter = jitter_scenarios(each)
             .into_iter()
             .map(|(label, config, load)| JitterScenario {
                 skip: load::plan(&load, &lctx).err().map(|e| e.to_string()),
                 label,
-                config,
+                config: JitterConfig { why, ..config },
                 load,
             })
             .collect();

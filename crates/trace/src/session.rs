@@ -166,6 +166,14 @@ fn online_cpus() -> Vec<usize> {
     cpus
 }
 
+/// Whether the kernel can be traced here, tried for real: an instance made and
+/// removed (and tracefs unmounted again if it was mounted for this). Returns the
+/// tracepoints this kernel lacks.
+pub fn check() -> Result<Vec<String>, Unavailable> {
+    let instance = Instance::create(Tracefs::open()?, None, 16)?;
+    Ok(instance.missing.clone())
+}
+
 impl Session {
     /// Mounts tracefs if needed, makes the instance, enables the events and starts
     /// the reader. Fails, saying what is missing, where the kernel cannot be traced.

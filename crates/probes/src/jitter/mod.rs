@@ -498,7 +498,9 @@ pub fn run(
     config.validate()?;
     let process = ProcessRt::setup(config.lock_memory, config.dma_latency.then_some(0));
     // The trace starts before the thread, so its first wake-ups are covered.
-    let session = config.why.map(|_| crate::why::start(config.cpus.as_deref()));
+    let session = config
+        .why
+        .map(|_| crate::why::start(config.cpus.as_deref()));
     let sender = match &session {
         Some(Ok(s)) => Some(s.sender()),
         _ => None,

@@ -373,7 +373,12 @@ impl JitterOutcome {
             ),
             series_blocks_dropped: Some(self.recorded.blocks_dropped),
             why: self.why.as_ref().map(|w| {
-                let above = self.config.fragments.is_none().then(|| self.config.why.map(|c| c.above_ns)).flatten();
+                let above = self
+                    .config
+                    .fragments
+                    .is_none()
+                    .then(|| self.config.why.map(|c| c.above_ns))
+                    .flatten();
                 w.record(above)
             }),
         }

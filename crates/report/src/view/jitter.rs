@@ -37,9 +37,9 @@ pub fn text(run: &RunView) -> String {
     largest_wakeups(&r, &mut out);
     if let Some(why) = &r.why {
         let what = if config.has_fragments() {
-            "under-runs"
+            ("under-run", "under-runs")
         } else {
-            "late wake-ups"
+            ("late wake-up", "late wake-ups")
         };
         super::why::text(why, what, r.start_ns, &mut out);
     }

@@ -22,6 +22,8 @@ pub struct SuiteRow<'a> {
     pub dropouts: results::Dropouts,
     /// Validity flags as stored.
     pub flags: &'a Value,
+    /// Why its misses were late, when causes were asked for.
+    pub why: Option<&'a results::records::WhyRecord>,
     /// What to know about it, in words (empty: nothing).
     pub note: &'a str,
 }
@@ -47,8 +49,9 @@ pub fn text(
         "under-runs",
         "rt",
         "steal",
+        "why (top culprit)",
     ])
-    .left_align(&[1, 2, 3, 8]);
+    .left_align(&[1, 2, 3, 8, 10]);
     for r in rows {
         let [metric, p50, p99, max] = headline_cells(r.headline);
         t.row(vec![
@@ -62,12 +65,22 @@ pub fn text(
             crate::units::fmt_dropouts(&r.dropouts).unwrap_or_else(|| "-".into()),
             super::realtime_cell(r.flags).into(),
             super::steal_cell(r.flags),
+            r.why
+                .map_or("-".into(), |w| w.cell(crate::terminal::fmt_ns)),
         ]);
     }
     let mut out = format!("\naudiolat suite, group {group}\n\n");
     out.push_str(&t.render());
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
         out.push_str(&format!("{}: {}\n", r.label, r.note));
+    }
+    if let Some(w) = rows.iter().find_map(|r| r.why) {
+        out.push_str(&match &w.unavailable {
+            Some(reason) => {
+                format!("why: not traced ({reason}); the runs were measured without causes\n")
+            }
+            None => "why: causes traced from the kernel (--why) for the jitter runs; `audiolat show <run>` breaks down each miss\n".into(),
+        });
     }
     if let Some(d) = data {
         out.push_str(&crate::summary::text(d));

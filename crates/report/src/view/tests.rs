@@ -408,6 +408,7 @@ fn the_run_table_and_the_study_table_count_missed_and_unknown_notes_alike() {
             headline: None,
             dropouts: d,
             flags: &json!({}),
+            why: None,
             note: "",
         }],
         None,

@@ -13,9 +13,11 @@ const WORST_SHOWN: usize = 3;
 /// Culprits printed.
 const CULPRITS_SHOWN: usize = 8;
 
-/// The section: `what` names the misses (`late wake-ups`), `start_ns` the run's start
-/// (misses are placed in seconds from it).
-pub fn text(why: &WhyRecord, what: &str, start_ns: Option<u64>, out: &mut String) {
+/// The section: `what` names one miss and many (`("late wake-up", "late wake-ups")`),
+/// `start_ns` the run's start (misses are placed in seconds from it).
+pub fn text(why: &WhyRecord, what: (&str, &str), start_ns: Option<u64>, out: &mut String) {
+    let (one, many) = what;
+    let named = |n: u64| if n == 1 { one } else { many };
     let _ = writeln!(out);
     if let Some(reason) = &why.unavailable {
         let _ = writeln!(
@@ -36,7 +38,7 @@ pub fn text(why: &WhyRecord, what: &str, start_ns: Option<u64>, out: &mut String
     if why.misses_explained == 0 && why.misses_dropped == 0 {
         let _ = writeln!(
             out,
-            "why: no {what}{above}, nothing to explain (kernel trace of {cpus}: {} events, {lost})",
+            "why: no {many}{above}, nothing to explain (kernel trace of {cpus}: {} events, {lost})",
             why.events_read
         );
         missing(why, out);
@@ -48,8 +50,9 @@ pub fn text(why: &WhyRecord, what: &str, start_ns: Option<u64>, out: &mut String
     };
     let _ = writeln!(
         out,
-        "why: {} {what}{above} explained from the kernel trace of {cpus} ({lost}){dropped}",
-        why.misses_explained
+        "why: {} {}{above} explained from the kernel trace of {cpus} ({lost}){dropped}",
+        why.misses_explained,
+        named(why.misses_explained)
     );
     let _ = writeln!(
         out,
@@ -70,8 +73,8 @@ pub fn text(why: &WhyRecord, what: &str, start_ns: Option<u64>, out: &mut String
         let _ = writeln!(out, "  ... {} more", why.culprits.len() - CULPRITS_SHOWN);
     }
     let mut worst: Vec<&MissRecord> = why.misses.iter().collect();
-    worst.sort_by(|a, b| b.late_ns.cmp(&a.late_ns));
-    let _ = writeln!(out, "worst {what}:");
+    worst.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
+    let _ = writeln!(out, "worst {many}:");
     for m in worst.into_iter().take(WORST_SHOWN) {
         let at = start_ns
             .map(|s| format!("at {:.3} s: ", m.t_ns.saturating_sub(s) as f64 / 1e9))
@@ -127,7 +130,9 @@ pub fn cause_words(c: &CauseRecord) -> String {
                 detail.push(format!("pid {p}"));
             }
             match (&c.policy, c.priority) {
-                (Some(policy), Some(prio)) if policy == "other" || policy == "batch" || policy == "idle" => {
+                (Some(policy), Some(prio))
+                    if policy == "other" || policy == "batch" || policy == "idle" =>
+                {
                     detail.push(format!("{policy} nice {prio}"))
                 }
                 (Some(policy), Some(prio)) => detail.push(format!("{policy} {prio}")),
@@ -165,7 +170,10 @@ fn cpu_list(cpus: &[u64]) -> String {
         [one] => format!("cpu{one}"),
         many => format!(
             "cpus {}",
-            many.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+            many.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
         ),
     }
 }

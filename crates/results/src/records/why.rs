@@ -150,7 +150,31 @@ pub struct CulpritRecord {
     pub misses: u64,
 }
 
+/// The `why` of any probe's result, read without knowing the probe.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct WhyPart {
+    /// The result's `why`, when causes were asked for.
+    #[serde(default)]
+    pub why: Option<WhyRecord>,
+}
+
+impl Record for WhyPart {}
+
 impl WhyRecord {
+    /// In one cell of a table: the largest culprit and its time, `none late`, or
+    /// `not traced`.
+    pub fn cell(&self, fmt_ns: impl Fn(f64) -> String) -> String {
+        if self.unavailable.is_some() {
+            return "not traced".into();
+        }
+        match self.named_culprits().next() {
+            _ if self.misses_explained == 0 => "none late".into(),
+            Some(c) if c.kind == "idle_exit" => format!("idle exit {}", fmt_ns(c.ns_total as f64)),
+            Some(c) => format!("{} {}", c.name, fmt_ns(c.ns_total as f64)),
+            None => "unaccounted".into(),
+        }
+    }
+
     /// The culprits that are something (not `unaccounted`), largest first.
     pub fn named_culprits(&self) -> impl Iterator<Item = &CulpritRecord> {
         self.culprits.iter().filter(|c| c.kind != "unaccounted")
