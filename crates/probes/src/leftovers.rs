@@ -147,13 +147,22 @@ fn find_on_machine() -> Leftovers {
 /// servers' files (see [`find`]); says what it removed in one line (`None`: nothing),
 /// and what it could not remove. It changes nothing on the machine but files.
 pub fn remove_temporary() -> (Option<String>, Vec<String>) {
+    // A killed `--why`'s tracefs instance: removing it frees its ring buffers.
+    let instances = trace::tracefs::remove_leftover_instances();
     let left = Leftovers {
         temporary: engine::temp::stale(),
         jack_files: engine::jack::server::stale_private_files(),
         ..Leftovers::default()
     };
     if left.is_empty() {
-        return (None, Vec::new());
+        let said = (!instances.is_empty()).then(|| {
+            format!(
+                "removed what was left: the trace instance{} {}",
+                if instances.len() == 1 { "" } else { "s" },
+                instances.join(", ")
+            )
+        });
+        return (said, Vec::new());
     }
     let mut problems = engine::temp::remove_stale(&left.temporary);
     for f in &left.jack_files {
