@@ -89,9 +89,9 @@ pub struct JitterArgs {
     /// says why).
     #[arg(long)]
     pub why: bool,
-    /// With --why: wake-ups later than this are explained (default 100us). With
-    /// --fragments, the under-runs are.
-    #[arg(long, value_name = "DURATION", requires = "why", value_parser = parse_micros)]
+    /// Explain wake-ups later than this (1us to 60s; implies --why; default 100us).
+    /// With --fragments, the under-runs are explained instead.
+    #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
     pub why_above: Option<Duration>,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
@@ -177,17 +177,32 @@ fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         hist_bound_ns: a.hist_bound.as_nanos().min(u64::MAX as u128) as u64,
         lock_memory: !a.no_mlock,
         dma_latency: !a.no_dma_latency,
-        why: a.why.then(|| probes::why::WhyConfig {
-            above_ns: a.why_above.map_or(probes::why::DEFAULT_ABOVE_NS, |d| {
-                d.as_nanos().min(u64::MAX as u128) as u64
-            }),
-        }),
+        why: why_config(a)?,
         ..JitterConfig::new(period_ns, length)
     };
     config
         .validate()
         .map_err(|e| UsageError(e.message(|s| jitter_flag(a, s))))?;
     Ok(config)
+}
+
+/// `--why` and `--why-above` (which implies it).
+fn why_config(a: &JitterArgs) -> Result<Option<probes::why::WhyConfig>, UsageError> {
+    if !a.why && a.why_above.is_none() {
+        return Ok(None);
+    }
+    let above_ns = match a.why_above {
+        None => probes::why::DEFAULT_ABOVE_NS,
+        Some(d) if (Duration::from_micros(1)..=Duration::from_secs(60)).contains(&d) => {
+            d.as_nanos() as u64
+        }
+        Some(d) => {
+            return Err(UsageError(format!(
+                "--why-above {d:?} is out of range: use 1us..60s"
+            )))
+        }
+    };
+    Ok(Some(probes::why::WhyConfig { above_ns }))
 }
 
 /// The flag that sets each setting the jitter probe refuses by name (the period: the
