@@ -79,7 +79,7 @@ pub fn text(
             Some(reason) => {
                 format!("why: not traced ({reason}); the runs were measured without causes\n")
             }
-            None => "why: causes traced from the kernel (--why) for the jitter runs; `audiolat show <run>` breaks down each miss\n".into(),
+            None => "why: causes traced from the kernel (`audiolat jitter --why`) for the jitter runs; `audiolat show <run>` breaks down each miss\n".into(),
         });
     }
     if let Some(d) = data {
