@@ -204,6 +204,7 @@ pub fn known(system: &str, name: &str) -> bool {
     which(system, name, &mut |_| 0).is_some()
 }
 
+/// What `system:name` is, with `intern` giving a vector's name its index.
 fn which(system: &str, name: &str, intern: &mut dyn FnMut(&str) -> u32) -> Option<Which> {
     Some(match (system, name) {
         ("sched", "sched_switch") => Which::Switch,
@@ -239,18 +240,7 @@ impl Decoder {
         else {
             return false;
         };
-        let names = &mut self.names;
-        let index = &mut self.name_index;
-        let mut intern = |n: &str| -> u32 {
-            if let Some(&i) = index.get(n) {
-                return i;
-            }
-            names.push(n.to_string());
-            let i = (names.len() - 1) as u32;
-            index.insert(n.to_string(), i);
-            i
-        };
-        let Some(w) = which(system, name, &mut intern) else {
+        let Some(w) = which(system, name, &mut |n| self.intern(n)) else {
             return false;
         };
         self.by_id.insert(parsed.id(), (w, parsed));

@@ -1,7 +1,7 @@
 //! What one CPU is doing at a moment, replayed from its events: the task current on
 //! it and the interrupts nested over that task.
 
-use crate::event::{Comm, Event, Kind, IDLE_EXIT};
+use crate::event::{Comm, Event, Kind};
 
 /// A task as the scheduler's events name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,8 +47,6 @@ pub struct CpuState {
     pub current: Option<Task>,
     nesting: [Option<Interrupt>; MAX_NESTING],
     depth: usize,
-    /// In an idle state (between `cpu_idle` with a state and its exit).
-    pub idle_state: bool,
 }
 
 impl CpuState {
@@ -96,7 +94,6 @@ impl CpuState {
         });
         self.nesting = [None; MAX_NESTING];
         self.depth = 0;
-        self.idle_state = false;
     }
 
     /// The state after `e`.
@@ -117,8 +114,7 @@ impl CpuState {
                 // A switch happens with no interrupt in progress on this CPU.
                 self.nesting = [None; MAX_NESTING];
                 self.depth = 0;
-                self.idle_state = false;
-            }
+                    }
             Kind::IrqEntry { irq, name } => self.push(Interrupt::Irq { irq, name }),
             Kind::IrqExit { irq } => {
                 self.pop(|i| matches!(i, Interrupt::Irq { irq: n, .. } if *n == irq))
@@ -131,7 +127,6 @@ impl CpuState {
             Kind::SoftirqExit { vec } => {
                 self.pop(|i| matches!(i, Interrupt::Softirq { vec: v } if *v == vec))
             }
-            Kind::Idle { state } => self.idle_state = state != IDLE_EXIT,
             _ => {}
         }
     }
