@@ -114,7 +114,7 @@ impl CpuState {
                 // A switch happens with no interrupt in progress on this CPU.
                 self.nesting = [None; MAX_NESTING];
                 self.depth = 0;
-                    }
+            }
             Kind::IrqEntry { irq, name } => self.push(Interrupt::Irq { irq, name }),
             Kind::IrqExit { irq } => {
                 self.pop(|i| matches!(i, Interrupt::Irq { irq: n, .. } if *n == irq))
