@@ -77,6 +77,8 @@ pub struct EventArgs {
     #[arg(long)]
     pub no_mlock: bool,
     #[command(flatten)]
+    pub why: super::values::WhyArgs,
+    #[command(flatten)]
     pub output: super::values::OutputArgs,
     #[command(flatten)]
     pub gates: super::values::GateArgs,
@@ -149,6 +151,7 @@ impl EventArgs {
         base.spacing_ms = self.spacing.as_secs_f64() * 1e3;
         base.gpio = self.gpio.clone();
         base.lock_memory = !self.no_mlock;
+        base.why = self.why.config()?;
         let (policies, workloads) = (&self.policy.0, &self.workload.0);
         runner::sweep::event_cells(&base, policies, workloads, &self.load.0, self.repeat)
             .map_err(|e| UsageError(event_message(&e)))

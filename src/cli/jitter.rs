@@ -84,15 +84,8 @@ pub struct JitterArgs {
     /// Do not hold /dev/cpu_dma_latency at 0.
     #[arg(long)]
     pub no_dma_latency: bool,
-    /// Explain every late wake-up from the kernel's own trace: which IRQ, softirq or
-    /// thread took the time (needs root and tracefs; without them the run measures and
-    /// says why).
-    #[arg(long)]
-    pub why: bool,
-    /// Explain wake-ups later than this (1us to 60s; implies --why; default 100us).
-    /// With --fragments, the under-runs are explained instead.
-    #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
-    pub why_above: Option<Duration>,
+    #[command(flatten)]
+    pub why: super::values::WhyArgs,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
     #[command(flatten)]
@@ -177,32 +170,13 @@ fn jitter_config(a: &JitterArgs) -> Result<JitterConfig, UsageError> {
         hist_bound_ns: a.hist_bound.as_nanos().min(u64::MAX as u128) as u64,
         lock_memory: !a.no_mlock,
         dma_latency: !a.no_dma_latency,
-        why: why_config(a)?,
+        why: a.why.config()?,
         ..JitterConfig::new(period_ns, length)
     };
     config
         .validate()
         .map_err(|e| UsageError(e.message(|s| jitter_flag(a, s))))?;
     Ok(config)
-}
-
-/// `--why` and `--why-above` (which implies it).
-fn why_config(a: &JitterArgs) -> Result<Option<probes::why::WhyConfig>, UsageError> {
-    if !a.why && a.why_above.is_none() {
-        return Ok(None);
-    }
-    let above_ns = match a.why_above {
-        None => probes::why::DEFAULT_ABOVE_NS,
-        Some(d) if (Duration::from_micros(1)..=Duration::from_secs(60)).contains(&d) => {
-            d.as_nanos() as u64
-        }
-        Some(d) => {
-            return Err(UsageError(format!(
-                "--why-above {d:?} is out of range: use 1us..60s"
-            )))
-        }
-    };
-    Ok(Some(probes::why::WhyConfig { above_ns }))
 }
 
 /// The flag that sets each setting the jitter probe refuses by name (the period: the

@@ -77,6 +77,8 @@ pub struct RoundtripArgs {
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
     #[command(flatten)]
+    pub why: super::values::WhyArgs,
+    #[command(flatten)]
     pub output: super::values::OutputArgs,
     #[command(flatten)]
     pub gates: super::values::GateArgs,
@@ -106,6 +108,7 @@ impl RoundtripArgs {
             peak: self.level,
             max_delay_frames: self.max_delay,
             loop_hint_frames: spec.loop_hint_frames(),
+            why: self.why.config()?,
             ..Default::default()
         };
         base.validate()

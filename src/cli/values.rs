@@ -200,6 +200,41 @@ impl OutputArgs {
     }
 }
 
+/// `--why` and `--why-above`, the same on every probe that explains its misses.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WhyArgs {
+    /// Explain every late wake-up, callback or block from the kernel's own trace: which
+    /// IRQ, softirq or thread took the time (needs root and tracefs; without them the
+    /// run measures and says why).
+    #[arg(long)]
+    pub why: bool,
+    /// Explain those later than this (1us to 60s; implies --why; default 100us); cycles
+    /// that overran, under-runs and missed deadlines are explained whatever their size.
+    #[arg(long, value_name = "DURATION", value_parser = parse_micros)]
+    pub why_above: Option<Duration>,
+}
+
+impl WhyArgs {
+    /// What `--why` asks for, `None` without it.
+    pub fn config(&self) -> Result<Option<probes::why::WhyConfig>, super::UsageError> {
+        if !self.why && self.why_above.is_none() {
+            return Ok(None);
+        }
+        let above_ns = match self.why_above {
+            None => probes::why::DEFAULT_ABOVE_NS,
+            Some(d) if (Duration::from_micros(1)..=Duration::from_secs(60)).contains(&d) => {
+                d.as_nanos() as u64
+            }
+            Some(d) => {
+                return Err(super::UsageError(format!(
+                    "--why-above {d:?} is out of range: use 1us..60s"
+                )))
+            }
+        };
+        Ok(Some(probes::why::WhyConfig { above_ns }))
+    }
+}
+
 /// What a test farm reads of a measuring command: its gates (`--fail-if`) and the
 /// format its runs print in (`--output-format`), the same on every measuring command.
 #[derive(Debug, Clone, Default, Args)]

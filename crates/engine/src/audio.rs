@@ -377,6 +377,9 @@ pub struct StreamStatus {
     /// The audio thread's scheduling policy, as the thread read it from the kernel in its
     /// first cycle (`None` before the first cycle).
     pub audio_thread: Option<crate::rt::Policy>,
+    /// The audio thread's id (TID), as the thread read it in its first cycle (`None`
+    /// before): the thread `--why` explains.
+    pub audio_tid: Option<i32>,
     /// Debug builds: allocations made on the audio thread inside the callback, as counted
     /// by `assert_no_alloc` when the program installs its `AllocDisabler` (always 0 in
     /// release builds and without that allocator).

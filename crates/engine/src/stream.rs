@@ -30,6 +30,8 @@ pub(crate) struct StreamShared {
     pub(crate) last_callback_ns: AtomicU64,
     /// The audio thread's scheduling, read by that thread in its first cycle.
     pub(crate) audio_thread: std::sync::OnceLock<crate::rt::Policy>,
+    /// The audio thread's id (its TID), read by that thread in its first cycle; 0 before.
+    pub(crate) audio_tid: std::sync::atomic::AtomicI32,
     pub(crate) xruns: AtomicU64,
     pub(crate) gaps: AtomicU64,
     pub(crate) dropped: AtomicU64,
@@ -158,6 +160,7 @@ impl StreamShared {
             shutdown,
             panic,
             audio_thread: self.audio_thread.get().copied(),
+            audio_tid: Some(self.audio_tid.load(Ordering::Relaxed)).filter(|&t| t > 0),
             alloc_violations: self.alloc_violations.load(Ordering::Relaxed),
             duplex_start: self.duplex_start.load(),
             unmatched_captures: None,
@@ -314,6 +317,10 @@ impl CycleRunner {
         if self.index == 0 {
             // Two system calls, once: what the audio thread really runs at.
             let _ = shared.audio_thread.set(crate::rt::current_thread_policy());
+            // SAFETY: gettid has no preconditions.
+            shared
+                .audio_tid
+                .store(unsafe { libc::gettid() }, Ordering::Relaxed);
         }
         if shared.panicked.load(Ordering::Relaxed) {
             io.output.fill(0.0);

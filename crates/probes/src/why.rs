@@ -121,3 +121,119 @@ pub fn gettid() -> i32 {
     // SAFETY: no preconditions.
     unsafe { libc::gettid() }
 }
+
+/// An audio stream's misses, read from its cycle records off the audio thread (the
+/// thread that drains the records calls [`CycleTap::see`]): a callback that started more
+/// than `above_ns` after its cycle's checked start is a late wake-up; one that finished
+/// after the cycle's period ended is an overrun (its own running time is part of it).
+/// Cycles whose start is not known, or is the callback's own, are not judged.
+pub struct CycleTap {
+    sender: MissSender,
+    above_ns: u64,
+    /// Misses the ring to the session had no room for.
+    pub dropped: u64,
+}
+
+impl CycleTap {
+    /// A tap sending to `session`, with the threshold of `config`.
+    pub fn new(session: &Session, config: WhyConfig) -> CycleTap {
+        CycleTap {
+            sender: session.sender(),
+            above_ns: config.above_ns,
+            dropped: 0,
+        }
+    }
+
+    /// Judges one cycle of the audio thread `tid` (`None`: not known yet, nothing sent).
+    pub fn see(&mut self, record: &engine::audio::CycleRecord, tid: Option<i32>) {
+        let Some(tid) = tid else { return };
+        if let Some(miss) = cycle_miss(record, tid, self.above_ns) {
+            if !self.sender.send(miss) {
+                self.dropped += 1;
+            }
+        }
+    }
+}
+
+/// The miss one cycle of thread `tid` makes, if any (see [`CycleTap`]).
+pub fn cycle_miss(record: &engine::audio::CycleRecord, tid: i32, above_ns: u64) -> Option<Miss> {
+    let c = &record.cycle;
+    let start = c
+        .checked
+        .filter(|s| s.source != engine::audio::TimingSource::OwnCallback)?;
+    let finished = c.callback_ns + record.dsp_ns;
+    if finished as f64 > start.ns as f64 + start.period_ns {
+        return Some(Miss {
+            t_ns: start.ns,
+            end_ns: finished,
+            tid,
+            kind: MissKind::Overrun,
+        });
+    }
+    (c.callback_ns.saturating_sub(start.ns) > above_ns).then_some(Miss {
+        t_ns: start.ns,
+        end_ns: c.callback_ns,
+        tid,
+        kind: MissKind::Wakeup,
+    })
+}
+
+/// An audio server's driver thread on this machine, found in `/proc`: the running
+/// `jackd`'s (or `jackdbus`'s) or PipeWire's thread with the highest real-time priority
+/// (JACK's driver thread, PipeWire's `data-loop.0`), or, none being real-time, the one
+/// that switched most often (it wakes every period). `(role, tid)`.
+pub fn server_threads() -> Vec<(String, i32)> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let role = match comm.trim() {
+            "jackd" | "jackdbus" => "jackd driver",
+            "pipewire" => "pipewire data loop",
+            _ => continue,
+        };
+        if let Some(tid) = driver_thread(pid) {
+            found.push((format!("{role} (pid {pid})"), tid));
+        }
+    }
+    found
+}
+
+/// The thread of process `pid` most likely to drive its audio: see [`server_threads`].
+fn driver_thread(pid: i32) -> Option<i32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut best: Option<((i64, u64), i32)> = None;
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let stat =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap_or_default();
+        // Fields after the `(comm)`: rt_priority is field 40, the 38th after it.
+        let rt_priority = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(37))
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0);
+        let switches = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let key = (rt_priority, switches);
+        if best.is_none_or(|(k, _)| key > k) {
+            best = Some((key, tid));
+        }
+    }
+    best.map(|(_, tid)| tid)
+}

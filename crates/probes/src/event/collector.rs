@@ -30,6 +30,10 @@ pub(super) struct Collector {
     pub(super) first_trigger_ns: Option<u64>,
     /// Fixed policy: each note placed by its time, its re-placement shift in frames.
     pub(super) fixed_shifts: Vec<f64>,
+    /// `--why`: the cycles' misses handed to the trace session.
+    pub(super) why: Option<crate::why::CycleTap>,
+    /// The audio thread's id, once the stream has said it.
+    pub(super) audio_tid: Option<i32>,
 }
 
 impl Collector {
@@ -48,7 +52,13 @@ impl Collector {
         onsets: &mut rtrb::Consumer<Onset>,
     ) -> Vec<Event> {
         let mut new_events = Vec::new();
+        if self.why.is_some() && self.audio_tid.is_none() {
+            self.audio_tid = backend.status().audio_tid;
+        }
         while let Ok(r) = backend.cycles().pop() {
+            if let Some(tap) = &mut self.why {
+                tap.see(&r, self.audio_tid);
+            }
             self.cycles += 1;
             // Lateness on the checked start only: just after a discontinuity nobody
             // knows when the cycle started.

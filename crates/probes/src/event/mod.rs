@@ -186,6 +186,9 @@ pub struct EventConfig {
     pub loopback_timeout_ms: f64,
     /// Lock memory and hold /dev/cpu_dma_latency at 0 while running.
     pub lock_memory: bool,
+    /// Causes asked for (`--why`): the kernel traced and each late callback (and each
+    /// overrun) of the audio thread explained.
+    pub why: Option<crate::why::WhyConfig>,
 }
 
 impl EventConfig {
@@ -207,6 +210,7 @@ impl EventConfig {
             loopback_threshold: 0.5,
             loopback_timeout_ms: 1000.0,
             lock_memory: true,
+            why: None,
         }
     }
 
@@ -281,6 +285,7 @@ impl EventConfig {
             gpio: self.gpio.as_ref().map(|g| g.to_string()),
             loopback_threshold: Some(f64::from(self.loopback_threshold)),
             lock_memory: Some(self.lock_memory),
+            why_above_ns: self.why.map(|w| w.above_ns),
         }
     }
 }
@@ -537,6 +542,8 @@ fn new_collector(config: &EventConfig, info: &StreamInfo, start_ns: u64) -> Coll
         gaps: (0, 0),
         first_trigger_ns: None,
         fixed_shifts: Vec::new(),
+        why: None,
+        audio_tid: None,
     }
 }
 
@@ -629,9 +636,17 @@ pub fn run(
     let counters = Arc::new(Counters::default());
     let processor = new_processor(config, trigger_rx, note_tx, onset_tx, counters.clone());
     let steal = StealSampler::start(Duration::from_millis(50), None);
+    // The trace starts before the stream, so its first callbacks are covered.
+    let session = config.why.map(|_| crate::why::start(None));
     let start_ns = monotonic_ns();
     backend.start(Box::new(processor))?;
     let mut c = new_collector(config, &info, start_ns);
+    if let (Some(w), Some(Ok(s))) = (config.why, &session) {
+        c.why = Some(crate::why::CycleTap::new(s, w));
+        for (role, tid) in crate::why::server_threads() {
+            s.name_thread(&role, tid);
+        }
+    }
 
     let done = AtomicBool::new(false);
     let input_ended = AtomicBool::new(false);
@@ -684,6 +699,12 @@ pub fn run(
     c.rows.sort_by_key(|r| r.seq);
     let status = backend.status();
     drop(process_rt);
+    let why = session.map(|s| {
+        if let (Ok(s), Some(tid)) = (&s, status.audio_tid) {
+            s.name_thread("audio thread", tid);
+        }
+        crate::why::WhyOutcome::of(s)
+    });
     Ok(EventOutcome {
         config: config.clone(),
         info,
@@ -717,6 +738,7 @@ pub fn run(
         end_ns,
         first_trigger_ns: c.first_trigger_ns,
         fixed_shifts_frames: c.fixed_shifts,
+        why,
     })
 }
 

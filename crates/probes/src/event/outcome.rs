@@ -114,6 +114,8 @@ pub struct EventOutcome {
     /// placement on the rendering cycle's time line moved from its first placement (on
     /// the time line of the cycle that first saw the trigger). Empty for other notes.
     pub fixed_shifts_frames: Vec<f64>,
+    /// What the kernel's trace said of the late callbacks (`--why`), or why it could not.
+    pub why: Option<crate::why::WhyOutcome>,
 }
 
 /// The model's mean latency of `config`'s policy on a stream (see
@@ -461,6 +463,10 @@ impl EventOutcome {
             dsp_load_percent_mean: crate::stats::dsp_load_percent(&self.dsp, self.info.period_ns()),
             dsp_overload_cycles: Some(self.dsp_misses),
             run_ns: Some(self.end_ns.saturating_sub(self.start_ns)),
+            why: self
+                .why
+                .as_ref()
+                .map(|w| w.record(self.config.why.map(|c| c.above_ns))),
         }
     }
 }

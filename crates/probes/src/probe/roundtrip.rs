@@ -70,6 +70,7 @@ impl Probe for RoundtripProbe<'_> {
                 max_delay_frames: c.max_delay_frames,
                 lock_memory: Some(c.lock_memory),
                 tone_period_frames: Some(c.tone_period(sinfo) as u64),
+                why_above_ns: c.why.map(|w| w.above_ns),
             }
             .to_json(),
             qos_requested: QosRequested {

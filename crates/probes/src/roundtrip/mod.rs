@@ -81,6 +81,9 @@ pub struct RoundtripConfig {
     /// Time between two checkpoints handed to the caller (see
     /// [`RoundtripProgress::checkpoint`]), in ms.
     pub checkpoint_ms: f64,
+    /// Causes asked for (`--why`): the kernel traced and each late callback (and each
+    /// overrun) of the audio thread explained.
+    pub why: Option<crate::why::WhyConfig>,
 }
 
 impl Default for RoundtripConfig {
@@ -99,6 +102,7 @@ impl Default for RoundtripConfig {
             give_up_without_signal: true,
             lock_memory: true,
             checkpoint_ms: 5_000.0,
+            why: None,
         }
     }
 }
@@ -460,6 +464,7 @@ fn empty_outcome(
         steal: StealTimeline::default(),
         start_ns,
         end_ns: start_ns,
+        why: None,
     }
 }
 
@@ -469,8 +474,15 @@ fn drain_cycles(
     backend: &mut dyn Backend,
     outcome: &mut RoundtripOutcome,
     analyser: &mut Analyser,
+    why: &mut Option<(crate::why::CycleTap, Option<i32>)>,
 ) {
+    if let Some((_, tid @ None)) = why {
+        *tid = backend.status().audio_tid;
+    }
     while let Ok(r) = backend.cycles().pop() {
+        if let Some((tap, tid)) = why {
+            tap.see(&r, *tid);
+        }
         outcome.cycles += 1;
         outcome.dsp.record(r.dsp_ns);
         if r.dsp_ns as f64 > r.cycle.period_ns {
@@ -583,9 +595,20 @@ pub fn run(
         .then(|| engine::rt::ProcessRt::setup(true, Some(0)));
     let memory_locked = process_rt.as_ref().is_some_and(|p| p.memory.current);
     let steal = StealSampler::start(Duration::from_millis(50), None);
+    // The trace starts before the stream, so its first callbacks are covered.
+    let session = config.why.map(|_| crate::why::start(None));
     let start_ns = monotonic_ns();
     backend.start(Box::new(processor))?;
     let mut outcome = empty_outcome(config, &info, n, memory_locked, start_ns);
+    let mut why = match (config.why, &session) {
+        (Some(w), Some(Ok(s))) => {
+            for (role, tid) in crate::why::server_threads() {
+                s.name_thread(&role, tid);
+            }
+            Some((crate::why::CycleTap::new(s, w), None))
+        }
+        _ => None,
+    };
     let measure_frames = (config.duration_ms * 1e-3 * f64::from(info.sample_rate_hz)) as u64;
     let checkpoint_every = Duration::from_secs_f64((config.checkpoint_ms * 1e-3).max(0.0));
     let mut last_checkpoint = std::time::Instant::now();
@@ -593,7 +616,7 @@ pub fn run(
     let mut reported = (0usize, 0usize);
     let end = loop {
         std::thread::sleep(Duration::from_millis(20));
-        drain_cycles(backend, &mut outcome, &mut capture.analyser);
+        drain_cycles(backend, &mut outcome, &mut capture.analyser, &mut why);
         analyse_capture(&mut capture, &mut block, &mut outcome, stop);
         let status = backend.status();
         outcome.take_status(&status, &capture.shared);
@@ -628,7 +651,18 @@ pub fn run(
     };
     backend.stop();
     outcome.end_ns = monotonic_ns();
-    outcome.take_status(&backend.status(), &capture.shared);
+    if why.is_some() {
+        // The last cycles' misses (the counts are the stream's, read below).
+        drain_cycles(backend, &mut outcome, &mut capture.analyser, &mut why);
+    }
+    let status = backend.status();
+    outcome.why = session.map(|s| {
+        if let (Ok(s), Some(tid)) = (&s, status.audio_tid) {
+            s.name_thread("audio thread", tid);
+        }
+        crate::why::WhyOutcome::of(s)
+    });
+    outcome.take_status(&status, &capture.shared);
     outcome.end = end;
     outcome.steal = steal.finish();
     for c in outcome.delay_changes() {

@@ -139,6 +139,8 @@ pub struct RoundtripOutcome {
     pub start_ns: u64,
     /// When the run ended.
     pub end_ns: u64,
+    /// What the kernel's trace said of the late callbacks (`--why`), or why it could not.
+    pub why: Option<crate::why::WhyOutcome>,
 }
 
 impl RoundtripOutcome {
@@ -694,6 +696,10 @@ impl RoundtripOutcome {
             skipped_cycles: Some(self.gaps),
             dsp_load_percent_mean: dsp_load_percent(&self.dsp, self.info.period_ns()),
             run_ns: Some(self.end_ns.saturating_sub(self.start_ns)),
+            why: self
+                .why
+                .as_ref()
+                .map(|w| w.record(self.config.why.map(|c| c.above_ns))),
         }
     }
 }

@@ -64,6 +64,14 @@ pub fn text(runs: &[RunView]) -> String {
     for r in &runs {
         run_notes(r, &mut out);
     }
+    for r in &runs {
+        if let Some(why) = &r.result.why {
+            if runs.len() > 1 {
+                let _ = write!(out, "\nrun {}:", r.view.id);
+            }
+            super::why::text(why, ("late callback", "late callbacks"), None, &mut out);
+        }
+    }
     out
 }
 

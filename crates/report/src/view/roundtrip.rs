@@ -61,6 +61,14 @@ pub fn text(runs: &[RunView]) -> String {
     for r in runs {
         run_lines(r, &mut out);
     }
+    for r in runs {
+        if let Some(why) = r.why() {
+            if runs.len() > 1 {
+                let _ = write!(out, "\nrun {}:", r.id);
+            }
+            super::why::text(&why, ("late callback", "late callbacks"), None, &mut out);
+        }
+    }
     out
 }
 

@@ -58,6 +58,10 @@ pub struct EventConfigRecord {
     /// Memory locking was asked for.
     #[serde(default)]
     pub lock_memory: Option<bool>,
+    /// Causes were asked for (`--why`): callbacks later than this after their cycle's
+    /// start were explained (and every overrun), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_above_ns: Option<u64>,
 }
 
 impl Record for EventConfigRecord {}
@@ -146,6 +150,9 @@ pub struct EventResultRecord {
     /// The run's length, ns.
     #[serde(default)]
     pub run_ns: Option<u64>,
+    /// Why the late callbacks were late, from the kernel's trace (`--why`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<super::why::WhyRecord>,
 }
 
 impl Record for EventResultRecord {}

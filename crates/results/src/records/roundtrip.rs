@@ -50,6 +50,10 @@ pub struct RoundtripConfigRecord {
     /// The tone's period, frames.
     #[serde(default)]
     pub tone_period_frames: Option<u64>,
+    /// Causes were asked for (`--why`): callbacks later than this after their cycle's
+    /// start were explained (and every overrun), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_above_ns: Option<u64>,
 }
 
 impl Record for RoundtripConfigRecord {}
@@ -117,6 +121,9 @@ pub struct RoundtripResultRecord {
     /// The run's length, ns.
     #[serde(default)]
     pub run_ns: Option<u64>,
+    /// Why the late callbacks were late, from the kernel's trace (`--why`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<super::why::WhyRecord>,
 }
 
 impl Record for RoundtripResultRecord {}
