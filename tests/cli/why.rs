@@ -213,3 +213,119 @@ fn without_root_or_with_tracefs_read_only_why_says_so_in_one_line_and_the_run_me
     assert_eq!(lines.len(), 1, "{stdout}");
     assert!(lines[0].contains("read-only"), "{stdout}");
 }
+
+/// audiolat pinned (with every thread and process it starts) to CPU 1, printing JSON.
+fn run_on_cpu1(db: &std::path::Path, args: &[&str]) -> Value {
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(crate::util::bin())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("taskset (util-linux)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "audiolat {args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    crate::util::parse_json(stdout.as_bytes())
+}
+
+/// A probe whose audio thread a FIFO culprit on its CPU holds off: the culprit is named
+/// with its time in every late callback it overlapped, and is the run's first culprit.
+fn assert_audio_culprit(why: &Value, name: &str, spins: &[(u64, u64)]) {
+    assert!(why["unavailable"].is_null(), "{why}");
+    let caused = assert_named(why, name, spins);
+    assert!(caused > 0, "no late callback overlapped a spin: {why}");
+    assert_eq!(why["culprits"][0]["name"], name, "{why}");
+    assert_eq!(why["culprits"][0]["kind"], "thread", "{why}");
+    let roles: Vec<&str> = why["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["role"].as_str())
+        .collect();
+    assert!(roles.contains(&"audio thread"), "{roles:?}");
+}
+
+#[test]
+fn event_why_names_a_fifo_culprit_holding_off_the_jack_client() {
+    if not_root("event --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    crate::util::require_tool("jackd", "jackd2");
+    let (_d, db) = temp_db("why-event.db");
+    let name = crate::util::unique_server("why");
+    let culprit = Culprit::start("why-evhog", 1, 90, 2_000_000, 97_300_000);
+    let out = run_on_cpu1(
+        &db,
+        &[
+            "event",
+            "--server",
+            "dummy",
+            "--server-name",
+            &name,
+            "--period",
+            "256",
+            "--triggers",
+            "60",
+            "--spacing",
+            "30ms",
+            "--note",
+            "15ms",
+            "--why",
+            "--json",
+        ],
+    );
+    let spins = culprit.stop();
+    let run = &out["runs"][0];
+    let why = &run["result"]["why"];
+    assert_audio_culprit(why, "why-evhog", &spins);
+    // The private server's driver thread is known by its role.
+    assert!(
+        why["threads"].as_array().unwrap().iter().any(|t| t["role"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("jackd driver"))),
+        "{why}"
+    );
+    let id = run["run_id"].as_i64().expect("run_id").to_string();
+    let shown = run_cmd(&db, &["show", &id]);
+    assert!(shown.contains("why-evhog"), "{shown}");
+}
+
+#[test]
+fn roundtrip_why_names_a_fifo_culprit_holding_off_the_audio_thread() {
+    if not_root("roundtrip --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (_d, db) = temp_db("why-roundtrip.db");
+    let culprit = Culprit::start("why-rthog", 1, 90, 2_000_000, 97_300_000);
+    let out = run_on_cpu1(
+        &db,
+        &[
+            "roundtrip",
+            "--backend",
+            "virtual",
+            "--period",
+            "256",
+            "--duration",
+            "4s",
+            "--why",
+            "--json",
+        ],
+    );
+    let spins = culprit.stop();
+    let run = &out["runs"][0];
+    assert_audio_culprit(&run["result"]["why"], "why-rthog", &spins);
+}
+
+fn run_cmd(db: &std::path::Path, args: &[&str]) -> String {
+    let out = run(db, args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+}
