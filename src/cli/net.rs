@@ -87,6 +87,8 @@ pub struct NetArgs {
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
     #[command(flatten)]
+    pub why: super::values::WhyArgs,
+    #[command(flatten)]
     pub output: super::values::OutputArgs,
     #[command(flatten)]
     pub gates: super::values::GateArgs,
@@ -162,7 +164,13 @@ impl NetArgs {
             load: &self.load,
         };
         let config = setup.config().map_err(net_usage)?;
+        if self.why.why_above.is_some() {
+            return Err(UsageError(
+                "--why-above: `audiolat net` explains every block that missed its deadline; use --why".into(),
+            ));
+        }
         Ok(NetConfig {
+            why: self.why.config()?,
             policy: thread_policy(self.policy, self.priority)?,
             host_cpus: cpu_list("--host-cpus", &self.host_cpus)?,
             controller_cpus: cpu_list("--controller-cpus", &self.controller_cpus)?,

@@ -98,6 +98,10 @@ pub fn assert_named(why: &Value, name: &str, spins: &[(u64, u64)]) -> usize {
         let causes = m["causes"].as_array().unwrap();
         let total: u64 = causes.iter().map(|c| c["ns"].as_u64().unwrap()).sum();
         assert_eq!(total, late, "the parts add up to the lateness: {m}");
+        if m["events_lost"] == true {
+            // The kernel's buffer overflowed in its window, and the miss says so.
+            continue;
+        }
         let Some(expected) = spins
             .iter()
             .map(|&(s, e)| e.min(t + late).saturating_sub(s.max(t)))
@@ -111,9 +115,24 @@ pub fn assert_named(why: &Value, name: &str, spins: &[(u64, u64)]) -> usize {
             .filter(|c| c["kind"] == "thread" && c["name"] == name)
             .map(|c| c["ns"].as_u64().unwrap())
             .sum();
+        // The spin's wall time includes the interrupts and the host's steal on its CPU,
+        // which the trace tells apart: they are not the culprit's.
+        let culprit_cpu = causes
+            .iter()
+            .find(|c| c["kind"] == "thread" && c["name"] == name)
+            .map(|c| c["cpu"].clone());
+        let taken: u64 = causes
+            .iter()
+            .filter(|c| {
+                matches!(c["kind"].as_str(), Some("irq" | "softirq" | "steal"))
+                    && Some(&c["cpu"]) == culprit_cpu.as_ref()
+            })
+            .map(|c| c["ns"].as_u64().unwrap())
+            .sum();
+        let tolerance = (expected / 10).max(50_000);
         assert!(
-            named.abs_diff(expected) <= (expected / 10).max(50_000),
-            "{name} spun {expected} ns of a {late} ns miss; the trace says {named}: {m}"
+            named <= expected + tolerance && named + taken + tolerance >= expected,
+            "{name} spun {expected} ns of a {late} ns miss; the trace says {named} (and {taken} of interrupts and steal on its CPU): {m}"
         );
     }
     caused
@@ -328,4 +347,48 @@ fn run_cmd(db: &std::path::Path, args: &[&str]) -> String {
     let out = run(db, args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     out.stdout
+}
+
+#[test]
+fn net_why_names_a_fifo_culprit_holding_off_the_host() {
+    if not_root("net --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (_d, db) = temp_db("why-net.db");
+    let culprit = Culprit::start("why-nethog", 1, 90, 2_000_000, 97_300_000);
+    let out = run_json(
+        &db,
+        &[
+            "net",
+            "-D",
+            "4",
+            "--no-reference",
+            "--host-cpus",
+            "1",
+            "--controller-cpus",
+            "0",
+            "--why",
+            "--json",
+        ],
+    );
+    let spins = culprit.stop();
+    let why = &out["result"]["why"];
+    assert!(why["unavailable"].is_null(), "{why}");
+    let caused = assert_named(why, "why-nethog", &spins);
+    assert!(
+        caused * 10 >= spins.len() * 5 && caused > 0,
+        "{caused} late blocks of {} spins: {why}",
+        spins.len()
+    );
+    assert_eq!(why["culprits"][0]["name"], "why-nethog", "{why}");
+    let roles: Vec<&str> = why["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["host network thread (synth phase)"], "{why}");
+    let id = out["run_id"].as_i64().expect("run_id").to_string();
+    assert!(run_cmd(&db, &["show", &id]).contains("why-nethog"));
 }

@@ -171,7 +171,7 @@ pub fn run<H: Histogram>(
     start_ns: u64,
     stop: &AtomicBool,
 ) -> ControllerOutcome<H> {
-    run_via(config, socket, start_ns, stop, None, None)
+    run_via(config, socket, start_ns, stop, None, None, None)
 }
 
 /// What the receiver thread measured.
@@ -294,6 +294,7 @@ fn receive_answers<H: Histogram>(
     mut sent_rx: rtrb::Consumer<(u32, u64)>,
     schedule: Schedule,
     shares: Option<&HostShares>,
+    mut why: Option<trace::MissSender>,
     sender: &SenderEnd,
     stop: &AtomicBool,
 ) -> Received<H> {
@@ -379,7 +380,18 @@ fn receive_answers<H: Histogram>(
                     if let (Some(causes), Some(shares)) = (out.miss_causes.as_mut(), shares) {
                         let (tf, t2) = (d.arrival_ns, packet.header.sender_time_ns);
                         let t0 = tf.saturating_sub(end_to_end_ns);
-                        causes.count(shares.get(block).map(|h| BlockParts::of(t0, t2, tf, h)));
+                        let host = shares.get(block);
+                        causes.count(host.map(|h| BlockParts::of(t0, t2, tf, h)));
+                        if let (Some(why), Some((_, host_ns)), Some(tid)) =
+                            (why.as_mut(), host, shares.host_thread())
+                        {
+                            why.send(trace::Miss {
+                                t_ns: t2.saturating_sub(host_ns),
+                                end_ns: t2,
+                                tid,
+                                kind: trace::MissKind::Overrun,
+                            });
+                        }
                     }
                 }
                 Answer::Duplicate { .. } => out.duplicates += 1,
@@ -488,7 +500,9 @@ fn send_blocks<H: Histogram>(
 /// service (its flow's ring) instead of straight to the kernel; answers still arrive on
 /// `socket`, which the service sends from. With `host_shares`, published by a host in
 /// this process, every block answered late is counted by cause
-/// ([`ControllerOutcome::miss_causes`]).
+/// ([`ControllerOutcome::miss_causes`]); with `why` as well, each is handed to a kernel
+/// trace session as a miss of the host's thread, from the block's last packet's arrival
+/// to the answer's send (`--why`).
 pub fn run_via<H: Histogram>(
     config: &ControllerConfig,
     socket: UdpSocket,
@@ -496,6 +510,7 @@ pub fn run_via<H: Histogram>(
     stop: &AtomicBool,
     mut via: Option<crate::service::FlowTx>,
     host_shares: Option<&HostShares>,
+    why: Option<trace::MissSender>,
 ) -> ControllerOutcome<H> {
     // The receive side is set up before any thread starts: answers that arrive before
     // the receiver first runs (a busy machine) wait in a queue of full size, and one it
@@ -534,6 +549,7 @@ pub fn run_via<H: Histogram>(
                     sent_rx,
                     schedule,
                     host_shares,
+                    why,
                     sender_end,
                     stop,
                 )

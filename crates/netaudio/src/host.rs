@@ -525,6 +525,10 @@ pub fn serve_signalling<H: Histogram>(
     let kernel_timestamps = prepare_socket(&socket, config.poll);
     let group_refusals = qos::join_groups(&config.groups);
     let rt = ThreadRt::apply(&config.policy, cpu_for(0).as_deref(), 256 * 1024);
+    if let Some(shares) = shares {
+        // SAFETY: gettid has no preconditions.
+        shares.name_thread(crate::misses::HOST_THREAD, unsafe { libc::gettid() });
+    }
     let sched_before = engine::rt::SchedStat::current_thread();
     if let Some(ready) = ready {
         ready.store(true, Ordering::Release);
@@ -604,6 +608,11 @@ pub fn serve_signalling<H: Histogram>(
     let net_thread_sched = engine::rt::SchedStat::current_thread()
         .zip(sched_before)
         .map(|(after, before)| after.since(before));
+    if let Some(shares) = shares {
+        for tid in pool.tids() {
+            shares.name_thread("synth worker", tid);
+        }
+    }
     let worker_threads = pool.finish().into_iter().map(|rt| rt.sched).collect();
     rx.assembler.finish();
     // Datagrams dropped after the last one read are in the socket's count alone.

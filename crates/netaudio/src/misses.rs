@@ -20,13 +20,16 @@
 //! Real-time contract: [`HostShares::publish`], [`HostShares::get`] and
 //! [`MissCauses::count`] allocate, lock and block on nothing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use crate::wire::{self, ANSWER_RING_BLOCKS, PACKETS_PER_BLOCK};
 
 /// The time between a block's first and last packet at the controller's rate: 15
 /// packet intervals, 680.3 µs.
 pub const NOMINAL_SPREAD_NS: u64 = wire::packet_due_ns(PACKETS_PER_BLOCK as u64 - 1);
+
+/// The role of the host's thread that receives the blocks and answers them.
+pub const HOST_THREAD: &str = "host network thread";
 
 /// The host's two shares of each of the last [`ANSWER_RING_BLOCKS`] blocks it answered,
 /// for a controller in the same process: written by the host's network thread before it
@@ -38,6 +41,11 @@ pub const NOMINAL_SPREAD_NS: u64 = wire::packet_due_ns(PACKETS_PER_BLOCK as u64 
 pub struct HostShares {
     to_host: Box<[AtomicU64]>,
     host: Box<[AtomicU64]>,
+    /// The host's network thread's id (0: not yet known).
+    host_tid: AtomicI32,
+    /// The host's threads by role (its network thread, its synth workers), written
+    /// while they start and end, never while blocks are answered.
+    threads: std::sync::Mutex<Vec<(String, i32)>>,
 }
 
 impl Default for HostShares {
@@ -59,7 +67,30 @@ impl HostShares {
         HostShares {
             to_host: (0..ANSWER_RING_BLOCKS).map(empty).collect(),
             host: (0..ANSWER_RING_BLOCKS).map(empty).collect(),
+            host_tid: AtomicI32::new(0),
+            threads: std::sync::Mutex::default(),
         }
+    }
+
+    /// The host's thread `tid` in `role` (`network thread` is the one whose blocks are
+    /// timed). Not real-time safe: call as the thread starts or ends.
+    pub fn name_thread(&self, role: &str, tid: i32) {
+        if role == HOST_THREAD {
+            self.host_tid.store(tid, Ordering::Release);
+        }
+        if let Ok(mut t) = self.threads.lock() {
+            t.push((role.to_string(), tid));
+        }
+    }
+
+    /// The host's network thread, once it said so. Real-time safe.
+    pub fn host_thread(&self) -> Option<i32> {
+        Some(self.host_tid.load(Ordering::Acquire)).filter(|&t| t > 0)
+    }
+
+    /// The host's threads by role, as they were named.
+    pub fn threads(&self) -> Vec<(String, i32)> {
+        self.threads.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// The host's thread, before it answers `block`: its last packet took `to_host_ns`

@@ -45,6 +45,8 @@ const WORKER_STACK_PREFAULT: usize = 128 * 1024;
 
 /// Shared between the caller and one worker.
 struct WorkerSlot {
+    /// The worker thread's id, written as it starts (0 before).
+    tid: std::sync::atomic::AtomicI32,
     generation: AtomicU64,
     done: AtomicU64,
     /// When the worker saw the generation, monotonic ns (published by `done`).
@@ -137,6 +139,7 @@ impl Workers {
         let slots: Vec<Arc<WorkerSlot>> = (0..workers)
             .map(|_| {
                 Arc::new(WorkerSlot {
+                    tid: std::sync::atomic::AtomicI32::new(0),
                     generation: AtomicU64::new(0),
                     done: AtomicU64::new(0),
                     started_ns: AtomicU64::new(0),
@@ -155,12 +158,19 @@ impl Workers {
             let policy = placement.policy;
             let cpus = placement.cpus.get(w).cloned().flatten();
             let groups = placement.groups.clone();
-            handles.push(std::thread::spawn(move || {
-                qos::join_groups(&groups);
-                let rt = ThreadRt::apply(&policy, cpus.as_deref(), WORKER_STACK_PREFAULT);
-                let _ = grants_tx.send((w, rt));
-                worker_loop(&slot, part, &quit);
-            }));
+            let spawned = std::thread::Builder::new().name(format!("audiolat-synth{}", w + 1));
+            handles.push(
+                spawned
+                    .spawn(move || {
+                        // SAFETY: gettid has no preconditions.
+                        slot.tid.store(unsafe { libc::gettid() }, Ordering::Release);
+                        qos::join_groups(&groups);
+                        let rt = ThreadRt::apply(&policy, cpus.as_deref(), WORKER_STACK_PREFAULT);
+                        let _ = grants_tx.send((w, rt));
+                        worker_loop(&slot, part, &quit);
+                    })
+                    .expect("spawning a synth worker"),
+            );
         }
         Workers {
             slots,
@@ -171,6 +181,15 @@ impl Workers {
             own: Migrator::with_objects(synth, part_objects(0, parts)),
             last: None,
         }
+    }
+
+    /// The worker threads' ids, of those that have started.
+    pub fn tids(&self) -> Vec<i32> {
+        self.slots
+            .iter()
+            .map(|s| s.tid.load(Ordering::Acquire))
+            .filter(|&t| t > 0)
+            .collect()
     }
 
     /// The worker threads (0: the caller runs the synth).

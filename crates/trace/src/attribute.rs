@@ -461,7 +461,8 @@ pub fn explain(miss: &Miss, windows: &mut [CpuWindow], names: &dyn Names) -> Exp
     let step = |status: Status, ev: &Own, ts: u64| -> Status {
         match *ev {
             Own::In(cpu) => Status::Running(cpu),
-            Own::Out { cpu, state: 0 } => Status::Runnable(cpu),
+            // Preempted (`R` or `R+`): still runnable on that CPU.
+            Own::Out { cpu, state } if state & TASK_REPORT == 0 => Status::Runnable(cpu),
             Own::Out { state, .. } => Status::Asleep {
                 since_ns: ts,
                 state,
@@ -527,6 +528,14 @@ pub fn explain(miss: &Miss, windows: &mut [CpuWindow], names: &dyn Names) -> Exp
                         let w = window(windows, cpu).map(|x| &mut windows[x]);
                         b.decompose(w, from, to, false);
                     }
+                }
+                // Switched in with no wake-up after its switch out: the wake-up raced
+                // with its going to sleep (`sched_waking` is stamped as the waker
+                // begins, before the sleeper's switch out is), so it was runnable on
+                // the CPU it came back on.
+                Some((_, Own::In(cpu))) if to > from => {
+                    let w = window(windows, cpu).map(|x| &mut windows[x]);
+                    b.decompose(w, from, to, true);
                 }
                 _ => b.add(Part::Unaccounted, None, to.saturating_sub(from)),
             },
@@ -594,6 +603,12 @@ fn cause(kind: CauseKind, name: String, cpu: Option<u32>, ns: u64) -> Cause {
     }
 }
 
+/// The bits of `sched_switch`'s `prev_state` that say what the task was doing
+/// (`TASK_REPORT`: S, D, T, t, X, Z, P, I). Above them the kernel marks a task switched
+/// out while runnable by preemption (`TASK_REPORT_MAX`, printed `R+`): runnable all
+/// the same.
+pub const TASK_REPORT: i64 = 0xff;
+
 /// A task state's letters, as `sched_switch` prints `prev_state`.
 pub fn state_letters(state: i64) -> String {
     const LETTERS: [(i64, char); 8] = [
@@ -611,7 +626,9 @@ pub fn state_letters(state: i64) -> String {
         .filter(|(bit, _)| state & bit != 0)
         .map(|(_, c)| *c)
         .collect();
-    if s.is_empty() {
+    if s.is_empty() && state & !TASK_REPORT != 0 {
+        "R+".into()
+    } else if s.is_empty() {
         "R".into()
     } else {
         s

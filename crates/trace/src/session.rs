@@ -19,7 +19,8 @@ use crate::tracefs::{Instance, Tracefs, Unavailable};
 pub struct SessionConfig {
     /// The CPUs to trace (those the audio threads run on); `None`: every online CPU.
     pub cpus: Option<Vec<usize>>,
-    /// Each CPU's ring buffer, KiB.
+    /// Each CPU's ring buffer, KiB: what the kernel holds while the reader is held
+    /// off (a busy network-audio run writes ~10 MB/s on a CPU).
     pub buffer_kb: u32,
     /// How far back each CPU's window reaches behind the newest event, ns: a miss
     /// later than this is explained only from where its window begins.
@@ -39,7 +40,8 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             cpus: None,
-            buffer_kb: 4096,
+            // 64 MiB over the machine's CPUs, 4 to 16 MiB each.
+            buffer_kb: (65_536 / online_cpus().len().max(1) as u32).clamp(4096, 16_384),
             window_ns: 500_000_000,
             max_events_per_cpu: 300_000,
             max_misses_kept: 256,
@@ -149,6 +151,15 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// Puts the calling thread at SCHED_FIFO 1, the lowest real-time priority: above an
+/// ordinary load (a build, `stress-ng`) that would otherwise hold the reader off until
+/// the kernel's buffers overflow, below every audio thread. Left as it is if refused.
+fn lowest_real_time_priority() {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: a valid sched_param; pid 0 is the calling thread.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+}
+
 fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
@@ -234,6 +245,7 @@ impl Session {
         let handle = std::thread::Builder::new()
             .name("audiolat-trace".into())
             .spawn(move || {
+                lowest_real_time_priority();
                 reader.run(&r_shared, &r_stop);
                 reader
             })

@@ -104,6 +104,9 @@ pub struct NetConfig {
     /// An abusive data stream from the controller's side to a sink application beside
     /// the host (the study's Figure 8), sharing the link with the audio flow.
     pub stream: Option<StreamConfig>,
+    /// Causes asked for (`--why`): the kernel traced and each block that missed its
+    /// deadline explained on the host's network thread.
+    pub why: Option<crate::why::WhyConfig>,
 }
 
 impl NetConfig {
@@ -126,6 +129,7 @@ impl NetConfig {
             host_cell: None,
             link: None,
             stream: None,
+            why: None,
         }
     }
 }
@@ -312,6 +316,9 @@ pub struct NetOutcome {
     pub start_ns: u64,
     /// Run end.
     pub end_ns: u64,
+    /// What the kernel's trace said of the blocks that missed their deadline (`--why`),
+    /// or why it could not.
+    pub why: Option<crate::why::WhyOutcome>,
 }
 
 /// Runs the reference phase (if any), then the synth phase. Raising `stop` ends the
@@ -344,6 +351,8 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
     };
     engine::phase::reached(engine::phase::Phase::Netns);
     let steal = StealSampler::start(Duration::from_millis(50), None);
+    let session = config.why.map(|_| crate::why::start(None));
+    let traced = session.as_ref().and_then(|s| s.as_ref().ok());
     let start_ns = monotonic_ns();
     let reference = if config.reference_duration.is_zero() {
         None
@@ -354,6 +363,7 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
             false,
             config.reference_duration,
             stop,
+            traced,
         )?)
     };
     if reference.is_some() {
@@ -368,6 +378,7 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
             true,
             config.duration,
             stop,
+            traced,
         )?)
     };
     drop(link);
@@ -378,6 +389,7 @@ pub fn run(config: &NetConfig, stop: &AtomicBool) -> Result<NetOutcome, NetError
         steal: steal.finish(),
         start_ns,
         end_ns: monotonic_ns(),
+        why: session.map(crate::why::WhyOutcome::of),
     })
 }
 

@@ -127,6 +127,7 @@ impl NetOutcome {
             stream_datagram_bytes: Some(netaudio::traffic::STREAM_DATAGRAM as u64),
             reference: self.reference.as_ref().map(phase),
             synth: self.synth.as_ref().map(phase),
+            why: self.why.as_ref().map(|w| w.record(None)),
         }
     }
 }

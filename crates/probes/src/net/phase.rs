@@ -232,6 +232,7 @@ pub(super) fn run_phase(
     synth: bool,
     duration: Duration,
     stop: &AtomicBool,
+    why: Option<&crate::why::Session>,
 ) -> Result<Phase, NetError> {
     let sockets = open_sockets(config, link)?;
     let start_ns = monotonic_ns() + 50_000_000;
@@ -254,7 +255,7 @@ pub(super) fn run_phase(
         stream_mbps,
     };
     let (host, controller, flooded, streamed) =
-        run_ends(config, &ends, sockets, &mut service, &host_stop, stop);
+        run_ends(config, &ends, sockets, &mut service, &host_stop, stop, why);
     let service = service.thread.and_then(|h| h.join().ok());
     let tc_classes = match (tc_shaped, link) {
         (true, Some(pair)) => pair.class_stats(netns::End::Controller),
@@ -322,6 +323,7 @@ fn run_ends(
     service: &mut Service,
     host_stop: &AtomicBool,
     stop: &AtomicBool,
+    why: Option<&crate::why::Session>,
 ) -> EndsOutcome {
     let Sockets {
         host: host_socket,
@@ -341,16 +343,20 @@ fn run_ends(
     // its answer, and the controller counts each late block by cause.
     let host_shares = misses::HostShares::new();
     std::thread::scope(|scope| {
-        let host = scope.spawn(|| {
-            host::serve_signalling(
-                ends.host,
-                host_socket,
-                host_stop,
-                ends.series,
-                Some(&host_ready),
-                Some(&host_shares),
-            )
-        });
+        // Named, so a trace (`--why`, `perf`, `top -H`) tells it from the others.
+        let host = std::thread::Builder::new()
+            .name("audiolat-host".into())
+            .spawn_scoped(scope, || {
+                host::serve_signalling(
+                    ends.host,
+                    host_socket,
+                    host_stop,
+                    ends.series,
+                    Some(&host_ready),
+                    Some(&host_shares),
+                )
+            })
+            .expect("spawning the host's thread");
         let flooder = config.flood_mbps.zip(flood_socket).map(|(mbps, socket)| {
             scope.spawn(move || traffic::flood(socket, host_addr, mbps, host_stop))
         });
@@ -387,6 +393,7 @@ fn run_ends(
             stop,
             service.controller_tx.take(),
             Some(&host_shares),
+            why.map(crate::why::Session::sender),
         );
         host_stop.store(true, Ordering::Relaxed);
         let streamed = match (
@@ -404,8 +411,19 @@ fn run_ends(
             }
             _ => None,
         };
+        let host = host.join();
+        if let Some(session) = why {
+            let phase = if ends.host.synth {
+                "synth"
+            } else {
+                "reference"
+            };
+            for (role, tid) in host_shares.threads() {
+                session.name_thread(&format!("{role} ({phase} phase)"), tid);
+            }
+        }
         (
-            host.join(),
+            host,
             controller,
             flooder.and_then(|f| f.join().ok()),
             streamed,

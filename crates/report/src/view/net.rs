@@ -32,6 +32,9 @@ pub fn text(run: &RunView) -> String {
     if run.qos_granted["cells"].is_object() {
         cell_lines(&run.qos_granted, &mut out);
     }
+    if let Some(why) = &r.why {
+        super::why::text(why, ("late block", "late blocks"), None, &mut out);
+    }
     for note in flag_notes(&run.flags) {
         let _ = writeln!(out, "note: {note}");
     }

@@ -305,7 +305,61 @@ fn a_switch_the_kernel_did_not_trace_is_read_from_the_task_its_events_name() {
 #[test]
 fn state_letters_read_as_sched_switch_prints_them() {
     assert_eq!(state_letters(0), "R");
+    assert_eq!(state_letters(0x100), "R+");
     assert_eq!(state_letters(1), "S");
     assert_eq!(state_letters(2), "D");
     assert_eq!(state_letters(0x82), "DI");
+}
+
+#[test]
+fn a_thread_preempted_while_running_stays_runnable_and_the_preempting_thread_is_named() {
+    // The probe (100) runs on CPU 1 from 0; the culprit (200, FIFO) preempts it at 1000
+    // (`prev_state` R+: 0x100) and runs to 3000; the probe's interval is [1500, 3100).
+    let mut w = vec![window(
+        1,
+        vec![
+            switch(0, 0, 0, 100, 120),
+            waking(990, 0, FLAG_HARDIRQ, 200, 1),
+            switch(1000, 100, 0x100, 200, 9),
+            switch(3000, 200, 1, 100, 120),
+        ],
+    )];
+    let miss = Miss {
+        t_ns: 1500,
+        end_ns: 3100,
+        tid: 100,
+        kind: MissKind::Overrun,
+    };
+    let e = explain(&miss, &mut w, &TestNames);
+    assert_eq!(sum(&e), 1600);
+    assert_eq!(e.ns_of(CauseKind::Thread, "culprit"), 1500, "{e:?}");
+    assert_eq!(e.ns_of(CauseKind::SelfTime, "probe"), 100, "{e:?}");
+}
+
+#[test]
+fn a_wake_up_stamped_before_the_switch_out_it_raced_with_leaves_the_thread_runnable() {
+    // The probe (100) goes to sleep on CPU 1 while a packet's softirq on CPU 0 wakes
+    // it: `sched_waking` at 990, before its switch out (S) at 995 to the culprit (200),
+    // which runs to 3000; the probe's interval is [1500, 3100).
+    let mut w = vec![
+        window(0, vec![waking(990, 0, crate::event::FLAG_SOFTIRQ, 100, 1)]),
+        window(
+            1,
+            vec![
+                switch(0, 0, 0, 100, 120),
+                switch(995, 100, 1, 200, 9),
+                switch(3000, 200, 1, 100, 120),
+            ],
+        ),
+    ];
+    let miss = Miss {
+        t_ns: 1500,
+        end_ns: 3100,
+        tid: 100,
+        kind: MissKind::Overrun,
+    };
+    let e = explain(&miss, &mut w, &TestNames);
+    assert_eq!(sum(&e), 1600);
+    assert_eq!(e.ns_of(CauseKind::Thread, "culprit"), 1500, "{e:?}");
+    assert_eq!(e.ns_of(CauseKind::Unaccounted, "unaccounted"), 0, "{e:?}");
 }

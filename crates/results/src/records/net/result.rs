@@ -27,6 +27,10 @@ pub struct NetResultRecord {
     pub reference: Option<PhaseRecord>,
     /// The synth phase, if reached.
     pub synth: Option<PhaseRecord>,
+    /// Why the blocks that missed their deadline were late on the host, from the
+    /// kernel's trace (`--why`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::records::why::WhyRecord>,
 }
 
 impl Record for NetResultRecord {}
