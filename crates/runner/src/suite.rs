@@ -300,6 +300,14 @@ pub fn jitter_scenarios(each: Duration) -> Vec<(&'static str, JitterConfig, Load
     ]
 }
 
+/// Causes asked for everywhere: where the kernel cannot be traced, each run says why
+/// in one line, and the table says `not traced`.
+fn suite_why() -> Option<probes::why::WhyConfig> {
+    Some(probes::why::WhyConfig {
+        above_ns: probes::why::DEFAULT_ABOVE_NS,
+    })
+}
+
 impl SuitePlan {
     /// The suite for this machine: each probe for about `each`, the disk load in
     /// `scratch`, the built-in loads run by `load_exe`; a scenario whose load cannot start
@@ -314,11 +322,7 @@ impl SuitePlan {
         jack: ServerRequest,
     ) -> SuitePlan {
         let lctx = crate::load_context(load_exe, &scratch);
-        // Causes asked for everywhere: where the kernel cannot be traced, each run says
-        // why in one line, and the table says `not traced`.
-        let why = Some(probes::why::WhyConfig {
-            above_ns: probes::why::DEFAULT_ABOVE_NS,
-        });
+        let why = suite_why();
         let jitter = jitter_scenarios(each)
             .into_iter()
             .map(|(label, config, load)| JitterScenario {
@@ -625,6 +629,7 @@ impl Suite<'_> {
         );
         let budget_ms = (self.plan.each.as_secs_f64() * 1e3 - config.warmup_ms).max(0.0);
         config.triggers = ((budget_ms / (config.spacing_ms + 3.0)) as u64).max(10);
+        config.why = suite_why();
         let load = LoadSpec::none();
         let live_label = crate::sweep::event_label(&config, &load, stream.info().period_frames);
         let live = self.observer.live(&live_label, 0);
@@ -662,6 +667,7 @@ impl Suite<'_> {
     ) {
         let config = probes::roundtrip::RoundtripConfig {
             duration_ms: (self.plan.each.as_secs_f64() - 1.5).max(1.0) * 1e3,
+            why: suite_why(),
             ..Default::default()
         };
         let load = LoadSpec::none();
@@ -703,6 +709,7 @@ impl Suite<'_> {
         }
         let config = probes::net::NetConfig {
             reference_duration: (self.plan.each / 4).max(Duration::from_secs(1)),
+            why: suite_why(),
             ..probes::net::NetConfig::new(self.plan.each)
         };
         let mut cell = Cell {

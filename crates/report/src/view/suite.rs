@@ -79,7 +79,7 @@ pub fn text(
             Some(reason) => {
                 format!("why: not traced ({reason}); the runs were measured without causes\n")
             }
-            None => "why: causes traced from the kernel (`audiolat jitter --why`) for the jitter runs; `audiolat show <run>` breaks down each miss\n".into(),
+            None => "why: causes traced from the kernel for every run (`audiolat jitter --why`, and the same flag on event, roundtrip and net); `audiolat show <run>` breaks down each miss\n".into(),
         });
     }
     if let Some(d) = data {
