@@ -62,7 +62,7 @@ pub mod view;
 pub use counts::{Dropouts, Notes};
 pub use hist::{LatencyHistogram, Stat, Summary};
 pub use id::{GroupId, ParseIdError, PlanCellId, RunId};
-pub use live::{LiveSnapshot, LiveStatus};
+pub use live::{LiveCulprit, LiveSnapshot, LiveStatus};
 pub use model::{
     Event, Finding, GroupRecord, Machine, Measurement, NewPlanCell, PlanCell, Recovered, RunStatus,
     Series, ToolInfo, Verdict,

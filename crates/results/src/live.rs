@@ -1,8 +1,21 @@
 //! A run in progress, as a probe reports it while it measures: the content of a live
 //! status line (which `report::view::live` words and the binary draws). Not stored.
 
+/// The largest cause of the misses explained so far (`--why`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LiveCulprit {
+    /// Its kind (`thread`, `irq`, ...).
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Its time over the misses so far, ns.
+    pub ns_total: u64,
+    /// The misses it took time in.
+    pub misses: u64,
+}
+
 /// The jitter probe's counters at one instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LiveSnapshot {
     /// Cycles done.
     pub cycles: u64,
@@ -18,6 +31,8 @@ pub struct LiveSnapshot {
     pub underruns: u64,
     /// Deadlines skipped so far.
     pub skipped: u64,
+    /// With `--why`: the largest culprit so far (`None`: none yet, or not traced).
+    pub culprit: Option<LiveCulprit>,
 }
 
 /// A live status line's content.

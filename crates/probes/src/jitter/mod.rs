@@ -476,7 +476,7 @@ impl JitterConfig {
 }
 
 /// What the controlling thread reports about ten times a second.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Progress<'a> {
     /// Counters for a status line.
     pub live: LiveSnapshot,
@@ -588,8 +588,19 @@ pub fn run(
             if due {
                 last_checkpoint = std::time::Instant::now();
             }
+            let mut snapshot = live_snapshot(&live, planned);
+            if let Some(Ok(s)) = &session {
+                snapshot.culprit =
+                    s.top_culprit()
+                        .map(|(kind, name, ns_total, misses)| results::LiveCulprit {
+                            kind: kind.name().to_string(),
+                            name,
+                            ns_total,
+                            misses,
+                        });
+            }
             progress(Progress {
-                live: live_snapshot(&live, planned),
+                live: snapshot,
                 checkpoint: due.then_some(&total),
             });
         }
@@ -639,6 +650,7 @@ fn live_snapshot(live: &Live, planned: u64) -> LiveSnapshot {
         overflows: live.overflows.load(Ordering::Relaxed),
         underruns: live.underruns.load(Ordering::Relaxed),
         skipped: live.skipped.load(Ordering::Relaxed),
+        culprit: None,
     }
 }
 

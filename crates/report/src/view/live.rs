@@ -12,8 +12,20 @@ pub fn line(label: &str, period_ns: u64, status: &LiveStatus) -> String {
         LiveStatus::Jitter(s) => {
             let secs = s.cycles as f64 * period_ns as f64 / 1e9;
             let total = s.planned as f64 * period_ns as f64 / 1e9;
+            let culprit = s.culprit.as_ref().map_or(String::new(), |c| {
+                let name = if c.kind == "idle_exit" {
+                    "idle exit"
+                } else {
+                    &c.name
+                };
+                format!(
+                    "  why: {name} {} in {} late",
+                    fmt_ns(c.ns_total as f64),
+                    c.misses
+                )
+            });
             format!(
-                "{label}  {secs:.1}/{total:.1} s  cycles {}  last {}  max {}  overflows {}  underruns {}",
+                "{label}  {secs:.1}/{total:.1} s  cycles {}  last {}  max {}  overflows {}  underruns {}{culprit}",
                 s.cycles,
                 fmt_ns(s.last_ns as f64),
                 fmt_ns(s.max_ns as f64),
@@ -72,6 +84,27 @@ mod tests {
         assert_eq!(
             line("jitter", 1_000_000, &s),
             "jitter  1.0/2.0 s  cycles 1000  last 1.5 us  max 20.0 us  overflows 0  underruns 0"
+        );
+    }
+
+    #[test]
+    fn with_why_the_top_culprit_so_far_ends_the_jitter_line() {
+        let s = LiveStatus::Jitter(results::LiveSnapshot {
+            cycles: 1000,
+            planned: 2000,
+            culprit: Some(results::LiveCulprit {
+                kind: "thread".into(),
+                name: "kworker/1:2".into(),
+                ns_total: 9_800_000,
+                misses: 9,
+            }),
+            ..Default::default()
+        });
+        assert!(
+            line("jitter", 1_000_000, &s)
+                .ends_with("underruns 0  why: kworker/1:2 9.80 ms in 9 late"),
+            "{}",
+            line("jitter", 1_000_000, &s)
         );
     }
 }
