@@ -609,3 +609,54 @@ pub fn private_jackd_pids(audiolat_pid: u32) -> Vec<i32> {
         })
         .collect()
 }
+
+/// Every miss a spin overlapped names `name` with the spin's time inside it (within
+/// 10 % or 50 us); the parts of every miss add up to its lateness. Returns how many
+/// misses the culprit caused.
+pub fn assert_named(why: &serde_json::Value, name: &str, spins: &[(u64, u64)]) -> usize {
+    let misses = why["misses"].as_array().expect("why.misses");
+    let mut caused = 0;
+    for m in misses {
+        let (t, late) = (m["t_ns"].as_u64().unwrap(), m["late_ns"].as_u64().unwrap());
+        let causes = m["causes"].as_array().unwrap();
+        let total: u64 = causes.iter().map(|c| c["ns"].as_u64().unwrap()).sum();
+        assert_eq!(total, late, "the parts add up to the lateness: {m}");
+        if m["events_lost"] == true {
+            // The kernel's buffer overflowed in its window, and the miss says so.
+            continue;
+        }
+        let Some(expected) = spins
+            .iter()
+            .map(|&(s, e)| e.min(t + late).saturating_sub(s.max(t)))
+            .find(|&o| o > 0)
+        else {
+            continue;
+        };
+        caused += 1;
+        let named: u64 = causes
+            .iter()
+            .filter(|c| c["kind"] == "thread" && c["name"] == name)
+            .map(|c| c["ns"].as_u64().unwrap())
+            .sum();
+        // The spin's wall time includes the interrupts and the host's steal on its CPU,
+        // which the trace tells apart: they are not the culprit's.
+        let culprit_cpu = causes
+            .iter()
+            .find(|c| c["kind"] == "thread" && c["name"] == name)
+            .map(|c| c["cpu"].clone());
+        let taken: u64 = causes
+            .iter()
+            .filter(|c| {
+                matches!(c["kind"].as_str(), Some("irq" | "softirq" | "steal"))
+                    && Some(&c["cpu"]) == culprit_cpu.as_ref()
+            })
+            .map(|c| c["ns"].as_u64().unwrap())
+            .sum();
+        let tolerance = (expected / 10).max(50_000);
+        assert!(
+            named <= expected + tolerance && named + taken + tolerance >= expected,
+            "{name} spun {expected} ns of a {late} ns miss; the trace says {named} (and {taken} of interrupts and steal on its CPU): {m}"
+        );
+    }
+    caused
+}

@@ -56,3 +56,31 @@ run_clean() {
   [ -s "$out.retried" ] || rm -f "$out.retried"
   return $rc
 }
+
+# A SCHED_FIFO culprit the test knows: a process named NAME, pinned to CPU at FIFO
+# PRIORITY, spinning SPIN_MS every EVERY_MS for SECS seconds (first after 300 ms); each
+# spin's start and end (CLOCK_MONOTONIC ns, one line each) go to OUT.
+#   culprit NAME CPU PRIORITY SPIN_MS EVERY_MS SECS OUT
+culprit() {
+  python3 - "$@" <<'PY'
+import os, sys, time
+name, cpu, prio, spin_ms, every_ms, secs, out = sys.argv[1:]
+open("/proc/self/comm", "w").write(name)
+os.sched_setaffinity(0, {int(cpu)})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(prio)))
+ns = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+spins, nxt = [], ns() + 300_000_000
+end = ns() + int(float(secs) * 1e9)
+while ns() < end:
+    while ns() < nxt:
+        time.sleep(max(0, min(nxt - ns(), 5_000_000)) / 1e9)
+    start = ns()
+    while ns() < start + int(spin_ms) * 1_000_000:
+        pass
+    spins.append((start, ns()))
+    nxt += int(every_ms) * 1_000_000
+with open(out, "w") as f:
+    for s, e in spins:
+        f.write(f"{s} {e}\n")
+PY
+}
