@@ -10,6 +10,16 @@ pub fn metric_name(metric: &str) -> String {
         .replace('_', " ")
 }
 
+/// A cause's kind (`--why`'s `kind`) in words: `idle_exit` -> `idle exit`, `self` ->
+/// `own running`; the others are words already.
+pub fn cause_kind(kind: &str) -> String {
+    match kind {
+        "idle_exit" => "idle exit".into(),
+        "self" => "own running".into(),
+        k => k.replace('_', " "),
+    }
+}
+
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

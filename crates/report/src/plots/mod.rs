@@ -33,7 +33,7 @@ pub use axis::{
     duration_unit, fmt_number, fmt_percentile, nice_step, percentile_position, Axis, Quantity,
     Scale, Tick,
 };
-pub use model::{Mark, Plot, RefLine, Series, Style, Window, TIPS_PER_LINE};
+pub use model::{Bar, BarPart, Mark, Plot, RefLine, Series, Style, Window, TIPS_PER_LINE};
 
 impl Plot {
     /// The plot as one `<svg>` element, or `None` when no series has a point the axes
@@ -44,8 +44,10 @@ impl Plot {
 }
 
 /// The plot rules for the page's `<style>`: colours only from the page's variables
-/// (`--fg`, `--grid`, `--s0`..`--s7`; marks use `--fail`, `--warn` and `--window`), each
-/// with a fallback mid-tone readable on light and dark backgrounds.
+/// (`--fg`, `--grid`, `--s0`..`--s7`; marks use `--fail`, `--warn` and `--window`, a
+/// stacked bar's parts `--cause-KIND` by their kind: `thread`, `irq`, `softirq`, `self`,
+/// `blocked`, `idle_exit`, `steal`, `unaccounted`), each with a fallback mid-tone readable
+/// on light and dark backgrounds.
 pub const CSS: &str = r#"
 svg.plot { display: block; width: 100%; height: auto; max-width: 100%; background: transparent; }
 svg.plot text { fill: var(--fg, currentColor); font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 13px; }
@@ -80,6 +82,12 @@ svg.plot .mark.underrun, svg.plot .mark.xrun, svg.plot .mark.miss, svg.plot .key
 svg.plot .mark.overflow, svg.plot .mark.skipped, svg.plot .key.overflow line, svg.plot .key.skipped line { stroke: var(--warn, #d98a00); }
 svg.plot .mark.load_exit, svg.plot .key.load_exit line { stroke: var(--fg, currentColor); stroke-dasharray: 3 3; }
 svg.plot .window, svg.plot .key .window-swatch { fill: var(--window, rgba(140, 140, 160, .28)); stroke: none; }
+svg.plot .bar .part, svg.plot .bar-key .part { fill: var(--cause-other, #8c8c96); stroke: var(--bg, Canvas); stroke-width: .5; }
+svg.plot .part.thread { fill: var(--cause-thread, #4a78c8); } svg.plot .part.irq { fill: var(--cause-irq, #d9453b); }
+svg.plot .part.softirq { fill: var(--cause-softirq, #e08a1e); } svg.plot .part.self { fill: var(--cause-self, #3aa655); }
+svg.plot .part.blocked { fill: var(--cause-blocked, #8e63c7); } svg.plot .part.idle_exit { fill: var(--cause-idle_exit, #1fa8b8); }
+svg.plot .part.steal { fill: var(--cause-steal, #a0705a); } svg.plot .part.unaccounted { fill: var(--cause-unaccounted, #8c8c96); }
+svg.plot .bar:hover .part { stroke: var(--fg, currentColor); stroke-width: 1; }
 @media print { svg.plot .tip { display: none; } svg.plot { break-inside: avoid; } }
 "#;
 
