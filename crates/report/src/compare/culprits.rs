@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::data::ReportData;
 use crate::units::{fmt_count, fmt_ns};
-use crate::words::{cause_kind, escape};
+use crate::words::{cause_kind, escape, escape_code};
 
 /// Rows the text and the HTML show (the JSON has every one).
 pub const ROWS_SHOWN: usize = 12;
@@ -202,7 +202,7 @@ pub fn text(c: &Culprits) -> String {
 pub fn html(c: &Culprits) -> String {
     let mut out = format!(
         "<h3 id=\"comparison-why\">Culprits</h3>\n<p class=\"note\">{}.</p>\n",
-        escape(&capitalised(HEADING))
+        escape_code(&capitalised(HEADING))
     );
     if c.rows.is_empty() {
         out.push_str("<p>No miss to explain in the traced runs.</p>\n");
@@ -226,15 +226,15 @@ pub fn html(c: &Culprits) -> String {
         }
         out.push_str("</tbody></table></div>\n");
         if c.rows.len() > ROWS_SHOWN {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">And {} more culprits (`audiolat compare --json` lists every one).</p>",
+            let more = format!(
+                "And {} more culprits (`audiolat compare --json` lists every one).",
                 c.rows.len() - ROWS_SHOWN
             );
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape_code(&more));
         }
     }
     for line in untraced(c) {
-        let _ = writeln!(out, "<p class=\"note\">{}.</p>", escape(&line));
+        let _ = writeln!(out, "<p class=\"note\">{}.</p>", escape_code(&line));
     }
     out
 }

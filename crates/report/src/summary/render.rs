@@ -8,7 +8,7 @@ use super::model::{Answer, BackendAnswer, Buffer, DeadlineAnswer, Mark, WakeupAn
 use super::words::{fmt_rate, run_ref, runs_ref};
 use crate::data::ReportData;
 use crate::units::{fmt_count, fmt_ns};
-use crate::words::escape;
+use crate::words::{escape, escape_code};
 
 /// What the summary says when no run measured anything it reads.
 const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip or network-audio run completed in what this report covers";
@@ -258,7 +258,7 @@ pub fn html(data: &ReportData) -> String {
         out.push_str("</ul>\n");
     }
     if !a.whys.is_empty() {
-        let _ = writeln!(out, "<h3 id=\"why\">{}</h3>", escape(WHY_HEADING));
+        let _ = writeln!(out, "<h3 id=\"why\">{}</h3>", escape_code(WHY_HEADING));
         for w in &a.whys {
             why_html(w, &mut out);
         }
