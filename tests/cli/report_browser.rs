@@ -521,7 +521,34 @@ fn a_traced_jitter_run_s_report_reads_well_in_chromium_at_1400_and_800_px() {
         page.contains("<g class=\"bar\">"),
         "no bars on the time plot"
     );
-    check_report(&html, "why", &["summary"]);
+    // Beside a run that was not traced, in `compare --html`.
+    let plain = run_json(&db, &["jitter", "--cpu", "1", "-D", "1", "--json"]);
+    let other = plain["run_id"].as_i64().unwrap().to_string();
+    let compared = dir.path().join("why-compare.html");
+    let out = run(
+        &db,
+        &[
+            "compare",
+            &id,
+            &other,
+            "--html",
+            "-o",
+            compared.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = std::fs::read_to_string(&compared).unwrap();
+    assert!(
+        page.contains("id=\"comparison-why\""),
+        "no culprits compared"
+    );
+    let mut failures = report_failures(&html, "why", &["summary"]);
+    failures.extend(report_failures(
+        &compared,
+        "why-compare",
+        &["summary", "comparison"],
+    ));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// A page in the contract's shape passes every check, and a page that breaks each

@@ -548,7 +548,7 @@ pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
         };
         let _ = writeln!(
             out,
-            "<tr><td class=\"label\">{}</td><td class=\"label\">{}</td><td>{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}{}</td><td>{}</td><td class=\"nowrap\">{}</td><td>{}/{}</td><td class=\"label {class}\">{}</td></tr>",
+            "<tr><td class=\"label\"><code>{}</code></td><td class=\"label\">{}</td><td>{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}{}</td><td>{}</td><td class=\"nowrap\">{}</td><td>{}/{}</td><td class=\"label {class}\">{}</td></tr>",
             escape(label),
             escape(&r.metric),
             escape(&r.statistic),
