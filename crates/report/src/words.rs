@@ -24,7 +24,7 @@ pub fn cause_kind(kind: &str) -> String {
 /// `<code>`; an unpaired backquote stays as it is.
 pub fn escape_code(s: &str) -> String {
     let parts: Vec<&str> = s.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return escape(s);
     }
     parts
