@@ -228,7 +228,14 @@ fn a_traced_run_s_culprit_is_in_the_report_compare_and_the_export() {
     let traced = run_json(&db, &["jitter", "--why", "--cpu", "1", "-D", "3", "--json"]);
     culprit.stop();
     let why = &traced["result"]["why"];
-    assert_eq!(why["culprits"][0]["name"], "why-report", "{why}");
+    // On a busy machine another thread may take more: the culprit is named, not first.
+    let named = why["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "why-report")
+        .unwrap_or_else(|| panic!("why-report not a culprit: {}", why["culprits"]))
+        .clone();
     let plain = run_json(&db, &["jitter", "--cpu", "1", "-D", "1", "--json"]);
     let (a, b) = (
         traced["run_id"].as_i64().unwrap().to_string(),
@@ -261,10 +268,11 @@ fn a_traced_run_s_culprit_is_in_the_report_compare_and_the_export() {
         summary.contains(&culprit_row),
         "{culprit_row} not in\n{summary}"
     );
-    assert!(
-        summary.contains("late wake-ups: why-report ran "),
-        "{summary}"
-    );
+    let top = &why["culprits"][0];
+    if top["kind"] == "thread" {
+        let sentence = format!("late wake-ups: {} ran ", top["name"].as_str().unwrap());
+        assert!(summary.contains(&sentence), "{sentence} not in {summary}");
+    }
     let bars = page.matches("<g class=\"bar\"><title>").count();
     assert!(bars > 0, "no bar on the time plot");
     assert!(
@@ -289,7 +297,7 @@ fn a_traced_run_s_culprit_is_in_the_report_compare_and_the_export() {
     let v = run_json(&db, &["compare", &a, &b, "--json"]);
     let rows = v["culprits"]["rows"].as_array().expect("culprits in JSON");
     let hog = rows.iter().find(|r| r["name"] == "why-report").unwrap();
-    assert_eq!(hog["runs"][0]["ns_total"], why["culprits"][0]["ns_total"]);
+    assert_eq!(hog["runs"][0]["ns_total"], named["ns_total"]);
     assert!(hog["runs"][1].is_null(), "{hog}");
 
     // The JSON export carries the run's why as stored.
