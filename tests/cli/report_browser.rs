@@ -499,6 +499,58 @@ period = [64, 256]
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A traced jitter run's report (`jitter --why`, a culprit the test makes): the answer's
+/// culprits and the time plot's bars, stacked by cause, read as every report must; and
+/// its comparison with a run not traced (`compare --html`).
+#[test]
+fn a_traced_jitter_run_s_report_reads_well_in_chromium_at_1400_and_800_px() {
+    if crate::util::not_root("jitter --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (dir, db) = temp_db("why.db");
+    let culprit = crate::why::Culprit::start("why-browser", 1, 90, 2_000_000, 97_300_000);
+    let v = run_json(&db, &["jitter", "--why", "--cpu", "1", "-D", "3", "--json"]);
+    culprit.stop();
+    let id = v["run_id"].as_i64().unwrap().to_string();
+    let html = dir.path().join("why.html");
+    let out = run(&db, &["report", &id, "-o", html.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<g class=\"bar\">"),
+        "no bars on the time plot"
+    );
+    // Beside a run that was not traced, in `compare --html`.
+    let plain = run_json(&db, &["jitter", "--cpu", "1", "-D", "1", "--json"]);
+    let other = plain["run_id"].as_i64().unwrap().to_string();
+    let compared = dir.path().join("why-compare.html");
+    let out = run(
+        &db,
+        &[
+            "compare",
+            &id,
+            &other,
+            "--html",
+            "-o",
+            compared.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = std::fs::read_to_string(&compared).unwrap();
+    assert!(
+        page.contains("id=\"comparison-why\""),
+        "no culprits compared"
+    );
+    let mut failures = report_failures(&html, "why", &["summary"]);
+    failures.extend(report_failures(
+        &compared,
+        "why-compare",
+        &["summary", "comparison"],
+    ));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A page in the contract's shape passes every check, and a page that breaks each
 /// rule fails each check with what it found: the harness sees what it claims to.
 #[test]

@@ -341,3 +341,100 @@ fn net_why_names_a_fifo_culprit_holding_off_the_host() {
     let id = out["run_id"].as_i64().expect("run_id").to_string();
     assert!(run_cmd(&db, &["show", &id]).contains("why-nethog"));
 }
+
+/// A traced run's culprits reach the places a user looks, the same in each: the report's
+/// answer and its time plot (a bar per explained miss, the causes on hover), `compare`
+/// beside a run that was not traced (`-`, never 0) and its JSON, and the JSON export.
+#[test]
+fn a_traced_run_s_culprit_is_in_the_report_compare_and_the_export() {
+    if not_root("jitter --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (dir, db) = temp_db("why-report.db");
+    let culprit = Culprit::start("why-report", 1, 90, 2_000_000, 97_300_000);
+    let traced = run_json(&db, &["jitter", "--why", "--cpu", "1", "-D", "3", "--json"]);
+    culprit.stop();
+    let why = &traced["result"]["why"];
+    // On a busy machine another thread may take more: the culprit is named, not first.
+    let named = why["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "why-report")
+        .unwrap_or_else(|| panic!("why-report not a culprit: {}", why["culprits"]))
+        .clone();
+    let plain = run_json(&db, &["jitter", "--cpu", "1", "-D", "1", "--json"]);
+    let (a, b) = (
+        traced["run_id"].as_i64().unwrap().to_string(),
+        plain["run_id"].as_i64().unwrap().to_string(),
+    );
+
+    // The terminal's view of the run: its culprit's row.
+    let shown = run(&db, &["show", &a]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let row = shown
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("why-report"))
+        .unwrap_or_else(|| panic!("no culprit row in\n{}", shown.stdout));
+    let parts: Vec<&str> = row.split_whitespace().collect();
+    // why-report thread 9.80 ms 9 of 12
+    let (total, misses) = (format!("{} {}", parts[2], parts[3]), parts[4..].join(" "));
+
+    // The report: the answer has the same row, the time plot a bar naming the culprit.
+    let html = dir.path().join("why.html");
+    let out = run(&db, &["report", &a, "-o", html.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let summary = &page[page.find("id=\"summary\"").unwrap()..];
+    let summary = &summary[..summary.find("</section>").unwrap()];
+    let culprit_row = format!(
+        "<code>why-report</code></td><td class=\"label\">thread</td><td class=\"nowrap\">{total}</td><td class=\"nowrap\">{misses}</td>"
+    );
+    assert!(
+        summary.contains(&culprit_row),
+        "{culprit_row} not in\n{summary}"
+    );
+    let top = &why["culprits"][0];
+    if top["kind"] == "thread" {
+        let sentence = format!("late wake-ups: {} ran ", top["name"].as_str().unwrap());
+        assert!(summary.contains(&sentence), "{sentence} not in {summary}");
+    }
+    let bars = page.matches("<g class=\"bar\"><title>").count();
+    assert!(bars > 0, "no bar on the time plot");
+    assert!(
+        page.contains("thread why-report (pid "),
+        "no bar names the culprit"
+    );
+
+    // compare: the culprit's time beside the untraced run's `-`.
+    let out = run(&db, &["compare", &a, &b]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("why-report"))
+        .unwrap_or_else(|| panic!("no culprit row in\n{}", out.stdout));
+    assert!(
+        line.contains(&format!("{total} ({misses})")),
+        "{}",
+        out.stdout
+    );
+    assert!(line.trim_end().ends_with(" -"), "{}", out.stdout);
+    let v = run_json(&db, &["compare", &a, &b, "--json"]);
+    let rows = v["culprits"]["rows"].as_array().expect("culprits in JSON");
+    let hog = rows.iter().find(|r| r["name"] == "why-report").unwrap();
+    assert_eq!(hog["runs"][0]["ns_total"], named["ns_total"]);
+    assert!(hog["runs"][1].is_null(), "{hog}");
+
+    // The JSON export carries the run's why as stored.
+    let out = run(&db, &["export", &a, "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let exported = crate::util::parse_json(&out.stdout);
+    assert!(
+        exported["run"]["result"]["why"] == *why,
+        "the export's why is not the run's: {}",
+        exported["run"]["result"]["why"]
+    );
+}

@@ -159,6 +159,9 @@ fn why_names_a_fifo_culprit_on_the_stock_and_the_rt_kernel() {
             "{kernel:?}: {caused} late wake-ups named of {} spins: {why}",
             spins.len()
         );
-        assert_eq!(why["culprits"][0]["name"], "why-labhog", "{kernel:?}: {why}");
+        assert_eq!(
+            why["culprits"][0]["name"], "why-labhog",
+            "{kernel:?}: {why}"
+        );
     }
 }

@@ -6,7 +6,9 @@
 //! configuration). Each side's value is the mean over its repeats; the noise is twice
 //! the standard error of the difference, `2 sqrt(sa^2/na + sb^2/nb)`, from the
 //! repeats' sample standard deviations (one side's when only it has repeats). With no
-//! repeats on either side the noise is unknown, and the comparison says so.
+//! repeats on either side the noise is unknown, and the comparison says so. When runs
+//! were traced (`audiolat jitter --why`), their culprits follow, side by side
+//! ([`culprits`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,6 +17,8 @@ use serde_json::{json, Value};
 
 use crate::data::{CellData, ReportData};
 use crate::paper::spread;
+
+pub mod culprits;
 
 /// The statistics compared, with how they are read from a measurement's summary.
 pub const STATISTICS: [&str; 4] = ["mean", "p50", "p99", "max"];
@@ -431,6 +435,9 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
     if rows.is_empty() {
         out.push_str("nothing to compare: the two have no configuration and metric in common\n");
         measured_nothing(&mut out);
+        if let Some(c) = culprits::culprits(a, b) {
+            out.push_str(&culprits::text(&c));
+        }
         return out;
     }
     let (labels, common) = short_labels(rows);
@@ -473,6 +480,9 @@ pub fn text(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
         let _ = writeln!(out, "every {probe} row: {settings}");
     }
     measured_nothing(&mut out);
+    if let Some(c) = culprits::culprits(a, b) {
+        out.push_str(&culprits::text(&c));
+    }
     let _ = writeln!(
         out,
         "\nA and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (\"?\": no repeats, so no noise estimate: add repeats to the plan). Maxima are one sample each: their changes say little. With many rows, about one in twenty exceeds two standard errors by chance."
@@ -521,7 +531,9 @@ pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
             );
         }
     }
+    let why = culprits::culprits(a, b).map(|c| culprits::html(&c));
     if rows.is_empty() {
+        out.push_str(why.as_deref().unwrap_or_default());
         out.push_str("</section>\n");
         return out;
     }
@@ -536,7 +548,7 @@ pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
         };
         let _ = writeln!(
             out,
-            "<tr><td class=\"label\">{}</td><td class=\"label\">{}</td><td>{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}{}</td><td>{}</td><td class=\"nowrap\">{}</td><td>{}/{}</td><td class=\"label {class}\">{}</td></tr>",
+            "<tr><td class=\"label\"><code>{}</code></td><td class=\"label\">{}</td><td>{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}{}</td><td>{}</td><td class=\"nowrap\">{}</td><td>{}/{}</td><td class=\"label {class}\">{}</td></tr>",
             escape(label),
             escape(&r.metric),
             escape(&r.statistic),
@@ -562,7 +574,9 @@ pub fn html(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
             escape(settings)
         );
     }
-    out.push_str("<p class=\"note\">A and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (?: no repeats, so no noise estimate). Maxima are one sample each: their changes say little. The plots below overlay A and B on the same axes.</p>\n</section>\n");
+    out.push_str("<p class=\"note\">A and B are the means over each configuration's runs; noise is twice the standard error of B - A from the repeats' spread (?: no repeats, so no noise estimate). Maxima are one sample each: their changes say little. The plots below overlay A and B on the same axes.</p>\n");
+    out.push_str(why.as_deref().unwrap_or_default());
+    out.push_str("</section>\n");
     out
 }
 
@@ -578,6 +592,7 @@ pub fn json(a: &ReportData, b: &ReportData, rows: &[Row], metrics: &[String]) ->
         "a_machines": machines(a),
         "b_machines": machines(b),
         "emulated": emulated(a) || emulated(b),
+        "culprits": culprits::culprits(a, b).map(|c| culprits::json(&c)),
         "rows": rows.iter().map(|r| json!({
             "configuration": r.config,
             "metric": r.metric,

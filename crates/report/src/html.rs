@@ -135,9 +135,14 @@ pub fn render_with(data: &ReportData, extra: &str) -> String {
     let title = data.title();
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"color-scheme\" content=\"light dark\">\n<title>{}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"color-scheme\" content=\"light dark\">\n<title>{}</title>\n<style>{STYLE}{}{}</style>\n</head>\n<body>\n",
         escape(&title),
-        crate::plots::CSS
+        crate::plots::CSS,
+        if has_bars(data) {
+            crate::plots::BARS_CSS
+        } else {
+            ""
+        }
     );
     let _ = writeln!(out, "<header><h1>{}</h1>", escape(&title));
     let _ = writeln!(
@@ -190,6 +195,17 @@ pub fn render_with(data: &ReportData, extra: &str) -> String {
         crate::plots::SCRIPT
     );
     out
+}
+
+/// Whether a run of the report kept misses the kernel's trace explained: its time plot
+/// draws them as stacked bars.
+fn has_bars(data: &ReportData) -> bool {
+    use results::records::{why::WhyPart, Record};
+    data.runs().any(|r| {
+        WhyPart::from_json(&r.record.result)
+            .and_then(|p| p.why)
+            .is_some_and(|w| !w.misses.is_empty())
+    })
 }
 
 /// The table of contents: the sections this report has.
@@ -719,5 +735,30 @@ mod tests {
         assert_eq!(text("realtime", json!(true)), "yes");
         assert_eq!(text("host_steal_ns", Value::Null), "-");
         assert_eq!(text("host_steal_ns", json!(0)), "none");
+    }
+
+    #[test]
+    fn the_bars_rules_come_with_bars_only() {
+        use serde_json::json;
+        let page = |result: Value| {
+            render(&ReportData {
+                cells: vec![crate::data::CellData {
+                    key: "run 1".into(),
+                    axes: Default::default(),
+                    profile: "current".into(),
+                    status: Some(results::RunStatus::Complete),
+                    error: None,
+                    source: None,
+                    run: Some(crate::data::test_run("jitter", result, Vec::new())),
+                }],
+                ..Default::default()
+            })
+        };
+        let traced = page(json!({"why": crate::view::why::test_why()}));
+        assert!(traced.contains(crate::plots::BARS_CSS));
+        assert!(!traced.contains("<script>x"), "the kernel's names escaped");
+        let plain = page(json!({}));
+        assert!(!plain.contains(crate::plots::BARS_CSS));
+        assert!(plain.contains(crate::plots::CSS));
     }
 }

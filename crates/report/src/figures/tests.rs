@@ -641,3 +641,82 @@ fn subjects_of_one_configuration_each_are_labelled_by_the_subject_alone() {
     assert_eq!(series_labels(&p.svg), ["group 1", "group 2"]);
     assert!(p.caption.contains("One line per subject."));
 }
+
+#[test]
+fn explained_misses_stand_as_bars_stacked_by_cause_on_latency_against_time() {
+    let mut run = jitter_run(&[20_000, 30_000]);
+    run.record.result = json!({"start_ns": 1_000_000_000u64, "why": crate::view::why::test_why()});
+    run.series.push(results::Series {
+        name: "wakeup_latency_by_block".into(),
+        unit: "ns".into(),
+        columns: ["t_s", "cycles", "min_ns", "mean_ns", "max_ns"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![
+            vec![0.0, 100.0, 10e3, 20e3, 40e3],
+            vec![1.0, 100.0, 10e3, 21e3, 2e6],
+            vec![2.0, 100.0, 10e3, 22e3, 60e3],
+        ],
+    });
+    let data = ReportData {
+        cells: vec![cell("run 1", run, None)],
+        ..Default::default()
+    };
+    let figs = figures(&data);
+    let t = figs.iter().find(|f| f.id.starts_with("fig-time")).unwrap();
+    // Each kept miss is a bar at its time from the run's start, its hover naming each
+    // cause; the kernel's names are escaped.
+    assert_eq!(t.svg.matches("<g class=\"bar\">").count(), 2, "{}", t.svg);
+    assert!(
+        t.svg
+            .contains("<title>late wake-up at 0.500 s: 2.00 ms late (late wakeup)\n1.50 ms: thread &lt;script&gt;x&lt;/script&gt; (pid 7"),
+        "{}",
+        t.svg
+    );
+    assert!(!t.svg.contains("<script>"), "{}", t.svg);
+    // Its parts stacked in one order, one class per kind; the key names the kinds drawn.
+    let first = &t.svg[t.svg.find("<g class=\"bar\">").unwrap()..];
+    let first = &first[..first.find("</g>").unwrap()];
+    let kinds: Vec<&str> = first
+        .match_indices("class=\"part ")
+        .map(|(i, _)| {
+            let rest = &first[i + 12..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    assert_eq!(kinds, ["thread", "irq", "unaccounted"]);
+    for key in ["thread", "irq", "softirq", "unaccounted"] {
+        assert!(
+            t.svg.contains(&format!(
+                "<g class=\"key bar-key\"><rect class=\"part {key}\""
+            )),
+            "{key}: {}",
+            t.svg
+        );
+    }
+    assert!(!t.svg.contains("rect class=\"part self\""), "{}", t.svg);
+    assert!(
+        !t.svg.contains(" fill=\""),
+        "colours from CSS only: {}",
+        t.svg
+    );
+    assert!(
+        t.caption.contains("`audiolat jitter --why`"),
+        "{}",
+        t.caption
+    );
+    assert!(
+        t.caption.contains("The 2 worst of 3 are drawn."),
+        "{}",
+        t.caption
+    );
+
+    // Causes asked for but not traced, or not asked for: no bars.
+    let mut untraced = data.clone();
+    let r = untraced.cells[0].run.as_mut().unwrap();
+    r.record.result = json!({"start_ns": 1_000_000_000u64, "why": {"unavailable": "needs root"}});
+    let figs = figures(&untraced);
+    let t = figs.iter().find(|f| f.id.starts_with("fig-time")).unwrap();
+    assert!(!t.svg.contains("class=\"bar\""));
+    assert!(!t.caption.contains("--why"), "{}", t.caption);
+}

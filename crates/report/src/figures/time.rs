@@ -7,7 +7,12 @@ use crate::data::{CellData, RunData};
 use crate::plots::{Axis, Plot, RefLine, Scale, Series};
 use crate::units::{fmt_count, fmt_ns};
 use crate::words::metric_name;
-use results::records::{JitterResultRecord, Record, RoundtripResultRecord};
+use results::records::why::{WhyPart, WhyRecord};
+use results::records::{JitterConfigRecord, JitterResultRecord, Record, RoundtripResultRecord};
+
+use crate::plots::{Bar, BarPart};
+use crate::view::why;
+use crate::words::cause_kind;
 
 /// Dots per point up to this many points; a line beyond.
 const MAX_DOTS: usize = 400;
@@ -60,6 +65,14 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     plot.series = series;
     plot.refs = refs;
     let (marked, crowded) = origin.map_or((0, Vec::new()), |o| event_marks(&mut plot, r, o));
+    let why = WhyPart::from_json(&r.record.result).and_then(|p| p.why);
+    let missed = why::what_missed(
+        JitterConfigRecord::from_json(&r.record.config).is_some_and(|c| c.has_fragments()),
+    );
+    let bars = match (&why, origin) {
+        (Some(w), Some(o)) => why_bars(&mut plot, w, missed, o),
+        _ => 0,
+    };
     let svg = plot.svg()?;
     let events: u64 = r
         .event_counts
@@ -94,6 +107,9 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
             fmt_count(events)
         ));
     }
+    if let Some(w) = why.as_ref().filter(|w| w.unavailable.is_none()) {
+        caption.push_str(&bars_caption(w, missed, bars, origin.is_some()));
+    }
     if !plot.windows.is_empty() {
         caption.push_str(" Shaded: windows in which the hypervisor took CPU time from this machine (host steal); latency there measured the host too.");
     }
@@ -106,6 +122,78 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
         caption,
         svg,
     })
+}
+
+/// Each miss the trace explained in detail as a bar at its time (`origin_ns` the time
+/// axis's 0), as tall as it was late, its causes stacked by kind; returns how many.
+fn why_bars(plot: &mut Plot, w: &WhyRecord, what: (&str, &str), origin_ns: u64) -> usize {
+    for m in &w.misses {
+        let mut parts: Vec<BarPart> = Vec::new();
+        for kind in why::KINDS {
+            let ns: u64 = m
+                .causes
+                .iter()
+                .filter(|c| c.kind == kind)
+                .map(|c| c.ns)
+                .sum();
+            if ns > 0 {
+                parts.push(BarPart {
+                    kind: kind.into(),
+                    value: ns as f64,
+                });
+            }
+        }
+        // A kind this report does not know still stands in its bar.
+        for c in m
+            .causes
+            .iter()
+            .filter(|c| !why::KINDS.contains(&c.kind.as_str()))
+        {
+            parts.push(BarPart {
+                kind: c.kind.clone(),
+                value: c.ns as f64,
+            });
+        }
+        plot.bars.push(Bar {
+            x: m.t_ns.saturating_sub(origin_ns) as f64,
+            top: m.late_ns as f64,
+            parts,
+            text: why::miss_text(m, what, origin_ns),
+        });
+    }
+    plot.bar_names = why::KINDS
+        .iter()
+        .map(|k| (k.to_string(), cause_kind(k)))
+        .collect();
+    plot.bars.len()
+}
+
+/// What the bars are, for the caption: how many of the misses the trace explained are
+/// drawn, or why none are.
+fn bars_caption(w: &WhyRecord, (_, many): (&str, &str), drawn: usize, placed: bool) -> String {
+    let explained = w.misses_explained;
+    if explained == 0 {
+        return format!(
+            " The kernel's trace (`audiolat jitter --why`) found no {many} to explain."
+        );
+    }
+    if !placed {
+        return format!(
+            " The kernel's trace (`audiolat jitter --why`) explained {} {many}; they are not placed here: the run does not store where this time axis starts.",
+            fmt_count(explained)
+        );
+    }
+    let mut out = format!(
+        " Bars: the {many} the kernel's trace explained (`audiolat jitter --why`), each as tall as it was late and split by cause, each cause's part its share of the lateness (hover for each cause); the answer lists the culprits over the run."
+    );
+    if (drawn as u64) < explained {
+        out.push_str(&format!(
+            " The {} worst of {} are drawn.",
+            fmt_count(drawn as u64),
+            fmt_count(explained)
+        ));
+    }
+    out
 }
 
 type Drawn = (String, Vec<Series>, Vec<RefLine>);

@@ -33,7 +33,7 @@ pub use axis::{
     duration_unit, fmt_number, fmt_percentile, nice_step, percentile_position, Axis, Quantity,
     Scale, Tick,
 };
-pub use model::{Mark, Plot, RefLine, Series, Style, Window, TIPS_PER_LINE};
+pub use model::{Bar, BarPart, Mark, Plot, RefLine, Series, Style, Window, TIPS_PER_LINE};
 
 impl Plot {
     /// The plot as one `<svg>` element, or `None` when no series has a point the axes
@@ -45,7 +45,8 @@ impl Plot {
 
 /// The plot rules for the page's `<style>`: colours only from the page's variables
 /// (`--fg`, `--grid`, `--s0`..`--s7`; marks use `--fail`, `--warn` and `--window`), each
-/// with a fallback mid-tone readable on light and dark backgrounds.
+/// with a fallback mid-tone readable on light and dark backgrounds. A page with stacked
+/// bars adds [`BARS_CSS`].
 pub const CSS: &str = r#"
 svg.plot { display: block; width: 100%; height: auto; max-width: 100%; background: transparent; }
 svg.plot text { fill: var(--fg, currentColor); font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 13px; }
@@ -81,6 +82,20 @@ svg.plot .mark.overflow, svg.plot .mark.skipped, svg.plot .key.overflow line, sv
 svg.plot .mark.load_exit, svg.plot .key.load_exit line { stroke: var(--fg, currentColor); stroke-dasharray: 3 3; }
 svg.plot .window, svg.plot .key .window-swatch { fill: var(--window, rgba(140, 140, 160, .28)); stroke: none; }
 @media print { svg.plot .tip { display: none; } svg.plot { break-inside: avoid; } }
+"#;
+
+/// The rules for stacked bars ([`Bar`]), for a page that has them: a part's colour by its
+/// kind, `--cause-KIND` (`thread`, `irq`, `softirq`, `self`, `blocked`, `idle_exit`,
+/// `steal`, `unaccounted`), hues apart from the series' first three so that a bar is not
+/// read as a line, each with a fallback mid-tone readable on light and dark backgrounds.
+/// Apart from [`CSS`] so that a page without bars is the page it was.
+pub const BARS_CSS: &str = r#"
+svg.plot .bar .part, svg.plot .bar-key .part { fill: var(--cause-other, #8c8c96); stroke: var(--bg, Canvas); stroke-width: .5; }
+svg.plot .part.thread { fill: var(--cause-thread, #8e5cc4); } svg.plot .part.irq { fill: var(--cause-irq, #e6a100); }
+svg.plot .part.softirq { fill: var(--cause-softirq, #e377c2); } svg.plot .part.self { fill: var(--cause-self, #17becf); }
+svg.plot .part.blocked { fill: var(--cause-blocked, #6b8e23); } svg.plot .part.idle_exit { fill: var(--cause-idle_exit, #c7b299); }
+svg.plot .part.steal { fill: var(--cause-steal, #8c564b); } svg.plot .part.unaccounted { fill: var(--cause-unaccounted, #9a9aa2); }
+svg.plot .bar:hover .part { stroke: var(--fg, currentColor); stroke-width: 1; }
 "#;
 
 /// The page's one script for plots: a click, or Enter, on a legend item toggles its

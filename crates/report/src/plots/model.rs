@@ -91,6 +91,30 @@ pub struct Window {
     pub text: String,
 }
 
+/// A stacked bar standing at one x (a deadline miss the kernel's trace explained): as
+/// tall as `top`, split into its parts in proportion to their values, bottom first, so
+/// that on a log axis too the parts keep their shares of the bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// Where (an x value).
+    pub x: f64,
+    /// How tall (a y value).
+    pub top: f64,
+    /// Its parts, bottom first.
+    pub parts: Vec<BarPart>,
+    /// What a hover shows (the whole bar, each part named).
+    pub text: String,
+}
+
+/// One part of a [`Bar`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarPart {
+    /// Its kind, a CSS class (`irq`, `thread`, ...): one colour per kind in every bar.
+    pub kind: String,
+    /// Its value (the same unit as the bar's `top`).
+    pub value: f64,
+}
+
 /// One plot: its title, axes, series and annotations.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plot {
@@ -111,6 +135,11 @@ pub struct Plot {
     /// Names of the mark kinds, for the key (`underrun` -> `under-run`); kinds not
     /// named are keyed by their class.
     pub mark_names: Vec<(String, String)>,
+    /// Stacked bars (explained misses), drawn under the series.
+    pub bars: Vec<Bar>,
+    /// The bar parts' kinds and their names, in the key's order; a kind not listed is
+    /// keyed by its class, after these.
+    pub bar_names: Vec<(String, String)>,
 }
 
 impl Plot {
@@ -125,6 +154,8 @@ impl Plot {
             marks: Vec::new(),
             windows: Vec::new(),
             mark_names: Vec::new(),
+            bars: Vec::new(),
+            bar_names: Vec::new(),
         }
     }
 }

@@ -59,7 +59,12 @@ enum Entry<'a> {
     Series(usize, &'a str),
     Mark(&'a str, String),
     Window(&'a str),
+    /// A bar part's kind and its name.
+    Part(&'a str, String),
 }
+
+/// A bar's width, px.
+const BAR_PX: f64 = 5.0;
 
 fn entry_width(text: &str) -> f64 {
     26.0 + text.chars().count() as f64 * 7.4 + 14.0
@@ -92,6 +97,12 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
     xs.extend(plot.marks.iter().map(|m| m.x));
     xs.extend(plot.windows.iter().flat_map(|w| [w.x0, w.x1]));
     ys.extend(plot.refs.iter().map(|r| r.y));
+    xs.extend(plot.bars.iter().map(|b| b.x));
+    ys.extend(plot.bars.iter().map(|b| b.top));
+    if !plot.bars.is_empty() {
+        // A bar stands on zero (a log axis cannot show it and keeps its floor).
+        ys.push(0.0);
+    }
     let (x_lo, x_hi) = plot.x.range(&xs)?;
     let (y_lo, y_hi) = plot.y.range(&ys)?;
 
@@ -130,6 +141,7 @@ pub(super) fn render(plot: &Plot) -> Option<String> {
     legend(&mut out, &rows, 34.0);
     axes(&mut out, &xmap, &ymap);
     windows_and_marks(&mut out, plot, &xmap, top, bottom);
+    bars(&mut out, plot, &xmap, &ymap);
     for (i, s) in plot.series.iter().enumerate() {
         series(&mut out, plot, i, s, &xmap, &ymap);
     }
@@ -197,6 +209,59 @@ fn windows_and_marks(out: &mut String, plot: &Plot, xmap: &Map, top: f64, bottom
     }
 }
 
+/// The stacked bars, under the series: each part's share of the bar's height is its share
+/// of the parts' sum; the bar's `<title>` names every part.
+fn bars(out: &mut String, plot: &Plot, xmap: &Map, ymap: &Map) {
+    let base = ymap.from_px;
+    for b in &plot.bars {
+        let (Some(x), Some(top)) = (xmap.px(b.x, false), ymap.px(b.top, true)) else {
+            continue;
+        };
+        let sum: f64 = b.parts.iter().map(|p| p.value.max(0.0)).sum();
+        if sum <= 0.0 || top >= base {
+            continue;
+        }
+        let _ = write!(out, "<g class=\"bar\"><title>{}</title>", escape(&b.text));
+        let mut y = base;
+        for p in &b.parts {
+            let h = (base - top) * p.value.max(0.0) / sum;
+            if h <= 0.0 {
+                continue;
+            }
+            y -= h;
+            let _ = write!(
+                out,
+                "<rect class=\"part {}\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{BAR_PX}\" height=\"{h:.1}\"/>",
+                escape(&p.kind),
+                x - BAR_PX / 2.0
+            );
+        }
+        out.push_str("</g>");
+    }
+}
+
+/// The bar parts' kinds in the key's order: those named first, in their order, then
+/// the others as they come.
+fn bar_kinds(plot: &Plot) -> Vec<(&str, String)> {
+    let present = |k: &str| {
+        plot.bars
+            .iter()
+            .any(|b| b.parts.iter().any(|p| p.kind == k))
+    };
+    let mut out: Vec<(&str, String)> = plot
+        .bar_names
+        .iter()
+        .filter(|(k, _)| present(k))
+        .map(|(k, n)| (k.as_str(), n.clone()))
+        .collect();
+    for p in plot.bars.iter().flat_map(|b| &b.parts) {
+        if !out.iter().any(|(k, _)| *k == p.kind) {
+            out.push((&p.kind, p.kind.replace('_', " ")));
+        }
+    }
+    out
+}
+
 fn legend_entries(plot: &Plot) -> Vec<Entry<'_>> {
     let mut entries = Vec::new();
     if plot.series.len() > 1 {
@@ -228,6 +293,9 @@ fn legend_entries(plot: &Plot) -> Vec<Entry<'_>> {
     for k in windows {
         entries.push(Entry::Window(k));
     }
+    for (k, name) in bar_kinds(plot) {
+        entries.push(Entry::Part(k, name));
+    }
     entries
 }
 
@@ -237,6 +305,7 @@ fn entry_text<'a>(e: &'a Entry<'a>) -> std::borrow::Cow<'a, str> {
         Entry::Mark(_, text) => text.as_str().into(),
         Entry::Window("steal") => "host steal".into(),
         Entry::Window(k) => k.replace('_', " ").into(),
+        Entry::Part(_, name) => name.as_str().into(),
     }
 }
 
@@ -292,6 +361,16 @@ fn legend(out: &mut String, rows: &[Vec<(f64, &Entry)>], y0: f64) {
                         x + 9.0,
                         y + 2.0,
                         y + 17.0,
+                        x + 24.0,
+                        y + 14.0
+                    );
+                }
+                Entry::Part(kind, _) => {
+                    let _ = write!(
+                        out,
+                        "<g class=\"key bar-key\"><rect class=\"part {}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"18\" height=\"13\"/><text x=\"{:.1}\" y=\"{:.1}\">{text}</text></g>",
+                        escape(kind),
+                        y + 3.0,
                         x + 24.0,
                         y + 14.0
                     );

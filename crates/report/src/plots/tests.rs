@@ -285,3 +285,52 @@ fn a_short_log_latency_axis_shows_at_least_three_labels() {
         .iter()
         .any(|t| t.at > 10e6 && t.label.as_deref() != Some("")));
 }
+
+#[test]
+fn a_bar_s_parts_share_its_height_as_their_values_share_its_sum() {
+    use super::{Bar, BarPart};
+    let mut plot = Plot::new(
+        "bars",
+        Axis::duration("time since start", Scale::Linear),
+        Axis::duration("latency", Scale::Linear),
+    );
+    plot.series
+        .push(Series::line("max", vec![(0.0, 0.0), (10e9, 4e6)]));
+    plot.bars.push(Bar {
+        x: 5e9,
+        top: 4e6,
+        parts: vec![
+            BarPart {
+                kind: "thread".into(),
+                value: 3e6,
+            },
+            BarPart {
+                kind: "a\"b".into(),
+                value: 1e6,
+            },
+        ],
+        text: "4 ms <late>".into(),
+    });
+    plot.bar_names = vec![("thread".into(), "thread".into())];
+    let svg = plot.svg().unwrap();
+    let bar = &svg[svg.find("<g class=\"bar\">").unwrap()..];
+    let bar = &bar[..bar.find("</g>").unwrap()];
+    let heights: Vec<f64> = bar
+        .match_indices("height=\"")
+        .map(|(i, _)| {
+            let rest = &bar[i + 8..];
+            rest[..rest.find('"').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(heights.len(), 2, "{bar}");
+    assert!(
+        (heights[0] / heights[1] - 3.0).abs() < 0.05,
+        "{heights:?}\n{svg}"
+    );
+    assert!(svg.contains("<title>4 ms &lt;late&gt;</title>"), "{svg}");
+    assert!(svg.contains("class=\"part a&quot;b\""), "{svg}");
+    // The key: the named kinds first, then the others by their class.
+    let thread = svg.find(">thread</text>").unwrap();
+    let other = svg.find(">a&quot;b</text>").unwrap();
+    assert!(thread < other, "{svg}");
+}

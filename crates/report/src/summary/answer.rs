@@ -1,11 +1,14 @@
 //! The answer computed from a report's stored runs ([`answer`]).
 
 use results::probe_kind::{JITTER, NET};
+use results::records::why::WhyPart;
+use results::records::Record;
 
 use crate::data::{ReportData, RunData};
+use crate::view::why as why_view;
 
 use super::buffers::backends;
-use super::model::{Answer, DeadlineAnswer, WakeupAnswer};
+use super::model::{Answer, DeadlineAnswer, WakeupAnswer, WhyAnswer};
 use super::verdicts::{merged, variant};
 use super::words::{
     backend_words, fmt_rate, is_virtual, jitter_condition, jitter_config, load_words,
@@ -34,6 +37,9 @@ pub fn answer(data: &ReportData) -> Answer {
     for r in &runs {
         if let Some(w) = wakeup(r) {
             a.wakeups.push(w);
+        }
+        if let Some(w) = why(r) {
+            a.whys.push(w);
         }
         for d in deadlines(r) {
             match a.deadlines.iter_mut().find(|x| x.what == d.what) {
@@ -74,6 +80,21 @@ fn wakeup(r: &RunData) -> Option<WakeupAnswer> {
         p999_ns: s.p999,
         max_ns: s.max,
         clamped_at: s.clamped_at,
+    })
+}
+
+/// Why a run's misses were late, when it asked (any probe whose result has `why`).
+fn why(r: &RunData) -> Option<WhyAnswer> {
+    let w = WhyPart::from_json(&r.record.result)?.why?;
+    let what = why_view::what_missed(jitter_config(r).has_fragments());
+    let (shown, more) = why_view::shown_culprits(&w);
+    Some(WhyAnswer {
+        run_id: r.record.id,
+        condition: jitter_condition(r),
+        line: why_view::summary_line(&w, what),
+        sentence: why_view::culprit_sentence(&w, what),
+        culprits: shown.iter().map(|c| why_view::culprit_row(c, &w)).collect(),
+        more,
     })
 }
 

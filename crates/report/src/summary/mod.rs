@@ -2,7 +2,8 @@
 //! the words a musician or an engineer came for. Per audio backend and load, the
 //! smallest buffer that held with no under-run and the latency it gives (from event and
 //! round-trip runs, and so from a `--find-min-buffer` search's runs); the wake-up latency
-//! of each jitter run (p99, p99.9, max); every deadline judged and its misses; one
+//! of each jitter run (p99, p99.9, max); every deadline judged and its misses; why the
+//! misses of a run that asked were late (`audiolat jitter --why`: its culprits); one
 //! verdict line per run ("holds 128-frame periods at 44.1 kHz idle on JACK: 2.90 ms round
 //! trip"); and the caveats that apply, each once (not real-time, host steal, a virtual
 //! machine or an emulator, a software clock, interrupted runs).
@@ -31,5 +32,6 @@ pub use answer::answer;
 pub(crate) use buffers::stream_buffer;
 pub use model::{
     Answer, BackendAnswer, Buffer, DeadlineAnswer, FailedBuffer, Mark, VerdictLine, WakeupAnswer,
+    WhyAnswer,
 };
 pub use render::{html, text};

@@ -122,6 +122,27 @@ pub struct DeadlineAnswer {
     pub count: u64,
 }
 
+/// Why one run's deadlines were missed, from the kernel's trace (a run that asked for
+/// causes: `audiolat jitter --why`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhyAnswer {
+    /// The run.
+    pub run_id: RunId,
+    /// Its condition, e.g. `idle`, `under cpu load`.
+    pub condition: String,
+    /// What the trace came to, in one line (not traced and why, nothing to explain, or
+    /// how many misses it explained).
+    pub line: String,
+    /// The largest culprit in a sentence (`9 of 12 late wake-ups: kworker/1:2 ran 9.80
+    /// ms`), when the trace explained a miss.
+    pub sentence: Option<String>,
+    /// The culprits shown, largest first, each as a row: name, kind, time over the run,
+    /// misses (`9 of 12`).
+    pub culprits: Vec<[String; 4]>,
+    /// Culprits not shown.
+    pub more: usize,
+}
+
 /// Everything the summary says, computed from the stored runs only.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Answer {
@@ -135,6 +156,8 @@ pub struct Answer {
     pub wakeups: Vec<WakeupAnswer>,
     /// Per judged deadline.
     pub deadlines: Vec<DeadlineAnswer>,
+    /// Per run that asked why its deadlines were missed.
+    pub whys: Vec<WhyAnswer>,
     /// One per run of a measuring probe, in run order.
     pub verdicts: Vec<VerdictLine>,
     /// The caveats that apply, each once, in words.

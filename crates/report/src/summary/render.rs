@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 
 use super::answer::answer;
-use super::model::{Answer, BackendAnswer, Buffer, DeadlineAnswer, Mark, WakeupAnswer};
+use super::model::{Answer, BackendAnswer, Buffer, DeadlineAnswer, Mark, WakeupAnswer, WhyAnswer};
 use super::words::{fmt_rate, run_ref, runs_ref};
 use crate::data::ReportData;
 use crate::units::{fmt_count, fmt_ns};
-use crate::words::escape;
+use crate::words::{escape, escape_code};
 
 /// What the summary says when no run measured anything it reads.
 const NOTHING: &str = "nothing was measured here: no jitter, event, round-trip or network-audio run completed in what this report covers";
@@ -131,6 +131,45 @@ fn machine_lines(a: &Answer) -> Vec<String> {
     out
 }
 
+/// The heading of the causes' part, in the HTML and the terminal alike.
+const WHY_HEADING: &str = "Why deadlines were missed (`audiolat jitter --why`)";
+
+/// `run 3, idle: 12 late wake-ups later than 100 us explained from ...`.
+fn why_line(w: &WhyAnswer) -> String {
+    format!("{}, {}: {}", runs_ref(&[w.run_id]), w.condition, w.line)
+}
+
+/// A run's causes as HTML: its line, the largest culprit in a sentence, and the
+/// culprits' table (names, which the kernel gives, as code).
+fn why_html(w: &WhyAnswer, out: &mut String) {
+    let _ = writeln!(out, "<p class=\"why\">{}</p>", escape(&why_line(w)));
+    if let Some(s) = &w.sentence {
+        let _ = writeln!(out, "<p class=\"why-culprit\">{}</p>", escape(s));
+    }
+    if w.culprits.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"table-wrap\"><table class=\"why\"><thead><tr><th class=\"label\">culprit</th><th class=\"label\">kind</th><th>total</th><th>misses</th></tr></thead><tbody>\n");
+    for [name, kind, total, misses] in &w.culprits {
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"label wrap\"><code>{}</code></td><td class=\"label\">{}</td><td class=\"nowrap\">{}</td><td class=\"nowrap\">{}</td></tr>",
+            escape(name),
+            escape(kind),
+            escape(total),
+            escape(misses)
+        );
+    }
+    if w.more > 0 {
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"label\" colspan=\"4\">and {} more</td></tr>",
+            w.more
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
 /// A wake-up percentile as printed: `>=` before a histogram's bound.
 fn wakeup_p(w: &WakeupAnswer, v: f64) -> String {
     if w.clamped_at.is_some_and(|b| v >= b) {
@@ -218,6 +257,12 @@ pub fn html(data: &ReportData) -> String {
         }
         out.push_str("</ul>\n");
     }
+    if !a.whys.is_empty() {
+        let _ = writeln!(out, "<h3 id=\"why\">{}</h3>", escape_code(WHY_HEADING));
+        for w in &a.whys {
+            why_html(w, &mut out);
+        }
+    }
     if !a.caveats.is_empty() {
         out.push_str("<h3>What to know</h3>\n<ul class=\"caveats\">\n");
         for c in &a.caveats {
@@ -303,6 +348,15 @@ pub fn text(data: &ReportData) -> String {
                 mark_word(deadline_mark(d)),
                 deadline_line(d)
             );
+        }
+    }
+    if !a.whys.is_empty() {
+        let _ = writeln!(out, "{}:", WHY_HEADING.to_lowercase());
+        for w in &a.whys {
+            let _ = writeln!(out, "  {}", why_line(w));
+            if let Some(s) = &w.sentence {
+                let _ = writeln!(out, "    {s}");
+            }
         }
     }
     if !a.caveats.is_empty() {

@@ -719,3 +719,85 @@ fn a_round_trip_beside_an_event_run_at_the_same_period_is_the_same_setting() {
         "{t}"
     );
 }
+
+fn traced_jitter(id: i64, why: serde_json::Value) -> RunData {
+    with(
+        test_run(
+            "jitter",
+            json!({"start_ns": 1_000_000_000u64, "why": why}),
+            vec![measured(
+                "jitter",
+                "wakeup_latency",
+                &many(30_000, 100),
+                None,
+            )],
+        ),
+        id,
+        json!({"load": "none", "period_ns": 1_000_000}),
+        json!({"realtime": true}),
+    )
+}
+
+#[test]
+fn a_traced_run_s_culprits_are_in_the_answer_escaped_and_as_the_terminal_says_them() {
+    let data = report(vec![traced_jitter(4, crate::view::why::test_why())]);
+    let (t, h) = (text(&data), html(&data));
+    assert!(h.contains("<h3 id=\"why\">"), "{h}");
+    assert!(
+        h.contains("2 of 3 late wake-ups: &lt;script&gt;x&lt;/script&gt; ran 9.80 ms"),
+        "{h}"
+    );
+    assert!(
+        h.contains("<code>&lt;script&gt;x&lt;/script&gt;</code></td><td class=\"label\">thread</td><td class=\"nowrap\">9.80 ms</td><td class=\"nowrap\">2 of 3</td>"),
+        "{h}"
+    );
+    assert!(!h.contains("<script>"), "{h}");
+    assert!(digit_runs(&h, 5).is_empty(), "{:?}", digit_runs(&h, 5));
+    // The terminal's answer and the run's own view say the same.
+    assert!(
+        t.contains("run 4, idle: 3 late wake-ups later than 100.0 us explained from the kernel trace of cpu1 (no events lost)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("2 of 3 late wake-ups: <script>x</script> ran 9.80 ms"),
+        "{t}"
+    );
+    let w = <results::records::why::WhyRecord as results::records::Record>::from_json(
+        &crate::view::why::test_why(),
+    )
+    .unwrap();
+    let mut view = String::new();
+    crate::view::why::text(&w, ("late wake-up", "late wake-ups"), None, &mut view);
+    let a = answer(&data);
+    assert!(view.contains(&a.whys[0].line), "{view}");
+    for row in &a.whys[0].culprits {
+        assert!(
+            row.iter().all(|part| view.contains(part.as_str())),
+            "{row:?} {view}"
+        );
+        assert!(
+            row.iter()
+                .all(|part| h.contains(&crate::words::escape(part))),
+            "{row:?}"
+        );
+    }
+
+    // Asked for but not traced: one line. Not asked: nothing.
+    let untraced = report(vec![traced_jitter(
+        5,
+        json!({"unavailable": "tracing the kernel needs root"}),
+    )]);
+    let h = html(&untraced);
+    assert_eq!(
+        h.matches("not traced: tracing the kernel needs root")
+            .count(),
+        1,
+        "{h}"
+    );
+    assert!(!h.contains("<table class=\"why\""), "{h}");
+    let mut plain = traced_jitter(6, json!(null));
+    plain.record.result = json!({"start_ns": 1});
+    let none = report(vec![plain]);
+    assert!(!html(&none).contains("id=\"why\""));
+    assert!(!text(&none).contains("jitter --why"));
+}

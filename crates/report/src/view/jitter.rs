@@ -36,11 +36,7 @@ pub fn text(run: &RunView) -> String {
     fragment_model(run, &config, &r, &mut out);
     largest_wakeups(&r, &mut out);
     if let Some(why) = &r.why {
-        let what = if config.has_fragments() {
-            ("under-run", "under-runs")
-        } else {
-            ("late wake-up", "late wake-ups")
-        };
+        let what = super::why::what_missed(config.has_fragments());
         super::why::text(why, what, r.start_ns, &mut out);
     }
     if let Some(skipped) = r.skipped_deadlines.filter(|&n| n > 0) {
