@@ -73,6 +73,8 @@ pub enum Policy {
     Fifo(i32),
     /// SCHED_OTHER, nice 0: what a probe refused real-time priority runs as.
     Other,
+    /// SCHED_OTHER at this nice (a negative one needs root).
+    Nice(i32),
 }
 
 /// Pins the calling thread to `cpu` and gives it `policy`.
@@ -87,7 +89,7 @@ pub fn pin(cpu: usize, policy: Policy) {
         );
         let (kind, priority) = match policy {
             Policy::Fifo(p) => (libc::SCHED_FIFO, p),
-            Policy::Other => (libc::SCHED_OTHER, 0),
+            Policy::Other | Policy::Nice(_) => (libc::SCHED_OTHER, 0),
         };
         let p = libc::sched_param {
             sched_priority: priority,
@@ -97,6 +99,13 @@ pub fn pin(cpu: usize, policy: Policy) {
             0,
             "sched_setscheduler({policy:?}) needs root"
         );
+        if let Policy::Nice(nice) = policy {
+            assert_eq!(
+                libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice),
+                0,
+                "setpriority({nice}) needs root"
+            );
+        }
     }
 }
 
