@@ -528,6 +528,17 @@ pub fn explain(miss: &Miss, windows: &mut [CpuWindow], names: &dyn Names) -> Exp
                         b.decompose(w, from, to, false);
                     }
                 }
+                // It went to sleep inside the interval and next ran with no wake-up
+                // traced: what woke it ran on a CPU not traced. Blocked all the same,
+                // on a holder not known.
+                Some((_, Own::In(_))) if since_ns >= t0 => b.add(
+                    Part::Blocked {
+                        state,
+                        holder: None,
+                    },
+                    None,
+                    to - from,
+                ),
                 _ => b.add(Part::Unaccounted, None, to.saturating_sub(from)),
             },
             Status::Unknown => match next {
