@@ -40,7 +40,7 @@ fn a_cycle_longer_than_its_period_is_the_threads_own_time() {
                 while !stop.load(Ordering::Relaxed) {
                     sleep_until(deadline);
                     cycle += 1;
-                    if cycle % 7 == 0 {
+                    if cycle.is_multiple_of(7) {
                         let cpu_start = thread_cpu_ns();
                         while thread_cpu_ns() < cpu_start + WORK_NS {}
                         let finished = now_ns();
