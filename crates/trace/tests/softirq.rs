@@ -4,7 +4,7 @@
 //! `local_bh_enable` at the end of its `sendto`), not in `ksoftirqd`: each round takes
 //! one packet, far from the budget that would defer it. To make each round long
 //! enough to delay a FIFO probe, the namespace's side of the pair classifies every
-//! packet through 20 000 u32 filters that never match (~0.5 ms a packet here). The
+//! packet through 20 000 u32 filters that never match (0.2 to 0.5 ms a packet here). The
 //! probe's late wake-ups that came while the sender was in `sendto` must name the
 //! softirq `NET_RX` on top, with the time left of that round (within 10 % or 50 µs).
 //! Needs root, tracefs and iproute2 (`ip netns`, `tc`); the namespace is deleted on
