@@ -457,6 +457,22 @@ pub fn explain(miss: &Miss, windows: &mut [CpuWindow], names: &dyn Names) -> Exp
         }
     }
     own.sort_by_key(|(ts, _)| *ts);
+    // A wake-up stamped while the thread still ran, before its switch out to sleep,
+    // raced with it (`sched_waking` is stamped as the waker begins, before the sleeper's
+    // switch out is): it never slept, it was runnable on the CPU it left.
+    let mut woken_while_running = false;
+    for (_, ev) in own.iter_mut() {
+        match ev {
+            Own::In(_) => woken_while_running = false,
+            Own::Woken { .. } => woken_while_running = true,
+            Own::Out { state, .. } => {
+                if woken_while_running {
+                    *state &= !TASK_REPORT;
+                }
+                woken_while_running = false;
+            }
+        }
+    }
 
     let step = |status: Status, ev: &Own, ts: u64| -> Status {
         match *ev {
@@ -529,14 +545,17 @@ pub fn explain(miss: &Miss, windows: &mut [CpuWindow], names: &dyn Names) -> Exp
                         b.decompose(w, from, to, false);
                     }
                 }
-                // Switched in with no wake-up after its switch out: the wake-up raced
-                // with its going to sleep (`sched_waking` is stamped as the waker
-                // begins, before the sleeper's switch out is), so it was runnable on
-                // the CPU it came back on.
-                Some((_, Own::In(cpu))) if to > from => {
-                    let w = window(windows, cpu).map(|x| &mut windows[x]);
-                    b.decompose(w, from, to, true);
-                }
+                // It went to sleep inside the interval and next ran with no wake-up
+                // traced: what woke it ran on a CPU not traced. Blocked all the same,
+                // on a holder not known.
+                Some((_, Own::In(_))) if since_ns >= t0 => b.add(
+                    Part::Blocked {
+                        state,
+                        holder: None,
+                    },
+                    None,
+                    to - from,
+                ),
                 _ => b.add(Part::Unaccounted, None, to.saturating_sub(from)),
             },
             Status::Unknown => match next {

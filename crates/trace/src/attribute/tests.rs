@@ -145,6 +145,40 @@ fn a_thread_blocked_inside_its_cycle_names_the_holder_that_woke_it() {
 }
 
 #[test]
+fn a_thread_blocked_by_a_holder_on_a_cpu_not_traced_is_blocked_on_no_one_named() {
+    // As above, but the holder runs on a CPU not traced: the probe's wake-up is not in
+    // the trace, only that it slept (S) at 1100 and ran again at 4105.
+    let mut w = vec![window(
+        0,
+        vec![
+            switch(900, 0, 0, 100, 19),
+            switch(1100, 100, 1, 0, 120),
+            switch(4105, 0, 0, 100, 19),
+        ],
+    )];
+    let miss = Miss {
+        t_ns: 1000,
+        end_ns: 4200,
+        tid: 100,
+        kind: MissKind::Overrun,
+    };
+    let e = explain(&miss, &mut w, &TestNames);
+    assert_eq!(sum(&e), 3200, "{e:#?}");
+    let blocked = e
+        .causes
+        .iter()
+        .find(|c| c.kind == CauseKind::Blocked)
+        .unwrap();
+    assert_eq!(
+        (blocked.name.as_str(), blocked.pid, blocked.ns),
+        ("blocked", None, 3005)
+    );
+    assert_eq!(blocked.state.as_deref(), Some("S"));
+    assert_eq!(e.ns_of(CauseKind::SelfTime, "probe"), 195);
+    assert_eq!(e.ns_of(CauseKind::Unaccounted, "unaccounted"), 0);
+}
+
+#[test]
 fn a_softirq_and_an_irq_nested_in_a_thread_are_taken_out_of_its_time() {
     let mut w = vec![window(
         0,
