@@ -147,7 +147,8 @@ fn find_on_machine() -> Leftovers {
 /// servers' files (see [`find`]); says what it removed in one line (`None`: nothing),
 /// and what it could not remove. It changes nothing on the machine but files.
 pub fn remove_temporary() -> (Option<String>, Vec<String>) {
-    // A killed `--why`'s tracefs instance: removing it frees its ring buffers.
+    // A killed `--why`'s tracefs instance (removing it frees its ring buffers) and its
+    // own mount of tracefs.
     let instances = trace::tracefs::remove_leftover_instances();
     let left = Leftovers {
         temporary: engine::temp::stale(),
@@ -157,8 +158,7 @@ pub fn remove_temporary() -> (Option<String>, Vec<String>) {
     if left.is_empty() {
         let said = (!instances.is_empty()).then(|| {
             format!(
-                "removed what was left: the trace instance{} {}",
-                if instances.len() == 1 { "" } else { "s" },
+                "removed what a killed `audiolat ... --why` left in the kernel's trace: {}",
                 instances.join(", ")
             )
         });

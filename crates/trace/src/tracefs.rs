@@ -58,20 +58,52 @@ pub struct Tracefs {
 
 /// Where tracefs is mounted, from `/proc/self/mounts`.
 fn mounted_at() -> Option<PathBuf> {
-    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
-    let points: Vec<&str> = mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, point, kind) = (f.next()?, f.next()?, f.next()?);
-            (kind == "tracefs").then_some(point)
+    // Another audiolat's own mount goes when that process ends: never borrowed.
+    let points: Vec<PathBuf> = tracefs_mounts()
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(PRIVATE_MOUNT_PREFIX))
         })
         .collect();
     points
         .iter()
-        .find(|p| **p == TRACEFS)
+        .find(|p| p.as_os_str() == TRACEFS)
         .or(points.first())
-        .map(PathBuf::from)
+        .cloned()
+}
+
+/// Where tracefs is mounted, in `/proc/self/mounts`' order.
+fn tracefs_mounts() -> Vec<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, point, kind) = (f.next()?, f.next()?, f.next()?);
+            (kind == "tracefs").then(|| PathBuf::from(point))
+        })
+        .collect()
+}
+
+/// The prefix of the directory a process mounts tracefs at where it was not mounted
+/// (`audiolat-tracefs-PID` in the temporary directory).
+pub const PRIVATE_MOUNT_PREFIX: &str = "audiolat-tracefs-";
+
+/// A process's own mount point for tracefs.
+fn private_mount(pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{pid}"))
+}
+
+/// Detaches the mount at `point` (those still using it keep it until they let go) and
+/// removes its directory.
+fn unmount(point: &Path) {
+    if let Ok(target) = CString::new(point.as_os_str().as_encoded_bytes()) {
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
+    let _ = fs::remove_dir(point);
 }
 
 fn kernel_has_tracefs() -> bool {
@@ -84,7 +116,8 @@ fn kernel_has_tracefs() -> bool {
 }
 
 impl Tracefs {
-    /// Finds tracefs, mounting it at [`TRACEFS`] when it is not mounted.
+    /// Finds tracefs, mounting it at a directory of this process's own when it is not
+    /// mounted (unmounted when this is dropped).
     pub fn open() -> Result<Tracefs, Unavailable> {
         if let Some(root) = mounted_at() {
             return Ok(Tracefs {
@@ -95,9 +128,17 @@ impl Tracefs {
         if !kernel_has_tracefs() {
             return Err(Unavailable::NoTracefs);
         }
-        let root = PathBuf::from(TRACEFS);
+        // Mounted at a directory of this process's own, not at the system's place: the
+        // system is left as it was whatever happens to this process, and another
+        // process tracing at the same time has its own mount (instances are shared).
+        let root = private_mount(std::process::id());
+        fs::create_dir_all(&root).map_err(|source| Unavailable::Mount {
+            path: root.clone(),
+            source,
+        })?;
         let c = |s: &str| CString::new(s).expect("no NUL");
-        let (src, target, kind) = (c("nodev"), c(TRACEFS), c("tracefs"));
+        let target = CString::new(root.as_os_str().as_encoded_bytes()).expect("no NUL");
+        let (src, kind) = (c("nodev"), c("tracefs"));
         // SAFETY: the strings are NUL-terminated and outlive the call.
         let rc = unsafe {
             libc::mount(
@@ -110,6 +151,7 @@ impl Tracefs {
         };
         if rc != 0 {
             let source = io::Error::last_os_error();
+            let _ = fs::remove_dir(&root);
             if is_permission(&source) {
                 return Err(Unavailable::NotAllowed(format!(
                     "mounting tracefs: {source}"
@@ -137,11 +179,7 @@ impl Tracefs {
 impl Drop for Tracefs {
     fn drop(&mut self) {
         if self.mounted_here {
-            if let Ok(target) = CString::new(self.root.as_os_str().as_encoded_bytes()) {
-                // SAFETY: a NUL-terminated path. Another process still using the mount
-                // makes this fail (EBUSY), which leaves it mounted for that user.
-                unsafe { libc::umount2(target.as_ptr(), 0) };
-            }
+            unmount(&self.root);
         }
     }
 }
@@ -372,13 +410,35 @@ impl Drop for Instance {
 /// Removes the instances a killed audiolat left (`audiolat-PID` whose process is
 /// gone); returns the names removed. Nothing when tracefs is not mounted.
 pub fn remove_leftover_instances() -> Vec<String> {
-    let Some(root) = mounted_at() else {
-        return Vec::new();
-    };
-    let Ok(entries) = fs::read_dir(root.join("instances")) else {
-        return Vec::new();
-    };
+    // A killed process's own mount of tracefs: its instances are read through it when
+    // tracefs is mounted nowhere else, then it goes.
+    let dead_mounts: Vec<PathBuf> = tracefs_mounts()
+        .into_iter()
+        .filter(|point| {
+            point
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(PRIVATE_MOUNT_PREFIX))
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect();
     let mut removed = Vec::new();
+    if let Some(root) = mounted_at().or_else(|| dead_mounts.first().cloned()) {
+        remove_dead_instances(&root, &mut removed);
+    }
+    for point in dead_mounts {
+        unmount(&point);
+        removed.push(point.display().to_string());
+    }
+    removed
+}
+
+/// Removes the instances of processes that are gone, under tracefs at `root`.
+fn remove_dead_instances(root: &Path, removed: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(root.join("instances")) else {
+        return;
+    };
     for e in entries.filter_map(|e| e.ok()) {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
@@ -392,7 +452,6 @@ pub fn remove_leftover_instances() -> Vec<String> {
             removed.push(name);
         }
     }
-    removed
 }
 
 #[cfg(test)]

@@ -205,6 +205,37 @@ impl Drop for PerfRecord {
     }
 }
 
+/// Whether tracefs was mounted at `/sys/kernel/tracing`; unmounts it when dropped if
+/// it was not (perf mounts it there and leaves it).
+struct SystemTracefs {
+    was_mounted: bool,
+}
+
+impl SystemTracefs {
+    fn as_it_is() -> SystemTracefs {
+        SystemTracefs {
+            was_mounted: system_tracefs_mounted(),
+        }
+    }
+}
+
+fn system_tracefs_mounted() -> bool {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(trace::tracefs::TRACEFS))
+}
+
+impl Drop for SystemTracefs {
+    fn drop(&mut self) {
+        if !self.was_mounted && system_tracefs_mounted() {
+            let target = std::ffi::CString::new(trace::tracefs::TRACEFS).unwrap();
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}
+
 #[test]
 fn perf_sched_timehist_agrees_on_the_culprit_and_its_time() {
     let cpu = probe_cpu();
@@ -213,8 +244,9 @@ fn perf_sched_timehist_agrees_on_the_culprit_and_its_time() {
         ..SessionConfig::default()
     })
     .expect("tracefs available (run as root)");
-    // perf reads tracefs, and mounts it (for good) where none is: it records and
-    // reports while the session has it mounted.
+    // perf reads tracefs at the system's place, and mounts it there (for good) where
+    // it is not: put back as it was when the test ends.
+    let _tracefs = SystemTracefs::as_it_is();
     let mut perf = match PerfRecord::start(cpu) {
         Ok(p) => p,
         Err(why) => {
