@@ -10,15 +10,30 @@ use anyhow::Result;
 use results::RunStatus;
 use std::process::ExitCode;
 
+/// A jitter run's gates (`--fail-if`): each one of the probe's metrics, measured with
+/// the settings given (`--fragments` for under-runs, `--why` for causes) and here (a
+/// cause where the kernel can be traced).
+pub(crate) fn gates(
+    a: &crate::cli::JitterArgs,
+    config: &probes::jitter::JitterConfig,
+) -> Result<Vec<results::gate::Gate>> {
+    use results::probe_kind::Setting;
+    let given: Vec<Setting> = [
+        config.fragments.is_some().then_some(Setting::Fragments),
+        config.why.is_some().then_some(Setting::Why),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let gates = a.gates.check_with(&results::probe_kind::JITTER, &given)?;
+    crate::run_errors::check_gates_measurable(&gates)?;
+    Ok(gates)
+}
+
 pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {
     // Everything is checked before the database is opened: bad input writes nothing.
     let req = a.request(&ctx.default_scratch())?;
-    let given = if req.config.fragments.is_some() {
-        &[results::probe_kind::Setting::Fragments][..]
-    } else {
-        &[]
-    };
-    let gates = a.gates.check_with(&results::probe_kind::JITTER, given)?;
+    let gates = gates(a, &req.config)?;
     crate::run_errors::check_load(&req.load, &req.scratch_dir)?;
     if let Some(p) = &req.histfile {
         check_output_path(p, "--histfile", &ctx.db_path)?;

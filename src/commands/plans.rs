@@ -44,6 +44,7 @@ pub(crate) fn check_plan_cell(
     match &cli.command {
         Command::Jitter(a) => {
             let req = a.request(&scratch).map_err(|e| e.to_string())?;
+            crate::commands::jitter::gates(a, &req.config).map_err(msg)?;
             if let (Some(p), Some(db)) = (&req.histfile, db) {
                 crate::commands::output::check_output_path(p, "histfile", db).map_err(msg)?;
             }
