@@ -675,12 +675,12 @@ pub fn help() -> String {
         out.push_str(&format!(" {p}: {};", names.join(", ")));
     }
     out.pop();
-    out + ". The why. metrics read the kernel's trace of a run made with --why: a \
-           cause's time over the misses it explained (a time), the misses explained and \
-           the events lost (counts); :NAME is one culprit (a thread's name as the kernel \
-           keeps it, 15 bytes at most; a softirq's such as NET_RX), NAME* every one it \
-           begins. A culprit the trace never saw took 0 ns; a run the kernel could not be \
-           traced for is refused before it runs."
+    out + ". The why. metrics read the kernel's trace of a run made with `audiolat \
+           jitter --why`: a cause's time over the misses it explained (a time), the misses \
+           explained and the events lost (counts); :NAME is one culprit (a thread's name \
+           as the kernel keeps it, 15 bytes at most; a softirq's such as NET_RX), NAME* \
+           every one it begins. A culprit the trace never saw took 0 ns; a gate on a cause \
+           where the kernel cannot be traced is refused before anything runs."
 }
 
 #[cfg(test)]
