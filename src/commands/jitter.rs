@@ -1,6 +1,8 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
-use crate::commands::output::{check_output_path, gated, print_farm, print_json, write_output};
+use crate::commands::output::{
+    check_output_path, gated, measurable_gates, print_farm, print_json, write_output,
+};
 use crate::context::Context;
 use crate::live::LiveLine;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
@@ -10,24 +12,21 @@ use anyhow::Result;
 use results::RunStatus;
 use std::process::ExitCode;
 
-/// A jitter run's gates (`--fail-if`): each one of the probe's metrics, measured with
-/// the settings given (`--fragments` for under-runs, `--why` for causes) and here (a
-/// cause where the kernel can be traced).
+/// A jitter run's gates (`--fail-if`), measured with the settings given (`--fragments`
+/// for under-runs, `--why` for causes) and here.
 pub(crate) fn gates(
     a: &crate::cli::JitterArgs,
     config: &probes::jitter::JitterConfig,
 ) -> Result<Vec<results::gate::Gate>> {
-    use results::probe_kind::Setting;
-    let given: Vec<Setting> = [
-        config.fragments.is_some().then_some(Setting::Fragments),
-        config.why.is_some().then_some(Setting::Why),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let gates = a.gates.check_with(&results::probe_kind::JITTER, &given)?;
-    crate::run_errors::check_gates_measurable(&gates)?;
-    Ok(gates)
+    let fragments = config
+        .fragments
+        .map(|_| results::probe_kind::Setting::Fragments);
+    measurable_gates(
+        &a.gates,
+        &results::probe_kind::JITTER,
+        fragments.as_slice(),
+        &a.why,
+    )
 }
 
 pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {

@@ -52,6 +52,7 @@ pub(crate) fn check_plan_cell(
         }
         Command::Event(a) => {
             let req = a.request(&scratch).map_err(msg)?;
+            crate::commands::event::gates(a).map_err(msg)?;
             one_run(
                 req.cells.len() * req.periods.len(),
                 "comma lists in --period, --policy, --workload or --load, or --repeat",
@@ -64,6 +65,7 @@ pub(crate) fn check_plan_cell(
                 );
             }
             let req = a.request(&scratch).map_err(msg)?;
+            crate::commands::roundtrip::gates(a).map_err(msg)?;
             one_run(
                 req.periods.len() * req.cells.len(),
                 "comma lists in --period or --load, or --repeat",
@@ -73,7 +75,15 @@ pub(crate) fn check_plan_cell(
             if a.role.is_some() {
                 return Err("a plan runs `audiolat net` itself, not its experiment, respond or emulate roles".into());
             }
-            a.request(&scratch).map(|_| ()).map_err(msg)
+            a.request(&scratch).map_err(msg)?;
+            crate::commands::output::measurable_gates(
+                &a.gates,
+                &results::probe_kind::NET,
+                &[],
+                &a.why,
+            )
+            .map(|_| ())
+            .map_err(msg)
         }
         _ => Err("a plan's probe is jitter, event, roundtrip or net".into()),
     }

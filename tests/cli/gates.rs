@@ -133,7 +133,7 @@ fn bad_gates_are_refused_in_one_line_before_anything_runs() {
         (
             "event",
             "why.irq > 1ms",
-            "event runs have no metric 'why.irq'",
+            "an event run explains its late callbacks from the kernel's trace with --why only",
         ),
         ("jitter", "wobble > 1", "unknown metric 'wobble'"),
         (

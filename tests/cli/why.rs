@@ -540,3 +540,64 @@ fn a_gate_on_a_cause_that_cannot_be_traced_is_refused_in_one_line_before_anythin
     );
     assert!(!db.exists(), "nothing stored");
 }
+
+/// A gate on a cause judges a round-trip run as a jitter run: the culprit holding off
+/// its audio thread fails `why.thread:NAME > 0ns` with its stored time, and a culprit
+/// the trace never saw passes at 0 ns.
+#[test]
+fn a_gate_on_a_culprit_judges_a_roundtrip_run_too() {
+    if not_root("roundtrip --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (_d, db) = temp_db("why-gate-roundtrip.db");
+    let culprit = Culprit::start("gate-rthog", 1, 90, 2_000_000, 97_300_000);
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(crate::util::bin())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "roundtrip",
+            "--backend",
+            "virtual",
+            "--period",
+            "256",
+            "--duration",
+            "3s",
+            "--why",
+            "--fail-if",
+            "why.thread:gate-rthog > 0ns",
+            "--fail-if",
+            "why.thread:never-seen > 0ns",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("taskset (util-linux)");
+    culprit.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh = crate::util::parse_json(stdout.as_bytes());
+    let run = &fresh["runs"][0];
+    let hog_ns = run["result"]["why"]["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "thread" && c["name"] == "gate-rthog")
+        .unwrap_or_else(|| panic!("gate-rthog among the culprits: {run}"))["ns_total"]
+        .as_f64();
+    let verdicts = &fresh["gates"][0]["gates"];
+    assert_eq!(verdicts[0]["outcome"], "fail", "{verdicts}");
+    assert_eq!(verdicts[0]["value"].as_f64(), hog_ns, "{verdicts}");
+    assert_eq!(
+        (&verdicts[1]["outcome"], verdicts[1]["value"].as_f64()),
+        (&Value::from("pass"), Some(0.0)),
+        "{verdicts}"
+    );
+}

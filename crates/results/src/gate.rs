@@ -659,10 +659,12 @@ pub fn help() -> String {
          steal's percentage 5 or 5%):",
         STATS.join(", ")
     );
+    let is_why = |n: &&Named| matches!(n.source, Source::Why(_));
     for p in ProbeKind::gated() {
-        let names: Vec<String> = p
+        let mut names: Vec<String> = p
             .gates
             .iter()
+            .filter(|n| !is_why(n))
             .map(|n| {
                 let aliases = if n.aliases.is_empty() {
                     String::new()
@@ -672,15 +674,22 @@ pub fn help() -> String {
                 format!("{}{aliases}", n.spelled())
             })
             .collect();
+        if p.gates.iter().any(|n| is_why(&n)) {
+            names.push("why.*".into());
+        }
         out.push_str(&format!(" {p}: {};", names.join(", ")));
     }
     out.pop();
-    out + ". The why. metrics read the kernel's trace of a run made with `audiolat \
-           jitter --why`: a cause's time over the misses it explained (a time), the misses \
-           explained and the events lost (counts); :NAME is one culprit (a thread's name \
-           as the kernel keeps it, 15 bytes at most; a softirq's such as NET_RX), NAME* \
-           every one it begins. A culprit the trace never saw took 0 ns; a gate on a cause \
-           where the kernel cannot be traced is refused before anything runs."
+    let why: Vec<String> = WHY.iter().map(Named::spelled).collect();
+    out + &format!(
+        ". why.* ({}) read the kernel's trace of a run made with --why (`audiolat PROBE \
+         --why`): a cause's time over the misses it explained (a time), the misses \
+         explained and the events lost (counts); :NAME is one culprit (a thread's name as \
+         the kernel keeps it, 15 bytes at most; a softirq's such as NET_RX), NAME* every \
+         one it begins. A culprit the trace never saw took 0 ns; a gate on a cause where \
+         the kernel cannot be traced is refused before anything runs.",
+        why.join(", ")
+    )
 }
 
 #[cfg(test)]

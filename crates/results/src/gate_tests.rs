@@ -289,26 +289,30 @@ fn bad_why_metrics_are_refused_saying_what_to_write() {
 }
 
 #[test]
-fn why_metrics_belong_to_jitter_runs_and_need_why() {
+fn why_metrics_belong_to_every_probe_that_traces_and_need_why() {
+    use crate::probe_kind::{DOCTOR, EVENT, JITTER, NET, ROUNDTRIP};
     let g = parsed("why.thread:Hog > 1ms");
-    let checked = g.check_probe(&crate::probe_kind::JITTER).unwrap();
-    assert_eq!(checked.metric, "why.thread:Hog");
-    let e = g
-        .check_probe(&crate::probe_kind::EVENT)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("event runs have no metric 'why.thread'"), "{e}");
-    let jitter = &crate::probe_kind::JITTER;
-    let (metric, why) = jitter.unmeasured(["p99", "why.thread:Hog"], &[]).unwrap();
-    assert_eq!(metric, "why.thread:Hog");
-    assert!(why.contains("--why"), "{why}");
-    assert_eq!(
-        jitter.unmeasured(["why.misses"], &[crate::probe_kind::Setting::Why]),
-        None
-    );
+    for probe in [&JITTER, &EVENT, &ROUNDTRIP, &NET] {
+        let checked = g.check_probe(probe).unwrap();
+        assert_eq!(checked.metric, "why.thread:Hog");
+        let (metric, why) = probe.unmeasured(["p99", "why.thread:Hog"], &[]).unwrap();
+        assert_eq!(metric, "why.thread:Hog");
+        assert!(why.contains("with --why only: add --why"), "{why}");
+        assert_eq!(
+            probe.unmeasured(["why.misses"], &[crate::probe_kind::Setting::Why]),
+            None
+        );
+    }
+    let e = g.check_probe(&DOCTOR).unwrap_err().to_string();
+    assert!(e.contains("doctor runs have no metric 'why.thread'"), "{e}");
     // The family is `why.`'s, no other metric that begins so.
-    assert_eq!(jitter.unmeasured(["whyever"], &[]), None);
+    assert_eq!(JITTER.unmeasured(["whyever"], &[]), None);
     assert!(help().contains("why.thread[:NAME]"), "{}", help());
+    assert!(
+        help().contains(" net: misses, sender_late, steal, why.*. why.* (why.irq[:NAME], "),
+        "{}",
+        help()
+    );
 }
 
 fn traced_view(why: serde_json::Value) -> RunView {
