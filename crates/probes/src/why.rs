@@ -25,7 +25,14 @@ pub fn available() -> Result<(), String> {
 /// tracefs mounted for it, and unmounted after, when it was not): the optional
 /// tracepoints this kernel lacks (`snd_pcm:xrun`, `osnoise:*`), whose time a trace
 /// leaves unaccounted, or why nothing can be traced.
+///
+/// One check at a time in a process: two at once would both mount tracefs, or one
+/// would find it busy when it unmounts the mount it made, and leave it mounted.
 pub fn check() -> Result<Vec<String>, Unavailable> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _only = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     trace::check()
 }
 
