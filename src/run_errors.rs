@@ -40,6 +40,20 @@ pub fn check_load(spec: &LoadSpec, scratch: &std::path::Path) -> Result<()> {
     runner::check_load(spec, scratch).map_err(|e| load_refusal(e).into())
 }
 
+/// Checks that every gate's metric can be measured here: a gate on a cause
+/// (`why.thread:NAME`) where the kernel cannot be traced is refused, in one line, before
+/// anything runs (the run would be measured without causes, and the gate never judged).
+pub fn check_gates_measurable(gates: &[results::gate::Gate]) -> Result<()> {
+    match runner::gates::unmeasurable_here(gates) {
+        Some((gate, why)) => Err(UsageError(format!(
+            "--fail-if '{}': its cause cannot be measured: the run would not be traced ({why})",
+            gate.expr
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// [`check_load`] for the network probe, which runs a `flood` itself.
 pub fn check_net_load(spec: &LoadSpec, scratch: &std::path::Path) -> Result<()> {
     runner::check_net_load(spec, scratch).map_err(|e| load_refusal(e).into())

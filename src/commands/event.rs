@@ -1,7 +1,7 @@
 //! `audiolat event`: event-to-audio latency, swept over periods, workloads, loads and
 //! repeats, one stored run per cell in a group.
 
-use crate::commands::output::{gated, print_farm, print_json};
+use crate::commands::output::{gated, measurable_gates, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::context::Context;
 use crate::live::SweepLive;
@@ -27,15 +27,25 @@ pub(crate) fn server_request(
     }
 }
 
+/// An event run's gates (`--fail-if`), measured with the settings given (`--loopback`
+/// for its latency, `--why` for causes) and here.
+pub(crate) fn gates(a: &crate::cli::EventArgs) -> Result<Vec<results::gate::Gate>> {
+    let loopback = a
+        .loopback
+        .as_ref()
+        .map(|_| results::probe_kind::Setting::Loopback);
+    measurable_gates(
+        &a.gates,
+        &results::probe_kind::EVENT,
+        loopback.as_slice(),
+        &a.why,
+    )
+}
+
 pub(crate) fn event(ctx: &Context, a: &crate::cli::EventArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before the database is opened.
     let req = a.request(&ctx.default_scratch())?;
-    let given = if a.loopback.is_some() {
-        &[results::probe_kind::Setting::Loopback][..]
-    } else {
-        &[]
-    };
-    let gates = a.gates.check_with(&results::probe_kind::EVENT, given)?;
+    let gates = gates(a)?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone()),
                 "server": a.audio.server.to_string()});

@@ -1,6 +1,8 @@
 //! `audiolat jitter`: periodic wake-up latency and fragment deadlines as one stored run.
 
-use crate::commands::output::{check_output_path, gated, print_farm, print_json, write_output};
+use crate::commands::output::{
+    check_output_path, gated, measurable_gates, print_farm, print_json, write_output,
+};
 use crate::context::Context;
 use crate::live::LiveLine;
 use crate::process::{EXIT_FAILED, EXIT_INTERRUPTED};
@@ -10,15 +12,27 @@ use anyhow::Result;
 use results::RunStatus;
 use std::process::ExitCode;
 
+/// A jitter run's gates (`--fail-if`), measured with the settings given (`--fragments`
+/// for under-runs, `--why` for causes) and here.
+pub(crate) fn gates(
+    a: &crate::cli::JitterArgs,
+    config: &probes::jitter::JitterConfig,
+) -> Result<Vec<results::gate::Gate>> {
+    let fragments = config
+        .fragments
+        .map(|_| results::probe_kind::Setting::Fragments);
+    measurable_gates(
+        &a.gates,
+        &results::probe_kind::JITTER,
+        fragments.as_slice(),
+        &a.why,
+    )
+}
+
 pub(crate) fn jitter(ctx: &Context, a: &crate::cli::JitterArgs) -> Result<ExitCode> {
     // Everything is checked before the database is opened: bad input writes nothing.
     let req = a.request(&ctx.default_scratch())?;
-    let given = if req.config.fragments.is_some() {
-        &[results::probe_kind::Setting::Fragments][..]
-    } else {
-        &[]
-    };
-    let gates = a.gates.check_with(&results::probe_kind::JITTER, given)?;
+    let gates = gates(a, &req.config)?;
     crate::run_errors::check_load(&req.load, &req.scratch_dir)?;
     if let Some(p) = &req.histfile {
         check_output_path(p, "--histfile", &ctx.db_path)?;

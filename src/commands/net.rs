@@ -3,7 +3,7 @@
 
 use crate::cli::UsageError;
 use crate::commands::experiment::net_experiment;
-use crate::commands::output::{gated, print_farm, print_json};
+use crate::commands::output::{gated, measurable_gates, print_farm, print_json};
 use crate::commands::sweep::status_exit;
 use crate::context::Context;
 use crate::run_errors::run_error;
@@ -161,7 +161,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         placement,
         scratch,
     } = a.request(&ctx.default_scratch())?;
-    let gates = a.gates.check(&results::probe_kind::NET)?;
+    let gates = measurable_gates(&a.gates, &results::probe_kind::NET, &[], &a.why)?;
     let store = ctx.open_store()?;
     if !a.output.quiet() {
         stdio::progress_line(format_args!(

@@ -55,6 +55,25 @@ pub(crate) fn output_error(flag: &str, e: OutputError) -> anyhow::Error {
     }
 }
 
+/// A measuring command's gates (`--fail-if`): each one of `probe`'s metrics, measured
+/// with the settings `given` (with [`Setting::Why`](results::probe_kind::Setting::Why)
+/// when `why` asks for causes), and here: a gate on a cause where the kernel cannot be
+/// traced is refused before anything runs.
+pub(crate) fn measurable_gates(
+    gates: &crate::cli::GateArgs,
+    probe: &results::ProbeKind,
+    given: &[results::probe_kind::Setting],
+    why: &crate::cli::WhyArgs,
+) -> Result<Vec<results::gate::Gate>> {
+    let mut given = given.to_vec();
+    if why.why || why.why_above.is_some() {
+        given.push(results::probe_kind::Setting::Why);
+    }
+    let gates = gates.check_with(probe, &given)?;
+    crate::run_errors::check_gates_measurable(&gates)?;
+    Ok(gates)
+}
+
 /// `code`, or 3 when it is 0 and a gate failed.
 pub(crate) fn gated(code: std::process::ExitCode, failed: bool) -> std::process::ExitCode {
     if failed && code == std::process::ExitCode::SUCCESS {

@@ -44,6 +44,7 @@ pub(crate) fn check_plan_cell(
     match &cli.command {
         Command::Jitter(a) => {
             let req = a.request(&scratch).map_err(|e| e.to_string())?;
+            crate::commands::jitter::gates(a, &req.config).map_err(msg)?;
             if let (Some(p), Some(db)) = (&req.histfile, db) {
                 crate::commands::output::check_output_path(p, "histfile", db).map_err(msg)?;
             }
@@ -51,6 +52,7 @@ pub(crate) fn check_plan_cell(
         }
         Command::Event(a) => {
             let req = a.request(&scratch).map_err(msg)?;
+            crate::commands::event::gates(a).map_err(msg)?;
             one_run(
                 req.cells.len() * req.periods.len(),
                 "comma lists in --period, --policy, --workload or --load, or --repeat",
@@ -63,6 +65,7 @@ pub(crate) fn check_plan_cell(
                 );
             }
             let req = a.request(&scratch).map_err(msg)?;
+            crate::commands::roundtrip::gates(a).map_err(msg)?;
             one_run(
                 req.periods.len() * req.cells.len(),
                 "comma lists in --period or --load, or --repeat",
@@ -72,7 +75,15 @@ pub(crate) fn check_plan_cell(
             if a.role.is_some() {
                 return Err("a plan runs `audiolat net` itself, not its experiment, respond or emulate roles".into());
             }
-            a.request(&scratch).map(|_| ()).map_err(msg)
+            a.request(&scratch).map_err(msg)?;
+            crate::commands::output::measurable_gates(
+                &a.gates,
+                &results::probe_kind::NET,
+                &[],
+                &a.why,
+            )
+            .map(|_| ())
+            .map_err(msg)
         }
         _ => Err("a plan's probe is jitter, event, roundtrip or net".into()),
     }

@@ -2,7 +2,7 @@
 //! (audiolat's software loop client for JACK).
 
 use crate::cli::UsageError;
-use crate::commands::output::{gated, print_farm, print_json};
+use crate::commands::output::{gated, measurable_gates, print_farm, print_json};
 use crate::commands::sweep::{open_group, open_sweep, sweep_exit, swept};
 use crate::context::Context;
 use crate::live::SweepLive;
@@ -11,9 +11,14 @@ use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;
 
+/// A round-trip run's gates (`--fail-if`), measured with `--why` for causes, and here.
+pub(crate) fn gates(a: &crate::cli::RoundtripArgs) -> Result<Vec<results::gate::Gate>> {
+    measurable_gates(&a.gates, &results::probe_kind::ROUNDTRIP, &[], &a.why)
+}
+
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
     let req = a.request(&ctx.default_scratch())?;
-    let gates = a.gates.check(&results::probe_kind::ROUNDTRIP)?;
+    let gates = gates(a)?;
     let (sweep, store) = open_sweep(ctx, &req)?;
     let detail = json!({"backend": req.spec.name(), "periods": a.audio.period.as_ref().map(|p| p.0.clone())});
     let group = open_group(ctx, &store, "roundtrip", &detail)?;

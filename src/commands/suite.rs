@@ -76,6 +76,8 @@ pub(crate) fn suite(ctx: &Context, a: &crate::cli::SuiteArgs) -> Result<ExitCode
         scratch_dir: scratch,
         output,
     } = a.request(&ctx.default_scratch())?;
+    // The suite traces its jitter runs: a gate on a cause needs a kernel it can trace.
+    crate::run_errors::check_gates_measurable(&a.gates.fail_if)?;
     let (json, quiet) = (output.json, output.quiet());
     let store = ctx.open_store()?;
     let group = open_group(ctx, &store, "suite", &json!({"each_s": each.as_secs_f64()}))?;

@@ -122,8 +122,19 @@ fn a_jitter_gate_that_holds_exits_0_and_one_that_fails_exits_3_with_its_verdict_
 fn bad_gates_are_refused_in_one_line_before_anything_runs() {
     let (_dir, db) = temp_db("bad.db");
     drop(Store::open(&db).unwrap());
-    let cases: [(&str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str); 9] = [
         ("jitter", "p99 >", "no value after '>'"),
+        (
+            "jitter",
+            "why.thread:hog > 1",
+            "why.thread is a time: give a unit",
+        ),
+        ("jitter", "why.softirq:NETRX > 1ms", "'NETRX' is no softirq"),
+        (
+            "event",
+            "why.irq > 1ms",
+            "an event run explains its late callbacks from the kernel's trace with --why only",
+        ),
         ("jitter", "wobble > 1", "unknown metric 'wobble'"),
         (
             "jitter",
@@ -286,4 +297,26 @@ fn a_roundtrip_sweep_judges_each_run_against_its_own_round_trip() {
         outcomes,
         [(64, Value::from("pass")), (128, Value::from("fail"))]
     );
+}
+
+/// A plan's gate on a cause is checked with its cells, as the command checks it: a
+/// jitter cell without `why` is refused with the fix, before anything runs.
+#[test]
+fn a_plans_gate_on_a_cause_is_refused_when_its_cells_are_not_traced() {
+    let (dir, db) = temp_db("why-plan.db");
+    let plan = dir.path().join("why.toml");
+    std::fs::write(
+        &plan,
+        "name = \"why\"\nprobe = \"jitter\"\nfail_if = [\"why.misses > 0\"]\n\n[set]\nduration = \"300ms\"\n",
+    )
+    .unwrap();
+    let out = run(&db, &["run", plan.to_str().unwrap(), "--no-report"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--fail-if 'why.misses > 0': a jitter run explains its misses from the kernel's trace with --why only"),
+        "{}",
+        out.stderr
+    );
+    assert!(!db.exists());
 }

@@ -473,3 +473,212 @@ fn a_killed_why_leaves_nothing_mounted_after_the_next_run() {
     assert!(stdout.contains("after: 0"), "{stdout}");
     assert!(stdout.contains("system: 0"), "{stdout}");
 }
+
+/// A gate on a cause: the culprit the test makes is judged on its time over the run's
+/// explained misses (the stored culprit's total), and one the trace never saw took 0 ns,
+/// measured, so its gate passes.
+#[test]
+fn a_gate_on_a_culprit_fires_and_one_on_a_culprit_never_seen_passes_at_0() {
+    if not_root("jitter --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (_d, db) = temp_db("why-gates.db");
+    let culprit = Culprit::start("gate-hog", 1, 90, 2_000_000, 97_300_000);
+    let out = run(
+        &db,
+        &[
+            "jitter",
+            "--why",
+            "--cpu",
+            "1",
+            "-D",
+            "2",
+            "--fail-if",
+            "why.thread:gate-hog > 1ms",
+            "--fail-if",
+            "why.thread:no-such-thread > 0ns",
+            "--fail-if",
+            "why.softirq:hrtimer > 1s",
+            "--json",
+        ],
+    );
+    culprit.stop();
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let fresh = crate::util::parse_json(&out.stdout);
+    let why = &fresh["result"]["why"];
+    let hog_ns = why["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "thread" && c["name"] == "gate-hog")
+        .unwrap_or_else(|| panic!("gate-hog among the culprits: {why}"))["ns_total"]
+        .as_f64()
+        .unwrap();
+    let gates = fresh["gates"].as_array().unwrap();
+    let hog = &gates[0];
+    assert_eq!(
+        (&hog["metric"], &hog["outcome"], &hog["unit"]),
+        (
+            &Value::from("why.thread:gate-hog"),
+            &Value::from("fail"),
+            &Value::from("ns")
+        ),
+        "{hog}"
+    );
+    assert_eq!(hog["value"].as_f64(), Some(hog_ns), "{hog}");
+    let absent = &gates[1];
+    assert_eq!(
+        (&absent["outcome"], absent["value"].as_f64()),
+        (&Value::from("pass"), Some(0.0)),
+        "{absent}"
+    );
+    // A softirq's name as the kernel writes it, whatever its case in the gate.
+    assert_eq!(gates[2]["metric"], "why.softirq:HRTIMER");
+    assert_eq!(gates[2]["outcome"], "pass");
+
+    // The verdicts are stored with the run, and show prints them.
+    let id = fresh["run_id"].as_i64().unwrap().to_string();
+    assert_eq!(run_json(&db, &["export", &id])["gates"], fresh["gates"]);
+    let shown = run(&db, &["show", &id]);
+    assert!(
+        shown.stdout.contains("fail     why.thread:gate-hog > 1ms"),
+        "{}",
+        shown.stdout
+    );
+}
+
+/// A gate on a cause where the kernel cannot be traced (no root, tracefs read-only) or
+/// without `--why` is refused in one line before anything runs: never judged on a run
+/// measured without causes.
+#[test]
+fn a_gate_on_a_cause_that_cannot_be_traced_is_refused_in_one_line_before_anything_runs() {
+    let (_d, db) = temp_db("no-why.db");
+    let out = run(&db, &["jitter", "--fail-if", "why.thread:kworker* > 1ms"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "audiolat: error: --fail-if 'why.thread:kworker* > 1ms': a jitter run explains its misses from the kernel's trace with --why only: add --why, or drop the gate\n"
+    );
+    assert!(!db.exists(), "nothing stored");
+
+    if not_root("switching to an unprivileged user needs root") {
+        return;
+    }
+    let dir = tempdir();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let db = dir.path().join("nobody.db");
+    let bin = crate::util::bin();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args([
+            "jitter",
+            "--why",
+            "-D",
+            "1",
+            "--fail-if",
+            "why.thread:kworker* > 1ms",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .expect("setpriv (util-linux)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("audiolat: error: --fail-if 'why.thread:kworker* > 1ms': its cause cannot be measured: the run would not be traced (tracing the kernel needs root"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!db.exists(), "nothing stored");
+
+    // tracefs read-only, in a mount namespace of its own.
+    let (_d, db) = temp_db("ro-gate.db");
+    let script = format!(
+        "umount /sys/kernel/tracing 2>/dev/null; mount -t tracefs -o ro nodev /sys/kernel/tracing && exec {} jitter --why -D 1 --fail-if 'why.irq > 500us' --db {}",
+        bin.display(),
+        db.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "audiolat: error: --fail-if 'why.irq > 500us': its cause cannot be measured: the run would not be traced (tracefs at /sys/kernel/tracing is read-only)\n"
+    );
+    assert!(!db.exists(), "nothing stored");
+}
+
+/// A gate on a cause judges a round-trip run as a jitter run: the culprit holding off
+/// its audio thread fails `why.thread:NAME > 0ns` with its stored time, and a culprit
+/// the trace never saw passes at 0 ns.
+#[test]
+fn a_gate_on_a_culprit_judges_a_roundtrip_run_too() {
+    if not_root("roundtrip --why traces the kernel: needs root") {
+        return;
+    }
+    let _m = machine_lock();
+    let (_d, db) = temp_db("why-gate-roundtrip.db");
+    let culprit = Culprit::start("gate-rthog", 1, 90, 2_000_000, 97_300_000);
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "1"])
+        .arg(crate::util::bin())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "roundtrip",
+            "--backend",
+            "virtual",
+            "--period",
+            "256",
+            "--duration",
+            "3s",
+            "--why",
+            "--fail-if",
+            "why.thread:gate-rthog > 0ns",
+            "--fail-if",
+            "why.thread:never-seen > 0ns",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("taskset (util-linux)");
+    culprit.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh = crate::util::parse_json(stdout.as_bytes());
+    let run = &fresh["runs"][0];
+    let hog_ns = run["result"]["why"]["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "thread" && c["name"] == "gate-rthog")
+        .unwrap_or_else(|| panic!("gate-rthog among the culprits: {run}"))["ns_total"]
+        .as_f64();
+    let verdicts = &fresh["gates"][0]["gates"];
+    assert_eq!(verdicts[0]["outcome"], "fail", "{verdicts}");
+    assert_eq!(verdicts[0]["value"].as_f64(), hog_ns, "{verdicts}");
+    assert_eq!(
+        (&verdicts[1]["outcome"], verdicts[1]["value"].as_f64()),
+        (&Value::from("pass"), Some(0.0)),
+        "{verdicts}"
+    );
+}

@@ -123,6 +123,7 @@ pub fn run(steal_window: Duration) -> DoctorReport {
         check_cpuset(),
         check_leftovers(),
         check_dma_latency(),
+        check_trace(),
         check_audio_servers(),
         check_jack_registry(),
         check_alsa_cards(),
@@ -657,6 +658,44 @@ fn check_dma_latency() -> Finding {
     }
 }
 
+fn check_trace() -> Finding {
+    let id = "trace.available";
+    let detail = "`audiolat jitter --why` explains each late wake-up from the kernel's trace, and `audiolat jitter --why --fail-if 'why.thread:NAME > 1ms'` judges a run on a cause";
+    match crate::why::check() {
+        Ok(missing) if missing.is_empty() => finding(
+            id,
+            Verdict::Ok,
+            "the kernel can be traced, with every tracepoint --why reads",
+            detail,
+            "",
+        ),
+        Ok(missing) => finding(
+            id,
+            Verdict::Ok,
+            format!(
+                "the kernel can be traced; it lacks {} (what they would show is unaccounted)",
+                missing.join(", ")
+            ),
+            detail,
+            "",
+        ),
+        Err(e) => finding(id, Verdict::Warn, e.to_string(), detail, trace_fix(&e)),
+    }
+}
+
+/// What makes the kernel traceable again, for each reason it is not.
+fn trace_fix(e: &crate::why::Unavailable) -> &'static str {
+    use crate::why::Unavailable;
+    match e {
+        Unavailable::NotAllowed(_) => "run audiolat as root (tracing the kernel needs CAP_SYS_ADMIN and write access to tracefs)",
+        Unavailable::ReadOnly(_) => "remount tracefs read-write: mount -o remount,rw /sys/kernel/tracing (a container: have its tracefs mounted read-write)",
+        Unavailable::Mount { .. } => "mount tracefs as root: mount -t tracefs nodev /sys/kernel/tracing (a container: have it mounted in, read-write)",
+        Unavailable::NoTracefs => "boot a kernel built with CONFIG_FTRACE and CONFIG_TRACING (every distribution kernel is)",
+        Unavailable::MissingEvent(_) => "boot a kernel with the scheduler's and interrupts' tracepoints (CONFIG_TRACEPOINTS, as distribution kernels are built)",
+        Unavailable::Io { .. } => "run audiolat as root with tracefs mounted read-write at /sys/kernel/tracing",
+    }
+}
+
 fn check_audio_servers() -> Finding {
     let id = "audio.servers";
     let RunningServers {
@@ -832,6 +871,7 @@ mod tests {
             "virt.steal",
             "cgroup.cpuset",
             "system.leftovers",
+            "trace.available",
             "audio.servers",
             "audio.jack_registry",
             "audio.alsa_cards",
@@ -853,6 +893,28 @@ mod tests {
         }
         let (ok, warn, fail) = report.counts();
         assert_eq!(ok + warn + fail, report.findings.len());
+    }
+
+    #[test]
+    fn trace_finding_agrees_with_a_real_attempt() {
+        let f = check_trace();
+        assert_eq!(f.check, "trace.available");
+        match crate::why::check() {
+            Ok(missing) => {
+                assert_eq!(f.verdict, Verdict::Ok, "{f:?}");
+                assert!(
+                    missing.iter().all(|m| f.value.contains(m.as_str())),
+                    "{f:?}"
+                );
+            }
+            Err(e) => {
+                assert_eq!(
+                    (f.verdict, f.value.as_str()),
+                    (Verdict::Warn, e.to_string().as_str())
+                );
+                assert!(!f.fix.is_empty(), "{f:?}");
+            }
+        }
     }
 
     #[test]

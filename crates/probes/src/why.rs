@@ -18,7 +18,22 @@ pub const DEFAULT_ABOVE_NS: u64 = 100_000;
 
 /// Whether `--why` can trace here: `Err` says what is missing, in one line.
 pub fn available() -> Result<(), String> {
-    trace::check().map(|_| ()).map_err(|e| e.to_string())
+    check().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Whether `--why` can trace here, tried for real (an instance made and removed;
+/// tracefs mounted for it, and unmounted after, when it was not): the optional
+/// tracepoints this kernel lacks (`snd_pcm:xrun`, `osnoise:*`), whose time a trace
+/// leaves unaccounted, or why nothing can be traced.
+///
+/// One check at a time in a process: two at once would both mount tracefs, or one
+/// would find it busy when it unmounts the mount it made, and leave it mounted.
+pub fn check() -> Result<Vec<String>, Unavailable> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _only = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    trace::check()
 }
 
 /// A session on `cpus` (all when `None`), or why there is none.

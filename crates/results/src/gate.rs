@@ -4,7 +4,8 @@
 //! when a run FAILS: `p99 > 200us` fails a run whose p99 is above 200 µs. The metric is
 //! either a statistic of the probe's main latency (`p50`, `p90`, `p99`, `p99.9`,
 //! `p99.99`, `min`, `mean`, `max`, `stdev`; `count`, its samples) or one of the named
-//! metrics of the probe ([`ProbeKind::gates`]: under-runs, misses, the round trip, ...). A
+//! metrics of the probe ([`ProbeKind::gates`]: under-runs, misses, the round trip, ...,
+//! and with the kernel's trace a cause's time: `why.irq`, `why.thread:NAME`, ...). A
 //! time takes a unit (`ns`, `us`, `ms`, `s`), a count a plain number, a percentage a
 //! plain number or one with `%`.
 //!
@@ -12,13 +13,16 @@
 //! metric's kind; [`Gate::check_probe`] that the probe has the metric. [`Gate::judge`]
 //! evaluates it on a [`RunView`], the run as stored: a metric the run did not measure
 //! (absent, not 0) makes the gate [`Outcome::Unknown`], which counts as a failure
-//! ([`GateVerdict::failed`]): a gate never passes on a value nobody measured.
+//! ([`GateVerdict::failed`]): a gate never passes on a value nobody measured. A cause
+//! the trace never saw in a traced run took 0 ns (it was traced, and took nothing); in
+//! a run that was not traced every `why.` metric is unmeasured, and the verdict's reason
+//! says why it was not traced.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::hist::Stat;
-pub use crate::probe_kind::metric::{Kind, Named, Source, STEAL};
+pub use crate::probe_kind::metric::{Kind, Named, Source, WhyFigure, STEAL, WHY};
 use crate::probe_kind::ProbeKind;
 use crate::view::RunView;
 
@@ -78,7 +82,8 @@ impl Op {
 pub struct Gate {
     /// The expression, as written (trimmed).
     pub expr: String,
-    /// The metric's canonical name (an alias is resolved: `underruns` for `xruns`...).
+    /// The metric's canonical name (an alias is resolved: `underruns` for `xruns`...),
+    /// with a culprit's name after a `:` when the gate names one (`why.thread:kworker/1:2`).
     pub metric: String,
     /// The comparison.
     pub op: Op,
@@ -164,12 +169,13 @@ fn find(probe: &ProbeKind, name: &str) -> Option<&'static Named> {
 }
 
 fn known_for(probe: &ProbeKind) -> String {
-    let named: Vec<&str> = probe.gates.iter().map(|n| n.name).collect();
+    let named: Vec<String> = probe.gates.iter().map(Named::spelled).collect();
     format!("{} or {}", STATS.join(", "), named.join(", "))
 }
 
-/// A metric's canonical name and kind, whatever the probe (`None`: no probe has it).
-fn any_metric(name: &str) -> Option<(&'static str, Kind)> {
+/// A metric's canonical name, kind and (a named metric) its declaration, whatever the
+/// probe (`None`: no probe has it).
+fn any_metric(name: &str) -> Option<(&'static str, Kind, Option<&'static Named>)> {
     if let Some(s) = STATS.iter().find(|s| **s == name) {
         return Some((
             s,
@@ -178,12 +184,35 @@ fn any_metric(name: &str) -> Option<(&'static str, Kind)> {
             } else {
                 Kind::Time
             },
+            None,
         ));
     }
     ProbeKind::gated()
         .into_iter()
         .find_map(|p| find(p, name))
-        .map(|n| (n.name, n.kind))
+        .map(|n| (n.name, n.kind, Some(n)))
+}
+
+/// A gate's metric as written: its name (in lower case) and, after a `:`, a culprit's
+/// name as written (a thread's name keeps its case).
+fn written_metric(expr: &str) -> (String, Option<&str>) {
+    let metric = expr
+        .split(['<', '>', '=', '!'])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    match metric.split_once(':') {
+        Some((m, name)) => (m.trim().to_ascii_lowercase(), Some(name.trim())),
+        None => (metric.to_ascii_lowercase(), None),
+    }
+}
+
+/// A canonical metric's name and the culprit's name it carries (`why.thread:NAME`).
+fn split_metric(metric: &str) -> (&str, Option<&str>) {
+    match metric.split_once(':') {
+        Some((m, name)) => (m, Some(name)),
+        None => (metric, None),
+    }
 }
 
 /// `1.5ms` as (1.5, "ms").
@@ -211,7 +240,7 @@ impl Gate {
                 "no comparison (> >= < <= == !=): {example}"
             )));
         };
-        let metric = expr[..at].trim().to_ascii_lowercase();
+        let (metric, culprit) = written_metric(&expr[..at]);
         let rest = &expr[at..];
         let op_len = if rest[1..].starts_with('=') { 2 } else { 1 };
         let Some(op) = Op::parse(&rest[..op_len]) else {
@@ -233,7 +262,7 @@ impl Gate {
                 op.as_str()
             )));
         }
-        let Some((name, kind)) = any_metric(&metric) else {
+        let Some((name, kind, named)) = any_metric(&metric) else {
             return Err(GateError::UnknownMetric {
                 expr: expr.clone(),
                 metric,
@@ -242,6 +271,20 @@ impl Gate {
                     STATS.join(", ")
                 ),
             });
+        };
+        // A culprit's name, where the metric takes one (`why.thread:NAME`).
+        let culprit = match (culprit, named.map(|n| n.source)) {
+            (None, _) => None,
+            (Some(given), Some(Source::Why(figure))) => Some(
+                figure
+                    .culprit_name(name, given)
+                    .map_err(syntax)?,
+            ),
+            (Some(_), _) => {
+                return Err(syntax(format!(
+                    "{metric} takes no name after ':': only a cause of the trace does (why.thread:NAME, why.irq:NAME, ...)"
+                )))
+            }
         };
         let (number, unit) = split_number(value);
         let Some(number) = number.parse::<f64>().ok().filter(|v| v.is_finite()) else {
@@ -296,11 +339,21 @@ impl Gate {
         };
         Ok(Gate {
             expr,
-            metric: name.to_string(),
+            metric: match culprit {
+                Some(culprit) => format!("{name}:{culprit}"),
+                None => name.to_string(),
+            },
             op,
             threshold,
             kind,
         })
+    }
+
+    /// Whether its metric is a figure of the kernel's trace (`why.`): measured only in
+    /// a run that was traced.
+    pub fn traced(&self) -> bool {
+        any_metric(split_metric(&self.metric).0)
+            .is_some_and(|(_, _, n)| n.is_some_and(|n| matches!(n.source, Source::Why(_))))
     }
 
     /// This gate for a run of `probe`: refused when the probe has no such metric; the
@@ -309,16 +362,14 @@ impl Gate {
         if STATS.contains(&self.metric.as_str()) && probe.main_metric(&Value::Null).is_some() {
             return Ok(self.clone());
         }
-        let given = self
-            .expr
-            .split(['<', '>', '=', '!'])
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
+        let (given, _) = written_metric(&self.expr);
+        let culprit = split_metric(&self.metric).1;
         match find(probe, &given) {
             Some(n) => Ok(Gate {
-                metric: n.name.to_string(),
+                metric: match culprit {
+                    Some(culprit) => format!("{}:{culprit}", n.name),
+                    None => n.name.to_string(),
+                },
                 ..self.clone()
             }),
             None => Err(GateError::NotForProbe {
@@ -349,19 +400,19 @@ impl Gate {
             )
         };
         let (value, outcome, reason) = match self.value(run) {
-            None => (None, Outcome::Unknown, Some("not measured".to_string())),
-            Some(Stat::AtLeast(bound)) if above && self.op.holds(bound, self.threshold) => {
+            Err(unmeasured) => (None, Outcome::Unknown, Some(unmeasured)),
+            Ok(Stat::AtLeast(bound)) if above && self.op.holds(bound, self.threshold) => {
                 (None, Outcome::Fail, Some(at_least(bound)))
             }
-            Some(Stat::AtLeast(bound)) => (
+            Ok(Stat::AtLeast(bound)) => (
                 None,
                 Outcome::Unknown,
                 Some(format!("{}: not known", at_least(bound))),
             ),
-            Some(Stat::Value(v)) if self.op.holds(v, self.threshold) => {
+            Ok(Stat::Value(v)) if self.op.holds(v, self.threshold) => {
                 (Some(v), Outcome::Fail, None)
             }
-            Some(Stat::Value(v)) => (Some(v), Outcome::Pass, None),
+            Ok(Stat::Value(v)) => (Some(v), Outcome::Pass, None),
         };
         // A verdict on a run whose own sender could not keep its schedule says so.
         let reason = reason.or_else(|| {
@@ -369,6 +420,8 @@ impl Gate {
             (self.metric != "sender_late")
                 .then(|| format!("the run's own controller sent {late} blocks late"))
         });
+        // A cause's time in a run whose trace missed some of it says so.
+        let reason = reason.or_else(|| self.traced().then(|| trace_gaps(run)).flatten());
         GateVerdict {
             expr: self.expr.clone(),
             metric: self.metric.clone(),
@@ -381,7 +434,16 @@ impl Gate {
         }
     }
 
-    fn value(&self, run: &RunView) -> Option<Stat> {
+    /// The gate's value on `run`, or why it was not measured.
+    fn value(&self, run: &RunView) -> Result<Stat, String> {
+        let (metric, culprit) = split_metric(&self.metric);
+        if let Some(Source::Why(figure)) = find(run.probe, metric).map(|n| n.source) {
+            return why_value(run, figure, culprit).map(|v| Stat::Value(v as f64));
+        }
+        self.measured(run).ok_or_else(|| "not measured".to_string())
+    }
+
+    fn measured(&self, run: &RunView) -> Option<Stat> {
         if STATS.contains(&self.metric.as_str()) {
             let main = run.probe.main_metric(&run.config)?;
             return stat(run, main, &self.metric);
@@ -404,8 +466,50 @@ impl Gate {
                 (notes.triggers > 0).then(|| Stat::Value(count(&notes) as f64))
             }
             Source::Flag(read) => read(&run.flags_record()).map(Stat::Value),
+            Source::Why(figure) => why_value(run, figure, None)
+                .ok()
+                .map(|v| Stat::Value(v as f64)),
         }
     }
+}
+
+/// A figure of the run's trace: a cause's time (0 ns when the trace never saw it), the
+/// misses explained or the events lost; or, when the run was not traced, why.
+fn why_value(run: &RunView, figure: WhyFigure, culprit: Option<&str>) -> Result<u64, String> {
+    let Some(why) = run.why() else {
+        return Err(format!(
+            "not traced: the run was made without `audiolat {} --why`",
+            run.probe
+        ));
+    };
+    if let Some(unavailable) = &why.unavailable {
+        return Err(format!("not traced: {unavailable}"));
+    }
+    Ok(match figure {
+        WhyFigure::Cause(kind) => why.culprit_ns(Some(kind), culprit).unwrap_or(0),
+        WhyFigure::Misses => why.misses_explained,
+        WhyFigure::EventsLost => why.events_lost,
+    })
+}
+
+/// What a traced run's causes leave out: misses the trace could not take, events the
+/// kernel lost (their time is unaccounted). `None`: nothing, or the run was not traced.
+fn trace_gaps(run: &RunView) -> Option<String> {
+    let why = run.why().filter(|w| w.unavailable.is_none())?;
+    let mut gaps = Vec::new();
+    if why.misses_dropped > 0 {
+        gaps.push(format!(
+            "{} misses not explained (the trace could not keep up)",
+            why.misses_dropped
+        ));
+    }
+    if why.events_lost > 0 {
+        gaps.push(format!(
+            "the trace lost {} events (their time is unaccounted)",
+            why.events_lost
+        ));
+    }
+    (!gaps.is_empty()).then(|| gaps.join("; "))
 }
 
 /// A statistic of a measurement (a percentile above the histogram's bound only "at
@@ -555,23 +659,37 @@ pub fn help() -> String {
          steal's percentage 5 or 5%):",
         STATS.join(", ")
     );
+    let is_why = |n: &&Named| matches!(n.source, Source::Why(_));
     for p in ProbeKind::gated() {
-        let names: Vec<String> = p
+        let mut names: Vec<String> = p
             .gates
             .iter()
+            .filter(|n| !is_why(n))
             .map(|n| {
                 let aliases = if n.aliases.is_empty() {
                     String::new()
                 } else {
                     format!(" (or {})", n.aliases.join(", "))
                 };
-                format!("{}{aliases}", n.name)
+                format!("{}{aliases}", n.spelled())
             })
             .collect();
+        if p.gates.iter().any(|n| is_why(&n)) {
+            names.push("why.*".into());
+        }
         out.push_str(&format!(" {p}: {};", names.join(", ")));
     }
     out.pop();
-    out + "."
+    let why: Vec<String> = WHY.iter().map(Named::spelled).collect();
+    out + &format!(
+        ". why.* ({}) read the kernel's trace of a run made with --why (`audiolat PROBE \
+         --why`): a cause's time over the misses it explained (a time), the misses \
+         explained and the events lost (counts); :NAME is one culprit (a thread's name as \
+         the kernel keeps it, 15 bytes at most; a softirq's such as NET_RX), NAME* every \
+         one it begins. A culprit the trace never saw took 0 ns; a gate on a cause where \
+         the kernel cannot be traced is refused before anything runs.",
+        why.join(", ")
+    )
 }
 
 #[cfg(test)]

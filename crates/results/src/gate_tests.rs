@@ -236,3 +236,169 @@ fn a_percentile_above_the_histogram_bound_is_at_least_the_bound() {
     let verdict = Gate::parse("p50 > 1ms").unwrap().judge(&run);
     assert_eq!((verdict.outcome, verdict.reason), (Outcome::Pass, None));
 }
+
+#[test]
+fn why_metrics_parse_with_a_culprits_name_in_its_own_case() {
+    let g = parsed("why.thread:KWorker/1:2 > 1ms");
+    assert_eq!(
+        (g.metric.as_str(), g.kind, g.threshold),
+        ("why.thread:KWorker/1:2", Kind::Time, 1e6)
+    );
+    assert!(g.traced());
+    assert_eq!(parsed("WHY.IRQ > 500us").metric, "why.irq");
+    assert_eq!(parsed("why.irq > 500us").threshold, 500_000.0);
+    // A softirq's name is the kernel's, in capitals.
+    assert_eq!(
+        parsed("why.softirq:net_rx > 1ms").metric,
+        "why.softirq:NET_RX"
+    );
+    assert_eq!(parsed("why.softirq:NET* > 1ms").metric, "why.softirq:NET*");
+    assert_eq!(
+        parsed("why.thread:kworker* >= 1ms").metric,
+        "why.thread:kworker*"
+    );
+    for kind in ["self", "blocked", "idle_exit", "steal", "unaccounted"] {
+        let g = parsed(&format!("why.{kind} > 1ms"));
+        assert_eq!((g.metric, g.kind), (format!("why.{kind}"), Kind::Time));
+    }
+    let m = parsed("why.misses > 0");
+    assert_eq!((m.kind, m.metric.as_str()), (Kind::Count, "why.misses"));
+    assert_eq!(parsed("why.events_lost > 0").kind, Kind::Count);
+    assert!(!parsed("p99 > 1ms").traced());
+    assert!(!parsed("xruns > 0").traced());
+}
+
+#[test]
+fn bad_why_metrics_are_refused_saying_what_to_write() {
+    assert!(refused("why.thread > 1").contains("why.thread is a time: give a unit"));
+    assert!(refused("why.misses > 1ms").contains("why.misses is a count"));
+    assert!(refused("why.thread: > 1ms").contains("no name after 'why.thread:'"));
+    assert!(
+        refused("why.softirq:NETRX > 1ms").contains("'NETRX' is no softirq: use one of HI, TIMER")
+    );
+    assert!(refused("why.steal:host > 1ms").contains("why.steal has no culprits but itself"));
+    assert!(refused("why.misses:x > 0").contains("takes no name"));
+    assert!(refused("p99:x > 1ms").contains("p99 takes no name after ':'"));
+    assert!(refused("why.thread:a*b > 1ms").contains("only a last * is a wildcard"));
+    assert!(refused("why.wobble > 1ms").contains("unknown metric 'why.wobble'"));
+    // The kernel keeps 15 bytes of a thread's name: a longer one never matches.
+    assert_eq!(
+        refused("why.thread:pipewire-pulse-helper > 1ms"),
+        "'why.thread:pipewire-pulse-helper > 1ms': 'pipewire-pulse-helper' is longer than a thread's name can be (the kernel keeps 15 bytes of it): write 'why.thread:pipewire-pulse-'"
+    );
+}
+
+#[test]
+fn why_metrics_belong_to_every_probe_that_traces_and_need_why() {
+    use crate::probe_kind::{DOCTOR, EVENT, JITTER, NET, ROUNDTRIP};
+    let g = parsed("why.thread:Hog > 1ms");
+    for probe in [&JITTER, &EVENT, &ROUNDTRIP, &NET] {
+        let checked = g.check_probe(probe).unwrap();
+        assert_eq!(checked.metric, "why.thread:Hog");
+        let (metric, why) = probe.unmeasured(["p99", "why.thread:Hog"], &[]).unwrap();
+        assert_eq!(metric, "why.thread:Hog");
+        assert!(why.contains("with --why only: add --why"), "{why}");
+        assert_eq!(
+            probe.unmeasured(["why.misses"], &[crate::probe_kind::Setting::Why]),
+            None
+        );
+    }
+    let e = g.check_probe(&DOCTOR).unwrap_err().to_string();
+    assert!(e.contains("doctor runs have no metric 'why.thread'"), "{e}");
+    // The family is `why.`'s, no other metric that begins so.
+    assert_eq!(JITTER.unmeasured(["whyever"], &[]), None);
+    assert!(help().contains("why.thread[:NAME]"), "{}", help());
+    assert!(
+        help().contains(" net: misses, sender_late, steal, why.*. why.* (why.irq[:NAME], "),
+        "{}",
+        help()
+    );
+}
+
+fn traced_view(why: serde_json::Value) -> RunView {
+    let mut run = jitter_view(&[10_000], None);
+    run.result["why"] = why;
+    run
+}
+
+fn traced() -> RunView {
+    traced_view(json!({
+        "above_ns": 100000,
+        "misses": [],
+        "misses_explained": 3,
+        "misses_dropped": 0,
+        "culprits": [
+            {"kind": "thread", "name": "why-hog", "ns_total": 1_500_000, "misses": 3},
+            {"kind": "thread", "name": "kworker/1:2", "ns_total": 200_000, "misses": 1},
+            {"kind": "irq", "name": "local_timer", "ns_total": 30_000, "misses": 3},
+            {"kind": "unaccounted", "name": "unaccounted", "ns_total": 5_000, "misses": 1}
+        ],
+        "events_lost": 0
+    }))
+}
+
+#[test]
+fn a_cause_is_judged_on_its_time_and_one_the_trace_never_saw_took_0_ns() {
+    let run = traced();
+    let hog = judged("why.thread:why-hog > 1ms", &run);
+    assert_eq!(
+        (hog.outcome, hog.value, hog.unit.as_str(), hog.reason),
+        (Outcome::Fail, Some(1_500_000.0), "ns", None)
+    );
+    assert_eq!(hog.metric, "why.thread:why-hog");
+    // A kind alone sums its culprits.
+    assert_eq!(judged("why.thread > 1ms", &run).value, Some(1_700_000.0));
+    assert_eq!(
+        judged("why.thread:kworker* > 1ms", &run).value,
+        Some(200_000.0)
+    );
+    assert_eq!(judged("why.irq > 500us", &run).outcome, Outcome::Pass);
+    // Traced, and never a cause: measured as 0, so the gate passes.
+    for expr in [
+        "why.thread:absent > 1ms",
+        "why.softirq:NET_RX > 1ms",
+        "why.steal > 0ns",
+    ] {
+        let v = judged(expr, &run);
+        assert_eq!(
+            (v.outcome, v.value, v.reason),
+            (Outcome::Pass, Some(0.0), None),
+            "{expr}"
+        );
+    }
+    assert_eq!(judged("why.misses >= 3", &run).outcome, Outcome::Fail);
+    assert_eq!(judged("why.events_lost > 0", &run).outcome, Outcome::Pass);
+}
+
+#[test]
+fn a_cause_of_a_run_that_was_not_traced_is_unknown_and_says_why() {
+    let untraced = jitter_view(&[10_000], None);
+    let v = judged("why.thread:x > 1ms", &untraced);
+    assert_eq!((v.outcome, v.value), (Outcome::Unknown, None));
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("not traced: the run was made without `audiolat jitter --why`")
+    );
+    let unavailable = traced_view(json!({"unavailable": "tracing the kernel needs root: EPERM"}));
+    let v = judged("why.misses < 1", &unavailable);
+    assert_eq!(v.outcome, Outcome::Unknown);
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("not traced: tracing the kernel needs root: EPERM")
+    );
+}
+
+#[test]
+fn a_cause_in_a_run_whose_trace_missed_some_says_so() {
+    let run = traced_view(json!({
+        "misses_explained": 1, "misses_dropped": 2, "events_lost": 7,
+        "culprits": [{"kind": "thread", "name": "hog", "ns_total": 10, "misses": 1}]
+    }));
+    let v = judged("why.thread:hog > 1ms", &run);
+    assert_eq!((v.outcome, v.value), (Outcome::Pass, Some(10.0)));
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("2 misses not explained (the trace could not keep up); the trace lost 7 events (their time is unaccounted)")
+    );
+    assert_eq!(judged("p50 > 1s", &run).reason, None);
+}

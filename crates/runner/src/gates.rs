@@ -14,6 +14,15 @@ pub fn for_probe(gates: &[Gate], probe: &ProbeKind) -> Result<Vec<Gate>, GateErr
     gates.iter().map(|g| g.check_probe(probe)).collect()
 }
 
+/// The first of `gates` whose metric this machine cannot measure, with why in one line:
+/// a figure of the kernel's trace (`why.`) where the kernel cannot be traced (no root,
+/// tracefs read-only, ...). Such a gate is refused before the run, as a run would be
+/// measured without it: the trace is tried only when a gate needs it.
+pub fn unmeasurable_here(gates: &[Gate]) -> Option<(&Gate, String)> {
+    let traced = gates.iter().find(|g| g.traced())?;
+    probes::why::available().err().map(|why| (traced, why))
+}
+
 /// Judges `gates` on the run as stored, stores the verdicts with it and returns them
 /// as stored. No gates: nothing is read or written.
 pub fn judge(store: &Store, run_id: RunId, gates: &[Gate]) -> Result<Vec<GateVerdict>, StoreError> {

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::kind::ProbeKind;
-use super::metric::{Kind, Named, Source, STEAL};
+use super::metric::{Kind, Named, Source, STEAL, WHY};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
 use crate::records::{EventResultRecord, Record};
@@ -20,6 +20,10 @@ pub static EVENT: ProbeKind = ProbeKind {
         metric: "loopback",
         setting: super::kind::Setting::Loopback,
         why: "the loopback latency is measured with --loopback only: add --loopback PORT (or DEVICE), or drop the gate",
+    }, super::kind::Need {
+        metric: "why",
+        setting: super::kind::Setting::Why,
+        why: "an event run explains its late callbacks from the kernel's trace with --why only: add --why, or drop the gate",
     }],
     one_run: false,
     cyclictest: false,
@@ -78,4 +82,14 @@ const GATES: &[Named] = &[
         source: Source::Misses("dsp_time"),
     },
     STEAL,
+    WHY[0],
+    WHY[1],
+    WHY[2],
+    WHY[3],
+    WHY[4],
+    WHY[5],
+    WHY[6],
+    WHY[7],
+    WHY[8],
+    WHY[9],
 ];

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::kind::{find, ProbeKind};
-use super::metric::{Kind, Named, Source, STEAL};
+use super::metric::{Kind, Named, Source, STEAL, WHY};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
 use crate::records::{JitterConfigRecord, JitterResultRecord, Record};
@@ -32,11 +32,18 @@ pub static JITTER: ProbeKind = ProbeKind {
         })
     },
     gates: GATES,
-    needs: &[super::kind::Need {
-        metric: "underruns",
-        setting: super::kind::Setting::Fragments,
-        why: "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate",
-    }],
+    needs: &[
+        super::kind::Need {
+            metric: "underruns",
+            setting: super::kind::Setting::Fragments,
+            why: "a jitter run counts under-runs with --fragments only (the fragment model): add --fragments N, or drop the gate",
+        },
+        super::kind::Need {
+            metric: "why",
+            setting: super::kind::Setting::Why,
+            why: "a jitter run explains its misses from the kernel's trace with --why only: add --why, or drop the gate",
+        },
+    ],
     one_run: true,
     cyclictest: true,
     triggers: false,
@@ -85,4 +92,14 @@ const GATES: &[Named] = &[
         source: Source::Result(|result| JitterResultRecord::from_json(result)?.skipped_deadlines),
     },
     STEAL,
+    WHY[0],
+    WHY[1],
+    WHY[2],
+    WHY[3],
+    WHY[4],
+    WHY[5],
+    WHY[6],
+    WHY[7],
+    WHY[8],
+    WHY[9],
 ];

@@ -56,13 +56,16 @@ pub enum Setting {
     Fragments,
     /// An event run's loopback (`--loopback`).
     Loopback,
+    /// The kernel's trace around a run (`--why`).
+    Why,
 }
 
 /// A gate metric a probe measures only with a setting: a gate on it without the
 /// setting is refused before the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
-    /// The gate metric (canonical name).
+    /// The gate metric (canonical name), or a family's first part: `why` is every
+    /// `why.` metric.
     pub metric: &'static str,
     /// The setting it needs.
     pub setting: Setting,
@@ -131,9 +134,21 @@ impl ProbeKind {
         metrics.into_iter().find_map(|metric| {
             self.needs
                 .iter()
-                .find(|n| n.metric == metric && !given.contains(&n.setting))
+                .find(|n| n.covers(metric) && !given.contains(&n.setting))
                 .map(|n| (metric, n.why))
         })
+    }
+}
+
+impl Need {
+    /// Whether it is the need of the gate metric `metric` (a canonical name, with a
+    /// culprit's after a `:`): the metric itself, or one of the family it names.
+    pub fn covers(&self, metric: &str) -> bool {
+        let base = metric.split(':').next().unwrap_or(metric);
+        base == self.metric
+            || base
+                .strip_prefix(self.metric)
+                .is_some_and(|rest| rest.starts_with('.'))
     }
 }
 

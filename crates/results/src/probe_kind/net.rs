@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::kind::{find, ProbeKind};
-use super::metric::{Kind, Named, Source, STEAL};
+use super::metric::{Kind, Named, Source, STEAL, WHY};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
 use crate::records::net::NetEndConfig;
@@ -17,7 +17,11 @@ pub static NET: ProbeKind = ProbeKind {
     main_metric,
     headline_metric: main_metric,
     gates: GATES,
-    needs: &[],
+    needs: &[super::kind::Need {
+        metric: "why",
+        setting: super::kind::Setting::Why,
+        why: "a net run explains the blocks that missed their deadline from the kernel's trace with --why only: add --why, or drop the gate",
+    }],
     one_run: true,
     cyclictest: false,
     triggers: false,
@@ -63,4 +67,14 @@ const GATES: &[Named] = &[
         source: Source::Flag(|f| f.sender_late_blocks.map(|n| n as f64)),
     },
     STEAL,
+    WHY[0],
+    WHY[1],
+    WHY[2],
+    WHY[3],
+    WHY[4],
+    WHY[5],
+    WHY[6],
+    WHY[7],
+    WHY[8],
+    WHY[9],
 ];

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::kind::ProbeKind;
-use super::metric::{Kind, Named, Source, STEAL};
+use super::metric::{Kind, Named, Source, STEAL, WHY};
 use crate::counts::Dropouts;
 use crate::model::Measurement;
 use crate::records::{Record, RoundtripResultRecord};
@@ -16,7 +16,11 @@ pub static ROUNDTRIP: ProbeKind = ProbeKind {
     main_metric: |_| Some("roundtrip"),
     headline_metric: |_| Some("roundtrip"),
     gates: GATES,
-    needs: &[],
+    needs: &[super::kind::Need {
+        metric: "why",
+        setting: super::kind::Setting::Why,
+        why: "a roundtrip run explains its late callbacks from the kernel's trace with --why only: add --why, or drop the gate",
+    }],
     one_run: false,
     cyclictest: false,
     triggers: false,
@@ -63,4 +67,14 @@ const GATES: &[Named] = &[
         source: Source::Dropouts(|d| d.skipped_cycles),
     },
     STEAL,
+    WHY[0],
+    WHY[1],
+    WHY[2],
+    WHY[3],
+    WHY[4],
+    WHY[5],
+    WHY[6],
+    WHY[7],
+    WHY[8],
+    WHY[9],
 ];

@@ -180,12 +180,17 @@ impl WhyRecord {
         self.culprits.iter().filter(|c| c.kind != "unaccounted")
     }
 
-    /// A culprit's total by kind and name, ns (`None`: never a cause).
+    /// A culprit's total by kind and name, ns (`None`: never a cause). A name ending in
+    /// `*` matches every name it begins (`kworker/*`).
     pub fn culprit_ns(&self, kind: Option<&str>, name: Option<&str>) -> Option<u64> {
+        let named = |c: &CulpritRecord, n: &str| match n.strip_suffix('*') {
+            Some(prefix) => c.name.starts_with(prefix),
+            None => c.name == n,
+        };
         let matching: Vec<_> = self
             .culprits
             .iter()
-            .filter(|c| kind.is_none_or(|k| c.kind == k) && name.is_none_or(|n| c.name == n))
+            .filter(|c| kind.is_none_or(|k| c.kind == k) && name.is_none_or(|n| named(c, n)))
             .collect();
         (!matching.is_empty()).then(|| matching.iter().map(|c| c.ns_total).sum())
     }
@@ -222,6 +227,10 @@ mod tests {
         }));
         assert_eq!(why.culprit_ns(Some("thread"), Some("hog")), Some(250));
         assert_eq!(why.culprit_ns(Some("softirq"), None), None);
+        assert_eq!(why.culprit_ns(Some("thread"), Some("ho*")), Some(250));
+        assert_eq!(why.culprit_ns(Some("thread"), Some("hog*")), Some(250));
+        assert_eq!(why.culprit_ns(Some("thread"), Some("ho")), None);
+        assert_eq!(why.culprit_ns(Some("irq"), Some("ho*")), None);
         let unavailable: WhyRecord = round_trips(json!({
             "unavailable": "tracing the kernel needs root",
             "misses": [], "misses_explained": 0, "misses_dropped": 0, "culprits": [],
