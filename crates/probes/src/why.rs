@@ -198,6 +198,12 @@ pub fn cycle_miss(record: &engine::audio::CycleRecord, tid: i32, above_ns: u64) 
 /// (JACK's driver thread, PipeWire's `data-loop.0`), or, none being real-time, the one
 /// that switched most often (it wakes every period). `(role, tid)`.
 pub fn server_threads() -> Vec<(String, i32)> {
+    /// Audio servers' process names (`comm`), and the role of their driver thread.
+    const SERVER_PROCESSES: [(&str, &str); 3] = [
+        ("jackd", "jackd driver"),
+        ("jackdbus", "jackd driver"),
+        ("pipewire", "pipewire data loop"),
+    ];
     let mut found = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return found;
@@ -211,10 +217,8 @@ pub fn server_threads() -> Vec<(String, i32)> {
             continue;
         };
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        let role = match comm.trim() {
-            "jackd" | "jackdbus" => "jackd driver",
-            "pipewire" => "pipewire data loop",
-            _ => continue,
+        let Some((_, role)) = SERVER_PROCESSES.iter().find(|(c, _)| *c == comm.trim()) else {
+            continue;
         };
         if let Some(tid) = driver_thread(pid) {
             found.push((format!("{role} (pid {pid})"), tid));
