@@ -460,16 +460,19 @@ pub fn explain(miss: &Miss, windows: &mut [CpuWindow], names: &dyn Names) -> Exp
     // A wake-up stamped while the thread still ran, before its switch out to sleep,
     // raced with it (`sched_waking` is stamped as the waker begins, before the sleeper's
     // switch out is): it never slept, it was runnable on the CPU it left.
-    let mut woken_while_running = false;
+    // Only after a switch in is seen: a switch the kernel did not trace (this kernel
+    // writes none out of the idle task on some CPUs) leaves a wake-up before the
+    // thread ran, not while it ran.
+    let (mut running, mut woken_while_running) = (false, false);
     for (_, ev) in own.iter_mut() {
         match ev {
-            Own::In(_) => woken_while_running = false,
-            Own::Woken { .. } => woken_while_running = true,
+            Own::In(_) => (running, woken_while_running) = (true, false),
+            Own::Woken { .. } => woken_while_running |= running,
             Own::Out { state, .. } => {
                 if woken_while_running {
                     *state &= !TASK_REPORT;
                 }
-                woken_while_running = false;
+                (running, woken_while_running) = (false, false);
             }
         }
     }

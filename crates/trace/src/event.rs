@@ -194,9 +194,60 @@ enum Which {
 /// vectors go by.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    by_id: HashMap<u32, (Which, PerfEventFormat)>,
+    by_id: HashMap<u32, (Which, PerfEventFormat, Slots)>,
     names: Vec<String>,
     name_index: HashMap<String, u32>,
+}
+
+/// The fields audiolat reads, by name; an event's [`Slots`] say where each is in its
+/// format, found once when the format is read (not per event: a busy CPU writes
+/// hundreds of thousands a second).
+const FIELDS: [&str; 16] = [
+    "prev_pid",
+    "prev_comm",
+    "prev_prio",
+    "prev_state",
+    "next_pid",
+    "next_comm",
+    "next_prio",
+    "pid",
+    "comm",
+    "prio",
+    "target_cpu",
+    "irq",
+    "name",
+    "vec",
+    "state",
+    "runtime",
+];
+
+/// Where each of [`FIELDS`] is in an event's format (`None`: it has no such field).
+type Slots = [Option<u16>; FIELDS.len()];
+
+/// The index of `name` in [`FIELDS`] (a constant: checked when compiled).
+const fn slot(name: &str) -> usize {
+    let mut i = 0;
+    while i < FIELDS.len() {
+        if const_eq(FIELDS[i].as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("a field audiolat reads is listed in FIELDS");
+}
+
+const fn const_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The event names audiolat knows how to decode: (system, name) to what it is.
@@ -243,7 +294,15 @@ impl Decoder {
         let Some(w) = which(system, name, &mut |n| self.intern(n)) else {
             return false;
         };
-        self.by_id.insert(parsed.id(), (w, parsed));
+        let mut slots: Slots = [None; FIELDS.len()];
+        for (slot, name) in slots.iter_mut().zip(FIELDS) {
+            *slot = parsed
+                .fields()
+                .iter()
+                .position(|f| f.name() == name)
+                .map(|i| i as u16);
+        }
+        self.by_id.insert(parsed.id(), (w, parsed, slots));
         true
     }
 
@@ -258,56 +317,60 @@ impl Decoder {
         let id = u32::from(u16::from_ne_bytes(payload.get(0..2)?.try_into().ok()?));
         let pid = i32::from_ne_bytes(payload.get(4..8)?.try_into().ok()?);
         let flags = *payload.get(2)?;
-        let (w, fmt) = self.by_id.get(&id)?;
+        let (w, fmt, slots) = self.by_id.get(&id)?;
         let w = *w;
+        let f = Fields { fmt, slots };
         let kind = match w {
             Which::Switch => Kind::Switch {
-                prev_pid: int(fmt, payload, "prev_pid")? as i32,
-                prev_comm: comm(fmt, payload, "prev_comm")?,
-                prev_prio: int(fmt, payload, "prev_prio")? as i32,
-                prev_state: int(fmt, payload, "prev_state")?,
-                next_pid: int(fmt, payload, "next_pid")? as i32,
-                next_comm: comm(fmt, payload, "next_comm")?,
-                next_prio: int(fmt, payload, "next_prio")? as i32,
+                prev_pid: f.int(payload, const { slot("prev_pid") })? as i32,
+                prev_comm: f.comm(payload, const { slot("prev_comm") })?,
+                prev_prio: f.int(payload, const { slot("prev_prio") })? as i32,
+                prev_state: f.int(payload, const { slot("prev_state") })?,
+                next_pid: f.int(payload, const { slot("next_pid") })? as i32,
+                next_comm: f.comm(payload, const { slot("next_comm") })?,
+                next_prio: f.int(payload, const { slot("next_prio") })? as i32,
             },
             Which::Waking { done } => Kind::Waking {
-                pid: int(fmt, payload, "pid")? as i32,
-                comm: comm(fmt, payload, "comm")?,
-                prio: int(fmt, payload, "prio").unwrap_or(i64::from(crate::state::UNKNOWN_PRIO))
-                    as i32,
-                target_cpu: int(fmt, payload, "target_cpu").unwrap_or(-1) as i32,
+                pid: f.int(payload, const { slot("pid") })? as i32,
+                comm: f.comm(payload, const { slot("comm") })?,
+                prio: f
+                    .int(payload, const { slot("prio") })
+                    .unwrap_or(i64::from(crate::state::UNKNOWN_PRIO)) as i32,
+                target_cpu: f.int(payload, const { slot("target_cpu") }).unwrap_or(-1) as i32,
                 done,
             },
             Which::IrqEntry => {
-                let irq = int(fmt, payload, "irq")? as i32;
-                let name = string(fmt, payload, "name").unwrap_or_default();
+                let irq = f.int(payload, const { slot("irq") })? as i32;
+                let name = f
+                    .string(payload, const { slot("name") })
+                    .unwrap_or_default();
                 Kind::IrqEntry {
                     irq,
                     name: self.intern(&name),
                 }
             }
             Which::IrqExit => Kind::IrqExit {
-                irq: int(fmt, payload, "irq")? as i32,
+                irq: f.int(payload, const { slot("irq") })? as i32,
             },
             Which::SoftirqEntry => Kind::SoftirqEntry {
-                vec: int(fmt, payload, "vec")? as u32,
+                vec: f.int(payload, const { slot("vec") })? as u32,
             },
             Which::SoftirqExit => Kind::SoftirqExit {
-                vec: int(fmt, payload, "vec")? as u32,
+                vec: f.int(payload, const { slot("vec") })? as u32,
             },
             Which::SoftirqRaise => Kind::SoftirqRaise {
-                vec: int(fmt, payload, "vec")? as u32,
+                vec: f.int(payload, const { slot("vec") })? as u32,
             },
             Which::VectorEntry(name) => Kind::VectorEntry { name },
             Which::VectorExit(name) => Kind::VectorExit { name },
             Which::Idle => Kind::Idle {
-                state: int(fmt, payload, "state")? as u32,
+                state: f.int(payload, const { slot("state") })? as u32,
             },
             Which::PageFault => Kind::PageFault,
             Which::Hrtimer => Kind::HrtimerExpire,
             Which::Runtime => Kind::Runtime {
-                pid: int(fmt, payload, "pid")? as i32,
-                runtime_ns: int(fmt, payload, "runtime")? as u64,
+                pid: f.int(payload, const { slot("pid") })? as i32,
+                runtime_ns: f.int(payload, const { slot("runtime") })? as u64,
             },
             Which::Xrun => Kind::Xrun,
             Which::Osnoise => Kind::Osnoise,
@@ -331,39 +394,51 @@ impl Decoder {
     }
 }
 
-fn field<'f>(fmt: &'f PerfEventFormat, name: &str) -> Option<&'f PerfFieldFormat> {
-    fmt.fields().iter().find(|f| f.name() == name)
+/// An event's format with its [`Slots`].
+struct Fields<'f> {
+    fmt: &'f PerfEventFormat,
+    slots: &'f Slots,
 }
 
-/// An integer field of 1, 2, 4 or 8 bytes, sign-extended as its format says.
-fn int(fmt: &PerfEventFormat, payload: &[u8], name: &str) -> Option<i64> {
-    let f = field(fmt, name)?;
-    let bytes = f.get_field_bytes(payload, PerfByteReader::KEEP_ENDIAN)?;
-    let signed = f.signed().unwrap_or(false);
-    Some(match (bytes.len(), signed) {
-        (1, false) => i64::from(bytes[0]),
-        (1, true) => i64::from(bytes[0] as i8),
-        (2, false) => i64::from(u16::from_ne_bytes(bytes.try_into().ok()?)),
-        (2, true) => i64::from(i16::from_ne_bytes(bytes.try_into().ok()?)),
-        (4, false) => i64::from(u32::from_ne_bytes(bytes.try_into().ok()?)),
-        (4, true) => i64::from(i32::from_ne_bytes(bytes.try_into().ok()?)),
-        (8, _) => i64::from_ne_bytes(bytes.try_into().ok()?),
-        _ => return None,
-    })
-}
+impl Fields<'_> {
+    fn field(&self, slot: usize) -> Option<&PerfFieldFormat> {
+        self.fmt.fields().get(usize::from(self.slots[slot]?))
+    }
 
-fn comm(fmt: &PerfEventFormat, payload: &[u8], name: &str) -> Option<Comm> {
-    let bytes = field(fmt, name)?.get_field_bytes(payload, PerfByteReader::KEEP_ENDIAN)?;
-    let mut c = [0u8; 16];
-    let n = bytes.len().min(16);
-    c[..n].copy_from_slice(&bytes[..n]);
-    Some(Comm(c))
-}
+    /// An integer field of 1, 2, 4 or 8 bytes, sign-extended as its format says.
+    fn int(&self, payload: &[u8], slot: usize) -> Option<i64> {
+        let f = self.field(slot)?;
+        let bytes = f.get_field_bytes(payload, PerfByteReader::KEEP_ENDIAN)?;
+        let signed = f.signed().unwrap_or(false);
+        Some(match (bytes.len(), signed) {
+            (1, false) => i64::from(bytes[0]),
+            (1, true) => i64::from(bytes[0] as i8),
+            (2, false) => i64::from(u16::from_ne_bytes(bytes.try_into().ok()?)),
+            (2, true) => i64::from(i16::from_ne_bytes(bytes.try_into().ok()?)),
+            (4, false) => i64::from(u32::from_ne_bytes(bytes.try_into().ok()?)),
+            (4, true) => i64::from(i32::from_ne_bytes(bytes.try_into().ok()?)),
+            (8, _) => i64::from_ne_bytes(bytes.try_into().ok()?),
+            _ => return None,
+        })
+    }
 
-fn string(fmt: &PerfEventFormat, payload: &[u8], name: &str) -> Option<String> {
-    let bytes = field(fmt, name)?.get_field_bytes(payload, PerfByteReader::KEEP_ENDIAN)?;
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    fn comm(&self, payload: &[u8], slot: usize) -> Option<Comm> {
+        let bytes = self
+            .field(slot)?
+            .get_field_bytes(payload, PerfByteReader::KEEP_ENDIAN)?;
+        let mut c = [0u8; 16];
+        let n = bytes.len().min(16);
+        c[..n].copy_from_slice(&bytes[..n]);
+        Some(Comm(c))
+    }
+
+    fn string(&self, payload: &[u8], slot: usize) -> Option<String> {
+        let bytes = self
+            .field(slot)?
+            .get_field_bytes(payload, PerfByteReader::KEEP_ENDIAN)?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    }
 }
 
 #[cfg(test)]

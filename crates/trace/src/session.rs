@@ -55,6 +55,13 @@ impl Default for SessionConfig {
 /// written when they happen; this leaves the writers time to commit them).
 const SETTLE_NS: u64 = 3_000_000;
 
+/// Most pages read from one CPU's pipe in one pass of the reader (1 MiB of 4 KiB pages).
+const PAGES_PER_PASS: usize = 256;
+
+/// A miss waits for every CPU's events to reach its end (a busy CPU's buffer is read a
+/// page behind; an idle one writes nothing), at most this long after its end.
+const WAIT_FOR_CPUS_NS: u64 = 200_000_000;
+
 /// Hands misses to the session. [`MissSender::send`] is real-time safe: one wait-free
 /// ring push, no allocation, lock or system call.
 pub struct MissSender {
@@ -395,11 +402,7 @@ impl Reader {
                 }
             }
             let now = monotonic_ns();
-            self.explain_due(if stopping {
-                u64::MAX
-            } else {
-                now.saturating_sub(SETTLE_NS)
-            });
+            self.explain_due(now, stopping);
             self.publish_top(shared);
             if stopping {
                 return;
@@ -421,10 +424,12 @@ impl Reader {
         }
     }
 
-    /// Reads every CPU's pipe until it has nothing more.
+    /// Reads every CPU's pipe until it has nothing more, or [`PAGES_PER_PASS`] pages
+    /// (a CPU writing faster than it is read must not hold off the others and the
+    /// explaining: the kernel keeps the rest).
     fn read_all(&mut self) {
         for i in 0..self.pipes.len() {
-            loop {
+            for _ in 0..PAGES_PER_PASS {
                 let n = match self.pipes[i].1.read(&mut self.page) {
                     Ok(0) => break,
                     Ok(n) => n,
@@ -496,11 +501,21 @@ impl Reader {
         }
     }
 
-    /// Explains the pending misses that ended before `until_ns`.
-    fn explain_due(&mut self, until_ns: u64) {
+    /// Explains the pending misses whose events are in: that ended [`SETTLE_NS`] before
+    /// `now_ns` and whose end every CPU's events have reached, or that ended
+    /// [`WAIT_FOR_CPUS_NS`] before it; every one when `stopping`.
+    fn explain_due(&mut self, now_ns: u64, stopping: bool) {
         let mut due: Vec<Miss> = Vec::new();
+        let read_to = self
+            .windows
+            .iter()
+            .map(|w| self.last_ts.get(&w.cpu).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0);
         self.pending.retain(|m| {
-            if m.end_ns <= until_ns {
+            let settled = m.end_ns.saturating_add(SETTLE_NS) <= now_ns
+                && (read_to >= m.end_ns || m.end_ns.saturating_add(WAIT_FOR_CPUS_NS) <= now_ns);
+            if stopping || settled {
                 due.push(*m);
                 false
             } else {
