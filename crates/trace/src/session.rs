@@ -167,6 +167,21 @@ fn lowest_real_time_priority() {
     let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
 }
 
+/// Moves the calling thread to `cpus` (nothing when empty, or refused).
+fn pin_to(cpus: &[usize]) {
+    if cpus.is_empty() {
+        return;
+    }
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays inside it (checked).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        let _ = libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+    }
+}
+
 fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
@@ -249,9 +264,16 @@ impl Session {
             culprits: HashMap::new(),
         };
         let (r_shared, r_stop) = (Arc::clone(&shared), Arc::clone(&stop));
+        // The reader keeps off the CPUs it watches where there are others: its reading
+        // is not then in the watched threads' way.
+        let elsewhere: Vec<usize> = online_cpus()
+            .into_iter()
+            .filter(|c| !cpus.contains(c))
+            .collect();
         let handle = std::thread::Builder::new()
             .name("audiolat-trace".into())
             .spawn(move || {
+                pin_to(&elsewhere);
                 lowest_real_time_priority();
                 reader.run(&r_shared, &r_stop);
                 reader
