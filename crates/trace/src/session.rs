@@ -414,7 +414,8 @@ impl Reader {
     fn run(&mut self, shared: &Shared, stop: &AtomicBool) {
         loop {
             let stopping = stop.load(Ordering::Acquire);
-            self.read_all();
+            // At the end (tracing stopped), everything the kernel holds is read.
+            while self.read_all() && stopping {}
             {
                 let mut rx = shared.receivers.lock().unwrap_or_else(|p| p.into_inner());
                 for r in rx.iter_mut() {
@@ -449,19 +450,28 @@ impl Reader {
     /// Reads every CPU's pipe until it has nothing more, or [`PAGES_PER_PASS`] pages
     /// (a CPU writing faster than it is read must not hold off the others and the
     /// explaining: the kernel keeps the rest).
-    fn read_all(&mut self) {
+    /// Returns whether a CPU had more than it read.
+    fn read_all(&mut self) -> bool {
+        let mut more = false;
         for i in 0..self.pipes.len() {
-            for _ in 0..PAGES_PER_PASS {
+            let mut pages = 0;
+            loop {
+                if pages == PAGES_PER_PASS {
+                    more = true;
+                    break;
+                }
                 let n = match self.pipes[i].1.read(&mut self.page) {
                     Ok(0) => break,
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 };
+                pages += 1;
                 let cpu = self.pipes[i].0;
                 self.take_page(cpu, n);
             }
         }
+        more
     }
 
     fn take_page(&mut self, cpu: u32, n: usize) {
