@@ -144,6 +144,7 @@ pub fn gettid() -> i32 {
 /// Cycles whose start is not known, or is the callback's own, are not judged.
 pub struct CycleTap {
     sender: MissSender,
+    top: trace::TopCulprit,
     above_ns: u64,
     /// Misses the ring to the session had no room for.
     pub dropped: u64,
@@ -154,9 +155,15 @@ impl CycleTap {
     pub fn new(session: &Session, config: WhyConfig) -> CycleTap {
         CycleTap {
             sender: session.sender(),
+            top: session.top(),
             above_ns: config.above_ns,
             dropped: 0,
         }
+    }
+
+    /// The largest culprit so far, for a live line.
+    pub fn culprit(&self) -> Option<results::LiveCulprit> {
+        live_culprit(&self.top)
     }
 
     /// Judges one cycle of the audio thread `tid` (`None`: not known yet, nothing sent).
@@ -168,6 +175,17 @@ impl CycleTap {
             }
         }
     }
+}
+
+/// The largest culprit so far of a session, for a live line.
+pub fn live_culprit(top: &trace::TopCulprit) -> Option<results::LiveCulprit> {
+    top.get()
+        .map(|(kind, name, ns_total, misses)| results::LiveCulprit {
+            kind: kind.name().to_string(),
+            name,
+            ns_total,
+            misses,
+        })
 }
 
 /// The miss one cycle of thread `tid` makes, if any (see [`CycleTap`]).

@@ -50,6 +50,8 @@ pub enum LiveStatus {
         cycles: u64,
         /// Under-runs so far.
         underruns: u64,
+        /// With `--why`: the largest culprit so far.
+        culprit: Option<LiveCulprit>,
     },
     /// The round-trip probe's.
     Roundtrip {
@@ -61,6 +63,8 @@ pub enum LiveStatus {
         cycles: u64,
         /// Under-runs so far.
         underruns: u64,
+        /// With `--why`: the largest culprit so far.
+        culprit: Option<LiveCulprit>,
     },
     /// Another probe's, as words after the run's label.
     Text(String),

@@ -38,5 +38,5 @@ pub mod state;
 pub mod tracefs;
 
 pub use attribute::{explain, Cause, CauseKind, Explained, Miss, MissKind};
-pub use session::{check, Culprit, MissSender, Session, SessionConfig, Why};
+pub use session::{check, Culprit, MissSender, Session, SessionConfig, TopCulprit, Why};
 pub use tracefs::Unavailable;

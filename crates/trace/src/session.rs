@@ -137,6 +137,18 @@ struct Shared {
     threads: Mutex<Vec<(String, i32)>>,
 }
 
+/// Reads the largest culprit so far of a [`Session`] (see [`Session::top`]). Not
+/// real-time safe (it takes a lock the reader thread holds briefly).
+#[derive(Clone)]
+pub struct TopCulprit(Arc<Shared>);
+
+impl TopCulprit {
+    /// Kind, name, time (ns) and misses of the largest culprit so far.
+    pub fn get(&self) -> Option<(CauseKind, String, u64, u64)> {
+        self.0.top.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// A running trace. Dropping it without [`Session::finish`] stops and removes the
 /// instance all the same.
 pub struct Session {
@@ -315,11 +327,13 @@ impl Session {
 
     /// The largest culprit so far: kind, name, time (ns) and misses.
     pub fn top_culprit(&self) -> Option<(CauseKind, String, u64, u64)> {
-        self.shared
-            .top
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.top().get()
+    }
+
+    /// A handle that reads [`Session::top_culprit`] from anywhere, for as long as it
+    /// is kept (after the session too: then the last one).
+    pub fn top(&self) -> TopCulprit {
+        TopCulprit(Arc::clone(&self.shared))
     }
 
     /// The tracepoints this kernel lacks.

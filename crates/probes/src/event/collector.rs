@@ -182,6 +182,7 @@ impl Collector {
             measured: self.rows.len() as u64,
             cycles: self.cycles,
             underruns: self.xruns.0 + self.xruns.1,
+            culprit: self.why.as_ref().and_then(crate::why::CycleTap::culprit),
         });
         self.reported = self.rows.len();
         result

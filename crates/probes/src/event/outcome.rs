@@ -35,6 +35,8 @@ pub struct EventProgress<'a> {
     pub cycles: u64,
     /// Under-runs so far (xruns plus skipped cycles).
     pub underruns: u64,
+    /// With `--why`: the largest culprit so far.
+    pub culprit: Option<results::LiveCulprit>,
 }
 
 /// Everything one run measured.

@@ -590,14 +590,7 @@ pub fn run(
             }
             let mut snapshot = live_snapshot(&live, planned);
             if let Some(Ok(s)) = &session {
-                snapshot.culprit =
-                    s.top_culprit()
-                        .map(|(kind, name, ns_total, misses)| results::LiveCulprit {
-                            kind: kind.name().to_string(),
-                            name,
-                            ns_total,
-                            misses,
-                        });
+                snapshot.culprit = crate::why::live_culprit(&s.top());
             }
             progress(Progress {
                 live: snapshot,

@@ -96,6 +96,7 @@ impl Probe for EventProbe<'_> {
                 wanted,
                 cycles: p.cycles,
                 underruns: p.underruns,
+                culprit: p.culprit.clone(),
             });
             progress.tick()
         })

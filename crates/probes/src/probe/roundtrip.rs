@@ -110,6 +110,7 @@ impl Probe for RoundtripProbe<'_> {
                 last_delay_frames: last,
                 cycles: p.cycles,
                 underruns: p.underruns,
+                culprit: p.culprit.clone(),
             });
             progress.tick()
         })

@@ -630,6 +630,7 @@ pub fn run(
             estimates: &outcome.estimates[reported.1..],
             cycles: outcome.cycles,
             underruns: status.xruns + status.gaps,
+            culprit: why.as_ref().and_then(|(tap, _)| tap.culprit()),
             checkpoint: due.then_some(&outcome),
         });
         reported = (outcome.impulses.len(), outcome.estimates.len());

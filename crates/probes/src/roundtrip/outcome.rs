@@ -79,6 +79,8 @@ pub struct RoundtripProgress<'a> {
     pub cycles: u64,
     /// Under-runs so far.
     pub underruns: u64,
+    /// With `--why`: the largest culprit so far.
+    pub culprit: Option<results::LiveCulprit>,
     /// Every [`RoundtripConfig::checkpoint_ms`] once the stream has run a cycle, what
     /// was measured so far, so the run can be stored as it goes. Its `end` reads
     /// [`RoundtripEnd::Interrupted`] and its steal timeline is empty until the run ends.

@@ -12,18 +12,7 @@ pub fn line(label: &str, period_ns: u64, status: &LiveStatus) -> String {
         LiveStatus::Jitter(s) => {
             let secs = s.cycles as f64 * period_ns as f64 / 1e9;
             let total = s.planned as f64 * period_ns as f64 / 1e9;
-            let culprit = s.culprit.as_ref().map_or(String::new(), |c| {
-                let name = if c.kind == "idle_exit" {
-                    "idle exit"
-                } else {
-                    &c.name
-                };
-                format!(
-                    "  why: {name} {} in {} late",
-                    fmt_ns(c.ns_total as f64),
-                    c.misses
-                )
-            });
+            let culprit = culprit_words(s.culprit.as_ref());
             format!(
                 "{label}  {secs:.1}/{total:.1} s  cycles {}  last {}  max {}  overflows {}  underruns {}{culprit}",
                 s.cycles,
@@ -38,20 +27,40 @@ pub fn line(label: &str, period_ns: u64, status: &LiveStatus) -> String {
             wanted,
             cycles,
             underruns,
+            culprit,
         } => format!(
-            "{label}  triggers {measured}/{wanted}  cycles {cycles}  under-runs {underruns}"
+            "{label}  triggers {measured}/{wanted}  cycles {cycles}  under-runs {underruns}{}",
+            culprit_words(culprit.as_ref())
         ),
         LiveStatus::Roundtrip {
             windows,
             last_delay_frames,
             cycles,
             underruns,
+            culprit,
         } => format!(
-            "{label}  windows {windows}  last {}  cycles {cycles}  under-runs {underruns}",
+            "{label}  windows {windows}  last {}  cycles {cycles}  under-runs {underruns}{}",
             last_delay_frames.map_or("-".to_string(), |f| format!("{f:.3} frames")),
+            culprit_words(culprit.as_ref())
         ),
         LiveStatus::Text(text) => format!("{label}  {text}"),
     }
+}
+
+/// `--why`'s largest culprit so far, at the end of a live line (nothing without one).
+fn culprit_words(culprit: Option<&results::LiveCulprit>) -> String {
+    culprit.map_or(String::new(), |c| {
+        let name = if c.kind == "idle_exit" {
+            "idle exit"
+        } else {
+            &c.name
+        };
+        format!(
+            "  why: {name} {} in {} late",
+            fmt_ns(c.ns_total as f64),
+            c.misses
+        )
+    })
 }
 
 #[cfg(test)]
@@ -65,6 +74,7 @@ mod tests {
             last_delay_frames: None,
             cycles: 3,
             underruns: 0,
+            culprit: None,
         };
         assert_eq!(
             line("roundtrip", 0, &s),
