@@ -59,16 +59,19 @@ run_clean() {
 
 # A SCHED_FIFO culprit the test knows: a process named NAME, pinned to CPU at FIFO
 # PRIORITY, spinning SPIN_MS every EVERY_MS for SECS seconds (first after 300 ms); each
-# spin's start and end (CLOCK_MONOTONIC ns, one line each) go to OUT.
+# spin's start and end (CLOCK_MONOTONIC ns, one line each) go to OUT, and OUT.ready is
+# made once it is set up (Debian's python3 itself: a version manager's shims take
+# seconds to start under TCG).
 #   culprit NAME CPU PRIORITY SPIN_MS EVERY_MS SECS OUT
 culprit() {
-  python3 - "$@" <<'PY'
+  /usr/bin/python3 - "$@" <<'PY'
 import os, sys, time
 name, cpu, prio, spin_ms, every_ms, secs, out = sys.argv[1:]
 open("/proc/self/comm", "w").write(name)
 os.sched_setaffinity(0, {int(cpu)})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(prio)))
 ns = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+open(out + ".ready", "w").close()
 spins, nxt = [], ns() + 300_000_000
 end = ns() + int(float(secs) * 1e9)
 while ns() < end:
