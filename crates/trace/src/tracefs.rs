@@ -458,6 +458,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_kernel_without_a_needed_tracepoint_says_which_in_one_line() {
+        // A tracefs whose instances have no `sched` events (a directory standing in for
+        // one: the kernel makes an instance's files, here `fs::write` does).
+        let root =
+            std::env::temp_dir().join(format!("audiolat-fake-tracefs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("instances")).unwrap();
+        let tracefs = Tracefs {
+            root: root.clone(),
+            mounted_here: false,
+        };
+        let e = Instance::create(tracefs, Some(&[1]), 1024)
+            .err()
+            .expect("refused");
+        let _ = fs::remove_dir_all(&root);
+        assert!(
+            matches!(e, Unavailable::MissingEvent("sched:sched_switch")),
+            "{e:?}"
+        );
+        let line = e.to_string();
+        assert_eq!(line, "this kernel lacks the tracepoint sched:sched_switch");
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
     fn cpumasks_are_hex_words_highest_first() {
         assert_eq!(cpumask(&[0]), "00000001");
         assert_eq!(cpumask(&[1, 3]), "0000000a");
