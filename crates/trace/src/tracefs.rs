@@ -469,9 +469,9 @@ mod tests {
             root: root.clone(),
             mounted_here: false,
         };
-        let e = Instance::create(tracefs, Some(&[1]), 1024)
-            .err()
-            .expect("refused");
+        let Err(e) = Instance::create(tracefs, Some(&[1]), 1024) else {
+            panic!("an instance without sched_switch was made");
+        };
         let _ = fs::remove_dir_all(&root);
         assert!(
             matches!(e, Unavailable::MissingEvent("sched:sched_switch")),
