@@ -159,9 +159,17 @@ fn why_names_a_fifo_culprit_on_the_stock_and_the_rt_kernel() {
             "{kernel:?}: {caused} late wake-ups named of {} spins: {why}",
             spins.len()
         );
-        assert_eq!(
-            why["culprits"][0]["name"], "why-labhog",
-            "{kernel:?}: {why}"
+        // Over the run the emulator's own costs (its timer interrupt, its idle exit) may
+        // outweigh the culprit: it is named in every miss it made, not first overall.
+        let named = why["culprits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "why-labhog" && c["kind"] == "thread")
+            .unwrap_or_else(|| panic!("{kernel:?}: the culprit is not named: {why}"));
+        assert!(
+            named["misses"].as_u64().unwrap() >= caused as u64,
+            "{kernel:?}: {named}"
         );
     }
 }
