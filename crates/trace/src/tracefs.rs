@@ -430,6 +430,19 @@ pub fn remove_leftover_instances() -> Vec<String> {
         unmount(&point);
         removed.push(point.display().to_string());
     }
+    // The empty directory of a killed process whose mount went with its namespace.
+    if let Ok(entries) = fs::read_dir(std::env::temp_dir()) {
+        for e in entries.filter_map(|e| e.ok()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dead = name
+                .strip_prefix(PRIVATE_MOUNT_PREFIX)
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if dead && fs::remove_dir(e.path()).is_ok() {
+                removed.push(e.path().display().to_string());
+            }
+        }
+    }
     removed
 }
 
