@@ -67,7 +67,7 @@ pub use self::roundtrip::{roundtrip_flag, LoopArgs, RoundtripArgs};
 pub use self::stored::{
     CompareArgs, ExportArgs, PushArgs, ReportArgs, RunRef, RunsArgs, ShowArgs, Subject,
 };
-pub use self::values::{number, FarmFormat, GateArgs, WhyArgs};
+pub use self::values::{number, FarmFormat, GateArgs};
 
 /// A usage error: refused before anything started. Exit code 2.
 #[derive(Debug, thiserror::Error)]

@@ -86,8 +86,11 @@ pub struct NetArgs {
     pub reserve_by: probes::net::ReserveBy,
     #[command(flatten)]
     pub scratch: super::values::ScratchArgs,
-    #[command(flatten)]
-    pub why: super::values::WhyArgs,
+    /// Explain every block that missed its deadline from the kernel's own trace: which
+    /// IRQ, softirq or thread held the host's network thread off (needs root and tracefs;
+    /// without them the run measures and says why).
+    #[arg(long)]
+    pub why: bool,
     #[command(flatten)]
     pub output: super::values::OutputArgs,
     #[command(flatten)]
@@ -164,13 +167,10 @@ impl NetArgs {
             load: &self.load,
         };
         let config = setup.config().map_err(net_usage)?;
-        if self.why.why_above.is_some() {
-            return Err(UsageError(
-                "--why-above: `audiolat net` explains every block that missed its deadline; use --why".into(),
-            ));
-        }
         Ok(NetConfig {
-            why: self.why.config()?,
+            why: self.why.then_some(probes::why::WhyConfig {
+                above_ns: probes::why::DEFAULT_ABOVE_NS,
+            }),
             policy: thread_policy(self.policy, self.priority)?,
             host_cpus: cpu_list("--host-cpus", &self.host_cpus)?,
             controller_cpus: cpu_list("--controller-cpus", &self.controller_cpus)?,

@@ -215,6 +215,11 @@ pub struct WhyArgs {
 }
 
 impl WhyArgs {
+    /// Whether causes were asked for (`--why`, or `--why-above`, which implies it).
+    pub fn asked(&self) -> bool {
+        self.why || self.why_above.is_some()
+    }
+
     /// What `--why` asks for, `None` without it.
     pub fn config(&self) -> Result<Option<probes::why::WhyConfig>, super::UsageError> {
         if !self.why && self.why_above.is_none() {

@@ -38,7 +38,7 @@ pub(crate) fn gates(a: &crate::cli::EventArgs) -> Result<Vec<results::gate::Gate
         &a.gates,
         &results::probe_kind::EVENT,
         loopback.as_slice(),
-        &a.why,
+        a.why.asked(),
     )
 }
 

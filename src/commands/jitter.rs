@@ -25,7 +25,7 @@ pub(crate) fn gates(
         &a.gates,
         &results::probe_kind::JITTER,
         fragments.as_slice(),
-        &a.why,
+        a.why.asked(),
     )
 }
 

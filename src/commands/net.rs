@@ -161,7 +161,7 @@ pub(crate) fn net(ctx: &Context, a: &crate::cli::NetArgs) -> Result<ExitCode> {
         placement,
         scratch,
     } = a.request(&ctx.default_scratch())?;
-    let gates = measurable_gates(&a.gates, &results::probe_kind::NET, &[], &a.why)?;
+    let gates = measurable_gates(&a.gates, &results::probe_kind::NET, &[], a.why)?;
     let store = ctx.open_store()?;
     if !a.output.quiet() {
         stdio::progress_line(format_args!(

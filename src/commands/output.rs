@@ -63,10 +63,10 @@ pub(crate) fn measurable_gates(
     gates: &crate::cli::GateArgs,
     probe: &results::ProbeKind,
     given: &[results::probe_kind::Setting],
-    why: &crate::cli::WhyArgs,
+    why: bool,
 ) -> Result<Vec<results::gate::Gate>> {
     let mut given = given.to_vec();
-    if why.why || why.why_above.is_some() {
+    if why {
         given.push(results::probe_kind::Setting::Why);
     }
     let gates = gates.check_with(probe, &given)?;

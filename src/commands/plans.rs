@@ -80,7 +80,7 @@ pub(crate) fn check_plan_cell(
                 &a.gates,
                 &results::probe_kind::NET,
                 &[],
-                &a.why,
+                a.why,
             )
             .map(|_| ())
             .map_err(msg)

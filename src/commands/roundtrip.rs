@@ -13,7 +13,12 @@ use std::process::ExitCode;
 
 /// A round-trip run's gates (`--fail-if`), measured with `--why` for causes, and here.
 pub(crate) fn gates(a: &crate::cli::RoundtripArgs) -> Result<Vec<results::gate::Gate>> {
-    measurable_gates(&a.gates, &results::probe_kind::ROUNDTRIP, &[], &a.why)
+    measurable_gates(
+        &a.gates,
+        &results::probe_kind::ROUNDTRIP,
+        &[],
+        a.why.asked(),
+    )
 }
 
 pub(crate) fn roundtrip(ctx: &Context, a: &crate::cli::RoundtripArgs) -> Result<ExitCode> {
