@@ -464,44 +464,6 @@ fn a_traced_run_s_culprit_is_in_the_report_compare_and_the_export() {
     );
 }
 
-/// Where tracefs is not mounted, `--why` mounts it at a directory of its own and leaves
-/// the system's place as it was; killed outright, what it left (its mount, its trace
-/// instance) goes at the next audiolat's start.
-#[test]
-fn a_killed_why_leaves_nothing_mounted_after_the_next_run() {
-    if not_root("mounting tracefs needs root") {
-        return;
-    }
-    let _m = machine_lock();
-    let (_d, db) = temp_db("killed.db");
-    let bin = crate::util::bin();
-    let script = format!(
-        "umount /sys/kernel/tracing 2>/dev/null
-         {bin} jitter --why -D 20 --db {db} >/dev/null 2>&1 &
-         sleep 2
-         echo during: $(grep -c ' tracefs ' /proc/self/mounts)
-         kill -9 $!; wait
-         echo killed: $(grep -c ' tracefs ' /proc/self/mounts)
-         {bin} jitter -D 1 --db {db} >/dev/null 2>&1
-         echo after: $(grep -c ' tracefs ' /proc/self/mounts)
-         echo system: $(grep -c ' /sys/kernel/tracing ' /proc/self/mounts)",
-        bin = bin.display(),
-        db = db.display()
-    );
-    let out = std::process::Command::new("unshare")
-        .args(["-m", "sh", "-c", &script])
-        .output()
-        .expect("unshare (util-linux)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("during: 1"), "{stdout}");
-    assert!(stdout.contains("killed: 1"), "{stdout}");
-    assert!(stdout.contains("after: 0"), "{stdout}");
-    assert!(stdout.contains("system: 0"), "{stdout}");
-}
-
-/// A gate on a cause: the culprit the test makes is judged on its time over the run's
-/// explained misses (the stored culprit's total), and one the trace never saw took 0 ns,
-/// measured, so its gate passes.
 #[test]
 fn a_gate_on_a_culprit_fires_and_one_on_a_culprit_never_seen_passes_at_0() {
     if not_root("jitter --why traces the kernel: needs root") {

@@ -40,8 +40,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             cpus: None,
-            // 64 MiB over the machine's CPUs, 4 to 16 MiB each.
-            buffer_kb: (65_536 / online_cpus().len().max(1) as u32).clamp(4096, 16_384),
+            buffer_kb: default_buffer_kb(),
             window_ns: 500_000_000,
             max_events_per_cpu: 300_000,
             max_misses_kept: 256,
@@ -168,6 +167,24 @@ impl std::fmt::Debug for Session {
             .field("instance", &self.instance.dir())
             .finish_non_exhaustive()
     }
+}
+
+/// Each CPU's buffer: 64 MiB over the machine's CPUs and at most 1/512 of its memory,
+/// 1 to 16 MiB each (a small machine, or a guest, is not made to find tens of MiB of
+/// kernel memory at once).
+fn default_buffer_kb() -> u32 {
+    let cpus = online_cpus().len().max(1) as u64;
+    let memory_kb = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .unwrap_or(4 << 20);
+    (65_536 / cpus)
+        .min(memory_kb / 512 / cpus)
+        .clamp(1024, 16_384) as u32
 }
 
 /// Puts the calling thread at SCHED_FIFO 1, the lowest real-time priority: above an

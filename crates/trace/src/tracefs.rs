@@ -91,11 +91,6 @@ fn tracefs_mounts() -> Vec<PathBuf> {
 /// (`audiolat-tracefs-PID` in the temporary directory).
 pub const PRIVATE_MOUNT_PREFIX: &str = "audiolat-tracefs-";
 
-/// A process's own mount point for tracefs.
-fn private_mount(pid: u32) -> PathBuf {
-    std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{pid}"))
-}
-
 /// Detaches the mount at `point` (those still using it keep it until they let go) and
 /// removes its directory.
 fn unmount(point: &Path) {
@@ -116,8 +111,8 @@ fn kernel_has_tracefs() -> bool {
 }
 
 impl Tracefs {
-    /// Finds tracefs, mounting it at a directory of this process's own when it is not
-    /// mounted (unmounted when this is dropped).
+    /// Finds tracefs, mounting it at [`TRACEFS`] when it is not mounted (unmounted when
+    /// this is dropped).
     pub fn open() -> Result<Tracefs, Unavailable> {
         if let Some(root) = mounted_at() {
             return Ok(Tracefs {
@@ -128,16 +123,12 @@ impl Tracefs {
         if !kernel_has_tracefs() {
             return Err(Unavailable::NoTracefs);
         }
-        // Mounted at a directory of this process's own, not at the system's place: the
-        // system is left as it was whatever happens to this process, and another
-        // process tracing at the same time has its own mount (instances are shared).
-        let root = private_mount(std::process::id());
-        fs::create_dir_all(&root).map_err(|source| Unavailable::Mount {
-            path: root.clone(),
-            source,
-        })?;
+        // Mounted at the system's place, and unmounted when done. (A mount of its own
+        // elsewhere, detached after, is suspected of a soft lockup seen now and then in
+        // the lab's guests of Debian's 6.1 kernel: see the notes of issue 32.)
+        let root = PathBuf::from(TRACEFS);
         let c = |s: &str| CString::new(s).expect("no NUL");
-        let target = CString::new(root.as_os_str().as_encoded_bytes()).expect("no NUL");
+        let target = c(TRACEFS);
         let (src, kind) = (c("nodev"), c("tracefs"));
         // SAFETY: the strings are NUL-terminated and outlive the call.
         let rc = unsafe {
@@ -151,7 +142,6 @@ impl Tracefs {
         };
         if rc != 0 {
             let source = io::Error::last_os_error();
-            let _ = fs::remove_dir(&root);
             if is_permission(&source) {
                 return Err(Unavailable::NotAllowed(format!(
                     "mounting tracefs: {source}"
@@ -179,7 +169,11 @@ impl Tracefs {
 impl Drop for Tracefs {
     fn drop(&mut self) {
         if self.mounted_here {
-            unmount(&self.root);
+            if let Ok(target) = CString::new(self.root.as_os_str().as_encoded_bytes()) {
+                // SAFETY: a NUL-terminated path. Another process still using the mount
+                // makes this fail (EBUSY), which leaves it mounted for that user.
+                unsafe { libc::umount2(target.as_ptr(), 0) };
+            }
         }
     }
 }
@@ -429,19 +423,6 @@ pub fn remove_leftover_instances() -> Vec<String> {
     for point in dead_mounts {
         unmount(&point);
         removed.push(point.display().to_string());
-    }
-    // The empty directory of a killed process whose mount went with its namespace.
-    if let Ok(entries) = fs::read_dir(std::env::temp_dir()) {
-        for e in entries.filter_map(|e| e.ok()) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let dead = name
-                .strip_prefix(PRIVATE_MOUNT_PREFIX)
-                .and_then(|p| p.parse::<u32>().ok())
-                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
-            if dead && fs::remove_dir(e.path()).is_ok() {
-                removed.push(e.path().display().to_string());
-            }
-        }
     }
     removed
 }

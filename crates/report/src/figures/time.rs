@@ -66,7 +66,8 @@ pub(super) fn time_figure(cell: &CellData, r: &RunData, label: &str) -> Option<F
     plot.refs = refs;
     let (marked, crowded) = origin.map_or((0, Vec::new()), |o| event_marks(&mut plot, r, o));
     let why = WhyPart::from_json(&r.record.result).and_then(|p| p.why);
-    let missed = why::what_missed(
+    let missed = why::what_missed_by(
+        r.record.probe,
         JitterConfigRecord::from_json(&r.record.config).is_some_and(|c| c.has_fragments()),
     );
     let bars = match (&why, origin) {

@@ -86,7 +86,7 @@ fn wakeup(r: &RunData) -> Option<WakeupAnswer> {
 /// Why a run's misses were late, when it asked (any probe whose result has `why`).
 fn why(r: &RunData) -> Option<WhyAnswer> {
     let w = WhyPart::from_json(&r.record.result)?.why?;
-    let what = why_view::what_missed(jitter_config(r).has_fragments());
+    let what = why_view::what_missed_by(r.record.probe, jitter_config(r).has_fragments());
     let (shown, more) = why_view::shown_culprits(&w);
     Some(WhyAnswer {
         run_id: r.record.id,

@@ -30,8 +30,20 @@ pub const KINDS: [&str; 8] = [
     "unaccounted",
 ];
 
-/// What a run's misses are called, one and many: a fragment model's are under-runs,
-/// else late wake-ups.
+/// What a run's misses are called, one and many: a network run's are late blocks, an
+/// audio stream's late callbacks, a jitter run's under-runs (`fragments`) or late
+/// wake-ups.
+pub fn what_missed_by(probe: &results::ProbeKind, fragments: bool) -> (&'static str, &'static str) {
+    if *probe == results::probe_kind::NET {
+        ("late block", "late blocks")
+    } else if *probe == results::probe_kind::EVENT || *probe == results::probe_kind::ROUNDTRIP {
+        ("late callback", "late callbacks")
+    } else {
+        what_missed(fragments)
+    }
+}
+
+/// A jitter run's misses in words: its under-runs (`fragments`), or its late wake-ups.
 pub fn what_missed(fragments: bool) -> (&'static str, &'static str) {
     if fragments {
         ("under-run", "under-runs")
