@@ -183,6 +183,7 @@ impl Drop for Tracefs {
 pub const EVENTS: &[(&str, &str, bool)] = &[
     ("sched", "sched_switch", true),
     ("sched", "sched_waking", true),
+    ("sched", "sched_wakeup", false),
     ("sched", "sched_stat_runtime", false),
     ("irq", "irq_handler_entry", false),
     ("irq", "irq_handler_exit", false),
