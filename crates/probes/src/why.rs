@@ -146,8 +146,6 @@ pub struct CycleTap {
     sender: MissSender,
     top: trace::TopCulprit,
     above_ns: u64,
-    /// Misses the ring to the session had no room for.
-    pub dropped: u64,
 }
 
 impl CycleTap {
@@ -157,7 +155,6 @@ impl CycleTap {
             sender: session.sender(),
             top: session.top(),
             above_ns: config.above_ns,
-            dropped: 0,
         }
     }
 
@@ -170,9 +167,8 @@ impl CycleTap {
     pub fn see(&mut self, record: &engine::audio::CycleRecord, tid: Option<i32>) {
         let Some(tid) = tid else { return };
         if let Some(miss) = cycle_miss(record, tid, self.above_ns) {
-            if !self.sender.send(miss) {
-                self.dropped += 1;
-            }
+            // A full ring is counted by the session (`misses_dropped`).
+            self.sender.send(miss);
         }
     }
 }

@@ -58,15 +58,7 @@ pub struct Tracefs {
 
 /// Where tracefs is mounted, from `/proc/self/mounts`.
 fn mounted_at() -> Option<PathBuf> {
-    // Another audiolat's own mount goes when that process ends: never borrowed.
-    let points: Vec<PathBuf> = tracefs_mounts()
-        .into_iter()
-        .filter(|p| {
-            !p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(PRIVATE_MOUNT_PREFIX))
-        })
-        .collect();
+    let points = tracefs_mounts();
     points
         .iter()
         .find(|p| p.as_os_str() == TRACEFS)
@@ -85,20 +77,6 @@ fn tracefs_mounts() -> Vec<PathBuf> {
             (kind == "tracefs").then(|| PathBuf::from(point))
         })
         .collect()
-}
-
-/// The prefix of the directory a process mounts tracefs at where it was not mounted
-/// (`audiolat-tracefs-PID` in the temporary directory).
-pub const PRIVATE_MOUNT_PREFIX: &str = "audiolat-tracefs-";
-
-/// Detaches the mount at `point` (those still using it keep it until they let go) and
-/// removes its directory.
-fn unmount(point: &Path) {
-    if let Ok(target) = CString::new(point.as_os_str().as_encoded_bytes()) {
-        // SAFETY: a NUL-terminated path.
-        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
-    }
-    let _ = fs::remove_dir(point);
 }
 
 fn kernel_has_tracefs() -> bool {
@@ -404,26 +382,9 @@ impl Drop for Instance {
 /// Removes the instances a killed audiolat left (`audiolat-PID` whose process is
 /// gone); returns the names removed. Nothing when tracefs is not mounted.
 pub fn remove_leftover_instances() -> Vec<String> {
-    // A killed process's own mount of tracefs: its instances are read through it when
-    // tracefs is mounted nowhere else, then it goes.
-    let dead_mounts: Vec<PathBuf> = tracefs_mounts()
-        .into_iter()
-        .filter(|point| {
-            point
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_prefix(PRIVATE_MOUNT_PREFIX))
-                .and_then(|p| p.parse::<u32>().ok())
-                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-        })
-        .collect();
     let mut removed = Vec::new();
-    if let Some(root) = mounted_at().or_else(|| dead_mounts.first().cloned()) {
+    if let Some(root) = mounted_at() {
         remove_dead_instances(&root, &mut removed);
-    }
-    for point in dead_mounts {
-        unmount(&point);
-        removed.push(point.display().to_string());
     }
     removed
 }
